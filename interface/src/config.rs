@@ -1,0 +1,17 @@
+//! Keys understood by [`crate::Host::get_config`].
+//!
+//! Owns: the key names. Does not own: the values (the server sets them from
+//! its command line and world).
+
+/// This module's name (its folder's name).
+pub const MODULE_NAME: &str = "module_name";
+/// This module's folder, absolute.
+pub const MODULE_PATH: &str = "module_path";
+/// The world directory, absolute.
+pub const WORLD_PATH: &str = "world_path";
+/// Every module path, separated by newlines, in search order.
+pub const MODULE_PATHS: &str = "module_paths";
+/// The address the network module listens on (`--listen`).
+pub const LISTEN: &str = "listen";
+/// The server's log level (`error`, `warn`, `info`, `debug`, `trace`).
+pub const LOG_LEVEL: &str = "log_level";

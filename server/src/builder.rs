@@ -1,0 +1,264 @@
+//! The module builder ("runtime-compiled Rust"): turns a module folder into a
+//! loadable `.so`, running cargo only when the module's build inputs changed.
+//!
+//! Owns: `<build_dir>/target` (cargo's target dir for modules, separate from
+//! the workspace's own so a `cargo test` that starts servers never waits on
+//! its own lock), `<build_dir>/artifacts/<hash>.so` (content-addressed: a
+//! fresh artifact is reused untouched, and two folders with the same content
+//! share one), and `<build_dir>/build.lock` (one build at a time across
+//! processes). Does not own: loading (`core`).
+//!
+//! The build hash covers: the module's `Cargo.toml`, `build.rs`, `meta.json`
+//! and everything under `src/`, the interface version (which includes a hash
+//! of the interface sources), the ABI version, the compiler version and the
+//! profile. Dependency versions in a workspace `Cargo.lock` are not hashed:
+//! touch the module's `Cargo.toml` after changing them.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use buildat_interface::abi;
+use buildat_interface::meta::ModuleMeta;
+use sha2::{Digest, Sha256};
+
+use crate::config::ModuleProfile;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("module {module}: cannot read its sources: {source}")]
+    Sources {
+        module: String,
+        source: std::io::Error,
+    },
+    #[error("module {module}: cannot run cargo: {source}")]
+    Spawn {
+        module: String,
+        source: std::io::Error,
+    },
+    #[error("module {module} failed to build:\n{output}")]
+    Compile { module: String, output: String },
+    #[error("module {module}: cargo produced no cdylib (is `crate-type = [\"cdylib\"]` set?)")]
+    NoArtifact { module: String },
+    #[error("module {module}: cannot store the artifact: {source}")]
+    Store {
+        module: String,
+        source: std::io::Error,
+    },
+}
+
+/// A built module library.
+#[derive(Debug, Clone)]
+pub struct Artifact {
+    pub path: PathBuf,
+    pub hash: String,
+}
+
+pub struct Builder {
+    build_dir: PathBuf,
+    profile: ModuleProfile,
+}
+
+impl Builder {
+    pub fn new(build_dir: PathBuf, profile: ModuleProfile) -> Self {
+        Self { build_dir, profile }
+    }
+
+    /// The artifact for the module in `dir` if its inputs are unchanged
+    /// since it was built; nothing is run or written.
+    pub fn get_fresh(&self, dir: &Path, meta: &ModuleMeta) -> Option<Artifact> {
+        let hash = self.input_hash(dir, meta).ok()?;
+        let path = self.artifact_path(&hash);
+        path.exists().then_some(Artifact { path, hash })
+    }
+
+    /// The module's artifact, building it first if its inputs changed.
+    /// Cargo's progress and errors are logged with the module's name.
+    pub fn build(&self, name: &str, dir: &Path, meta: &ModuleMeta) -> Result<Artifact, BuildError> {
+        let hash = self.input_hash(dir, meta).map_err(|source| BuildError::Sources {
+            module: name.to_string(),
+            source,
+        })?;
+        let path = self.artifact_path(&hash);
+        if path.exists() {
+            return Ok(Artifact { path, hash });
+        }
+        let store = |source| BuildError::Store {
+            module: name.to_string(),
+            source,
+        };
+        std::fs::create_dir_all(self.build_dir.join("artifacts")).map_err(store)?;
+        let lock = std::fs::File::create(self.build_dir.join("build.lock")).map_err(store)?;
+        lock.lock().map_err(store)?;
+        // Another process may have built the same inputs while we waited.
+        if path.exists() {
+            return Ok(Artifact { path, hash });
+        }
+        let built = self.run_cargo(name, dir, meta)?;
+        let temporary = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::copy(&built, &temporary).map_err(store)?;
+        std::fs::rename(&temporary, &path).map_err(store)?;
+        Ok(Artifact { path, hash })
+    }
+
+    fn artifact_path(&self, hash: &str) -> PathBuf {
+        self.build_dir.join("artifacts").join(format!("{hash}.so"))
+    }
+
+    fn input_hash(&self, dir: &Path, meta: &ModuleMeta) -> std::io::Result<String> {
+        let mut hasher = Sha256::new();
+        for stamp in [
+            abi::ABI_VERSION.to_string().as_str(),
+            abi::INTERFACE_VERSION,
+            abi::RUSTC_VERSION,
+            self.profile.cargo_name(),
+            &meta.cargo_features.join(","),
+        ] {
+            hasher.update(stamp.as_bytes());
+            hasher.update([0]);
+        }
+        let mut files = Vec::new();
+        for name in ["Cargo.toml", "build.rs", "meta.json"] {
+            let path = dir.join(name);
+            if path.is_file() {
+                files.push(path);
+            }
+        }
+        collect_files(&dir.join("src"), &mut files)?;
+        files.sort();
+        for file in files {
+            let relative = file.strip_prefix(dir).unwrap_or(&file);
+            hasher.update(relative.as_os_str().as_encoded_bytes());
+            hasher.update([0]);
+            hasher.update(std::fs::read(&file)?);
+            hasher.update([0]);
+        }
+        let digest = hasher.finalize();
+        Ok(digest[..10].iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    fn run_cargo(&self, name: &str, dir: &Path, meta: &ModuleMeta) -> Result<PathBuf, BuildError> {
+        let manifest = dir.join("Cargo.toml");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut command = Command::new(cargo);
+        command
+            .arg("build")
+            .arg("--lib")
+            .arg("--manifest-path")
+            .arg(&manifest)
+            .arg("--target-dir")
+            .arg(self.build_dir.join("target"))
+            .arg("--profile")
+            .arg(self.profile.cargo_name())
+            .arg("--message-format=json-render-diagnostics")
+            .env_remove("CARGO_TARGET_DIR")
+            .env_remove("CARGO_BUILD_TARGET_DIR")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if !meta.cargo_features.is_empty() {
+            command.arg("--features").arg(meta.cargo_features.join(","));
+        }
+        tracing::info!("building module {name} ({} profile)", self.profile.cargo_name());
+        let started = std::time::Instant::now();
+        let mut child = command.spawn().map_err(|source| BuildError::Spawn {
+            module: name.to_string(),
+            source,
+        })?;
+        // Cargo's human output (progress and compiler errors) comes on stderr.
+        let stderr = child.stderr.take();
+        let module = name.to_string();
+        let stderr_reader = std::thread::spawn(move || {
+            let mut output = String::new();
+            for line in stderr.map(BufReader::new).into_iter().flat_map(|r| r.lines()) {
+                let Ok(line) = line else { break };
+                let trimmed = line.trim_start();
+                if trimmed.starts_with("Compiling") || trimmed.starts_with("Finished") {
+                    tracing::info!("build {module}: {trimmed}");
+                }
+                output.push_str(&line);
+                output.push('\n');
+            }
+            output
+        });
+        let wanted_manifest = manifest.canonicalize().unwrap_or(manifest);
+        let mut artifact = None;
+        if let Some(stdout) = child.stdout.take() {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(path) = get_cdylib(&line, &wanted_manifest) {
+                    artifact = Some(path);
+                }
+            }
+        }
+        let status = child.wait().map_err(|source| BuildError::Spawn {
+            module: name.to_string(),
+            source,
+        })?;
+        let output = stderr_reader.join().unwrap_or_default();
+        if !status.success() {
+            return Err(BuildError::Compile {
+                module: name.to_string(),
+                output: compile_errors(&output),
+            });
+        }
+        tracing::info!(
+            "built module {name} in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        artifact.ok_or_else(|| BuildError::NoArtifact {
+            module: name.to_string(),
+        })
+    }
+}
+
+/// The `.so` named by a cargo `compiler-artifact` message for `manifest`.
+fn get_cdylib(line: &str, manifest: &Path) -> Option<PathBuf> {
+    let message: serde_json::Value = serde_json::from_str(line).ok()?;
+    if message.get("reason")?.as_str()? != "compiler-artifact" {
+        return None;
+    }
+    let from = PathBuf::from(message.get("manifest_path")?.as_str()?);
+    if from.canonicalize().unwrap_or(from) != manifest {
+        return None;
+    }
+    message
+        .get("filenames")?
+        .as_array()?
+        .iter()
+        .filter_map(|f| f.as_str())
+        .find(|f| f.ends_with(".so"))
+        .map(PathBuf::from)
+}
+
+/// Cargo's stderr without the progress lines, so the compiler's errors stand out.
+fn compile_errors(output: &str) -> String {
+    output
+        .lines()
+        .filter(|line| {
+            let trimmed = line.trim_start();
+            !(trimmed.starts_with("Compiling")
+                || trimmed.starts_with("Blocking")
+                || trimmed.starts_with("Updating")
+                || trimmed.starts_with("Locking")
+                || trimmed.starts_with("Downloaded")
+                || trimmed.starts_with("Downloading"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn collect_files(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    if !dir.is_dir() {
+        return Ok(());
+    }
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            collect_files(&path, files)?;
+        } else {
+            files.push(path);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,89 @@
+//! The operator console on stdin: one command a line. Works when stdin is a
+//! pipe or a file, not only a terminal; end of input leaves the server
+//! running.
+//!
+//! Owns: parsing and answering console commands. Does not own: what the
+//! commands do (`crate::core::Core`).
+
+use std::io::BufRead;
+
+use buildat_interface::core_api::ModuleState;
+
+use crate::core::Core;
+
+pub const HELP: &str = "\
+commands:
+  help            this list
+  modules         every module: state, build hash, when loaded
+  load NAME       load a module from the module paths
+  unload NAME     unload a module
+  reload NAME     rebuild if changed, then reload keeping queued events
+  stop            unload every module in reverse load order and exit";
+
+/// Reads commands from stdin on a thread of its own.
+pub fn spawn(core: Core) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("console".into())
+        .spawn(move || {
+            let stdin = std::io::stdin();
+            for line in stdin.lock().lines() {
+                let Ok(line) = line else { break };
+                let answer = run_command(&core, &line);
+                if !answer.is_empty() {
+                    println!("{answer}");
+                }
+            }
+            tracing::info!("console: end of input; the server keeps running (stop it with SIGTERM)");
+        })
+        .map(drop)
+}
+
+/// Runs one console line and returns what to print.
+pub fn run_command(core: &Core, line: &str) -> String {
+    let mut words = line.split_whitespace();
+    let Some(command) = words.next() else {
+        return String::new();
+    };
+    let argument = words.next();
+    let result = match (command, argument) {
+        ("help", _) => Ok(HELP.to_string()),
+        ("modules", _) => Ok(format_modules(core)),
+        ("stop", _) => {
+            core.request_shutdown(0, "stop command on the console".into());
+            Ok("stopping".to_string())
+        }
+        ("load", Some(name)) => core.load_module(name, None).map(|()| format!("loaded {name}")),
+        ("unload", Some(name)) => core.unload_module(name).map(|()| format!("unloaded {name}")),
+        ("reload", Some(name)) => core.reload_module(name).map(|()| format!("reloaded {name}")),
+        ("load" | "unload" | "reload", None) => return format!("usage: {command} NAME"),
+        (other, _) => return format!("unknown command '{other}'; type 'help'"),
+    };
+    match result {
+        Ok(answer) => answer,
+        Err(error) => format!("error: {error}"),
+    }
+}
+
+fn format_modules(core: &Core) -> String {
+    let now = crate::core::unix_ms();
+    let mut out = format!("{:<20} {:<12} {:<22} {}", "module", "state", "build", "loaded");
+    for module in core.list_modules() {
+        let state = match &module.state {
+            ModuleState::Failed(reason) => format!("failed: {reason}"),
+            ModuleState::Hung(what) => format!("hung in {what}"),
+            other => format!("{other:?}").to_lowercase(),
+        };
+        let age = if module.loaded_at_unix_ms == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.1} s ago", now.saturating_sub(module.loaded_at_unix_ms) as f64 / 1000.0)
+        };
+        let hash = if module.build_hash.is_empty() {
+            "(no server code)".to_string()
+        } else {
+            module.build_hash.clone()
+        };
+        out.push_str(&format!("\n{:<20} {:<12} {:<22} {}", module.name, state, hash, age));
+    }
+    out
+}

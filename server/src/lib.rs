@@ -1,0 +1,11 @@
+//! `buildat-server` as a library: the module host and its parts, used by the
+//! binary (`main.rs`), the benchmarks and the tests.
+//!
+//! Owns: [`core`] (module host, event bus, calls, watchdog), [`builder`]
+//! (cargo builds of modules), [`console`] and [`config`]. Does not own any
+//! game behaviour: that lives in modules.
+
+pub mod builder;
+pub mod config;
+pub mod console;
+pub mod core;

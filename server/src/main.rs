@@ -1,0 +1,251 @@
+//! `buildat-server`: the command line, logging, signals and the process's
+//! exit status. Everything else is in the library (`buildat_server`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use buildat_interface::meta::ModuleMeta;
+use buildat_server::builder::Builder;
+use buildat_server::config::{ModuleProfile, ServerConfig};
+use buildat_server::core::Core;
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// The default world configuration, written into a new world directory.
+const DEFAULT_WORLD_TOML: &str = include_str!("../../world/world.toml");
+
+#[derive(Parser)]
+#[command(name = "buildat-server", version, about = "A moddable multiplayer voxel game server")]
+struct Cli {
+    /// World directory (created with a default world.toml if missing).
+    #[arg(long, default_value = "world")]
+    world: PathBuf,
+    /// An extra module folder (repeatable); searched after the default `modules/`.
+    #[arg(long = "modules", value_name = "DIR")]
+    modules: Vec<PathBuf>,
+    /// Do not search the default `modules/` folder.
+    #[arg(long)]
+    no_default_modules: bool,
+    /// Address the network module listens on.
+    #[arg(long, default_value = "0.0.0.0:20000")]
+    listen: String,
+    /// Where modules are built and loaded from (default: `target/buildat-modules`
+    /// beside the first module folder).
+    #[arg(long, value_name = "DIR")]
+    build_dir: Option<PathBuf>,
+    /// Cargo profile for building modules.
+    #[arg(long, value_enum, default_value = "release")]
+    module_profile: Profile,
+    /// Log level: error, warn, info, debug, trace (RUST_LOG overrides).
+    #[arg(long, default_value = "info")]
+    log_level: String,
+    /// Interval of core:tick in milliseconds.
+    #[arg(long, default_value_t = 100)]
+    tick_ms: u64,
+    /// How long a call between modules waits for its answer, in milliseconds.
+    #[arg(long, default_value_t = 30_000)]
+    call_timeout_ms: u64,
+    /// How long a module may stay in one handler before the watchdog reports it, in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    watchdog_ms: u64,
+    /// A KEY=VALUE setting handed to modules (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build every module in the module paths (those whose inputs changed) and exit.
+    Build,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Profile {
+    Release,
+    Dev,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&cli.log_level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .init();
+    match run(cli) {
+        Ok(status) => ExitCode::from(status),
+        Err(error) => {
+            tracing::error!("{error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("bad path {}", path.display()))
+}
+
+/// `./modules`, or the repository's `modules/` when run from elsewhere.
+fn default_module_path() -> Option<PathBuf> {
+    let local = PathBuf::from("modules");
+    if local.is_dir() {
+        return Some(local);
+    }
+    let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("../modules");
+    repository.is_dir().then_some(repository)
+}
+
+fn config_from(cli: &Cli) -> anyhow::Result<ServerConfig> {
+    let mut module_paths = Vec::new();
+    if !cli.no_default_modules {
+        match default_module_path() {
+            Some(path) => module_paths.push(path),
+            None => bail!("no modules/ folder here; pass --modules DIR"),
+        }
+    }
+    module_paths.extend(cli.modules.iter().cloned());
+    let module_paths = module_paths
+        .iter()
+        .map(|p| absolute(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let Some(first) = module_paths.first() else {
+        bail!("no module paths: pass --modules DIR");
+    };
+    let build_dir = match &cli.build_dir {
+        Some(dir) => absolute(dir)?,
+        None => first
+            .parent()
+            .unwrap_or(first)
+            .join("target")
+            .join("buildat-modules"),
+    };
+    let mut config = ServerConfig::new(absolute(&cli.world)?, module_paths, build_dir);
+    config.module_profile = match cli.module_profile {
+        Profile::Release => ModuleProfile::Release,
+        Profile::Dev => ModuleProfile::Dev,
+    };
+    config.listen = cli.listen.clone();
+    config.log_level = cli.log_level.clone();
+    config.tick_interval = Duration::from_millis(cli.tick_ms.max(1));
+    config.call_timeout = Duration::from_millis(cli.call_timeout_ms);
+    config.watchdog_limit = Duration::from_millis(cli.watchdog_ms);
+    for setting in &cli.set {
+        let Some((key, value)) = setting.split_once('=') else {
+            bail!("--set {setting}: expected KEY=VALUE");
+        };
+        config.extra.insert(key.to_string(), value.to_string());
+    }
+    Ok(config)
+}
+
+fn prepare_world(world: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(world)
+        .with_context(|| format!("cannot create the world directory {}", world.display()))?;
+    let config = world.join("world.toml");
+    if !config.exists() {
+        std::fs::write(&config, DEFAULT_WORLD_TOML)
+            .with_context(|| format!("cannot write {}", config.display()))?;
+        tracing::info!("new world: wrote {}", config.display());
+    }
+    Ok(())
+}
+
+/// `build`: builds every Rust module found in the module paths.
+fn build_all(config: &ServerConfig) -> anyhow::Result<u8> {
+    let builder = Builder::new(config.build_dir.clone(), config.module_profile);
+    let mut failed = 0;
+    for path in &config.module_paths {
+        let entries = std::fs::read_dir(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let mut dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        dirs.sort();
+        for dir in dirs.into_iter().filter(|d| d.join("meta.json").is_file()) {
+            let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let meta = match ModuleMeta::read(&dir) {
+                Ok(parsed) => parsed.meta,
+                Err(error) => {
+                    tracing::error!("{error}");
+                    failed += 1;
+                    continue;
+                }
+            };
+            if meta.disable_rust {
+                continue;
+            }
+            match builder.build(&name, &dir, &meta) {
+                Ok(artifact) => tracing::info!("module {name}: artifact {}", artifact.hash),
+                Err(error) => {
+                    tracing::error!("{error}");
+                    failed += 1;
+                }
+            }
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} module(s) failed to build");
+    }
+    Ok(0)
+}
+
+fn spawn_signal_handler(core: Core) -> anyhow::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .context("cannot install signal handlers")?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            let mut received = 0;
+            for signal in signals.forever() {
+                received += 1;
+                let name = if signal == SIGINT { "SIGINT" } else { "SIGTERM" };
+                if received > 1 {
+                    tracing::error!("second {name}: exiting without a clean stop");
+                    std::process::exit(130);
+                }
+                core.request_shutdown(0, format!("received {name}"));
+            }
+        })
+        .context("cannot start the signal thread")?;
+    Ok(())
+}
+
+fn run(cli: Cli) -> anyhow::Result<u8> {
+    let config = config_from(&cli)?;
+    if let Some(Command::Build) = cli.command {
+        return build_all(&config);
+    }
+    prepare_world(&config.world_path)?;
+    tracing::info!(
+        "buildat-server {}: world {}, modules {}",
+        env!("CARGO_PKG_VERSION"),
+        config.world_path.display(),
+        config
+            .module_paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let core = Core::new(config).context("cannot start the module host")?;
+    spawn_signal_handler(core.clone())?;
+    if let Err(error) = core.start() {
+        tracing::error!("{error}");
+        core.stop_all();
+        bail!("the server did not start");
+    }
+    buildat_server::console::spawn(core.clone()).context("cannot start the console")?;
+    let (status, reason) = core.wait_for_shutdown();
+    tracing::info!("stopping: {reason}");
+    core.stop_all();
+    if status == 0 {
+        tracing::info!("stopped cleanly");
+    } else {
+        tracing::error!("stopped with status {status}: {reason}");
+    }
+    Ok(u8::try_from(status).unwrap_or(1))
+}

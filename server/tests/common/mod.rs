@@ -1,0 +1,329 @@
+//! Shared test harness: builds the fixture modules once per run into a shared
+//! build dir, lays out temporary module paths with copies of them, starts a
+//! module host in-process or the real server binary, and captures logs.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use buildat_interface::meta::ModuleMeta;
+use buildat_server::builder::Builder;
+use buildat_server::config::{ModuleProfile, ServerConfig};
+use buildat_server::core::Core;
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("server/ has a parent")
+        .to_path_buf()
+}
+
+/// One build dir for every test of the run (artifacts are content-addressed).
+pub fn build_dir() -> PathBuf {
+    repo_root().join("target").join("test-modules")
+}
+
+pub fn loader_source() -> PathBuf {
+    repo_root().join("modules").join("__loader")
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    repo_root().join("tests").join("modules").join(name)
+}
+
+/// Builds the in-tree module at `dir` unless its artifact is fresh.
+pub fn prebuild(dir: &Path) {
+    let name = dir.file_name().expect("named").to_string_lossy().into_owned();
+    let meta = ModuleMeta::read(dir).expect("fixture meta.json").meta;
+    Builder::new(build_dir(), ModuleProfile::Dev)
+        .build(&name, dir, &meta)
+        .unwrap_or_else(|e| panic!("building fixture {name}: {e}"));
+}
+
+/// Builds `__loader` and the `probe` fixture once per test process.
+pub fn prebuild_common() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        prebuild(&loader_source());
+        prebuild(&fixture("probe"));
+    });
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create dir");
+    for entry in std::fs::read_dir(from).expect("read dir").flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if name == "target" {
+            continue;
+        }
+        if path.is_dir() {
+            copy_dir(&path, &to.join(&name));
+        } else {
+            std::fs::copy(&path, to.join(&name)).expect("copy file");
+        }
+    }
+}
+
+/// A temporary module path and world.
+pub struct Scratch {
+    pub dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    /// A module path holding a copy of `__loader`.
+    pub fn new() -> Self {
+        prebuild_common();
+        let scratch = Self {
+            dir: tempfile::tempdir().expect("temp dir"),
+        };
+        std::fs::create_dir_all(scratch.modules()).expect("modules dir");
+        copy_dir(&loader_source(), &scratch.modules().join("__loader"));
+        scratch
+    }
+
+    pub fn modules(&self) -> PathBuf {
+        self.dir.path().join("modules")
+    }
+
+    pub fn world(&self) -> PathBuf {
+        self.dir.path().join("world")
+    }
+
+    /// Adds a copy of the `probe` fixture named `name`; returns its folder.
+    pub fn add_probe(&self, name: &str) -> PathBuf {
+        self.add_fixture("probe", name)
+    }
+
+    pub fn add_fixture(&self, fixture_name: &str, name: &str) -> PathBuf {
+        let to = self.modules().join(name);
+        copy_dir(&fixture(fixture_name), &to);
+        to
+    }
+
+    /// A copy of `probe` that builds on its own outside the repository (for
+    /// tests that edit its source).
+    pub fn add_editable_probe(&self, name: &str) -> PathBuf {
+        let dir = self.add_probe(name);
+        let manifest = dir.join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest).expect("manifest");
+        let interface = repo_root().join("interface");
+        let text = text.replace(
+            "path = \"../../../interface\"",
+            &format!("path = \"{}\"", interface.display()),
+        );
+        std::fs::write(&manifest, text).expect("write manifest");
+        std::fs::copy(repo_root().join("Cargo.lock"), dir.join("Cargo.lock")).expect("copy lock");
+        dir
+    }
+
+    /// Adds a module folder with only a meta.json.
+    pub fn add_meta_only(&self, name: &str, meta_json: &str) -> PathBuf {
+        let dir = self.modules().join(name);
+        std::fs::create_dir_all(&dir).expect("module dir");
+        std::fs::write(dir.join("meta.json"), meta_json).expect("meta.json");
+        dir
+    }
+
+    pub fn config(&self) -> ServerConfig {
+        let mut config = ServerConfig::new(self.world(), vec![self.modules()], build_dir());
+        config.module_profile = ModuleProfile::Dev;
+        config.call_timeout = Duration::from_secs(20);
+        config.stop_timeout = Duration::from_secs(10);
+        config
+    }
+
+    /// An in-process module host over this module path.
+    pub fn core(&self, settings: &[(&str, &str)]) -> Core {
+        self.core_with(|config| {
+            for (key, value) in settings {
+                config.extra.insert(key.to_string(), value.to_string());
+            }
+        })
+    }
+
+    pub fn core_with(&self, adjust: impl FnOnce(&mut ServerConfig)) -> Core {
+        capture_logs();
+        let mut config = self.config();
+        adjust(&mut config);
+        Core::new(config).expect("core")
+    }
+
+    /// Arguments for the server binary over this module path.
+    pub fn server_args(&self) -> Vec<String> {
+        vec![
+            "--world".into(),
+            self.world().display().to_string(),
+            "--no-default-modules".into(),
+            "--modules".into(),
+            self.modules().display().to_string(),
+            "--build-dir".into(),
+            build_dir().display().to_string(),
+            "--module-profile".into(),
+            "dev".into(),
+        ]
+    }
+}
+
+/// Everything logged in this test process (all tests share it: search for
+/// strings unique to your test, such as its module names).
+static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+
+#[derive(Clone)]
+struct LogWriter(Arc<Mutex<Vec<u8>>>);
+
+impl Write for LogWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+pub fn capture_logs() {
+    LOGS.get_or_init(|| {
+        let buffer = Arc::new(Mutex::new(Vec::new()));
+        let writer = LogWriter(buffer.clone());
+        let _ = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_env_filter("info")
+            .try_init();
+        buffer
+    });
+}
+
+pub fn logs() -> String {
+    LOGS.get()
+        .map(|b| String::from_utf8_lossy(&b.lock().unwrap_or_else(|e| e.into_inner())).into_owned())
+        .unwrap_or_default()
+}
+
+/// Polls `f` until it returns `Some` or `timeout` passes.
+pub fn wait_until<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = f() {
+            return Some(value);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The real server binary, with its output collected line by line.
+pub struct ServerProcess {
+    pub child: Child,
+    pub stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    pub seen: Vec<String>,
+}
+
+impl ServerProcess {
+    pub fn start(args: &[String], stdin: Stdio) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_buildat-server"))
+            .args(args)
+            .stdin(stdin)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start buildat-server");
+        let (send, lines) = channel();
+        let stdout = child.stdout.take().expect("stdout");
+        let stderr = child.stderr.take().expect("stderr");
+        let send_err = send.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = send.send(line);
+            }
+        });
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = send_err.send(line);
+            }
+        });
+        let stdin = child.stdin.take();
+        Self {
+            child,
+            stdin,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits for a line containing `needle`; returns it.
+    pub fn wait_for(&mut self, needle: &str, timeout: Duration) -> Option<String> {
+        if let Some(line) = self.seen.iter().find(|l| l.contains(needle)) {
+            return Some(line.clone());
+        }
+        let deadline = Instant::now() + timeout;
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.contains(needle) {
+                        return Some(line);
+                    }
+                }
+                Err(_) => return None,
+            }
+        }
+        None
+    }
+
+    pub fn send(&mut self, command: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin is piped");
+        writeln!(stdin, "{command}").expect("write to console");
+        stdin.flush().expect("flush console");
+    }
+
+    /// Waits for exit, collecting the remaining output.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            while let Ok(line) = self.lines.try_recv() {
+                self.seen.push(line);
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                std::thread::sleep(Duration::from_millis(50));
+                while let Ok(line) = self.lines.try_recv() {
+                    self.seen.push(line);
+                }
+                return Some(status.code().unwrap_or(-1));
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn output(&self) -> String {
+        self.seen.join("\n")
+    }
+
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
