@@ -10,14 +10,21 @@ fn fnv1a(hash: &mut u64, bytes: &[u8]) {
 }
 
 fn hash_dir(hash: &mut u64, dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     let mut paths: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
     for path in paths {
         if path.is_dir() {
             hash_dir(hash, &path);
         } else if let Ok(bytes) = std::fs::read(&path) {
-            fnv1a(hash, path.file_name().map(|n| n.as_encoded_bytes()).unwrap_or_default());
+            fnv1a(
+                hash,
+                path.file_name()
+                    .map(|n| n.as_encoded_bytes())
+                    .unwrap_or_default(),
+            );
             fnv1a(hash, &bytes);
         }
     }

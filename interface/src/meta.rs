@@ -71,7 +71,12 @@ impl ModuleMeta {
             file: file.to_string(),
             line: e.line(),
             column: e.column(),
-            message: e.to_string().split(" at line ").next().unwrap_or_default().to_string(),
+            message: e
+                .to_string()
+                .split(" at line ")
+                .next()
+                .unwrap_or_default()
+                .to_string(),
         };
         let object: serde_json::Map<String, serde_json::Value> =
             serde_json::from_str(text).map_err(invalid)?;
@@ -115,7 +120,10 @@ mod tests {
         assert_eq!(parsed.meta.dependencies.len(), 2);
         assert!(parsed.meta.dependencies[1].optional);
         assert!(parsed.meta.disable_rust);
-        assert_eq!(parsed.warnings, vec!["m/meta.json: unknown field \"colour\" (ignored)"]);
+        assert_eq!(
+            parsed.warnings,
+            vec!["m/meta.json: unknown field \"colour\" (ignored)"]
+        );
     }
 
     #[test]

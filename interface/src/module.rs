@@ -272,17 +272,24 @@ impl Host {
 
     /// This module's name (its folder's name).
     pub fn module_name(&self) -> String {
-        self.get_config(crate::config::MODULE_NAME).unwrap_or_default()
+        self.get_config(crate::config::MODULE_NAME)
+            .unwrap_or_default()
     }
 
     /// This module's folder.
     pub fn module_path(&self) -> PathBuf {
-        PathBuf::from(self.get_config(crate::config::MODULE_PATH).unwrap_or_default())
+        PathBuf::from(
+            self.get_config(crate::config::MODULE_PATH)
+                .unwrap_or_default(),
+        )
     }
 
     /// The world directory.
     pub fn world_path(&self) -> PathBuf {
-        PathBuf::from(self.get_config(crate::config::WORLD_PATH).unwrap_or_default())
+        PathBuf::from(
+            self.get_config(crate::config::WORLD_PATH)
+                .unwrap_or_default(),
+        )
     }
 }
 
@@ -437,9 +444,14 @@ pub mod glue {
 
     /// # Safety
     /// See [`ModuleDescriptor::init`].
-    pub unsafe extern "C" fn init<M: Module>(instance: *mut c_void, err: *const ByteSink) -> Status {
+    pub unsafe extern "C" fn init<M: Module>(
+        instance: *mut c_void,
+        err: *const ByteSink,
+    ) -> Status {
         // SAFETY: see fn docs.
-        guard(err, || unsafe { module::<M>(instance) }.init().map(|()| Vec::new()))
+        guard(err, || {
+            unsafe { module::<M>(instance) }.init().map(|()| Vec::new())
+        })
     }
 
     /// # Safety
@@ -452,11 +464,14 @@ pub mod glue {
     ) -> Status {
         guard(err, || {
             // SAFETY: the host passes slices valid for the call.
-            let name = unsafe { name.as_str() }.map_err(|_| ModuleError::msg("event name is not UTF-8"))?;
+            let name = unsafe { name.as_str() }
+                .map_err(|_| ModuleError::msg("event name is not UTF-8"))?;
             // SAFETY: as above.
             let payload = unsafe { payload.as_bytes() };
             // SAFETY: see fn docs.
-            unsafe { module::<M>(instance) }.event(name, payload).map(|()| Vec::new())
+            unsafe { module::<M>(instance) }
+                .event(name, payload)
+                .map(|()| Vec::new())
         })
     }
 
@@ -470,8 +485,8 @@ pub mod glue {
     ) -> Status {
         guard(out, || {
             // SAFETY: the host passes slices valid for the call.
-            let function =
-                unsafe { function.as_str() }.map_err(|_| ModuleError::msg("function name is not UTF-8"))?;
+            let function = unsafe { function.as_str() }
+                .map_err(|_| ModuleError::msg("function name is not UTF-8"))?;
             // SAFETY: as above.
             let payload = unsafe { payload.as_bytes() };
             // SAFETY: see fn docs.
@@ -481,14 +496,24 @@ pub mod glue {
 
     /// # Safety
     /// See [`ModuleDescriptor::unload`].
-    pub unsafe extern "C" fn unload<M: Module>(instance: *mut c_void, err: *const ByteSink) -> Status {
+    pub unsafe extern "C" fn unload<M: Module>(
+        instance: *mut c_void,
+        err: *const ByteSink,
+    ) -> Status {
         // SAFETY: see fn docs.
-        guard(err, || unsafe { module::<M>(instance) }.unload().map(|()| Vec::new()))
+        guard(err, || {
+            unsafe { module::<M>(instance) }
+                .unload()
+                .map(|()| Vec::new())
+        })
     }
 
     /// # Safety
     /// See [`ModuleDescriptor::destroy`].
-    pub unsafe extern "C" fn destroy<M: Module>(instance: *mut c_void, err: *const ByteSink) -> Status {
+    pub unsafe extern "C" fn destroy<M: Module>(
+        instance: *mut c_void,
+        err: *const ByteSink,
+    ) -> Status {
         guard(err, || {
             // SAFETY: `instance` came from Box::into_raw in `create::<M>`.
             drop(unsafe { Box::from_raw(instance.cast::<M>()) });

@@ -53,6 +53,8 @@ mod tests {
         longer.push(0);
         assert!(decode::<(u64, String, Vec<u8>)>(&longer).is_err());
         // A huge length prefix must fail, not allocate.
-        assert!(decode::<Vec<u8>>(&[0xfd, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]).is_err());
+        assert!(
+            decode::<Vec<u8>>(&[0xfd, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]).is_err()
+        );
     }
 }

@@ -75,10 +75,12 @@ impl Builder {
     /// The module's artifact, building it first if its inputs changed.
     /// Cargo's progress and errors are logged with the module's name.
     pub fn build(&self, name: &str, dir: &Path, meta: &ModuleMeta) -> Result<Artifact, BuildError> {
-        let hash = self.input_hash(dir, meta).map_err(|source| BuildError::Sources {
-            module: name.to_string(),
-            source,
-        })?;
+        let hash = self
+            .input_hash(dir, meta)
+            .map_err(|source| BuildError::Sources {
+                module: name.to_string(),
+                source,
+            })?;
         let path = self.artifact_path(&hash);
         if path.exists() {
             return Ok(Artifact { path, hash });
@@ -159,7 +161,10 @@ impl Builder {
         if !meta.cargo_features.is_empty() {
             command.arg("--features").arg(meta.cargo_features.join(","));
         }
-        tracing::info!("building module {name} ({} profile)", self.profile.cargo_name());
+        tracing::info!(
+            "building module {name} ({} profile)",
+            self.profile.cargo_name()
+        );
         let started = std::time::Instant::now();
         let mut child = command.spawn().map_err(|source| BuildError::Spawn {
             module: name.to_string(),
@@ -170,7 +175,11 @@ impl Builder {
         let module = name.to_string();
         let stderr_reader = std::thread::spawn(move || {
             let mut output = String::new();
-            for line in stderr.map(BufReader::new).into_iter().flat_map(|r| r.lines()) {
+            for line in stderr
+                .map(BufReader::new)
+                .into_iter()
+                .flat_map(|r| r.lines())
+            {
                 let Ok(line) = line else { break };
                 let trimmed = line.trim_start();
                 if trimmed.starts_with("Compiling") || trimmed.starts_with("Finished") {

@@ -33,7 +33,9 @@ pub fn spawn(core: Core) -> std::io::Result<()> {
                     println!("{answer}");
                 }
             }
-            tracing::info!("console: end of input; the server keeps running (stop it with SIGTERM)");
+            tracing::info!(
+                "console: end of input; the server keeps running (stop it with SIGTERM)"
+            );
         })
         .map(drop)
 }
@@ -52,9 +54,15 @@ pub fn run_command(core: &Core, line: &str) -> String {
             core.request_shutdown(0, "stop command on the console".into());
             Ok("stopping".to_string())
         }
-        ("load", Some(name)) => core.load_module(name, None).map(|()| format!("loaded {name}")),
-        ("unload", Some(name)) => core.unload_module(name).map(|()| format!("unloaded {name}")),
-        ("reload", Some(name)) => core.reload_module(name).map(|()| format!("reloaded {name}")),
+        ("load", Some(name)) => core
+            .load_module(name, None)
+            .map(|()| format!("loaded {name}")),
+        ("unload", Some(name)) => core
+            .unload_module(name)
+            .map(|()| format!("unloaded {name}")),
+        ("reload", Some(name)) => core
+            .reload_module(name)
+            .map(|()| format!("reloaded {name}")),
         ("load" | "unload" | "reload", None) => return format!("usage: {command} NAME"),
         (other, _) => return format!("unknown command '{other}'; type 'help'"),
     };
@@ -66,7 +74,10 @@ pub fn run_command(core: &Core, line: &str) -> String {
 
 fn format_modules(core: &Core) -> String {
     let now = crate::core::unix_ms();
-    let mut out = format!("{:<20} {:<12} {:<22} {}", "module", "state", "build", "loaded");
+    let mut out = format!(
+        "{:<20} {:<12} {:<22} {}",
+        "module", "state", "build", "loaded"
+    );
     for module in core.list_modules() {
         let state = match &module.state {
             ModuleState::Failed(reason) => format!("failed: {reason}"),
@@ -76,14 +87,20 @@ fn format_modules(core: &Core) -> String {
         let age = if module.loaded_at_unix_ms == 0 {
             "-".to_string()
         } else {
-            format!("{:.1} s ago", now.saturating_sub(module.loaded_at_unix_ms) as f64 / 1000.0)
+            format!(
+                "{:.1} s ago",
+                now.saturating_sub(module.loaded_at_unix_ms) as f64 / 1000.0
+            )
         };
         let hash = if module.build_hash.is_empty() {
             "(no server code)".to_string()
         } else {
             module.build_hash.clone()
         };
-        out.push_str(&format!("\n{:<20} {:<12} {:<22} {}", module.name, state, hash, age));
+        out.push_str(&format!(
+            "\n{:<20} {:<12} {:<22} {}",
+            module.name, state, hash, age
+        ));
     }
     out
 }

@@ -2,10 +2,12 @@
 //! binary (`main.rs`), the benchmarks and the tests.
 //!
 //! Owns: [`core`] (module host, event bus, calls, watchdog), [`builder`]
-//! (cargo builds of modules), [`console`] and [`config`]. Does not own any
+//! (cargo builds of modules), [`console`], [`watch`] (module file
+//! watching) and [`config`]. Does not own any
 //! game behaviour: that lives in modules.
 
 pub mod builder;
 pub mod config;
 pub mod console;
 pub mod core;
+pub mod watch;

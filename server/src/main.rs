@@ -16,7 +16,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 const DEFAULT_WORLD_TOML: &str = include_str!("../../world/world.toml");
 
 #[derive(Parser)]
-#[command(name = "buildat-server", version, about = "A moddable multiplayer voxel game server")]
+#[command(
+    name = "buildat-server",
+    version,
+    about = "A moddable multiplayer voxel game server"
+)]
 struct Cli {
     /// World directory (created with a default world.toml if missing).
     #[arg(long, default_value = "world")]
@@ -49,6 +53,10 @@ struct Cli {
     /// How long a module may stay in one handler before the watchdog reports it, in milliseconds.
     #[arg(long, default_value_t = 10_000)]
     watchdog_ms: u64,
+    /// Do not watch module folders (by default a saved source file rebuilds
+    /// and reloads its module, and a changed client file is re-announced).
+    #[arg(long)]
+    no_watch: bool,
     /// A KEY=VALUE setting handed to modules (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
@@ -161,11 +169,15 @@ fn build_all(config: &ServerConfig) -> anyhow::Result<u8> {
     let builder = Builder::new(config.build_dir.clone(), config.module_profile);
     let mut failed = 0;
     for path in &config.module_paths {
-        let entries = std::fs::read_dir(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let entries =
+            std::fs::read_dir(path).with_context(|| format!("cannot read {}", path.display()))?;
         let mut dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
         dirs.sort();
         for dir in dirs.into_iter().filter(|d| d.join("meta.json").is_file()) {
-            let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             let meta = match ModuleMeta::read(&dir) {
                 Ok(parsed) => parsed.meta,
                 Err(error) => {
@@ -202,7 +214,11 @@ fn spawn_signal_handler(core: Core) -> anyhow::Result<()> {
             let mut received = 0;
             for signal in signals.forever() {
                 received += 1;
-                let name = if signal == SIGINT { "SIGINT" } else { "SIGTERM" };
+                let name = if signal == SIGINT {
+                    "SIGINT"
+                } else {
+                    "SIGTERM"
+                };
                 if received > 1 {
                     tracing::error!("second {name}: exiting without a clean stop");
                     std::process::exit(130);
@@ -237,6 +253,11 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         tracing::error!("{error}");
         core.stop_all();
         bail!("the server did not start");
+    }
+    if !cli.no_watch
+        && let Err(error) = buildat_server::watch::spawn(core.clone(), core.module_paths())
+    {
+        tracing::warn!("file watching is off: {error}");
     }
     buildat_server::console::spawn(core.clone()).context("cannot start the console")?;
     let (status, reason) = core.wait_for_shutdown();

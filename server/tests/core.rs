@@ -48,7 +48,12 @@ struct CallManyResult {
 }
 
 fn stats(core: &buildat_server::core::Core, module: &str, event: &str) -> Stats {
-    decode(&core.call(module, "stats", &encode(event)).expect("stats call")).expect("stats")
+    decode(
+        &core
+            .call(module, "stats", &encode(event))
+            .expect("stats call"),
+    )
+    .expect("stats")
 }
 
 fn version(core: &buildat_server::core::Core, module: &str) -> String {
@@ -100,14 +105,22 @@ fn modules_exchange_100k_events_and_10k_calls() {
     })
     .expect("ev_b received every event");
     assert_eq!(received.count, 100_000, "each event delivered once");
-    assert!(received.in_order && received.duplicates_or_gaps == 0, "{received:?}");
+    assert!(
+        received.in_order && received.duplicates_or_gaps == 0,
+        "{received:?}"
+    );
 
     let request = CallMany {
         module: "ev_b".into(),
         function: "ping".into(),
         count: 10_000,
     };
-    let result: CallManyResult = decode(&core.call("ev_a", "call_many", &encode(&request)).expect("call_many")).expect("result");
+    let result: CallManyResult = decode(
+        &core
+            .call("ev_a", "call_many", &encode(&request))
+            .expect("call_many"),
+    )
+    .expect("result");
     assert_eq!(result.errors, 0);
     assert_eq!(result.latencies_ns.len(), 10_000);
     core.stop_all();
@@ -126,9 +139,16 @@ fn start_and_continue_follow_init() {
     }
     core.reload_module("life_a").expect("reload");
     let lifecycle: Vec<String> = decode(&core.call("life_a", "lifecycle", &[]).unwrap()).unwrap();
-    assert_eq!(lifecycle, ["core:continue"], "a reload delivers core:continue, not core:start");
+    assert_eq!(
+        lifecycle,
+        ["core:continue"],
+        "a reload delivers core:continue, not core:start"
+    );
     let counter: u64 = decode(&core.call("life_a", "get", &[]).unwrap()).unwrap();
-    assert_eq!(counter, 3, "the counter survives the reload through tmp data");
+    assert_eq!(
+        counter, 3,
+        "the counter survives the reload through tmp data"
+    );
     core.stop_all();
 }
 
@@ -143,13 +163,28 @@ fn panics_in_constructor_init_and_start_fail_only_that_module() {
         common::copy_dir(&common::fixture("probe"), &victim_dir);
         let core = scratch.core(&[("probe_panic", &format!("{victim}:{stage}"))]);
         core.start().expect("start");
-        let error = core.load_module(&victim, Some(&victim_dir)).expect_err("the victim panics").to_string();
+        let error = core
+            .load_module(&victim, Some(&victim_dir))
+            .expect_err("the victim panics")
+            .to_string();
         assert!(error.contains(&victim), "{error}");
         assert!(error.contains("panicked in"), "{error}");
-        assert!(error.contains(&format!("probe {victim} panics in {stage} as asked")), "{error}");
-        assert!(matches!(state(&core, &victim), Some(ModuleState::Failed(_))));
-        assert_eq!(core.call("steady", "ping", b"still here").unwrap(), b"still here");
-        assert!(mapped_images(&victim).is_empty(), "the failed image was closed");
+        assert!(
+            error.contains(&format!("probe {victim} panics in {stage} as asked")),
+            "{error}"
+        );
+        assert!(matches!(
+            state(&core, &victim),
+            Some(ModuleState::Failed(_))
+        ));
+        assert_eq!(
+            core.call("steady", "ping", b"still here").unwrap(),
+            b"still here"
+        );
+        assert!(
+            mapped_images(&victim).is_empty(),
+            "the failed image was closed"
+        );
         core.stop_all();
     }
 }
@@ -165,7 +200,12 @@ fn panics_in_event_and_call_are_contained_and_named() {
 
     let error = core.call("boom_call", "panic", &[]).expect_err("panics");
     assert!(matches!(error, CallError::Panicked(_)), "{error:?}");
-    assert!(error.message().contains("probe boom_call panics in a call as asked"), "{error}");
+    assert!(
+        error
+            .message()
+            .contains("probe boom_call panics in a call as asked"),
+        "{error}"
+    );
 
     // Every probe subscribes to probe:panic; only boom_event is told to panic.
     core.emit_event("probe:panic", encode("boom_event"));
@@ -173,10 +213,15 @@ fn panics_in_event_and_call_are_contained_and_named() {
         matches!(state(&core, "boom_event"), Some(ModuleState::Failed(_))).then_some(())
     })
     .expect("boom_event is marked failed");
-    assert!(matches!(state(&core, "boom_call"), Some(ModuleState::Failed(_))));
+    assert!(matches!(
+        state(&core, "boom_call"),
+        Some(ModuleState::Failed(_))
+    ));
     assert_eq!(state(&core, "calm"), Some(ModuleState::Loaded));
     assert_eq!(core.call("calm", "ping", b"ok").unwrap(), b"ok");
-    let error = core.call("boom_call", "ping", &[]).expect_err("failed module refuses calls");
+    let error = core
+        .call("boom_call", "ping", &[])
+        .expect_err("failed module refuses calls");
     assert!(error.message().contains("failed"), "{error}");
 
     let logged = wait_until(Duration::from_secs(10), || {
@@ -186,14 +231,20 @@ fn panics_in_event_and_call_are_contained_and_named() {
             && logs.contains("module boom_call failed and is unloaded"))
         .then_some(())
     });
-    assert!(logged.is_some(), "the log names the module and the message:\n{}", logs());
+    assert!(
+        logged.is_some(),
+        "the log names the module and the message:\n{}",
+        logs()
+    );
     wait_until(Duration::from_secs(10), || {
-        (mapped_images("boom_event").is_empty() && mapped_images("boom_call").is_empty()).then_some(())
+        (mapped_images("boom_event").is_empty() && mapped_images("boom_call").is_empty())
+            .then_some(())
     })
     .expect("failed images are closed by the supervisor");
 
     // A failed module can be loaded again.
-    core.reload_module("boom_call").expect("reload a failed module");
+    core.reload_module("boom_call")
+        .expect("reload a failed module");
     assert_eq!(core.call("boom_call", "ping", b"back").unwrap(), b"back");
     core.stop_all();
 }
@@ -207,8 +258,14 @@ fn library_of_another_abi_version_is_refused() {
     core.start().expect("start");
     let dir = scratch.dir.path().join("elsewhere").join("bad_abi");
     common::copy_dir(&common::fixture("bad_abi"), &dir);
-    let error = core.load_module("bad_abi", Some(&dir)).expect_err("refused").to_string();
-    assert!(error.contains("module bad_abi was built for module ABI version 999"), "{error}");
+    let error = core
+        .load_module("bad_abi", Some(&dir))
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        error.contains("module bad_abi was built for module ABI version 999"),
+        "{error}"
+    );
     assert!(error.contains("rebuild it"), "{error}");
     assert_eq!(core.call("abi_ok", "ping", b"x").unwrap(), b"x");
     core.stop_all();
@@ -233,8 +290,14 @@ fn call_cycle_returns_an_error_quickly() {
         payload: encode(&inner),
     };
     let started = Instant::now();
-    let error = core.call("cy_a", "call", &encode(&outer)).expect_err("cycle");
-    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+    let error = core
+        .call("cy_a", "call", &encode(&outer))
+        .expect_err("cycle");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
     assert!(matches!(error, CallError::Cycle(_)), "{error:?}");
     assert!(error.message().contains("cy_b -> cy_a -> cy_b"), "{error}");
     // Nothing is left blocked.
@@ -252,10 +315,17 @@ fn load_and_unload_twenty_times_leaves_no_image_mapped() {
     core.start().expect("start");
     for round in 0..20 {
         core.load_module("cycler", Some(&dir)).expect("load");
-        assert_eq!(mapped_images("cycler").len(), 1, "round {round}: one image while loaded");
+        assert_eq!(
+            mapped_images("cycler").len(),
+            1,
+            "round {round}: one image while loaded"
+        );
         assert_eq!(version(&core, "cycler"), "probe-1");
         core.unload_module("cycler").expect("unload");
-        assert!(mapped_images("cycler").is_empty(), "round {round}: image left mapped");
+        assert!(
+            mapped_images("cycler").is_empty(),
+            "round {round}: image left mapped"
+        );
     }
     core.stop_all();
 }
@@ -271,15 +341,34 @@ fn reload_runs_rebuilt_code_and_keeps_old_code_on_compile_error() {
     let text = std::fs::read_to_string(&source).unwrap();
     std::fs::write(&source, text.replace("\"probe-1\"", "\"probe-2\"")).unwrap();
     core.reload_module("editable").expect("reload after edit");
-    assert_eq!(version(&core, "editable"), "probe-2", "the new code is mapped");
+    assert_eq!(
+        version(&core, "editable"),
+        "probe-2",
+        "the new code is mapped"
+    );
     assert_eq!(mapped_images("editable").len(), 1, "the old image is gone");
 
-    std::fs::write(&source, text.replace("\"probe-1\"", "\"probe-3\"").replace("fn create", "fn create(")).unwrap();
-    let error = core.reload_module("editable").expect_err("compile error").to_string();
+    std::fs::write(
+        &source,
+        text.replace("\"probe-1\"", "\"probe-3\"")
+            .replace("fn create", "fn create("),
+    )
+    .unwrap();
+    let error = core
+        .reload_module("editable")
+        .expect_err("compile error")
+        .to_string();
     assert!(error.contains("module editable failed to build"), "{error}");
-    assert!(error.contains("error"), "the compiler's message is shown: {error}");
+    assert!(
+        error.contains("error"),
+        "the compiler's message is shown: {error}"
+    );
     assert_eq!(state(&core, "editable"), Some(ModuleState::Loaded));
-    assert_eq!(version(&core, "editable"), "probe-2", "the old version keeps serving");
+    assert_eq!(
+        version(&core, "editable"),
+        "probe-2",
+        "the old version keeps serving"
+    );
     core.stop_all();
 }
 
@@ -309,8 +398,14 @@ fn events_sent_during_reloads_arrive_once_and_in_order() {
         (s.count >= 10_000).then_some(s)
     })
     .expect("every event arrives");
-    assert_eq!(received.count, 10_000, "none lost or duplicated: {received:?}");
-    assert_eq!(received.duplicates_or_gaps, 9, "only the sender's nine restarts: {received:?}");
+    assert_eq!(
+        received.count, 10_000,
+        "none lost or duplicated: {received:?}"
+    );
+    assert_eq!(
+        received.duplicates_or_gaps, 9,
+        "only the sender's nine restarts: {received:?}"
+    );
     core.stop_all();
 }
 
@@ -323,12 +418,48 @@ fn watchdog_names_a_stuck_module() {
     core.start().expect("start");
     core.emit_event("probe:hang", encode(&1_500u64));
     let reported = wait_until(Duration::from_secs(5), || {
-        logs().contains("watchdog: module sleepy has been stuck in 'probe:hang'").then_some(())
+        logs()
+            .contains("watchdog: module sleepy has been stuck in 'probe:hang'")
+            .then_some(())
     });
     assert!(reported.is_some(), "{}", logs());
     wait_until(Duration::from_secs(5), || {
         (state(&core, "sleepy") == Some(ModuleState::Loaded)).then_some(())
     })
     .expect("sleepy recovers");
+    core.stop_all();
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn hundred_reloads_leave_no_stale_image() {
+    let scratch = Scratch::new();
+    scratch.add_probe("reloaded");
+    let core = scratch.core(&[]);
+    core.start().expect("start");
+    core.reload_module("reloaded").expect("warm-up reload");
+    let before = rss_kib();
+    for round in 0..100 {
+        core.call("reloaded", "incr", &[]).expect("incr");
+        core.reload_module("reloaded")
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(
+            mapped_images("reloaded").len(),
+            1,
+            "round {round}: stale image mapped"
+        );
+    }
+    let after = rss_kib();
+    let counter: u64 = decode(&core.call("reloaded", "get", &[]).unwrap()).unwrap();
+    assert_eq!(counter, 100, "state carried through every reload");
+    eprintln!("100 reloads: RSS before {before} KiB, after {after} KiB");
     core.stop_all();
 }

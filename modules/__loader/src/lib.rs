@@ -111,8 +111,10 @@ fn is_valid_name(name: &str) -> bool {
 pub fn resolve_order(modules: &[FoundModule]) -> Result<Vec<String>, LoaderError> {
     let present: BTreeSet<&str> = modules.iter().map(|m| m.name.as_str()).collect();
     // needs[m] = modules that must load before m.
-    let mut needs: BTreeMap<&str, BTreeSet<&str>> =
-        present.iter().map(|name| (*name, BTreeSet::new())).collect();
+    let mut needs: BTreeMap<&str, BTreeSet<&str>> = present
+        .iter()
+        .map(|name| (*name, BTreeSet::new()))
+        .collect();
     for module in modules {
         for dependency in &module.meta.dependencies {
             let wanted = dependency.module.as_str();
@@ -275,7 +277,10 @@ mod tests {
             module("client_file", &[("network", false)], &[]),
             module("network", &[], &[]),
         ];
-        assert_eq!(resolve_order(&modules).unwrap(), ["network", "client_file", "main"]);
+        assert_eq!(
+            resolve_order(&modules).unwrap(),
+            ["network", "client_file", "main"]
+        );
     }
 
     #[test]
@@ -332,10 +337,21 @@ mod tests {
             std::fs::create_dir_all(root.join("same")).unwrap();
             std::fs::write(root.join("same/meta.json"), "{}").unwrap();
         }
-        let error = scan(&[first.clone(), second.clone()]).unwrap_err().to_string();
-        assert!(error.starts_with("module same is in two module paths:"), "{error}");
-        assert!(error.contains(&first.join("same").display().to_string()), "{error}");
-        assert!(error.contains(&second.join("same").display().to_string()), "{error}");
+        let error = scan(&[first.clone(), second.clone()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("module same is in two module paths:"),
+            "{error}"
+        );
+        assert!(
+            error.contains(&first.join("same").display().to_string()),
+            "{error}"
+        );
+        assert!(
+            error.contains(&second.join("same").display().to_string()),
+            "{error}"
+        );
         let _ = std::fs::remove_dir_all(first);
         let _ = std::fs::remove_dir_all(second);
     }

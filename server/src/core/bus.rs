@@ -45,7 +45,8 @@ impl Bus {
         if let Some(mut subscribers) = self.subs.get_mut(name) {
             subscribers.retain(|s| !Arc::ptr_eq(s, slot));
         }
-        self.subs.remove_if(name, |_, subscribers| subscribers.is_empty());
+        self.subs
+            .remove_if(name, |_, subscribers| subscribers.is_empty());
     }
 
     /// Removes every subscription of `slot`.

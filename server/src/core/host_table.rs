@@ -149,7 +149,11 @@ unsafe extern "C" fn host_log(ctx: *const c_void, level: u32, message: RawSlice)
     });
 }
 
-unsafe extern "C" fn host_emit_event(ctx: *const c_void, name: RawSlice, payload: RawSlice) -> Status {
+unsafe extern "C" fn host_emit_event(
+    ctx: *const c_void,
+    name: RawSlice,
+    payload: RawSlice,
+) -> Status {
     with_ctx(ctx, |ctx| {
         let name = match text(name) {
             Ok(name) => name,
@@ -211,7 +215,11 @@ unsafe extern "C" fn host_call_module(
     })
 }
 
-unsafe extern "C" fn host_tmp_store_data(ctx: *const c_void, name: RawSlice, data: RawSlice) -> Status {
+unsafe extern "C" fn host_tmp_store_data(
+    ctx: *const c_void,
+    name: RawSlice,
+    data: RawSlice,
+) -> Status {
     with_ctx(ctx, |ctx| {
         let name = match text(name) {
             Ok(name) => name,
@@ -249,13 +257,19 @@ unsafe extern "C" fn host_shutdown(ctx: *const c_void, status: i32, reason: RawS
     with_ctx(ctx, |ctx| {
         // SAFETY: valid for the call.
         let reason = String::from_utf8_lossy(unsafe { reason.as_bytes() });
-        ctx.core
-            .request_shutdown(status, format!("module {} asked to stop: {reason}", ctx.slot.name));
+        ctx.core.request_shutdown(
+            status,
+            format!("module {} asked to stop: {reason}", ctx.slot.name),
+        );
         abi::STATUS_OK
     });
 }
 
-unsafe extern "C" fn host_get_config(ctx: *const c_void, key: RawSlice, out: *const ByteSink) -> Status {
+unsafe extern "C" fn host_get_config(
+    ctx: *const c_void,
+    key: RawSlice,
+    out: *const ByteSink,
+) -> Status {
     with_ctx(ctx, |ctx| {
         let key = match text(key) {
             Ok(key) => key,

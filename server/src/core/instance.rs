@@ -13,7 +13,9 @@ use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use buildat_interface::abi::{self, ByteSink, EntryFn, HostTable, ModuleDescriptor, RawSlice, Status};
+use buildat_interface::abi::{
+    self, ByteSink, EntryFn, HostTable, ModuleDescriptor, RawSlice, Status,
+};
 use buildat_interface::{CallError, Event, events};
 use crossbeam_channel::Sender;
 use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
@@ -51,7 +53,10 @@ impl Failure {
 }
 
 /// Opens `image` and returns it with its checked descriptor.
-fn open_library(image: &Path, module: &str) -> Result<(Library, &'static ModuleDescriptor), String> {
+fn open_library(
+    image: &Path,
+    module: &str,
+) -> Result<(Library, &'static ModuleDescriptor), String> {
     // SAFETY: loading a library runs its initialisers; module libraries are
     // built by the module builder from the operator's module folders.
     let library = unsafe { Library::open(Some(image), RTLD_NOW | RTLD_LOCAL) }
@@ -81,7 +86,9 @@ unsafe fn check_descriptor<'a>(
     module: &str,
 ) -> Result<&'a ModuleDescriptor, String> {
     if descriptor.is_null() {
-        return Err(format!("module {module}: its descriptor function returned null"));
+        return Err(format!(
+            "module {module}: its descriptor function returned null"
+        ));
     }
     // SAFETY: the prefix layout (magic, version, size) never changes.
     let (magic, version, size) = unsafe {
@@ -93,7 +100,9 @@ unsafe fn check_descriptor<'a>(
     };
     let rebuild = "rebuild it against this server's buildat-interface (touch its Cargo.toml, then load or reload it)";
     if magic != abi::ABI_MAGIC {
-        return Err(format!("module {module}: not a Buildat module descriptor (bad magic)"));
+        return Err(format!(
+            "module {module}: not a Buildat module descriptor (bad magic)"
+        ));
     }
     if version != abi::ABI_VERSION {
         return Err(format!(
@@ -268,7 +277,10 @@ fn thread_main(args: ThreadArgs) -> Option<Library> {
     // Constructor, init and the start event: a failure in any of them fails
     // the load and is reported to whoever asked for it.
     let start_event = match start {
-        StartKind::Start => (events::Start::NAME, buildat_interface::encode(&events::Start {})),
+        StartKind::Start => (
+            events::Start::NAME,
+            buildat_interface::encode(&events::Start {}),
+        ),
         StartKind::Continue => (
             events::Continue::NAME,
             buildat_interface::encode(&events::Continue {}),
@@ -280,7 +292,9 @@ fn thread_main(args: ThreadArgs) -> Option<Library> {
         ctx.finish_init();
     }
     if started.is_ok() {
-        started = in_handler(start_event.0, &mut || instance.event(start_event.0, &start_event.1));
+        started = in_handler(start_event.0, &mut || {
+            instance.event(start_event.0, &start_event.1)
+        });
     }
     // A failure while serving is this thread's to report; a failure while
     // starting goes back to whoever asked for the load.
@@ -349,7 +363,8 @@ fn serve_queue(slot: &ModuleSlot, instance: &mut Instance) -> Option<String> {
                     }
                     Err(failure) if failure.panicked() => {
                         let reason = failure.describe(&format!("call '{function}'"));
-                        let _ = reply.send(Err(CallError::Panicked(format!("module {name} {reason}"))));
+                        let _ =
+                            reply.send(Err(CallError::Panicked(format!("module {name} {reason}"))));
                         return Some(reason);
                     }
                     Err(failure) => {

@@ -167,6 +167,11 @@ impl Core {
         self.inner.list_modules()
     }
 
+    /// The folders searched for modules.
+    pub fn module_paths(&self) -> Vec<PathBuf> {
+        self.inner.config.module_paths.clone()
+    }
+
     /// Emits an event on the bus as the core.
     pub fn emit_event(&self, name: &str, payload: Vec<u8>) -> usize {
         self.inner.bus.emit(name, payload)
@@ -200,11 +205,14 @@ impl Core {
     pub fn stop_all(&self) {
         let order: Vec<String> = lock(&self.inner.load_order).iter().rev().cloned().collect();
         for name in order {
-            if let Err(error) = self.inner.unload_module(&name) {
+            if let Err(error) = self.inner.unload_unchecked(&name) {
                 tracing::error!("stopping: {error}");
             }
         }
-        let leftovers: Vec<Arc<ModuleSlot>> = read_modules(&self.inner.modules).values().cloned().collect();
+        let leftovers: Vec<Arc<ModuleSlot>> = read_modules(&self.inner.modules)
+            .values()
+            .cloned()
+            .collect();
         for slot in leftovers {
             self.inner.finish_thread(&slot, Duration::ZERO);
         }
@@ -273,7 +281,13 @@ impl CoreInner {
         function: &str,
         payload: &[u8],
     ) -> Result<Vec<u8>, CallError> {
-        self.call_with_timeout(caller, target, function, payload, Some(self.config.call_timeout))
+        self.call_with_timeout(
+            caller,
+            target,
+            function,
+            payload,
+            Some(self.config.call_timeout),
+        )
     }
 
     /// Runs `function` on `target`'s thread and waits for the answer
@@ -294,10 +308,14 @@ impl CoreInner {
             .ok_or_else(|| CallError::NotFound(format!("no module named '{target}' is loaded")))?;
         match slot.state() {
             ModuleState::Failed(reason) => {
-                return Err(CallError::Failed(format!("module {target} failed: {reason}")));
+                return Err(CallError::Failed(format!(
+                    "module {target} failed: {reason}"
+                )));
             }
             ModuleState::Hung(what) => {
-                return Err(CallError::Failed(format!("module {target} is stuck in {what}")));
+                return Err(CallError::Failed(format!(
+                    "module {target} is stuck in {what}"
+                )));
             }
             _ if slot.lua_only => {
                 return Err(CallError::NotFound(format!(
@@ -315,26 +333,31 @@ impl CoreInner {
                 reply,
             })
             .map_err(|_| CallError::Failed(format!("module {target} is gone")))?;
-        let answer = match timeout {
+        match timeout {
             Some(timeout) => answer.recv_timeout(timeout).map_err(|_| {
                 CallError::Timeout(format!(
                     "module {target} did not answer '{function}' within {} s",
                     timeout.as_secs_f64()
                 ))
             })?,
-            None => answer
-                .recv()
-                .map_err(|_| CallError::Failed(format!("module {target} stopped before answering")))?,
-        };
-        answer
+            None => answer.recv().map_err(|_| {
+                CallError::Failed(format!("module {target} stopped before answering"))
+            })?,
+        }
     }
 
     /// Calls addressed to `__core`.
-    fn core_call(self: &Arc<Self>, caller: &str, function: &str, payload: &[u8]) -> Result<Vec<u8>, CallError> {
+    fn core_call(
+        self: &Arc<Self>,
+        caller: &str,
+        function: &str,
+        payload: &[u8],
+    ) -> Result<Vec<u8>, CallError> {
         let failed = |e: CoreError| CallError::Failed(e.to_string());
         let decode_error = |e: buildat_interface::DecodeError| CallError::Invalid(e.to_string());
         let named = |payload: &[u8]| -> Result<String, CallError> {
-            let request: core_api::ModuleName = buildat_interface::decode(payload).map_err(decode_error)?;
+            let request: core_api::ModuleName =
+                buildat_interface::decode(payload).map_err(decode_error)?;
             if request.name == caller {
                 return Err(CallError::Invalid(format!(
                     "module {caller} cannot {function} itself from its own thread"
@@ -344,14 +367,19 @@ impl CoreInner {
         };
         match function {
             core_api::LOAD_MODULE => {
-                let request: core_api::LoadModule = buildat_interface::decode(payload).map_err(decode_error)?;
+                let request: core_api::LoadModule =
+                    buildat_interface::decode(payload).map_err(decode_error)?;
                 self.load_module(&request.name, Some(Path::new(&request.path)))
                     .map_err(failed)?;
             }
             core_api::UNLOAD_MODULE => self.unload_module(&named(payload)?).map_err(failed)?,
             core_api::RELOAD_MODULE => self.reload_module(&named(payload)?).map_err(failed)?,
             core_api::LIST_MODULES => return Ok(buildat_interface::encode(&self.list_modules())),
-            other => return Err(CallError::NotFound(format!("the core has no function '{other}'"))),
+            other => {
+                return Err(CallError::NotFound(format!(
+                    "the core has no function '{other}'"
+                )));
+            }
         }
         Ok(buildat_interface::encode(&()))
     }
@@ -368,6 +396,13 @@ impl CoreInner {
         for warning in &parsed.warnings {
             tracing::warn!("{warning}");
         }
+        let missing = self.get_missing_dependencies(&parsed.meta);
+        if !missing.is_empty() {
+            return Err(CoreError::Refused(format!(
+                "cannot load {name}: it needs {}, which is not loaded (load it first)",
+                missing.join(", ")
+            )));
+        }
         let slot = {
             let mut modules = write_modules(&self.modules);
             if let Some(existing) = modules.get(name) {
@@ -379,7 +414,7 @@ impl CoreInner {
                     });
                 }
             }
-            let slot = Arc::new(ModuleSlot::new(name, dir, parsed.meta.disable_rust));
+            let slot = Arc::new(ModuleSlot::new(name, dir, parsed.meta.clone()));
             modules.insert(name.to_string(), slot.clone());
             slot
         };
@@ -484,7 +519,10 @@ impl CoreInner {
 
     fn mark_failed(&self, slot: &Arc<ModuleSlot>, reason: String) {
         self.bus.unsubscribe_all(slot);
-        slot.drain_queue(&CallError::Failed(format!("module {} failed: {reason}", slot.name)));
+        slot.drain_queue(&CallError::Failed(format!(
+            "module {} failed: {reason}",
+            slot.name
+        )));
         slot.set_state(ModuleState::Failed(reason));
         lock(&self.load_order).retain(|n| *n != slot.name);
     }
@@ -537,7 +575,62 @@ impl CoreInner {
         }
     }
 
+    /// Required dependencies of `meta` that are not loaded.
+    fn get_missing_dependencies(&self, meta: &ModuleMeta) -> Vec<String> {
+        let modules = read_modules(&self.modules);
+        meta.dependencies
+            .iter()
+            .filter(|d| !d.optional && d.module != core_api::LOADER)
+            .filter(|d| {
+                modules
+                    .get(&d.module)
+                    .is_none_or(|slot| matches!(slot.state(), ModuleState::Failed(_)))
+            })
+            .map(|d| d.module.clone())
+            .collect()
+    }
+
+    /// Loaded modules that depend on `name` (directly, or through `name`'s
+    /// reverse dependencies).
+    fn get_dependents(&self, name: &str) -> Vec<String> {
+        let modules = read_modules(&self.modules);
+        let alive = |slot: &ModuleSlot| !matches!(slot.state(), ModuleState::Failed(_));
+        let mut dependents: Vec<String> = modules
+            .values()
+            .filter(|slot| slot.name != name && alive(slot))
+            .filter(|slot| {
+                lock(&slot.meta)
+                    .dependencies
+                    .iter()
+                    .any(|d| d.module == name)
+            })
+            .map(|slot| slot.name.clone())
+            .collect();
+        if let Some(slot) = modules.get(name) {
+            for reverse in &lock(&slot.meta).reverse_dependencies {
+                if modules.get(&reverse.module).is_some_and(|s| alive(s)) {
+                    dependents.push(reverse.module.clone());
+                }
+            }
+        }
+        dependents.sort();
+        dependents.dedup();
+        dependents
+    }
+
+    /// Unloads `name` unless loaded modules depend on it.
     fn unload_module(self: &Arc<Self>, name: &str) -> Result<(), CoreError> {
+        let dependents = self.get_dependents(name);
+        if !dependents.is_empty() {
+            return Err(CoreError::Refused(format!(
+                "cannot unload {name}: loaded modules depend on it: {}",
+                dependents.join(", ")
+            )));
+        }
+        self.unload_unchecked(name)
+    }
+
+    fn unload_unchecked(self: &Arc<Self>, name: &str) -> Result<(), CoreError> {
         let slot = self
             .get_slot(name)
             .ok_or_else(|| CoreError::NotFound(name.to_string()))?;
@@ -583,6 +676,7 @@ impl CoreInner {
                 "module {name}: disable_rust changed; unload and load it instead"
             )));
         }
+        *lock(&slot.meta) = parsed.meta.clone();
         let started = Instant::now();
         // Build while the old version keeps running: a compile error leaves it serving.
         let artifact = if slot.lua_only {
@@ -593,7 +687,8 @@ impl CoreInner {
         slot.set_state(ModuleState::Reloading);
         let start = if previous == ModuleState::Loaded {
             let _ = slot.queue_tx.send(Message::Stop);
-            if !self.finish_thread(&slot, self.config.stop_timeout) && lock(&slot.running).is_none() {
+            if !self.finish_thread(&slot, self.config.stop_timeout) && lock(&slot.running).is_none()
+            {
                 tracing::warn!("module {name}: reloading over a leaked image");
             }
             StartKind::Continue

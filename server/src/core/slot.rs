@@ -15,6 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use buildat_interface::CallError;
 use buildat_interface::core_api::ModuleState;
+use buildat_interface::meta::ModuleMeta;
 use crossbeam_channel::{Receiver, Sender};
 
 /// An event as queued to subscribers (shared, not copied, per subscriber).
@@ -60,6 +61,8 @@ pub(crate) struct ModuleSlot {
     pub name: String,
     pub dir: PathBuf,
     pub lua_only: bool,
+    /// The module's meta.json as of its latest load or reload.
+    pub meta: Mutex<ModuleMeta>,
     pub queue_tx: Sender<Message>,
     pub queue_rx: Receiver<Message>,
     /// Names this module's current instance receives (delivery filter).
@@ -70,12 +73,13 @@ pub(crate) struct ModuleSlot {
 }
 
 impl ModuleSlot {
-    pub fn new(name: &str, dir: PathBuf, lua_only: bool) -> Self {
+    pub fn new(name: &str, dir: PathBuf, meta: ModuleMeta) -> Self {
         let (queue_tx, queue_rx) = crossbeam_channel::unbounded();
         Self {
             name: name.to_string(),
             dir,
-            lua_only,
+            lua_only: meta.disable_rust,
+            meta: Mutex::new(meta),
             queue_tx,
             queue_rx,
             subs: RwLock::new(HashSet::new()),

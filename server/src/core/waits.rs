@@ -97,9 +97,14 @@ mod tests {
         let graph = WaitGraph::default();
         let ab = graph.begin("a", "b").expect("a waits on b");
         let bc = graph.begin("b", "c").expect("b waits on c");
-        assert_eq!(graph.begin("c", "a").err().as_deref(), Some("c -> a -> b -> c"));
+        assert_eq!(
+            graph.begin("c", "a").err().as_deref(),
+            Some("c -> a -> b -> c")
+        );
         drop(bc);
-        let ca = graph.begin("c", "a").expect("no cycle once b stopped waiting");
+        let ca = graph
+            .begin("c", "a")
+            .expect("no cycle once b stopped waiting");
         drop(ca);
         drop(ab);
         assert!(lock(&graph.edges).is_empty());

@@ -37,7 +37,11 @@ pub fn fixture(name: &str) -> PathBuf {
 
 /// Builds the in-tree module at `dir` unless its artifact is fresh.
 pub fn prebuild(dir: &Path) {
-    let name = dir.file_name().expect("named").to_string_lossy().into_owned();
+    let name = dir
+        .file_name()
+        .expect("named")
+        .to_string_lossy()
+        .into_owned();
     let meta = ModuleMeta::read(dir).expect("fixture meta.json").meta;
     Builder::new(build_dir(), ModuleProfile::Dev)
         .build(&name, dir, &meta)
@@ -178,7 +182,10 @@ struct LogWriter(Arc<Mutex<Vec<u8>>>);
 
 impl Write for LogWriter {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(bytes);
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(bytes);
         Ok(bytes.len())
     }
 
@@ -226,6 +233,8 @@ pub struct ServerProcess {
     pub stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     pub seen: Vec<String>,
+    /// `wait_for` looks at lines from here on (moved by `send`).
+    cursor: usize,
 }
 
 impl ServerProcess {
@@ -257,12 +266,13 @@ impl ServerProcess {
             stdin,
             lines,
             seen: Vec::new(),
+            cursor: 0,
         }
     }
 
     /// Waits for a line containing `needle`; returns it.
     pub fn wait_for(&mut self, needle: &str, timeout: Duration) -> Option<String> {
-        if let Some(line) = self.seen.iter().find(|l| l.contains(needle)) {
+        if let Some(line) = self.seen[self.cursor..].iter().find(|l| l.contains(needle)) {
             return Some(line.clone());
         }
         let deadline = Instant::now() + timeout;
@@ -280,7 +290,12 @@ impl ServerProcess {
         None
     }
 
+    /// Sends a console line; later `wait_for`s look only at newer output.
     pub fn send(&mut self, command: &str) {
+        while let Ok(line) = self.lines.try_recv() {
+            self.seen.push(line);
+        }
+        self.cursor = self.seen.len();
         let stdin = self.stdin.as_mut().expect("stdin is piped");
         writeln!(stdin, "{command}").expect("write to console");
         stdin.flush().expect("flush console");

@@ -11,7 +11,9 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use buildat_interface::{Host, Module, ModuleError, decode, encode, events, export_module, log, Event};
+use buildat_interface::{
+    Event, Host, Module, ModuleError, decode, encode, events, export_module, log,
+};
 use serde::{Deserialize, Serialize};
 
 /// Edited by the reload tests to prove new code runs after a rebuild.
@@ -115,6 +117,7 @@ impl Module for Probe {
         self.host.sub_event(events::Continue::NAME)?;
         self.host.sub_event("probe:panic")?;
         self.host.sub_event("probe:hang")?;
+        self.host.sub_event(events::ModuleModified::NAME)?;
         Ok(())
     }
 
@@ -132,6 +135,15 @@ impl Module for Probe {
                 if let Some(bytes) = self.host.tmp_restore_data("stats") {
                     self.stats = decode(&bytes)?;
                 }
+            }
+            events::ModuleModified::NAME => {
+                let modified: events::ModuleModified = decode(payload)?;
+                log::info!(
+                    "probe {} saw {} modified: {}",
+                    self.name,
+                    modified.name,
+                    modified.path
+                );
             }
             "probe:panic" => {
                 let target: String = decode(payload)?;
@@ -193,10 +205,16 @@ impl Module for Probe {
                 let body = [0u8; 16];
                 for _ in 0..request.count {
                     let started = Instant::now();
-                    if self.host.call(&request.module, &request.function, &body).is_err() {
+                    if self
+                        .host
+                        .call(&request.module, &request.function, &body)
+                        .is_err()
+                    {
                         result.errors += 1;
                     }
-                    result.latencies_ns.push(started.elapsed().as_nanos() as u64);
+                    result
+                        .latencies_ns
+                        .push(started.elapsed().as_nanos() as u64);
                 }
                 encode(&result)
             }
@@ -211,7 +229,8 @@ impl Module for Probe {
     }
 
     fn unload(&mut self) -> Result<(), ModuleError> {
-        self.host.tmp_store_data("counter", &encode(&self.counter))?;
+        self.host
+            .tmp_store_data("counter", &encode(&self.counter))?;
         self.host.tmp_store_data("stats", &encode(&self.stats))?;
         Ok(())
     }

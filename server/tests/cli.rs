@@ -1,0 +1,275 @@
+//! The real `buildat-server` binary: startup, the console on a pipe, stop,
+//! signals, end of input, and startup failures that name their cause.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{Scratch, ServerProcess};
+
+const START: Duration = Duration::from_secs(120);
+
+#[test]
+fn console_lists_modules_reloads_and_stops_with_status_zero() {
+    let scratch = Scratch::new();
+    scratch.add_probe("cli_probe");
+    let mut server = ServerProcess::start(&scratch.server_args(), Stdio::piped());
+    server
+        .wait_for("server started: 2 modules loaded", START)
+        .unwrap_or_else(|| panic!("server did not start:\n{}", server.output()));
+    server.send("modules");
+    let line = server
+        .wait_for("cli_probe", Duration::from_secs(10))
+        .expect("modules lists the probe");
+    assert!(line.contains("loaded"), "{line}");
+    server.send("reload cli_probe");
+    server
+        .wait_for("reloaded cli_probe", Duration::from_secs(30))
+        .unwrap_or_else(|| panic!("reload answered:\n{}", server.output()));
+    server.send("frobnicate");
+    server
+        .wait_for("unknown command 'frobnicate'", Duration::from_secs(10))
+        .expect("unknown command");
+    server.send("stop");
+    assert_eq!(
+        server.wait_exit(Duration::from_secs(30)),
+        Some(0),
+        "{}",
+        server.output()
+    );
+    let output = server.output();
+    let unloaded_probe = output
+        .find("module cli_probe unloaded")
+        .expect("probe unloaded");
+    let unloaded_loader = output
+        .find("module __loader unloaded")
+        .expect("loader unloaded");
+    assert!(
+        unloaded_probe < unloaded_loader,
+        "reverse load order:\n{output}"
+    );
+    assert!(output.contains("stopped cleanly"), "{output}");
+}
+
+#[test]
+fn end_of_input_keeps_running_and_sigterm_stops_cleanly() {
+    let scratch = Scratch::new();
+    scratch.add_probe("eof_probe");
+    let mut server = ServerProcess::start(&scratch.server_args(), Stdio::null());
+    server
+        .wait_for("server started", START)
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    server
+        .wait_for("console: end of input", Duration::from_secs(10))
+        .expect("end of input noticed");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        server.child.try_wait().expect("wait").is_none(),
+        "still running after end of input"
+    );
+    server.signal("TERM");
+    assert_eq!(
+        server.wait_exit(Duration::from_secs(30)),
+        Some(0),
+        "{}",
+        server.output()
+    );
+    assert!(server.output().contains("stopping: received SIGTERM"));
+}
+
+#[test]
+fn sigint_stops_cleanly() {
+    let scratch = Scratch::new();
+    let mut server = ServerProcess::start(&scratch.server_args(), Stdio::piped());
+    server
+        .wait_for("server started", START)
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.signal("INT");
+    assert_eq!(
+        server.wait_exit(Duration::from_secs(30)),
+        Some(0),
+        "{}",
+        server.output()
+    );
+    assert!(server.output().contains("stopping: received SIGINT"));
+}
+
+/// Starts a server that must fail; returns its output.
+fn failed_startup(scratch: &Scratch) -> String {
+    let mut server = ServerProcess::start(&scratch.server_args(), Stdio::piped());
+    let status = server.wait_exit(START);
+    let output = server.output();
+    assert!(
+        matches!(status, Some(code) if code != 0),
+        "exit {status:?}:\n{output}"
+    );
+    assert!(output.contains("the server did not start"), "{output}");
+    assert!(!output.contains("panicked at"), "no panic:\n{output}");
+    output
+}
+
+#[test]
+fn startup_refuses_a_library_of_another_abi() {
+    common::prebuild(&common::fixture("bad_abi"));
+    let scratch = Scratch::new();
+    scratch.add_fixture("bad_abi", "bad_abi");
+    let output = failed_startup(&scratch);
+    assert!(
+        output.contains("module bad_abi was built for module ABI version 999"),
+        "{output}"
+    );
+}
+
+#[test]
+fn invalid_meta_json_names_file_line_and_column() {
+    let scratch = Scratch::new();
+    let dir = scratch.add_meta_only("broken", "{\n  \"dependencies\": [,]\n}");
+    let output = failed_startup(&scratch);
+    let expected = format!("{}:2:", dir.join("meta.json").display());
+    assert!(
+        output.contains(&expected),
+        "wanted {expected} in:\n{output}"
+    );
+}
+
+#[test]
+fn missing_dependency_names_the_chain() {
+    let scratch = Scratch::new();
+    scratch.add_meta_only(
+        "main",
+        r#"{"dependencies": [{"module": "client_file"}], "disable_rust": true}"#,
+    );
+    scratch.add_meta_only(
+        "client_file",
+        r#"{"dependencies": [{"module": "network"}], "disable_rust": true}"#,
+    );
+    let output = failed_startup(&scratch);
+    assert!(
+        output.contains("network is missing (required by client_file, required by main)"),
+        "{output}"
+    );
+}
+
+#[test]
+fn dependency_cycle_is_shown_as_a_cycle() {
+    let scratch = Scratch::new();
+    scratch.add_meta_only(
+        "a",
+        r#"{"dependencies": [{"module": "b"}], "disable_rust": true}"#,
+    );
+    scratch.add_meta_only(
+        "b",
+        r#"{"dependencies": [{"module": "c"}], "disable_rust": true}"#,
+    );
+    scratch.add_meta_only(
+        "c",
+        r#"{"dependencies": [{"module": "a"}], "disable_rust": true}"#,
+    );
+    let output = failed_startup(&scratch);
+    assert!(
+        output.contains("dependency cycle: a -> b -> c -> a"),
+        "{output}"
+    );
+}
+
+#[test]
+fn lua_only_modules_load_in_dependency_order_without_building() {
+    let scratch = Scratch::new();
+    scratch.add_meta_only(
+        "zeta",
+        r#"{"disable_rust": true, "reverse_dependencies": [{"module": "alpha"}]}"#,
+    );
+    scratch.add_meta_only(
+        "alpha",
+        r#"{"disable_rust": true, "dependencies": [{"module": "maybe", "optional": true}]}"#,
+    );
+    scratch.add_meta_only("omega", r#"{"disable_rust": true, "colour": "blue"}"#);
+    let mut server = ServerProcess::start(&scratch.server_args(), Stdio::piped());
+    server
+        .wait_for("server started: 4 modules loaded", START)
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    let output = server.output();
+    assert!(
+        output.contains("load order: zeta, alpha, omega"),
+        "{output}"
+    );
+    assert!(
+        output.contains("unknown field \"colour\" (ignored)"),
+        "{output}"
+    );
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
+
+#[test]
+fn unload_refuses_while_dependents_are_loaded() {
+    let scratch = Scratch::new();
+    scratch.add_probe("base");
+    scratch.add_meta_only(
+        "user",
+        r#"{"disable_rust": true, "dependencies": [{"module": "base"}]}"#,
+    );
+    let mut server = ServerProcess::start(&scratch.server_args(), Stdio::piped());
+    server
+        .wait_for("server started", START)
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.send("unload base");
+    server
+        .wait_for(
+            "cannot unload base: loaded modules depend on it: user",
+            Duration::from_secs(10),
+        )
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.send("unload user");
+    server
+        .wait_for("unloaded user", Duration::from_secs(10))
+        .expect("user unloads");
+    server.send("load user");
+    server
+        .wait_for("loaded user", Duration::from_secs(10))
+        .expect("user loads again");
+    server.send("unload user");
+    server
+        .wait_for("unloaded user", Duration::from_secs(10))
+        .expect("user unloads");
+    server.send("unload base");
+    server
+        .wait_for("unloaded base", Duration::from_secs(10))
+        .expect("base unloads");
+    server.send("load user");
+    server
+        .wait_for(
+            "cannot load user: it needs base, which is not loaded",
+            Duration::from_secs(10),
+        )
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
+
+#[test]
+fn saving_files_reloads_the_module_and_announces_client_files() {
+    let scratch = Scratch::new();
+    let dir = scratch.add_editable_probe("watched");
+    std::fs::create_dir_all(dir.join("client_lua")).expect("client_lua");
+    let mut server = ServerProcess::start(&scratch.server_args(), Stdio::piped());
+    server
+        .wait_for("watching module folders", START)
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    std::fs::write(dir.join("client_lua/init.lua"), "print('hello')\n").expect("write lua");
+    server
+        .wait_for(
+            "probe watched saw watched modified: client_lua/init.lua",
+            Duration::from_secs(20),
+        )
+        .unwrap_or_else(|| panic!("client file change not announced:\n{}", server.output()));
+    let source = dir.join("src/lib.rs");
+    let text = std::fs::read_to_string(&source).expect("source");
+    std::fs::write(&source, text.replace("\"probe-1\"", "\"probe-watched\"")).expect("edit");
+    server
+        .wait_for("module watched reloaded", START)
+        .unwrap_or_else(|| panic!("no reload after saving:\n{}", server.output()));
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
