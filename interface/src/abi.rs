@@ -51,6 +51,16 @@ pub const STATUS_TIMEOUT: Status = 5;
 /// Bad arguments (for example a name that is not UTF-8).
 pub const STATUS_INVALID: Status = 6;
 
+/// `unload` kinds: a reload follows at once (keep what must survive with
+/// `tmp_store_data`).
+pub const UNLOAD_FOR_RELOAD: u32 = 1;
+/// Unloaded on request (`unload NAME`); nothing follows.
+pub const UNLOAD_FOR_GOOD: u32 = 2;
+/// The server is stopping.
+pub const UNLOAD_FOR_STOP: u32 = 3;
+/// The module failed (panicked); clean up what can be cleaned.
+pub const UNLOAD_AFTER_FAILURE: u32 = 4;
+
 /// A borrowed byte slice crossing the boundary. Valid only for the duration of
 /// the call it is passed to.
 #[repr(C)]
@@ -208,8 +218,9 @@ pub struct ModuleDescriptor {
     ) -> Status,
     /// `core:unload`: the module is unloaded right after this returns. Stop
     /// and join every thread and runtime the module started; stash state with
-    /// `tmp_store_data` if it will be reloaded.
-    pub unload: unsafe extern "C" fn(instance: *mut c_void, err: *const ByteSink) -> Status,
+    /// `tmp_store_data` if `kind` is [`UNLOAD_FOR_RELOAD`].
+    pub unload:
+        unsafe extern "C" fn(instance: *mut c_void, kind: u32, err: *const ByteSink) -> Status,
     /// Drops the instance.
     pub destroy: unsafe extern "C" fn(instance: *mut c_void, err: *const ByteSink) -> Status,
 }

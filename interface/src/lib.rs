@@ -4,7 +4,8 @@
 //! ([`abi`]), the safe [`Module`] trait and [`Host`] handle with the
 //! [`export_module!`] macro ([`module`]), payload encoding ([`payload`]),
 //! the core's events ([`events`]) and calls ([`core_api`]), configuration keys
-//! ([`config`]) and `meta.json` ([`meta`]). Does not own any server
+//! ([`config`]), `meta.json` ([`meta`]) and the network module's API
+//! ([`network`]), which every player-facing module uses. Does not own any server
 //! behaviour: no threads, no loading, no I/O beyond reading `meta.json`.
 
 pub mod abi;
@@ -13,9 +14,10 @@ pub mod core_api;
 pub mod events;
 pub mod meta;
 pub mod module;
+pub mod network;
 pub mod payload;
 
 pub use events::Event;
 pub use log;
-pub use module::{CallError, Host, HostError, Module, ModuleError};
+pub use module::{CallError, Host, HostError, Module, ModuleError, UnloadKind};
 pub use payload::{DecodeError, decode, encode};

@@ -116,6 +116,40 @@ pub struct HostError {
     pub status: Status,
 }
 
+/// Why a module is being unloaded (see [`Module::unload`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnloadKind {
+    /// A new version loads right after: stash state with `tmp_store_data`.
+    Reload,
+    /// Unloaded on request; nothing follows.
+    ForGood,
+    /// The server is stopping: save and close everything.
+    Stop,
+    /// The module panicked: release what can be released.
+    AfterFailure,
+}
+
+impl UnloadKind {
+    pub fn to_raw(self) -> u32 {
+        match self {
+            Self::Reload => abi::UNLOAD_FOR_RELOAD,
+            Self::ForGood => abi::UNLOAD_FOR_GOOD,
+            Self::Stop => abi::UNLOAD_FOR_STOP,
+            Self::AfterFailure => abi::UNLOAD_AFTER_FAILURE,
+        }
+    }
+
+    /// Unknown numbers count as `ForGood` (nothing follows).
+    pub fn from_raw(raw: u32) -> Self {
+        match raw {
+            abi::UNLOAD_FOR_RELOAD => Self::Reload,
+            abi::UNLOAD_FOR_STOP => Self::Stop,
+            abi::UNLOAD_AFTER_FAILURE => Self::AfterFailure,
+            _ => Self::ForGood,
+        }
+    }
+}
+
 /// A module's handle on the host. Cheap to copy and usable from any thread
 /// the module owns, while the module is loaded.
 #[derive(Clone, Copy)]
@@ -316,7 +350,11 @@ pub trait Module: Sized + 'static {
         Err(ModuleError::UnknownFunction(function.to_string()))
     }
 
-    fn unload(&mut self) -> Result<(), ModuleError> {
+    /// `core:unload`: stop and join every thread and runtime the module
+    /// started. On [`UnloadKind::Reload`], stash what the next version needs
+    /// with `tmp_store_data` and take it back on `core:continue`.
+    fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
+        let _ = kind;
         Ok(())
     }
 }
@@ -498,12 +536,13 @@ pub mod glue {
     /// See [`ModuleDescriptor::unload`].
     pub unsafe extern "C" fn unload<M: Module>(
         instance: *mut c_void,
+        kind: u32,
         err: *const ByteSink,
     ) -> Status {
-        // SAFETY: see fn docs.
         guard(err, || {
+            // SAFETY: see fn docs.
             unsafe { module::<M>(instance) }
-                .unload()
+                .unload(UnloadKind::from_raw(kind))
                 .map(|()| Vec::new())
         })
     }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use buildat_interface::abi::{
     self, ByteSink, EntryFn, HostTable, ModuleDescriptor, RawSlice, Status,
 };
-use buildat_interface::{CallError, Event, events};
+use buildat_interface::{CallError, Event, UnloadKind, events};
 use crossbeam_channel::Sender;
 use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
 
@@ -202,9 +202,10 @@ impl Instance {
         })
     }
 
-    fn unload(&mut self) -> Result<(), Failure> {
+    fn unload(&mut self, kind: UnloadKind) -> Result<(), Failure> {
         // SAFETY: the ABI.
-        run_ffi(|sink| unsafe { (self.descriptor.unload)(self.pointer, sink) }).map(drop)
+        run_ffi(|sink| unsafe { (self.descriptor.unload)(self.pointer, kind.to_raw(), sink) })
+            .map(drop)
     }
 
     fn destroy(&mut self) -> Result<(), Failure> {
@@ -298,21 +299,24 @@ fn thread_main(args: ThreadArgs) -> Option<Library> {
     }
     // A failure while serving is this thread's to report; a failure while
     // starting goes back to whoever asked for the load.
-    let serve_failure = match started {
+    let (unload_kind, serve_failure) = match started {
         Ok(()) => {
             let _ = ready.send(Ok(()));
-            serve_queue(&slot, &mut instance)
+            match serve_queue(&slot, &mut instance) {
+                Ok(kind) => (kind, None),
+                Err(reason) => (UnloadKind::AfterFailure, Some(reason)),
+            }
         }
         Err(reason) => {
             let _ = ready.send(Err(reason));
-            None
+            (UnloadKind::AfterFailure, None)
         }
     };
 
     // `core:unload`, also after a failure, so the module can stop the threads
     // it started before its image is closed.
     if !instance.pointer.is_null() {
-        if let Err(reason) = in_handler("core:unload", &mut || instance.unload()) {
+        if let Err(reason) = in_handler("core:unload", &mut || instance.unload(unload_kind)) {
             tracing::error!("module {name}: {reason}");
         }
         if let Err(reason) = in_handler("destroy", &mut || instance.destroy()) {
@@ -327,9 +331,9 @@ fn thread_main(args: ThreadArgs) -> Option<Library> {
     Some(library)
 }
 
-/// Delivers queued events and calls until a stop message or a panic; returns
-/// the reason on a panic.
-fn serve_queue(slot: &ModuleSlot, instance: &mut Instance) -> Option<String> {
+/// Delivers queued events and calls until a stop message (returns its kind)
+/// or a panic (returns the reason).
+fn serve_queue(slot: &ModuleSlot, instance: &mut Instance) -> Result<UnloadKind, String> {
     let name = slot.name.as_str();
     let activity = &slot.activity;
     while let Ok(message) = slot.queue_rx.recv() {
@@ -344,7 +348,7 @@ fn serve_queue(slot: &ModuleSlot, instance: &mut Instance) -> Option<String> {
                 if let Err(failure) = result {
                     let reason = failure.describe(&format!("event '{}'", event.name));
                     if failure.panicked() {
-                        return Some(reason);
+                        return Err(reason);
                     }
                     tracing::warn!("module {name}: {reason}");
                 }
@@ -365,7 +369,7 @@ fn serve_queue(slot: &ModuleSlot, instance: &mut Instance) -> Option<String> {
                         let reason = failure.describe(&format!("call '{function}'"));
                         let _ =
                             reply.send(Err(CallError::Panicked(format!("module {name} {reason}"))));
-                        return Some(reason);
+                        return Err(reason);
                     }
                     Err(failure) => {
                         let _ = reply.send(Err(CallError::from_status(
@@ -375,8 +379,8 @@ fn serve_queue(slot: &ModuleSlot, instance: &mut Instance) -> Option<String> {
                     }
                 }
             }
-            Message::Stop => return None,
+            Message::Stop(kind) => return Ok(kind),
         }
     }
-    None
+    Ok(UnloadKind::ForGood)
 }

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use buildat_interface::core_api::{self, ModuleInfo, ModuleState};
 use buildat_interface::meta::{MetaError, ModuleMeta};
-use buildat_interface::{CallError, Event, events};
+use buildat_interface::{CallError, Event, UnloadKind, events};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::builder::{Artifact, BuildError, Builder};
@@ -205,7 +205,7 @@ impl Core {
     pub fn stop_all(&self) {
         let order: Vec<String> = lock(&self.inner.load_order).iter().rev().cloned().collect();
         for name in order {
-            if let Err(error) = self.inner.unload_unchecked(&name) {
+            if let Err(error) = self.inner.unload_unchecked(&name, UnloadKind::Stop) {
                 tracing::error!("stopping: {error}");
             }
         }
@@ -627,10 +627,10 @@ impl CoreInner {
                 dependents.join(", ")
             )));
         }
-        self.unload_unchecked(name)
+        self.unload_unchecked(name, UnloadKind::ForGood)
     }
 
-    fn unload_unchecked(self: &Arc<Self>, name: &str) -> Result<(), CoreError> {
+    fn unload_unchecked(self: &Arc<Self>, name: &str, kind: UnloadKind) -> Result<(), CoreError> {
         let slot = self
             .get_slot(name)
             .ok_or_else(|| CoreError::NotFound(name.to_string()))?;
@@ -646,7 +646,7 @@ impl CoreInner {
             }
         };
         slot.set_state(ModuleState::Unloading);
-        let _ = slot.queue_tx.send(Message::Stop);
+        let _ = slot.queue_tx.send(Message::Stop(kind));
         self.finish_thread(&slot, timeout);
         self.bus.unsubscribe_all(&slot);
         slot.drain_queue(&CallError::Failed(format!("module {name} was unloaded")));
@@ -686,7 +686,7 @@ impl CoreInner {
         };
         slot.set_state(ModuleState::Reloading);
         let start = if previous == ModuleState::Loaded {
-            let _ = slot.queue_tx.send(Message::Stop);
+            let _ = slot.queue_tx.send(Message::Stop(UnloadKind::Reload));
             if !self.finish_thread(&slot, self.config.stop_timeout) && lock(&slot.running).is_none()
             {
                 tracing::warn!("module {name}: reloading over a leaked image");

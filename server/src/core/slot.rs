@@ -13,9 +13,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use buildat_interface::CallError;
 use buildat_interface::core_api::ModuleState;
 use buildat_interface::meta::ModuleMeta;
+use buildat_interface::{CallError, UnloadKind};
 use crossbeam_channel::{Receiver, Sender};
 
 /// An event as queued to subscribers (shared, not copied, per subscriber).
@@ -36,7 +36,7 @@ pub(crate) enum Message {
     },
     /// Stop the running instance after everything queued before this; what
     /// is queued after it waits for the next instance (on a reload).
-    Stop,
+    Stop(UnloadKind),
 }
 
 /// What the running instance's thread hands back when joined.

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use buildat_interface::{
-    Event, Host, Module, ModuleError, decode, encode, events, export_module, log,
+    Event, Host, Module, ModuleError, UnloadKind, decode, encode, events, export_module, log,
 };
 use serde::{Deserialize, Serialize};
 
@@ -228,10 +228,12 @@ impl Module for Probe {
         })
     }
 
-    fn unload(&mut self) -> Result<(), ModuleError> {
-        self.host
-            .tmp_store_data("counter", &encode(&self.counter))?;
-        self.host.tmp_store_data("stats", &encode(&self.stats))?;
+    fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
+        if kind == UnloadKind::Reload {
+            self.host
+                .tmp_store_data("counter", &encode(&self.counter))?;
+            self.host.tmp_store_data("stats", &encode(&self.stats))?;
+        }
         Ok(())
     }
 }

@@ -1,0 +1,89 @@
+//! The network module's events and calls (its public API), shared by every
+//! module that talks to players.
+//!
+//! Owns: the names and payload types. Does not own: sockets or framing (the
+//! `network` module and `buildat-format`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::Event;
+
+/// The network module's name, for `Host::call`.
+pub const MODULE: &str = "network";
+
+/// Peer ids are never reused within a server run.
+pub type PeerId = u64;
+
+/// Prefix of the event emitted for each received packet: the full name is
+/// `network:packet_received/<packet name>`.
+pub const PACKET_RECEIVED_PREFIX: &str = "network:packet_received/";
+
+/// The event name for packets named `packet`.
+pub fn packet_received_event(packet: &str) -> String {
+    format!("{PACKET_RECEIVED_PREFIX}{packet}")
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientConnected {
+    pub peer: PeerId,
+    pub address: String,
+}
+impl Event for ClientConnected {
+    const NAME: &'static str = "network:client_connected";
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientDisconnected {
+    pub peer: PeerId,
+    pub reason: String,
+}
+impl Event for ClientDisconnected {
+    const NAME: &'static str = "network:client_disconnected";
+}
+
+/// Payload of `network:packet_received/<name>`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PacketReceived {
+    pub peer: PeerId,
+    pub data: Vec<u8>,
+}
+
+/// Call `send`: queue a packet to one peer.
+pub const SEND: &str = "send";
+/// Call `broadcast`: queue a packet to every peer; answers the count.
+pub const BROADCAST: &str = "broadcast";
+/// Call `list_peers`: answers `Vec<PeerInfo>`.
+pub const LIST_PEERS: &str = "list_peers";
+/// Call `disconnect`: close a peer's connection with a reason.
+pub const DISCONNECT: &str = "disconnect";
+/// Call `listen_address`: answers the bound address as a string.
+pub const LISTEN_ADDRESS: &str = "listen_address";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Send {
+    pub peer: PeerId,
+    pub name: String,
+    pub data: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Broadcast {
+    pub name: String,
+    pub data: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Disconnect {
+    pub peer: PeerId,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeerInfo {
+    pub peer: PeerId,
+    pub address: String,
+}
+
+/// The packet a server sends before closing a connection on purpose (server
+/// full, kicked): its data is the reason, UTF-8.
+pub const DISCONNECT_PACKET: &str = "core:disconnect";
