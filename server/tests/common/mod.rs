@@ -3,6 +3,8 @@
 //! module host in-process or the real server binary, and captures logs.
 #![allow(dead_code)]
 
+pub mod client;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -96,6 +98,20 @@ impl Scratch {
 
     pub fn world(&self) -> PathBuf {
         self.dir.path().join("world")
+    }
+
+    /// Adds copies of `network` and the `net_probe` fixture.
+    pub fn add_network(&self) {
+        static ONCE: OnceLock<()> = OnceLock::new();
+        ONCE.get_or_init(|| {
+            prebuild(&repo_root().join("modules").join("network"));
+            prebuild(&fixture("net_probe"));
+        });
+        copy_dir(
+            &repo_root().join("modules").join("network"),
+            &self.modules().join("network"),
+        );
+        self.add_fixture("net_probe", "net_probe");
     }
 
     /// Adds a copy of the `probe` fixture named `name`; returns its folder.
@@ -288,6 +304,18 @@ impl ServerProcess {
             }
         }
         None
+    }
+
+    /// Waits for the network module's "listening on ADDRESS" line.
+    pub fn listen_address(&mut self) -> String {
+        let line = self
+            .wait_for("listening on ", Duration::from_secs(300))
+            .unwrap_or_else(|| panic!("the server did not listen:\n{}", self.output()));
+        line.rsplit("listening on ")
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string()
     }
 
     /// Sends a console line; later `wait_for`s look only at newer output.

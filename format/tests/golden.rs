@@ -1,0 +1,317 @@
+//! Golden byte vectors: one checked-in encoding per format, checked in both
+//! directions (the writer produces exactly these bytes, the reader decodes them
+//! to exactly these values), so no format can drift silently. If one of these
+//! fails, the on-disk or on-wire format changed: bump that format's version
+//! byte and update docs/formats.md, never just the hex.
+
+use std::collections::BTreeMap;
+
+use buildat_format::packet::{self, DEFINE_PACKET_TYPE};
+use buildat_format::records::{Entry, Pass, Placement, RecordReader, RecordWriter};
+use buildat_format::section::{Node, NodeKind, NodeOptions, SectionReader, SectionWriter};
+use buildat_format::strings::{StringTable, StringTableBuilder};
+use buildat_format::voxel_blob::{decode_voxels, encode_voxels};
+use buildat_format::writer::Writer;
+use buildat_format::{
+    Container, FileBundle, Reader, ReceiverPacketTypes, SenderPacketTypes, encode_bundle,
+};
+
+fn unhex(s: &str) -> Vec<u8> {
+    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+#[test]
+fn primitives() {
+    let cases: &[(u64, &str)] = &[
+        (0, "00"),
+        (1, "01"),
+        (127, "7f"),
+        (128, "8001"),
+        (300, "ac02"),
+        (16384, "808001"),
+        (u64::from(u32::MAX), "ffffffff0f"),
+        (u64::MAX, "ffffffffffffffffff01"),
+    ];
+    for &(v, h) in cases {
+        let mut w = Writer::new();
+        w.varint(v);
+        assert_eq!(w.as_slice(), unhex(h), "varint {v}");
+        assert_eq!(Reader::new(&unhex(h)).varint().unwrap(), v);
+    }
+    let zz: &[(i64, &str)] = &[
+        (0, "00"),
+        (-1, "01"),
+        (1, "02"),
+        (-64, "7f"),
+        (64, "8001"),
+        (i64::MIN, "ffffffffffffffffff01"),
+    ];
+    for &(v, h) in zz {
+        let mut w = Writer::new();
+        w.zigzag(v);
+        assert_eq!(w.as_slice(), unhex(h), "zigzag {v}");
+        assert_eq!(Reader::new(&unhex(h)).zigzag_i64().unwrap(), v);
+    }
+    let mut w = Writer::new();
+    w.f32_le(1.5);
+    w.f64_le(-2.0);
+    w.str("hi");
+    w.bytes(&[]);
+    w.u16_le(0x1234);
+    w.u32_le(0xdeadbeef);
+    w.u64_le(1);
+    let g = unhex("0000c03f 00000000000000c0 026869 00 3412 efbeadde 0100000000000000");
+    assert_eq!(w.as_slice(), g);
+    let mut r = Reader::new(&g);
+    assert_eq!(r.f32_le().unwrap(), 1.5);
+    assert_eq!(r.f64_le().unwrap(), -2.0);
+    assert_eq!(r.str().unwrap(), "hi");
+    assert_eq!(r.bytes().unwrap(), b"");
+    assert_eq!(r.u16_le().unwrap(), 0x1234);
+    assert_eq!(r.u32_le().unwrap(), 0xdeadbeef);
+    assert_eq!(r.u64_le().unwrap(), 1);
+    assert!(r.is_at_end());
+}
+
+#[test]
+fn string_table() {
+    let mut b = StringTableBuilder::new();
+    assert_eq!(b.intern("a").unwrap(), 0);
+    assert_eq!(b.intern("bc").unwrap(), 1);
+    assert_eq!(b.intern("a").unwrap(), 0);
+    let mut w = Writer::new();
+    b.write_to(&mut w);
+    let g = unhex("02 0161 026263");
+    assert_eq!(w.as_slice(), g);
+    let t = StringTable::read(&mut Reader::new(&g)).unwrap();
+    assert_eq!(t.iter().collect::<Vec<_>>(), ["a", "bc"]);
+}
+
+const RECORDS: &str = "42525301 010568656c6c6f 00 0105 \
+     0e0215 0000803f 00000040 00004040 000080bf 0205 030000003f 0400000000000000c0 1d010203 00 \
+     060003 01ac02";
+
+#[test]
+fn record_stream() {
+    let mut w = RecordWriter::new();
+    w.str("hello").unwrap();
+    w.uint(5);
+    let p = Placement {
+        position: [1.0, 2.0, 3.0],
+        range: -1.0,
+    };
+    w.begin_record(2, Some(p)).unwrap();
+    w.int(-3);
+    w.f32(0.5);
+    w.f64(-2.0);
+    w.bytes(&[1, 2, 3]);
+    w.str("hello").unwrap();
+    w.end_record().unwrap();
+    w.begin_record(0, None).unwrap();
+    w.uint(300);
+    w.end_record().unwrap();
+    let g = unhex(RECORDS);
+    assert_eq!(w.finish().unwrap(), g);
+
+    let mut r = RecordReader::open(&g).unwrap();
+    let mut got = Vec::new();
+    while let Some(e) = r.next_entry().unwrap() {
+        got.push(e);
+    }
+    assert_eq!(got.len(), 10);
+    assert_eq!(got[0], Entry::Str("hello"));
+    assert_eq!(got[1], Entry::UInt(5));
+    let Entry::Record(h) = got[2] else { panic!() };
+    assert_eq!((h.class, h.offset, h.placement), (2, 14, Some(p)));
+    assert_eq!(
+        &got[3..8],
+        &[
+            Entry::Int(-3),
+            Entry::F32(0.5),
+            Entry::F64(-2.0),
+            Entry::Bytes(&[1, 2, 3]),
+            Entry::Str("hello")
+        ]
+    );
+    let Entry::Record(h) = got[8] else { panic!() };
+    assert_eq!((h.class, h.placement), (0, None));
+    assert_eq!(got[9], Entry::UInt(300));
+
+    // The class-0 pass skips the class-2 record without decoding it.
+    let mut r = RecordReader::open(&g).unwrap();
+    r.set_pass(Pass::only(0));
+    let mut got = Vec::new();
+    while let Some(e) = r.next_entry().unwrap() {
+        got.push(e);
+    }
+    assert_eq!(got.len(), 4);
+    assert_eq!(got[3], Entry::UInt(300));
+}
+
+const VOXELS: &str = "010616789c63622d2ec9cf4b6549c92c2a61666060646060e5606403003d650400";
+/// The uncompressed body of [`VOXELS`]: names, palette, runs.
+const VOXELS_BODY: &str = "02 0573746f6e65 0464697274 03 0000 0100 0005 08 01 06";
+
+#[test]
+fn voxel_blob() {
+    let v = [1u32, 1, 1, 2, 1 | (5 << 21), 1 | (5 << 21)];
+    let names = |id| match id {
+        1 => Some("stone"),
+        2 => Some("dirt"),
+        _ => None,
+    };
+    let enc = encode_voxels(&v, names).unwrap();
+    let g = unhex(VOXELS);
+    // Header is exact; the zlib part is compared after inflating, so a
+    // different (still valid) deflate backend does not break the test.
+    assert_eq!(enc[..3], g[..3]);
+    let inflate = |b: &[u8]| {
+        use std::io::Read;
+        let mut out = Vec::new();
+        flate2::read::ZlibDecoder::new(b)
+            .read_to_end(&mut out)
+            .unwrap();
+        out
+    };
+    assert_eq!(inflate(&enc[3..]), unhex(VOXELS_BODY));
+    assert_eq!(inflate(&g[3..]), unhex(VOXELS_BODY));
+
+    // Decoding maps names through a registry that numbers them differently.
+    let d = decode_voxels(
+        &g,
+        |n| match n {
+            "stone" => Some(10),
+            "dirt" => Some(20),
+            _ => None,
+        },
+        0,
+    )
+    .unwrap();
+    assert_eq!(d.voxels, [10, 10, 10, 20, 10 | (5 << 21), 10 | (5 << 21)]);
+    assert!(d.unknown_names.is_empty());
+    let d = decode_voxels(&g, |n| (n == "stone").then_some(1), 99).unwrap();
+    assert_eq!(d.voxels, [1, 1, 1, 99, 1 | (5 << 21), 1 | (5 << 21)]);
+    assert_eq!(d.unknown_names, ["dirt"]);
+}
+
+const SECTION: &str = "42534e01 020306 202020 01 12 6275696c6461745f766f78656c5f64617461 \
+     0e000d 0000a042 0000e0c2 00005043 000080bf 0107 0204 0207 020c 0101 00 0daa \
+     0e0324 0000c03f 00000040 000050c0 00008042 0180808080802004 000000000000f83f \
+     04 0000000000000040 04 000000000000 0ac0 0100";
+
+fn section_nodes() -> [(Node, NodeOptions); 2] {
+    let mut vars = BTreeMap::new();
+    vars.insert("buildat_voxel_data".to_string(), vec![0xaa]);
+    [
+        (
+            Node {
+                id: 7,
+                kind: NodeKind::StaticChunk { chunk: [2, -4, 6] },
+                vars,
+            },
+            NodeOptions {
+                needed_first: true,
+                visibility_range: None,
+            },
+        ),
+        (
+            Node {
+                id: 1 << 40,
+                kind: NodeKind::Dynamic {
+                    position: [1.5, 2.0, -3.25],
+                },
+                vars: BTreeMap::new(),
+            },
+            NodeOptions {
+                needed_first: false,
+                visibility_range: Some(64.0),
+            },
+        ),
+    ]
+}
+
+#[test]
+fn section() {
+    let nodes = section_nodes();
+    let mut s = SectionWriter::new([1, -2, 3], [32, 32, 32]).unwrap();
+    for (n, o) in &nodes {
+        s.add_node(n, *o).unwrap();
+    }
+    let g = unhex(SECTION);
+    assert_eq!(s.finish().unwrap(), g);
+
+    let r = SectionReader::open(&g).unwrap();
+    assert_eq!(r.section(), [1, -2, 3]);
+    assert_eq!(r.chunk_size(), [32, 32, 32]);
+    let idx = r.index().unwrap();
+    assert_eq!(idx.len(), 2);
+    assert!(idx[0].is_static && idx[0].needed_first);
+    assert_eq!(idx[0].placement.position, [80.0, -112.0, 208.0]);
+    assert_eq!(idx[1].placement.range, 64.0);
+    for (i, nr) in idx.iter().enumerate() {
+        assert_eq!(r.read_node(nr.offset).unwrap(), nodes[i].0);
+    }
+}
+
+const BUNDLE0: &str = "4246424e 01000000 5100000000000000 \
+     02 07612f782e6c7561 1111111111111111111111111111111111111111111111111111111111111111 000003 \
+     0162 2222222222222222222222222222222222222222222222222222222222222222 010004 \
+     616263";
+const BUNDLE1: &str = "4246424e 01000000 0000000000000000 64656667";
+
+#[test]
+fn container() {
+    let blobs = encode_bundle(
+        [
+            ("a/x.lua", [0x11u8; 32], &b"abc"[..]),
+            ("b", [0x22u8; 32], &b"defg"[..]),
+        ],
+        4,
+    )
+    .unwrap();
+    assert_eq!(blobs, [unhex(BUNDLE0), unhex(BUNDLE1)]);
+    let c = Container::<FileBundle>::open(&blobs).unwrap();
+    assert_eq!(c.blob_count(), 2);
+    let (e, bytes) = c.file("b").unwrap().unwrap();
+    assert_eq!(e.hash, [0x22; 32]);
+    assert_eq!(bytes, b"defg");
+    assert_eq!(c.file("a/x.lua").unwrap().unwrap().1, b"abc");
+}
+
+#[test]
+fn packets() {
+    let mut out = Vec::new();
+    let mut s = SenderPacketTypes::new();
+    assert_eq!(
+        s.encode_packet("core:hello", &[1, 2, 3], &mut out).unwrap(),
+        100
+    );
+    assert_eq!(s.encode_packet("core:hello", &[], &mut out).unwrap(), 100);
+    let g = unhex(
+        "0000 10000000 6400 0a000000 636f72653a68656c6c6f \
+         6400 03000000 010203 \
+         6400 00000000",
+    );
+    assert_eq!(out, g);
+    assert_eq!(
+        packet::encode_definition(100, "core:hello").unwrap(),
+        g[6..22]
+    );
+
+    let mut d = packet::FrameDecoder::default();
+    d.push(&g);
+    let mut rx = ReceiverPacketTypes::new();
+    let f = d.try_next_frame().unwrap().unwrap();
+    assert_eq!(f.ty, DEFINE_PACKET_TYPE);
+    assert_eq!(rx.accept_definition(&f.data).unwrap(), (100, "core:hello"));
+    let f = d.try_next_frame().unwrap().unwrap();
+    assert_eq!((f.ty, f.data.as_slice()), (100, &[1u8, 2, 3][..]));
+    assert_eq!(rx.name_of(f.ty).unwrap(), "core:hello");
+    let f = d.try_next_frame().unwrap().unwrap();
+    assert_eq!((f.ty, f.data.len()), (100, 0));
+    assert_eq!(d.try_next_frame().unwrap(), None);
+}

@@ -1,0 +1,462 @@
+//! `network`: the TCP packet service every player talks through.
+//!
+//! Owns: the listening socket, the peer table (ids never reused within a
+//! server run), one tokio task per peer (`peer.rs`), the events
+//! `network:client_connected`, `network:client_disconnected` and
+//! `network:packet_received/<name>`, and the calls `send`, `broadcast`,
+//! `list_peers`, `disconnect`, `listen_address`. On `reload network` the
+//! listener and every peer's socket, half-read input, unsent output and
+//! packet-type tables are handed to the next version as raw fds plus state
+//! in tmp data, so clients see no disconnect and nothing lost.
+//! Does not own: the framing codec (`buildat-format`) or what packets mean.
+//!
+//! Settings (`--set KEY=VALUE`): `network.max_frame_size` (bytes, default
+//! 16 MiB), `network.max_connections` (default 10000),
+//! `network.max_queue_bytes` (unsent bytes per peer before it is dropped as
+//! not reading, default 32 MiB), `network.idle_timeout_ms` (how long an
+//! incomplete packet may sit without progress, default 10000),
+//! `network.max_name_len` (packet name bytes, default 256).
+
+mod peer;
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::{FromRawFd, IntoRawFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use buildat_interface::network::{
+    self, Broadcast, ClientConnected, Disconnect, PeerId, PeerInfo, Send,
+};
+use buildat_interface::{
+    Event, Host, Module, ModuleError, UnloadKind, config, decode, encode, events, export_module,
+    log,
+};
+use peer::{Command, Parked, PeerState};
+use serde::{Deserialize, Serialize};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::sync::{mpsc, oneshot};
+
+const TMP_DATA: &str = "network";
+const STOP_WAIT: Duration = Duration::from_secs(5);
+
+pub(crate) struct Settings {
+    pub max_frame_size: u32,
+    pub max_name_len: usize,
+    pub max_connections: usize,
+    pub max_queue_bytes: usize,
+    pub idle_timeout: Duration,
+}
+
+fn setting<T: std::str::FromStr>(host: &Host, key: &str, default: T) -> Result<T, ModuleError> {
+    match host.get_config(key) {
+        None => Ok(default),
+        Some(text) => text
+            .parse()
+            .map_err(|_| ModuleError::msg(format!("setting {key}: '{text}' is not a valid value"))),
+    }
+}
+
+impl Settings {
+    fn from_host(host: &Host) -> Result<Self, ModuleError> {
+        Ok(Self {
+            max_frame_size: setting(host, "network.max_frame_size", 16 << 20)?,
+            max_name_len: setting(host, "network.max_name_len", 256)?,
+            max_connections: setting(host, "network.max_connections", 10_000)?,
+            max_queue_bytes: setting(host, "network.max_queue_bytes", 32 << 20)?,
+            idle_timeout: Duration::from_millis(setting(host, "network.idle_timeout_ms", 10_000)?),
+        })
+    }
+}
+
+struct PeerHandle {
+    address: String,
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+/// What the module thread and the tokio tasks share.
+pub(crate) struct Shared {
+    pub host: Host,
+    pub settings: Settings,
+    peers: Mutex<HashMap<PeerId, PeerHandle>>,
+    next_peer: AtomicU64,
+}
+
+impl Shared {
+    fn peers(&self) -> MutexGuard<'_, HashMap<PeerId, PeerHandle>> {
+        self.peers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn remove_peer(&self, peer: PeerId) {
+        self.peers().remove(&peer);
+    }
+
+    fn command(&self, peer: PeerId, command: Command) -> Result<(), ModuleError> {
+        let peers = self.peers();
+        let handle = peers
+            .get(&peer)
+            .ok_or_else(|| ModuleError::msg(format!("no peer {peer} is connected")))?;
+        handle
+            .commands
+            .send(command)
+            .map_err(|_| ModuleError::msg(format!("peer {peer} is disconnecting")))
+    }
+
+    /// Registers a peer and starts its task (inside the runtime).
+    fn start_peer(self: &Arc<Self>, stream: TcpStream, state: PeerState, announce: bool) {
+        let (commands, receiver) = mpsc::unbounded_channel();
+        let (peer, address) = (state.id, state.address.clone());
+        self.peers().insert(
+            peer,
+            PeerHandle {
+                address: address.clone(),
+                commands,
+            },
+        );
+        if announce {
+            log::info!("peer {peer} connected from {address}");
+            let _ = self.host.emit(&ClientConnected { peer, address });
+        }
+        tokio::spawn(peer::serve(self.clone(), stream, state, receiver));
+    }
+
+    fn admit(self: &Arc<Self>, stream: TcpStream, address: SocketAddr) {
+        let _ = stream.set_nodelay(true);
+        let connected = self.peers().len();
+        if connected >= self.settings.max_connections {
+            log::warn!("refused connection from {address}: server full ({connected} connections)");
+            tokio::spawn(peer::refuse(
+                stream,
+                format!("server full ({connected} connections)"),
+            ));
+            return;
+        }
+        let id = self.next_peer.fetch_add(1, Ordering::Relaxed);
+        let state = PeerState::new(
+            id,
+            address.to_string(),
+            self.settings.max_frame_size,
+            self.settings.max_name_len,
+        );
+        self.start_peer(stream, state, true);
+    }
+}
+
+/// Accepts connections until told to stop; hands the listener back.
+async fn accept_loop(
+    shared: Arc<Shared>,
+    listener: TcpListener,
+    mut stop: oneshot::Receiver<()>,
+) -> TcpListener {
+    loop {
+        tokio::select! {
+            _ = &mut stop => return listener,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, address)) => shared.admit(stream, address),
+                Err(error) => {
+                    log::warn!("accepting a connection failed: {error}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+}
+
+/// What crosses a reload (fds are reclaimed exactly once, by the next version).
+#[derive(Serialize, Deserialize)]
+struct Saved {
+    listener_fd: RawFd,
+    listen_address: String,
+    next_peer: PeerId,
+    peers: Vec<(RawFd, PeerState)>,
+}
+
+struct Running {
+    runtime: tokio::runtime::Runtime,
+    stop_listener: oneshot::Sender<()>,
+    listener: tokio::task::JoinHandle<TcpListener>,
+}
+
+struct Network {
+    host: Host,
+    shared: Arc<Shared>,
+    running: Option<Running>,
+    listen_address: String,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, ModuleError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("network-io")
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| ModuleError::msg(format!("cannot start the network runtime: {e}")))
+}
+
+fn bind(address: &str) -> Result<TcpListener, ModuleError> {
+    let cannot =
+        |e: &dyn std::fmt::Display| ModuleError::msg(format!("cannot listen on {address}: {e}"));
+    let socket_address = address
+        .to_socket_addrs()
+        .map_err(|e| cannot(&e))?
+        .next()
+        .ok_or_else(|| cannot(&"the address resolves to nothing"))?;
+    let socket = if socket_address.is_ipv4() {
+        TcpSocket::new_v4()
+    } else {
+        TcpSocket::new_v6()
+    }
+    .map_err(|e| cannot(&e))?;
+    socket.set_reuseaddr(true).map_err(|e| cannot(&e))?;
+    socket.bind(socket_address).map_err(|e| cannot(&e))?;
+    socket.listen(4096).map_err(|e| cannot(&e))
+}
+
+impl Network {
+    fn run(&mut self, runtime: tokio::runtime::Runtime, listener: TcpListener) {
+        self.listen_address = listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let (stop_listener, stop) = oneshot::channel();
+        let listener = runtime.spawn(accept_loop(self.shared.clone(), listener, stop));
+        self.running = Some(Running {
+            runtime,
+            stop_listener,
+            listener,
+        });
+    }
+
+    fn start(&mut self) -> Result<(), ModuleError> {
+        let address = self
+            .host
+            .get_config(config::LISTEN)
+            .unwrap_or_else(|| "0.0.0.0:20000".to_string());
+        let runtime = runtime()?;
+        let listener = {
+            let _context = runtime.enter();
+            bind(&address)?
+        };
+        self.run(runtime, listener);
+        log::info!("listening on {}", self.listen_address);
+        Ok(())
+    }
+
+    /// Takes back the sockets and state the previous version stashed.
+    fn resume(&mut self) -> Result<(), ModuleError> {
+        let Some(bytes) = self.host.tmp_restore_data(TMP_DATA) else {
+            log::warn!("nothing stashed by a previous version; listening afresh");
+            return self.start();
+        };
+        let saved: Saved = decode(&bytes)?;
+        let runtime = runtime()?;
+        let _context = runtime.enter();
+        // SAFETY: the fd came from `into_raw_fd` in the previous version and
+        // tmp data is taken once, so it is reclaimed exactly once.
+        let listener = unsafe { std::net::TcpListener::from_raw_fd(saved.listener_fd) };
+        listener.set_nonblocking(true)?;
+        let listener = TcpListener::from_std(listener)?;
+        self.shared
+            .next_peer
+            .store(saved.next_peer, Ordering::Relaxed);
+        let count = saved.peers.len();
+        for (fd, state) in saved.peers {
+            // SAFETY: as above.
+            let stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
+            stream.set_nonblocking(true)?;
+            let stream = TcpStream::from_std(stream)?;
+            self.shared.start_peer(stream, state, false);
+        }
+        drop(_context);
+        self.run(runtime, listener);
+        log::info!(
+            "resumed: listening on {} with {count} peers kept (was {})",
+            self.listen_address,
+            saved.listen_address
+        );
+        Ok(())
+    }
+
+    /// Stops accepting and parks every peer; returns what the next version needs.
+    fn park(&mut self, running: &mut Option<Running>) -> Result<Saved, ModuleError> {
+        let Some(Running {
+            runtime,
+            stop_listener,
+            listener,
+        }) = running.take()
+        else {
+            return Err(ModuleError::msg("not running"));
+        };
+        let shared = self.shared.clone();
+        let saved = runtime.block_on(async move {
+            let _ = stop_listener.send(());
+            let listener = listener
+                .await
+                .map_err(|e| ModuleError::msg(format!("the listener task failed: {e}")))?;
+            let handles: Vec<(PeerId, PeerHandle)> = shared.peers().drain().collect();
+            let mut peers = Vec::with_capacity(handles.len());
+            for (peer, handle) in handles {
+                let (reply, parked) = oneshot::channel();
+                if handle.commands.send(Command::Park(reply)).is_err() {
+                    continue;
+                }
+                match tokio::time::timeout(STOP_WAIT, parked).await {
+                    Ok(Ok(Parked { state, stream })) => {
+                        peers.push((stream.into_std()?.into_raw_fd(), state));
+                    }
+                    _ => log::warn!("peer {peer} did not stop in time; it is dropped"),
+                }
+            }
+            Ok::<_, ModuleError>(Saved {
+                listener_fd: listener.into_std()?.into_raw_fd(),
+                listen_address: self.listen_address.clone(),
+                next_peer: shared.next_peer.load(Ordering::Relaxed),
+                peers,
+            })
+        });
+        runtime.shutdown_timeout(STOP_WAIT);
+        saved
+    }
+
+    /// Disconnects everyone and closes the listener.
+    fn close(&mut self, reason: &str) {
+        let Some(Running {
+            runtime,
+            stop_listener,
+            listener,
+        }) = self.running.take()
+        else {
+            return;
+        };
+        let shared = self.shared.clone();
+        runtime.block_on(async move {
+            let _ = stop_listener.send(());
+            let _ = listener.await;
+            let peers: Vec<mpsc::UnboundedSender<Command>> = shared
+                .peers()
+                .values()
+                .map(|h| h.commands.clone())
+                .collect();
+            for commands in &peers {
+                let _ = commands.send(Command::Disconnect(reason.to_string()));
+            }
+            let deadline = tokio::time::Instant::now() + STOP_WAIT;
+            while !shared.peers().is_empty() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+        runtime.shutdown_timeout(STOP_WAIT);
+        log::info!("closed the listener and every connection: {reason}");
+    }
+}
+
+impl Module for Network {
+    fn create(host: Host) -> Result<Self, ModuleError> {
+        let settings = Settings::from_host(&host)?;
+        Ok(Self {
+            host,
+            shared: Arc::new(Shared {
+                host,
+                settings,
+                peers: Mutex::new(HashMap::new()),
+                next_peer: AtomicU64::new(1),
+            }),
+            running: None,
+            listen_address: String::new(),
+        })
+    }
+
+    fn event(&mut self, name: &str, _payload: &[u8]) -> Result<(), ModuleError> {
+        match name {
+            events::Start::NAME => self.start(),
+            events::Continue::NAME => self.resume(),
+            _ => Ok(()),
+        }
+    }
+
+    fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
+        match function {
+            network::SEND => {
+                let request: Send = decode(payload)?;
+                check_name(&request.name, self.shared.settings.max_name_len)?;
+                self.shared.command(
+                    request.peer,
+                    Command::Send {
+                        name: request.name.into(),
+                        data: request.data.into(),
+                    },
+                )?;
+                Ok(encode(&()))
+            }
+            network::BROADCAST => {
+                let request: Broadcast = decode(payload)?;
+                check_name(&request.name, self.shared.settings.max_name_len)?;
+                let name: Arc<str> = request.name.into();
+                let data: Arc<[u8]> = request.data.into();
+                let peers = self.shared.peers();
+                let mut count = 0u64;
+                for handle in peers.values() {
+                    let command = Command::Send {
+                        name: name.clone(),
+                        data: data.clone(),
+                    };
+                    if handle.commands.send(command).is_ok() {
+                        count += 1;
+                    }
+                }
+                Ok(encode(&count))
+            }
+            network::LIST_PEERS => {
+                let mut peers: Vec<PeerInfo> = self
+                    .shared
+                    .peers()
+                    .iter()
+                    .map(|(peer, handle)| PeerInfo {
+                        peer: *peer,
+                        address: handle.address.clone(),
+                    })
+                    .collect();
+                peers.sort_by_key(|p| p.peer);
+                Ok(encode(&peers))
+            }
+            network::DISCONNECT => {
+                let request: Disconnect = decode(payload)?;
+                self.shared
+                    .command(request.peer, Command::Disconnect(request.reason))?;
+                Ok(encode(&()))
+            }
+            network::LISTEN_ADDRESS => Ok(encode(&self.listen_address)),
+            other => Err(ModuleError::UnknownFunction(other.to_string())),
+        }
+    }
+
+    fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
+        match kind {
+            UnloadKind::Reload => {
+                let mut running = self.running.take();
+                let saved = self.park(&mut running)?;
+                log::info!(
+                    "handing {} peers and the listener to the next version",
+                    saved.peers.len()
+                );
+                self.host.tmp_store_data(TMP_DATA, &encode(&saved))?;
+            }
+            UnloadKind::Stop => self.close("server stopping"),
+            UnloadKind::ForGood | UnloadKind::AfterFailure => self.close("network module unloaded"),
+        }
+        Ok(())
+    }
+}
+
+fn check_name(name: &str, max: usize) -> Result<(), ModuleError> {
+    if name.is_empty() || name.len() > max {
+        return Err(ModuleError::msg(format!(
+            "packet name '{name}' must be 1 to {max} bytes"
+        )));
+    }
+    Ok(())
+}
+
+export_module!(Network);

@@ -1,0 +1,248 @@
+//! One connected peer: a tokio task that reads frames, turns packets into
+//! `network:packet_received/<name>` events, and writes queued packets in
+//! batches.
+//!
+//! Owns: a peer's socket, its packet reader (half-read input and the
+//! client's packet-type table), its packet-type table for sending and its
+//! unsent output. Invariants: bad input (framing or definition errors, an
+//! incomplete packet held open, an outgoing queue over the limit) ends only
+//! this peer, with a logged reason; a park request hands everything back
+//! intact (for a reload) after applying every command queued before it.
+//! Does not own: accepting connections or the peer table (`lib.rs`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use buildat_format::{PacketReader, SenderPacketTypes};
+use buildat_interface::network::{self, ClientDisconnected, PacketReceived, PeerId};
+use buildat_interface::{encode, log};
+use serde::{Deserialize, Serialize};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::Shared;
+
+/// What the module thread asks of a peer task.
+pub(crate) enum Command {
+    Send {
+        name: Arc<str>,
+        data: Arc<[u8]>,
+    },
+    Disconnect(String),
+    /// Stop and hand back the socket and state (for a reload).
+    Park(oneshot::Sender<Parked>),
+}
+
+/// Everything about a peer but its socket; crosses a reload in tmp data.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct PeerState {
+    pub id: PeerId,
+    pub address: String,
+    pub reader: PacketReader,
+    pub types: SenderPacketTypes,
+    /// Encoded frames not yet written to the socket.
+    pub outgoing: Vec<u8>,
+}
+
+impl PeerState {
+    pub fn new(id: PeerId, address: String, max_frame_size: u32, max_name_len: usize) -> Self {
+        Self {
+            id,
+            address,
+            reader: PacketReader::new(max_frame_size, max_name_len),
+            types: SenderPacketTypes::with_max_name_len(max_name_len),
+            outgoing: Vec::new(),
+        }
+    }
+}
+
+/// A stopped peer, as handed back by a park request.
+pub(crate) struct Parked {
+    pub state: PeerState,
+    pub stream: TcpStream,
+}
+
+enum Exit {
+    Parked(oneshot::Sender<Parked>),
+    Closed(String),
+}
+
+/// Serves the peer until it disconnects or is parked.
+pub(crate) async fn serve(
+    shared: Arc<Shared>,
+    stream: TcpStream,
+    mut state: PeerState,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+) {
+    match run(&shared, &stream, &mut state, &mut commands).await {
+        Exit::Parked(reply) => {
+            let _ = reply.send(Parked { state, stream });
+        }
+        Exit::Closed(reason) => {
+            shared.remove_peer(state.id);
+            log::info!(
+                "peer {} ({}) disconnected: {reason}",
+                state.id,
+                state.address
+            );
+            let _ = shared.host.emit(&ClientDisconnected {
+                peer: state.id,
+                reason,
+            });
+        }
+    }
+}
+
+async fn run(
+    shared: &Shared,
+    stream: &TcpStream,
+    state: &mut PeerState,
+    commands: &mut mpsc::UnboundedReceiver<Command>,
+) -> Exit {
+    let settings = &shared.settings;
+    // Bytes of `state.outgoing` already written.
+    let mut written = 0;
+    // When the latest bytes of a still incomplete frame arrived.
+    let mut partial_since = (state.reader.buffered_len() > 0).then(Instant::now);
+    if let Err(reason) = deliver_packets(shared, state) {
+        return Exit::Closed(reason);
+    }
+    loop {
+        if let Err(reason) = flush(stream, state, &mut written) {
+            return Exit::Closed(reason);
+        }
+        let queued = state.outgoing.len() - written;
+        if queued > settings.max_queue_bytes {
+            return Exit::Closed(format!(
+                "not reading: {queued} bytes queued for it (limit {})",
+                settings.max_queue_bytes
+            ));
+        }
+        let want_write = queued > 0;
+        let deadline = partial_since.map(|since| since + settings.idle_timeout);
+        let far = Instant::now() + Duration::from_secs(86_400);
+        tokio::select! {
+            biased;
+            command = commands.recv() => {
+                let Some(mut command) = command else {
+                    return Exit::Closed("the network module is stopping".into());
+                };
+                loop {
+                    match command {
+                        Command::Send { name, data } => {
+                            if let Err(error) = state.types.encode_packet(&name, &data, &mut state.outgoing) {
+                                log::warn!("peer {}: cannot send packet {name}: {error}", state.id);
+                            }
+                        }
+                        Command::Disconnect(reason) => {
+                            say_goodbye(stream, state, &mut written, &reason).await;
+                            return Exit::Closed(reason);
+                        }
+                        Command::Park(reply) => {
+                            state.outgoing.drain(..written);
+                            return Exit::Parked(reply);
+                        }
+                    }
+                    // Batch everything already queued into one write.
+                    match commands.try_recv() {
+                        Ok(next) => command = next,
+                        Err(_) => break,
+                    }
+                }
+            }
+            ready = stream.readable() => {
+                if let Err(error) = ready {
+                    return Exit::Closed(format!("read error: {error}"));
+                }
+                let mut buffer = [0u8; 16 * 1024];
+                match stream.try_read(&mut buffer) {
+                    Ok(0) => return Exit::Closed("connection closed by the client".into()),
+                    Ok(read) => {
+                        state.reader.push(buffer.get(..read).unwrap_or_default());
+                        if let Err(reason) = deliver_packets(shared, state) {
+                            return Exit::Closed(reason);
+                        }
+                        partial_since = (state.reader.buffered_len() > 0).then(Instant::now);
+                    }
+                    Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(error) => return Exit::Closed(format!("read error: {error}")),
+                }
+            }
+            ready = stream.writable(), if want_write => {
+                if let Err(error) = ready {
+                    return Exit::Closed(format!("write error: {error}"));
+                }
+            }
+            _ = tokio::time::sleep_until(deadline.unwrap_or(far).into()), if deadline.is_some() => {
+                return Exit::Closed(format!(
+                    "an incomplete packet was held open for {} s",
+                    settings.idle_timeout.as_secs_f64()
+                ));
+            }
+        }
+    }
+}
+
+/// Emits an event for every whole packet received so far.
+fn deliver_packets(shared: &Shared, state: &mut PeerState) -> Result<(), String> {
+    loop {
+        match state.reader.try_next_packet() {
+            Ok(Some(packet)) => {
+                let event = network::packet_received_event(&packet.name);
+                let payload = encode(&PacketReceived {
+                    peer: state.id,
+                    data: packet.data,
+                });
+                let _ = shared.host.emit_event(&event, &payload);
+            }
+            Ok(None) => return Ok(()),
+            Err(error) => return Err(format!("protocol error: {error}")),
+        }
+    }
+}
+
+/// Writes what the socket takes without blocking.
+fn flush(stream: &TcpStream, state: &mut PeerState, written: &mut usize) -> Result<(), String> {
+    while let Some(pending) = state.outgoing.get(*written..).filter(|p| !p.is_empty()) {
+        match stream.try_write(pending) {
+            Ok(0) => return Err("the connection stopped taking data".into()),
+            Ok(count) => *written += count,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(error) => return Err(format!("write error: {error}")),
+        }
+    }
+    if *written == state.outgoing.len() {
+        state.outgoing.clear();
+        *written = 0;
+        if state.outgoing.capacity() > 256 * 1024 {
+            state.outgoing.shrink_to(16 * 1024);
+        }
+    } else if *written > 1024 * 1024 {
+        state.outgoing.drain(..*written);
+        *written = 0;
+    }
+    Ok(())
+}
+
+/// Queues `core:disconnect` with the reason and gives the output a second to leave.
+async fn say_goodbye(stream: &TcpStream, state: &mut PeerState, written: &mut usize, reason: &str) {
+    let _ = state.types.encode_packet(
+        network::DISCONNECT_PACKET,
+        reason.as_bytes(),
+        &mut state.outgoing,
+    );
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while *written < state.outgoing.len() && Instant::now() < deadline {
+        if flush(stream, state, written).is_err() {
+            return;
+        }
+        let _ = tokio::time::timeout(Duration::from_millis(100), stream.writable()).await;
+    }
+}
+
+/// Tells a connection the server cannot take it, then closes it.
+pub(crate) async fn refuse(stream: TcpStream, reason: String) {
+    let mut state = PeerState::new(0, String::new(), 0, network::DISCONNECT_PACKET.len());
+    let mut written = 0;
+    say_goodbye(&stream, &mut state, &mut written, &reason).await;
+}

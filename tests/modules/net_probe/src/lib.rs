@@ -1,0 +1,73 @@
+//! `net_probe`: a test fixture module for the network tests and benchmark.
+//!
+//! Owns nothing a user sees: it echoes every `test:echo` packet back to its
+//! sender, counts `test:count` packets (answering `count`), and logs
+//! connects and disconnects.
+
+use buildat_interface::network::{self, ClientConnected, ClientDisconnected, PacketReceived, Send};
+use buildat_interface::{Event, Host, Module, ModuleError, decode, encode, export_module, log};
+
+struct NetProbe {
+    host: Host,
+    counted: u64,
+    echo_event: String,
+    count_event: String,
+}
+
+impl Module for NetProbe {
+    fn create(host: Host) -> Result<Self, ModuleError> {
+        Ok(Self {
+            host,
+            counted: 0,
+            echo_event: network::packet_received_event("test:echo"),
+            count_event: network::packet_received_event("test:count"),
+        })
+    }
+
+    fn init(&mut self) -> Result<(), ModuleError> {
+        self.host.sub_event(&self.echo_event)?;
+        self.host.sub_event(&self.count_event)?;
+        self.host.sub_event(ClientConnected::NAME)?;
+        self.host.sub_event(ClientDisconnected::NAME)?;
+        Ok(())
+    }
+
+    fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
+        if name == self.echo_event {
+            let packet: PacketReceived = decode(payload)?;
+            let reply = Send {
+                peer: packet.peer,
+                name: "test:echo".into(),
+                data: packet.data,
+            };
+            if let Err(error) = self
+                .host
+                .call(network::MODULE, network::SEND, &encode(&reply))
+            {
+                log::warn!("echo to peer {} failed: {error}", packet.peer);
+            }
+        } else if name == self.count_event {
+            self.counted += 1;
+        } else if name == ClientConnected::NAME {
+            let connected: ClientConnected = decode(payload)?;
+            log::info!(
+                "net_probe saw peer {} connect from {}",
+                connected.peer,
+                connected.address
+            );
+        } else if name == ClientDisconnected::NAME {
+            let gone: ClientDisconnected = decode(payload)?;
+            log::info!("net_probe saw peer {} leave: {}", gone.peer, gone.reason);
+        }
+        Ok(())
+    }
+
+    fn call(&mut self, function: &str, _payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
+        match function {
+            "count" => Ok(encode(&self.counted)),
+            other => Err(ModuleError::UnknownFunction(other.to_string())),
+        }
+    }
+}
+
+export_module!(NetProbe);
