@@ -6,7 +6,8 @@
 //! table ([`strings`]), the record stream with passes ([`records`]), the voxel
 //! data blob ([`voxel_blob`]), the section record ([`section`]), the blob
 //! container ([`container`]) and its two kinds ([`bundle`]), packet framing and
-//! packet type tables ([`packet`]). `docs/formats.md` describes every byte.
+//! packet type tables ([`packet`]), and the core packets' payloads
+//! ([`protocol`]). `docs/formats.md` describes every byte.
 //!
 //! Does not own: I/O of any kind (callers hand in byte slices and take back
 //! byte vectors), storage, networking, registries. Nothing here panics on any
@@ -44,6 +45,7 @@ pub mod bundle;
 pub mod container;
 pub mod magic;
 pub mod packet;
+pub mod protocol;
 pub mod reader;
 pub mod records;
 pub mod section;

@@ -4,11 +4,12 @@
 //! ([`abi`]), the safe [`Module`] trait and [`Host`] handle with the
 //! [`export_module!`] macro ([`module`]), payload encoding ([`payload`]),
 //! the core's events ([`events`]) and calls ([`core_api`]), configuration keys
-//! ([`config`]), `meta.json` ([`meta`]) and the network module's API
-//! ([`network`]), which every player-facing module uses. Does not own any server
+//! ([`config`]), `meta.json` ([`meta`]) and the APIs of the modules every
+//! player-facing module uses ([`network`], [`client_file`]). Does not own any server
 //! behaviour: no threads, no loading, no I/O beyond reading `meta.json`.
 
 pub mod abi;
+pub mod client_file;
 pub mod config;
 pub mod core_api;
 pub mod events;

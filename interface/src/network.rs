@@ -48,7 +48,9 @@ pub struct PacketReceived {
     pub data: Vec<u8>,
 }
 
-/// Call `send`: queue a packet to one peer.
+/// Call `send`: queue a packet to one peer; answers the peer's backlog (u64
+/// bytes queued for it and not yet written to its socket), so bulk senders
+/// can pace themselves below `network.max_queue_bytes`.
 pub const SEND: &str = "send";
 /// Call `broadcast`: queue a packet to every peer; answers the count.
 pub const BROADCAST: &str = "broadcast";
@@ -56,6 +58,8 @@ pub const BROADCAST: &str = "broadcast";
 pub const LIST_PEERS: &str = "list_peers";
 /// Call `disconnect`: close a peer's connection with a reason.
 pub const DISCONNECT: &str = "disconnect";
+/// Call `get_backlog`: answers a peer's backlog (as `send` does) without sending.
+pub const GET_BACKLOG: &str = "get_backlog";
 /// Call `listen_address`: answers the bound address as a string.
 pub const LISTEN_ADDRESS: &str = "listen_address";
 

@@ -4,7 +4,7 @@
 //! server run), one tokio task per peer (`peer.rs`), the events
 //! `network:client_connected`, `network:client_disconnected` and
 //! `network:packet_received/<name>`, and the calls `send`, `broadcast`,
-//! `list_peers`, `disconnect`, `listen_address`. On `reload network` the
+//! `list_peers`, `disconnect`, `get_backlog`, `listen_address`. On `reload network` the
 //! listener and every peer's socket, half-read input, unsent output and
 //! packet-type tables are handed to the next version as raw fds plus state
 //! in tmp data, so clients see no disconnect and nothing lost.
@@ -33,7 +33,7 @@ use buildat_interface::{
     Event, Host, Module, ModuleError, UnloadKind, config, decode, encode, events, export_module,
     log,
 };
-use peer::{Command, Parked, PeerState};
+use peer::{Backlog, Command, Parked, PeerState};
 use serde::{Deserialize, Serialize};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, oneshot};
@@ -73,6 +73,7 @@ impl Settings {
 struct PeerHandle {
     address: String,
     commands: mpsc::UnboundedSender<Command>,
+    backlog: Arc<Backlog>,
 }
 
 /// What the module thread and the tokio tasks share.
@@ -92,33 +93,40 @@ impl Shared {
         self.peers().remove(&peer);
     }
 
-    fn command(&self, peer: PeerId, command: Command) -> Result<(), ModuleError> {
+    /// Hands `command` to the peer's task; answers the peer's backlog in bytes.
+    fn command(&self, peer: PeerId, command: Command) -> Result<u64, ModuleError> {
         let peers = self.peers();
         let handle = peers
             .get(&peer)
             .ok_or_else(|| ModuleError::msg(format!("no peer {peer} is connected")))?;
+        if let Command::Send { data, .. } = &command {
+            handle.backlog.add(data.len());
+        }
         handle
             .commands
             .send(command)
-            .map_err(|_| ModuleError::msg(format!("peer {peer} is disconnecting")))
+            .map_err(|_| ModuleError::msg(format!("peer {peer} is disconnecting")))?;
+        Ok(handle.backlog.total() as u64)
     }
 
     /// Registers a peer and starts its task (inside the runtime).
     fn start_peer(self: &Arc<Self>, stream: TcpStream, state: PeerState, announce: bool) {
         let (commands, receiver) = mpsc::unbounded_channel();
         let (peer, address) = (state.id, state.address.clone());
+        let backlog = Arc::new(Backlog::default());
         self.peers().insert(
             peer,
             PeerHandle {
                 address: address.clone(),
                 commands,
+                backlog: backlog.clone(),
             },
         );
         if announce {
             log::info!("peer {peer} connected from {address}");
             let _ = self.host.emit(&ClientConnected { peer, address });
         }
-        tokio::spawn(peer::serve(self.clone(), stream, state, receiver));
+        tokio::spawn(peer::serve(self.clone(), stream, state, receiver, backlog));
     }
 
     fn admit(self: &Arc<Self>, stream: TcpStream, address: SocketAddr) {
@@ -381,14 +389,14 @@ impl Module for Network {
             network::SEND => {
                 let request: Send = decode(payload)?;
                 check_name(&request.name, self.shared.settings.max_name_len)?;
-                self.shared.command(
+                let backlog = self.shared.command(
                     request.peer,
                     Command::Send {
                         name: request.name.into(),
                         data: request.data.into(),
                     },
                 )?;
-                Ok(encode(&()))
+                Ok(encode(&backlog))
             }
             network::BROADCAST => {
                 let request: Broadcast = decode(payload)?;
@@ -402,6 +410,7 @@ impl Module for Network {
                         name: name.clone(),
                         data: data.clone(),
                     };
+                    handle.backlog.add(data.len());
                     if handle.commands.send(command).is_ok() {
                         count += 1;
                     }
@@ -426,6 +435,14 @@ impl Module for Network {
                 self.shared
                     .command(request.peer, Command::Disconnect(request.reason))?;
                 Ok(encode(&()))
+            }
+            network::GET_BACKLOG => {
+                let peer: PeerId = decode(payload)?;
+                let peers = self.shared.peers();
+                let handle = peers
+                    .get(&peer)
+                    .ok_or_else(|| ModuleError::msg(format!("no peer {peer} is connected")))?;
+                Ok(encode(&(handle.backlog.total() as u64)))
             }
             network::LISTEN_ADDRESS => Ok(encode(&self.listen_address)),
             other => Err(ModuleError::UnknownFunction(other.to_string())),

@@ -11,6 +11,7 @@
 //! Does not own: accepting connections or the peer table (`lib.rs`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use buildat_format::{PacketReader, SenderPacketTypes};
@@ -56,6 +57,42 @@ impl PeerState {
     }
 }
 
+/// Bytes waiting to reach a peer: sends not yet taken by its task, plus
+/// encoded bytes the socket has not taken. Read by `send`'s answer so
+/// senders of bulk data (file transfers) can pace themselves.
+#[derive(Default)]
+pub(crate) struct Backlog {
+    /// Added by the module thread per send, removed by the task as it takes it.
+    in_channel: AtomicUsize,
+    /// Stored by the task after each write.
+    unsent: AtomicUsize,
+}
+
+impl Backlog {
+    /// Bytes a send of `data_len` bytes adds (frame header included).
+    pub fn cost(data_len: usize) -> usize {
+        data_len + buildat_format::packet::FRAME_HEADER_LEN
+    }
+
+    pub fn add(&self, data_len: usize) {
+        self.in_channel
+            .fetch_add(Self::cost(data_len), Ordering::AcqRel);
+    }
+
+    fn take(&self, data_len: usize) {
+        let cost = Self::cost(data_len);
+        let _ = self
+            .in_channel
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                Some(v.saturating_sub(cost))
+            });
+    }
+
+    pub fn total(&self) -> usize {
+        self.in_channel.load(Ordering::Acquire) + self.unsent.load(Ordering::Acquire)
+    }
+}
+
 /// A stopped peer, as handed back by a park request.
 pub(crate) struct Parked {
     pub state: PeerState,
@@ -73,8 +110,9 @@ pub(crate) async fn serve(
     stream: TcpStream,
     mut state: PeerState,
     mut commands: mpsc::UnboundedReceiver<Command>,
+    backlog: Arc<Backlog>,
 ) {
-    match run(&shared, &stream, &mut state, &mut commands).await {
+    match run(&shared, &stream, &mut state, &mut commands, &backlog).await {
         Exit::Parked(reply) => {
             let _ = reply.send(Parked { state, stream });
         }
@@ -98,6 +136,7 @@ async fn run(
     stream: &TcpStream,
     state: &mut PeerState,
     commands: &mut mpsc::UnboundedReceiver<Command>,
+    backlog: &Backlog,
 ) -> Exit {
     let settings = &shared.settings;
     // Bytes of `state.outgoing` already written.
@@ -112,6 +151,7 @@ async fn run(
             return Exit::Closed(reason);
         }
         let queued = state.outgoing.len() - written;
+        backlog.unsent.store(queued, Ordering::Release);
         if queued > settings.max_queue_bytes {
             return Exit::Closed(format!(
                 "not reading: {queued} bytes queued for it (limit {})",
@@ -130,6 +170,7 @@ async fn run(
                 loop {
                     match command {
                         Command::Send { name, data } => {
+                            backlog.take(data.len());
                             if let Err(error) = state.types.encode_packet(&name, &data, &mut state.outgoing) {
                                 log::warn!("peer {}: cannot send packet {name}: {error}", state.id);
                             }

@@ -5,7 +5,24 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use std::collections::{BTreeMap, HashMap};
+
+use buildat_format::protocol::{
+    self, AnnounceFile, ContentHash, FileContent, RequestFile, RunScript,
+};
 use buildat_format::{Packet, PacketReader, PacketWriter};
+use sha2::{Digest, Sha256};
+
+/// What one file synchronisation saw.
+#[derive(Debug, Default)]
+pub struct FileSync {
+    pub announced: BTreeMap<String, ContentHash>,
+    pub requested: Vec<String>,
+    pub content_bytes: u64,
+    pub scripts: Vec<String>,
+    /// Other packets seen on the way, in order.
+    pub other: Vec<Packet>,
+}
 
 pub struct TestClient {
     pub stream: TcpStream,
@@ -89,5 +106,88 @@ impl TestClient {
             }
         }
         None
+    }
+}
+
+impl TestClient {
+    /// Runs the file flow like a client with `cache` (content hash -> bytes):
+    /// requests what the cache lacks, verifies every hash, answers
+    /// `core:all_files_transferred`, then collects `core:run_script`s until
+    /// the server is quiet for `quiet`.
+    pub fn sync_files(
+        &mut self,
+        cache: &mut HashMap<ContentHash, Vec<u8>>,
+        quiet: Duration,
+    ) -> FileSync {
+        let mut sync = FileSync::default();
+        let mut partial: HashMap<String, Vec<u8>> = HashMap::new();
+        let mut told = false;
+        let mut answered = false;
+        loop {
+            let wait = if answered {
+                quiet
+            } else {
+                Duration::from_secs(120)
+            };
+            let Some(packet) = self.recv(wait).expect("connected") else {
+                assert!(answered, "the file flow stalled: {sync:?}");
+                return sync;
+            };
+            match packet.name.as_str() {
+                protocol::ANNOUNCE_FILE => {
+                    let announce: AnnounceFile = protocol::decode(&packet.data).expect("announce");
+                    sync.announced.insert(announce.name.clone(), announce.hash);
+                    if told && !cache.contains_key(&announce.hash) {
+                        self.request(&mut sync, &announce.name, announce.hash);
+                    }
+                }
+                protocol::TELL_AFTER_ALL_FILES_TRANSFERRED => {
+                    told = true;
+                    let missing: Vec<(String, ContentHash)> = sync
+                        .announced
+                        .iter()
+                        .filter(|(_, hash)| !cache.contains_key(*hash))
+                        .map(|(name, hash)| (name.clone(), *hash))
+                        .collect();
+                    for (name, hash) in missing {
+                        self.request(&mut sync, &name, hash);
+                    }
+                }
+                protocol::FILE_CONTENT => {
+                    let piece: FileContent = protocol::decode(&packet.data).expect("content");
+                    sync.content_bytes += piece.data.len() as u64;
+                    let buffer = partial.entry(piece.name.clone()).or_default();
+                    assert_eq!(buffer.len() as u64, piece.offset, "pieces arrive in order");
+                    buffer.extend_from_slice(&piece.data);
+                    if buffer.len() as u64 == piece.size {
+                        let bytes = partial.remove(&piece.name).unwrap_or_default();
+                        let hash: ContentHash = Sha256::digest(&bytes).into();
+                        assert_eq!(hash, piece.hash, "{} verifies", piece.name);
+                        cache.insert(hash, bytes);
+                    }
+                }
+                protocol::RUN_SCRIPT => {
+                    let run: RunScript = protocol::decode(&packet.data).expect("run_script");
+                    sync.scripts.push(run.name);
+                }
+                _ => sync.other.push(packet),
+            }
+            let complete = told && sync.announced.values().all(|hash| cache.contains_key(hash));
+            if complete && !answered {
+                self.send(protocol::ALL_FILES_TRANSFERRED, &[])
+                    .expect("answer");
+                answered = true;
+            }
+        }
+    }
+
+    fn request(&mut self, sync: &mut FileSync, name: &str, hash: ContentHash) {
+        sync.requested.push(name.to_string());
+        let request = RequestFile {
+            name: name.to_string(),
+            hash,
+        };
+        self.send(protocol::REQUEST_FILE, &protocol::encode(&request))
+            .expect("request");
     }
 }

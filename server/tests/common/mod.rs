@@ -114,6 +114,17 @@ impl Scratch {
         self.add_fixture("net_probe", "net_probe");
     }
 
+    /// Adds copies of `network`, `net_probe` and `client_file`.
+    pub fn add_client_file(&self) {
+        static ONCE: OnceLock<()> = OnceLock::new();
+        ONCE.get_or_init(|| prebuild(&repo_root().join("modules").join("client_file")));
+        self.add_network();
+        copy_dir(
+            &repo_root().join("modules").join("client_file"),
+            &self.modules().join("client_file"),
+        );
+    }
+
     /// Adds a copy of the `probe` fixture named `name`; returns its folder.
     pub fn add_probe(&self, name: &str) -> PathBuf {
         self.add_fixture("probe", name)

@@ -1,0 +1,567 @@
+//! `client_file`: ships every module's client Lua and data to clients by
+//! content hash.
+//!
+//! Owns: the file registry (`registry.rs`: every module's `client_lua/` and
+//! `client_data/`, registered as `<module>/<folder>/<path>` when it loads and
+//! withdrawn when it unloads, plus files added by calls), each connected
+//! client's transfer state, the pump thread that sends file pieces
+//! round-robin across clients while each client's network backlog stays
+//! below a high-water mark (so a big file never stalls others or trips the
+//! network module's "not reading" limit), and after a client has every file,
+//! `client_file:files_transmitted` and one `core:run_script` per loaded
+//! module's `client_lua/init.lua`, in load order. A file edited on disk
+//! (`core:module_modified`) is re-hashed and re-announced to everyone.
+//! Does not own: sockets (`network`) or the packet bytes
+//! (`buildat_format::protocol`, documented in docs/protocol.md).
+//!
+//! Calls: `add_file_content`, `add_file_path`, `remove_file`, `list_files`.
+
+mod registry;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use buildat_format::protocol::{
+    self, AnnounceFile, ContentHash, FileContent, FileError, RequestFile,
+};
+use buildat_interface::client_file::{
+    self as api, AddFileContent, AddFilePath, FileInfo, FilesTransmitted, RemoveFile,
+};
+use buildat_interface::core_api::{self, ModuleInfo, ModuleState};
+use buildat_interface::network::{
+    self, ClientConnected, ClientDisconnected, PacketReceived, PeerId,
+};
+use buildat_interface::{
+    CallError, Event, Host, Module, ModuleError, UnloadKind, decode, encode, events, export_module,
+    log,
+};
+pub use registry::{Registry, check_name};
+use serde::{Deserialize, Serialize};
+
+const TMP_DATA: &str = "client_file";
+/// A client whose network backlog passes this is paused...
+const HIGH_WATER: u64 = 4 << 20;
+/// ...until it drains below this.
+const LOW_WATER: u64 = 1 << 20;
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Transfer {
+    name: String,
+    hash: ContentHash,
+    offset: usize,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct PeerFiles {
+    queue: VecDeque<Transfer>,
+    /// Has answered `core:all_files_transferred` once.
+    transmitted: bool,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct State {
+    registry: Registry,
+    peers: BTreeMap<PeerId, PeerFiles>,
+}
+
+struct Shared {
+    host: Host,
+    state: Mutex<State>,
+    work: Condvar,
+    stop: AtomicBool,
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sends a packet to a peer; answers its network backlog.
+    fn send(&self, peer: PeerId, name: &str, data: Vec<u8>) -> Result<u64, CallError> {
+        let request = network::Send {
+            peer,
+            name: name.to_string(),
+            data,
+        };
+        let answer = self
+            .host
+            .call(network::MODULE, network::SEND, &encode(&request))?;
+        decode(&answer).map_err(|e| CallError::Invalid(e.to_string()))
+    }
+
+    fn send_or_log(&self, peer: PeerId, name: &str, data: Vec<u8>) {
+        if let Err(error) = self.send(peer, name, data) {
+            log::warn!("sending {name} to peer {peer}: {error}");
+        }
+    }
+
+    /// Tells every connected client about a new or changed file.
+    fn announce_to_all(&self, name: &str) {
+        let (peers, announce) = {
+            let state = self.state();
+            let Some(entry) = state.registry.get(name) else {
+                return;
+            };
+            let announce = AnnounceFile {
+                name: name.to_string(),
+                hash: entry.hash,
+                size: entry.content.len() as u64,
+            };
+            (state.peers.keys().copied().collect::<Vec<_>>(), announce)
+        };
+        for peer in peers {
+            self.send_or_log(peer, protocol::ANNOUNCE_FILE, protocol::encode(&announce));
+        }
+    }
+
+    fn withdraw_from_all(&self, names: &[String]) {
+        let peers: Vec<PeerId> = self.state().peers.keys().copied().collect();
+        for name in names {
+            let packet = protocol::encode(&protocol::RemoveFile { name: name.clone() });
+            for peer in &peers {
+                self.send_or_log(*peer, protocol::REMOVE_FILE, packet.clone());
+            }
+        }
+    }
+
+    /// The next piece for `peer`, or an error packet for a transfer whose
+    /// file changed or vanished since it was requested.
+    fn next_piece(state: &mut State, peer: PeerId) -> Option<(&'static str, Vec<u8>)> {
+        let State { registry, peers } = state;
+        let transfer = peers.get_mut(&peer)?.queue.front_mut()?;
+        let piece = match registry.get(&transfer.name) {
+            Some(entry) if entry.hash == transfer.hash => {
+                let start = transfer.offset.min(entry.content.len());
+                let end = (start + protocol::MAX_FILE_PIECE).min(entry.content.len());
+                transfer.offset = end;
+                let piece = FileContent {
+                    name: transfer.name.clone(),
+                    hash: entry.hash,
+                    size: entry.content.len() as u64,
+                    offset: start as u64,
+                    data: entry.content.get(start..end).unwrap_or_default().to_vec(),
+                };
+                (protocol::FILE_CONTENT, protocol::encode(&piece))
+            }
+            _ => {
+                transfer.offset = usize::MAX;
+                let error = FileError {
+                    name: transfer.name.clone(),
+                    message: "the file changed or was withdrawn during the transfer; its new state was announced"
+                        .into(),
+                };
+                (protocol::FILE_ERROR, protocol::encode(&error))
+            }
+        };
+        let finished = registry
+            .get(&transfer.name)
+            .is_none_or(|entry| transfer.offset >= entry.content.len());
+        if finished && let Some(files) = peers.get_mut(&peer) {
+            files.queue.pop_front();
+        }
+        Some(piece)
+    }
+
+    /// Sends file pieces until told to stop: one piece per client per round,
+    /// skipping clients whose backlog is over the high-water mark.
+    fn pump(self: Arc<Self>) {
+        let mut paused: BTreeSet<PeerId> = BTreeSet::new();
+        while !self.stop.load(Ordering::Acquire) {
+            paused.retain(|peer| {
+                let backlog = self
+                    .host
+                    .call(network::MODULE, network::GET_BACKLOG, &encode(peer))
+                    .ok()
+                    .and_then(|b| decode::<u64>(&b).ok());
+                backlog.is_some_and(|b| b >= LOW_WATER)
+            });
+            let pieces: Vec<(PeerId, &'static str, Vec<u8>)> = {
+                let mut state = self.state();
+                let peers: Vec<PeerId> = state
+                    .peers
+                    .iter()
+                    .filter(|(peer, files)| !files.queue.is_empty() && !paused.contains(peer))
+                    .map(|(peer, _)| *peer)
+                    .collect();
+                if peers.is_empty() {
+                    if paused.is_empty() {
+                        let _ = self.work.wait_timeout(state, Duration::from_millis(100));
+                    } else {
+                        drop(state);
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    continue;
+                }
+                peers
+                    .into_iter()
+                    .filter_map(|peer| {
+                        Self::next_piece(&mut state, peer).map(|(n, d)| (peer, n, d))
+                    })
+                    .collect()
+            };
+            for (peer, name, data) in pieces {
+                match self.send(peer, name, data) {
+                    Ok(backlog) if backlog > HIGH_WATER => {
+                        paused.insert(peer);
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        log::warn!("file transfer to peer {peer} stopped: {error}");
+                        if let Some(files) = self.state().peers.get_mut(&peer) {
+                            files.queue.clear();
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+struct ClientFile {
+    host: Host,
+    shared: Arc<Shared>,
+    pump: Option<JoinHandle<()>>,
+    request_event: String,
+    done_event: String,
+}
+
+impl ClientFile {
+    fn modules(&self) -> Result<Vec<ModuleInfo>, ModuleError> {
+        let mut modules: Vec<ModuleInfo> =
+            self.host
+                .call_typed(core_api::CORE, core_api::LIST_MODULES, &())?;
+        modules.retain(|m| m.state == ModuleState::Loaded);
+        modules.sort_by_key(|m| m.load_index);
+        Ok(modules)
+    }
+
+    fn module_dir(&self, name: &str) -> Result<PathBuf, ModuleError> {
+        let modules: Vec<ModuleInfo> =
+            self.host
+                .call_typed(core_api::CORE, core_api::LIST_MODULES, &())?;
+        modules
+            .into_iter()
+            .find(|m| m.name == name)
+            .map(|m| PathBuf::from(m.path))
+            .ok_or_else(|| ModuleError::msg(format!("module {name} is not known to the core")))
+    }
+
+    /// Registers a module's client files, announcing new or changed ones.
+    fn register_module(&self, name: &str, dir: &std::path::Path) {
+        let files = registry::module_files(name, dir);
+        let mut changed = Vec::new();
+        for (file, path) in files {
+            match std::fs::read(&path) {
+                Ok(content) => match self
+                    .shared
+                    .state()
+                    .registry
+                    .insert(&file, content, Some(name))
+                {
+                    Ok(registry::Change::Unchanged) => {}
+                    Ok(_) => changed.push(file),
+                    Err(error) => log::warn!("{}: {error}", path.display()),
+                },
+                Err(error) => log::warn!("cannot read {}: {error}", path.display()),
+            }
+        }
+        if !changed.is_empty() {
+            log::info!("registered {} client files of {name}", changed.len());
+        }
+        for file in changed {
+            self.shared.announce_to_all(&file);
+        }
+    }
+
+    /// A file of a module changed on disk: re-read, re-hash, re-announce.
+    fn file_modified(&self, modified: events::ModuleModified) -> Result<(), ModuleError> {
+        if !registry::CLIENT_DIRS
+            .iter()
+            .any(|folder| modified.path.starts_with(&format!("{folder}/")))
+        {
+            return Ok(());
+        }
+        let name = format!("{}/{}", modified.name, modified.path);
+        check_name(&name).map_err(ModuleError::msg)?;
+        let path = self.module_dir(&modified.name)?.join(&modified.path);
+        match std::fs::read(&path) {
+            Ok(content) => {
+                let change = self
+                    .shared
+                    .state()
+                    .registry
+                    .insert(&name, content, Some(&modified.name))
+                    .map_err(ModuleError::msg)?;
+                if change != registry::Change::Unchanged {
+                    log::info!("{name} changed on disk; announcing it again");
+                    self.shared.announce_to_all(&name);
+                }
+            }
+            Err(_) => {
+                if self.shared.state().registry.remove(&name).is_some() {
+                    log::info!("{name} was deleted; withdrawing it");
+                    self.shared.withdraw_from_all(&[name]);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn client_connected(&self, peer: PeerId) {
+        let announces: Vec<Vec<u8>> = {
+            let mut state = self.shared.state();
+            state.peers.insert(peer, PeerFiles::default());
+            state
+                .registry
+                .iter()
+                .map(|(name, entry)| {
+                    protocol::encode(&AnnounceFile {
+                        name: name.clone(),
+                        hash: entry.hash,
+                        size: entry.content.len() as u64,
+                    })
+                })
+                .collect()
+        };
+        for announce in announces {
+            self.shared
+                .send_or_log(peer, protocol::ANNOUNCE_FILE, announce);
+        }
+        self.shared
+            .send_or_log(peer, protocol::TELL_AFTER_ALL_FILES_TRANSFERRED, Vec::new());
+    }
+
+    fn file_requested(&self, peer: PeerId, data: &[u8]) {
+        let request: RequestFile = match protocol::decode(data) {
+            Ok(request) => request,
+            Err(error) => {
+                log::warn!("peer {peer} sent a malformed file request: {error}; disconnecting it");
+                let disconnect = network::Disconnect {
+                    peer,
+                    reason: format!("malformed core:request_file: {error}"),
+                };
+                let _ = self
+                    .host
+                    .call(network::MODULE, network::DISCONNECT, &encode(&disconnect));
+                return;
+            }
+        };
+        let refusal = {
+            let mut state = self.shared.state();
+            let State { registry, peers } = &mut *state;
+            let refusal = match registry.get(&request.name) {
+                None => Some(format!("no file named {:?} is registered", request.name)),
+                Some(entry) if entry.hash != request.hash => Some(format!(
+                    "stale hash for {}: the file changed and its new hash was announced",
+                    request.name
+                )),
+                Some(_) => None,
+            };
+            if refusal.is_none()
+                && let Some(files) = peers.get_mut(&peer)
+            {
+                files.queue.push_back(Transfer {
+                    name: request.name.clone(),
+                    hash: request.hash,
+                    offset: 0,
+                });
+                self.shared.work.notify_all();
+            }
+            refusal
+        };
+        if let Some(message) = refusal {
+            log::warn!("peer {peer}: refused file request: {message}");
+            let error = FileError {
+                name: request.name,
+                message,
+            };
+            self.shared
+                .send_or_log(peer, protocol::FILE_ERROR, protocol::encode(&error));
+        }
+    }
+
+    fn all_files_transferred(&self, peer: PeerId) -> Result<(), ModuleError> {
+        {
+            let mut state = self.shared.state();
+            let Some(files) = state.peers.get_mut(&peer) else {
+                return Ok(());
+            };
+            if files.transmitted {
+                return Ok(());
+            }
+            files.transmitted = true;
+        }
+        self.host.emit(&FilesTransmitted { peer })?;
+        for module in self.modules()? {
+            let script = format!("{}/client_lua/init.lua", module.name);
+            if self.shared.state().registry.get(&script).is_some() {
+                let run = protocol::RunScript { name: script };
+                self.shared
+                    .send_or_log(peer, protocol::RUN_SCRIPT, protocol::encode(&run));
+            }
+        }
+        Ok(())
+    }
+
+    fn start_pump(&mut self) -> Result<(), ModuleError> {
+        self.shared.stop.store(false, Ordering::Release);
+        let shared = self.shared.clone();
+        self.pump = Some(
+            std::thread::Builder::new()
+                .name("client_file-pump".into())
+                .spawn(move || shared.pump())?,
+        );
+        Ok(())
+    }
+
+    fn stop_pump(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.work.notify_all();
+        if let Some(pump) = self.pump.take() {
+            let _ = pump.join();
+        }
+    }
+
+    fn add_file(&self, name: &str, content: Vec<u8>) -> Result<(), ModuleError> {
+        let change = self
+            .shared
+            .state()
+            .registry
+            .insert(name, content, None)
+            .map_err(ModuleError::msg)?;
+        if change != registry::Change::Unchanged {
+            self.shared.announce_to_all(name);
+        }
+        Ok(())
+    }
+}
+
+impl Module for ClientFile {
+    fn create(host: Host) -> Result<Self, ModuleError> {
+        Ok(Self {
+            host,
+            shared: Arc::new(Shared {
+                host,
+                state: Mutex::new(State::default()),
+                work: Condvar::new(),
+                stop: AtomicBool::new(false),
+            }),
+            pump: None,
+            request_event: network::packet_received_event(protocol::REQUEST_FILE),
+            done_event: network::packet_received_event(protocol::ALL_FILES_TRANSFERRED),
+        })
+    }
+
+    fn init(&mut self) -> Result<(), ModuleError> {
+        for name in [
+            events::ModuleLoaded::NAME,
+            events::ModuleUnloaded::NAME,
+            events::ModuleModified::NAME,
+            ClientConnected::NAME,
+            ClientDisconnected::NAME,
+            &self.request_event,
+            &self.done_event,
+        ] {
+            self.host.sub_event(name)?;
+        }
+        Ok(())
+    }
+
+    fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
+        match name {
+            events::Start::NAME => {
+                for module in self.modules()? {
+                    self.register_module(&module.name, &PathBuf::from(&module.path));
+                }
+                self.start_pump()?;
+            }
+            events::Continue::NAME => {
+                if let Some(bytes) = self.host.tmp_restore_data(TMP_DATA) {
+                    *self.shared.state() = decode(&bytes)?;
+                }
+                self.start_pump()?;
+            }
+            events::ModuleLoaded::NAME => {
+                let loaded: events::ModuleLoaded = decode(payload)?;
+                let dir = self.module_dir(&loaded.name)?;
+                self.register_module(&loaded.name, &dir);
+            }
+            events::ModuleUnloaded::NAME => {
+                let unloaded: events::ModuleUnloaded = decode(payload)?;
+                let names = self.shared.state().registry.remove_owned_by(&unloaded.name);
+                self.shared.withdraw_from_all(&names);
+            }
+            events::ModuleModified::NAME => self.file_modified(decode(payload)?)?,
+            ClientConnected::NAME => {
+                let connected: ClientConnected = decode(payload)?;
+                self.client_connected(connected.peer);
+            }
+            ClientDisconnected::NAME => {
+                let gone: ClientDisconnected = decode(payload)?;
+                self.shared.state().peers.remove(&gone.peer);
+            }
+            _ if name == self.request_event => {
+                let packet: PacketReceived = decode(payload)?;
+                self.file_requested(packet.peer, &packet.data);
+            }
+            _ if name == self.done_event => {
+                let packet: PacketReceived = decode(payload)?;
+                self.all_files_transferred(packet.peer)?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
+        match function {
+            api::ADD_FILE_CONTENT => {
+                let request: AddFileContent = decode(payload)?;
+                self.add_file(&request.name, request.content)?;
+            }
+            api::ADD_FILE_PATH => {
+                let request: AddFilePath = decode(payload)?;
+                let content = std::fs::read(&request.path)
+                    .map_err(|e| ModuleError::msg(format!("cannot read {}: {e}", request.path)))?;
+                self.add_file(&request.name, content)?;
+            }
+            api::REMOVE_FILE => {
+                let request: RemoveFile = decode(payload)?;
+                if self.shared.state().registry.remove(&request.name).is_some() {
+                    self.shared.withdraw_from_all(&[request.name]);
+                }
+            }
+            api::LIST_FILES => {
+                let files: Vec<FileInfo> = self
+                    .shared
+                    .state()
+                    .registry
+                    .iter()
+                    .map(|(name, entry)| FileInfo {
+                        name: name.clone(),
+                        hash: entry.hash,
+                        size: entry.content.len() as u64,
+                    })
+                    .collect();
+                return Ok(encode(&files));
+            }
+            other => return Err(ModuleError::UnknownFunction(other.to_string())),
+        }
+        Ok(encode(&()))
+    }
+
+    fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
+        self.stop_pump();
+        if kind == UnloadKind::Reload {
+            let state = std::mem::take(&mut *self.shared.state());
+            self.host.tmp_store_data(TMP_DATA, &encode(&state))?;
+        }
+        Ok(())
+    }
+}
+
+export_module!(ClientFile);

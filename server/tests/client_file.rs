@@ -1,0 +1,248 @@
+//! The client_file module in the real server over real sockets: the file
+//! flow, warm caches, name refusal, live re-announce, big files beside small
+//! packets, Lua-only modules, and surviving reloads.
+
+mod common;
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use buildat_format::protocol::{self, FileError, RequestFile};
+use common::client::TestClient;
+use common::{Scratch, ServerProcess};
+
+const QUIET: Duration = Duration::from_millis(700);
+
+fn start(scratch: &Scratch, extra: &[&str]) -> (ServerProcess, String) {
+    scratch.add_client_file();
+    let mut args = scratch.server_args();
+    args.extend(["--listen", "127.0.0.1:0"].map(String::from));
+    args.extend(extra.iter().map(|a| a.to_string()));
+    let mut server = ServerProcess::start(&args, Stdio::piped());
+    let address = server.listen_address();
+    server
+        .wait_for("server started", Duration::from_secs(120))
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    (server, address)
+}
+
+/// A Lua-only module with a few client files.
+fn add_lua_module(scratch: &Scratch, name: &str, depends_on: Option<&str>) {
+    let meta = match depends_on {
+        Some(other) => {
+            format!(r#"{{"disable_rust": true, "dependencies": [{{"module": "{other}"}}]}}"#)
+        }
+        None => r#"{"disable_rust": true}"#.to_string(),
+    };
+    let dir = scratch.add_meta_only(name, &meta);
+    std::fs::create_dir_all(dir.join("client_lua/lib")).unwrap();
+    std::fs::create_dir_all(dir.join("client_data")).unwrap();
+    std::fs::write(
+        dir.join("client_lua/init.lua"),
+        format!("print('{name} runs')\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("client_lua/lib/util.lua"), "return {}\n").unwrap();
+    std::fs::write(dir.join("client_data/stone.txt"), format!("{name} stone\n")).unwrap();
+}
+
+#[test]
+fn files_reach_clients_verified_and_a_warm_cache_requests_nothing() {
+    let scratch = Scratch::new();
+    add_lua_module(&scratch, "lua_a", None);
+    add_lua_module(&scratch, "lua_b", Some("lua_a"));
+    let (mut server, address) = start(&scratch, &["--no-watch"]);
+
+    let mut cache = HashMap::new();
+    let mut client = TestClient::connect(&address);
+    let first = client.sync_files(&mut cache, QUIET);
+    let expected = [
+        "lua_a/client_data/stone.txt",
+        "lua_a/client_lua/init.lua",
+        "lua_a/client_lua/lib/util.lua",
+        "lua_b/client_data/stone.txt",
+        "lua_b/client_lua/init.lua",
+        "lua_b/client_lua/lib/util.lua",
+    ];
+    assert_eq!(first.announced.keys().collect::<Vec<_>>(), expected);
+    assert_eq!(first.requested.len(), 6, "a cold cache requests every file");
+    assert_eq!(
+        first.scripts,
+        ["lua_a/client_lua/init.lua", "lua_b/client_lua/init.lua"],
+        "init.lua of each module, in load order"
+    );
+    drop(client);
+
+    let mut again = TestClient::connect(&address);
+    let second = again.sync_files(&mut cache, QUIET);
+    assert!(
+        second.requested.is_empty(),
+        "warm cache requests nothing: {:?}",
+        second.requested
+    );
+    assert_eq!(second.content_bytes, 0, "no content bytes sent");
+    assert_eq!(second.scripts.len(), 2);
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
+
+#[test]
+fn only_registered_names_are_served() {
+    let scratch = Scratch::new();
+    add_lua_module(&scratch, "lua_c", None);
+    let (mut server, address) = start(&scratch, &["--no-watch"]);
+    let mut client = TestClient::connect(&address);
+    let mut cache = HashMap::new();
+    let sync = client.sync_files(&mut cache, QUIET);
+    let real_hash = sync.announced["lua_c/client_lua/init.lua"];
+    let secret = scratch.modules().join("lua_c/meta.json");
+    for name in [
+        "../x",
+        "/etc/passwd",
+        "a\\b",
+        "lua_c/client_lua/../meta.json",
+        secret.to_str().unwrap(),
+        "lua_c/meta.json",
+        "lua_c/client_lua/missing.lua",
+    ] {
+        let request = RequestFile {
+            name: name.to_string(),
+            hash: real_hash,
+        };
+        client
+            .send(protocol::REQUEST_FILE, &protocol::encode(&request))
+            .unwrap();
+        let packet = client
+            .recv(Duration::from_secs(10))
+            .unwrap()
+            .expect("an answer");
+        assert_eq!(
+            packet.name,
+            protocol::FILE_ERROR,
+            "{name} is refused, not served"
+        );
+        let error: FileError = protocol::decode(&packet.data).unwrap();
+        assert_eq!(error.name, name);
+    }
+    // A stale hash of a registered name is refused too.
+    let stale = RequestFile {
+        name: "lua_c/client_lua/init.lua".into(),
+        hash: [0; 32],
+    };
+    client
+        .send(protocol::REQUEST_FILE, &protocol::encode(&stale))
+        .unwrap();
+    let packet = client
+        .recv(Duration::from_secs(10))
+        .unwrap()
+        .expect("an answer");
+    let error: FileError = protocol::decode(&packet.data).unwrap();
+    assert!(error.message.contains("stale hash"), "{}", error.message);
+    server
+        .wait_for("refused file request", Duration::from_secs(5))
+        .expect("logged");
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
+
+#[test]
+fn editing_a_client_file_re_announces_it_to_connected_clients() {
+    let scratch = Scratch::new();
+    add_lua_module(&scratch, "lua_live", None);
+    let (mut server, address) = start(&scratch, &[]);
+    server
+        .wait_for("watching module folders", Duration::from_secs(10))
+        .expect("watching");
+    let mut client = TestClient::connect(&address);
+    let mut cache = HashMap::new();
+    let before = client.sync_files(&mut cache, QUIET);
+    let path = scratch.modules().join("lua_live/client_lua/init.lua");
+    std::fs::write(&path, "print('edited')\n").unwrap();
+    let packet = client
+        .recv(Duration::from_secs(20))
+        .unwrap()
+        .expect("a re-announce");
+    assert_eq!(packet.name, protocol::ANNOUNCE_FILE);
+    let announce: protocol::AnnounceFile = protocol::decode(&packet.data).unwrap();
+    assert_eq!(announce.name, "lua_live/client_lua/init.lua");
+    assert_ne!(
+        announce.hash,
+        before.announced["lua_live/client_lua/init.lua"]
+    );
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
+
+#[test]
+fn a_big_file_does_not_stall_other_clients_and_survives_reloads() {
+    let scratch = Scratch::new();
+    add_lua_module(&scratch, "lua_big", None);
+    let big: Vec<u8> = (0..50u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    std::fs::write(scratch.modules().join("lua_big/client_data/big.bin"), &big).unwrap();
+    let (mut server, address) = start(&scratch, &["--no-watch"]);
+
+    // A small-packet client keeps echoing while the big file goes out.
+    let echo_address = address.clone();
+    let echoes = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let echoer = {
+        let (echoes, stop) = (echoes.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut client = TestClient::connect(&echo_address);
+            let mut cache = HashMap::new();
+            let _ = client.sync_files(&mut cache, Duration::from_millis(100));
+            let mut seq = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                client.send("test:echo", &seq.to_le_bytes()).unwrap();
+                let packet = loop {
+                    let packet = client.recv(Duration::from_secs(30)).unwrap().expect("echo");
+                    if packet.name == "test:echo" {
+                        break packet;
+                    }
+                };
+                assert_eq!(packet.data, seq.to_le_bytes(), "echoes in order");
+                seq += 1;
+                echoes.store(seq, Ordering::Relaxed);
+            }
+        })
+    };
+    common::wait_until(Duration::from_secs(30), || {
+        (echoes.load(Ordering::Relaxed) > 0).then_some(())
+    })
+    .expect("the echo client runs");
+
+    let mut client = TestClient::connect(&address);
+    let mut cache = HashMap::new();
+    // Both modules reload while the transfer runs.
+    server.send("reload client_file");
+    server.send("reload network");
+    let before = echoes.load(Ordering::Relaxed);
+    let sync = client.sync_files(&mut cache, QUIET);
+    let during = echoes.load(Ordering::Relaxed) - before;
+    stop.store(true, Ordering::Relaxed);
+    echoer.join().expect("the echo client kept its connection");
+    let hash = sync.announced["lua_big/client_data/big.bin"];
+    assert_eq!(cache[&hash], big, "50 MiB delivered intact");
+    assert!(
+        during >= 20,
+        "the other client was served during the transfer ({during} echoes)"
+    );
+    server
+        .wait_for("reloaded client_file", Duration::from_secs(30))
+        .expect("client_file reloaded");
+    server
+        .wait_for("reloaded network", Duration::from_secs(30))
+        .expect("network reloaded");
+    assert!(
+        !server.output().contains("disconnected:"),
+        "{}",
+        server.output()
+    );
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
