@@ -8,6 +8,9 @@
 //! `core:remove_file`, `core:run_script` and `core:disconnect`, plus
 //! [`encode`] / [`decode`]. Does not own: framing ([`crate::packet`]) or who
 //! sends what when (`docs/protocol.md`, the `client_file` module, the client).
+//!
+//! Byte fields use `serde_bytes`: the same bytes as a `Vec<u8>` (varint
+//! length, then the bytes), copied in one go instead of one byte at a time.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -63,6 +66,7 @@ pub struct FileContent {
     pub hash: ContentHash,
     pub size: u64,
     pub offset: u64,
+    #[serde(with = "serde_bytes")]
     pub data: Vec<u8>,
 }
 

@@ -33,6 +33,7 @@ pub const LIST_FILES: &str = "list_files";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AddFileContent {
     pub name: String,
+    #[serde(with = "serde_bytes")]
     pub content: Vec<u8>,
 }
 

@@ -1,7 +1,8 @@
 //! The network module's events and calls (its public API), shared by every
 //! module that talks to players.
 //!
-//! Owns: the names and payload types. Does not own: sockets or framing (the
+//! Owns: the names and payload types. Byte fields use `serde_bytes` (the same
+//! bytes on the wire as a `Vec<u8>`, copied in one go instead of per byte). Does not own: sockets or framing (the
 //! `network` module and `buildat-format`).
 
 use serde::{Deserialize, Serialize};
@@ -45,6 +46,7 @@ impl Event for ClientDisconnected {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PacketReceived {
     pub peer: PeerId,
+    #[serde(with = "serde_bytes")]
     pub data: Vec<u8>,
 }
 
@@ -67,12 +69,14 @@ pub const LISTEN_ADDRESS: &str = "listen_address";
 pub struct Send {
     pub peer: PeerId,
     pub name: String,
+    #[serde(with = "serde_bytes")]
     pub data: Vec<u8>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Broadcast {
     pub name: String,
+    #[serde(with = "serde_bytes")]
     pub data: Vec<u8>,
 }
 

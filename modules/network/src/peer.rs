@@ -195,7 +195,7 @@ async fn run(
                 if let Err(error) = ready {
                     return Exit::Closed(format!("read error: {error}"));
                 }
-                let mut buffer = [0u8; 16 * 1024];
+                let mut buffer = [0u8; 64 * 1024];
                 match stream.try_read(&mut buffer) {
                     Ok(0) => return Exit::Closed("connection closed by the client".into()),
                     Ok(read) => {

@@ -1,8 +1,9 @@
 //! `net_probe`: a test fixture module for the network tests and benchmark.
 //!
 //! Owns nothing a user sees: it echoes every `test:echo` packet back to its
-//! sender, counts `test:count` packets (answering `count`), and logs
-//! connects and disconnects.
+//! sender, counts `test:count` packets (answering the call `count`, and a
+//! `test:count_query` packet with a `test:count_reply` of the count as u64
+//! LE), and logs connects and disconnects.
 
 use buildat_interface::network::{self, ClientConnected, ClientDisconnected, PacketReceived, Send};
 use buildat_interface::{Event, Host, Module, ModuleError, decode, encode, export_module, log};
@@ -12,6 +13,7 @@ struct NetProbe {
     counted: u64,
     echo_event: String,
     count_event: String,
+    query_event: String,
 }
 
 impl Module for NetProbe {
@@ -21,12 +23,14 @@ impl Module for NetProbe {
             counted: 0,
             echo_event: network::packet_received_event("test:echo"),
             count_event: network::packet_received_event("test:count"),
+            query_event: network::packet_received_event("test:count_query"),
         })
     }
 
     fn init(&mut self) -> Result<(), ModuleError> {
         self.host.sub_event(&self.echo_event)?;
         self.host.sub_event(&self.count_event)?;
+        self.host.sub_event(&self.query_event)?;
         self.host.sub_event(ClientConnected::NAME)?;
         self.host.sub_event(ClientDisconnected::NAME)?;
         Ok(())
@@ -48,6 +52,15 @@ impl Module for NetProbe {
             }
         } else if name == self.count_event {
             self.counted += 1;
+        } else if name == self.query_event {
+            let packet: PacketReceived = decode(payload)?;
+            let reply = Send {
+                peer: packet.peer,
+                name: "test:count_reply".into(),
+                data: self.counted.to_le_bytes().to_vec(),
+            };
+            self.host
+                .call(network::MODULE, network::SEND, &encode(&reply))?;
         } else if name == ClientConnected::NAME {
             let connected: ClientConnected = decode(payload)?;
             log::info!(
