@@ -5,7 +5,7 @@
 //! [`export_module!`] macro ([`module`]), payload encoding ([`payload`]),
 //! the core's events ([`events`]) and calls ([`core_api`]), configuration keys
 //! ([`config`]), `meta.json` ([`meta`]) and the APIs of the modules every
-//! player-facing module uses ([`network`], [`client_file`]). Does not own any server
+//! player-facing module uses ([`network`], [`client_file`], [`voxelworld`]). Does not own any server
 //! behaviour: no threads, no loading, no I/O beyond reading `meta.json`.
 
 pub mod abi;
@@ -17,6 +17,7 @@ pub mod meta;
 pub mod module;
 pub mod network;
 pub mod payload;
+pub mod voxelworld;
 
 pub use events::Event;
 pub use log;

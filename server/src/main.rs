@@ -68,6 +68,14 @@ struct Cli {
 enum Command {
     /// Build every module in the module paths (those whose inputs changed) and exit.
     Build,
+    /// Generate and save every world section within RADIUS sections of the
+    /// origin (x and z; y from -1 to 1) without network or clients, then exit.
+    /// Sections already saved are left untouched; an interrupted run can be
+    /// run again to finish.
+    Pregen {
+        #[arg(long)]
+        radius: u32,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -204,6 +212,36 @@ fn build_all(config: &ServerConfig) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// `pregen`: loads only the world and its generator, generates, saves, exits.
+fn pregen(config: ServerConfig, radius: u32) -> anyhow::Result<u8> {
+    use buildat_interface::voxelworld::{self, PregenReport};
+    let core = Core::new(config).context("cannot start the module host")?;
+    spawn_signal_handler(core.clone())?;
+    let result = (|| -> anyhow::Result<PregenReport> {
+        for module in [voxelworld::MODULE, "worldgen"] {
+            core.load_module(module, None)
+                .with_context(|| format!("pregen needs the {module} module"))?;
+        }
+        let answer = core
+            .call_with_timeout(
+                voxelworld::MODULE,
+                voxelworld::PREGEN,
+                &buildat_interface::encode(&radius),
+                None,
+            )
+            .map_err(|e| anyhow::anyhow!("pregen failed: {e}"))?;
+        Ok(buildat_interface::decode(&answer)?)
+    })();
+    core.stop_all();
+    let report = result?;
+    tracing::info!(
+        "pregen done: {} sections generated, {} already present",
+        report.generated,
+        report.already_present
+    );
+    Ok(0)
+}
+
 fn spawn_signal_handler(core: Core) -> anyhow::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
@@ -232,8 +270,13 @@ fn spawn_signal_handler(core: Core) -> anyhow::Result<()> {
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
     let config = config_from(&cli)?;
-    if let Some(Command::Build) = cli.command {
-        return build_all(&config);
+    match cli.command {
+        Some(Command::Build) => return build_all(&config),
+        Some(Command::Pregen { radius }) => {
+            prepare_world(&config.world_path)?;
+            return pregen(config, radius);
+        }
+        None => {}
     }
     prepare_world(&config.world_path)?;
     tracing::info!(

@@ -182,6 +182,18 @@ impl Core {
         self.inner.call(CONSOLE_CALLER, module, function, payload)
     }
 
+    /// Like [`Core::call`] with another timeout (`None`: as long as it takes).
+    pub fn call_with_timeout(
+        &self,
+        module: &str,
+        function: &str,
+        payload: &[u8],
+        timeout: Option<Duration>,
+    ) -> Result<Vec<u8>, CallError> {
+        self.inner
+            .call_with_timeout(CONSOLE_CALLER, module, function, payload, timeout)
+    }
+
     pub fn request_shutdown(&self, status: i32, reason: String) {
         self.inner.request_shutdown(status, reason);
     }

@@ -125,6 +125,26 @@ impl Scratch {
         );
     }
 
+    /// Adds copies of `voxelworld` and `worldgen` (and the `world_probe`
+    /// fixture when `probe`).
+    pub fn add_world(&self, probe: bool) {
+        static ONCE: OnceLock<()> = OnceLock::new();
+        ONCE.get_or_init(|| {
+            prebuild(&repo_root().join("modules").join("voxelworld"));
+            prebuild(&repo_root().join("modules").join("worldgen"));
+            prebuild(&fixture("world_probe"));
+        });
+        for module in ["voxelworld", "worldgen"] {
+            copy_dir(
+                &repo_root().join("modules").join(module),
+                &self.modules().join(module),
+            );
+        }
+        if probe {
+            self.add_fixture("world_probe", "world_probe");
+        }
+    }
+
     /// Adds a copy of the `probe` fixture named `name`; returns its folder.
     pub fn add_probe(&self, name: &str) -> PathBuf {
         self.add_fixture("probe", name)

@@ -1,0 +1,390 @@
+//! `voxelworld`: the world players stand in.
+//!
+//! Owns: the world (`world.rs`: registries, loaded sections, chunks, nodes,
+//! save rules) over its storage (`storage.rs`: `<world>/world.sqlite`), the
+//! events `voxelworld:generation_request` and `voxelworld:node_volume_updated`,
+//! the calls listed in `buildat_interface::voxelworld`, periodic saving,
+//! saving on unload and stop, and `pregen` (generating and saving a region
+//! through the generator module's `generate` call, each section once).
+//! Does not own: terrain (a generator module, `worldgen` by default) or
+//! sending chunks to players (a game or streaming module).
+//!
+//! Settings (`--set KEY=VALUE`): `voxelworld.max_loaded_sections` (default
+//! 4096), `voxelworld.save_interval_s` (default 5), `voxelworld.generator`
+//! (default `worldgen`). World config (`<world>/world.toml`, `[world]`):
+//! `section_size = [w, h, d]` in chunks (default [2, 2, 2]), used when the
+//! world is created; afterwards the stored size wins.
+
+pub mod storage;
+pub mod world;
+
+use std::path::Path;
+use std::time::Instant;
+
+use buildat_interface::voxelworld::{
+    self as api, BlockDefinition, GeneratedSection, GenerationRequest, NewNode, NodeVolumeUpdated,
+    PregenReport, SectionStatus, SetNodeVar, SetSaveEnabled, SetVoxel, Sizes,
+};
+use buildat_interface::{
+    Event, Host, Module, ModuleError, UnloadKind, decode, encode, events, export_module, log,
+};
+use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
+use serde::{Deserialize, Serialize};
+use storage::{SqliteStorage, StoredSection};
+use world::{Loaded, World, WorldError};
+
+const TMP_DATA: &str = "voxelworld";
+
+fn setting<T: std::str::FromStr>(host: &Host, key: &str, default: T) -> Result<T, ModuleError> {
+    match host.get_config(key) {
+        None => Ok(default),
+        Some(text) => text
+            .parse()
+            .map_err(|_| ModuleError::msg(format!("setting {key}: '{text}' is not a valid value"))),
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WorldToml {
+    #[serde(default)]
+    world: WorldSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WorldSection {
+    section_size: Option<[i32; 3]>,
+}
+
+/// The section size a new world gets, from `world.toml`.
+fn configured_section_size(world_path: &Path) -> Result<SectionSize, ModuleError> {
+    let path = world_path.join("world.toml");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(SectionSize::default());
+    };
+    let parsed: WorldToml =
+        toml::from_str(&text).map_err(|e| ModuleError::msg(format!("{}: {e}", path.display())))?;
+    let size = parsed
+        .world
+        .section_size
+        .map(SectionSize)
+        .unwrap_or_default();
+    if size.0.iter().any(|s| !(1..=64).contains(s)) {
+        return Err(ModuleError::msg(format!(
+            "{}: section_size must be 1 to 64 chunks on each side",
+            path.display()
+        )));
+    }
+    Ok(size)
+}
+
+/// A loaded section carried across a reload.
+#[derive(Serialize, Deserialize)]
+struct StashedSection {
+    pos: Pos,
+    save_enabled: bool,
+    dirty: bool,
+    nodes: Vec<(u64, Vec<u8>)>,
+}
+
+/// What crosses a reload: registries and every loaded section.
+#[derive(Serialize, Deserialize)]
+struct Stash {
+    voxels: buildat_voxel::VoxelRegistry,
+    blocks: buildat_voxel::BlockRegistry,
+    sections: Vec<StashedSection>,
+}
+
+struct VoxelWorld {
+    host: Host,
+    world: World,
+    save_interval: f64,
+    since_save: f64,
+    generator: String,
+}
+
+fn world_error(error: WorldError) -> ModuleError {
+    ModuleError::msg(error.to_string())
+}
+
+impl VoxelWorld {
+    fn announce(&self, updated: &[(u64, Pos)]) -> Result<(), ModuleError> {
+        for (node_id, chunk) in updated {
+            self.host.emit(&NodeVolumeUpdated {
+                node_id: *node_id,
+                chunk: *chunk,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn save(&mut self) -> Result<u32, ModuleError> {
+        let saved = self.world.save_all().map_err(world_error)?;
+        if saved > 0 {
+            log::debug!("saved {saved} sections");
+        }
+        Ok(saved)
+    }
+
+    fn load_or_generate(&mut self, section: Pos) -> Result<SectionStatus, ModuleError> {
+        let loaded = self.world.load_section(section).map_err(world_error)?;
+        if loaded != Loaded::Ready {
+            self.host.emit(&GenerationRequest { section })?;
+        }
+        let (generated, save_enabled) =
+            self.world.section_status(section).unwrap_or((false, false));
+        Ok(SectionStatus {
+            generated,
+            save_enabled,
+        })
+    }
+
+    /// Generates and saves every section with x and z within `radius` of the
+    /// origin and y from -1 to 1, skipping those already stored.
+    fn pregen(&mut self, radius: i32) -> Result<PregenReport, ModuleError> {
+        let mut report = PregenReport::default();
+        let mut missing = Vec::new();
+        for y in -1..=1 {
+            for z in -radius..=radius {
+                for x in -radius..=radius {
+                    if self.world.is_stored([x, y, z]).map_err(world_error)? {
+                        report.already_present += 1;
+                    } else {
+                        missing.push([x, y, z]);
+                    }
+                }
+            }
+        }
+        let total = missing.len();
+        log::info!(
+            "pregen: {total} sections to generate, {} already present",
+            report.already_present
+        );
+        let started = Instant::now();
+        let mut last_report = Instant::now();
+        for batch in missing.chunks(8) {
+            let generated: Vec<GeneratedSection> =
+                self.host
+                    .call_typed(&self.generator, api::GENERATOR_GENERATE, &batch.to_vec())?;
+            for section in generated {
+                let chunks = section
+                    .chunks
+                    .into_iter()
+                    .map(|(pos, data)| (pos, data.blob))
+                    .collect();
+                self.world
+                    .apply_generated(section.section, chunks)
+                    .map_err(world_error)?;
+                self.world
+                    .set_section_save_enabled(section.section, true)
+                    .map_err(world_error)?;
+                report.generated += 1;
+            }
+            // Each section is written in its own transaction: an interrupted
+            // run keeps what it finished, and a rerun skips it.
+            self.save()?;
+            if last_report.elapsed().as_secs_f64() >= 1.0 {
+                last_report = Instant::now();
+                log::info!(
+                    "pregen: {}/{total} sections ({:.0}%)",
+                    report.generated,
+                    report.generated as f64 * 100.0 / total.max(1) as f64
+                );
+            }
+        }
+        log::info!(
+            "pregen: generated {} sections in {:.1} s",
+            report.generated,
+            started.elapsed().as_secs_f64()
+        );
+        Ok(report)
+    }
+
+    fn stash(&mut self) -> Result<Stash, ModuleError> {
+        self.save()?;
+        Ok(Stash {
+            voxels: self.world.voxels.clone(),
+            blocks: self.world.blocks.clone(),
+            sections: self
+                .world
+                .export_sections()
+                .into_iter()
+                .map(|(stored, dirty)| StashedSection {
+                    pos: stored.pos,
+                    save_enabled: stored.save_enabled,
+                    dirty,
+                    nodes: stored.nodes,
+                })
+                .collect(),
+        })
+    }
+
+    fn restore(&mut self, stash: Stash) -> Result<(), ModuleError> {
+        self.world.voxels = stash.voxels;
+        self.world.voxels.reindex();
+        self.world.blocks = stash.blocks;
+        for section in stash.sections {
+            let stored = StoredSection {
+                pos: section.pos,
+                save_enabled: section.save_enabled,
+                generated: true,
+                nodes: section.nodes,
+            };
+            self.world
+                .import_section(stored, section.dirty)
+                .map_err(world_error)?;
+        }
+        Ok(())
+    }
+}
+
+impl Module for VoxelWorld {
+    fn create(host: Host) -> Result<Self, ModuleError> {
+        let world_path = host.world_path();
+        std::fs::create_dir_all(&world_path)?;
+        let section_size = configured_section_size(&world_path)?;
+        let path = world_path.join("world.sqlite");
+        let storage = SqliteStorage::open(&path, section_size)
+            .map_err(|e| ModuleError::msg(format!("{}: {e}", path.display())))?;
+        let budget = setting(&host, "voxelworld.max_loaded_sections", 4096usize)?;
+        Ok(Self {
+            host,
+            world: World::new(Box::new(storage), budget),
+            save_interval: setting(&host, "voxelworld.save_interval_s", 5.0)?,
+            since_save: 0.0,
+            generator: host
+                .get_config("voxelworld.generator")
+                .unwrap_or_else(|| "worldgen".to_string()),
+        })
+    }
+
+    fn init(&mut self) -> Result<(), ModuleError> {
+        self.host.sub_event(events::Tick::NAME)?;
+        Ok(())
+    }
+
+    fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
+        match name {
+            events::Start::NAME => {
+                let [w, h, d] = self.world.section_size().0;
+                log::info!("world open: sections of {w}x{h}x{d} chunks of {CHUNK_SIZE}^3 voxels");
+            }
+            events::Continue::NAME => {
+                if let Some(bytes) = self.host.tmp_restore_data(TMP_DATA) {
+                    self.restore(decode(&bytes)?)?;
+                    log::info!(
+                        "resumed with {} sections loaded",
+                        self.world.loaded_sections()
+                    );
+                }
+            }
+            events::Tick::NAME => {
+                let tick: events::Tick = decode(payload)?;
+                self.since_save += tick.dtime;
+                if self.since_save >= self.save_interval {
+                    self.since_save = 0.0;
+                    self.save()?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
+        Ok(match function {
+            api::REGISTER_BLOCK => {
+                let block: BlockDefinition = decode(payload)?;
+                encode(&self.world.register_block(block).map_err(world_error)?)
+            }
+            api::GET_REGISTRY => encode(&self.world.voxels),
+            api::GET_SIZES => encode(&Sizes {
+                chunk_size: CHUNK_SIZE,
+                section_size: self.world.section_size().0,
+            }),
+            api::GET_VOXEL => {
+                let pos: Pos = decode(payload)?;
+                encode(&self.world.get_voxel(pos).map_err(world_error)?)
+            }
+            api::SET_VOXEL => {
+                let request: SetVoxel = decode(payload)?;
+                self.world
+                    .set_voxel(request.pos, request.voxel)
+                    .map_err(world_error)?;
+                encode(&())
+            }
+            api::COMMIT => {
+                let updated = self.world.commit();
+                self.announce(&updated)?;
+                encode(&(updated.len() as u32))
+            }
+            api::LOAD_OR_GENERATE_SECTION => encode(&self.load_or_generate(decode(payload)?)?),
+            api::SET_SECTION_SAVE_ENABLED => {
+                let request: SetSaveEnabled = decode(payload)?;
+                self.world
+                    .set_section_save_enabled(request.section, request.enabled)
+                    .map_err(world_error)?;
+                encode(&())
+            }
+            api::APPLY_GENERATED => {
+                let generated: GeneratedSection = decode(payload)?;
+                let chunks = generated
+                    .chunks
+                    .into_iter()
+                    .map(|(pos, data)| (pos, data.blob))
+                    .collect();
+                let updated = self
+                    .world
+                    .apply_generated(generated.section, chunks)
+                    .map_err(world_error)?;
+                self.announce(&updated)?;
+                encode(&())
+            }
+            api::GET_CHUNK => {
+                let chunk: Pos = decode(payload)?;
+                encode(&self.world.get_chunk(chunk).map_err(world_error)?)
+            }
+            api::CREATE_NODE => {
+                let request: NewNode = decode(payload)?;
+                encode(
+                    &self
+                        .world
+                        .create_node(request.position, request.save_enabled, request.vars)
+                        .map_err(world_error)?,
+                )
+            }
+            api::GET_NODE => encode(&self.world.get_node(decode(payload)?)),
+            api::REMOVE_NODE => {
+                self.world
+                    .remove_node(decode(payload)?)
+                    .map_err(world_error)?;
+                encode(&())
+            }
+            api::SET_NODE_VAR => {
+                let request: SetNodeVar = decode(payload)?;
+                self.world
+                    .set_node_var(request.id, request.name, request.value)
+                    .map_err(world_error)?;
+                encode(&())
+            }
+            api::SAVE => encode(&self.save()?),
+            api::PREGEN => {
+                let radius: u32 = decode(payload)?;
+                encode(&self.pregen(radius.min(1024) as i32)?)
+            }
+            other => return Err(ModuleError::UnknownFunction(other.to_string())),
+        })
+    }
+
+    fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
+        if kind == UnloadKind::Reload {
+            let stash = self.stash()?;
+            self.host.tmp_store_data(TMP_DATA, &encode(&stash))?;
+        } else {
+            let saved = self.save()?;
+            log::info!("world saved ({saved} sections written)");
+        }
+        Ok(())
+    }
+}
+
+export_module!(VoxelWorld);

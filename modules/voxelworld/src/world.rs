@@ -1,0 +1,775 @@
+//! The world in memory: loaded sections with their static chunk nodes and
+//! dynamic nodes, the registries, dirty tracking, save rules and the
+//! loaded-section budget.
+//!
+//! Owns: sections in memory and their translation to and from storage
+//! records (voxels stored by name through `buildat-format`'s voxel blob).
+//! Invariants: only save-enabled sections (or sections holding a
+//! save-enabled node) are written; every other section is regenerated when
+//! next needed; a section is written whole in one storage transaction; node
+//! ids come from durably reserved blocks and are never reused; evicting a
+//! section saves it first when it must be saved.
+//! Does not own: the database (`storage.rs`) or generation (a generator
+//! module answers `voxelworld:generation_request`).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Range;
+
+use buildat_format::{decode_voxels, encode_voxels};
+use buildat_interface::voxelworld::{
+    ChunkData, DynamicNode, StoredNode, StoredNodeKind, VAR_MOD_VERSION, VAR_REGISTRY_NAME,
+    VAR_VOXEL_DATA,
+};
+use buildat_voxel::geometry::{self, CHUNK_VOLUME, Pos, SectionSize};
+use buildat_voxel::{AIR, BlockDefinition, BlockRegistry, RegistryError, UNKNOWN, VoxelRegistry};
+
+use crate::storage::{StorageError, StoredSection, WorldStorage};
+
+/// Node ids reserved from storage at a time.
+const ID_BLOCK: u64 = 1024;
+const REGISTRY_NAME: &str = "main";
+const BLOB_VERSION: &str = "1";
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorldError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    #[error("section {0:?} is not generated yet")]
+    NotGenerated(Pos),
+    #[error("voxel type {0} is not registered")]
+    UnknownVoxel(u32),
+    #[error("no node {0}")]
+    NoNode(u64),
+    #[error("chunk {chunk:?} is not part of section {section:?}")]
+    WrongSection { chunk: Pos, section: Pos },
+    #[error("stored node {id} does not decode: {why}")]
+    BadNode { id: u64, why: String },
+}
+
+struct Chunk {
+    node_id: u64,
+    voxels: Vec<u32>,
+}
+
+struct Section {
+    chunks: BTreeMap<Pos, Chunk>,
+    dynamic: BTreeMap<u64, DynamicNode>,
+    save_enabled: bool,
+    generated: bool,
+    dirty: bool,
+    last_used: u64,
+}
+
+impl Section {
+    fn must_save(&self) -> bool {
+        self.save_enabled || self.dynamic.values().any(|n| n.save_enabled)
+    }
+}
+
+/// What loading a section found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loaded {
+    /// Its voxels are there (from memory, storage or generation).
+    Ready,
+    /// It was just created empty; ask a generator for its voxels.
+    NeedsGeneration,
+    /// It was created before and is still waiting for a generator.
+    Generating,
+}
+
+pub struct World {
+    storage: Box<dyn WorldStorage>,
+    section_size: SectionSize,
+    pub voxels: VoxelRegistry,
+    pub blocks: BlockRegistry,
+    sections: HashMap<Pos, Section>,
+    budget: usize,
+    clock: u64,
+    ids: Range<u64>,
+    /// Chunks changed since the last commit.
+    changed: BTreeSet<Pos>,
+    /// Stored voxel names not in the registry (reported once each).
+    pub unknown_names: BTreeSet<String>,
+}
+
+impl World {
+    pub fn new(storage: Box<dyn WorldStorage>, budget: usize) -> Self {
+        Self {
+            section_size: storage.section_size(),
+            storage,
+            voxels: VoxelRegistry::default(),
+            blocks: BlockRegistry::default(),
+            sections: HashMap::new(),
+            budget: budget.max(1),
+            clock: 0,
+            ids: 0..0,
+            changed: BTreeSet::new(),
+            unknown_names: BTreeSet::new(),
+        }
+    }
+
+    pub fn section_size(&self) -> SectionSize {
+        self.section_size
+    }
+
+    pub fn loaded_sections(&self) -> usize {
+        self.sections.len()
+    }
+
+    pub fn register_block(&mut self, block: BlockDefinition) -> Result<Vec<u32>, WorldError> {
+        Ok(self.blocks.add(block, &mut self.voxels)?)
+    }
+
+    fn next_id(&mut self) -> Result<u64, WorldError> {
+        if self.ids.is_empty() {
+            self.ids = self.storage.reserve_node_ids(ID_BLOCK)?;
+        }
+        let id = self.ids.start;
+        self.ids.start += 1;
+        Ok(id)
+    }
+
+    /// Makes sure the section is in memory: from memory, storage, or created
+    /// empty (then it needs generation).
+    pub fn load_section(&mut self, pos: Pos) -> Result<Loaded, WorldError> {
+        self.clock += 1;
+        if let Some(section) = self.sections.get_mut(&pos) {
+            section.last_used = self.clock;
+            return Ok(if section.generated {
+                Loaded::Ready
+            } else {
+                Loaded::Generating
+            });
+        }
+        self.evict_to_fit()?;
+        let (mut section, loaded) = match self.storage.load_section(pos)? {
+            Some(stored) => {
+                let generated = stored.generated;
+                let section = self.decode_section(stored)?;
+                (
+                    section,
+                    if generated {
+                        Loaded::Ready
+                    } else {
+                        Loaded::NeedsGeneration
+                    },
+                )
+            }
+            None => {
+                let section = Section {
+                    chunks: BTreeMap::new(),
+                    dynamic: BTreeMap::new(),
+                    save_enabled: false,
+                    generated: false,
+                    dirty: false,
+                    last_used: self.clock,
+                };
+                (section, Loaded::NeedsGeneration)
+            }
+        };
+        // A section saved before generation (it held a save-enabled node)
+        // keeps its nodes; its chunks start empty until generated.
+        let missing: Vec<Pos> = self
+            .section_size
+            .chunks_of_section(pos)
+            .into_iter()
+            .filter(|chunk| !section.chunks.contains_key(chunk))
+            .collect();
+        for chunk in missing {
+            let node_id = self.next_id()?;
+            section.chunks.insert(
+                chunk,
+                Chunk {
+                    node_id,
+                    voxels: vec![AIR; CHUNK_VOLUME],
+                },
+            );
+        }
+        self.sections.insert(
+            pos,
+            Section {
+                last_used: self.clock,
+                ..section
+            },
+        );
+        Ok(loaded)
+    }
+
+    fn decode_section(&mut self, stored: StoredSection) -> Result<Section, WorldError> {
+        let mut section = Section {
+            chunks: BTreeMap::new(),
+            dynamic: BTreeMap::new(),
+            save_enabled: stored.save_enabled,
+            generated: stored.generated,
+            dirty: false,
+            last_used: self.clock,
+        };
+        for (id, data) in stored.nodes {
+            let node: StoredNode =
+                buildat_interface::decode(&data).map_err(|e| WorldError::BadNode {
+                    id,
+                    why: e.to_string(),
+                })?;
+            match node.kind {
+                StoredNodeKind::StaticChunk { chunk } => {
+                    let blob = node
+                        .vars
+                        .get(VAR_VOXEL_DATA)
+                        .map(Vec::as_slice)
+                        .unwrap_or_default();
+                    let voxels = self.decode_chunk(id, blob)?;
+                    section.chunks.insert(
+                        chunk,
+                        Chunk {
+                            node_id: id,
+                            voxels,
+                        },
+                    );
+                }
+                StoredNodeKind::Dynamic { position } => {
+                    section.dynamic.insert(
+                        id,
+                        DynamicNode {
+                            id,
+                            position,
+                            save_enabled: node.save_enabled,
+                            vars: node.vars,
+                        },
+                    );
+                }
+            }
+        }
+        Ok(section)
+    }
+
+    /// A chunk blob's voxels mapped through the current registry; unknown
+    /// names become [`UNKNOWN`] and are remembered for a report.
+    fn decode_chunk(&mut self, id: u64, blob: &[u8]) -> Result<Vec<u32>, WorldError> {
+        let voxels = &self.voxels;
+        let decoded = decode_voxels(blob, |name| voxels.get_id(name), UNKNOWN).map_err(|e| {
+            WorldError::BadNode {
+                id,
+                why: e.to_string(),
+            }
+        })?;
+        if decoded.voxels.len() != CHUNK_VOLUME {
+            return Err(WorldError::BadNode {
+                id,
+                why: format!("{} voxels, expected {CHUNK_VOLUME}", decoded.voxels.len()),
+            });
+        }
+        self.unknown_names.extend(decoded.unknown_names);
+        Ok(decoded.voxels)
+    }
+
+    fn encode_chunk(&self, voxels: &[u32]) -> Vec<u8> {
+        let registry = &self.voxels;
+        encode_voxels(voxels, |id| {
+            registry.get_name(id).or_else(|| registry.get_name(UNKNOWN))
+        })
+        .unwrap_or_default()
+    }
+
+    fn encode_section(&self, pos: Pos, section: &Section) -> StoredSection {
+        let mut nodes = Vec::new();
+        for (chunk_pos, chunk) in &section.chunks {
+            let vars = BTreeMap::from([
+                (VAR_VOXEL_DATA.to_string(), self.encode_chunk(&chunk.voxels)),
+                (
+                    VAR_REGISTRY_NAME.to_string(),
+                    REGISTRY_NAME.as_bytes().to_vec(),
+                ),
+                (
+                    VAR_MOD_VERSION.to_string(),
+                    BLOB_VERSION.as_bytes().to_vec(),
+                ),
+            ]);
+            let node = StoredNode {
+                kind: StoredNodeKind::StaticChunk { chunk: *chunk_pos },
+                save_enabled: section.save_enabled,
+                vars,
+            };
+            nodes.push((chunk.node_id, buildat_interface::encode(&node)));
+        }
+        for node in section.dynamic.values() {
+            let stored = StoredNode {
+                kind: StoredNodeKind::Dynamic {
+                    position: node.position,
+                },
+                save_enabled: node.save_enabled,
+                vars: node.vars.clone(),
+            };
+            nodes.push((node.id, buildat_interface::encode(&stored)));
+        }
+        StoredSection {
+            pos,
+            save_enabled: section.save_enabled,
+            generated: section.generated,
+            nodes,
+        }
+    }
+
+    /// Evicts least recently used sections until one more fits, saving
+    /// those that must be saved first.
+    fn evict_to_fit(&mut self) -> Result<(), WorldError> {
+        while self.sections.len() >= self.budget {
+            let Some(oldest) = self
+                .sections
+                .iter()
+                .filter(|(_, s)| s.generated)
+                .min_by_key(|(_, s)| s.last_used)
+                .map(|(pos, _)| *pos)
+            else {
+                return Ok(());
+            };
+            self.save_section(oldest)?;
+            self.sections.remove(&oldest);
+        }
+        Ok(())
+    }
+
+    /// Writes one section if it is dirty and must be saved; true if written.
+    fn save_section(&mut self, pos: Pos) -> Result<bool, WorldError> {
+        let Some(section) = self.sections.get(&pos) else {
+            return Ok(false);
+        };
+        if !section.dirty || !section.must_save() {
+            return Ok(false);
+        }
+        let stored = self.encode_section(pos, section);
+        self.storage.save_section(&stored)?;
+        if let Some(section) = self.sections.get_mut(&pos) {
+            section.dirty = false;
+        }
+        Ok(true)
+    }
+
+    /// Writes every dirty section that must be saved; answers how many.
+    pub fn save_all(&mut self) -> Result<u32, WorldError> {
+        let positions: Vec<Pos> = self.sections.keys().copied().collect();
+        let mut saved = 0;
+        for pos in positions {
+            if self.save_section(pos)? {
+                saved += 1;
+            }
+        }
+        Ok(saved)
+    }
+
+    /// The generated section holding `voxel` (loaded from storage if
+    /// needed) and the voxel's chunk position.
+    fn generated_section(&mut self, voxel: Pos) -> Result<(&mut Section, Pos), WorldError> {
+        let chunk_pos = geometry::chunk_of_voxel(voxel);
+        let section_pos = self.section_size.section_of_chunk(chunk_pos);
+        self.load_section(section_pos)?;
+        match self.sections.get_mut(&section_pos) {
+            Some(section) if section.generated => Ok((section, chunk_pos)),
+            _ => Err(WorldError::NotGenerated(section_pos)),
+        }
+    }
+
+    /// The voxel at `pos`, loading its section from storage if needed;
+    /// `None` if the section is not generated yet.
+    pub fn get_voxel(&mut self, pos: Pos) -> Result<Option<u32>, WorldError> {
+        match self.generated_section(pos) {
+            Ok((section, chunk)) => Ok(section
+                .chunks
+                .get(&chunk)
+                .and_then(|c| c.voxels.get(geometry::index_in_chunk(pos)))
+                .copied()),
+            Err(WorldError::NotGenerated(_)) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    pub fn set_voxel(&mut self, pos: Pos, voxel: u32) -> Result<(), WorldError> {
+        let type_id = buildat_voxel::VoxelInstance(voxel).type_id();
+        if self.voxels.get(type_id).is_none() {
+            return Err(WorldError::UnknownVoxel(type_id));
+        }
+        let (section, chunk_pos) = self.generated_section(pos)?;
+        let slot = section
+            .chunks
+            .get_mut(&chunk_pos)
+            .and_then(|c| c.voxels.get_mut(geometry::index_in_chunk(pos)));
+        let changed = match slot {
+            Some(slot) if *slot != voxel => {
+                *slot = voxel;
+                true
+            }
+            _ => false,
+        };
+        if changed {
+            section.dirty = true;
+            self.changed.insert(chunk_pos);
+        }
+        Ok(())
+    }
+
+    /// Chunks changed since the last commit, with their node ids.
+    pub fn commit(&mut self) -> Vec<(u64, Pos)> {
+        let changed = std::mem::take(&mut self.changed);
+        changed
+            .into_iter()
+            .filter_map(|chunk| {
+                let section = self
+                    .sections
+                    .get(&self.section_size.section_of_chunk(chunk))?;
+                Some((section.chunks.get(&chunk)?.node_id, chunk))
+            })
+            .collect()
+    }
+
+    /// Fills a section with a generator's chunks; answers the updated chunks.
+    pub fn apply_generated(
+        &mut self,
+        pos: Pos,
+        chunks: Vec<(Pos, Vec<u8>)>,
+    ) -> Result<Vec<(u64, Pos)>, WorldError> {
+        self.load_section(pos)?;
+        let mut decoded = Vec::with_capacity(chunks.len());
+        for (chunk_pos, blob) in chunks {
+            if self.section_size.section_of_chunk(chunk_pos) != pos {
+                return Err(WorldError::WrongSection {
+                    chunk: chunk_pos,
+                    section: pos,
+                });
+            }
+            decoded.push((chunk_pos, self.decode_chunk(0, &blob)?));
+        }
+        let Some(section) = self.sections.get_mut(&pos) else {
+            return Err(WorldError::NotGenerated(pos));
+        };
+        if section.generated {
+            // A late or repeated answer must not overwrite edits.
+            return Ok(Vec::new());
+        }
+        let mut updated = Vec::new();
+        for (chunk_pos, voxels) in decoded {
+            if let Some(chunk) = section.chunks.get_mut(&chunk_pos) {
+                chunk.voxels = voxels;
+                updated.push((chunk.node_id, chunk_pos));
+            }
+        }
+        section.generated = true;
+        section.dirty = true;
+        Ok(updated)
+    }
+
+    /// Returns `(generated, save_enabled)` of a loaded section.
+    pub fn section_status(&self, pos: Pos) -> Option<(bool, bool)> {
+        self.sections
+            .get(&pos)
+            .map(|s| (s.generated, s.must_save()))
+    }
+
+    pub fn set_section_save_enabled(&mut self, pos: Pos, enabled: bool) -> Result<(), WorldError> {
+        self.load_section(pos)?;
+        if let Some(section) = self.sections.get_mut(&pos)
+            && section.save_enabled != enabled
+        {
+            section.save_enabled = enabled;
+            section.dirty = true;
+        }
+        Ok(())
+    }
+
+    /// A chunk's voxel blob (voxels by name), if its section is generated.
+    pub fn get_chunk(&mut self, chunk: Pos) -> Result<Option<ChunkData>, WorldError> {
+        let section_pos = self.section_size.section_of_chunk(chunk);
+        if self.load_section(section_pos)? != Loaded::Ready {
+            return Ok(None);
+        }
+        let Some(found) = self
+            .sections
+            .get(&section_pos)
+            .and_then(|s| s.chunks.get(&chunk))
+        else {
+            return Ok(None);
+        };
+        Ok(Some(ChunkData {
+            node_id: found.node_id,
+            blob: self.encode_chunk(&found.voxels),
+        }))
+    }
+
+    /// The raw voxels of a loaded, generated chunk (for tests and tools).
+    pub fn get_chunk_voxels(&mut self, chunk: Pos) -> Result<Option<Vec<u32>>, WorldError> {
+        let section_pos = self.section_size.section_of_chunk(chunk);
+        if self.load_section(section_pos)? != Loaded::Ready {
+            return Ok(None);
+        }
+        Ok(self
+            .sections
+            .get(&section_pos)
+            .and_then(|s| s.chunks.get(&chunk))
+            .map(|c| c.voxels.clone()))
+    }
+
+    fn section_of_position(&self, position: [f64; 3]) -> Pos {
+        let voxel = position.map(|p| p.floor() as i32);
+        self.section_size
+            .section_of_chunk(geometry::chunk_of_voxel(voxel))
+    }
+
+    pub fn create_node(
+        &mut self,
+        position: [f64; 3],
+        save_enabled: bool,
+        vars: BTreeMap<String, Vec<u8>>,
+    ) -> Result<u64, WorldError> {
+        let pos = self.section_of_position(position);
+        self.load_section(pos)?;
+        let id = self.next_id()?;
+        let section = self
+            .sections
+            .get_mut(&pos)
+            .ok_or(WorldError::NotGenerated(pos))?;
+        section.dynamic.insert(
+            id,
+            DynamicNode {
+                id,
+                position,
+                save_enabled,
+                vars,
+            },
+        );
+        section.dirty = true;
+        Ok(id)
+    }
+
+    fn find_node(&mut self, id: u64) -> Option<&mut Section> {
+        self.sections
+            .values_mut()
+            .find(|s| s.dynamic.contains_key(&id))
+    }
+
+    pub fn get_node(&mut self, id: u64) -> Option<DynamicNode> {
+        self.find_node(id).and_then(|s| s.dynamic.get(&id).cloned())
+    }
+
+    pub fn remove_node(&mut self, id: u64) -> Result<(), WorldError> {
+        let section = self.find_node(id).ok_or(WorldError::NoNode(id))?;
+        section.dynamic.remove(&id);
+        section.dirty = true;
+        Ok(())
+    }
+
+    pub fn set_node_var(
+        &mut self,
+        id: u64,
+        name: String,
+        value: Vec<u8>,
+    ) -> Result<(), WorldError> {
+        let section = self.find_node(id).ok_or(WorldError::NoNode(id))?;
+        if let Some(node) = section.dynamic.get_mut(&id) {
+            node.vars.insert(name, value);
+        }
+        section.dirty = true;
+        Ok(())
+    }
+
+    /// Every loaded generated section as a storage record with its dirty
+    /// flag (to carry the world across a reload of the module).
+    pub fn export_sections(&self) -> Vec<(StoredSection, bool)> {
+        self.sections
+            .iter()
+            .filter(|(_, s)| s.generated)
+            .map(|(pos, section)| (self.encode_section(*pos, section), section.dirty))
+            .collect()
+    }
+
+    /// Puts a section exported by [`World::export_sections`] back in memory.
+    pub fn import_section(&mut self, stored: StoredSection, dirty: bool) -> Result<(), WorldError> {
+        let pos = stored.pos;
+        let mut section = self.decode_section(stored)?;
+        section.dirty = dirty;
+        self.sections.insert(pos, section);
+        Ok(())
+    }
+
+    /// Whether storage holds a generated section at `pos`.
+    pub fn is_stored(&mut self, pos: Pos) -> Result<bool, WorldError> {
+        Ok(self.storage.has_generated_section(pos)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::SqliteStorage;
+
+    fn open(dir: &std::path::Path) -> World {
+        let storage =
+            SqliteStorage::open(&dir.join("world.sqlite"), SectionSize::default()).unwrap();
+        let mut world = World::new(Box::new(storage), 64);
+        world
+            .register_block(BlockDefinition::simple("stone", "stone.png"))
+            .unwrap();
+        world
+            .register_block(BlockDefinition::simple("dirt", "dirt.png"))
+            .unwrap();
+        world
+    }
+
+    /// Generates a section the way a generator module would: blobs by name.
+    fn generate(world: &mut World, pos: Pos, fill: &str) {
+        assert_eq!(world.load_section(pos).unwrap(), Loaded::NeedsGeneration);
+        let chunks = world
+            .section_size()
+            .chunks_of_section(pos)
+            .into_iter()
+            .map(|chunk| {
+                let mut voxels = vec![0u32; CHUNK_VOLUME];
+                voxels[..CHUNK_VOLUME / 2].fill(1);
+                let blob =
+                    encode_voxels(&voxels, |id| Some(if id == 0 { "air" } else { fill })).unwrap();
+                (chunk, blob)
+            })
+            .collect();
+        world.apply_generated(pos, chunks).unwrap();
+    }
+
+    #[test]
+    fn voxels_round_trip_through_save_and_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let stone;
+        {
+            let mut world = open(dir.path());
+            stone = world.voxels.get_id("stone").unwrap();
+            generate(&mut world, [0, 0, 0], "stone");
+            world.set_section_save_enabled([0, 0, 0], true).unwrap();
+            world.set_voxel([5, 40, 7], AIR).unwrap();
+            world
+                .set_voxel([63, 63, 63], buildat_voxel::VoxelInstance::new(stone, 9).0)
+                .unwrap();
+            assert_eq!(world.commit().len(), 2);
+            assert_eq!(world.save_all().unwrap(), 1);
+        }
+        let mut world = open(dir.path());
+        assert_eq!(
+            world.load_section([0, 0, 0]).unwrap(),
+            Loaded::Ready,
+            "saved sections come back"
+        );
+        assert_eq!(world.get_voxel([5, 40, 7]).unwrap(), Some(AIR));
+        assert_eq!(world.get_voxel([0, 0, 0]).unwrap(), Some(stone));
+        assert_eq!(world.get_voxel([0, 31, 31]).unwrap(), Some(AIR));
+        let with_bits = world.get_voxel([63, 63, 63]).unwrap().unwrap();
+        assert_eq!(buildat_voxel::VoxelInstance(with_bits).game_bits(), 9);
+    }
+
+    #[test]
+    fn registry_changes_still_load_old_saves_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut world = open(dir.path());
+            generate(&mut world, [1, 0, 0], "dirt");
+            world.set_section_save_enabled([1, 0, 0], true).unwrap();
+            world.save_all().unwrap();
+        }
+        // A new server run registers blocks in another order, with another
+        // definition of dirt, and without stone.
+        let storage =
+            SqliteStorage::open(&dir.path().join("world.sqlite"), SectionSize::default()).unwrap();
+        let mut world = World::new(Box::new(storage), 64);
+        world
+            .register_block(BlockDefinition::simple("glass", "glass.png"))
+            .unwrap();
+        world
+            .register_block(BlockDefinition::simple("sand", "sand.png"))
+            .unwrap();
+        let mut dirt = BlockDefinition::simple("dirt", "mud.png");
+        dirt.physically_solid = false;
+        let dirt_id = world.register_block(dirt).unwrap()[0];
+        assert_ne!(dirt_id, 3, "ids were shuffled");
+        assert_eq!(
+            world.get_voxel([64, 0, 0]).unwrap(),
+            Some(dirt_id),
+            "dirt is still dirt"
+        );
+        assert!(world.unknown_names.is_empty());
+    }
+
+    #[test]
+    fn unknown_names_become_the_placeholder_and_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut world = open(dir.path());
+            generate(&mut world, [0, 0, 0], "stone");
+            world.set_section_save_enabled([0, 0, 0], true).unwrap();
+            world.save_all().unwrap();
+        }
+        let storage =
+            SqliteStorage::open(&dir.path().join("world.sqlite"), SectionSize::default()).unwrap();
+        let mut world = World::new(Box::new(storage), 64);
+        assert_eq!(world.get_voxel([0, 0, 0]).unwrap(), Some(UNKNOWN));
+        assert!(world.unknown_names.contains("stone"));
+    }
+
+    #[test]
+    fn save_disabled_sections_are_not_written_and_come_back_for_generation() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut world = open(dir.path());
+            generate(&mut world, [0, 0, 0], "stone");
+            world.set_voxel([1, 1, 1], AIR).unwrap();
+            assert_eq!(
+                world.save_all().unwrap(),
+                0,
+                "save-disabled: nothing written"
+            );
+            // A save-enabled dynamic node makes its section saved.
+            generate(&mut world, [2, 0, 0], "stone");
+            world
+                .create_node([134.0, 1.0, 1.0], true, BTreeMap::new())
+                .unwrap();
+            assert_eq!(world.save_all().unwrap(), 1);
+        }
+        let mut world = open(dir.path());
+        assert_eq!(
+            world.load_section([0, 0, 0]).unwrap(),
+            Loaded::NeedsGeneration
+        );
+        assert_eq!(world.load_section([2, 0, 0]).unwrap(), Loaded::Ready);
+    }
+
+    #[test]
+    fn node_ids_are_never_reused_across_restarts() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut seen = BTreeSet::new();
+        for _ in 0..3 {
+            let mut world = open(dir.path());
+            generate(&mut world, [0, 0, 0], "stone");
+            for _ in 0..5 {
+                let id = world
+                    .create_node([1.0, 1.0, 1.0], false, BTreeMap::new())
+                    .unwrap();
+                assert!(seen.insert(id), "id {id} reused");
+            }
+        }
+    }
+
+    #[test]
+    fn eviction_saves_what_must_be_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage =
+            SqliteStorage::open(&dir.path().join("world.sqlite"), SectionSize::default()).unwrap();
+        let mut world = World::new(Box::new(storage), 2);
+        world
+            .register_block(BlockDefinition::simple("stone", "stone.png"))
+            .unwrap();
+        generate(&mut world, [0, 0, 0], "stone");
+        world.set_section_save_enabled([0, 0, 0], true).unwrap();
+        generate(&mut world, [1, 0, 0], "stone");
+        generate(&mut world, [2, 0, 0], "stone");
+        assert!(world.loaded_sections() <= 2);
+        assert!(
+            world.is_stored([0, 0, 0]).unwrap(),
+            "evicted save-enabled section was written"
+        );
+        assert!(!world.is_stored([1, 0, 0]).unwrap());
+    }
+}

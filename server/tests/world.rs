@@ -1,0 +1,168 @@
+//! The voxelworld and worldgen modules in the real server: pregen, and
+//! kill -9 while saving under load.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use buildat_format::decode_voxels;
+use buildat_interface::voxelworld::{StoredNode, StoredNodeKind, VAR_VOXEL_DATA};
+use buildat_voxel::geometry;
+use common::{Scratch, ServerProcess};
+use rusqlite::{Connection, params};
+
+const SECTIONS: [[i32; 3]; 4] = [[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]];
+
+/// Mirror of the world_probe fixture's layout.
+fn bit_place(section: [i32; 3], bit: i32) -> [i32; 3] {
+    [
+        section[0] * 64 + bit,
+        section[1] * 64 + 40,
+        section[2] * 64 + 5,
+    ]
+}
+
+fn run_pregen(scratch: &Scratch, radius: u32) -> String {
+    let mut args = scratch.server_args();
+    args.extend(["pregen".into(), "--radius".into(), radius.to_string()]);
+    let mut server = ServerProcess::start(&args, Stdio::null());
+    let status = server.wait_exit(Duration::from_secs(300));
+    assert_eq!(status, Some(0), "{}", server.output());
+    server.output()
+}
+
+#[test]
+fn pregen_twice_writes_nothing_the_second_time() {
+    let scratch = Scratch::new();
+    scratch.add_world(false);
+    let first = run_pregen(&scratch, 1);
+    assert!(
+        first.contains("pregen done: 27 sections generated, 0 already present"),
+        "{first}"
+    );
+    let database = scratch.world().join("world.sqlite");
+    let before = std::fs::read(&database).expect("database");
+    let second = run_pregen(&scratch, 1);
+    assert!(
+        second.contains("pregen done: 0 sections generated, 27 already present"),
+        "{second}"
+    );
+    assert_eq!(
+        std::fs::read(&database).expect("database"),
+        before,
+        "nothing was written"
+    );
+    let wider = run_pregen(&scratch, 2);
+    assert!(
+        wider.contains("pregen done: 48 sections generated, 27 already present"),
+        "{wider}"
+    );
+}
+
+/// The round stored in a section of the database, if its bit places hold one.
+fn stored_round(connection: &Connection, section: [i32; 3]) -> Option<u64> {
+    let mut statement = connection
+        .prepare("SELECT data FROM node WHERE sx = ?1 AND sy = ?2 AND sz = ?3")
+        .expect("query");
+    let rows: Vec<Vec<u8>> = statement
+        .query_map(params![section[0], section[1], section[2]], |r| r.get(0))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("read");
+    let mut chunks = std::collections::HashMap::new();
+    for data in rows {
+        let node: StoredNode = buildat_interface::decode(&data).expect("node decodes");
+        if let StoredNodeKind::StaticChunk { chunk } = node.kind {
+            let blob = &node.vars[VAR_VOXEL_DATA];
+            let voxels = decode_voxels(
+                blob,
+                |name| {
+                    Some(match name {
+                        "stone" => 1,
+                        "dirt" => 0,
+                        _ => 2,
+                    })
+                },
+                2,
+            )
+            .expect("blob decodes")
+            .voxels;
+            chunks.insert(chunk, voxels);
+        }
+    }
+    assert_eq!(
+        chunks.len(),
+        8,
+        "section {section:?} is whole: every chunk node present"
+    );
+    let mut round = 0u64;
+    for bit in 0..32 {
+        let place = bit_place(section, bit);
+        let voxels = &chunks[&geometry::chunk_of_voxel(place)];
+        match voxels[geometry::index_in_chunk(place)] {
+            1 => round |= 1 << bit,
+            0 => {}
+            _ => return None,
+        }
+    }
+    Some(round)
+}
+
+#[test]
+fn kill_9_while_saving_loses_no_acknowledged_save() {
+    let scratch = Scratch::new();
+    scratch.add_world(true);
+    let mut args = scratch.server_args();
+    args.extend(["--no-watch".into(), "--tick-ms".into(), "20".into()]);
+    let mut previous = 0u64;
+    for iteration in 0..10u64 {
+        let mut server = ServerProcess::start(&args, Stdio::piped());
+        let ready = server
+            .wait_for("world_probe ready at round ", Duration::from_secs(120))
+            .unwrap_or_else(|| panic!("iteration {iteration}:\n{}", server.output()));
+        let start: u64 = ready
+            .rsplit(' ')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .expect("round");
+        assert_eq!(
+            start, previous,
+            "iteration {iteration}: the world holds the last round saved"
+        );
+        let target = start + 1 + iteration % 5 * 3;
+        server
+            .wait_for(&format!("saved round {target}"), Duration::from_secs(60))
+            .unwrap_or_else(|| panic!("iteration {iteration}:\n{}", server.output()));
+        server.child.kill().expect("kill -9");
+        server.child.wait().expect("reaped");
+        server.wait_exit(Duration::from_secs(5));
+        let acknowledged = server
+            .seen
+            .iter()
+            .filter_map(|l| {
+                l.rsplit("saved round ")
+                    .next()
+                    .filter(|_| l.contains("saved round "))
+            })
+            .filter_map(|n| n.trim().parse::<u64>().ok())
+            .max()
+            .expect("rounds saved");
+        let connection = Connection::open(scratch.world().join("world.sqlite")).expect("open");
+        let verdict: String = connection
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .expect("integrity_check");
+        assert_eq!(verdict, "ok", "iteration {iteration}");
+        let mut rounds = Vec::new();
+        for section in SECTIONS {
+            let round = stored_round(&connection, section).expect("a round is stored");
+            assert!(
+                round == acknowledged || round == acknowledged + 1,
+                "iteration {iteration}: section {section:?} holds round {round}, last acknowledged {acknowledged}"
+            );
+            rounds.push(round);
+        }
+        // The probe continues from section 0's round next time.
+        previous = rounds[0];
+    }
+}

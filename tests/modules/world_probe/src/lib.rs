@@ -1,0 +1,134 @@
+//! `world_probe`: a test fixture module for the world crash tests.
+//!
+//! Owns nothing a user sees. It makes four sections save-enabled, then on
+//! every tick writes numbered rounds: round N stores N's 32 low bits as
+//! stone (1) and dirt (0) voxels at 32 fixed places in each section, commits,
+//! saves, and logs `saved round N` once the save returned. At start it reads
+//! the round back from the world and continues after it.
+
+use buildat_interface::voxelworld::{self as api, SectionStatus, SetSaveEnabled, SetVoxel};
+use buildat_interface::{Event, Host, Module, ModuleError, events, export_module, log};
+
+pub const SECTIONS: [[i32; 3]; 4] = [[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]];
+const ROUNDS_PER_TICK: u32 = 3;
+
+/// The 32 places of a section that carry the round's bits.
+pub fn bit_place(section: [i32; 3], bit: i32) -> [i32; 3] {
+    [
+        section[0] * 64 + bit,
+        section[1] * 64 + 40,
+        section[2] * 64 + 5,
+    ]
+}
+
+struct WorldProbe {
+    host: Host,
+    round: u64,
+    ready: bool,
+    stone: u32,
+    dirt: u32,
+}
+
+impl WorldProbe {
+    fn get(&self, pos: [i32; 3]) -> Result<Option<u32>, ModuleError> {
+        self.host.call_typed(api::MODULE, api::GET_VOXEL, &pos)
+    }
+
+    fn prepare(&mut self) -> Result<(), ModuleError> {
+        for section in SECTIONS {
+            let status: SectionStatus =
+                self.host
+                    .call_typed(api::MODULE, api::LOAD_OR_GENERATE_SECTION, &section)?;
+            if !status.generated {
+                return Ok(());
+            }
+        }
+        let registry: api::VoxelRegistry =
+            self.host.call_typed(api::MODULE, api::GET_REGISTRY, &())?;
+        let mut registry = registry;
+        registry.reindex();
+        self.stone = registry.get_id("stone").ok_or("stone is not registered")?;
+        self.dirt = registry.get_id("dirt").ok_or("dirt is not registered")?;
+        for section in SECTIONS {
+            let request = SetSaveEnabled {
+                section,
+                enabled: true,
+            };
+            let _: () =
+                self.host
+                    .call_typed(api::MODULE, api::SET_SECTION_SAVE_ENABLED, &request)?;
+        }
+        // Continue after the round the world holds (0 on a fresh world).
+        let mut round = 0u64;
+        for bit in 0..32 {
+            match self.get(bit_place(SECTIONS[0], bit))? {
+                Some(v) if v == self.stone => round |= 1 << bit,
+                Some(v) if v == self.dirt => {}
+                _ => {
+                    round = 0;
+                    break;
+                }
+            }
+        }
+        self.round = round;
+        self.ready = true;
+        log::info!("world_probe ready at round {round}");
+        Ok(())
+    }
+
+    fn write_round(&mut self) -> Result<(), ModuleError> {
+        self.round += 1;
+        for section in SECTIONS {
+            for bit in 0..32 {
+                let voxel = if self.round >> bit & 1 == 1 {
+                    self.stone
+                } else {
+                    self.dirt
+                };
+                let request = SetVoxel {
+                    pos: bit_place(section, bit),
+                    voxel,
+                };
+                let _: () = self
+                    .host
+                    .call_typed(api::MODULE, api::SET_VOXEL, &request)?;
+            }
+        }
+        let _: u32 = self.host.call_typed(api::MODULE, api::COMMIT, &())?;
+        let _: u32 = self.host.call_typed(api::MODULE, api::SAVE, &())?;
+        log::info!("saved round {}", self.round);
+        Ok(())
+    }
+}
+
+impl Module for WorldProbe {
+    fn create(host: Host) -> Result<Self, ModuleError> {
+        Ok(Self {
+            host,
+            round: 0,
+            ready: false,
+            stone: 0,
+            dirt: 0,
+        })
+    }
+
+    fn init(&mut self) -> Result<(), ModuleError> {
+        self.host.sub_event(events::Tick::NAME)?;
+        Ok(())
+    }
+
+    fn event(&mut self, name: &str, _payload: &[u8]) -> Result<(), ModuleError> {
+        if name != events::Tick::NAME {
+            return Ok(());
+        }
+        if !self.ready {
+            return self.prepare();
+        }
+        for _ in 0..ROUNDS_PER_TICK {
+            self.write_round()?;
+        }
+        Ok(())
+    }
+}
+
+export_module!(WorldProbe);
