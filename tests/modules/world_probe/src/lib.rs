@@ -4,10 +4,14 @@
 //! every tick writes numbered rounds: round N stores N's 32 low bits as
 //! stone (1) and dirt (0) voxels at 32 fixed places in each section, commits,
 //! saves, and logs `saved round N` once the save returned. At start it reads
-//! the round back from the world and continues after it.
+//! the round back from the world and continues after it. With the setting
+//! `world_probe.idle` it writes nothing and only answers `hammer` (the
+//! world benchmark's get/set_voxel calls from another module).
 
 use buildat_interface::voxelworld::{self as api, SectionStatus, SetSaveEnabled, SetVoxel};
-use buildat_interface::{Event, Host, Module, ModuleError, events, export_module, log};
+use buildat_interface::{
+    Event, Host, Module, ModuleError, decode, encode, events, export_module, log,
+};
 
 pub const SECTIONS: [[i32; 3]; 4] = [[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]];
 const ROUNDS_PER_TICK: u32 = 3;
@@ -101,6 +105,30 @@ impl WorldProbe {
     }
 }
 
+impl WorldProbe {
+    /// `count` get_voxel calls then `count` set_voxel calls; answers the
+    /// nanoseconds each batch took.
+    fn hammer(&mut self, count: u32) -> Result<(u64, u64), ModuleError> {
+        let started = std::time::Instant::now();
+        for i in 0..count as i32 {
+            let _: Option<u32> = self.get([i % 64, 20, (i / 64) % 64])?;
+        }
+        let gets = started.elapsed().as_nanos() as u64;
+        let started = std::time::Instant::now();
+        for i in 0..count as i32 {
+            let voxel = if i % 2 == 0 { self.stone } else { self.dirt };
+            let request = SetVoxel {
+                pos: [i % 64, 20, (i / 64) % 64],
+                voxel,
+            };
+            let _: () = self
+                .host
+                .call_typed(api::MODULE, api::SET_VOXEL, &request)?;
+        }
+        Ok((gets, started.elapsed().as_nanos() as u64))
+    }
+}
+
 impl Module for WorldProbe {
     fn create(host: Host) -> Result<Self, ModuleError> {
         Ok(Self {
@@ -124,10 +152,23 @@ impl Module for WorldProbe {
         if !self.ready {
             return self.prepare();
         }
-        for _ in 0..ROUNDS_PER_TICK {
-            self.write_round()?;
+        if self.host.get_config("world_probe.idle").is_none() {
+            for _ in 0..ROUNDS_PER_TICK {
+                self.write_round()?;
+            }
         }
         Ok(())
+    }
+
+    fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
+        match function {
+            "is_ready" => Ok(encode(&self.ready)),
+            "hammer" => {
+                let count: u32 = decode(payload)?;
+                Ok(encode(&self.hammer(count)?))
+            }
+            other => Err(ModuleError::UnknownFunction(other.to_string())),
+        }
     }
 }
 

@@ -1,0 +1,191 @@
+//! World storage benchmark: saving and loading generated terrain sections
+//! through the world (voxel blobs by name, node records, one SQLite
+//! transaction per section) against the raw floor run in the same process:
+//! the same chunks as plain u32 arrays through flate2 level 6 and rusqlite
+//! directly, one transaction per section. Also the stored bytes per chunk.
+//! Prints a table; asserts nothing.
+//!
+//! Run: `cargo bench -p buildat-module-voxelworld --bench world_bench`
+
+use std::io::{Read, Write};
+use std::time::Instant;
+
+use buildat_format::encode_voxels;
+use buildat_module_voxelworld::storage::SqliteStorage;
+use buildat_module_voxelworld::world::World;
+use buildat_voxel::BlockDefinition;
+use buildat_voxel::geometry::{CHUNK_VOLUME, Pos, SectionSize};
+use rusqlite::{Connection, params};
+
+const SEED: u64 = 1;
+
+/// The default generator's terrain function, compiled in directly (linking
+/// the worldgen module as a library would clash with this crate's exported
+/// module symbol).
+#[path = "../../worldgen/src/terrain.rs"]
+#[allow(dead_code)]
+mod terrain;
+
+fn sections() -> Vec<Pos> {
+    let mut list = Vec::new();
+    for y in -1..=0 {
+        for z in -3..3 {
+            for x in -3..3 {
+                list.push([x, y, z]);
+            }
+        }
+    }
+    list
+}
+
+fn open_world(path: &std::path::Path) -> World {
+    let storage = SqliteStorage::open(path, SectionSize::default()).expect("open");
+    let mut world = World::new(Box::new(storage), 100_000);
+    for name in terrain::PALETTE.iter().skip(1) {
+        world
+            .register_block(BlockDefinition::simple(name, name))
+            .expect("register");
+    }
+    world
+}
+
+fn raw_chunks(section: Pos) -> Vec<(Pos, Vec<u32>)> {
+    SectionSize::default()
+        .chunks_of_section(section)
+        .into_iter()
+        .map(|chunk| (chunk, terrain::generate_chunk(SEED, chunk)))
+        .collect()
+}
+
+fn main() {
+    let dir = tempfile::tempdir().expect("temp");
+    let positions = sections();
+    let chunk_count = positions.len() * 8;
+
+    // Ours: generate (not timed), save, then load in a fresh world.
+    let ours_path = dir.path().join("ours.sqlite");
+    let mut world = open_world(&ours_path);
+    for pos in &positions {
+        world.load_section(*pos).expect("load");
+        let chunks = raw_chunks(*pos)
+            .into_iter()
+            .map(|(chunk, voxels)| {
+                let blob = encode_voxels(&voxels, |id| terrain::PALETTE.get(id as usize).copied())
+                    .expect("encode");
+                (chunk, blob)
+            })
+            .collect();
+        world.apply_generated(*pos, chunks).expect("apply");
+        world.set_section_save_enabled(*pos, true).expect("enable");
+    }
+    let started = Instant::now();
+    let saved = world.save_all().expect("save");
+    let ours_save = started.elapsed().as_secs_f64();
+    assert_eq!(saved as usize, positions.len());
+    drop(world);
+    let mut world = open_world(&ours_path);
+    let started = Instant::now();
+    for pos in &positions {
+        world.load_section(*pos).expect("load");
+    }
+    let ours_load = started.elapsed().as_secs_f64();
+    let ours_bytes: i64 = Connection::open(&ours_path)
+        .expect("open")
+        .query_row("SELECT SUM(LENGTH(data)) FROM node", [], |r| r.get(0))
+        .expect("size");
+
+    // Raw floor: the same chunks, u32 little-endian, zlib level 6, rusqlite.
+    let raw: Vec<(Pos, Vec<(Pos, Vec<u32>)>)> =
+        positions.iter().map(|p| (*p, raw_chunks(*p))).collect();
+    let raw_path = dir.path().join("raw.sqlite");
+    let connection = Connection::open(&raw_path).expect("open");
+    connection
+        .pragma_update(None, "journal_mode", "WAL")
+        .expect("wal");
+    connection
+        .pragma_update(None, "synchronous", "NORMAL")
+        .expect("sync");
+    connection
+        .execute_batch("CREATE TABLE chunk (sx, sy, sz, cx, cy, cz, data BLOB); CREATE INDEX by_section ON chunk (sx, sy, sz);")
+        .expect("schema");
+    let mut connection = connection;
+    let started = Instant::now();
+    for (section, chunks) in &raw {
+        let transaction = connection.transaction().expect("tx");
+        for (chunk, voxels) in chunks {
+            let bytes: Vec<u8> = voxels.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let mut encoder =
+                flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(6));
+            encoder.write_all(&bytes).expect("deflate");
+            let blob = encoder.finish().expect("deflate");
+            transaction
+                .execute(
+                    "INSERT INTO chunk VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![
+                        section[0], section[1], section[2], chunk[0], chunk[1], chunk[2], blob
+                    ],
+                )
+                .expect("insert");
+        }
+        transaction.commit().expect("commit");
+    }
+    let raw_save = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let mut statement = connection
+        .prepare("SELECT data FROM chunk WHERE sx = ?1 AND sy = ?2 AND sz = ?3")
+        .expect("prepare");
+    let mut loaded = 0;
+    for (section, _) in &raw {
+        let blobs: Vec<Vec<u8>> = statement
+            .query_map(params![section[0], section[1], section[2]], |r| r.get(0))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        for blob in blobs {
+            let mut bytes = Vec::with_capacity(CHUNK_VOLUME * 4);
+            flate2::read::ZlibDecoder::new(&blob[..])
+                .read_to_end(&mut bytes)
+                .expect("inflate");
+            let voxels: Vec<u32> = bytes
+                .chunks_exact(4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            loaded += voxels.len();
+        }
+    }
+    let raw_load = started.elapsed().as_secs_f64();
+    assert_eq!(loaded, chunk_count * CHUNK_VOLUME);
+    let raw_bytes: i64 = connection
+        .query_row("SELECT SUM(LENGTH(data)) FROM chunk", [], |r| r.get(0))
+        .expect("size");
+
+    let sections_n = positions.len() as f64;
+    println!();
+    println!(
+        "{:<40} {:>12} {:>12} {:>7}  goal",
+        "measure", "buildat", "raw", "ratio"
+    );
+    println!(
+        "{:<40} {:>12.0} {:>12.0} {:>7.2}  >= 0.5 of raw",
+        "section save (sections/s)",
+        sections_n / ours_save,
+        sections_n / raw_save,
+        raw_save / ours_save
+    );
+    println!(
+        "{:<40} {:>12.0} {:>12.0} {:>7.2}  >= 0.5 of raw",
+        "section load (sections/s)",
+        sections_n / ours_load,
+        sections_n / raw_load,
+        raw_load / ours_load
+    );
+    let per_chunk = ours_bytes as f64 / chunk_count as f64;
+    println!(
+        "{:<40} {:>12.0} {:>12.0} {:>7.4}  (raw u32 chunk: {} bytes; ratio vs u32)",
+        "stored bytes per chunk",
+        per_chunk,
+        raw_bytes as f64 / chunk_count as f64,
+        per_chunk / (CHUNK_VOLUME * 4) as f64,
+        CHUNK_VOLUME * 4
+    );
+}

@@ -1,0 +1,119 @@
+//! World module benchmark in an in-process host (release builds of
+//! voxelworld, worldgen and the world_probe fixture): get_voxel and
+//! set_voxel calls per second from another module, and pregen sections per
+//! second. Storage throughput against raw rusqlite + flate2 is in
+//! `cargo bench -p buildat-module-voxelworld`. Prints a table.
+//!
+//! Run: `cargo bench -p buildat-server --bench world_bench`
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use buildat_interface::meta::ModuleMeta;
+use buildat_interface::voxelworld::{self, PregenReport};
+use buildat_interface::{decode, encode};
+use buildat_server::builder::Builder;
+use buildat_server::config::{ModuleProfile, ServerConfig};
+use buildat_server::core::Core;
+
+const CALLS: u32 = 20_000;
+const PREGEN_RADIUS: u32 = 3;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn build_dir() -> PathBuf {
+    repo().join("target").join("bench-modules")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("dir");
+    for entry in std::fs::read_dir(from).expect("read").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            copy_dir(&path, &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(&path, to.join(entry.file_name())).expect("copy");
+        }
+    }
+}
+
+fn host(dir: &Path, modules: &[(&str, PathBuf)], settings: &[(&str, &str)]) -> Core {
+    for (name, from) in modules {
+        let meta = ModuleMeta::read(from).expect("meta").meta;
+        Builder::new(build_dir(), ModuleProfile::Release)
+            .build(name, from, &meta)
+            .expect("build");
+        copy_dir(from, &dir.join("modules").join(name));
+    }
+    let mut config = ServerConfig::new(dir.join("world"), vec![dir.join("modules")], build_dir());
+    config.call_timeout = Duration::from_secs(600);
+    for (key, value) in settings {
+        config.extra.insert(key.to_string(), value.to_string());
+    }
+    Core::new(config).expect("core")
+}
+
+fn main() {
+    let world_modules = [
+        ("__loader", repo().join("modules/__loader")),
+        ("voxelworld", repo().join("modules/voxelworld")),
+        ("worldgen", repo().join("modules/worldgen")),
+    ];
+
+    // Pregen on a fresh world.
+    let dir = tempfile::tempdir().expect("temp");
+    let core = host(dir.path(), &world_modules, &[]);
+    core.start().expect("start");
+    let started = Instant::now();
+    let report: PregenReport = decode(
+        &core
+            .call_with_timeout(
+                voxelworld::MODULE,
+                voxelworld::PREGEN,
+                &encode(&PREGEN_RADIUS),
+                None,
+            )
+            .expect("pregen"),
+    )
+    .expect("report");
+    let pregen_rate = report.generated as f64 / started.elapsed().as_secs_f64();
+    core.stop_all();
+
+    // Calls from another module.
+    let dir = tempfile::tempdir().expect("temp");
+    let mut modules = world_modules.to_vec();
+    modules.push(("world_probe", repo().join("tests/modules/world_probe")));
+    let core = host(dir.path(), &modules, &[("world_probe.idle", "1")]);
+    core.start().expect("start");
+    while !decode::<bool>(&core.call("world_probe", "is_ready", &[]).expect("ready")).expect("bool")
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (gets, sets): (u64, u64) = decode(
+        &core
+            .call("world_probe", "hammer", &encode(&CALLS))
+            .expect("hammer"),
+    )
+    .expect("result");
+    core.stop_all();
+
+    println!();
+    println!("{:<44} {:>12}", "measure", "buildat");
+    println!(
+        "{:<44} {:>12.0}",
+        "get_voxel calls/s from another module",
+        f64::from(CALLS) / (gets as f64 / 1e9)
+    );
+    println!(
+        "{:<44} {:>12.0}",
+        "set_voxel calls/s from another module",
+        f64::from(CALLS) / (sets as f64 / 1e9)
+    );
+    println!(
+        "{:<44} {:>12.1}",
+        format!("pregen sections/s ({} sections)", report.generated),
+        pregen_rate
+    );
+}
