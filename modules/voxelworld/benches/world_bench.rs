@@ -23,8 +23,11 @@ const SEED: u64 = 1;
 /// the worldgen module as a library would clash with this crate's exported
 /// module symbol).
 #[path = "../../worldgen/src/terrain.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 mod terrain;
+
+/// A section's chunks as plain voxel arrays.
+type RawSection = (Pos, Vec<(Pos, Vec<u32>)>);
 
 fn sections() -> Vec<Pos> {
     let mut list = Vec::new();
@@ -95,8 +98,7 @@ fn main() {
         .expect("size");
 
     // Raw floor: the same chunks, u32 little-endian, zlib level 6, rusqlite.
-    let raw: Vec<(Pos, Vec<(Pos, Vec<u32>)>)> =
-        positions.iter().map(|p| (*p, raw_chunks(*p))).collect();
+    let raw: Vec<RawSection> = positions.iter().map(|p| (*p, raw_chunks(*p))).collect();
     let raw_path = dir.path().join("raw.sqlite");
     let connection = Connection::open(&raw_path).expect("open");
     connection
