@@ -166,3 +166,62 @@ fn kill_9_while_saving_loses_no_acknowledged_save() {
         previous = rounds[0];
     }
 }
+
+#[test]
+fn reload_voxelworld_keeps_the_world_and_its_registry() {
+    let scratch = Scratch::new();
+    scratch.add_world(true);
+    let mut args = scratch.server_args();
+    args.extend(["--no-watch".into(), "--tick-ms".into(), "20".into()]);
+    let mut server = ServerProcess::start(&args, Stdio::piped());
+    server
+        .wait_for("world_probe ready at round 0", Duration::from_secs(120))
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    server
+        .wait_for("saved round 6", Duration::from_secs(60))
+        .expect("rounds saved");
+    server.send("reload voxelworld");
+    server
+        .wait_for("reloaded voxelworld", Duration::from_secs(60))
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.send("reload worldgen");
+    server
+        .wait_for("reloaded worldgen", Duration::from_secs(60))
+        .expect("worldgen reloaded");
+    let before = server.seen.len();
+    let last = server.wait_for("saved round 30", Duration::from_secs(60));
+    assert!(
+        last.is_some(),
+        "edits go on after the reloads:\n{}",
+        server.output()
+    );
+    assert!(
+        !server.seen[before..]
+            .iter()
+            .any(|l| l.contains("ERROR") || l.contains("WARN")),
+        "{}",
+        server.output()
+    );
+    server.send("stop");
+    assert_eq!(
+        server.wait_exit(Duration::from_secs(30)),
+        Some(0),
+        "{}",
+        server.output()
+    );
+    let acknowledged = server
+        .seen
+        .iter()
+        .filter_map(|l| l.split("saved round ").nth(1))
+        .filter_map(|n| n.trim().parse::<u64>().ok())
+        .max()
+        .expect("rounds");
+    let connection = Connection::open(scratch.world().join("world.sqlite")).expect("open");
+    for section in SECTIONS {
+        assert_eq!(
+            stored_round(&connection, section),
+            Some(acknowledged),
+            "{section:?} saved on stop"
+        );
+    }
+}
