@@ -304,6 +304,21 @@ impl Host {
         }
     }
 
+    /// A `--set KEY=VALUE` setting parsed as `T`, `default` when unset; a
+    /// value that does not parse is an error naming the key.
+    pub fn get_setting<T: std::str::FromStr>(
+        &self,
+        key: &str,
+        default: T,
+    ) -> Result<T, ModuleError> {
+        match self.get_config(key) {
+            None => Ok(default),
+            Some(text) => text.parse().map_err(|_| {
+                ModuleError::msg(format!("setting {key}: '{text}' is not a valid value"))
+            }),
+        }
+    }
+
     /// This module's name (its folder's name).
     pub fn module_name(&self) -> String {
         self.get_config(crate::config::MODULE_NAME)

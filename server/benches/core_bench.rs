@@ -6,13 +6,15 @@
 //!
 //! Run: `cargo bench -p buildat-server --bench core_bench`
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use support::{build_dir, copy_dir, prebuild, repo};
+
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use buildat_interface::meta::ModuleMeta;
 use buildat_interface::{decode, encode};
-use buildat_server::builder::Builder;
-use buildat_server::config::{ModuleProfile, ServerConfig};
+use buildat_server::config::ServerConfig;
 use buildat_server::core::Core;
 use serde::{Deserialize, Serialize};
 
@@ -53,41 +55,6 @@ struct CallMany {
 struct CallManyResult {
     errors: u64,
     latencies_ns: Vec<u64>,
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn build_dir() -> PathBuf {
-    repo().join("target").join("bench-modules")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("dir");
-    for entry in std::fs::read_dir(from).expect("read").flatten() {
-        let path = entry.path();
-        if entry.file_name() == "target" {
-            continue;
-        }
-        if path.is_dir() {
-            copy_dir(&path, &to.join(entry.file_name()));
-        } else {
-            std::fs::copy(&path, to.join(entry.file_name())).expect("copy");
-        }
-    }
-}
-
-fn prebuild(dir: &Path) {
-    let meta = ModuleMeta::read(dir).expect("meta").meta;
-    let name = dir
-        .file_name()
-        .expect("name")
-        .to_string_lossy()
-        .into_owned();
-    Builder::new(build_dir(), ModuleProfile::Release)
-        .build(&name, dir, &meta)
-        .expect("build");
 }
 
 /// A module path with `__loader` and probes named `names`.

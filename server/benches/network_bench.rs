@@ -12,16 +12,16 @@
 //!
 //! Run: `cargo bench -p buildat-server --bench network_bench`
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use support::{build_dir, install, repo};
+
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use buildat_format::{FrameDecoder, PacketReader, PacketWriter};
-use buildat_interface::meta::ModuleMeta;
-use buildat_server::builder::Builder;
-use buildat_server::config::ModuleProfile;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -31,38 +31,6 @@ const SMALL_CLIENTS: u64 = 100;
 const SMALL_PER_CLIENT: u64 = 5_000;
 const SMALL_SIZE: usize = 64;
 const IDLE_CONNECTIONS: usize = 1_000;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn build_dir() -> PathBuf {
-    repo().join("target").join("bench-modules")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("dir");
-    for entry in std::fs::read_dir(from).expect("read").flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            copy_dir(&path, &to.join(entry.file_name()));
-        } else {
-            std::fs::copy(&path, to.join(entry.file_name())).expect("copy");
-        }
-    }
-}
-
-fn prebuild(dir: &Path) {
-    let meta = ModuleMeta::read(dir).expect("meta").meta;
-    let name = dir
-        .file_name()
-        .expect("name")
-        .to_string_lossy()
-        .into_owned();
-    Builder::new(build_dir(), ModuleProfile::Release)
-        .build(&name, dir, &meta)
-        .expect("build");
-}
 
 struct Server {
     child: Child,
@@ -79,8 +47,7 @@ impl Server {
             (repo().join("modules/network"), "network"),
             (repo().join("tests/modules/net_probe"), "net_probe"),
         ] {
-            prebuild(&from);
-            copy_dir(&from, &modules.join(name));
+            install(&modules, name, &from);
         }
         let child = Command::new(env!("CARGO_BIN_EXE_buildat-server"))
             .args(["--world", &dir.path().join("world").display().to_string()])

@@ -6,46 +6,24 @@
 //!
 //! Run: `cargo bench -p buildat-server --bench world_bench`
 
+mod support;
+
+use support::{build_dir, install, repo};
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use buildat_interface::meta::ModuleMeta;
 use buildat_interface::voxelworld::{self, PregenReport};
 use buildat_interface::{decode, encode};
-use buildat_server::builder::Builder;
-use buildat_server::config::{ModuleProfile, ServerConfig};
+use buildat_server::config::ServerConfig;
 use buildat_server::core::Core;
 
 const CALLS: u32 = 20_000;
 const PREGEN_RADIUS: u32 = 3;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn build_dir() -> PathBuf {
-    repo().join("target").join("bench-modules")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("dir");
-    for entry in std::fs::read_dir(from).expect("read").flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            copy_dir(&path, &to.join(entry.file_name()));
-        } else {
-            std::fs::copy(&path, to.join(entry.file_name())).expect("copy");
-        }
-    }
-}
-
 fn host(dir: &Path, modules: &[(&str, PathBuf)], settings: &[(&str, &str)]) -> Core {
     for (name, from) in modules {
-        let meta = ModuleMeta::read(from).expect("meta").meta;
-        Builder::new(build_dir(), ModuleProfile::Release)
-            .build(name, from, &meta)
-            .expect("build");
-        copy_dir(from, &dir.join("modules").join(name));
+        install(&dir.join("modules"), name, from);
     }
     let mut config = ServerConfig::new(dir.join("world"), vec![dir.join("modules")], build_dir());
     config.call_timeout = Duration::from_secs(600);

@@ -49,23 +49,16 @@ pub(crate) struct Settings {
     pub idle_timeout: Duration,
 }
 
-fn setting<T: std::str::FromStr>(host: &Host, key: &str, default: T) -> Result<T, ModuleError> {
-    match host.get_config(key) {
-        None => Ok(default),
-        Some(text) => text
-            .parse()
-            .map_err(|_| ModuleError::msg(format!("setting {key}: '{text}' is not a valid value"))),
-    }
-}
-
 impl Settings {
     fn from_host(host: &Host) -> Result<Self, ModuleError> {
         Ok(Self {
-            max_frame_size: setting(host, "network.max_frame_size", 16 << 20)?,
-            max_name_len: setting(host, "network.max_name_len", 256)?,
-            max_connections: setting(host, "network.max_connections", 10_000)?,
-            max_queue_bytes: setting(host, "network.max_queue_bytes", 32 << 20)?,
-            idle_timeout: Duration::from_millis(setting(host, "network.idle_timeout_ms", 10_000)?),
+            max_frame_size: host.get_setting("network.max_frame_size", 16 << 20)?,
+            max_name_len: host.get_setting("network.max_name_len", 256)?,
+            max_connections: host.get_setting("network.max_connections", 10_000)?,
+            max_queue_bytes: host.get_setting("network.max_queue_bytes", 32 << 20)?,
+            idle_timeout: Duration::from_millis(
+                host.get_setting("network.idle_timeout_ms", 10_000)?,
+            ),
         })
     }
 }

@@ -35,15 +35,6 @@ use world::{Loaded, World, WorldError};
 
 const TMP_DATA: &str = "voxelworld";
 
-fn setting<T: std::str::FromStr>(host: &Host, key: &str, default: T) -> Result<T, ModuleError> {
-    match host.get_config(key) {
-        None => Ok(default),
-        Some(text) => text
-            .parse()
-            .map_err(|_| ModuleError::msg(format!("setting {key}: '{text}' is not a valid value"))),
-    }
-}
-
 #[derive(Debug, Default, Deserialize)]
 struct WorldToml {
     #[serde(default)]
@@ -245,11 +236,11 @@ impl Module for VoxelWorld {
         let path = world_path.join("world.sqlite");
         let storage = SqliteStorage::open(&path, section_size)
             .map_err(|e| ModuleError::msg(format!("{}: {e}", path.display())))?;
-        let budget = setting(&host, "voxelworld.max_loaded_sections", 4096usize)?;
+        let budget = host.get_setting("voxelworld.max_loaded_sections", 4096usize)?;
         Ok(Self {
             host,
             world: World::new(Box::new(storage), budget),
-            save_interval: setting(&host, "voxelworld.save_interval_s", 5.0)?,
+            save_interval: host.get_setting("voxelworld.save_interval_s", 5.0)?,
             since_save: 0.0,
             generator: host
                 .get_config("voxelworld.generator")
