@@ -1,0 +1,412 @@
+//! The client's connection loop: one TCP connection to a server, driving
+//! the [`Session`] (file transfer) and the [`Runtime`] (Lua) until the
+//! server disconnects, Lua calls `buildat.disconnect()`, or `--quit-after`
+//! runs out.
+//!
+//! Owns: connecting, reading and writing frames through `buildat_format`'s
+//! codec, routing session events (files into the runtime, `core:run_script`,
+//! game packets to subscribers), timers, the bot script, progress lines on
+//! stderr, and the [`Summary`]. Does not own: the protocol rules
+//! (`session`), Lua (`sandbox`), exit codes (`main.rs` maps [`Outcome`]
+//! and [`AppError`] to them).
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use buildat_format::{PacketReadError, PacketReader, PacketWriter};
+use thiserror::Error;
+
+use crate::cache::{Cache, CacheError};
+use crate::sandbox::{self, Level, LogSink, Runtime, ScriptError};
+use crate::session::{Event, Session, SessionError, Stats};
+
+/// What the client was asked to do.
+#[derive(Clone)]
+pub struct Config {
+    /// `HOST:PORT`.
+    pub address: String,
+    /// The cache folder (holding `files/`).
+    pub cache_dir: PathBuf,
+    /// Bot mode: a trusted local script (display name, source), run once
+    /// every announced file is present.
+    pub script: Option<(String, Vec<u8>)>,
+    /// `buildat.client_name`.
+    pub name: String,
+    /// Disconnect (exit 0) after this long.
+    pub quit_after: Option<Duration>,
+    /// Lua VM memory limit.
+    pub memory_limit: usize,
+    /// Time limit of one call into Lua.
+    pub time_limit: Duration,
+    /// How long to try connecting.
+    pub connect_timeout: Duration,
+    /// Where log lines go.
+    pub log: LogSink,
+}
+
+/// How the connection ended without an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// `--quit-after` elapsed.
+    QuitAfter,
+    /// Lua called `buildat.disconnect()`.
+    DisconnectRequested,
+    /// The server said `core:disconnect` (or closed the connection).
+    DisconnectedByServer { reason: String },
+}
+
+/// Why the client stopped with an error.
+#[derive(Debug, Error)]
+pub enum AppError {
+    #[error("cannot resolve {address}: {source}")]
+    Resolve {
+        address: String,
+        source: std::io::Error,
+    },
+    #[error("cannot connect to {address}: {source}")]
+    Connect {
+        address: String,
+        source: std::io::Error,
+    },
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    #[error("connection lost: {0}")]
+    ConnectionLost(std::io::Error),
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    #[error(transparent)]
+    Runtime(#[from] sandbox::SetupError),
+}
+
+impl From<SessionError> for AppError {
+    fn from(e: SessionError) -> Self {
+        match e {
+            SessionError::Cache(e) => Self::Cache(e),
+            other => Self::Protocol(other.to_string()),
+        }
+    }
+}
+
+impl From<PacketReadError> for AppError {
+    fn from(e: PacketReadError) -> Self {
+        Self::Protocol(e.to_string())
+    }
+}
+
+/// What happened, for the closing summary.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    pub stats: Stats,
+    /// `core:run_script`s handled.
+    pub scripts_run: u64,
+    /// Contained Lua failures (scripts, handlers, timers).
+    pub lua_errors: u64,
+    /// From the start of connecting to every announced file present.
+    pub files_complete_after: Option<Duration>,
+    /// From the start of connecting to the end of the first module script.
+    pub first_script_after: Option<Duration>,
+    /// Bytes the Lua VM used at the end.
+    pub lua_memory: usize,
+}
+
+const READ_BUFFER: usize = 64 * 1024;
+/// Longest wait between two looks at timers and quit time.
+const MAX_WAIT: Duration = Duration::from_millis(100);
+
+struct Client {
+    config: Config,
+    stream: TcpStream,
+    reader: PacketReader,
+    writer: PacketWriter,
+    session: Session,
+    runtime: Runtime,
+    started: Instant,
+    summary: Summary,
+    last_progress: Option<Instant>,
+    outcome: Option<Outcome>,
+}
+
+/// Connects to the first address of `address` that answers.
+fn connect(address: &str, timeout: Duration) -> Result<TcpStream, AppError> {
+    let addrs: Vec<SocketAddr> = address
+        .to_socket_addrs()
+        .map_err(|source| AppError::Resolve {
+            address: address.to_string(),
+            source,
+        })?
+        .collect();
+    let mut last = std::io::Error::new(ErrorKind::NotFound, "no addresses");
+    for addr in addrs {
+        match TcpStream::connect_timeout(&addr, timeout) {
+            Ok(stream) => return Ok(stream),
+            Err(e) => last = e,
+        }
+    }
+    Err(AppError::Connect {
+        address: address.to_string(),
+        source: last,
+    })
+}
+
+/// Runs one connection to the end. The summary is filled in either way.
+pub fn run(config: Config) -> (Result<Outcome, AppError>, Summary) {
+    let mut summary = Summary::default();
+    let result = run_inner(config, &mut summary);
+    (result, summary)
+}
+
+fn run_inner(config: Config, summary: &mut Summary) -> Result<Outcome, AppError> {
+    let cache = Cache::open(&config.cache_dir)?;
+    let runtime = Runtime::new(sandbox::Options {
+        memory_limit: config.memory_limit,
+        time_limit: config.time_limit,
+        client_name: config.name.clone(),
+        log: config.log.clone(),
+    })?;
+    let started = Instant::now();
+    let stream = connect(&config.address, config.connect_timeout)?;
+    let _ = stream.set_nodelay(true);
+    stream
+        .set_write_timeout(Some(Duration::from_secs(30)))
+        .map_err(AppError::ConnectionLost)?;
+    (config.log)(
+        Level::Verbose,
+        "buildat-client",
+        &format!("connected to {}", config.address),
+    );
+    let mut client = Client {
+        config,
+        stream,
+        reader: PacketReader::default(),
+        writer: PacketWriter::default(),
+        session: Session::new(cache),
+        runtime,
+        started,
+        summary: Summary::default(),
+        last_progress: None,
+        outcome: None,
+    };
+    let result = client.run();
+    client.summary.stats = client.session.stats();
+    client.summary.lua_memory = client.runtime.used_memory();
+    *summary = client.summary.clone();
+    result
+}
+
+impl Client {
+    fn log(&self, level: Level, message: &str) {
+        (self.config.log)(level, "buildat-client", message);
+    }
+
+    fn run(&mut self) -> Result<Outcome, AppError> {
+        let quit_at = self.config.quit_after.map(|d| self.started + d);
+        let mut buffer = vec![0u8; READ_BUFFER];
+        loop {
+            let now = Instant::now();
+            if quit_at.is_some_and(|t| now >= t) {
+                self.close();
+                return Ok(Outcome::QuitAfter);
+            }
+            self.run_timers(now);
+            self.flush()?;
+            if let Some(outcome) = self.outcome.take() {
+                if outcome == Outcome::DisconnectRequested {
+                    self.close();
+                }
+                return Ok(outcome);
+            }
+            let mut wait = MAX_WAIT;
+            for deadline in [quit_at, self.runtime.next_timer()].into_iter().flatten() {
+                wait = wait.min(deadline.saturating_duration_since(now));
+            }
+            self.stream
+                .set_read_timeout(Some(wait.max(Duration::from_millis(1))))
+                .map_err(AppError::ConnectionLost)?;
+            match self.stream.read(&mut buffer) {
+                Ok(0) => {
+                    return Ok(Outcome::DisconnectedByServer {
+                        reason: "the server closed the connection without a reason".into(),
+                    });
+                }
+                Ok(n) => {
+                    self.reader.push(buffer.get(..n).unwrap_or_default());
+                    self.process()?;
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(AppError::ConnectionLost(e)),
+            }
+        }
+    }
+
+    /// Handles every whole packet received.
+    fn process(&mut self) -> Result<(), AppError> {
+        while let Some(packet) = self.reader.try_next_packet()? {
+            let events = self.session.handle(&packet)?;
+            for event in events {
+                self.handle(event)?;
+                if self.outcome.is_some() {
+                    return Ok(());
+                }
+            }
+            if self.runtime.disconnect_requested() {
+                self.outcome = Some(Outcome::DisconnectRequested);
+                return Ok(());
+            }
+        }
+        self.show_progress(false);
+        Ok(())
+    }
+
+    fn lua_failed(&mut self, error: &ScriptError) {
+        self.summary.lua_errors += 1;
+        (self.config.log)(Level::Error, &error.file, &error.message);
+    }
+
+    fn handle(&mut self, event: Event) -> Result<(), AppError> {
+        match event {
+            Event::Send { name, data } => {
+                self.writer
+                    .write(name, &data)
+                    .map_err(|e| AppError::Protocol(e.to_string()))?;
+            }
+            Event::FileReady { name, content } => {
+                if name.contains("/client_lua/") {
+                    self.runtime.set_file(&name, &content);
+                }
+            }
+            Event::FileRemoved { name } => self.runtime.remove_file(&name),
+            Event::FilesComplete { first } => {
+                self.show_progress(true);
+                if first {
+                    self.summary.files_complete_after = Some(self.started.elapsed());
+                    self.start_bot();
+                }
+            }
+            Event::RunScript { name } => {
+                self.summary.scripts_run += 1;
+                self.log(Level::Verbose, &format!("running {name}"));
+                if let Err(error) = self.runtime.run_script(&name) {
+                    self.lua_failed(&error);
+                }
+                if self.summary.first_script_after.is_none() {
+                    self.summary.first_script_after = Some(self.started.elapsed());
+                }
+            }
+            Event::Packet { name, data } => {
+                for error in self.runtime.dispatch_packet(&name, &data) {
+                    self.lua_failed(&error);
+                }
+            }
+            Event::Disconnected { reason } => {
+                self.outcome = Some(Outcome::DisconnectedByServer { reason });
+            }
+            Event::Warning(message) => self.log(Level::Warning, &message),
+        }
+        if self.runtime.disconnect_requested() && self.outcome.is_none() {
+            self.outcome = Some(Outcome::DisconnectRequested);
+        }
+        Ok(())
+    }
+
+    fn start_bot(&mut self) {
+        let Some((name, source)) = self.config.script.clone() else {
+            return;
+        };
+        self.log(Level::Verbose, &format!("running bot script {name}"));
+        if let Err(error) = self.runtime.run_trusted(&name, &source) {
+            self.lua_failed(&error);
+        }
+    }
+
+    fn run_timers(&mut self, now: Instant) {
+        if self.runtime.next_timer().is_some_and(|t| t <= now) {
+            for error in self.runtime.run_due_timers(now) {
+                self.lua_failed(&error);
+            }
+            if self.runtime.disconnect_requested() && self.outcome.is_none() {
+                self.outcome = Some(Outcome::DisconnectRequested);
+            }
+        }
+    }
+
+    /// Writes what the session and Lua queued.
+    fn flush(&mut self) -> Result<(), AppError> {
+        for (name, data) in self.runtime.take_outgoing() {
+            self.writer
+                .write(&name, &data)
+                .map_err(|e| AppError::Protocol(format!("cannot send {name}: {e}")))?;
+        }
+        let bytes = self.writer.take();
+        if !bytes.is_empty() {
+            self.stream
+                .write_all(&bytes)
+                .map_err(AppError::ConnectionLost)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the connection from our side: what is queued is sent, then the
+    /// write side is shut and the server's remaining bytes drained briefly
+    /// (closing with unread data would reset the connection).
+    fn close(&mut self) {
+        let _ = self.flush();
+        let _ = self.stream.shutdown(Shutdown::Write);
+        let until = Instant::now() + Duration::from_millis(500);
+        let mut buffer = vec![0u8; READ_BUFFER];
+        while Instant::now() < until {
+            let _ = self
+                .stream
+                .set_read_timeout(Some(Duration::from_millis(50)));
+            match self.stream.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// `receiving files: X / Y KiB (N pending)` once every file was
+    /// announced, then at most once a second, and a last line when
+    /// everything is there.
+    fn show_progress(&mut self, done: bool) {
+        let p = self.session.progress();
+        if p.bytes_requested == 0 {
+            return;
+        }
+        let now = Instant::now();
+        if done {
+            self.log(
+                Level::Info,
+                &format!(
+                    "files received: {} KiB in {:.1} s",
+                    p.bytes_received.div_ceil(1024),
+                    self.started.elapsed().as_secs_f64()
+                ),
+            );
+            self.last_progress = Some(now);
+            return;
+        }
+        if p.files_pending == 0
+            || !self.session.all_announced()
+            || self
+                .last_progress
+                .is_some_and(|t| now.duration_since(t) < Duration::from_secs(1))
+        {
+            return;
+        }
+        self.last_progress = Some(now);
+        self.log(
+            Level::Info,
+            &format!(
+                "receiving files: {} / {} KiB ({} pending)",
+                p.bytes_received.div_ceil(1024),
+                p.bytes_requested.div_ceil(1024),
+                p.files_pending
+            ),
+        );
+    }
+}

@@ -1,0 +1,17 @@
+//! `buildat-client`'s library: everything but the command line, so tests
+//! and benchmarks drive the real parts.
+//!
+//! Owns: the module list. Does not own: argument parsing, exit codes and
+//! printing the summary (`main.rs`).
+//!
+//! - [`cache`]: files by content hash, verified reads, atomic writes.
+//! - [`session`]: the file-transfer protocol, sans-IO.
+//! - [`sandbox`]: the Luau VM, its limits and the host primitives.
+//! - [`lua_sources`]: the embedded `client_lua/`.
+//! - [`app`]: the connection loop tying them together.
+
+pub mod app;
+pub mod cache;
+pub mod lua_sources;
+pub mod sandbox;
+pub mod session;

@@ -1,0 +1,153 @@
+//! A one-connection fake Buildat server for the client's tests and
+//! benchmark: speaks the framing and core packets through `buildat-format`,
+//! serves files by the protocol (announce, tell, pieces, run_script).
+//! Owns nothing of the product; shared by `tests/cli.rs` and
+//! `benches/sandbox.rs` (included with `#[path]`).
+#![allow(dead_code)]
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use buildat_format::protocol::{self, AnnounceFile, FileContent, RequestFile, RunScript};
+use buildat_format::{Packet, PacketReader, PacketWriter};
+use sha2::{Digest, Sha256};
+
+pub struct Conn {
+    pub stream: TcpStream,
+    reader: PacketReader,
+    writer: PacketWriter,
+    /// The client closed the connection.
+    closed: bool,
+}
+
+impl Conn {
+    pub fn send(&mut self, name: &str, data: &[u8]) {
+        self.writer.write(name, data).expect("encode");
+        let bytes = self.writer.take();
+        // The client may already be gone in some tests.
+        let _ = self.stream.write_all(&bytes);
+    }
+
+    /// The next packet; None on timeout or when the client closed.
+    pub fn recv(&mut self, timeout: Duration) -> Option<Packet> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(p) = self
+                .reader
+                .try_next_packet()
+                .expect("client frames are valid")
+            {
+                return Some(p);
+            }
+            let left = deadline.checked_duration_since(Instant::now())?;
+            self.stream
+                .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+                .expect("timeout");
+            let mut buf = [0u8; 65536];
+            match self.stream.read(&mut buf) {
+                Ok(0) => {
+                    self.closed = true;
+                    return None;
+                }
+                Ok(n) => self.reader.push(&buf[..n]),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(_) => {
+                    self.closed = true;
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// Waits until the client closes its side; true if it did.
+    pub fn wait_closed(&mut self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while !self.closed && Instant::now() < deadline {
+            self.recv(Duration::from_millis(100));
+        }
+        self.closed
+    }
+}
+
+/// A one-connection server running `serve` on its own thread.
+pub fn fake_server<T: Send + 'static>(
+    serve: impl FnOnce(Conn) -> T + Send + 'static,
+) -> (String, JoinHandle<T>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = listener.local_addr().expect("address").to_string();
+    let handle = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().expect("accept");
+        serve(Conn {
+            stream,
+            reader: PacketReader::default(),
+            writer: PacketWriter::default(),
+            closed: false,
+        })
+    });
+    (address, handle)
+}
+
+pub fn sha256(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+/// The server side of the file flow: announces `files`, serves requests,
+/// and after `core:all_files_transferred` asks to run every `init.lua` in
+/// order. Returns the names requested.
+pub fn serve_files(conn: &mut Conn, files: &[(&str, Vec<u8>)]) -> Vec<String> {
+    for (name, content) in files {
+        let a = AnnounceFile {
+            name: name.to_string(),
+            hash: sha256(content),
+            size: content.len() as u64,
+        };
+        conn.send(protocol::ANNOUNCE_FILE, &protocol::encode(&a));
+    }
+    conn.send(protocol::TELL_AFTER_ALL_FILES_TRANSFERRED, &[]);
+    let mut requested = Vec::new();
+    loop {
+        let p = conn
+            .recv(Duration::from_secs(30))
+            .expect("the client answers the announcements");
+        match p.name.as_str() {
+            protocol::REQUEST_FILE => {
+                let r: RequestFile = protocol::decode(&p.data).expect("request");
+                let (_, content) = files
+                    .iter()
+                    .find(|(n, _)| *n == r.name)
+                    .expect("a known file");
+                assert_eq!(r.hash, sha256(content));
+                requested.push(r.name.clone());
+                let mut offset = 0;
+                loop {
+                    let end = (offset + protocol::MAX_FILE_PIECE).min(content.len());
+                    let piece = FileContent {
+                        name: r.name.clone(),
+                        hash: r.hash,
+                        size: content.len() as u64,
+                        offset: offset as u64,
+                        data: content[offset..end].to_vec(),
+                    };
+                    conn.send(protocol::FILE_CONTENT, &protocol::encode(&piece));
+                    offset = end;
+                    if offset >= content.len() {
+                        break;
+                    }
+                }
+            }
+            protocol::ALL_FILES_TRANSFERRED => break,
+            other => panic!("unexpected {other} before the files were transferred"),
+        }
+    }
+    for (name, _) in files {
+        if name.ends_with("/client_lua/init.lua") {
+            let run = RunScript {
+                name: name.to_string(),
+            };
+            conn.send(protocol::RUN_SCRIPT, &protocol::encode(&run));
+        }
+    }
+    requested
+}

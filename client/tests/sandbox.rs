@@ -1,0 +1,907 @@
+//! The sandbox against the exploit list of issue 7 and DESIGN §6, run on the
+//! real runtime (`buildat_client::sandbox::Runtime`, with the embedded
+//! `client_lua/`), no network. Each case checks three things: the script
+//! gets an error (of the expected kind), the VM keeps working, and a script
+//! that subscribed earlier still runs. Plus the API itself and an escape
+//! audit that walks every value reachable from a sandboxed environment.
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use buildat_client::sandbox::{FailureKind, Level, Options, Runtime, ScriptError};
+use mlua::Value;
+
+type Log = Rc<RefCell<Vec<(Level, String, String)>>>;
+
+const TIME_LIMIT: Duration = Duration::from_millis(200);
+const MEMORY_LIMIT: usize = 32 << 20;
+
+fn runtime() -> (Runtime, Log) {
+    let log: Log = Rc::default();
+    let sink = log.clone();
+    let rt = Runtime::new(Options {
+        memory_limit: MEMORY_LIMIT,
+        time_limit: TIME_LIMIT,
+        client_name: "tester".into(),
+        log: Rc::new(move |level, name, message| {
+            sink.borrow_mut()
+                .push((level, name.to_string(), message.to_string()));
+        }),
+    })
+    .expect("runtime starts");
+    (rt, log)
+}
+
+fn run(rt: &Runtime, name: &str, source: &str) -> Result<(), ScriptError> {
+    rt.set_file(name, source.as_bytes());
+    rt.run_script(name)
+}
+
+/// Packets the runtime queued, as (name, data-as-text).
+fn sent(rt: &Runtime) -> Vec<(String, String)> {
+    rt.take_outgoing()
+        .into_iter()
+        .map(|(n, d)| (n, String::from_utf8_lossy(&d).into_owned()))
+        .collect()
+}
+
+/// A runtime with a bystander script that answers `test:ping` with
+/// `test:pong`.
+fn runtime_with_bystander() -> (Runtime, Log) {
+    let (rt, log) = runtime();
+    run(
+        &rt,
+        "bystander/client_lua/init.lua",
+        r#"
+        buildat.sub_packet("test:ping", function(data)
+            buildat.send_packet("test:pong", "pong " .. data)
+        end)
+        "#,
+    )
+    .expect("bystander runs");
+    (rt, log)
+}
+
+/// The VM still runs new scripts, allocates, and earlier subscribers still
+/// answer.
+fn assert_healthy(rt: &Runtime, case: &str) {
+    let _ = rt.take_outgoing();
+    run(
+        rt,
+        "healthy/client_lua/check.lua",
+        r#"
+        local s = string.rep("x", 1024 * 1024) -- 1 MiB still fits
+        local t = {}
+        for i = 1, 10000 do t[i] = i end
+        buildat.send_packet("test:healthy", tostring(#s + #t))
+        "#,
+    )
+    .unwrap_or_else(|e| panic!("{case}: a new script still runs: {e}"));
+    assert!(rt.dispatch_packet("test:ping", b"1").is_empty(), "{case}");
+    assert_eq!(
+        sent(rt),
+        [
+            ("test:healthy".to_string(), "1058576".to_string()),
+            ("test:pong".to_string(), "pong 1".to_string()),
+        ],
+        "{case}: the VM and the bystander keep working"
+    );
+}
+
+/// Runs an exploit: it must fail with `kind`, quickly, and leave the VM
+/// healthy.
+fn assert_contained(source: &str, kind: FailureKind, case: &str) -> ScriptError {
+    let (rt, _log) = runtime_with_bystander();
+    let start = Instant::now();
+    let error = run(&rt, "evil/client_lua/init.lua", source)
+        .expect_err(&format!("{case}: the script is stopped"));
+    let took = start.elapsed();
+    assert_eq!(error.kind, kind, "{case}: {error}");
+    assert_eq!(error.file, "evil/client_lua/init.lua", "{case}");
+    // A hang guard, not a timing figure: a loaded machine may be slow, but a
+    // script that escaped the budget would run for far longer.
+    assert!(
+        took < TIME_LIMIT * 50,
+        "{case}: stopped only after {took:?}, the budget is {TIME_LIMIT:?}"
+    );
+    assert_healthy(&rt, case);
+    error
+}
+
+// ---------------------------------------------------------------------------
+// The exploit list
+// ---------------------------------------------------------------------------
+
+#[test]
+fn infinite_loop() {
+    let e = assert_contained("while true do end", FailureKind::TimeLimit, "while true");
+    assert!(e.message.contains("time limit of 200 ms"), "{e}");
+}
+
+#[test]
+fn infinite_loop_in_a_coroutine() {
+    assert_contained(
+        "coroutine.wrap(function() while true do end end)()",
+        FailureKind::TimeLimit,
+        "coroutine.wrap",
+    );
+    // Resuming again and again to swallow the error does not help either.
+    assert_contained(
+        r#"
+        while true do
+            local co = coroutine.create(function() while true do end end)
+            coroutine.resume(co)
+        end
+        "#,
+        FailureKind::TimeLimit,
+        "coroutine.resume in a loop",
+    );
+}
+
+#[test]
+fn infinite_loop_under_pcall_in_a_loop() {
+    assert_contained(
+        "while true do pcall(function() while true do end end) end",
+        FailureKind::TimeLimit,
+        "while true do pcall(...) end",
+    );
+    assert_contained(
+        "while true do pcall(error, 'x') end",
+        FailureKind::TimeLimit,
+        "a loop of pcalls with no loop inside",
+    );
+}
+
+#[test]
+fn infinite_loop_in_an_xpcall_handler() {
+    assert_contained(
+        r#"
+        while true do
+            xpcall(function() error("x") end, function() while true do end end)
+        end
+        "#,
+        FailureKind::TimeLimit,
+        "xpcall handler in a loop",
+    );
+    // A single one: the handler is stopped, xpcall reports the failure,
+    // and the script cannot do anything after it but end.
+    let (rt, _log) = runtime_with_bystander();
+    let start = Instant::now();
+    let result = run(
+        &rt,
+        "evil/client_lua/init.lua",
+        r#"
+        local ok = xpcall(function() error("x") end, function() while true do end end)
+        assert(not ok)
+        for i = 1, 1e9 do end
+        buildat.send_packet("test:escaped", "")
+        "#,
+    );
+    assert_eq!(result.expect_err("stopped").kind, FailureKind::TimeLimit);
+    assert!(start.elapsed() < TIME_LIMIT * 50, "hang guard");
+    assert_healthy(&rt, "single xpcall handler");
+}
+
+#[test]
+fn gc_finalizers_do_not_run() {
+    // Luau has no __gc for tables (only native userdata destructors, which
+    // Lua code cannot create: newproxy is removed). So the finalizer loop
+    // can never run: the script ends normally and a full collection by
+    // the host returns at once without running Lua.
+    let (rt, _log) = runtime_with_bystander();
+    run(
+        &rt,
+        "evil/client_lua/init.lua",
+        r#"
+        for i = 1, 100 do
+            pcall(setmetatable, {}, { __gc = function()
+                buildat.send_packet("test:gc", "ran")
+                while true do end
+            end })
+        end
+        assert(newproxy == nil)
+        "#,
+    )
+    .expect("creating tables with __gc is harmless");
+    let start = Instant::now();
+    rt.lua().gc_collect().expect("collect");
+    rt.lua().gc_collect().expect("collect");
+    assert!(start.elapsed() < Duration::from_secs(10), "hang guard");
+    assert!(
+        !sent(&rt).iter().any(|(n, _)| n == "test:gc"),
+        "no finalizer ran"
+    );
+    assert_healthy(&rt, "__gc");
+}
+
+#[test]
+fn pathological_pattern_backtracking() {
+    assert_contained(
+        r#"string.find(string.rep("a", 30), string.rep("a*", 30) .. "b")"#,
+        FailureKind::TimeLimit,
+        "string.find backtracking",
+    );
+    assert_contained(
+        r#"pcall(string.match, string.rep("a", 40), string.rep(".-", 20) .. "b")
+           while true do end"#,
+        FailureKind::TimeLimit,
+        "string.match backtracking under pcall",
+    );
+}
+
+#[test]
+fn string_rep_and_concatenation_memory_bombs() {
+    assert_contained(
+        r#"local s = string.rep("x", 2^30)"#,
+        FailureKind::MemoryLimit,
+        "string.rep 1 GiB",
+    );
+    assert_contained(
+        r#"local s = string.rep("x", 20 * 1024 * 1024)
+           local t = { s, s }
+           local u = table.concat(t) .. s"#,
+        FailureKind::MemoryLimit,
+        "string.rep then concatenation",
+    );
+    assert_contained(
+        r#"local s = "x" while true do s = s .. s end"#,
+        FailureKind::MemoryLimit,
+        "doubling concatenation",
+    );
+    assert_contained(
+        r#"local b = buffer.create(1024 * 1024 * 1024)"#,
+        FailureKind::MemoryLimit,
+        "huge buffer",
+    );
+}
+
+#[test]
+fn unbounded_table_growth() {
+    assert_contained(
+        r#"local t = {} local i = 0 while true do i += 1 t[i] = { i } end"#,
+        FailureKind::MemoryLimit,
+        "table growth",
+    );
+    // Growth kept alive in the file's own environment (a global) is
+    // reclaimed too once the file failed: nothing holds its environment.
+    let error = assert_contained(
+        r#"hoard = {} while true do hoard[#hoard + 1] = string.rep("y", 1000) .. #hoard end"#,
+        FailureKind::MemoryLimit,
+        "global table growth",
+    );
+    assert!(error.message.contains("memory limit"), "{error}");
+}
+
+#[test]
+fn memory_is_reclaimed_after_a_bomb() {
+    let (rt, _log) = runtime_with_bystander();
+    let before = rt.used_memory();
+    let _ = run(
+        &rt,
+        "evil/client_lua/init.lua",
+        r#"local t = {} while true do t[#t+1] = {} end"#,
+    );
+    assert!(
+        rt.used_memory() < before + MEMORY_LIMIT / 4,
+        "used {} after, {} before",
+        rt.used_memory(),
+        before
+    );
+    // A script needing a quarter of the limit still fits.
+    run(
+        &rt,
+        "big/client_lua/init.lua",
+        "local s = string.rep('z', 8 * 1024 * 1024) assert(#s == 8388608)",
+    )
+    .expect("memory is back");
+}
+
+#[test]
+fn deep_recursion() {
+    let e = assert_contained(
+        "local function f(n) return f(n + 1) + 1 end f(1)",
+        FailureKind::Error,
+        "Lua recursion",
+    );
+    assert!(e.message.contains("stack overflow"), "{e}");
+    let e = assert_contained(
+        "local t = setmetatable({}, { __index = function(t, k) return t[k] end }) return t.x",
+        FailureKind::Error,
+        "__index recursion through C",
+    );
+    assert!(e.message.contains("stack overflow"), "{e}");
+    // pcall nested at every level unwinds cleanly and the script goes on.
+    let (rt, _log) = runtime_with_bystander();
+    run(
+        &rt,
+        "deep/client_lua/init.lua",
+        "local function f() pcall(f) end f() buildat.send_packet('test:after', '')",
+    )
+    .expect("contained by pcall");
+    assert_eq!(sent(&rt), [("test:after".to_string(), String::new())]);
+    assert_healthy(&rt, "pcall recursion");
+}
+
+#[test]
+fn bytecode_is_never_loaded() {
+    let (rt, _log) = runtime_with_bystander();
+    let bytecode = mlua::chunk::Compiler::new()
+        .compile("buildat.send_packet('test:bytecode', 'ran')")
+        .expect("compile");
+    rt.set_file("evil/client_lua/init.lua", &bytecode);
+    let error = rt
+        .run_script("evil/client_lua/init.lua")
+        .expect_err("bytecode is refused");
+    assert!(error.message.contains("binary chunk"), "{error}");
+    assert!(sent(&rt).is_empty(), "the bytecode did not run");
+    // Nor through run_script_file.
+    rt.set_file("evil/client_lua/blob.lua", &bytecode);
+    run(
+        &rt,
+        "evil/client_lua/loader.lua",
+        r#"
+        local ok, err = pcall(buildat.run_script_file, "evil/client_lua/blob.lua")
+        assert(not ok and string.find(tostring(err), "binary chunk"), tostring(err))
+        assert(load == nil and loadstring == nil and dofile == nil and loadfile == nil)
+        "#,
+    )
+    .expect("checked inside");
+    assert!(sent(&rt).is_empty());
+    assert_healthy(&rt, "bytecode");
+}
+
+#[test]
+fn string_dump_is_unreachable() {
+    let (rt, _log) = runtime();
+    run(
+        &rt,
+        "probe/client_lua/init.lua",
+        r#"
+        assert(string.dump == nil)
+        assert(("").dump == nil)
+        assert(getmetatable("").__index.dump == nil)
+        local ok = pcall(function() return ("").dump(print) end)
+        assert(not ok)
+        "#,
+    )
+    .expect("no string.dump anywhere");
+}
+
+#[test]
+fn one_script_cannot_change_what_another_sees() {
+    let (rt, _log) = runtime();
+    run(
+        &rt,
+        "evil/client_lua/init.lua",
+        r#"
+        local mt = getmetatable("")
+        local attempts = {
+            function() mt.__index = { upper = function() return "pwned" end } end,
+            function() mt.__index.upper = function() return "pwned" end end,
+            function() string.upper = function() return "pwned" end end,
+            function() rawset(string, "upper", function() return "pwned" end) end,
+            function() rawset(mt, "__index", {}) end,
+            function() setmetatable(string, { __index = function() return "pwned" end }) end,
+            function() mt.__add = function() return "pwned" end end,
+            function() table.insert = nil end,
+            function() math.floor = nil end,
+            function() os.time = nil end,
+            function() buildat.send_packet = nil end,
+            function() rawset(buildat, "send_packet", nil) end,
+            function() coroutine.wrap = nil end,
+        }
+        local escaped = {}
+        for i, f in ipairs(attempts) do
+            if pcall(f) then escaped[#escaped + 1] = i end
+        end
+        -- Changing its own globals is allowed and stays local.
+        string = { upper = function() return "local only" end }
+        assert(string.upper("a") == "local only")
+        buildat.send_packet("test:escaped", table.concat(escaped, ","))
+        "#,
+    )
+    .expect("attempts run");
+    assert_eq!(
+        sent(&rt),
+        [("test:escaped".to_string(), String::new())],
+        "every attempt failed"
+    );
+    run(
+        &rt,
+        "victim/client_lua/init.lua",
+        r#"
+        assert(("abc"):upper() == "ABC")
+        assert(string.upper("x") == "X")
+        assert(getmetatable("").__index == string)
+        assert(table.insert ~= nil and math.floor(1.5) == 1 and os.time() > 0)
+        assert(type(buildat.send_packet) == "function")
+        buildat.send_packet("test:victim", "fine")
+        "#,
+    )
+    .expect("the other script sees the originals");
+    assert_eq!(sent(&rt), [("test:victim".to_string(), "fine".to_string())]);
+}
+
+#[test]
+fn no_io_os_execute_debug_load_or_path_require() {
+    let (rt, _log) = runtime();
+    run(
+        &rt,
+        "probe/client_lua/init.lua",
+        r#"
+        assert(io == nil, "io")
+        assert(debug == nil, "debug")
+        assert(os.execute == nil and os.exit == nil and os.getenv == nil, "os")
+        assert(os.remove == nil and os.rename == nil and os.tmpname == nil, "os files")
+        local keys = {}
+        for k in pairs(os) do keys[#keys + 1] = k end
+        table.sort(keys)
+        assert(table.concat(keys, ",") == "clock,date,difftime,time", table.concat(keys, ","))
+        assert(getfenv == nil and setfenv == nil, "fenv")
+        assert(load == nil and loadstring == nil and dofile == nil and loadfile == nil, "load")
+        assert(newproxy == nil and gcinfo == nil, "misc")
+        assert(not pcall(collectgarbage, "collect"), "collectgarbage only counts")
+        assert(type(collectgarbage("count")) == "number")
+        for _, path in ipairs({ "os", "io", "./x", "/etc/passwd", "@self/x",
+                                "buildat/module/x/../../etc", "buildat/extension/../x",
+                                "client_lua/boot", "buildat/extension/nope" }) do
+            local ok, err = pcall(require, path)
+            assert(not ok, path)
+        end
+        buildat.send_packet("test:done", "")
+        "#,
+    )
+    .expect("nothing dangerous is there");
+    assert_eq!(sent(&rt).len(), 1);
+}
+
+#[test]
+fn imports_resolve_from_the_files_own_environment() {
+    // Regression guard for Luau's "safeenv" import pre-resolution: globals
+    // read with constant keys must come from the file's environment, never
+    // from the VM's real globals (which is where the loader would look).
+    let (rt, _log) = runtime();
+    let values = rt
+        .eval_sandboxed(
+            "probe/client_lua/init.lua",
+            r#"
+            local co = coroutine.wrap(function()
+                return getfenv, setfenv, debug, loadstring, newproxy
+            end)
+            return getfenv, setfenv, debug, loadstring, newproxy, require ~= nil, co()
+            "#,
+        )
+        .expect("runs");
+    assert_eq!(values.len(), 11);
+    for (i, value) in values.iter().enumerate() {
+        if i == 5 {
+            assert_eq!(value, &Value::Boolean(true));
+        } else {
+            assert!(value.is_nil(), "value {i} is {value:?}");
+        }
+    }
+}
+
+#[test]
+fn errors_name_the_file_and_line_and_are_contained() {
+    let (rt, _log) = runtime_with_bystander();
+    let error = run(
+        &rt,
+        "broken/client_lua/init.lua",
+        "local x = 1\nerror('boom')",
+    )
+    .expect_err("fails");
+    assert_eq!(error.kind, FailureKind::Error);
+    assert_eq!(error.file, "broken/client_lua/init.lua");
+    assert!(
+        error.message.contains("broken/client_lua/init.lua:2: boom"),
+        "{error}"
+    );
+    let error = run(&rt, "broken/client_lua/syntax.lua", "local = 1").expect_err("syntax");
+    assert!(
+        error.message.contains("broken/client_lua/syntax.lua:1"),
+        "{error}"
+    );
+    // A failing handler does not stop the others.
+    run(
+        &rt,
+        "flaky/client_lua/init.lua",
+        r#"buildat.sub_packet("test:ping", function() error("handler broke") end)"#,
+    )
+    .expect("subscribes");
+    let errors = rt.dispatch_packet("test:ping", b"2");
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].file, "flaky/client_lua/init.lua");
+    assert!(errors[0].message.contains("handler of packet test:ping"));
+    assert!(errors[0].message.contains("handler broke"));
+    assert_eq!(sent(&rt), [("test:pong".to_string(), "pong 2".to_string())]);
+    // And a handler in an endless loop is stopped per call.
+    run(
+        &rt,
+        "stuck/client_lua/init.lua",
+        r#"buildat.sub_packet("test:ping", function() while true do end end)"#,
+    )
+    .expect("subscribes");
+    let errors = rt.dispatch_packet("test:ping", b"3");
+    assert_eq!(errors.len(), 2);
+    assert!(errors.iter().any(|e| e.kind == FailureKind::TimeLimit));
+    assert_eq!(sent(&rt), [("test:pong".to_string(), "pong 3".to_string())]);
+}
+
+// ---------------------------------------------------------------------------
+// The escape audit
+// ---------------------------------------------------------------------------
+
+const WALKER: &str = r#"
+local json = require("buildat/extension/json")
+local lib = require("buildat/module/lib")
+local MAX = 50000
+local seen, found, paths = {}, {}, {}
+local names = {}
+local unfrozen, settable = {}, {}
+local owned = { [_G] = true, [lib] = true }
+local queue = {}
+local function visit(v, path, called)
+    local t = type(v)
+    if t ~= "table" and t ~= "function" and t ~= "userdata" and t ~= "thread" then
+        return
+    end
+    if seen[v] or #found >= MAX then
+        return
+    end
+    seen[v] = true
+    found[#found + 1] = v
+    paths[#paths + 1] = path
+    queue[#queue + 1] = { v, path, called }
+end
+local function meta(v, path, called)
+    local mt = getmetatable(v)
+    if mt ~= nil then
+        if type(mt) ~= "table" then
+            names[#names + 1] = "<locked " .. tostring(mt) .. ">"
+        end
+        visit(mt, path .. "<mt>", called)
+    end
+end
+visit(_G, "_G", false)
+visit(json, "json", false)
+visit(lib, "lib", false)
+meta("", "string", false)
+meta(1, "number", false)
+meta(true, "boolean", false)
+meta(buffer.create(1), "buffer", false)
+meta(vector.create(1, 2, 3), "vector", false)
+local i = 1
+while i <= #queue do
+    local v, path, called = queue[i][1], queue[i][2], queue[i][3]
+    i += 1
+    meta(v, path, called)
+    local t = type(v)
+    if t == "table" then
+        if not owned[v] and not called then
+            if not table.isfrozen(v) then
+                unfrozen[#unfrozen + 1] = path
+            end
+            if pcall(setmetatable, v, {}) then
+                settable[#settable + 1] = path
+            end
+        end
+        for k, x in next, v do
+            if type(k) == "string" and not called then
+                names[#names + 1] = k
+            end
+            visit(k, path .. "[key]", called)
+            visit(x, path .. "." .. tostring(k), called)
+        end
+    elseif t == "function" and not called then
+        for _, args in ipairs({ table.pack(v), table.pack(), table.pack("buildat/module/lib") }) do
+            local r = table.pack(pcall(v, table.unpack(args, 1, args.n)))
+            for j = 1, r.n do
+                visit(r[j], path .. "(...)#" .. j, true)
+            end
+        end
+    elseif t == "thread" then
+        visit(coroutine.status(v), path .. "<status>", called)
+    end
+end
+return found, paths, names, unfrozen, settable
+"#;
+
+#[test]
+fn escape_audit_finds_nothing_of_the_host() {
+    let (rt, log) = runtime();
+    run(
+        &rt,
+        "lib/client_lua/init.lua",
+        "local M = {} function M.hello() return 'hi' end return M",
+    )
+    .expect("module");
+    let values = rt
+        .eval_sandboxed("auditor/client_lua/init.lua", WALKER)
+        .expect("the walk completes within the limits");
+    let [found, paths, names, unfrozen, settable] = values.as_slice() else {
+        panic!("walker returned {} values", values.len());
+    };
+    let list = |v: &Value| -> Vec<Value> {
+        v.as_table()
+            .expect("a list")
+            .sequence_values::<Value>()
+            .collect::<Result<_, _>>()
+            .expect("values")
+    };
+    let strings = |v: &Value| -> Vec<String> {
+        list(v)
+            .into_iter()
+            .map(|s| s.to_string().expect("string"))
+            .collect()
+    };
+    let found = list(found);
+    let paths = strings(paths);
+    let names: HashSet<String> = strings(names).into_iter().collect();
+    assert!(
+        found.len() > 150,
+        "the walk reached only {} values",
+        found.len()
+    );
+    // It did reach what a script legitimately sees.
+    for expected in [
+        "send_packet",
+        "encode",
+        "decode",
+        "upper",
+        "floor",
+        "__index",
+        "hello",
+    ] {
+        assert!(names.contains(expected), "the walk saw {expected}");
+    }
+    // Errors from Rust functions were walked, and their metatable is locked.
+    assert!(names.contains("<locked false>"), "error userdata seen");
+    // None of these names anywhere.
+    for forbidden in [
+        "getfenv",
+        "setfenv",
+        "debug",
+        "io",
+        "execute",
+        "loadstring",
+        "load",
+        "dofile",
+        "loadfile",
+        "newproxy",
+        "gcinfo",
+        "exit",
+        "getenv",
+        "rename",
+        "tmpname",
+        "read_file",
+        "set_timer",
+        "extension_source",
+        "registry",
+        "run_trusted",
+        "sandbox_env",
+        "forget_file",
+    ] {
+        assert!(!names.contains(forbidden), "{forbidden} is reachable");
+    }
+    // None of the host's own values.
+    let host = rt.host_values().expect("host values");
+    assert!(host.len() > 15, "{} host values", host.len());
+    for (name, value) in &host {
+        let pointer = value.to_pointer();
+        if pointer.is_null() {
+            continue;
+        }
+        if let Some(index) = found.iter().position(|v| v.to_pointer() == pointer) {
+            panic!("the sandbox reached the host's {name} at {}", paths[index]);
+        }
+    }
+    // Every table reached by fields (not the file's own environment or
+    // module interfaces) is read-only, and its metatable cannot be set.
+    assert_eq!(
+        strings(unfrozen),
+        Vec::<String>::new(),
+        "writable shared tables"
+    );
+    assert_eq!(
+        strings(settable),
+        Vec::<String>::new(),
+        "setmetatable worked on"
+    );
+    // The VM is fine afterwards.
+    drop(log);
+    assert!(run(&rt, "after/client_lua/init.lua", "return 1").is_ok());
+}
+
+// ---------------------------------------------------------------------------
+// The API
+// ---------------------------------------------------------------------------
+
+#[test]
+fn modules_run_once_and_return_their_interface() {
+    let (rt, _log) = runtime();
+    rt.set_file(
+        "lib/client_lua/init.lua",
+        br#"buildat.send_packet("test:lib_loaded", "") return { n = 42 }"#,
+    );
+    run(
+        &rt,
+        "app/client_lua/init.lua",
+        r#"
+        local a = require("buildat/module/lib")
+        local b = require("buildat/module/lib")
+        assert(a == b and a.n == 42)
+        local ok, err = pcall(require, "buildat/module/missing")
+        assert(not ok and string.find(tostring(err), "missing/client_lua/init.lua"), tostring(err))
+        "#,
+    )
+    .expect("app runs");
+    // The server's run_script for lib's init.lua does not run it again.
+    rt.run_script("lib/client_lua/init.lua").expect("skip");
+    assert_eq!(sent(&rt), [("test:lib_loaded".to_string(), String::new())]);
+    // A new version of the file loads afresh.
+    rt.set_file(
+        "lib/client_lua/init.lua",
+        br#"buildat.send_packet("test:lib_v2", "") return 2"#,
+    );
+    rt.run_script("lib/client_lua/init.lua").expect("v2");
+    assert_eq!(sent(&rt), [("test:lib_v2".to_string(), String::new())]);
+    // A require cycle is an error, not a hang.
+    rt.set_file(
+        "x/client_lua/init.lua",
+        br#"return require("buildat/module/y")"#,
+    );
+    rt.set_file(
+        "y/client_lua/init.lua",
+        br#"return require("buildat/module/x")"#,
+    );
+    let error = rt.run_script("x/client_lua/init.lua").expect_err("cycle");
+    assert!(error.message.contains("cycle"), "{error}");
+}
+
+#[test]
+fn extensions_give_sandboxed_code_only_their_safe_table() {
+    let (rt, _log) = runtime();
+    run(
+        &rt,
+        "user/client_lua/init.lua",
+        r#"
+        local json = require("buildat/extension/json")
+        assert(json.safe == nil, "only the safe table")
+        assert(table.isfrozen(json))
+        assert(not pcall(function() json.encode = nil end))
+        local text = json.encode({ a = { 1, 2, 3 }, b = "x\n", c = true })
+        assert(text == '{"a":[1,2,3],"b":"x\\n","c":true}', text)
+        local back = json.decode(text)
+        assert(back.a[3] == 3 and back.b == "x\n" and back.c == true)
+        assert(require("buildat/extension/json") == json)
+        buildat.send_packet("test:json", text)
+        "#,
+    )
+    .expect("json works");
+    assert_eq!(sent(&rt)[0].1, r#"{"a":[1,2,3],"b":"x\n","c":true}"#);
+}
+
+#[test]
+fn api_subscribe_unsubscribe_logger_dump_bytes_disconnect() {
+    let (rt, log) = runtime();
+    run(
+        &rt,
+        "api/client_lua/init.lua",
+        r#"
+        local log = buildat.Logger("mylogger")
+        log:info("hello", 1)
+        log.warning("careful")
+        log:debug("details")
+        print("printed", nil)
+        local function on(data)
+            buildat.send_packet("test:got", buildat.dump(buildat.bytes(data)))
+            buildat.unsub_packet(on)
+        end
+        buildat.sub_packet("test:data", on)
+        assert(buildat.dump({ b = 1, a = { "x" } }) == '{a = {"x"}, b = 1}', buildat.dump({ b = 1, a = { "x" } }))
+        assert(buildat.client_name == "tester")
+        assert(buildat.set_timeout == nil, "timers are for bots")
+        assert(not pcall(buildat.send_packet, "core:request_file", ""))
+        assert(not pcall(buildat.sub_packet, "core:run_script", print))
+        "#,
+    )
+    .expect("api");
+    assert_eq!(
+        rt.subscriptions(),
+        [(
+            "test:data".to_string(),
+            "api/client_lua/init.lua".to_string()
+        )]
+    );
+    assert!(rt.dispatch_packet("test:data", b"AB").is_empty());
+    assert!(
+        rt.dispatch_packet("test:data", b"CD").is_empty(),
+        "unsubscribed"
+    );
+    assert_eq!(
+        sent(&rt),
+        [("test:got".to_string(), "{65, 66}".to_string())]
+    );
+    let log = log.borrow();
+    assert!(log.contains(&(Level::Info, "mylogger".into(), "hello 1".into())));
+    assert!(log.contains(&(Level::Warning, "mylogger".into(), "careful".into())));
+    assert!(log.contains(&(Level::Debug, "mylogger".into(), "details".into())));
+    assert!(log.contains(&(
+        Level::Info,
+        "api/client_lua/init.lua".into(),
+        "printed nil".into()
+    )));
+    assert!(!rt.disconnect_requested());
+    run(&rt, "api/client_lua/bye.lua", "buildat.disconnect()").expect("bye");
+    assert!(rt.disconnect_requested());
+}
+
+#[test]
+fn run_script_file_runs_another_transferred_file_sandboxed() {
+    let (rt, _log) = runtime();
+    rt.set_file(
+        "m/client_lua/helper.lua",
+        b"buildat.send_packet('test:helper', tostring(secret)) return 7",
+    );
+    run(
+        &rt,
+        "m/client_lua/init.lua",
+        r#"
+        secret = "mine"
+        assert(buildat.run_script_file("m/client_lua/helper.lua") == 7)
+        assert(not pcall(buildat.run_script_file, "/etc/passwd"))
+        "#,
+    )
+    .expect("runs");
+    // The helper ran in a fresh environment: it does not see `secret`.
+    assert_eq!(sent(&rt), [("test:helper".to_string(), "nil".to_string())]);
+}
+
+#[test]
+fn bot_scripts_get_timers() {
+    let (rt, _log) = runtime();
+    rt.run_trusted(
+        "bot.lua",
+        br#"
+        local n = 0
+        local id
+        id = buildat.set_interval(0.001, function()
+            n += 1
+            buildat.send_packet("test:tick", tostring(n))
+            if n == 3 then buildat.clear_timer(id) end
+        end)
+        buildat.set_timeout(0, function() buildat.send_packet("test:once", "") end)
+        buildat.set_timeout(0, function() while true do end end)
+        local json = require("buildat/extension/json")
+        assert(type(json.safe) == "table", "bots get the whole extension")
+        "#,
+    )
+    .expect("bot runs");
+    let start = Instant::now();
+    let mut ticks = Vec::new();
+    let mut errors = Vec::new();
+    while start.elapsed() < Duration::from_secs(5)
+        && ticks
+            .iter()
+            .filter(|t: &&String| t.starts_with("test:tick"))
+            .count()
+            < 3
+    {
+        errors.extend(rt.run_due_timers(Instant::now()));
+        ticks.extend(sent(&rt).into_iter().map(|(n, d)| format!("{n}={d}")));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(ticks.contains(&"test:once=".to_string()), "{ticks:?}");
+    ticks.retain(|t| t.starts_with("test:tick"));
+    assert_eq!(ticks, ["test:tick=1", "test:tick=2", "test:tick=3"]);
+    assert_eq!(errors.len(), 1, "the stuck timer was stopped");
+    assert_eq!(errors[0].kind, FailureKind::TimeLimit);
+    assert_eq!(errors[0].file, "bot.lua");
+    std::thread::sleep(Duration::from_millis(10));
+    assert!(rt.run_due_timers(Instant::now()).is_empty());
+    assert!(sent(&rt).is_empty(), "the interval was cleared");
+    assert_eq!(rt.next_timer(), None);
+}

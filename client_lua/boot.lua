@@ -1,0 +1,357 @@
+--! boot.lua: the client runtime's boot code. Runs once per client, NOT
+--! sandboxed, in the extension environment (the full Luau globals), with
+--! `host` (the Rust primitives) as its argument; returns the `runtime`
+--! table the Rust side calls.
+--!
+--! Owns: the whitelist of globals a sandboxed file sees, building a fresh
+--! environment per file (with its own `buildat` API table, `require` and
+--! `print`), running a transferred file, `require("buildat/module/<name>")`
+--! (runs `<name>/client_lua/init.lua` once, returns its value) and
+--! `require("buildat/extension/<name>")` (sandboxed code gets only the
+--! extension's frozen `safe` table), and the pure-Lua API helpers (`dump`,
+--! `bytes`, `Logger`). Does not own: the time and memory limits, the
+--! packet subscriptions and timers, file storage or compiling (all in Rust,
+--! `client/src/sandbox.rs`).
+--!
+--! Rule for this file: nothing reachable from a sandboxed environment may
+--! lead back here. Sandboxed code only ever receives frozen tables, plain
+--! values, and closures whose upvalues it cannot read (no `debug`, no
+--! `getfenv` in the sandbox).
+
+local host = ...
+
+local G = _G -- the real, frozen globals (libraries are read-only after `Lua::sandbox`)
+
+-- What a sandboxed file may see. Everything else (getfenv, setfenv, debug,
+-- loadstring, newproxy, gcinfo, the filesystem require, io and os.execute,
+-- which Luau does not have anyway) is absent.
+local SAFE_GLOBALS = {
+	"assert", "error", "getmetatable", "ipairs", "next", "pairs", "pcall",
+	"rawequal", "rawget", "rawlen", "rawset", "select", "setmetatable",
+	"tonumber", "tostring", "type", "typeof", "unpack", "xpcall",
+	"collectgarbage", -- only "count" works in sandbox mode
+	"_VERSION",
+	"bit32", "buffer", "coroutine", "math", "string", "table", "utf8", "vector",
+}
+
+-- `os` is rebuilt with only these.
+local safe_os = {}
+for _, k in ipairs({ "clock", "date", "difftime", "time" }) do
+	safe_os[k] = G.os[k]
+end
+table.freeze(safe_os)
+
+local function deep_freeze(t, seen)
+	seen = seen or {}
+	if type(t) ~= "table" or seen[t] then
+		return t
+	end
+	seen[t] = true
+	for _, v in next, t do
+		deep_freeze(v, seen)
+	end
+	if not table.isfrozen(t) then
+		table.freeze(t)
+	end
+	return t
+end
+
+---------------------------------------------------------------------------
+-- API helpers (pure Lua, shared by every environment; all frozen)
+---------------------------------------------------------------------------
+
+local MAX_DUMP = 64 * 1024
+
+-- A readable one-line picture of a value: tables by their raw contents
+-- (no metamethods run), keys sorted, cycles and depth cut short.
+local function dump(value)
+	local out, size = {}, 0
+	local function put(s)
+		size += #s
+		if size <= MAX_DUMP then
+			out[#out + 1] = s
+		end
+	end
+	local function scalar(v)
+		local t = type(v)
+		if t == "string" then
+			return string.format("%q", v)
+		elseif t == "number" or t == "boolean" or t == "nil" then
+			return tostring(v)
+		end
+		return "<" .. typeof(v) .. ">"
+	end
+	local seen = {}
+	local function walk(v, depth)
+		if type(v) ~= "table" then
+			put(scalar(v))
+			return
+		end
+		if seen[v] then
+			put("<cycle>")
+			return
+		end
+		if depth > 8 then
+			put("{...}")
+			return
+		end
+		seen[v] = true
+		local keys = {}
+		for k in next, v do
+			keys[#keys + 1] = k
+			if #keys > 1000 then
+				break
+			end
+		end
+		table.sort(keys, function(a, b)
+			local ta, tb = type(a), type(b)
+			if ta ~= tb then
+				return ta < tb
+			end
+			if ta == "number" or ta == "string" then
+				return a < b
+			end
+			return false
+		end)
+		put("{")
+		local n = rawlen(v)
+		for i, k in ipairs(keys) do
+			if i > 1 then
+				put(", ")
+			end
+			if type(k) == "number" and k >= 1 and k <= n and k % 1 == 0 then
+				-- the sequence part: values only
+			elseif type(k) == "string" and string.match(k, "^[%a_][%w_]*$") then
+				put(k)
+			else
+				put("[")
+				put(scalar(k))
+				put("]")
+			end
+			if not (type(k) == "number" and k >= 1 and k <= n and k % 1 == 0) then
+				put(" = ")
+			end
+			walk(rawget(v, k), depth + 1)
+		end
+		put("}")
+		seen[v] = nil
+	end
+	walk(value, 0)
+	local s = table.concat(out)
+	if size > MAX_DUMP then
+		s ..= "...(cut)"
+	end
+	return s
+end
+
+-- The bytes of a string as a table of numbers (Buildat's buildat.bytes).
+local function bytes(s)
+	if type(s) ~= "string" then
+		error("buildat.bytes expects a string, got " .. typeof(s), 2)
+	end
+	local t = table.create(#s)
+	for i = 1, #s, 4096 do
+		local chunk = { string.byte(s, i, math.min(i + 4095, #s)) }
+		table.move(chunk, 1, #chunk, i, t)
+	end
+	return t
+end
+
+local function message_of(logger, ...)
+	local n = select("#", ...)
+	local parts = table.create(n)
+	local args = { ... }
+	local first = 1
+	if logger ~= nil and args[1] == logger then -- called as log:info(...)
+		first = 2
+	end
+	for i = first, n do
+		parts[#parts + 1] = tostring(args[i])
+	end
+	return table.concat(parts, " ")
+end
+
+local LEVELS = { "error", "warning", "info", "verbose", "debug" }
+
+local function Logger(name)
+	if type(name) ~= "string" then
+		error("buildat.Logger expects a name string, got " .. typeof(name), 2)
+	end
+	local logger = {}
+	for _, level in ipairs(LEVELS) do
+		logger[level] = function(...)
+			host.log(level, name, message_of(logger, ...))
+		end
+	end
+	return table.freeze(logger)
+end
+
+---------------------------------------------------------------------------
+-- Running files, modules and extensions
+---------------------------------------------------------------------------
+
+local modules = {} -- module name -> { loading = bool, value = any }
+local extensions = {} -- extension name -> the table its init.lua returned
+
+local new_env -- forward
+
+local function run_file(file, trusted)
+	if type(file) ~= "string" then
+		error("expected a file name, got " .. typeof(file), 0)
+	end
+	local source = host.read_file(file)
+	if source == nil then
+		error("no transferred file named " .. string.format("%q", file), 0)
+	end
+	local fn = host.load(source, file, new_env(file, trusted))
+	return fn()
+end
+
+local function load_module(name)
+	local entry = modules[name]
+	if entry then
+		if entry.loading then
+			error("require: module " .. name .. " is still loading (a require cycle)", 3)
+		end
+		return entry.value
+	end
+	entry = { loading = true }
+	modules[name] = entry
+	local ok, value = pcall(run_file, name .. "/client_lua/init.lua", false)
+	if not ok then
+		modules[name] = nil
+		error(value, 0)
+	end
+	if value == nil then
+		value = true
+	end
+	entry.loading = false
+	entry.value = value
+	return value
+end
+
+local function load_extension(name)
+	local ext = extensions[name]
+	if ext then
+		return ext
+	end
+	local source = host.extension_source(name)
+	if source == nil then
+		error("require: no extension named " .. string.format("%q", name), 3)
+	end
+	-- Extensions are trusted: they run in an extension environment.
+	local env = setmetatable({}, { __index = G })
+	ext = host.load(source, "extension/" .. name, env, false)()
+	if type(ext) ~= "table" or type(ext.safe) ~= "table" then
+		error("extension " .. name .. " did not return a table with a `safe` table", 3)
+	end
+	deep_freeze(ext.safe)
+	extensions[name] = ext
+	return ext
+end
+
+local function make_require(trusted)
+	return function(path)
+		if type(path) ~= "string" then
+			error("require expects a string like \"buildat/module/NAME\", got " .. typeof(path), 2)
+		end
+		local name = string.match(path, "^buildat/module/([^/]+)$")
+		if name then
+			return load_module(name)
+		end
+		name = string.match(path, "^buildat/extension/([%w_]+)$")
+		if name then
+			local ext = load_extension(name)
+			if trusted then
+				return ext
+			end
+			return ext.safe
+		end
+		error("require: cannot load " .. string.format("%q", path)
+			.. " (only buildat/module/<name> and buildat/extension/<name> exist)", 2)
+	end
+end
+
+function new_env(file, trusted)
+	local env = {}
+	for _, k in ipairs(SAFE_GLOBALS) do
+		env[k] = G[k]
+	end
+	env.os = safe_os
+	env._G = env
+	env.require = make_require(trusted)
+	env.print = function(...)
+		host.log("info", file, message_of(nil, ...))
+	end
+	local api = {
+		send_packet = host.send_packet,
+		sub_packet = function(name, fn)
+			host.sub_packet(file, name, fn)
+		end,
+		unsub_packet = host.unsub_packet,
+		Logger = Logger,
+		dump = dump,
+		bytes = bytes,
+		run_script_file = function(name)
+			return run_file(name, false)
+		end,
+		disconnect = host.disconnect,
+		client_name = host.client_name,
+	}
+	if trusted then
+		api.set_timeout = function(seconds, fn)
+			return host.set_timer(file, seconds, fn, false)
+		end
+		api.set_interval = function(seconds, fn)
+			return host.set_timer(file, seconds, fn, true)
+		end
+		api.clear_timer = host.clear_timer
+	end
+	env.buildat = table.freeze(api)
+	return env
+end
+
+---------------------------------------------------------------------------
+-- What Rust calls
+---------------------------------------------------------------------------
+
+local runtime = {}
+
+-- The runtime's own state, for the escape audit (Rust only).
+runtime.registry = { modules = modules, extensions = extensions }
+
+-- core:run_script. A module's init.lua that already ran through require
+-- is not run twice.
+function runtime.run_script(file)
+	local module = string.match(file, "^([^/]+)/client_lua/init%.lua$")
+	if module then
+		if modules[module] == nil then
+			load_module(module)
+		end
+		return
+	end
+	run_file(file, false)
+end
+
+-- The file changed or was withdrawn: a module whose init.lua it is loads
+-- afresh on its next run or require.
+function runtime.forget_file(file)
+	local module = string.match(file, "^([^/]+)/client_lua/init%.lua$")
+	if module and modules[module] and not modules[module].loading then
+		modules[module] = nil
+	end
+end
+
+-- A fresh sandboxed environment (for tests and audits).
+function runtime.sandbox_env(file)
+	return new_env(file, false)
+end
+
+-- Bot mode: a trusted local file with the same API plus timers. It gets the
+-- sandbox whitelist too (it needs nothing more), and extensions' full tables.
+function runtime.run_trusted(source, name)
+	local fn = host.load(source, name, new_env(name, true))
+	return fn()
+end
+
+return runtime
