@@ -54,6 +54,9 @@ pub struct PacketReceived {
 /// bytes queued for it and not yet written to its socket), so bulk senders
 /// can pace themselves below `network.max_queue_bytes`.
 pub const SEND: &str = "send";
+/// Call `send_batch`: queue several packets to one peer in one call (in
+/// order); answers the peer's backlog like `send`.
+pub const SEND_BATCH: &str = "send_batch";
 /// Call `broadcast`: queue a packet to every peer; answers the count.
 pub const BROADCAST: &str = "broadcast";
 /// Call `list_peers`: answers `Vec<PeerInfo>`.
@@ -71,6 +74,19 @@ pub struct Send {
     pub name: String,
     #[serde(with = "serde_bytes")]
     pub data: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutgoingPacket {
+    pub name: String,
+    #[serde(with = "serde_bytes")]
+    pub data: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SendBatch {
+    pub peer: PeerId,
+    pub packets: Vec<OutgoingPacket>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -14,9 +14,8 @@
 
 mod support;
 
-use support::{build_dir, install, repo};
+use support::{Server, repo};
 
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -31,101 +30,6 @@ const SMALL_CLIENTS: u64 = 100;
 const SMALL_PER_CLIENT: u64 = 5_000;
 const SMALL_SIZE: usize = 64;
 const IDLE_CONNECTIONS: usize = 1_000;
-
-struct Server {
-    child: Child,
-    address: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Server {
-    fn start() -> Self {
-        let dir = tempfile::tempdir().expect("temp");
-        let modules = dir.path().join("modules");
-        for (from, name) in [
-            (repo().join("modules/__loader"), "__loader"),
-            (repo().join("modules/network"), "network"),
-            (repo().join("tests/modules/net_probe"), "net_probe"),
-        ] {
-            install(&modules, name, &from);
-        }
-        let child = Command::new(env!("CARGO_BIN_EXE_buildat-server"))
-            .args(["--world", &dir.path().join("world").display().to_string()])
-            .args([
-                "--no-default-modules",
-                "--modules",
-                &modules.display().to_string(),
-            ])
-            .args(["--build-dir", &build_dir().display().to_string()])
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--no-watch",
-                "--log-level",
-                "warn",
-            ])
-            .args(["--set", "network.max_connections=20000"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start server");
-        let address = wait_for_address(&child);
-        Self {
-            child,
-            address,
-            _dir: dir,
-        }
-    }
-
-    fn rss_kib(&self) -> u64 {
-        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0)
-    }
-}
-
-/// The server's listening port, from its open sockets (it logs nothing at warn).
-fn wait_for_address(child: &Child) -> String {
-    let deadline = Instant::now() + Duration::from_secs(300);
-    while Instant::now() < deadline {
-        let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{}/fd", child.id()))
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .filter_map(|e| std::fs::read_link(e.path()).ok())
-                    .filter_map(|l| {
-                        l.to_string_lossy()
-                            .strip_prefix("socket:[")
-                            .map(|s| s.trim_end_matches(']').to_string())
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
-        for line in tcp.lines().skip(1) {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            // local_address st ... inode; state 0A = LISTEN
-            if fields.len() > 9 && fields[3] == "0A" && inodes.iter().any(|i| i == fields[9]) {
-                let port = u16::from_str_radix(fields[1].rsplit(':').next().unwrap_or("0"), 16)
-                    .unwrap_or(0);
-                return format!("127.0.0.1:{port}");
-            }
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("the server did not listen");
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Asks net_probe how many `test:count` packets it has counted.
 async fn query_count(
@@ -245,7 +149,15 @@ fn median(mut samples: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let server = Server::start();
+    let server = Server::start(
+        &[
+            ("__loader", repo().join("modules/__loader")),
+            ("network", repo().join("modules/network")),
+            ("net_probe", repo().join("tests/modules/net_probe")),
+        ],
+        |_| {},
+        &["--set", "network.max_connections=20000"],
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -184,7 +184,12 @@ fn a_big_file_does_not_stall_other_clients_and_survives_reloads() {
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
         .collect();
     std::fs::write(scratch.modules().join("lua_big/client_data/big.bin"), &big).unwrap();
-    let (mut server, address) = start(&scratch, &["--no-watch"]);
+    // A small network queue limit: the transfer must pace itself below it
+    // (a client whose backlog passes it is dropped as not reading).
+    let (mut server, address) = start(
+        &scratch,
+        &["--no-watch", "--set", "network.max_queue_bytes=3000000"],
+    );
 
     // A small-packet client keeps echoing while the big file goes out.
     let echo_address = address.clone();

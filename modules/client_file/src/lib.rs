@@ -43,10 +43,11 @@ pub use registry::{Registry, check_name};
 use serde::{Deserialize, Serialize};
 
 const TMP_DATA: &str = "client_file";
-/// A client whose network backlog passes this is paused...
-const HIGH_WATER: u64 = 4 << 20;
-/// ...until it drains below this.
-const LOW_WATER: u64 = 1 << 20;
+/// The network module's default limit of a client's backlog (setting
+/// `network.max_queue_bytes`): a client past it is dropped as not reading.
+const NETWORK_QUEUE_LIMIT: u64 = 32 << 20;
+/// Bytes sent to one client per round of the pump (one network call).
+const ROUND_BYTES: usize = 1 << 20;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Transfer {
@@ -70,6 +71,11 @@ struct State {
 
 struct Shared {
     host: Host,
+    /// A client whose network backlog passes this is paused (a third of the
+    /// network module's limit)...
+    high_water: u64,
+    /// ...until it drains below this.
+    low_water: u64,
     state: Mutex<State>,
     work: Condvar,
     stop: AtomicBool,
@@ -166,7 +172,8 @@ impl Shared {
         Some(piece)
     }
 
-    /// Sends file pieces until told to stop: one piece per client per round,
+    /// Sends file pieces until told to stop: up to [`ROUND_BYTES`] per client
+    /// per round,
     /// skipping clients whose backlog is over the high-water mark.
     fn pump(self: Arc<Self>) {
         let mut paused: BTreeSet<PeerId> = BTreeSet::new();
@@ -177,9 +184,9 @@ impl Shared {
                     .call(network::MODULE, network::GET_BACKLOG, &encode(peer))
                     .ok()
                     .and_then(|b| decode::<u64>(&b).ok());
-                backlog.is_some_and(|b| b >= LOW_WATER)
+                backlog.is_some_and(|b| b >= self.low_water)
             });
-            let pieces: Vec<(PeerId, &'static str, Vec<u8>)> = {
+            let batches: Vec<(PeerId, Vec<network::OutgoingPacket>)> = {
                 let mut state = self.state();
                 let peers: Vec<PeerId> = state
                     .peers
@@ -192,20 +199,25 @@ impl Shared {
                         let _ = self.work.wait_timeout(state, Duration::from_millis(100));
                     } else {
                         drop(state);
-                        std::thread::sleep(Duration::from_millis(1));
+                        std::thread::sleep(Duration::from_micros(200));
                     }
                     continue;
                 }
                 peers
                     .into_iter()
-                    .filter_map(|peer| {
-                        Self::next_piece(&mut state, peer).map(|(n, d)| (peer, n, d))
-                    })
+                    .map(|peer| (peer, Self::next_batch(&mut state, peer)))
                     .collect()
             };
-            for (peer, name, data) in pieces {
-                match self.send(peer, name, data) {
-                    Ok(backlog) if backlog > HIGH_WATER => {
+            for (peer, packets) in batches {
+                let batch = network::SendBatch { peer, packets };
+                let sent = self
+                    .host
+                    .call(network::MODULE, network::SEND_BATCH, &encode(&batch))
+                    .and_then(|answer| {
+                        decode::<u64>(&answer).map_err(|e| CallError::Invalid(e.to_string()))
+                    });
+                match sent {
+                    Ok(backlog) if backlog > self.high_water => {
                         paused.insert(peer);
                     }
                     Ok(_) => {}
@@ -218,6 +230,23 @@ impl Shared {
                 }
             }
         }
+    }
+
+    /// Pieces for `peer` up to [`ROUND_BYTES`], possibly of several files.
+    fn next_batch(state: &mut State, peer: PeerId) -> Vec<network::OutgoingPacket> {
+        let mut packets = Vec::new();
+        let mut bytes = 0;
+        while bytes < ROUND_BYTES {
+            let Some((name, data)) = Self::next_piece(state, peer) else {
+                break;
+            };
+            bytes += data.len();
+            packets.push(network::OutgoingPacket {
+                name: name.to_string(),
+                data,
+            });
+        }
+        packets
     }
 }
 
@@ -312,27 +341,33 @@ impl ClientFile {
     }
 
     fn client_connected(&self, peer: PeerId) {
-        let announces: Vec<Vec<u8>> = {
+        let mut packets: Vec<network::OutgoingPacket> = {
             let mut state = self.shared.state();
             state.peers.insert(peer, PeerFiles::default());
             state
                 .registry
                 .iter()
-                .map(|(name, entry)| {
-                    protocol::encode(&AnnounceFile {
+                .map(|(name, entry)| network::OutgoingPacket {
+                    name: protocol::ANNOUNCE_FILE.to_string(),
+                    data: protocol::encode(&AnnounceFile {
                         name: name.clone(),
                         hash: entry.hash,
                         size: entry.content.len() as u64,
-                    })
+                    }),
                 })
                 .collect()
         };
-        for announce in announces {
-            self.shared
-                .send_or_log(peer, protocol::ANNOUNCE_FILE, announce);
+        packets.push(network::OutgoingPacket {
+            name: protocol::TELL_AFTER_ALL_FILES_TRANSFERRED.to_string(),
+            data: Vec::new(),
+        });
+        let batch = network::SendBatch { peer, packets };
+        if let Err(error) = self
+            .host
+            .call(network::MODULE, network::SEND_BATCH, &encode(&batch))
+        {
+            log::warn!("announcing files to peer {peer}: {error}");
         }
-        self.shared
-            .send_or_log(peer, protocol::TELL_AFTER_ALL_FILES_TRANSFERRED, Vec::new());
     }
 
     fn file_requested(&self, peer: PeerId, data: &[u8]) {
@@ -442,10 +477,14 @@ impl ClientFile {
 
 impl Module for ClientFile {
     fn create(host: Host) -> Result<Self, ModuleError> {
+        let queue_limit = host.get_setting("network.max_queue_bytes", NETWORK_QUEUE_LIMIT)?;
+        let high_water = (queue_limit / 3).max(protocol::MAX_FILE_PIECE as u64);
         Ok(Self {
             host,
             shared: Arc::new(Shared {
                 host,
+                high_water,
+                low_water: high_water / 3,
                 state: Mutex::new(State::default()),
                 work: Condvar::new(),
                 stop: AtomicBool::new(false),

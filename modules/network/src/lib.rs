@@ -4,7 +4,7 @@
 //! server run), one tokio task per peer (`peer.rs`), the events
 //! `network:client_connected`, `network:client_disconnected` and
 //! `network:packet_received/<name>`, and the calls `send`, `broadcast`,
-//! `list_peers`, `disconnect`, `get_backlog`, `listen_address`. On `reload network` the
+//! `send_batch`, `list_peers`, `disconnect`, `get_backlog`, `listen_address`. On `reload network` the
 //! listener and every peer's socket, half-read input, unsent output and
 //! packet-type tables are handed to the next version as raw fds plus state
 //! in tmp data, so clients see no disconnect and nothing lost.
@@ -386,16 +386,31 @@ impl Module for Network {
                     request.peer,
                     Command::Send {
                         name: request.name.into(),
-                        data: request.data.into(),
+                        data: Arc::new(request.data),
                     },
                 )?;
+                Ok(encode(&backlog))
+            }
+            network::SEND_BATCH => {
+                let request: network::SendBatch = decode(payload)?;
+                let mut backlog = 0;
+                for packet in request.packets {
+                    check_name(&packet.name, self.shared.settings.max_name_len)?;
+                    backlog = self.shared.command(
+                        request.peer,
+                        Command::Send {
+                            name: packet.name.into(),
+                            data: Arc::new(packet.data),
+                        },
+                    )?;
+                }
                 Ok(encode(&backlog))
             }
             network::BROADCAST => {
                 let request: Broadcast = decode(payload)?;
                 check_name(&request.name, self.shared.settings.max_name_len)?;
                 let name: Arc<str> = request.name.into();
-                let data: Arc<[u8]> = request.data.into();
+                let data = Arc::new(request.data);
                 let peers = self.shared.peers();
                 let mut count = 0u64;
                 for handle in peers.values() {

@@ -23,11 +23,14 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::Shared;
 
+/// Encoded bytes gathered from queued sends before writing them.
+const WRITE_BATCH: usize = 1 << 20;
+
 /// What the module thread asks of a peer task.
 pub(crate) enum Command {
     Send {
         name: Arc<str>,
-        data: Arc<[u8]>,
+        data: Arc<Vec<u8>>,
     },
     Disconnect(String),
     /// Stop and hand back the socket and state (for a reload).
@@ -170,10 +173,11 @@ async fn run(
                 loop {
                     match command {
                         Command::Send { name, data } => {
-                            backlog.take(data.len());
                             if let Err(error) = state.types.encode_packet(&name, &data, &mut state.outgoing) {
                                 log::warn!("peer {}: cannot send packet {name}: {error}", state.id);
                             }
+                            backlog.unsent.store(state.outgoing.len() - written, Ordering::Release);
+                            backlog.take(data.len());
                         }
                         Command::Disconnect(reason) => {
                             say_goodbye(stream, state, &mut written, &reason).await;
@@ -184,7 +188,12 @@ async fn run(
                             return Exit::Parked(reply);
                         }
                     }
-                    // Batch everything already queued into one write.
+                    // Batch what is already queued into one write, but go
+                    // write once a batch is big: a sender that keeps the
+                    // channel full must not grow the buffer unseen.
+                    if state.outgoing.len() - written >= WRITE_BATCH {
+                        break;
+                    }
                     match commands.try_recv() {
                         Ok(next) => command = next,
                         Err(_) => break,
