@@ -86,7 +86,7 @@ impl Server {
                 "127.0.0.1:0",
                 "--no-watch",
                 "--log-level",
-                "info",
+                "warn",
             ])
             .args(args)
             .stdin(Stdio::piped())
