@@ -68,6 +68,11 @@ pub const SET_NODE_VAR: &str = "set_node_var";
 pub const SAVE: &str = "save";
 /// `pregen(u32 radius in sections) -> PregenReport`.
 pub const PREGEN: &str = "pregen";
+/// `set_viewer(Viewer)`: stream the world around `position` to `peer`
+/// (registry first, then chunks nearest first; see `buildat_voxel::stream`).
+pub const SET_VIEWER: &str = "set_viewer";
+/// `remove_viewer(PeerId)`: stop streaming to a peer.
+pub const REMOVE_VIEWER: &str = "remove_viewer";
 /// A generator's call, answered by `worldgen`: `generate(Vec<Pos>) -> Vec<GeneratedSection>`.
 pub const GENERATOR_GENERATE: &str = "generate";
 
@@ -77,6 +82,12 @@ pub struct Sizes {
     pub chunk_size: i32,
     /// Chunks along each side of a section.
     pub section_size: [i32; 3],
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Viewer {
+    pub peer: crate::network::PeerId,
+    pub position: [f64; 3],
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -16,14 +16,17 @@
 //! world is created; afterwards the stored size wins.
 
 pub mod storage;
+pub mod stream;
 pub mod world;
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
+use buildat_interface::network::{self, ClientDisconnected, PacketReceived, PeerId, SendBatch};
 use buildat_interface::voxelworld::{
     self as api, BlockDefinition, GeneratedSection, GenerationRequest, NewNode, NodeVolumeUpdated,
-    PregenReport, SectionStatus, SetNodeVar, SetSaveEnabled, SetVoxel, Sizes,
+    PregenReport, SectionStatus, SetNodeVar, SetSaveEnabled, SetVoxel, Sizes, Viewer,
 };
 use buildat_interface::{
     Event, Host, Module, ModuleError, UnloadKind, decode, encode, events, export_module, log,
@@ -34,6 +37,8 @@ use storage::{SqliteStorage, StoredSection};
 use world::{Loaded, World, WorldError};
 
 const TMP_DATA: &str = "voxelworld";
+/// How long before a section requested of the generator is asked again.
+const GENERATION_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
 
 #[derive(Debug, Default, Deserialize)]
 struct WorldToml {
@@ -88,6 +93,13 @@ struct Stash {
 struct VoxelWorld {
     host: Host,
     world: World,
+    streamer: stream::Streamer,
+    /// The encoded `voxelworld:registry` packet, rebuilt when blocks register.
+    registry_packet: Option<Vec<u8>>,
+    ack_event: String,
+    /// Sections asked of the generator, and when (asked again after a while
+    /// in case the generator was down).
+    requested: HashMap<Pos, Instant>,
     save_interval: f64,
     since_save: f64,
     generator: String,
@@ -98,14 +110,58 @@ fn world_error(error: WorldError) -> ModuleError {
 }
 
 impl VoxelWorld {
-    fn announce(&self, updated: &[(u64, Pos)]) -> Result<(), ModuleError> {
+    fn announce(&mut self, updated: &[(u64, Pos)]) -> Result<(), ModuleError> {
         for (node_id, chunk) in updated {
+            self.streamer.chunk_changed(*chunk);
             self.host.emit(&NodeVolumeUpdated {
                 node_id: *node_id,
                 chunk: *chunk,
             })?;
         }
         Ok(())
+    }
+
+    /// Sends each viewer what its budget allows and asks for the sections
+    /// it waits on.
+    fn pump(&mut self) -> Result<(), ModuleError> {
+        if self.streamer.viewer_count() == 0 {
+            return Ok(());
+        }
+        let registry = self.registry_packet.get_or_insert_with(|| {
+            buildat_voxel::stream::encode(&buildat_voxel::stream::Registry {
+                voxels: self.world.voxels.clone(),
+            })
+        });
+        let outbox = self
+            .streamer
+            .pump(&mut self.world, registry)
+            .map_err(world_error)?;
+        for section in outbox.generate {
+            self.request_generation(section)?;
+        }
+        for (peer, packets) in outbox.packets {
+            let batch = SendBatch { peer, packets };
+            if let Err(error) =
+                self.host
+                    .call(network::MODULE, network::SEND_BATCH, &encode(&batch))
+            {
+                log::debug!("streaming to peer {peer}: {error}");
+            }
+        }
+        Ok(())
+    }
+
+    fn send_packets(&self, peer: PeerId, packets: Vec<network::OutgoingPacket>) {
+        if packets.is_empty() {
+            return;
+        }
+        let batch = SendBatch { peer, packets };
+        if let Err(error) = self
+            .host
+            .call(network::MODULE, network::SEND_BATCH, &encode(&batch))
+        {
+            log::debug!("streaming to peer {peer}: {error}");
+        }
     }
 
     fn save(&mut self) -> Result<u32, ModuleError> {
@@ -116,10 +172,25 @@ impl VoxelWorld {
         Ok(saved)
     }
 
+    /// Asks the generator for a section, once (again after a while).
+    fn request_generation(&mut self, section: Pos) -> Result<(), ModuleError> {
+        let now = Instant::now();
+        if self
+            .requested
+            .get(&section)
+            .is_some_and(|asked| now.duration_since(*asked) < GENERATION_RETRY)
+        {
+            return Ok(());
+        }
+        self.requested.insert(section, now);
+        self.host.emit(&GenerationRequest { section })?;
+        Ok(())
+    }
+
     fn load_or_generate(&mut self, section: Pos) -> Result<SectionStatus, ModuleError> {
         let loaded = self.world.load_section(section).map_err(world_error)?;
         if loaded != Loaded::Ready {
-            self.host.emit(&GenerationRequest { section })?;
+            self.request_generation(section)?;
         }
         let (generated, save_enabled) =
             self.world.section_status(section).unwrap_or((false, false));
@@ -237,9 +308,15 @@ impl Module for VoxelWorld {
         let storage = SqliteStorage::open(&path, section_size)
             .map_err(|e| ModuleError::msg(format!("{}: {e}", path.display())))?;
         let budget = host.get_setting("voxelworld.max_loaded_sections", 4096usize)?;
+        let radius = host.get_setting("voxelworld.view_radius", 3i32)?;
+        let stream_budget = host.get_setting("voxelworld.stream_budget", 32u32)?;
         Ok(Self {
             host,
             world: World::new(Box::new(storage), budget),
+            streamer: stream::Streamer::new(radius, stream_budget),
+            registry_packet: None,
+            ack_event: network::packet_received_event(buildat_voxel::stream::ACK),
+            requested: HashMap::new(),
             save_interval: host.get_setting("voxelworld.save_interval_s", 5.0)?,
             since_save: 0.0,
             generator: host
@@ -250,6 +327,8 @@ impl Module for VoxelWorld {
 
     fn init(&mut self) -> Result<(), ModuleError> {
         self.host.sub_event(events::Tick::NAME)?;
+        self.host.sub_event(ClientDisconnected::NAME)?;
+        self.host.sub_event(&self.ack_event)?;
         Ok(())
     }
 
@@ -275,6 +354,21 @@ impl Module for VoxelWorld {
                     self.since_save = 0.0;
                     self.save()?;
                 }
+                self.pump()?;
+            }
+            ClientDisconnected::NAME => {
+                let gone: ClientDisconnected = decode(payload)?;
+                self.streamer.remove_viewer(gone.peer);
+            }
+            _ if name == self.ack_event => {
+                let packet: PacketReceived = decode(payload)?;
+                match buildat_voxel::stream::decode::<buildat_voxel::stream::Ack>(&packet.data) {
+                    Ok(ack) => {
+                        self.streamer.ack(packet.peer, ack.chunks);
+                        self.pump()?;
+                    }
+                    Err(error) => log::warn!("peer {}: {error}", packet.peer),
+                }
             }
             _ => {}
         }
@@ -285,7 +379,27 @@ impl Module for VoxelWorld {
         Ok(match function {
             api::REGISTER_BLOCK => {
                 let block: BlockDefinition = decode(payload)?;
-                encode(&self.world.register_block(block).map_err(world_error)?)
+                let ids = self.world.register_block(block).map_err(world_error)?;
+                self.registry_packet = None;
+                encode(&ids)
+            }
+            api::SET_VIEWER => {
+                let viewer: Viewer = decode(payload)?;
+                if viewer
+                    .position
+                    .iter()
+                    .any(|p| !p.is_finite() || p.abs() > 1e8)
+                {
+                    return Err(ModuleError::msg("viewer position out of the world"));
+                }
+                let packets = self.streamer.set_viewer(viewer.peer, viewer.position);
+                self.send_packets(viewer.peer, packets);
+                self.pump()?;
+                encode(&())
+            }
+            api::REMOVE_VIEWER => {
+                self.streamer.remove_viewer(decode(payload)?);
+                encode(&())
             }
             api::GET_REGISTRY => encode(&self.world.voxels),
             api::GET_SIZES => encode(&Sizes {
@@ -327,7 +441,9 @@ impl Module for VoxelWorld {
                     .world
                     .apply_generated(generated.section, chunks)
                     .map_err(world_error)?;
+                self.requested.remove(&generated.section);
                 self.announce(&updated)?;
+                self.pump()?;
                 encode(&())
             }
             api::GET_CHUNK => {

@@ -145,6 +145,19 @@ impl Scratch {
         }
     }
 
+    /// Adds everything the default game needs: network, client_file,
+    /// voxelworld, worldgen and main.
+    pub fn add_game(&self) {
+        static ONCE: OnceLock<()> = OnceLock::new();
+        ONCE.get_or_init(|| prebuild(&repo_root().join("modules").join("main")));
+        self.add_client_file();
+        self.add_world(false);
+        copy_dir(
+            &repo_root().join("modules").join("main"),
+            &self.modules().join("main"),
+        );
+    }
+
     /// Adds a copy of the `probe` fixture named `name`; returns its folder.
     pub fn add_probe(&self, name: &str) -> PathBuf {
         self.add_fixture("probe", name)

@@ -1,0 +1,221 @@
+//! Streaming the world to clients: per viewer, the registry first, then the
+//! chunks within the view radius nearest first, under a budget of chunks in
+//! flight (the client acknowledges), withdrawing chunks that leave the radius
+//! and resending chunks that change.
+//!
+//! Owns: viewers (peer → what it holds, what it still wants, what is in
+//! flight) and the cache of encoded chunk packets (valid until the chunk
+//! changes). Does not own: the world (`world.rs`), sockets (`network`), or
+//! where players are (a game module tells us with `set_viewer`).
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use buildat_interface::network::{OutgoingPacket, PeerId};
+use buildat_voxel::geometry::{self, Pos};
+use buildat_voxel::stream;
+
+use crate::world::{Loaded, World, WorldError};
+
+/// How many queued chunks one pump looks at per viewer (bounds the work of
+/// a pump when nearby sections are still generating).
+const SCAN_LIMIT: usize = 64;
+/// Encoded chunks kept before the cache is cleared.
+const CACHE_LIMIT: usize = 20_000;
+
+#[derive(Default)]
+struct Viewer {
+    center: Option<Pos>,
+    /// Chunks the client holds (sent and not withdrawn).
+    held: HashSet<Pos>,
+    /// Chunks it wants and does not hold, nearest first.
+    queue: VecDeque<Pos>,
+    /// Held chunks that changed and must be sent again.
+    resend: BTreeSet<Pos>,
+    in_flight: u32,
+    registry_sent: bool,
+}
+
+/// What a pump wants done: packets per peer, sections it waits on.
+#[derive(Default)]
+pub struct Outbox {
+    pub packets: Vec<(PeerId, Vec<OutgoingPacket>)>,
+    pub generate: Vec<Pos>,
+}
+
+pub struct Streamer {
+    viewers: HashMap<PeerId, Viewer>,
+    radius: i32,
+    budget: u32,
+    cache: HashMap<Pos, Arc<Vec<u8>>>,
+}
+
+impl Streamer {
+    pub fn new(radius: i32, budget: u32) -> Self {
+        Self {
+            viewers: HashMap::new(),
+            radius: radius.clamp(0, 32),
+            budget: budget.max(1),
+            cache: HashMap::new(),
+        }
+    }
+
+    pub fn viewer_count(&self) -> usize {
+        self.viewers.len()
+    }
+
+    /// Moves (or adds) a viewer: chunks leaving the radius are withdrawn,
+    /// entering ones queued nearest first.
+    pub fn set_viewer(&mut self, peer: PeerId, position: [f64; 3]) -> Vec<OutgoingPacket> {
+        let center = geometry::chunk_of_voxel(position.map(|p| p.floor() as i32));
+        let radius = self.radius;
+        let viewer = self.viewers.entry(peer).or_default();
+        if viewer.center == Some(center) {
+            return Vec::new();
+        }
+        viewer.center = Some(center);
+        let mut wanted = Vec::new();
+        for dz in -radius..=radius {
+            for dy in -radius..=radius {
+                for dx in -radius..=radius {
+                    if dx * dx + dy * dy + dz * dz <= radius * radius {
+                        wanted.push([center[0] + dx, center[1] + dy, center[2] + dz]);
+                    }
+                }
+            }
+        }
+        let wanted_set: HashSet<Pos> = wanted.iter().copied().collect();
+        let mut packets = Vec::new();
+        let leaving: Vec<Pos> = viewer
+            .held
+            .iter()
+            .filter(|c| !wanted_set.contains(*c))
+            .copied()
+            .collect();
+        for chunk in leaving {
+            viewer.held.remove(&chunk);
+            viewer.resend.remove(&chunk);
+            packets.push(OutgoingPacket {
+                name: stream::UNLOAD_CHUNK.to_string(),
+                data: stream::encode(&stream::UnloadChunk { chunk }),
+            });
+        }
+        wanted.retain(|c| !viewer.held.contains(c));
+        wanted.sort_by_key(|c| {
+            let d = [c[0] - center[0], c[1] - center[1], c[2] - center[2]];
+            (d[0] * d[0] + d[1] * d[1] + d[2] * d[2], *c)
+        });
+        viewer.queue = wanted.into();
+        packets
+    }
+
+    pub fn remove_viewer(&mut self, peer: PeerId) {
+        self.viewers.remove(&peer);
+    }
+
+    pub fn ack(&mut self, peer: PeerId, chunks: u32) {
+        if let Some(viewer) = self.viewers.get_mut(&peer) {
+            viewer.in_flight = viewer.in_flight.saturating_sub(chunks);
+        }
+    }
+
+    /// A chunk changed: forget its encoding and resend it to its holders.
+    pub fn chunk_changed(&mut self, chunk: Pos) {
+        self.cache.remove(&chunk);
+        for viewer in self.viewers.values_mut() {
+            if viewer.held.contains(&chunk) {
+                viewer.resend.insert(chunk);
+            }
+        }
+    }
+
+    fn encoded(
+        &mut self,
+        world: &mut World,
+        chunk: Pos,
+    ) -> Result<Option<Arc<Vec<u8>>>, WorldError> {
+        if let Some(hit) = self.cache.get(&chunk) {
+            return Ok(Some(hit.clone()));
+        }
+        let Some(data) = world.get_chunk(chunk)? else {
+            return Ok(None);
+        };
+        if self.cache.len() >= CACHE_LIMIT {
+            self.cache.clear();
+        }
+        let packet = Arc::new(stream::encode(&stream::Chunk {
+            chunk,
+            blob: data.blob,
+        }));
+        self.cache.insert(chunk, packet.clone());
+        Ok(Some(packet))
+    }
+
+    /// Fills every viewer's budget with chunks that are ready, nearest
+    /// first; lists the sections it waits on (the caller asks for them).
+    pub fn pump(&mut self, world: &mut World, registry: &[u8]) -> Result<Outbox, WorldError> {
+        let mut outbox = Outbox::default();
+        let section_size = world.section_size();
+        let peers: Vec<PeerId> = self.viewers.keys().copied().collect();
+        for peer in peers {
+            let mut packets = Vec::new();
+            let Some(viewer) = self.viewers.get_mut(&peer) else {
+                continue;
+            };
+            if !viewer.registry_sent {
+                viewer.registry_sent = true;
+                packets.push(OutgoingPacket {
+                    name: stream::REGISTRY.to_string(),
+                    data: registry.to_vec(),
+                });
+            }
+            // Changed chunks first, then new ones nearest first.
+            let mut picked = Vec::new();
+            let mut budget = self.budget.saturating_sub(viewer.in_flight);
+            while budget > 0 {
+                let Some(chunk) = viewer.resend.pop_first() else {
+                    break;
+                };
+                picked.push(chunk);
+                budget -= 1;
+            }
+            let mut scanned = 0;
+            let mut index = 0;
+            let mut waiting_sections = Vec::new();
+            while budget > 0 && scanned < SCAN_LIMIT && index < viewer.queue.len() {
+                scanned += 1;
+                let chunk = viewer.queue[index];
+                let section = section_size.section_of_chunk(chunk);
+                if world.load_section(section)? == Loaded::Ready {
+                    viewer.queue.remove(index);
+                    picked.push(chunk);
+                    budget -= 1;
+                } else {
+                    waiting_sections.push(section);
+                    index += 1;
+                }
+            }
+            outbox.generate.extend(waiting_sections);
+            let mut sent = 0;
+            for chunk in picked {
+                if let Some(packet) = self.encoded(world, chunk)? {
+                    packets.push(OutgoingPacket {
+                        name: stream::CHUNK.to_string(),
+                        data: packet.as_ref().clone(),
+                    });
+                    sent += 1;
+                    if let Some(viewer) = self.viewers.get_mut(&peer) {
+                        viewer.held.insert(chunk);
+                    }
+                }
+            }
+            if let Some(viewer) = self.viewers.get_mut(&peer) {
+                viewer.in_flight += sent;
+            }
+            if !packets.is_empty() {
+                outbox.packets.push((peer, packets));
+            }
+        }
+        Ok(outbox)
+    }
+}

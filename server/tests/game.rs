@@ -1,0 +1,317 @@
+//! The default game and the world stream over real sockets: joining,
+//! streaming nearest first under flow control, edits seen by others and kept
+//! across a restart.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use buildat_format::decode_voxels;
+use buildat_voxel::geometry::{self, Pos};
+use buildat_voxel::stream;
+use common::client::TestClient;
+use common::{Scratch, ServerProcess};
+
+const RADIUS: i32 = 2;
+
+fn start(scratch: &Scratch) -> (ServerProcess, String) {
+    let mut args = scratch.server_args();
+    args.extend(
+        [
+            "--listen",
+            "127.0.0.1:0",
+            "--no-watch",
+            "--set",
+            &format!("voxelworld.view_radius={RADIUS}"),
+        ]
+        .map(String::from),
+    );
+    let mut server = ServerProcess::start(&args, Stdio::piped());
+    let address = server.listen_address();
+    server
+        .wait_for("server started", Duration::from_secs(120))
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    (server, address)
+}
+
+/// A player as the test sees it.
+struct Player {
+    client: TestClient,
+    peer: u64,
+    position: [f64; 3],
+    names: Vec<String>,
+    chunks: HashMap<Pos, Vec<u32>>,
+    received: Vec<Pos>,
+    edits: Vec<(Pos, String)>,
+    acking: bool,
+    registry_seen: bool,
+}
+
+impl Player {
+    fn join(address: &str, name: &str) -> Self {
+        let mut client = TestClient::connect(address);
+        client.send("main:join", name.as_bytes()).unwrap();
+        let mut player = Self {
+            client,
+            peer: 0,
+            position: [0.0; 3],
+            names: Vec::new(),
+            chunks: HashMap::new(),
+            received: Vec::new(),
+            edits: Vec::new(),
+            acking: true,
+            registry_seen: false,
+        };
+        player
+            .pump_until(Duration::from_secs(120), |p| p.peer != 0)
+            .expect("spawned");
+        player
+    }
+
+    /// Handles packets until `done` or the timeout; false on timeout.
+    fn pump_until(&mut self, timeout: Duration, mut done: impl FnMut(&Self) -> bool) -> Option<()> {
+        let deadline = Instant::now() + timeout;
+        while !done(self) {
+            let left = deadline.checked_duration_since(Instant::now())?;
+            let Some(packet) = self
+                .client
+                .recv(left.min(Duration::from_millis(200)))
+                .expect("connected")
+            else {
+                continue;
+            };
+            match packet.name.as_str() {
+                "main:spawn" => {
+                    self.peer = u64::from_le_bytes(packet.data[..8].try_into().unwrap());
+                    for (i, value) in self.position.iter_mut().enumerate() {
+                        *value = f64::from_le_bytes(
+                            packet.data[8 + i * 8..16 + i * 8].try_into().unwrap(),
+                        );
+                    }
+                }
+                stream::REGISTRY => {
+                    assert!(
+                        self.received.is_empty(),
+                        "the registry comes before any chunk"
+                    );
+                    let mut registry: stream::Registry = stream::decode(&packet.data).unwrap();
+                    registry.voxels.reindex();
+                    self.names = registry
+                        .voxels
+                        .definitions()
+                        .iter()
+                        .map(|d| d.name.canonical())
+                        .collect();
+                    self.registry_seen = true;
+                }
+                stream::CHUNK => {
+                    assert!(self.registry_seen, "registry first");
+                    let chunk: stream::Chunk = stream::decode(&packet.data).unwrap();
+                    let names = &self.names;
+                    let voxels = decode_voxels(
+                        &chunk.blob,
+                        |n| names.iter().position(|x| x == n).map(|i| i as u32),
+                        1,
+                    )
+                    .unwrap()
+                    .voxels;
+                    self.chunks.insert(chunk.chunk, voxels);
+                    self.received.push(chunk.chunk);
+                    if self.acking {
+                        self.client
+                            .send(stream::ACK, &stream::encode(&stream::Ack { chunks: 1 }))
+                            .unwrap();
+                    }
+                }
+                stream::UNLOAD_CHUNK => {
+                    let unload: stream::UnloadChunk = stream::decode(&packet.data).unwrap();
+                    self.chunks.remove(&unload.chunk);
+                }
+                "main:edit" => {
+                    let mut voxel = [0; 3];
+                    for (i, v) in voxel.iter_mut().enumerate() {
+                        *v = i32::from_le_bytes(
+                            packet.data[8 + i * 4..12 + i * 4].try_into().unwrap(),
+                        );
+                    }
+                    self.edits.push((
+                        voxel,
+                        String::from_utf8_lossy(&packet.data[20..]).into_owned(),
+                    ));
+                }
+                "main:refused" => panic!("refused: {}", String::from_utf8_lossy(&packet.data)),
+                _ => {}
+            }
+        }
+        Some(())
+    }
+
+    fn voxel_name(&self, voxel: Pos) -> Option<&str> {
+        let chunk = self.chunks.get(&geometry::chunk_of_voxel(voxel))?;
+        let id = chunk[geometry::index_in_chunk(voxel)];
+        self.names.get(id as usize).map(String::as_str)
+    }
+
+    fn send_voxel(&mut self, name: &str, voxel: Pos, suffix: &[u8]) {
+        let mut data: Vec<u8> = voxel.iter().flat_map(|v| v.to_le_bytes()).collect();
+        data.extend(suffix);
+        self.client.send(name, &data).unwrap();
+    }
+
+    fn feet(&self) -> Pos {
+        self.position.map(|p| p.floor() as i32)
+    }
+}
+
+fn chunks_in_radius(center: Pos) -> HashSet<Pos> {
+    let mut set = HashSet::new();
+    for dz in -RADIUS..=RADIUS {
+        for dy in -RADIUS..=RADIUS {
+            for dx in -RADIUS..=RADIUS {
+                if dx * dx + dy * dy + dz * dz <= RADIUS * RADIUS {
+                    set.insert([center[0] + dx, center[1] + dy, center[2] + dz]);
+                }
+            }
+        }
+    }
+    set
+}
+
+#[test]
+fn a_joining_player_gets_its_own_chunk_first_then_the_radius_once_each() {
+    let scratch = Scratch::new();
+    scratch.add_game();
+    let (mut server, address) = start(&scratch);
+    let mut player = Player::join(&address, "first");
+    let center = geometry::chunk_of_voxel(player.feet());
+    let wanted = chunks_in_radius(center);
+    player
+        .pump_until(Duration::from_secs(120), |p| {
+            p.received.len() >= wanted.len()
+        })
+        .unwrap_or_else(|| panic!("got {} of {} chunks", player.received.len(), wanted.len()));
+    player.pump_until(Duration::from_millis(500), |_| false);
+    assert_eq!(
+        player.received[0], center,
+        "the chunk it stands in comes first"
+    );
+    let received: HashSet<Pos> = player.received.iter().copied().collect();
+    assert_eq!(received.len(), player.received.len(), "no chunk twice");
+    assert_eq!(received, wanted, "every chunk within the radius");
+    let standing_on = [player.feet()[0], player.feet()[1] - 1, player.feet()[2]];
+    let ground = player.voxel_name(standing_on).expect("ground is held");
+    assert_ne!(ground, "air", "it spawned on the surface");
+    assert_eq!(player.voxel_name(player.feet()), Some("air"));
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
+
+#[test]
+fn a_client_that_stops_acking_stops_receiving_and_resumes() {
+    let scratch = Scratch::new();
+    scratch.add_game();
+    let (mut server, address) = start(&scratch);
+    let mut player = Player::join(&address, "lazy");
+    player.acking = false;
+    player.pump_until(Duration::from_secs(60), |p| p.received.len() >= 32);
+    player.pump_until(Duration::from_secs(1), |_| false);
+    assert_eq!(
+        player.received.len(),
+        32,
+        "the in-flight budget, and no more"
+    );
+    // Still connected and served: a ping is answered.
+    player.client.send("main:ping", b"still here").unwrap();
+    let pong = loop {
+        let packet = player
+            .client
+            .recv(Duration::from_secs(10))
+            .unwrap()
+            .expect("pong");
+        if packet.name == "main:pong" {
+            break packet;
+        }
+    };
+    assert_eq!(pong.data, b"still here");
+    player.acking = true;
+    player
+        .client
+        .send(stream::ACK, &stream::encode(&stream::Ack { chunks: 32 }))
+        .unwrap();
+    player
+        .pump_until(Duration::from_secs(60), |p| p.received.len() == 33)
+        .expect("resumed");
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
+
+#[test]
+fn edits_reach_other_players_at_once_and_survive_a_restart() {
+    let scratch = Scratch::new();
+    scratch.add_game();
+    let (mut server, address) = start(&scratch);
+    let mut digger = Player::join(&address, "digger");
+    let mut watcher = Player::join(&address, "watcher");
+    let all = chunks_in_radius(geometry::chunk_of_voxel(digger.feet()));
+    for player in [&mut digger, &mut watcher] {
+        player
+            .pump_until(Duration::from_secs(120), |p| p.received.len() >= all.len())
+            .expect("world");
+    }
+    let feet = digger.feet();
+    let below = [feet[0], feet[1] - 1, feet[2]];
+    let beside = [feet[0] + 2, feet[1], feet[2]];
+    digger.send_voxel("main:dig", below, &[]);
+    digger.send_voxel("main:place", beside, b"stone");
+    watcher
+        .pump_until(Duration::from_secs(30), |p| {
+            p.voxel_name(below) == Some("air") && p.voxel_name(beside) == Some("stone")
+        })
+        .unwrap_or_else(|| panic!("the watcher sees both edits: {:?}", watcher.edits));
+    assert!(watcher.edits.contains(&(below, "air".into())));
+    assert!(watcher.edits.contains(&(beside, "stone".into())));
+    // Refusals: out of reach, unknown voxel.
+    digger.send_voxel("main:dig", [feet[0] + 30, feet[1], feet[2]], &[]);
+    let refused = loop {
+        let packet = digger
+            .client
+            .recv(Duration::from_secs(10))
+            .unwrap()
+            .expect("answer");
+        if packet.name == "main:refused" {
+            break String::from_utf8_lossy(&packet.data).into_owned();
+        }
+    };
+    assert!(refused.contains("out of reach"), "{refused}");
+    drop(digger);
+    drop(watcher);
+    server.send("stop");
+    assert_eq!(
+        server.wait_exit(Duration::from_secs(30)),
+        Some(0),
+        "{}",
+        server.output()
+    );
+
+    let (mut server, address) = start(&scratch);
+    let mut returning = Player::join(&address, "returning");
+    returning
+        .pump_until(Duration::from_secs(60), |p| {
+            p.voxel_name(beside).is_some() && p.voxel_name(below).is_some()
+        })
+        .expect("the edited chunks arrive");
+    assert_eq!(
+        returning.voxel_name(below),
+        Some("air"),
+        "the dig was saved"
+    );
+    assert_eq!(
+        returning.voxel_name(beside),
+        Some("stone"),
+        "the placed stone was saved"
+    );
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
