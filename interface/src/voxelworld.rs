@@ -66,7 +66,7 @@ pub const REMOVE_NODE: &str = "remove_node";
 pub const SET_NODE_VAR: &str = "set_node_var";
 /// `save() -> u32`: writes every changed save-enabled section now.
 pub const SAVE: &str = "save";
-/// `pregen(u32 radius in sections) -> PregenReport`.
+/// `pregen(Pregen) -> PregenReport`.
 pub const PREGEN: &str = "pregen";
 /// `set_viewer(Viewer)`: stream the world around `position` to `peer`
 /// (registry first, then chunks nearest first; see `buildat_voxel::stream`).
@@ -142,6 +142,15 @@ pub struct SetNodeVar {
     pub id: u64,
     pub name: String,
     pub value: Vec<u8>,
+}
+
+/// The region `pregen` fills, in sections around the origin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pregen {
+    /// x and z from -radius to radius.
+    pub radius: u32,
+    /// y from -height to height.
+    pub height: u32,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -13,7 +13,7 @@ use support::{build_dir, install, repo};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use buildat_interface::voxelworld::{self, PregenReport};
+use buildat_interface::voxelworld::{self, Pregen, PregenReport};
 use buildat_interface::{decode, encode};
 use buildat_server::config::ServerConfig;
 use buildat_server::core::Core;
@@ -50,7 +50,10 @@ fn main() {
             .call_with_timeout(
                 voxelworld::MODULE,
                 voxelworld::PREGEN,
-                &encode(&PREGEN_RADIUS),
+                &encode(&Pregen {
+                    radius: PREGEN_RADIUS,
+                    height: 1,
+                }),
                 None,
             )
             .expect("pregen"),

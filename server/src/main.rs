@@ -69,12 +69,15 @@ enum Command {
     /// Build every module in the module paths (those whose inputs changed) and exit.
     Build,
     /// Generate and save every world section within RADIUS sections of the
-    /// origin (x and z; y from -1 to 1) without network or clients, then exit.
-    /// Sections already saved are left untouched; an interrupted run can be
-    /// run again to finish.
+    /// origin (x and z; y within HEIGHT) without network or clients, then
+    /// exit. Sections already saved are left untouched; an interrupted run can
+    /// be run again to finish.
     Pregen {
         #[arg(long)]
         radius: u32,
+        /// Sections above and below y = 0.
+        #[arg(long, default_value_t = 1)]
+        height: u32,
     },
 }
 
@@ -213,8 +216,8 @@ fn build_all(config: &ServerConfig) -> anyhow::Result<u8> {
 }
 
 /// `pregen`: loads only the world and its generator, generates, saves, exits.
-fn pregen(config: ServerConfig, radius: u32) -> anyhow::Result<u8> {
-    use buildat_interface::voxelworld::{self, PregenReport};
+fn pregen(config: ServerConfig, radius: u32, height: u32) -> anyhow::Result<u8> {
+    use buildat_interface::voxelworld::{self, Pregen, PregenReport};
     let core = Core::new(config).context("cannot start the module host")?;
     spawn_signal_handler(core.clone())?;
     let result = (|| -> anyhow::Result<PregenReport> {
@@ -226,7 +229,7 @@ fn pregen(config: ServerConfig, radius: u32) -> anyhow::Result<u8> {
             .call_with_timeout(
                 voxelworld::MODULE,
                 voxelworld::PREGEN,
-                &buildat_interface::encode(&radius),
+                &buildat_interface::encode(&Pregen { radius, height }),
                 None,
             )
             .map_err(|e| anyhow::anyhow!("pregen failed: {e}"))?;
@@ -272,9 +275,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     let config = config_from(&cli)?;
     match cli.command {
         Some(Command::Build) => return build_all(&config),
-        Some(Command::Pregen { radius }) => {
+        Some(Command::Pregen { radius, height }) => {
             prepare_world(&config.world_path)?;
-            return pregen(config, radius);
+            return pregen(config, radius, height);
         }
         None => {}
     }

@@ -15,6 +15,8 @@ use common::client::TestClient;
 use common::{Scratch, ServerProcess};
 
 const RADIUS: i32 = 2;
+/// Chunks in flight without an ack (set small so the radius needs acks).
+const BUDGET: usize = 16;
 
 fn start(scratch: &Scratch) -> (ServerProcess, String) {
     let mut args = scratch.server_args();
@@ -25,6 +27,8 @@ fn start(scratch: &Scratch) -> (ServerProcess, String) {
             "--no-watch",
             "--set",
             &format!("voxelworld.view_radius={RADIUS}"),
+            "--set",
+            &format!("voxelworld.stream_budget={BUDGET}"),
         ]
         .map(String::from),
     );
@@ -215,11 +219,11 @@ fn a_client_that_stops_acking_stops_receiving_and_resumes() {
     let (mut server, address) = start(&scratch);
     let mut player = Player::join(&address, "lazy");
     player.acking = false;
-    player.pump_until(Duration::from_secs(60), |p| p.received.len() >= 32);
+    player.pump_until(Duration::from_secs(60), |p| p.received.len() >= BUDGET);
     player.pump_until(Duration::from_secs(1), |_| false);
     assert_eq!(
         player.received.len(),
-        32,
+        BUDGET,
         "the in-flight budget, and no more"
     );
     // Still connected and served: a ping is answered.
@@ -238,7 +242,12 @@ fn a_client_that_stops_acking_stops_receiving_and_resumes() {
     player.acking = true;
     player
         .client
-        .send(stream::ACK, &stream::encode(&stream::Ack { chunks: 32 }))
+        .send(
+            stream::ACK,
+            &stream::encode(&stream::Ack {
+                chunks: BUDGET as u32,
+            }),
+        )
         .unwrap();
     player
         .pump_until(Duration::from_secs(60), |p| p.received.len() == 33)

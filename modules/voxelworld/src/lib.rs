@@ -11,7 +11,9 @@
 //!
 //! Settings (`--set KEY=VALUE`): `voxelworld.max_loaded_sections` (default
 //! 4096), `voxelworld.save_interval_s` (default 5), `voxelworld.generator`
-//! (default `worldgen`). World config (`<world>/world.toml`, `[world]`):
+//! (default `worldgen`), `voxelworld.view_radius` (chunks streamed around a
+//! player, default 3), `voxelworld.stream_budget` (chunks in flight without
+//! an ack, default 128). World config (`<world>/world.toml`, `[world]`):
 //! `section_size = [w, h, d]` in chunks (default [2, 2, 2]), used when the
 //! world is created; afterwards the stored size wins.
 
@@ -201,11 +203,11 @@ impl VoxelWorld {
     }
 
     /// Generates and saves every section with x and z within `radius` of the
-    /// origin and y from -1 to 1, skipping those already stored.
-    fn pregen(&mut self, radius: i32) -> Result<PregenReport, ModuleError> {
+    /// origin and y within `height`, skipping those already stored.
+    fn pregen(&mut self, radius: i32, height: i32) -> Result<PregenReport, ModuleError> {
         let mut report = PregenReport::default();
         let mut missing = Vec::new();
-        for y in -1..=1 {
+        for y in -height..=height {
             for z in -radius..=radius {
                 for x in -radius..=radius {
                     if self.world.is_stored([x, y, z]).map_err(world_error)? {
@@ -309,7 +311,7 @@ impl Module for VoxelWorld {
             .map_err(|e| ModuleError::msg(format!("{}: {e}", path.display())))?;
         let budget = host.get_setting("voxelworld.max_loaded_sections", 4096usize)?;
         let radius = host.get_setting("voxelworld.view_radius", 3i32)?;
-        let stream_budget = host.get_setting("voxelworld.stream_budget", 32u32)?;
+        let stream_budget = host.get_setting("voxelworld.stream_budget", 128u32)?;
         Ok(Self {
             host,
             world: World::new(Box::new(storage), budget),
@@ -475,8 +477,11 @@ impl Module for VoxelWorld {
             }
             api::SAVE => encode(&self.save()?),
             api::PREGEN => {
-                let radius: u32 = decode(payload)?;
-                encode(&self.pregen(radius.min(1024) as i32)?)
+                let region: api::Pregen = decode(payload)?;
+                encode(&self.pregen(
+                    region.radius.min(1024) as i32,
+                    region.height.min(1024) as i32,
+                )?)
             }
             other => return Err(ModuleError::UnknownFunction(other.to_string())),
         })

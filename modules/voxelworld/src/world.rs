@@ -51,6 +51,19 @@ pub enum WorldError {
 struct Chunk {
     node_id: u64,
     voxels: Vec<u32>,
+    /// The voxel blob these voxels came from (storage or generator), reused
+    /// for saving and streaming until the voxels change.
+    blob: Option<Vec<u8>>,
+}
+
+impl Chunk {
+    fn empty(node_id: u64) -> Self {
+        Self {
+            node_id,
+            voxels: vec![AIR; CHUNK_VOLUME],
+            blob: None,
+        }
+    }
 }
 
 struct Section {
@@ -179,13 +192,7 @@ impl World {
             .collect();
         for chunk in missing {
             let node_id = self.next_id()?;
-            section.chunks.insert(
-                chunk,
-                Chunk {
-                    node_id,
-                    voxels: vec![AIR; CHUNK_VOLUME],
-                },
-            );
+            section.chunks.insert(chunk, Chunk::empty(node_id));
         }
         self.sections.insert(
             pos,
@@ -225,6 +232,7 @@ impl World {
                         Chunk {
                             node_id: id,
                             voxels,
+                            blob: (!blob.is_empty()).then(|| blob.to_vec()),
                         },
                     );
                 }
@@ -272,11 +280,19 @@ impl World {
         .unwrap_or_default()
     }
 
+    /// The chunk's blob: the one it came with while unchanged, else encoded now.
+    fn chunk_blob(&self, chunk: &Chunk) -> Vec<u8> {
+        chunk
+            .blob
+            .clone()
+            .unwrap_or_else(|| self.encode_chunk(&chunk.voxels))
+    }
+
     fn encode_section(&self, pos: Pos, section: &Section) -> StoredSection {
         let mut nodes = Vec::new();
         for (chunk_pos, chunk) in &section.chunks {
             let vars = BTreeMap::from([
-                (VAR_VOXEL_DATA.to_string(), self.encode_chunk(&chunk.voxels)),
+                (VAR_VOXEL_DATA.to_string(), self.chunk_blob(chunk)),
                 (
                     VAR_REGISTRY_NAME.to_string(),
                     REGISTRY_NAME.as_bytes().to_vec(),
@@ -403,6 +419,9 @@ impl World {
         };
         if changed {
             section.dirty = true;
+            if let Some(chunk) = section.chunks.get_mut(&chunk_pos) {
+                chunk.blob = None;
+            }
             self.changed.insert(chunk_pos);
         }
         Ok(())
@@ -437,7 +456,8 @@ impl World {
                     section: pos,
                 });
             }
-            decoded.push((chunk_pos, self.decode_chunk(0, &blob)?));
+            let voxels = self.decode_chunk(0, &blob)?;
+            decoded.push((chunk_pos, voxels, blob));
         }
         let Some(section) = self.sections.get_mut(&pos) else {
             return Err(WorldError::NotGenerated(pos));
@@ -447,9 +467,10 @@ impl World {
             return Ok(Vec::new());
         }
         let mut updated = Vec::new();
-        for (chunk_pos, voxels) in decoded {
+        for (chunk_pos, voxels, blob) in decoded {
             if let Some(chunk) = section.chunks.get_mut(&chunk_pos) {
                 chunk.voxels = voxels;
+                chunk.blob = Some(blob);
                 updated.push((chunk.node_id, chunk_pos));
             }
         }
@@ -491,7 +512,7 @@ impl World {
         };
         Ok(Some(ChunkData {
             node_id: found.node_id,
-            blob: self.encode_chunk(&found.voxels),
+            blob: self.chunk_blob(found),
         }))
     }
 

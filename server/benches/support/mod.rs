@@ -73,8 +73,14 @@ impl Server {
         }
         prepare(&module_path);
         let modules = module_path;
+        let default_world = dir.path().join("world").display().to_string();
+        let world: &[&str] = if args.contains(&"--world") {
+            &[]
+        } else {
+            &["--world", &default_world]
+        };
         let child = Command::new(env!("CARGO_BIN_EXE_buildat-server"))
-            .args(["--world", &dir.path().join("world").display().to_string()])
+            .args(world)
             .args([
                 "--no-default-modules",
                 "--modules",
