@@ -309,7 +309,7 @@ fn main() {
                         let (dx, dz) = [(2.0, 0.0), (0.0, 2.0), (-2.0, 0.0), (0.0, -2.0)]
                             [(step / 20 % 4) as usize];
                         bot.step(dx, dz);
-                        if ping_sent.is_none() && step % 5 == 0 {
+                        if ping_sent.is_none() && step.is_multiple_of(5) {
                             ping_sent = Some(Instant::now());
                             bot.send("main:ping", &step.to_le_bytes());
                         }
