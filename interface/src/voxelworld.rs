@@ -90,6 +90,12 @@ pub struct Viewer {
     pub position: [f64; 3],
 }
 
+/// The same as the `set_viewer` call, as an event: a game emits it on every
+/// move without waiting for the world.
+impl Event for Viewer {
+    const NAME: &'static str = "voxelworld:viewer_moved";
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SetVoxel {
     pub pos: Pos,

@@ -1,9 +1,9 @@
 //! Game and world stream benchmark with the real server binary (release
 //! modules) over a pregenerated world:
 //! - one client joining with view radius 6: time to the first chunk and to
-//!   the full radius, chunks/s and bytes/s, against the floor of encoding the
-//!   same chunks (voxel blob) and writing them framed over raw TCP in this
-//!   process;
+//!   the full radius, chunks/s and bytes/s, against the floor (median of 3)
+//!   of encoding the same number of chunks (voxel blob) and writing them
+//!   framed over raw TCP in this process;
 //! - 100 bot clients walking for 60 s: aggregate chunks/s, server CPU and RSS
 //!   per client, p50/p99 of a ping round trip.
 //!
@@ -278,7 +278,9 @@ fn main() {
         .map(|t| t.duration_since(started).as_secs_f64())
         .unwrap_or(f64::NAN);
     let stream_time = full - first;
-    let floor_time = floor(bot.chunks as usize);
+    let mut floors: Vec<f64> = (0..3).map(|_| floor(bot.chunks as usize)).collect();
+    floors.sort_by(f64::total_cmp);
+    let floor_time = floors[1];
     let (chunks, bytes) = (bot.chunks, bot.bytes);
     drop(bot);
 

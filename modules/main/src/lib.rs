@@ -59,9 +59,18 @@ impl Game {
         }
     }
 
-    fn send_to_others(&self, except: PeerId, name: &str, data: &[u8]) {
-        for peer in self.players.keys().filter(|p| **p != except) {
-            self.send(*peer, name, data.to_vec());
+    /// Sends a packet to every connected peer in one call (players ignore
+    /// news about themselves).
+    fn broadcast(&self, name: &str, data: Vec<u8>) {
+        let request = network::Broadcast {
+            name: name.to_string(),
+            data,
+        };
+        if let Err(error) = self
+            .host
+            .call(network::MODULE, network::BROADCAST, &encode(&request))
+        {
+            log::debug!("broadcasting {name}: {error}");
         }
     }
 
@@ -140,11 +149,7 @@ impl Game {
                     rules::encode_player(*other, player.position, &player.name),
                 );
             }
-            self.send_to_others(
-                peer,
-                "main:player",
-                &rules::encode_player(peer, position, &name),
-            );
+            self.broadcast("main:player", rules::encode_player(peer, position, &name));
             self.players.insert(
                 peer,
                 Player {
@@ -176,10 +181,9 @@ impl Game {
         }
         player.position = position;
         let data = rules::encode_player(peer, position, &player.name);
-        self.send_to_others(peer, "main:player", &data);
-        let _: () =
-            self.host
-                .call_typed(world::MODULE, world::SET_VIEWER, &Viewer { peer, position })?;
+        self.broadcast("main:player", data);
+        // An event, not a call: moving never waits for the world.
+        self.host.emit(&Viewer { peer, position })?;
         Ok(())
     }
 
@@ -220,10 +224,7 @@ impl Game {
             },
         )?;
         let _: u32 = self.host.call_typed(world::MODULE, world::COMMIT, &())?;
-        let data = rules::encode_edit(peer, voxel, name);
-        for other in self.players.keys() {
-            self.send(*other, "main:edit", data.clone());
-        }
+        self.broadcast("main:edit", rules::encode_edit(peer, voxel, name));
         Ok(())
     }
 
@@ -315,7 +316,7 @@ impl Module for Game {
                 self.joining.remove(&gone.peer);
                 if let Some(player) = self.players.remove(&gone.peer) {
                     log::info!("player {} (peer {}) left", player.name, gone.peer);
-                    self.send_to_others(gone.peer, "main:player_left", &gone.peer.to_le_bytes());
+                    self.broadcast("main:player_left", gone.peer.to_le_bytes().to_vec());
                 }
             }
             FilesTransmitted::NAME => {}

@@ -153,6 +153,19 @@ impl VoxelWorld {
         Ok(())
     }
 
+    fn set_viewer(&mut self, viewer: Viewer) -> Result<(), ModuleError> {
+        if viewer
+            .position
+            .iter()
+            .any(|p| !p.is_finite() || p.abs() > 1e8)
+        {
+            return Err(ModuleError::msg("viewer position out of the world"));
+        }
+        let packets = self.streamer.set_viewer(viewer.peer, viewer.position);
+        self.send_packets(viewer.peer, packets);
+        self.pump()
+    }
+
     fn send_packets(&self, peer: PeerId, packets: Vec<network::OutgoingPacket>) {
         if packets.is_empty() {
             return;
@@ -331,6 +344,7 @@ impl Module for VoxelWorld {
         self.host.sub_event(events::Tick::NAME)?;
         self.host.sub_event(ClientDisconnected::NAME)?;
         self.host.sub_event(&self.ack_event)?;
+        self.host.sub_event(Viewer::NAME)?;
         Ok(())
     }
 
@@ -362,6 +376,7 @@ impl Module for VoxelWorld {
                 let gone: ClientDisconnected = decode(payload)?;
                 self.streamer.remove_viewer(gone.peer);
             }
+            Viewer::NAME => self.set_viewer(decode(payload)?)?,
             _ if name == self.ack_event => {
                 let packet: PacketReceived = decode(payload)?;
                 match buildat_voxel::stream::decode::<buildat_voxel::stream::Ack>(&packet.data) {

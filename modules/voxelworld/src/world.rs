@@ -48,11 +48,13 @@ pub enum WorldError {
     BadNode { id: u64, why: String },
 }
 
+/// A static chunk node. At least one of `voxels` and `blob` is present:
+/// chunks from storage or a generator keep only their blob until something
+/// reads a voxel (streaming and saving reuse the blob as it is), and an edit
+/// drops the blob.
 struct Chunk {
     node_id: u64,
-    voxels: Vec<u32>,
-    /// The voxel blob these voxels came from (storage or generator), reused
-    /// for saving and streaming until the voxels change.
+    voxels: Option<Vec<u32>>,
     blob: Option<Vec<u8>>,
 }
 
@@ -60,10 +62,54 @@ impl Chunk {
     fn empty(node_id: u64) -> Self {
         Self {
             node_id,
-            voxels: vec![AIR; CHUNK_VOLUME],
+            voxels: Some(vec![AIR; CHUNK_VOLUME]),
             blob: None,
         }
     }
+
+    fn from_blob(node_id: u64, blob: Vec<u8>) -> Result<Self, WorldError> {
+        let count = buildat_format::voxel_blob::peek_voxel_count(&blob).map_err(|e| {
+            WorldError::BadNode {
+                id: node_id,
+                why: e.to_string(),
+            }
+        })?;
+        if count != CHUNK_VOLUME as u64 {
+            return Err(WorldError::BadNode {
+                id: node_id,
+                why: format!("{count} voxels, expected {CHUNK_VOLUME}"),
+            });
+        }
+        Ok(Self {
+            node_id,
+            voxels: None,
+            blob: Some(blob),
+        })
+    }
+}
+
+/// A chunk blob's voxels mapped through `registry`; unknown names become
+/// [`UNKNOWN`] and are added to `unknown`.
+fn decode_blob(
+    registry: &VoxelRegistry,
+    unknown: &mut BTreeSet<String>,
+    id: u64,
+    blob: &[u8],
+) -> Result<Vec<u32>, WorldError> {
+    let decoded = decode_voxels(blob, |name| registry.get_id(name), UNKNOWN).map_err(|e| {
+        WorldError::BadNode {
+            id,
+            why: e.to_string(),
+        }
+    })?;
+    if decoded.voxels.len() != CHUNK_VOLUME {
+        return Err(WorldError::BadNode {
+            id,
+            why: format!("{} voxels, expected {CHUNK_VOLUME}", decoded.voxels.len()),
+        });
+    }
+    unknown.extend(decoded.unknown_names);
+    Ok(decoded.voxels)
 }
 
 struct Section {
@@ -221,20 +267,9 @@ impl World {
                 })?;
             match node.kind {
                 StoredNodeKind::StaticChunk { chunk } => {
-                    let blob = node
-                        .vars
-                        .get(VAR_VOXEL_DATA)
-                        .map(Vec::as_slice)
-                        .unwrap_or_default();
-                    let voxels = self.decode_chunk(id, blob)?;
-                    section.chunks.insert(
-                        chunk,
-                        Chunk {
-                            node_id: id,
-                            voxels,
-                            blob: (!blob.is_empty()).then(|| blob.to_vec()),
-                        },
-                    );
+                    let mut vars = node.vars;
+                    let blob = vars.remove(VAR_VOXEL_DATA).unwrap_or_default();
+                    section.chunks.insert(chunk, Chunk::from_blob(id, blob)?);
                 }
                 StoredNodeKind::Dynamic { position } => {
                     section.dynamic.insert(
@@ -252,24 +287,28 @@ impl World {
         Ok(section)
     }
 
-    /// A chunk blob's voxels mapped through the current registry; unknown
-    /// names become [`UNKNOWN`] and are remembered for a report.
-    fn decode_chunk(&mut self, id: u64, blob: &[u8]) -> Result<Vec<u32>, WorldError> {
-        let voxels = &self.voxels;
-        let decoded = decode_voxels(blob, |name| voxels.get_id(name), UNKNOWN).map_err(|e| {
-            WorldError::BadNode {
-                id,
-                why: e.to_string(),
-            }
-        })?;
-        if decoded.voxels.len() != CHUNK_VOLUME {
-            return Err(WorldError::BadNode {
-                id,
-                why: format!("{} voxels, expected {CHUNK_VOLUME}", decoded.voxels.len()),
-            });
+    /// The decoded voxels of a chunk of a loaded, generated section
+    /// (decoding its blob on first use).
+    fn voxels_of(&mut self, chunk_pos: Pos) -> Result<Option<&mut Vec<u32>>, WorldError> {
+        let section_pos = self.section_size.section_of_chunk(chunk_pos);
+        let World {
+            sections,
+            voxels: registry,
+            unknown_names,
+            ..
+        } = self;
+        let Some(chunk) = sections
+            .get_mut(&section_pos)
+            .filter(|s| s.generated)
+            .and_then(|s| s.chunks.get_mut(&chunk_pos))
+        else {
+            return Ok(None);
+        };
+        if chunk.voxels.is_none() {
+            let blob = chunk.blob.as_deref().unwrap_or_default();
+            chunk.voxels = Some(decode_blob(registry, unknown_names, chunk.node_id, blob)?);
         }
-        self.unknown_names.extend(decoded.unknown_names);
-        Ok(decoded.voxels)
+        Ok(chunk.voxels.as_mut())
     }
 
     fn encode_chunk(&self, voxels: &[u32]) -> Vec<u8> {
@@ -282,10 +321,11 @@ impl World {
 
     /// The chunk's blob: the one it came with while unchanged, else encoded now.
     fn chunk_blob(&self, chunk: &Chunk) -> Vec<u8> {
-        chunk
-            .blob
-            .clone()
-            .unwrap_or_else(|| self.encode_chunk(&chunk.voxels))
+        match (&chunk.blob, &chunk.voxels) {
+            (Some(blob), _) => blob.clone(),
+            (None, Some(voxels)) => self.encode_chunk(voxels),
+            (None, None) => self.encode_chunk(&[AIR; CHUNK_VOLUME]),
+        }
     }
 
     fn encode_section(&self, pos: Pos, section: &Section) -> StoredSection {
@@ -390,11 +430,9 @@ impl World {
     /// `None` if the section is not generated yet.
     pub fn get_voxel(&mut self, pos: Pos) -> Result<Option<u32>, WorldError> {
         match self.generated_section(pos) {
-            Ok((section, chunk)) => Ok(section
-                .chunks
-                .get(&chunk)
-                .and_then(|c| c.voxels.get(geometry::index_in_chunk(pos)))
-                .copied()),
+            Ok(_) => Ok(self
+                .voxels_of(geometry::chunk_of_voxel(pos))?
+                .and_then(|voxels| voxels.get(geometry::index_in_chunk(pos)).copied())),
             Err(WorldError::NotGenerated(_)) => Ok(None),
             Err(error) => Err(error),
         }
@@ -405,12 +443,12 @@ impl World {
         if self.voxels.get(type_id).is_none() {
             return Err(WorldError::UnknownVoxel(type_id));
         }
-        let (section, chunk_pos) = self.generated_section(pos)?;
-        let slot = section
-            .chunks
-            .get_mut(&chunk_pos)
-            .and_then(|c| c.voxels.get_mut(geometry::index_in_chunk(pos)));
-        let changed = match slot {
+        let (_, chunk_pos) = self.generated_section(pos)?;
+        let section_pos = self.section_size.section_of_chunk(chunk_pos);
+        let voxels = self
+            .voxels_of(chunk_pos)?
+            .ok_or(WorldError::NotGenerated(section_pos))?;
+        let changed = match voxels.get_mut(geometry::index_in_chunk(pos)) {
             Some(slot) if *slot != voxel => {
                 *slot = voxel;
                 true
@@ -418,9 +456,11 @@ impl World {
             _ => false,
         };
         if changed {
-            section.dirty = true;
-            if let Some(chunk) = section.chunks.get_mut(&chunk_pos) {
-                chunk.blob = None;
+            if let Some(section) = self.sections.get_mut(&section_pos) {
+                section.dirty = true;
+                if let Some(chunk) = section.chunks.get_mut(&chunk_pos) {
+                    chunk.blob = None;
+                }
             }
             self.changed.insert(chunk_pos);
         }
@@ -456,8 +496,12 @@ impl World {
                     section: pos,
                 });
             }
-            let voxels = self.decode_chunk(0, &blob)?;
-            decoded.push((chunk_pos, voxels, blob));
+            let node_id = self
+                .sections
+                .get(&pos)
+                .and_then(|s| s.chunks.get(&chunk_pos))
+                .map_or(0, |c| c.node_id);
+            decoded.push((chunk_pos, Chunk::from_blob(node_id, blob)?));
         }
         let Some(section) = self.sections.get_mut(&pos) else {
             return Err(WorldError::NotGenerated(pos));
@@ -467,10 +511,10 @@ impl World {
             return Ok(Vec::new());
         }
         let mut updated = Vec::new();
-        for (chunk_pos, voxels, blob) in decoded {
+        for (chunk_pos, generated) in decoded {
             if let Some(chunk) = section.chunks.get_mut(&chunk_pos) {
-                chunk.voxels = voxels;
-                chunk.blob = Some(blob);
+                chunk.voxels = generated.voxels;
+                chunk.blob = generated.blob;
                 updated.push((chunk.node_id, chunk_pos));
             }
         }
@@ -522,11 +566,7 @@ impl World {
         if self.load_section(section_pos)? != Loaded::Ready {
             return Ok(None);
         }
-        Ok(self
-            .sections
-            .get(&section_pos)
-            .and_then(|s| s.chunks.get(&chunk))
-            .map(|c| c.voxels.clone()))
+        Ok(self.voxels_of(chunk)?.cloned())
     }
 
     fn section_of_position(&self, position: [f64; 3]) -> Pos {
