@@ -8,10 +8,11 @@
 --! `print`), running a transferred file, `require("buildat/module/<name>")`
 --! (runs `<name>/client_lua/init.lua` once, returns its value) and
 --! `require("buildat/extension/<name>")` (sandboxed code gets only the
---! extension's frozen `safe` table), and the pure-Lua API helpers (`dump`,
---! `bytes`, `Logger`). Does not own: the time and memory limits, the
---! packet subscriptions and timers, file storage or compiling (all in Rust,
---! `client/src/sandbox.rs`).
+--! extension's frozen `safe` table), the pure-Lua API helpers (`dump`,
+--! `bytes`, `Logger`) and the `buildat.world` table. Does not own: the time
+--! and memory limits, the packet subscriptions, timers and exit hooks, the
+--! world view, file storage or compiling (all in Rust,
+--! `client/src/sandbox.rs`, `client/src/world.rs`).
 --!
 --! Rule for this file: nothing reachable from a sandboxed environment may
 --! lead back here. Sandboxed code only ever receives frozen tables, plain
@@ -173,6 +174,17 @@ end
 
 local LEVELS = { "error", "warning", "info", "verbose", "debug" }
 
+-- buildat.world: the session's world view (kept natively by the client from
+-- the voxelworld stream). Read-only but for acking and the focus. One frozen
+-- table shared by every environment.
+local world = table.freeze({
+	get_voxel = host.world_get_voxel, -- (x, y, z) -> voxel name, or nil when its chunk is not held
+	chunk_count = host.world_chunk_count, -- () -> chunks held
+	chunks_received = host.world_chunks_received, -- () -> voxelworld:chunk packets received
+	set_acking = host.world_set_acking, -- (bool): pause / resume voxelworld:ack
+	set_focus = host.world_set_focus, -- (x, y, z): the player position for the maps
+})
+
 local function Logger(name)
 	if type(name) ~= "string" then
 		error("buildat.Logger expects a name string, got " .. typeof(name), 2)
@@ -297,15 +309,22 @@ function new_env(file, trusted)
 		end,
 		disconnect = host.disconnect,
 		client_name = host.client_name,
+		world = world,
+		-- Timers belong to the file that set them: only it can clear them.
+		set_timeout = function(seconds, fn)
+			return host.set_timer(file, seconds, fn, false)
+		end,
+		set_interval = function(seconds, fn)
+			return host.set_timer(file, seconds, fn, true)
+		end,
+		clear_timer = function(id)
+			host.clear_timer(file, id)
+		end,
 	}
 	if trusted then
-		api.set_timeout = function(seconds, fn)
-			return host.set_timer(file, seconds, fn, false)
+		api.on_exit = function(fn)
+			host.on_exit(file, fn)
 		end
-		api.set_interval = function(seconds, fn)
-			return host.set_timer(file, seconds, fn, true)
-		end
-		api.clear_timer = host.clear_timer
 	end
 	env.buildat = table.freeze(api)
 	return env

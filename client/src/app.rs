@@ -5,10 +5,13 @@
 //!
 //! Owns: connecting, reading and writing frames through `buildat_format`'s
 //! codec, routing session events (files into the runtime, `core:run_script`,
-//! game packets to subscribers), timers, the bot script, progress lines on
-//! stderr, and the [`Summary`]. Does not own: the protocol rules
-//! (`session`), Lua (`sandbox`), exit codes (`main.rs` maps [`Outcome`]
-//! and [`AppError`] to them).
+//! the world stream into the session's [`WorldView`](crate::world::WorldView),
+//! game packets to subscribers), sending `voxelworld:ack` once per
+//! read-loop iteration for the chunks processed in it, timers, the bot
+//! script and its exit hooks, progress lines on stderr, the maps at exit,
+//! and the [`Summary`]. Does not own: the protocol rules (`session`), Lua
+//! (`sandbox`), the world's contents (`world`), exit codes (`main.rs` maps
+//! [`Outcome`] and [`AppError`] to them).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
@@ -16,11 +19,13 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use buildat_format::{PacketReadError, PacketReader, PacketWriter};
+use buildat_voxel::stream;
 use thiserror::Error;
 
 use crate::cache::{Cache, CacheError};
 use crate::sandbox::{self, Level, LogSink, Runtime, ScriptError};
 use crate::session::{Event, Session, SessionError, Stats};
+use crate::world::{self, WorldStats, WorldView};
 
 /// What the client was asked to do.
 #[derive(Clone)]
@@ -44,6 +49,33 @@ pub struct Config {
     pub connect_timeout: Duration,
     /// Where log lines go.
     pub log: LogSink,
+    /// Draw the ASCII map into [`Summary::ascii_map`] at exit.
+    pub ascii_map: bool,
+    /// Write the PNG map here at exit.
+    pub map_png: Option<PathBuf>,
+    /// Half-width of the maps, in voxels.
+    pub map_radius: i32,
+}
+
+impl Config {
+    /// A configuration with the defaults for everything but the address,
+    /// the cache and the name.
+    pub fn new(address: &str, cache_dir: PathBuf, name: &str, log: LogSink) -> Self {
+        Self {
+            address: address.to_string(),
+            cache_dir,
+            script: None,
+            name: name.to_string(),
+            quit_after: None,
+            memory_limit: sandbox::DEFAULT_MEMORY_LIMIT,
+            time_limit: sandbox::DEFAULT_TIME_LIMIT,
+            connect_timeout: Duration::from_secs(10),
+            log,
+            ascii_map: false,
+            map_png: None,
+            map_radius: world::DEFAULT_MAP_RADIUS,
+        }
+    }
 }
 
 /// How the connection ended without an error.
@@ -109,6 +141,12 @@ pub struct Summary {
     pub first_script_after: Option<Duration>,
     /// Bytes the Lua VM used at the end.
     pub lua_memory: usize,
+    /// The world view's counters at the end.
+    pub world: WorldStats,
+    /// The ASCII map, when asked for.
+    pub ascii_map: Option<String>,
+    /// Writing the PNG map, when asked for: the path or why it failed.
+    pub map_png: Option<Result<PathBuf, String>>,
 }
 
 const READ_BUFFER: usize = 64 * 1024;
@@ -189,13 +227,36 @@ fn run_inner(config: Config, summary: &mut Summary) -> Result<Outcome, AppError>
         outcome: None,
     };
     let result = client.run();
-    client.summary.stats = client.session.stats();
-    client.summary.lua_memory = client.runtime.used_memory();
+    client.finish();
     *summary = client.summary.clone();
     result
 }
 
 impl Client {
+    /// After the connection: exit hooks, maps, counters.
+    fn finish(&mut self) {
+        for error in self.runtime.run_exit_hooks() {
+            self.lua_failed(&error);
+        }
+        self.summary.stats = self.session.stats();
+        self.summary.lua_memory = self.runtime.used_memory();
+        let world = self.runtime.world().borrow();
+        self.summary.world = world.stats();
+        if self.config.ascii_map || self.config.map_png.is_some() {
+            let view = world.top_view(self.config.map_radius);
+            if self.config.ascii_map {
+                self.summary.ascii_map = Some(view.ascii());
+            }
+            if let Some(path) = &self.config.map_png {
+                self.summary.map_png = Some(
+                    view.write_png(path)
+                        .map(|()| path.clone())
+                        .map_err(|e| e.to_string()),
+                );
+            }
+        }
+    }
+
     fn log(&self, level: Level, message: &str) {
         (self.config.log)(level, "buildat-client", message);
     }
@@ -296,6 +357,21 @@ impl Client {
                 }
             }
             Event::Packet { name, data } => {
+                if WorldView::is_world_packet(&name) {
+                    let mut world = self.runtime.world().borrow_mut();
+                    let result = world.handle_packet(&name, &data);
+                    let warnings = world.take_warnings();
+                    drop(world);
+                    match result {
+                        Ok(handled) => {
+                            self.log(Level::Debug, &format!("{name}: {handled:?}"));
+                        }
+                        Err(error) => self.log(Level::Warning, &format!("ignored: {error}")),
+                    }
+                    for warning in warnings {
+                        self.log(Level::Warning, &warning);
+                    }
+                }
                 for error in self.runtime.dispatch_packet(&name, &data) {
                     self.lua_failed(&error);
                 }
@@ -332,12 +408,20 @@ impl Client {
         }
     }
 
-    /// Writes what the session and Lua queued.
+    /// Writes what the session and Lua queued, and one `voxelworld:ack`
+    /// for the chunks processed since the last one (unless acking is
+    /// paused).
     fn flush(&mut self) -> Result<(), AppError> {
         for (name, data) in self.runtime.take_outgoing() {
             self.writer
                 .write(&name, &data)
                 .map_err(|e| AppError::Protocol(format!("cannot send {name}: {e}")))?;
+        }
+        let ack = self.runtime.world().borrow_mut().take_ack_packet();
+        if let Some(ack) = ack {
+            self.writer
+                .write(stream::ACK, &ack)
+                .map_err(|e| AppError::Protocol(format!("cannot send {}: {e}", stream::ACK)))?;
         }
         let bytes = self.writer.take();
         if !bytes.is_empty() {

@@ -8,6 +8,7 @@
 //! - [`session`]: the file-transfer protocol, sans-IO.
 //! - [`sandbox`]: the Luau VM, its limits and the host primitives.
 //! - [`lua_sources`]: the embedded `client_lua/`.
+//! - [`world`]: the world view kept from the voxelworld stream, and its maps.
 //! - [`app`]: the connection loop tying them together.
 
 pub mod app;
@@ -15,3 +16,4 @@ pub mod cache;
 pub mod lua_sources;
 pub mod sandbox;
 pub mod session;
+pub mod world;

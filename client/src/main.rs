@@ -1,13 +1,17 @@
-//! `buildat-client`: the command line, exit codes and the closing summary.
-//! Everything else is in the library (`buildat_client`).
+//! `buildat-client`: the command line, exit codes, the closing summary and
+//! maps, and `--bots N` (N sessions on N threads, each with its own Lua
+//! runtime and world view). Everything else is in the library
+//! (`buildat_client`).
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
 use buildat_client::app::{self, AppError, Config, Outcome};
 use buildat_client::sandbox::{self, Level};
+use buildat_client::world;
 use clap::Parser;
 
 const EXIT_OK: u8 = 0;
@@ -31,8 +35,12 @@ const EXIT_DISCONNECTED: u8 = 5;
   4  protocol error (malformed packet, file content not matching its hash)
   5  disconnected by the server (its reason is printed) or connection lost
 
-At exit a summary goes to stderr:
-  files: N announced, M requested, B bytes received; scripts: S run, E Lua errors"
+With --bots N the exit code is the highest of the sessions' codes.
+
+At exit a summary goes to stderr (with --bots, each line starts with the
+session's name instead of buildat-client):
+  files: N announced, M requested, B bytes received; scripts: S run, E Lua errors
+  world: held N chunks, received M chunk packets (U updates), first chunk (x,y,z)"
 )]
 struct Cli {
     /// Server address, HOST:PORT.
@@ -45,9 +53,26 @@ struct Cli {
     /// with the buildat API plus set_timeout / set_interval / clear_timer.
     #[arg(long, value_name = "FILE.lua")]
     script: Option<PathBuf>,
-    /// This client's name (buildat.client_name in Lua).
-    #[arg(long, default_value = "buildat-client")]
-    name: String,
+    /// This client's name (buildat.client_name in Lua); default
+    /// buildat-client, or bot with --bots.
+    #[arg(long)]
+    name: Option<String>,
+    /// Run N sessions in this process (one thread each, each with its own
+    /// Lua runtime and world view), named NAME-1 .. NAME-N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    bots: Option<u32>,
+    /// At exit, print a top-down ASCII map of the held world around the
+    /// focus (the player) to stdout.
+    #[arg(long)]
+    ascii_map: bool,
+    /// At exit, write the same slice as a PNG, one pixel per voxel column
+    /// (with --bots: FILE-NAME-i.png per session).
+    #[arg(long, value_name = "FILE.png")]
+    map: Option<PathBuf>,
+    /// Half-width of the maps in voxels.
+    #[arg(long, default_value_t = world::DEFAULT_MAP_RADIUS, value_name = "VOXELS",
+          value_parser = clap::value_parser!(i32).range(0..=i64::from(world::MAX_MAP_RADIUS)))]
+    map_radius: i32,
     /// Disconnect and exit 0 after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     quit_after: Option<f64>,
@@ -89,8 +114,63 @@ fn default_cache_dir() -> Option<PathBuf> {
     Some(PathBuf::from(home).join(".cache").join("buildat"))
 }
 
+/// Everything a session needs but its name and log sink (which is not
+/// `Send`): shared by the `--bots` threads.
+#[derive(Clone)]
+struct Settings {
+    address: String,
+    cache_dir: PathBuf,
+    script: Option<(String, Vec<u8>)>,
+    quit_after: Option<Duration>,
+    memory_limit: usize,
+    time_limit: Duration,
+    ascii_map: bool,
+    map_png: Option<PathBuf>,
+    map_radius: i32,
+    level: Level,
+}
+
+impl Settings {
+    /// The session named `name`; `prefix` starts its log lines.
+    fn config(&self, name: &str, prefix: &str, bots: bool) -> Config {
+        let log = if prefix.is_empty() {
+            sandbox::stderr_sink(self.level)
+        } else {
+            sandbox::prefixed_stderr_sink(self.level, prefix.to_string())
+        };
+        let mut config = Config::new(&self.address, self.cache_dir.clone(), name, log);
+        config.script = self.script.clone();
+        config.quit_after = self.quit_after;
+        config.memory_limit = self.memory_limit;
+        config.time_limit = self.time_limit;
+        config.ascii_map = self.ascii_map;
+        config.map_png = self.map_png.as_deref().map(|p| {
+            if bots {
+                per_session_path(p, name)
+            } else {
+                p.to_path_buf()
+            }
+        });
+        config.map_radius = self.map_radius;
+        config
+    }
+}
+
+/// `dir/map.png` → `dir/map-NAME.png`.
+fn per_session_path(path: &Path, name: &str) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let file = match path.extension() {
+        Some(ext) => format!("{stem}-{name}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{name}"),
+    };
+    path.with_file_name(file)
+}
+
 /// Settings from the command line, or a usage error.
-fn config_from(cli: &Cli, level: Level) -> anyhow::Result<Config> {
+fn settings_from(cli: &Cli, level: Level) -> anyhow::Result<Settings> {
     let cache_dir = match &cli.cache {
         Some(dir) => dir.clone(),
         None => default_cache_dir()
@@ -112,17 +192,127 @@ fn config_from(cli: &Cli, level: Level) -> anyhow::Result<Config> {
     if cli.lua_memory_mb == 0 || cli.lua_time_ms == 0 {
         anyhow::bail!("--lua-memory-mb and --lua-time-ms must be above 0");
     }
-    Ok(Config {
+    if let Some(name) = &cli.name
+        && name.is_empty()
+    {
+        anyhow::bail!("--name must not be empty");
+    }
+    Ok(Settings {
         address: cli.connect.clone(),
         cache_dir,
         script,
-        name: cli.name.clone(),
         quit_after,
         memory_limit: cli.lua_memory_mb.saturating_mul(1 << 20),
         time_limit: Duration::from_millis(cli.lua_time_ms),
-        connect_timeout: Duration::from_secs(10),
-        log: sandbox::stderr_sink(level),
+        ascii_map: cli.ascii_map,
+        map_png: cli.map.clone(),
+        map_radius: cli.map_radius,
+        level,
     })
+}
+
+/// Runs one session to its end, prints its summary (each line starting
+/// with `label`) and map, and returns its exit code.
+fn run_session(settings: &Settings, name: &str, label: &str, bots: bool) -> u8 {
+    let prefix = if bots {
+        format!("{name}: ")
+    } else {
+        String::new()
+    };
+    let config = settings.config(name, &prefix, bots);
+    let level = settings.level;
+    let (result, summary) = app::run(config);
+    let s = &summary.stats;
+    eprintln!(
+        "{label}: files: {} announced, {} requested, {} bytes received; \
+         scripts: {} run, {} Lua errors",
+        s.announced, s.requested, s.bytes_received, summary.scripts_run, summary.lua_errors
+    );
+    eprintln!("{label}: {}", summary.world.summary_line());
+    if level >= Level::Verbose {
+        let ms = |d: Option<Duration>| {
+            d.map_or_else(
+                || "-".to_string(),
+                |d| format!("{:.1} ms", d.as_secs_f64() * 1e3),
+            )
+        };
+        let rss = process_memory_kib().map_or_else(
+            || "unknown".to_string(),
+            |(now, peak)| format!("{now} KiB (peak {peak} KiB)"),
+        );
+        eprintln!(
+            "{label}: files complete after {}, first script done after {}; \
+             Lua memory {} KiB, process memory {rss}",
+            ms(summary.files_complete_after),
+            ms(summary.first_script_after),
+            summary.lua_memory / 1024
+        );
+    }
+    if let Some(map) = &summary.ascii_map {
+        let mut out = std::io::stdout().lock();
+        let _ = if bots {
+            write!(out, "{name}: {map}")
+        } else {
+            write!(out, "{map}")
+        };
+        let _ = out.flush();
+    }
+    match &summary.map_png {
+        Some(Ok(path)) => eprintln!("{label}: map written to {}", path.display()),
+        Some(Err(error)) => eprintln!("{label}: {error}"),
+        None => {}
+    }
+    match result {
+        Ok(Outcome::QuitAfter) => EXIT_OK,
+        Ok(Outcome::DisconnectRequested) => {
+            eprintln!("{label}: disconnected (buildat.disconnect())");
+            EXIT_OK
+        }
+        Ok(Outcome::DisconnectedByServer { reason }) => {
+            eprintln!("{label}: disconnected by the server: {reason}");
+            EXIT_DISCONNECTED
+        }
+        Err(error) => {
+            eprintln!("{label}: {error}");
+            match error {
+                AppError::Resolve { .. } | AppError::Connect { .. } => EXIT_UNREACHABLE,
+                AppError::Protocol(_) => EXIT_PROTOCOL,
+                AppError::ConnectionLost(_) => EXIT_DISCONNECTED,
+                AppError::Cache(_) | AppError::Runtime(_) => EXIT_OTHER,
+            }
+        }
+    }
+}
+
+/// `--bots N`: N sessions on N threads; the highest exit code wins.
+fn run_bots(settings: &Settings, base: &str, count: u32) -> u8 {
+    let mut threads = Vec::new();
+    let mut worst = EXIT_OK;
+    for i in 1..=count {
+        let name = format!("{base}-{i}");
+        let settings = settings.clone();
+        let thread_name = name.clone();
+        let spawned = std::thread::Builder::new()
+            .name(thread_name)
+            // Lua's C stack limit assumes a main-thread-sized stack.
+            .stack_size(8 << 20)
+            .spawn(move || run_session(&settings, &name, &name, true));
+        match spawned {
+            Ok(handle) => threads.push((format!("{base}-{i}"), handle)),
+            Err(error) => {
+                eprintln!("{base}-{i}: cannot start a thread: {error}");
+                worst = worst.max(EXIT_OTHER);
+            }
+        }
+    }
+    for (name, handle) in threads {
+        let code = handle.join().unwrap_or_else(|_| {
+            eprintln!("{name}: the session's thread panicked");
+            EXIT_OTHER
+        });
+        worst = worst.max(code);
+    }
+    worst
 }
 
 fn main() -> ExitCode {
@@ -143,58 +333,21 @@ fn main() -> ExitCode {
         (false, 1) => Level::Verbose,
         _ => Level::Debug,
     };
-    let config = match config_from(&cli, level) {
-        Ok(config) => config,
+    let settings = match settings_from(&cli, level) {
+        Ok(settings) => settings,
         Err(error) => {
             eprintln!("buildat-client: {error:#}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let (result, summary) = app::run(config);
-    let s = summary.stats;
-    eprintln!(
-        "buildat-client: files: {} announced, {} requested, {} bytes received; \
-         scripts: {} run, {} Lua errors",
-        s.announced, s.requested, s.bytes_received, summary.scripts_run, summary.lua_errors
-    );
-    if level >= Level::Verbose {
-        let ms = |d: Option<Duration>| {
-            d.map_or_else(
-                || "-".to_string(),
-                |d| format!("{:.1} ms", d.as_secs_f64() * 1e3),
-            )
-        };
-        let rss = process_memory_kib().map_or_else(
-            || "unknown".to_string(),
-            |(now, peak)| format!("{now} KiB (peak {peak} KiB)"),
-        );
-        eprintln!(
-            "buildat-client: files complete after {}, first script done after {}; \
-             Lua memory {} KiB, process memory {rss}",
-            ms(summary.files_complete_after),
-            ms(summary.first_script_after),
-            summary.lua_memory / 1024
-        );
-    }
-    let code = match result {
-        Ok(Outcome::QuitAfter) => EXIT_OK,
-        Ok(Outcome::DisconnectRequested) => {
-            eprintln!("buildat-client: disconnected (buildat.disconnect())");
-            EXIT_OK
-        }
-        Ok(Outcome::DisconnectedByServer { reason }) => {
-            eprintln!("buildat-client: disconnected by the server: {reason}");
-            EXIT_DISCONNECTED
-        }
-        Err(error) => {
-            eprintln!("buildat-client: {error}");
-            match error {
-                AppError::Resolve { .. } | AppError::Connect { .. } => EXIT_UNREACHABLE,
-                AppError::Protocol(_) => EXIT_PROTOCOL,
-                AppError::ConnectionLost(_) => EXIT_DISCONNECTED,
-                AppError::Cache(_) | AppError::Runtime(_) => EXIT_OTHER,
-            }
-        }
+    let code = match cli.bots {
+        Some(count) => run_bots(&settings, cli.name.as_deref().unwrap_or("bot"), count),
+        None => run_session(
+            &settings,
+            cli.name.as_deref().unwrap_or("buildat-client"),
+            "buildat-client",
+            false,
+        ),
     };
     ExitCode::from(code)
 }

@@ -7,13 +7,15 @@
 //! Rust into Lua, enforced by an interrupt that keeps failing until control
 //! is back in Rust, so `pcall` cannot swallow it), the host primitives that
 //! `client_lua/boot.lua` builds the `buildat` API from (outgoing packets,
-//! packet subscriptions, timers, logging, transferred files, compiling
-//! source text), and dispatching packets and timers to Lua with each call
-//! contained.
+//! packet subscriptions, timers, exit hooks, logging, transferred files,
+//! compiling source text, the read-only view of the session's
+//! [`WorldView`] behind `buildat.world`), and dispatching packets, timers
+//! and exit hooks to Lua with each call contained.
 //!
 //! Does not own: the whitelist and the per-file environments (that is
 //! `client_lua/boot.lua`, run through [`crate::lua_sources`]), the network
-//! and the file transfer (`app`, `session`).
+//! and the file transfer (`app`, `session`), the world stream itself
+//! (`world`; `app` feeds it).
 //!
 //! Sandbox facts this relies on (each has a test in `tests/sandbox.rs`):
 //! - Luau calls the interrupt at every loop back-edge and call, in every
@@ -35,6 +37,7 @@ use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState}
 use thiserror::Error;
 
 use crate::lua_sources;
+use crate::world::WorldView;
 
 /// Default memory limit of the whole VM.
 pub const DEFAULT_MEMORY_LIMIT: usize = 256 << 20;
@@ -44,8 +47,10 @@ pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(1);
 pub const MAX_OUTBOX_BYTES: usize = 64 << 20;
 /// Packet subscriptions Lua may hold at once.
 pub const MAX_SUBSCRIPTIONS: usize = 10_000;
-/// Timers a bot may hold at once.
+/// Timers the scripts of one VM may hold at once.
 pub const MAX_TIMERS: usize = 10_000;
+/// Exit hooks a bot may register.
+pub const MAX_EXIT_HOOKS: usize = 1_000;
 
 /// Globals removed from the VM before anything runs: not reachable by any
 /// code, sandboxed or not.
@@ -102,6 +107,16 @@ pub fn stderr_sink(max: Level) -> LogSink {
     Rc::new(move |level, name, message| {
         if level <= max {
             eprintln!("{:<7} {name}: {message}", level.as_str());
+        }
+    })
+}
+
+/// Like [`stderr_sink`], each line starting with `prefix` (a bot's name
+/// when one process runs many).
+pub fn prefixed_stderr_sink(max: Level, prefix: String) -> LogSink {
+    Rc::new(move |level, name, message| {
+        if level <= max {
+            eprintln!("{prefix}{:<7} {name}: {message}", level.as_str());
         }
     })
 }
@@ -171,6 +186,11 @@ struct Subscription {
     func: Function,
 }
 
+struct ExitHook {
+    owner: Rc<str>,
+    func: Function,
+}
+
 struct Timer {
     id: u64,
     owner: Rc<str>,
@@ -189,9 +209,12 @@ struct Shared {
     subs: RefCell<Vec<Subscription>>,
     timers: RefCell<Vec<Timer>>,
     next_timer: Cell<u64>,
-    running_timer: Cell<Option<u64>>,
+    /// The timer running now (id, owner): it is out of `timers` meanwhile.
+    running_timer: RefCell<Option<(u64, Rc<str>)>>,
     running_timer_cleared: Cell<bool>,
     disconnect: Cell<bool>,
+    exit_hooks: RefCell<Vec<ExitHook>>,
+    world: RefCell<WorldView>,
     log: LogSink,
 }
 
@@ -331,9 +354,11 @@ impl Runtime {
             subs: RefCell::new(Vec::new()),
             timers: RefCell::new(Vec::new()),
             next_timer: Cell::new(1),
-            running_timer: Cell::new(None),
+            running_timer: RefCell::new(None),
             running_timer_cleared: Cell::new(false),
             disconnect: Cell::new(false),
+            exit_hooks: RefCell::new(Vec::new()),
+            world: RefCell::new(WorldView::new()),
             log: options.log.clone(),
         });
 
@@ -519,21 +544,120 @@ impl Runtime {
             )?,
         )?;
 
+        // Only the timer's owner (the file that set it) may clear it.
         let s = shared.clone();
         host.raw_set(
             "clear_timer",
-            lua.create_function(move |_, id: u64| {
-                s.timers.borrow_mut().retain(|t| t.id != id);
-                if s.running_timer.get() == Some(id) {
+            lua.create_function(move |_, (owner, id): (String, u64)| {
+                s.timers
+                    .borrow_mut()
+                    .retain(|t| t.id != id || *t.owner != *owner);
+                let running = s
+                    .running_timer
+                    .borrow()
+                    .as_ref()
+                    .is_some_and(|(rid, rowner)| *rid == id && **rowner == *owner);
+                if running {
                     s.running_timer_cleared.set(true);
                 }
                 Ok(())
             })?,
         )?;
 
+        let s = shared.clone();
+        host.raw_set(
+            "on_exit",
+            lua.create_function(move |_, (owner, func): (String, Function)| {
+                let mut hooks = s.exit_hooks.borrow_mut();
+                if hooks.len() >= MAX_EXIT_HOOKS {
+                    return Err(lua_error(format!("over {MAX_EXIT_HOOKS} exit hooks")));
+                }
+                hooks.push(ExitHook {
+                    owner: owner.into(),
+                    func,
+                });
+                Ok(())
+            })?,
+        )?;
+
+        Self::world_functions(lua, shared, &host)?;
+
         host.raw_set("client_name", client_name)?;
         host.set_readonly(true);
         Ok(host)
+    }
+
+    /// `buildat.world`'s primitives over the session's [`WorldView`]:
+    /// `world_get_voxel(x, y, z)`, `world_chunk_count()`,
+    /// `world_chunks_received()`, `world_set_acking(on)`,
+    /// `world_set_focus(x, y, z)`. Read-only but for acking and the focus.
+    fn world_functions(lua: &Lua, shared: &Rc<Shared>, host: &Table) -> mlua::Result<()> {
+        fn coordinate(v: f64) -> mlua::Result<i32> {
+            if v.is_finite() && v.abs() < 2e9 {
+                Ok(v.floor() as i32)
+            } else {
+                Err(lua_error(format!(
+                    "world coordinates are finite numbers within ±2e9, not {v}"
+                )))
+            }
+        }
+        fn world(shared: &Shared) -> mlua::Result<std::cell::Ref<'_, WorldView>> {
+            shared
+                .world
+                .try_borrow()
+                .map_err(|_| lua_error("the world view is busy"))
+        }
+        fn world_mut(shared: &Shared) -> mlua::Result<std::cell::RefMut<'_, WorldView>> {
+            shared
+                .world
+                .try_borrow_mut()
+                .map_err(|_| lua_error("the world view is busy"))
+        }
+
+        let s = shared.clone();
+        host.raw_set(
+            "world_get_voxel",
+            lua.create_function(move |_, (x, y, z): (f64, f64, f64)| {
+                let pos = [coordinate(x)?, coordinate(y)?, coordinate(z)?];
+                Ok(world(&s)?.voxel_name(pos))
+            })?,
+        )?;
+        let s = shared.clone();
+        host.raw_set(
+            "world_chunk_count",
+            lua.create_function(move |_, ()| Ok(world(&s)?.chunk_count()))?,
+        )?;
+        let s = shared.clone();
+        host.raw_set(
+            "world_chunks_received",
+            lua.create_function(move |_, ()| Ok(world(&s)?.stats().chunk_packets))?,
+        )?;
+        let s = shared.clone();
+        host.raw_set(
+            "world_set_acking",
+            lua.create_function(move |_, on: Value| match on {
+                Value::Boolean(on) => {
+                    world_mut(&s)?.set_acking(on);
+                    Ok(())
+                }
+                other => Err(lua_error(format!(
+                    "set_acking expects true or false, not a {}",
+                    other.type_name()
+                ))),
+            })?,
+        )?;
+        let s = shared.clone();
+        host.raw_set(
+            "world_set_focus",
+            lua.create_function(move |_, (x, y, z): (f64, f64, f64)| {
+                if world_mut(&s)?.set_focus([x, y, z]) {
+                    Ok(())
+                } else {
+                    Err(lua_error("set_focus takes finite numbers"))
+                }
+            })?,
+        )?;
+        Ok(())
     }
 
     /// Runs `f` as one entry from Rust into Lua: under a fresh time budget
@@ -709,14 +833,14 @@ impl Runtime {
                 };
                 timers.remove(index)
             };
-            self.shared.running_timer.set(Some(id));
+            *self.shared.running_timer.borrow_mut() = Some((id, timer.owner.clone()));
             self.shared.running_timer_cleared.set(false);
             if let Err(error) =
                 self.enter(&timer.owner, Some("timer"), || timer.func.call::<()>(()))
             {
                 errors.push(error);
             }
-            self.shared.running_timer.set(None);
+            *self.shared.running_timer.borrow_mut() = None;
             if let Some(every) = timer.every
                 && !self.shared.running_timer_cleared.get()
             {
@@ -727,6 +851,26 @@ impl Runtime {
             }
         }
         errors
+    }
+
+    /// Runs the exit hooks bot scripts registered (`buildat.on_exit`), each
+    /// once, contained and under its own time budget. Returns the failures.
+    pub fn run_exit_hooks(&self) -> Vec<ScriptError> {
+        let hooks = std::mem::take(&mut *self.shared.exit_hooks.borrow_mut());
+        hooks
+            .into_iter()
+            .filter_map(|hook| {
+                self.enter(&hook.owner, Some("exit hook"), || hook.func.call::<()>(()))
+                    .err()
+            })
+            .collect()
+    }
+
+    /// The session's world view (`app` feeds it the stream packets; Lua
+    /// reads it through `buildat.world`). Never borrowed across a call
+    /// into Lua.
+    pub fn world(&self) -> &RefCell<WorldView> {
+        &self.shared.world
     }
 
     /// Takes the packets Lua queued with `buildat.send_packet`.
@@ -790,6 +934,8 @@ impl Runtime {
             "load",
             "extension_source",
             "set_timer",
+            "clear_timer",
+            "on_exit",
         ] {
             out.push((format!("host.{name}"), self.host.raw_get(name)?));
         }

@@ -9,12 +9,14 @@
 //! The server binary is looked up next to this test's executable
 //! (`target/<profile>/buildat-server`): `cargo test --workspace` builds it.
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
-use std::sync::mpsc::{Receiver, channel};
-use std::time::{Duration, Instant};
+#[path = "common/real_server.rs"]
+mod real_server;
 
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use real_server::{Server, copy_dir, copy_modules, prebuild, repo_root};
 use sha2::{Digest, Sha256};
 
 const LUA_MODULE: &str = "e2e_lua";
@@ -40,80 +42,9 @@ fn data_lua() -> String {
     s
 }
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("client/ has a parent")
-        .to_path_buf()
-}
-
-fn build_dir() -> PathBuf {
-    repo_root().join("target").join("test-modules")
-}
-
-fn server_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>");
-    let server = profile_dir.join("buildat-server");
-    assert!(
-        server.is_file(),
-        "{} is missing: run `cargo test --workspace` (or `cargo build -p buildat-server` \
-         with the same target dir) first",
-        server.display()
-    );
-    server
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create dir");
-    for entry in std::fs::read_dir(from).expect("read dir").flatten() {
-        let path = entry.path();
-        let name = entry.file_name();
-        if name == "target" {
-            continue;
-        }
-        if path.is_dir() {
-            copy_dir(&path, &to.join(&name));
-        } else {
-            std::fs::copy(&path, to.join(&name)).expect("copy file");
-        }
-    }
-}
-
-/// Builds the modules from their repository folders into the shared build
-/// dir (artifacts are content-addressed, so the copies reuse them).
-fn prebuild() {
-    let root = repo_root();
-    let out = Command::new(server_binary())
-        .args(["--no-default-modules", "--modules"])
-        .arg(root.join("modules"))
-        .arg("--modules")
-        .arg(root.join("tests").join("modules"))
-        .arg("--build-dir")
-        .arg(build_dir())
-        .args(["--module-profile", "dev", "build"])
-        .output()
-        .expect("run buildat-server build");
-    // Modules this test does not use may fail to build while someone works
-    // on them; the server start below fails clearly if one we need did.
-    if !out.status.success() {
-        eprintln!(
-            "note: `buildat-server build` reported failures:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-}
-
 fn lay_out_modules(modules: &Path) {
     let root = repo_root();
-    for name in ["__loader", "network", "client_file"] {
-        let from = root.join("modules").join(name);
-        assert!(from.is_dir(), "{} is missing", from.display());
-        copy_dir(&from, &modules.join(name));
-    }
+    copy_modules(&["__loader", "network", "client_file"], modules);
     copy_dir(
         &root.join("tests").join("modules").join("net_probe"),
         &modules.join("net_probe"),
@@ -123,101 +54,6 @@ fn lay_out_modules(modules: &Path) {
     std::fs::write(lua.join("meta.json"), r#"{"disable_rust": true}"#).expect("meta");
     std::fs::write(lua.join("client_lua").join("init.lua"), INIT_LUA).expect("init.lua");
     std::fs::write(lua.join("client_lua").join("data.lua"), data_lua()).expect("data.lua");
-}
-
-struct Server {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Server {
-    fn start(world: &Path, modules: &Path) -> Self {
-        let mut child = Command::new(server_binary())
-            .arg("--world")
-            .arg(world)
-            .arg("--no-default-modules")
-            .arg("--modules")
-            .arg(modules)
-            .arg("--build-dir")
-            .arg(build_dir())
-            .args([
-                "--module-profile",
-                "dev",
-                "--listen",
-                "127.0.0.1:0",
-                "--no-watch",
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start buildat-server");
-        let (send, lines) = channel();
-        for stream in [
-            Box::new(child.stdout.take().expect("stdout")) as Box<dyn std::io::Read + Send>,
-            Box::new(child.stderr.take().expect("stderr")),
-        ] {
-            let send = send.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                    let _ = send.send(line);
-                }
-            });
-        }
-        let stdin = child.stdin.take();
-        Self {
-            child,
-            stdin,
-            lines,
-            seen: Vec::new(),
-        }
-    }
-
-    fn wait_for(&mut self, needle: &str, timeout: Duration) -> Option<String> {
-        if let Some(line) = self.seen.iter().find(|l| l.contains(needle)) {
-            return Some(line.clone());
-        }
-        let deadline = Instant::now() + timeout;
-        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-            let line = self.lines.recv_timeout(left).ok()?;
-            self.seen.push(line.clone());
-            if line.contains(needle) {
-                return Some(line);
-            }
-        }
-        None
-    }
-
-    fn output(&mut self) -> String {
-        while let Ok(line) = self.lines.try_recv() {
-            self.seen.push(line);
-        }
-        self.seen.join("\n")
-    }
-
-    fn stop(&mut self) -> Option<i32> {
-        if let Some(stdin) = self.stdin.as_mut() {
-            let _ = writeln!(stdin, "stop");
-            let _ = stdin.flush();
-        }
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return status.code();
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        None
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn run_client(address: &str, cache: &Path) -> Output {
@@ -270,19 +106,8 @@ fn client_runs_a_modules_lua_against_the_real_server() {
     let scratch = tempfile::tempdir().expect("temp dir");
     let modules = scratch.path().join("modules");
     lay_out_modules(&modules);
-    let mut server = Server::start(&scratch.path().join("world"), &modules);
-    let line = server
-        .wait_for("listening on ", Duration::from_secs(300))
-        .unwrap_or_else(|| panic!("the server did not listen:\n{}", server.output()));
-    let address = line
-        .rsplit("listening on ")
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_string();
-    server
-        .wait_for("server started", Duration::from_secs(120))
-        .unwrap_or_else(|| panic!("the server did not start:\n{}", server.output()));
+    let mut server = Server::start(&scratch.path().join("world"), &modules, &[]);
+    let address = server.wait_started();
     let cache = scratch.path().join("cache");
 
     // Cold cache: every file is transferred.

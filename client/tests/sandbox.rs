@@ -654,6 +654,9 @@ fn escape_audit_finds_nothing_of_the_host() {
         "floor",
         "__index",
         "hello",
+        "get_voxel",
+        "set_acking",
+        "set_interval",
     ] {
         assert!(names.contains(expected), "the walk saw {expected}");
     }
@@ -683,6 +686,8 @@ fn escape_audit_finds_nothing_of_the_host() {
         "run_trusted",
         "sandbox_env",
         "forget_file",
+        "on_exit",
+        "world_get_voxel",
     ] {
         assert!(!names.contains(forbidden), "{forbidden} is reachable");
     }
@@ -803,7 +808,8 @@ fn api_subscribe_unsubscribe_logger_dump_bytes_disconnect() {
         buildat.sub_packet("test:data", on)
         assert(buildat.dump({ b = 1, a = { "x" } }) == '{a = {"x"}, b = 1}', buildat.dump({ b = 1, a = { "x" } }))
         assert(buildat.client_name == "tester")
-        assert(buildat.set_timeout == nil, "timers are for bots")
+        assert(type(buildat.set_timeout) == "function", "module files get timers")
+        assert(buildat.on_exit == nil, "exit hooks are for bots")
         assert(not pcall(buildat.send_packet, "core:request_file", ""))
         assert(not pcall(buildat.sub_packet, "core:run_script", print))
         "#,
@@ -904,4 +910,69 @@ fn bot_scripts_get_timers() {
     assert!(rt.run_due_timers(Instant::now()).is_empty());
     assert!(sent(&rt).is_empty(), "the interval was cleared");
     assert_eq!(rt.next_timer(), None);
+}
+
+#[test]
+fn module_timers_belong_to_their_file() {
+    let (rt, _log) = runtime();
+    run(
+        &rt,
+        "a/client_lua/init.lua",
+        r#"
+        local n = 0
+        local id
+        id = buildat.set_interval(0.001, function()
+            n += 1
+            buildat.send_packet("test:a", tostring(n))
+            if n == 2 then buildat.clear_timer(id) end
+        end)
+        "#,
+    )
+    .expect("a runs");
+    // Another file cannot clear a's timer (ids are guessable).
+    run(
+        &rt,
+        "b/client_lua/init.lua",
+        r#"for id = 1, 10 do buildat.clear_timer(id) end"#,
+    )
+    .expect("b runs");
+    let start = Instant::now();
+    let mut ticks = Vec::new();
+    while start.elapsed() < Duration::from_secs(5) && ticks.len() < 2 {
+        assert!(rt.run_due_timers(Instant::now()).is_empty());
+        ticks.extend(sent(&rt).into_iter().map(|(_, d)| d));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(ticks, ["1", "2"], "b did not clear a's timer");
+    std::thread::sleep(Duration::from_millis(10));
+    assert!(rt.run_due_timers(Instant::now()).is_empty());
+    assert!(sent(&rt).is_empty(), "a cleared its own interval");
+    assert_eq!(rt.next_timer(), None);
+}
+
+#[test]
+fn bot_exit_hooks_run_once_and_are_contained() {
+    let (rt, _log) = runtime();
+    rt.run_trusted(
+        "bot.lua",
+        br#"
+        buildat.on_exit(function() buildat.send_packet("test:bye", "1") end)
+        buildat.on_exit(function() error("hook broke") end)
+        buildat.on_exit(function() while true do end end)
+        buildat.on_exit(function() buildat.send_packet("test:bye", "2") end)
+        "#,
+    )
+    .expect("bot runs");
+    let errors = rt.run_exit_hooks();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors[0].message.contains("hook broke"));
+    assert_eq!(errors[1].kind, FailureKind::TimeLimit);
+    assert_eq!(
+        sent(&rt),
+        [
+            ("test:bye".to_string(), "1".to_string()),
+            ("test:bye".to_string(), "2".to_string())
+        ]
+    );
+    assert!(rt.run_exit_hooks().is_empty(), "each hook runs once");
 }

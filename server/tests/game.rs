@@ -276,7 +276,9 @@ fn edits_reach_other_players_at_once_and_survive_a_restart() {
     digger.send_voxel("main:place", beside, b"stone");
     watcher
         .pump_until(Duration::from_secs(30), |p| {
-            p.voxel_name(below) == Some("air") && p.voxel_name(beside) == Some("stone")
+            p.voxel_name(below) == Some("air")
+                && p.voxel_name(beside) == Some("stone")
+                && p.edits.len() >= 2
         })
         .unwrap_or_else(|| panic!("the watcher sees both edits: {:?}", watcher.edits));
     assert!(watcher.edits.contains(&(below, "air".into())));

@@ -151,3 +151,34 @@ pub fn serve_files(conn: &mut Conn, files: &[(&str, Vec<u8>)]) -> Vec<String> {
     }
     requested
 }
+
+/// A server for `n` connections, each run by `serve(conn)` on its own
+/// thread; the handle gives their results in accept order.
+pub fn fake_server_many<T: Send + 'static>(
+    n: usize,
+    serve: impl Fn(Conn) -> T + Send + Sync + 'static,
+) -> (String, JoinHandle<Vec<T>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = listener.local_addr().expect("address").to_string();
+    let serve = std::sync::Arc::new(serve);
+    let handle = std::thread::spawn(move || {
+        let mut threads = Vec::new();
+        for _ in 0..n {
+            let (stream, _) = listener.accept().expect("accept");
+            let serve = serve.clone();
+            threads.push(std::thread::spawn(move || {
+                serve(Conn {
+                    stream,
+                    reader: PacketReader::default(),
+                    writer: PacketWriter::default(),
+                    closed: false,
+                })
+            }));
+        }
+        threads
+            .into_iter()
+            .map(|t| t.join().expect("a connection's thread"))
+            .collect()
+    });
+    (address, handle)
+}

@@ -396,8 +396,12 @@ impl Module for VoxelWorld {
         Ok(match function {
             api::REGISTER_BLOCK => {
                 let block: BlockDefinition = decode(payload)?;
+                let known = self.world.voxels.len();
                 let ids = self.world.register_block(block).map_err(world_error)?;
-                self.registry_packet = None;
+                if self.world.voxels.len() != known {
+                    self.registry_packet = None;
+                    self.streamer.registry_changed();
+                }
                 encode(&ids)
             }
             api::SET_VIEWER => {
@@ -437,6 +441,8 @@ impl Module for VoxelWorld {
             api::COMMIT => {
                 let updated = self.world.commit();
                 self.announce(&updated)?;
+                // Changed chunks go out now, right behind the game's news.
+                self.pump()?;
                 encode(&(updated.len() as u32))
             }
             api::LOAD_OR_GENERATE_SECTION => encode(&self.load_or_generate(decode(payload)?)?),

@@ -84,12 +84,17 @@ impl Streamer {
                 }
             }
         }
-        let wanted_set: HashSet<Pos> = wanted.iter().copied().collect();
+        // Chunks are withdrawn only past radius + 1, so walking back and forth
+        // over a chunk border does not unload and resend the same chunks.
+        let keep = (radius + 1) * (radius + 1);
         let mut packets = Vec::new();
         let leaving: Vec<Pos> = viewer
             .held
             .iter()
-            .filter(|c| !wanted_set.contains(*c))
+            .filter(|c| {
+                let d = [c[0] - center[0], c[1] - center[1], c[2] - center[2]];
+                d[0] * d[0] + d[1] * d[1] + d[2] * d[2] > keep
+            })
             .copied()
             .collect();
         for chunk in leaving {
@@ -107,6 +112,13 @@ impl Streamer {
         });
         viewer.queue = wanted.into();
         packets
+    }
+
+    /// Blocks were registered: every viewer gets the registry again.
+    pub fn registry_changed(&mut self) {
+        for viewer in self.viewers.values_mut() {
+            viewer.registry_sent = false;
+        }
     }
 
     pub fn remove_viewer(&mut self, peer: PeerId) {

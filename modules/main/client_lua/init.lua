@@ -1,0 +1,237 @@
+--! main/client_lua/init.lua: the default game's client side. The server
+--! ships it to every client and runs it with core:run_script; bot scripts
+--! and other modules get the same instance with
+--! `require("buildat/module/main")`.
+--!
+--! Owns: the protocol glue of the `main:*` packets (docs/protocol.md §10:
+--! join, spawn, move, dig, place, edits, other players, ping/pong,
+--! refusals), what this player knows (its peer id and position, the other
+--! players, edits seen), telling the client's world view where the player
+--! is (`buildat.world.set_focus`), and a summary line every few seconds.
+--! Does not own: the world itself (the client keeps the voxelworld stream
+--! natively: `buildat.world`), or what a bot does (scripts/bots/).
+--!
+--! Interface returned: position() -> x, y, z (nil before spawning),
+--! peer() -> id, move(x, y, z), dig(x, y, z), place(x, y, z, name),
+--! ping([fn(rtt_seconds, seq)]) -> seq, edits_seen() -> n,
+--! players() -> { [peer] = { name, x, y, z } } (a copy, others only),
+--! on_spawn(fn(peer, x, y, z)) (called at once when already spawned),
+--! on_edit(fn(who, x, y, z, name)), on_refused(fn(reason)).
+
+local log = buildat.Logger("main")
+
+local SUMMARY_EVERY = 5 -- seconds
+local MAX_PENDING_PINGS = 1000
+
+local M = {}
+
+local me = { peer = nil, x = nil, y = nil, z = nil }
+local others = {} -- peer id -> { name, x, y, z }
+local other_count = 0
+local edits = 0
+local spawn_fns, edit_fns, refused_fns = {}, {}, {}
+local pings, ping_seq, pending = {}, 0, 0
+
+local function call_all(fns, ...)
+	for _, fn in ipairs(fns) do
+		local ok, err = pcall(fn, ...)
+		if not ok then
+			log:error("callback failed: " .. tostring(err))
+		end
+	end
+end
+
+-- The join name: buildat.client_name, else "player"; at most 32 bytes, cut
+-- on a character boundary.
+local function join_name()
+	local name = buildat.client_name
+	if type(name) ~= "string" or not string.find(name, "%S") then
+		name = "player"
+	end
+	while #name > 32 do
+		local last = utf8.offset(name, -1)
+		if last == nil or last <= 1 then
+			name = string.sub(name, 1, 32)
+			break
+		end
+		name = string.sub(name, 1, last - 1)
+	end
+	return name
+end
+
+local function set_position(x, y, z)
+	me.x, me.y, me.z = x, y, z
+	buildat.world.set_focus(x, y, z)
+end
+
+local function fmt(v)
+	return string.format("%.1f", v)
+end
+
+buildat.sub_packet("main:spawn", function(data)
+	if #data < 32 then
+		log:warning("main:spawn of " .. #data .. " bytes ignored")
+		return
+	end
+	local peer, x, y, z = string.unpack("<I8ddd", data)
+	me.peer = peer
+	set_position(x, y, z)
+	log:info("spawned at " .. fmt(x) .. "," .. fmt(y) .. "," .. fmt(z) .. " as peer " .. peer)
+	call_all(spawn_fns, peer, x, y, z)
+end)
+
+buildat.sub_packet("main:player", function(data)
+	if #data < 32 then
+		return
+	end
+	local peer, x, y, z, rest = string.unpack("<I8ddd", data)
+	if peer == me.peer then
+		return
+	end
+	local p = others[peer]
+	if p == nil then
+		p = { name = string.sub(data, rest) }
+		others[peer] = p
+		other_count += 1
+		log:info("player " .. p.name .. " (peer " .. peer .. ") is at "
+			.. fmt(x) .. "," .. fmt(y) .. "," .. fmt(z))
+	end
+	p.x, p.y, p.z = x, y, z
+end)
+
+buildat.sub_packet("main:player_left", function(data)
+	if #data < 8 then
+		return
+	end
+	local peer = string.unpack("<I8", data)
+	local p = others[peer]
+	if p ~= nil then
+		others[peer] = nil
+		other_count -= 1
+		log:info("player " .. p.name .. " (peer " .. peer .. ") left")
+	end
+end)
+
+buildat.sub_packet("main:edit", function(data)
+	if #data < 20 then
+		return
+	end
+	local who, x, y, z, rest = string.unpack("<I8i4i4i4", data)
+	local name = string.sub(data, rest)
+	edits += 1
+	log:verbose("edit by peer " .. who .. ": " .. x .. "," .. y .. "," .. z .. " is now " .. name)
+	call_all(edit_fns, who, x, y, z, name)
+end)
+
+buildat.sub_packet("main:refused", function(data)
+	log:warning("refused: " .. data)
+	call_all(refused_fns, data)
+end)
+
+buildat.sub_packet("main:pong", function(data)
+	if #data < 4 then
+		return
+	end
+	local seq = string.unpack("<I4", data)
+	local p = pings[seq]
+	if p == nil then
+		return
+	end
+	pings[seq] = nil
+	pending -= 1
+	if p.fn then
+		local ok, err = pcall(p.fn, os.clock() - p.sent, seq)
+		if not ok then
+			log:error("ping callback failed: " .. tostring(err))
+		end
+	end
+end)
+
+local function voxel_args(x, y, z)
+	return string.pack("<i4i4i4", math.floor(x), math.floor(y), math.floor(z))
+end
+
+function M.position()
+	return me.x, me.y, me.z
+end
+
+function M.peer()
+	return me.peer
+end
+
+function M.move(x, y, z)
+	buildat.send_packet("main:move", string.pack("<ddd", x, y, z))
+	set_position(x, y, z)
+end
+
+function M.dig(x, y, z)
+	buildat.send_packet("main:dig", voxel_args(x, y, z))
+end
+
+function M.place(x, y, z, name)
+	buildat.send_packet("main:place", voxel_args(x, y, z) .. name)
+end
+
+-- Sends a main:ping; fn(rtt_seconds, seq) runs when its pong comes back.
+function M.ping(fn)
+	ping_seq = (ping_seq + 1) % 0x100000000
+	if pings[ping_seq] == nil then
+		pending += 1
+	end
+	pings[ping_seq] = { sent = os.clock(), fn = fn }
+	if pending > MAX_PENDING_PINGS then
+		-- Forget unanswered pings rather than grow without bound.
+		pings, pending = { [ping_seq] = pings[ping_seq] }, 1
+	end
+	buildat.send_packet("main:ping", string.pack("<I4", ping_seq))
+	return ping_seq
+end
+
+function M.edits_seen()
+	return edits
+end
+
+function M.players()
+	local copy = {}
+	for peer, p in pairs(others) do
+		copy[peer] = { name = p.name, x = p.x, y = p.y, z = p.z }
+	end
+	return copy
+end
+
+function M.on_spawn(fn)
+	table.insert(spawn_fns, fn)
+	if me.peer ~= nil then
+		local ok, err = pcall(fn, me.peer, me.x, me.y, me.z)
+		if not ok then
+			log:error("callback failed: " .. tostring(err))
+		end
+	end
+end
+
+function M.on_edit(fn)
+	table.insert(edit_fns, fn)
+end
+
+function M.on_refused(fn)
+	table.insert(refused_fns, fn)
+end
+
+-- The summary line: players counts everyone known, this player included.
+function M.summary()
+	local position = "unknown"
+	if me.x ~= nil then
+		position = fmt(me.x) .. "," .. fmt(me.y) .. "," .. fmt(me.z)
+	end
+	local players = other_count + (me.peer ~= nil and 1 or 0)
+	return "position " .. position .. "; chunks held " .. buildat.world.chunk_count()
+		.. "; edits seen " .. edits .. "; players " .. players
+end
+
+buildat.set_interval(SUMMARY_EVERY, function()
+	log:info(M.summary())
+end)
+
+buildat.send_packet("main:join", join_name())
+
+return M
