@@ -25,6 +25,8 @@ use buildat_voxel::stream::{self, StreamError};
 use buildat_voxel::{AIR, MAX_TYPE_ID, UNKNOWN, UNKNOWN_NAME, VoxelRegistry};
 use thiserror::Error;
 
+/// Pixels along each side of one voxel column in the PNG map.
+pub const PNG_PIXELS_PER_COLUMN: u32 = 8;
 /// Default half-width of the maps, in voxels (a 49 × 49 slice).
 pub const DEFAULT_MAP_RADIUS: i32 = 24;
 /// Largest map half-width accepted.
@@ -379,7 +381,8 @@ impl TopView {
         data
     }
 
-    /// Writes the slice as a PNG (one pixel per column), atomically.
+    /// Writes the slice as a PNG ([`PNG_PIXELS_PER_COLUMN`] pixels square per
+    /// column, so a person can read it), atomically.
     pub fn write_png(&self, path: &Path) -> Result<(), MapError> {
         let io = |source| MapError::Io {
             path: path.to_path_buf(),
@@ -393,7 +396,22 @@ impl TopView {
             .prefix(".map-")
             .tempfile_in(dir)
             .map_err(io)?;
-        let side = u32::try_from(self.side()).unwrap_or(1);
+        let columns = self.side();
+        let scale = PNG_PIXELS_PER_COLUMN as usize;
+        let side = u32::try_from(columns * scale).unwrap_or(1);
+        let rgb = self.rgb();
+        let mut pixels = Vec::with_capacity(rgb.len() * scale * scale);
+        for row in rgb.chunks(columns * 3) {
+            let mut wide = Vec::with_capacity(row.len() * scale);
+            for pixel in row.chunks(3) {
+                for _ in 0..scale {
+                    wide.extend_from_slice(pixel);
+                }
+            }
+            for _ in 0..scale {
+                pixels.extend_from_slice(&wide);
+            }
+        }
         {
             let mut encoder = png::Encoder::new(BufWriter::new(temp.as_file_mut()), side, side);
             encoder.set_color(png::ColorType::Rgb);
@@ -403,7 +421,7 @@ impl TopView {
                 source,
             };
             let mut writer = encoder.write_header().map_err(png)?;
-            writer.write_image_data(&self.rgb()).map_err(png)?;
+            writer.write_image_data(&pixels).map_err(png)?;
             writer.finish().map_err(png)?;
         }
         temp.persist(path).map_err(|e| io(e.error))?;

@@ -347,10 +347,16 @@ fn the_png_map_is_written_and_decodes() {
     let mut reader = decoder.read_info().expect("png header");
     let mut data = vec![0; reader.output_buffer_size().expect("size")];
     let info = reader.next_frame(&mut data).expect("png data");
-    assert_eq!((info.width, info.height), (49, 49));
+    let scale = buildat_client::world::PNG_PIXELS_PER_COLUMN as i32;
+    assert_eq!(
+        (info.width, info.height),
+        (49 * scale as u32, 49 * scale as u32)
+    );
     assert_eq!(info.color_type, png::ColorType::Rgb);
+    // The centre pixel of each column's square.
     let pixel = |dx: i32, dz: i32| {
-        let i = (((dz + 24) * 49 + dx + 24) * 3) as usize;
+        let (x, y) = ((dx + 24) * scale + scale / 2, (dz + 24) * scale + scale / 2);
+        let i = ((y * 49 * scale + x) * 3) as usize;
         [data[i], data[i + 1], data[i + 2]]
     };
     assert_eq!(pixel(0, 0), [255, 0, 0], "the focus");

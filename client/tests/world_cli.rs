@@ -133,7 +133,8 @@ fn the_stream_is_acked_counted_and_mapped() {
         std::fs::File::open(&png_path).expect("the PNG exists"),
     ));
     let info = decoder.read_info().expect("a PNG").info().clone();
-    assert_eq!((info.width, info.height), (49, 49));
+    let side = 49 * buildat_client::world::PNG_PIXELS_PER_COLUMN;
+    assert_eq!((info.width, info.height), (side, side));
 }
 
 #[test]
