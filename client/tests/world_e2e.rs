@@ -350,7 +350,8 @@ fn a_joining_client_gets_its_own_chunk_first_then_the_radius_once_each() {
         std::fs::File::open(&png).expect("the PNG map"),
     ));
     let info = decoder.read_info().expect("a PNG").info().clone();
-    assert_eq!((info.width, info.height), (49, 49));
+    let side = 49 * buildat_client::world::PNG_PIXELS_PER_COLUMN;
+    assert_eq!((info.width, info.height), (side, side));
     assert_eq!(server.stop(), Some(0), "{}", server.output());
 }
 
