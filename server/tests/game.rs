@@ -326,3 +326,46 @@ fn edits_reach_other_players_at_once_and_survive_a_restart() {
     server.send("stop");
     assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
 }
+
+#[test]
+fn players_keep_playing_across_reloads_of_every_game_module() {
+    let scratch = Scratch::new();
+    scratch.add_game();
+    let (mut server, address) = start(&scratch);
+    let mut digger = Player::join(&address, "digger");
+    let mut watcher = Player::join(&address, "watcher");
+    let all = chunks_in_radius(geometry::chunk_of_voxel(digger.feet()));
+    for player in [&mut digger, &mut watcher] {
+        player
+            .pump_until(Duration::from_secs(120), |p| p.received.len() >= all.len())
+            .expect("world");
+    }
+    for module in ["main", "voxelworld", "network", "client_file", "worldgen"] {
+        server.send(&format!("reload {module}"));
+        server
+            .wait_for(&format!("reloaded {module}"), Duration::from_secs(60))
+            .unwrap_or_else(|| panic!("reload {module}:\n{}", server.output()));
+    }
+    // Still joined (no "join first" refusal) and still streamed to.
+    let feet = digger.feet();
+    let beside = [feet[0] - 2, feet[1], feet[2]];
+    digger.send_voxel("main:place", beside, b"stone");
+    watcher
+        .pump_until(Duration::from_secs(30), |p| {
+            p.voxel_name(beside) == Some("stone") && !p.edits.is_empty()
+        })
+        .unwrap_or_else(|| panic!("the edit after the reloads reaches the watcher"));
+    digger.pump_until(Duration::from_millis(300), |_| false);
+    let repeats = watcher.received.len() - watcher.received.iter().collect::<HashSet<_>>().len();
+    assert!(
+        repeats <= 1,
+        "only the edited chunk came again, not the world: {repeats}"
+    );
+    assert!(
+        !server.output().contains("disconnected:"),
+        "{}",
+        server.output()
+    );
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}

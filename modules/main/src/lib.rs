@@ -19,7 +19,9 @@ use buildat_interface::network::{self, ClientDisconnected, PacketReceived, PeerI
 use buildat_interface::voxelworld::{
     self as world, SectionStatus, SetSaveEnabled, SetVoxel, Sizes, Viewer,
 };
-use buildat_interface::{Event, Host, Module, ModuleError, encode, events, export_module, log};
+use buildat_interface::{
+    Event, Host, Module, ModuleError, UnloadKind, encode, events, export_module, log,
+};
 use buildat_voxel::geometry::{self, Pos, SectionSize};
 use buildat_voxel::{AIR, VoxelRegistry};
 use rules::RateLimit;
@@ -270,6 +272,20 @@ impl Game {
     }
 }
 
+impl Game {
+    fn stash(&self) -> Stash {
+        Stash {
+            players: self
+                .players
+                .iter()
+                .map(|(peer, p)| (*peer, p.name.clone(), p.position))
+                .collect(),
+            joining: self.joining.clone(),
+            spawn: self.spawn,
+        }
+    }
+}
+
 impl Module for Game {
     fn create(host: Host) -> Result<Self, ModuleError> {
         let packet_events = [
@@ -309,6 +325,23 @@ impl Module for Game {
                 let sizes: Sizes = self.host.call_typed(world::MODULE, world::GET_SIZES, &())?;
                 self.section_size = SectionSize(sizes.section_size);
                 self.refresh_registry()?;
+                if let Some(bytes) = self.host.tmp_restore_data(TMP_DATA) {
+                    let stash: Stash = buildat_interface::decode(&bytes)?;
+                    self.spawn = stash.spawn;
+                    self.joining = stash.joining;
+                    for (peer, name, position) in stash.players {
+                        let actions = RateLimit::default();
+                        self.players.insert(
+                            peer,
+                            Player {
+                                name,
+                                position,
+                                actions,
+                            },
+                        );
+                    }
+                    log::info!("resumed with {} players", self.players.len());
+                }
             }
             events::Tick::NAME => self.spawn_waiting()?,
             ClientDisconnected::NAME => {
@@ -349,6 +382,23 @@ impl Module for Game {
         }
         Ok(())
     }
+
+    fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
+        if kind == UnloadKind::Reload {
+            self.host.tmp_store_data(TMP_DATA, &encode(&self.stash()))?;
+        }
+        Ok(())
+    }
 }
+
+/// What crosses a reload of the game: every player, so nobody is dropped.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Stash {
+    players: Vec<(PeerId, String, [f64; 3])>,
+    joining: BTreeMap<PeerId, String>,
+    spawn: Option<[f64; 3]>,
+}
+
+const TMP_DATA: &str = "main";
 
 export_module!(Game);

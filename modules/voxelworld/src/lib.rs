@@ -90,6 +90,8 @@ struct Stash {
     voxels: buildat_voxel::VoxelRegistry,
     blocks: buildat_voxel::BlockRegistry,
     sections: Vec<StashedSection>,
+    /// Who is streamed what, so players keep their world across the reload.
+    viewers: HashMap<PeerId, stream::Viewer>,
 }
 
 struct VoxelWorld {
@@ -279,6 +281,7 @@ impl VoxelWorld {
     fn stash(&mut self) -> Result<Stash, ModuleError> {
         self.save()?;
         Ok(Stash {
+            viewers: self.streamer.take_viewers(),
             voxels: self.world.voxels.clone(),
             blocks: self.world.blocks.clone(),
             sections: self
@@ -296,6 +299,7 @@ impl VoxelWorld {
     }
 
     fn restore(&mut self, stash: Stash) -> Result<(), ModuleError> {
+        self.streamer.restore_viewers(stash.viewers);
         self.world.voxels = stash.voxels;
         self.world.voxels.reindex();
         self.world.blocks = stash.blocks;

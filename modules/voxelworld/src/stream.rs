@@ -14,6 +14,7 @@ use std::sync::Arc;
 use buildat_interface::network::{OutgoingPacket, PeerId};
 use buildat_voxel::geometry::{self, Pos};
 use buildat_voxel::stream;
+use serde::{Deserialize, Serialize};
 
 use crate::world::{Loaded, World, WorldError};
 
@@ -23,8 +24,8 @@ const SCAN_LIMIT: usize = 64;
 /// Encoded chunks kept before the cache is cleared.
 const CACHE_LIMIT: usize = 20_000;
 
-#[derive(Default)]
-struct Viewer {
+#[derive(Default, Serialize, Deserialize)]
+pub struct Viewer {
     center: Option<Pos>,
     /// Chunks the client holds (sent and not withdrawn).
     held: HashSet<Pos>,
@@ -62,6 +63,17 @@ impl Streamer {
 
     pub fn viewer_count(&self) -> usize {
         self.viewers.len()
+    }
+
+    /// The viewers, to carry across a reload of the module.
+    pub fn take_viewers(&mut self) -> HashMap<PeerId, Viewer> {
+        std::mem::take(&mut self.viewers)
+    }
+
+    /// Puts back viewers from [`Streamer::take_viewers`] (acks sent during
+    /// the reload wait in the module's queue and arrive afterwards).
+    pub fn restore_viewers(&mut self, viewers: HashMap<PeerId, Viewer>) {
+        self.viewers = viewers;
     }
 
     /// Moves (or adds) a viewer: chunks leaving the radius are withdrawn,
