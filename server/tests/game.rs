@@ -169,6 +169,19 @@ impl Player {
     }
 }
 
+/// Two players who joined and hold their whole view radius.
+fn digger_and_watcher(address: &str) -> (Player, Player) {
+    let mut digger = Player::join(address, "digger");
+    let mut watcher = Player::join(address, "watcher");
+    let all = chunks_in_radius(geometry::chunk_of_voxel(digger.feet()));
+    for player in [&mut digger, &mut watcher] {
+        player
+            .pump_until(Duration::from_secs(120), |p| p.received.len() >= all.len())
+            .expect("world");
+    }
+    (digger, watcher)
+}
+
 fn chunks_in_radius(center: Pos) -> HashSet<Pos> {
     let mut set = HashSet::new();
     for dz in -RADIUS..=RADIUS {
@@ -261,14 +274,7 @@ fn edits_reach_other_players_at_once_and_survive_a_restart() {
     let scratch = Scratch::new();
     scratch.add_game();
     let (mut server, address) = start(&scratch);
-    let mut digger = Player::join(&address, "digger");
-    let mut watcher = Player::join(&address, "watcher");
-    let all = chunks_in_radius(geometry::chunk_of_voxel(digger.feet()));
-    for player in [&mut digger, &mut watcher] {
-        player
-            .pump_until(Duration::from_secs(120), |p| p.received.len() >= all.len())
-            .expect("world");
-    }
+    let (mut digger, mut watcher) = digger_and_watcher(&address);
     let feet = digger.feet();
     let below = [feet[0], feet[1] - 1, feet[2]];
     let beside = [feet[0] + 2, feet[1], feet[2]];
@@ -332,14 +338,7 @@ fn players_keep_playing_across_reloads_of_every_game_module() {
     let scratch = Scratch::new();
     scratch.add_game();
     let (mut server, address) = start(&scratch);
-    let mut digger = Player::join(&address, "digger");
-    let mut watcher = Player::join(&address, "watcher");
-    let all = chunks_in_radius(geometry::chunk_of_voxel(digger.feet()));
-    for player in [&mut digger, &mut watcher] {
-        player
-            .pump_until(Duration::from_secs(120), |p| p.received.len() >= all.len())
-            .expect("world");
-    }
+    let (mut digger, mut watcher) = digger_and_watcher(&address);
     for module in ["main", "voxelworld", "network", "client_file", "worldgen"] {
         server.send(&format!("reload {module}"));
         server
