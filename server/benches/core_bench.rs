@@ -8,6 +8,12 @@
 
 mod support;
 
+/// The probe fixture's payload types.
+#[path = "../../tests/modules/probe/src/api.rs"]
+#[allow(dead_code)]
+mod probe;
+
+use probe::{CallMany, CallManyResult, EmitRequest, Numbered, Stats};
 use support::{build_dir, copy_dir, prebuild, repo};
 
 use std::path::Path;
@@ -16,46 +22,10 @@ use std::time::{Duration, Instant};
 use buildat_interface::{decode, encode};
 use buildat_server::config::ServerConfig;
 use buildat_server::core::Core;
-use serde::{Deserialize, Serialize};
 
 const EVENTS: u64 = 200_000;
 const PAYLOAD: u32 = 64;
 const CALLS: u64 = 20_000;
-
-#[derive(Debug, Default, Deserialize)]
-#[allow(dead_code)]
-struct Stats {
-    count: u64,
-    in_order: bool,
-    next_expected: u64,
-    duplicates_or_gaps: u64,
-}
-
-#[derive(Serialize)]
-struct EmitRequest {
-    name: String,
-    count: u64,
-    payload_size: u32,
-}
-
-#[derive(Serialize, Deserialize)]
-struct Numbered {
-    seq: u64,
-    padding: Vec<u8>,
-}
-
-#[derive(Serialize)]
-struct CallMany {
-    module: String,
-    function: String,
-    count: u64,
-}
-
-#[derive(Deserialize)]
-struct CallManyResult {
-    errors: u64,
-    latencies_ns: Vec<u64>,
-}
 
 /// A module path with `__loader` and probes named `names`.
 fn scratch(names: &[&str]) -> tempfile::TempDir {

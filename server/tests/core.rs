@@ -4,48 +4,17 @@
 
 mod common;
 
+/// The probe fixture's payload types.
+#[path = "../../tests/modules/probe/src/api.rs"]
+#[allow(dead_code)]
+mod probe;
+
 use std::time::{Duration, Instant};
 
 use buildat_interface::core_api::ModuleState;
 use buildat_interface::{CallError, decode, encode};
 use common::{Scratch, logs, wait_until};
-use serde::{Deserialize, Serialize};
-
-// Mirrors of the probe fixture's payloads (bincode is structural).
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
-struct Stats {
-    count: u64,
-    in_order: bool,
-    next_expected: u64,
-    duplicates_or_gaps: u64,
-}
-
-#[derive(Serialize)]
-struct EmitRequest {
-    name: String,
-    count: u64,
-    payload_size: u32,
-}
-
-#[derive(Serialize)]
-struct ProxyCall {
-    module: String,
-    function: String,
-    payload: Vec<u8>,
-}
-
-#[derive(Serialize)]
-struct CallMany {
-    module: String,
-    function: String,
-    count: u64,
-}
-
-#[derive(Deserialize)]
-struct CallManyResult {
-    errors: u64,
-    latencies_ns: Vec<u64>,
-}
+use probe::{CallMany, CallManyResult, EmitRequest, ProxyCall, Stats};
 
 fn stats(core: &buildat_server::core::Core, module: &str, event: &str) -> Stats {
     decode(

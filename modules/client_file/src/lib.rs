@@ -86,51 +86,55 @@ impl Shared {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Sends a packet to a peer; answers its network backlog.
-    fn send(&self, peer: PeerId, name: &str, data: Vec<u8>) -> Result<u64, CallError> {
+    /// Sends a packet to a peer, logging a failure (a peer that left).
+    fn send_or_log(&self, peer: PeerId, name: &str, data: Vec<u8>) {
         let request = network::Send {
             peer,
             name: name.to_string(),
             data,
         };
-        let answer = self
+        if let Err(error) = self
             .host
-            .call(network::MODULE, network::SEND, &encode(&request))?;
-        decode(&answer).map_err(|e| CallError::Invalid(e.to_string()))
+            .call(network::MODULE, network::SEND, &encode(&request))
+        {
+            log::warn!("sending {name} to peer {peer}: {error}");
+        }
     }
 
-    fn send_or_log(&self, peer: PeerId, name: &str, data: Vec<u8>) {
-        if let Err(error) = self.send(peer, name, data) {
-            log::warn!("sending {name} to peer {peer}: {error}");
+    /// Sends a packet to every connected client in one call.
+    fn broadcast(&self, name: &str, data: Vec<u8>) {
+        let request = network::Broadcast {
+            name: name.to_string(),
+            data,
+        };
+        if let Err(error) = self
+            .host
+            .call(network::MODULE, network::BROADCAST, &encode(&request))
+        {
+            log::warn!("broadcasting {name}: {error}");
         }
     }
 
     /// Tells every connected client about a new or changed file.
     fn announce_to_all(&self, name: &str) {
-        let (peers, announce) = {
+        let announce = {
             let state = self.state();
             let Some(entry) = state.registry.get(name) else {
                 return;
             };
-            let announce = AnnounceFile {
+            AnnounceFile {
                 name: name.to_string(),
                 hash: entry.hash,
                 size: entry.content.len() as u64,
-            };
-            (state.peers.keys().copied().collect::<Vec<_>>(), announce)
+            }
         };
-        for peer in peers {
-            self.send_or_log(peer, protocol::ANNOUNCE_FILE, protocol::encode(&announce));
-        }
+        self.broadcast(protocol::ANNOUNCE_FILE, protocol::encode(&announce));
     }
 
     fn withdraw_from_all(&self, names: &[String]) {
-        let peers: Vec<PeerId> = self.state().peers.keys().copied().collect();
         for name in names {
             let packet = protocol::encode(&protocol::RemoveFile { name: name.clone() });
-            for peer in &peers {
-                self.send_or_log(*peer, protocol::REMOVE_FILE, packet.clone());
-            }
+            self.broadcast(protocol::REMOVE_FILE, packet);
         }
     }
 

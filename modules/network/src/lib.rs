@@ -281,12 +281,12 @@ impl Network {
     }
 
     /// Stops accepting and parks every peer; returns what the next version needs.
-    fn park(&mut self, running: &mut Option<Running>) -> Result<Saved, ModuleError> {
+    fn park(&mut self) -> Result<Saved, ModuleError> {
         let Some(Running {
             runtime,
             stop_listener,
             listener,
-        }) = running.take()
+        }) = self.running.take()
         else {
             return Err(ModuleError::msg("not running"));
         };
@@ -460,8 +460,7 @@ impl Module for Network {
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
         match kind {
             UnloadKind::Reload => {
-                let mut running = self.running.take();
-                let saved = self.park(&mut running)?;
+                let saved = self.park()?;
                 log::info!(
                     "handing {} peers and the listener to the next version",
                     saved.peers.len()

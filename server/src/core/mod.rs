@@ -688,7 +688,6 @@ impl CoreInner {
                 "module {name}: disable_rust changed; unload and load it instead"
             )));
         }
-        *lock(&slot.meta) = parsed.meta.clone();
         let started = Instant::now();
         // Build while the old version keeps running: a compile error leaves it serving.
         let artifact = if slot.lua_only {
@@ -711,6 +710,7 @@ impl CoreInner {
         match self.run_instance(&slot, artifact.as_ref(), start) {
             Ok(()) => {
                 slot.set_state(ModuleState::Loaded);
+                *lock(&slot.meta) = parsed.meta;
                 tracing::info!(
                     "module {name} reloaded in {} ms",
                     started.elapsed().as_millis()

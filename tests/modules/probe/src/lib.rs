@@ -14,55 +14,13 @@ use std::time::Instant;
 use buildat_interface::{
     Event, Host, Module, ModuleError, UnloadKind, decode, encode, events, export_module, log,
 };
-use serde::{Deserialize, Serialize};
 
 /// Edited by the reload tests to prove new code runs after a rebuild.
 pub const VERSION: &str = "probe-1";
 
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
-pub struct Stats {
-    pub count: u64,
-    pub in_order: bool,
-    pub next_expected: u64,
-    pub duplicates_or_gaps: u64,
-}
+pub mod api;
 
-#[derive(Debug, Serialize, Deserialize)]
-pub struct EmitRequest {
-    pub name: String,
-    pub count: u64,
-    pub payload_size: u32,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct ProxyCall {
-    pub module: String,
-    pub function: String,
-    pub payload: Vec<u8>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct CallMany {
-    pub module: String,
-    pub function: String,
-    pub count: u64,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct CallManyResult {
-    pub errors: u64,
-    /// Round trip of each call in nanoseconds.
-    pub latencies_ns: Vec<u64>,
-}
-
-/// A numbered event's payload: the sequence number, then padding.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Numbered {
-    pub seq: u64,
-    pub padding: Vec<u8>,
-}
-
-pub const SEQ_EVENT: &str = "probe:seq";
+pub use api::*;
 
 struct Probe {
     host: Host,
