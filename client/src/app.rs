@@ -240,8 +240,7 @@ impl Client {
         }
         self.summary.stats = self.session.stats();
         self.summary.lua_memory = self.runtime.used_memory();
-        let world = self.runtime.world().borrow();
-        self.summary.world = world.stats();
+        let mut world = self.runtime.world().borrow_mut();
         if self.config.ascii_map || self.config.map_png.is_some() {
             let view = world.top_view(self.config.map_radius);
             if self.config.ascii_map {
@@ -255,6 +254,8 @@ impl Client {
                 );
             }
         }
+        // After the maps: drawing them may decode chunks, and count bad ones.
+        self.summary.world = world.stats();
     }
 
     fn log(&self, level: Level, message: &str) {

@@ -40,7 +40,8 @@ With --bots N the exit code is the highest of the sessions' codes.
 At exit a summary goes to stderr (with --bots, each line starts with the
 session's name instead of buildat-client):
   files: N announced, M requested, B bytes received; scripts: S run, E Lua errors
-  world: held N chunks, received M chunk packets (U updates), first chunk (x,y,z)"
+  world: held N chunks, received M chunk packets (U updates), first chunk (x,y,z)
+  session ended, exit code C"
 )]
 struct Cli {
     /// Server address, HOST:PORT.
@@ -262,7 +263,7 @@ fn run_session(settings: &Settings, name: &str, label: &str, bots: bool) -> u8 {
         Some(Err(error)) => eprintln!("{label}: {error}"),
         None => {}
     }
-    match result {
+    let code = match result {
         Ok(Outcome::QuitAfter) => EXIT_OK,
         Ok(Outcome::DisconnectRequested) => {
             eprintln!("{label}: disconnected (buildat.disconnect())");
@@ -281,7 +282,10 @@ fn run_session(settings: &Settings, name: &str, label: &str, bots: bool) -> u8 {
                 AppError::Cache(_) | AppError::Runtime(_) => EXIT_OTHER,
             }
         }
-    }
+    };
+    // The last line of every session, for harnesses counting how sessions end.
+    eprintln!("{label}: session ended, exit code {code}");
+    code
 }
 
 /// `--bots N`: N sessions on N threads; the highest exit code wins.

@@ -619,7 +619,7 @@ impl Runtime {
             "world_get_voxel",
             lua.create_function(move |_, (x, y, z): (f64, f64, f64)| {
                 let pos = [coordinate(x)?, coordinate(y)?, coordinate(z)?];
-                Ok(world(&s)?.voxel_name(pos))
+                Ok(world_mut(&s)?.voxel_name(pos))
             })?,
         )?;
         let s = shared.clone();

@@ -6,8 +6,10 @@
 //! Owns: decoding the stream packets (bincode payloads from
 //! `buildat_voxel::stream`, chunk blobs through `buildat_format`'s voxel
 //! blob decoder, names mapped through the received registry), the held
-//! chunks (compact: one value for a uniform chunk, a byte per voxel plus a
-//! palette for up to 256 distinct values, else the raw values), the ack
+//! chunks (kept as the blob that came until a voxel of them is read, since
+//! most held chunks are never read; then compact: one value for a uniform
+//! chunk, a byte per voxel plus a palette for up to 256 distinct values,
+//! else the raw values), single-voxel updates (`voxelworld:voxels`), the ack
 //! bookkeeping (how many processed chunks are still unacknowledged, and
 //! whether acking is paused), the counters of the summary line, the focus
 //! (the player position the game's Lua sets), and the top-down slice that
@@ -19,6 +21,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
+use buildat_format::voxel_blob::peek_voxel_count;
 use buildat_format::{VoxelBlobError, decode_voxels};
 use buildat_voxel::geometry::{self, CHUNK_SIZE, CHUNK_VOLUME, Pos};
 use buildat_voxel::stream::{self, StreamError};
@@ -50,6 +53,13 @@ pub enum WorldError {
         chunk[2]
     )]
     WrongSize { chunk: Pos, count: usize },
+    #[error(
+        "chunk ({},{},{}): voxel index {index} is past its {CHUNK_VOLUME} voxels",
+        chunk[0],
+        chunk[1],
+        chunk[2]
+    )]
+    BadIndex { chunk: Pos, index: usize },
 }
 
 /// Writing a PNG map failed.
@@ -78,6 +88,13 @@ pub enum Handled {
     Chunk { chunk: Pos, update: bool },
     /// An unload; `held` when the chunk was held.
     Unload { chunk: Pos, held: bool },
+    /// Single voxels of a chunk; `held` when the chunk was held (else they
+    /// were dropped).
+    Voxels {
+        chunk: Pos,
+        count: usize,
+        held: bool,
+    },
 }
 
 /// The counters of the closing summary line.
@@ -92,6 +109,8 @@ pub struct WorldStats {
     pub updates: u64,
     /// `voxelworld:unload_chunk` packets received.
     pub unloads: u64,
+    /// `voxelworld:voxels` packets received (single voxels of held chunks).
+    pub voxel_updates: u64,
     /// Stream packets that could not be used.
     pub malformed: u64,
     /// `voxelworld:registry` packets received.
@@ -113,6 +132,9 @@ impl WorldStats {
             "world: held {} chunks, received {} chunk packets ({} updates), first chunk {first}",
             self.held, self.chunk_packets, self.updates
         );
+        if self.voxel_updates > 0 {
+            line.push_str(&format!("; {} voxel updates", self.voxel_updates));
+        }
         if self.unloads > 0 {
             line.push_str(&format!("; {} unloaded", self.unloads));
         }
@@ -121,6 +143,14 @@ impl WorldStats {
         }
         line
     }
+}
+
+/// A held chunk: the blob it came as (its header checked), decoded the
+/// first time one of its voxels is read or changed.
+#[derive(Debug, Clone)]
+enum Held {
+    Blob(Box<[u8]>),
+    Voxels(Voxels),
 }
 
 /// A chunk's voxels, stored compactly.
@@ -188,6 +218,43 @@ impl Voxels {
                 .unwrap_or(AIR),
             Self::Full(values) => values.get(index).copied().unwrap_or(AIR),
         }
+    }
+
+    /// Every voxel, in index order.
+    fn values(&self) -> Vec<u32> {
+        (0..CHUNK_VOLUME).map(|i| self.get(i)).collect()
+    }
+
+    /// Sets one voxel (an index past the chunk is ignored), staying compact.
+    fn set(&mut self, index: usize, value: u32) {
+        if index >= CHUNK_VOLUME || self.get(index) == value {
+            return;
+        }
+        if let Self::Small { palette, indices } = self {
+            let slot = match palette.iter().position(|&p| p == value) {
+                Some(slot) => Some(slot),
+                None if palette.len() < 256 => {
+                    palette.push(value);
+                    Some(palette.len() - 1)
+                }
+                None => None,
+            };
+            if let (Some(slot), Some(at)) = (slot, indices.get_mut(index)) {
+                *at = u8::try_from(slot).unwrap_or(u8::MAX);
+                return;
+            }
+        }
+        if let Self::Full(values) = self {
+            if let Some(at) = values.get_mut(index) {
+                *at = value;
+            }
+            return;
+        }
+        let mut values = self.values();
+        if let Some(at) = values.get_mut(index) {
+            *at = value;
+        }
+        *self = Self::from_values(values);
     }
 
     fn is_air(&self) -> bool {
@@ -433,7 +500,7 @@ impl TopView {
 #[derive(Debug)]
 pub struct WorldView {
     registry: VoxelRegistry,
-    chunks: HashMap<Pos, Voxels>,
+    chunks: HashMap<Pos, Held>,
     /// Chunk column (x, z) → the chunk ys held in it.
     columns: HashMap<[i32; 2], BTreeSet<i32>>,
     stats: WorldStats,
@@ -470,7 +537,7 @@ impl WorldView {
     pub fn is_world_packet(name: &str) -> bool {
         matches!(
             name,
-            stream::REGISTRY | stream::CHUNK | stream::UNLOAD_CHUNK
+            stream::REGISTRY | stream::CHUNK | stream::UNLOAD_CHUNK | stream::VOXELS
         )
     }
 
@@ -488,6 +555,10 @@ impl WorldView {
             stream::UNLOAD_CHUNK => {
                 self.stats.unloads += 1;
                 self.handle_unload(data)
+            }
+            stream::VOXELS => {
+                self.stats.voxel_updates += 1;
+                self.handle_voxels(data)
             }
             _ => return Ok(Handled::NotWorld),
         };
@@ -514,8 +585,11 @@ impl WorldView {
                     .and_then(|name| registry.get_id(&name))
                     .unwrap_or(UNKNOWN)
             };
-            for voxels in self.chunks.values_mut() {
-                voxels.remap(&map);
+            // Blobs are by name: they decode with the new registry.
+            for held in self.chunks.values_mut() {
+                if let Held::Voxels(voxels) = held {
+                    voxels.remap(&map);
+                }
             }
         }
         let types = registry.len();
@@ -529,30 +603,21 @@ impl WorldView {
             source,
         })?;
         let chunk = packet.chunk;
-        let registry = &self.registry;
-        let decoded = decode_voxels(&packet.blob, |name| registry.get_id(name), UNKNOWN)
-            .map_err(|source| WorldError::Blob { chunk, source })?;
-        if decoded.voxels.len() != CHUNK_VOLUME {
+        // Only the header now; the voxels when first read.
+        let count =
+            peek_voxel_count(&packet.blob).map_err(|source| WorldError::Blob { chunk, source })?;
+        if count != CHUNK_VOLUME as u64 {
             return Err(WorldError::WrongSize {
                 chunk,
-                count: decoded.voxels.len(),
+                count: usize::try_from(count).unwrap_or(usize::MAX),
             });
-        }
-        for name in decoded.unknown_names {
-            if self.unknown_names.insert(name.clone()) {
-                self.warnings.push(format!(
-                    "chunk ({},{},{}) holds voxel {name:?}, which the registry lacks \
-                     (shown as {UNKNOWN_NAME})",
-                    chunk[0], chunk[1], chunk[2]
-                ));
-            }
         }
         if self.stats.first_chunk.is_none() {
             self.stats.first_chunk = Some(chunk);
         }
         let update = self
             .chunks
-            .insert(chunk, Voxels::from_values(decoded.voxels))
+            .insert(chunk, Held::Blob(packet.blob.into_boxed_slice()))
             .is_some();
         if update {
             self.stats.updates += 1;
@@ -563,6 +628,82 @@ impl WorldView {
                 .insert(chunk[1]);
         }
         Ok(Handled::Chunk { chunk, update })
+    }
+
+    /// A held chunk's voxels, decoding its blob on first use. A blob that
+    /// does not decode (its header was fine) is counted as malformed,
+    /// warned about, and reads as `unknown`.
+    fn voxels_of(&mut self, chunk: Pos) -> Option<&mut Voxels> {
+        let held = self.chunks.get_mut(&chunk)?;
+        if let Held::Blob(blob) = held {
+            let registry = &self.registry;
+            let voxels = match decode_voxels(blob, |name| registry.get_id(name), UNKNOWN) {
+                Ok(decoded) if decoded.voxels.len() == CHUNK_VOLUME => {
+                    for name in decoded.unknown_names {
+                        if self.unknown_names.insert(name.clone()) {
+                            self.warnings.push(format!(
+                                "chunk ({},{},{}) holds voxel {name:?}, which the registry lacks \
+                                 (shown as {UNKNOWN_NAME})",
+                                chunk[0], chunk[1], chunk[2]
+                            ));
+                        }
+                    }
+                    Voxels::from_values(decoded.voxels)
+                }
+                outcome => {
+                    let why = match outcome {
+                        Err(error) => error.to_string(),
+                        Ok(decoded) => format!("{} voxels", decoded.voxels.len()),
+                    };
+                    self.stats.malformed += 1;
+                    self.warnings.push(format!(
+                        "chunk ({},{},{}) does not decode ({why}); shown as {UNKNOWN_NAME}",
+                        chunk[0], chunk[1], chunk[2]
+                    ));
+                    Voxels::Uniform(UNKNOWN)
+                }
+            };
+            *held = Held::Voxels(voxels);
+        }
+        match held {
+            Held::Voxels(voxels) => Some(voxels),
+            Held::Blob(_) => None,
+        }
+    }
+
+    fn handle_voxels(&mut self, data: &[u8]) -> Result<Handled, WorldError> {
+        let updates =
+            stream::decode::<stream::VoxelUpdates>(data).map_err(|source| WorldError::Payload {
+                packet: stream::VOXELS,
+                source,
+            })?;
+        let chunk = updates.chunk;
+        let count = updates.changes.len();
+        if let Some(&(index, _)) = updates
+            .changes
+            .iter()
+            .find(|(index, _)| usize::from(*index) >= CHUNK_VOLUME)
+        {
+            return Err(WorldError::BadIndex {
+                chunk,
+                index: usize::from(index),
+            });
+        }
+        let Some(voxels) = self.voxels_of(chunk) else {
+            return Ok(Handled::Voxels {
+                chunk,
+                count,
+                held: false,
+            });
+        };
+        for (index, value) in updates.changes {
+            voxels.set(usize::from(index), value);
+        }
+        Ok(Handled::Voxels {
+            chunk,
+            count,
+            held: true,
+        })
     }
 
     fn handle_unload(&mut self, data: &[u8]) -> Result<Handled, WorldError> {
@@ -664,15 +805,14 @@ impl WorldView {
 
     /// The voxel at a world position (type id and game bits), or `None`
     /// when its chunk is not held.
-    pub fn voxel(&self, pos: Pos) -> Option<u32> {
-        self.chunks
-            .get(&geometry::chunk_of_voxel(pos))
+    pub fn voxel(&mut self, pos: Pos) -> Option<u32> {
+        self.voxels_of(geometry::chunk_of_voxel(pos))
             .map(|v| v.get(geometry::index_in_chunk(pos)))
     }
 
     /// The voxel's canonical name (`air`, `stone`, ...), or `None` when its
     /// chunk is not held.
-    pub fn voxel_name(&self, pos: Pos) -> Option<String> {
+    pub fn voxel_name(&mut self, pos: Pos) -> Option<String> {
         let id = self.voxel(pos)? & MAX_TYPE_ID;
         Some(
             self.registry
@@ -694,7 +834,7 @@ impl WorldView {
     }
 
     /// The top-down slice of `radius` voxels around the map centre.
-    pub fn top_view(&self, radius: i32) -> TopView {
+    pub fn top_view(&mut self, radius: i32) -> TopView {
         let radius = radius.clamp(0, MAX_MAP_RADIUS);
         let (center, focus_set) = self.map_center();
         let mut columns = Vec::new();
@@ -713,20 +853,22 @@ impl WorldView {
     }
 
     /// The highest held non-air voxel of the voxel column (x, z).
-    fn column(&self, x: i32, z: i32) -> Column {
+    fn column(&mut self, x: i32, z: i32) -> Column {
         let key = [x.div_euclid(CHUNK_SIZE), z.div_euclid(CHUNK_SIZE)];
         let Some(ys) = self.columns.get(&key) else {
             return Column::NotHeld;
         };
+        let ys: Vec<i32> = ys.iter().copied().collect();
         let size = CHUNK_SIZE as usize;
         let (lx, lz) = (
             x.rem_euclid(CHUNK_SIZE) as usize,
             z.rem_euclid(CHUNK_SIZE) as usize,
         );
         for &cy in ys.iter().rev() {
-            let Some(voxels) = self.chunks.get(&[key[0], cy, key[1]]) else {
+            let Some(voxels) = self.voxels_of([key[0], cy, key[1]]) else {
                 continue;
             };
+            let voxels: &Voxels = voxels;
             if voxels.is_air() {
                 continue;
             }

@@ -31,7 +31,7 @@ fn chunks_are_held_updated_and_unloaded() {
     let registry = registry();
     let mut view = WorldView::new();
     assert_eq!(
-        feed(&mut view, "main:edit", b"whatever"),
+        feed(&mut view, "main:edits", b"whatever"),
         Handled::NotWorld,
         "other packets are not the view's"
     );
@@ -272,7 +272,7 @@ fn map_world(focus: Option<[f64; 3]>) -> WorldView {
 
 #[test]
 fn the_ascii_map_shows_the_top_voxel_per_column() {
-    let view = map_world(Some([0.5, 11.0, 0.5]));
+    let mut view = map_world(Some([0.5, 11.0, 0.5]));
     let top = view.top_view(24);
     assert_eq!(top.center, [0, 11, 0]);
     assert_eq!(
@@ -326,7 +326,7 @@ fn the_ascii_map_shows_the_top_voxel_per_column() {
     );
 
     // No focus: centred on the first chunk's middle.
-    let view = map_world(None);
+    let mut view = map_world(None);
     let top = view.top_view(4);
     assert_eq!(top.center, [16, 16, 16]);
     assert!(
@@ -337,7 +337,7 @@ fn the_ascii_map_shows_the_top_voxel_per_column() {
 
 #[test]
 fn the_png_map_is_written_and_decodes() {
-    let view = map_world(Some([0.5, 11.0, 0.5]));
+    let mut view = map_world(Some([0.5, 11.0, 0.5]));
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("map.png");
     view.top_view(24).write_png(&path).expect("png written");
@@ -437,4 +437,117 @@ fn lua_reads_the_world_and_controls_acking_and_focus() {
     )
     .expect("resume");
     assert_eq!(rt.world().borrow_mut().take_ack(), Some(2));
+}
+
+#[test]
+fn single_voxel_updates_apply_to_held_chunks() {
+    let registry = registry();
+    let mut view = WorldView::new();
+    feed(&mut view, stream::REGISTRY, &registry_packet(&registry));
+    feed(
+        &mut view,
+        stream::CHUNK,
+        &chunk_packet(&registry, [0, 0, 0], &terrain),
+    );
+    // A chunk of one voxel kind (all air) is stored compactly; an update
+    // must still land.
+    feed(
+        &mut view,
+        stream::CHUNK,
+        &chunk_packet(&registry, [0, 1, 0], &stone_or_air),
+    );
+    let stone = registry.get_id("stone").expect("stone");
+    let air = registry.get_id("air").expect("air");
+    let index = |p: [i32; 3]| buildat_voxel::geometry::index_in_chunk(p) as u16;
+    let updates = stream::VoxelUpdates {
+        chunk: [0, 0, 0],
+        changes: vec![
+            (index([0, 10, 0]), air),
+            (index([3, 20, 4]), stone),
+            (index([3, 20, 4]), air),
+            (index([5, 25, 5]), stone),
+        ],
+    };
+    assert_eq!(
+        feed(&mut view, stream::VOXELS, &stream::encode(&updates)),
+        Handled::Voxels {
+            chunk: [0, 0, 0],
+            count: 4,
+            held: true
+        }
+    );
+    assert_eq!(view.voxel_name([0, 10, 0]).as_deref(), Some("air"));
+    assert_eq!(
+        view.voxel_name([3, 20, 4]).as_deref(),
+        Some("air"),
+        "in order: the last one wins"
+    );
+    assert_eq!(view.voxel_name([5, 25, 5]).as_deref(), Some("stone"));
+    let uniform = stream::VoxelUpdates {
+        chunk: [0, 1, 0],
+        changes: vec![(index([1, 33, 1]), stone)],
+    };
+    feed(&mut view, stream::VOXELS, &stream::encode(&uniform));
+    assert_eq!(view.voxel_name([1, 33, 1]).as_deref(), Some("stone"));
+    assert_eq!(view.voxel_name([2, 33, 1]).as_deref(), Some("air"));
+    let elsewhere = stream::VoxelUpdates {
+        chunk: [7, 7, 7],
+        changes: vec![(0, stone)],
+    };
+    assert_eq!(
+        feed(&mut view, stream::VOXELS, &stream::encode(&elsewhere)),
+        Handled::Voxels {
+            chunk: [7, 7, 7],
+            count: 1,
+            held: false
+        },
+        "a chunk not held: dropped"
+    );
+    let past_the_end = stream::VoxelUpdates {
+        chunk: [0, 0, 0],
+        changes: vec![(40_000, stone)],
+    };
+    assert!(
+        view.handle_packet(stream::VOXELS, &stream::encode(&past_the_end))
+            .is_err()
+    );
+    assert!(view.handle_packet(stream::VOXELS, &[1, 2]).is_err());
+    let stats = view.stats();
+    assert_eq!(
+        (stats.voxel_updates, stats.malformed, stats.updates),
+        (5, 2, 0)
+    );
+    assert!(stats.summary_line().contains("; 5 voxel updates"));
+}
+
+#[test]
+fn chunks_decode_when_first_read_and_a_bad_body_reads_as_unknown() {
+    let registry = registry();
+    let mut view = WorldView::new();
+    feed(&mut view, stream::REGISTRY, &registry_packet(&registry));
+    let values = chunk_values(&registry, [2, 0, 0], &terrain);
+    let mut blob =
+        buildat_format::encode_voxels(&values, |id| registry.get_name(id)).expect("blob");
+    // The header (format, voxel count) is whole; the compressed body is cut.
+    blob.truncate(blob.len() / 2);
+    let packet = stream::encode(&stream::Chunk {
+        chunk: [2, 0, 0],
+        blob,
+    });
+    assert_eq!(
+        feed(&mut view, stream::CHUNK, &packet),
+        Handled::Chunk {
+            chunk: [2, 0, 0],
+            update: false
+        },
+        "held: only the header is read on arrival"
+    );
+    assert_eq!(view.stats().malformed, 0);
+    assert_eq!(view.voxel_name([70, 10, 5]).as_deref(), Some("unknown"));
+    assert_eq!(view.stats().malformed, 1, "counted once, when first read");
+    assert_eq!(view.voxel_name([71, 10, 5]).as_deref(), Some("unknown"));
+    assert_eq!(view.stats().malformed, 1);
+    let warnings = view.take_warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("does not decode"), "{warnings:?}");
 }

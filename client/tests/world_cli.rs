@@ -355,8 +355,15 @@ fn the_game_module_speaks_the_main_protocol() {
         for v in [1i32, 10, -2] {
             edit.extend(v.to_le_bytes());
         }
+        edit.extend(5u16.to_le_bytes());
         edit.extend(b"stone");
-        conn.send("main:edit", &edit);
+        conn.send("main:edits", &edit);
+        // A move of the other player, batched.
+        let mut moves = 9u64.to_le_bytes().to_vec();
+        for v in [4.0f64, 2.0, 3.0] {
+            moves.extend(v.to_le_bytes());
+        }
+        conn.send("main:moves", &moves);
         conn.send("main:refused", b"too far");
         let mut seen = Vec::new();
         while seen.len() < 4 {
@@ -401,7 +408,7 @@ fn the_game_module_speaks_the_main_protocol() {
         main.on_edit(function(who, x, y, z, name) log:info("on_edit " .. who .. " " .. x .. "," .. y .. "," .. z .. " " .. name) end)
         buildat.set_timeout(1.0, function()
             local n = 0
-            for peer, p in pairs(main.players()) do n += 1 log:info("player " .. peer .. " " .. p.name) end
+            for peer, p in pairs(main.players()) do n += 1 log:info("player " .. peer .. " " .. p.name .. " at x " .. p.x) end
             log:info("check: peer " .. tostring(main.peer()) .. ", players " .. n .. ", edits " .. main.edits_seen())
             log:info(main.summary())
             buildat.send_packet("test:checked", "")
@@ -427,6 +434,7 @@ fn the_game_module_speaks_the_main_protocol() {
         "--ascii-map",
         "--map-radius",
         "2",
+        "-v",
     ]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     eprintln!("{stderr}");
@@ -437,14 +445,14 @@ fn the_game_module_speaks_the_main_protocol() {
     for expected in [
         "info    main: spawned at 0.5,11.0,0.5 as peer 7",
         "on_spawn 7 0.5,11,0.5",
-        "info    main: player other (peer 9) is at 1.0,2.0,3.0",
+        "verbose main: player other (peer 9) is at 1.0,2.0,3.0",
         "on_edit 9 1,10,-2 stone",
         "warning main: refused: too far",
         "pong after ",
-        "player 9 other",
+        "player 9 other at x 4",
         "check: peer 7, players 1, edits 1",
         "position 1.5,11.0,0.5; chunks held 0; edits seen 1; players 2",
-        "info    main: player other (peer 9) left",
+        "verbose main: player other (peer 9) left",
         "after leave: position 1.5,11.0,0.5; chunks held 0; edits seen 1; players 1",
     ] {
         assert!(stderr.contains(expected), "{expected:?} missing:\n{stderr}");

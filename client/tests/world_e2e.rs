@@ -361,7 +361,7 @@ fn a_joining_client_gets_its_own_chunk_first_then_the_radius_once_each() {
 
 /// Digs A (the top of the column two east of the spawn point), places stone
 /// on B (two west), digs C (two south) and places sand there; one edit a
-/// second, each waited for (its own `main:edit`). Prints `EDIT x,y,z name`.
+/// second, each waited for (its own edit in `main:edits`). Prints `EDIT x,y,z name`.
 const DIGGER_BOT: &str = r#"
 local main = require("buildat/module/main")
 local log = buildat.Logger("digger")
@@ -412,7 +412,7 @@ main.on_spawn(function(_, sx, sy, sz)
 end)
 "#;
 
-/// Watches every `main:edit` and prints `SEEN x,y,z name` once its own
+/// Watches every edit (`main:edits`) and prints `SEEN x,y,z name` once its own
 /// world view (the chunk stream) shows the new voxel; leaves after 4.
 const WATCHER_BOT: &str = r#"
 local main = require("buildat/module/main")
@@ -464,7 +464,7 @@ fn two_clients_share_edits_and_the_edits_survive_a_restart() {
     let setup = Setup::new();
     let (mut server, address) = setup.start(&[]);
     let watcher_script = setup.script("watcher.lua", WATCHER_BOT);
-    let mut watcher = Running::spawn(setup.command(&address, "watcher", &watcher_script, &[]));
+    let mut watcher = Running::spawn(setup.command(&address, "watcher", &watcher_script, &["-v"]));
     watcher
         .wait_for("spawned at ", Duration::from_secs(120))
         .unwrap_or_else(|| panic!("the watcher did not spawn:\n{}", server.output()));
@@ -486,9 +486,16 @@ fn two_clients_share_edits_and_the_edits_survive_a_restart() {
         "the watcher saw each change in its world view, in order"
     );
     let (_, _, updates, _) = world_line(&watched);
+    assert_eq!(updates, 0, "no chunk was resent whole");
+    let voxel_updates: usize = watched
+        .split(" voxel updates")
+        .next()
+        .and_then(|before| before.rsplit("; ").next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
     assert!(
-        updates >= 2,
-        "changed chunks were resent: {updates} updates"
+        voxel_updates >= 2,
+        "the changed voxels came as single-voxel updates: {voxel_updates}"
     );
     assert!(
         watched.contains("player digger"),

@@ -89,6 +89,20 @@ pub struct SendBatch {
     pub packets: Vec<OutgoingPacket>,
 }
 
+/// Event `network:send_batches`: queue packets to peers without waiting
+/// for an answer. A module sending often (a game answering pings, sharing
+/// news every tick, streaming) emits this instead of calling `send`, so it
+/// never waits on the network module's thread; packets to peers that left
+/// are dropped. Callers that need the backlog (to pace bulk data) call
+/// `send` or `send_batch`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SendBatches {
+    pub batches: Vec<SendBatch>,
+}
+impl Event for SendBatches {
+    const NAME: &'static str = "network:send_batches";
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Broadcast {
     pub name: String,

@@ -156,7 +156,13 @@ fn main() {
             ("net_probe", repo().join("tests/modules/net_probe")),
         ],
         |_| {},
-        &["--set", "network.max_connections=20000"],
+        // The per-peer input budget is off: this measures the transport.
+        &[
+            "--set",
+            "network.max_connections=20000",
+            "--set",
+            "network.max_packets_per_second=0",
+        ],
     );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -18,6 +18,8 @@ commands:
   load NAME       load a module from the module paths
   unload NAME     unload a module
   reload NAME     rebuild if changed, then reload keeping queued events
+  emit NAME [TEXT]  emit an event; its payload is TEXT as a bincode string
+                  (modules document which events take one), else empty
   stop            unload every module in reverse load order and exit";
 
 /// Reads commands from stdin on a thread of its own.
@@ -46,6 +48,9 @@ pub fn run_command(core: &Core, line: &str) -> String {
     let Some(command) = words.next() else {
         return String::new();
     };
+    if command == "emit" {
+        return emit(core, line);
+    }
     let argument = words.next();
     let result = match (command, argument) {
         ("help", _) => Ok(HELP.to_string()),
@@ -70,6 +75,24 @@ pub fn run_command(core: &Core, line: &str) -> String {
         Ok(answer) => answer,
         Err(error) => format!("error: {error}"),
     }
+}
+
+/// `emit NAME [TEXT]`: the rest of the line after NAME, trimmed, is TEXT.
+fn emit(core: &Core, line: &str) -> String {
+    let rest = line.trim_start().trim_start_matches("emit").trim_start();
+    let (name, text) = match rest.split_once(char::is_whitespace) {
+        Some((name, text)) => (name, Some(text.trim())),
+        None => (rest, None),
+    };
+    if name.is_empty() {
+        return "usage: emit NAME [TEXT]".to_string();
+    }
+    if name.starts_with("core:") {
+        return format!("error: {name}: core events are emitted by the core only");
+    }
+    let payload = text.map_or_else(Vec::new, |text| buildat_interface::encode(&text));
+    let subscribers = core.emit_event(name, payload);
+    format!("emitted {name} to {subscribers} subscribers")
 }
 
 fn format_modules(core: &Core) -> String {

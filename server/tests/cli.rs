@@ -27,6 +27,22 @@ fn console_lists_modules_reloads_and_stops_with_status_zero() {
     server
         .wait_for("reloaded cli_probe", Duration::from_secs(30))
         .unwrap_or_else(|| panic!("reload answered:\n{}", server.output()));
+    // The probe subscribes to probe:panic (a string payload naming the
+    // module to panic); another name leaves it be.
+    server.send("emit probe:panic somebody_else");
+    server
+        .wait_for(
+            "emitted probe:panic to 1 subscribers",
+            Duration::from_secs(10),
+        )
+        .unwrap_or_else(|| panic!("emit answered:\n{}", server.output()));
+    server.send("emit core:start");
+    server
+        .wait_for(
+            "core events are emitted by the core only",
+            Duration::from_secs(10),
+        )
+        .expect("core events refused");
     server.send("frobnicate");
     server
         .wait_for("unknown command 'frobnicate'", Duration::from_secs(10))

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use buildat_harness::wire::{definition, header};
 use common::client::TestClient;
 use common::{Scratch, ServerProcess};
 
@@ -109,21 +110,6 @@ fn with_bystanders(address: &str, attack: impl FnOnce()) {
     for bystander in bystanders {
         assert!(bystander.join().expect("bystander kept its connection") > 0);
     }
-}
-
-fn header(ty: u16, size: u32) -> Vec<u8> {
-    let mut bytes = ty.to_le_bytes().to_vec();
-    bytes.extend(size.to_le_bytes());
-    bytes
-}
-
-fn definition(ty: u16, name: &[u8]) -> Vec<u8> {
-    let mut data = ty.to_le_bytes().to_vec();
-    data.extend((name.len() as u32).to_le_bytes());
-    data.extend(name);
-    let mut frame = header(0, data.len() as u32);
-    frame.extend(data);
-    frame
 }
 
 #[test]

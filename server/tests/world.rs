@@ -6,22 +6,9 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use buildat_format::decode_voxels;
-use buildat_interface::voxelworld::{StoredNode, StoredNodeKind, VAR_VOXEL_DATA};
-use buildat_voxel::geometry;
+use buildat_harness::world_check::{SECTIONS, integrity, stored_round};
 use common::{Scratch, ServerProcess};
-use rusqlite::{Connection, params};
-
-const SECTIONS: [[i32; 3]; 4] = [[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]];
-
-/// Mirror of the world_probe fixture's layout.
-fn bit_place(section: [i32; 3], bit: i32) -> [i32; 3] {
-    [
-        section[0] * 64 + bit,
-        section[1] * 64 + 40,
-        section[2] * 64 + 5,
-    ]
-}
+use rusqlite::Connection;
 
 fn run_pregen(scratch: &Scratch, radius: u32) -> String {
     let mut args = scratch.server_args();
@@ -58,55 +45,6 @@ fn pregen_twice_writes_nothing_the_second_time() {
         wider.contains("pregen done: 48 sections generated, 27 already present"),
         "{wider}"
     );
-}
-
-/// The round stored in a section of the database, if its bit places hold one.
-fn stored_round(connection: &Connection, section: [i32; 3]) -> Option<u64> {
-    let mut statement = connection
-        .prepare("SELECT data FROM node WHERE sx = ?1 AND sy = ?2 AND sz = ?3")
-        .expect("query");
-    let rows: Vec<Vec<u8>> = statement
-        .query_map(params![section[0], section[1], section[2]], |r| r.get(0))
-        .expect("rows")
-        .collect::<Result<_, _>>()
-        .expect("read");
-    let mut chunks = std::collections::HashMap::new();
-    for data in rows {
-        let node: StoredNode = buildat_interface::decode(&data).expect("node decodes");
-        if let StoredNodeKind::StaticChunk { chunk } = node.kind {
-            let blob = &node.vars[VAR_VOXEL_DATA];
-            let voxels = decode_voxels(
-                blob,
-                |name| {
-                    Some(match name {
-                        "stone" => 1,
-                        "dirt" => 0,
-                        _ => 2,
-                    })
-                },
-                2,
-            )
-            .expect("blob decodes")
-            .voxels;
-            chunks.insert(chunk, voxels);
-        }
-    }
-    assert_eq!(
-        chunks.len(),
-        8,
-        "section {section:?} is whole: every chunk node present"
-    );
-    let mut round = 0u64;
-    for bit in 0..32 {
-        let place = bit_place(section, bit);
-        let voxels = &chunks[&geometry::chunk_of_voxel(place)];
-        match voxels[geometry::index_in_chunk(place)] {
-            1 => round |= 1 << bit,
-            0 => {}
-            _ => return None,
-        }
-    }
-    Some(round)
 }
 
 #[test]
@@ -149,13 +87,13 @@ fn kill_9_while_saving_loses_no_acknowledged_save() {
             .max()
             .expect("rounds saved");
         let connection = Connection::open(scratch.world().join("world.sqlite")).expect("open");
-        let verdict: String = connection
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-            .expect("integrity_check");
+        let verdict = integrity(&connection).expect("integrity_check");
         assert_eq!(verdict, "ok", "iteration {iteration}");
         let mut rounds = Vec::new();
         for section in SECTIONS {
-            let round = stored_round(&connection, section).expect("a round is stored");
+            let round = stored_round(&connection, section)
+                .expect("the section decodes")
+                .expect("a round is stored");
             assert!(
                 round == acknowledged || round == acknowledged + 1,
                 "iteration {iteration}: section {section:?} holds round {round}, last acknowledged {acknowledged}"
@@ -219,7 +157,7 @@ fn reload_voxelworld_keeps_the_world_and_its_registry() {
     let connection = Connection::open(scratch.world().join("world.sqlite")).expect("open");
     for section in SECTIONS {
         assert_eq!(
-            stored_round(&connection, section),
+            stored_round(&connection, section).expect("the section decodes"),
             Some(acknowledged),
             "{section:?} saved on stop"
         );

@@ -25,6 +25,11 @@ pub const REGISTRY: &str = "voxelworld:registry";
 pub const CHUNK: &str = "voxelworld:chunk";
 pub const UNLOAD_CHUNK: &str = "voxelworld:unload_chunk";
 pub const ACK: &str = "voxelworld:ack";
+pub const VOXELS: &str = "voxelworld:voxels";
+
+/// More single-voxel changes than this in one chunk since the last commit,
+/// and its holders get the whole chunk again instead.
+pub const MAX_VOXEL_UPDATES: usize = 1024;
 
 /// Decode limit of a stream payload.
 pub const MAX_PAYLOAD: usize = 16 << 20;
@@ -45,6 +50,15 @@ pub struct Chunk {
 }
 
 /// `voxelworld:unload_chunk`.
+/// `voxelworld:voxels`: single voxels of a chunk the client holds changed
+/// (sent instead of the whole chunk; at most [`MAX_VOXEL_UPDATES`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VoxelUpdates {
+    pub chunk: Pos,
+    /// (index in the chunk, new voxel instance), in the order they were made.
+    pub changes: Vec<(u16, u32)>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UnloadChunk {
     pub chunk: Pos,
@@ -92,6 +106,12 @@ mod tests {
             blob: vec![1, 2, 3],
         };
         assert_eq!(decode::<Chunk>(&encode(&chunk)).unwrap(), chunk);
+        let updates = VoxelUpdates {
+            chunk: [0, -1, 0],
+            changes: vec![(32767, 5), (0, 0)],
+        };
+        assert_eq!(decode::<VoxelUpdates>(&encode(&updates)).unwrap(), updates);
+        assert!(decode::<VoxelUpdates>(&encode(&updates)[..5]).is_err());
         assert!(decode::<Chunk>(&encode(&chunk)[1..]).is_err());
         let mut registry: Registry = decode(&encode(&Registry {
             voxels: VoxelRegistry::default(),

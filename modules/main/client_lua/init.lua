@@ -4,8 +4,8 @@
 --! `require("buildat/module/main")`.
 --!
 --! Owns: the protocol glue of the `main:*` packets (docs/protocol.md §10:
---! join, spawn, move, dig, place, edits, other players, ping/pong,
---! refusals), what this player knows (its peer id and position, the other
+--! join, spawn, move, dig, place, batched moves and edits, other players,
+--! ping/pong, refusals), what this player knows (its peer id and position, the other
 --! players, edits seen), telling the client's world view where the player
 --! is (`buildat.world.set_focus`), and a summary line every few seconds.
 --! Does not own: the world itself (the client keeps the voxelworld stream
@@ -93,7 +93,7 @@ buildat.sub_packet("main:player", function(data)
 		p = { name = string.sub(data, rest) }
 		others[peer] = p
 		other_count += 1
-		log:info("player " .. p.name .. " (peer " .. peer .. ") is at "
+		log:verbose("player " .. p.name .. " (peer " .. peer .. ") is at "
 			.. fmt(x) .. "," .. fmt(y) .. "," .. fmt(z))
 	end
 	p.x, p.y, p.z = x, y, z
@@ -108,19 +108,37 @@ buildat.sub_packet("main:player_left", function(data)
 	if p ~= nil then
 		others[peer] = nil
 		other_count -= 1
-		log:info("player " .. p.name .. " (peer " .. peer .. ") left")
+		log:verbose("player " .. p.name .. " (peer " .. peer .. ") left")
 	end
 end)
 
-buildat.sub_packet("main:edit", function(data)
-	if #data < 20 then
-		return
+-- Every player that moved since the last tick: entries of [<I8ddd].
+buildat.sub_packet("main:moves", function(data)
+	local at = 1
+	while at + 31 <= #data do
+		local peer, x, y, z, next_at = string.unpack("<I8ddd", data, at)
+		at = next_at
+		local p = others[peer]
+		if p ~= nil then
+			p.x, p.y, p.z = x, y, z
+		end
 	end
-	local who, x, y, z, rest = string.unpack("<I8i4i4i4", data)
-	local name = string.sub(data, rest)
-	edits += 1
-	log:verbose("edit by peer " .. who .. ": " .. x .. "," .. y .. "," .. z .. " is now " .. name)
-	call_all(edit_fns, who, x, y, z, name)
+end)
+
+-- Every edit since the last tick, in order: entries of [<I8i4i4i4s2].
+buildat.sub_packet("main:edits", function(data)
+	local at = 1
+	while at + 21 <= #data do
+		local ok, who, x, y, z, name, next_at = pcall(string.unpack, "<I8i4i4i4s2", data, at)
+		if not ok then
+			log:warning("main:edits: malformed entry at byte " .. at)
+			return
+		end
+		at = next_at
+		edits += 1
+		log:verbose("edit by peer " .. who .. ": " .. x .. "," .. y .. "," .. z .. " is now " .. name)
+		call_all(edit_fns, who, x, y, z, name)
+	end
 end)
 
 buildat.sub_packet("main:refused", function(data)

@@ -3,10 +3,12 @@
 //! Owns: players (join with a name, spawn on the terrain surface at the
 //! origin, move), digging and placing voxels with validation (`rules.rs`:
 //! move distance, reach, known voxel names, placing into air only, action
-//! rate), sharing every edit with every player at once (`main:edit`, and the
-//! chunk itself through the world stream), saving edited sections (they
-//! become save-enabled), and telling `voxelworld` where each player is so the
-//! world streams around it. Its `client_lua/` is what clients run.
+//! rate), sharing moves and edits once per tick with the players near them
+//! (`main:moves`, `main:edits`, setting `main.news_radius` in voxels, default
+//! 128; the chunk itself goes through the world stream), saving edited
+//! sections (they become save-enabled), and telling `voxelworld` where each
+//! player is so the world streams around it. Its `client_lua/` is what
+//! clients run.
 //! Does not own: the world or its stream (`voxelworld`), sockets (`network`).
 
 pub mod rules;
@@ -44,20 +46,30 @@ struct Game {
     section_size: SectionSize,
     spawn: Option<[f64; 3]>,
     packet_events: BTreeMap<String, &'static str>,
+    /// News for the players near it at the next tick: the latest position
+    /// of each player that moved, and the edits in the order they were made.
+    news: rules::News,
+    /// How far news travels, in voxels (x and z).
+    news_radius: f64,
 }
 
 impl Game {
     fn send(&self, peer: PeerId, name: &str, data: Vec<u8>) {
-        let request = network::Send {
-            peer,
+        let packets = vec![network::OutgoingPacket {
             name: name.to_string(),
             data,
-        };
-        if let Err(error) = self
-            .host
-            .call(network::MODULE, network::SEND, &encode(&request))
-        {
-            log::debug!("sending {name} to peer {peer}: {error}");
+        }];
+        self.send_batches(vec![network::SendBatch { peer, packets }]);
+    }
+
+    /// Queues packets to peers without waiting on the network module (an
+    /// event, not a call: the game's thread never waits to send).
+    fn send_batches(&self, batches: Vec<network::SendBatch>) {
+        if batches.is_empty() {
+            return;
+        }
+        if let Err(error) = self.host.emit(&network::SendBatches { batches }) {
+            log::debug!("sending: {error}");
         }
     }
 
@@ -143,14 +155,20 @@ impl Game {
         };
         for (peer, name) in std::mem::take(&mut self.joining) {
             log::info!("player {name} (peer {peer}) joined at {position:?}");
-            self.send(peer, "main:spawn", rules::encode_spawn(peer, position));
-            for (other, player) in &self.players {
-                self.send(
-                    peer,
-                    "main:player",
-                    rules::encode_player(*other, player.position, &player.name),
-                );
-            }
+            // Its spawn and everyone already here, in one call.
+            let mut packets = vec![network::OutgoingPacket {
+                name: "main:spawn".into(),
+                data: rules::encode_spawn(peer, position),
+            }];
+            packets.extend(
+                self.players
+                    .iter()
+                    .map(|(other, player)| network::OutgoingPacket {
+                        name: "main:player".into(),
+                        data: rules::encode_player(*other, player.position, &player.name),
+                    }),
+            );
+            self.send_batches(vec![network::SendBatch { peer, packets }]);
             self.broadcast("main:player", rules::encode_player(peer, position, &name));
             self.players.insert(
                 peer,
@@ -182,8 +200,7 @@ impl Game {
             return self.refuse(peer, &reason);
         }
         player.position = position;
-        let data = rules::encode_player(peer, position, &player.name);
-        self.broadcast("main:player", data);
+        self.news.moved(peer, position);
         // An event, not a call: moving never waits for the world.
         self.host.emit(&Viewer { peer, position })?;
         Ok(())
@@ -226,8 +243,41 @@ impl Game {
             },
         )?;
         let _: u32 = self.host.call_typed(world::MODULE, world::COMMIT, &())?;
-        self.broadcast("main:edit", rules::encode_edit(peer, voxel, name));
+        self.news.edit(peer, voxel, name);
         Ok(())
+    }
+
+    /// Sends the news gathered since the last tick: each player gets one
+    /// packet of the moves and one of the edits near it
+    /// (`main.news_radius`). A packet per move or edit per player, or all
+    /// news to everyone, would grow with the square of the player count.
+    fn send_news(&mut self) {
+        if self.news.is_empty() {
+            return;
+        }
+        let players: Vec<(PeerId, [f64; 3])> = self
+            .players
+            .iter()
+            .map(|(peer, player)| (*peer, player.position))
+            .collect();
+        let batches = self
+            .news
+            .share(&players, self.news_radius)
+            .into_iter()
+            .map(|(peer, (moves, edits))| {
+                let packets = [("main:moves", moves), ("main:edits", edits)]
+                    .into_iter()
+                    .filter_map(|(name, data)| {
+                        Some(network::OutgoingPacket {
+                            name: name.into(),
+                            data: data?,
+                        })
+                    })
+                    .collect();
+                network::SendBatch { peer, packets }
+            })
+            .collect();
+        self.send_batches(batches);
     }
 
     fn on_dig(&mut self, peer: PeerId, data: &[u8]) -> Result<(), ModuleError> {
@@ -282,6 +332,7 @@ impl Game {
                 .collect(),
             joining: self.joining.clone(),
             spawn: self.spawn,
+            news: self.news.clone(),
         }
     }
 }
@@ -306,6 +357,8 @@ impl Module for Game {
             section_size: SectionSize::default(),
             spawn: None,
             packet_events,
+            news: rules::News::default(),
+            news_radius: host.get_setting("main.news_radius", 128.0)?,
         })
     }
 
@@ -329,6 +382,7 @@ impl Module for Game {
                     let stash: Stash = buildat_interface::decode(&bytes)?;
                     self.spawn = stash.spawn;
                     self.joining = stash.joining;
+                    self.news = stash.news;
                     for (peer, name, position) in stash.players {
                         let actions = RateLimit::default();
                         self.players.insert(
@@ -343,11 +397,15 @@ impl Module for Game {
                     log::info!("resumed with {} players", self.players.len());
                 }
             }
-            events::Tick::NAME => self.spawn_waiting()?,
+            events::Tick::NAME => {
+                self.spawn_waiting()?;
+                self.send_news();
+            }
             ClientDisconnected::NAME => {
                 let gone: ClientDisconnected = buildat_interface::decode(payload)?;
                 self.joining.remove(&gone.peer);
                 if let Some(player) = self.players.remove(&gone.peer) {
+                    self.news.forget(gone.peer);
                     log::info!("player {} (peer {}) left", player.name, gone.peer);
                     self.broadcast("main:player_left", gone.peer.to_le_bytes().to_vec());
                 }
@@ -397,6 +455,8 @@ struct Stash {
     players: Vec<(PeerId, String, [f64; 3])>,
     joining: BTreeMap<PeerId, String>,
     spawn: Option<[f64; 3]>,
+    /// News not sent yet: it goes out at the next version's first tick.
+    news: rules::News,
 }
 
 const TMP_DATA: &str = "main";

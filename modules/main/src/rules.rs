@@ -4,7 +4,7 @@
 //! Owns: parsing with bounds checks, validation limits (move distance, reach,
 //! action rate, names). Does not own: the world or the network (`lib.rs`).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// Longest move accepted in one `main:move`, in voxels.
@@ -69,13 +69,97 @@ pub fn encode_player(peer: u64, position: [f64; 3], name: &str) -> Vec<u8> {
     out
 }
 
-pub fn encode_edit(peer: u64, voxel: [i32; 3], name: &str) -> Vec<u8> {
-    let mut out = peer.to_le_bytes().to_vec();
+/// Moves and edits waiting for the next tick's `main:moves` and
+/// `main:edits` (docs/protocol.md §10).
+#[derive(Debug, Default, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct News {
+    /// The latest position of each player that moved.
+    moves: BTreeMap<u64, [f64; 3]>,
+    /// Edits in order: who, which voxel, the new voxel's name.
+    edits: Vec<(u64, [i32; 3], String)>,
+}
+
+/// One player's share of the news: `main:moves` and `main:edits` data.
+pub type Share = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+fn encode_edit(out: &mut Vec<u8>, peer: u64, voxel: [i32; 3], name: &str) {
+    out.extend(peer.to_le_bytes());
     for v in voxel {
         out.extend(v.to_le_bytes());
     }
-    out.extend(name.as_bytes());
-    out
+    // A name over 65535 bytes (never a registered voxel) is cut.
+    let name = name
+        .as_bytes()
+        .get(..usize::from(u16::MAX))
+        .unwrap_or(name.as_bytes());
+    out.extend((name.len() as u16).to_le_bytes());
+    out.extend(name);
+}
+
+/// Whether `b` is within `radius` of `a` on the ground (x and z).
+fn near(a: [f64; 3], b: [f64; 3], radius: f64) -> bool {
+    let (dx, dz) = (a[0] - b[0], a[2] - b[2]);
+    dx * dx + dz * dz <= radius * radius
+}
+
+impl News {
+    pub fn moved(&mut self, peer: u64, position: [f64; 3]) {
+        self.moves.insert(peer, position);
+    }
+
+    pub fn edit(&mut self, peer: u64, voxel: [i32; 3], name: &str) {
+        self.edits.push((peer, voxel, name.to_string()));
+    }
+
+    /// Forgets a player's pending move (it left).
+    pub fn forget(&mut self, peer: u64) {
+        self.moves.remove(&peer);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.moves.is_empty() && self.edits.is_empty()
+    }
+
+    /// Takes the news and shares it out: each of `players` (peer,
+    /// position) gets the moves and the edits within `radius` voxels of it
+    /// (x and z; infinite: everything). Players with no news are left out.
+    pub fn share(&mut self, players: &[(u64, [f64; 3])], radius: f64) -> Vec<(u64, Share)> {
+        let news = std::mem::take(self);
+        let moves: Vec<(u64, [f64; 3], Vec<u8>)> = news
+            .moves
+            .into_iter()
+            .map(|(peer, position)| (peer, position, encode_spawn(peer, position)))
+            .collect();
+        let edits: Vec<([f64; 3], Vec<u8>)> = news
+            .edits
+            .iter()
+            .map(|(peer, voxel, name)| {
+                let mut entry = Vec::new();
+                encode_edit(&mut entry, *peer, *voxel, name);
+                (voxel.map(|v| f64::from(v) + 0.5), entry)
+            })
+            .collect();
+        let mut shares = Vec::new();
+        for (peer, position) in players {
+            let gather = |entries: &mut dyn Iterator<Item = (&[f64; 3], &Vec<u8>)>| {
+                let mut out = Vec::new();
+                for (at, entry) in entries {
+                    if near(*position, *at, radius) {
+                        out.extend(entry);
+                    }
+                }
+                (!out.is_empty()).then_some(out)
+            };
+            let share = (
+                gather(&mut moves.iter().map(|(_, at, entry)| (at, entry))),
+                gather(&mut edits.iter().map(|(at, entry)| (at, entry))),
+            );
+            if share.0.is_some() || share.1.is_some() {
+                shares.push((*peer, share));
+            }
+        }
+        shares
+    }
 }
 
 pub fn distance(a: [f64; 3], b: [f64; 3]) -> f64 {
@@ -117,6 +201,62 @@ impl RateLimit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn news_keeps_the_latest_move_and_every_edit_in_order() {
+        let mut news = News::default();
+        assert!(news.share(&[(1, [0.0; 3])], f64::INFINITY).is_empty());
+        news.moved(7, [1.0, 2.0, 3.0]);
+        news.moved(5, [0.0, 0.0, 0.0]);
+        news.moved(7, [4.0, 5.0, 6.0]);
+        news.moved(9, [1.0, 1.0, 1.0]);
+        news.forget(9);
+        news.edit(7, [1, -2, 3], "stone");
+        news.edit(5, [0, 0, 0], "air");
+        let shares = news.share(&[(5, [0.0; 3]), (7, [4.0, 5.0, 6.0])], f64::INFINITY);
+        assert_eq!(shares.len(), 2, "everyone gets everything");
+        let (moves, edits) = shares[0].1.clone();
+        let moves = moves.expect("moves");
+        assert_eq!(moves.len(), 2 * 32);
+        assert_eq!(&moves[..32], &encode_spawn(5, [0.0, 0.0, 0.0])[..]);
+        assert_eq!(&moves[32..], &encode_spawn(7, [4.0, 5.0, 6.0])[..]);
+        let edits = edits.expect("edits");
+        let mut first = 7u64.to_le_bytes().to_vec();
+        for v in [1i32, -2, 3] {
+            first.extend(v.to_le_bytes());
+        }
+        first.extend(5u16.to_le_bytes());
+        first.extend(b"stone");
+        assert_eq!(&edits[..first.len()], &first[..]);
+        assert_eq!(edits.len(), first.len() + 20 + 2 + 3);
+        assert!(news.is_empty(), "taken once");
+    }
+
+    #[test]
+    fn news_reaches_only_players_near_it() {
+        let mut news = News::default();
+        news.moved(1, [10.0, 0.0, 10.0]);
+        news.edit(1, [12, 0, 12], "stone");
+        news.moved(2, [1000.0, 0.0, -1000.0]);
+        let players = [
+            (1, [10.0, 0.0, 10.0]),
+            (3, [-100.0, 5.0, 90.0]), // over 64 away: nothing
+            (4, [70.0, 90.0, 20.0]),  // within 64 on the ground: both
+            (5, [1010.0, 0.0, -990.0]),
+        ];
+        let shares: BTreeMap<u64, Share> = news.share(&players, 64.0).into_iter().collect();
+        assert_eq!(shares.keys().copied().collect::<Vec<_>>(), [1, 4, 5]);
+        for near in [1, 4] {
+            let (moves, edits) = &shares[&near];
+            assert_eq!(moves.as_ref().map(Vec::len), Some(32));
+            assert_eq!(edits.as_ref().map(Vec::len), Some(20 + 2 + 5));
+        }
+        assert_eq!(
+            shares[&5].0.as_deref(),
+            Some(&encode_spawn(2, [1000.0, 0.0, -1000.0])[..])
+        );
+        assert_eq!(shares[&5].1, None);
+    }
 
     #[test]
     fn packets_parse_with_bounds_checks() {

@@ -3,7 +3,8 @@
 //! Owns: the listening socket, the peer table (ids never reused within a
 //! server run), one tokio task per peer (`peer.rs`), the events
 //! `network:client_connected`, `network:client_disconnected` and
-//! `network:packet_received/<name>`, and the calls `send`, `broadcast`,
+//! `network:packet_received/<name>`, the fire-and-forget event
+//! `network:send_batches`, and the calls `send`, `broadcast`,
 //! `send_batch`, `list_peers`, `disconnect`, `get_backlog`, `listen_address`. On `reload network` the
 //! listener and every peer's socket, half-read input, unsent output and
 //! packet-type tables are handed to the next version as raw fds plus state
@@ -15,7 +16,11 @@
 //! `network.max_queue_bytes` (unsent bytes per peer before it is dropped as
 //! not reading, default 32 MiB), `network.idle_timeout_ms` (how long an
 //! incomplete packet may sit without progress, default 10000),
-//! `network.max_name_len` (packet name bytes, default 256).
+//! `network.max_name_len` (packet name bytes, default 256),
+//! `network.max_packets_per_second` and `network.packet_burst` (a peer's
+//! input budget, default 2000 a second with bursts of 4000; past it the
+//! peer's socket is not read until the budget refills, so a flooding client
+//! slows only itself; 0 turns the budget off).
 
 mod peer;
 
@@ -47,6 +52,9 @@ pub(crate) struct Settings {
     pub max_connections: usize,
     pub max_queue_bytes: usize,
     pub idle_timeout: Duration,
+    /// Packets a peer may deliver per second (0: unlimited).
+    pub max_packets_per_second: u32,
+    pub packet_burst: u32,
 }
 
 impl Settings {
@@ -59,6 +67,8 @@ impl Settings {
             idle_timeout: Duration::from_millis(
                 host.get_setting("network.idle_timeout_ms", 10_000)?,
             ),
+            max_packets_per_second: host.get_setting("network.max_packets_per_second", 2000)?,
+            packet_burst: host.get_setting("network.packet_burst", 4000)?,
         })
     }
 }
@@ -216,6 +226,22 @@ fn bind(address: &str) -> Result<TcpListener, ModuleError> {
 }
 
 impl Network {
+    /// Queues a batch of packets to one peer, in order; answers its backlog.
+    fn queue_batch(&self, batch: network::SendBatch) -> Result<u64, ModuleError> {
+        let mut backlog = 0;
+        for packet in batch.packets {
+            check_name(&packet.name, self.shared.settings.max_name_len)?;
+            backlog = self.shared.command(
+                batch.peer,
+                Command::Send {
+                    name: packet.name.into(),
+                    data: Arc::new(packet.data),
+                },
+            )?;
+        }
+        Ok(backlog)
+    }
+
     fn run(&mut self, runtime: tokio::runtime::Runtime, listener: TcpListener) {
         self.listen_address = listener
             .local_addr()
@@ -369,10 +395,25 @@ impl Module for Network {
         })
     }
 
-    fn event(&mut self, name: &str, _payload: &[u8]) -> Result<(), ModuleError> {
+    fn init(&mut self) -> Result<(), ModuleError> {
+        self.host.sub_event(network::SendBatches::NAME)?;
+        Ok(())
+    }
+
+    fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
         match name {
             events::Start::NAME => self.start(),
             events::Continue::NAME => self.resume(),
+            network::SendBatches::NAME => {
+                let request: network::SendBatches = decode(payload)?;
+                for batch in request.batches {
+                    let peer = batch.peer;
+                    if let Err(error) = self.queue_batch(batch) {
+                        log::debug!("send_batches to peer {peer}: {error}");
+                    }
+                }
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
@@ -392,18 +433,7 @@ impl Module for Network {
                 Ok(encode(&backlog))
             }
             network::SEND_BATCH => {
-                let request: network::SendBatch = decode(payload)?;
-                let mut backlog = 0;
-                for packet in request.packets {
-                    check_name(&packet.name, self.shared.settings.max_name_len)?;
-                    backlog = self.shared.command(
-                        request.peer,
-                        Command::Send {
-                            name: packet.name.into(),
-                            data: Arc::new(packet.data),
-                        },
-                    )?;
-                }
+                let backlog = self.queue_batch(decode(payload)?)?;
                 Ok(encode(&backlog))
             }
             network::BROADCAST => {

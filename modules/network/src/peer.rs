@@ -1,6 +1,7 @@
 //! One connected peer: a tokio task that reads frames, turns packets into
-//! `network:packet_received/<name>` events, and writes queued packets in
-//! batches.
+//! `network:packet_received/<name>` events (within the peer's input budget:
+//! a token bucket; when it is empty the socket is not read, so TCP pushes
+//! back on that sender alone), and writes queued packets in batches.
 //!
 //! Owns: a peer's socket, its packet reader (half-read input and the
 //! client's packet-type table), its packet-type table for sending and its
@@ -96,6 +97,63 @@ impl Backlog {
     }
 }
 
+/// A token bucket of packets: `rate` a second, at most `burst` saved up.
+pub(crate) struct InputBudget {
+    rate: f64,
+    burst: f64,
+    tokens: f64,
+    refilled: Instant,
+}
+
+impl InputBudget {
+    pub fn new(rate: u32, burst: u32) -> Self {
+        let burst = f64::from(burst.max(1));
+        Self {
+            rate: f64::from(rate),
+            burst,
+            tokens: burst,
+            refilled: Instant::now(),
+        }
+    }
+
+    fn unlimited(&self) -> bool {
+        self.rate <= 0.0
+    }
+
+    fn refill(&mut self, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * self.rate).min(self.burst);
+        self.refilled = now;
+    }
+
+    /// Whether a packet may be delivered now.
+    pub fn has_token(&mut self, now: Instant) -> bool {
+        if self.unlimited() {
+            return true;
+        }
+        if self.tokens < 1.0 {
+            self.refill(now);
+        }
+        self.tokens >= 1.0
+    }
+
+    /// Spends a token on a delivered packet.
+    pub fn spend(&mut self) {
+        if !self.unlimited() {
+            self.tokens -= 1.0;
+        }
+    }
+
+    /// When the next token will be there, if there is none now.
+    pub fn exhausted_until(&self) -> Option<Instant> {
+        if self.unlimited() || self.tokens >= 1.0 {
+            return None;
+        }
+        let wait = (1.0 - self.tokens) / self.rate;
+        Some(self.refilled + Duration::from_secs_f64(wait))
+    }
+}
+
 /// A stopped peer, as handed back by a park request.
 pub(crate) struct Parked {
     pub state: PeerState,
@@ -146,7 +204,8 @@ async fn run(
     let mut written = 0;
     // When the latest bytes of a still incomplete frame arrived.
     let mut partial_since = (state.reader.buffered_len() > 0).then(Instant::now);
-    if let Err(reason) = deliver_packets(shared, state) {
+    let mut budget = InputBudget::new(settings.max_packets_per_second, settings.packet_burst);
+    if let Err(reason) = deliver_packets(shared, state, &mut budget) {
         return Exit::Closed(reason);
     }
     loop {
@@ -162,7 +221,12 @@ async fn run(
             ));
         }
         let want_write = queued > 0;
-        let deadline = partial_since.map(|since| since + settings.idle_timeout);
+        // Out of budget: whole packets wait in the reader and the socket is
+        // not read; the idle timeout (for incomplete packets) is off meanwhile.
+        let throttled_until = budget.exhausted_until();
+        let deadline = partial_since
+            .filter(|_| throttled_until.is_none())
+            .map(|since| since + settings.idle_timeout);
         let far = Instant::now() + Duration::from_secs(86_400);
         tokio::select! {
             biased;
@@ -200,7 +264,7 @@ async fn run(
                     }
                 }
             }
-            ready = stream.readable() => {
+            ready = stream.readable(), if throttled_until.is_none() => {
                 if let Err(error) = ready {
                     return Exit::Closed(format!("read error: {error}"));
                 }
@@ -209,7 +273,7 @@ async fn run(
                     Ok(0) => return Exit::Closed("connection closed by the client".into()),
                     Ok(read) => {
                         state.reader.push(buffer.get(..read).unwrap_or_default());
-                        if let Err(reason) = deliver_packets(shared, state) {
+                        if let Err(reason) = deliver_packets(shared, state, &mut budget) {
                             return Exit::Closed(reason);
                         }
                         partial_since = (state.reader.buffered_len() > 0).then(Instant::now);
@@ -223,6 +287,12 @@ async fn run(
                     return Exit::Closed(format!("write error: {error}"));
                 }
             }
+            _ = tokio::time::sleep_until(throttled_until.unwrap_or(far).into()), if throttled_until.is_some() => {
+                if let Err(reason) = deliver_packets(shared, state, &mut budget) {
+                    return Exit::Closed(reason);
+                }
+                partial_since = (state.reader.buffered_len() > 0).then(Instant::now);
+            }
             _ = tokio::time::sleep_until(deadline.unwrap_or(far).into()), if deadline.is_some() => {
                 return Exit::Closed(format!(
                     "an incomplete packet was held open for {} s",
@@ -233,11 +303,21 @@ async fn run(
     }
 }
 
-/// Emits an event for every whole packet received so far.
-fn deliver_packets(shared: &Shared, state: &mut PeerState) -> Result<(), String> {
+/// Emits an event for every whole packet received so far, as long as the
+/// budget lasts (the rest stays in the reader).
+fn deliver_packets(
+    shared: &Shared,
+    state: &mut PeerState,
+    budget: &mut InputBudget,
+) -> Result<(), String> {
+    let now = Instant::now();
     loop {
+        if !budget.has_token(now) {
+            return Ok(());
+        }
         match state.reader.try_next_packet() {
             Ok(Some(packet)) => {
+                budget.spend();
                 let event = network::packet_received_event(&packet.name);
                 let payload = encode(&PacketReceived {
                     peer: state.id,
@@ -295,4 +375,43 @@ pub(crate) async fn refuse(stream: TcpStream, reason: String) {
     let mut state = PeerState::new(0, String::new(), 0, network::DISCONNECT_PACKET.len());
     let mut written = 0;
     say_goodbye(&stream, &mut state, &mut written, &reason).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_allows_its_burst_then_its_rate() {
+        let mut budget = InputBudget::new(100, 10);
+        let start = budget.refilled;
+        for _ in 0..10 {
+            assert!(budget.has_token(start));
+            budget.spend();
+        }
+        assert!(!budget.has_token(start));
+        let until = budget.exhausted_until().expect("exhausted");
+        assert!(until > start && until <= start + Duration::from_millis(11));
+        // 50 ms later: 5 packets' worth, never more than the burst.
+        assert!(budget.has_token(start + Duration::from_millis(50)));
+        let mut delivered = 0;
+        while budget.has_token(start + Duration::from_millis(50)) {
+            budget.spend();
+            delivered += 1;
+        }
+        assert_eq!(delivered, 5);
+        assert!(budget.has_token(start + Duration::from_secs(60)));
+        assert!(budget.tokens <= 10.0);
+    }
+
+    #[test]
+    fn a_zero_rate_is_unlimited() {
+        let now = Instant::now();
+        let mut budget = InputBudget::new(0, 0);
+        for _ in 0..100_000 {
+            assert!(budget.has_token(now));
+            budget.spend();
+        }
+        assert_eq!(budget.exhausted_until(), None);
+    }
 }

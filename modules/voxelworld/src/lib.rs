@@ -21,7 +21,7 @@ pub mod storage;
 pub mod stream;
 pub mod world;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::time::Instant;
 
@@ -36,11 +36,13 @@ use buildat_interface::{
 use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
 use serde::{Deserialize, Serialize};
 use storage::{SqliteStorage, StoredSection};
-use world::{Loaded, World, WorldError};
+use world::{Committed, Loaded, World, WorldError};
 
 const TMP_DATA: &str = "voxelworld";
 /// How long before a section requested of the generator is asked again.
 const GENERATION_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long one tick may spend on the periodic save before going on.
+const SAVE_SLICE: std::time::Duration = std::time::Duration::from_millis(15);
 
 #[derive(Debug, Default, Deserialize)]
 struct WorldToml {
@@ -105,6 +107,7 @@ struct VoxelWorld {
     /// in case the generator was down).
     requested: HashMap<Pos, Instant>,
     save_interval: f64,
+    /// Seconds since the last periodic save finished.
     since_save: f64,
     generator: String,
 }
@@ -114,20 +117,32 @@ fn world_error(error: WorldError) -> ModuleError {
 }
 
 impl VoxelWorld {
-    fn announce(&mut self, updated: &[(u64, Pos)]) -> Result<(), ModuleError> {
-        for (node_id, chunk) in updated {
-            self.streamer.chunk_changed(*chunk);
+    /// Announces changed chunks (with the single voxels set in them, if
+    /// known) and queues them for their viewers; returns those viewers.
+    fn announce(&mut self, updated: &[Committed]) -> Result<Vec<PeerId>, ModuleError> {
+        let mut holders = BTreeSet::new();
+        for committed in updated {
+            self.streamer.voxels_changed(
+                committed.chunk,
+                committed.voxels.as_deref(),
+                &mut holders,
+            );
             self.host.emit(&NodeVolumeUpdated {
-                node_id: *node_id,
-                chunk: *chunk,
+                node_id: committed.node_id,
+                chunk: committed.chunk,
             })?;
         }
-        Ok(())
+        Ok(holders.into_iter().collect())
     }
 
     /// Sends each viewer what its budget allows and asks for the sections
     /// it waits on.
     fn pump(&mut self) -> Result<(), ModuleError> {
+        self.pump_viewers(None)
+    }
+
+    /// [`Self::pump`] for `only` those viewers, or every viewer.
+    fn pump_viewers(&mut self, only: Option<&[PeerId]>) -> Result<(), ModuleError> {
         if self.streamer.viewer_count() == 0 {
             return Ok(());
         }
@@ -138,21 +153,28 @@ impl VoxelWorld {
         });
         let outbox = self
             .streamer
-            .pump(&mut self.world, registry)
+            .pump(&mut self.world, registry, only)
             .map_err(world_error)?;
         for section in outbox.generate {
             self.request_generation(section)?;
         }
-        for (peer, packets) in outbox.packets {
-            let batch = SendBatch { peer, packets };
-            if let Err(error) =
-                self.host
-                    .call(network::MODULE, network::SEND_BATCH, &encode(&batch))
-            {
-                log::debug!("streaming to peer {peer}: {error}");
-            }
-        }
+        let batches = outbox
+            .packets
+            .into_iter()
+            .map(|(peer, packets)| SendBatch { peer, packets })
+            .collect();
+        self.send_batches(batches);
         Ok(())
+    }
+
+    /// Queues packets to peers without waiting on the network module.
+    fn send_batches(&self, batches: Vec<SendBatch>) {
+        if batches.is_empty() {
+            return;
+        }
+        if let Err(error) = self.host.emit(&network::SendBatches { batches }) {
+            log::debug!("streaming: {error}");
+        }
     }
 
     fn set_viewer(&mut self, viewer: Viewer) -> Result<(), ModuleError> {
@@ -165,19 +187,12 @@ impl VoxelWorld {
         }
         let packets = self.streamer.set_viewer(viewer.peer, viewer.position);
         self.send_packets(viewer.peer, packets);
-        self.pump()
+        self.pump_viewers(Some(&[viewer.peer]))
     }
 
     fn send_packets(&self, peer: PeerId, packets: Vec<network::OutgoingPacket>) {
-        if packets.is_empty() {
-            return;
-        }
-        let batch = SendBatch { peer, packets };
-        if let Err(error) = self
-            .host
-            .call(network::MODULE, network::SEND_BATCH, &encode(&batch))
-        {
-            log::debug!("streaming to peer {peer}: {error}");
+        if !packets.is_empty() {
+            self.send_batches(vec![SendBatch { peer, packets }]);
         }
     }
 
@@ -371,8 +386,16 @@ impl Module for VoxelWorld {
                 let tick: events::Tick = decode(payload)?;
                 self.since_save += tick.dtime;
                 if self.since_save >= self.save_interval {
-                    self.since_save = 0.0;
-                    self.save()?;
+                    // A slice per tick: a big save never holds up the
+                    // calls and events behind it for long.
+                    let deadline = Instant::now() + SAVE_SLICE;
+                    let (saved, done) = self.world.save_some(deadline).map_err(world_error)?;
+                    if saved > 0 {
+                        log::debug!("saved {saved} sections");
+                    }
+                    if done {
+                        self.since_save = 0.0;
+                    }
                 }
                 self.pump()?;
             }
@@ -386,7 +409,7 @@ impl Module for VoxelWorld {
                 match buildat_voxel::stream::decode::<buildat_voxel::stream::Ack>(&packet.data) {
                     Ok(ack) => {
                         self.streamer.ack(packet.peer, ack.chunks);
-                        self.pump()?;
+                        self.pump_viewers(Some(&[packet.peer]))?;
                     }
                     Err(error) => log::warn!("peer {}: {error}", packet.peer),
                 }
@@ -419,7 +442,7 @@ impl Module for VoxelWorld {
                 }
                 let packets = self.streamer.set_viewer(viewer.peer, viewer.position);
                 self.send_packets(viewer.peer, packets);
-                self.pump()?;
+                self.pump_viewers(Some(&[viewer.peer]))?;
                 encode(&())
             }
             api::REMOVE_VIEWER => {
@@ -444,9 +467,9 @@ impl Module for VoxelWorld {
             }
             api::COMMIT => {
                 let updated = self.world.commit();
-                self.announce(&updated)?;
+                let holders = self.announce(&updated)?;
                 // Changed chunks go out now, right behind the game's news.
-                self.pump()?;
+                self.pump_viewers(Some(&holders))?;
                 encode(&(updated.len() as u32))
             }
             api::LOAD_OR_GENERATE_SECTION => encode(&self.load_or_generate(decode(payload)?)?),
@@ -469,6 +492,14 @@ impl Module for VoxelWorld {
                     .apply_generated(generated.section, chunks)
                     .map_err(world_error)?;
                 self.requested.remove(&generated.section);
+                let updated: Vec<Committed> = updated
+                    .into_iter()
+                    .map(|(node_id, chunk)| Committed {
+                        node_id,
+                        chunk,
+                        voxels: None,
+                    })
+                    .collect();
                 self.announce(&updated)?;
                 self.pump()?;
                 encode(&())

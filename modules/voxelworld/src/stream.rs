@@ -1,7 +1,8 @@
 //! Streaming the world to clients: per viewer, the registry first, then the
 //! chunks within the view radius nearest first, under a budget of chunks in
-//! flight (the client acknowledges), withdrawing chunks that leave the radius
-//! and resending chunks that change.
+//! flight (the client acknowledges), withdrawing chunks that leave the radius,
+//! and for chunks that change: the single voxels that changed
+//! (`voxelworld:voxels`), or the whole chunk again when many did.
 //!
 //! Owns: viewers (peer → what it holds, what it still wants, what is in
 //! flight) and the cache of encoded chunk packets (valid until the chunk
@@ -33,6 +34,8 @@ pub struct Viewer {
     queue: VecDeque<Pos>,
     /// Held chunks that changed and must be sent again.
     resend: BTreeSet<Pos>,
+    /// Encoded `voxelworld:voxels` packets for held chunks, to send next.
+    updates: Vec<Arc<Vec<u8>>>,
     in_flight: u32,
     registry_sent: bool,
 }
@@ -143,12 +146,39 @@ impl Streamer {
         }
     }
 
-    /// A chunk changed: forget its encoding and resend it to its holders.
-    pub fn chunk_changed(&mut self, chunk: Pos) {
+    /// A chunk changed: forget its encoding and resend it to its holders,
+    /// who are added to `holders`.
+    pub fn chunk_changed(&mut self, chunk: Pos, holders: &mut BTreeSet<PeerId>) {
         self.cache.remove(&chunk);
-        for viewer in self.viewers.values_mut() {
+        for (peer, viewer) in &mut self.viewers {
             if viewer.held.contains(&chunk) {
                 viewer.resend.insert(chunk);
+                holders.insert(*peer);
+            }
+        }
+    }
+
+    /// Single voxels of a chunk changed (`changes`, in order; None: too many
+    /// to list): its holders get just those, unless a resend of the whole
+    /// chunk is pending for them anyway. Holders are added to `holders`.
+    pub fn voxels_changed(
+        &mut self,
+        chunk: Pos,
+        changes: Option<&[(u16, u32)]>,
+        holders: &mut BTreeSet<PeerId>,
+    ) {
+        let Some(changes) = changes.filter(|c| !c.is_empty()) else {
+            return self.chunk_changed(chunk, holders);
+        };
+        self.cache.remove(&chunk);
+        let packet = Arc::new(stream::encode(&stream::VoxelUpdates {
+            chunk,
+            changes: changes.to_vec(),
+        }));
+        for (peer, viewer) in &mut self.viewers {
+            if viewer.held.contains(&chunk) && !viewer.resend.contains(&chunk) {
+                viewer.updates.push(packet.clone());
+                holders.insert(*peer);
             }
         }
     }
@@ -175,12 +205,24 @@ impl Streamer {
         Ok(Some(packet))
     }
 
-    /// Fills every viewer's budget with chunks that are ready, nearest
-    /// first; lists the sections it waits on (the caller asks for them).
-    pub fn pump(&mut self, world: &mut World, registry: &[u8]) -> Result<Outbox, WorldError> {
+    /// Fills the budget of `only` those viewers (None: every viewer) with
+    /// chunks that are ready, changed ones first, then nearest first; lists
+    /// the sections it waits on (the caller asks for them). A move or an ack
+    /// pumps its own viewer, a commit the holders of the changed chunks; the
+    /// tick and generated sections pump everyone. So the work per event does
+    /// not grow with the player count.
+    pub fn pump(
+        &mut self,
+        world: &mut World,
+        registry: &[u8],
+        only: Option<&[PeerId]>,
+    ) -> Result<Outbox, WorldError> {
         let mut outbox = Outbox::default();
         let section_size = world.section_size();
-        let peers: Vec<PeerId> = self.viewers.keys().copied().collect();
+        let peers: Vec<PeerId> = match only {
+            Some(peers) => peers.to_vec(),
+            None => self.viewers.keys().copied().collect(),
+        };
         for peer in peers {
             let mut packets = Vec::new();
             let Some(viewer) = self.viewers.get_mut(&peer) else {
@@ -193,7 +235,14 @@ impl Streamer {
                     data: registry.to_vec(),
                 });
             }
-            // Changed chunks first, then new ones nearest first.
+            // Voxel updates (not counted against the budget: they are
+            // small), then changed chunks, then new ones nearest first.
+            for update in viewer.updates.drain(..) {
+                packets.push(OutgoingPacket {
+                    name: stream::VOXELS.to_string(),
+                    data: update.as_ref().clone(),
+                });
+            }
             let mut picked = Vec::new();
             let mut budget = self.budget.saturating_sub(viewer.in_flight);
             while budget > 0 {

@@ -14,6 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Range;
+use std::time::Instant;
 
 use buildat_format::{decode_voxels, encode_voxels};
 use buildat_interface::voxelworld::{
@@ -127,6 +128,16 @@ impl Section {
     }
 }
 
+/// A chunk changed since the last commit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Committed {
+    pub node_id: u64,
+    pub chunk: Pos,
+    /// The single voxels set, in order (index in the chunk, voxel); None if
+    /// too many to list.
+    pub voxels: Option<Vec<(u16, u32)>>,
+}
+
 /// What loading a section found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Loaded {
@@ -149,6 +160,9 @@ pub struct World {
     ids: Range<u64>,
     /// Chunks changed since the last commit.
     changed: BTreeSet<Pos>,
+    /// The single voxels set since the last commit, per chunk, in order
+    /// (index in the chunk, voxel); None once there were too many.
+    voxel_changes: HashMap<Pos, Option<Vec<(u16, u32)>>>,
     /// Stored voxel names not in the registry (reported once each).
     pub unknown_names: BTreeSet<String>,
 }
@@ -165,6 +179,7 @@ impl World {
             clock: 0,
             ids: 0..0,
             changed: BTreeSet::new(),
+            voxel_changes: HashMap::new(),
             unknown_names: BTreeSet::new(),
         }
     }
@@ -402,6 +417,27 @@ impl World {
         Ok(true)
     }
 
+    /// Writes dirty sections that must be saved until `deadline` (at least
+    /// one); answers how many, and whether none is left.
+    pub fn save_some(&mut self, deadline: Instant) -> Result<(u32, bool), WorldError> {
+        let positions: Vec<Pos> = self
+            .sections
+            .iter()
+            .filter(|(_, s)| s.dirty && s.must_save())
+            .map(|(pos, _)| *pos)
+            .collect();
+        let mut saved = 0;
+        for pos in &positions {
+            if saved > 0 && Instant::now() >= deadline {
+                return Ok((saved, false));
+            }
+            if self.save_section(*pos)? {
+                saved += 1;
+            }
+        }
+        Ok((saved, true))
+    }
+
     /// Writes every dirty section that must be saved; answers how many.
     pub fn save_all(&mut self) -> Result<u32, WorldError> {
         let positions: Vec<Pos> = self.sections.keys().copied().collect();
@@ -448,13 +484,28 @@ impl World {
         let voxels = self
             .voxels_of(chunk_pos)?
             .ok_or(WorldError::NotGenerated(section_pos))?;
-        let changed = match voxels.get_mut(geometry::index_in_chunk(pos)) {
+        let index = geometry::index_in_chunk(pos);
+        let changed = match voxels.get_mut(index) {
             Some(slot) if *slot != voxel => {
                 *slot = voxel;
                 true
             }
             _ => false,
         };
+        if changed {
+            let entry = self
+                .voxel_changes
+                .entry(chunk_pos)
+                .or_insert_with(|| Some(Vec::new()));
+            if let Some(list) = entry {
+                match u16::try_from(index) {
+                    Ok(index) if list.len() < buildat_voxel::stream::MAX_VOXEL_UPDATES => {
+                        list.push((index, voxel));
+                    }
+                    _ => *entry = None,
+                }
+            }
+        }
         if changed {
             if let Some(section) = self.sections.get_mut(&section_pos) {
                 section.dirty = true;
@@ -467,16 +518,22 @@ impl World {
         Ok(())
     }
 
-    /// Chunks changed since the last commit, with their node ids.
-    pub fn commit(&mut self) -> Vec<(u64, Pos)> {
+    /// Chunks changed since the last commit, with their node ids and the
+    /// single voxels set in them.
+    pub fn commit(&mut self) -> Vec<Committed> {
         let changed = std::mem::take(&mut self.changed);
+        let mut voxel_changes = std::mem::take(&mut self.voxel_changes);
         changed
             .into_iter()
             .filter_map(|chunk| {
                 let section = self
                     .sections
                     .get(&self.section_size.section_of_chunk(chunk))?;
-                Some((section.chunks.get(&chunk)?.node_id, chunk))
+                Some(Committed {
+                    node_id: section.chunks.get(&chunk)?.node_id,
+                    chunk,
+                    voxels: voxel_changes.remove(&chunk).flatten(),
+                })
             })
             .collect()
     }
@@ -720,6 +777,55 @@ mod tests {
         assert_eq!(world.get_voxel([0, 31, 31]).unwrap(), Some(AIR));
         let with_bits = world.get_voxel([63, 63, 63]).unwrap().unwrap();
         assert_eq!(buildat_voxel::VoxelInstance(with_bits).game_bits(), 9);
+    }
+
+    #[test]
+    fn a_save_in_slices_writes_every_dirty_section_in_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut world = open(dir.path());
+        for x in 0..3 {
+            generate(&mut world, [x, 0, 0], "stone");
+            world.set_section_save_enabled([x, 0, 0], true).unwrap();
+        }
+        // A deadline already past still writes one section per call.
+        let past = Instant::now();
+        assert_eq!(world.save_some(past).unwrap(), (1, false));
+        assert_eq!(world.save_some(past).unwrap(), (1, false));
+        assert_eq!(world.save_some(past).unwrap(), (1, true));
+        assert_eq!(world.save_some(past).unwrap(), (0, true), "nothing left");
+        assert_eq!(world.save_all().unwrap(), 0);
+    }
+
+    #[test]
+    fn a_commit_lists_the_single_voxels_set_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut world = open(dir.path());
+        let stone = world.voxels.get_id("stone").unwrap();
+        generate(&mut world, [0, 0, 0], "stone");
+        world.set_voxel([1, 2, 3], AIR).unwrap();
+        world.set_voxel([1, 2, 3], stone).unwrap();
+        world.set_voxel([1, 2, 3], stone).unwrap(); // no change: not listed
+        world.set_voxel([40, 2, 3], AIR).unwrap();
+        let mut committed = world.commit();
+        committed.sort_by_key(|c| c.chunk);
+        let index = |p| geometry::index_in_chunk(p) as u16;
+        assert_eq!(committed.len(), 2);
+        assert_eq!(committed[0].chunk, [0, 0, 0]);
+        assert_eq!(
+            committed[0].voxels,
+            Some(vec![(index([1, 2, 3]), AIR), (index([1, 2, 3]), stone)])
+        );
+        assert_eq!(committed[1].voxels, Some(vec![(index([40, 2, 3]), AIR)]));
+        assert!(world.commit().is_empty(), "taken once");
+        // Too many changes in one chunk: the whole chunk instead.
+        for i in 0..=buildat_voxel::stream::MAX_VOXEL_UPDATES as i32 {
+            world
+                .set_voxel([i % 32, i / 32 % 32, 5 + i / 1024], AIR)
+                .unwrap();
+        }
+        let committed = world.commit();
+        assert_eq!(committed.len(), 1);
+        assert_eq!(committed[0].voxels, None);
     }
 
     #[test]

@@ -1,0 +1,650 @@
+//! `abuse`: a corpus of bad input sent to a running server by throwaway
+//! connections while bystanders (players who joined the default game) keep
+//! pinging. Each case must cost only its sender: the server stays up, the
+//! bystanders are never disconnected and every ping of theirs is answered.
+//! Cases that break the protocol must also get their sender disconnected;
+//! bad game or file requests may instead be refused or ignored (the report
+//! says which, with the server's logged reason).
+//!
+//! Owns: the corpus and its table. Does not own: the server (`server`) or
+//! the wire codec (`buildat-format`, through `raw_client`).
+
+use std::time::{Duration, Instant};
+
+use buildat_format::protocol::{self, AnnounceFile, RequestFile};
+
+use crate::histogram::show_ms;
+use crate::layout::Layout;
+use crate::raw_client::{Bystander, RawClient};
+use crate::server::{Server, ServerOptions};
+use crate::wire::{definition, frame, header};
+
+/// Server settings that keep the corpus quick: a held-open half packet is
+/// dropped after 2 s, a client that does not read after 1 MB of backlog.
+pub const SERVER_SETTINGS: [&str; 2] = [
+    "network.idle_timeout_ms=2000",
+    "network.max_queue_bytes=1000000",
+];
+
+/// A bystander ping slower than this fails the corpus: an attack that holds
+/// other players for seconds did not cost only its sender.
+const BYSTANDER_MAX_MS: f64 = 5000.0;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct AbuseOptions {}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Expect {
+    /// The sender must be disconnected.
+    Dropped,
+    /// The sender may be disconnected, refused or ignored.
+    Either,
+}
+
+/// What one case did to its sender.
+struct Outcome {
+    dropped: bool,
+    detail: String,
+}
+
+/// What the cases may need to know about the server.
+struct Target {
+    address: String,
+    /// The largest file the server announces.
+    big_file: Option<AnnounceFile>,
+}
+
+type Attack = fn(&Target) -> anyhow::Result<Outcome>;
+
+/// Sends `bytes` on a new connection; dropped if the server closes it
+/// within `wait`.
+fn send_bytes(target: &Target, bytes: &[u8], wait: Duration) -> anyhow::Result<Outcome> {
+    let mut client = RawClient::connect(&target.address)?;
+    let _ = client.send_raw(bytes);
+    let started = Instant::now();
+    let dropped = client.wait_closed(wait);
+    Ok(Outcome {
+        dropped,
+        detail: if dropped {
+            format!(
+                "closed after {:.0} ms",
+                started.elapsed().as_secs_f64() * 1e3
+            )
+        } else {
+            "kept".into()
+        },
+    })
+}
+
+fn quick(target: &Target, bytes: &[u8]) -> anyhow::Result<Outcome> {
+    send_bytes(target, bytes, Duration::from_secs(5))
+}
+
+/// Joins, sends the packets, then sees whether the connection still answers
+/// a ping; a refusal (`main:refused`) is reported.
+fn as_player(target: &Target, packets: &[(&'static str, Vec<u8>)]) -> anyhow::Result<Outcome> {
+    as_player_near(target, |_| packets.to_vec())
+}
+
+/// Like [`as_player`], with packets made from the spawn position (voxel).
+fn as_player_near(
+    target: &Target,
+    packets: impl FnOnce([i32; 3]) -> Vec<(&'static str, Vec<u8>)>,
+) -> anyhow::Result<Outcome> {
+    let mut client = RawClient::join(&target.address, "attacker", Duration::from_secs(60))?;
+    let [x, y, z] = client.spawn;
+    let packets = packets([x.floor() as i32, y.floor() as i32, z.floor() as i32]);
+    for (name, data) in &packets {
+        if client.send(name, data).is_err() {
+            break;
+        }
+    }
+    still_answers(&mut client)
+}
+
+/// Sends packets without joining, then the same check.
+fn as_stranger(target: &Target, packets: &[(&str, Vec<u8>)]) -> anyhow::Result<Outcome> {
+    let mut client = RawClient::connect(&target.address)?;
+    for (name, data) in packets {
+        if client.send(name, data).is_err() {
+            break;
+        }
+    }
+    still_answers(&mut client)
+}
+
+fn still_answers(client: &mut RawClient) -> anyhow::Result<Outcome> {
+    let _ = client.send("main:ping", b"after");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut refusals = Vec::new();
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match client.recv(left) {
+            Some(p) if p.name == "main:pong" && p.data == b"after" => {
+                let mut detail = "kept, still answered".to_string();
+                if !refusals.is_empty() {
+                    detail = format!("kept, refused: {}", refusals.join("; "));
+                }
+                client.close();
+                return Ok(Outcome {
+                    dropped: false,
+                    detail,
+                });
+            }
+            Some(p) if p.name == "main:refused" && refusals.len() < 2 => {
+                refusals.push(String::from_utf8_lossy(&p.data).chars().take(60).collect());
+            }
+            Some(p) if p.name == protocol::FILE_ERROR && refusals.len() < 2 => {
+                refusals.push("core:file_error".to_string());
+            }
+            Some(_) => {}
+            None => {
+                if client.wait_closed(Duration::from_millis(10)) {
+                    return Ok(Outcome {
+                        dropped: true,
+                        detail: "closed".into(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(Outcome {
+        dropped: false,
+        detail: "kept, but no pong in 10 s".into(),
+    })
+}
+
+fn voxel(x: i32, y: i32, z: i32) -> Vec<u8> {
+    [x.to_le_bytes(), y.to_le_bytes(), z.to_le_bytes()].concat()
+}
+
+fn position(x: f64, y: f64, z: f64) -> Vec<u8> {
+    [x.to_le_bytes(), y.to_le_bytes(), z.to_le_bytes()].concat()
+}
+
+fn request(name: &str, hash: [u8; 32]) -> Vec<u8> {
+    protocol::encode(&RequestFile {
+        name: name.to_string(),
+        hash,
+    })
+}
+
+/// Floods pings for 5 s without reading a pong, holds 5 s more, then
+/// reads to see whether the server gave up on it.
+fn never_reads_pings(target: &Target) -> anyhow::Result<Outcome> {
+    let mut client = RawClient::connect(&target.address)?;
+    client
+        .stream
+        .set_write_timeout(Some(Duration::from_secs(1)))?;
+    let ping = [7u8; 64];
+    let mut sent = 0u64;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(5) {
+        if client.send("main:ping", &ping).is_err() {
+            // The server stopped reading it (its input budget): TCP pushes back.
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
+        }
+        sent += 1;
+    }
+    std::thread::sleep(Duration::from_secs(5));
+    let mut pongs = 0u64;
+    let read_started = Instant::now();
+    while let Some(packet) = client.recv(Duration::from_millis(200)) {
+        pongs += u64::from(packet.name == "main:pong");
+        if read_started.elapsed() > Duration::from_secs(5) {
+            break;
+        }
+    }
+    let dropped = client.wait_closed(Duration::from_millis(10));
+    Ok(Outcome {
+        dropped,
+        detail: format!(
+            "{sent} pings written in 5 s ({:.0}/s, the rest held back by TCP); {pongs} pongs waiting after 10 s",
+            sent as f64 / 5.0
+        ),
+    })
+}
+
+fn never_reads_files(target: &Target) -> anyhow::Result<Outcome> {
+    let Some(file) = &target.big_file else {
+        return Ok(Outcome {
+            dropped: false,
+            detail: "no file announced; skipped".into(),
+        });
+    };
+    let mut client = RawClient::connect(&target.address)?;
+    client
+        .stream
+        .set_write_timeout(Some(Duration::from_secs(5)))?;
+    let body = request(&file.name, file.hash);
+    let mut sent = 0;
+    for _ in 0..5000 {
+        if client.send(protocol::REQUEST_FILE, &body).is_err() {
+            break;
+        }
+        sent += 1;
+    }
+    let dropped = client.wait_closed(Duration::from_secs(15));
+    Ok(Outcome {
+        dropped,
+        detail: format!(
+            "{sent} requests for {} ({} bytes), none read",
+            file.name, file.size
+        ),
+    })
+}
+
+/// `count` connections at once, each joining the game (a join storm) or
+/// sending nothing (a connection flood); held 1 s, then closed.
+fn flood(target: &Target, count: usize, join: bool) -> anyhow::Result<Outcome> {
+    let mut held = Vec::new();
+    let mut refused = 0;
+    for i in 0..count {
+        match RawClient::connect(&target.address) {
+            Ok(mut client) => {
+                if join {
+                    let _ = client.send("main:join", format!("storm{i}").as_bytes());
+                }
+                held.push(client);
+            }
+            Err(_) => refused += 1,
+        }
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let count = held.len();
+    let dropped = held
+        .iter_mut()
+        .map(|c| c.wait_closed(Duration::ZERO))
+        .filter(|&closed| closed)
+        .count();
+    for client in &held {
+        client.close();
+    }
+    Ok(Outcome {
+        dropped: false,
+        detail: format!(
+            "{count} connections {}, {refused} refused, {dropped} closed by the server within 1 s",
+            if join {
+                "joined the game"
+            } else {
+                "opened, silent"
+            }
+        ),
+    })
+}
+
+fn cases() -> Vec<(&'static str, Expect, Attack)> {
+    vec![
+        (
+            "frame size over the maximum (4 GiB)",
+            Expect::Dropped,
+            |t| quick(t, &header(100, u32::MAX)),
+        ),
+        ("undefined packet type 150", Expect::Dropped, |t| {
+            quick(t, &header(150, 0))
+        }),
+        ("definition of 3 bytes", Expect::Dropped, |t| {
+            quick(t, &frame(0, &[1, 2, 3]))
+        }),
+        ("definition of reserved number 5", Expect::Dropped, |t| {
+            quick(t, &definition(5, b"core:sneaky"))
+        }),
+        ("definition of number 0", Expect::Dropped, |t| {
+            quick(t, &definition(0, b"main:ping"))
+        }),
+        ("name not UTF-8", Expect::Dropped, |t| {
+            quick(t, &definition(100, &[0xff, 0xfe, 0x80]))
+        }),
+        ("name of 1000 bytes", Expect::Dropped, |t| {
+            quick(t, &definition(100, &[b'x'; 1000]))
+        }),
+        ("empty name", Expect::Dropped, |t| {
+            quick(t, &definition(100, b""))
+        }),
+        ("number redefined to another name", Expect::Dropped, |t| {
+            quick(
+                t,
+                &[definition(100, b"main:ping"), definition(100, b"main:move")].concat(),
+            )
+        }),
+        ("name defined under two numbers", Expect::Dropped, |t| {
+            quick(
+                t,
+                &[definition(100, b"main:ping"), definition(101, b"main:ping")].concat(),
+            )
+        }),
+        ("64 KiB of pseudo-random bytes", Expect::Dropped, |t| {
+            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            let bytes: Vec<u8> = (0..65536)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            quick(t, &bytes)
+        }),
+        ("half-sent header held open", Expect::Dropped, |t| {
+            send_bytes(t, &[100, 0, 8], Duration::from_secs(15))
+        }),
+        ("half-sent packet held open", Expect::Dropped, |t| {
+            let mut bytes = definition(100, b"main:ping");
+            bytes.extend(header(100, 1000));
+            bytes.extend([0u8; 10]);
+            send_bytes(t, &bytes, Duration::from_secs(15))
+        }),
+        (
+            "ping flood, never reading",
+            Expect::Either,
+            never_reads_pings,
+        ),
+        (
+            "client that never reads (file requests)",
+            Expect::Either,
+            never_reads_files,
+        ),
+        (
+            "connection flood: 1000 silent connections",
+            Expect::Either,
+            |t| flood(t, 1000, false),
+        ),
+        ("join storm: 100 joins at once", Expect::Either, |t| {
+            flood(t, 100, true)
+        }),
+        ("request of an unknown file", Expect::Either, |t| {
+            as_stranger(
+                t,
+                &[(
+                    protocol::REQUEST_FILE,
+                    request("nobody/client_lua/x.lua", [0; 32]),
+                )],
+            )
+        }),
+        ("request with a wrong hash", Expect::Either, |t| {
+            let name = t
+                .big_file
+                .as_ref()
+                .map_or("main/client_lua/init.lua", |f| &f.name);
+            as_stranger(t, &[(protocol::REQUEST_FILE, request(name, [1; 32]))])
+        }),
+        ("request that is not bincode", Expect::Either, |t| {
+            as_stranger(t, &[(protocol::REQUEST_FILE, vec![0xff; 40])])
+        }),
+        ("request with a 60 KiB name", Expect::Either, |t| {
+            as_stranger(
+                t,
+                &[(
+                    protocol::REQUEST_FILE,
+                    request(&"a".repeat(60_000), [0; 32]),
+                )],
+            )
+        }),
+        ("request of ../../etc/passwd", Expect::Either, |t| {
+            as_stranger(
+                t,
+                &[(protocol::REQUEST_FILE, request("../../etc/passwd", [0; 32]))],
+            )
+        }),
+        (
+            "a client sending a server-only packet",
+            Expect::Either,
+            |t| {
+                as_stranger(
+                    t,
+                    &[
+                        (protocol::ANNOUNCE_FILE, vec![1, 2, 3]),
+                        ("core:disconnect", vec![]),
+                    ],
+                )
+            },
+        ),
+        ("game packets before joining", Expect::Either, |t| {
+            as_stranger(
+                t,
+                &[
+                    ("main:move", position(1.0, 2.0, 3.0)),
+                    ("main:dig", voxel(0, 0, 0)),
+                ],
+            )
+        }),
+        ("join with an empty name", Expect::Either, |t| {
+            as_stranger(t, &[("main:join", vec![])])
+        }),
+        ("join with a 10 KiB name", Expect::Either, |t| {
+            as_stranger(t, &[("main:join", vec![b'n'; 10_240])])
+        }),
+        ("join with a non-UTF-8 name", Expect::Either, |t| {
+            as_stranger(t, &[("main:join", vec![0xc3, 0x28, 0xff])])
+        }),
+        ("join twice", Expect::Either, |t| {
+            as_player(t, &[("main:join", b"again".to_vec())])
+        }),
+        ("move to NaN", Expect::Either, |t| {
+            as_player(t, &[("main:move", position(f64::NAN, 0.0, f64::NAN))])
+        }),
+        ("move to infinity", Expect::Either, |t| {
+            as_player(
+                t,
+                &[("main:move", position(f64::INFINITY, f64::NEG_INFINITY, 0.0))],
+            )
+        }),
+        ("move to 1e300", Expect::Either, |t| {
+            as_player(t, &[("main:move", position(1e300, -1e300, 1e300))])
+        }),
+        ("move of 3 bytes", Expect::Either, |t| {
+            as_player(t, &[("main:move", vec![1, 2, 3])])
+        }),
+        ("dig at i32::MAX", Expect::Either, |t| {
+            as_player(t, &[("main:dig", voxel(i32::MAX, i32::MAX, i32::MAX))])
+        }),
+        ("place at i32::MIN", Expect::Either, |t| {
+            as_player(
+                t,
+                &[(
+                    "main:place",
+                    [voxel(i32::MIN, i32::MIN, i32::MIN), b"stone".to_vec()].concat(),
+                )],
+            )
+        }),
+        ("place an unknown voxel", Expect::Either, |t| {
+            as_player_near(t, |[x, y, z]| {
+                vec![(
+                    "main:place",
+                    [voxel(x, y + 2, z), b"unobtainium".to_vec()].concat(),
+                )]
+            })
+        }),
+        ("place a non-UTF-8 voxel name", Expect::Either, |t| {
+            as_player_near(t, |[x, y, z]| {
+                vec![(
+                    "main:place",
+                    [voxel(x, y + 2, z), vec![0xff, 0xfe]].concat(),
+                )]
+            })
+        }),
+        ("place with a 100 KiB voxel name", Expect::Either, |t| {
+            as_player_near(t, |[x, y, z]| {
+                vec![(
+                    "main:place",
+                    [voxel(x, y + 2, z), vec![b's'; 100_000]].concat(),
+                )]
+            })
+        }),
+        ("ping of 100 KiB", Expect::Either, |t| {
+            as_player(t, &[("main:ping", vec![1; 100_000])])
+        }),
+        ("1000 digs in one burst", Expect::Either, |t| {
+            as_player_near(t, |[x, y, z]| {
+                (0..1000)
+                    .map(|i| ("main:dig", voxel(x + i % 5 - 2, y - 1, z + i / 5 % 5 - 2)))
+                    .collect()
+            })
+        }),
+        ("an unknown packet name", Expect::Either, |t| {
+            as_player(t, &[("main:nonsense", vec![1, 2, 3])])
+        }),
+    ]
+}
+
+/// The server's announced files, as a fresh client sees them.
+fn announced_files(address: &str) -> Vec<AnnounceFile> {
+    let Ok(mut client) = RawClient::connect(address) else {
+        return Vec::new();
+    };
+    let mut files = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match client.recv(left) {
+            Some(p) if p.name == protocol::ANNOUNCE_FILE => {
+                if let Ok(file) = protocol::decode::<AnnounceFile>(&p.data) {
+                    files.push(file);
+                }
+            }
+            Some(p) if p.name == protocol::RUN_SCRIPT => break,
+            Some(_) => {}
+            None => break,
+        }
+    }
+    client.close();
+    files
+}
+
+/// Runs every case against `server` with two bystanders; prints a table
+/// (with the bystanders' slowest ping during each case) and returns
+/// whether every case cost only its sender.
+pub fn run_corpus(server: &mut Server) -> anyhow::Result<bool> {
+    let address = server.address.clone();
+    let target = Target {
+        big_file: announced_files(&address).into_iter().max_by_key(|f| f.size),
+        address: address.clone(),
+    };
+    let bystanders = [
+        Bystander::start(&address, "bystander1", Duration::from_millis(50))?,
+        Bystander::start(&address, "bystander2", Duration::from_millis(50))?,
+    ];
+    println!(
+        "{:<42} {:<8} {:<8} {:<4} {:>9} detail (server's reason)",
+        "case", "expected", "sender", "ok", "others ms"
+    );
+    for bystander in &bystanders {
+        bystander.take_worst_ms();
+    }
+    let mut all_ok = true;
+    let mut count = 0;
+    for (name, expect, attack) in cases() {
+        count += 1;
+        server.pump();
+        let from = server.seen.len();
+        let outcome = attack(&target);
+        std::thread::sleep(Duration::from_millis(100));
+        server.pump();
+        let up = server.is_running();
+        let (ok, dropped, mut detail) = match outcome {
+            Ok(o) => (
+                up && (expect == Expect::Either || o.dropped),
+                Some(o.dropped),
+                o.detail,
+            ),
+            Err(error) => (false, None, format!("{error:#}")),
+        };
+        let sender = match dropped {
+            Some(true) => "dropped",
+            Some(false) => "kept",
+            None => "error",
+        };
+        if dropped == Some(true)
+            && let Some(reason) = server.lines_with(from, "disconnected").first()
+        {
+            let reason = reason.split("disconnected").nth(1).unwrap_or_default();
+            detail.push_str(&format!(
+                " (disconnected{})",
+                reason.chars().take(90).collect::<String>()
+            ));
+        }
+        if !up {
+            detail.push_str(" — THE SERVER EXITED");
+        }
+        all_ok &= ok;
+        let others_worst = bystanders
+            .iter()
+            .map(Bystander::take_worst_ms)
+            .fold(0.0, f64::max);
+        println!(
+            "{:<42} {:<8} {:<8} {:<4} {:>9.1} {}",
+            name,
+            if expect == Expect::Dropped {
+                "dropped"
+            } else {
+                "either"
+            },
+            sender,
+            if ok { "yes" } else { "NO" },
+            others_worst,
+            detail
+        );
+        if !up {
+            break;
+        }
+    }
+    let mut bystanders_ok = true;
+    for (i, bystander) in bystanders.into_iter().enumerate() {
+        let report = bystander.finish();
+        // A bystander ping held for seconds means an attack cost others.
+        let ok = !report.disconnected
+            && report.answered == report.sent
+            && report
+                .rtt
+                .max_ms()
+                .is_some_and(|max| max < BYSTANDER_MAX_MS);
+        bystanders_ok &= ok;
+        println!(
+            "bystander {}: {} pings, {} answered, disconnected: {}, p50 {} ms, p99 {} ms, max {} ms{}",
+            i + 1,
+            report.sent,
+            report.answered,
+            if report.disconnected { "YES" } else { "no" },
+            show_ms(report.rtt.percentile_ms(50.0)),
+            show_ms(report.rtt.percentile_ms(99.0)),
+            show_ms(report.rtt.max_ms()),
+            if ok { "" } else { "  <- NOT OK" }
+        );
+    }
+    let up = server.is_running();
+    println!(
+        "abuse corpus: {count} cases; server up throughout: {}; bystanders unharmed: {}; every case as expected: {}",
+        if up { "yes" } else { "NO" },
+        if bystanders_ok { "yes" } else { "NO" },
+        if all_ok { "yes" } else { "NO" }
+    );
+    Ok(all_ok && bystanders_ok && up)
+}
+
+pub fn server_options(
+    layout: &Layout,
+    extra_module_paths: Vec<std::path::PathBuf>,
+) -> ServerOptions {
+    ServerOptions {
+        world: layout.path("world"),
+        extra_module_paths,
+        settings: SERVER_SETTINGS.iter().map(|s| s.to_string()).collect(),
+        tick_ms: 100,
+        watchdog_ms: None,
+        log_file: layout.path("server.log"),
+    }
+}
+
+/// `abuse`: a server of its own, the corpus, then `stop` (which must exit 0).
+pub fn run_standalone(layout: &Layout, _options: &AbuseOptions) -> anyhow::Result<bool> {
+    let mut server = Server::start(layout, &server_options(layout, Vec::new()))?;
+    println!("server {} listening on {}", server.pid(), server.address);
+    let ok = run_corpus(&mut server)?;
+    let status = server.stop(Duration::from_secs(60));
+    println!(
+        "server exit status after `stop`: {}",
+        status.map_or("did not exit".to_string(), |s| s.to_string())
+    );
+    let pass = ok && status == Some(0);
+    println!("abuse: {}", if pass { "PASS" } else { "FAIL" });
+    Ok(pass)
+}

@@ -1,0 +1,132 @@
+//! Where things are: the repository, the server and client binaries (beside
+//! the harness's own), the module build folder, and the run's scratch
+//! folder (worlds, client caches, copies of the test fixture modules, logs).
+//!
+//! Owns: finding and checking those paths, and laying out fixture copies.
+//! Does not own: starting anything (`server`, `fleet`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+pub struct Layout {
+    pub repo: PathBuf,
+    pub server_bin: PathBuf,
+    pub client_bin: PathBuf,
+    pub build_dir: PathBuf,
+    /// `dev` or `release`, as `--module-profile` takes it.
+    pub module_profile: &'static str,
+    pub scratch: tempfile::TempDir,
+}
+
+/// The options every test shares.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CommonOptions {
+    /// Folder holding buildat-server and buildat-client (default: the one
+    /// holding this program, i.e. the same cargo profile).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub bin_dir: Option<PathBuf>,
+    /// Cargo profile modules are built with (default: release for a release
+    /// harness, dev for a debug one).
+    #[arg(long, value_name = "PROFILE", global = true)]
+    pub module_profile: Option<String>,
+    /// Where modules are built (default: target/harness-modules; CI passes
+    /// the tests' target/test-modules to reuse their dev builds).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub build_dir: Option<PathBuf>,
+    /// Keep the run's scratch folder (worlds, logs) and print where it is.
+    #[arg(long, global = true)]
+    pub keep: bool,
+}
+
+impl Layout {
+    pub fn new(options: &CommonOptions) -> anyhow::Result<Self> {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .context("the harness lives in the repository")?
+            .to_path_buf();
+        let bin_dir = match &options.bin_dir {
+            Some(dir) => dir.clone(),
+            None => std::env::current_exe()
+                .context("finding this program")?
+                .parent()
+                .context("this program's folder")?
+                .to_path_buf(),
+        };
+        let server_bin = bin_dir.join("buildat-server");
+        let client_bin = bin_dir.join("buildat-client");
+        for bin in [&server_bin, &client_bin] {
+            if !bin.is_file() {
+                bail!(
+                    "{} is missing: build it first (the scripts/ wrappers run \
+                     `cargo build -p buildat-server -p buildat-client -p buildat-harness`)",
+                    bin.display()
+                );
+            }
+        }
+        let module_profile = match options.module_profile.as_deref() {
+            Some("dev") => "dev",
+            Some("release") => "release",
+            Some(other) => bail!("--module-profile {other}: expected dev or release"),
+            None if cfg!(debug_assertions) => "dev",
+            None => "release",
+        };
+        let scratch = tempfile::Builder::new()
+            .prefix("buildat-harness-")
+            .tempdir()
+            .context("creating the scratch folder")?;
+        let build_dir = match &options.build_dir {
+            Some(dir) => std::path::absolute(dir).context("the build folder")?,
+            None => repo.join("target").join("harness-modules"),
+        };
+        let layout = Self {
+            build_dir,
+            repo,
+            server_bin,
+            client_bin,
+            module_profile,
+            scratch,
+        };
+        if options.keep {
+            println!("scratch folder (kept): {}", layout.scratch.path().display());
+        }
+        Ok(layout)
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.scratch.path().join(name)
+    }
+
+    /// Builds the test fixtures where they are (so their copies find fresh
+    /// artifacts by content hash) and copies `fixture` under each of
+    /// `names` into the scratch module folder, which it returns.
+    pub fn add_fixtures(&self, fixture: &str, names: &[&str]) -> anyhow::Result<PathBuf> {
+        let fixtures = self.repo.join("tests").join("modules");
+        crate::server::build_modules(self, &fixtures)?;
+        let modules = self.path("modules");
+        for name in names {
+            copy_dir(&fixtures.join(fixture), &modules.join(name))?;
+        }
+        Ok(modules)
+    }
+}
+
+/// Copies a module folder (without any `target/`).
+pub fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let entry = entry?;
+        let path = entry.path();
+        let name = entry.file_name();
+        if name == "target" {
+            continue;
+        }
+        if path.is_dir() {
+            copy_dir(&path, &to.join(&name))?;
+        } else {
+            std::fs::copy(&path, to.join(&name))
+                .with_context(|| format!("copying {}", path.display()))?;
+        }
+    }
+    Ok(())
+}

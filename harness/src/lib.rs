@@ -1,0 +1,22 @@
+//! `buildat_harness`: the reliability harness (docs/RELIABILITY.md) as a
+//! library: one module per test (`loadtest`, `faulttest`, `abuse`,
+//! `crashtest`) and what they share (the server and client processes, wire
+//! clients, histograms, `/proc` samples, reading saved rounds back). The
+//! binary `buildat-harness` is its command line; the server's own tests use
+//! `wire` and `world_check` too.
+//!
+//! Owns: driving real processes from outside. Does not own: anything inside
+//! the server or the client.
+
+pub mod abuse;
+pub mod crashtest;
+pub mod faulttest;
+pub mod fleet;
+pub mod histogram;
+pub mod layout;
+pub mod loadtest;
+pub mod proc_stats;
+pub mod raw_client;
+pub mod server;
+pub mod wire;
+pub mod world_check;

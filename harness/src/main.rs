@@ -1,0 +1,72 @@
+//! `buildat-harness`: the reliability harness's command line. Each
+//! subcommand drives the real `buildat-server` and `buildat-client`
+//! binaries (found beside this one) on 127.0.0.1 with a temporary world,
+//! prints its figures as a table, and exits 0 only when nothing broke
+//! (timing goals are reported, never asserted). The `scripts/loadtest`,
+//! `scripts/faulttest`, `scripts/abuse` and `scripts/crashtest` wrappers
+//! build everything first.
+//!
+//! Owns: argument parsing and exit codes. Does not own: the tests
+//! themselves (one module each in the library, `buildat_harness`).
+
+use std::process::ExitCode;
+
+use buildat_harness::layout::{CommonOptions, Layout};
+use buildat_harness::{abuse, crashtest, faulttest, loadtest};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "buildat-harness",
+    about = "Load, fault, abuse and crash tests against the real Buildat server and client",
+    after_help = "Exit codes: 0 nothing broke; 1 something broke (the report says what); 2 usage."
+)]
+struct Cli {
+    #[command(flatten)]
+    common: CommonOptions,
+    #[command(subcommand)]
+    command: Test,
+}
+
+#[derive(Subcommand)]
+enum Test {
+    /// N bots play for SECONDS: connects, disconnects, ping p50/p99,
+    /// chunks/s, server CPU and memory over time.
+    Loadtest(loadtest::LoadOptions),
+    /// While bots play: reload every module ROUNDS times, make a module panic
+    /// and hang, run the abuse corpus; lost events, dropped players, exits.
+    Faulttest(faulttest::FaultOptions),
+    /// The bad-input corpus against a running server, with bystanders.
+    Abuse(abuse::AbuseOptions),
+    /// kill -9 during saves under load, ITERATIONS times; integrity and
+    /// every acknowledged save checked after each.
+    Crashtest(crashtest::CrashOptions),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let layout = match Layout::new(&cli.common) {
+        Ok(layout) => layout,
+        Err(error) => {
+            eprintln!("buildat-harness: {error:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match &cli.command {
+        Test::Loadtest(options) => loadtest::run(&layout, options),
+        Test::Faulttest(options) => faulttest::run(&layout, options),
+        Test::Abuse(options) => abuse::run_standalone(&layout, options),
+        Test::Crashtest(options) => crashtest::run(&layout, options),
+    };
+    if cli.common.keep {
+        let _ = layout.scratch.keep();
+    }
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(error) => {
+            eprintln!("buildat-harness: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

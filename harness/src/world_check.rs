@@ -1,0 +1,88 @@
+//! Reading back what the `world_probe` fixture saved: the round number each
+//! of its sections holds in a world database, decoded from the voxels.
+//!
+//! Owns: the probe's layout mirrored on the reading side (sections, bit
+//! places) and the decoding of a section's stored chunks. Does not own:
+//! writing (the fixture) or the verdicts (`crashtest`).
+
+use std::collections::HashMap;
+
+use anyhow::Context;
+use buildat_format::decode_voxels;
+use buildat_interface::voxelworld::{StoredNode, StoredNodeKind, VAR_VOXEL_DATA};
+use buildat_voxel::geometry;
+use rusqlite::{Connection, params};
+
+/// The fixture's sections (tests/modules/world_probe).
+pub const SECTIONS: [[i32; 3]; 4] = [[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]];
+
+/// The 32 places of a section that carry a round's bits (as the fixture).
+pub fn bit_place(section: [i32; 3], bit: i32) -> [i32; 3] {
+    [
+        section[0] * 64 + bit,
+        section[1] * 64 + 40,
+        section[2] * 64 + 5,
+    ]
+}
+
+/// `PRAGMA integrity_check`'s verdict ("ok" when sound).
+pub fn integrity(connection: &Connection) -> anyhow::Result<String> {
+    connection
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .context("PRAGMA integrity_check")
+}
+
+/// The round a section holds: None if its bit places hold neither stone
+/// nor dirt (the probe never wrote it); an error if the section is not
+/// whole or does not decode.
+pub fn stored_round(connection: &Connection, section: [i32; 3]) -> anyhow::Result<Option<u64>> {
+    let mut statement = connection
+        .prepare("SELECT data FROM node WHERE sx = ?1 AND sy = ?2 AND sz = ?3")
+        .context("querying nodes")?;
+    let rows: Vec<Vec<u8>> = statement
+        .query_map(params![section[0], section[1], section[2]], |r| r.get(0))?
+        .collect::<Result<_, _>>()
+        .context("reading nodes")?;
+    let mut chunks = HashMap::new();
+    for data in rows {
+        let node: StoredNode = buildat_interface::decode(&data).context("a node decodes")?;
+        if let StoredNodeKind::StaticChunk { chunk } = node.kind {
+            let blob = node
+                .vars
+                .get(VAR_VOXEL_DATA)
+                .context("a chunk node has voxel data")?;
+            let voxels = decode_voxels(
+                blob,
+                |name| {
+                    Some(match name {
+                        "stone" => 1,
+                        "dirt" => 0,
+                        _ => 2,
+                    })
+                },
+                2,
+            )
+            .context("a chunk's voxels decode")?
+            .voxels;
+            chunks.insert(chunk, voxels);
+        }
+    }
+    anyhow::ensure!(
+        chunks.len() == 8,
+        "section {section:?} is not whole: {} chunk nodes",
+        chunks.len()
+    );
+    let mut round = 0u64;
+    for bit in 0..32 {
+        let place = bit_place(section, bit);
+        let voxels = chunks
+            .get(&geometry::chunk_of_voxel(place))
+            .context("the bit's chunk is stored")?;
+        match voxels.get(geometry::index_in_chunk(place)) {
+            Some(1) => round |= 1 << bit,
+            Some(0) => {}
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(round))
+}
