@@ -18,7 +18,6 @@ use crate::abuse;
 use crate::fleet::{Fleet, FleetOptions};
 use crate::histogram::show_ms;
 use crate::layout::Layout;
-use crate::loadtest::fleet_summary;
 use crate::server::{Server, ServerOptions};
 
 /// Modules reloaded each round, in this order.
@@ -283,24 +282,16 @@ pub fn run(layout: &Layout, options: &FaultOptions) -> anyhow::Result<bool> {
     if !events_ok {
         failures.push("fault_probe events lost or repeated".into());
     }
+    // The bots were meant to play on: any session that ended was dropped.
     let dropped_players = fleet.report.ended.len();
-    let (_, lines) = fleet_summary(&fleet, options.bots, 1.0, &Default::default());
-    for line in lines.iter().filter(|l| {
-        l.starts_with("connects")
-            || l.starts_with("pings")
-            || l.starts_with("Lua")
-            || l.starts_with("  ")
-    }) {
+    for line in fleet.report.health_lines(options.bots) {
         println!("{line}");
     }
     if dropped_players > 0 {
         failures.push(format!("{dropped_players} players dropped"));
     }
-    if fleet.report.total.lost > 0 {
-        failures.push(format!("{} pings lost", fleet.report.total.lost));
-    }
-    if fleet.report.lua_errors > 0 || !fleet.report.error_lines.is_empty() {
-        failures.push("Lua errors in the bots".into());
+    if !fleet.report.is_healthy(options.bots) {
+        failures.push("bots not all connected, or pings lost, or Lua errors".into());
     }
     drop(fleet);
     let up = server.is_running();

@@ -112,6 +112,41 @@ pub struct FleetReport {
     pub window: Counts,
 }
 
+impl FleetReport {
+    /// Connects, disconnects, pings and Lua errors, with a few examples of
+    /// what went wrong.
+    pub fn health_lines(&self, bots: u32) -> Vec<String> {
+        let t = &self.total;
+        let mut lines = vec![
+            format!("connects (spawned):          {} of {bots}", self.spawned),
+            format!("sessions ended:              {}", self.ended.len()),
+            format!("unexpected disconnects:      {}", self.unexpected.len()),
+            format!(
+                "pings: sent {}, answered {}, lost (no pong in 10 s) {}, late {}, in flight at exit {}",
+                t.sent, t.answered, t.lost, t.late, t.inflight_at_exit
+            ),
+            format!("Lua errors:                  {}", self.lua_errors),
+        ];
+        for line in self.unexpected.iter().take(10) {
+            lines.push(format!("  unexpected: {line}"));
+        }
+        for line in self.error_lines.iter().take(5) {
+            lines.push(format!("  error line: {line}"));
+        }
+        lines
+    }
+
+    /// Every bot connected, none ended with another code than 0, no ping
+    /// lost, no Lua error.
+    pub fn is_healthy(&self, bots: u32) -> bool {
+        self.spawned == u64::from(bots)
+            && self.unexpected.is_empty()
+            && self.total.lost == 0
+            && self.lua_errors == 0
+            && self.error_lines.is_empty()
+    }
+}
+
 pub struct Fleet {
     children: Vec<Child>,
     /// Processes not started yet, with when they are due.

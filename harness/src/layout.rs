@@ -41,10 +41,7 @@ pub struct CommonOptions {
 
 impl Layout {
     pub fn new(options: &CommonOptions) -> anyhow::Result<Self> {
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .context("the harness lives in the repository")?
-            .to_path_buf();
+        let repo = repo_root();
         let bin_dir = match &options.bin_dir {
             Some(dir) => dir.clone(),
             None => std::env::current_exe()
@@ -109,6 +106,18 @@ impl Layout {
         }
         Ok(modules)
     }
+}
+
+/// The repository's root folder (the harness lives in it).
+pub fn repo_root() -> PathBuf {
+    let harness = Path::new(env!("CARGO_MANIFEST_DIR"));
+    harness.parent().unwrap_or(harness).to_path_buf()
+}
+
+/// The module build folder every test of a `cargo test` run shares
+/// (artifacts are content-addressed).
+pub fn test_build_dir() -> PathBuf {
+    repo_root().join("target").join("test-modules")
 }
 
 /// Copies a module folder (without any `target/`).

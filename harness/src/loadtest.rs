@@ -155,23 +155,13 @@ fn drive(server: &mut Server, fleet: &mut Fleet, options: &LoadOptions, ramp: Du
     driven
 }
 
-/// The fleet's totals as report lines; also whether they are clean.
-pub fn fleet_summary(
-    fleet: &Fleet,
-    bots: u32,
-    seconds: f64,
-    steady: &Counts,
-) -> (bool, Vec<String>) {
+/// The fleet's totals as report lines, its health first; also whether it
+/// is healthy.
+fn fleet_summary(fleet: &Fleet, bots: u32, seconds: f64, steady: &Counts) -> (bool, Vec<String>) {
     let r = &fleet.report;
     let h = &r.total.hist;
-    let mut lines = vec![
-        format!("connects (spawned):          {} of {bots}", r.spawned),
-        format!("sessions ended:              {}", r.ended.len()),
-        format!("unexpected disconnects:      {}", r.unexpected.len()),
-        format!(
-            "pings: sent {}, answered {}, lost (no pong in 10 s) {}, late {}, in flight at exit {}",
-            r.total.sent, r.total.answered, r.total.lost, r.total.late, r.total.inflight_at_exit
-        ),
+    let mut lines = r.health_lines(bots);
+    lines.extend([
         format!(
             "ping round trip, whole run:  p50 {} ms, p99 {} ms, max {} ms",
             show_ms(h.percentile_ms(50.0)),
@@ -194,20 +184,9 @@ pub fn fleet_summary(
             r.chunk_packets,
             r.chunk_packets as f64 / seconds.max(1.0)
         ),
-        format!("Lua errors:                  {}", r.lua_errors),
-    ];
-    for line in r.unexpected.iter().take(10) {
-        lines.push(format!("  unexpected: {line}"));
-    }
-    for line in r.error_lines.iter().take(5) {
-        lines.push(format!("  error line: {line}"));
-    }
-    let clean = r.spawned == u64::from(bots)
-        && r.ended.len() as u64 == u64::from(bots)
-        && r.unexpected.is_empty()
-        && r.total.lost == 0
-        && r.lua_errors == 0;
-    (clean, lines)
+    ]);
+    let healthy = r.is_healthy(bots) && r.ended.len() as u64 == u64::from(bots);
+    (healthy, lines)
 }
 
 pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {

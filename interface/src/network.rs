@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::Event;
+use crate::{Event, Host, HostError, ModuleError};
 
 /// The network module's name, for `Host::call`.
 pub const MODULE: &str = "network";
@@ -101,6 +101,24 @@ pub struct SendBatches {
 }
 impl Event for SendBatches {
     const NAME: &'static str = "network:send_batches";
+}
+
+/// Queues packets to peers without waiting on the network module (emits
+/// [`SendBatches`]); nothing to do for no batches.
+pub fn queue(host: &Host, batches: Vec<SendBatch>) -> Result<(), HostError> {
+    if batches.is_empty() {
+        return Ok(());
+    }
+    host.emit(&SendBatches { batches })
+}
+
+/// Calls `broadcast`: one packet to every peer; answers how many.
+pub fn broadcast(host: &Host, name: &str, data: Vec<u8>) -> Result<u64, ModuleError> {
+    let request = Broadcast {
+        name: name.to_string(),
+        data,
+    };
+    host.call_typed(MODULE, BROADCAST, &request)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -13,16 +13,9 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("client/ has a parent")
-        .to_path_buf()
-}
+pub use buildat_harness::layout::repo_root;
 
-pub fn build_dir() -> PathBuf {
-    repo_root().join("target").join("test-modules")
-}
+pub use buildat_harness::layout::test_build_dir as build_dir;
 
 pub fn server_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable");
@@ -41,19 +34,7 @@ pub fn server_binary() -> PathBuf {
 }
 
 pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create dir");
-    for entry in std::fs::read_dir(from).expect("read dir").flatten() {
-        let path = entry.path();
-        let name = entry.file_name();
-        if name == "target" {
-            continue;
-        }
-        if path.is_dir() {
-            copy_dir(&path, &to.join(&name));
-        } else {
-            std::fs::copy(&path, to.join(&name)).expect("copy file");
-        }
-    }
+    buildat_harness::layout::copy_dir(from, to).expect("copy a module folder");
 }
 
 /// Copies `modules/<name>` of the repository for each name into `to`.

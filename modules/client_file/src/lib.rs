@@ -103,14 +103,7 @@ impl Shared {
 
     /// Sends a packet to every connected client in one call.
     fn broadcast(&self, name: &str, data: Vec<u8>) {
-        let request = network::Broadcast {
-            name: name.to_string(),
-            data,
-        };
-        if let Err(error) = self
-            .host
-            .call(network::MODULE, network::BROADCAST, &encode(&request))
-        {
+        if let Err(error) = network::broadcast(&self.host, name, data) {
             log::warn!("broadcasting {name}: {error}");
         }
     }

@@ -65,10 +65,7 @@ impl Game {
     /// Queues packets to peers without waiting on the network module (an
     /// event, not a call: the game's thread never waits to send).
     fn send_batches(&self, batches: Vec<network::SendBatch>) {
-        if batches.is_empty() {
-            return;
-        }
-        if let Err(error) = self.host.emit(&network::SendBatches { batches }) {
+        if let Err(error) = network::queue(&self.host, batches) {
             log::debug!("sending: {error}");
         }
     }
@@ -76,14 +73,7 @@ impl Game {
     /// Sends a packet to every connected peer in one call (players ignore
     /// news about themselves).
     fn broadcast(&self, name: &str, data: Vec<u8>) {
-        let request = network::Broadcast {
-            name: name.to_string(),
-            data,
-        };
-        if let Err(error) = self
-            .host
-            .call(network::MODULE, network::BROADCAST, &encode(&request))
-        {
+        if let Err(error) = network::broadcast(&self.host, name, data) {
             log::debug!("broadcasting {name}: {error}");
         }
     }

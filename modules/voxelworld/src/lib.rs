@@ -169,10 +169,7 @@ impl VoxelWorld {
 
     /// Queues packets to peers without waiting on the network module.
     fn send_batches(&self, batches: Vec<SendBatch>) {
-        if batches.is_empty() {
-            return;
-        }
-        if let Err(error) = self.host.emit(&network::SendBatches { batches }) {
+        if let Err(error) = network::queue(&self.host, batches) {
             log::debug!("streaming: {error}");
         }
     }
@@ -432,17 +429,7 @@ impl Module for VoxelWorld {
                 encode(&ids)
             }
             api::SET_VIEWER => {
-                let viewer: Viewer = decode(payload)?;
-                if viewer
-                    .position
-                    .iter()
-                    .any(|p| !p.is_finite() || p.abs() > 1e8)
-                {
-                    return Err(ModuleError::msg("viewer position out of the world"));
-                }
-                let packets = self.streamer.set_viewer(viewer.peer, viewer.position);
-                self.send_packets(viewer.peer, packets);
-                self.pump_viewers(Some(&[viewer.peer]))?;
+                self.set_viewer(decode(payload)?)?;
                 encode(&())
             }
             api::REMOVE_VIEWER => {

@@ -17,17 +17,9 @@ use buildat_server::builder::Builder;
 use buildat_server::config::{ModuleProfile, ServerConfig};
 use buildat_server::core::Core;
 
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("server/ has a parent")
-        .to_path_buf()
-}
+pub use buildat_harness::layout::repo_root;
 
-/// One build dir for every test of the run (artifacts are content-addressed).
-pub fn build_dir() -> PathBuf {
-    repo_root().join("target").join("test-modules")
-}
+pub use buildat_harness::layout::test_build_dir as build_dir;
 
 pub fn loader_source() -> PathBuf {
     repo_root().join("modules").join("__loader")
@@ -60,19 +52,7 @@ pub fn prebuild_common() {
 }
 
 pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create dir");
-    for entry in std::fs::read_dir(from).expect("read dir").flatten() {
-        let path = entry.path();
-        let name = entry.file_name();
-        if name == "target" {
-            continue;
-        }
-        if path.is_dir() {
-            copy_dir(&path, &to.join(&name));
-        } else {
-            std::fs::copy(&path, to.join(&name)).expect("copy file");
-        }
-    }
+    buildat_harness::layout::copy_dir(from, to).expect("copy a module folder");
 }
 
 /// A temporary module path and world.
