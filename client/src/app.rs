@@ -18,8 +18,9 @@ use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use buildat_format::Packet;
 use buildat_format::{PacketReadError, PacketReader, PacketWriter};
-use buildat_voxel::stream;
+use buildat_voxelworld_api::stream::Ack;
 use thiserror::Error;
 
 use crate::cache::{Cache, CacheError};
@@ -420,9 +421,12 @@ impl Client {
         }
         let ack = self.runtime.world().borrow_mut().take_ack_packet();
         if let Some(ack) = ack {
+            let data = ack
+                .encode()
+                .map_err(|e| AppError::Protocol(format!("cannot send {}: {e}", Ack::NAME)))?;
             self.writer
-                .write(stream::ACK, &ack)
-                .map_err(|e| AppError::Protocol(format!("cannot send {}: {e}", stream::ACK)))?;
+                .write(Ack::NAME, &data)
+                .map_err(|e| AppError::Protocol(format!("cannot send {}: {e}", Ack::NAME)))?;
         }
         let bytes = self.writer.take();
         if !bytes.is_empty() {

@@ -12,7 +12,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use buildat_format::protocol::ContentHash;
+use buildat_client_file_api::ContentHash;
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 

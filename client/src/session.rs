@@ -17,10 +17,13 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use buildat_format::Packet;
-use buildat_format::protocol::{
-    self, AnnounceFile, ContentHash, FileContent, FileError, RemoveFile, RequestFile, RunScript,
+use buildat_client_file_api::{
+    AllFilesTransferred, AnnounceFile, ContentHash, FileContent, FileError, RemoveFilePacket,
+    RequestFile, RunScript, TellAfterAllFilesTransferred,
 };
+use buildat_format::Packet;
+use buildat_format::RawPacket;
+use buildat_network_api::DisconnectPacket;
 use thiserror::Error;
 
 use crate::cache::{Cache, CacheError, Lookup, hex, sha256};
@@ -150,10 +153,21 @@ pub struct Session {
     stats: Stats,
 }
 
-fn decode<T: serde::de::DeserializeOwned>(packet: &str, data: &[u8]) -> Result<T, SessionError> {
-    protocol::decode(data).map_err(|e| SessionError::Malformed {
-        packet: packet.to_string(),
+fn decode<P: Packet>(data: &[u8]) -> Result<P, SessionError> {
+    P::decode(data).map_err(|e| SessionError::Malformed {
+        packet: P::NAME.to_string(),
         message: e.to_string(),
+    })
+}
+
+/// The event sending `packet` to the server.
+fn send_event<P: Packet>(packet: &P) -> Result<Event, SessionError> {
+    Ok(Event::Send {
+        name: P::NAME,
+        data: packet.encode().map_err(|e| SessionError::Malformed {
+            packet: P::NAME.to_string(),
+            message: e.to_string(),
+        })?,
     })
 }
 
@@ -213,27 +227,27 @@ impl Session {
     }
 
     /// Handles one packet from the server.
-    pub fn handle(&mut self, packet: &Packet) -> Result<Vec<Event>, SessionError> {
+    pub fn handle(&mut self, packet: &RawPacket) -> Result<Vec<Event>, SessionError> {
         let mut events = Vec::new();
         let name = packet.name.as_str();
         let data = packet.data.as_slice();
         match name {
-            protocol::ANNOUNCE_FILE => self.announce(decode(name, data)?, &mut events),
-            protocol::TELL_AFTER_ALL_FILES_TRANSFERRED => self.told = true,
-            protocol::FILE_CONTENT => self.content(decode(name, data)?, &mut events)?,
-            protocol::FILE_ERROR => self.refused(decode(name, data)?, &mut events),
-            protocol::REMOVE_FILE => {
-                let RemoveFile { name } = decode(name, data)?;
+            AnnounceFile::NAME => self.announce(decode(data)?, &mut events)?,
+            TellAfterAllFilesTransferred::NAME => self.told = true,
+            FileContent::NAME => self.content(decode(data)?, &mut events)?,
+            FileError::NAME => self.refused(decode(data)?, &mut events),
+            RemoveFilePacket::NAME => {
+                let RemoveFilePacket { name } = decode(data)?;
                 if self.announced.remove(&name).is_some() {
                     events.push(Event::FileRemoved { name });
                 }
             }
-            protocol::RUN_SCRIPT => {
-                let RunScript { name } = decode(name, data)?;
+            RunScript::NAME => {
+                let RunScript { name } = decode(data)?;
                 events.push(Event::RunScript { name });
             }
-            protocol::DISCONNECT => events.push(Event::Disconnected {
-                reason: String::from_utf8_lossy(data).into_owned(),
+            DisconnectPacket::NAME => events.push(Event::Disconnected {
+                reason: decode::<DisconnectPacket>(data)?.reason,
             }),
             other if other.starts_with("core:") => events.push(Event::Warning(format!(
                 "ignoring unknown core packet {other} ({} bytes)",
@@ -248,13 +262,13 @@ impl Session {
         Ok(events)
     }
 
-    fn announce(&mut self, a: AnnounceFile, events: &mut Vec<Event>) {
+    fn announce(&mut self, a: AnnounceFile, events: &mut Vec<Event>) -> Result<(), SessionError> {
         self.stats.announced += 1;
         if let Some(known) = self.announced.get(&a.name)
             && known.hash == a.hash
             && known.state != FileState::Failed
         {
-            return; // the same version again
+            return Ok(()); // the same version again
         }
         let state = if a.size > self.max_file_size {
             events.push(Event::Warning(format!(
@@ -294,7 +308,7 @@ impl Session {
                         ))),
                         _ => {}
                     }
-                    self.request(&a.name, a.hash, a.size, events);
+                    self.request(&a.name, a.hash, a.size, events)?;
                     FileState::Requested
                 }
             }
@@ -307,24 +321,29 @@ impl Session {
                 state,
             },
         );
+        Ok(())
     }
 
-    fn request(&mut self, name: &str, hash: ContentHash, size: u64, events: &mut Vec<Event>) {
+    fn request(
+        &mut self,
+        name: &str,
+        hash: ContentHash,
+        size: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<(), SessionError> {
         let queue = self.outstanding.entry(name.to_string()).or_default();
         if queue.iter().any(|(h, _)| *h == hash) {
-            return; // already asked for
+            return Ok(()); // already asked for
         }
         queue.push_back((hash, size));
         self.stats.requested += 1;
         self.stats.bytes_requested += size;
         self.reported = false;
-        events.push(Event::Send {
-            name: protocol::REQUEST_FILE,
-            data: protocol::encode(&RequestFile {
-                name: name.to_string(),
-                hash,
-            }),
-        });
+        events.push(send_event(&RequestFile {
+            name: name.to_string(),
+            hash,
+        })?);
+        Ok(())
     }
 
     fn content(&mut self, piece: FileContent, events: &mut Vec<Event>) -> Result<(), SessionError> {
@@ -456,7 +475,7 @@ impl Session {
         self.reported = true;
         self.completions += 1;
         events.push(Event::Send {
-            name: protocol::ALL_FILES_TRANSFERRED,
+            name: AllFilesTransferred::NAME,
             data: Vec::new(),
         });
         events.push(Event::FilesComplete {
@@ -469,6 +488,10 @@ impl Session {
 mod tests {
     use super::*;
     use buildat_format::{PacketReader, PacketWriter};
+
+    fn encoded<P: Packet>(packet: &P) -> Vec<u8> {
+        packet.encode().expect("encode")
+    }
 
     /// An in-memory server: encodes packets through the real codec.
     struct Peer {
@@ -506,9 +529,9 @@ mod tests {
                     hash: sha256(&content),
                     size: content.len() as u64,
                 };
-                self.send(protocol::ANNOUNCE_FILE, &protocol::encode(&a));
+                self.send(AnnounceFile::NAME, &encoded(&a));
             }
-            self.send(protocol::TELL_AFTER_ALL_FILES_TRANSFERRED, &[]);
+            self.send(TellAfterAllFilesTransferred::NAME, &[]);
         }
 
         /// The pieces answering a request, in order.
@@ -518,8 +541,8 @@ mod tests {
             let mut out = Vec::new();
             let mut offset = 0;
             loop {
-                let end = (offset + protocol::MAX_FILE_PIECE).min(content.len());
-                out.push(protocol::encode(&FileContent {
+                let end = (offset + buildat_client_file_api::MAX_FILE_PIECE).min(content.len());
+                out.push(encoded(&FileContent {
                     name: name.to_string(),
                     hash,
                     size: content.len() as u64,
@@ -555,8 +578,8 @@ mod tests {
             let mut out = Vec::new();
             while let Some(p) = self.from_client.try_next_packet().expect("frames") {
                 match p.name.as_str() {
-                    protocol::REQUEST_FILE => {
-                        let r: RequestFile = protocol::decode(&p.data).expect("request");
+                    RequestFile::NAME => {
+                        let r = RequestFile::decode(&p.data).expect("request");
                         assert_eq!(
                             r.hash,
                             sha256(&self.files[&r.name]),
@@ -564,7 +587,7 @@ mod tests {
                         );
                         out.push(r.name);
                     }
-                    protocol::ALL_FILES_TRANSFERRED => {
+                    AllFilesTransferred::NAME => {
                         assert!(p.data.is_empty());
                         out.push("<all>".into());
                     }
@@ -586,7 +609,7 @@ mod tests {
     }
 
     fn big_file() -> Vec<u8> {
-        (0..(protocol::MAX_FILE_PIECE * 2 + 1000))
+        (0..(buildat_client_file_api::MAX_FILE_PIECE * 2 + 1000))
             .map(|i| (i * 31 % 251) as u8)
             .collect()
     }
@@ -628,9 +651,9 @@ mod tests {
         let big = peer.pieces("b/client_data/big.bin");
         assert_eq!(big.len(), 3);
         let small = peer.pieces("a/client_lua/init.lua");
-        peer.send(protocol::FILE_CONTENT, &big[0]);
-        peer.send(protocol::FILE_CONTENT, &small[0]);
-        peer.send(protocol::FILE_CONTENT, &big[1]);
+        peer.send(FileContent::NAME, &big[0]);
+        peer.send(FileContent::NAME, &small[0]);
+        peer.send(FileContent::NAME, &big[1]);
         let events = peer.deliver(&mut session).expect("pieces");
         assert_eq!(
             ready(&events),
@@ -641,7 +664,7 @@ mod tests {
         assert_eq!(p.files_pending, 1);
         assert!(p.bytes_received < p.bytes_requested);
 
-        peer.send(protocol::FILE_CONTENT, &big[2]);
+        peer.send(FileContent::NAME, &big[2]);
         let events = peer.deliver(&mut session).expect("last piece");
         assert_eq!(
             ready(&events),
@@ -657,8 +680,8 @@ mod tests {
 
         // The server then asks to run a script; game packets pass through.
         peer.send(
-            protocol::RUN_SCRIPT,
-            &protocol::encode(&RunScript {
+            RunScript::NAME,
+            &encoded(&RunScript {
                 name: "a/client_lua/init.lua".into(),
             }),
         );
@@ -707,7 +730,7 @@ mod tests {
         assert_eq!(peer.requests(), ["a/client_lua/init.lua"]);
         assert_eq!(session.stats().corrupt, 1);
         for piece in peer.pieces("a/client_lua/init.lua") {
-            peer.send(protocol::FILE_CONTENT, &piece);
+            peer.send(FileContent::NAME, &piece);
         }
         let events = peer.deliver(&mut session).expect("content");
         assert_eq!(
@@ -730,8 +753,8 @@ mod tests {
         peer.announce_all();
         peer.deliver(&mut session).expect("announce");
         peer.send(
-            protocol::FILE_CONTENT,
-            &protocol::encode(&FileContent {
+            FileContent::NAME,
+            &encoded(&FileContent {
                 name: "a/x".into(),
                 hash: sha256(b"good"),
                 size: 4,
@@ -758,7 +781,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp");
         let content = b"0123456789".to_vec();
         let piece = |offset: u64, data: &[u8], size: u64| {
-            protocol::encode(&FileContent {
+            encoded(&FileContent {
                 name: "a/x".into(),
                 hash: sha256(b"0123456789"),
                 size,
@@ -775,7 +798,7 @@ mod tests {
             let mut session = Session::new(Cache::open(dir.path()).expect("cache"));
             peer.announce_all();
             peer.deliver(&mut session).expect("announce");
-            peer.send(protocol::FILE_CONTENT, &bytes);
+            peer.send(FileContent::NAME, &bytes);
             let error = peer.deliver(&mut session).expect_err(check);
             match check {
                 "out of order" => assert!(matches!(error, SessionError::OutOfOrder { .. })),
@@ -794,14 +817,14 @@ mod tests {
         peer.deliver(&mut session).expect("announce");
         assert_eq!(peer.requests().len(), 2);
         peer.send(
-            protocol::FILE_ERROR,
-            &protocol::encode(&FileError {
+            FileError::NAME,
+            &encoded(&FileError {
                 name: "a/x".into(),
                 message: "gone".into(),
             }),
         );
         for piece in peer.pieces("a/y") {
-            peer.send(protocol::FILE_CONTENT, &piece);
+            peer.send(FileContent::NAME, &piece);
         }
         let events = peer.deliver(&mut session).expect("answers");
         assert!(
@@ -823,7 +846,7 @@ mod tests {
         peer.announce_all();
         peer.deliver(&mut session).expect("announce");
         for piece in peer.pieces("m/client_lua/init.lua") {
-            peer.send(protocol::FILE_CONTENT, &piece);
+            peer.send(FileContent::NAME, &piece);
         }
         peer.deliver(&mut session).expect("content");
         assert_eq!(peer.requests(), ["m/client_lua/init.lua", "<all>"]);
@@ -837,12 +860,12 @@ mod tests {
             hash: sha256(b"v2"),
             size: 2,
         };
-        peer.send(protocol::ANNOUNCE_FILE, &protocol::encode(&announce));
+        peer.send(AnnounceFile::NAME, &encoded(&announce));
         let events = peer.deliver(&mut session).expect("re-announce");
         assert!(ready(&events).is_empty());
         assert_eq!(peer.requests(), ["m/client_lua/init.lua"]);
         for piece in peer.pieces("m/client_lua/init.lua") {
-            peer.send(protocol::FILE_CONTENT, &piece);
+            peer.send(FileContent::NAME, &piece);
         }
         let events = peer.deliver(&mut session).expect("v2");
         assert_eq!(
@@ -858,18 +881,18 @@ mod tests {
     fn a_stale_refusal_applies_to_the_oldest_request() {
         let dir = tempfile::tempdir().expect("temp");
         let mut session = Session::new(Cache::open(dir.path()).expect("cache"));
-        let announce = |content: &[u8]| Packet {
+        let announce = |content: &[u8]| RawPacket {
             ty: 100,
-            name: protocol::ANNOUNCE_FILE.into(),
-            data: protocol::encode(&AnnounceFile {
+            name: AnnounceFile::NAME.into(),
+            data: encoded(&AnnounceFile {
                 name: "m/f".into(),
                 hash: sha256(content),
                 size: content.len() as u64,
             }),
         };
-        let tell = Packet {
+        let tell = RawPacket {
             ty: 101,
-            name: protocol::TELL_AFTER_ALL_FILES_TRANSFERRED.into(),
+            name: TellAfterAllFilesTransferred::NAME.into(),
             data: Vec::new(),
         };
         session.handle(&announce(b"old")).expect("a");
@@ -877,10 +900,10 @@ mod tests {
         session.handle(&announce(b"new")).expect("b");
         assert_eq!(session.stats().requested, 2);
         let events = session
-            .handle(&Packet {
+            .handle(&RawPacket {
                 ty: 102,
-                name: protocol::FILE_ERROR.into(),
-                data: protocol::encode(&FileError {
+                name: FileError::NAME.into(),
+                data: encoded(&FileError {
                     name: "m/f".into(),
                     message: "stale hash".into(),
                 }),
@@ -892,10 +915,10 @@ mod tests {
                 .any(|e| matches!(e, Event::FilesComplete { .. }))
         );
         let events = session
-            .handle(&Packet {
+            .handle(&RawPacket {
                 ty: 103,
-                name: protocol::FILE_CONTENT.into(),
-                data: protocol::encode(&FileContent {
+                name: FileContent::NAME.into(),
+                data: encoded(&FileContent {
                     name: "m/f".into(),
                     hash: sha256(b"new"),
                     size: 3,
@@ -916,14 +939,14 @@ mod tests {
         peer.announce_all();
         peer.deliver(&mut session).expect("announce");
         peer.send(
-            protocol::REMOVE_FILE,
-            &protocol::encode(&RemoveFile { name: "a/x".into() }),
+            RemoveFilePacket::NAME,
+            &encoded(&RemoveFilePacket { name: "a/x".into() }),
         );
         let events = peer.deliver(&mut session).expect("remove");
         assert!(events.contains(&Event::FileRemoved { name: "a/x".into() }));
         assert!(events.contains(&Event::FilesComplete { first: true }));
 
-        peer.send(protocol::DISCONNECT, "server stopping".as_bytes());
+        peer.send(DisconnectPacket::NAME, "server stopping".as_bytes());
         let events = peer.deliver(&mut session).expect("disconnect");
         assert_eq!(
             events,
@@ -932,7 +955,7 @@ mod tests {
             }]
         );
 
-        peer.send(protocol::RUN_SCRIPT, &[0xff, 0xff, 0xff]);
+        peer.send(RunScript::NAME, &[0xff, 0xff, 0xff]);
         assert!(matches!(
             peer.deliver(&mut session),
             Err(SessionError::Malformed { .. })

@@ -22,10 +22,11 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use buildat_format::voxel_blob::peek_voxel_count;
+use buildat_format::{Packet, PayloadError};
 use buildat_format::{VoxelBlobError, decode_voxels};
 use buildat_voxel::geometry::{self, CHUNK_SIZE, CHUNK_VOLUME, Pos};
-use buildat_voxel::stream::{self, StreamError};
 use buildat_voxel::{AIR, MAX_TYPE_ID, UNKNOWN, UNKNOWN_NAME, VoxelRegistry};
+use buildat_voxelworld_api::stream::{Ack, Chunk, Registry, UnloadChunk, VoxelUpdates};
 use thiserror::Error;
 
 /// Pixels along each side of one voxel column in the PNG map.
@@ -35,6 +36,14 @@ pub const DEFAULT_MAP_RADIUS: i32 = 24;
 /// Largest map half-width accepted.
 pub const MAX_MAP_RADIUS: i32 = 1024;
 
+/// Decodes a stream packet, naming it in the error.
+fn decode_stream<P: Packet>(data: &[u8]) -> Result<P, WorldError> {
+    P::decode(data).map_err(|source| WorldError::Payload {
+        packet: P::NAME,
+        source,
+    })
+}
+
 /// A stream packet the world view could not use. The packet still counts as
 /// received (and is acknowledged, so the server's budget does not leak).
 #[derive(Debug, Error)]
@@ -42,7 +51,7 @@ pub enum WorldError {
     #[error("{packet}: {source}")]
     Payload {
         packet: &'static str,
-        source: StreamError,
+        source: PayloadError,
     },
     #[error("chunk ({},{},{}): {source}", chunk[0], chunk[1], chunk[2])]
     Blob { chunk: Pos, source: VoxelBlobError },
@@ -537,7 +546,7 @@ impl WorldView {
     pub fn is_world_packet(name: &str) -> bool {
         matches!(
             name,
-            stream::REGISTRY | stream::CHUNK | stream::UNLOAD_CHUNK | stream::VOXELS
+            Registry::NAME | Chunk::NAME | UnloadChunk::NAME | VoxelUpdates::NAME
         )
     }
 
@@ -546,17 +555,17 @@ impl WorldView {
     /// still acknowledged) before the error is returned.
     pub fn handle_packet(&mut self, name: &str, data: &[u8]) -> Result<Handled, WorldError> {
         let result = match name {
-            stream::REGISTRY => self.handle_registry(data),
-            stream::CHUNK => {
+            Registry::NAME => self.handle_registry(data),
+            Chunk::NAME => {
                 self.stats.chunk_packets += 1;
                 self.unacked = self.unacked.saturating_add(1);
                 self.handle_chunk(data)
             }
-            stream::UNLOAD_CHUNK => {
+            UnloadChunk::NAME => {
                 self.stats.unloads += 1;
                 self.handle_unload(data)
             }
-            stream::VOXELS => {
+            VoxelUpdates::NAME => {
                 self.stats.voxel_updates += 1;
                 self.handle_voxels(data)
             }
@@ -569,12 +578,7 @@ impl WorldView {
     }
 
     fn handle_registry(&mut self, data: &[u8]) -> Result<Handled, WorldError> {
-        let mut registry = stream::decode::<stream::Registry>(data)
-            .map_err(|source| WorldError::Payload {
-                packet: stream::REGISTRY,
-                source,
-            })?
-            .voxels;
+        let mut registry = decode_stream::<Registry>(data)?.voxels;
         registry.reindex();
         self.stats.registries += 1;
         if !self.chunks.is_empty() {
@@ -598,10 +602,7 @@ impl WorldView {
     }
 
     fn handle_chunk(&mut self, data: &[u8]) -> Result<Handled, WorldError> {
-        let packet: stream::Chunk = stream::decode(data).map_err(|source| WorldError::Payload {
-            packet: stream::CHUNK,
-            source,
-        })?;
+        let packet = decode_stream::<Chunk>(data)?;
         let chunk = packet.chunk;
         // Only the header now; the voxels when first read.
         let count =
@@ -672,11 +673,7 @@ impl WorldView {
     }
 
     fn handle_voxels(&mut self, data: &[u8]) -> Result<Handled, WorldError> {
-        let updates =
-            stream::decode::<stream::VoxelUpdates>(data).map_err(|source| WorldError::Payload {
-                packet: stream::VOXELS,
-                source,
-            })?;
+        let updates = decode_stream::<VoxelUpdates>(data)?;
         let chunk = updates.chunk;
         let count = updates.changes.len();
         if let Some(&(index, _)) = updates
@@ -707,12 +704,7 @@ impl WorldView {
     }
 
     fn handle_unload(&mut self, data: &[u8]) -> Result<Handled, WorldError> {
-        let chunk = stream::decode::<stream::UnloadChunk>(data)
-            .map_err(|source| WorldError::Payload {
-                packet: stream::UNLOAD_CHUNK,
-                source,
-            })?
-            .chunk;
+        let chunk = decode_stream::<UnloadChunk>(data)?.chunk;
         let held = self.chunks.remove(&chunk).is_some();
         if held {
             let key = [chunk[0], chunk[2]];
@@ -742,10 +734,9 @@ impl WorldView {
         Some(n)
     }
 
-    /// [`WorldView::take_ack`] as a `voxelworld:ack` payload.
-    pub fn take_ack_packet(&mut self) -> Option<Vec<u8>> {
-        self.take_ack()
-            .map(|chunks| stream::encode(&stream::Ack { chunks }))
+    /// [`WorldView::take_ack`] as a `voxelworld:ack` packet.
+    pub fn take_ack_packet(&mut self) -> Option<Ack> {
+        self.take_ack().map(|chunks| Ack { chunks })
     }
 
     /// Pauses or resumes acking. On resume, everything processed meanwhile

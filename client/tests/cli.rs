@@ -7,13 +7,17 @@
 #[path = "common/fake_server.rs"]
 mod fake_server;
 
+use buildat_client_file_api::{
+    AnnounceFile, FileContent, RequestFile, TellAfterAllFilesTransferred,
+};
+use buildat_format::Packet;
+use buildat_network_api::DisconnectPacket;
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use buildat_format::protocol::{self, AnnounceFile, FileContent};
 use fake_server::{Conn, fake_server, serve_files, sha256};
 
 const CLIENT: &str = env!("CARGO_BIN_EXE_buildat-client");
@@ -143,7 +147,7 @@ fn refused_connection_exits_3() {
 #[test]
 fn disconnect_by_server_exits_5_with_the_reason() {
     let (address, server) = fake_server(|mut conn| {
-        conn.send(protocol::DISCONNECT, "the server is full".as_bytes());
+        conn.send(DisconnectPacket::NAME, "the server is full".as_bytes());
     });
     let dir = tempfile::tempdir().expect("temp");
     let out = client(&[
@@ -184,10 +188,10 @@ fn protocol_errors_exit_4() {
             hash: sha256(b"good"),
             size: 4,
         };
-        conn.send(protocol::ANNOUNCE_FILE, &protocol::encode(&a));
-        conn.send(protocol::TELL_AFTER_ALL_FILES_TRANSFERRED, &[]);
+        conn.send(AnnounceFile::NAME, &encoded(&a));
+        conn.send(TellAfterAllFilesTransferred::NAME, &[]);
         let request = conn.recv(Duration::from_secs(10)).expect("request");
-        assert_eq!(request.name, protocol::REQUEST_FILE);
+        assert_eq!(request.name, RequestFile::NAME);
         let bad = FileContent {
             name: a.name,
             hash: a.hash,
@@ -195,7 +199,7 @@ fn protocol_errors_exit_4() {
             offset: 0,
             data: b"evil".to_vec(),
         };
-        conn.send(protocol::FILE_CONTENT, &protocol::encode(&bad));
+        conn.send(FileContent::NAME, &encoded(&bad));
         conn.wait_closed(Duration::from_secs(10))
     });
     let out = client(&[
@@ -388,4 +392,10 @@ fn bot_mode_and_quit_after() {
         server.join().expect("server"),
         "the client closed its connection"
     );
+}
+
+/// A packet's payload, by its definition.
+#[allow(dead_code)]
+pub fn encoded<P: Packet>(packet: &P) -> Vec<u8> {
+    packet.encode().expect("a test packet encodes")
 }

@@ -9,11 +9,12 @@
 #[path = "common/world_data.rs"]
 mod world_data;
 
+use buildat_format::Packet;
+use buildat_voxelworld_api::stream::{Chunk, Registry, UnloadChunk, VoxelUpdates};
 use std::rc::Rc;
 
 use buildat_client::sandbox::{Options, Runtime};
 use buildat_client::world::{BlockKind, Column, Handled, WorldView};
-use buildat_voxel::stream;
 use mlua::Value;
 use world_data::*;
 
@@ -36,14 +37,14 @@ fn chunks_are_held_updated_and_unloaded() {
         "other packets are not the view's"
     );
     assert_eq!(
-        feed(&mut view, stream::REGISTRY, &registry_packet(&registry)),
+        feed(&mut view, Registry::NAME, &registry_packet(&registry)),
         Handled::Registry { types: 9 }
     );
     for chunk in [[0, 0, 0], [1, 0, 0], [0, -1, 0]] {
         assert_eq!(
             feed(
                 &mut view,
-                stream::CHUNK,
+                Chunk::NAME,
                 &chunk_packet(&registry, chunk, &terrain)
             ),
             Handled::Chunk {
@@ -68,7 +69,7 @@ fn chunks_are_held_updated_and_unloaded() {
     assert_eq!(
         feed(
             &mut view,
-            stream::CHUNK,
+            Chunk::NAME,
             &chunk_packet(&registry, [0, 0, 0], &stone_or_air)
         ),
         Handled::Chunk {
@@ -80,14 +81,14 @@ fn chunks_are_held_updated_and_unloaded() {
     assert_eq!(view.voxel_name([0, 4, 0]).as_deref(), Some("stone"));
 
     assert_eq!(
-        feed(&mut view, stream::UNLOAD_CHUNK, &unload_packet([1, 0, 0])),
+        feed(&mut view, UnloadChunk::NAME, &unload_packet([1, 0, 0])),
         Handled::Unload {
             chunk: [1, 0, 0],
             held: true
         }
     );
     assert_eq!(
-        feed(&mut view, stream::UNLOAD_CHUNK, &unload_packet([9, 9, 9])),
+        feed(&mut view, UnloadChunk::NAME, &unload_packet([9, 9, 9])),
         Handled::Unload {
             chunk: [9, 9, 9],
             held: false
@@ -113,7 +114,7 @@ fn chunks_are_held_updated_and_unloaded() {
     // Coming back after an unload is not an update.
     feed(
         &mut view,
-        stream::CHUNK,
+        Chunk::NAME,
         &chunk_packet(&registry, [1, 0, 0], &terrain),
     );
     assert_eq!(view.stats().updates, 1);
@@ -124,16 +125,16 @@ fn chunks_are_held_updated_and_unloaded() {
 fn acks_are_batched_paused_and_resumed() {
     let registry = registry();
     let mut view = WorldView::new();
-    feed(&mut view, stream::REGISTRY, &registry_packet(&registry));
+    feed(&mut view, Registry::NAME, &registry_packet(&registry));
     assert_eq!(view.take_ack(), None, "a registry is not a chunk");
     for x in 0..3 {
         feed(
             &mut view,
-            stream::CHUNK,
+            Chunk::NAME,
             &chunk_packet(&registry, [x, 0, 0], &terrain),
         );
     }
-    let ack: stream::Ack = stream::decode(&view.take_ack_packet().expect("an ack")).expect("ack");
+    let ack = view.take_ack_packet().expect("an ack");
     assert_eq!(ack.chunks, 3, "one ack for the batch");
     assert_eq!(view.take_ack(), None, "nothing new");
 
@@ -141,13 +142,13 @@ fn acks_are_batched_paused_and_resumed() {
     for x in 3..8 {
         feed(
             &mut view,
-            stream::CHUNK,
+            Chunk::NAME,
             &chunk_packet(&registry, [x, 0, 0], &terrain),
         );
     }
     feed(
         &mut view,
-        stream::CHUNK,
+        Chunk::NAME,
         &chunk_packet(&registry, [3, 0, 0], &terrain),
     );
     assert_eq!(view.take_ack(), None, "paused");
@@ -162,23 +163,23 @@ fn acks_are_batched_paused_and_resumed() {
 fn malformed_packets_are_counted_and_still_acked() {
     let registry = registry();
     let mut view = WorldView::new();
-    feed(&mut view, stream::REGISTRY, &registry_packet(&registry));
-    assert!(view.handle_packet(stream::CHUNK, b"\x01\x02").is_err());
-    let bad_blob = stream::encode(&stream::Chunk {
+    feed(&mut view, Registry::NAME, &registry_packet(&registry));
+    assert!(view.handle_packet(Chunk::NAME, b"\x01\x02").is_err());
+    let bad_blob = encoded(&Chunk {
         chunk: [0, 0, 0],
         blob: vec![0x7f, 1, 2, 3],
     });
-    assert!(view.handle_packet(stream::CHUNK, &bad_blob).is_err());
-    let short = stream::encode(&stream::Chunk {
+    assert!(view.handle_packet(Chunk::NAME, &bad_blob).is_err());
+    let short = encoded(&Chunk {
         chunk: [0, 0, 0],
         blob: buildat_format::encode_voxels(&[2u32; 10], |id| registry.get_name(id)).expect("blob"),
     });
     let error = view
-        .handle_packet(stream::CHUNK, &short)
+        .handle_packet(Chunk::NAME, &short)
         .expect_err("10 voxels");
     assert!(error.to_string().contains("10 voxels"), "{error}");
-    assert!(view.handle_packet(stream::REGISTRY, b"").is_err());
-    assert!(view.handle_packet(stream::UNLOAD_CHUNK, b"\xff").is_err());
+    assert!(view.handle_packet(Registry::NAME, b"").is_err());
+    assert!(view.handle_packet(UnloadChunk::NAME, b"\xff").is_err());
     let stats = view.stats();
     assert_eq!(
         (stats.held, stats.chunk_packets, stats.malformed),
@@ -204,7 +205,7 @@ fn malformed_packets_are_counted_and_still_acked() {
     for _ in 0..2 {
         feed(
             &mut view,
-            stream::CHUNK,
+            Chunk::NAME,
             &chunk_packet_of(&registry, [0, 0, 0], &values, Some((grass, "mystery"))),
         );
     }
@@ -219,10 +220,10 @@ fn malformed_packets_are_counted_and_still_acked() {
 fn a_new_registry_keeps_held_voxels_by_name() {
     let registry = registry();
     let mut view = WorldView::new();
-    feed(&mut view, stream::REGISTRY, &registry_packet(&registry));
+    feed(&mut view, Registry::NAME, &registry_packet(&registry));
     feed(
         &mut view,
-        stream::CHUNK,
+        Chunk::NAME,
         &chunk_packet(&registry, [0, 0, 0], &terrain),
     );
     // The server's registry changes: a new block first, ids shift.
@@ -236,7 +237,7 @@ fn a_new_registry_keeps_held_voxels_by_name() {
             )
             .expect("block");
     }
-    feed(&mut view, stream::REGISTRY, &registry_packet(&voxels));
+    feed(&mut view, Registry::NAME, &registry_packet(&voxels));
     assert_eq!(view.voxel_name([0, 10, 0]).as_deref(), Some("grass"));
     assert_eq!(view.voxel_name([0, 9, 0]).as_deref(), Some("stone"));
     assert_eq!(
@@ -250,18 +251,18 @@ fn a_new_registry_keeps_held_voxels_by_name() {
 fn map_world(focus: Option<[f64; 3]>) -> WorldView {
     let registry = registry();
     let mut view = WorldView::new();
-    feed(&mut view, stream::REGISTRY, &registry_packet(&registry));
+    feed(&mut view, Registry::NAME, &registry_packet(&registry));
     for chunk in MAP_CHUNKS {
         feed(
             &mut view,
-            stream::CHUNK,
+            Chunk::NAME,
             &chunk_packet(&registry, chunk, &terrain),
         );
     }
     // An all-air chunk above: still "held", changes nothing.
     feed(
         &mut view,
-        stream::CHUNK,
+        Chunk::NAME,
         &chunk_packet(&registry, [0, 1, 0], &|_| "air"),
     );
     if let Some(f) = focus {
@@ -389,15 +390,15 @@ fn lua_reads_the_world_and_controls_acking_and_focus() {
     let registry = registry();
     {
         let mut view = rt.world().borrow_mut();
-        feed(&mut view, stream::REGISTRY, &registry_packet(&registry));
+        feed(&mut view, Registry::NAME, &registry_packet(&registry));
         feed(
             &mut view,
-            stream::CHUNK,
+            Chunk::NAME,
             &chunk_packet(&registry, [0, 0, 0], &terrain),
         );
         feed(
             &mut view,
-            stream::CHUNK,
+            Chunk::NAME,
             &chunk_packet(&registry, [0, 0, 0], &terrain),
         );
     }
@@ -443,23 +444,23 @@ fn lua_reads_the_world_and_controls_acking_and_focus() {
 fn single_voxel_updates_apply_to_held_chunks() {
     let registry = registry();
     let mut view = WorldView::new();
-    feed(&mut view, stream::REGISTRY, &registry_packet(&registry));
+    feed(&mut view, Registry::NAME, &registry_packet(&registry));
     feed(
         &mut view,
-        stream::CHUNK,
+        Chunk::NAME,
         &chunk_packet(&registry, [0, 0, 0], &terrain),
     );
     // A chunk of one voxel kind (all air) is stored compactly; an update
     // must still land.
     feed(
         &mut view,
-        stream::CHUNK,
+        Chunk::NAME,
         &chunk_packet(&registry, [0, 1, 0], &stone_or_air),
     );
     let stone = registry.get_id("stone").expect("stone");
     let air = registry.get_id("air").expect("air");
     let index = |p: [i32; 3]| buildat_voxel::geometry::index_in_chunk(p) as u16;
-    let updates = stream::VoxelUpdates {
+    let updates = VoxelUpdates {
         chunk: [0, 0, 0],
         changes: vec![
             (index([0, 10, 0]), air),
@@ -469,7 +470,7 @@ fn single_voxel_updates_apply_to_held_chunks() {
         ],
     };
     assert_eq!(
-        feed(&mut view, stream::VOXELS, &stream::encode(&updates)),
+        feed(&mut view, VoxelUpdates::NAME, &encoded(&updates)),
         Handled::Voxels {
             chunk: [0, 0, 0],
             count: 4,
@@ -483,19 +484,19 @@ fn single_voxel_updates_apply_to_held_chunks() {
         "in order: the last one wins"
     );
     assert_eq!(view.voxel_name([5, 25, 5]).as_deref(), Some("stone"));
-    let uniform = stream::VoxelUpdates {
+    let uniform = VoxelUpdates {
         chunk: [0, 1, 0],
         changes: vec![(index([1, 33, 1]), stone)],
     };
-    feed(&mut view, stream::VOXELS, &stream::encode(&uniform));
+    feed(&mut view, VoxelUpdates::NAME, &encoded(&uniform));
     assert_eq!(view.voxel_name([1, 33, 1]).as_deref(), Some("stone"));
     assert_eq!(view.voxel_name([2, 33, 1]).as_deref(), Some("air"));
-    let elsewhere = stream::VoxelUpdates {
+    let elsewhere = VoxelUpdates {
         chunk: [7, 7, 7],
         changes: vec![(0, stone)],
     };
     assert_eq!(
-        feed(&mut view, stream::VOXELS, &stream::encode(&elsewhere)),
+        feed(&mut view, VoxelUpdates::NAME, &encoded(&elsewhere)),
         Handled::Voxels {
             chunk: [7, 7, 7],
             count: 1,
@@ -503,15 +504,15 @@ fn single_voxel_updates_apply_to_held_chunks() {
         },
         "a chunk not held: dropped"
     );
-    let past_the_end = stream::VoxelUpdates {
+    let past_the_end = VoxelUpdates {
         chunk: [0, 0, 0],
         changes: vec![(40_000, stone)],
     };
     assert!(
-        view.handle_packet(stream::VOXELS, &stream::encode(&past_the_end))
+        view.handle_packet(VoxelUpdates::NAME, &encoded(&past_the_end))
             .is_err()
     );
-    assert!(view.handle_packet(stream::VOXELS, &[1, 2]).is_err());
+    assert!(view.handle_packet(VoxelUpdates::NAME, &[1, 2]).is_err());
     let stats = view.stats();
     assert_eq!(
         (stats.voxel_updates, stats.malformed, stats.updates),
@@ -524,18 +525,18 @@ fn single_voxel_updates_apply_to_held_chunks() {
 fn chunks_decode_when_first_read_and_a_bad_body_reads_as_unknown() {
     let registry = registry();
     let mut view = WorldView::new();
-    feed(&mut view, stream::REGISTRY, &registry_packet(&registry));
+    feed(&mut view, Registry::NAME, &registry_packet(&registry));
     let values = chunk_values(&registry, [2, 0, 0], &terrain);
     let mut blob =
         buildat_format::encode_voxels(&values, |id| registry.get_name(id)).expect("blob");
     // The header (format, voxel count) is whole; the compressed body is cut.
     blob.truncate(blob.len() / 2);
-    let packet = stream::encode(&stream::Chunk {
+    let packet = encoded(&Chunk {
         chunk: [2, 0, 0],
         blob,
     });
     assert_eq!(
-        feed(&mut view, stream::CHUNK, &packet),
+        feed(&mut view, Chunk::NAME, &packet),
         Handled::Chunk {
             chunk: [2, 0, 0],
             update: false
@@ -550,4 +551,10 @@ fn chunks_decode_when_first_read_and_a_bad_body_reads_as_unknown() {
     let warnings = view.take_warnings();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].contains("does not decode"), "{warnings:?}");
+}
+
+/// A packet's payload, by its definition.
+#[allow(dead_code)]
+pub fn encoded<P: Packet>(packet: &P) -> Vec<u8> {
+    packet.encode().expect("a test packet encodes")
 }

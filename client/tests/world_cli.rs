@@ -10,11 +10,16 @@ mod fake_server;
 #[path = "common/world_data.rs"]
 mod world_data;
 
+use buildat_format::Packet;
+use buildat_main_api::{
+    Dig, Edit, Edits, Join, Move, Moves, Ping, Place, PlayerJoined, PlayerLeft, Pong, Refused, Spawn,
+};
+use buildat_network_api::DisconnectPacket;
+use buildat_voxelworld_api::stream::{Ack, Chunk, Registry, UnloadChunk};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use buildat_voxel::stream;
 use fake_server::{Conn, fake_server, fake_server_many, serve_files};
 use world_data::*;
 
@@ -41,8 +46,8 @@ fn read_acks(conn: &mut Conn, want: u32, timeout: Duration) -> (Vec<u32>, Vec<St
             break;
         };
         let Some(p) = conn.recv(left) else { break };
-        if p.name == stream::ACK {
-            let ack: stream::Ack = stream::decode(&p.data).expect("a well-formed ack");
+        if p.name == Ack::NAME {
+            let ack = Ack::decode(&p.data).expect("a well-formed ack");
             acks.push(ack.chunks);
         } else {
             other.push(p.name);
@@ -69,18 +74,15 @@ fn the_stream_is_acked_counted_and_mapped() {
             &[("game/client_lua/init.lua", MAP_MODULE.as_bytes().to_vec())],
         );
         let registry = registry();
-        conn.send(stream::REGISTRY, &registry_packet(&registry));
+        conn.send(Registry::NAME, &registry_packet(&registry));
         for chunk in MAP_CHUNKS {
-            conn.send(stream::CHUNK, &chunk_packet(&registry, chunk, &terrain));
+            conn.send(Chunk::NAME, &chunk_packet(&registry, chunk, &terrain));
         }
-        conn.send(
-            stream::CHUNK,
-            &chunk_packet(&registry, [0, 1, 0], &|_| "air"),
-        );
+        conn.send(Chunk::NAME, &chunk_packet(&registry, [0, 1, 0], &|_| "air"));
         let (first, _) = read_acks(&mut conn, 4, Duration::from_secs(20));
         // An update of a held chunk and an unload.
-        conn.send(stream::CHUNK, &chunk_packet(&registry, [0, 0, 0], &terrain));
-        conn.send(stream::UNLOAD_CHUNK, &unload_packet([0, 1, 0]));
+        conn.send(Chunk::NAME, &chunk_packet(&registry, [0, 0, 0], &terrain));
+        conn.send(UnloadChunk::NAME, &unload_packet([0, 1, 0]));
         let (second, _) = read_acks(&mut conn, 1, Duration::from_secs(20));
         conn.send("test:done", b"");
         assert!(conn.wait_closed(Duration::from_secs(10)), "the client left");
@@ -142,9 +144,9 @@ fn a_bot_pauses_and_resumes_acking() {
     let (address, server) = fake_server(|mut conn| {
         serve_files(&mut conn, &[]);
         let registry = registry();
-        conn.send(stream::REGISTRY, &registry_packet(&registry));
+        conn.send(Registry::NAME, &registry_packet(&registry));
         for x in 0..5 {
-            conn.send(stream::CHUNK, &chunk_packet(&registry, [x, 0, 0], &terrain));
+            conn.send(Chunk::NAME, &chunk_packet(&registry, [x, 0, 0], &terrain));
         }
         let started = Instant::now();
         let (paused, _) = read_acks(&mut conn, 1, Duration::from_millis(500));
@@ -213,13 +215,13 @@ fn bots_run_as_named_threads_and_the_worst_exit_code_wins() {
             .parse()
             .expect("N");
         let registry = registry();
-        conn.send(stream::REGISTRY, &registry_packet(&registry));
+        conn.send(Registry::NAME, &registry_packet(&registry));
         for x in 0..n {
-            conn.send(stream::CHUNK, &chunk_packet(&registry, [x, 0, 0], &terrain));
+            conn.send(Chunk::NAME, &chunk_packet(&registry, [x, 0, 0], &terrain));
         }
         let (acks, _) = read_acks(&mut conn, n as u32, Duration::from_secs(20));
         if n == 3 {
-            conn.send(buildat_format::protocol::DISCONNECT, b"test over");
+            conn.send(DisconnectPacket::NAME, b"test over");
         } else {
             conn.send("test:bye", b"");
         }
@@ -316,18 +318,6 @@ fn bot_scripts_parse_and_use_the_game_module() {
     }
 }
 
-fn f64s(data: &[u8]) -> Vec<f64> {
-    data.chunks_exact(8)
-        .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
-        .collect()
-}
-
-fn i32s(data: &[u8]) -> Vec<i32> {
-    data.chunks_exact(4)
-        .map(|c| i32::from_le_bytes(c.try_into().expect("4 bytes")))
-        .collect()
-}
-
 #[test]
 fn the_game_module_speaks_the_main_protocol() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -335,51 +325,51 @@ fn the_game_module_speaks_the_main_protocol() {
         std::fs::read(root.join("modules/main/client_lua/init.lua")).expect("main's init.lua");
     let (address, server) = fake_server(move |mut conn| {
         serve_files(&mut conn, &[("main/client_lua/init.lua", init)]);
+        // The game's Lua and the game's packet definitions agree on every
+        // layout: the Rust definitions write what the Lua reads and read
+        // what it writes.
         let join = conn.recv(Duration::from_secs(30)).expect("join");
-        assert_eq!(
-            (join.name.as_str(), join.data.as_slice()),
-            ("main:join", &b"tester"[..])
-        );
-        let mut spawn = 7u64.to_le_bytes().to_vec();
-        for v in [0.5f64, 11.0, 0.5] {
-            spawn.extend(v.to_le_bytes());
-        }
-        conn.send("main:spawn", &spawn);
-        let mut player = 9u64.to_le_bytes().to_vec();
-        for v in [1.0f64, 2.0, 3.0] {
-            player.extend(v.to_le_bytes());
-        }
-        player.extend(b"other");
-        conn.send("main:player", &player);
-        let mut edit = 9u64.to_le_bytes().to_vec();
-        for v in [1i32, 10, -2] {
-            edit.extend(v.to_le_bytes());
-        }
-        edit.extend(5u16.to_le_bytes());
-        edit.extend(b"stone");
-        conn.send("main:edits", &edit);
+        assert_eq!(join.name, Join::NAME);
+        assert_eq!(Join::decode(&join.data).unwrap().name, "tester");
+        conn.send_packet(&Spawn {
+            peer: 7,
+            position: [0.5, 11.0, 0.5],
+        });
+        conn.send_packet(&PlayerJoined {
+            peer: 9,
+            position: [1.0, 2.0, 3.0],
+            name: "other".into(),
+        });
+        conn.send_packet(&Edits {
+            edits: vec![Edit {
+                peer: 9,
+                voxel: [1, 10, -2],
+                name: "stone".into(),
+            }],
+        });
         // A move of the other player, batched.
-        let mut moves = 9u64.to_le_bytes().to_vec();
-        for v in [4.0f64, 2.0, 3.0] {
-            moves.extend(v.to_le_bytes());
-        }
-        conn.send("main:moves", &moves);
-        conn.send("main:refused", b"too far");
+        conn.send_packet(&Moves {
+            moves: vec![(9, [4.0, 2.0, 3.0])],
+        });
+        conn.send_packet(&Refused {
+            reason: "too far".into(),
+        });
         let mut seen = Vec::new();
         while seen.len() < 4 {
             let p = conn
                 .recv(Duration::from_secs(30))
                 .expect("the bot's actions");
             match p.name.as_str() {
-                "main:move" => assert_eq!(f64s(&p.data), [1.5, 11.0, 0.5]),
-                "main:dig" => assert_eq!(i32s(&p.data), [1, 10, -1]),
-                "main:place" => {
-                    assert_eq!(i32s(&p.data[..12]), [1, 10, -1]);
-                    assert_eq!(&p.data[12..], b"stone");
+                Move::NAME => assert_eq!(Move::decode(&p.data).unwrap().position, [1.5, 11.0, 0.5]),
+                Dig::NAME => assert_eq!(Dig::decode(&p.data).unwrap().voxel, [1, 10, -1]),
+                Place::NAME => {
+                    let place = Place::decode(&p.data).unwrap();
+                    assert_eq!((place.voxel, place.name.as_str()), ([1, 10, -1], "stone"));
                 }
-                "main:ping" => {
-                    assert!(p.data.len() <= 64);
-                    conn.send("main:pong", &p.data);
+                Ping::NAME => {
+                    let ping = Ping::decode(&p.data).unwrap();
+                    assert!(ping.data.len() <= 64);
+                    conn.send_packet(&Pong { data: ping.data });
                 }
                 other => panic!("unexpected {other}"),
             }
@@ -387,7 +377,7 @@ fn the_game_module_speaks_the_main_protocol() {
         }
         let checked = conn.recv(Duration::from_secs(30)).expect("checked");
         assert_eq!(checked.name, "test:checked");
-        conn.send("main:player_left", &9u64.to_le_bytes());
+        conn.send_packet(&PlayerLeft { peer: 9 });
         assert!(conn.wait_closed(Duration::from_secs(20)), "the client left");
         seen
     });

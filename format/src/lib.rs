@@ -6,8 +6,9 @@
 //! table ([`strings`]), the record stream with passes ([`records`]), the voxel
 //! data blob ([`voxel_blob`]), the section record ([`section`]), the blob
 //! container ([`container`]) and its two kinds ([`bundle`]), packet framing and
-//! packet type tables ([`packet`]), and the core packets' payloads
-//! ([`protocol`]). `docs/formats.md` describes every byte.
+//! packet type tables ([`packet`]), and payload encoding with the typed
+//! [`Packet`] trait ([`payload`]); each packet's definition lives in the
+//! crate that owns it. `docs/formats.md` describes every byte.
 //!
 //! Does not own: I/O of any kind (callers hand in byte slices and take back
 //! byte vectors), storage, networking, registries. Nothing here panics on any
@@ -45,7 +46,7 @@ pub mod bundle;
 pub mod container;
 pub mod magic;
 pub mod packet;
-pub mod protocol;
+pub mod payload;
 pub mod reader;
 pub mod records;
 pub mod section;
@@ -61,9 +62,10 @@ pub use container::{
 };
 pub use magic::MagicError;
 pub use packet::{
-    Frame, FrameDecoder, FrameEncoder, FrameError, Packet, PacketReadError, PacketReader,
-    PacketTypeError, PacketWriter, Received, ReceiverPacketTypes, SenderPacketTypes,
+    Frame, FrameDecoder, FrameEncoder, FrameError, PacketReadError, PacketReader, PacketTypeError,
+    PacketWriter, RawPacket, Received, ReceiverPacketTypes, SenderPacketTypes,
 };
+pub use payload::{Packet, PayloadError};
 pub use reader::{ReadError, Reader};
 pub use records::{Entry, Pass, Placement, RecordError, RecordHeader, RecordReader, RecordWriter};
 pub use section::{

@@ -531,7 +531,7 @@ impl ReceiverPacketTypes {
 
 /// A received packet of a defined type.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Packet {
+pub struct RawPacket {
     /// Its number on this connection.
     pub ty: u16,
     /// Its name, e.g. `core:run_script`.
@@ -574,7 +574,7 @@ impl PacketReader {
 
     /// The next packet, `Ok(None)` if more bytes are needed. Definitions on
     /// the way are accepted into the table.
-    pub fn try_next_packet(&mut self) -> Result<Option<Packet>, PacketReadError> {
+    pub fn try_next_packet(&mut self) -> Result<Option<RawPacket>, PacketReadError> {
         loop {
             let Some((ty, data)) = self.frames.next_frame_ref()? else {
                 return Ok(None);
@@ -582,7 +582,7 @@ impl PacketReader {
             match self.types.receive(ty, data)? {
                 Received::Definition { .. } => {}
                 Received::Packet { ty, name, data } => {
-                    return Ok(Some(Packet {
+                    return Ok(Some(RawPacket {
                         ty,
                         name: name.to_owned(),
                         data: data.to_vec(),

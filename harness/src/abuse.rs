@@ -11,7 +11,8 @@
 
 use std::time::{Duration, Instant};
 
-use buildat_format::protocol::{self, AnnounceFile, RequestFile};
+use buildat_client_file_api::{AnnounceFile, FileError, RequestFile, RunScript};
+use buildat_format::Packet;
 
 use crate::histogram::show_ms;
 use crate::layout::Layout;
@@ -133,7 +134,7 @@ fn still_answers(client: &mut RawClient) -> anyhow::Result<Outcome> {
             Some(p) if p.name == "main:refused" && refusals.len() < 2 => {
                 refusals.push(String::from_utf8_lossy(&p.data).chars().take(60).collect());
             }
-            Some(p) if p.name == protocol::FILE_ERROR && refusals.len() < 2 => {
+            Some(p) if p.name == FileError::NAME && refusals.len() < 2 => {
                 refusals.push("core:file_error".to_string());
             }
             Some(_) => {}
@@ -162,10 +163,12 @@ fn position(x: f64, y: f64, z: f64) -> Vec<u8> {
 }
 
 fn request(name: &str, hash: [u8; 32]) -> Vec<u8> {
-    protocol::encode(&RequestFile {
+    RequestFile {
         name: name.to_string(),
         hash,
-    })
+    }
+    .encode()
+    .expect("a request encodes")
 }
 
 /// Floods pings for 5 s without reading a pong, holds 5 s more, then
@@ -219,7 +222,7 @@ fn never_reads_files(target: &Target) -> anyhow::Result<Outcome> {
     let body = request(&file.name, file.hash);
     let mut sent = 0;
     for _ in 0..5000 {
-        if client.send(protocol::REQUEST_FILE, &body).is_err() {
+        if client.send(RequestFile::NAME, &body).is_err() {
             break;
         }
         sent += 1;
@@ -356,7 +359,7 @@ fn cases() -> Vec<(&'static str, Expect, Attack)> {
             as_stranger(
                 t,
                 &[(
-                    protocol::REQUEST_FILE,
+                    RequestFile::NAME,
                     request("nobody/client_lua/x.lua", [0; 32]),
                 )],
             )
@@ -366,24 +369,21 @@ fn cases() -> Vec<(&'static str, Expect, Attack)> {
                 .big_file
                 .as_ref()
                 .map_or("main/client_lua/init.lua", |f| &f.name);
-            as_stranger(t, &[(protocol::REQUEST_FILE, request(name, [1; 32]))])
+            as_stranger(t, &[(RequestFile::NAME, request(name, [1; 32]))])
         }),
         ("request that is not bincode", Expect::Either, |t| {
-            as_stranger(t, &[(protocol::REQUEST_FILE, vec![0xff; 40])])
+            as_stranger(t, &[(RequestFile::NAME, vec![0xff; 40])])
         }),
         ("request with a 60 KiB name", Expect::Either, |t| {
             as_stranger(
                 t,
-                &[(
-                    protocol::REQUEST_FILE,
-                    request(&"a".repeat(60_000), [0; 32]),
-                )],
+                &[(RequestFile::NAME, request(&"a".repeat(60_000), [0; 32]))],
             )
         }),
         ("request of ../../etc/passwd", Expect::Either, |t| {
             as_stranger(
                 t,
-                &[(protocol::REQUEST_FILE, request("../../etc/passwd", [0; 32]))],
+                &[(RequestFile::NAME, request("../../etc/passwd", [0; 32]))],
             )
         }),
         (
@@ -393,7 +393,7 @@ fn cases() -> Vec<(&'static str, Expect, Attack)> {
                 as_stranger(
                     t,
                     &[
-                        (protocol::ANNOUNCE_FILE, vec![1, 2, 3]),
+                        (AnnounceFile::NAME, vec![1, 2, 3]),
                         ("core:disconnect", vec![]),
                     ],
                 )
@@ -496,12 +496,12 @@ fn announced_files(address: &str) -> Vec<AnnounceFile> {
     let deadline = Instant::now() + Duration::from_secs(3);
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
         match client.recv(left) {
-            Some(p) if p.name == protocol::ANNOUNCE_FILE => {
-                if let Ok(file) = protocol::decode::<AnnounceFile>(&p.data) {
+            Some(p) if p.name == AnnounceFile::NAME => {
+                if let Ok(file) = AnnounceFile::decode(&p.data) {
                     files.push(file);
                 }
             }
-            Some(p) if p.name == protocol::RUN_SCRIPT => break,
+            Some(p) if p.name == RunScript::NAME => break,
             Some(_) => {}
             None => break,
         }

@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use buildat_format::{Packet, PacketReader, PacketWriter};
+use buildat_format::{Packet, PacketReader, PacketWriter, RawPacket};
+use buildat_main_api::{Join, Ping, Pong, Spawn};
 
 use crate::histogram::Histogram;
 
@@ -39,6 +40,15 @@ impl RawClient {
     }
 
     /// Sends a named packet (with its definition on first use).
+    /// Sends a packet by its definition.
+    pub fn send_packet<P: Packet>(&mut self, packet: &P) -> std::io::Result<()> {
+        let data = packet
+            .encode()
+            .map_err(|e| std::io::Error::new(ErrorKind::InvalidInput, e.to_string()))?;
+        self.send(P::NAME, &data)
+    }
+
+    /// Sends raw bytes under a packet name (malformed input on purpose).
     pub fn send(&mut self, name: &str, data: &[u8]) -> std::io::Result<()> {
         self.writer
             .write(name, data)
@@ -53,7 +63,7 @@ impl RawClient {
     }
 
     /// The next packet within `timeout`; None on time-out or once closed.
-    pub fn recv(&mut self, timeout: Duration) -> Option<Packet> {
+    pub fn recv(&mut self, timeout: Duration) -> Option<RawPacket> {
         let deadline = Instant::now() + timeout;
         let mut buffer = [0u8; 64 * 1024];
         loop {
@@ -104,18 +114,15 @@ impl RawClient {
     /// Joins the default game as `name` and waits for `main:spawn`.
     pub fn join(address: &str, name: &str, timeout: Duration) -> std::io::Result<Self> {
         let mut client = Self::connect(address)?;
-        client.send("main:join", name.as_bytes())?;
+        client.send_packet(&Join {
+            name: name.to_string(),
+        })?;
         let deadline = Instant::now() + timeout;
         while let Some(left) = deadline.checked_duration_since(Instant::now()) {
             match client.recv(left) {
-                Some(packet) if packet.name == "main:spawn" => {
-                    for (i, coordinate) in client.spawn.iter_mut().enumerate() {
-                        let at = 8 + i * 8;
-                        if let Some(bytes) =
-                            packet.data.get(at..at + 8).and_then(|b| b.try_into().ok())
-                        {
-                            *coordinate = f64::from_le_bytes(bytes);
-                        }
+                Some(packet) if packet.name == Spawn::NAME => {
+                    if let Ok(spawn) = Spawn::decode(&packet.data) {
+                        client.spawn = spawn.position;
                     }
                     return Ok(client);
                 }
@@ -170,7 +177,10 @@ impl Bystander {
                 if Instant::now() >= next_ping {
                     next_ping += every;
                     let seq = report.sent as u32;
-                    if client.send("main:ping", &seq.to_le_bytes()).is_err() {
+                    let ping = Ping {
+                        data: seq.to_le_bytes().to_vec(),
+                    };
+                    if client.send_packet(&ping).is_err() {
                         report.disconnected = true;
                         break;
                     }
@@ -179,11 +189,10 @@ impl Bystander {
                 }
                 let wait = next_ping.saturating_duration_since(Instant::now());
                 match client.recv(wait.max(Duration::from_millis(1))) {
-                    Some(packet) if packet.name == "main:pong" => {
-                        let seq = packet
-                            .data
-                            .get(..4)
-                            .and_then(|b| b.try_into().ok())
+                    Some(packet) if packet.name == Pong::NAME => {
+                        let seq = Pong::decode(&packet.data)
+                            .ok()
+                            .and_then(|pong| pong.data.get(..4)?.try_into().ok())
                             .map(u32::from_le_bytes);
                         if let Some(sent) = seq.and_then(|s| outstanding.remove(&s)) {
                             record(&mut report, sent);
@@ -201,7 +210,7 @@ impl Bystander {
             let deadline = Instant::now() + Duration::from_secs(5);
             while !outstanding.is_empty() && !report.disconnected && Instant::now() < deadline {
                 if let Some(packet) = client.recv(Duration::from_millis(100))
-                    && packet.name == "main:pong"
+                    && packet.name == Pong::NAME
                     && let Some(seq) = packet.data.get(..4).and_then(|b| b.try_into().ok())
                     && let Some(sent) = outstanding.remove(&u32::from_le_bytes(seq))
                 {

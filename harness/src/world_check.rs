@@ -9,8 +9,8 @@ use std::collections::HashMap;
 
 use anyhow::Context;
 use buildat_format::decode_voxels;
-use buildat_interface::voxelworld::{StoredNode, StoredNodeKind, VAR_VOXEL_DATA};
 use buildat_voxel::geometry;
+use buildat_voxelworld_api::{StoredNode, StoredNodeKind, VAR_VOXEL_DATA};
 use rusqlite::{Connection, params};
 
 /// The fixture's sections (tests/modules/world_probe).

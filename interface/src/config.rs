@@ -13,5 +13,8 @@ pub const WORLD_PATH: &str = "world_path";
 pub const MODULE_PATHS: &str = "module_paths";
 /// The address the network module listens on (`--listen`).
 pub const LISTEN: &str = "listen";
+/// `1` when the server runs one command headless (`buildat-server NAME
+/// ARGS...`) and exits: modules that serve players do not listen.
+pub const HEADLESS: &str = "headless";
 /// The server's log level (`error`, `warn`, `info`, `debug`, `trace`).
 pub const LOG_LEVEL: &str = "log_level";

@@ -12,16 +12,6 @@ pub const CORE: &str = "__core";
 pub const LOADER: &str = "__loader";
 
 /// `load_module`: build if needed, load, init, deliver `core:start`.
-pub const LOAD_MODULE: &str = "load_module";
-/// `unload_module`: `core:unload`, stop, unload.
-pub const UNLOAD_MODULE: &str = "unload_module";
-/// `reload_module`: rebuild if changed, then unload and load keeping queued events.
-pub const RELOAD_MODULE: &str = "reload_module";
-/// `list_modules`: every known module and its state.
-pub const LIST_MODULES: &str = "list_modules";
-/// `loader:load_all`, answered by `__loader`: load every module found.
-pub const LOADER_LOAD_ALL: &str = "load_all";
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoadModule {
     pub name: String,
@@ -29,9 +19,75 @@ pub struct LoadModule {
     pub path: String,
 }
 
+/// `unload_module`: `core:unload`, stop, unload (dependents first).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ModuleName {
+pub struct UnloadModule {
     pub name: String,
+}
+
+/// `reload_module`: rebuild if changed, then unload and load keeping queued
+/// events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReloadModule {
+    pub name: String,
+}
+
+/// `list_modules`: every known module and its state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListModules {}
+
+crate::calls! {
+    module CORE;
+    LoadModule = "load_module" -> ();
+    UnloadModule = "unload_module" -> ();
+    ReloadModule = "reload_module" -> ();
+    ListModules = "list_modules" -> Vec<ModuleInfo>;
+}
+
+/// `register_command`: the calling module offers a console command. The
+/// operator's `NAME ARGS...` line (or `buildat-server NAME ARGS...` run
+/// headless) reaches the module as [`RunCommand`]; `help` lists it with
+/// its module. A module registers its commands on `core:start` and
+/// `core:continue`; they go when it unloads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegisterCommand {
+    /// One word: letters, digits, `_` and `-`.
+    pub name: String,
+    /// The arguments, e.g. `--radius N [--height H]`.
+    pub usage: String,
+    /// One line saying what the command does.
+    pub help: String,
+}
+
+crate::calls! {
+    module CORE;
+    RegisterCommand = "register_command" -> ();
+}
+
+/// Answered by a module for each command it registered: run it with the
+/// words after its name; the reply is what the console prints. Addressed to
+/// the registering module with `Host::call_module` (the core does this).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunCommand {
+    pub name: String,
+    pub args: Vec<String>,
+}
+
+impl crate::Call for RunCommand {
+    /// No fixed module: the core calls the module that registered the command.
+    const MODULE: &'static str = "";
+    const FUNCTION: &'static str = "run_command";
+    type Reply = String;
+}
+
+/// `load_all`, answered by `__loader`: load every module found, in
+/// dependency order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadAll {}
+
+crate::calls! {
+    module LOADER;
+    LoadAll = "load_all" -> ();
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

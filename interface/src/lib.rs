@@ -3,23 +3,29 @@
 //! Owns the contract between the server and its modules: the C ABI
 //! ([`abi`]), the safe [`Module`] trait and [`Host`] handle with the
 //! [`export_module!`] macro ([`module`]), payload encoding ([`payload`]),
-//! the core's events ([`events`]) and calls ([`core_api`]), configuration keys
-//! ([`config`]), `meta.json` ([`meta`]) and the APIs of the modules every
-//! player-facing module uses ([`network`], [`client_file`], [`voxelworld`]). Does not own any server
-//! behaviour: no threads, no loading, no I/O beyond reading `meta.json`.
+//! typed calls ([`call`]) and events ([`events`]), the reload stash
+//! ([`stash`]), the core's own events and calls ([`core_api`]),
+//! configuration keys ([`config`]) and `meta.json` ([`meta`]).
+//!
+//! Does not own any server behaviour (no threads, no loading, no I/O beyond
+//! reading `meta.json`), nor any module's API: each shared module publishes
+//! its API as a crate of its own (`modules/<name>/api`), versioned on its own,
+//! so changing one never changes this crate's version stamp and a reload can
+//! pick it up.
 
 pub mod abi;
-pub mod client_file;
+pub mod call;
 pub mod config;
 pub mod core_api;
 pub mod events;
 pub mod meta;
 pub mod module;
-pub mod network;
 pub mod payload;
-pub mod voxelworld;
+pub mod stash;
 
+pub use call::Call;
 pub use events::Event;
 pub use log;
 pub use module::{CallError, Host, HostError, Module, ModuleError, UnloadKind};
-pub use payload::{DecodeError, decode, encode};
+pub use payload::{PayloadError, decode, encode};
+pub use stash::{Stash, StashError};

@@ -14,18 +14,23 @@ use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
 use crate::abi::{self, ByteSink, HostTable, ModuleDescriptor, RawSlice, Status};
-use crate::payload::{self, DecodeError};
+use crate::call::Call;
+use crate::payload::{self, PayloadError};
+use crate::stash::{self, Stash, StashError};
 
 /// An error a module returns from a handler. The host logs it with the
 /// module's name; it does not unload the module (a panic does).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ModuleError {
     #[error("{0}")]
     Message(String),
     #[error("unknown function '{0}'")]
     UnknownFunction(String),
     #[error(transparent)]
-    Decode(#[from] DecodeError),
+    Payload(#[from] PayloadError),
+    #[error(transparent)]
+    Stash(#[from] StashError),
     #[error(transparent)]
     Call(#[from] CallError),
     #[error(transparent)]
@@ -54,6 +59,7 @@ impl From<&str> for ModuleError {
 
 /// Why a call into another module failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CallError {
     #[error("{0}")]
     NotFound(String),
@@ -206,8 +212,8 @@ impl Host {
     }
 
     /// Encodes `event` and emits it under its [`crate::Event::NAME`].
-    pub fn emit<E: crate::Event>(&self, event: &E) -> Result<(), HostError> {
-        self.emit_event(E::NAME, &payload::encode(event))
+    pub fn emit<E: crate::Event>(&self, event: &E) -> Result<(), ModuleError> {
+        Ok(self.emit_event(E::NAME, &payload::encode(event)?)?)
     }
 
     /// Subscribes to events named `name`; they arrive in [`Module::event`].
@@ -225,7 +231,13 @@ impl Host {
     }
 
     /// Calls `function` of `module` with raw bytes; blocks until it answers.
-    pub fn call(&self, module: &str, function: &str, payload: &[u8]) -> Result<Vec<u8>, CallError> {
+    /// Prefer [`Host::call`] with the callee's typed definition.
+    pub fn call_raw(
+        &self,
+        module: &str,
+        function: &str,
+        payload: &[u8],
+    ) -> Result<Vec<u8>, CallError> {
         let mut out = Vec::new();
         let sink = ByteSink::for_vec(&mut out);
         // SAFETY: valid table; slices and sink live for the call.
@@ -245,19 +257,30 @@ impl Host {
         }
     }
 
-    /// Calls with a bincode request and decodes a bincode response.
-    pub fn call_typed<Req, Resp>(
-        &self,
-        module: &str,
-        function: &str,
-        request: &Req,
-    ) -> Result<Resp, ModuleError>
-    where
-        Req: serde::Serialize,
-        Resp: serde::de::DeserializeOwned,
-    {
-        let bytes = self.call(module, function, &payload::encode(request))?;
+    /// Makes the call `args` defines ([`Call`]) on its module; blocks until
+    /// the reply.
+    pub fn call<C: Call>(&self, args: &C) -> Result<C::Reply, ModuleError> {
+        self.call_module(C::MODULE, args)
+    }
+
+    /// Makes the call `args` defines on `module`, a module chosen at run
+    /// time that answers the same definition (a world generator, say).
+    pub fn call_module<C: Call>(&self, module: &str, args: &C) -> Result<C::Reply, ModuleError> {
+        let bytes = self.call_raw(module, C::FUNCTION, &payload::encode(args)?)?;
         Ok(payload::decode(&bytes)?)
+    }
+
+    /// Keeps this module's reload stash for its next version (see [`Stash`]).
+    pub fn store_stash<S: Stash>(&self, stash: &S) -> Result<(), ModuleError> {
+        Ok(self.tmp_store_data(stash::STASH_NAME, &stash::encode_stash(stash)?)?)
+    }
+
+    /// Takes the stash the previous version stored: `None` on a fresh load,
+    /// an error naming both layouts when the previous version's differs.
+    pub fn take_stash<S: Stash>(&self) -> Result<Option<S>, StashError> {
+        self.tmp_restore_data(stash::STASH_NAME)
+            .map(|bytes| stash::decode_stash(&bytes))
+            .transpose()
     }
 
     /// Keeps `data` under `name` for this module's next load (a reload).

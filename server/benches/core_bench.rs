@@ -59,7 +59,7 @@ struct Row {
 /// Each run uses its own event name so the receiver's count starts at 0.
 fn bus_events(core: &Core, run: u32) -> f64 {
     let name = format!("bench:run{run}");
-    core.call("b", "subscribe", &encode(&name))
+    core.call("b", "subscribe", &encode(&name).expect("encode"))
         .expect("subscribe");
     let request = EmitRequest {
         name: name.clone(),
@@ -67,10 +67,15 @@ fn bus_events(core: &Core, run: u32) -> f64 {
         payload_size: PAYLOAD,
     };
     let started = Instant::now();
-    core.call("a", "emit", &encode(&request)).expect("emit");
+    core.call("a", "emit", &encode(&request).expect("encode"))
+        .expect("emit");
     loop {
-        let stats: Stats =
-            decode(&core.call("b", "stats", &encode(&name)).expect("stats")).expect("decode");
+        let stats: Stats = decode(
+            &core
+                .call("b", "stats", &encode(&name).expect("encode"))
+                .expect("stats"),
+        )
+        .expect("decode");
         if stats.count >= EVENTS {
             assert!(stats.in_order, "events out of order");
             break;
@@ -95,7 +100,7 @@ fn raw_events() -> f64 {
             seq,
             padding: padding.clone(),
         };
-        send.send(encode(&numbered)).expect("send");
+        send.send(encode(&numbered).expect("encode")).expect("send");
     }
     receiver.join().expect("receiver");
     EVENTS as f64 / started.elapsed().as_secs_f64()
@@ -109,7 +114,7 @@ fn bus_calls(core: &Core) -> Vec<u64> {
     };
     let result: CallManyResult = decode(
         &core
-            .call("a", "call_many", &encode(&request))
+            .call("a", "call_many", &encode(&request).expect("encode"))
             .expect("call_many"),
     )
     .expect("decode");

@@ -7,12 +7,15 @@
 
 mod support;
 
+use buildat_client_file_api::{
+    AnnounceFile, ContentHash, FileContent, RequestFile, TellAfterAllFilesTransferred,
+};
+use buildat_format::Packet;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use buildat_format::protocol::{self, AnnounceFile, ContentHash, FileContent, RequestFile};
 use buildat_format::{FrameDecoder, PacketWriter, Received, ReceiverPacketTypes};
 use sha2::{Digest, Sha256};
 use support::{Server, repo};
@@ -49,11 +52,11 @@ fn sync(address: &str, cache: &mut HashMap<ContentHash, Vec<u8>>) -> (f64, u64) 
                 continue;
             };
             match name {
-                protocol::ANNOUNCE_FILE => {
-                    let announce: AnnounceFile = protocol::decode(data).expect("announce");
+                AnnounceFile::NAME => {
+                    let announce = AnnounceFile::decode(data).expect("announce");
                     announced.insert(announce.name, announce.hash);
                 }
-                protocol::TELL_AFTER_ALL_FILES_TRANSFERRED => {
+                TellAfterAllFilesTransferred::NAME => {
                     told = true;
                     for (name, hash) in &announced {
                         if !cache.contains_key(hash) {
@@ -62,14 +65,14 @@ fn sync(address: &str, cache: &mut HashMap<ContentHash, Vec<u8>>) -> (f64, u64) 
                                 hash: *hash,
                             };
                             writer
-                                .write(protocol::REQUEST_FILE, &protocol::encode(&request))
+                                .write(RequestFile::NAME, &encoded(&request))
                                 .expect("encode");
                         }
                     }
                     stream.write_all(&writer.take()).expect("request");
                 }
-                protocol::FILE_CONTENT => {
-                    let piece: FileContent = protocol::decode(data).expect("content");
+                FileContent::NAME => {
+                    let piece = FileContent::decode(data).expect("content");
                     received += piece.data.len() as u64;
                     let (hasher, bytes) = partial
                         .entry(piece.name.clone())
@@ -188,4 +191,10 @@ fn main() {
         "{:<46} {:>10} {:>10} {:>7}  0",
         "warm reconnect: content bytes sent", warm.1, "-", "-"
     );
+}
+
+/// A packet's payload, by its definition.
+#[allow(dead_code)]
+pub fn encoded<P: Packet>(packet: &P) -> Vec<u8> {
+    packet.encode().expect("a test packet encodes")
 }

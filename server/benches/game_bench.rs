@@ -14,6 +14,9 @@
 
 mod support;
 
+use buildat_format::Packet;
+use buildat_main_api::{Join, Move, Ping, Pong, Spawn};
+use buildat_voxelworld_api::stream::{Ack, Chunk};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
@@ -22,7 +25,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use buildat_format::{FrameDecoder, PacketWriter, Received, ReceiverPacketTypes, encode_voxels};
-use buildat_voxel::stream;
 use support::{Server, build_dir, repo};
 
 const RADIUS: i32 = 6;
@@ -71,12 +73,15 @@ impl Bot {
             first_chunk: None,
             pongs: Vec::new(),
         };
-        bot.send("main:join", name.as_bytes());
+        bot.send(&Join {
+            name: name.to_string(),
+        });
         bot
     }
 
-    fn send(&mut self, name: &str, data: &[u8]) {
-        self.writer.write(name, data).expect("encode");
+    fn send<P: Packet>(&mut self, packet: &P) {
+        let data = packet.encode().expect("encode");
+        self.writer.write(P::NAME, &data).expect("encode");
         let _ = self.stream.write_all(&self.writer.take());
     }
 
@@ -98,34 +103,31 @@ impl Bot {
                 continue;
             };
             match name {
-                stream::CHUNK => {
+                Chunk::NAME => {
                     self.chunks += 1;
                     self.bytes += data.len() as u64 + 6;
                     self.first_chunk.get_or_insert_with(Instant::now);
                     acks += 1;
                 }
-                "main:spawn" => {
-                    for (i, value) in self.position.iter_mut().enumerate() {
-                        *value = f64::from_le_bytes(
-                            data[8 + i * 8..16 + i * 8].try_into().expect("f64"),
-                        );
-                    }
+                Spawn::NAME => {
+                    self.position = Spawn::decode(data).expect("spawn").position;
                     self.spawned = true;
                 }
-                "main:pong" => self.pongs.push(Instant::now()),
+                Pong::NAME => self.pongs.push(Instant::now()),
                 _ => {}
             }
         }
         if acks > 0 {
-            self.send(stream::ACK, &stream::encode(&stream::Ack { chunks: acks }));
+            self.send(&Ack { chunks: acks });
         }
     }
 
     fn step(&mut self, dx: f64, dz: f64) {
         self.position[0] += dx;
         self.position[2] += dz;
-        let data: Vec<u8> = self.position.iter().flat_map(|p| p.to_le_bytes()).collect();
-        self.send("main:move", &data);
+        self.send(&Move {
+            position: self.position,
+        });
     }
 }
 
@@ -170,11 +172,11 @@ fn floor(chunks: usize) -> f64 {
     for (chunk, voxels) in &terrain_chunks {
         let blob =
             encode_voxels(voxels, |id| terrain::PALETTE.get(id as usize).copied()).expect("encode");
-        let data = stream::encode(&stream::Chunk {
+        let data = encoded(&Chunk {
             chunk: *chunk,
             blob,
         });
-        writer.write(stream::CHUNK, &data).expect("frame");
+        writer.write(Chunk::NAME, &data).expect("frame");
     }
     stream.write_all(&writer.take()).expect("send");
     reader.join().expect("reader");
@@ -313,7 +315,9 @@ fn main() {
                         bot.step(dx, dz);
                         if ping_sent.is_none() && step.is_multiple_of(5) {
                             ping_sent = Some(Instant::now());
-                            bot.send("main:ping", &step.to_le_bytes());
+                            bot.send(&Ping {
+                                data: step.to_le_bytes().to_vec(),
+                            });
                         }
                     }
                 }
@@ -386,4 +390,10 @@ fn main() {
         "  server RSS per client (KiB)",
         rss_during.saturating_sub(rss_before) as f64 / bots as f64
     );
+}
+
+/// A packet's payload, by its definition.
+#[allow(dead_code)]
+pub fn encoded<P: Packet>(packet: &P) -> Vec<u8> {
+    packet.encode().expect("a test packet encodes")
 }

@@ -13,10 +13,10 @@ use support::{build_dir, install, repo};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use buildat_interface::voxelworld::{self, Pregen, PregenReport};
-use buildat_interface::{decode, encode};
 use buildat_server::config::ServerConfig;
 use buildat_server::core::Core;
+use buildat_test_world_probe::{Hammer, IsReady};
+use buildat_voxelworld_api::Pregen;
 
 const CALLS: u32 = 20_000;
 const PREGEN_RADIUS: u32 = 3;
@@ -45,20 +45,15 @@ fn main() {
     let core = host(dir.path(), &world_modules, &[]);
     core.start().expect("start");
     let started = Instant::now();
-    let report: PregenReport = decode(
-        &core
-            .call_with_timeout(
-                voxelworld::MODULE,
-                voxelworld::PREGEN,
-                &encode(&Pregen {
-                    radius: PREGEN_RADIUS,
-                    height: 1,
-                }),
-                None,
-            )
-            .expect("pregen"),
-    )
-    .expect("report");
+    let report = core
+        .call_typed(
+            &Pregen {
+                radius: PREGEN_RADIUS,
+                height: 1,
+            },
+            None,
+        )
+        .expect("pregen");
     let pregen_rate = report.generated as f64 / started.elapsed().as_secs_f64();
     core.stop_all();
 
@@ -68,16 +63,12 @@ fn main() {
     modules.push(("world_probe", repo().join("tests/modules/world_probe")));
     let core = host(dir.path(), &modules, &[("world_probe.idle", "1")]);
     core.start().expect("start");
-    while !decode::<bool>(&core.call("world_probe", "is_ready", &[]).expect("ready")).expect("bool")
-    {
+    while !core.call_typed(&IsReady {}, None).expect("ready") {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let (gets, sets): (u64, u64) = decode(
-        &core
-            .call("world_probe", "hammer", &encode(&CALLS))
-            .expect("hammer"),
-    )
-    .expect("result");
+    let (gets, sets) = core
+        .call_typed(&Hammer { count: CALLS }, None)
+        .expect("hammer");
     core.stop_all();
 
     println!();

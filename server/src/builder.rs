@@ -9,10 +9,13 @@
 //! processes). Does not own: loading (`core`).
 //!
 //! The build hash covers: the module's `Cargo.toml`, `build.rs`, `meta.json`
-//! and everything under `src/`, the interface version (which includes a hash
-//! of the interface sources), the ABI version, the compiler version and the
-//! profile. Dependency versions in a workspace `Cargo.lock` are not hashed:
-//! touch the module's `Cargo.toml` after changing them.
+//! and everything under `src/`; the same files of every crate it depends on
+//! by path, directly or through `workspace = true` (module API crates such as
+//! `modules/voxelworld/api`, the interface, the formats), transitively; the
+//! interface and ABI versions, the compiler version and the profile. So a
+//! module is rebuilt when an API it uses changes, and only then. Dependency
+//! versions from a registry (in `Cargo.lock`) are not hashed: touch the
+//! module's `Cargo.toml` after changing them.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -119,21 +122,13 @@ impl Builder {
             hasher.update(stamp.as_bytes());
             hasher.update([0]);
         }
-        let mut files = Vec::new();
-        for name in ["Cargo.toml", "build.rs", "meta.json"] {
-            let path = dir.join(name);
-            if path.is_file() {
-                files.push(path);
-            }
-        }
-        collect_files(&dir.join("src"), &mut files)?;
-        files.sort();
-        for file in files {
-            let relative = file.strip_prefix(dir).unwrap_or(&file);
-            hasher.update(relative.as_os_str().as_encoded_bytes());
+        hash_crate(&mut hasher, dir)?;
+        for dependency in path_dependencies(dir)? {
+            // Named by package name, not path, so two copies of the same
+            // tree (a module path copied elsewhere) hash alike.
+            hasher.update(package_name(&dependency).as_bytes());
             hasher.update([0]);
-            hasher.update(std::fs::read(&file)?);
-            hasher.update([0]);
+            hash_crate(&mut hasher, &dependency)?;
         }
         let digest = hasher.finalize();
         Ok(digest[..10].iter().map(|b| format!("{b:02x}")).collect())
@@ -257,6 +252,108 @@ fn compile_errors(output: &str) -> String {
         .join("\n")
 }
 
+/// Hashes a crate's build inputs: `Cargo.toml`, `build.rs`, `meta.json` and
+/// everything under `src/`, by their paths relative to `dir`.
+fn hash_crate(hasher: &mut Sha256, dir: &Path) -> std::io::Result<()> {
+    let mut files = Vec::new();
+    for name in ["Cargo.toml", "build.rs", "meta.json"] {
+        let path = dir.join(name);
+        if path.is_file() {
+            files.push(path);
+        }
+    }
+    collect_files(&dir.join("src"), &mut files)?;
+    files.sort();
+    for file in files {
+        let relative = file.strip_prefix(dir).unwrap_or(&file);
+        hasher.update(relative.as_os_str().as_encoded_bytes());
+        hasher.update([0]);
+        hasher.update(std::fs::read(&file)?);
+        hasher.update([0]);
+    }
+    Ok(())
+}
+
+fn read_manifest(dir: &Path) -> std::io::Result<toml::Table> {
+    let path = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&path)?;
+    text.parse::<toml::Table>().map_err(|error| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{}: {error}", path.display()),
+        )
+    })
+}
+
+fn package_name(dir: &Path) -> String {
+    read_manifest(dir)
+        .ok()
+        .and_then(|m| m.get("package")?.get("name")?.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// The folder of the workspace `dir` belongs to (the nearest ancestor whose
+/// `Cargo.toml` has a `[workspace]`), with its manifest.
+fn find_workspace(dir: &Path) -> Option<(PathBuf, toml::Table)> {
+    dir.ancestors().skip(1).find_map(|ancestor| {
+        let manifest = read_manifest(ancestor).ok()?;
+        manifest
+            .contains_key("workspace")
+            .then(|| (ancestor.to_path_buf(), manifest))
+    })
+}
+
+/// Every crate the crate in `dir` depends on by path (directly, or as
+/// `name.workspace = true` naming a workspace dependency with a path),
+/// transitively, sorted by package name, without `dir` itself.
+pub fn path_dependencies(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut found = std::collections::BTreeSet::new();
+    let mut pending = vec![dir.to_path_buf()];
+    let root = std::fs::canonicalize(dir)?;
+    while let Some(current) = pending.pop() {
+        let manifest = read_manifest(&current)?;
+        let mut workspace = None;
+        for section in ["dependencies", "build-dependencies"] {
+            let Some(dependencies) = manifest.get(section).and_then(|d| d.as_table()) else {
+                continue;
+            };
+            for (name, spec) in dependencies {
+                let path = match spec.get("path").and_then(|p| p.as_str()) {
+                    Some(path) => Some(current.join(path)),
+                    None if spec.get("workspace").and_then(|w| w.as_bool()) == Some(true) => {
+                        let Some((root, manifest)) = workspace
+                            .get_or_insert_with(|| find_workspace(&current))
+                            .as_ref()
+                        else {
+                            continue;
+                        };
+                        manifest
+                            .get("workspace")
+                            .and_then(|w| w.get("dependencies"))
+                            .and_then(|d| d.get(name))
+                            .and_then(|d| d.get("path"))
+                            .and_then(|p| p.as_str())
+                            .map(|p| root.join(p))
+                    }
+                    None => None,
+                };
+                let Some(path) = path.and_then(|p| std::fs::canonicalize(p).ok()) else {
+                    continue;
+                };
+                if path != root && found.insert(path.clone()) {
+                    pending.push(path);
+                }
+            }
+        }
+    }
+    let mut named: Vec<(String, PathBuf)> = found
+        .into_iter()
+        .map(|path| (package_name(&path), path))
+        .collect();
+    named.sort();
+    Ok(named.into_iter().map(|(_, path)| path).collect())
+}
+
 fn collect_files(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
     if !dir.is_dir() {
         return Ok(());
@@ -270,4 +367,44 @@ fn collect_files(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(module: &str) -> Vec<String> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../modules")
+            .join(module);
+        path_dependencies(&dir)
+            .expect("manifests read")
+            .iter()
+            .map(|d| package_name(d))
+            .collect()
+    }
+
+    #[test]
+    fn path_dependencies_follow_workspace_entries_transitively() {
+        let game = names("main");
+        for api in [
+            "buildat-voxelworld-api",
+            "buildat-network-api",
+            "buildat-main-api",
+            "buildat-interface",
+            "buildat-format",
+            "buildat-voxel",
+        ] {
+            assert!(game.contains(&api.to_string()), "{api} in {game:?}");
+        }
+        let mut sorted = game.clone();
+        sorted.sort();
+        assert_eq!(game, sorted, "sorted by package name");
+        let network = names("network");
+        assert!(network.contains(&"buildat-network-api".to_string()));
+        assert!(
+            !network.contains(&"buildat-voxelworld-api".to_string()),
+            "only what it uses: {network:?}"
+        );
+    }
 }

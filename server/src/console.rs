@@ -42,6 +42,25 @@ pub fn spawn(core: Core) -> std::io::Result<()> {
         .map(drop)
 }
 
+/// The built-in commands, then those of the modules.
+fn help(core: &Core) -> String {
+    let mut out = HELP.to_string();
+    let commands = core.module_commands();
+    if !commands.is_empty() {
+        out.push_str("\ncommands of modules:");
+        for (name, command) in commands {
+            let usage = format!("{name} {}", command.usage);
+            out.push_str(&format!(
+                "\n  {:<15} {} ({})",
+                usage.trim_end(),
+                command.help,
+                command.module
+            ));
+        }
+    }
+    out
+}
+
 /// Runs one console line and returns what to print.
 pub fn run_command(core: &Core, line: &str) -> String {
     let mut words = line.split_whitespace();
@@ -53,7 +72,7 @@ pub fn run_command(core: &Core, line: &str) -> String {
     }
     let argument = words.next();
     let result = match (command, argument) {
-        ("help", _) => Ok(HELP.to_string()),
+        ("help", _) => Ok(help(core)),
         ("modules", _) => Ok(format_modules(core)),
         ("stop", _) => {
             core.request_shutdown(0, "stop command on the console".into());
@@ -69,7 +88,18 @@ pub fn run_command(core: &Core, line: &str) -> String {
             .reload_module(name)
             .map(|()| format!("reloaded {name}")),
         ("load" | "unload" | "reload", None) => return format!("usage: {command} NAME"),
-        (other, _) => return format!("unknown command '{other}'; type 'help'"),
+        (other, _) => {
+            let args = line
+                .split_whitespace()
+                .skip(1)
+                .map(str::to_string)
+                .collect();
+            return match core.run_module_command(other, args) {
+                Some(Ok(answer)) => answer,
+                Some(Err(error)) => format!("error: {other}: {error}"),
+                None => format!("unknown command '{other}'; type 'help'"),
+            };
+        }
     };
     match result {
         Ok(answer) => answer,
@@ -90,7 +120,10 @@ fn emit(core: &Core, line: &str) -> String {
     if name.starts_with("core:") {
         return format!("error: {name}: core events are emitted by the core only");
     }
-    let payload = text.map_or_else(Vec::new, |text| buildat_interface::encode(&text));
+    let payload = match text.map(buildat_interface::encode).transpose() {
+        Ok(payload) => payload.unwrap_or_default(),
+        Err(error) => return format!("error: {name}: {error}"),
+    };
     let subscribers = core.emit_event(name, payload);
     format!("emitted {name} to {subscribers} subscribers")
 }

@@ -12,9 +12,6 @@ use buildat_server::config::{ModuleProfile, ServerConfig};
 use buildat_server::core::Core;
 use clap::{Parser, Subcommand, ValueEnum};
 
-/// The default world configuration, written into a new world directory.
-const DEFAULT_WORLD_TOML: &str = include_str!("../../world/world.toml");
-
 #[derive(Parser)]
 #[command(
     name = "buildat-server",
@@ -22,7 +19,7 @@ const DEFAULT_WORLD_TOML: &str = include_str!("../../world/world.toml");
     about = "A moddable multiplayer voxel game server"
 )]
 struct Cli {
-    /// World directory (created with a default world.toml if missing).
+    /// World directory (created if missing; its modules keep their files in it).
     #[arg(long, default_value = "world")]
     world: PathBuf,
     /// An extra module folder (repeatable); searched after the default `modules/`.
@@ -68,17 +65,11 @@ struct Cli {
 enum Command {
     /// Build every module in the module paths (those whose inputs changed) and exit.
     Build,
-    /// Generate and save every world section within RADIUS sections of the
-    /// origin (x and z; y within HEIGHT) without network or clients, then
-    /// exit. Sections already saved are left untouched; an interrupted run can
-    /// be run again to finish.
-    Pregen {
-        #[arg(long)]
-        radius: u32,
-        /// Sections above and below y = 0.
-        #[arg(long, default_value_t = 1)]
-        height: u32,
-    },
+    /// Any other word runs that console command of a module headless (no
+    /// player can connect) and exits, e.g. `pregen --radius 4`; `help` on a
+    /// running server's console lists the modules' commands.
+    #[command(external_subcommand)]
+    Module(Vec<String>),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -165,14 +156,7 @@ fn config_from(cli: &Cli) -> anyhow::Result<ServerConfig> {
 
 fn prepare_world(world: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(world)
-        .with_context(|| format!("cannot create the world directory {}", world.display()))?;
-    let config = world.join("world.toml");
-    if !config.exists() {
-        std::fs::write(&config, DEFAULT_WORLD_TOML)
-            .with_context(|| format!("cannot write {}", config.display()))?;
-        tracing::info!("new world: wrote {}", config.display());
-    }
-    Ok(())
+        .with_context(|| format!("cannot create the world directory {}", world.display()))
 }
 
 /// `build`: builds every Rust module found in the module paths.
@@ -215,33 +199,43 @@ fn build_all(config: &ServerConfig) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// `pregen`: loads only the world and its generator, generates, saves, exits.
-fn pregen(config: ServerConfig, radius: u32, height: u32) -> anyhow::Result<u8> {
-    use buildat_interface::voxelworld::{self, Pregen, PregenReport};
+/// `NAME ARGS...`: a module's console command, run headless: every module
+/// loads with `headless` set (nothing listens for players), the command
+/// runs, the server stops.
+fn run_headless(mut config: ServerConfig, words: Vec<String>) -> anyhow::Result<u8> {
+    let Some((name, args)) = words.split_first() else {
+        bail!("no command given");
+    };
+    config
+        .extra
+        .insert(buildat_interface::config::HEADLESS.to_string(), "1".into());
     let core = Core::new(config).context("cannot start the module host")?;
     spawn_signal_handler(core.clone())?;
-    let result = (|| -> anyhow::Result<PregenReport> {
-        for module in [voxelworld::MODULE, "worldgen"] {
-            core.load_module(module, None)
-                .with_context(|| format!("pregen needs the {module} module"))?;
+    let result = (|| -> anyhow::Result<String> {
+        core.start()
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .context("the modules did not load")?;
+        match core.run_module_command(name, args.to_vec()) {
+            Some(answer) => answer.map_err(|e| anyhow::anyhow!("{name}: {e}")),
+            None => {
+                let known: Vec<String> =
+                    core.module_commands().into_iter().map(|(n, _)| n).collect();
+                bail!(
+                    "unknown command '{name}': the loaded modules offer {}",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                )
+            }
         }
-        let answer = core
-            .call_with_timeout(
-                voxelworld::MODULE,
-                voxelworld::PREGEN,
-                &buildat_interface::encode(&Pregen { radius, height }),
-                None,
-            )
-            .map_err(|e| anyhow::anyhow!("pregen failed: {e}"))?;
-        Ok(buildat_interface::decode(&answer)?)
     })();
     core.stop_all();
-    let report = result?;
-    tracing::info!(
-        "pregen done: {} sections generated, {} already present",
-        report.generated,
-        report.already_present
-    );
+    let answer = result?;
+    if !answer.is_empty() {
+        println!("{answer}");
+    }
     Ok(0)
 }
 
@@ -275,9 +269,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     let config = config_from(&cli)?;
     match cli.command {
         Some(Command::Build) => return build_all(&config),
-        Some(Command::Pregen { radius, height }) => {
+        Some(Command::Module(words)) => {
             prepare_world(&config.world_path)?;
-            return pregen(config, radius, height);
+            return run_headless(config, words);
         }
         None => {}
     }

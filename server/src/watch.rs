@@ -135,7 +135,7 @@ fn act(core: &Core, name: &str, changed: Pending) {
         };
         core.emit_event(
             events::ModuleModified::NAME,
-            buildat_interface::encode(&event),
+            crate::core::encode_core_event(&event),
         );
     }
     if !changed.source {

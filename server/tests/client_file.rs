@@ -4,13 +4,14 @@
 
 mod common;
 
+use buildat_client_file_api::{AnnounceFile, FileError, RequestFile};
+use buildat_format::Packet;
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use buildat_format::protocol::{self, FileError, RequestFile};
 use common::client::TestClient;
 use common::{Scratch, ServerProcess};
 
@@ -112,19 +113,17 @@ fn only_registered_names_are_served() {
             name: name.to_string(),
             hash: real_hash,
         };
-        client
-            .send(protocol::REQUEST_FILE, &protocol::encode(&request))
-            .unwrap();
+        client.send(RequestFile::NAME, &encoded(&request)).unwrap();
         let packet = client
             .recv(Duration::from_secs(10))
             .unwrap()
             .expect("an answer");
         assert_eq!(
             packet.name,
-            protocol::FILE_ERROR,
+            FileError::NAME,
             "{name} is refused, not served"
         );
-        let error: FileError = protocol::decode(&packet.data).unwrap();
+        let error = FileError::decode(&packet.data).unwrap();
         assert_eq!(error.name, name);
     }
     // A stale hash of a registered name is refused too.
@@ -132,14 +131,12 @@ fn only_registered_names_are_served() {
         name: "lua_c/client_lua/init.lua".into(),
         hash: [0; 32],
     };
-    client
-        .send(protocol::REQUEST_FILE, &protocol::encode(&stale))
-        .unwrap();
+    client.send(RequestFile::NAME, &encoded(&stale)).unwrap();
     let packet = client
         .recv(Duration::from_secs(10))
         .unwrap()
         .expect("an answer");
-    let error: FileError = protocol::decode(&packet.data).unwrap();
+    let error = FileError::decode(&packet.data).unwrap();
     assert!(error.message.contains("stale hash"), "{}", error.message);
     server
         .wait_for("refused file request", Duration::from_secs(5))
@@ -165,8 +162,8 @@ fn editing_a_client_file_re_announces_it_to_connected_clients() {
         .recv(Duration::from_secs(20))
         .unwrap()
         .expect("a re-announce");
-    assert_eq!(packet.name, protocol::ANNOUNCE_FILE);
-    let announce: protocol::AnnounceFile = protocol::decode(&packet.data).unwrap();
+    assert_eq!(packet.name, AnnounceFile::NAME);
+    let announce = AnnounceFile::decode(&packet.data).unwrap();
     assert_eq!(announce.name, "lua_live/client_lua/init.lua");
     assert_ne!(
         announce.hash,
@@ -250,4 +247,10 @@ fn a_big_file_does_not_stall_other_clients_and_survives_reloads() {
     );
     server.send("stop");
     assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
+
+/// A packet's payload, by its definition.
+#[allow(dead_code)]
+pub fn encoded<P: Packet>(packet: &P) -> Vec<u8> {
+    packet.encode().expect("a test packet encodes")
 }

@@ -19,7 +19,7 @@ use probe::{CallMany, CallManyResult, EmitRequest, ProxyCall, Stats};
 fn stats(core: &buildat_server::core::Core, module: &str, event: &str) -> Stats {
     decode(
         &core
-            .call(module, "stats", &encode(event))
+            .call(module, "stats", &encode(event).expect("encode"))
             .expect("stats call"),
     )
     .expect("stats")
@@ -42,7 +42,8 @@ fn emit(core: &buildat_server::core::Core, from: &str, event: &str, count: u64) 
         count,
         payload_size: 16,
     };
-    core.call(from, "emit", &encode(&request)).expect("emit");
+    core.call(from, "emit", &encode(&request).expect("encode"))
+        .expect("emit");
 }
 
 /// Images of this process's loaded copies still mapped, for module `name`.
@@ -86,7 +87,7 @@ fn modules_exchange_100k_events_and_10k_calls() {
     };
     let result: CallManyResult = decode(
         &core
-            .call("ev_a", "call_many", &encode(&request))
+            .call("ev_a", "call_many", &encode(&request).expect("encode"))
             .expect("call_many"),
     )
     .expect("result");
@@ -177,7 +178,7 @@ fn panics_in_event_and_call_are_contained_and_named() {
     );
 
     // Every probe subscribes to probe:panic; only boom_event is told to panic.
-    core.emit_event("probe:panic", encode("boom_event"));
+    core.emit_event("probe:panic", encode("boom_event").expect("encode"));
     wait_until(Duration::from_secs(10), || {
         matches!(state(&core, "boom_event"), Some(ModuleState::Failed(_))).then_some(())
     })
@@ -256,11 +257,11 @@ fn call_cycle_returns_an_error_quickly() {
     let outer = ProxyCall {
         module: "cy_b".into(),
         function: "call".into(),
-        payload: encode(&inner),
+        payload: encode(&inner).expect("encode"),
     };
     let started = Instant::now();
     let error = core
-        .call("cy_a", "call", &encode(&outer))
+        .call("cy_a", "call", &encode(&outer).expect("encode"))
         .expect_err("cycle");
     assert!(
         started.elapsed() < Duration::from_secs(2),
@@ -385,7 +386,7 @@ fn watchdog_names_a_stuck_module() {
     scratch.add_probe("awake");
     let core = scratch.core_with(|config| config.watchdog_limit = Duration::from_millis(300));
     core.start().expect("start");
-    core.emit_event("probe:hang", encode(&1_500u64));
+    core.emit_event("probe:hang", encode(&1_500u64).expect("encode"));
     let reported = wait_until(Duration::from_secs(5), || {
         logs()
             .contains("watchdog: module sleepy has been stuck in 'probe:hang'")

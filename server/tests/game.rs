@@ -4,13 +4,15 @@
 
 mod common;
 
+use buildat_format::Packet;
+use buildat_main_api::{Dig, Edits, Join, Ping, Place, Pong, Refused, Spawn};
+use buildat_voxelworld_api::stream::{Ack, Chunk, Registry, UnloadChunk, VoxelUpdates};
 use std::collections::{HashMap, HashSet};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use buildat_format::decode_voxels;
 use buildat_voxel::geometry::{self, Pos};
-use buildat_voxel::stream;
 use common::client::TestClient;
 use common::{Scratch, ServerProcess};
 
@@ -58,7 +60,11 @@ struct Player {
 impl Player {
     fn join(address: &str, name: &str) -> Self {
         let mut client = TestClient::connect(address);
-        client.send("main:join", name.as_bytes()).unwrap();
+        client
+            .send_packet(&Join {
+                name: name.to_string(),
+            })
+            .unwrap();
         let mut player = Self {
             client,
             peer: 0,
@@ -90,20 +96,17 @@ impl Player {
                 continue;
             };
             match packet.name.as_str() {
-                "main:spawn" => {
-                    self.peer = u64::from_le_bytes(packet.data[..8].try_into().unwrap());
-                    for (i, value) in self.position.iter_mut().enumerate() {
-                        *value = f64::from_le_bytes(
-                            packet.data[8 + i * 8..16 + i * 8].try_into().unwrap(),
-                        );
-                    }
+                Spawn::NAME => {
+                    let spawn = Spawn::decode(&packet.data).unwrap();
+                    self.peer = spawn.peer;
+                    self.position = spawn.position;
                 }
-                stream::REGISTRY => {
+                Registry::NAME => {
                     assert!(
                         self.received.is_empty(),
                         "the registry comes before any chunk"
                     );
-                    let mut registry: stream::Registry = stream::decode(&packet.data).unwrap();
+                    let mut registry = Registry::decode(&packet.data).unwrap();
                     registry.voxels.reindex();
                     self.names = registry
                         .voxels
@@ -113,9 +116,9 @@ impl Player {
                         .collect();
                     self.registry_seen = true;
                 }
-                stream::CHUNK => {
+                Chunk::NAME => {
                     assert!(self.registry_seen, "registry first");
-                    let chunk: stream::Chunk = stream::decode(&packet.data).unwrap();
+                    let chunk = Chunk::decode(&packet.data).unwrap();
                     let names = &self.names;
                     let voxels = decode_voxels(
                         &chunk.blob,
@@ -127,17 +130,15 @@ impl Player {
                     self.chunks.insert(chunk.chunk, voxels);
                     self.received.push(chunk.chunk);
                     if self.acking {
-                        self.client
-                            .send(stream::ACK, &stream::encode(&stream::Ack { chunks: 1 }))
-                            .unwrap();
+                        self.client.send_packet(&Ack { chunks: 1 }).unwrap();
                     }
                 }
-                stream::UNLOAD_CHUNK => {
-                    let unload: stream::UnloadChunk = stream::decode(&packet.data).unwrap();
+                UnloadChunk::NAME => {
+                    let unload = UnloadChunk::decode(&packet.data).unwrap();
                     self.chunks.remove(&unload.chunk);
                 }
-                stream::VOXELS => {
-                    let updates: stream::VoxelUpdates = stream::decode(&packet.data).unwrap();
+                VoxelUpdates::NAME => {
+                    let updates = VoxelUpdates::decode(&packet.data).unwrap();
                     let voxels = self
                         .chunks
                         .get_mut(&updates.chunk)
@@ -147,23 +148,12 @@ impl Player {
                     }
                     self.voxel_updates += 1;
                 }
-                "main:edits" => {
-                    // Entries of [<I8i4i4i4s2]: who, voxel, name.
-                    let mut entry = packet.data.as_slice();
-                    while entry.len() >= 22 {
-                        let mut voxel = [0; 3];
-                        for (i, v) in voxel.iter_mut().enumerate() {
-                            *v = i32::from_le_bytes(
-                                entry[8 + i * 4..12 + i * 4].try_into().unwrap(),
-                            );
-                        }
-                        let len = u16::from_le_bytes(entry[20..22].try_into().unwrap()) as usize;
-                        let name = String::from_utf8_lossy(&entry[22..22 + len]).into_owned();
-                        self.edits.push((voxel, name));
-                        entry = &entry[22 + len..];
+                Edits::NAME => {
+                    for edit in Edits::decode(&packet.data).unwrap().edits {
+                        self.edits.push((edit.voxel, edit.name));
                     }
                 }
-                "main:refused" => panic!("refused: {}", String::from_utf8_lossy(&packet.data)),
+                Refused::NAME => panic!("refused: {}", Refused::decode(&packet.data).unwrap().reason),
                 _ => {}
             }
         }
@@ -176,10 +166,13 @@ impl Player {
         self.names.get(id as usize).map(String::as_str)
     }
 
-    fn send_voxel(&mut self, name: &str, voxel: Pos, suffix: &[u8]) {
-        let mut data: Vec<u8> = voxel.iter().flat_map(|v| v.to_le_bytes()).collect();
-        data.extend(suffix);
-        self.client.send(name, &data).unwrap();
+    fn dig(&mut self, voxel: Pos) {
+        self.client.send_packet(&Dig { voxel }).unwrap();
+    }
+
+    fn place(&mut self, voxel: Pos, name: &str) {
+        let name = name.to_string();
+        self.client.send_packet(&Place { voxel, name }).unwrap();
     }
 
     fn feet(&self) -> Pos {
@@ -258,27 +251,29 @@ fn a_client_that_stops_acking_stops_receiving_and_resumes() {
         "the in-flight budget, and no more"
     );
     // Still connected and served: a ping is answered.
-    player.client.send("main:ping", b"still here").unwrap();
+    player
+        .client
+        .send_packet(&Ping {
+            data: b"still here".to_vec(),
+        })
+        .unwrap();
     let pong = loop {
         let packet = player
             .client
             .recv(Duration::from_secs(10))
             .unwrap()
             .expect("pong");
-        if packet.name == "main:pong" {
-            break packet;
+        if packet.name == Pong::NAME {
+            break Pong::decode(&packet.data).unwrap();
         }
     };
     assert_eq!(pong.data, b"still here");
     player.acking = true;
     player
         .client
-        .send(
-            stream::ACK,
-            &stream::encode(&stream::Ack {
-                chunks: BUDGET as u32,
-            }),
-        )
+        .send_packet(&Ack {
+            chunks: BUDGET as u32,
+        })
         .unwrap();
     player
         .pump_until(Duration::from_secs(60), |p| p.received.len() == 33)
@@ -296,8 +291,8 @@ fn edits_reach_other_players_at_once_and_survive_a_restart() {
     let feet = digger.feet();
     let below = [feet[0], feet[1] - 1, feet[2]];
     let beside = [feet[0] + 2, feet[1], feet[2]];
-    digger.send_voxel("main:dig", below, &[]);
-    digger.send_voxel("main:place", beside, b"stone");
+    digger.dig(below);
+    digger.place(beside, "stone");
     watcher
         .pump_until(Duration::from_secs(30), |p| {
             p.voxel_name(below) == Some("air")
@@ -308,15 +303,15 @@ fn edits_reach_other_players_at_once_and_survive_a_restart() {
     assert!(watcher.edits.contains(&(below, "air".into())));
     assert!(watcher.edits.contains(&(beside, "stone".into())));
     // Refusals: out of reach, unknown voxel.
-    digger.send_voxel("main:dig", [feet[0] + 30, feet[1], feet[2]], &[]);
+    digger.dig([feet[0] + 30, feet[1], feet[2]]);
     let refused = loop {
         let packet = digger
             .client
             .recv(Duration::from_secs(10))
             .unwrap()
             .expect("answer");
-        if packet.name == "main:refused" {
-            break String::from_utf8_lossy(&packet.data).into_owned();
+        if packet.name == Refused::NAME {
+            break Refused::decode(&packet.data).unwrap().reason;
         }
     };
     assert!(refused.contains("out of reach"), "{refused}");
@@ -366,7 +361,7 @@ fn players_keep_playing_across_reloads_of_every_game_module() {
     // Still joined (no "join first" refusal) and still streamed to.
     let feet = digger.feet();
     let beside = [feet[0] - 2, feet[1], feet[2]];
-    digger.send_voxel("main:place", beside, b"stone");
+    digger.place(beside, "stone");
     watcher
         .pump_until(Duration::from_secs(30), |p| {
             p.voxel_name(beside) == Some("stone") && !p.edits.is_empty()

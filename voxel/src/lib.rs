@@ -5,13 +5,11 @@
 //! games, 3 reserved), [`VoxelName`] and its canonical string form,
 //! [`VoxelDefinition`], the [`VoxelRegistry`] (id ↔ name ↔ definition) and
 //! the [`BlockRegistry`] (blocks generate the voxel definitions they need,
-//! per segment and rotation), world geometry helpers ([`geometry`]) and the
-//! world stream's packets ([`stream`]).
+//! per segment and rotation), world geometry helpers ([`geometry`]).
 //! Does not own: storage, encoding of voxel arrays (`buildat-format`'s voxel
 //! blob) or generation.
 
 pub mod geometry;
-pub mod stream;
 
 use std::collections::HashMap;
 

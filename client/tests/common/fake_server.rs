@@ -5,13 +5,16 @@
 //! `benches/sandbox.rs` (included with `#[path]`).
 #![allow(dead_code)]
 
+use buildat_client_file_api::{
+    AllFilesTransferred, AnnounceFile, FileContent, MAX_FILE_PIECE, RequestFile, RunScript,
+    TellAfterAllFilesTransferred,
+};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use buildat_format::protocol::{self, AnnounceFile, FileContent, RequestFile, RunScript};
-use buildat_format::{Packet, PacketReader, PacketWriter};
+use buildat_format::{Packet, PacketReader, PacketWriter, RawPacket};
 use sha2::{Digest, Sha256};
 
 pub struct Conn {
@@ -23,6 +26,12 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// Sends a packet by its definition.
+    pub fn send_packet<P: Packet>(&mut self, packet: &P) {
+        self.send(P::NAME, &encoded(packet));
+    }
+
+    /// Sends raw bytes under a packet name (for malformed input).
     pub fn send(&mut self, name: &str, data: &[u8]) {
         self.writer.write(name, data).expect("encode");
         let bytes = self.writer.take();
@@ -31,7 +40,7 @@ impl Conn {
     }
 
     /// The next packet; None on timeout or when the client closed.
-    pub fn recv(&mut self, timeout: Duration) -> Option<Packet> {
+    pub fn recv(&mut self, timeout: Duration) -> Option<RawPacket> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(p) = self
@@ -103,17 +112,17 @@ pub fn serve_files(conn: &mut Conn, files: &[(&str, Vec<u8>)]) -> Vec<String> {
             hash: sha256(content),
             size: content.len() as u64,
         };
-        conn.send(protocol::ANNOUNCE_FILE, &protocol::encode(&a));
+        conn.send(AnnounceFile::NAME, &encoded(&a));
     }
-    conn.send(protocol::TELL_AFTER_ALL_FILES_TRANSFERRED, &[]);
+    conn.send(TellAfterAllFilesTransferred::NAME, &[]);
     let mut requested = Vec::new();
     loop {
         let p = conn
             .recv(Duration::from_secs(30))
             .expect("the client answers the announcements");
         match p.name.as_str() {
-            protocol::REQUEST_FILE => {
-                let r: RequestFile = protocol::decode(&p.data).expect("request");
+            RequestFile::NAME => {
+                let r = RequestFile::decode(&p.data).expect("request");
                 let (_, content) = files
                     .iter()
                     .find(|(n, _)| *n == r.name)
@@ -122,7 +131,7 @@ pub fn serve_files(conn: &mut Conn, files: &[(&str, Vec<u8>)]) -> Vec<String> {
                 requested.push(r.name.clone());
                 let mut offset = 0;
                 loop {
-                    let end = (offset + protocol::MAX_FILE_PIECE).min(content.len());
+                    let end = (offset + MAX_FILE_PIECE).min(content.len());
                     let piece = FileContent {
                         name: r.name.clone(),
                         hash: r.hash,
@@ -130,14 +139,14 @@ pub fn serve_files(conn: &mut Conn, files: &[(&str, Vec<u8>)]) -> Vec<String> {
                         offset: offset as u64,
                         data: content[offset..end].to_vec(),
                     };
-                    conn.send(protocol::FILE_CONTENT, &protocol::encode(&piece));
+                    conn.send(FileContent::NAME, &encoded(&piece));
                     offset = end;
                     if offset >= content.len() {
                         break;
                     }
                 }
             }
-            protocol::ALL_FILES_TRANSFERRED => break,
+            AllFilesTransferred::NAME => break,
             other => panic!("unexpected {other} before the files were transferred"),
         }
     }
@@ -146,7 +155,7 @@ pub fn serve_files(conn: &mut Conn, files: &[(&str, Vec<u8>)]) -> Vec<String> {
             let run = RunScript {
                 name: name.to_string(),
             };
-            conn.send(protocol::RUN_SCRIPT, &protocol::encode(&run));
+            conn.send(RunScript::NAME, &encoded(&run));
         }
     }
     requested
@@ -181,4 +190,10 @@ pub fn fake_server_many<T: Send + 'static>(
             .collect()
     });
     (address, handle)
+}
+
+/// A packet's payload, by its definition.
+#[allow(dead_code)]
+pub fn encoded<P: Packet>(packet: &P) -> Vec<u8> {
+    packet.encode().expect("a test packet encodes")
 }

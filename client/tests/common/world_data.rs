@@ -5,10 +5,11 @@
 //! encodes them). Shared by `tests/world.rs` and `tests/world_cli.rs`.
 #![allow(dead_code)]
 
+use buildat_format::Packet;
 use buildat_format::encode_voxels;
 use buildat_voxel::geometry::{CHUNK_SIZE, CHUNK_VOLUME, Pos, chunk_origin};
-use buildat_voxel::stream;
 use buildat_voxel::{BlockDefinition, BlockRegistry, VoxelRegistry};
+use buildat_voxelworld_api::stream::{Chunk, Registry, UnloadChunk};
 
 pub const BLOCKS: [&str; 7] = [
     "stone", "dirt", "grass", "sand", "water", "coal_ore", "lamp",
@@ -30,7 +31,7 @@ pub fn registry() -> VoxelRegistry {
 }
 
 pub fn registry_packet(registry: &VoxelRegistry) -> Vec<u8> {
-    stream::encode(&stream::Registry {
+    encoded(&Registry {
         voxels: registry.clone(),
     })
 }
@@ -67,7 +68,7 @@ pub fn chunk_packet_of(
         _ => registry.get_name(id),
     })
     .expect("encode");
-    stream::encode(&stream::Chunk { chunk, blob })
+    encoded(&Chunk { chunk, blob })
 }
 
 pub fn chunk_packet(
@@ -84,7 +85,7 @@ pub fn chunk_packet(
 }
 
 pub fn unload_packet(chunk: Pos) -> Vec<u8> {
-    stream::encode(&stream::UnloadChunk { chunk })
+    encoded(&UnloadChunk { chunk })
 }
 
 /// The test terrain: solid up to y = 10; the top voxel by x: water below
@@ -138,3 +139,9 @@ pub fn terrain_row(z: i32, focus: bool) -> String {
 /// The four chunks under a 49 × 49 map around (0, y, 0) at y 0..32, but
 /// (-1, 0, -1): x < 0 and z < 0 stays unheld.
 pub const MAP_CHUNKS: [Pos; 3] = [[0, 0, 0], [-1, 0, 0], [0, 0, -1]];
+
+/// A packet's payload, by its definition.
+#[allow(dead_code)]
+pub fn encoded<P: Packet>(packet: &P) -> Vec<u8> {
+    packet.encode().expect("a test packet encodes")
+}

@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use buildat_interface::core_api::{self, LoadModule};
+use buildat_interface::core_api::{self, LoadAll, LoadModule};
 use buildat_interface::meta::{META_FILE, MetaError, ModuleMeta};
 use buildat_interface::{Host, Module, ModuleError, config, export_module, log};
 
@@ -220,7 +220,7 @@ impl Loader {
                 path: dir.display().to_string(),
             };
             self.host
-                .call_typed::<_, ()>(core_api::CORE, core_api::LOAD_MODULE, &request)
+                .call(&request)
                 .map_err(|e| ModuleError::msg(format!("loading {name}: {e}")))?;
         }
         Ok(())
@@ -232,14 +232,10 @@ impl Module for Loader {
         Ok(Self { host })
     }
 
-    fn call(&mut self, function: &str, _payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
-        match function {
-            core_api::LOADER_LOAD_ALL => {
-                self.load_all()?;
-                Ok(buildat_interface::encode(&()))
-            }
-            other => Err(ModuleError::UnknownFunction(other.to_string())),
-        }
+    fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
+        buildat_interface::answer_calls!(function, payload, {
+            LoadAll => |_| self.load_all(),
+        })
     }
 }
 

@@ -25,24 +25,23 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use buildat_format::protocol::{
-    self, AnnounceFile, ContentHash, FileContent, FileError, RequestFile,
+use buildat_client_file_api::{
+    AddFileContent, AddFilePath, AllFilesTransferred, AnnounceFile, ContentHash, FileContent,
+    FileError, FileInfo, FilesTransmitted, ListFiles, MAX_FILE_PIECE, RemoveFile, RemoveFilePacket,
+    RequestFile, RunScript, TellAfterAllFilesTransferred,
 };
-use buildat_interface::client_file::{
-    self as api, AddFileContent, AddFilePath, FileInfo, FilesTransmitted, RemoveFile,
-};
-use buildat_interface::core_api::{self, ModuleInfo, ModuleState};
-use buildat_interface::network::{
-    self, ClientConnected, ClientDisconnected, PacketReceived, PeerId,
-};
+use buildat_format::Packet;
+use buildat_interface::core_api::{ListModules, ModuleInfo, ModuleState};
 use buildat_interface::{
-    CallError, Event, Host, Module, ModuleError, UnloadKind, decode, encode, events, export_module,
-    log,
+    Event, Host, Module, ModuleError, Stash, UnloadKind, decode, events, export_module, log,
+};
+use buildat_network_api::{
+    self as network, ClientConnected, ClientDisconnected, GetBacklog, OutgoingPacket,
+    PacketReceived, PeerId, SendBatch,
 };
 pub use registry::{Registry, check_name};
 use serde::{Deserialize, Serialize};
 
-const TMP_DATA: &str = "client_file";
 /// The network module's default limit of a client's backlog (setting
 /// `network.max_queue_bytes`): a client past it is dropped as not reading.
 const NETWORK_QUEUE_LIMIT: u64 = 32 << 20;
@@ -69,6 +68,10 @@ struct State {
     peers: BTreeMap<PeerId, PeerFiles>,
 }
 
+impl Stash for State {
+    const LAYOUT: u32 = 1;
+}
+
 struct Shared {
     host: Host,
     /// A client whose network backlog passes this is paused (a third of the
@@ -87,24 +90,19 @@ impl Shared {
     }
 
     /// Sends a packet to a peer, logging a failure (a peer that left).
-    fn send_or_log(&self, peer: PeerId, name: &str, data: Vec<u8>) {
-        let request = network::Send {
-            peer,
-            name: name.to_string(),
-            data,
-        };
-        if let Err(error) = self
-            .host
-            .call(network::MODULE, network::SEND, &encode(&request))
-        {
-            log::warn!("sending {name} to peer {peer}: {error}");
+    fn send_or_log<P: Packet>(&self, peer: PeerId, packet: &P) {
+        let sent = OutgoingPacket::new(packet)
+            .map_err(ModuleError::from)
+            .and_then(|packet| self.host.call(&network::Send { peer, packet }));
+        if let Err(error) = sent {
+            log::warn!("sending {} to peer {peer}: {error}", P::NAME);
         }
     }
 
     /// Sends a packet to every connected client in one call.
-    fn broadcast(&self, name: &str, data: Vec<u8>) {
-        if let Err(error) = network::broadcast(&self.host, name, data) {
-            log::warn!("broadcasting {name}: {error}");
+    fn broadcast<P: Packet>(&self, packet: &P) {
+        if let Err(error) = network::broadcast(&self.host, packet) {
+            log::warn!("broadcasting {}: {error}", P::NAME);
         }
     }
 
@@ -121,25 +119,24 @@ impl Shared {
                 size: entry.content.len() as u64,
             }
         };
-        self.broadcast(protocol::ANNOUNCE_FILE, protocol::encode(&announce));
+        self.broadcast(&announce);
     }
 
     fn withdraw_from_all(&self, names: &[String]) {
         for name in names {
-            let packet = protocol::encode(&protocol::RemoveFile { name: name.clone() });
-            self.broadcast(protocol::REMOVE_FILE, packet);
+            self.broadcast(&RemoveFilePacket { name: name.clone() });
         }
     }
 
     /// The next piece for `peer`, or an error packet for a transfer whose
     /// file changed or vanished since it was requested.
-    fn next_piece(state: &mut State, peer: PeerId) -> Option<(&'static str, Vec<u8>)> {
+    fn next_piece(state: &mut State, peer: PeerId) -> Option<OutgoingPacket> {
         let State { registry, peers } = state;
         let transfer = peers.get_mut(&peer)?.queue.front_mut()?;
         let piece = match registry.get(&transfer.name) {
             Some(entry) if entry.hash == transfer.hash => {
                 let start = transfer.offset.min(entry.content.len());
-                let end = (start + protocol::MAX_FILE_PIECE).min(entry.content.len());
+                let end = (start + MAX_FILE_PIECE).min(entry.content.len());
                 transfer.offset = end;
                 let piece = FileContent {
                     name: transfer.name.clone(),
@@ -148,7 +145,7 @@ impl Shared {
                     offset: start as u64,
                     data: entry.content.get(start..end).unwrap_or_default().to_vec(),
                 };
-                (protocol::FILE_CONTENT, protocol::encode(&piece))
+                OutgoingPacket::new(&piece)
             }
             _ => {
                 transfer.offset = usize::MAX;
@@ -157,7 +154,7 @@ impl Shared {
                     message: "the file changed or was withdrawn during the transfer; its new state was announced"
                         .into(),
                 };
-                (protocol::FILE_ERROR, protocol::encode(&error))
+                OutgoingPacket::new(&error)
             }
         };
         let finished = registry
@@ -166,7 +163,13 @@ impl Shared {
         if finished && let Some(files) = peers.get_mut(&peer) {
             files.queue.pop_front();
         }
-        Some(piece)
+        match piece {
+            Ok(piece) => Some(piece),
+            Err(error) => {
+                log::error!("encoding a file piece for peer {peer}: {error}");
+                None
+            }
+        }
     }
 
     /// Sends file pieces until told to stop: up to [`ROUND_BYTES`] per client
@@ -176,14 +179,10 @@ impl Shared {
         let mut paused: BTreeSet<PeerId> = BTreeSet::new();
         while !self.stop.load(Ordering::Acquire) {
             paused.retain(|peer| {
-                let backlog = self
-                    .host
-                    .call(network::MODULE, network::GET_BACKLOG, &encode(peer))
-                    .ok()
-                    .and_then(|b| decode::<u64>(&b).ok());
+                let backlog = self.host.call(&GetBacklog { peer: *peer }).ok();
                 backlog.is_some_and(|b| b >= self.low_water)
             });
-            let batches: Vec<(PeerId, Vec<network::OutgoingPacket>)> = {
+            let batches: Vec<(PeerId, Vec<OutgoingPacket>)> = {
                 let mut state = self.state();
                 let peers: Vec<PeerId> = state
                     .peers
@@ -206,13 +205,7 @@ impl Shared {
                     .collect()
             };
             for (peer, packets) in batches {
-                let batch = network::SendBatch { peer, packets };
-                let sent = self
-                    .host
-                    .call(network::MODULE, network::SEND_BATCH, &encode(&batch))
-                    .and_then(|answer| {
-                        decode::<u64>(&answer).map_err(|e| CallError::Invalid(e.to_string()))
-                    });
+                let sent = self.host.call(&SendBatch { peer, packets });
                 match sent {
                     Ok(backlog) if backlog > self.high_water => {
                         paused.insert(peer);
@@ -230,18 +223,15 @@ impl Shared {
     }
 
     /// Pieces for `peer` up to [`ROUND_BYTES`], possibly of several files.
-    fn next_batch(state: &mut State, peer: PeerId) -> Vec<network::OutgoingPacket> {
+    fn next_batch(state: &mut State, peer: PeerId) -> Vec<OutgoingPacket> {
         let mut packets = Vec::new();
         let mut bytes = 0;
         while bytes < ROUND_BYTES {
-            let Some((name, data)) = Self::next_piece(state, peer) else {
+            let Some(packet) = Self::next_piece(state, peer) else {
                 break;
             };
-            bytes += data.len();
-            packets.push(network::OutgoingPacket {
-                name: name.to_string(),
-                data,
-            });
+            bytes += packet.data.len();
+            packets.push(packet);
         }
         packets
     }
@@ -257,18 +247,14 @@ struct ClientFile {
 
 impl ClientFile {
     fn modules(&self) -> Result<Vec<ModuleInfo>, ModuleError> {
-        let mut modules: Vec<ModuleInfo> =
-            self.host
-                .call_typed(core_api::CORE, core_api::LIST_MODULES, &())?;
+        let mut modules = self.host.call(&ListModules {})?;
         modules.retain(|m| m.state == ModuleState::Loaded);
         modules.sort_by_key(|m| m.load_index);
         Ok(modules)
     }
 
     fn module_dir(&self, name: &str) -> Result<PathBuf, ModuleError> {
-        let modules: Vec<ModuleInfo> =
-            self.host
-                .call_typed(core_api::CORE, core_api::LIST_MODULES, &())?;
+        let modules: Vec<ModuleInfo> = self.host.call(&ListModules {})?;
         modules
             .into_iter()
             .find(|m| m.name == name)
@@ -338,47 +324,40 @@ impl ClientFile {
     }
 
     fn client_connected(&self, peer: PeerId) {
-        let mut packets: Vec<network::OutgoingPacket> = {
+        let packets: Result<Vec<OutgoingPacket>, _> = {
             let mut state = self.shared.state();
             state.peers.insert(peer, PeerFiles::default());
             state
                 .registry
                 .iter()
-                .map(|(name, entry)| network::OutgoingPacket {
-                    name: protocol::ANNOUNCE_FILE.to_string(),
-                    data: protocol::encode(&AnnounceFile {
+                .map(|(name, entry)| {
+                    OutgoingPacket::new(&AnnounceFile {
                         name: name.clone(),
                         hash: entry.hash,
                         size: entry.content.len() as u64,
-                    }),
+                    })
                 })
+                .chain([OutgoingPacket::new(&TellAfterAllFilesTransferred {})])
                 .collect()
         };
-        packets.push(network::OutgoingPacket {
-            name: protocol::TELL_AFTER_ALL_FILES_TRANSFERRED.to_string(),
-            data: Vec::new(),
-        });
-        let batch = network::SendBatch { peer, packets };
-        if let Err(error) = self
-            .host
-            .call(network::MODULE, network::SEND_BATCH, &encode(&batch))
-        {
+        let sent = packets
+            .map_err(ModuleError::from)
+            .and_then(|packets| self.host.call(&SendBatch { peer, packets }));
+        if let Err(error) = sent {
             log::warn!("announcing files to peer {peer}: {error}");
         }
     }
 
-    fn file_requested(&self, peer: PeerId, data: &[u8]) {
-        let request: RequestFile = match protocol::decode(data) {
+    fn file_requested(&self, peer: PeerId, packet: &PacketReceived) {
+        let request: RequestFile = match packet.packet() {
             Ok(request) => request,
             Err(error) => {
                 log::warn!("peer {peer} sent a malformed file request: {error}; disconnecting it");
                 let disconnect = network::Disconnect {
                     peer,
-                    reason: format!("malformed core:request_file: {error}"),
+                    reason: format!("malformed {}: {error}", RequestFile::NAME),
                 };
-                let _ = self
-                    .host
-                    .call(network::MODULE, network::DISCONNECT, &encode(&disconnect));
+                let _ = self.host.call(&disconnect);
                 return;
             }
         };
@@ -411,8 +390,7 @@ impl ClientFile {
                 name: request.name,
                 message,
             };
-            self.shared
-                .send_or_log(peer, protocol::FILE_ERROR, protocol::encode(&error));
+            self.shared.send_or_log(peer, &error);
         }
     }
 
@@ -431,9 +409,7 @@ impl ClientFile {
         for module in self.modules()? {
             let script = format!("{}/client_lua/init.lua", module.name);
             if self.shared.state().registry.get(&script).is_some() {
-                let run = protocol::RunScript { name: script };
-                self.shared
-                    .send_or_log(peer, protocol::RUN_SCRIPT, protocol::encode(&run));
+                self.shared.send_or_log(peer, &RunScript { name: script });
             }
         }
         Ok(())
@@ -475,7 +451,7 @@ impl ClientFile {
 impl Module for ClientFile {
     fn create(host: Host) -> Result<Self, ModuleError> {
         let queue_limit = host.get_setting("network.max_queue_bytes", NETWORK_QUEUE_LIMIT)?;
-        let high_water = (queue_limit / 3).max(protocol::MAX_FILE_PIECE as u64);
+        let high_water = (queue_limit / 3).max(MAX_FILE_PIECE as u64);
         Ok(Self {
             host,
             shared: Arc::new(Shared {
@@ -487,8 +463,8 @@ impl Module for ClientFile {
                 stop: AtomicBool::new(false),
             }),
             pump: None,
-            request_event: network::packet_received_event(protocol::REQUEST_FILE),
-            done_event: network::packet_received_event(protocol::ALL_FILES_TRANSFERRED),
+            request_event: network::received::<RequestFile>(),
+            done_event: network::received::<AllFilesTransferred>(),
         })
     }
 
@@ -516,8 +492,8 @@ impl Module for ClientFile {
                 self.start_pump()?;
             }
             events::Continue::NAME => {
-                if let Some(bytes) = self.host.tmp_restore_data(TMP_DATA) {
-                    *self.shared.state() = decode(&bytes)?;
+                if let Some(state) = self.host.take_stash::<State>()? {
+                    *self.shared.state() = state;
                 }
                 self.start_pump()?;
             }
@@ -542,7 +518,7 @@ impl Module for ClientFile {
             }
             _ if name == self.request_event => {
                 let packet: PacketReceived = decode(payload)?;
-                self.file_requested(packet.peer, &packet.data);
+                self.file_requested(packet.peer, &packet);
             }
             _ if name == self.done_event => {
                 let packet: PacketReceived = decode(payload)?;
@@ -554,25 +530,21 @@ impl Module for ClientFile {
     }
 
     fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
-        match function {
-            api::ADD_FILE_CONTENT => {
-                let request: AddFileContent = decode(payload)?;
-                self.add_file(&request.name, request.content)?;
-            }
-            api::ADD_FILE_PATH => {
-                let request: AddFilePath = decode(payload)?;
+        buildat_interface::answer_calls!(function, payload, {
+            AddFileContent => |request: AddFileContent| self.add_file(&request.name, request.content),
+            AddFilePath => |request: AddFilePath| {
                 let content = std::fs::read(&request.path)
                     .map_err(|e| ModuleError::msg(format!("cannot read {}: {e}", request.path)))?;
-                self.add_file(&request.name, content)?;
-            }
-            api::REMOVE_FILE => {
-                let request: RemoveFile = decode(payload)?;
+                self.add_file(&request.name, content)
+            },
+            RemoveFile => |request: RemoveFile| {
                 if self.shared.state().registry.remove(&request.name).is_some() {
                     self.shared.withdraw_from_all(&[request.name]);
                 }
-            }
-            api::LIST_FILES => {
-                let files: Vec<FileInfo> = self
+                Ok(())
+            },
+            ListFiles => |_| {
+                Ok(self
                     .shared
                     .state()
                     .registry
@@ -582,19 +554,16 @@ impl Module for ClientFile {
                         hash: entry.hash,
                         size: entry.content.len() as u64,
                     })
-                    .collect();
-                return Ok(encode(&files));
-            }
-            other => return Err(ModuleError::UnknownFunction(other.to_string())),
-        }
-        Ok(encode(&()))
+                    .collect())
+            },
+        })
     }
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
         self.stop_pump();
         if kind == UnloadKind::Reload {
             let state = std::mem::take(&mut *self.shared.state());
-            self.host.tmp_store_data(TMP_DATA, &encode(&state))?;
+            self.host.store_stash(&state)?;
         }
         Ok(())
     }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use buildat_format::protocol::ContentHash;
+use buildat_client_file_api::ContentHash;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 

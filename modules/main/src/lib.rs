@@ -16,16 +16,22 @@ pub mod rules;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use buildat_interface::client_file::FilesTransmitted;
-use buildat_interface::network::{self, ClientDisconnected, PacketReceived, PeerId};
-use buildat_interface::voxelworld::{
-    self as world, SectionStatus, SetSaveEnabled, SetVoxel, Sizes, Viewer,
-};
+use buildat_client_file_api::FilesTransmitted;
+use buildat_format::Packet;
 use buildat_interface::{
-    Event, Host, Module, ModuleError, UnloadKind, encode, events, export_module, log,
+    Event, Host, Module, ModuleError, UnloadKind, decode, events, export_module, log,
+};
+use buildat_main_api::{
+    Dig, Join, Move, Ping, Place, PlayerJoined, PlayerLeft, Pong, Refused, Spawn,
+};
+use buildat_network_api::{
+    self as network, ClientDisconnected, OutgoingPacket, PacketReceived, PeerId, SendBatch,
 };
 use buildat_voxel::geometry::{self, Pos, SectionSize};
 use buildat_voxel::{AIR, VoxelRegistry};
+use buildat_voxelworld_api::{
+    EditOutcome, EditVoxel, GetRegistry, GetSizes, GetVoxel, LoadOrGenerateSection, Replace, Viewer,
+};
 use rules::RateLimit;
 
 /// Sections (y) searched for the surface at the spawn column.
@@ -45,6 +51,7 @@ struct Game {
     registry: VoxelRegistry,
     section_size: SectionSize,
     spawn: Option<[f64; 3]>,
+    /// The `network:packet_received/...` event of each packet the game takes.
     packet_events: BTreeMap<String, &'static str>,
     /// News for the players near it at the next tick: the latest position
     /// of each player that moved, and the edits in the order they were made.
@@ -54,17 +61,16 @@ struct Game {
 }
 
 impl Game {
-    fn send(&self, peer: PeerId, name: &str, data: Vec<u8>) {
-        let packets = vec![network::OutgoingPacket {
-            name: name.to_string(),
-            data,
-        }];
-        self.send_batches(vec![network::SendBatch { peer, packets }]);
+    /// Queues a packet to a peer without waiting (see [`Self::send_batches`]).
+    fn send<P: Packet>(&self, peer: PeerId, packet: &P) {
+        if let Err(error) = network::queue_packet(&self.host, peer, packet) {
+            log::debug!("sending {}: {error}", P::NAME);
+        }
     }
 
     /// Queues packets to peers without waiting on the network module (an
     /// event, not a call: the game's thread never waits to send).
-    fn send_batches(&self, batches: Vec<network::SendBatch>) {
+    fn send_batches(&self, batches: Vec<SendBatch>) {
         if let Err(error) = network::queue(&self.host, batches) {
             log::debug!("sending: {error}");
         }
@@ -72,29 +78,32 @@ impl Game {
 
     /// Sends a packet to every connected peer in one call (players ignore
     /// news about themselves).
-    fn broadcast(&self, name: &str, data: Vec<u8>) {
-        if let Err(error) = network::broadcast(&self.host, name, data) {
-            log::debug!("broadcasting {name}: {error}");
+    fn broadcast<P: Packet>(&self, packet: &P) {
+        if let Err(error) = network::broadcast(&self.host, packet) {
+            log::debug!("broadcasting {}: {error}", P::NAME);
         }
     }
 
     /// Tells a player its action was refused (it stays connected).
     fn refuse(&self, peer: PeerId, reason: &str) -> Result<(), ModuleError> {
-        self.send(peer, "main:refused", reason.as_bytes().to_vec());
+        self.send(
+            peer,
+            &Refused {
+                reason: reason.to_string(),
+            },
+        );
         Ok(())
     }
 
     fn refresh_registry(&mut self) -> Result<(), ModuleError> {
-        let mut registry: VoxelRegistry =
-            self.host
-                .call_typed(world::MODULE, world::GET_REGISTRY, &())?;
+        let mut registry = self.host.call(&GetRegistry {})?;
         registry.reindex();
         self.registry = registry;
         Ok(())
     }
 
     fn get_voxel(&self, pos: Pos) -> Result<Option<u32>, ModuleError> {
-        self.host.call_typed(world::MODULE, world::GET_VOXEL, &pos)
+        self.host.call(&GetVoxel { pos })
     }
 
     /// The spawn point once the sections around the origin are generated:
@@ -104,11 +113,9 @@ impl Game {
             return Ok(Some(spawn));
         }
         for sy in SPAWN_SECTIONS_Y {
-            let status: SectionStatus = self.host.call_typed(
-                world::MODULE,
-                world::LOAD_OR_GENERATE_SECTION,
-                &[0, sy, 0],
-            )?;
+            let status = self.host.call(&LoadOrGenerateSection {
+                section: [0, sy, 0],
+            })?;
             if !status.generated {
                 return Ok(None);
             }
@@ -146,20 +153,20 @@ impl Game {
         for (peer, name) in std::mem::take(&mut self.joining) {
             log::info!("player {name} (peer {peer}) joined at {position:?}");
             // Its spawn and everyone already here, in one call.
-            let mut packets = vec![network::OutgoingPacket {
-                name: "main:spawn".into(),
-                data: rules::encode_spawn(peer, position),
-            }];
-            packets.extend(
-                self.players
-                    .iter()
-                    .map(|(other, player)| network::OutgoingPacket {
-                        name: "main:player".into(),
-                        data: rules::encode_player(*other, player.position, &player.name),
-                    }),
-            );
-            self.send_batches(vec![network::SendBatch { peer, packets }]);
-            self.broadcast("main:player", rules::encode_player(peer, position, &name));
+            let mut packets = vec![OutgoingPacket::new(&Spawn { peer, position })?];
+            for (other, player) in &self.players {
+                packets.push(OutgoingPacket::new(&PlayerJoined {
+                    peer: *other,
+                    position: player.position,
+                    name: player.name.clone(),
+                })?);
+            }
+            self.send_batches(vec![SendBatch { peer, packets }]);
+            self.broadcast(&PlayerJoined {
+                peer,
+                position,
+                name: name.clone(),
+            });
             self.players.insert(
                 peer,
                 Player {
@@ -168,20 +175,16 @@ impl Game {
                     actions: RateLimit::default(),
                 },
             );
-            let _: () = self.host.call_typed(
-                world::MODULE,
-                world::SET_VIEWER,
-                &Viewer { peer, position },
-            )?;
+            self.host.call(&Viewer { peer, position })?;
         }
         Ok(())
     }
 
-    fn on_move(&mut self, peer: PeerId, data: &[u8]) -> Result<(), ModuleError> {
-        let position = match rules::parse_position(data) {
-            Ok(position) => position,
-            Err(reason) => return self.refuse(peer, &reason),
-        };
+    fn on_move(&mut self, peer: PeerId, packet: Move) -> Result<(), ModuleError> {
+        let position = packet.position;
+        if let Err(reason) = rules::check_position(position) {
+            return self.refuse(peer, &reason);
+        }
         let Some(player) = self.players.get_mut(&peer) else {
             return self.refuse(peer, "join first");
         };
@@ -211,30 +214,36 @@ impl Game {
         Ok(())
     }
 
-    /// Sets a voxel, makes its section saved from now on, and shares it.
-    fn edit(&mut self, peer: PeerId, voxel: Pos, id: u32, name: &str) -> Result<(), ModuleError> {
-        let _: () = self.host.call_typed(
-            world::MODULE,
-            world::SET_VOXEL,
-            &SetVoxel {
-                pos: voxel,
-                voxel: id,
-            },
-        )?;
-        let section = self
-            .section_size
-            .section_of_chunk(geometry::chunk_of_voxel(voxel));
-        let _: () = self.host.call_typed(
-            world::MODULE,
-            world::SET_SECTION_SAVE_ENABLED,
-            &SetSaveEnabled {
-                section,
-                enabled: true,
-            },
-        )?;
-        let _: u32 = self.host.call_typed(world::MODULE, world::COMMIT, &())?;
-        self.news.edit(peer, voxel, name);
-        Ok(())
+    /// Sets a voxel if `replace` allows (one call to the world: it checks,
+    /// sets, saves the section from now on and streams the change), and
+    /// shares it with the players near it.
+    fn edit(
+        &mut self,
+        peer: PeerId,
+        voxel: Pos,
+        id: u32,
+        name: &str,
+        replace: Replace,
+    ) -> Result<(), ModuleError> {
+        let outcome = self.host.call(&EditVoxel {
+            pos: voxel,
+            voxel: id,
+            replace,
+            save: true,
+        })?;
+        match outcome {
+            EditOutcome::Edited { .. } => {
+                self.news.edit(peer, voxel, name);
+                Ok(())
+            }
+            EditOutcome::NotGenerated => {
+                self.refuse(peer, "that part of the world is not generated yet")
+            }
+            EditOutcome::Refused { .. } if replace == Replace::OnlyAir => {
+                self.refuse(peer, "that place is not empty")
+            }
+            EditOutcome::Refused { .. } => self.refuse(peer, "nothing to dig there"),
+        }
     }
 
     /// Sends the news gathered since the last tick: each player gets one
@@ -254,60 +263,89 @@ impl Game {
             .news
             .share(&players, self.news_radius)
             .into_iter()
-            .map(|(peer, (moves, edits))| {
-                let packets = [("main:moves", moves), ("main:edits", edits)]
-                    .into_iter()
-                    .filter_map(|(name, data)| {
-                        Some(network::OutgoingPacket {
-                            name: name.into(),
-                            data: data?,
-                        })
-                    })
-                    .collect();
-                network::SendBatch { peer, packets }
+            .filter_map(|(peer, (moves, edits))| {
+                let packets = [
+                    moves.map(|m| OutgoingPacket::new(&m)),
+                    edits.map(|e| OutgoingPacket::new(&e)),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<Result<Vec<_>, _>>();
+                match packets {
+                    Ok(packets) => Some(SendBatch { peer, packets }),
+                    Err(error) => {
+                        log::error!("encoding news for peer {peer}: {error}");
+                        None
+                    }
+                }
             })
             .collect();
         self.send_batches(batches);
     }
 
-    fn on_dig(&mut self, peer: PeerId, data: &[u8]) -> Result<(), ModuleError> {
-        let voxel = match rules::parse_voxel(data) {
-            Ok((voxel, [])) => voxel,
-            Ok(_) => return self.refuse(peer, "main:dig is 12 bytes"),
-            Err(reason) => return self.refuse(peer, &reason),
-        };
-        if let Err(reason) = self.check_action(peer, voxel) {
+    fn on_dig(&mut self, peer: PeerId, packet: Dig) -> Result<(), ModuleError> {
+        if let Err(reason) = self.check_action(peer, packet.voxel) {
             return self.refuse(peer, &reason);
         }
-        match self.get_voxel(voxel)? {
-            None => self.refuse(peer, "that part of the world is not generated yet"),
-            Some(current) if buildat_voxel::VoxelInstance(current).type_id() == AIR => {
-                self.refuse(peer, "nothing to dig there")
-            }
-            Some(_) => self.edit(peer, voxel, AIR, buildat_voxel::AIR_NAME),
-        }
+        self.edit(
+            peer,
+            packet.voxel,
+            AIR,
+            buildat_voxel::AIR_NAME,
+            Replace::NotAir,
+        )
     }
 
-    fn on_place(&mut self, peer: PeerId, data: &[u8]) -> Result<(), ModuleError> {
-        let (voxel, name) = match rules::parse_voxel(data) {
-            Ok((voxel, name)) => (voxel, String::from_utf8_lossy(name).into_owned()),
-            Err(reason) => return self.refuse(peer, &reason),
-        };
-        if let Err(reason) = self.check_action(peer, voxel) {
+    fn on_place(&mut self, peer: PeerId, packet: Place) -> Result<(), ModuleError> {
+        if let Err(reason) = self.check_action(peer, packet.voxel) {
             return self.refuse(peer, &reason);
         }
+        let name = packet.name;
         if self.registry.get_id(&name).is_none() {
             self.refresh_registry()?;
         }
         let Some(id) = self.registry.get_id(&name).filter(|id| *id != AIR) else {
             return self.refuse(peer, &format!("unknown voxel {name:?}"));
         };
-        match self.get_voxel(voxel)? {
-            Some(current) if buildat_voxel::VoxelInstance(current).type_id() == AIR => {
-                self.edit(peer, voxel, id, &name)
+        self.edit(peer, packet.voxel, id, &name, Replace::OnlyAir)
+    }
+
+    /// A received packet of the game's, `packet_name` being its name.
+    fn on_packet(&mut self, packet_name: &str, packet: PacketReceived) -> Result<(), ModuleError> {
+        let peer = packet.peer;
+        let malformed =
+            |error: buildat_format::PayloadError| format!("malformed {packet_name}: {error}");
+        match packet_name {
+            Join::NAME => match packet.packet::<Join>().map_err(malformed) {
+                Ok(join) => match rules::check_name(&join.name) {
+                    Ok(name) if !self.players.contains_key(&peer) => {
+                        self.joining.insert(peer, name);
+                        self.spawn_waiting()
+                    }
+                    Ok(_) => self.refuse(peer, "already joined"),
+                    Err(reason) => self.refuse(peer, &reason),
+                },
+                Err(reason) => self.refuse(peer, &reason),
+            },
+            Move::NAME => match packet.packet::<Move>().map_err(malformed) {
+                Ok(moved) => self.on_move(peer, moved),
+                Err(reason) => self.refuse(peer, &reason),
+            },
+            Dig::NAME => match packet.packet::<Dig>().map_err(malformed) {
+                Ok(dig) => self.on_dig(peer, dig),
+                Err(reason) => self.refuse(peer, &reason),
+            },
+            Place::NAME => match packet.packet::<Place>().map_err(malformed) {
+                Ok(place) => self.on_place(peer, place),
+                Err(reason) => self.refuse(peer, &reason),
+            },
+            Ping::NAME => {
+                let mut data = packet.data;
+                data.truncate(64);
+                self.send(peer, &Pong { data });
+                Ok(())
             }
-            Some(_) => self.refuse(peer, "that place is not empty"),
-            None => self.refuse(peer, "that part of the world is not generated yet"),
+            _ => Ok(()),
         }
     }
 }
@@ -329,16 +367,10 @@ impl Game {
 
 impl Module for Game {
     fn create(host: Host) -> Result<Self, ModuleError> {
-        let packet_events = [
-            "main:join",
-            "main:move",
-            "main:dig",
-            "main:place",
-            "main:ping",
-        ]
-        .into_iter()
-        .map(|name| (network::packet_received_event(name), name))
-        .collect();
+        let packet_events = [Join::NAME, Move::NAME, Dig::NAME, Place::NAME, Ping::NAME]
+            .into_iter()
+            .map(|name| (network::packet_received_event(name), name))
+            .collect();
         Ok(Self {
             host,
             players: BTreeMap::new(),
@@ -365,11 +397,10 @@ impl Module for Game {
     fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
         match name {
             events::Start::NAME | events::Continue::NAME => {
-                let sizes: Sizes = self.host.call_typed(world::MODULE, world::GET_SIZES, &())?;
+                let sizes = self.host.call(&GetSizes {})?;
                 self.section_size = SectionSize(sizes.section_size);
                 self.refresh_registry()?;
-                if let Some(bytes) = self.host.tmp_restore_data(TMP_DATA) {
-                    let stash: Stash = buildat_interface::decode(&bytes)?;
+                if let Some(stash) = self.host.take_stash::<Stash>()? {
                     self.spawn = stash.spawn;
                     self.joining = stash.joining;
                     self.news = stash.news;
@@ -392,12 +423,12 @@ impl Module for Game {
                 self.send_news();
             }
             ClientDisconnected::NAME => {
-                let gone: ClientDisconnected = buildat_interface::decode(payload)?;
+                let gone: ClientDisconnected = decode(payload)?;
                 self.joining.remove(&gone.peer);
                 if let Some(player) = self.players.remove(&gone.peer) {
                     self.news.forget(gone.peer);
                     log::info!("player {} (peer {}) left", player.name, gone.peer);
-                    self.broadcast("main:player_left", gone.peer.to_le_bytes().to_vec());
+                    self.broadcast(&PlayerLeft { peer: gone.peer });
                 }
             }
             FilesTransmitted::NAME => {}
@@ -405,27 +436,8 @@ impl Module for Game {
                 let Some(packet_name) = self.packet_events.get(name).copied() else {
                     return Ok(());
                 };
-                let packet: PacketReceived = buildat_interface::decode(payload)?;
-                let peer = packet.peer;
-                match packet_name {
-                    "main:join" => match rules::parse_name(&packet.data) {
-                        Ok(player_name) if !self.players.contains_key(&peer) => {
-                            self.joining.insert(peer, player_name);
-                            self.spawn_waiting()?;
-                        }
-                        Ok(_) => self.refuse(peer, "already joined")?,
-                        Err(reason) => self.refuse(peer, &reason)?,
-                    },
-                    "main:move" => self.on_move(peer, &packet.data)?,
-                    "main:dig" => self.on_dig(peer, &packet.data)?,
-                    "main:place" => self.on_place(peer, &packet.data)?,
-                    "main:ping" => {
-                        let mut data = packet.data;
-                        data.truncate(64);
-                        self.send(peer, "main:pong", data);
-                    }
-                    _ => {}
-                }
+                let packet: PacketReceived = decode(payload)?;
+                self.on_packet(packet_name, packet)?;
             }
         }
         Ok(())
@@ -433,7 +445,7 @@ impl Module for Game {
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
         if kind == UnloadKind::Reload {
-            self.host.tmp_store_data(TMP_DATA, &encode(&self.stash()))?;
+            self.host.store_stash(&self.stash())?;
         }
         Ok(())
     }
@@ -449,6 +461,8 @@ struct Stash {
     news: rules::News,
 }
 
-const TMP_DATA: &str = "main";
+impl buildat_interface::Stash for Stash {
+    const LAYOUT: u32 = 1;
+}
 
 export_module!(Game);

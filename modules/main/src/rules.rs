@@ -1,11 +1,14 @@
-//! The game's rules and packet parsing, pure: what a player may do and how
-//! the raw `main:*` packets read and write (docs/protocol.md §10).
+//! The game's rules, pure: what a player may do, and the news gathered per
+//! tick.
 //!
-//! Owns: parsing with bounds checks, validation limits (move distance, reach,
-//! action rate, names). Does not own: the world or the network (`lib.rs`).
+//! Owns: validation limits (move distance, reach, action rate, names) and
+//! [`News`]. Does not own: the packets' layouts (`buildat-main-api`), the
+//! world or the network (`lib.rs`).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
+
+use buildat_main_api::{Edit, Edits, Moves};
 
 /// Longest move accepted in one `main:move`, in voxels.
 pub const MAX_MOVE: f64 = 16.0;
@@ -16,8 +19,8 @@ pub const MAX_ACTIONS_PER_SECOND: usize = 20;
 /// Longest player name in bytes.
 pub const MAX_NAME: usize = 32;
 
-pub fn parse_name(data: &[u8]) -> Result<String, String> {
-    let name = std::str::from_utf8(data).map_err(|_| "the name is not UTF-8".to_string())?;
+/// The name a player joins under, trimmed; why not if it is not acceptable.
+pub fn check_name(name: &str) -> Result<String, String> {
     let name = name.trim();
     if name.is_empty() || name.len() > MAX_NAME || name.chars().any(char::is_control) {
         return Err(format!("a name is 1 to {MAX_NAME} bytes of printable text"));
@@ -25,48 +28,12 @@ pub fn parse_name(data: &[u8]) -> Result<String, String> {
     Ok(name.to_string())
 }
 
-pub fn parse_position(data: &[u8]) -> Result<[f64; 3], String> {
-    let bytes: &[u8; 24] = data
-        .try_into()
-        .map_err(|_| "a position is 24 bytes".to_string())?;
-    let mut position = [0.0; 3];
-    for (i, value) in position.iter_mut().enumerate() {
-        let mut field = [0u8; 8];
-        field.copy_from_slice(&bytes[i * 8..i * 8 + 8]);
-        *value = f64::from_le_bytes(field);
-    }
+/// Why a position is not in the world, if it is not.
+pub fn check_position(position: [f64; 3]) -> Result<(), String> {
     if position.iter().any(|p| !p.is_finite() || p.abs() > 1e7) {
         return Err("the position is out of the world".into());
     }
-    Ok(position)
-}
-
-/// A voxel position, then the rest of the data (for `main:place`'s name).
-pub fn parse_voxel(data: &[u8]) -> Result<([i32; 3], &[u8]), String> {
-    let (head, rest) = data
-        .split_at_checked(12)
-        .ok_or("a voxel position is 12 bytes")?;
-    let mut voxel = [0; 3];
-    for (i, value) in voxel.iter_mut().enumerate() {
-        let mut field = [0u8; 4];
-        field.copy_from_slice(&head[i * 4..i * 4 + 4]);
-        *value = i32::from_le_bytes(field);
-    }
-    Ok((voxel, rest))
-}
-
-pub fn encode_spawn(peer: u64, position: [f64; 3]) -> Vec<u8> {
-    let mut out = peer.to_le_bytes().to_vec();
-    for p in position {
-        out.extend(p.to_le_bytes());
-    }
-    out
-}
-
-pub fn encode_player(peer: u64, position: [f64; 3], name: &str) -> Vec<u8> {
-    let mut out = encode_spawn(peer, position);
-    out.extend(name.as_bytes());
-    out
+    Ok(())
 }
 
 /// Moves and edits waiting for the next tick's `main:moves` and
@@ -79,22 +46,8 @@ pub struct News {
     edits: Vec<(u64, [i32; 3], String)>,
 }
 
-/// One player's share of the news: `main:moves` and `main:edits` data.
-pub type Share = (Option<Vec<u8>>, Option<Vec<u8>>);
-
-fn encode_edit(out: &mut Vec<u8>, peer: u64, voxel: [i32; 3], name: &str) {
-    out.extend(peer.to_le_bytes());
-    for v in voxel {
-        out.extend(v.to_le_bytes());
-    }
-    // A name over 65535 bytes (never a registered voxel) is cut.
-    let name = name
-        .as_bytes()
-        .get(..usize::from(u16::MAX))
-        .unwrap_or(name.as_bytes());
-    out.extend((name.len() as u16).to_le_bytes());
-    out.extend(name);
-}
+/// One player's share of the news.
+pub type Share = (Option<Moves>, Option<Edits>);
 
 /// Whether `b` is within `radius` of `a` on the ground (x and z).
 fn near(a: [f64; 3], b: [f64; 3], radius: f64) -> bool {
@@ -125,34 +78,27 @@ impl News {
     /// (x and z; infinite: everything). Players with no news are left out.
     pub fn share(&mut self, players: &[(u64, [f64; 3])], radius: f64) -> Vec<(u64, Share)> {
         let news = std::mem::take(self);
-        let moves: Vec<(u64, [f64; 3], Vec<u8>)> = news
-            .moves
-            .into_iter()
-            .map(|(peer, position)| (peer, position, encode_spawn(peer, position)))
-            .collect();
-        let edits: Vec<([f64; 3], Vec<u8>)> = news
-            .edits
-            .iter()
-            .map(|(peer, voxel, name)| {
-                let mut entry = Vec::new();
-                encode_edit(&mut entry, *peer, *voxel, name);
-                (voxel.map(|v| f64::from(v) + 0.5), entry)
-            })
-            .collect();
         let mut shares = Vec::new();
         for (peer, position) in players {
-            let gather = |entries: &mut dyn Iterator<Item = (&[f64; 3], &Vec<u8>)>| {
-                let mut out = Vec::new();
-                for (at, entry) in entries {
-                    if near(*position, *at, radius) {
-                        out.extend(entry);
-                    }
-                }
-                (!out.is_empty()).then_some(out)
-            };
+            let moves: Vec<(u64, [f64; 3])> = news
+                .moves
+                .iter()
+                .filter(|(_, at)| near(*position, **at, radius))
+                .map(|(peer, at)| (*peer, *at))
+                .collect();
+            let edits: Vec<Edit> = news
+                .edits
+                .iter()
+                .filter(|(_, voxel, _)| near(*position, voxel.map(|v| f64::from(v) + 0.5), radius))
+                .map(|(peer, voxel, name)| Edit {
+                    peer: *peer,
+                    voxel: *voxel,
+                    name: name.clone(),
+                })
+                .collect();
             let share = (
-                gather(&mut moves.iter().map(|(_, at, entry)| (at, entry))),
-                gather(&mut edits.iter().map(|(at, entry)| (at, entry))),
+                (!moves.is_empty()).then_some(Moves { moves }),
+                (!edits.is_empty()).then_some(Edits { edits }),
             );
             if share.0.is_some() || share.1.is_some() {
                 shares.push((*peer, share));
@@ -216,19 +162,18 @@ mod tests {
         let shares = news.share(&[(5, [0.0; 3]), (7, [4.0, 5.0, 6.0])], f64::INFINITY);
         assert_eq!(shares.len(), 2, "everyone gets everything");
         let (moves, edits) = shares[0].1.clone();
-        let moves = moves.expect("moves");
-        assert_eq!(moves.len(), 2 * 32);
-        assert_eq!(&moves[..32], &encode_spawn(5, [0.0, 0.0, 0.0])[..]);
-        assert_eq!(&moves[32..], &encode_spawn(7, [4.0, 5.0, 6.0])[..]);
-        let edits = edits.expect("edits");
-        let mut first = 7u64.to_le_bytes().to_vec();
-        for v in [1i32, -2, 3] {
-            first.extend(v.to_le_bytes());
-        }
-        first.extend(5u16.to_le_bytes());
-        first.extend(b"stone");
-        assert_eq!(&edits[..first.len()], &first[..]);
-        assert_eq!(edits.len(), first.len() + 20 + 2 + 3);
+        assert_eq!(
+            moves.expect("moves").moves,
+            [(5, [0.0, 0.0, 0.0]), (7, [4.0, 5.0, 6.0])]
+        );
+        let edits = edits.expect("edits").edits;
+        assert_eq!(
+            edits
+                .iter()
+                .map(|e| (e.peer, e.voxel, e.name.as_str()))
+                .collect::<Vec<_>>(),
+            [(7, [1, -2, 3], "stone"), (5, [0, 0, 0], "air")]
+        );
         assert!(news.is_empty(), "taken once");
     }
 
@@ -248,39 +193,27 @@ mod tests {
         assert_eq!(shares.keys().copied().collect::<Vec<_>>(), [1, 4, 5]);
         for near in [1, 4] {
             let (moves, edits) = &shares[&near];
-            assert_eq!(moves.as_ref().map(Vec::len), Some(32));
-            assert_eq!(edits.as_ref().map(Vec::len), Some(20 + 2 + 5));
+            assert_eq!(moves.as_ref().map(|m| m.moves.len()), Some(1));
+            assert_eq!(edits.as_ref().map(|e| e.edits.len()), Some(1));
         }
         assert_eq!(
-            shares[&5].0.as_deref(),
-            Some(&encode_spawn(2, [1000.0, 0.0, -1000.0])[..])
+            shares[&5].0,
+            Some(Moves {
+                moves: vec![(2, [1000.0, 0.0, -1000.0])]
+            })
         );
         assert_eq!(shares[&5].1, None);
     }
 
     #[test]
-    fn packets_parse_with_bounds_checks() {
-        assert_eq!(parse_name(b" alice "), Ok("alice".into()));
-        assert!(parse_name(b"").is_err());
-        assert!(parse_name(&[0xff]).is_err());
-        assert!(parse_name(&[b'a'; 33]).is_err());
-        assert!(parse_name(b"a\nb").is_err());
-        let mut data = Vec::new();
-        for p in [1.5f64, -2.0, 3.25] {
-            data.extend(p.to_le_bytes());
-        }
-        assert_eq!(parse_position(&data), Ok([1.5, -2.0, 3.25]));
-        assert!(parse_position(&data[..23]).is_err());
-        let mut nan = data.clone();
-        nan[..8].copy_from_slice(&f64::NAN.to_le_bytes());
-        assert!(parse_position(&nan).is_err());
-        let mut voxel = Vec::new();
-        for v in [1i32, -2, 3] {
-            voxel.extend(v.to_le_bytes());
-        }
-        voxel.extend(b"stone");
-        assert_eq!(parse_voxel(&voxel), Ok(([1, -2, 3], &b"stone"[..])));
-        assert!(parse_voxel(&voxel[..11]).is_err());
+    fn names_and_positions_are_checked() {
+        assert_eq!(check_name(" alice "), Ok("alice".into()));
+        assert!(check_name("").is_err());
+        assert!(check_name(&"a".repeat(33)).is_err());
+        assert!(check_name("a\nb").is_err());
+        assert!(check_position([1.5, -2.0, 3.25]).is_ok());
+        assert!(check_position([f64::NAN, 0.0, 0.0]).is_err());
+        assert!(check_position([0.0, 1e8, 0.0]).is_err());
     }
 
     #[test]

@@ -31,19 +31,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use buildat_interface::network::{
-    self, Broadcast, ClientConnected, Disconnect, PeerId, PeerInfo, Send,
-};
 use buildat_interface::{
-    Event, Host, Module, ModuleError, UnloadKind, config, decode, encode, events, export_module,
-    log,
+    Event, Host, Module, ModuleError, Stash, UnloadKind, config, decode, events, export_module, log,
+};
+use buildat_network_api::{
+    self as network, Broadcast, ClientConnected, Disconnect, GetBacklog, ListPeers, ListenAddress,
+    PeerId, PeerInfo, Send, SendBatch,
 };
 use peer::{Backlog, Command, Parked, PeerState};
 use serde::{Deserialize, Serialize};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 
-const TMP_DATA: &str = "network";
 const STOP_WAIT: Duration = Duration::from_secs(5);
 
 pub(crate) struct Settings {
@@ -183,6 +182,10 @@ struct Saved {
     peers: Vec<(RawFd, PeerState)>,
 }
 
+impl Stash for Saved {
+    const LAYOUT: u32 = 1;
+}
+
 struct Running {
     runtime: tokio::runtime::Runtime,
     stop_listener: oneshot::Sender<()>,
@@ -227,7 +230,7 @@ fn bind(address: &str) -> Result<TcpListener, ModuleError> {
 
 impl Network {
     /// Queues a batch of packets to one peer, in order; answers its backlog.
-    fn queue_batch(&self, batch: network::SendBatch) -> Result<u64, ModuleError> {
+    fn queue_batch(&self, batch: SendBatch) -> Result<u64, ModuleError> {
         let mut backlog = 0;
         for packet in batch.packets {
             check_name(&packet.name, self.shared.settings.max_name_len)?;
@@ -257,6 +260,10 @@ impl Network {
     }
 
     fn start(&mut self) -> Result<(), ModuleError> {
+        if self.host.get_config(config::HEADLESS).as_deref() == Some("1") {
+            log::info!("headless run: not listening for players");
+            return Ok(());
+        }
         let address = self
             .host
             .get_config(config::LISTEN)
@@ -273,11 +280,10 @@ impl Network {
 
     /// Takes back the sockets and state the previous version stashed.
     fn resume(&mut self) -> Result<(), ModuleError> {
-        let Some(bytes) = self.host.tmp_restore_data(TMP_DATA) else {
+        let Some(saved) = self.host.take_stash::<Saved>()? else {
             log::warn!("nothing stashed by a previous version; listening afresh");
             return self.start();
         };
-        let saved: Saved = decode(&bytes)?;
         let runtime = runtime()?;
         let _context = runtime.enter();
         // SAFETY: the fd came from `into_raw_fd` in the previous version and
@@ -419,28 +425,19 @@ impl Module for Network {
     }
 
     fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
-        match function {
-            network::SEND => {
-                let request: Send = decode(payload)?;
-                check_name(&request.name, self.shared.settings.max_name_len)?;
-                let backlog = self.shared.command(
-                    request.peer,
-                    Command::Send {
-                        name: request.name.into(),
-                        data: Arc::new(request.data),
-                    },
-                )?;
-                Ok(encode(&backlog))
-            }
-            network::SEND_BATCH => {
-                let backlog = self.queue_batch(decode(payload)?)?;
-                Ok(encode(&backlog))
-            }
-            network::BROADCAST => {
-                let request: Broadcast = decode(payload)?;
-                check_name(&request.name, self.shared.settings.max_name_len)?;
-                let name: Arc<str> = request.name.into();
-                let data = Arc::new(request.data);
+        buildat_interface::answer_calls!(function, payload, {
+            Send => |request: Send| {
+                self.queue_batch(SendBatch {
+                    peer: request.peer,
+                    packets: vec![request.packet],
+                })
+            },
+            SendBatch => |batch| self.queue_batch(batch),
+            Broadcast => |request: Broadcast| {
+                let packet = request.packet;
+                check_name(&packet.name, self.shared.settings.max_name_len)?;
+                let name: Arc<str> = packet.name.into();
+                let data = Arc::new(packet.data);
                 let peers = self.shared.peers();
                 let mut count = 0u64;
                 for handle in peers.values() {
@@ -453,9 +450,9 @@ impl Module for Network {
                         count += 1;
                     }
                 }
-                Ok(encode(&count))
-            }
-            network::LIST_PEERS => {
+                Ok(count)
+            },
+            ListPeers => |_| {
                 let mut peers: Vec<PeerInfo> = self
                     .shared
                     .peers()
@@ -466,25 +463,22 @@ impl Module for Network {
                     })
                     .collect();
                 peers.sort_by_key(|p| p.peer);
-                Ok(encode(&peers))
-            }
-            network::DISCONNECT => {
-                let request: Disconnect = decode(payload)?;
+                Ok(peers)
+            },
+            Disconnect => |request: Disconnect| {
                 self.shared
                     .command(request.peer, Command::Disconnect(request.reason))?;
-                Ok(encode(&()))
-            }
-            network::GET_BACKLOG => {
-                let peer: PeerId = decode(payload)?;
+                Ok(())
+            },
+            GetBacklog => |request: GetBacklog| {
                 let peers = self.shared.peers();
-                let handle = peers
-                    .get(&peer)
-                    .ok_or_else(|| ModuleError::msg(format!("no peer {peer} is connected")))?;
-                Ok(encode(&(handle.backlog.total() as u64)))
-            }
-            network::LISTEN_ADDRESS => Ok(encode(&self.listen_address)),
-            other => Err(ModuleError::UnknownFunction(other.to_string())),
-        }
+                let handle = peers.get(&request.peer).ok_or_else(|| {
+                    ModuleError::msg(format!("no peer {} is connected", request.peer))
+                })?;
+                Ok(handle.backlog.total() as u64)
+            },
+            ListenAddress => |_| Ok(self.listen_address.clone()),
+        })
     }
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
@@ -495,7 +489,7 @@ impl Module for Network {
                     "handing {} peers and the listener to the next version",
                     saved.peers.len()
                 );
-                self.host.tmp_store_data(TMP_DATA, &encode(&saved))?;
+                self.host.store_stash(&saved)?;
             }
             UnloadKind::Stop => self.close("server stopping"),
             UnloadKind::ForGood | UnloadKind::AfterFailure => self.close("network module unloaded"),

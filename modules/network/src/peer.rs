@@ -15,9 +15,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use buildat_format::Packet;
 use buildat_format::{PacketReader, SenderPacketTypes};
-use buildat_interface::network::{self, ClientDisconnected, PacketReceived, PeerId};
 use buildat_interface::{encode, log};
+use buildat_network_api::{
+    self as network, ClientDisconnected, DisconnectPacket, PacketReceived, PeerId,
+};
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
@@ -319,11 +322,13 @@ fn deliver_packets(
             Ok(Some(packet)) => {
                 budget.spend();
                 let event = network::packet_received_event(&packet.name);
-                let payload = encode(&PacketReceived {
+                let received = PacketReceived {
                     peer: state.id,
                     data: packet.data,
-                });
-                let _ = shared.host.emit_event(&event, &payload);
+                };
+                if let Ok(payload) = encode(&received) {
+                    let _ = shared.host.emit_event(&event, &payload);
+                }
             }
             Ok(None) => return Ok(()),
             Err(error) => return Err(format!("protocol error: {error}")),
@@ -356,11 +361,14 @@ fn flush(stream: &TcpStream, state: &mut PeerState, written: &mut usize) -> Resu
 
 /// Queues `core:disconnect` with the reason and gives the output a second to leave.
 async fn say_goodbye(stream: &TcpStream, state: &mut PeerState, written: &mut usize, reason: &str) {
-    let _ = state.types.encode_packet(
-        network::DISCONNECT_PACKET,
-        reason.as_bytes(),
-        &mut state.outgoing,
-    );
+    let goodbye = DisconnectPacket {
+        reason: reason.to_string(),
+    };
+    if let Ok(data) = goodbye.encode() {
+        let _ = state
+            .types
+            .encode_packet(DisconnectPacket::NAME, &data, &mut state.outgoing);
+    }
     let deadline = Instant::now() + Duration::from_secs(1);
     while *written < state.outgoing.len() && Instant::now() < deadline {
         if flush(stream, state, written).is_err() {
@@ -372,7 +380,7 @@ async fn say_goodbye(stream: &TcpStream, state: &mut PeerState, written: &mut us
 
 /// Tells a connection the server cannot take it, then closes it.
 pub(crate) async fn refuse(stream: TcpStream, reason: String) {
-    let mut state = PeerState::new(0, String::new(), 0, network::DISCONNECT_PACKET.len());
+    let mut state = PeerState::new(0, String::new(), 0, DisconnectPacket::NAME.len());
     let mut written = 0;
     say_goodbye(&stream, &mut state, &mut written, &reason).await;
 }

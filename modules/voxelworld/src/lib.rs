@@ -3,7 +3,7 @@
 //! Owns: the world (`world.rs`: registries, loaded sections, chunks, nodes,
 //! save rules) over its storage (`storage.rs`: `<world>/world.sqlite`), the
 //! events `voxelworld:generation_request` and `voxelworld:node_volume_updated`,
-//! the calls listed in `buildat_interface::voxelworld`, periodic saving,
+//! the calls defined in `buildat-voxelworld-api` (`api/`), periodic saving,
 //! saving on unload and stop, and `pregen` (generating and saving a region
 //! through the generator module's `generate` call, each section once).
 //! Does not own: terrain (a generator module, `worldgen` by default) or
@@ -13,9 +13,10 @@
 //! 4096), `voxelworld.save_interval_s` (default 5), `voxelworld.generator`
 //! (default `worldgen`), `voxelworld.view_radius` (chunks streamed around a
 //! player, default 3), `voxelworld.stream_budget` (chunks in flight without
-//! an ack, default 128). World config (`<world>/world.toml`, `[world]`):
-//! `section_size = [w, h, d]` in chunks (default [2, 2, 2]), used when the
-//! world is created; afterwards the stored size wins.
+//! an ack, default 128). It owns `<world>/world.toml` (`[world]`: `name`,
+//! `seed`, `section_size = [w, h, d]` in chunks, default [2, 2, 2], used when
+//! the world is created; afterwards the stored size wins): it writes the
+//! default into a new world and is its only parser (`get_world_config`).
 
 pub mod storage;
 pub mod stream;
@@ -25,24 +26,40 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::time::Instant;
 
-use buildat_interface::network::{self, ClientDisconnected, PacketReceived, PeerId, SendBatch};
-use buildat_interface::voxelworld::{
-    self as api, BlockDefinition, GeneratedSection, GenerationRequest, NewNode, NodeVolumeUpdated,
-    PregenReport, SectionStatus, SetNodeVar, SetSaveEnabled, SetVoxel, Sizes, Viewer,
-};
+use buildat_format::Packet;
+use buildat_interface::core_api::{RegisterCommand, RunCommand};
 use buildat_interface::{
-    Event, Host, Module, ModuleError, UnloadKind, decode, encode, events, export_module, log,
+    Event, Host, Module, ModuleError, UnloadKind, decode, events, export_module, log,
 };
+use buildat_network_api::{self as network, ClientDisconnected, PacketReceived, PeerId, SendBatch};
 use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
+use buildat_voxelworld_api::stream::{Ack, Registry};
+use buildat_voxelworld_api::{
+    ApplyGenerated, Commit, CreateNode, EditOutcome, EditVoxel, Generate, GeneratedSection,
+    GenerationRequest, GetChunk, GetNode, GetRegistry, GetSizes, GetVoxel, GetWorldConfig,
+    LoadOrGenerateSection, NodeVolumeUpdated, Pregen, PregenReport, RegisterBlock, RemoveNode,
+    RemoveViewer, Replace, Save, SectionStatus, SetNodeVar, SetSectionSaveEnabled, SetVoxel, Sizes,
+    Viewer, WorldConfig,
+};
 use serde::{Deserialize, Serialize};
 use storage::{SqliteStorage, StoredSection};
 use world::{Committed, Loaded, World, WorldError};
 
-const TMP_DATA: &str = "voxelworld";
+/// Streams the chunks changed by calls, after the calls have answered: an
+/// event voxelworld emits to itself, so an edit's caller never waits on
+/// streaming.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct StreamChanges {}
+impl Event for StreamChanges {
+    const NAME: &'static str = "voxelworld:stream_changes";
+}
 /// How long before a section requested of the generator is asked again.
 const GENERATION_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
 /// How long one tick may spend on the periodic save before going on.
 const SAVE_SLICE: std::time::Duration = std::time::Duration::from_millis(15);
+
+/// The default `world.toml`, written into a new world directory.
+const DEFAULT_WORLD_TOML: &str = include_str!("../world.toml");
 
 #[derive(Debug, Default, Deserialize)]
 struct WorldToml {
@@ -52,15 +69,24 @@ struct WorldToml {
 
 #[derive(Debug, Default, Deserialize)]
 struct WorldSection {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    seed: u64,
     section_size: Option<[i32; 3]>,
 }
 
-/// The section size a new world gets, from `world.toml`.
-fn configured_section_size(world_path: &Path) -> Result<SectionSize, ModuleError> {
+/// Reads `<world>/world.toml`, writing the default first in a new world.
+/// The only parser of the file.
+fn read_world_config(world_path: &Path) -> Result<WorldConfig, ModuleError> {
     let path = world_path.join("world.toml");
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Ok(SectionSize::default());
-    };
+    if !path.exists() {
+        std::fs::write(&path, DEFAULT_WORLD_TOML)
+            .map_err(|e| ModuleError::msg(format!("cannot write {}: {e}", path.display())))?;
+        log::info!("new world: wrote {}", path.display());
+    }
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| ModuleError::msg(format!("cannot read {}: {e}", path.display())))?;
     let parsed: WorldToml =
         toml::from_str(&text).map_err(|e| ModuleError::msg(format!("{}: {e}", path.display())))?;
     let size = parsed
@@ -74,7 +100,37 @@ fn configured_section_size(world_path: &Path) -> Result<SectionSize, ModuleError
             path.display()
         )));
     }
-    Ok(size)
+    Ok(WorldConfig {
+        name: parsed.world.name,
+        seed: parsed.world.seed,
+        section_size: size.0,
+    })
+}
+
+/// `--radius N [--height H]` (also `--radius=N`), each at most 1024.
+fn parse_pregen(args: &[String]) -> Result<Pregen, String> {
+    let mut radius = None;
+    let mut height = 1;
+    let mut words = args.iter().flat_map(|a| match a.split_once('=') {
+        Some((key, value)) if key.starts_with("--") => vec![key.to_string(), value.to_string()],
+        _ => vec![a.clone()],
+    });
+    while let Some(word) = words.next() {
+        let mut value = |name: &str| -> Result<u32, String> {
+            let text = words.next().ok_or(format!("{name} needs a number"))?;
+            match text.parse::<u32>() {
+                Ok(n) if n <= 1024 => Ok(n),
+                _ => Err(format!("{name} {text}: expected a number from 0 to 1024")),
+            }
+        };
+        match word.as_str() {
+            "--radius" => radius = Some(value("--radius")?),
+            "--height" => height = value("--height")?,
+            other => return Err(format!("unexpected '{other}'")),
+        }
+    }
+    let radius = radius.ok_or("--radius is required")?;
+    Ok(Pregen { radius, height })
 }
 
 /// A loaded section carried across a reload.
@@ -88,12 +144,16 @@ struct StashedSection {
 
 /// What crosses a reload: registries and every loaded section.
 #[derive(Serialize, Deserialize)]
-struct Stash {
+struct WorldStash {
     voxels: buildat_voxel::VoxelRegistry,
     blocks: buildat_voxel::BlockRegistry,
     sections: Vec<StashedSection>,
     /// Who is streamed what, so players keep their world across the reload.
     viewers: HashMap<PeerId, stream::Viewer>,
+}
+
+impl buildat_interface::Stash for WorldStash {
+    const LAYOUT: u32 = 1;
 }
 
 struct VoxelWorld {
@@ -102,6 +162,9 @@ struct VoxelWorld {
     streamer: stream::Streamer,
     /// The encoded `voxelworld:registry` packet, rebuilt when blocks register.
     registry_packet: Option<Vec<u8>>,
+    /// Viewers holding chunks that calls changed, streamed on
+    /// [`StreamChanges`].
+    changed_holders: BTreeSet<PeerId>,
     ack_event: String,
     /// Sections asked of the generator, and when (asked again after a while
     /// in case the generator was down).
@@ -110,6 +173,9 @@ struct VoxelWorld {
     /// Seconds since the last periodic save finished.
     since_save: f64,
     generator: String,
+    /// `world.toml` as read at creation (the section size in it may differ
+    /// from the stored one, which wins).
+    config: WorldConfig,
 }
 
 fn world_error(error: WorldError) -> ModuleError {
@@ -146,11 +212,15 @@ impl VoxelWorld {
         if self.streamer.viewer_count() == 0 {
             return Ok(());
         }
-        let registry = self.registry_packet.get_or_insert_with(|| {
-            buildat_voxel::stream::encode(&buildat_voxel::stream::Registry {
-                voxels: self.world.voxels.clone(),
-            })
-        });
+        let registry = match &mut self.registry_packet {
+            Some(registry) => registry,
+            None => self.registry_packet.insert(
+                Registry {
+                    voxels: self.world.voxels.clone(),
+                }
+                .encode()?,
+            ),
+        };
         let outbox = self
             .streamer
             .pump(&mut self.world, registry, only)
@@ -253,9 +323,12 @@ impl VoxelWorld {
         let started = Instant::now();
         let mut last_report = Instant::now();
         for batch in missing.chunks(8) {
-            let generated: Vec<GeneratedSection> =
-                self.host
-                    .call_typed(&self.generator, api::GENERATOR_GENERATE, &batch.to_vec())?;
+            let generated = self.host.call_module(
+                &self.generator,
+                &Generate {
+                    sections: batch.to_vec(),
+                },
+            )?;
             for section in generated {
                 let chunks = section
                     .chunks
@@ -290,15 +363,122 @@ impl VoxelWorld {
         Ok(report)
     }
 
-    fn stash(&mut self) -> Result<Stash, ModuleError> {
+    /// Offers `pregen` on the console (and headless:
+    /// `buildat-server --world DIR pregen --radius N`).
+    fn register_commands(&self) -> Result<(), ModuleError> {
+        self.host.call(&RegisterCommand {
+            name: "pregen".into(),
+            usage: "--radius N [--height H]".into(),
+            help: "generate and save the sections within N of the origin (y within H, default 1)"
+                .into(),
+        })
+    }
+
+    fn run_command(&mut self, command: RunCommand) -> Result<String, ModuleError> {
+        if command.name != "pregen" {
+            return Err(ModuleError::msg(format!("no command '{}'", command.name)));
+        }
+        let region = parse_pregen(&command.args).map_err(|message| {
+            ModuleError::msg(format!("{message}; usage: pregen --radius N [--height H]"))
+        })?;
+        let report = self.pregen(region.radius as i32, region.height as i32)?;
+        Ok(format!(
+            "pregen done: {} sections generated, {} already present",
+            report.generated, report.already_present
+        ))
+    }
+
+    fn register_block(&mut self, request: RegisterBlock) -> Result<Vec<u32>, ModuleError> {
+        let known = self.world.voxels.len();
+        let ids = self
+            .world
+            .register_block(request.block)
+            .map_err(world_error)?;
+        if self.world.voxels.len() != known {
+            self.registry_packet = None;
+            self.streamer.registry_changed();
+        }
+        Ok(ids)
+    }
+
+    /// Announces the chunks changed since the last commit and streams them
+    /// to their holders once the current call has answered.
+    fn commit(&mut self) -> Result<u32, ModuleError> {
+        let updated = self.world.commit();
+        let holders = self.announce(&updated)?;
+        if !holders.is_empty() {
+            if self.changed_holders.is_empty() {
+                self.host.emit(&StreamChanges {})?;
+            }
+            self.changed_holders.extend(holders);
+        }
+        Ok(updated.len() as u32)
+    }
+
+    /// One edit: check, set, mark for saving, commit.
+    fn edit_voxel(&mut self, edit: EditVoxel) -> Result<EditOutcome, ModuleError> {
+        let Some(current) = self.world.get_voxel(edit.pos).map_err(world_error)? else {
+            return Ok(EditOutcome::NotGenerated);
+        };
+        let is_air = buildat_voxel::VoxelInstance(current).type_id() == buildat_voxel::AIR;
+        let allowed = match edit.replace {
+            Replace::Any => true,
+            Replace::OnlyAir => is_air,
+            Replace::NotAir => !is_air,
+        };
+        if !allowed {
+            return Ok(EditOutcome::Refused { current });
+        }
+        self.world
+            .set_voxel(edit.pos, edit.voxel)
+            .map_err(world_error)?;
+        if edit.save {
+            let section = self
+                .world
+                .section_size()
+                .section_of_chunk(buildat_voxel::geometry::chunk_of_voxel(edit.pos));
+            self.world
+                .set_section_save_enabled(section, true)
+                .map_err(world_error)?;
+        }
+        self.commit()?;
+        Ok(EditOutcome::Edited { previous: current })
+    }
+
+    /// A generator's answer: store it and stream it.
+    fn apply_generated(&mut self, generated: GeneratedSection) -> Result<(), ModuleError> {
+        let chunks = generated
+            .chunks
+            .into_iter()
+            .map(|(pos, data)| (pos, data.blob))
+            .collect();
+        let updated = self
+            .world
+            .apply_generated(generated.section, chunks)
+            .map_err(world_error)?;
+        self.requested.remove(&generated.section);
+        let updated: Vec<Committed> = updated
+            .into_iter()
+            .map(|(node_id, chunk)| Committed {
+                node_id,
+                chunk,
+                voxels: None,
+            })
+            .collect();
+        self.announce(&updated)?;
+        self.pump()
+    }
+
+    fn stash(&mut self) -> Result<WorldStash, ModuleError> {
         self.save()?;
-        Ok(Stash {
+        Ok(WorldStash {
             viewers: self.streamer.take_viewers(),
             voxels: self.world.voxels.clone(),
             blocks: self.world.blocks.clone(),
             sections: self
                 .world
                 .export_sections()
+                .map_err(world_error)?
                 .into_iter()
                 .map(|(stored, dirty)| StashedSection {
                     pos: stored.pos,
@@ -310,7 +490,7 @@ impl VoxelWorld {
         })
     }
 
-    fn restore(&mut self, stash: Stash) -> Result<(), ModuleError> {
+    fn restore(&mut self, stash: WorldStash) -> Result<(), ModuleError> {
         self.streamer.restore_viewers(stash.viewers);
         self.world.voxels = stash.voxels;
         self.world.voxels.reindex();
@@ -334,7 +514,8 @@ impl Module for VoxelWorld {
     fn create(host: Host) -> Result<Self, ModuleError> {
         let world_path = host.world_path();
         std::fs::create_dir_all(&world_path)?;
-        let section_size = configured_section_size(&world_path)?;
+        let config = read_world_config(&world_path)?;
+        let section_size = SectionSize(config.section_size);
         let path = world_path.join("world.sqlite");
         let storage = SqliteStorage::open(&path, section_size)
             .map_err(|e| ModuleError::msg(format!("{}: {e}", path.display())))?;
@@ -346,13 +527,15 @@ impl Module for VoxelWorld {
             world: World::new(Box::new(storage), budget),
             streamer: stream::Streamer::new(radius, stream_budget),
             registry_packet: None,
-            ack_event: network::packet_received_event(buildat_voxel::stream::ACK),
+            changed_holders: BTreeSet::new(),
+            ack_event: network::received::<Ack>(),
             requested: HashMap::new(),
             save_interval: host.get_setting("voxelworld.save_interval_s", 5.0)?,
             since_save: 0.0,
             generator: host
                 .get_config("voxelworld.generator")
                 .unwrap_or_else(|| "worldgen".to_string()),
+            config,
         })
     }
 
@@ -361,18 +544,21 @@ impl Module for VoxelWorld {
         self.host.sub_event(ClientDisconnected::NAME)?;
         self.host.sub_event(&self.ack_event)?;
         self.host.sub_event(Viewer::NAME)?;
+        self.host.sub_event(StreamChanges::NAME)?;
         Ok(())
     }
 
     fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
         match name {
             events::Start::NAME => {
+                self.register_commands()?;
                 let [w, h, d] = self.world.section_size().0;
                 log::info!("world open: sections of {w}x{h}x{d} chunks of {CHUNK_SIZE}^3 voxels");
             }
             events::Continue::NAME => {
-                if let Some(bytes) = self.host.tmp_restore_data(TMP_DATA) {
-                    self.restore(decode(&bytes)?)?;
+                self.register_commands()?;
+                if let Some(stash) = self.host.take_stash::<WorldStash>()? {
+                    self.restore(stash)?;
                     log::info!(
                         "resumed with {} sections loaded",
                         self.world.loaded_sections()
@@ -401,9 +587,15 @@ impl Module for VoxelWorld {
                 self.streamer.remove_viewer(gone.peer);
             }
             Viewer::NAME => self.set_viewer(decode(payload)?)?,
+            StreamChanges::NAME => {
+                let holders: Vec<PeerId> = std::mem::take(&mut self.changed_holders)
+                    .into_iter()
+                    .collect();
+                self.pump_viewers(Some(&holders))?;
+            }
             _ if name == self.ack_event => {
                 let packet: PacketReceived = decode(payload)?;
-                match buildat_voxel::stream::decode::<buildat_voxel::stream::Ack>(&packet.data) {
+                match packet.packet::<Ack>() {
                     Ok(ack) => {
                         self.streamer.ack(packet.peer, ack.chunks);
                         self.pump_viewers(Some(&[packet.peer]))?;
@@ -417,123 +609,71 @@ impl Module for VoxelWorld {
     }
 
     fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
-        Ok(match function {
-            api::REGISTER_BLOCK => {
-                let block: BlockDefinition = decode(payload)?;
-                let known = self.world.voxels.len();
-                let ids = self.world.register_block(block).map_err(world_error)?;
-                if self.world.voxels.len() != known {
-                    self.registry_packet = None;
-                    self.streamer.registry_changed();
-                }
-                encode(&ids)
-            }
-            api::SET_VIEWER => {
-                self.set_viewer(decode(payload)?)?;
-                encode(&())
-            }
-            api::REMOVE_VIEWER => {
-                self.streamer.remove_viewer(decode(payload)?);
-                encode(&())
-            }
-            api::GET_REGISTRY => encode(&self.world.voxels),
-            api::GET_SIZES => encode(&Sizes {
-                chunk_size: CHUNK_SIZE,
-                section_size: self.world.section_size().0,
-            }),
-            api::GET_VOXEL => {
-                let pos: Pos = decode(payload)?;
-                encode(&self.world.get_voxel(pos).map_err(world_error)?)
-            }
-            api::SET_VOXEL => {
-                let request: SetVoxel = decode(payload)?;
+        buildat_interface::answer_calls!(function, payload, {
+            RegisterBlock => |request: RegisterBlock| self.register_block(request),
+            Viewer => |viewer| self.set_viewer(viewer),
+            RemoveViewer => |request: RemoveViewer| {
+                self.streamer.remove_viewer(request.peer);
+                Ok(())
+            },
+            GetRegistry => |_| Ok(self.world.voxels.clone()),
+            GetWorldConfig => |_| {
+                Ok(WorldConfig {
+                    section_size: self.world.section_size().0,
+                    ..self.config.clone()
+                })
+            },
+            GetSizes => |_| {
+                Ok(Sizes {
+                    chunk_size: CHUNK_SIZE,
+                    section_size: self.world.section_size().0,
+                })
+            },
+            GetVoxel => |request: GetVoxel| self.world.get_voxel(request.pos).map_err(world_error),
+            SetVoxel => |request: SetVoxel| {
                 self.world
                     .set_voxel(request.pos, request.voxel)
-                    .map_err(world_error)?;
-                encode(&())
-            }
-            api::COMMIT => {
-                let updated = self.world.commit();
-                let holders = self.announce(&updated)?;
-                // Changed chunks go out now, right behind the game's news.
-                self.pump_viewers(Some(&holders))?;
-                encode(&(updated.len() as u32))
-            }
-            api::LOAD_OR_GENERATE_SECTION => encode(&self.load_or_generate(decode(payload)?)?),
-            api::SET_SECTION_SAVE_ENABLED => {
-                let request: SetSaveEnabled = decode(payload)?;
+                    .map_err(world_error)
+            },
+            Commit => |_| self.commit(),
+            EditVoxel => |edit| self.edit_voxel(edit),
+            LoadOrGenerateSection => |request: LoadOrGenerateSection| {
+                self.load_or_generate(request.section)
+            },
+            SetSectionSaveEnabled => |request: SetSectionSaveEnabled| {
                 self.world
                     .set_section_save_enabled(request.section, request.enabled)
-                    .map_err(world_error)?;
-                encode(&())
-            }
-            api::APPLY_GENERATED => {
-                let generated: GeneratedSection = decode(payload)?;
-                let chunks = generated
-                    .chunks
-                    .into_iter()
-                    .map(|(pos, data)| (pos, data.blob))
-                    .collect();
-                let updated = self
-                    .world
-                    .apply_generated(generated.section, chunks)
-                    .map_err(world_error)?;
-                self.requested.remove(&generated.section);
-                let updated: Vec<Committed> = updated
-                    .into_iter()
-                    .map(|(node_id, chunk)| Committed {
-                        node_id,
-                        chunk,
-                        voxels: None,
-                    })
-                    .collect();
-                self.announce(&updated)?;
-                self.pump()?;
-                encode(&())
-            }
-            api::GET_CHUNK => {
-                let chunk: Pos = decode(payload)?;
-                encode(&self.world.get_chunk(chunk).map_err(world_error)?)
-            }
-            api::CREATE_NODE => {
-                let request: NewNode = decode(payload)?;
-                encode(
-                    &self
-                        .world
-                        .create_node(request.position, request.save_enabled, request.vars)
-                        .map_err(world_error)?,
-                )
-            }
-            api::GET_NODE => encode(&self.world.get_node(decode(payload)?)),
-            api::REMOVE_NODE => {
+                    .map_err(world_error)
+            },
+            ApplyGenerated => |request: ApplyGenerated| self.apply_generated(request.section),
+            GetChunk => |request: GetChunk| self.world.get_chunk(request.chunk).map_err(world_error),
+            CreateNode => |request: CreateNode| {
                 self.world
-                    .remove_node(decode(payload)?)
-                    .map_err(world_error)?;
-                encode(&())
-            }
-            api::SET_NODE_VAR => {
-                let request: SetNodeVar = decode(payload)?;
+                    .create_node(request.position, request.save_enabled, request.vars)
+                    .map_err(world_error)
+            },
+            GetNode => |request: GetNode| Ok(self.world.get_node(request.id)),
+            RemoveNode => |request: RemoveNode| self.world.remove_node(request.id).map_err(world_error),
+            SetNodeVar => |request: SetNodeVar| {
                 self.world
                     .set_node_var(request.id, request.name, request.value)
-                    .map_err(world_error)?;
-                encode(&())
-            }
-            api::SAVE => encode(&self.save()?),
-            api::PREGEN => {
-                let region: api::Pregen = decode(payload)?;
-                encode(&self.pregen(
+                    .map_err(world_error)
+            },
+            Save => |_| self.save(),
+            Pregen => |region: Pregen| {
+                self.pregen(
                     region.radius.min(1024) as i32,
                     region.height.min(1024) as i32,
-                )?)
-            }
-            other => return Err(ModuleError::UnknownFunction(other.to_string())),
+                )
+            },
+            RunCommand => |command: RunCommand| self.run_command(command),
         })
     }
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
         if kind == UnloadKind::Reload {
             let stash = self.stash()?;
-            self.host.tmp_store_data(TMP_DATA, &encode(&stash))?;
+            self.host.store_stash(&stash)?;
         } else {
             let saved = self.save()?;
             log::info!("world saved ({saved} sections written)");
@@ -543,3 +683,35 @@ impl Module for VoxelWorld {
 }
 
 export_module!(VoxelWorld);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn pregen_arguments_parse() {
+        assert_eq!(
+            parse_pregen(&words("--radius 4")),
+            Ok(Pregen {
+                radius: 4,
+                height: 1
+            })
+        );
+        assert_eq!(
+            parse_pregen(&words("--height=2 --radius=3")),
+            Ok(Pregen {
+                radius: 3,
+                height: 2
+            })
+        );
+        assert!(parse_pregen(&words("")).is_err());
+        assert!(parse_pregen(&words("--radius")).is_err());
+        assert!(parse_pregen(&words("--radius 5000")).is_err());
+        assert!(parse_pregen(&words("--radius -1")).is_err());
+        assert!(parse_pregen(&words("--radius 1 --what")).is_err());
+    }
+}

@@ -12,9 +12,10 @@
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
-use buildat_interface::network::{OutgoingPacket, PeerId};
+use buildat_format::Packet;
+use buildat_network_api::{OutgoingPacket, PeerId};
 use buildat_voxel::geometry::{self, Pos};
-use buildat_voxel::stream;
+use buildat_voxelworld_api::stream::{self, Chunk, UnloadChunk, VoxelUpdates};
 use serde::{Deserialize, Serialize};
 
 use crate::world::{Loaded, World, WorldError};
@@ -115,10 +116,9 @@ impl Streamer {
         for chunk in leaving {
             viewer.held.remove(&chunk);
             viewer.resend.remove(&chunk);
-            packets.push(OutgoingPacket {
-                name: stream::UNLOAD_CHUNK.to_string(),
-                data: stream::encode(&stream::UnloadChunk { chunk }),
-            });
+            if let Ok(packet) = OutgoingPacket::new(&UnloadChunk { chunk }) {
+                packets.push(packet);
+            }
         }
         wanted.retain(|c| !viewer.held.contains(c));
         wanted.sort_by_key(|c| {
@@ -171,10 +171,14 @@ impl Streamer {
             return self.chunk_changed(chunk, holders);
         };
         self.cache.remove(&chunk);
-        let packet = Arc::new(stream::encode(&stream::VoxelUpdates {
+        let updates = VoxelUpdates {
             chunk,
             changes: changes.to_vec(),
-        }));
+        };
+        let Ok(packet) = updates.encode() else {
+            return self.chunk_changed(chunk, holders);
+        };
+        let packet = Arc::new(packet);
         for (peer, viewer) in &mut self.viewers {
             if viewer.held.contains(&chunk) && !viewer.resend.contains(&chunk) {
                 viewer.updates.push(packet.clone());
@@ -197,10 +201,13 @@ impl Streamer {
         if self.cache.len() >= CACHE_LIMIT {
             self.cache.clear();
         }
-        let packet = Arc::new(stream::encode(&stream::Chunk {
-            chunk,
-            blob: data.blob,
-        }));
+        let packet = Arc::new(
+            Chunk {
+                chunk,
+                blob: data.blob,
+            }
+            .encode()?,
+        );
         self.cache.insert(chunk, packet.clone());
         Ok(Some(packet))
     }
@@ -231,7 +238,7 @@ impl Streamer {
             if !viewer.registry_sent {
                 viewer.registry_sent = true;
                 packets.push(OutgoingPacket {
-                    name: stream::REGISTRY.to_string(),
+                    name: stream::Registry::NAME.to_string(),
                     data: registry.to_vec(),
                 });
             }
@@ -239,7 +246,7 @@ impl Streamer {
             // small), then changed chunks, then new ones nearest first.
             for update in viewer.updates.drain(..) {
                 packets.push(OutgoingPacket {
-                    name: stream::VOXELS.to_string(),
+                    name: VoxelUpdates::NAME.to_string(),
                     data: update.as_ref().clone(),
                 });
             }
@@ -273,7 +280,7 @@ impl Streamer {
             for chunk in picked {
                 if let Some(packet) = self.encoded(world, chunk)? {
                     packets.push(OutgoingPacket {
-                        name: stream::CHUNK.to_string(),
+                        name: Chunk::NAME.to_string(),
                         data: packet.as_ref().clone(),
                     });
                     sent += 1;

@@ -17,12 +17,12 @@ use std::ops::Range;
 use std::time::Instant;
 
 use buildat_format::{decode_voxels, encode_voxels};
-use buildat_interface::voxelworld::{
+use buildat_voxel::geometry::{self, CHUNK_VOLUME, Pos, SectionSize};
+use buildat_voxel::{AIR, BlockDefinition, BlockRegistry, RegistryError, UNKNOWN, VoxelRegistry};
+use buildat_voxelworld_api::{
     ChunkData, DynamicNode, StoredNode, StoredNodeKind, VAR_MOD_VERSION, VAR_REGISTRY_NAME,
     VAR_VOXEL_DATA,
 };
-use buildat_voxel::geometry::{self, CHUNK_VOLUME, Pos, SectionSize};
-use buildat_voxel::{AIR, BlockDefinition, BlockRegistry, RegistryError, UNKNOWN, VoxelRegistry};
 
 use crate::storage::{StorageError, StoredSection, WorldStorage};
 
@@ -47,6 +47,8 @@ pub enum WorldError {
     WrongSection { chunk: Pos, section: Pos },
     #[error("stored node {id} does not decode: {why}")]
     BadNode { id: u64, why: String },
+    #[error(transparent)]
+    Payload(#[from] buildat_interface::PayloadError),
 }
 
 /// A static chunk node. At least one of `voxels` and `blob` is present:
@@ -343,7 +345,7 @@ impl World {
         }
     }
 
-    fn encode_section(&self, pos: Pos, section: &Section) -> StoredSection {
+    fn encode_section(&self, pos: Pos, section: &Section) -> Result<StoredSection, WorldError> {
         let mut nodes = Vec::new();
         for (chunk_pos, chunk) in &section.chunks {
             let vars = BTreeMap::from([
@@ -362,7 +364,7 @@ impl World {
                 save_enabled: section.save_enabled,
                 vars,
             };
-            nodes.push((chunk.node_id, buildat_interface::encode(&node)));
+            nodes.push((chunk.node_id, buildat_interface::encode(&node)?));
         }
         for node in section.dynamic.values() {
             let stored = StoredNode {
@@ -372,14 +374,14 @@ impl World {
                 save_enabled: node.save_enabled,
                 vars: node.vars.clone(),
             };
-            nodes.push((node.id, buildat_interface::encode(&stored)));
+            nodes.push((node.id, buildat_interface::encode(&stored)?));
         }
-        StoredSection {
+        Ok(StoredSection {
             pos,
             save_enabled: section.save_enabled,
             generated: section.generated,
             nodes,
-        }
+        })
     }
 
     /// Evicts least recently used sections until one more fits, saving
@@ -409,7 +411,7 @@ impl World {
         if !section.dirty || !section.must_save() {
             return Ok(false);
         }
-        let stored = self.encode_section(pos, section);
+        let stored = self.encode_section(pos, section)?;
         self.storage.save_section(&stored)?;
         if let Some(section) = self.sections.get_mut(&pos) {
             section.dirty = false;
@@ -499,7 +501,7 @@ impl World {
                 .or_insert_with(|| Some(Vec::new()));
             if let Some(list) = entry {
                 match u16::try_from(index) {
-                    Ok(index) if list.len() < buildat_voxel::stream::MAX_VOXEL_UPDATES => {
+                    Ok(index) if list.len() < buildat_voxelworld_api::stream::MAX_VOXEL_UPDATES => {
                         list.push((index, voxel));
                     }
                     _ => *entry = None,
@@ -691,11 +693,11 @@ impl World {
 
     /// Every loaded generated section as a storage record with its dirty
     /// flag (to carry the world across a reload of the module).
-    pub fn export_sections(&self) -> Vec<(StoredSection, bool)> {
+    pub fn export_sections(&self) -> Result<Vec<(StoredSection, bool)>, WorldError> {
         self.sections
             .iter()
             .filter(|(_, s)| s.generated)
-            .map(|(pos, section)| (self.encode_section(*pos, section), section.dirty))
+            .map(|(pos, section)| Ok((self.encode_section(*pos, section)?, section.dirty)))
             .collect()
     }
 
@@ -818,7 +820,7 @@ mod tests {
         assert_eq!(committed[1].voxels, Some(vec![(index([40, 2, 3]), AIR)]));
         assert!(world.commit().is_empty(), "taken once");
         // Too many changes in one chunk: the whole chunk instead.
-        for i in 0..=buildat_voxel::stream::MAX_VOXEL_UPDATES as i32 {
+        for i in 0..=buildat_voxelworld_api::stream::MAX_VOXEL_UPDATES as i32 {
             world
                 .set_voxel([i % 32, i / 32 % 32, 5 + i / 1024], AIR)
                 .unwrap();

@@ -4,44 +4,19 @@
 //! answering `voxelworld:generation_request` (generating the section and
 //! calling `voxelworld`'s `apply_generated`), and the `generate` call used by
 //! `pregen` (several sections at once, in parallel on every core). The seed
-//! comes from `<world>/world.toml` (`[world] seed`). Does not own: storing
+//! comes from voxelworld (`get_world_config`, the `world.toml` it owns). Does not own: storing
 //! anything (voxelworld does).
 
 pub mod terrain;
 
 use buildat_format::encode_voxels;
-use buildat_interface::voxelworld::{
-    self as api, BlockDefinition, ChunkData, GeneratedSection, GenerationRequest, Sizes,
-};
-use buildat_interface::{
-    Event, Host, Module, ModuleError, decode, encode, events, export_module, log,
-};
+use buildat_interface::{Event, Host, Module, ModuleError, decode, events, export_module, log};
 use buildat_voxel::geometry::{Pos, SectionSize};
-use serde::Deserialize;
+use buildat_voxelworld_api::{
+    ApplyGenerated, BlockDefinition, ChunkData, Generate, GeneratedSection, GenerationRequest,
+    GetWorldConfig, RegisterBlock,
+};
 
-#[derive(Default, Deserialize)]
-struct WorldToml {
-    #[serde(default)]
-    world: Seeded,
-}
-
-#[derive(Default, Deserialize)]
-struct Seeded {
-    #[serde(default)]
-    seed: u64,
-}
-
-fn seed_of(host: &Host) -> Result<u64, ModuleError> {
-    let path = host.world_path().join("world.toml");
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Ok(0);
-    };
-    let parsed: WorldToml =
-        toml::from_str(&text).map_err(|e| ModuleError::msg(format!("{}: {e}", path.display())))?;
-    Ok(parsed.world.seed)
-}
-
-/// Generates every chunk of a section as voxel blobs by name.
 pub fn generate_section(seed: u64, section_size: SectionSize, section: Pos) -> GeneratedSection {
     let chunks = section_size
         .chunks_of_section(section)
@@ -66,7 +41,7 @@ impl Module for Worldgen {
     fn create(host: Host) -> Result<Self, ModuleError> {
         Ok(Self {
             host,
-            seed: seed_of(&host)?,
+            seed: 0,
             section_size: SectionSize::default(),
         })
     }
@@ -88,20 +63,17 @@ impl Module for Worldgen {
                     }
                     let mut block = BlockDefinition::simple(name, &format!("{name}.png"));
                     block.physically_solid = solid;
-                    let _: Vec<u32> =
-                        self.host
-                            .call_typed(api::MODULE, api::REGISTER_BLOCK, &block)?;
+                    self.host.call(&RegisterBlock { block })?;
                 }
-                let sizes: Sizes = self.host.call_typed(api::MODULE, api::GET_SIZES, &())?;
-                self.section_size = SectionSize(sizes.section_size);
+                let world = self.host.call(&GetWorldConfig {})?;
+                self.section_size = SectionSize(world.section_size);
+                self.seed = world.seed;
                 log::info!("terrain seed {}", self.seed);
             }
             GenerationRequest::NAME => {
                 let request: GenerationRequest = decode(payload)?;
                 let generated = generate_section(self.seed, self.section_size, request.section);
-                let _: () = self
-                    .host
-                    .call_typed(api::MODULE, api::APPLY_GENERATED, &generated)?;
+                self.host.call(&ApplyGenerated { section: generated })?;
             }
             _ => {}
         }
@@ -109,33 +81,35 @@ impl Module for Worldgen {
     }
 
     fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
-        match function {
-            api::GENERATOR_GENERATE => {
-                let sections: Vec<Pos> = decode(payload)?;
-                let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-                let (seed, size) = (self.seed, self.section_size);
-                let per_worker = sections.len().div_ceil(workers).max(1);
-                let generated: Vec<GeneratedSection> = std::thread::scope(|scope| {
-                    let handles: Vec<_> = sections
-                        .chunks(per_worker)
-                        .map(|batch| {
-                            scope.spawn(move || {
-                                batch
-                                    .iter()
-                                    .map(|s| generate_section(seed, size, *s))
-                                    .collect::<Vec<_>>()
-                            })
-                        })
-                        .collect();
-                    handles
-                        .into_iter()
-                        .flat_map(|h| h.join().unwrap_or_default())
-                        .collect()
-                });
-                Ok(encode(&generated))
-            }
-            other => Err(ModuleError::UnknownFunction(other.to_string())),
-        }
+        buildat_interface::answer_calls!(function, payload, {
+            Generate => |request: Generate| Ok(self.generate(&request.sections)),
+        })
+    }
+}
+
+impl Worldgen {
+    /// Generates sections on every core at once.
+    fn generate(&self, sections: &[Pos]) -> Vec<GeneratedSection> {
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let (seed, size) = (self.seed, self.section_size);
+        let per_worker = sections.len().div_ceil(workers).max(1);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = sections
+                .chunks(per_worker)
+                .map(|batch| {
+                    scope.spawn(move || {
+                        batch
+                            .iter()
+                            .map(|s| generate_section(seed, size, *s))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
     }
 }
 

@@ -13,6 +13,7 @@ use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::encode_core_event;
 use buildat_interface::abi::{
     self, ByteSink, EntryFn, HostTable, ModuleDescriptor, RawSlice, Status,
 };
@@ -278,13 +279,10 @@ fn thread_main(args: ThreadArgs) -> Option<Library> {
     // Constructor, init and the start event: a failure in any of them fails
     // the load and is reported to whoever asked for it.
     let start_event = match start {
-        StartKind::Start => (
-            events::Start::NAME,
-            buildat_interface::encode(&events::Start {}),
-        ),
+        StartKind::Start => (events::Start::NAME, encode_core_event(&events::Start {})),
         StartKind::Continue => (
             events::Continue::NAME,
-            buildat_interface::encode(&events::Continue {}),
+            encode_core_event(&events::Continue {}),
         ),
     };
     let mut started = in_handler("constructor", &mut || instance.create());

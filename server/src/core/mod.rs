@@ -12,6 +12,7 @@
 //! (`crate::builder`), the console (`crate::console`).
 
 mod bus;
+pub mod commands;
 mod host_table;
 mod images;
 mod instance;
@@ -26,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use buildat_interface::core_api::{self, ModuleInfo, ModuleState};
 use buildat_interface::meta::{MetaError, ModuleMeta};
-use buildat_interface::{CallError, Event, UnloadKind, events};
+use buildat_interface::{Call, CallError, Event, ModuleError, UnloadKind, events};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::builder::{Artifact, BuildError, Builder};
@@ -76,6 +77,7 @@ pub(crate) struct CoreInner {
     shutdown_signal: Condvar,
     stopped: AtomicBool,
     reaper: Sender<Arc<ModuleSlot>>,
+    commands: commands::CommandTable,
 }
 
 /// The server's module host. Cheap to clone.
@@ -110,6 +112,7 @@ impl Core {
             shutdown_signal: Condvar::new(),
             stopped: AtomicBool::new(false),
             reaper,
+            commands: commands::CommandTable::default(),
         });
         let supervisor = inner.clone();
         std::thread::Builder::new()
@@ -137,8 +140,9 @@ impl Core {
             .call_with_timeout(
                 CONSOLE_CALLER,
                 core_api::LOADER,
-                core_api::LOADER_LOAD_ALL,
-                &[],
+                core_api::LoadAll::FUNCTION,
+                &buildat_interface::encode(&core_api::LoadAll {})
+                    .map_err(|e| CoreError::Startup(e.to_string()))?,
                 None,
             )
             .map_err(|e| CoreError::Startup(e.message().to_string()))?;
@@ -194,6 +198,49 @@ impl Core {
             .call_with_timeout(CONSOLE_CALLER, module, function, payload, timeout)
     }
 
+    /// Makes the call `args` defines, as the console, waiting as long as
+    /// `timeout` (`None`: as long as it takes).
+    pub fn call_typed<C: Call>(
+        &self,
+        args: &C,
+        timeout: Option<Duration>,
+    ) -> Result<C::Reply, CallError> {
+        let payload =
+            buildat_interface::encode(args).map_err(|e| CallError::Invalid(e.to_string()))?;
+        let reply = self.call_with_timeout(C::MODULE, C::FUNCTION, &payload, timeout)?;
+        buildat_interface::decode(&reply).map_err(|e| CallError::Invalid(e.to_string()))
+    }
+
+    /// The console commands modules registered, by name.
+    pub fn module_commands(&self) -> Vec<(String, commands::ModuleCommand)> {
+        self.inner.commands.list()
+    }
+
+    /// Runs a module's console command (no timeout: the operator asked and
+    /// waits); `None` if no module registered `name`.
+    pub fn run_module_command(
+        &self,
+        name: &str,
+        args: Vec<String>,
+    ) -> Option<Result<String, CallError>> {
+        let command = self.inner.commands.get(name)?;
+        let request = core_api::RunCommand {
+            name: name.to_string(),
+            args,
+        };
+        Some((|| {
+            let payload = buildat_interface::encode(&request)
+                .map_err(|e| CallError::Invalid(e.to_string()))?;
+            let reply = self.call_with_timeout(
+                &command.module,
+                core_api::RunCommand::FUNCTION,
+                &payload,
+                None,
+            )?;
+            buildat_interface::decode(&reply).map_err(|e| CallError::Invalid(e.to_string()))
+        })())
+    }
+
     pub fn request_shutdown(&self, status: i32, reason: String) {
         self.inner.request_shutdown(status, reason);
     }
@@ -243,6 +290,15 @@ fn write_modules(
     modules: &RwLock<HashMap<String, Arc<ModuleSlot>>>,
 ) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Arc<ModuleSlot>>> {
     modules.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The payload of one of the core's own events. They are plain structs that
+/// always encode; should one ever fail, it is logged and sent empty.
+pub fn encode_core_event<E: Event>(event: &E) -> Vec<u8> {
+    buildat_interface::encode(event).unwrap_or_else(|error| {
+        tracing::error!("encoding {}: {error}", E::NAME);
+        Vec::new()
+    })
 }
 
 /// Milliseconds since the Unix epoch.
@@ -365,35 +421,51 @@ impl CoreInner {
         function: &str,
         payload: &[u8],
     ) -> Result<Vec<u8>, CallError> {
-        let failed = |e: CoreError| CallError::Failed(e.to_string());
-        let decode_error = |e: buildat_interface::DecodeError| CallError::Invalid(e.to_string());
-        let named = |payload: &[u8]| -> Result<String, CallError> {
-            let request: core_api::ModuleName =
-                buildat_interface::decode(payload).map_err(decode_error)?;
-            if request.name == caller {
-                return Err(CallError::Invalid(format!(
+        use buildat_interface::call::answer;
+        use core_api::{ListModules, LoadModule, RegisterCommand, ReloadModule, UnloadModule};
+        let failed = |e: CoreError| ModuleError::msg(e.to_string());
+        let check_not_caller = |name: &str| -> Result<(), ModuleError> {
+            if name == caller {
+                return Err(ModuleError::Call(CallError::Invalid(format!(
                     "module {caller} cannot {function} itself from its own thread"
-                )));
+                ))));
             }
-            Ok(request.name)
+            Ok(())
         };
-        match function {
-            core_api::LOAD_MODULE => {
-                let request: core_api::LoadModule =
-                    buildat_interface::decode(payload).map_err(decode_error)?;
+        let result = if function == LoadModule::FUNCTION {
+            answer(payload, |request: LoadModule| {
                 self.load_module(&request.name, Some(Path::new(&request.path)))
-                    .map_err(failed)?;
+                    .map_err(failed)
+            })
+        } else if function == UnloadModule::FUNCTION {
+            answer(payload, |request: UnloadModule| {
+                check_not_caller(&request.name)?;
+                self.unload_module(&request.name).map_err(failed)
+            })
+        } else if function == ReloadModule::FUNCTION {
+            answer(payload, |request: ReloadModule| {
+                check_not_caller(&request.name)?;
+                self.reload_module(&request.name).map_err(failed)
+            })
+        } else if function == ListModules::FUNCTION {
+            answer(payload, |_: ListModules| Ok(self.list_modules()))
+        } else if function == RegisterCommand::FUNCTION {
+            answer(payload, |request: RegisterCommand| {
+                self.commands
+                    .check_register(caller, request)
+                    .map_err(ModuleError::Message)
+            })
+        } else {
+            Err(ModuleError::UnknownFunction(function.to_string()))
+        };
+        result.map_err(|error| match error {
+            ModuleError::Call(call) => call,
+            ModuleError::UnknownFunction(name) => {
+                CallError::NotFound(format!("the core has no function '{name}'"))
             }
-            core_api::UNLOAD_MODULE => self.unload_module(&named(payload)?).map_err(failed)?,
-            core_api::RELOAD_MODULE => self.reload_module(&named(payload)?).map_err(failed)?,
-            core_api::LIST_MODULES => return Ok(buildat_interface::encode(&self.list_modules())),
-            other => {
-                return Err(CallError::NotFound(format!(
-                    "the core has no function '{other}'"
-                )));
-            }
-        }
-        Ok(buildat_interface::encode(&()))
+            ModuleError::Payload(error) => CallError::Invalid(error.to_string()),
+            other => CallError::Failed(other.to_string()),
+        })
     }
 
     fn load_module(self: &Arc<Self>, name: &str, dir: Option<&Path>) -> Result<(), CoreError> {
@@ -459,7 +531,7 @@ impl CoreInner {
     }
 
     fn emit<E: Event>(&self, event: &E) {
-        self.bus.emit(E::NAME, buildat_interface::encode(event));
+        self.bus.emit(E::NAME, encode_core_event(event));
     }
 
     /// The module's artifact (building it if needed); `None` for a Lua-only module.
@@ -664,6 +736,7 @@ impl CoreInner {
         slot.drain_queue(&CallError::Failed(format!("module {name} was unloaded")));
         write_modules(&self.modules).remove(name);
         lock(&self.load_order).retain(|n| n != name);
+        self.commands.forget_module(name);
         tracing::info!("module {name} unloaded");
         self.emit(&events::ModuleUnloaded {
             name: name.to_string(),

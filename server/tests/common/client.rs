@@ -1,16 +1,18 @@
 //! A small blocking test client speaking the packet protocol through
 //! `buildat-format`'s codec (the real buildat-client comes later).
 
+use buildat_client_file_api::{
+    AllFilesTransferred, AnnounceFile, ContentHash, FileContent, RequestFile, RunScript,
+    TellAfterAllFilesTransferred,
+};
+use buildat_format::Packet;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use std::collections::{BTreeMap, HashMap};
 
-use buildat_format::protocol::{
-    self, AnnounceFile, ContentHash, FileContent, RequestFile, RunScript,
-};
-use buildat_format::{Packet, PacketReader, PacketWriter};
+use buildat_format::{PacketReader, PacketWriter, RawPacket};
 use sha2::{Digest, Sha256};
 
 /// What one file synchronisation saw.
@@ -21,7 +23,7 @@ pub struct FileSync {
     pub content_bytes: u64,
     pub scripts: Vec<String>,
     /// Other packets seen on the way, in order.
-    pub other: Vec<Packet>,
+    pub other: Vec<RawPacket>,
 }
 
 pub struct TestClient {
@@ -53,6 +55,13 @@ impl TestClient {
         self.stream.write_all(&bytes)
     }
 
+    /// Sends a packet by its definition.
+    pub fn send_packet<P: Packet>(&mut self, packet: &P) -> std::io::Result<()> {
+        let data = packet.encode().expect("a test packet encodes");
+        self.send(P::NAME, &data)
+    }
+
+    /// Sends raw bytes under a packet name (for malformed input).
     pub fn send(&mut self, name: &str, data: &[u8]) -> std::io::Result<()> {
         self.queue(name, data);
         self.flush()
@@ -63,7 +72,7 @@ impl TestClient {
     }
 
     /// The next packet; `Ok(None)` on timeout; an error once the server closed.
-    pub fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<Packet>> {
+    pub fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<RawPacket>> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(packet) = self
@@ -95,7 +104,7 @@ impl TestClient {
 
     /// Reads until the server closes the connection; returns the packets
     /// seen on the way, or `None` if it is still open after `timeout`.
-    pub fn wait_closed(&mut self, timeout: Duration) -> Option<Vec<Packet>> {
+    pub fn wait_closed(&mut self, timeout: Duration) -> Option<Vec<RawPacket>> {
         let deadline = Instant::now() + timeout;
         let mut packets = Vec::new();
         while let Some(left) = deadline.checked_duration_since(Instant::now()) {
@@ -134,14 +143,14 @@ impl TestClient {
                 return sync;
             };
             match packet.name.as_str() {
-                protocol::ANNOUNCE_FILE => {
-                    let announce: AnnounceFile = protocol::decode(&packet.data).expect("announce");
+                AnnounceFile::NAME => {
+                    let announce = AnnounceFile::decode(&packet.data).expect("announce");
                     sync.announced.insert(announce.name.clone(), announce.hash);
                     if told && !cache.contains_key(&announce.hash) {
                         self.request(&mut sync, &announce.name, announce.hash);
                     }
                 }
-                protocol::TELL_AFTER_ALL_FILES_TRANSFERRED => {
+                TellAfterAllFilesTransferred::NAME => {
                     told = true;
                     let missing: Vec<(String, ContentHash)> = sync
                         .announced
@@ -153,8 +162,8 @@ impl TestClient {
                         self.request(&mut sync, &name, hash);
                     }
                 }
-                protocol::FILE_CONTENT => {
-                    let piece: FileContent = protocol::decode(&packet.data).expect("content");
+                FileContent::NAME => {
+                    let piece = FileContent::decode(&packet.data).expect("content");
                     sync.content_bytes += piece.data.len() as u64;
                     let buffer = partial.entry(piece.name.clone()).or_default();
                     assert_eq!(buffer.len() as u64, piece.offset, "pieces arrive in order");
@@ -166,16 +175,15 @@ impl TestClient {
                         cache.insert(hash, bytes);
                     }
                 }
-                protocol::RUN_SCRIPT => {
-                    let run: RunScript = protocol::decode(&packet.data).expect("run_script");
+                RunScript::NAME => {
+                    let run = RunScript::decode(&packet.data).expect("run_script");
                     sync.scripts.push(run.name);
                 }
                 _ => sync.other.push(packet),
             }
             let complete = told && sync.announced.values().all(|hash| cache.contains_key(hash));
             if complete && !answered {
-                self.send(protocol::ALL_FILES_TRANSFERRED, &[])
-                    .expect("answer");
+                self.send(AllFilesTransferred::NAME, &[]).expect("answer");
                 answered = true;
             }
         }
@@ -187,7 +195,13 @@ impl TestClient {
             name: name.to_string(),
             hash,
         };
-        self.send(protocol::REQUEST_FILE, &protocol::encode(&request))
+        self.send(RequestFile::NAME, &encoded(&request))
             .expect("request");
     }
+}
+
+/// A packet's payload, by its definition.
+#[allow(dead_code)]
+pub fn encoded<P: Packet>(packet: &P) -> Vec<u8> {
+    packet.encode().expect("a test packet encodes")
 }

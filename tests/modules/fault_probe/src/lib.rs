@@ -122,7 +122,7 @@ impl Module for FaultProbe {
             events::Tick::NAME => {
                 for _ in 0..self.per_tick {
                     let numbered = (self.name.as_str(), self.state.sent);
-                    self.host.emit_event(SEQ_EVENT, &encode(&numbered))?;
+                    self.host.emit_event(SEQ_EVENT, &encode(&numbered)?)?;
                     self.state.sent += 1;
                 }
             }
@@ -162,7 +162,7 @@ impl Module for FaultProbe {
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
         if kind == UnloadKind::Reload {
-            self.host.tmp_store_data(TMP_STATE, &encode(&self.state))?;
+            self.host.tmp_store_data(TMP_STATE, &encode(&self.state)?)?;
         }
         Ok(())
     }

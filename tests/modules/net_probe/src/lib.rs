@@ -5,8 +5,19 @@
 //! `test:count_query` packet with a `test:count_reply` of the count as u64
 //! LE), and logs connects and disconnects.
 
-use buildat_interface::network::{self, ClientConnected, ClientDisconnected, PacketReceived, Send};
-use buildat_interface::{Event, Host, Module, ModuleError, decode, encode, export_module, log};
+use buildat_interface::{Event, Host, Module, ModuleError, decode, export_module, log};
+use buildat_network_api::{
+    self as network, ClientConnected, ClientDisconnected, OutgoingPacket, PacketReceived, Send,
+};
+
+/// The `count` call: how many `test:count` packets arrived.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct Count {}
+
+buildat_interface::calls! {
+    module "net_probe";
+    Count = "count" -> u64;
+}
 
 struct NetProbe {
     host: Host,
@@ -41,13 +52,12 @@ impl Module for NetProbe {
             let packet: PacketReceived = decode(payload)?;
             let reply = Send {
                 peer: packet.peer,
-                name: "test:echo".into(),
-                data: packet.data,
+                packet: OutgoingPacket {
+                    name: "test:echo".into(),
+                    data: packet.data,
+                },
             };
-            if let Err(error) = self
-                .host
-                .call(network::MODULE, network::SEND, &encode(&reply))
-            {
+            if let Err(error) = self.host.call(&reply) {
                 log::warn!("echo to peer {} failed: {error}", packet.peer);
             }
         } else if name == self.count_event {
@@ -56,11 +66,12 @@ impl Module for NetProbe {
             let packet: PacketReceived = decode(payload)?;
             let reply = Send {
                 peer: packet.peer,
-                name: "test:count_reply".into(),
-                data: self.counted.to_le_bytes().to_vec(),
+                packet: OutgoingPacket {
+                    name: "test:count_reply".into(),
+                    data: self.counted.to_le_bytes().to_vec(),
+                },
             };
-            self.host
-                .call(network::MODULE, network::SEND, &encode(&reply))?;
+            self.host.call(&reply)?;
         } else if name == ClientConnected::NAME {
             let connected: ClientConnected = decode(payload)?;
             log::info!(
@@ -75,11 +86,10 @@ impl Module for NetProbe {
         Ok(())
     }
 
-    fn call(&mut self, function: &str, _payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
-        match function {
-            "count" => Ok(encode(&self.counted)),
-            other => Err(ModuleError::UnknownFunction(other.to_string())),
-        }
+    fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
+        buildat_interface::answer_calls!(function, payload, {
+            Count => |_| Ok(self.counted),
+        })
     }
 }
 

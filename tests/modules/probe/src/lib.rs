@@ -121,21 +121,21 @@ impl Module for Probe {
     fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
         Ok(match function {
             "ping" => payload.to_vec(),
-            "version" => encode(VERSION),
-            "lifecycle" => encode(&self.started),
+            "version" => encode(VERSION)?,
+            "lifecycle" => encode(&self.started)?,
             "incr" => {
                 self.counter += 1;
-                encode(&self.counter)
+                encode(&self.counter)?
             }
-            "get" => encode(&self.counter),
+            "get" => encode(&self.counter)?,
             "subscribe" => {
                 let name: String = decode(payload)?;
                 self.host.sub_event(&name)?;
-                encode(&())
+                encode(&())?
             }
             "stats" => {
                 let name: String = decode(payload)?;
-                encode(&self.stats.get(&name).cloned().unwrap_or_default())
+                encode(&self.stats.get(&name).cloned().unwrap_or_default())?
             }
             "emit" => {
                 let request: EmitRequest = decode(payload)?;
@@ -145,14 +145,14 @@ impl Module for Probe {
                         seq,
                         padding: padding.clone(),
                     };
-                    self.host.emit_event(&request.name, &encode(&numbered))?;
+                    self.host.emit_event(&request.name, &encode(&numbered)?)?;
                 }
-                encode(&())
+                encode(&())?
             }
             "call" => {
                 let request: ProxyCall = decode(payload)?;
                 self.host
-                    .call(&request.module, &request.function, &request.payload)?
+                    .call_raw(&request.module, &request.function, &request.payload)?
             }
             "call_many" => {
                 let request: CallMany = decode(payload)?;
@@ -165,7 +165,7 @@ impl Module for Probe {
                     let started = Instant::now();
                     if self
                         .host
-                        .call(&request.module, &request.function, &body)
+                        .call_raw(&request.module, &request.function, &body)
                         .is_err()
                     {
                         result.errors += 1;
@@ -174,13 +174,13 @@ impl Module for Probe {
                         .latencies_ns
                         .push(started.elapsed().as_nanos() as u64);
                 }
-                encode(&result)
+                encode(&result)?
             }
             "panic" => panic!("probe {} panics in a call as asked", self.name),
             "log" => {
                 let message: String = decode(payload)?;
                 log::info!("{message}");
-                encode(&())
+                encode(&())?
             }
             other => return Err(ModuleError::UnknownFunction(other.to_string())),
         })
@@ -189,8 +189,8 @@ impl Module for Probe {
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
         if kind == UnloadKind::Reload {
             self.host
-                .tmp_store_data("counter", &encode(&self.counter))?;
-            self.host.tmp_store_data("stats", &encode(&self.stats))?;
+                .tmp_store_data("counter", &encode(&self.counter)?)?;
+            self.host.tmp_store_data("stats", &encode(&self.stats)?)?;
         }
         Ok(())
     }

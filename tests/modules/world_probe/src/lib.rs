@@ -8,10 +8,28 @@
 //! `world_probe.idle` it writes nothing and only answers `hammer` (the
 //! world benchmark's get/set_voxel calls from another module).
 
-use buildat_interface::voxelworld::{self as api, SectionStatus, SetSaveEnabled, SetVoxel};
-use buildat_interface::{
-    Event, Host, Module, ModuleError, decode, encode, events, export_module, log,
+use buildat_interface::{Event, Host, Module, ModuleError, events, export_module, log};
+use buildat_voxelworld_api::{
+    Commit, GetRegistry, GetVoxel, LoadOrGenerateSection, Save, SetSectionSaveEnabled, SetVoxel,
 };
+use serde::{Deserialize, Serialize};
+
+/// The `is_ready` call: whether the probe has prepared its sections.
+#[derive(Serialize, Deserialize)]
+pub struct IsReady {}
+
+/// The `hammer` call: `count` get_voxel calls then `count` set_voxel calls;
+/// answers the nanoseconds each batch took.
+#[derive(Serialize, Deserialize)]
+pub struct Hammer {
+    pub count: u32,
+}
+
+buildat_interface::calls! {
+    module "world_probe";
+    IsReady = "is_ready" -> bool;
+    Hammer = "hammer" -> (u64, u64);
+}
 
 pub const SECTIONS: [[i32; 3]; 4] = [[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]];
 const ROUNDS_PER_TICK: u32 = 3;
@@ -35,32 +53,25 @@ struct WorldProbe {
 
 impl WorldProbe {
     fn get(&self, pos: [i32; 3]) -> Result<Option<u32>, ModuleError> {
-        self.host.call_typed(api::MODULE, api::GET_VOXEL, &pos)
+        self.host.call(&GetVoxel { pos })
     }
 
     fn prepare(&mut self) -> Result<(), ModuleError> {
         for section in SECTIONS {
-            let status: SectionStatus =
-                self.host
-                    .call_typed(api::MODULE, api::LOAD_OR_GENERATE_SECTION, &section)?;
+            let status = self.host.call(&LoadOrGenerateSection { section })?;
             if !status.generated {
                 return Ok(());
             }
         }
-        let registry: api::VoxelRegistry =
-            self.host.call_typed(api::MODULE, api::GET_REGISTRY, &())?;
-        let mut registry = registry;
+        let mut registry = self.host.call(&GetRegistry {})?;
         registry.reindex();
         self.stone = registry.get_id("stone").ok_or("stone is not registered")?;
         self.dirt = registry.get_id("dirt").ok_or("dirt is not registered")?;
         for section in SECTIONS {
-            let request = SetSaveEnabled {
+            self.host.call(&SetSectionSaveEnabled {
                 section,
                 enabled: true,
-            };
-            let _: () =
-                self.host
-                    .call_typed(api::MODULE, api::SET_SECTION_SAVE_ENABLED, &request)?;
+            })?;
         }
         // Continue after the round the world holds (0 on a fresh world).
         let mut round = 0u64;
@@ -93,13 +104,11 @@ impl WorldProbe {
                     pos: bit_place(section, bit),
                     voxel,
                 };
-                let _: () = self
-                    .host
-                    .call_typed(api::MODULE, api::SET_VOXEL, &request)?;
+                self.host.call(&request)?;
             }
         }
-        let _: u32 = self.host.call_typed(api::MODULE, api::COMMIT, &())?;
-        let _: u32 = self.host.call_typed(api::MODULE, api::SAVE, &())?;
+        self.host.call(&Commit {})?;
+        self.host.call(&Save {})?;
         log::info!("saved round {}", self.round);
         Ok(())
     }
@@ -121,9 +130,7 @@ impl WorldProbe {
                 pos: [i % 64, 20, (i / 64) % 64],
                 voxel,
             };
-            let _: () = self
-                .host
-                .call_typed(api::MODULE, api::SET_VOXEL, &request)?;
+            self.host.call(&request)?;
         }
         Ok((gets, started.elapsed().as_nanos() as u64))
     }
@@ -161,14 +168,10 @@ impl Module for WorldProbe {
     }
 
     fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
-        match function {
-            "is_ready" => Ok(encode(&self.ready)),
-            "hammer" => {
-                let count: u32 = decode(payload)?;
-                Ok(encode(&self.hammer(count)?))
-            }
-            other => Err(ModuleError::UnknownFunction(other.to_string())),
-        }
+        buildat_interface::answer_calls!(function, payload, {
+            IsReady => |_| Ok(self.ready),
+            Hammer => |request: Hammer| self.hammer(request.count),
+        })
     }
 }
 

@@ -1,8 +1,8 @@
 //! Golden bytes of the worked example in docs/protocol.md §3, built with the
 //! real codec, so the page and the code cannot drift apart.
 
-use buildat_format::PacketWriter;
-use buildat_format::protocol::{self, ContentHash, RequestFile};
+use buildat_client_file_api::{ContentHash, RequestFile};
+use buildat_format::{Packet, PacketWriter};
 
 const SHA256_OF_PRINT_1: &str = "cc42155088fca5730758db72b2a5bca33112a941dfaa2d43098ec422ce4ea213";
 
@@ -23,7 +23,7 @@ fn request_file_example_matches_the_protocol_page() {
     };
     let mut writer = PacketWriter::default();
     writer
-        .write(protocol::REQUEST_FILE, &protocol::encode(&request))
+        .write(RequestFile::NAME, &request.encode().unwrap())
         .unwrap();
     let expected = unhex(&format!(
         "0000 17000000 6400 11000000 {} 6400 36000000 15 {} {}",
@@ -32,24 +32,4 @@ fn request_file_example_matches_the_protocol_page() {
         SHA256_OF_PRINT_1
     ));
     assert_eq!(writer.take(), expected);
-}
-
-#[test]
-fn payloads_round_trip_and_reject_trailing_bytes() {
-    let content = protocol::FileContent {
-        name: "m/client_data/a.bin".into(),
-        hash: [7; 32],
-        size: 300,
-        offset: 256,
-        data: vec![1, 2, 3],
-    };
-    let bytes = protocol::encode(&content);
-    assert_eq!(
-        protocol::decode::<protocol::FileContent>(&bytes).unwrap(),
-        content
-    );
-    let mut longer = bytes.clone();
-    longer.push(0);
-    assert!(protocol::decode::<protocol::FileContent>(&longer).is_err());
-    assert!(protocol::decode::<protocol::FileContent>(&bytes[..bytes.len() - 1]).is_err());
 }

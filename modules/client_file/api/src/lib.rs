@@ -1,0 +1,171 @@
+//! `buildat-client-file-api`: the `client_file` module's public API and the
+//! file transfer packets every client speaks (`docs/protocol.md`).
+//!
+//! Owns: the event `client_file:files_transmitted`, the typed calls
+//! ([`AddFileContent`], [`AddFilePath`], [`RemoveFile`], [`ListFiles`]) and the
+//! packets `core:announce_file`, `core:tell_after_all_files_transferred`,
+//! `core:request_file`, `core:file_content`, `core:file_error`,
+//! `core:all_files_transferred`, `core:remove_file` and `core:run_script`.
+//! Does not own: the file registry or the transfer (the `client_file`
+//! module), framing (`buildat-format`), or who sends what when
+//! (`docs/protocol.md`, the module, the client).
+//!
+//! Versioned on its own: a change here rebuilds the modules that depend on
+//! it (and only them) when they are next loaded or reloaded.
+
+use buildat_interface::Event;
+use buildat_network_api::PeerId;
+use serde::{Deserialize, Serialize};
+
+/// The client_file module's name.
+pub const MODULE: &str = "client_file";
+
+/// SHA-256 of a file's content.
+pub type ContentHash = [u8; 32];
+
+/// Largest piece of file content in one [`FileContent`] packet.
+pub const MAX_FILE_PIECE: usize = 256 * 1024;
+
+/// Emitted once per peer when it has every announced file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FilesTransmitted {
+    pub peer: PeerId,
+}
+impl Event for FilesTransmitted {
+    const NAME: &'static str = "client_file:files_transmitted";
+}
+
+/// Call `add_file_content`: register bytes under a name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AddFileContent {
+    pub name: String,
+    #[serde(with = "serde_bytes")]
+    pub content: Vec<u8>,
+}
+
+/// Call `add_file_path`: register a file's current content under a name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AddFilePath {
+    pub name: String,
+    pub path: String,
+}
+
+/// Call `remove_file`: withdraw a name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RemoveFile {
+    pub name: String,
+}
+
+/// Call `list_files`: every registered file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListFiles {}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileInfo {
+    pub name: String,
+    /// SHA-256 of the content.
+    pub hash: ContentHash,
+    pub size: u64,
+}
+
+buildat_interface::calls! {
+    module MODULE;
+    AddFileContent = "add_file_content" -> ();
+    AddFilePath = "add_file_path" -> ();
+    RemoveFile = "remove_file" -> ();
+    ListFiles = "list_files" -> Vec<FileInfo>;
+}
+
+/// Server → client: a file exists with this content hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnnounceFile {
+    pub name: String,
+    pub hash: ContentHash,
+    pub size: u64,
+}
+
+/// Server → client: every file has been announced; answer
+/// [`AllFilesTransferred`] once every announced file is present.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TellAfterAllFilesTransferred {}
+
+/// Client → server: send me this file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestFile {
+    pub name: String,
+    pub hash: ContentHash,
+}
+
+/// Server → client: one piece of a file's content. Pieces of one file
+/// arrive in order, `offset` ascending, until `offset + data.len() == size`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileContent {
+    pub name: String,
+    pub hash: ContentHash,
+    pub size: u64,
+    pub offset: u64,
+    #[serde(with = "serde_bytes")]
+    pub data: Vec<u8>,
+}
+
+/// Server → client: a request could not be served.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileError {
+    pub name: String,
+    pub message: String,
+}
+
+/// Client → server: every announced file is present.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllFilesTransferred {}
+
+/// Server → client: a file was withdrawn (its module unloaded).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoveFilePacket {
+    pub name: String,
+}
+
+/// Server → client: run a transferred Lua file, sandboxed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunScript {
+    /// A transferred file's name, e.g. `mymod/client_lua/init.lua`.
+    pub name: String,
+}
+
+buildat_format::bincode_packet! {
+    AnnounceFile = "core:announce_file";
+    TellAfterAllFilesTransferred = "core:tell_after_all_files_transferred";
+    RequestFile = "core:request_file";
+    FileContent = "core:file_content";
+    FileError = "core:file_error";
+    AllFilesTransferred = "core:all_files_transferred";
+    RemoveFilePacket = "core:remove_file";
+    RunScript = "core:run_script";
+}
+
+#[cfg(test)]
+mod tests {
+    use buildat_format::Packet;
+
+    use super::*;
+
+    #[test]
+    fn payloads_round_trip_and_reject_trailing_bytes() {
+        let content = FileContent {
+            name: "m/client_data/a.bin".into(),
+            hash: [7; 32],
+            size: 300,
+            offset: 256,
+            data: vec![1, 2, 3],
+        };
+        let bytes = content.encode().unwrap();
+        assert_eq!(FileContent::decode(&bytes).unwrap(), content);
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(FileContent::decode(&longer).is_err());
+        assert!(FileContent::decode(&bytes[..bytes.len() - 1]).is_err());
+        // Empty packets are empty payloads.
+        assert!(AllFilesTransferred {}.encode().unwrap().is_empty());
+        assert!(TellAfterAllFilesTransferred::decode(&[]).is_ok());
+    }
+}

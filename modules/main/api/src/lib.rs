@@ -1,0 +1,437 @@
+//! `buildat-main-api`: the default game's packets (`docs/protocol.md` §10),
+//! one definition each, shared by the `main` module, tests, benches and the
+//! harness. The game's client Lua reads and writes the same layouts with
+//! `string.pack`.
+//!
+//! Owns: the layouts of the `main:*` packets (raw little-endian, not
+//! bincode, so Lua reads them without a bincode decoder), read with bounds
+//! checks. Does not own: what the game accepts (`modules/main`'s rules:
+//! name length, move distance, reach).
+
+use buildat_format::payload::{Packet, PayloadError};
+
+/// A peer id, as the network module numbers peers.
+pub type PeerId = u64;
+/// A voxel position.
+pub type VoxelPos = [i32; 3];
+
+/// Bytes of one `main:moves` entry.
+pub const MOVE_ENTRY: usize = 32;
+
+/// Reads fixed-size little-endian fields off the front of a payload.
+struct Fields<'a>(&'a [u8]);
+
+impl<'a> Fields<'a> {
+    fn take<const N: usize>(&mut self, what: &str) -> Result<[u8; N], PayloadError> {
+        let (head, rest) = self
+            .0
+            .split_first_chunk::<N>()
+            .ok_or_else(|| PayloadError::Decode(format!("{what}: {N} more bytes expected")))?;
+        self.0 = rest;
+        Ok(*head)
+    }
+
+    fn u64(&mut self, what: &str) -> Result<u64, PayloadError> {
+        self.take::<8>(what).map(u64::from_le_bytes)
+    }
+
+    fn position(&mut self) -> Result<[f64; 3], PayloadError> {
+        let mut position = [0.0; 3];
+        for value in &mut position {
+            *value = f64::from_le_bytes(self.take::<8>("a position")?);
+        }
+        Ok(position)
+    }
+
+    fn voxel(&mut self) -> Result<VoxelPos, PayloadError> {
+        let mut voxel = [0; 3];
+        for value in &mut voxel {
+            *value = i32::from_le_bytes(self.take::<4>("a voxel position")?);
+        }
+        Ok(voxel)
+    }
+
+    fn text(&mut self, what: &str) -> Result<String, PayloadError> {
+        let bytes = std::mem::take(&mut self.0);
+        String::from_utf8(bytes.to_vec())
+            .map_err(|_| PayloadError::Decode(format!("{what} is not UTF-8")))
+    }
+
+    fn end(&self) -> Result<(), PayloadError> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(PayloadError::TrailingBytes(self.0.len()))
+        }
+    }
+}
+
+fn put_position(out: &mut Vec<u8>, position: [f64; 3]) {
+    for value in position {
+        out.extend(value.to_le_bytes());
+    }
+}
+
+fn put_voxel(out: &mut Vec<u8>, voxel: VoxelPos) {
+    for value in voxel {
+        out.extend(value.to_le_bytes());
+    }
+}
+
+/// Defines a packet whose payload is its text, raw UTF-8.
+macro_rules! text_packet {
+    ($(#[$doc:meta])* $ty:ident { $field:ident } = $name:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct $ty {
+            pub $field: String,
+        }
+
+        impl Packet for $ty {
+            const NAME: &'static str = $name;
+
+            fn encode(&self) -> Result<Vec<u8>, PayloadError> {
+                Ok(self.$field.as_bytes().to_vec())
+            }
+
+            fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
+                Ok(Self {
+                    $field: Fields(bytes).text(stringify!($field))?,
+                })
+            }
+        }
+    };
+}
+
+/// Defines a packet whose payload is opaque bytes.
+macro_rules! bytes_packet {
+    ($(#[$doc:meta])* $ty:ident = $name:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct $ty {
+            pub data: Vec<u8>,
+        }
+
+        impl Packet for $ty {
+            const NAME: &'static str = $name;
+
+            fn encode(&self) -> Result<Vec<u8>, PayloadError> {
+                Ok(self.data.clone())
+            }
+
+            fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
+                Ok(Self {
+                    data: bytes.to_vec(),
+                })
+            }
+        }
+    };
+}
+
+text_packet!(
+    /// C→S: join under a name (the game checks it).
+    Join { name } = "main:join"
+);
+text_packet!(
+    /// S→C: why an action was refused (the client stays connected).
+    Refused { reason } = "main:refused"
+);
+bytes_packet!(
+    /// C→S: opaque bytes, echoed back as [`Pong`].
+    Ping = "main:ping"
+);
+bytes_packet!(
+    /// S→C: a [`Ping`]'s bytes.
+    Pong = "main:pong"
+);
+
+/// C→S: the player's new position (feet, in voxels).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Move {
+    pub position: [f64; 3],
+}
+
+impl Packet for Move {
+    const NAME: &'static str = "main:move";
+
+    fn encode(&self) -> Result<Vec<u8>, PayloadError> {
+        let mut out = Vec::with_capacity(24);
+        put_position(&mut out, self.position);
+        Ok(out)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
+        let mut fields = Fields(bytes);
+        let position = fields.position()?;
+        fields.end()?;
+        Ok(Self { position })
+    }
+}
+
+/// C→S: dig the voxel at `voxel`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dig {
+    pub voxel: VoxelPos,
+}
+
+impl Packet for Dig {
+    const NAME: &'static str = "main:dig";
+
+    fn encode(&self) -> Result<Vec<u8>, PayloadError> {
+        let mut out = Vec::with_capacity(12);
+        put_voxel(&mut out, self.voxel);
+        Ok(out)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
+        let mut fields = Fields(bytes);
+        let voxel = fields.voxel()?;
+        fields.end()?;
+        Ok(Self { voxel })
+    }
+}
+
+/// C→S: place a voxel named `name` at `voxel`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub voxel: VoxelPos,
+    pub name: String,
+}
+
+impl Packet for Place {
+    const NAME: &'static str = "main:place";
+
+    fn encode(&self) -> Result<Vec<u8>, PayloadError> {
+        let mut out = Vec::with_capacity(12 + self.name.len());
+        put_voxel(&mut out, self.voxel);
+        out.extend(self.name.as_bytes());
+        Ok(out)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
+        let mut fields = Fields(bytes);
+        let voxel = fields.voxel()?;
+        let name = fields.text("the voxel name")?;
+        Ok(Self { voxel, name })
+    }
+}
+
+/// S→C: your peer id and where you spawned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spawn {
+    pub peer: PeerId,
+    pub position: [f64; 3],
+}
+
+impl Packet for Spawn {
+    const NAME: &'static str = "main:spawn";
+
+    fn encode(&self) -> Result<Vec<u8>, PayloadError> {
+        let mut out = Vec::with_capacity(MOVE_ENTRY);
+        out.extend(self.peer.to_le_bytes());
+        put_position(&mut out, self.position);
+        Ok(out)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
+        let mut fields = Fields(bytes);
+        let peer = fields.u64("a peer id")?;
+        let position = fields.position()?;
+        fields.end()?;
+        Ok(Self { peer, position })
+    }
+}
+
+/// S→C: a player who joined (and, to a joining player, each one already there).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlayerJoined {
+    pub peer: PeerId,
+    pub position: [f64; 3],
+    pub name: String,
+}
+
+impl Packet for PlayerJoined {
+    const NAME: &'static str = "main:player";
+
+    fn encode(&self) -> Result<Vec<u8>, PayloadError> {
+        let mut out = Vec::with_capacity(MOVE_ENTRY + self.name.len());
+        out.extend(self.peer.to_le_bytes());
+        put_position(&mut out, self.position);
+        out.extend(self.name.as_bytes());
+        Ok(out)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
+        let mut fields = Fields(bytes);
+        let peer = fields.u64("a peer id")?;
+        let position = fields.position()?;
+        let name = fields.text("the name")?;
+        Ok(Self {
+            peer,
+            position,
+            name,
+        })
+    }
+}
+
+/// S→C: a player left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlayerLeft {
+    pub peer: PeerId,
+}
+
+impl Packet for PlayerLeft {
+    const NAME: &'static str = "main:player_left";
+
+    fn encode(&self) -> Result<Vec<u8>, PayloadError> {
+        Ok(self.peer.to_le_bytes().to_vec())
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
+        let mut fields = Fields(bytes);
+        let peer = fields.u64("a peer id")?;
+        fields.end()?;
+        Ok(Self { peer })
+    }
+}
+
+/// S→C, once per tick if anyone near moved: each mover's latest position.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Moves {
+    pub moves: Vec<(PeerId, [f64; 3])>,
+}
+
+impl Packet for Moves {
+    const NAME: &'static str = "main:moves";
+
+    fn encode(&self) -> Result<Vec<u8>, PayloadError> {
+        let mut out = Vec::with_capacity(self.moves.len() * MOVE_ENTRY);
+        for (peer, position) in &self.moves {
+            out.extend(peer.to_le_bytes());
+            put_position(&mut out, *position);
+        }
+        Ok(out)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
+        let mut fields = Fields(bytes);
+        let mut moves = Vec::with_capacity(bytes.len() / MOVE_ENTRY);
+        while !fields.0.is_empty() {
+            moves.push((fields.u64("a peer id")?, fields.position()?));
+        }
+        Ok(Self { moves })
+    }
+}
+
+/// One entry of [`Edits`]: who set which voxel to what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edit {
+    pub peer: PeerId,
+    pub voxel: VoxelPos,
+    /// The new voxel's name (at most 65535 bytes; a longer one is cut).
+    pub name: String,
+}
+
+/// S→C, once per tick if anything near was edited: the edits in the order
+/// they were made.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Edits {
+    pub edits: Vec<Edit>,
+}
+
+impl Packet for Edits {
+    const NAME: &'static str = "main:edits";
+
+    fn encode(&self) -> Result<Vec<u8>, PayloadError> {
+        let mut out = Vec::new();
+        for edit in &self.edits {
+            out.extend(edit.peer.to_le_bytes());
+            put_voxel(&mut out, edit.voxel);
+            let name = edit.name.as_bytes();
+            let name = name.get(..usize::from(u16::MAX)).unwrap_or(name);
+            out.extend((name.len() as u16).to_le_bytes());
+            out.extend(name);
+        }
+        Ok(out)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
+        let mut fields = Fields(bytes);
+        let mut edits = Vec::new();
+        while !fields.0.is_empty() {
+            let peer = fields.u64("a peer id")?;
+            let voxel = fields.voxel()?;
+            let len = usize::from(u16::from_le_bytes(fields.take::<2>("a name length")?));
+            let (name, rest) = fields
+                .0
+                .split_at_checked(len)
+                .ok_or_else(|| PayloadError::Decode(format!("a {len}-byte name expected")))?;
+            fields.0 = rest;
+            let name = String::from_utf8_lossy(name).into_owned();
+            edits.push(Edit { peer, voxel, name });
+        }
+        Ok(Self { edits })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip<P: Packet + PartialEq + std::fmt::Debug>(packet: P) -> Vec<u8> {
+        let bytes = packet.encode().unwrap();
+        assert_eq!(P::decode(&bytes).unwrap(), packet);
+        bytes
+    }
+
+    #[test]
+    fn layouts_match_the_protocol_page_and_round_trip() {
+        let bytes = round_trip(Spawn {
+            peer: 7,
+            position: [1.5, 2.0, -3.0],
+        });
+        assert_eq!(bytes.len(), 32);
+        assert_eq!(bytes[..8], 7u64.to_le_bytes());
+        assert_eq!(bytes[8..16], 1.5f64.to_le_bytes());
+        let bytes = round_trip(Place {
+            voxel: [1, -2, 3],
+            name: "stone".into(),
+        });
+        assert_eq!(&bytes[12..], b"stone");
+        round_trip(Moves {
+            moves: vec![(1, [0.0; 3]), (2, [1.0, 2.0, 3.0])],
+        });
+        let bytes = round_trip(Edits {
+            edits: vec![Edit {
+                peer: 3,
+                voxel: [4, 5, 6],
+                name: "dirt".into(),
+            }],
+        });
+        assert_eq!(bytes[20..22], 4u16.to_le_bytes());
+        round_trip(PlayerJoined {
+            peer: 1,
+            position: [0.5; 3],
+            name: "ann".into(),
+        });
+        round_trip(Join { name: "ann".into() });
+        round_trip(PlayerLeft { peer: 9 });
+    }
+
+    #[test]
+    fn short_long_and_garbled_payloads_are_errors() {
+        assert!(Move::decode(&[0; 23]).is_err());
+        assert!(Move::decode(&[0; 25]).is_err());
+        assert!(Dig::decode(&[0; 11]).is_err());
+        assert!(Dig::decode(&[0; 13]).is_err());
+        assert!(Place::decode(&[0; 5]).is_err());
+        assert!(Moves::decode(&[0; 33]).is_err());
+        assert!(Edits::decode(&[0; 21]).is_err());
+        // A name length past the end.
+        let mut edit = vec![0; 20];
+        edit.extend(9u16.to_le_bytes());
+        edit.extend(b"abc");
+        assert!(Edits::decode(&edit).is_err());
+        assert!(Join::decode(&[0xff, 0xfe]).is_err());
+    }
+}

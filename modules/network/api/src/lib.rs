@@ -1,0 +1,238 @@
+//! `buildat-network-api`: the `network` module's public API, shared by every
+//! module that talks to players, the client, tests and tools.
+//!
+//! Owns: the events (`network:client_connected`, `network:client_disconnected`,
+//! `network:packet_received/<packet name>`, `network:send_batches`), the typed
+//! calls ([`Send`], [`SendBatch`], [`Broadcast`], [`ListPeers`],
+//! [`Disconnect`], [`GetBacklog`], [`ListenAddress`]) and the
+//! `core:disconnect` packet. Byte fields use `serde_bytes` (the same bytes on
+//! the wire as a `Vec<u8>`, copied in one go instead of per byte). Does not
+//! own: sockets or framing (the `network` module and `buildat-format`).
+//!
+//! Versioned on its own: a change here rebuilds the modules that depend on
+//! it (and only them) when they are next loaded or reloaded.
+
+use buildat_format::payload::{Packet, PayloadError};
+use buildat_interface::{Event, Host, ModuleError};
+use serde::{Deserialize, Serialize};
+
+/// The network module's name.
+pub const MODULE: &str = "network";
+
+/// Peer ids are never reused within a server run.
+pub type PeerId = u64;
+
+/// Prefix of the event emitted for each received packet: the full name is
+/// `network:packet_received/<packet name>`.
+pub const PACKET_RECEIVED_PREFIX: &str = "network:packet_received/";
+
+/// The event name for received packets named `packet`.
+pub fn packet_received_event(packet: &str) -> String {
+    format!("{PACKET_RECEIVED_PREFIX}{packet}")
+}
+
+/// The event name for received packets of type `P`: subscribe to it and
+/// read the payload with [`PacketReceived::packet`].
+pub fn received<P: Packet>() -> String {
+    packet_received_event(P::NAME)
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientConnected {
+    pub peer: PeerId,
+    pub address: String,
+}
+impl Event for ClientConnected {
+    const NAME: &'static str = "network:client_connected";
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientDisconnected {
+    pub peer: PeerId,
+    pub reason: String,
+}
+impl Event for ClientDisconnected {
+    const NAME: &'static str = "network:client_disconnected";
+}
+
+/// Payload of `network:packet_received/<name>`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PacketReceived {
+    pub peer: PeerId,
+    #[serde(with = "serde_bytes")]
+    pub data: Vec<u8>,
+}
+
+impl PacketReceived {
+    /// The received packet's payload as `P`.
+    pub fn packet<P: Packet>(&self) -> Result<P, PayloadError> {
+        P::decode(&self.data)
+    }
+}
+
+/// One packet ready to queue: its name and payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutgoingPacket {
+    pub name: String,
+    #[serde(with = "serde_bytes")]
+    pub data: Vec<u8>,
+}
+
+impl OutgoingPacket {
+    /// Encodes `packet` by its definition.
+    pub fn new<P: Packet>(packet: &P) -> Result<Self, PayloadError> {
+        Ok(Self {
+            name: P::NAME.to_string(),
+            data: packet.encode()?,
+        })
+    }
+}
+
+/// Call `send`: queue a packet to one peer; answers the peer's backlog
+/// (bytes queued for it and not yet written to its socket), so bulk senders
+/// can pace themselves below `network.max_queue_bytes`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Send {
+    pub peer: PeerId,
+    pub packet: OutgoingPacket,
+}
+
+/// Call `send_batch`: queue several packets to one peer in one call, in
+/// order; answers the peer's backlog like [`Send`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SendBatch {
+    pub peer: PeerId,
+    pub packets: Vec<OutgoingPacket>,
+}
+
+/// Call `broadcast`: queue a packet to every peer; answers how many.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Broadcast {
+    pub packet: OutgoingPacket,
+}
+
+/// Call `list_peers`: every connected peer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListPeers {}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeerInfo {
+    pub peer: PeerId,
+    pub address: String,
+}
+
+/// Call `disconnect`: close a peer's connection, telling it why
+/// ([`DisconnectPacket`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Disconnect {
+    pub peer: PeerId,
+    pub reason: String,
+}
+
+/// Call `get_backlog`: a peer's backlog (as [`Send`] answers) without sending.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GetBacklog {
+    pub peer: PeerId,
+}
+
+/// Call `listen_address`: the bound address.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListenAddress {}
+
+buildat_interface::calls! {
+    module MODULE;
+    Send = "send" -> u64;
+    SendBatch = "send_batch" -> u64;
+    Broadcast = "broadcast" -> u64;
+    ListPeers = "list_peers" -> Vec<PeerInfo>;
+    Disconnect = "disconnect" -> ();
+    GetBacklog = "get_backlog" -> u64;
+    ListenAddress = "listen_address" -> String;
+}
+
+/// Event `network:send_batches`: queue packets to peers without waiting
+/// for an answer. A module sending often (a game answering pings, sharing
+/// news every tick, streaming) emits this instead of calling [`Send`], so it
+/// never waits on the network module's thread; packets to peers that left
+/// are dropped. Callers that need the backlog (to pace bulk data) call
+/// [`Send`] or [`SendBatch`].
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SendBatches {
+    pub batches: Vec<SendBatch>,
+}
+impl Event for SendBatches {
+    const NAME: &'static str = "network:send_batches";
+}
+
+/// Queues packets to peers without waiting on the network module (emits
+/// [`SendBatches`]); nothing to do for no batches.
+pub fn queue(host: &Host, batches: Vec<SendBatch>) -> Result<(), ModuleError> {
+    if batches.is_empty() {
+        return Ok(());
+    }
+    host.emit(&SendBatches { batches })
+}
+
+/// Queues one packet to one peer without waiting (see [`queue`]).
+pub fn queue_packet<P: Packet>(host: &Host, peer: PeerId, packet: &P) -> Result<(), ModuleError> {
+    queue(
+        host,
+        vec![SendBatch {
+            peer,
+            packets: vec![OutgoingPacket::new(packet)?],
+        }],
+    )
+}
+
+/// Sends one packet to every peer; answers how many.
+pub fn broadcast<P: Packet>(host: &Host, packet: &P) -> Result<u64, ModuleError> {
+    host.call(&Broadcast {
+        packet: OutgoingPacket::new(packet)?,
+    })
+}
+
+/// `core:disconnect`, server → client before closing on purpose (server
+/// full, kicked). Its payload is the reason as raw UTF-8, not bincode, so a
+/// client that knows nothing else can still show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DisconnectPacket {
+    pub reason: String,
+}
+
+impl Packet for DisconnectPacket {
+    const NAME: &'static str = "core:disconnect";
+
+    fn encode(&self) -> Result<Vec<u8>, PayloadError> {
+        Ok(self.reason.as_bytes().to_vec())
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
+        Ok(Self {
+            reason: String::from_utf8_lossy(bytes).into_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packets_and_events_are_named_by_their_definitions() {
+        assert_eq!(
+            received::<DisconnectPacket>(),
+            "network:packet_received/core:disconnect"
+        );
+        let packet = DisconnectPacket {
+            reason: "server full".into(),
+        };
+        let outgoing = OutgoingPacket::new(&packet).unwrap();
+        assert_eq!(outgoing.name, "core:disconnect");
+        assert_eq!(outgoing.data, b"server full");
+        let received = PacketReceived {
+            peer: 1,
+            data: outgoing.data,
+        };
+        assert_eq!(received.packet::<DisconnectPacket>().unwrap(), packet);
+    }
+}

@@ -1,0 +1,309 @@
+//! `buildat-voxelworld-api`: the `voxelworld` module's public API, used by
+//! games, generators, tools, the client and tests.
+//!
+//! Owns: the events (`voxelworld:generation_request`,
+//! `voxelworld:node_volume_updated`, `voxelworld:viewer_moved`), the typed
+//! calls, the generator's call ([`Generate`]), the stored node record and
+//! the world stream's packets ([`stream`]). Does not own: the world itself
+//! (the `voxelworld` module) or voxel types (`buildat-voxel`).
+//!
+//! Versioned on its own: a change here rebuilds the modules that depend on
+//! it (and only them) when they are next loaded or reloaded.
+
+pub mod stream;
+
+use std::collections::BTreeMap;
+
+use buildat_interface::Event;
+use buildat_network_api::PeerId;
+use buildat_voxel::geometry::Pos;
+use serde::{Deserialize, Serialize};
+
+pub use buildat_voxel::{BlockDefinition, VoxelDefinition, VoxelRegistry};
+
+/// The voxelworld module's name.
+pub const MODULE: &str = "voxelworld";
+
+/// A section needs its voxels: a generator answers with [`ApplyGenerated`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenerationRequest {
+    pub section: Pos,
+}
+impl Event for GenerationRequest {
+    const NAME: &'static str = "voxelworld:generation_request";
+}
+
+/// A chunk's voxels changed (committed edits or generation).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeVolumeUpdated {
+    pub node_id: u64,
+    pub chunk: Pos,
+}
+impl Event for NodeVolumeUpdated {
+    const NAME: &'static str = "voxelworld:node_volume_updated";
+}
+
+/// Stream the world around `position` to `peer` (registry first, then
+/// chunks nearest first; see [`stream`]). A call (`set_viewer`), and the
+/// same as an event (`voxelworld:viewer_moved`): a game emits it on every
+/// move without waiting for the world.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Viewer {
+    pub peer: PeerId,
+    pub position: [f64; 3],
+}
+impl Event for Viewer {
+    const NAME: &'static str = "voxelworld:viewer_moved";
+}
+
+/// Call: stop streaming to a peer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RemoveViewer {
+    pub peer: PeerId,
+}
+
+/// Call: register a block; answers the voxel ids it uses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegisterBlock {
+    pub block: BlockDefinition,
+}
+
+/// Call: the voxel registry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GetRegistry {}
+
+/// Call: the world's configuration (`world.toml`, which voxelworld owns and
+/// alone parses), with the section size in force.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GetWorldConfig {}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorldConfig {
+    pub name: String,
+    /// The terrain generator's seed.
+    pub seed: u64,
+    /// Chunks along each side of a section.
+    pub section_size: [i32; 3],
+}
+
+/// Call: the world's chunk and section sizes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GetSizes {}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sizes {
+    /// Voxels along each side of a chunk.
+    pub chunk_size: i32,
+    /// Chunks along each side of a section.
+    pub section_size: [i32; 3],
+}
+
+/// Call: a voxel; `None` where its section is not generated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GetVoxel {
+    pub pos: Pos,
+}
+
+/// Call: set a voxel; takes effect at once, [`Commit`] announces it. Games
+/// editing on a player's behalf use [`EditVoxel`] instead.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetVoxel {
+    pub pos: Pos,
+    pub voxel: u32,
+}
+
+/// Call: emit `node_volume_updated` for every chunk changed since the last
+/// commit and stream the changes; answers how many chunks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Commit {}
+
+/// Which voxels an [`EditVoxel`] may replace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Replace {
+    /// Whatever is there.
+    Any,
+    /// Only air (placing).
+    OnlyAir,
+    /// Anything but air (digging).
+    NotAir,
+}
+
+/// Call: one edit in one call. Checks `replace` against the voxel there,
+/// sets it, marks its section for saving when `save`, and commits; the
+/// changed chunk streams to its holders after the call has answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EditVoxel {
+    pub pos: Pos,
+    pub voxel: u32,
+    pub replace: Replace,
+    pub save: bool,
+}
+
+/// What an [`EditVoxel`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EditOutcome {
+    /// Set; `previous` was there before.
+    Edited { previous: u32 },
+    /// The voxel there did not match `replace`; nothing changed.
+    Refused { current: u32 },
+    /// Its section is not generated yet; nothing changed.
+    NotGenerated,
+}
+
+/// Call: load a section from storage or ask for its generation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadOrGenerateSection {
+    pub section: Pos,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SectionStatus {
+    pub generated: bool,
+    pub save_enabled: bool,
+}
+
+/// Call: whether a section is written to storage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetSectionSaveEnabled {
+    pub section: Pos,
+    pub enabled: bool,
+}
+
+/// Call: a generator's answer to a [`GenerationRequest`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApplyGenerated {
+    pub section: GeneratedSection,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GeneratedSection {
+    pub section: Pos,
+    /// Each chunk's voxel blob (`buildat_format::encode_voxels`, voxels by name).
+    pub chunks: Vec<(Pos, ChunkData)>,
+}
+
+/// Call: a chunk's voxel blob (voxels by name); `None` where not generated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GetChunk {
+    pub chunk: Pos,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkData {
+    pub node_id: u64,
+    #[serde(with = "serde_bytes")]
+    pub blob: Vec<u8>,
+}
+
+/// Call: create a dynamic node; answers its id, never reused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CreateNode {
+    pub position: [f64; 3],
+    pub save_enabled: bool,
+    pub vars: BTreeMap<String, Vec<u8>>,
+}
+
+/// Call: a dynamic node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GetNode {
+    pub id: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DynamicNode {
+    pub id: u64,
+    pub position: [f64; 3],
+    pub save_enabled: bool,
+    pub vars: BTreeMap<String, Vec<u8>>,
+}
+
+/// Call: remove a dynamic node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RemoveNode {
+    pub id: u64,
+}
+
+/// Call: set a dynamic node's variable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetNodeVar {
+    pub id: u64,
+    pub name: String,
+    pub value: Vec<u8>,
+}
+
+/// Call: write every changed save-enabled section now; answers how many.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Save {}
+
+/// Call: generate and save the region around the origin, in sections.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pregen {
+    /// x and z from -radius to radius.
+    pub radius: u32,
+    /// y from -height to height.
+    pub height: u32,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PregenReport {
+    pub generated: u64,
+    pub already_present: u64,
+}
+
+buildat_interface::calls! {
+    module MODULE;
+    Viewer = "set_viewer" -> ();
+    RemoveViewer = "remove_viewer" -> ();
+    RegisterBlock = "register_block" -> Vec<u32>;
+    GetRegistry = "get_registry" -> VoxelRegistry;
+    GetSizes = "get_sizes" -> Sizes;
+    GetWorldConfig = "get_world_config" -> WorldConfig;
+    GetVoxel = "get_voxel" -> Option<u32>;
+    SetVoxel = "set_voxel" -> ();
+    Commit = "commit" -> u32;
+    EditVoxel = "edit_voxel" -> EditOutcome;
+    LoadOrGenerateSection = "load_or_generate_section" -> SectionStatus;
+    SetSectionSaveEnabled = "set_section_save_enabled" -> ();
+    ApplyGenerated = "apply_generated" -> ();
+    GetChunk = "get_chunk" -> Option<ChunkData>;
+    CreateNode = "create_node" -> u64;
+    GetNode = "get_node" -> Option<DynamicNode>;
+    RemoveNode = "remove_node" -> ();
+    SetNodeVar = "set_node_var" -> ();
+    Save = "save" -> u32;
+    Pregen = "pregen" -> PregenReport;
+}
+
+/// The generator's call (answered by the module named by
+/// `voxelworld.generator`, `worldgen` by default; make it with
+/// `Host::call_module`): generate these sections.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Generate {
+    pub sections: Vec<Pos>,
+}
+
+buildat_interface::calls! {
+    module "worldgen";
+    Generate = "generate" -> Vec<GeneratedSection>;
+}
+
+/// Variable of a static chunk node holding its voxel blob.
+pub const VAR_VOXEL_DATA: &str = "buildat_voxel_data";
+/// Variable naming the registry the blob's names belong to ("main").
+pub const VAR_REGISTRY_NAME: &str = "buildat_voxel_registry_name";
+/// Variable holding the blob format's version.
+pub const VAR_MOD_VERSION: &str = "buildat_voxel_mod_version";
+
+/// What a `node` row's `data` column holds (bincode).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredNode {
+    pub kind: StoredNodeKind,
+    pub save_enabled: bool,
+    pub vars: BTreeMap<String, Vec<u8>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum StoredNodeKind {
+    StaticChunk { chunk: Pos },
+    Dynamic { position: [f64; 3] },
+}

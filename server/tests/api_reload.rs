@@ -1,0 +1,238 @@
+//! A module API changes while players play: with a client connected, a
+//! call is added to voxelworld's API crate (`modules/voxelworld/api`) and
+//! answered by voxelworld, a new module using it is dropped in, `reload
+//! voxelworld` rebuilds voxelworld (its API changed; the ABI-stamped
+//! interface did not, so the host accepts it), `load` builds the new module,
+//! the call works and the client stays connected.
+//!
+//! The modules live in a throwaway workspace (a copy of the game's module
+//! folders with their API crates, pointing at the repository's interface,
+//! format and voxel crates), so editing them touches nothing in the repo.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use buildat_format::Packet;
+use buildat_main_api::{Join, Ping, Pong, Spawn};
+use common::client::TestClient;
+use common::{Scratch, ServerProcess, copy_dir, repo_root};
+
+/// A workspace holding copies of the game's modules: the repository's
+/// manifest with only module members and absolute paths to the shared
+/// crates, and its lock file.
+fn module_workspace(root: &Path) -> PathBuf {
+    let manifest = std::fs::read_to_string(repo_root().join("Cargo.toml")).expect("manifest");
+    let mut manifest: toml::Table = manifest.parse().expect("manifest parses");
+    let workspace = manifest
+        .get_mut("workspace")
+        .and_then(|w| w.as_table_mut())
+        .expect("[workspace]");
+    workspace.insert(
+        "members".into(),
+        toml::Value::Array(vec!["modules/*".into(), "modules/*/api".into()]),
+    );
+    workspace.remove("exclude");
+    let dependencies = workspace
+        .get_mut("dependencies")
+        .and_then(|d| d.as_table_mut())
+        .expect("[workspace.dependencies]");
+    for (_, spec) in dependencies.iter_mut() {
+        if let Some(path) = spec.get("path").and_then(|p| p.as_str())
+            && !path.starts_with("modules/")
+        {
+            let absolute = repo_root().join(path).display().to_string();
+            spec.as_table_mut()
+                .expect("a path dependency is a table")
+                .insert("path".into(), absolute.into());
+        }
+    }
+    std::fs::write(root.join("Cargo.toml"), manifest.to_string()).expect("write manifest");
+    std::fs::copy(repo_root().join("Cargo.lock"), root.join("Cargo.lock")).expect("copy lock");
+    let modules = root.join("modules");
+    for module in [
+        "__loader",
+        "network",
+        "client_file",
+        "voxelworld",
+        "worldgen",
+        "main",
+    ] {
+        copy_dir(&repo_root().join("modules").join(module), &modules.join(module));
+    }
+    modules
+}
+
+fn append_after(path: &Path, anchor: &str, addition: &str) {
+    let text = std::fs::read_to_string(path).expect("read source");
+    let at = text
+        .find(anchor)
+        .unwrap_or_else(|| panic!("{anchor:?} in {}", path.display()))
+        + anchor.len();
+    let text = format!("{}{addition}{}", &text[..at], &text[at..]);
+    std::fs::write(path, text).expect("write source");
+}
+
+const NEW_CALL: &str = r#"
+
+/// Call (added while the server runs): how many sections are loaded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CountLoadedSections {}
+
+buildat_interface::calls! {
+    module MODULE;
+    CountLoadedSections = "count_loaded_sections" -> u64;
+}
+"#;
+
+const NEW_MODULE: &str = r#"
+//! A module written against a call its API did not have when the server started.
+use buildat_interface::{Event, Host, Module, ModuleError, events, export_module, log};
+use buildat_voxelworld_api::CountLoadedSections;
+
+struct SectionCounter {
+    host: Host,
+}
+
+impl Module for SectionCounter {
+    fn create(host: Host) -> Result<Self, ModuleError> {
+        Ok(Self { host })
+    }
+
+    fn event(&mut self, name: &str, _payload: &[u8]) -> Result<(), ModuleError> {
+        if name == events::Start::NAME {
+            let count = self.host.call(&CountLoadedSections {})?;
+            log::info!("section_counter: voxelworld holds {count} sections");
+        }
+        Ok(())
+    }
+}
+
+export_module!(SectionCounter);
+"#;
+
+fn add_section_counter(modules: &Path) {
+    let dir = modules.join("section_counter");
+    std::fs::create_dir_all(dir.join("src")).expect("module dir");
+    std::fs::write(
+        dir.join("meta.json"),
+        r#"{ "dependencies": [{ "module": "voxelworld" }] }"#,
+    )
+    .expect("meta.json");
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        r#"[package]
+name = "section-counter"
+version = "0.1.0"
+edition.workspace = true
+
+[lib]
+crate-type = ["cdylib"]
+
+[dependencies]
+buildat-interface.workspace = true
+buildat-voxelworld-api.workspace = true
+"#,
+    )
+    .expect("Cargo.toml");
+    std::fs::write(dir.join("src/lib.rs"), NEW_MODULE).expect("lib.rs");
+}
+
+/// Pings until the pong comes back: the connection is alive and served.
+fn ping(client: &mut TestClient, data: &[u8]) {
+    client
+        .send_packet(&Ping {
+            data: data.to_vec(),
+        })
+        .expect("the connection is open");
+    loop {
+        let packet = client
+            .recv(Duration::from_secs(30))
+            .expect("still connected")
+            .expect("a pong within 30 s");
+        if packet.name == Pong::NAME {
+            assert_eq!(Pong::decode(&packet.data).expect("pong").data, data);
+            return;
+        }
+    }
+}
+
+#[test]
+fn an_api_change_reloads_without_dropping_players() {
+    let scratch = Scratch::new();
+    // Builds the game's modules where they are, so the copies (same
+    // content) find them by hash instead of building again.
+    scratch.add_game();
+    let workspace = tempfile::tempdir().expect("temp dir");
+    let modules = module_workspace(workspace.path());
+    let mut args = scratch.server_args();
+    let at = args
+        .iter()
+        .position(|a| *a == scratch.modules().display().to_string())
+        .expect("--modules DIR");
+    args[at] = modules.display().to_string();
+    args.extend(["--listen", "127.0.0.1:0", "--no-watch"].map(String::from));
+    let mut server = ServerProcess::start(&args, Stdio::piped());
+    let address = server.listen_address();
+    server
+        .wait_for("server started", Duration::from_secs(300))
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    let mut client = TestClient::connect(&address);
+    client
+        .send_packet(&Join {
+            name: "stays".into(),
+        })
+        .expect("join");
+    loop {
+        let packet = client
+            .recv(Duration::from_secs(60))
+            .expect("connected")
+            .expect("spawned within 60 s");
+        if packet.name == Spawn::NAME {
+            break;
+        }
+    }
+    ping(&mut client, b"before");
+
+    append_after(
+        &modules.join("voxelworld/api/src/lib.rs"),
+        "pub const MODULE: &str = \"voxelworld\";",
+        NEW_CALL,
+    );
+    append_after(
+        &modules.join("voxelworld/src/lib.rs"),
+        "Save => |_| self.save(),",
+        "\n            buildat_voxelworld_api::CountLoadedSections => |_| Ok(self.world.loaded_sections() as u64),",
+    );
+    add_section_counter(&modules);
+
+    server.send("reload voxelworld");
+    server
+        .wait_for("reloaded voxelworld", Duration::from_secs(600))
+        .unwrap_or_else(|| panic!("reload voxelworld:\n{}", server.output()));
+    server.send("load section_counter");
+    let line = server
+        .wait_for("section_counter: voxelworld holds", Duration::from_secs(600))
+        .unwrap_or_else(|| panic!("load section_counter:\n{}", server.output()));
+    let count: u64 = line
+        .rsplit("holds ")
+        .next()
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a count in {line:?}"));
+    assert!(count > 0, "the spawn area is loaded: {line}");
+    server
+        .wait_for("loaded section_counter", Duration::from_secs(30))
+        .unwrap_or_else(|| panic!("{}", server.output()));
+
+    ping(&mut client, b"after");
+    assert!(
+        !server.output().contains("disconnected"),
+        "{}",
+        server.output()
+    );
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
