@@ -23,42 +23,42 @@ const DEFAULT_WORLD_TOML: &str = include_str!("../../world/world.toml");
 )]
 struct Cli {
     /// World directory (created with a default world.toml if missing).
-    #[arg(long, default_value = "world")]
+    #[arg(long, default_value = "world", global = true)]
     world: PathBuf,
     /// An extra module folder (repeatable); searched after the default `modules/`.
-    #[arg(long = "modules", value_name = "DIR")]
+    #[arg(long = "modules", value_name = "DIR", global = true)]
     modules: Vec<PathBuf>,
     /// Do not search the default `modules/` folder.
-    #[arg(long)]
+    #[arg(long, global = true)]
     no_default_modules: bool,
     /// Address the network module listens on.
-    #[arg(long, default_value = "0.0.0.0:20000")]
+    #[arg(long, default_value = "0.0.0.0:20000", global = true)]
     listen: String,
     /// Where modules are built and loaded from (default: `target/buildat-modules`
     /// beside the first module folder).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", global = true)]
     build_dir: Option<PathBuf>,
     /// Cargo profile for building modules.
-    #[arg(long, value_enum, default_value = "release")]
+    #[arg(long, value_enum, default_value = "release", global = true)]
     module_profile: Profile,
     /// Log level: error, warn, info, debug, trace (RUST_LOG overrides).
-    #[arg(long, default_value = "info")]
+    #[arg(long, default_value = "info", global = true)]
     log_level: String,
     /// Interval of core:tick in milliseconds.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, global = true)]
     tick_ms: u64,
     /// How long a call between modules waits for its answer, in milliseconds.
-    #[arg(long, default_value_t = 30_000)]
+    #[arg(long, default_value_t = 30_000, global = true)]
     call_timeout_ms: u64,
     /// How long a module may stay in one handler before the watchdog reports it, in milliseconds.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 10_000, global = true)]
     watchdog_ms: u64,
     /// Do not watch module folders (by default a saved source file rebuilds
     /// and reloads its module, and a changed client file is re-announced).
-    #[arg(long)]
+    #[arg(long, global = true)]
     no_watch: bool,
     /// A KEY=VALUE setting handed to modules (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
+    #[arg(long = "set", value_name = "KEY=VALUE", global = true)]
     set: Vec<String>,
     #[command(subcommand)]
     command: Option<Command>,
@@ -315,4 +315,50 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         tracing::error!("stopped with status {status}: {reason}");
     }
     Ok(u8::try_from(status).unwrap_or(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn global_options_are_accepted_before_and_after_the_subcommand() {
+        let after = Cli::try_parse_from([
+            "buildat-server",
+            "build",
+            "--world",
+            "w",
+            "--modules",
+            "m",
+            "--no-default-modules",
+            "--module-profile",
+            "dev",
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+        let before = Cli::try_parse_from([
+            "buildat-server",
+            "--world",
+            "w",
+            "--modules",
+            "m",
+            "--no-default-modules",
+            "--module-profile",
+            "dev",
+            "build",
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+        for cli in [after, before] {
+            assert!(matches!(cli.command, Some(Command::Build)));
+            assert_eq!(cli.world, PathBuf::from("w"));
+            assert_eq!(cli.modules, [PathBuf::from("m")]);
+            assert!(cli.no_default_modules);
+            assert!(matches!(cli.module_profile, Profile::Dev));
+        }
+    }
 }

@@ -1,5 +1,6 @@
-//! The real `buildat-server` binary: startup, the console on a pipe, stop,
-//! signals, end of input, and startup failures that name their cause.
+//! The real `buildat-server` binary: options anywhere on the line, startup,
+//! the console on a pipe, stop, signals, end of input, and startup failures
+//! that name their cause.
 
 mod common;
 
@@ -9,6 +10,19 @@ use std::time::Duration;
 use common::{Scratch, ServerProcess};
 
 const START: Duration = Duration::from_secs(120);
+
+#[test]
+fn global_options_are_accepted_after_the_subcommand() {
+    let scratch = Scratch::new();
+    scratch.add_meta_only("lua_only", r#"{"disable_rust": true}"#);
+    let mut args = vec!["build".to_string()];
+    args.extend(scratch.server_args());
+    let mut server = ServerProcess::start(&args, Stdio::null());
+    assert_eq!(server.wait_exit(START), Some(0), "{}", server.output());
+    let output = server.output();
+    assert!(output.contains("module __loader: artifact"), "{output}");
+    assert!(!output.contains("unexpected argument"), "{output}");
+}
 
 #[test]
 fn console_lists_modules_reloads_and_stops_with_status_zero() {
