@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use buildat_interface::meta::ModuleMeta;
-use buildat_server::builder::Builder;
+use buildat_server::builder::{BuildError, Builder};
 use buildat_server::config::{ModuleProfile, ServerConfig};
 use buildat_server::core::Core;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -178,6 +178,11 @@ fn prepare_world(world: &Path) -> anyhow::Result<()> {
 /// `build`: builds every Rust module found in the module paths.
 fn build_all(config: &ServerConfig) -> anyhow::Result<u8> {
     let builder = Builder::new(config.build_dir.clone(), config.module_profile);
+    let cancel = builder.canceller();
+    spawn_signal_handler(move |name| {
+        tracing::info!("received {name}: cancelling the build");
+        cancel.cancel();
+    })?;
     let mut failed = 0;
     for path in &config.module_paths {
         let entries =
@@ -202,6 +207,10 @@ fn build_all(config: &ServerConfig) -> anyhow::Result<u8> {
             }
             match builder.build(&name, &dir, &meta) {
                 Ok(artifact) => tracing::info!("module {name}: artifact {}", artifact.hash),
+                Err(BuildError::Cancelled { .. }) => {
+                    tracing::info!("build interrupted");
+                    return Ok(130);
+                }
                 Err(error) => {
                     tracing::error!("{error}");
                     failed += 1;
@@ -219,7 +228,7 @@ fn build_all(config: &ServerConfig) -> anyhow::Result<u8> {
 fn pregen(config: ServerConfig, radius: u32, height: u32) -> anyhow::Result<u8> {
     use buildat_interface::voxelworld::{self, Pregen, PregenReport};
     let core = Core::new(config).context("cannot start the module host")?;
-    spawn_signal_handler(core.clone())?;
+    stop_on_signal(core.clone())?;
     let result = (|| -> anyhow::Result<PregenReport> {
         for module in [voxelworld::MODULE, "worldgen"] {
             core.load_module(module, None)
@@ -245,7 +254,9 @@ fn pregen(config: ServerConfig, radius: u32, height: u32) -> anyhow::Result<u8> 
     Ok(0)
 }
 
-fn spawn_signal_handler(core: Core) -> anyhow::Result<()> {
+/// Calls `on_signal` with the signal's name on the first SIGINT or SIGTERM;
+/// a second one exits at once without a clean stop.
+fn spawn_signal_handler(on_signal: impl Fn(&str) + Send + 'static) -> anyhow::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
         .context("cannot install signal handlers")?;
@@ -264,11 +275,16 @@ fn spawn_signal_handler(core: Core) -> anyhow::Result<()> {
                     tracing::error!("second {name}: exiting without a clean stop");
                     std::process::exit(130);
                 }
-                core.request_shutdown(0, format!("received {name}"));
+                on_signal(name);
             }
         })
         .context("cannot start the signal thread")?;
     Ok(())
+}
+
+/// Stops `core` on SIGINT or SIGTERM (cancelling a running module build).
+fn stop_on_signal(core: Core) -> anyhow::Result<()> {
+    spawn_signal_handler(move |name| core.request_shutdown(0, format!("received {name}")))
 }
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
@@ -294,18 +310,26 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             .join(", ")
     );
     let core = Core::new(config).context("cannot start the module host")?;
-    spawn_signal_handler(core.clone())?;
+    stop_on_signal(core.clone())?;
+    // The console runs during startup too, so `stop` ends the first start's
+    // long module builds.
+    buildat_server::console::spawn(core.clone()).context("cannot start the console")?;
     if let Err(error) = core.start() {
-        tracing::error!("{error}");
-        core.stop_all();
-        bail!("the server did not start");
+        match core.shutdown_request() {
+            Some((_, reason)) => tracing::info!("startup interrupted: {reason}"),
+            None => {
+                tracing::error!("{error}");
+                core.stop_all();
+                bail!("the server did not start");
+            }
+        }
     }
     if !cli.no_watch
+        && core.shutdown_request().is_none()
         && let Err(error) = buildat_server::watch::spawn(core.clone(), core.module_paths())
     {
         tracing::warn!("file watching is off: {error}");
     }
-    buildat_server::console::spawn(core.clone()).context("cannot start the console")?;
     let (status, reason) = core.wait_for_shutdown();
     tracing::info!("stopping: {reason}");
     core.stop_all();

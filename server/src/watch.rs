@@ -144,8 +144,10 @@ fn act(core: &Core, name: &str, changed: Pending) {
     match loaded {
         Some(ModuleState::Loaded | ModuleState::Failed(_)) => {
             tracing::info!("module {name} changed on disk: rebuilding and reloading");
-            if let Err(error) = core.reload_module(name) {
-                tracing::error!("{error}");
+            match core.reload_module(name) {
+                Ok(()) => {}
+                Err(error) if error.is_cancelled() => tracing::info!("{error}"),
+                Err(error) => tracing::error!("{error}"),
             }
         }
         Some(state) => {

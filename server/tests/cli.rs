@@ -303,3 +303,111 @@ fn saving_files_reloads_the_module_and_announces_client_files() {
     server.send("stop");
     assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
 }
+
+/// Processes (pid, command line) whose command line contains `needle`.
+fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let line = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if line.contains(needle) {
+            found.push((pid, line));
+        }
+    }
+    found
+}
+
+/// Starts the server over the repository's modules with an empty build dir,
+/// so its first start compiles; returns while cargo's rustc runs (or after a
+/// minute of cargo waiting on its locks).
+fn start_first_build(build: &tempfile::TempDir) -> ServerProcess {
+    let args: Vec<String> = [
+        "--world".to_string(),
+        build.path().join("world").display().to_string(),
+        "--no-default-modules".into(),
+        "--modules".into(),
+        common::repo_root().join("modules").display().to_string(),
+        "--build-dir".into(),
+        build.path().display().to_string(),
+        "--module-profile".into(),
+        "dev".into(),
+        "--listen".into(),
+        "127.0.0.1:0".into(),
+    ]
+    .into();
+    let mut server = ServerProcess::start(&args, Stdio::piped());
+    server
+        .wait_for("building module", START)
+        .unwrap_or_else(|| panic!("no build started:\n{}", server.output()));
+    let target = build.path().join("target").display().to_string();
+    common::wait_until(Duration::from_secs(60), || {
+        processes_mentioning(&target)
+            .iter()
+            .any(|(_, line)| line.contains("rustc"))
+            .then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    server
+}
+
+/// Asserts a quick clean exit and that no cargo or rustc of `build` is left.
+fn assert_stopped_during_build(
+    server: &mut ServerProcess,
+    build: &tempfile::TempDir,
+    asked: std::time::Instant,
+) {
+    let status = server.wait_exit(Duration::from_secs(30));
+    let took = asked.elapsed();
+    let output = server.output();
+    assert_eq!(status, Some(0), "{output}");
+    assert!(
+        took < Duration::from_millis(2500),
+        "stopping took {took:?}:\n{output}"
+    );
+    assert!(output.contains("build cancelled"), "{output}");
+    assert!(output.contains("stopped cleanly"), "{output}");
+    assert!(
+        !output.contains("ERROR"),
+        "nothing logged as an error:\n{output}"
+    );
+    let target = build.path().join("target").display().to_string();
+    let left = common::wait_until(Duration::from_secs(2), || {
+        processes_mentioning(&target).is_empty().then_some(())
+    });
+    assert!(
+        left.is_some(),
+        "build processes left running: {:?}",
+        processes_mentioning(&target)
+    );
+}
+
+#[test]
+fn stop_on_the_console_ends_a_first_start_build_within_two_seconds() {
+    let build = tempfile::tempdir().expect("temp dir");
+    let mut server = start_first_build(&build);
+    let asked = std::time::Instant::now();
+    server.send("stop");
+    assert_stopped_during_build(&mut server, &build, asked);
+}
+
+#[test]
+fn sigterm_ends_a_first_start_build_within_two_seconds() {
+    let build = tempfile::tempdir().expect("temp dir");
+    let mut server = start_first_build(&build);
+    let asked = std::time::Instant::now();
+    server.signal("TERM");
+    assert_stopped_during_build(&mut server, &build, asked);
+    assert!(server.output().contains("received SIGTERM"));
+}

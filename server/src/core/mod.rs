@@ -29,7 +29,7 @@ use buildat_interface::meta::{MetaError, ModuleMeta};
 use buildat_interface::{CallError, Event, UnloadKind, events};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use crate::builder::{Artifact, BuildError, Builder};
+use crate::builder::{Artifact, BuildCancel, BuildError, Builder};
 use crate::config::ServerConfig;
 use instance::StartKind;
 use slot::{Message, ModuleSlot, lock, now_ms};
@@ -38,6 +38,7 @@ use slot::{Message, ModuleSlot, lock, now_ms};
 pub const CONSOLE_CALLER: &str = "__console";
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CoreError {
     #[error("no module named '{0}' in the module paths")]
     NotFound(String),
@@ -62,6 +63,14 @@ pub enum CoreError {
     Startup(String),
 }
 
+impl CoreError {
+    /// Whether this is a build cancelled because the server is stopping
+    /// (expected then, not worth an error in the log).
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, Self::Build(BuildError::Cancelled { .. }))
+    }
+}
+
 pub(crate) struct CoreInner {
     pub config: ServerConfig,
     pub bus: bus::Bus,
@@ -71,6 +80,8 @@ pub(crate) struct CoreInner {
     load_order: Mutex<Vec<String>>,
     next_load_index: AtomicU32,
     builder: Builder,
+    /// Cancels the builder's builds when a shutdown is requested.
+    build_cancel: BuildCancel,
     images: images::ImageStore,
     shutdown: Mutex<Option<(i32, String)>>,
     shutdown_signal: Condvar,
@@ -96,8 +107,10 @@ impl Core {
         let images = images::ImageStore::new(&config.build_dir)
             .map_err(io("cannot create the loaded-image dir"))?;
         let (reaper, reaper_rx) = crossbeam_channel::unbounded();
+        let builder = Builder::new(config.build_dir.clone(), config.module_profile);
         let inner = Arc::new(CoreInner {
-            builder: Builder::new(config.build_dir.clone(), config.module_profile),
+            build_cancel: builder.canceller(),
+            builder,
             config,
             bus: bus::Bus::default(),
             tmp_data: Mutex::new(HashMap::new()),
@@ -194,8 +207,15 @@ impl Core {
             .call_with_timeout(CONSOLE_CALLER, module, function, payload, timeout)
     }
 
+    /// Asks the server to stop: [`Core::wait_for_shutdown`] returns, and a
+    /// running module build is cancelled at once (so are later ones).
     pub fn request_shutdown(&self, status: i32, reason: String) {
         self.inner.request_shutdown(status, reason);
+    }
+
+    /// The status and reason of the shutdown request, if one was made.
+    pub fn shutdown_request(&self) -> Option<(i32, String)> {
+        lock(&self.inner.shutdown).clone()
     }
 
     /// Blocks until something asks the server to stop; returns the status and reason.
@@ -279,11 +299,15 @@ impl CoreInner {
     }
 
     pub fn request_shutdown(&self, status: i32, reason: String) {
-        let mut shutdown = lock(&self.shutdown);
-        if shutdown.is_none() {
+        {
+            let mut shutdown = lock(&self.shutdown);
+            if shutdown.is_some() {
+                return;
+            }
             *shutdown = Some((status, reason));
             self.shutdown_signal.notify_all();
         }
+        self.build_cancel.cancel();
     }
 
     pub fn call(
