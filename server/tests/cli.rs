@@ -1,12 +1,16 @@
 //! The real `buildat-server` binary: options anywhere on the line, startup,
-//! the console on a pipe, stop, signals, end of input, and startup failures
-//! that name their cause.
+//! the console on a pipe, stop, signals (also during a first start's
+//! builds), end of input, startup failures that name their cause, and the
+//! watcher (saved files, module folders dropped in and removed).
 
 mod common;
 
 use std::process::Stdio;
 use std::time::Duration;
 
+use buildat_format::Packet;
+use buildat_format::protocol::{self, AnnounceFile, FileContent, RemoveFile, RequestFile};
+use common::client::TestClient;
 use common::{Scratch, ServerProcess};
 
 const START: Duration = Duration::from_secs(120);
@@ -410,4 +414,142 @@ fn sigterm_ends_a_first_start_build_within_two_seconds() {
     server.signal("TERM");
     assert_stopped_during_build(&mut server, &build, asked);
     assert!(server.output().contains("received SIGTERM"));
+}
+
+/// A Lua-only module folder at `dir` with a `client_lua/init.lua`.
+fn write_lua_module(dir: &std::path::Path, dependencies: &[&str]) {
+    let dependencies: Vec<String> = dependencies
+        .iter()
+        .map(|d| format!(r#"{{"module": "{d}"}}"#))
+        .collect();
+    std::fs::create_dir_all(dir.join("client_lua")).expect("module dir");
+    std::fs::write(
+        dir.join("client_lua/init.lua"),
+        format!("print('{} runs')\n", dir.display()),
+    )
+    .expect("init.lua");
+    std::fs::write(
+        dir.join("meta.json"),
+        format!(
+            r#"{{"disable_rust": true, "dependencies": [{}]}}"#,
+            dependencies.join(", ")
+        ),
+    )
+    .expect("meta.json");
+}
+
+/// The next packet named `name` that `accept` takes, skipping others.
+fn next_packet(
+    client: &mut TestClient,
+    name: &str,
+    timeout: Duration,
+    mut accept: impl FnMut(&Packet) -> bool,
+) -> Option<Packet> {
+    let deadline = std::time::Instant::now() + timeout;
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        let packet = client.recv(left).expect("connected")?;
+        if packet.name == name && accept(&packet) {
+            return Some(packet);
+        }
+    }
+    None
+}
+
+fn announced(client: &mut TestClient, file: &str) -> Option<AnnounceFile> {
+    let packet = next_packet(
+        client,
+        protocol::ANNOUNCE_FILE,
+        Duration::from_secs(60),
+        |p| protocol::decode::<AnnounceFile>(&p.data).is_ok_and(|a| a.name == file),
+    )?;
+    protocol::decode(&packet.data).ok()
+}
+
+#[test]
+fn a_module_folder_dropped_in_loads_with_its_dependencies_and_removed_unloads() {
+    let scratch = Scratch::new();
+    scratch.add_client_file();
+    write_lua_module(&scratch.modules().join("lua_base"), &["client_file"]);
+    let mut args = scratch.server_args();
+    args.extend(["--listen", "127.0.0.1:0"].map(String::from));
+    let mut server = ServerProcess::start(&args, Stdio::piped());
+    let address = server.listen_address();
+    server
+        .wait_for("watching module folders", START)
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    let mut client = TestClient::connect(&address);
+    let mut cache = std::collections::HashMap::new();
+    let first = client.sync_files(&mut cache, Duration::from_millis(700));
+    assert!(first.announced.contains_key("lua_base/client_lua/init.lua"));
+
+    // A dependency present in the module path but not loaded loads first.
+    server.send("unload lua_base");
+    server
+        .wait_for("unloaded lua_base", Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    let staging = scratch.dir.path().join("staging");
+    write_lua_module(&staging.join("lua_new"), &["lua_base", "client_file"]);
+    common::copy_dir(&staging.join("lua_new"), &scratch.modules().join("lua_new"));
+    server
+        .wait_for("new module lua_new: loaded lua_base, lua_new", START)
+        .unwrap_or_else(|| panic!("the new folder was not loaded:\n{}", server.output()));
+    let announce = announced(&mut client, "lua_new/client_lua/init.lua")
+        .unwrap_or_else(|| panic!("not announced:\n{}", server.output()));
+    let request = RequestFile {
+        name: announce.name.clone(),
+        hash: announce.hash,
+    };
+    client
+        .send(protocol::REQUEST_FILE, &protocol::encode(&request))
+        .expect("request");
+    let content = next_packet(
+        &mut client,
+        protocol::FILE_CONTENT,
+        Duration::from_secs(20),
+        |p| protocol::decode::<FileContent>(&p.data).is_ok_and(|c| c.name == announce.name),
+    )
+    .unwrap_or_else(|| panic!("no content:\n{}", server.output()));
+    let content: FileContent = protocol::decode(&content.data).expect("content");
+    assert_eq!(
+        content.data,
+        std::fs::read(scratch.modules().join("lua_new/client_lua/init.lua")).expect("read")
+    );
+    server.send("modules");
+    let line = server
+        .wait_for("lua_new ", Duration::from_secs(10))
+        .expect("listed");
+    assert!(line.contains("loaded"), "{line}");
+
+    // A folder that gets its meta.json only later counts from then on.
+    let late = scratch.modules().join("lua_late");
+    std::fs::create_dir_all(late.join("client_lua")).expect("late dir");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(
+        !server.output().contains("new module lua_late"),
+        "loaded without a meta.json:\n{}",
+        server.output()
+    );
+    write_lua_module(&late, &[]);
+    server
+        .wait_for("new module lua_late: loaded lua_late", START)
+        .unwrap_or_else(|| panic!("the late meta.json was missed:\n{}", server.output()));
+
+    // Removing a folder unloads its module, after the ones depending on it.
+    std::fs::remove_dir_all(scratch.modules().join("lua_base")).expect("remove");
+    server
+        .wait_for("removed module lua_base: unloaded lua_new, lua_base", START)
+        .unwrap_or_else(|| panic!("not unloaded:\n{}", server.output()));
+    next_packet(
+        &mut client,
+        protocol::REMOVE_FILE,
+        Duration::from_secs(20),
+        |p| {
+            protocol::decode::<RemoveFile>(&p.data)
+                .is_ok_and(|r| r.name == "lua_new/client_lua/init.lua")
+        },
+    )
+    .unwrap_or_else(|| panic!("not withdrawn:\n{}", server.output()));
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    assert!(!server.output().contains("ERROR"), "{}", server.output());
 }

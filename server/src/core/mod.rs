@@ -37,6 +37,11 @@ use slot::{Message, ModuleSlot, lock, now_ms};
 /// Name used as the caller for calls made by the core and the console.
 pub const CONSOLE_CALLER: &str = "__console";
 
+/// `__loader`'s `load_with_dependencies` (payload `core_api::ModuleName`,
+/// answer `Vec<String>`), the twin of `__loader`'s own constant; it belongs
+/// in `core_api` beside `LOADER_LOAD_ALL`.
+const LOADER_LOAD_WITH_DEPENDENCIES: &str = "load_with_dependencies";
+
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CoreError {
@@ -170,6 +175,38 @@ impl Core {
 
     pub fn unload_module(&self, name: &str) -> Result<(), CoreError> {
         self.inner.unload_module(name)
+    }
+
+    /// Asks `__loader` to load `name` from the module paths after whatever
+    /// it needs that is not loaded yet (dependencies, and modules naming it
+    /// as a reverse dependency), resolved as at startup. Returns the modules
+    /// loaded, in order (empty when `name` was loaded already).
+    pub fn load_with_dependencies(&self, name: &str) -> Result<Vec<String>, CoreError> {
+        check_module_name(name)?;
+        let request = core_api::ModuleName {
+            name: name.to_string(),
+        };
+        let failed = |reason: String| CoreError::LoadFailed {
+            name: name.to_string(),
+            reason,
+        };
+        let answer = self
+            .inner
+            .call_with_timeout(
+                CONSOLE_CALLER,
+                core_api::LOADER,
+                LOADER_LOAD_WITH_DEPENDENCIES,
+                &buildat_interface::encode(&request),
+                None,
+            )
+            .map_err(|e| failed(e.message().to_string()))?;
+        buildat_interface::decode(&answer).map_err(|e| failed(e.to_string()))
+    }
+
+    /// Unloads `name` after every loaded module depending on it (directly or
+    /// not), in reverse load order. Returns the modules unloaded, in order.
+    pub fn unload_with_dependents(&self, name: &str) -> Result<Vec<String>, CoreError> {
+        self.inner.unload_with_dependents(name)
     }
 
     pub fn reload_module(&self, name: &str) -> Result<(), CoreError> {
@@ -664,6 +701,32 @@ impl CoreInner {
             )));
         }
         self.unload_unchecked(name, UnloadKind::ForGood)
+    }
+
+    fn unload_with_dependents(self: &Arc<Self>, name: &str) -> Result<Vec<String>, CoreError> {
+        let mut dependents = std::collections::BTreeSet::new();
+        let mut todo = vec![name.to_string()];
+        while let Some(next) = todo.pop() {
+            for dependent in self.get_dependents(&next) {
+                if dependent != name && dependents.insert(dependent.clone()) {
+                    todo.push(dependent);
+                }
+            }
+        }
+        let load_order = lock(&self.load_order).clone();
+        let mut order: Vec<String> = load_order
+            .iter()
+            .rev()
+            .filter(|n| dependents.contains(*n))
+            .cloned()
+            .collect();
+        // Alive but not in the load order (still loading): last, by name.
+        order.extend(dependents.into_iter().filter(|n| !load_order.contains(n)));
+        order.push(name.to_string());
+        for module in &order {
+            self.unload_module(module)?;
+        }
+        Ok(order)
     }
 
     fn unload_unchecked(self: &Arc<Self>, name: &str, kind: UnloadKind) -> Result<(), CoreError> {
