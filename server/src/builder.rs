@@ -13,7 +13,9 @@
 //! that whole group (cargo and its rustc children) at once; the build then
 //! ends with [`BuildError::Cancelled`] and stores nothing. Once cancelled, a
 //! builder builds nothing more: cancelling is how a stopping server ends its
-//! builds.
+//! builds. Cargo also gets SIGKILL should the server die without cancelling
+//! (`PR_SET_PDEATHSIG`; the thread that spawns cargo waits for it, so that
+//! thread never ends first).
 //!
 //! The build hash covers: the module's `Cargo.toml`, `build.rs`, `meta.json`
 //! and everything under `src/`, the interface version (which includes a hash
@@ -25,7 +27,7 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use buildat_interface::abi;
@@ -68,12 +70,21 @@ const LOCK_POLL: Duration = Duration::from_millis(100);
 /// group is killed) and every later one. Cheap to clone.
 #[derive(Clone, Default)]
 pub struct BuildCancel {
-    state: Arc<Mutex<CancelState>>,
+    shared: Arc<CancelShared>,
+}
+
+#[derive(Default)]
+struct CancelShared {
+    state: Mutex<CancelState>,
+    /// Notified whenever a build ends.
+    ended: Condvar,
 }
 
 #[derive(Default)]
 struct CancelState {
     cancelled: bool,
+    /// Builds running now (waiting for the lock, or running cargo).
+    active: usize,
     /// Process group ids of running cargo children (each cargo leads its own
     /// group). A pid leaves this list in the same critical section in which
     /// it is reaped, so a reused pid is never killed.
@@ -98,8 +109,35 @@ impl BuildCancel {
         self.lock().cancelled
     }
 
+    /// Waits until no build runs (at most `timeout`); whether none does.
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        let state = self.lock();
+        let (state, _) = self
+            .shared
+            .ended
+            .wait_timeout_while(state, timeout, |state| state.active > 0)
+            .unwrap_or_else(|e| e.into_inner());
+        state.active == 0
+    }
+
+    /// Counts a build as running until the guard is dropped.
+    fn begin(&self) -> ActiveBuild<'_> {
+        self.lock().active += 1;
+        ActiveBuild(self)
+    }
+
     fn lock(&self) -> MutexGuard<'_, CancelState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A running build, for [`BuildCancel::wait_idle`].
+struct ActiveBuild<'a>(&'a BuildCancel);
+
+impl Drop for ActiveBuild<'_> {
+    fn drop(&mut self) {
+        self.0.lock().active -= 1;
+        self.0.shared.ended.notify_all();
     }
 }
 
@@ -159,6 +197,7 @@ impl Builder {
         let cancelled = || BuildError::Cancelled {
             module: name.to_string(),
         };
+        let _active = self.cancel.begin();
         if self.cancel.is_cancelled() {
             return Err(cancelled());
         }
@@ -263,6 +302,17 @@ impl Builder {
             // A group of its own, so cancelling kills rustc too, and a Ctrl-C
             // on the terminal is the server's to handle.
             .process_group(0);
+        // SAFETY: only prctl(2), async-signal-safe, runs between fork and exec.
+        unsafe {
+            // Cargo dies with the server even when the server is killed
+            // outright (SIGKILL, a crash) and cannot cancel it.
+            command.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
         if !meta.cargo_features.is_empty() {
             command.arg("--features").arg(meta.cargo_features.join(","));
         }

@@ -308,8 +308,8 @@ fn saving_files_reloads_the_module_and_announces_client_files() {
     assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
 }
 
-/// Processes (pid, command line) whose command line contains `needle`.
-fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
+/// Live (not zombie) processes: pid, process group and command line.
+fn processes() -> Vec<(u32, u32, String)> {
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return found;
@@ -322,21 +322,56 @@ fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
         else {
             continue;
         };
-        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+        let (Ok(stat), Ok(cmdline)) = (
+            std::fs::read_to_string(entry.path().join("stat")),
+            std::fs::read(entry.path().join("cmdline")),
+        ) else {
             continue;
         };
-        let line = String::from_utf8_lossy(&raw).replace('\0', " ");
-        if line.contains(needle) {
-            found.push((pid, line));
+        // "pid (comm) state ppid pgrp ...": comm may hold anything but ')'.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let (Some(state), Some(group)) = (fields.first(), fields.get(2)) else {
+            continue;
+        };
+        let Ok(group) = group.parse() else {
+            continue;
+        };
+        if *state != "Z" {
+            let line = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            found.push((pid, group, line));
         }
     }
     found
 }
 
+/// Waits (up to a minute) for a cargo naming `needle` on its command line
+/// to run a rustc in its process group; returns that group, or `None` when
+/// cargo never got that far (waiting on its locks).
+fn wait_for_rustc(needle: &std::path::Path) -> Option<u32> {
+    let needle = needle.display().to_string();
+    let group = common::wait_until(Duration::from_secs(60), || {
+        let all = processes();
+        let cargo = all
+            .iter()
+            .find(|(pid, group, line)| {
+                pid == group && line.contains("cargo") && line.contains(&needle)
+            })?
+            .0;
+        all.iter()
+            .any(|(_, group, line)| *group == cargo && line.contains("rustc"))
+            .then_some(cargo)
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    group
+}
+
 /// Starts the server over the repository's modules with an empty build dir,
 /// so its first start compiles; returns while cargo's rustc runs (or after a
 /// minute of cargo waiting on its locks).
-fn start_first_build(build: &tempfile::TempDir) -> ServerProcess {
+fn start_first_build(build: &tempfile::TempDir) -> (ServerProcess, Option<u32>) {
     let args: Vec<String> = [
         "--world".to_string(),
         build.path().join("world").display().to_string(),
@@ -355,21 +390,15 @@ fn start_first_build(build: &tempfile::TempDir) -> ServerProcess {
     server
         .wait_for("building module", START)
         .unwrap_or_else(|| panic!("no build started:\n{}", server.output()));
-    let target = build.path().join("target").display().to_string();
-    common::wait_until(Duration::from_secs(60), || {
-        processes_mentioning(&target)
-            .iter()
-            .any(|(_, line)| line.contains("rustc"))
-            .then_some(())
-    });
-    std::thread::sleep(Duration::from_millis(500));
-    server
+    let group = wait_for_rustc(&build.path().join("target"));
+    (server, group)
 }
 
-/// Asserts a quick clean exit and that no cargo or rustc of `build` is left.
+/// Asserts a quick clean exit, a cancelled build, and that nothing of the
+/// cargo process group `group` is left.
 fn assert_stopped_during_build(
     server: &mut ServerProcess,
-    build: &tempfile::TempDir,
+    group: Option<u32>,
     asked: std::time::Instant,
 ) {
     let status = server.wait_exit(Duration::from_secs(30));
@@ -386,34 +415,64 @@ fn assert_stopped_during_build(
         !output.contains("ERROR"),
         "nothing logged as an error:\n{output}"
     );
-    let target = build.path().join("target").display().to_string();
-    let left = common::wait_until(Duration::from_secs(2), || {
-        processes_mentioning(&target).is_empty().then_some(())
-    });
-    assert!(
-        left.is_some(),
-        "build processes left running: {:?}",
-        processes_mentioning(&target)
-    );
+    let group = group.expect("cargo ran rustc before the stop");
+    let left = || -> Vec<(u32, u32, String)> {
+        processes()
+            .into_iter()
+            .filter(|(_, g, _)| *g == group)
+            .collect()
+    };
+    let gone = common::wait_until(Duration::from_secs(2), || left().is_empty().then_some(()));
+    assert!(gone.is_some(), "build processes left running: {:?}", left());
 }
 
 #[test]
 fn stop_on_the_console_ends_a_first_start_build_within_two_seconds() {
     let build = tempfile::tempdir().expect("temp dir");
-    let mut server = start_first_build(&build);
+    let (mut server, group) = start_first_build(&build);
     let asked = std::time::Instant::now();
     server.send("stop");
-    assert_stopped_during_build(&mut server, &build, asked);
+    assert_stopped_during_build(&mut server, group, asked);
 }
 
 #[test]
 fn sigterm_ends_a_first_start_build_within_two_seconds() {
     let build = tempfile::tempdir().expect("temp dir");
-    let mut server = start_first_build(&build);
+    let (mut server, group) = start_first_build(&build);
     let asked = std::time::Instant::now();
     server.signal("TERM");
-    assert_stopped_during_build(&mut server, &build, asked);
+    assert_stopped_during_build(&mut server, group, asked);
     assert!(server.output().contains("received SIGTERM"));
+}
+
+#[test]
+fn stop_on_the_console_ends_a_reload_build_within_two_seconds() {
+    let scratch = Scratch::new();
+    let dir = scratch.add_editable_probe("slow_reload");
+    let mut args = scratch.server_args();
+    args.push("--no-watch".into());
+    let mut server = ServerProcess::start(&args, Stdio::piped());
+    server
+        .wait_for("server started", START)
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    // A constant that takes rustc minutes to evaluate: the build is still
+    // running whenever `stop` comes.
+    let source = dir.join("src/lib.rs");
+    let mut text = std::fs::read_to_string(&source).expect("source");
+    text.push_str(
+        "\n#[allow(long_running_const_eval)]\nconst _: u64 = {\n    let mut i = 0u64;\n    \
+         let mut x = 0u64;\n    while i < 4_000_000_000 {\n        x = x.wrapping_mul(31).wrapping_add(i);\n        \
+         i += 1;\n    }\n    x\n};\n",
+    );
+    std::fs::write(&source, text).expect("edit");
+    server.send("reload slow_reload");
+    server
+        .wait_for("building module slow_reload", START)
+        .unwrap_or_else(|| panic!("no build:\n{}", server.output()));
+    let group = wait_for_rustc(&dir);
+    let asked = std::time::Instant::now();
+    server.send("stop");
+    assert_stopped_during_build(&mut server, group, asked);
 }
 
 /// A Lua-only module folder at `dir` with a `client_lua/init.lua`.

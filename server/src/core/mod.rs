@@ -270,8 +270,13 @@ impl Core {
         }
     }
 
-    /// Unloads every module in reverse load order and stops the host's threads.
+    /// Cancels module builds (waiting up to a second for them to end), then
+    /// unloads every module in reverse load order and stops the host's threads.
     pub fn stop_all(&self) {
+        self.inner.build_cancel.cancel();
+        if !self.inner.build_cancel.wait_idle(Duration::from_secs(1)) {
+            tracing::warn!("stopping while a module build is still ending");
+        }
         let order: Vec<String> = lock(&self.inner.load_order).iter().rev().cloned().collect();
         for name in order {
             if let Err(error) = self.inner.unload_unchecked(&name, UnloadKind::Stop) {
