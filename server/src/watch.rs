@@ -91,6 +91,8 @@ fn appears(kind: &EventKind, change: &Change, path: &Path) -> bool {
 #[derive(Default)]
 struct Pending {
     last_change: Option<Instant>,
+    /// The last change as Unix milliseconds, to compare with load times.
+    last_change_unix_ms: u64,
     source: bool,
     client_files: BTreeSet<String>,
     /// The folder or its `meta.json` appeared: load it if it is not loaded.
@@ -181,6 +183,7 @@ pub fn spawn(core: Core, module_paths: Vec<PathBuf>) -> notify::Result<()> {
                             };
                             let entry = pending.entry(module).or_default();
                             entry.last_change = Some(Instant::now());
+                            entry.last_change_unix_ms = crate::core::unix_ms();
                             entry.appeared |= appears(&event.kind, &change, path);
                             match change {
                                 Change::Source => entry.source = true,
@@ -257,11 +260,14 @@ fn unload_removed(core: &Core, name: &str) {
 }
 
 fn act(core: &Core, name: &str, changed: Pending) {
-    let loaded = core
-        .list_modules()
-        .into_iter()
-        .find(|m| m.name == name)
-        .map(|m| m.state);
+    let module = core.list_modules().into_iter().find(|m| m.name == name);
+    // A folder that appeared and was loaded since (by `load` on the
+    // console, say) is current: no reload on top.
+    let current = changed.appeared
+        && module
+            .as_ref()
+            .is_some_and(|m| m.loaded_at_unix_ms > changed.last_change_unix_ms);
+    let loaded = module.map(|m| m.state);
     for file in changed.client_files {
         let event = events::ModuleModified {
             name: name.to_string(),
@@ -272,7 +278,7 @@ fn act(core: &Core, name: &str, changed: Pending) {
             buildat_interface::encode(&event),
         );
     }
-    if !changed.source {
+    if !changed.source || current {
         return;
     }
     match loaded {
