@@ -12,7 +12,8 @@ mod world_data;
 
 use buildat_format::Packet;
 use buildat_main_api::{
-    Dig, Edit, Edits, Join, Move, Moves, Ping, Place, PlayerJoined, PlayerLeft, Pong, Refused, Spawn,
+    Dig, Edit, Edits, Join, Move, Moves, Ping, Place, PlayerJoined, PlayerLeft, Pong, Refused,
+    Spawn,
 };
 use buildat_network_api::DisconnectPacket;
 use buildat_voxelworld_api::stream::{Ack, Chunk, Registry, UnloadChunk};

@@ -85,9 +85,18 @@ impl crate::Call for RunCommand {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LoadAll {}
 
+/// `load_with_dependencies`, answered by `__loader`: load a module after
+/// whatever it needs that is not loaded yet (dependencies, and modules
+/// naming it as a reverse dependency); answers the modules loaded, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadWithDependencies {
+    pub name: String,
+}
+
 crate::calls! {
     module LOADER;
     LoadAll = "load_all" -> ();
+    LoadWithDependencies = "load_with_dependencies" -> Vec<String>;
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

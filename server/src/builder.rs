@@ -8,6 +8,15 @@
 //! share one), and `<build_dir>/build.lock` (one build at a time across
 //! processes). Does not own: loading (`core`).
 //!
+//! Cancellation: cargo runs in a process group of its own (so a Ctrl-C on the
+//! terminal reaches the server, not cargo), and [`BuildCancel::cancel`] kills
+//! that whole group (cargo and its rustc children) at once; the build then
+//! ends with [`BuildError::Cancelled`] and stores nothing. Once cancelled, a
+//! builder builds nothing more: cancelling is how a stopping server ends its
+//! builds. Cargo also gets SIGKILL should the server die without cancelling
+//! (`PR_SET_PDEATHSIG`; the thread that spawns cargo waits for it, so that
+//! thread never ends first).
+//!
 //! The build hash covers: the module's `Cargo.toml`, `build.rs`, `meta.json`
 //! and everything under `src/`; the same files of every crate it depends on
 //! by path, directly or through `workspace = true` (module API crates such as
@@ -18,8 +27,11 @@
 //! module's `Cargo.toml` after changing them.
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 use buildat_interface::abi;
 use buildat_interface::meta::ModuleMeta;
@@ -28,6 +40,7 @@ use sha2::{Digest, Sha256};
 use crate::config::ModuleProfile;
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BuildError {
     #[error("module {module}: cannot read its sources: {source}")]
     Sources {
@@ -48,6 +61,101 @@ pub enum BuildError {
         module: String,
         source: std::io::Error,
     },
+    /// The build was cancelled (the server is stopping); nothing was stored.
+    #[error("module {module}: build cancelled")]
+    Cancelled { module: String },
+}
+
+/// How often a build waiting for `build.lock` looks for a cancellation.
+const LOCK_POLL: Duration = Duration::from_millis(100);
+
+/// Cancels a [`Builder`]'s builds: the one running now (its cargo process
+/// group is killed) and every later one. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct BuildCancel {
+    shared: Arc<CancelShared>,
+}
+
+#[derive(Default)]
+struct CancelShared {
+    state: Mutex<CancelState>,
+    /// Notified whenever a build ends.
+    ended: Condvar,
+}
+
+#[derive(Default)]
+struct CancelState {
+    cancelled: bool,
+    /// Builds running now (waiting for the lock, or running cargo).
+    active: usize,
+    /// Process group ids of running cargo children (each cargo leads its own
+    /// group). A pid leaves this list in the same critical section in which
+    /// it is reaped, so a reused pid is never killed.
+    groups: Vec<u32>,
+}
+
+impl BuildCancel {
+    /// Cancels the running builds (killing their cargo process groups) and
+    /// every build asked for afterwards. Returns at once.
+    pub fn cancel(&self) {
+        let mut state = self.lock();
+        if !state.cancelled {
+            state.cancelled = true;
+            for &group in &state.groups {
+                tracing::info!("cancelling the module build (cargo process group {group})");
+                kill_group(group);
+            }
+        }
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.lock().cancelled
+    }
+
+    /// Waits until no build runs (at most `timeout`); whether none does.
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        let state = self.lock();
+        let (state, _) = self
+            .shared
+            .ended
+            .wait_timeout_while(state, timeout, |state| state.active > 0)
+            .unwrap_or_else(|e| e.into_inner());
+        state.active == 0
+    }
+
+    /// Counts a build as running until the guard is dropped.
+    fn begin(&self) -> ActiveBuild<'_> {
+        self.lock().active += 1;
+        ActiveBuild(self)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, CancelState> {
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A running build, for [`BuildCancel::wait_idle`].
+struct ActiveBuild<'a>(&'a BuildCancel);
+
+impl Drop for ActiveBuild<'_> {
+    fn drop(&mut self) {
+        self.0.lock().active -= 1;
+        self.0.shared.ended.notify_all();
+    }
+}
+
+/// Sends SIGKILL to the process group `group`.
+fn kill_group(group: u32) {
+    let Ok(group) = libc::pid_t::try_from(group) else {
+        return;
+    };
+    // SAFETY: kill(2) takes plain integers; a negative pid names the group.
+    if unsafe { libc::kill(-group, libc::SIGKILL) } != 0 {
+        let error = std::io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::ESRCH) {
+            tracing::warn!("cannot kill the cargo process group {group}: {error}");
+        }
+    }
 }
 
 /// A built module library.
@@ -60,11 +168,21 @@ pub struct Artifact {
 pub struct Builder {
     build_dir: PathBuf,
     profile: ModuleProfile,
+    cancel: BuildCancel,
 }
 
 impl Builder {
     pub fn new(build_dir: PathBuf, profile: ModuleProfile) -> Self {
-        Self { build_dir, profile }
+        Self {
+            build_dir,
+            profile,
+            cancel: BuildCancel::default(),
+        }
+    }
+
+    /// The handle that cancels this builder's builds.
+    pub fn canceller(&self) -> BuildCancel {
+        self.cancel.clone()
     }
 
     /// The artifact for the module in `dir` if its inputs are unchanged
@@ -77,7 +195,15 @@ impl Builder {
 
     /// The module's artifact, building it first if its inputs changed.
     /// Cargo's progress and errors are logged with the module's name.
+    /// After [`BuildCancel::cancel`], fails with [`BuildError::Cancelled`].
     pub fn build(&self, name: &str, dir: &Path, meta: &ModuleMeta) -> Result<Artifact, BuildError> {
+        let cancelled = || BuildError::Cancelled {
+            module: name.to_string(),
+        };
+        let _active = self.cancel.begin();
+        if self.cancel.is_cancelled() {
+            return Err(cancelled());
+        }
         let hash = self
             .input_hash(dir, meta)
             .map_err(|source| BuildError::Sources {
@@ -94,7 +220,22 @@ impl Builder {
         };
         std::fs::create_dir_all(self.build_dir.join("artifacts")).map_err(store)?;
         let lock = std::fs::File::create(self.build_dir.join("build.lock")).map_err(store)?;
-        lock.lock().map_err(store)?;
+        let mut said = false;
+        loop {
+            match lock.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(error)) => return Err(store(error)),
+            }
+            if self.cancel.is_cancelled() {
+                return Err(cancelled());
+            }
+            if !said {
+                tracing::info!("module {name}: waiting for another build to finish (build.lock)");
+                said = true;
+            }
+            std::thread::sleep(LOCK_POLL);
+        }
         // Another process may have built the same inputs while we waited.
         if path.exists() {
             return Ok(Artifact { path, hash });
@@ -152,7 +293,21 @@ impl Builder {
             .env_remove("CARGO_BUILD_TARGET_DIR")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stderr(Stdio::piped())
+            // A group of its own, so cancelling kills rustc too, and a Ctrl-C
+            // on the terminal is the server's to handle.
+            .process_group(0);
+        // SAFETY: only prctl(2), async-signal-safe, runs between fork and exec.
+        unsafe {
+            // Cargo dies with the server even when the server is killed
+            // outright (SIGKILL, a crash) and cannot cancel it.
+            command.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
         if !meta.cargo_features.is_empty() {
             command.arg("--features").arg(meta.cargo_features.join(","));
         }
@@ -161,10 +316,23 @@ impl Builder {
             self.profile.cargo_name()
         );
         let started = std::time::Instant::now();
-        let mut child = command.spawn().map_err(|source| BuildError::Spawn {
+        let cancelled = || BuildError::Cancelled {
             module: name.to_string(),
-            source,
-        })?;
+        };
+        let mut child = {
+            // Spawned and registered in one critical section: a cancel either
+            // comes first (and nothing runs) or sees the new group.
+            let mut cancel = self.cancel.lock();
+            if cancel.cancelled {
+                return Err(cancelled());
+            }
+            let child = command.spawn().map_err(|source| BuildError::Spawn {
+                module: name.to_string(),
+                source,
+            })?;
+            cancel.groups.push(child.id());
+            child
+        };
         // Cargo's human output (progress and compiler errors) comes on stderr.
         let stderr = child.stderr.take();
         let module = name.to_string();
@@ -195,11 +363,15 @@ impl Builder {
                 }
             }
         }
-        let status = child.wait().map_err(|source| BuildError::Spawn {
+        let status = self.reap(&mut child).map_err(|source| BuildError::Spawn {
             module: name.to_string(),
             source,
         })?;
         let output = stderr_reader.join().unwrap_or_default();
+        if !status.success() && self.cancel.is_cancelled() {
+            tracing::info!("module {name}: build cancelled");
+            return Err(cancelled());
+        }
         if !status.success() {
             return Err(BuildError::Compile {
                 module: name.to_string(),
@@ -213,6 +385,29 @@ impl Builder {
         artifact.ok_or_else(|| BuildError::NoArtifact {
             module: name.to_string(),
         })
+    }
+
+    /// Waits for cargo to exit and forgets its process group in the same
+    /// critical section as reaping it (see [`CancelState::groups`]).
+    fn reap(&self, child: &mut Child) -> std::io::Result<ExitStatus> {
+        let id = child.id();
+        let forget = |cancel: &mut CancelState| cancel.groups.retain(|g| *g != id);
+        loop {
+            let mut cancel = self.cancel.lock();
+            match child.try_wait() {
+                Ok(Some(status)) => {
+                    forget(&mut cancel);
+                    return Ok(status);
+                }
+                Ok(None) => {}
+                Err(error) => {
+                    forget(&mut cancel);
+                    return Err(error);
+                }
+            }
+            drop(cancel);
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
@@ -406,5 +601,21 @@ mod tests {
             !network.contains(&"buildat-voxelworld-api".to_string()),
             "only what it uses: {network:?}"
         );
+    }
+
+    #[test]
+    fn a_cancelled_builder_builds_nothing() {
+        let dir = std::env::temp_dir().join(format!("builder-cancel-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("src")).expect("module dir");
+        std::fs::write(dir.join("src/lib.rs"), "").expect("source");
+        let builder = Builder::new(dir.join("build"), ModuleProfile::Dev);
+        builder.canceller().cancel();
+        let result = builder.build("gone", &dir, &ModuleMeta::default());
+        assert!(
+            matches!(result, Err(BuildError::Cancelled { ref module }) if module == "gone"),
+            "{result:?}"
+        );
+        assert!(!dir.join("build").exists(), "nothing written");
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -2,6 +2,10 @@
 //! pipe or a file, not only a terminal; end of input leaves the server
 //! running.
 //!
+//! Commands run one at a time in the order typed, but `stop` is acted on
+//! the moment it is read, even while another command (a `load` or `reload`
+//! that compiles) runs; it cancels that build.
+//!
 //! Owns: parsing and answering console commands. Does not own: what the
 //! commands do (`crate::core::Core`).
 
@@ -20,19 +24,32 @@ commands:
   reload NAME     rebuild if changed, then reload keeping queued events
   emit NAME [TEXT]  emit an event; its payload is TEXT as a bincode string
                   (modules document which events take one), else empty
-  stop            unload every module in reverse load order and exit";
+  stop            unload every module in reverse load order and exit
+                  (at once: a running module build is cancelled)";
 
-/// Reads commands from stdin on a thread of its own.
+/// Reads commands from stdin on a thread of its own and runs them in order
+/// on another, except `stop`, which is run as soon as it is read: a
+/// `load` or `reload` compiling for minutes does not hold it up.
 pub fn spawn(core: Core) -> std::io::Result<()> {
+    let (send, commands) = crossbeam_channel::unbounded::<String>();
+    let runner = core.clone();
+    std::thread::Builder::new()
+        .name("console-commands".into())
+        .spawn(move || {
+            for line in commands {
+                print_answer(&run_command(&runner, &line));
+            }
+        })?;
     std::thread::Builder::new()
         .name("console".into())
         .spawn(move || {
             let stdin = std::io::stdin();
             for line in stdin.lock().lines() {
                 let Ok(line) = line else { break };
-                let answer = run_command(&core, &line);
-                if !answer.is_empty() {
-                    println!("{answer}");
+                if line.split_whitespace().next() == Some("stop") {
+                    print_answer(&run_command(&core, &line));
+                } else if send.send(line).is_err() {
+                    break;
                 }
             }
             tracing::info!(
@@ -59,6 +76,12 @@ fn help(core: &Core) -> String {
         }
     }
     out
+}
+
+fn print_answer(answer: &str) {
+    if !answer.is_empty() {
+        println!("{answer}");
+    }
 }
 
 /// Runs one console line and returns what to print.

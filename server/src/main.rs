@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use buildat_interface::meta::ModuleMeta;
-use buildat_server::builder::Builder;
+use buildat_server::builder::{BuildError, Builder};
 use buildat_server::config::{ModuleProfile, ServerConfig};
 use buildat_server::core::Core;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -20,42 +20,42 @@ use clap::{Parser, Subcommand, ValueEnum};
 )]
 struct Cli {
     /// World directory (created if missing; its modules keep their files in it).
-    #[arg(long, default_value = "world")]
+    #[arg(long, default_value = "world", global = true)]
     world: PathBuf,
     /// An extra module folder (repeatable); searched after the default `modules/`.
-    #[arg(long = "modules", value_name = "DIR")]
+    #[arg(long = "modules", value_name = "DIR", global = true)]
     modules: Vec<PathBuf>,
     /// Do not search the default `modules/` folder.
-    #[arg(long)]
+    #[arg(long, global = true)]
     no_default_modules: bool,
     /// Address the network module listens on.
-    #[arg(long, default_value = "0.0.0.0:20000")]
+    #[arg(long, default_value = "0.0.0.0:20000", global = true)]
     listen: String,
     /// Where modules are built and loaded from (default: `target/buildat-modules`
     /// beside the first module folder).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", global = true)]
     build_dir: Option<PathBuf>,
     /// Cargo profile for building modules.
-    #[arg(long, value_enum, default_value = "release")]
+    #[arg(long, value_enum, default_value = "release", global = true)]
     module_profile: Profile,
     /// Log level: error, warn, info, debug, trace (RUST_LOG overrides).
-    #[arg(long, default_value = "info")]
+    #[arg(long, default_value = "info", global = true)]
     log_level: String,
     /// Interval of core:tick in milliseconds.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, global = true)]
     tick_ms: u64,
     /// How long a call between modules waits for its answer, in milliseconds.
-    #[arg(long, default_value_t = 30_000)]
+    #[arg(long, default_value_t = 30_000, global = true)]
     call_timeout_ms: u64,
     /// How long a module may stay in one handler before the watchdog reports it, in milliseconds.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 10_000, global = true)]
     watchdog_ms: u64,
     /// Do not watch module folders (by default a saved source file rebuilds
     /// and reloads its module, and a changed client file is re-announced).
-    #[arg(long)]
+    #[arg(long, global = true)]
     no_watch: bool,
     /// A KEY=VALUE setting handed to modules (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
+    #[arg(long = "set", value_name = "KEY=VALUE", global = true)]
     set: Vec<String>,
     #[command(subcommand)]
     command: Option<Command>,
@@ -162,6 +162,11 @@ fn prepare_world(world: &Path) -> anyhow::Result<()> {
 /// `build`: builds every Rust module found in the module paths.
 fn build_all(config: &ServerConfig) -> anyhow::Result<u8> {
     let builder = Builder::new(config.build_dir.clone(), config.module_profile);
+    let cancel = builder.canceller();
+    spawn_signal_handler(move |name| {
+        tracing::info!("received {name}: cancelling the build");
+        cancel.cancel();
+    })?;
     let mut failed = 0;
     for path in &config.module_paths {
         let entries =
@@ -186,6 +191,10 @@ fn build_all(config: &ServerConfig) -> anyhow::Result<u8> {
             }
             match builder.build(&name, &dir, &meta) {
                 Ok(artifact) => tracing::info!("module {name}: artifact {}", artifact.hash),
+                Err(BuildError::Cancelled { .. }) => {
+                    tracing::info!("build interrupted");
+                    return Ok(130);
+                }
                 Err(error) => {
                     tracing::error!("{error}");
                     failed += 1;
@@ -210,7 +219,7 @@ fn run_headless(mut config: ServerConfig, words: Vec<String>) -> anyhow::Result<
         .extra
         .insert(buildat_interface::config::HEADLESS.to_string(), "1".into());
     let core = Core::new(config).context("cannot start the module host")?;
-    spawn_signal_handler(core.clone())?;
+    stop_on_signal(core.clone())?;
     let result = (|| -> anyhow::Result<String> {
         core.start()
             .map_err(|e| anyhow::anyhow!("{e}"))
@@ -239,7 +248,9 @@ fn run_headless(mut config: ServerConfig, words: Vec<String>) -> anyhow::Result<
     Ok(0)
 }
 
-fn spawn_signal_handler(core: Core) -> anyhow::Result<()> {
+/// Calls `on_signal` with the signal's name on the first SIGINT or SIGTERM;
+/// a second one exits at once without a clean stop.
+fn spawn_signal_handler(on_signal: impl Fn(&str) + Send + 'static) -> anyhow::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
         .context("cannot install signal handlers")?;
@@ -258,11 +269,16 @@ fn spawn_signal_handler(core: Core) -> anyhow::Result<()> {
                     tracing::error!("second {name}: exiting without a clean stop");
                     std::process::exit(130);
                 }
-                core.request_shutdown(0, format!("received {name}"));
+                on_signal(name);
             }
         })
         .context("cannot start the signal thread")?;
     Ok(())
+}
+
+/// Stops `core` on SIGINT or SIGTERM (cancelling a running module build).
+fn stop_on_signal(core: Core) -> anyhow::Result<()> {
+    spawn_signal_handler(move |name| core.request_shutdown(0, format!("received {name}")))
 }
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
@@ -288,18 +304,26 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             .join(", ")
     );
     let core = Core::new(config).context("cannot start the module host")?;
-    spawn_signal_handler(core.clone())?;
+    stop_on_signal(core.clone())?;
+    // The console runs during startup too, so `stop` ends the first start's
+    // long module builds.
+    buildat_server::console::spawn(core.clone()).context("cannot start the console")?;
     if let Err(error) = core.start() {
-        tracing::error!("{error}");
-        core.stop_all();
-        bail!("the server did not start");
+        match core.shutdown_request() {
+            Some((_, reason)) => tracing::info!("startup interrupted: {reason}"),
+            None => {
+                tracing::error!("{error}");
+                core.stop_all();
+                bail!("the server did not start");
+            }
+        }
     }
     if !cli.no_watch
+        && core.shutdown_request().is_none()
         && let Err(error) = buildat_server::watch::spawn(core.clone(), core.module_paths())
     {
         tracing::warn!("file watching is off: {error}");
     }
-    buildat_server::console::spawn(core.clone()).context("cannot start the console")?;
     let (status, reason) = core.wait_for_shutdown();
     tracing::info!("stopping: {reason}");
     core.stop_all();
@@ -309,4 +333,50 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         tracing::error!("stopped with status {status}: {reason}");
     }
     Ok(u8::try_from(status).unwrap_or(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn global_options_are_accepted_before_and_after_the_subcommand() {
+        let after = Cli::try_parse_from([
+            "buildat-server",
+            "build",
+            "--world",
+            "w",
+            "--modules",
+            "m",
+            "--no-default-modules",
+            "--module-profile",
+            "dev",
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+        let before = Cli::try_parse_from([
+            "buildat-server",
+            "--world",
+            "w",
+            "--modules",
+            "m",
+            "--no-default-modules",
+            "--module-profile",
+            "dev",
+            "build",
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+        for cli in [after, before] {
+            assert!(matches!(cli.command, Some(Command::Build)));
+            assert_eq!(cli.world, PathBuf::from("w"));
+            assert_eq!(cli.modules, [PathBuf::from("m")]);
+            assert!(cli.no_default_modules);
+            assert!(matches!(cli.module_profile, Profile::Dev));
+        }
+    }
 }

@@ -1,20 +1,28 @@
 //! Module file watching: a change to a loaded module's server code
 //! (`src/`, `Cargo.toml`, `build.rs`, `meta.json`) rebuilds and reloads it
 //! after a quiet second; a change under `client_lua/` or `client_data/`
-//! emits `core:module_modified` for the file service.
+//! emits `core:module_modified` for the file service. A module folder that
+//! appears in a module path (moved or copied in, or given its `meta.json`
+//! later) is loaded with what it needs once its files stopped changing; a
+//! loaded module whose folder (or `meta.json`) disappears is unloaded after
+//! the modules depending on it.
 //!
-//! Owns: the inotify watch over the module paths and the debounce. Does not
-//! own: reloading (`crate::core`) or serving client files (a module).
+//! Owns: the inotify watch over the module paths, the debounce, and telling
+//! new and removed module folders from edits. Does not own: loading,
+//! reloading, unloading and dependency resolution (`crate::core`, which asks
+//! `__loader` to resolve) or serving client files (a module).
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Component, Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use buildat_interface::core_api::ModuleState;
+use buildat_interface::meta::META_FILE;
 use buildat_interface::{Event, events};
+use notify::event::ModifyKind;
 use notify::{EventKind, RecursiveMode, Watcher};
 
-use crate::core::Core;
+use crate::core::{Core, check_module_name};
 
 /// How long a module's files must stay unchanged before acting.
 const QUIET: Duration = Duration::from_secs(1);
@@ -26,6 +34,8 @@ enum Change {
     Source,
     /// A client file, as its path inside the module folder.
     ClientFile(String),
+    /// The module folder itself (created, moved, removed).
+    Folder,
 }
 
 /// Which module a path belongs to and what changed, or `None` to ignore it.
@@ -38,8 +48,11 @@ fn classify(module_paths: &[PathBuf], path: &Path) -> Option<(String, Change)> {
         _ => None,
     });
     let module = parts.next()?.to_string();
+    check_module_name(&module).ok()?;
     let rest: Vec<&str> = parts.collect();
-    let file = rest.last()?;
+    let Some(file) = rest.last() else {
+        return Some((module, Change::Folder));
+    };
     if file.starts_with('.')
         || file.ends_with('~')
         || file.ends_with(".swp")
@@ -59,11 +72,87 @@ fn classify(module_paths: &[PathBuf], path: &Path) -> Option<(String, Change)> {
     }
 }
 
+/// Whether an event can make a module folder appear: the folder or its
+/// `meta.json` created or moved in.
+fn appears(kind: &EventKind, change: &Change, path: &Path) -> bool {
+    let folder_or_meta = match change {
+        Change::Folder => true,
+        Change::Source => path.file_name().is_some_and(|n| n == META_FILE),
+        Change::ClientFile(_) => false,
+    };
+    folder_or_meta
+        && matches!(
+            kind,
+            EventKind::Create(_) | EventKind::Modify(ModifyKind::Name(_))
+        )
+        && path.exists()
+}
+
 #[derive(Default)]
 struct Pending {
     last_change: Option<Instant>,
+    /// The last change as Unix milliseconds, to compare with load times.
+    last_change_unix_ms: u64,
     source: bool,
     client_files: BTreeSet<String>,
+    /// The folder or its `meta.json` appeared: load it if it is not loaded.
+    appeared: bool,
+    /// A new folder's files as last seen; it loads once they stay the same
+    /// for a quiet period (events for files copied into a new subfolder
+    /// before inotify watched it are never seen).
+    settled: Option<Vec<FileStamp>>,
+}
+
+/// A file of a module folder: its path, size and modification time.
+type FileStamp = (PathBuf, u64, Option<SystemTime>);
+
+/// Every file under `dir` (but `target/`), sorted.
+fn stamp_files(dir: &Path) -> Vec<FileStamp> {
+    fn walk(dir: &Path, files: &mut Vec<FileStamp>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(metadata) = entry.metadata() else {
+                continue;
+            };
+            if metadata.is_dir() {
+                if entry.file_name() != "target" {
+                    walk(&path, files);
+                }
+            } else {
+                files.push((path, metadata.len(), metadata.modified().ok()));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, &mut files);
+    files.sort();
+    files
+}
+
+/// What a module's folder and the module table say about it now.
+enum Situation {
+    /// Not loaded; its folder (with `meta.json`) appeared.
+    New(PathBuf),
+    /// Loaded (or failed), but its folder or `meta.json` is gone.
+    Removed,
+    /// Known to the core, its folder in place, or neither.
+    Other,
+}
+
+fn situation(core: &Core, module_paths: &[PathBuf], name: &str, changed: &Pending) -> Situation {
+    match core.list_modules().into_iter().find(|m| m.name == name) {
+        Some(module) if !Path::new(&module.path).join(META_FILE).is_file() => Situation::Removed,
+        Some(_) => Situation::Other,
+        None if changed.appeared => module_paths
+            .iter()
+            .map(|path| path.join(name))
+            .find(|dir| dir.join(META_FILE).is_file())
+            .map_or(Situation::Other, Situation::New),
+        None => Situation::Other,
+    }
 }
 
 /// Starts watching `module_paths` on a thread of its own for as long as the
@@ -94,11 +183,14 @@ pub fn spawn(core: Core, module_paths: Vec<PathBuf>) -> notify::Result<()> {
                             };
                             let entry = pending.entry(module).or_default();
                             entry.last_change = Some(Instant::now());
+                            entry.last_change_unix_ms = crate::core::unix_ms();
+                            entry.appeared |= appears(&event.kind, &change, path);
                             match change {
                                 Change::Source => entry.source = true,
                                 Change::ClientFile(file) => {
                                     entry.client_files.insert(file);
                                 }
+                                Change::Folder => {}
                             }
                         }
                     }
@@ -112,8 +204,22 @@ pub fn spawn(core: Core, module_paths: Vec<PathBuf>) -> notify::Result<()> {
                     .map(|(name, _)| name.clone())
                     .collect();
                 for name in quiet {
-                    if let Some(changed) = pending.remove(&name) {
-                        act(&core, &name, changed);
+                    let Some(mut changed) = pending.remove(&name) else {
+                        continue;
+                    };
+                    match situation(&core, &module_paths, &name, &changed) {
+                        Situation::New(dir) => {
+                            let files = stamp_files(&dir);
+                            if changed.settled.as_ref() == Some(&files) {
+                                load_new(&core, &name, &dir);
+                            } else {
+                                changed.settled = Some(files);
+                                changed.last_change = Some(Instant::now());
+                                pending.insert(name, changed);
+                            }
+                        }
+                        Situation::Removed => unload_removed(&core, &name),
+                        Situation::Other => act(&core, &name, changed),
                     }
                 }
             }
@@ -122,12 +228,46 @@ pub fn spawn(core: Core, module_paths: Vec<PathBuf>) -> notify::Result<()> {
     Ok(())
 }
 
+/// Logs a failure, as an error unless the server is stopping.
+fn report(core: &Core, error: &crate::core::CoreError) {
+    if error.is_cancelled() || core.shutdown_request().is_some() {
+        tracing::info!("{error}");
+    } else {
+        tracing::error!("{error}");
+    }
+}
+
+/// A new module folder: load it after what it needs.
+fn load_new(core: &Core, name: &str, dir: &Path) {
+    tracing::info!(
+        "new module folder {}: loading {name} with what it needs",
+        dir.display()
+    );
+    match core.load_with_dependencies(name) {
+        Ok(loaded) if loaded.is_empty() => tracing::info!("module {name} was loaded already"),
+        Ok(loaded) => tracing::info!("new module {name}: loaded {}", loaded.join(", ")),
+        Err(error) => report(core, &error),
+    }
+}
+
+/// A loaded module's folder is gone: unload it after its dependents.
+fn unload_removed(core: &Core, name: &str) {
+    tracing::info!("the folder of module {name} was removed: unloading it and its dependents");
+    match core.unload_with_dependents(name) {
+        Ok(unloaded) => tracing::info!("removed module {name}: unloaded {}", unloaded.join(", ")),
+        Err(error) => report(core, &error),
+    }
+}
+
 fn act(core: &Core, name: &str, changed: Pending) {
-    let loaded = core
-        .list_modules()
-        .into_iter()
-        .find(|m| m.name == name)
-        .map(|m| m.state);
+    let module = core.list_modules().into_iter().find(|m| m.name == name);
+    // A folder that appeared and was loaded since (by `load` on the
+    // console, say) is current: no reload on top.
+    let current = changed.appeared
+        && module
+            .as_ref()
+            .is_some_and(|m| m.loaded_at_unix_ms > changed.last_change_unix_ms);
+    let loaded = module.map(|m| m.state);
     for file in changed.client_files {
         let event = events::ModuleModified {
             name: name.to_string(),
@@ -138,14 +278,14 @@ fn act(core: &Core, name: &str, changed: Pending) {
             crate::core::encode_core_event(&event),
         );
     }
-    if !changed.source {
+    if !changed.source || current {
         return;
     }
     match loaded {
         Some(ModuleState::Loaded | ModuleState::Failed(_)) => {
             tracing::info!("module {name} changed on disk: rebuilding and reloading");
             if let Err(error) = core.reload_module(name) {
-                tracing::error!("{error}");
+                report(core, &error);
             }
         }
         Some(state) => {
@@ -182,7 +322,9 @@ mod tests {
         );
         assert_eq!(at("/srv/modules/net/src/.lib.rs.swp"), None);
         assert_eq!(at("/srv/modules/net/target/debug/x"), None);
-        assert_eq!(at("/srv/modules/net"), None);
+        assert_eq!(at("/srv/modules/net"), Some(("net".into(), Change::Folder)));
+        assert_eq!(at("/srv/modules/.hidden"), None);
+        assert_eq!(at("/srv/modules/bad name/meta.json"), None);
         assert_eq!(at("/elsewhere/net/src/lib.rs"), None);
     }
 }

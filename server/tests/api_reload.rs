@@ -60,7 +60,10 @@ fn module_workspace(root: &Path) -> PathBuf {
         "worldgen",
         "main",
     ] {
-        copy_dir(&repo_root().join("modules").join(module), &modules.join(module));
+        copy_dir(
+            &repo_root().join("modules").join(module),
+            &modules.join(module),
+        );
     }
     modules
 }
@@ -214,7 +217,10 @@ fn an_api_change_reloads_without_dropping_players() {
         .unwrap_or_else(|| panic!("reload voxelworld:\n{}", server.output()));
     server.send("load section_counter");
     let line = server
-        .wait_for("section_counter: voxelworld holds", Duration::from_secs(600))
+        .wait_for(
+            "section_counter: voxelworld holds",
+            Duration::from_secs(600),
+        )
         .unwrap_or_else(|| panic!("load section_counter:\n{}", server.output()));
     let count: u64 = line
         .rsplit("holds ")

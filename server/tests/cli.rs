@@ -1,14 +1,32 @@
-//! The real `buildat-server` binary: startup, the console on a pipe, stop,
-//! signals, end of input, and startup failures that name their cause.
+//! The real `buildat-server` binary: options anywhere on the line, startup,
+//! the console on a pipe, stop, signals (also during a first start's
+//! builds), end of input, startup failures that name their cause, and the
+//! watcher (saved files, module folders dropped in and removed).
 
 mod common;
 
 use std::process::Stdio;
 use std::time::Duration;
 
+use buildat_client_file_api::{AnnounceFile, FileContent, RemoveFilePacket, RequestFile};
+use buildat_format::{Packet, RawPacket};
+use common::client::TestClient;
 use common::{Scratch, ServerProcess};
 
 const START: Duration = Duration::from_secs(120);
+
+#[test]
+fn global_options_are_accepted_after_the_subcommand() {
+    let scratch = Scratch::new();
+    scratch.add_meta_only("lua_only", r#"{"disable_rust": true}"#);
+    let mut args = vec!["build".to_string()];
+    args.extend(scratch.server_args());
+    let mut server = ServerProcess::start(&args, Stdio::null());
+    assert_eq!(server.wait_exit(START), Some(0), "{}", server.output());
+    let output = server.output();
+    assert!(output.contains("module __loader: artifact"), "{output}");
+    assert!(!output.contains("unexpected argument"), "{output}");
+}
 
 #[test]
 fn console_lists_modules_reloads_and_stops_with_status_zero() {
@@ -288,4 +306,297 @@ fn saving_files_reloads_the_module_and_announces_client_files() {
         .unwrap_or_else(|| panic!("no reload after saving:\n{}", server.output()));
     server.send("stop");
     assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
+
+/// Live (not zombie) processes: pid, process group and command line.
+fn processes() -> Vec<(u32, u32, String)> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let (Ok(stat), Ok(cmdline)) = (
+            std::fs::read_to_string(entry.path().join("stat")),
+            std::fs::read(entry.path().join("cmdline")),
+        ) else {
+            continue;
+        };
+        // "pid (comm) state ppid pgrp ...": comm may hold anything but ')'.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let (Some(state), Some(group)) = (fields.first(), fields.get(2)) else {
+            continue;
+        };
+        let Ok(group) = group.parse() else {
+            continue;
+        };
+        if *state != "Z" {
+            let line = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            found.push((pid, group, line));
+        }
+    }
+    found
+}
+
+/// Waits (up to a minute) for a cargo naming `needle` on its command line
+/// to run a rustc in its process group; returns that group, or `None` when
+/// cargo never got that far (waiting on its locks).
+fn wait_for_rustc(needle: &std::path::Path) -> Option<u32> {
+    let needle = needle.display().to_string();
+    let group = common::wait_until(Duration::from_secs(60), || {
+        let all = processes();
+        let cargo = all
+            .iter()
+            .find(|(pid, group, line)| {
+                pid == group && line.contains("cargo") && line.contains(&needle)
+            })?
+            .0;
+        all.iter()
+            .any(|(_, group, line)| *group == cargo && line.contains("rustc"))
+            .then_some(cargo)
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    group
+}
+
+/// Starts the server over the repository's modules with an empty build dir,
+/// so its first start compiles; returns while cargo's rustc runs (or after a
+/// minute of cargo waiting on its locks).
+fn start_first_build(build: &tempfile::TempDir) -> (ServerProcess, Option<u32>) {
+    let args: Vec<String> = [
+        "--world".to_string(),
+        build.path().join("world").display().to_string(),
+        "--no-default-modules".into(),
+        "--modules".into(),
+        common::repo_root().join("modules").display().to_string(),
+        "--build-dir".into(),
+        build.path().display().to_string(),
+        "--module-profile".into(),
+        "dev".into(),
+        "--listen".into(),
+        "127.0.0.1:0".into(),
+    ]
+    .into();
+    let mut server = ServerProcess::start(&args, Stdio::piped());
+    server
+        .wait_for("building module", START)
+        .unwrap_or_else(|| panic!("no build started:\n{}", server.output()));
+    let group = wait_for_rustc(&build.path().join("target"));
+    (server, group)
+}
+
+/// Asserts a quick clean exit, a cancelled build, and that nothing of the
+/// cargo process group `group` is left.
+fn assert_stopped_during_build(
+    server: &mut ServerProcess,
+    group: Option<u32>,
+    asked: std::time::Instant,
+) {
+    let status = server.wait_exit(Duration::from_secs(30));
+    let took = asked.elapsed();
+    let output = server.output();
+    assert_eq!(status, Some(0), "{output}");
+    assert!(
+        took < Duration::from_millis(2500),
+        "stopping took {took:?}:\n{output}"
+    );
+    assert!(output.contains("build cancelled"), "{output}");
+    assert!(output.contains("stopped cleanly"), "{output}");
+    assert!(
+        !output.contains("ERROR"),
+        "nothing logged as an error:\n{output}"
+    );
+    let group = group.expect("cargo ran rustc before the stop");
+    let left = || -> Vec<(u32, u32, String)> {
+        processes()
+            .into_iter()
+            .filter(|(_, g, _)| *g == group)
+            .collect()
+    };
+    let gone = common::wait_until(Duration::from_secs(2), || left().is_empty().then_some(()));
+    assert!(gone.is_some(), "build processes left running: {:?}", left());
+}
+
+#[test]
+fn stop_on_the_console_ends_a_first_start_build_within_two_seconds() {
+    let build = tempfile::tempdir().expect("temp dir");
+    let (mut server, group) = start_first_build(&build);
+    let asked = std::time::Instant::now();
+    server.send("stop");
+    assert_stopped_during_build(&mut server, group, asked);
+}
+
+#[test]
+fn sigterm_ends_a_first_start_build_within_two_seconds() {
+    let build = tempfile::tempdir().expect("temp dir");
+    let (mut server, group) = start_first_build(&build);
+    let asked = std::time::Instant::now();
+    server.signal("TERM");
+    assert_stopped_during_build(&mut server, group, asked);
+    assert!(server.output().contains("received SIGTERM"));
+}
+
+#[test]
+fn stop_on_the_console_ends_a_reload_build_within_two_seconds() {
+    let scratch = Scratch::new();
+    let dir = scratch.add_editable_probe("slow_reload");
+    let mut args = scratch.server_args();
+    args.push("--no-watch".into());
+    let mut server = ServerProcess::start(&args, Stdio::piped());
+    server
+        .wait_for("server started", START)
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    // A constant that takes rustc minutes to evaluate: the build is still
+    // running whenever `stop` comes.
+    let source = dir.join("src/lib.rs");
+    let mut text = std::fs::read_to_string(&source).expect("source");
+    text.push_str(
+        "\n#[allow(long_running_const_eval)]\nconst _: u64 = {\n    let mut i = 0u64;\n    \
+         let mut x = 0u64;\n    while i < 4_000_000_000 {\n        x = x.wrapping_mul(31).wrapping_add(i);\n        \
+         i += 1;\n    }\n    x\n};\n",
+    );
+    std::fs::write(&source, text).expect("edit");
+    server.send("reload slow_reload");
+    server
+        .wait_for("building module slow_reload", START)
+        .unwrap_or_else(|| panic!("no build:\n{}", server.output()));
+    let group = wait_for_rustc(&dir);
+    let asked = std::time::Instant::now();
+    server.send("stop");
+    assert_stopped_during_build(&mut server, group, asked);
+}
+
+/// A Lua-only module folder at `dir` with a `client_lua/init.lua`.
+fn write_lua_module(dir: &std::path::Path, dependencies: &[&str]) {
+    let dependencies: Vec<String> = dependencies
+        .iter()
+        .map(|d| format!(r#"{{"module": "{d}"}}"#))
+        .collect();
+    std::fs::create_dir_all(dir.join("client_lua")).expect("module dir");
+    std::fs::write(
+        dir.join("client_lua/init.lua"),
+        format!("print('{} runs')\n", dir.display()),
+    )
+    .expect("init.lua");
+    std::fs::write(
+        dir.join("meta.json"),
+        format!(
+            r#"{{"disable_rust": true, "dependencies": [{}]}}"#,
+            dependencies.join(", ")
+        ),
+    )
+    .expect("meta.json");
+}
+
+/// The next packet of type `P` that `accept` takes, skipping others.
+fn next_packet<P: Packet>(
+    client: &mut TestClient,
+    timeout: Duration,
+    mut accept: impl FnMut(&P) -> bool,
+) -> Option<P> {
+    let deadline = std::time::Instant::now() + timeout;
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        let packet: RawPacket = client.recv(left).expect("connected")?;
+        if packet.name == P::NAME
+            && let Ok(packet) = P::decode(&packet.data)
+            && accept(&packet)
+        {
+            return Some(packet);
+        }
+    }
+    None
+}
+
+fn announced(client: &mut TestClient, file: &str) -> Option<AnnounceFile> {
+    next_packet(client, Duration::from_secs(60), |a: &AnnounceFile| {
+        a.name == file
+    })
+}
+
+#[test]
+fn a_module_folder_dropped_in_loads_with_its_dependencies_and_removed_unloads() {
+    let scratch = Scratch::new();
+    scratch.add_client_file();
+    write_lua_module(&scratch.modules().join("lua_base"), &["client_file"]);
+    let mut args = scratch.server_args();
+    args.extend(["--listen", "127.0.0.1:0"].map(String::from));
+    let mut server = ServerProcess::start(&args, Stdio::piped());
+    let address = server.listen_address();
+    server
+        .wait_for("watching module folders", START)
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    let mut client = TestClient::connect(&address);
+    let mut cache = std::collections::HashMap::new();
+    let first = client.sync_files(&mut cache, Duration::from_millis(700));
+    assert!(first.announced.contains_key("lua_base/client_lua/init.lua"));
+
+    // A dependency present in the module path but not loaded loads first.
+    server.send("unload lua_base");
+    server
+        .wait_for("unloaded lua_base", Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    let staging = scratch.dir.path().join("staging");
+    write_lua_module(&staging.join("lua_new"), &["lua_base", "client_file"]);
+    common::copy_dir(&staging.join("lua_new"), &scratch.modules().join("lua_new"));
+    server
+        .wait_for("new module lua_new: loaded lua_base, lua_new", START)
+        .unwrap_or_else(|| panic!("the new folder was not loaded:\n{}", server.output()));
+    let announce = announced(&mut client, "lua_new/client_lua/init.lua")
+        .unwrap_or_else(|| panic!("not announced:\n{}", server.output()));
+    let request = RequestFile {
+        name: announce.name.clone(),
+        hash: announce.hash,
+    };
+    client.send_packet(&request).expect("request");
+    let content = next_packet(&mut client, Duration::from_secs(20), |c: &FileContent| {
+        c.name == announce.name
+    })
+    .unwrap_or_else(|| panic!("no content:\n{}", server.output()));
+    assert_eq!(
+        content.data,
+        std::fs::read(scratch.modules().join("lua_new/client_lua/init.lua")).expect("read")
+    );
+    server.send("modules");
+    let line = server
+        .wait_for("lua_new ", Duration::from_secs(10))
+        .expect("listed");
+    assert!(line.contains("loaded"), "{line}");
+
+    // A folder that gets its meta.json only later counts from then on.
+    let late = scratch.modules().join("lua_late");
+    std::fs::create_dir_all(late.join("client_lua")).expect("late dir");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(
+        !server.output().contains("new module lua_late"),
+        "loaded without a meta.json:\n{}",
+        server.output()
+    );
+    write_lua_module(&late, &[]);
+    server
+        .wait_for("new module lua_late: loaded lua_late", START)
+        .unwrap_or_else(|| panic!("the late meta.json was missed:\n{}", server.output()));
+
+    // Removing a folder unloads its module, after the ones depending on it.
+    std::fs::remove_dir_all(scratch.modules().join("lua_base")).expect("remove");
+    server
+        .wait_for("removed module lua_base: unloaded lua_new, lua_base", START)
+        .unwrap_or_else(|| panic!("not unloaded:\n{}", server.output()));
+    next_packet(
+        &mut client,
+        Duration::from_secs(20),
+        |r: &RemoveFilePacket| r.name == "lua_new/client_lua/init.lua",
+    )
+    .unwrap_or_else(|| panic!("not withdrawn:\n{}", server.output()));
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    assert!(!server.output().contains("ERROR"), "{}", server.output());
 }

@@ -153,7 +153,9 @@ impl Player {
                         self.edits.push((edit.voxel, edit.name));
                     }
                 }
-                Refused::NAME => panic!("refused: {}", Refused::decode(&packet.data).unwrap().reason),
+                Refused::NAME => {
+                    panic!("refused: {}", Refused::decode(&packet.data).unwrap().reason)
+                }
                 _ => {}
             }
         }

@@ -6,6 +6,10 @@
 //! that name the file, the module and the chain. Does not own: building or
 //! loading (the core does both when asked).
 //!
+//! Also answers `load_with_dependencies` (the server's file watcher asks it
+//! when a module folder appears): that module and what it needs that is not
+//! loaded yet, in the same order the first start would use.
+//!
 //! Rules: a required dependency must be present; an optional one that is
 //! present loads first; a reverse dependency R of module M makes R depend on
 //! M (M loads first); a cycle is an error shown as a cycle; two folders of
@@ -15,11 +19,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use buildat_interface::core_api::{self, LoadAll, LoadModule};
+use buildat_interface::core_api::{
+    self, ListModules, LoadAll, LoadModule, LoadWithDependencies, ModuleState,
+};
 use buildat_interface::meta::{META_FILE, MetaError, ModuleMeta};
 use buildat_interface::{Host, Module, ModuleError, config, export_module, log};
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoaderError {
     #[error(transparent)]
     Meta(#[from] MetaError),
@@ -40,6 +47,8 @@ pub enum LoaderError {
     MissingReverse { name: String, of: String },
     #[error("dependency cycle: {}", .0.join(" -> "))]
     Cycle(Vec<String>),
+    #[error("no module named '{0}' in the module paths")]
+    NotFound(String),
 }
 
 /// A module folder found in the module paths.
@@ -109,6 +118,16 @@ fn is_valid_name(name: &str) -> bool {
 
 /// The load order of `modules`: each after everything it depends on.
 pub fn resolve_order(modules: &[FoundModule]) -> Result<Vec<String>, LoaderError> {
+    resolve_order_with(modules, &BTreeSet::new())
+}
+
+/// Like [`resolve_order`], where a dependency or reverse dependency on a
+/// module of `elsewhere` (loaded already, or not part of this load) is
+/// satisfied without ordering anything.
+fn resolve_order_with(
+    modules: &[FoundModule],
+    elsewhere: &BTreeSet<&str>,
+) -> Result<Vec<String>, LoaderError> {
     let present: BTreeSet<&str> = modules.iter().map(|m| m.name.as_str()).collect();
     // needs[m] = modules that must load before m.
     let mut needs: BTreeMap<&str, BTreeSet<&str>> = present
@@ -123,7 +142,7 @@ pub fn resolve_order(modules: &[FoundModule]) -> Result<Vec<String>, LoaderError
             }
             if present.contains(wanted) {
                 needs.entry(&module.name).or_default().insert(wanted);
-            } else if !dependency.optional {
+            } else if !dependency.optional && !elsewhere.contains(wanted) {
                 return Err(LoaderError::Missing {
                     name: wanted.to_string(),
                     chain: requirer_chain(modules, &module.name),
@@ -134,7 +153,7 @@ pub fn resolve_order(modules: &[FoundModule]) -> Result<Vec<String>, LoaderError
             let dependent = reverse.module.as_str();
             if present.contains(dependent) {
                 needs.entry(dependent).or_default().insert(&module.name);
-            } else if !reverse.optional {
+            } else if !reverse.optional && !elsewhere.contains(dependent) {
                 return Err(LoaderError::MissingReverse {
                     name: dependent.to_string(),
                     of: module.name.clone(),
@@ -149,6 +168,55 @@ pub fn resolve_order(modules: &[FoundModule]) -> Result<Vec<String>, LoaderError
         visit(name, &needs, &mut path, &mut done, &mut order)?;
     }
     Ok(order)
+}
+
+/// What loading `name` takes, in order: `name` and everything it needs
+/// (its dependencies, and the modules naming it as a reverse dependency,
+/// transitively) that is not in `loaded`. Empty when `name` is loaded.
+pub fn order_for(
+    found: &[FoundModule],
+    name: &str,
+    loaded: &BTreeSet<String>,
+) -> Result<Vec<String>, LoaderError> {
+    if loaded.contains(name) {
+        return Ok(Vec::new());
+    }
+    let by_name: BTreeMap<&str, &FoundModule> =
+        found.iter().map(|m| (m.name.as_str(), m)).collect();
+    if !by_name.contains_key(name) {
+        return Err(LoaderError::NotFound(name.to_string()));
+    }
+    let mut wanted: BTreeSet<&str> = BTreeSet::new();
+    let mut todo = vec![name];
+    while let Some(next) = todo.pop() {
+        if loaded.contains(next) || !wanted.insert(next) {
+            continue;
+        }
+        let Some(module) = by_name.get(next) else {
+            // Missing: resolving the subset below names it and the chain.
+            wanted.remove(next);
+            continue;
+        };
+        todo.extend(module.meta.dependencies.iter().map(|d| d.module.as_str()));
+        todo.extend(
+            found
+                .iter()
+                .filter(|m| m.meta.reverse_dependencies.iter().any(|r| r.module == next))
+                .map(|m| m.name.as_str()),
+        );
+    }
+    let subset: Vec<FoundModule> = found
+        .iter()
+        .filter(|m| wanted.contains(m.name.as_str()))
+        .cloned()
+        .collect();
+    let elsewhere: BTreeSet<&str> = loaded
+        .iter()
+        .map(String::as_str)
+        .chain(by_name.keys().copied())
+        .filter(|n| !wanted.contains(n))
+        .collect();
+    resolve_order_with(&subset, &elsewhere)
 }
 
 /// Depth-first: everything `name` needs goes into `order` before it.
@@ -195,7 +263,8 @@ struct Loader {
 }
 
 impl Loader {
-    fn load_all(&self) -> Result<(), ModuleError> {
+    /// Every module folder in the configured module paths (warnings logged).
+    fn scan(&self) -> Result<Vec<FoundModule>, ModuleError> {
         let paths: Vec<PathBuf> = self
             .host
             .get_config(config::MODULE_PATHS)
@@ -207,9 +276,40 @@ impl Loader {
         for warning in warnings {
             log::warn!("{warning}");
         }
+        Ok(found)
+    }
+
+    fn load_all(&self) -> Result<(), ModuleError> {
+        let found = self.scan()?;
         let order = resolve_order(&found).map_err(|e| ModuleError::msg(e.to_string()))?;
         log::info!("load order: {}", order.join(", "));
-        for name in &order {
+        self.load(&found, &order)
+    }
+
+    /// `load_with_dependencies`: returns the modules it loaded, in order.
+    fn load_with_dependencies(&self, name: &str) -> Result<Vec<String>, ModuleError> {
+        let found = self.scan()?;
+        let modules = self
+            .host
+            .call(&ListModules {})
+            .map_err(|e| ModuleError::msg(format!("listing the modules: {e}")))?;
+        let loaded: BTreeSet<String> = modules
+            .into_iter()
+            .filter(|m| !matches!(m.state, ModuleState::Failed(_)))
+            .map(|m| m.name)
+            .collect();
+        let order = order_for(&found, name, &loaded)
+            .map_err(|e| ModuleError::msg(format!("cannot load {name}: {e}")))?;
+        if !order.is_empty() {
+            log::info!("load order for {name}: {}", order.join(", "));
+        }
+        self.load(&found, &order)?;
+        Ok(order)
+    }
+
+    /// Asks the core to load `order`, each from its folder in `found`.
+    fn load(&self, found: &[FoundModule], order: &[String]) -> Result<(), ModuleError> {
+        for name in order {
             let dir = found
                 .iter()
                 .find(|m| &m.name == name)
@@ -235,6 +335,9 @@ impl Module for Loader {
     fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
         buildat_interface::answer_calls!(function, payload, {
             LoadAll => |_| self.load_all(),
+            LoadWithDependencies => |request: LoadWithDependencies| {
+                self.load_with_dependencies(&request.name)
+            },
         })
     }
 }
@@ -322,6 +425,48 @@ mod tests {
         assert_eq!(
             resolve_order(&modules).unwrap_err().to_string(),
             "dependency cycle: a -> b -> c -> a"
+        );
+    }
+
+    fn names(list: &[&str]) -> BTreeSet<String> {
+        list.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn order_for_loads_what_is_missing_first_and_skips_what_is_loaded() {
+        let found = [
+            module("network", &[], &[]),
+            module("client_file", &[("network", false)], &[]),
+            module("base", &[("client_file", false)], &[]),
+            module("extra", &[("base", false), ("maybe", true)], &[]),
+            module("early", &[], &[("extra", false)]),
+            module("unrelated", &[("gone", false)], &[]),
+        ];
+        let loaded = names(&["network", "client_file"]);
+        assert_eq!(
+            order_for(&found, "extra", &loaded).unwrap(),
+            ["base", "early", "extra"]
+        );
+        assert_eq!(
+            order_for(&found, "base", &loaded).unwrap(),
+            ["base"],
+            "a reverse dependency on a module not being loaded is left alone"
+        );
+        assert!(
+            order_for(&found, "network", &loaded).unwrap().is_empty(),
+            "already loaded"
+        );
+        assert_eq!(
+            order_for(&found, "unrelated", &loaded)
+                .unwrap_err()
+                .to_string(),
+            "gone is missing (required by unrelated)"
+        );
+        assert_eq!(
+            order_for(&found, "nowhere", &loaded)
+                .unwrap_err()
+                .to_string(),
+            "no module named 'nowhere' in the module paths"
         );
     }
 

@@ -30,7 +30,7 @@ use buildat_interface::meta::{MetaError, ModuleMeta};
 use buildat_interface::{Call, CallError, Event, ModuleError, UnloadKind, events};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use crate::builder::{Artifact, BuildError, Builder};
+use crate::builder::{Artifact, BuildCancel, BuildError, Builder};
 use crate::config::ServerConfig;
 use instance::StartKind;
 use slot::{Message, ModuleSlot, lock, now_ms};
@@ -39,6 +39,7 @@ use slot::{Message, ModuleSlot, lock, now_ms};
 pub const CONSOLE_CALLER: &str = "__console";
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CoreError {
     #[error("no module named '{0}' in the module paths")]
     NotFound(String),
@@ -63,6 +64,14 @@ pub enum CoreError {
     Startup(String),
 }
 
+impl CoreError {
+    /// Whether this is a build cancelled because the server is stopping
+    /// (expected then, not worth an error in the log).
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, Self::Build(BuildError::Cancelled { .. }))
+    }
+}
+
 pub(crate) struct CoreInner {
     pub config: ServerConfig,
     pub bus: bus::Bus,
@@ -72,6 +81,8 @@ pub(crate) struct CoreInner {
     load_order: Mutex<Vec<String>>,
     next_load_index: AtomicU32,
     builder: Builder,
+    /// Cancels the builder's builds when a shutdown is requested.
+    build_cancel: BuildCancel,
     images: images::ImageStore,
     shutdown: Mutex<Option<(i32, String)>>,
     shutdown_signal: Condvar,
@@ -98,8 +109,10 @@ impl Core {
         let images = images::ImageStore::new(&config.build_dir)
             .map_err(io("cannot create the loaded-image dir"))?;
         let (reaper, reaper_rx) = crossbeam_channel::unbounded();
+        let builder = Builder::new(config.build_dir.clone(), config.module_profile);
         let inner = Arc::new(CoreInner {
-            builder: Builder::new(config.build_dir.clone(), config.module_profile),
+            build_cancel: builder.canceller(),
+            builder,
             config,
             bus: bus::Bus::default(),
             tmp_data: Mutex::new(HashMap::new()),
@@ -161,6 +174,28 @@ impl Core {
 
     pub fn unload_module(&self, name: &str) -> Result<(), CoreError> {
         self.inner.unload_module(name)
+    }
+
+    /// Asks `__loader` to load `name` from the module paths after whatever
+    /// it needs that is not loaded yet (dependencies, and modules naming it
+    /// as a reverse dependency), resolved as at startup. Returns the modules
+    /// loaded, in order (empty when `name` was loaded already).
+    pub fn load_with_dependencies(&self, name: &str) -> Result<Vec<String>, CoreError> {
+        check_module_name(name)?;
+        let request = core_api::LoadWithDependencies {
+            name: name.to_string(),
+        };
+        self.call_typed(&request, None)
+            .map_err(|e| CoreError::LoadFailed {
+                name: name.to_string(),
+                reason: e.message().to_string(),
+            })
+    }
+
+    /// Unloads `name` after every loaded module depending on it (directly or
+    /// not), in reverse load order. Returns the modules unloaded, in order.
+    pub fn unload_with_dependents(&self, name: &str) -> Result<Vec<String>, CoreError> {
+        self.inner.unload_with_dependents(name)
     }
 
     pub fn reload_module(&self, name: &str) -> Result<(), CoreError> {
@@ -241,8 +276,15 @@ impl Core {
         })())
     }
 
+    /// Asks the server to stop: [`Core::wait_for_shutdown`] returns, and a
+    /// running module build is cancelled at once (so are later ones).
     pub fn request_shutdown(&self, status: i32, reason: String) {
         self.inner.request_shutdown(status, reason);
+    }
+
+    /// The status and reason of the shutdown request, if one was made.
+    pub fn shutdown_request(&self) -> Option<(i32, String)> {
+        lock(&self.inner.shutdown).clone()
     }
 
     /// Blocks until something asks the server to stop; returns the status and reason.
@@ -260,8 +302,13 @@ impl Core {
         }
     }
 
-    /// Unloads every module in reverse load order and stops the host's threads.
+    /// Cancels module builds (waiting up to a second for them to end), then
+    /// unloads every module in reverse load order and stops the host's threads.
     pub fn stop_all(&self) {
+        self.inner.build_cancel.cancel();
+        if !self.inner.build_cancel.wait_idle(Duration::from_secs(1)) {
+            tracing::warn!("stopping while a module build is still ending");
+        }
         let order: Vec<String> = lock(&self.inner.load_order).iter().rev().cloned().collect();
         for name in order {
             if let Err(error) = self.inner.unload_unchecked(&name, UnloadKind::Stop) {
@@ -335,11 +382,15 @@ impl CoreInner {
     }
 
     pub fn request_shutdown(&self, status: i32, reason: String) {
-        let mut shutdown = lock(&self.shutdown);
-        if shutdown.is_none() {
+        {
+            let mut shutdown = lock(&self.shutdown);
+            if shutdown.is_some() {
+                return;
+            }
             *shutdown = Some((status, reason));
             self.shutdown_signal.notify_all();
         }
+        self.build_cancel.cancel();
     }
 
     pub fn call(
@@ -712,6 +763,32 @@ impl CoreInner {
             )));
         }
         self.unload_unchecked(name, UnloadKind::ForGood)
+    }
+
+    fn unload_with_dependents(self: &Arc<Self>, name: &str) -> Result<Vec<String>, CoreError> {
+        let mut dependents = std::collections::BTreeSet::new();
+        let mut todo = vec![name.to_string()];
+        while let Some(next) = todo.pop() {
+            for dependent in self.get_dependents(&next) {
+                if dependent != name && dependents.insert(dependent.clone()) {
+                    todo.push(dependent);
+                }
+            }
+        }
+        let load_order = lock(&self.load_order).clone();
+        let mut order: Vec<String> = load_order
+            .iter()
+            .rev()
+            .filter(|n| dependents.contains(*n))
+            .cloned()
+            .collect();
+        // Alive but not in the load order (still loading): last, by name.
+        order.extend(dependents.into_iter().filter(|n| !load_order.contains(n)));
+        order.push(name.to_string());
+        for module in &order {
+            self.unload_module(module)?;
+        }
+        Ok(order)
     }
 
     fn unload_unchecked(self: &Arc<Self>, name: &str, kind: UnloadKind) -> Result<(), CoreError> {
