@@ -101,6 +101,7 @@ impl Layout {
         let fixtures = self.repo.join("tests").join("modules");
         crate::server::build_modules(self, &fixtures)?;
         let modules = self.path("modules");
+        write_module_workspace(&modules)?;
         for name in names {
             copy_dir(&fixtures.join(fixture), &modules.join(name))?;
         }
@@ -118,6 +119,91 @@ pub fn repo_root() -> PathBuf {
 /// (artifacts are content-addressed).
 pub fn test_build_dir() -> PathBuf {
     repo_root().join("target").join("test-modules")
+}
+
+/// Makes the folder holding the module path `modules` a cargo workspace
+/// for copies of modules: the repository's workspace manifest with only
+/// `modules/*` and `modules/*/api` as members and absolute paths to the
+/// host's crates, its lock file, and a copy of every module's API crate
+/// (`modules/<name>/api`). Copies then resolve their path
+/// dependencies (API crates, the interface) as the originals do, so they
+/// hash alike and find the originals' artifacts, and a copy that changes
+/// can be built.
+pub fn write_module_workspace(modules: &Path) -> anyhow::Result<()> {
+    let root = modules
+        .parent()
+        .context("a module path has a parent folder")?;
+    std::fs::create_dir_all(modules).with_context(|| format!("creating {}", modules.display()))?;
+    let repo = repo_root();
+    let text = std::fs::read_to_string(repo.join("Cargo.toml")).context("reading Cargo.toml")?;
+    let mut manifest: toml::Table = text.parse().context("parsing Cargo.toml")?;
+    let workspace = manifest
+        .get_mut("workspace")
+        .and_then(|w| w.as_table_mut())
+        .context("the repository's [workspace]")?;
+    workspace.insert(
+        "members".into(),
+        toml::Value::Array(vec!["modules/*".into(), "modules/*/api".into()]),
+    );
+    workspace.remove("exclude");
+    if let Some(dependencies) = workspace
+        .get_mut("dependencies")
+        .and_then(|d| d.as_table_mut())
+    {
+        for (_, spec) in dependencies.iter_mut() {
+            let Some(table) = spec.as_table_mut() else {
+                continue;
+            };
+            let Some(path) = table.get("path").and_then(|p| p.as_str()) else {
+                continue;
+            };
+            // Module API crates are copied with their modules; the host's
+            // crates stay where they are.
+            if !path.starts_with("modules/") {
+                let absolute = repo.join(path).display().to_string();
+                table.insert("path".into(), absolute.into());
+            }
+        }
+    }
+    let written = root.join("Cargo.toml");
+    std::fs::write(&written, manifest.to_string())
+        .with_context(|| format!("writing {}", written.display()))?;
+    // Every module's API crate, as in the repository, so a copy of a module
+    // that uses another's API resolves it even when that module is not
+    // copied (a folder without a meta.json is no module).
+    for entry in std::fs::read_dir(repo.join("modules")).context("reading modules/")? {
+        let api = entry?.path().join("api");
+        if api.join("Cargo.toml").is_file()
+            && let Some(module) = api.parent().and_then(|m| m.file_name())
+        {
+            copy_dir(&api, &modules.join(module).join("api"))?;
+        }
+    }
+    std::fs::copy(repo.join("Cargo.lock"), root.join("Cargo.lock"))
+        .context("copying Cargo.lock")?;
+    Ok(())
+}
+
+/// Turns the module copy in `dir` (a copy of a fixture whose package fields
+/// are its own) into a workspace of its own, with the interface by absolute
+/// path and the repository's lock file, so it builds wherever it is: for
+/// tests and benchmarks that edit a module's source.
+pub fn make_standalone(dir: &Path) -> anyhow::Result<()> {
+    let manifest = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest)
+        .with_context(|| format!("reading {}", manifest.display()))?;
+    let interface = repo_root().join("interface");
+    let text = text.replace(
+        "buildat-interface.workspace = true",
+        &format!(
+            "buildat-interface = {{ path = \"{}\" }}",
+            interface.display()
+        ),
+    ) + "\n[workspace]\n";
+    std::fs::write(&manifest, text).with_context(|| format!("writing {}", manifest.display()))?;
+    std::fs::copy(repo_root().join("Cargo.lock"), dir.join("Cargo.lock"))
+        .context("copying Cargo.lock")?;
+    Ok(())
 }
 
 /// Copies a module folder (without any `target/`).

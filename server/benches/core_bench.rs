@@ -31,6 +31,7 @@ const CALLS: u64 = 20_000;
 fn scratch(names: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp");
     let modules = dir.path().join("modules");
+    buildat_harness::layout::write_module_workspace(&modules).expect("module workspace");
     copy_dir(&repo().join("modules/__loader"), &modules.join("__loader"));
     for name in names {
         copy_dir(&repo().join("tests/modules/probe"), &modules.join(name));
@@ -242,18 +243,7 @@ fn main() {
     let dir = scratch(&[]);
     let editable = dir.path().join("modules/edit");
     copy_dir(&repo().join("tests/modules/probe"), &editable);
-    let manifest = editable.join("Cargo.toml");
-    let text = std::fs::read_to_string(&manifest).expect("manifest");
-    let interface = repo().join("interface").canonicalize().expect("interface");
-    std::fs::write(
-        &manifest,
-        text.replace(
-            "path = \"../../../interface\"",
-            &format!("path = \"{}\"", interface.display()),
-        ),
-    )
-    .expect("write manifest");
-    std::fs::copy(repo().join("Cargo.lock"), editable.join("Cargo.lock")).expect("lock");
+    buildat_harness::layout::make_standalone(&editable).expect("standalone");
     let host = core(dir.path());
     host.start().expect("start");
     let source = editable.join("src/lib.rs");

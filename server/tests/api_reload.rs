@@ -5,68 +5,20 @@
 //! interface did not, so the host accepts it), `load` builds the new module,
 //! the call works and the client stays connected.
 //!
-//! The modules live in a throwaway workspace (a copy of the game's module
+//! The modules are copies in the test's scratch workspace (the game's module
 //! folders with their API crates, pointing at the repository's interface,
 //! format and voxel crates), so editing them touches nothing in the repo.
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use buildat_format::Packet;
 use buildat_main_api::{Join, Ping, Pong, Spawn};
 use common::client::TestClient;
-use common::{Scratch, ServerProcess, copy_dir, repo_root};
-
-/// A workspace holding copies of the game's modules: the repository's
-/// manifest with only module members and absolute paths to the shared
-/// crates, and its lock file.
-fn module_workspace(root: &Path) -> PathBuf {
-    let manifest = std::fs::read_to_string(repo_root().join("Cargo.toml")).expect("manifest");
-    let mut manifest: toml::Table = manifest.parse().expect("manifest parses");
-    let workspace = manifest
-        .get_mut("workspace")
-        .and_then(|w| w.as_table_mut())
-        .expect("[workspace]");
-    workspace.insert(
-        "members".into(),
-        toml::Value::Array(vec!["modules/*".into(), "modules/*/api".into()]),
-    );
-    workspace.remove("exclude");
-    let dependencies = workspace
-        .get_mut("dependencies")
-        .and_then(|d| d.as_table_mut())
-        .expect("[workspace.dependencies]");
-    for (_, spec) in dependencies.iter_mut() {
-        if let Some(path) = spec.get("path").and_then(|p| p.as_str())
-            && !path.starts_with("modules/")
-        {
-            let absolute = repo_root().join(path).display().to_string();
-            spec.as_table_mut()
-                .expect("a path dependency is a table")
-                .insert("path".into(), absolute.into());
-        }
-    }
-    std::fs::write(root.join("Cargo.toml"), manifest.to_string()).expect("write manifest");
-    std::fs::copy(repo_root().join("Cargo.lock"), root.join("Cargo.lock")).expect("copy lock");
-    let modules = root.join("modules");
-    for module in [
-        "__loader",
-        "network",
-        "client_file",
-        "voxelworld",
-        "worldgen",
-        "main",
-    ] {
-        copy_dir(
-            &repo_root().join("modules").join(module),
-            &modules.join(module),
-        );
-    }
-    modules
-}
+use common::{Scratch, ServerProcess};
 
 fn append_after(path: &Path, anchor: &str, addition: &str) {
     let text = std::fs::read_to_string(path).expect("read source");
@@ -168,14 +120,8 @@ fn an_api_change_reloads_without_dropping_players() {
     // Builds the game's modules where they are, so the copies (same
     // content) find them by hash instead of building again.
     scratch.add_game();
-    let workspace = tempfile::tempdir().expect("temp dir");
-    let modules = module_workspace(workspace.path());
+    let modules = scratch.modules();
     let mut args = scratch.server_args();
-    let at = args
-        .iter()
-        .position(|a| *a == scratch.modules().display().to_string())
-        .expect("--modules DIR");
-    args[at] = modules.display().to_string();
     args.extend(["--listen", "127.0.0.1:0", "--no-watch"].map(String::from));
     let mut server = ServerProcess::start(&args, Stdio::piped());
     let address = server.listen_address();

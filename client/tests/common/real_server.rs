@@ -39,6 +39,7 @@ pub fn copy_dir(from: &Path, to: &Path) {
 
 /// Copies `modules/<name>` of the repository for each name into `to`.
 pub fn copy_modules(names: &[&str], to: &Path) {
+    buildat_harness::layout::write_module_workspace(to).expect("a workspace for the copies");
     for name in names {
         let from = repo_root().join("modules").join(name);
         assert!(from.is_dir(), "{} is missing", from.display());

@@ -22,18 +22,7 @@ pub fn build_dir() -> PathBuf {
 }
 
 pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("dir");
-    for entry in std::fs::read_dir(from).expect("read").flatten() {
-        let path = entry.path();
-        if entry.file_name() == "target" {
-            continue;
-        }
-        if path.is_dir() {
-            copy_dir(&path, &to.join(entry.file_name()));
-        } else {
-            std::fs::copy(&path, to.join(entry.file_name())).expect("copy");
-        }
-    }
+    buildat_harness::layout::copy_dir(from, to).expect("copy a module folder");
 }
 
 /// Builds the module folder `dir` (release) unless its artifact is fresh.
@@ -49,9 +38,11 @@ pub fn prebuild(dir: &Path) {
         .expect("build");
 }
 
-/// Builds `from` and copies it into `modules/<name>`.
+/// Builds `from` and copies it into `modules/<name>` (a module path in a
+/// workspace, so the copy finds the artifact by hash).
 pub fn install(modules: &Path, name: &str, from: &Path) {
     prebuild(from);
+    buildat_harness::layout::write_module_workspace(modules).expect("module workspace");
     copy_dir(from, &modules.join(name));
 }
 

@@ -67,7 +67,8 @@ impl Scratch {
         let scratch = Self {
             dir: tempfile::tempdir().expect("temp dir"),
         };
-        std::fs::create_dir_all(scratch.modules()).expect("modules dir");
+        buildat_harness::layout::write_module_workspace(&scratch.modules())
+            .expect("a workspace for the module copies");
         copy_dir(&loader_source(), &scratch.modules().join("__loader"));
         scratch
     }
@@ -149,19 +150,11 @@ impl Scratch {
         to
     }
 
-    /// A copy of `probe` that builds on its own outside the repository (for
-    /// tests that edit its source).
+    /// A copy of `probe` that builds on its own, as a workspace of its own
+    /// (for tests that edit its source).
     pub fn add_editable_probe(&self, name: &str) -> PathBuf {
         let dir = self.add_probe(name);
-        let manifest = dir.join("Cargo.toml");
-        let text = std::fs::read_to_string(&manifest).expect("manifest");
-        let interface = repo_root().join("interface");
-        let text = text.replace(
-            "path = \"../../../interface\"",
-            &format!("path = \"{}\"", interface.display()),
-        );
-        std::fs::write(&manifest, text).expect("write manifest");
-        std::fs::copy(repo_root().join("Cargo.lock"), dir.join("Cargo.lock")).expect("copy lock");
+        buildat_harness::layout::make_standalone(&dir).expect("a standalone probe");
         dir
     }
 
