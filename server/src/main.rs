@@ -10,7 +10,7 @@ use buildat_interface::meta::ModuleMeta;
 use buildat_server::builder::{BuildError, Builder};
 use buildat_server::config::{ModuleProfile, ServerConfig};
 use buildat_server::core::Core;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 #[derive(Parser)]
 #[command(
@@ -78,8 +78,62 @@ enum Profile {
     Dev,
 }
 
-fn main() -> ExitCode {
+/// Parses the command line. A module's command (`pregen --radius 4`) takes
+/// the words after it as they are, so the server's own options written
+/// among them (`pregen --world DIR --radius 4`) are moved before it and the
+/// line parsed again: every global option is accepted anywhere.
+fn parse_cli() -> Cli {
     let cli = Cli::parse();
+    let Some(Command::Module(words)) = &cli.command else {
+        return cli;
+    };
+    let Some((name, module_args)) = words.split_first() else {
+        return cli;
+    };
+    let (globals, rest) = split_global_options(&Cli::command(), module_args);
+    if globals.is_empty() {
+        return cli;
+    }
+    let args: Vec<String> = std::env::args().collect();
+    let prefix = &args[..args.len().saturating_sub(words.len())];
+    let reordered = prefix
+        .iter()
+        .cloned()
+        .chain(globals)
+        .chain(std::iter::once(name.clone()))
+        .chain(rest);
+    Cli::parse_from(reordered)
+}
+
+/// The server's own options among `words` (with their values) and the rest,
+/// in order.
+fn split_global_options(command: &clap::Command, words: &[String]) -> (Vec<String>, Vec<String>) {
+    let takes_value = |long: &str| -> Option<bool> {
+        command
+            .get_arguments()
+            .find(|arg| arg.get_long() == Some(long))
+            .map(|arg| arg.get_action().takes_values())
+    };
+    let (mut globals, mut rest) = (Vec::new(), Vec::new());
+    let mut words = words.iter();
+    while let Some(word) = words.next() {
+        let long = word
+            .strip_prefix("--")
+            .map(|w| w.split('=').next().unwrap_or(w));
+        match long.and_then(takes_value) {
+            Some(true) if !word.contains('=') => {
+                globals.push(word.clone());
+                globals.extend(words.next().cloned());
+            }
+            Some(_) => globals.push(word.clone()),
+            None => rest.push(word.clone()),
+        }
+    }
+    (globals, rest)
+}
+
+fn main() -> ExitCode {
+    let cli = parse_cli();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&cli.log_level));
     tracing_subscriber::fmt()
@@ -338,7 +392,32 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
+
+    fn strings(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn server_options_among_a_module_commands_words_are_found() {
+        let (globals, rest) = split_global_options(
+            &Cli::command(),
+            &strings(&[
+                "--world",
+                "w",
+                "--radius",
+                "1",
+                "--no-watch",
+                "--set=a=b",
+                "--height",
+                "2",
+            ]),
+        );
+        assert_eq!(
+            globals,
+            strings(&["--world", "w", "--no-watch", "--set=a=b"])
+        );
+        assert_eq!(rest, strings(&["--radius", "1", "--height", "2"]));
+    }
 
     #[test]
     fn the_command_line_definition_is_consistent() {

@@ -10,13 +10,65 @@ use buildat_harness::world_check::{SECTIONS, integrity, stored_round};
 use common::{Scratch, ServerProcess};
 use rusqlite::Connection;
 
+/// `buildat-server pregen --radius N --world DIR ...`: the world module's
+/// console command run headless, the server's options after it.
 fn run_pregen(scratch: &Scratch, radius: u32) -> String {
-    let mut args = scratch.server_args();
-    args.extend(["pregen".into(), "--radius".into(), radius.to_string()]);
+    let mut args = vec!["pregen".to_string(), "--radius".into(), radius.to_string()];
+    args.extend(scratch.server_args());
     let mut server = ServerProcess::start(&args, Stdio::null());
     let status = server.wait_exit(Duration::from_secs(300));
     assert_eq!(status, Some(0), "{}", server.output());
     server.output()
+}
+
+#[test]
+fn pregen_is_a_console_command_of_the_world_listed_by_help() {
+    let scratch = Scratch::new();
+    scratch.add_world(false);
+    let mut args = scratch.server_args();
+    args.push("--no-watch".into());
+    let mut server = ServerProcess::start(&args, Stdio::piped());
+    server
+        .wait_for("server started", Duration::from_secs(300))
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.send("help");
+    let line = server
+        .wait_for("pregen --radius N [--height H]", Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("help lists pregen:\n{}", server.output()));
+    assert!(line.contains("(voxelworld)"), "{line}");
+    server.send("pregen --radius 0 --height 0");
+    server
+        .wait_for(
+            "pregen done: 1 sections generated, 0 already present",
+            Duration::from_secs(120),
+        )
+        .unwrap_or_else(|| panic!("pregen on the console:\n{}", server.output()));
+    server.send("pregen --radius");
+    server
+        .wait_for(
+            "error: pregen: --radius needs a number",
+            Duration::from_secs(10),
+        )
+        .unwrap_or_else(|| panic!("a usage error:\n{}", server.output()));
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
+
+#[test]
+fn an_unknown_headless_command_names_the_ones_there_are() {
+    let scratch = Scratch::new();
+    scratch.add_world(false);
+    let mut args = scratch.server_args();
+    args.extend(["pregenerate".into(), "--radius".into(), "1".into()]);
+    let mut server = ServerProcess::start(&args, Stdio::null());
+    assert_eq!(server.wait_exit(Duration::from_secs(300)), Some(1));
+    assert!(
+        server
+            .output()
+            .contains("unknown command 'pregenerate': the loaded modules offer pregen"),
+        "{}",
+        server.output()
+    );
 }
 
 #[test]
