@@ -3,7 +3,8 @@
 //! answered by voxelworld, a new module using it is dropped in, `reload
 //! voxelworld` rebuilds voxelworld (its API changed; the ABI-stamped
 //! interface did not, so the host accepts it), `load` builds the new module,
-//! the call works and the client stays connected.
+//! the call works and the client stays connected. A module that does not
+//! use the changed API (network) reloads without a rebuild.
 //!
 //! The modules are copies in the test's scratch workspace (the game's module
 //! folders with their API crates, pointing at the repository's interface,
@@ -95,6 +96,18 @@ buildat-voxelworld-api.workspace = true
     std::fs::write(dir.join("src/lib.rs"), NEW_MODULE).expect("lib.rs");
 }
 
+/// The build hash `modules` shows for `module`.
+fn build_hash(server: &mut ServerProcess, module: &str) -> String {
+    server.send("modules");
+    let line = server
+        .wait_for(&format!("{module:<20} "), Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("modules lists {module}:\n{}", server.output()));
+    line.split_whitespace()
+        .nth(2)
+        .unwrap_or_else(|| panic!("a build hash in {line:?}"))
+        .to_string()
+}
+
 /// Pings until the pong comes back: the connection is alive and served.
 fn ping(client: &mut TestClient, data: &[u8]) {
     client
@@ -144,6 +157,8 @@ fn an_api_change_reloads_without_dropping_players() {
         }
     }
     ping(&mut client, b"before");
+    let network_before = build_hash(&mut server, "network");
+    let world_before = build_hash(&mut server, "voxelworld");
 
     append_after(
         &modules.join("voxelworld/api/src/lib.rs"),
@@ -157,10 +172,22 @@ fn an_api_change_reloads_without_dropping_players() {
     );
     add_section_counter(&modules);
 
+    // A module that does not use the changed API keeps its build.
+    server.send("reload network");
+    server
+        .wait_for("reloaded network", Duration::from_secs(120))
+        .unwrap_or_else(|| panic!("reload network:\n{}", server.output()));
+    assert_eq!(build_hash(&mut server, "network"), network_before);
+
     server.send("reload voxelworld");
     server
         .wait_for("reloaded voxelworld", Duration::from_secs(600))
         .unwrap_or_else(|| panic!("reload voxelworld:\n{}", server.output()));
+    assert_ne!(
+        build_hash(&mut server, "voxelworld"),
+        world_before,
+        "its API changed, so voxelworld was rebuilt"
+    );
     server.send("load section_counter");
     let line = server
         .wait_for(

@@ -351,8 +351,8 @@ impl Game {
 }
 
 impl Game {
-    fn stash(&self) -> Stash {
-        Stash {
+    fn stash(&self) -> GameStash {
+        GameStash {
             players: self
                 .players
                 .iter()
@@ -400,7 +400,7 @@ impl Module for Game {
                 let sizes = self.host.call(&GetSizes {})?;
                 self.section_size = SectionSize(sizes.section_size);
                 self.refresh_registry()?;
-                if let Some(stash) = self.host.take_stash::<Stash>()? {
+                if let Some(stash) = self.host.take_stash::<GameStash>()? {
                     self.spawn = stash.spawn;
                     self.joining = stash.joining;
                     self.news = stash.news;
@@ -453,7 +453,7 @@ impl Module for Game {
 
 /// What crosses a reload of the game: every player, so nobody is dropped.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct Stash {
+struct GameStash {
     players: Vec<(PeerId, String, [f64; 3])>,
     joining: BTreeMap<PeerId, String>,
     spawn: Option<[f64; 3]>,
@@ -461,7 +461,7 @@ struct Stash {
     news: rules::News,
 }
 
-impl buildat_interface::Stash for Stash {
+impl buildat_interface::Stash for GameStash {
     const LAYOUT: u32 = 1;
 }
 
