@@ -376,7 +376,35 @@ impl Packet for Edits {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// What decodes encodes to bytes that decode to the same encoding.
+    fn idempotent<P: Packet>(data: &[u8]) {
+        if let Ok(packet) = P::decode(data) {
+            let once = packet.encode().unwrap();
+            let again = P::decode(&once).unwrap().encode().unwrap();
+            assert_eq!(again, once, "{}", P::NAME);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_decode_without_panicking(data in proptest::collection::vec(any::<u8>(), 0..200)) {
+            idempotent::<Join>(&data);
+            idempotent::<Move>(&data);
+            idempotent::<Dig>(&data);
+            idempotent::<Place>(&data);
+            idempotent::<Spawn>(&data);
+            idempotent::<PlayerJoined>(&data);
+            idempotent::<PlayerLeft>(&data);
+            idempotent::<Moves>(&data);
+            idempotent::<Edits>(&data);
+            idempotent::<Refused>(&data);
+            idempotent::<Ping>(&data);
+        }
+    }
 
     fn round_trip<P: Packet + PartialEq + std::fmt::Debug>(packet: P) -> Vec<u8> {
         let bytes = packet.encode().unwrap();

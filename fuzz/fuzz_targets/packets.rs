@@ -1,0 +1,51 @@
+//! Fuzz target: every packet definition of the module API crates decodes
+//! any bytes without panicking, and what it decodes encodes to bytes that
+//! decode to the same encoding again (encode ∘ decode is idempotent).
+#![no_main]
+
+use buildat_format::Packet;
+use libfuzzer_sys::fuzz_target;
+
+fn check<P: Packet>(data: &[u8]) {
+    let Ok(packet) = P::decode(data) else {
+        return;
+    };
+    let once = packet.encode().expect("a decoded packet encodes");
+    let again = P::decode(&once).expect("an encoded packet decodes");
+    assert_eq!(again.encode().expect("encodes"), once, "{}", P::NAME);
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&which, data)) = data.split_first() else {
+        return;
+    };
+    use buildat_client_file_api as files;
+    use buildat_main_api as game;
+    use buildat_voxelworld_api::stream;
+    match which % 24 {
+        0 => check::<game::Join>(data),
+        1 => check::<game::Move>(data),
+        2 => check::<game::Dig>(data),
+        3 => check::<game::Place>(data),
+        4 => check::<game::Ping>(data),
+        5 => check::<game::Spawn>(data),
+        6 => check::<game::PlayerJoined>(data),
+        7 => check::<game::PlayerLeft>(data),
+        8 => check::<game::Moves>(data),
+        9 => check::<game::Edits>(data),
+        10 => check::<game::Refused>(data),
+        11 => check::<files::AnnounceFile>(data),
+        12 => check::<files::RequestFile>(data),
+        13 => check::<files::FileContent>(data),
+        14 => check::<files::FileError>(data),
+        15 => check::<files::RemoveFilePacket>(data),
+        16 => check::<files::RunScript>(data),
+        17 => check::<stream::Registry>(data),
+        18 => check::<stream::Chunk>(data),
+        19 => check::<stream::VoxelUpdates>(data),
+        20 => check::<stream::UnloadChunk>(data),
+        21 => check::<stream::Ack>(data),
+        22 => check::<buildat_network_api::DisconnectPacket>(data),
+        _ => check::<game::Pong>(data),
+    }
+});
