@@ -426,9 +426,7 @@ mod tests {
 
     #[test]
     fn global_options_are_accepted_before_and_after_the_subcommand() {
-        let after = Cli::try_parse_from([
-            "buildat-server",
-            "build",
+        let options = [
             "--world",
             "w",
             "--modules",
@@ -436,20 +434,10 @@ mod tests {
             "--no-default-modules",
             "--module-profile",
             "dev",
-        ])
-        .unwrap_or_else(|e| panic!("{e}"));
-        let before = Cli::try_parse_from([
-            "buildat-server",
-            "--world",
-            "w",
-            "--modules",
-            "m",
-            "--no-default-modules",
-            "--module-profile",
-            "dev",
-            "build",
-        ])
-        .unwrap_or_else(|e| panic!("{e}"));
+        ];
+        let parse = |line: Vec<&str>| Cli::try_parse_from(line).unwrap_or_else(|e| panic!("{e}"));
+        let after = parse([&["buildat-server", "build"][..], &options].concat());
+        let before = parse([&["buildat-server"][..], &options, &["build"]].concat());
         for cli in [after, before] {
             assert!(matches!(cli.command, Some(Command::Build)));
             assert_eq!(cli.world, PathBuf::from("w"));
