@@ -1,0 +1,279 @@
+//! The Lua runtime: one Luau VM per client, in which every file the server
+//! sends runs sandboxed, and the client's own `client_lua/` runs trusted.
+//!
+//! Owns: [`Runtime`] and what callers see of it: its options, log sinks and
+//! errors, the state the VM and the host primitives share (`Shared`:
+//! limits, time budget, files, outbox, subscriptions, timers, exit hooks,
+//! the session's [`WorldView`]), running scripts (`core:run_script`, bot
+//! files, evaluations for tests), and the audit list of the host's own
+//! values. The rest is split by seam:
+//! - `vm`: the VM and its limits (libraries, globals removed, the
+//!   sandbox setup, the memory limit, the time budget and its interrupt,
+//!   one contained entry from Rust into Lua, compiling source text).
+//! - `api`: the host primitives `client_lua/boot.lua` builds the
+//!   `buildat` API from, and their Rust side (draining the outbox,
+//!   delivering packets, running timers and exit hooks, transferred files).
+//!
+//! Does not own: the whitelist and the per-file environments (that is
+//! `client_lua/boot.lua`, run through [`crate::lua_sources`]), the network
+//! and the file transfer (`app`, `session`), the world stream itself
+//! (`world`; `app` feeds it).
+
+mod api;
+mod vm;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use mlua::{Function, Lua, MultiValue, Table, Value};
+use thiserror::Error;
+
+use crate::world::WorldView;
+
+pub use api::{MAX_EXIT_HOOKS, MAX_OUTBOX_BYTES, MAX_SUBSCRIPTIONS, MAX_TIMERS};
+use vm::{describe, load_text};
+
+/// Default memory limit of the whole VM.
+pub const DEFAULT_MEMORY_LIMIT: usize = 256 << 20;
+/// Default time one call from Rust into Lua may take.
+pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(1);
+
+/// Log levels of `buildat.Logger` (and of the client's own messages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Error,
+    Warning,
+    Info,
+    Verbose,
+    Debug,
+}
+
+impl Level {
+    /// Parses a level name as Lua uses it.
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "error" => Self::Error,
+            "warning" => Self::Warning,
+            "info" => Self::Info,
+            "verbose" => Self::Verbose,
+            "debug" => Self::Debug,
+            _ => return None,
+        })
+    }
+
+    /// The level's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Error => "error",
+            Self::Warning => "warning",
+            Self::Info => "info",
+            Self::Verbose => "verbose",
+            Self::Debug => "debug",
+        }
+    }
+}
+
+/// Where log lines go: (level, logger name, message).
+pub type LogSink = Rc<dyn Fn(Level, &str, &str)>;
+
+/// A sink printing lines up to `max` to stderr as `LEVEL name: message`.
+pub fn stderr_sink(max: Level) -> LogSink {
+    Rc::new(move |level, name, message| {
+        if level <= max {
+            eprintln!("{:<7} {name}: {message}", level.as_str());
+        }
+    })
+}
+
+/// Like [`stderr_sink`], each line starting with `prefix` (a bot's name
+/// when one process runs many).
+pub fn prefixed_stderr_sink(max: Level, prefix: String) -> LogSink {
+    Rc::new(move |level, name, message| {
+        if level <= max {
+            eprintln!("{prefix}{:<7} {name}: {message}", level.as_str());
+        }
+    })
+}
+
+/// How a runtime is set up.
+#[derive(Clone)]
+pub struct Options {
+    /// Memory limit of the whole VM, in bytes.
+    pub memory_limit: usize,
+    /// Time limit of one call from Rust into Lua.
+    pub time_limit: Duration,
+    /// `buildat.client_name`.
+    pub client_name: String,
+    /// Where `buildat.Logger` and `print` write.
+    pub log: LogSink,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            memory_limit: DEFAULT_MEMORY_LIMIT,
+            time_limit: DEFAULT_TIME_LIMIT,
+            client_name: String::new(),
+            log: stderr_sink(Level::Info),
+        }
+    }
+}
+
+/// The runtime could not start (a bug or an impossible limit, never a
+/// script's fault).
+#[derive(Debug, Error)]
+#[error("cannot start the Lua runtime: {0}")]
+pub struct SetupError(#[from] mlua::Error);
+
+/// Why a script was stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// It raised an error (or a call it made failed).
+    Error,
+    /// It ran past the time limit.
+    TimeLimit,
+    /// The VM's memory limit was reached.
+    MemoryLimit,
+}
+
+/// A contained failure of Lua code: logged, never fatal to the client.
+#[derive(Debug, Clone, Error)]
+#[error("{file}: {message}")]
+pub struct ScriptError {
+    /// The file the failing code belongs to.
+    pub file: String,
+    pub kind: FailureKind,
+    /// What happened, without the stack traceback.
+    pub message: String,
+}
+
+/// What the VM's interrupt, the host primitives and [`Runtime`] share.
+struct Shared {
+    time_limit: Duration,
+    memory_limit: usize,
+    budget: vm::Budget,
+    files: RefCell<HashMap<String, Rc<[u8]>>>,
+    outbox: RefCell<Vec<(String, Vec<u8>)>>,
+    outbox_bytes: Cell<usize>,
+    subs: RefCell<Vec<api::Subscription>>,
+    timers: RefCell<Vec<api::Timer>>,
+    next_timer: Cell<u64>,
+    /// The timer running now (id, owner): it is out of `timers` meanwhile.
+    running_timer: RefCell<Option<(u64, Rc<str>)>>,
+    running_timer_cleared: Cell<bool>,
+    disconnect: Cell<bool>,
+    exit_hooks: RefCell<Vec<api::ExitHook>>,
+    world: RefCell<WorldView>,
+    log: LogSink,
+}
+
+/// The client's Lua VM.
+pub struct Runtime {
+    lua: Lua,
+    shared: Rc<Shared>,
+    host: Table,
+    ext_env: Table,
+    runtime: Table,
+    run_script_fn: Function,
+    forget_file_fn: Function,
+    sandbox_env_fn: Function,
+    run_trusted_fn: Function,
+}
+
+impl Runtime {
+    /// `core:run_script`: runs a transferred file sandboxed, in a fresh
+    /// environment. A module's `init.lua` that already ran (through
+    /// `require`) is not run again.
+    pub fn run_script(&self, name: &str) -> Result<(), ScriptError> {
+        self.enter(name, None, || self.run_script_fn.call::<()>(name))
+    }
+
+    /// Bot mode: runs a trusted local file (the same API plus timers).
+    pub fn run_trusted(&self, name: &str, source: &[u8]) -> Result<(), ScriptError> {
+        let source = self.lua.create_string(source).map_err(|e| ScriptError {
+            file: name.to_string(),
+            kind: FailureKind::MemoryLimit,
+            message: describe(&e),
+        })?;
+        self.enter(name, None, || {
+            self.run_trusted_fn.call::<()>((source, name))
+        })
+    }
+
+    /// Runs `source` as a sandboxed file named `name` and returns what it
+    /// returns (for tests and audits; the values leave the sandbox).
+    pub fn eval_sandboxed(&self, name: &str, source: &str) -> Result<Vec<Value>, ScriptError> {
+        self.enter(name, None, || {
+            let env: Table = self.sandbox_env_fn.call(name)?;
+            let f = load_text(&self.lua, source.as_bytes(), name, env, true)?;
+            Ok(f.call::<MultiValue>(())?.into_vec())
+        })
+    }
+
+    /// A fresh sandboxed environment, as a file named `name` would get.
+    pub fn sandbox_env(&self, name: &str) -> Result<Table, ScriptError> {
+        self.enter(name, None, || self.sandbox_env_fn.call(name))
+    }
+
+    /// Bytes the VM uses.
+    pub fn used_memory(&self) -> usize {
+        self.lua.used_memory()
+    }
+
+    /// The VM (for benchmarks and tests).
+    pub fn lua(&self) -> &Lua {
+        &self.lua
+    }
+
+    /// The host's own values that sandboxed code must never reach, named
+    /// (for the escape audit in `tests/sandbox.rs`).
+    pub fn host_values(&self) -> Result<Vec<(String, Value)>, SetupError> {
+        let mut out = vec![
+            (
+                "host primitives".to_string(),
+                Value::Table(self.host.clone()),
+            ),
+            (
+                "extension environment".into(),
+                Value::Table(self.ext_env.clone()),
+            ),
+            (
+                "boot runtime table".into(),
+                Value::Table(self.runtime.clone()),
+            ),
+            ("globals".into(), Value::Table(self.lua.globals())),
+        ];
+        if let Some(meta) = self.lua.globals().metatable() {
+            out.push(("globals metatable".into(), Value::Table(meta.clone())));
+            out.push(("real globals".into(), meta.raw_get("__index")?));
+        }
+        // Host primitives that are not exposed one by one.
+        for name in [
+            "sub_packet",
+            "log",
+            "read_file",
+            "load",
+            "extension_source",
+            "set_timer",
+            "clear_timer",
+            "on_exit",
+        ] {
+            out.push((format!("host.{name}"), self.host.raw_get(name)?));
+        }
+        for (name, value) in self.runtime.pairs::<String, Value>().flatten() {
+            out.push((format!("runtime.{name}"), value));
+        }
+        let registry: Table = self.runtime.raw_get("registry")?;
+        for (name, value) in registry.pairs::<String, Value>().flatten() {
+            out.push((format!("registry.{name}"), value.clone()));
+            if let Value::Table(t) = value {
+                for (key, entry) in t.pairs::<Value, Value>().flatten() {
+                    out.push((format!("registry.{name}[{key:?}]"), entry));
+                }
+            }
+        }
+        Ok(out)
+    }
+}

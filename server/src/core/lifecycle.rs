@@ -1,0 +1,492 @@
+//! The module lifecycle: startup (`__loader` first, then its `load_all`),
+//! loading a module (from a folder, or from the module paths by name;
+//! refused while a required dependency is not loaded; built first, then its
+//! instance started on its own thread), unloading (refused while loaded
+//! modules depend on it, or after its dependents in reverse load order),
+//! reloading (built while the old version keeps serving, then the queue
+//! handed to the new instance), failed modules, joining a module's thread
+//! and closing its library, and the module table and load order as these
+//! change them (slots added and removed, load indexes, the module list).
+//!
+//! Does not own: finding modules and ordering a startup or a load with its
+//! dependencies (`__loader`, asked through a call), building
+//! (`crate::builder`), the module thread itself (`instance`), calls
+//! (`calls`), shutdown and the host's threads (`mod.rs`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use buildat_interface::core_api::{self, ModuleInfo, ModuleState};
+use buildat_interface::meta::ModuleMeta;
+use buildat_interface::{Call, CallError, UnloadKind, events};
+
+use super::instance::{self, StartKind};
+use super::slot::{Message, ModuleSlot, lock, now_ms};
+use super::{
+    CONSOLE_CALLER, Core, CoreError, CoreInner, check_module_name, images, read_modules,
+    write_modules,
+};
+use crate::builder::Artifact;
+
+impl Core {
+    /// Loads `__loader` and asks it to load every other module. Returns the
+    /// number of modules loaded.
+    pub fn start(&self) -> Result<usize, CoreError> {
+        let started = Instant::now();
+        let loader = self
+            .inner
+            .find_module(core_api::LOADER)
+            .ok_or_else(|| CoreError::NotFound(core_api::LOADER.to_string()))?;
+        self.inner.load_module(core_api::LOADER, Some(&loader))?;
+        self.inner
+            .call_with_timeout(
+                CONSOLE_CALLER,
+                core_api::LOADER,
+                core_api::LoadAll::FUNCTION,
+                &buildat_interface::encode(&core_api::LoadAll {})
+                    .map_err(|e| CoreError::Startup(e.to_string()))?,
+                None,
+            )
+            .map_err(|e| CoreError::Startup(e.message().to_string()))?;
+        let count = lock(&self.inner.load_order).len();
+        tracing::info!(
+            "server started: {count} modules loaded in {} ms",
+            started.elapsed().as_millis()
+        );
+        Ok(count)
+    }
+
+    /// Loads a module from `dir`, or from the module paths by name.
+    pub fn load_module(&self, name: &str, dir: Option<&Path>) -> Result<(), CoreError> {
+        self.inner.load_module(name, dir)
+    }
+
+    pub fn unload_module(&self, name: &str) -> Result<(), CoreError> {
+        self.inner.unload_module(name)
+    }
+
+    /// Asks `__loader` to load `name` from the module paths after whatever
+    /// it needs that is not loaded yet (dependencies, and modules naming it
+    /// as a reverse dependency), resolved as at startup. Returns the modules
+    /// loaded, in order (empty when `name` was loaded already).
+    pub fn load_with_dependencies(&self, name: &str) -> Result<Vec<String>, CoreError> {
+        check_module_name(name)?;
+        let request = core_api::LoadWithDependencies {
+            name: name.to_string(),
+        };
+        self.call_typed(&request, None)
+            .map_err(|e| CoreError::LoadFailed {
+                name: name.to_string(),
+                reason: e.message().to_string(),
+            })
+    }
+
+    /// Unloads `name` after every loaded module depending on it (directly or
+    /// not), in reverse load order. Returns the modules unloaded, in order.
+    pub fn unload_with_dependents(&self, name: &str) -> Result<Vec<String>, CoreError> {
+        self.inner.unload_with_dependents(name)
+    }
+
+    pub fn reload_module(&self, name: &str) -> Result<(), CoreError> {
+        self.inner.reload_module(name)
+    }
+
+    pub fn list_modules(&self) -> Vec<ModuleInfo> {
+        self.inner.list_modules()
+    }
+}
+
+impl CoreInner {
+    pub fn get_slot(&self, name: &str) -> Option<Arc<ModuleSlot>> {
+        read_modules(&self.modules).get(name).cloned()
+    }
+
+    /// The folder of module `name` in the module paths, first match.
+    pub fn find_module(&self, name: &str) -> Option<PathBuf> {
+        self.config
+            .module_paths
+            .iter()
+            .map(|path| path.join(name))
+            .find(|dir| dir.join(buildat_interface::meta::META_FILE).is_file())
+    }
+
+    pub(super) fn load_module(
+        self: &Arc<Self>,
+        name: &str,
+        dir: Option<&Path>,
+    ) -> Result<(), CoreError> {
+        check_module_name(name)?;
+        let dir = match dir {
+            Some(dir) => dir.to_path_buf(),
+            None => self
+                .find_module(name)
+                .ok_or_else(|| CoreError::NotFound(name.to_string()))?,
+        };
+        let parsed = ModuleMeta::read(&dir)?;
+        for warning in &parsed.warnings {
+            tracing::warn!("{warning}");
+        }
+        let missing = self.get_missing_dependencies(&parsed.meta);
+        if !missing.is_empty() {
+            return Err(CoreError::Refused(format!(
+                "cannot load {name}: it needs {}, which is not loaded (load it first)",
+                missing.join(", ")
+            )));
+        }
+        let slot = {
+            let mut modules = write_modules(&self.modules);
+            if let Some(existing) = modules.get(name) {
+                let state = existing.state();
+                if !matches!(state, ModuleState::Failed(_)) {
+                    return Err(CoreError::Busy {
+                        name: name.to_string(),
+                        state,
+                    });
+                }
+            }
+            let slot = Arc::new(ModuleSlot::new(name, dir, parsed.meta.clone()));
+            modules.insert(name.to_string(), slot.clone());
+            slot
+        };
+        let started = Instant::now();
+        let result = self
+            .build(&slot, &parsed.meta)
+            .and_then(|artifact| self.run_instance(&slot, artifact.as_ref(), StartKind::Start));
+        match result {
+            Ok(()) => {
+                {
+                    let mut status = lock(&slot.status);
+                    status.state = ModuleState::Loaded;
+                    status.load_index = self.next_load_index.fetch_add(1, Ordering::Relaxed);
+                }
+                lock(&self.load_order).push(name.to_string());
+                tracing::info!(
+                    "module {name} loaded in {} ms",
+                    started.elapsed().as_millis()
+                );
+                self.emit(&events::ModuleLoaded {
+                    name: name.to_string(),
+                });
+                Ok(())
+            }
+            Err(error) => {
+                self.mark_failed(&slot, error.to_string());
+                Err(error)
+            }
+        }
+    }
+
+    /// The module's artifact (building it if needed); `None` for a Lua-only module.
+    fn build(&self, slot: &ModuleSlot, meta: &ModuleMeta) -> Result<Option<Artifact>, CoreError> {
+        if slot.lua_only {
+            return Ok(None);
+        }
+        slot.set_state(ModuleState::Building);
+        let artifact = self.builder.build(&slot.name, &slot.dir, meta)?;
+        slot.set_state(ModuleState::Loading);
+        Ok(Some(artifact))
+    }
+
+    /// Starts an instance of `artifact` on a new thread and waits until it has
+    /// run its constructor, init and start event.
+    fn run_instance(
+        self: &Arc<Self>,
+        slot: &Arc<ModuleSlot>,
+        artifact: Option<&Artifact>,
+        start: StartKind,
+    ) -> Result<(), CoreError> {
+        let name = slot.name.clone();
+        let Some(artifact) = artifact else {
+            lock(&slot.status).loaded_at_unix_ms = now_ms();
+            return Ok(());
+        };
+        let image = self
+            .images
+            .copy_unique(&artifact.path, &name)
+            .map_err(|source| CoreError::Io {
+                what: format!("module {name}: cannot copy its library"),
+                source,
+            })?;
+        let (ready, ready_rx) = crossbeam_channel::bounded(1);
+        let running = instance::spawn(instance::ThreadArgs {
+            core: self.clone(),
+            slot: slot.clone(),
+            image,
+            start,
+            ready,
+        })
+        .map_err(|source| CoreError::Io {
+            what: format!("module {name}: cannot start its thread"),
+            source,
+        })?;
+        *lock(&slot.running) = Some(running);
+        match ready_rx.recv_timeout(self.config.init_timeout) {
+            Ok(Ok(())) => {
+                let mut status = lock(&slot.status);
+                status.loaded_at_unix_ms = now_ms();
+                status.build_hash = artifact.hash.clone();
+                Ok(())
+            }
+            Ok(Err(reason)) => {
+                self.finish_thread(slot, self.config.stop_timeout);
+                Err(CoreError::LoadFailed { name, reason })
+            }
+            Err(_) => {
+                let reason = format!(
+                    "did not finish loading within {} s",
+                    self.config.init_timeout.as_secs_f64()
+                );
+                slot.set_state(ModuleState::Hung("loading".into()));
+                self.finish_thread(slot, Duration::ZERO);
+                Err(CoreError::LoadFailed { name, reason })
+            }
+        }
+    }
+
+    fn mark_failed(&self, slot: &Arc<ModuleSlot>, reason: String) {
+        self.bus.unsubscribe_all(slot);
+        slot.drain_queue(&CallError::Failed(format!(
+            "module {} failed: {reason}",
+            slot.name
+        )));
+        slot.set_state(ModuleState::Failed(reason));
+        lock(&self.load_order).retain(|n| *n != slot.name);
+    }
+
+    /// Called on a module's thread when it panicked while serving: the module
+    /// is marked failed, its queue answered, and the supervisor reaps its thread.
+    pub(crate) fn module_failed(&self, slot: &Arc<ModuleSlot>, reason: String) {
+        let name = &slot.name;
+        tracing::error!("module {name} failed and is unloaded: {reason}");
+        self.mark_failed(slot, reason);
+        let _ = self.reaper.send(slot.clone());
+    }
+
+    /// Waits for the slot's thread to end, joins it, closes its library and
+    /// checks that the image left the process. A thread that does not end
+    /// within `timeout` is abandoned: its library stays mapped.
+    pub(super) fn finish_thread(&self, slot: &ModuleSlot, timeout: Duration) -> bool {
+        let Some(running) = lock(&slot.running).take() else {
+            return true;
+        };
+        let name = slot.name.as_str();
+        if running.done.recv_timeout(timeout).is_err() {
+            tracing::error!(
+                "module {name} did not stop within {} s; abandoning it (its library stays mapped)",
+                timeout.as_secs_f64()
+            );
+            return false;
+        }
+        let library = match running.thread.join() {
+            Ok(library) => library,
+            Err(_) => {
+                tracing::error!("module {name}: its host thread panicked");
+                None
+            }
+        };
+        if let Some(library) = library
+            && let Err(error) = library.close()
+        {
+            tracing::warn!("module {name}: dlclose failed: {error}");
+        }
+        if images::is_mapped(&running.image) {
+            tracing::warn!(
+                "module {name}: old image {} is still mapped after unload (leaked)",
+                running.image.display()
+            );
+            false
+        } else {
+            let _ = std::fs::remove_file(&running.image);
+            true
+        }
+    }
+
+    /// Required dependencies of `meta` that are not loaded.
+    fn get_missing_dependencies(&self, meta: &ModuleMeta) -> Vec<String> {
+        let modules = read_modules(&self.modules);
+        meta.dependencies
+            .iter()
+            .filter(|d| !d.optional && d.module != core_api::LOADER)
+            .filter(|d| {
+                modules
+                    .get(&d.module)
+                    .is_none_or(|slot| matches!(slot.state(), ModuleState::Failed(_)))
+            })
+            .map(|d| d.module.clone())
+            .collect()
+    }
+
+    /// Loaded modules that depend on `name` (directly, or through `name`'s
+    /// reverse dependencies).
+    fn get_dependents(&self, name: &str) -> Vec<String> {
+        let modules = read_modules(&self.modules);
+        let alive = |slot: &ModuleSlot| !matches!(slot.state(), ModuleState::Failed(_));
+        let mut dependents: Vec<String> = modules
+            .values()
+            .filter(|slot| slot.name != name && alive(slot))
+            .filter(|slot| {
+                lock(&slot.meta)
+                    .dependencies
+                    .iter()
+                    .any(|d| d.module == name)
+            })
+            .map(|slot| slot.name.clone())
+            .collect();
+        if let Some(slot) = modules.get(name) {
+            for reverse in &lock(&slot.meta).reverse_dependencies {
+                if modules.get(&reverse.module).is_some_and(|s| alive(s)) {
+                    dependents.push(reverse.module.clone());
+                }
+            }
+        }
+        dependents.sort();
+        dependents.dedup();
+        dependents
+    }
+
+    /// Unloads `name` unless loaded modules depend on it.
+    pub(super) fn unload_module(self: &Arc<Self>, name: &str) -> Result<(), CoreError> {
+        let dependents = self.get_dependents(name);
+        if !dependents.is_empty() {
+            return Err(CoreError::Refused(format!(
+                "cannot unload {name}: loaded modules depend on it: {}",
+                dependents.join(", ")
+            )));
+        }
+        self.unload_unchecked(name, UnloadKind::ForGood)
+    }
+
+    fn unload_with_dependents(self: &Arc<Self>, name: &str) -> Result<Vec<String>, CoreError> {
+        let mut dependents = std::collections::BTreeSet::new();
+        let mut todo = vec![name.to_string()];
+        while let Some(next) = todo.pop() {
+            for dependent in self.get_dependents(&next) {
+                if dependent != name && dependents.insert(dependent.clone()) {
+                    todo.push(dependent);
+                }
+            }
+        }
+        let load_order = lock(&self.load_order).clone();
+        let mut order: Vec<String> = load_order
+            .iter()
+            .rev()
+            .filter(|n| dependents.contains(*n))
+            .cloned()
+            .collect();
+        // Alive but not in the load order (still loading): last, by name.
+        order.extend(dependents.into_iter().filter(|n| !load_order.contains(n)));
+        order.push(name.to_string());
+        for module in &order {
+            self.unload_module(module)?;
+        }
+        Ok(order)
+    }
+
+    pub(super) fn unload_unchecked(
+        self: &Arc<Self>,
+        name: &str,
+        kind: UnloadKind,
+    ) -> Result<(), CoreError> {
+        let slot = self
+            .get_slot(name)
+            .ok_or_else(|| CoreError::NotFound(name.to_string()))?;
+        let state = slot.state();
+        let timeout = match state {
+            ModuleState::Loaded | ModuleState::Failed(_) => self.config.stop_timeout,
+            ModuleState::Hung(_) => Duration::ZERO,
+            state => {
+                return Err(CoreError::Busy {
+                    name: name.to_string(),
+                    state,
+                });
+            }
+        };
+        slot.set_state(ModuleState::Unloading);
+        let _ = slot.queue_tx.send(Message::Stop(kind));
+        self.finish_thread(&slot, timeout);
+        self.bus.unsubscribe_all(&slot);
+        slot.drain_queue(&CallError::Failed(format!("module {name} was unloaded")));
+        write_modules(&self.modules).remove(name);
+        lock(&self.load_order).retain(|n| n != name);
+        self.commands.forget_module(name);
+        tracing::info!("module {name} unloaded");
+        self.emit(&events::ModuleUnloaded {
+            name: name.to_string(),
+        });
+        Ok(())
+    }
+
+    pub(super) fn reload_module(self: &Arc<Self>, name: &str) -> Result<(), CoreError> {
+        let slot = self
+            .get_slot(name)
+            .ok_or_else(|| CoreError::NotFound(name.to_string()))?;
+        let previous = slot.state();
+        if !matches!(previous, ModuleState::Loaded | ModuleState::Failed(_)) {
+            return Err(CoreError::Busy {
+                name: name.to_string(),
+                state: previous,
+            });
+        }
+        let parsed = ModuleMeta::read(&slot.dir)?;
+        if parsed.meta.disable_rust != slot.lua_only {
+            return Err(CoreError::Refused(format!(
+                "module {name}: disable_rust changed; unload and load it instead"
+            )));
+        }
+        let started = Instant::now();
+        // Build while the old version keeps running: a compile error leaves it serving.
+        let artifact = if slot.lua_only {
+            None
+        } else {
+            Some(self.builder.build(name, &slot.dir, &parsed.meta)?)
+        };
+        slot.set_state(ModuleState::Reloading);
+        let start = if previous == ModuleState::Loaded {
+            let _ = slot.queue_tx.send(Message::Stop(UnloadKind::Reload));
+            if !self.finish_thread(&slot, self.config.stop_timeout) && lock(&slot.running).is_none()
+            {
+                tracing::warn!("module {name}: reloading over a leaked image");
+            }
+            StartKind::Continue
+        } else {
+            lock(&self.load_order).push(name.to_string());
+            StartKind::Start
+        };
+        match self.run_instance(&slot, artifact.as_ref(), start) {
+            Ok(()) => {
+                slot.set_state(ModuleState::Loaded);
+                *lock(&slot.meta) = parsed.meta;
+                tracing::info!(
+                    "module {name} reloaded in {} ms",
+                    started.elapsed().as_millis()
+                );
+                Ok(())
+            }
+            Err(error) => {
+                self.mark_failed(&slot, error.to_string());
+                Err(error)
+            }
+        }
+    }
+
+    pub(super) fn list_modules(&self) -> Vec<ModuleInfo> {
+        let mut modules: Vec<ModuleInfo> = read_modules(&self.modules)
+            .values()
+            .map(|slot| {
+                let status = lock(&slot.status).clone();
+                ModuleInfo {
+                    name: slot.name.clone(),
+                    path: slot.dir.display().to_string(),
+                    state: status.state,
+                    build_hash: status.build_hash,
+                    loaded_at_unix_ms: status.loaded_at_unix_ms,
+                    load_index: status.load_index,
+                }
+            })
+            .collect();
+        modules.sort_by(|a, b| (a.load_index, &a.name).cmp(&(b.load_index, &b.name)));
+        modules
+    }
+}
