@@ -232,7 +232,8 @@ impl Server {
         needle: &str,
         timeout: Duration,
     ) -> Option<String> {
-        self.pump();
+        // Lines are taken one at a time up to the match, not all that are
+        // waiting: `output` then holds what came up to it, no more.
         if let Some(line) = self.seen.get(from..)?.iter().find(|l| l.contains(needle)) {
             return Some(line.clone());
         }
