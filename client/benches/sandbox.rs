@@ -13,9 +13,7 @@
 //! Run: `cargo bench -p buildat-client --bench sandbox`. Plain
 //! `std::time::Instant`, no harness.
 
-#[path = "../tests/common/fake_server.rs"]
-mod fake_server;
-
+use buildat_harness::fake_server;
 use std::process::Command;
 use std::rc::Rc;
 use std::time::{Duration, Instant};

@@ -13,10 +13,11 @@ use std::time::{Duration, Instant};
 
 use buildat_client_file_api::{AnnounceFile, FileError, RequestFile, RunScript};
 use buildat_format::Packet;
+use buildat_main_api::{Dig, Join, Move, Ping, Place, Pong, Refused};
 
 use crate::histogram::show_ms;
 use crate::layout::Layout;
-use crate::raw_client::{Bystander, RawClient};
+use crate::raw_client::{Bystander, RawClient, encoded};
 use crate::server::{Server, ServerOptions};
 use crate::wire::{definition, frame, header};
 
@@ -63,7 +64,7 @@ fn send_bytes(target: &Target, bytes: &[u8], wait: Duration) -> anyhow::Result<O
     let mut client = RawClient::connect(&target.address)?;
     let _ = client.send_raw(bytes);
     let started = Instant::now();
-    let dropped = client.wait_closed(wait);
+    let dropped = client.wait_closed(wait).is_some();
     Ok(Outcome {
         dropped,
         detail: if dropped {
@@ -115,12 +116,14 @@ fn as_stranger(target: &Target, packets: &[(&str, Vec<u8>)]) -> anyhow::Result<O
 }
 
 fn still_answers(client: &mut RawClient) -> anyhow::Result<Outcome> {
-    let _ = client.send("main:ping", b"after");
+    let _ = client.send_packet(&Ping {
+        data: b"after".to_vec(),
+    });
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut refusals = Vec::new();
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-        match client.recv(left) {
-            Some(p) if p.name == "main:pong" && p.data == b"after" => {
+        match client.recv_some(left) {
+            Some(p) if p.name == Pong::NAME && p.data == b"after" => {
                 let mut detail = "kept, still answered".to_string();
                 if !refusals.is_empty() {
                     detail = format!("kept, refused: {}", refusals.join("; "));
@@ -131,15 +134,16 @@ fn still_answers(client: &mut RawClient) -> anyhow::Result<Outcome> {
                     detail,
                 });
             }
-            Some(p) if p.name == "main:refused" && refusals.len() < 2 => {
-                refusals.push(String::from_utf8_lossy(&p.data).chars().take(60).collect());
+            Some(p) if p.name == Refused::NAME && refusals.len() < 2 => {
+                let reason = Refused::decode(&p.data).map_or_else(|e| e.to_string(), |r| r.reason);
+                refusals.push(reason.chars().take(60).collect());
             }
             Some(p) if p.name == FileError::NAME && refusals.len() < 2 => {
                 refusals.push("core:file_error".to_string());
             }
             Some(_) => {}
             None => {
-                if client.wait_closed(Duration::from_millis(10)) {
+                if client.wait_closed(Duration::from_millis(10)).is_some() {
                     return Ok(Outcome {
                         dropped: true,
                         detail: "closed".into(),
@@ -158,8 +162,30 @@ fn voxel(x: i32, y: i32, z: i32) -> Vec<u8> {
     [x.to_le_bytes(), y.to_le_bytes(), z.to_le_bytes()].concat()
 }
 
-fn position(x: f64, y: f64, z: f64) -> Vec<u8> {
-    [x.to_le_bytes(), y.to_le_bytes(), z.to_le_bytes()].concat()
+/// A well-formed packet as a (name, payload) pair of a case's list.
+fn typed<P: Packet>(packet: &P) -> (&'static str, Vec<u8>) {
+    (P::NAME, encoded(packet))
+}
+
+fn moving(position: [f64; 3]) -> (&'static str, Vec<u8>) {
+    typed(&Move { position })
+}
+
+fn digging(voxel: [i32; 3]) -> (&'static str, Vec<u8>) {
+    typed(&Dig { voxel })
+}
+
+fn placing(voxel: [i32; 3], name: &str) -> (&'static str, Vec<u8>) {
+    typed(&Place {
+        voxel,
+        name: name.to_string(),
+    })
+}
+
+fn joining(name: &str) -> (&'static str, Vec<u8>) {
+    typed(&Join {
+        name: name.to_string(),
+    })
 }
 
 fn request(name: &str, hash: [u8; 32]) -> Vec<u8> {
@@ -178,11 +204,13 @@ fn never_reads_pings(target: &Target) -> anyhow::Result<Outcome> {
     client
         .stream
         .set_write_timeout(Some(Duration::from_secs(1)))?;
-    let ping = [7u8; 64];
+    let ping = Ping {
+        data: vec![7u8; 64],
+    };
     let mut sent = 0u64;
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(5) {
-        if client.send("main:ping", &ping).is_err() {
+        if client.send_packet(&ping).is_err() {
             // The server stopped reading it (its input budget): TCP pushes back.
             std::thread::sleep(Duration::from_millis(100));
             continue;
@@ -192,13 +220,13 @@ fn never_reads_pings(target: &Target) -> anyhow::Result<Outcome> {
     std::thread::sleep(Duration::from_secs(5));
     let mut pongs = 0u64;
     let read_started = Instant::now();
-    while let Some(packet) = client.recv(Duration::from_millis(200)) {
-        pongs += u64::from(packet.name == "main:pong");
+    while let Some(packet) = client.recv_some(Duration::from_millis(200)) {
+        pongs += u64::from(packet.name == Pong::NAME);
         if read_started.elapsed() > Duration::from_secs(5) {
             break;
         }
     }
-    let dropped = client.wait_closed(Duration::from_millis(10));
+    let dropped = client.wait_closed(Duration::from_millis(10)).is_some();
     Ok(Outcome {
         dropped,
         detail: format!(
@@ -227,7 +255,7 @@ fn never_reads_files(target: &Target) -> anyhow::Result<Outcome> {
         }
         sent += 1;
     }
-    let dropped = client.wait_closed(Duration::from_secs(15));
+    let dropped = client.wait_closed(Duration::from_secs(15)).is_some();
     Ok(Outcome {
         dropped,
         detail: format!(
@@ -246,7 +274,9 @@ fn flood(target: &Target, count: usize, join: bool) -> anyhow::Result<Outcome> {
         match RawClient::connect(&target.address) {
             Ok(mut client) => {
                 if join {
-                    let _ = client.send("main:join", format!("storm{i}").as_bytes());
+                    let _ = client.send_packet(&Join {
+                        name: format!("storm{i}"),
+                    });
                 }
                 held.push(client);
             }
@@ -257,8 +287,7 @@ fn flood(target: &Target, count: usize, join: bool) -> anyhow::Result<Outcome> {
     let count = held.len();
     let dropped = held
         .iter_mut()
-        .map(|c| c.wait_closed(Duration::ZERO))
-        .filter(|&closed| closed)
+        .filter_map(|c| c.wait_closed(Duration::ZERO))
         .count();
     for client in &held {
         client.close();
@@ -400,60 +429,40 @@ fn cases() -> Vec<(&'static str, Expect, Attack)> {
             },
         ),
         ("game packets before joining", Expect::Either, |t| {
-            as_stranger(
-                t,
-                &[
-                    ("main:move", position(1.0, 2.0, 3.0)),
-                    ("main:dig", voxel(0, 0, 0)),
-                ],
-            )
+            as_stranger(t, &[moving([1.0, 2.0, 3.0]), digging([0, 0, 0])])
         }),
         ("join with an empty name", Expect::Either, |t| {
-            as_stranger(t, &[("main:join", vec![])])
+            as_stranger(t, &[joining("")])
         }),
         ("join with a 10 KiB name", Expect::Either, |t| {
-            as_stranger(t, &[("main:join", vec![b'n'; 10_240])])
+            as_stranger(t, &[joining(&"n".repeat(10_240))])
         }),
         ("join with a non-UTF-8 name", Expect::Either, |t| {
             as_stranger(t, &[("main:join", vec![0xc3, 0x28, 0xff])])
         }),
         ("join twice", Expect::Either, |t| {
-            as_player(t, &[("main:join", b"again".to_vec())])
+            as_player(t, &[joining("again")])
         }),
         ("move to NaN", Expect::Either, |t| {
-            as_player(t, &[("main:move", position(f64::NAN, 0.0, f64::NAN))])
+            as_player(t, &[moving([f64::NAN, 0.0, f64::NAN])])
         }),
         ("move to infinity", Expect::Either, |t| {
-            as_player(
-                t,
-                &[("main:move", position(f64::INFINITY, f64::NEG_INFINITY, 0.0))],
-            )
+            as_player(t, &[moving([f64::INFINITY, f64::NEG_INFINITY, 0.0])])
         }),
         ("move to 1e300", Expect::Either, |t| {
-            as_player(t, &[("main:move", position(1e300, -1e300, 1e300))])
+            as_player(t, &[moving([1e300, -1e300, 1e300])])
         }),
         ("move of 3 bytes", Expect::Either, |t| {
             as_player(t, &[("main:move", vec![1, 2, 3])])
         }),
         ("dig at i32::MAX", Expect::Either, |t| {
-            as_player(t, &[("main:dig", voxel(i32::MAX, i32::MAX, i32::MAX))])
+            as_player(t, &[digging([i32::MAX, i32::MAX, i32::MAX])])
         }),
         ("place at i32::MIN", Expect::Either, |t| {
-            as_player(
-                t,
-                &[(
-                    "main:place",
-                    [voxel(i32::MIN, i32::MIN, i32::MIN), b"stone".to_vec()].concat(),
-                )],
-            )
+            as_player(t, &[placing([i32::MIN, i32::MIN, i32::MIN], "stone")])
         }),
         ("place an unknown voxel", Expect::Either, |t| {
-            as_player_near(t, |[x, y, z]| {
-                vec![(
-                    "main:place",
-                    [voxel(x, y + 2, z), b"unobtainium".to_vec()].concat(),
-                )]
-            })
+            as_player_near(t, |[x, y, z]| vec![placing([x, y + 2, z], "unobtainium")])
         }),
         ("place a non-UTF-8 voxel name", Expect::Either, |t| {
             as_player_near(t, |[x, y, z]| {
@@ -465,19 +474,21 @@ fn cases() -> Vec<(&'static str, Expect, Attack)> {
         }),
         ("place with a 100 KiB voxel name", Expect::Either, |t| {
             as_player_near(t, |[x, y, z]| {
-                vec![(
-                    "main:place",
-                    [voxel(x, y + 2, z), vec![b's'; 100_000]].concat(),
-                )]
+                vec![placing([x, y + 2, z], &"s".repeat(100_000))]
             })
         }),
         ("ping of 100 KiB", Expect::Either, |t| {
-            as_player(t, &[("main:ping", vec![1; 100_000])])
+            as_player(
+                t,
+                &[typed(&Ping {
+                    data: vec![1; 100_000],
+                })],
+            )
         }),
         ("1000 digs in one burst", Expect::Either, |t| {
             as_player_near(t, |[x, y, z]| {
                 (0..1000)
-                    .map(|i| ("main:dig", voxel(x + i % 5 - 2, y - 1, z + i / 5 % 5 - 2)))
+                    .map(|i| digging([x + i % 5 - 2, y - 1, z + i / 5 % 5 - 2]))
                     .collect()
             })
         }),
@@ -495,7 +506,7 @@ fn announced_files(address: &str) -> Vec<AnnounceFile> {
     let mut files = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(3);
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-        match client.recv(left) {
+        match client.recv_some(left) {
             Some(p) if p.name == AnnounceFile::NAME => {
                 if let Ok(file) = AnnounceFile::decode(&p.data) {
                     files.push(file);

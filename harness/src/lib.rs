@@ -2,14 +2,17 @@
 //! library: one module per test (`loadtest`, `faulttest`, `abuse`,
 //! `crashtest`) and what they share (the server and client processes, wire
 //! clients, histograms, `/proc` samples, reading saved rounds back). The
-//! binary `buildat-harness` is its command line; the server's own tests use
-//! `wire` and `world_check` too.
+//! binary `buildat-harness` is its command line. The server's and the
+//! client's tests and benchmarks use it too: `server` (the one server
+//! driver), `raw_client` (the one wire client), `fake_server`, `wire`,
+//! `layout` (the scratch module workspace) and `world_check`.
 //!
 //! Owns: driving real processes from outside. Does not own: anything inside
 //! the server or the client.
 
 pub mod abuse;
 pub mod crashtest;
+pub mod fake_server;
 pub mod faulttest;
 pub mod fleet;
 pub mod histogram;

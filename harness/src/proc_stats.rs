@@ -1,7 +1,8 @@
 //! CPU time and resident memory of a process, read from `/proc` (Linux).
 //!
-//! Owns: sampling one pid and turning two samples into a CPU share. Does not
-//! own: which processes are watched (the tests).
+//! Owns: sampling one pid and turning two samples into a CPU share, and
+//! finding the port a process listens on. Does not own: which processes
+//! are watched (the tests).
 
 use std::time::Instant;
 
@@ -59,6 +60,31 @@ pub fn cpu_percent(earlier: &Sample, later: &Sample) -> f64 {
         return 0.0;
     }
     (later.cpu_seconds - earlier.cpu_seconds) / wall * 100.0
+}
+
+/// The port of a TCP socket `pid` listens on (IPv4), from its open file
+/// descriptors and `/proc/net/tcp`; None if it has none (yet).
+pub fn listening_port(pid: u32) -> Option<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()?
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter_map(|l| {
+            l.to_string_lossy()
+                .strip_prefix("socket:[")
+                .map(|s| s.trim_end_matches(']').to_string())
+        })
+        .collect();
+    let tcp = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    tcp.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // local_address rem_address st ... inode; state 0A = LISTEN
+        let listening =
+            fields.len() > 9 && fields[3] == "0A" && inodes.iter().any(|i| i == fields[9]);
+        listening
+            .then(|| u16::from_str_radix(fields[1].rsplit(':').next()?, 16).ok())
+            .flatten()
+    })
 }
 
 #[cfg(test)]

@@ -1,19 +1,27 @@
 //! A small blocking client speaking the wire protocol through
-//! `buildat-format` (docs/protocol.md): for the abuse corpus's attackers,
-//! which send what no real client would, and its bystanders, which join
-//! the default game and ping while the attacks run.
+//! `buildat-format` (docs/protocol.md): the server's end-to-end tests'
+//! client, the abuse corpus's attackers, which send what no real client
+//! would, and its bystanders, which join the default game and ping while
+//! the attacks run.
 //!
-//! Owns: one TCP connection, its packet reader and writer. Does not own:
-//! Lua or files (that is buildat-client's job).
+//! Owns: one TCP connection, its packet reader and writer, and the file
+//! flow as a test client runs it (`sync_files`). Does not own: Lua (that is
+//! buildat-client's job).
 
+use std::collections::{BTreeMap, HashMap};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use buildat_client_file_api::{
+    AllFilesTransferred, AnnounceFile, ContentHash, FileContent, RequestFile, RunScript,
+    TellAfterAllFilesTransferred,
+};
 use buildat_format::{Packet, PacketReader, PacketWriter, RawPacket};
 use buildat_main_api::{Join, Ping, Pong, Spawn};
+use sha2::{Digest, Sha256};
 
 use crate::histogram::Histogram;
 
@@ -24,6 +32,16 @@ pub struct RawClient {
     reader: PacketReader,
     writer: PacketWriter,
     closed: bool,
+}
+
+/// A packet's payload, by its definition (panics if it does not encode: for
+/// tests, whose packets always do).
+pub fn encoded<P: Packet>(packet: &P) -> Vec<u8> {
+    packet.encode().expect("a test packet encodes")
+}
+
+fn invalid(error: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::new(ErrorKind::InvalidInput, error.to_string())
 }
 
 impl RawClient {
@@ -39,22 +57,35 @@ impl RawClient {
         })
     }
 
-    /// Sends a named packet (with its definition on first use).
+    /// Queues a named packet (with its definition on first use) without
+    /// writing it; `flush` writes everything queued.
+    pub fn queue(&mut self, name: &str, data: &[u8]) -> std::io::Result<()> {
+        self.writer.write(name, data).map_err(invalid)?;
+        Ok(())
+    }
+
+    /// Queues a packet by its definition.
+    pub fn queue_packet<P: Packet>(&mut self, packet: &P) -> std::io::Result<()> {
+        let data = packet.encode().map_err(invalid)?;
+        self.queue(P::NAME, &data)
+    }
+
+    /// Writes everything queued.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        let bytes = self.writer.take();
+        self.stream.write_all(&bytes)
+    }
+
     /// Sends a packet by its definition.
     pub fn send_packet<P: Packet>(&mut self, packet: &P) -> std::io::Result<()> {
-        let data = packet
-            .encode()
-            .map_err(|e| std::io::Error::new(ErrorKind::InvalidInput, e.to_string()))?;
-        self.send(P::NAME, &data)
+        self.queue_packet(packet)?;
+        self.flush()
     }
 
     /// Sends raw bytes under a packet name (malformed input on purpose).
     pub fn send(&mut self, name: &str, data: &[u8]) -> std::io::Result<()> {
-        self.writer
-            .write(name, data)
-            .map_err(|e| std::io::Error::new(ErrorKind::InvalidInput, e.to_string()))?;
-        let bytes = self.writer.take();
-        self.stream.write_all(&bytes)
+        self.queue(name, data)?;
+        self.flush()
     }
 
     /// Sends bytes as they are.
@@ -62,49 +93,71 @@ impl RawClient {
         self.stream.write_all(bytes)
     }
 
-    /// The next packet within `timeout`; None on time-out or once closed.
-    pub fn recv(&mut self, timeout: Duration) -> Option<RawPacket> {
+    /// Whether the server closed the connection (or sent what does not
+    /// parse), as far as reading has seen.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// The next packet; `Ok(None)` on time-out; an error once the server
+    /// closed the connection or sent what does not parse.
+    pub fn recv(&mut self, timeout: Duration) -> std::io::Result<Option<RawPacket>> {
         let deadline = Instant::now() + timeout;
         let mut buffer = [0u8; 64 * 1024];
         loop {
             match self.reader.try_next_packet() {
-                Ok(Some(packet)) => return Some(packet),
+                Ok(Some(packet)) => return Ok(Some(packet)),
                 Ok(None) => {}
-                Err(_) => {
+                Err(e) => {
                     self.closed = true;
-                    return None;
+                    return Err(std::io::Error::new(ErrorKind::InvalidData, e.to_string()));
                 }
             }
             if self.closed {
-                return None;
+                return Err(std::io::Error::new(
+                    ErrorKind::UnexpectedEof,
+                    "closed by the server",
+                ));
             }
-            let left = deadline.checked_duration_since(Instant::now())?;
-            let _ = self
-                .stream
-                .set_read_timeout(Some(left.max(Duration::from_millis(1))));
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return Ok(None);
+            };
+            self.stream
+                .set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
             match self.stream.read(&mut buffer) {
                 Ok(0) => self.closed = true,
                 Ok(n) => self.reader.push(&buffer[..n]),
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    return None;
+                    return Ok(None);
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => self.closed = true,
+                Err(e) => {
+                    self.closed = true;
+                    return Err(e);
+                }
             }
         }
     }
 
-    /// Reads (and drops) everything until the server closes the connection;
-    /// true if it did within `timeout`.
-    pub fn wait_closed(&mut self, timeout: Duration) -> bool {
+    /// The next packet, `None` on time-out or once closed (see `is_closed`).
+    pub fn recv_some(&mut self, timeout: Duration) -> Option<RawPacket> {
+        self.recv(timeout).ok().flatten()
+    }
+
+    /// Reads until the server closes the connection; the packets seen on
+    /// the way, or `None` if it is still open after `timeout`.
+    pub fn wait_closed(&mut self, timeout: Duration) -> Option<Vec<RawPacket>> {
         let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if self.closed {
-                return true;
+        let mut packets = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.recv(left.min(Duration::from_millis(100))) {
+                Ok(Some(packet)) => packets.push(packet),
+                Ok(None) if left.is_zero() => return None,
+                Ok(None) => {}
+                Err(_) => return Some(packets),
             }
-            let _ = self.recv(Duration::from_millis(100));
         }
-        self.closed
     }
 
     pub fn close(&self) {
@@ -120,21 +173,113 @@ impl RawClient {
         let deadline = Instant::now() + timeout;
         while let Some(left) = deadline.checked_duration_since(Instant::now()) {
             match client.recv(left) {
-                Some(packet) if packet.name == Spawn::NAME => {
+                Ok(Some(packet)) if packet.name == Spawn::NAME => {
                     if let Ok(spawn) = Spawn::decode(&packet.data) {
                         client.spawn = spawn.position;
                     }
                     return Ok(client);
                 }
-                Some(_) => {}
-                None if client.closed => break,
-                None => {}
+                Ok(_) => {}
+                Err(_) => break,
             }
         }
         Err(std::io::Error::new(
             ErrorKind::TimedOut,
             format!("{name}: no main:spawn within {timeout:?}"),
         ))
+    }
+}
+
+/// What one file synchronisation saw.
+#[derive(Debug, Default)]
+pub struct FileSync {
+    pub announced: BTreeMap<String, ContentHash>,
+    pub requested: Vec<String>,
+    pub content_bytes: u64,
+    pub scripts: Vec<String>,
+    /// Other packets seen on the way, in order.
+    pub other: Vec<RawPacket>,
+}
+
+impl RawClient {
+    /// Runs the file flow like a client with `cache` (content hash -> bytes):
+    /// requests what the cache lacks, verifies every hash, answers
+    /// `core:all_files_transferred`, then collects `core:run_script`s until
+    /// the server is quiet for `quiet`. Panics (it is for tests) if the flow
+    /// stalls, the connection drops or a file does not verify.
+    pub fn sync_files(
+        &mut self,
+        cache: &mut HashMap<ContentHash, Vec<u8>>,
+        quiet: Duration,
+    ) -> FileSync {
+        let mut sync = FileSync::default();
+        let mut partial: HashMap<String, Vec<u8>> = HashMap::new();
+        let mut told = false;
+        let mut answered = false;
+        loop {
+            let wait = if answered {
+                quiet
+            } else {
+                Duration::from_secs(120)
+            };
+            let Some(packet) = self.recv(wait).expect("connected") else {
+                assert!(answered, "the file flow stalled: {sync:?}");
+                return sync;
+            };
+            match packet.name.as_str() {
+                AnnounceFile::NAME => {
+                    let announce = AnnounceFile::decode(&packet.data).expect("announce");
+                    sync.announced.insert(announce.name.clone(), announce.hash);
+                    if told && !cache.contains_key(&announce.hash) {
+                        self.request(&mut sync, &announce.name, announce.hash);
+                    }
+                }
+                TellAfterAllFilesTransferred::NAME => {
+                    told = true;
+                    let missing: Vec<(String, ContentHash)> = sync
+                        .announced
+                        .iter()
+                        .filter(|(_, hash)| !cache.contains_key(*hash))
+                        .map(|(name, hash)| (name.clone(), *hash))
+                        .collect();
+                    for (name, hash) in missing {
+                        self.request(&mut sync, &name, hash);
+                    }
+                }
+                FileContent::NAME => {
+                    let piece = FileContent::decode(&packet.data).expect("content");
+                    sync.content_bytes += piece.data.len() as u64;
+                    let buffer = partial.entry(piece.name.clone()).or_default();
+                    assert_eq!(buffer.len() as u64, piece.offset, "pieces arrive in order");
+                    buffer.extend_from_slice(&piece.data);
+                    if buffer.len() as u64 == piece.size {
+                        let bytes = partial.remove(&piece.name).unwrap_or_default();
+                        let hash: ContentHash = Sha256::digest(&bytes).into();
+                        assert_eq!(hash, piece.hash, "{} verifies", piece.name);
+                        cache.insert(hash, bytes);
+                    }
+                }
+                RunScript::NAME => {
+                    let run = RunScript::decode(&packet.data).expect("run_script");
+                    sync.scripts.push(run.name);
+                }
+                _ => sync.other.push(packet),
+            }
+            let complete = told && sync.announced.values().all(|hash| cache.contains_key(hash));
+            if complete && !answered {
+                self.send_packet(&AllFilesTransferred {}).expect("answer");
+                answered = true;
+            }
+        }
+    }
+
+    fn request(&mut self, sync: &mut FileSync, name: &str, hash: ContentHash) {
+        sync.requested.push(name.to_string());
+        self.send_packet(&RequestFile {
+            name: name.to_string(),
+            hash,
+        })
+        .expect("request");
     }
 }
 
@@ -189,7 +334,7 @@ impl Bystander {
                 }
                 let wait = next_ping.saturating_duration_since(Instant::now());
                 match client.recv(wait.max(Duration::from_millis(1))) {
-                    Some(packet) if packet.name == Pong::NAME => {
+                    Ok(Some(packet)) if packet.name == Pong::NAME => {
                         let seq = Pong::decode(&packet.data)
                             .ok()
                             .and_then(|pong| pong.data.get(..4)?.try_into().ok())
@@ -198,18 +343,17 @@ impl Bystander {
                             record(&mut report, sent);
                         }
                     }
-                    Some(_) => {}
-                    None if client.closed => {
+                    Ok(_) => {}
+                    Err(_) => {
                         report.disconnected = true;
                         break;
                     }
-                    None => {}
                 }
             }
             // Collect the pongs still on their way.
             let deadline = Instant::now() + Duration::from_secs(5);
             while !outstanding.is_empty() && !report.disconnected && Instant::now() < deadline {
-                if let Some(packet) = client.recv(Duration::from_millis(100))
+                if let Some(packet) = client.recv_some(Duration::from_millis(100))
                     && packet.name == Pong::NAME
                     && let Some(seq) = packet.data.get(..4).and_then(|b| b.try_into().ok())
                     && let Some(sent) = outstanding.remove(&u32::from_le_bytes(seq))

@@ -1,11 +1,14 @@
-//! The real `buildat-server` binary under test: started on a free port
-//! with a temporary world, driven through its console, watched through its
-//! log, sampled through `/proc`, stopped or killed.
+//! The real `buildat-server` binary under test, the one driver shared by
+//! the harness, the server's and the client's tests and the benchmarks:
+//! started with any arguments (or, for the harness, on a free port with a
+//! temporary world), driven through its console, watched through its log,
+//! sampled through `/proc`, stopped, signalled or killed (always on drop).
 //!
 //! Owns: the server child process, its console pipe and every line it
-//! logged (also written to `server.log` in the run's folder). Does not own:
-//! what a test makes of the lines.
+//! logged (also written to a log file if asked, `server.log` in the
+//! harness's run folder). Does not own: what a test makes of the lines.
 
+use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -31,51 +34,40 @@ pub struct ServerOptions {
     pub log_file: PathBuf,
 }
 
+/// A running `buildat-server` child: every line it writes (stdout and
+/// stderr) is collected in `seen` (and copied to a log file if it has one);
+/// killed on drop.
 pub struct Server {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     /// Every line so far.
     pub seen: Vec<String>,
-    log: std::fs::File,
+    /// `wait_for` looks at lines from here on (moved by `send`).
+    cursor: usize,
+    log: Option<std::fs::File>,
+    /// Where it listens, once known (`start`, `wait_started`,
+    /// `listen_address`).
     pub address: String,
 }
 
 impl Server {
-    /// Starts the server and waits until it listens and every module started.
-    pub fn start(layout: &Layout, options: &ServerOptions) -> anyhow::Result<Self> {
-        let mut command = Command::new(&layout.server_bin);
-        command
-            .arg("--world")
-            .arg(&options.world)
-            .arg("--no-default-modules")
-            .arg("--modules")
-            .arg(layout.repo.join("modules"));
-        for path in &options.extra_module_paths {
-            command.arg("--modules").arg(path);
-        }
-        command
-            .arg("--build-dir")
-            .arg(&layout.build_dir)
-            .arg("--module-profile")
-            .arg(layout.module_profile)
-            .arg("--listen")
-            .arg("127.0.0.1:0")
-            .arg("--no-watch")
-            .arg("--tick-ms")
-            .arg(options.tick_ms.to_string());
-        if let Some(ms) = options.watchdog_ms {
-            command.arg("--watchdog-ms").arg(ms.to_string());
-        }
-        for setting in &options.settings {
-            command.arg("--set").arg(setting);
-        }
-        let mut child = command
-            .stdin(Stdio::piped())
+    /// Starts `binary` (a `buildat-server`) with `args` and the given
+    /// stdin (`Stdio::piped()` for a console), collecting its output lines.
+    /// Waits for nothing.
+    pub fn spawn<S: AsRef<OsStr>>(
+        binary: impl AsRef<Path>,
+        args: impl IntoIterator<Item = S>,
+        stdin: Stdio,
+    ) -> anyhow::Result<Self> {
+        let binary = binary.as_ref();
+        let mut child = Command::new(binary)
+            .args(args)
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .with_context(|| format!("starting {}", layout.server_bin.display()))?;
+            .with_context(|| format!("starting {}", binary.display()))?;
         let (send, lines) = channel();
         let stdout = child.stdout.take().context("server stdout")?;
         let stderr = child.stderr.take().context("server stderr")?;
@@ -90,17 +82,60 @@ impl Server {
                 let _ = send_err.send(line);
             }
         });
-        let log = std::fs::File::create(&options.log_file)
-            .with_context(|| format!("creating {}", options.log_file.display()))?;
         let stdin = child.stdin.take();
-        let mut server = Self {
+        Ok(Self {
             child,
             stdin,
             lines,
             seen: Vec::new(),
-            log,
+            cursor: 0,
+            log: None,
             address: String::new(),
-        };
+        })
+    }
+
+    /// Copies every line from now on to `path`.
+    pub fn log_to(&mut self, path: &Path) -> anyhow::Result<()> {
+        let mut log =
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        for line in &self.seen {
+            let _ = writeln!(log, "{line}");
+        }
+        self.log = Some(log);
+        Ok(())
+    }
+
+    /// Starts the server and waits until it listens and every module started.
+    pub fn start(layout: &Layout, options: &ServerOptions) -> anyhow::Result<Self> {
+        let mut args: Vec<OsString> = vec![
+            "--world".into(),
+            options.world.clone().into(),
+            "--no-default-modules".into(),
+            "--modules".into(),
+            layout.repo.join("modules").into(),
+        ];
+        for path in &options.extra_module_paths {
+            args.extend(["--modules".into(), path.clone().into()]);
+        }
+        args.extend([
+            "--build-dir".into(),
+            layout.build_dir.clone().into(),
+            "--module-profile".into(),
+            layout.module_profile.into(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--no-watch".into(),
+            "--tick-ms".into(),
+            options.tick_ms.to_string().into(),
+        ]);
+        if let Some(ms) = options.watchdog_ms {
+            args.extend(["--watchdog-ms".into(), ms.to_string().into()]);
+        }
+        for setting in &options.settings {
+            args.extend(["--set".into(), setting.into()]);
+        }
+        let mut server = Self::spawn(&layout.server_bin, &args, Stdio::piped())?;
+        server.log_to(&options.log_file)?;
         // Building the modules may take minutes on a fresh machine: show
         // which module is being built meanwhile.
         let deadline = Instant::now() + Duration::from_secs(900);
@@ -115,16 +150,49 @@ impl Server {
                 break line;
             }
         };
-        server.address = listening
-            .rsplit("listening on ")
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_string();
+        server.address = listened_address(&listening);
         server
             .wait_for("server started", Duration::from_secs(300))
             .with_context(|| server.failure("the server never finished starting"))?;
         Ok(server)
+    }
+
+    /// Waits for the network module's "listening on ADDRESS" line (up to
+    /// 5 minutes: the first start may build modules); the address. Panics
+    /// with the output if it never comes: for tests.
+    pub fn listen_address(&mut self) -> String {
+        let line = self
+            .wait_for_from(0, "listening on ", Duration::from_secs(300))
+            .unwrap_or_else(|| panic!("the server did not listen:\n{}", self.output()));
+        self.address = listened_address(&line);
+        self.address.clone()
+    }
+
+    /// `listen_address`, then waits for "server started"; the address.
+    /// Panics with the output if either never comes: for tests.
+    pub fn wait_started(&mut self) -> String {
+        let address = self.listen_address();
+        self.wait_for_from(0, "server started", Duration::from_secs(120))
+            .unwrap_or_else(|| panic!("the server did not start:\n{}", self.output()));
+        address
+    }
+
+    /// Waits until the server has a listening TCP socket, read from
+    /// `/proc` (for a server that logs nothing at its log level); its
+    /// address on 127.0.0.1.
+    pub fn wait_listening_socket(&mut self, timeout: Duration) -> Option<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.pump();
+            if let Some(port) = proc_stats::listening_port(self.pid()) {
+                self.address = format!("127.0.0.1:{port}");
+                return Some(self.address.clone());
+            }
+            if Instant::now() > deadline || !self.is_running() {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// The next line, waiting until `deadline` (None: time-out or the end).
@@ -144,7 +212,9 @@ impl Server {
     }
 
     fn take_line(&mut self, line: String) {
-        let _ = writeln!(self.log, "{line}");
+        if let Some(log) = &mut self.log {
+            let _ = writeln!(log, "{line}");
+        }
         self.seen.push(line);
     }
 
@@ -162,7 +232,8 @@ impl Server {
         needle: &str,
         timeout: Duration,
     ) -> Option<String> {
-        self.pump();
+        // Lines are taken one at a time up to the match, not all that are
+        // waiting: `output` then holds what came up to it, no more.
         if let Some(line) = self.seen.get(from..)?.iter().find(|l| l.contains(needle)) {
             return Some(line.clone());
         }
@@ -175,9 +246,42 @@ impl Server {
         None
     }
 
-    /// Waits for any line containing `needle`.
+    /// Waits for a line containing `needle`, among the lines since the
+    /// last `send` (all of them before any); returns it.
     pub fn wait_for(&mut self, needle: &str, timeout: Duration) -> Option<String> {
-        self.wait_for_from(0, needle, timeout)
+        self.wait_for_from(self.cursor, needle, timeout)
+    }
+
+    /// Writes a console line; later `wait_for`s look only at newer output.
+    /// Panics if the console is not piped or is closed: for tests (`command`
+    /// is the checked form).
+    pub fn send(&mut self, line: &str) {
+        self.pump();
+        self.cursor = self.seen.len();
+        let stdin = self.stdin.as_mut().expect("the console is piped");
+        writeln!(stdin, "{line}").expect("write to the console");
+        stdin.flush().expect("flush the console");
+    }
+
+    /// The lines taken so far (by `wait_for`, `wait_exit`, `pump`, ...),
+    /// one per line. It does not take what is waiting: a test asserting
+    /// that something was not logged looks at what it waited for, not at
+    /// what the server logged since (`pump` first to include that).
+    pub fn output(&self) -> String {
+        self.seen.join("\n")
+    }
+
+    /// Sends `signal` (a name such as `INT` or `TERM`) with kill(1).
+    pub fn signal(&self, signal: &str) -> anyhow::Result<()> {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .context("running kill")?;
+        if !status.success() {
+            bail!("kill -{signal} {} failed: {status}", self.child.id());
+        }
+        Ok(())
     }
 
     /// Runs a console command and waits for its answer: the first new line
@@ -220,7 +324,8 @@ impl Server {
         matches!(self.child.try_wait(), Ok(None))
     }
 
-    /// `stop` on the console; the exit status (or None if it did not exit).
+    /// `stop` on the console; the exit code (or None if it did not exit;
+    /// -1 if killed by a signal).
     pub fn stop(&mut self, timeout: Duration) -> Option<i32> {
         if let Some(stdin) = self.stdin.as_mut() {
             let _ = writeln!(stdin, "stop");
@@ -237,6 +342,8 @@ impl Server {
         self.pump();
     }
 
+    /// Waits for exit, collecting the remaining output; the exit code (-1
+    /// if killed by a signal), or None if it still runs after `timeout`.
     pub fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
         let deadline = Instant::now() + timeout;
         loop {
@@ -292,6 +399,15 @@ impl Drop for Server {
             self.kill();
         }
     }
+}
+
+/// The address in a "listening on ADDRESS" line.
+fn listened_address(line: &str) -> String {
+    line.rsplit("listening on ")
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_string()
 }
 
 /// The text of a server log line about building a module, if it is one.

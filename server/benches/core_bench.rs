@@ -8,12 +8,7 @@
 
 mod support;
 
-/// The probe fixture's payload types.
-#[path = "../../tests/modules/probe/src/api.rs"]
-#[allow(dead_code)]
-mod probe;
-
-use probe::{CallMany, CallManyResult, EmitRequest, Numbered, Stats};
+use buildat_test_probe_api::{CallMany, CallManyResult, EmitRequest, Numbered, Stats};
 use support::{build_dir, copy_dir, prebuild, repo};
 
 use std::path::Path;

@@ -134,9 +134,7 @@ impl Bot {
 /// The floor: the same number of chunks encoded as voxel blobs and written
 /// framed over raw TCP to a reader in this process. Returns seconds.
 fn floor(chunks: usize) -> f64 {
-    #[path = "../../modules/worldgen/src/terrain.rs"]
-    #[allow(dead_code, unused_imports)]
-    mod terrain;
+    use buildat_module_worldgen::terrain;
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let address = listener.local_addr().expect("address");
     let reader = std::thread::spawn(move || {
@@ -290,7 +288,7 @@ fn main() {
     let stop = Arc::new(AtomicBool::new(false));
     let total_chunks = Arc::new(AtomicU64::new(0));
     let rss_before = server.rss_kib();
-    let cpu_before = cpu_seconds(server.child.id());
+    let cpu_before = cpu_seconds(server.pid());
     let threads: Vec<_> = (0..bots)
         .map(|index| {
             let (address, stop, total_chunks) =
@@ -328,7 +326,7 @@ fn main() {
         .collect();
     std::thread::sleep(Duration::from_secs(seconds));
     let rss_during = server.rss_kib();
-    let cpu_during = cpu_seconds(server.child.id()) - cpu_before;
+    let cpu_during = cpu_seconds(server.pid()) - cpu_before;
     stop.store(true, Ordering::Relaxed);
     let mut pings: Vec<f64> = threads
         .into_iter()

@@ -20,7 +20,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use buildat_format::{FrameDecoder, PacketReader, PacketWriter};
+use buildat_format::{FrameDecoder, Packet, PacketReader, PacketWriter};
+use buildat_test_net_probe_api::{CountPacket, CountQuery, CountReply};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -37,13 +38,15 @@ async fn query_count(
     writer: &mut PacketWriter,
     reader: &mut PacketReader,
 ) -> u64 {
-    writer.write("test:count_query", &[]).expect("encode");
+    writer
+        .write(CountQuery::NAME, &CountQuery.encode().expect("encode"))
+        .expect("encode");
     stream.write_all(&writer.take()).await.expect("query");
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
         if let Some(packet) = reader.try_next_packet().expect("reply") {
-            if packet.name == "test:count_reply" {
-                return u64::from_le_bytes(packet.data[..8].try_into().expect("u64"));
+            if packet.name == CountReply::NAME {
+                return CountReply::decode(&packet.data).expect("a count").count;
             }
             continue;
         }
@@ -65,9 +68,9 @@ async fn wait_count(address: &str, target: u64) {
 /// Frames `count` packets of `size` bytes named `test:count` into one buffer.
 fn frames(count: u64, size: usize) -> Vec<u8> {
     let mut writer = PacketWriter::default();
-    let data = vec![0xabu8; size];
+    let data = CountPacket::padded(size).encode().expect("encode");
     for _ in 0..count {
-        writer.write("test:count", &data).expect("encode");
+        writer.write(CountPacket::NAME, &data).expect("encode");
     }
     writer.take()
 }

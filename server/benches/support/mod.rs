@@ -4,8 +4,8 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 
 use buildat_interface::meta::ModuleMeta;
 use buildat_server::builder::Builder;
@@ -46,9 +46,11 @@ pub fn install(modules: &Path, name: &str, from: &Path) {
     copy_dir(from, &modules.join(name));
 }
 
-/// The real server binary over a temporary module path.
+/// The real server binary over a temporary module path (through
+/// `buildat-harness`'s driver; logging at warn, so its address is read from
+/// `/proc`). Killed on drop; what it warned about is printed then.
 pub struct Server {
-    pub child: Child,
+    process: buildat_harness::server::Server,
     pub address: String,
     _dir: tempfile::TempDir,
 }
@@ -63,87 +65,56 @@ impl Server {
             install(&module_path, name, from);
         }
         prepare(&module_path);
-        let modules = module_path;
-        let default_world = dir.path().join("world").display().to_string();
-        let world: &[&str] = if args.contains(&"--world") {
-            &[]
-        } else {
-            &["--world", &default_world]
-        };
-        let child = Command::new(env!("CARGO_BIN_EXE_buildat-server"))
-            .args(world)
-            .args([
-                "--no-default-modules",
-                "--modules",
-                &modules.display().to_string(),
-            ])
-            .args(["--build-dir", &build_dir().display().to_string()])
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--no-watch",
-                "--log-level",
-                "warn",
-            ])
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start server");
-        let address = wait_for_address(&child);
+        let mut all: Vec<String> = Vec::new();
+        if !args.contains(&"--world") {
+            all.extend([
+                "--world".into(),
+                dir.path().join("world").display().to_string(),
+            ]);
+        }
+        all.extend([
+            "--no-default-modules".into(),
+            "--modules".into(),
+            module_path.display().to_string(),
+            "--build-dir".into(),
+            build_dir().display().to_string(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--no-watch".into(),
+            "--log-level".into(),
+            "warn".into(),
+        ]);
+        all.extend(args.iter().map(|a| a.to_string()));
+        let mut process = buildat_harness::server::Server::spawn(
+            env!("CARGO_BIN_EXE_buildat-server"),
+            &all,
+            Stdio::piped(),
+        )
+        .expect("start server");
+        let address = process
+            .wait_listening_socket(Duration::from_secs(300))
+            .unwrap_or_else(|| panic!("the server did not listen:\n{}", process.output()));
         Self {
-            child,
+            process,
             address,
             _dir: dir,
         }
     }
 
-    pub fn rss_kib(&self) -> u64 {
-        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0)
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
     }
-}
 
-/// The server's listening port, from its open sockets (it logs nothing at warn).
-pub fn wait_for_address(child: &Child) -> String {
-    let deadline = Instant::now() + Duration::from_secs(300);
-    while Instant::now() < deadline {
-        let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{}/fd", child.id()))
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .filter_map(|e| std::fs::read_link(e.path()).ok())
-                    .filter_map(|l| {
-                        l.to_string_lossy()
-                            .strip_prefix("socket:[")
-                            .map(|s| s.trim_end_matches(']').to_string())
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
-        for line in tcp.lines().skip(1) {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            // local_address st ... inode; state 0A = LISTEN
-            if fields.len() > 9 && fields[3] == "0A" && inodes.iter().any(|i| i == fields[9]) {
-                let port = u16::from_str_radix(fields[1].rsplit(':').next().unwrap_or("0"), 16)
-                    .unwrap_or(0);
-                return format!("127.0.0.1:{port}");
-            }
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    pub fn rss_kib(&self) -> u64 {
+        self.process.sample().map_or(0, |sample| sample.rss_kib)
     }
-    panic!("the server did not listen");
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let problems = self.process.problems_since(0);
+        if !problems.is_empty() {
+            eprintln!("the server warned:\n{}", problems.join("\n"));
+        }
     }
 }

@@ -2,13 +2,17 @@
 //!
 //! Owns nothing a user sees: it echoes every `test:echo` packet back to its
 //! sender, counts `test:count` packets (answering the call `count`, and a
-//! `test:count_query` packet with a `test:count_reply` of the count as u64
-//! LE), and logs connects and disconnects.
+//! `test:count_query` packet with a `test:count_reply` of the count), and
+//! logs connects and disconnects. Its packets are defined once, in
+//! `buildat-test-net-probe-api` (`api/`), for the fixture, the tests and
+//! the benchmark.
 
+use buildat_format::Packet;
 use buildat_interface::{Event, Host, Module, ModuleError, decode, export_module, log};
 use buildat_network_api::{
     self as network, ClientConnected, ClientDisconnected, OutgoingPacket, PacketReceived, Send,
 };
+use buildat_test_net_probe_api::{CountPacket, CountQuery, CountReply, Echo};
 
 /// The `count` call: how many `test:count` packets arrived.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -32,9 +36,9 @@ impl Module for NetProbe {
         Ok(Self {
             host,
             counted: 0,
-            echo_event: network::packet_received_event("test:echo"),
-            count_event: network::packet_received_event("test:count"),
-            query_event: network::packet_received_event("test:count_query"),
+            echo_event: network::packet_received_event(Echo::NAME),
+            count_event: network::packet_received_event(CountPacket::NAME),
+            query_event: network::packet_received_event(CountQuery::NAME),
         })
     }
 
@@ -52,10 +56,7 @@ impl Module for NetProbe {
             let packet: PacketReceived = decode(payload)?;
             let reply = Send {
                 peer: packet.peer,
-                packet: OutgoingPacket {
-                    name: "test:echo".into(),
-                    data: packet.data,
-                },
+                packet: OutgoingPacket::new(&Echo { data: packet.data })?,
             };
             if let Err(error) = self.host.call(&reply) {
                 log::warn!("echo to peer {} failed: {error}", packet.peer);
@@ -66,10 +67,9 @@ impl Module for NetProbe {
             let packet: PacketReceived = decode(payload)?;
             let reply = Send {
                 peer: packet.peer,
-                packet: OutgoingPacket {
-                    name: "test:count_reply".into(),
-                    data: self.counted.to_le_bytes().to_vec(),
-                },
+                packet: OutgoingPacket::new(&CountReply {
+                    count: self.counted,
+                })?,
             };
             self.host.call(&reply)?;
         } else if name == ClientConnected::NAME {

@@ -18,9 +18,7 @@ use buildat_interface::{
 /// Edited by the reload tests to prove new code runs after a rebuild.
 pub const VERSION: &str = "probe-1";
 
-pub mod api;
-
-pub use api::*;
+pub use buildat_test_probe_api::*;
 
 struct Probe {
     host: Host,

@@ -2,18 +2,19 @@
 //! exchange, bad input costing only its sender, reload with clients
 //! streaming, many connections.
 
-mod common;
-
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::common::{self, Scratch, Server};
+use buildat_format::Packet;
+use buildat_harness::raw_client::RawClient;
 use buildat_harness::wire::{definition, header};
-use common::client::TestClient;
-use common::{Scratch, ServerProcess};
+use buildat_network_api::DisconnectPacket;
+use buildat_test_net_probe_api::Echo;
 
-fn start_server(scratch: &Scratch, settings: &[&str]) -> (ServerProcess, String) {
+fn start_server(scratch: &Scratch, settings: &[&str]) -> (Server, String) {
     scratch.add_network();
     let mut args = scratch.server_args();
     args.extend([
@@ -24,7 +25,7 @@ fn start_server(scratch: &Scratch, settings: &[&str]) -> (ServerProcess, String)
     for setting in settings {
         args.extend(["--set".to_string(), setting.to_string()]);
     }
-    let mut server = ServerProcess::start(&args, Stdio::piped());
+    let mut server = common::start_server(&args, Stdio::piped());
     let address = server.listen_address();
     server
         .wait_for("server started", Duration::from_secs(60))
@@ -34,12 +35,12 @@ fn start_server(scratch: &Scratch, settings: &[&str]) -> (ServerProcess, String)
 
 /// Sends `test:echo` packets carrying sequence numbers and checks each
 /// echo comes back in order. Returns how many round trips completed.
-fn echo_stream(client: &mut TestClient, first: u64, count: u64, window: u64) -> u64 {
+fn echo_stream(client: &mut RawClient, first: u64, count: u64, window: u64) -> u64 {
     let mut sent = first;
     let mut received = first;
     while received < first + count {
         while sent < first + count && sent - received < window {
-            client.queue("test:echo", &sent.to_le_bytes());
+            client.queue_packet(&Echo::seq(sent)).expect("queue");
             sent += 1;
         }
         client.flush().expect("send echo requests");
@@ -47,8 +48,11 @@ fn echo_stream(client: &mut TestClient, first: u64, count: u64, window: u64) -> 
             .recv(Duration::from_secs(30))
             .expect("connection stays up")
             .unwrap_or_else(|| panic!("echo {received} did not come back"));
-        assert_eq!(packet.name, "test:echo");
-        let seq = u64::from_le_bytes(packet.data[..8].try_into().expect("8 bytes"));
+        assert_eq!(packet.name, Echo::NAME);
+        let seq = Echo::decode(&packet.data)
+            .ok()
+            .and_then(|echo| echo.read_seq())
+            .expect("a sequence number");
         assert_eq!(
             seq, received,
             "echoes arrive in order, none lost or duplicated"
@@ -62,10 +66,14 @@ fn echo_stream(client: &mut TestClient, first: u64, count: u64, window: u64) -> 
 fn clients_exchange_packets_both_ways() {
     let scratch = Scratch::new();
     let (mut server, address) = start_server(&scratch, &[]);
-    let mut client = TestClient::connect(&address);
-    client.send("test:echo", b"hello over the wire").unwrap();
+    let mut client = RawClient::connect(&address).expect("connect");
+    client
+        .send_packet(&Echo {
+            data: b"hello over the wire".to_vec(),
+        })
+        .unwrap();
     let packet = client.recv(Duration::from_secs(10)).unwrap().expect("echo");
-    assert_eq!(packet.name, "test:echo");
+    assert_eq!(packet.name, Echo::NAME);
     assert_eq!(packet.data, b"hello over the wire");
     assert_eq!(echo_stream(&mut client, 0, 500, 50), 500);
     server
@@ -94,7 +102,7 @@ fn with_bystanders(address: &str, attack: impl FnOnce()) {
             let address = address.to_string();
             let stop = stop.clone();
             std::thread::spawn(move || {
-                let mut client = TestClient::connect(&address);
+                let mut client = RawClient::connect(&address).expect("connect");
                 let mut done = 0;
                 loop {
                     done += echo_stream(&mut client, done, 20, 5);
@@ -159,7 +167,7 @@ fn bad_input_costs_only_its_sender() {
     ];
     for (case, bytes, reason) in cases {
         with_bystanders(&address, || {
-            let mut bad = TestClient::connect(&address);
+            let mut bad = RawClient::connect(&address).expect("connect");
             bad.send_raw(&bytes).expect("send bad bytes");
             assert!(
                 bad.wait_closed(Duration::from_secs(10)).is_some(),
@@ -174,11 +182,13 @@ fn bad_input_costs_only_its_sender() {
 
     // A client that never reads: its outgoing queue passes the limit.
     with_bystanders(&address, || {
-        let mut lazy = TestClient::connect(&address);
-        let big = vec![7u8; 64 * 1024];
+        let mut lazy = RawClient::connect(&address).expect("connect");
+        let big = Echo {
+            data: vec![7u8; 64 * 1024],
+        };
         let mut closed = false;
         for _ in 0..2000 {
-            lazy.queue("test:echo", &big);
+            lazy.queue_packet(&big).expect("queue");
             if lazy.flush().is_err() {
                 closed = true;
                 break;
@@ -200,19 +210,22 @@ fn bad_input_costs_only_its_sender() {
 fn connections_over_the_limit_are_refused_cleanly() {
     let scratch = Scratch::new();
     let (mut server, address) = start_server(&scratch, &["network.max_connections=3"]);
-    let mut held: Vec<TestClient> = (0..3).map(|_| TestClient::connect(&address)).collect();
+    let mut held: Vec<RawClient> = (0..3)
+        .map(|_| RawClient::connect(&address).expect("connect"))
+        .collect();
     for client in &mut held {
         assert_eq!(echo_stream(client, 0, 1, 1), 1);
     }
-    let mut extra = TestClient::connect(&address);
+    let mut extra = RawClient::connect(&address).expect("connect");
     let packets = extra
         .wait_closed(Duration::from_secs(10))
         .expect("refused and closed");
     let goodbye = packets
         .iter()
-        .find(|p| p.name == "core:disconnect")
+        .find(|p| p.name == DisconnectPacket::NAME)
         .expect("a reason is sent");
-    assert!(String::from_utf8_lossy(&goodbye.data).contains("server full"));
+    let goodbye = DisconnectPacket::decode(&goodbye.data).expect("a reason");
+    assert!(goodbye.reason.contains("server full"), "{goodbye:?}");
     for client in &mut held {
         assert_eq!(
             echo_stream(client, 1, 1, 1),
@@ -235,7 +248,7 @@ fn reload_network_while_twenty_clients_stream() {
         .map(|_| {
             let address = address.clone();
             std::thread::spawn(move || {
-                let mut client = TestClient::connect(&address);
+                let mut client = RawClient::connect(&address).expect("connect");
                 echo_stream(&mut client, 0, 3_000, 16)
             })
         })
@@ -275,9 +288,13 @@ fn a_thousand_connections_are_held_and_served() {
     let scratch = Scratch::new();
     let (mut server, address) = start_server(&scratch, &[]);
     let started = Instant::now();
-    let mut clients: Vec<TestClient> = (0..1000).map(|_| TestClient::connect(&address)).collect();
+    let mut clients: Vec<RawClient> = (0..1000)
+        .map(|_| RawClient::connect(&address).expect("connect"))
+        .collect();
     for (index, client) in clients.iter_mut().enumerate() {
-        client.queue("test:echo", &(index as u64).to_le_bytes());
+        client
+            .queue_packet(&Echo::seq(index as u64))
+            .expect("queue");
         client.flush().expect("send");
     }
     for (index, client) in clients.iter_mut().enumerate() {

@@ -18,9 +18,6 @@
 //! (`target/<profile>/buildat-server`): `cargo test --workspace` builds it.
 //! The tests run one at a time (each starts its own server).
 
-#[path = "common/real_server.rs"]
-mod real_server;
-
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -28,7 +25,7 @@ use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
-use real_server::{Server, copy_modules, prebuild};
+use crate::common::{Server, copy_modules, prebuild, start_server};
 
 const MODULES: [&str; 6] = [
     "__loader",
@@ -67,7 +64,7 @@ impl Setup {
     fn start(&self, extra: &[&str]) -> (Server, String) {
         let mut args = vec!["--set", "voxelworld.view_radius=2"];
         args.extend_from_slice(extra);
-        let mut server = Server::start(&self.world, &self.modules, &args);
+        let mut server = start_server(&self.world, &self.modules, &args);
         let address = server.wait_started();
         (server, address)
     }
@@ -352,7 +349,12 @@ fn a_joining_client_gets_its_own_chunk_first_then_the_radius_once_each() {
     let info = decoder.read_info().expect("a PNG").info().clone();
     let side = 49 * buildat_client::world::PNG_PIXELS_PER_COLUMN;
     assert_eq!((info.width, info.height), (side, side));
-    assert_eq!(server.stop(), Some(0), "{}", server.output());
+    assert_eq!(
+        server.stop(Duration::from_secs(30)),
+        Some(0),
+        "{}",
+        server.output()
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -503,7 +505,12 @@ fn two_clients_share_edits_and_the_edits_survive_a_restart() {
     );
 
     // Restart on the same world: the last edit of each voxel is there.
-    assert_eq!(server.stop(), Some(0), "{}", server.output());
+    assert_eq!(
+        server.stop(Duration::from_secs(30)),
+        Some(0),
+        "{}",
+        server.output()
+    );
     drop(server);
     let mut last: Vec<(String, String)> = Vec::new();
     for edit in &edits {
@@ -527,7 +534,12 @@ fn two_clients_share_edits_and_the_edits_survive_a_restart() {
     let mut expected: Vec<String> = last.iter().map(|(p, n)| format!("{p} {n}")).collect();
     expected.sort();
     assert_eq!(after, expected, "the edits persisted");
-    assert_eq!(server.stop(), Some(0), "{}", server.output());
+    assert_eq!(
+        server.stop(Duration::from_secs(30)),
+        Some(0),
+        "{}",
+        server.output()
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -602,5 +614,10 @@ fn a_client_that_stops_acking_stops_receiving_but_stays_connected() {
     // It left by itself (exit 0, `buildat.disconnect()`), after receiving
     // more on the same connection: it stayed connected throughout.
     assert!(stderr.contains("disconnected (buildat.disconnect())"));
-    assert_eq!(server.stop(), Some(0), "{}", server.output());
+    assert_eq!(
+        server.stop(Duration::from_secs(30)),
+        Some(0),
+        "{}",
+        server.output()
+    );
 }

@@ -3,15 +3,13 @@
 //! builds), end of input, startup failures that name their cause, and the
 //! watcher (saved files, module folders dropped in and removed).
 
-mod common;
-
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::common::{Scratch, Server, start_server};
 use buildat_client_file_api::{AnnounceFile, FileContent, RemoveFilePacket, RequestFile};
 use buildat_format::{Packet, RawPacket};
-use common::client::TestClient;
-use common::{Scratch, ServerProcess};
+use buildat_harness::raw_client::RawClient;
 
 const START: Duration = Duration::from_secs(120);
 
@@ -21,7 +19,7 @@ fn global_options_are_accepted_after_the_subcommand() {
     scratch.add_meta_only("lua_only", r#"{"disable_rust": true}"#);
     let mut args = vec!["build".to_string()];
     args.extend(scratch.server_args());
-    let mut server = ServerProcess::start(&args, Stdio::null());
+    let mut server = start_server(&args, Stdio::null());
     assert_eq!(server.wait_exit(START), Some(0), "{}", server.output());
     let output = server.output();
     assert!(output.contains("module __loader: artifact"), "{output}");
@@ -32,7 +30,7 @@ fn global_options_are_accepted_after_the_subcommand() {
 fn console_lists_modules_reloads_and_stops_with_status_zero() {
     let scratch = Scratch::new();
     scratch.add_probe("cli_probe");
-    let mut server = ServerProcess::start(&scratch.server_args(), Stdio::piped());
+    let mut server = start_server(&scratch.server_args(), Stdio::piped());
     server
         .wait_for("server started: 2 modules loaded", START)
         .unwrap_or_else(|| panic!("server did not start:\n{}", server.output()));
@@ -90,7 +88,7 @@ fn console_lists_modules_reloads_and_stops_with_status_zero() {
 fn end_of_input_keeps_running_and_sigterm_stops_cleanly() {
     let scratch = Scratch::new();
     scratch.add_probe("eof_probe");
-    let mut server = ServerProcess::start(&scratch.server_args(), Stdio::null());
+    let mut server = start_server(&scratch.server_args(), Stdio::null());
     server
         .wait_for("server started", START)
         .unwrap_or_else(|| panic!("{}", server.output()));
@@ -98,11 +96,8 @@ fn end_of_input_keeps_running_and_sigterm_stops_cleanly() {
         .wait_for("console: end of input", Duration::from_secs(10))
         .expect("end of input noticed");
     std::thread::sleep(Duration::from_millis(300));
-    assert!(
-        server.child.try_wait().expect("wait").is_none(),
-        "still running after end of input"
-    );
-    server.signal("TERM");
+    assert!(server.is_running(), "still running after end of input");
+    server.signal("TERM").expect("signal");
     assert_eq!(
         server.wait_exit(Duration::from_secs(30)),
         Some(0),
@@ -115,11 +110,11 @@ fn end_of_input_keeps_running_and_sigterm_stops_cleanly() {
 #[test]
 fn sigint_stops_cleanly() {
     let scratch = Scratch::new();
-    let mut server = ServerProcess::start(&scratch.server_args(), Stdio::piped());
+    let mut server = start_server(&scratch.server_args(), Stdio::piped());
     server
         .wait_for("server started", START)
         .unwrap_or_else(|| panic!("{}", server.output()));
-    server.signal("INT");
+    server.signal("INT").expect("signal");
     assert_eq!(
         server.wait_exit(Duration::from_secs(30)),
         Some(0),
@@ -131,7 +126,7 @@ fn sigint_stops_cleanly() {
 
 /// Starts a server that must fail; returns its output.
 fn failed_startup(scratch: &Scratch) -> String {
-    let mut server = ServerProcess::start(&scratch.server_args(), Stdio::piped());
+    let mut server = start_server(&scratch.server_args(), Stdio::piped());
     let status = server.wait_exit(START);
     let output = server.output();
     assert!(
@@ -145,7 +140,7 @@ fn failed_startup(scratch: &Scratch) -> String {
 
 #[test]
 fn startup_refuses_a_library_of_another_abi() {
-    common::prebuild(&common::fixture("bad_abi"));
+    crate::common::prebuild(&crate::common::fixture("bad_abi"));
     let scratch = Scratch::new();
     scratch.add_fixture("bad_abi", "bad_abi");
     let output = failed_startup(&scratch);
@@ -219,7 +214,7 @@ fn lua_only_modules_load_in_dependency_order_without_building() {
         r#"{"disable_rust": true, "dependencies": [{"module": "maybe", "optional": true}]}"#,
     );
     scratch.add_meta_only("omega", r#"{"disable_rust": true, "colour": "blue"}"#);
-    let mut server = ServerProcess::start(&scratch.server_args(), Stdio::piped());
+    let mut server = start_server(&scratch.server_args(), Stdio::piped());
     server
         .wait_for("server started: 4 modules loaded", START)
         .unwrap_or_else(|| panic!("{}", server.output()));
@@ -244,7 +239,7 @@ fn unload_refuses_while_dependents_are_loaded() {
         "user",
         r#"{"disable_rust": true, "dependencies": [{"module": "base"}]}"#,
     );
-    let mut server = ServerProcess::start(&scratch.server_args(), Stdio::piped());
+    let mut server = start_server(&scratch.server_args(), Stdio::piped());
     server
         .wait_for("server started", START)
         .unwrap_or_else(|| panic!("{}", server.output()));
@@ -287,7 +282,7 @@ fn saving_files_reloads_the_module_and_announces_client_files() {
     let scratch = Scratch::new();
     let dir = scratch.add_editable_probe("watched");
     std::fs::create_dir_all(dir.join("client_lua")).expect("client_lua");
-    let mut server = ServerProcess::start(&scratch.server_args(), Stdio::piped());
+    let mut server = start_server(&scratch.server_args(), Stdio::piped());
     server
         .wait_for("watching module folders", START)
         .unwrap_or_else(|| panic!("{}", server.output()));
@@ -352,7 +347,7 @@ fn processes() -> Vec<(u32, u32, String)> {
 /// cargo never got that far (waiting on its locks).
 fn wait_for_rustc(needle: &std::path::Path) -> Option<u32> {
     let needle = needle.display().to_string();
-    let group = common::wait_until(Duration::from_secs(60), || {
+    let group = crate::common::wait_until(Duration::from_secs(60), || {
         let all = processes();
         let cargo = all
             .iter()
@@ -371,13 +366,16 @@ fn wait_for_rustc(needle: &std::path::Path) -> Option<u32> {
 /// Starts the server over the repository's modules with an empty build dir,
 /// so its first start compiles; returns while cargo's rustc runs (or after a
 /// minute of cargo waiting on its locks).
-fn start_first_build(build: &tempfile::TempDir) -> (ServerProcess, Option<u32>) {
+fn start_first_build(build: &tempfile::TempDir) -> (Server, Option<u32>) {
     let args: Vec<String> = [
         "--world".to_string(),
         build.path().join("world").display().to_string(),
         "--no-default-modules".into(),
         "--modules".into(),
-        common::repo_root().join("modules").display().to_string(),
+        crate::common::repo_root()
+            .join("modules")
+            .display()
+            .to_string(),
         "--build-dir".into(),
         build.path().display().to_string(),
         "--module-profile".into(),
@@ -386,7 +384,7 @@ fn start_first_build(build: &tempfile::TempDir) -> (ServerProcess, Option<u32>) 
         "127.0.0.1:0".into(),
     ]
     .into();
-    let mut server = ServerProcess::start(&args, Stdio::piped());
+    let mut server = start_server(&args, Stdio::piped());
     server
         .wait_for("building module", START)
         .unwrap_or_else(|| panic!("no build started:\n{}", server.output()));
@@ -396,11 +394,7 @@ fn start_first_build(build: &tempfile::TempDir) -> (ServerProcess, Option<u32>) 
 
 /// Asserts a quick clean exit, a cancelled build, and that nothing of the
 /// cargo process group `group` is left.
-fn assert_stopped_during_build(
-    server: &mut ServerProcess,
-    group: Option<u32>,
-    asked: std::time::Instant,
-) {
+fn assert_stopped_during_build(server: &mut Server, group: Option<u32>, asked: std::time::Instant) {
     let status = server.wait_exit(Duration::from_secs(30));
     let took = asked.elapsed();
     let output = server.output();
@@ -422,7 +416,8 @@ fn assert_stopped_during_build(
             .filter(|(_, g, _)| *g == group)
             .collect()
     };
-    let gone = common::wait_until(Duration::from_secs(2), || left().is_empty().then_some(()));
+    let gone =
+        crate::common::wait_until(Duration::from_secs(2), || left().is_empty().then_some(()));
     assert!(gone.is_some(), "build processes left running: {:?}", left());
 }
 
@@ -440,7 +435,7 @@ fn sigterm_ends_a_first_start_build_within_two_seconds() {
     let build = tempfile::tempdir().expect("temp dir");
     let (mut server, group) = start_first_build(&build);
     let asked = std::time::Instant::now();
-    server.signal("TERM");
+    server.signal("TERM").expect("signal");
     assert_stopped_during_build(&mut server, group, asked);
     assert!(server.output().contains("received SIGTERM"));
 }
@@ -451,7 +446,7 @@ fn stop_on_the_console_ends_a_reload_build_within_two_seconds() {
     let dir = scratch.add_editable_probe("slow_reload");
     let mut args = scratch.server_args();
     args.push("--no-watch".into());
-    let mut server = ServerProcess::start(&args, Stdio::piped());
+    let mut server = start_server(&args, Stdio::piped());
     server
         .wait_for("server started", START)
         .unwrap_or_else(|| panic!("{}", server.output()));
@@ -499,7 +494,7 @@ fn write_lua_module(dir: &std::path::Path, dependencies: &[&str]) {
 
 /// The next packet of type `P` that `accept` takes, skipping others.
 fn next_packet<P: Packet>(
-    client: &mut TestClient,
+    client: &mut RawClient,
     timeout: Duration,
     mut accept: impl FnMut(&P) -> bool,
 ) -> Option<P> {
@@ -516,7 +511,7 @@ fn next_packet<P: Packet>(
     None
 }
 
-fn announced(client: &mut TestClient, file: &str) -> Option<AnnounceFile> {
+fn announced(client: &mut RawClient, file: &str) -> Option<AnnounceFile> {
     next_packet(client, Duration::from_secs(60), |a: &AnnounceFile| {
         a.name == file
     })
@@ -529,12 +524,12 @@ fn a_module_folder_dropped_in_loads_with_its_dependencies_and_removed_unloads() 
     write_lua_module(&scratch.modules().join("lua_base"), &["client_file"]);
     let mut args = scratch.server_args();
     args.extend(["--listen", "127.0.0.1:0"].map(String::from));
-    let mut server = ServerProcess::start(&args, Stdio::piped());
+    let mut server = start_server(&args, Stdio::piped());
     let address = server.listen_address();
     server
         .wait_for("watching module folders", START)
         .unwrap_or_else(|| panic!("{}", server.output()));
-    let mut client = TestClient::connect(&address);
+    let mut client = RawClient::connect(&address).expect("connect");
     let mut cache = std::collections::HashMap::new();
     let first = client.sync_files(&mut cache, Duration::from_millis(700));
     assert!(first.announced.contains_key("lua_base/client_lua/init.lua"));
@@ -546,7 +541,7 @@ fn a_module_folder_dropped_in_loads_with_its_dependencies_and_removed_unloads() 
         .unwrap_or_else(|| panic!("{}", server.output()));
     let staging = scratch.dir.path().join("staging");
     write_lua_module(&staging.join("lua_new"), &["lua_base", "client_file"]);
-    common::copy_dir(&staging.join("lua_new"), &scratch.modules().join("lua_new"));
+    crate::common::copy_dir(&staging.join("lua_new"), &scratch.modules().join("lua_new"));
     server
         .wait_for("new module lua_new: loaded lua_base, lua_new", START)
         .unwrap_or_else(|| panic!("the new folder was not loaded:\n{}", server.output()));

@@ -5,11 +5,6 @@
 //! from a bot script; and `--bots 3` (three sessions on threads, named
 //! `bot-1..3`, each with its own world view, the worst exit code).
 
-#[path = "common/fake_server.rs"]
-mod fake_server;
-#[path = "common/world_data.rs"]
-mod world_data;
-
 use buildat_format::Packet;
 use buildat_main_api::{
     Dig, Edit, Edits, Join, Move, Moves, Ping, Place, PlayerJoined, PlayerLeft, Pong, Refused,
@@ -21,8 +16,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use fake_server::{Conn, fake_server, fake_server_many, serve_files};
-use world_data::*;
+use crate::common::world_data::*;
+use buildat_harness::fake_server::{Conn, fake_server, fake_server_many, serve_files};
 
 const CLIENT: &str = env!("CARGO_BIN_EXE_buildat-client");
 
@@ -432,7 +427,7 @@ fn the_game_module_speaks_the_main_protocol() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let mut seen = server.join().expect("server");
     seen.sort();
-    assert_eq!(seen, ["main:dig", "main:move", "main:ping", "main:place"]);
+    assert_eq!(seen, [Dig::NAME, Move::NAME, Ping::NAME, Place::NAME]);
     for expected in [
         "info    main: spawned at 0.5,11.0,0.5 as peer 7",
         "on_spawn 7 0.5,11,0.5",

@@ -1,14 +1,13 @@
-//! Shared test harness: builds the fixture modules once per run into a shared
-//! build dir, lays out temporary module paths with copies of them, starts a
-//! module host in-process or the real server binary, and captures logs.
+//! What the server's tests share: builds the fixture modules once per run
+//! into a shared build dir, lays out temporary module paths with copies of
+//! them, starts a module host in-process or the real server binary (through
+//! `buildat-harness`'s driver), and captures logs. The wire client is
+//! `buildat_harness::raw_client::RawClient`.
 #![allow(dead_code)]
 
-pub mod client;
-
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -260,130 +259,10 @@ pub fn wait_until<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Opt
     }
 }
 
-/// The real server binary, with its output collected line by line.
-pub struct ServerProcess {
-    pub child: Child,
-    pub stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    pub seen: Vec<String>,
-    /// `wait_for` looks at lines from here on (moved by `send`).
-    cursor: usize,
-}
+pub use buildat_harness::server::Server;
 
-impl ServerProcess {
-    pub fn start(args: &[String], stdin: Stdio) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_buildat-server"))
-            .args(args)
-            .stdin(stdin)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start buildat-server");
-        let (send, lines) = channel();
-        let stdout = child.stdout.take().expect("stdout");
-        let stderr = child.stderr.take().expect("stderr");
-        let send_err = send.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = send.send(line);
-            }
-        });
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let _ = send_err.send(line);
-            }
-        });
-        let stdin = child.stdin.take();
-        Self {
-            child,
-            stdin,
-            lines,
-            seen: Vec::new(),
-            cursor: 0,
-        }
-    }
-
-    /// Waits for a line containing `needle`; returns it.
-    pub fn wait_for(&mut self, needle: &str, timeout: Duration) -> Option<String> {
-        if let Some(line) = self.seen[self.cursor..].iter().find(|l| l.contains(needle)) {
-            return Some(line.clone());
-        }
-        let deadline = Instant::now() + timeout;
-        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    self.seen.push(line.clone());
-                    if line.contains(needle) {
-                        return Some(line);
-                    }
-                }
-                Err(_) => return None,
-            }
-        }
-        None
-    }
-
-    /// Waits for the network module's "listening on ADDRESS" line.
-    pub fn listen_address(&mut self) -> String {
-        let line = self
-            .wait_for("listening on ", Duration::from_secs(300))
-            .unwrap_or_else(|| panic!("the server did not listen:\n{}", self.output()));
-        line.rsplit("listening on ")
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_string()
-    }
-
-    /// Sends a console line; later `wait_for`s look only at newer output.
-    pub fn send(&mut self, command: &str) {
-        while let Ok(line) = self.lines.try_recv() {
-            self.seen.push(line);
-        }
-        self.cursor = self.seen.len();
-        let stdin = self.stdin.as_mut().expect("stdin is piped");
-        writeln!(stdin, "{command}").expect("write to console");
-        stdin.flush().expect("flush console");
-    }
-
-    /// Waits for exit, collecting the remaining output.
-    pub fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            while let Ok(line) = self.lines.try_recv() {
-                self.seen.push(line);
-            }
-            if let Ok(Some(status)) = self.child.try_wait() {
-                std::thread::sleep(Duration::from_millis(50));
-                while let Ok(line) = self.lines.try_recv() {
-                    self.seen.push(line);
-                }
-                return Some(status.code().unwrap_or(-1));
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    pub fn output(&self) -> String {
-        self.seen.join("\n")
-    }
-
-    pub fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg(self.child.id().to_string())
-            .status()
-            .expect("run kill");
-        assert!(status.success());
-    }
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The real server binary with `args` (its output collected line by line;
+/// killed on drop).
+pub fn start_server(args: &[String], stdin: Stdio) -> Server {
+    Server::spawn(env!("CARGO_BIN_EXE_buildat-server"), args, stdin).expect("start buildat-server")
 }

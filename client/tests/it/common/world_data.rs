@@ -2,8 +2,7 @@
 //! default terrain's block names, chunks built from a function of world
 //! coordinates, and the `voxelworld:*` payloads (through
 //! `buildat_voxel::stream` and `buildat_format`'s voxel blob, as the server
-//! encodes them). Shared by `tests/world.rs` and `tests/world_cli.rs`.
-#![allow(dead_code)]
+//! encodes them). Shared by `world` and `world_cli`.
 
 use buildat_format::Packet;
 use buildat_format::encode_voxels;

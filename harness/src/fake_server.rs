@@ -1,9 +1,9 @@
-//! A one-connection fake Buildat server for the client's tests and
-//! benchmark: speaks the framing and core packets through `buildat-format`,
-//! serves files by the protocol (announce, tell, pieces, run_script).
-//! Owns nothing of the product; shared by `tests/cli.rs` and
-//! `benches/sandbox.rs` (included with `#[path]`).
-#![allow(dead_code)]
+//! A fake Buildat server for the client's tests and benchmark: speaks the
+//! framing and core packets through `buildat-format`, serves files by the
+//! protocol (announce, tell, pieces, run_script).
+//!
+//! Owns: listening on a loopback port, one connection's reader and writer.
+//! Does not own: anything of the product (the real server is `server`).
 
 use buildat_client_file_api::{
     AllFilesTransferred, AnnounceFile, FileContent, MAX_FILE_PIECE, RequestFile, RunScript,
@@ -15,6 +15,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use buildat_format::{Packet, PacketReader, PacketWriter, RawPacket};
+
+pub use crate::raw_client::encoded;
 use sha2::{Digest, Sha256};
 
 pub struct Conn {
@@ -190,10 +192,4 @@ pub fn fake_server_many<T: Send + 'static>(
             .collect()
     });
     (address, handle)
-}
-
-/// A packet's payload, by its definition.
-#[allow(dead_code)]
-pub fn encoded<P: Packet>(packet: &P) -> Vec<u8> {
-    packet.encode().expect("a test packet encodes")
 }

@@ -1,6 +1,8 @@
-//! The probe fixture's call and event payloads, shared with the tests and
-//! benchmarks that drive it (they include this file by path; bincode is
-//! structural, so both sides must use these very types).
+//! `buildat-test-probe-api`: the probe fixture's call and event payloads,
+//! shared with the tests and benchmarks that drive it (bincode is
+//! structural, so both sides must use these very types). A crate of its
+//! own, like a module's `api/`, so a test binary can use it beside other
+//! fixtures' definitions without linking the fixture library itself.
 
 use serde::{Deserialize, Serialize};
 

@@ -2,27 +2,26 @@
 //! flow, warm caches, name refusal, live re-announce, big files beside small
 //! packets, Lua-only modules, and surviving reloads.
 
-mod common;
-
 use buildat_client_file_api::{AnnounceFile, FileError, RequestFile};
 use buildat_format::Packet;
+use buildat_test_net_probe_api::Echo;
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use common::client::TestClient;
-use common::{Scratch, ServerProcess};
+use crate::common::{Scratch, Server, start_server};
+use buildat_harness::raw_client::RawClient;
 
 const QUIET: Duration = Duration::from_millis(700);
 
-fn start(scratch: &Scratch, extra: &[&str]) -> (ServerProcess, String) {
+fn start(scratch: &Scratch, extra: &[&str]) -> (Server, String) {
     scratch.add_client_file();
     let mut args = scratch.server_args();
     args.extend(["--listen", "127.0.0.1:0"].map(String::from));
     args.extend(extra.iter().map(|a| a.to_string()));
-    let mut server = ServerProcess::start(&args, Stdio::piped());
+    let mut server = start_server(&args, Stdio::piped());
     let address = server.listen_address();
     server
         .wait_for("server started", Duration::from_secs(120))
@@ -58,7 +57,7 @@ fn files_reach_clients_verified_and_a_warm_cache_requests_nothing() {
     let (mut server, address) = start(&scratch, &["--no-watch"]);
 
     let mut cache = HashMap::new();
-    let mut client = TestClient::connect(&address);
+    let mut client = RawClient::connect(&address).expect("connect");
     let first = client.sync_files(&mut cache, QUIET);
     let expected = [
         "lua_a/client_data/stone.txt",
@@ -77,7 +76,7 @@ fn files_reach_clients_verified_and_a_warm_cache_requests_nothing() {
     );
     drop(client);
 
-    let mut again = TestClient::connect(&address);
+    let mut again = RawClient::connect(&address).expect("connect");
     let second = again.sync_files(&mut cache, QUIET);
     assert!(
         second.requested.is_empty(),
@@ -95,7 +94,7 @@ fn only_registered_names_are_served() {
     let scratch = Scratch::new();
     add_lua_module(&scratch, "lua_c", None);
     let (mut server, address) = start(&scratch, &["--no-watch"]);
-    let mut client = TestClient::connect(&address);
+    let mut client = RawClient::connect(&address).expect("connect");
     let mut cache = HashMap::new();
     let sync = client.sync_files(&mut cache, QUIET);
     let real_hash = sync.announced["lua_c/client_lua/init.lua"];
@@ -113,7 +112,7 @@ fn only_registered_names_are_served() {
             name: name.to_string(),
             hash: real_hash,
         };
-        client.send(RequestFile::NAME, &encoded(&request)).unwrap();
+        client.send_packet(&request).unwrap();
         let packet = client
             .recv(Duration::from_secs(10))
             .unwrap()
@@ -131,7 +130,7 @@ fn only_registered_names_are_served() {
         name: "lua_c/client_lua/init.lua".into(),
         hash: [0; 32],
     };
-    client.send(RequestFile::NAME, &encoded(&stale)).unwrap();
+    client.send_packet(&stale).unwrap();
     let packet = client
         .recv(Duration::from_secs(10))
         .unwrap()
@@ -153,7 +152,7 @@ fn editing_a_client_file_re_announces_it_to_connected_clients() {
     server
         .wait_for("watching module folders", Duration::from_secs(10))
         .expect("watching");
-    let mut client = TestClient::connect(&address);
+    let mut client = RawClient::connect(&address).expect("connect");
     let mut cache = HashMap::new();
     let before = client.sync_files(&mut cache, QUIET);
     let path = scratch.modules().join("lua_live/client_lua/init.lua");
@@ -195,30 +194,31 @@ fn a_big_file_does_not_stall_other_clients_and_survives_reloads() {
     let echoer = {
         let (echoes, stop) = (echoes.clone(), stop.clone());
         std::thread::spawn(move || {
-            let mut client = TestClient::connect(&echo_address);
+            let mut client = RawClient::connect(&echo_address).expect("connect");
             let mut cache = HashMap::new();
             let _ = client.sync_files(&mut cache, Duration::from_millis(100));
             let mut seq = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                client.send("test:echo", &seq.to_le_bytes()).unwrap();
+                client.send_packet(&Echo::seq(seq)).unwrap();
                 let packet = loop {
                     let packet = client.recv(Duration::from_secs(30)).unwrap().expect("echo");
-                    if packet.name == "test:echo" {
+                    if packet.name == Echo::NAME {
                         break packet;
                     }
                 };
-                assert_eq!(packet.data, seq.to_le_bytes(), "echoes in order");
+                let echo = Echo::decode(&packet.data).expect("an echo");
+                assert_eq!(echo.read_seq(), Some(seq), "echoes in order");
                 seq += 1;
                 echoes.store(seq, Ordering::Relaxed);
             }
         })
     };
-    common::wait_until(Duration::from_secs(30), || {
+    crate::common::wait_until(Duration::from_secs(30), || {
         (echoes.load(Ordering::Relaxed) > 0).then_some(())
     })
     .expect("the echo client runs");
 
-    let mut client = TestClient::connect(&address);
+    let mut client = RawClient::connect(&address).expect("connect");
     let mut cache = HashMap::new();
     // Both modules reload while the transfer runs.
     server.send("reload client_file");
@@ -247,10 +247,4 @@ fn a_big_file_does_not_stall_other_clients_and_survives_reloads() {
     );
     server.send("stop");
     assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
-}
-
-/// A packet's payload, by its definition.
-#[allow(dead_code)]
-pub fn encoded<P: Packet>(packet: &P) -> Vec<u8> {
-    packet.encode().expect("a test packet encodes")
 }

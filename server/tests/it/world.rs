@@ -1,13 +1,11 @@
 //! The voxelworld and worldgen modules in the real server: pregen, and
 //! kill -9 while saving under load.
 
-mod common;
-
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::common::{Scratch, start_server};
 use buildat_harness::world_check::{SECTIONS, integrity, stored_round};
-use common::{Scratch, ServerProcess};
 use rusqlite::Connection;
 
 /// `buildat-server pregen --radius N --world DIR ...`: the world module's
@@ -15,7 +13,7 @@ use rusqlite::Connection;
 fn run_pregen(scratch: &Scratch, radius: u32) -> String {
     let mut args = vec!["pregen".to_string(), "--radius".into(), radius.to_string()];
     args.extend(scratch.server_args());
-    let mut server = ServerProcess::start(&args, Stdio::null());
+    let mut server = start_server(&args, Stdio::null());
     let status = server.wait_exit(Duration::from_secs(300));
     assert_eq!(status, Some(0), "{}", server.output());
     server.output()
@@ -27,7 +25,7 @@ fn pregen_is_a_console_command_of_the_world_listed_by_help() {
     scratch.add_world(false);
     let mut args = scratch.server_args();
     args.push("--no-watch".into());
-    let mut server = ServerProcess::start(&args, Stdio::piped());
+    let mut server = start_server(&args, Stdio::piped());
     server
         .wait_for("server started", Duration::from_secs(300))
         .unwrap_or_else(|| panic!("{}", server.output()));
@@ -60,7 +58,7 @@ fn an_unknown_headless_command_names_the_ones_there_are() {
     scratch.add_world(false);
     let mut args = scratch.server_args();
     args.extend(["pregenerate".into(), "--radius".into(), "1".into()]);
-    let mut server = ServerProcess::start(&args, Stdio::null());
+    let mut server = start_server(&args, Stdio::null());
     assert_eq!(server.wait_exit(Duration::from_secs(300)), Some(1));
     assert!(
         server
@@ -107,7 +105,7 @@ fn kill_9_while_saving_loses_no_acknowledged_save() {
     args.extend(["--no-watch".into(), "--tick-ms".into(), "20".into()]);
     let mut previous = 0u64;
     for iteration in 0..10u64 {
-        let mut server = ServerProcess::start(&args, Stdio::piped());
+        let mut server = start_server(&args, Stdio::piped());
         let ready = server
             .wait_for("world_probe ready at round ", Duration::from_secs(120))
             .unwrap_or_else(|| panic!("iteration {iteration}:\n{}", server.output()));
@@ -124,8 +122,7 @@ fn kill_9_while_saving_loses_no_acknowledged_save() {
         server
             .wait_for(&format!("saved round {target}"), Duration::from_secs(60))
             .unwrap_or_else(|| panic!("iteration {iteration}:\n{}", server.output()));
-        server.child.kill().expect("kill -9");
-        server.child.wait().expect("reaped");
+        server.kill();
         server.wait_exit(Duration::from_secs(5));
         let acknowledged = server
             .seen
@@ -163,7 +160,7 @@ fn reload_voxelworld_keeps_the_world_and_its_registry() {
     scratch.add_world(true);
     let mut args = scratch.server_args();
     args.extend(["--no-watch".into(), "--tick-ms".into(), "20".into()]);
-    let mut server = ServerProcess::start(&args, Stdio::piped());
+    let mut server = start_server(&args, Stdio::piped());
     server
         .wait_for("world_probe ready at round 0", Duration::from_secs(120))
         .unwrap_or_else(|| panic!("{}", server.output()));

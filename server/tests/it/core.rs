@@ -2,19 +2,12 @@
 //! each on its own thread: events, calls, panics, ABI refusal, call cycles,
 //! load/unload cycles, reload with state and queued events, the watchdog.
 
-mod common;
-
-/// The probe fixture's payload types.
-#[path = "../../tests/modules/probe/src/api.rs"]
-#[allow(dead_code)]
-mod probe;
-
 use std::time::{Duration, Instant};
 
+use crate::common::{Scratch, logs, wait_until};
 use buildat_interface::core_api::ModuleState;
 use buildat_interface::{CallError, decode, encode};
-use common::{Scratch, logs, wait_until};
-use probe::{CallMany, CallManyResult, EmitRequest, ProxyCall, Stats};
+use buildat_test_probe_api::{CallMany, CallManyResult, EmitRequest, ProxyCall, Stats};
 
 fn stats(core: &buildat_server::core::Core, module: &str, event: &str) -> Stats {
     decode(
@@ -130,7 +123,7 @@ fn panics_in_constructor_init_and_start_fail_only_that_module() {
         let victim = format!("victim_{stage}");
         // Kept out of the module path the loader scans; loaded by hand.
         let victim_dir = scratch.dir.path().join("outside").join(&victim);
-        common::copy_dir(&common::fixture("probe"), &victim_dir);
+        crate::common::copy_dir(&crate::common::fixture("probe"), &victim_dir);
         let core = scratch.core(&[("probe_panic", &format!("{victim}:{stage}"))]);
         core.start().expect("start");
         let error = core
@@ -222,12 +215,12 @@ fn panics_in_event_and_call_are_contained_and_named() {
 #[test]
 fn library_of_another_abi_version_is_refused() {
     let scratch = Scratch::new();
-    common::prebuild(&common::fixture("bad_abi"));
+    crate::common::prebuild(&crate::common::fixture("bad_abi"));
     scratch.add_probe("abi_ok");
     let core = scratch.core(&[]);
     core.start().expect("start");
     let dir = scratch.dir.path().join("elsewhere").join("bad_abi");
-    common::copy_dir(&common::fixture("bad_abi"), &dir);
+    crate::common::copy_dir(&crate::common::fixture("bad_abi"), &dir);
     let error = core
         .load_module("bad_abi", Some(&dir))
         .expect_err("refused")
@@ -280,7 +273,7 @@ fn call_cycle_returns_an_error_quickly() {
 fn load_and_unload_twenty_times_leaves_no_image_mapped() {
     let scratch = Scratch::new();
     let dir = scratch.dir.path().join("outside").join("cycler");
-    common::copy_dir(&common::fixture("probe"), &dir);
+    crate::common::copy_dir(&crate::common::fixture("probe"), &dir);
     let core = scratch.core(&[]);
     core.start().expect("start");
     for round in 0..20 {

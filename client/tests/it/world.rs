@@ -6,17 +6,14 @@
 //! change; then the ASCII map of a synthetic world and its PNG (decoded
 //! back with the `png` crate).
 
-#[path = "common/world_data.rs"]
-mod world_data;
-
 use buildat_format::Packet;
 use buildat_voxelworld_api::stream::{Chunk, Registry, UnloadChunk, VoxelUpdates};
 use std::rc::Rc;
 
+use crate::common::world_data::*;
 use buildat_client::sandbox::{Options, Runtime};
 use buildat_client::world::{BlockKind, Column, Handled, WorldView};
 use mlua::Value;
-use world_data::*;
 
 fn feed(view: &mut WorldView, name: &str, data: &[u8]) -> Handled {
     view.handle_packet(name, data)
@@ -32,7 +29,7 @@ fn chunks_are_held_updated_and_unloaded() {
     let registry = registry();
     let mut view = WorldView::new();
     assert_eq!(
-        feed(&mut view, "main:edits", b"whatever"),
+        feed(&mut view, buildat_main_api::Edits::NAME, b"whatever"),
         Handled::NotWorld,
         "other packets are not the view's"
     );

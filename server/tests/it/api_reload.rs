@@ -10,16 +10,14 @@
 //! folders with their API crates, pointing at the repository's interface,
 //! format and voxel crates), so editing them touches nothing in the repo.
 
-mod common;
-
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::common::{Scratch, start_server};
 use buildat_format::Packet;
+use buildat_harness::raw_client::RawClient;
 use buildat_main_api::{Join, Ping, Pong, Spawn};
-use common::client::TestClient;
-use common::{Scratch, ServerProcess};
 
 fn append_after(path: &Path, anchor: &str, addition: &str) {
     let text = std::fs::read_to_string(path).expect("read source");
@@ -109,7 +107,7 @@ fn build_hash(server: &mut ServerProcess, module: &str) -> String {
 }
 
 /// Pings until the pong comes back: the connection is alive and served.
-fn ping(client: &mut TestClient, data: &[u8]) {
+fn ping(client: &mut RawClient, data: &[u8]) {
     client
         .send_packet(&Ping {
             data: data.to_vec(),
@@ -136,12 +134,12 @@ fn an_api_change_reloads_without_dropping_players() {
     let modules = scratch.modules();
     let mut args = scratch.server_args();
     args.extend(["--listen", "127.0.0.1:0", "--no-watch"].map(String::from));
-    let mut server = ServerProcess::start(&args, Stdio::piped());
+    let mut server = start_server(&args, Stdio::piped());
     let address = server.listen_address();
     server
         .wait_for("server started", Duration::from_secs(300))
         .unwrap_or_else(|| panic!("{}", server.output()));
-    let mut client = TestClient::connect(&address);
+    let mut client = RawClient::connect(&address).expect("connect");
     client
         .send_packet(&Join {
             name: "stays".into(),

@@ -9,14 +9,11 @@
 //! The server binary is looked up next to this test's executable
 //! (`target/<profile>/buildat-server`): `cargo test --workspace` builds it.
 
-#[path = "common/real_server.rs"]
-mod real_server;
-
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use real_server::{Server, copy_dir, copy_modules, prebuild, repo_root};
+use crate::common::{Server, copy_dir, copy_modules, prebuild, repo_root, start_server};
 use sha2::{Digest, Sha256};
 
 const LUA_MODULE: &str = "e2e_lua";
@@ -106,7 +103,7 @@ fn client_runs_a_modules_lua_against_the_real_server() {
     let scratch = tempfile::tempdir().expect("temp dir");
     let modules = scratch.path().join("modules");
     lay_out_modules(&modules);
-    let mut server = Server::start(&scratch.path().join("world"), &modules, &[]);
+    let mut server = start_server(&scratch.path().join("world"), &modules, &[]);
     let address = server.wait_started();
     let cache = scratch.path().join("cache");
 
@@ -137,5 +134,10 @@ fn client_runs_a_modules_lua_against_the_real_server() {
         "the entry is repaired"
     );
 
-    assert_eq!(server.stop(), Some(0), "{}", server.output());
+    assert_eq!(
+        server.stop(Duration::from_secs(30)),
+        Some(0),
+        "{}",
+        server.output()
+    );
 }

@@ -4,9 +4,6 @@
 //! that does not stop the others. (The same flow against the real server
 //! is `tests/e2e.rs`.)
 
-#[path = "common/fake_server.rs"]
-mod fake_server;
-
 use buildat_client_file_api::{
     AnnounceFile, FileContent, RequestFile, TellAfterAllFilesTransferred,
 };
@@ -18,7 +15,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use fake_server::{Conn, fake_server, serve_files, sha256};
+use buildat_harness::fake_server::{Conn, fake_server, serve_files, sha256};
 
 const CLIENT: &str = env!("CARGO_BIN_EXE_buildat-client");
 

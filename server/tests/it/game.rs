@@ -2,8 +2,6 @@
 //! streaming nearest first under flow control, edits seen by others and kept
 //! across a restart.
 
-mod common;
-
 use buildat_format::Packet;
 use buildat_main_api::{Dig, Edits, Join, Ping, Place, Pong, Refused, Spawn};
 use buildat_voxelworld_api::stream::{Ack, Chunk, Registry, UnloadChunk, VoxelUpdates};
@@ -11,16 +9,16 @@ use std::collections::{HashMap, HashSet};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use crate::common::{Scratch, Server, start_server};
 use buildat_format::decode_voxels;
+use buildat_harness::raw_client::RawClient;
 use buildat_voxel::geometry::{self, Pos};
-use common::client::TestClient;
-use common::{Scratch, ServerProcess};
 
 const RADIUS: i32 = 2;
 /// Chunks in flight without an ack (set small so the radius needs acks).
 const BUDGET: usize = 16;
 
-fn start(scratch: &Scratch) -> (ServerProcess, String) {
+fn start(scratch: &Scratch) -> (Server, String) {
     let mut args = scratch.server_args();
     args.extend(
         [
@@ -34,7 +32,7 @@ fn start(scratch: &Scratch) -> (ServerProcess, String) {
         ]
         .map(String::from),
     );
-    let mut server = ServerProcess::start(&args, Stdio::piped());
+    let mut server = start_server(&args, Stdio::piped());
     let address = server.listen_address();
     server
         .wait_for("server started", Duration::from_secs(120))
@@ -44,7 +42,7 @@ fn start(scratch: &Scratch) -> (ServerProcess, String) {
 
 /// A player as the test sees it.
 struct Player {
-    client: TestClient,
+    client: RawClient,
     peer: u64,
     position: [f64; 3],
     names: Vec<String>,
@@ -59,7 +57,7 @@ struct Player {
 
 impl Player {
     fn join(address: &str, name: &str) -> Self {
-        let mut client = TestClient::connect(address);
+        let mut client = RawClient::connect(address).expect("connect");
         client
             .send_packet(&Join {
                 name: name.to_string(),
