@@ -95,7 +95,7 @@ buildat-voxelworld-api.workspace = true
 }
 
 /// The build hash `modules` shows for `module`.
-fn build_hash(server: &mut ServerProcess, module: &str) -> String {
+fn build_hash(server: &mut buildat_harness::server::Server, module: &str) -> String {
     server.send("modules");
     let line = server
         .wait_for(&format!("{module:<20} "), Duration::from_secs(10))
