@@ -12,7 +12,7 @@
 --! `bytes`, `Logger`) and the `buildat.world` table. Does not own: the time
 --! and memory limits, the packet subscriptions, timers and exit hooks, the
 --! world view, file storage or compiling (all in Rust,
---! `client/src/sandbox.rs`, `client/src/world.rs`).
+--! `client/src/sandbox/`, `client/src/world/`).
 --!
 --! Rule for this file: nothing reachable from a sandboxed environment may
 --! lead back here. Sandboxed code only ever receives frozen tables, plain
