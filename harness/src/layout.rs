@@ -124,8 +124,8 @@ pub fn test_build_dir() -> PathBuf {
 /// Makes the folder holding the module path `modules` a cargo workspace
 /// for copies of modules: the repository's workspace manifest with only
 /// `modules/*` and `modules/*/api` as members and absolute paths to the
-/// host's crates, its lock file, and a copy of every module's API crate
-/// (`modules/<name>/api`). Copies then resolve their path
+/// host's crates, its lock file, and a copy of every module's library
+/// crates (`modules/<name>/api`, `modules/worldgen/terrain`). Copies then resolve their path
 /// dependencies (API crates, the interface) as the originals do, so they
 /// hash alike and find the originals' artifacts, and a copy that changes
 /// can be built.
@@ -143,7 +143,11 @@ pub fn write_module_workspace(modules: &Path) -> anyhow::Result<()> {
         .context("the repository's [workspace]")?;
     workspace.insert(
         "members".into(),
-        toml::Value::Array(vec!["modules/*".into(), "modules/*/api".into()]),
+        toml::Value::Array(vec![
+            "modules/*".into(),
+            "modules/*/api".into(),
+            "modules/worldgen/terrain".into(),
+        ]),
     );
     workspace.remove("exclude");
     if let Some(dependencies) = workspace
@@ -171,12 +175,21 @@ pub fn write_module_workspace(modules: &Path) -> anyhow::Result<()> {
     // Every module's API crate, as in the repository, so a copy of a module
     // that uses another's API resolves it even when that module is not
     // copied (a folder without a meta.json is no module).
+    // The same for a module's other library crates (worldgen's `terrain`).
     for entry in std::fs::read_dir(repo.join("modules")).context("reading modules/")? {
-        let api = entry?.path().join("api");
-        if api.join("Cargo.toml").is_file()
-            && let Some(module) = api.parent().and_then(|m| m.file_name())
+        let module = entry?.path();
+        let Some(module_name) = module.file_name() else {
+            continue;
+        };
+        for crate_dir in
+            std::fs::read_dir(&module).with_context(|| format!("reading {}", module.display()))?
         {
-            copy_dir(&api, &modules.join(module).join("api"))?;
+            let crate_dir = crate_dir?.path();
+            if crate_dir.join("Cargo.toml").is_file()
+                && let Some(crate_name) = crate_dir.file_name()
+            {
+                copy_dir(&crate_dir, &modules.join(module_name).join(crate_name))?;
+            }
         }
     }
     std::fs::copy(repo.join("Cargo.lock"), root.join("Cargo.lock"))

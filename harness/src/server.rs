@@ -252,6 +252,26 @@ impl Server {
         self.wait_for_from(self.cursor, needle, timeout)
     }
 
+    /// `wait_for` for tests: the line, or a panic naming what was awaited
+    /// and showing the server's output.
+    pub fn expect_line(&mut self, needle: &str, timeout: Duration) -> String {
+        match self.wait_for(needle, timeout) {
+            Some(line) => line,
+            None => panic!(
+                "no line with {needle:?} within {timeout:?}; output:\n{}",
+                self.output()
+            ),
+        }
+    }
+
+    /// `stop` on the console, for tests: panics unless the server exits
+    /// with status 0 within 30 s.
+    pub fn stop_cleanly(&mut self) {
+        self.send("stop");
+        let status = self.wait_exit(Duration::from_secs(30));
+        assert_eq!(status, Some(0), "stop; output:\n{}", self.output());
+    }
+
     /// Writes a console line; later `wait_for`s look only at newer output.
     /// Panics if the console is not piped or is closed: for tests (`command`
     /// is the checked form).

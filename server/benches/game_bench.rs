@@ -134,7 +134,7 @@ impl Bot {
 /// The floor: the same number of chunks encoded as voxel blobs and written
 /// framed over raw TCP to a reader in this process. Returns seconds.
 fn floor(chunks: usize) -> f64 {
-    use buildat_module_worldgen::terrain;
+    use buildat_worldgen_terrain as terrain;
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let address = listener.local_addr().expect("address");
     let reader = std::thread::spawn(move || {

@@ -19,12 +19,7 @@ use rusqlite::{Connection, params};
 
 const SEED: u64 = 1;
 
-/// The default generator's terrain function, compiled in directly (linking
-/// the worldgen module as a library would clash with this crate's exported
-/// module symbol).
-#[path = "../../worldgen/src/terrain.rs"]
-#[allow(dead_code, unused_imports)]
-mod terrain;
+use buildat_worldgen_terrain as terrain;
 
 /// A section's chunks as plain voxel arrays.
 type RawSection = (Pos, Vec<(Pos, Vec<u32>)>);

@@ -7,8 +7,6 @@
 //! comes from voxelworld (`get_world_config`, the `world.toml` it owns). Does not own: storing
 //! anything (voxelworld does).
 
-pub mod terrain;
-
 use buildat_format::encode_voxels;
 use buildat_interface::{Event, Host, Module, ModuleError, decode, events, export_module, log};
 use buildat_voxel::geometry::{Pos, SectionSize};
@@ -16,6 +14,7 @@ use buildat_voxelworld_api::{
     ApplyGenerated, BlockDefinition, ChunkData, Generate, GeneratedSection, GenerationRequest,
     GetWorldConfig, RegisterBlock,
 };
+use buildat_worldgen_terrain as terrain;
 
 pub fn generate_section(seed: u64, section_size: SectionSize, section: Pos) -> GeneratedSection {
     let chunks = section_size

@@ -136,9 +136,7 @@ fn an_api_change_reloads_without_dropping_players() {
     args.extend(["--listen", "127.0.0.1:0", "--no-watch"].map(String::from));
     let mut server = start_server(&args, Stdio::piped());
     let address = server.listen_address();
-    server
-        .wait_for("server started", Duration::from_secs(300))
-        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.expect_line("server started", Duration::from_secs(300));
     let mut client = RawClient::connect(&address).expect("connect");
     client
         .send_packet(&Join {
@@ -200,9 +198,7 @@ fn an_api_change_reloads_without_dropping_players() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("a count in {line:?}"));
     assert!(count > 0, "the spawn area is loaded: {line}");
-    server
-        .wait_for("loaded section_counter", Duration::from_secs(30))
-        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.expect_line("loaded section_counter", Duration::from_secs(30));
 
     ping(&mut client, b"after");
     assert!(
@@ -210,6 +206,5 @@ fn an_api_change_reloads_without_dropping_players() {
         "{}",
         server.output()
     );
-    server.send("stop");
-    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    server.stop_cleanly();
 }

@@ -89,9 +89,7 @@ fn end_of_input_keeps_running_and_sigterm_stops_cleanly() {
     let scratch = Scratch::new();
     scratch.add_probe("eof_probe");
     let mut server = start_server(&scratch.server_args(), Stdio::null());
-    server
-        .wait_for("server started", START)
-        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.expect_line("server started", START);
     server
         .wait_for("console: end of input", Duration::from_secs(10))
         .expect("end of input noticed");
@@ -111,9 +109,7 @@ fn end_of_input_keeps_running_and_sigterm_stops_cleanly() {
 fn sigint_stops_cleanly() {
     let scratch = Scratch::new();
     let mut server = start_server(&scratch.server_args(), Stdio::piped());
-    server
-        .wait_for("server started", START)
-        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.expect_line("server started", START);
     server.signal("INT").expect("signal");
     assert_eq!(
         server.wait_exit(Duration::from_secs(30)),
@@ -215,9 +211,7 @@ fn lua_only_modules_load_in_dependency_order_without_building() {
     );
     scratch.add_meta_only("omega", r#"{"disable_rust": true, "colour": "blue"}"#);
     let mut server = start_server(&scratch.server_args(), Stdio::piped());
-    server
-        .wait_for("server started: 4 modules loaded", START)
-        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.expect_line("server started: 4 modules loaded", START);
     let output = server.output();
     assert!(
         output.contains("load order: zeta, alpha, omega"),
@@ -227,8 +221,7 @@ fn lua_only_modules_load_in_dependency_order_without_building() {
         output.contains("unknown field \"colour\" (ignored)"),
         "{output}"
     );
-    server.send("stop");
-    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    server.stop_cleanly();
 }
 
 #[test]
@@ -240,16 +233,12 @@ fn unload_refuses_while_dependents_are_loaded() {
         r#"{"disable_rust": true, "dependencies": [{"module": "base"}]}"#,
     );
     let mut server = start_server(&scratch.server_args(), Stdio::piped());
-    server
-        .wait_for("server started", START)
-        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.expect_line("server started", START);
     server.send("unload base");
-    server
-        .wait_for(
-            "cannot unload base: loaded modules depend on it: user",
-            Duration::from_secs(10),
-        )
-        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.expect_line(
+        "cannot unload base: loaded modules depend on it: user",
+        Duration::from_secs(10),
+    );
     server.send("unload user");
     server
         .wait_for("unloaded user", Duration::from_secs(10))
@@ -267,14 +256,11 @@ fn unload_refuses_while_dependents_are_loaded() {
         .wait_for("unloaded base", Duration::from_secs(10))
         .expect("base unloads");
     server.send("load user");
-    server
-        .wait_for(
-            "cannot load user: it needs base, which is not loaded",
-            Duration::from_secs(10),
-        )
-        .unwrap_or_else(|| panic!("{}", server.output()));
-    server.send("stop");
-    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    server.expect_line(
+        "cannot load user: it needs base, which is not loaded",
+        Duration::from_secs(10),
+    );
+    server.stop_cleanly();
 }
 
 #[test]
@@ -283,9 +269,7 @@ fn saving_files_reloads_the_module_and_announces_client_files() {
     let dir = scratch.add_editable_probe("watched");
     std::fs::create_dir_all(dir.join("client_lua")).expect("client_lua");
     let mut server = start_server(&scratch.server_args(), Stdio::piped());
-    server
-        .wait_for("watching module folders", START)
-        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.expect_line("watching module folders", START);
     std::fs::write(dir.join("client_lua/init.lua"), "print('hello')\n").expect("write lua");
     server
         .wait_for(
@@ -299,8 +283,7 @@ fn saving_files_reloads_the_module_and_announces_client_files() {
     server
         .wait_for("module watched reloaded", START)
         .unwrap_or_else(|| panic!("no reload after saving:\n{}", server.output()));
-    server.send("stop");
-    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    server.stop_cleanly();
 }
 
 /// Live (not zombie) processes: pid, process group and command line.
@@ -447,9 +430,7 @@ fn stop_on_the_console_ends_a_reload_build_within_two_seconds() {
     let mut args = scratch.server_args();
     args.push("--no-watch".into());
     let mut server = start_server(&args, Stdio::piped());
-    server
-        .wait_for("server started", START)
-        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.expect_line("server started", START);
     // A constant that takes rustc minutes to evaluate: the build is still
     // running whenever `stop` comes.
     let source = dir.join("src/lib.rs");
@@ -526,9 +507,7 @@ fn a_module_folder_dropped_in_loads_with_its_dependencies_and_removed_unloads() 
     args.extend(["--listen", "127.0.0.1:0"].map(String::from));
     let mut server = start_server(&args, Stdio::piped());
     let address = server.listen_address();
-    server
-        .wait_for("watching module folders", START)
-        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.expect_line("watching module folders", START);
     let mut client = RawClient::connect(&address).expect("connect");
     let mut cache = std::collections::HashMap::new();
     let first = client.sync_files(&mut cache, Duration::from_millis(700));
@@ -536,9 +515,7 @@ fn a_module_folder_dropped_in_loads_with_its_dependencies_and_removed_unloads() 
 
     // A dependency present in the module path but not loaded loads first.
     server.send("unload lua_base");
-    server
-        .wait_for("unloaded lua_base", Duration::from_secs(10))
-        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.expect_line("unloaded lua_base", Duration::from_secs(10));
     let staging = scratch.dir.path().join("staging");
     write_lua_module(&staging.join("lua_new"), &["lua_base", "client_file"]);
     crate::common::copy_dir(&staging.join("lua_new"), &scratch.modules().join("lua_new"));
@@ -591,7 +568,6 @@ fn a_module_folder_dropped_in_loads_with_its_dependencies_and_removed_unloads() 
         |r: &RemoveFilePacket| r.name == "lua_new/client_lua/init.lua",
     )
     .unwrap_or_else(|| panic!("not withdrawn:\n{}", server.output()));
-    server.send("stop");
-    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    server.stop_cleanly();
     assert!(!server.output().contains("ERROR"), "{}", server.output());
 }

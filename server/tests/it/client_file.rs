@@ -23,9 +23,7 @@ fn start(scratch: &Scratch, extra: &[&str]) -> (Server, String) {
     args.extend(extra.iter().map(|a| a.to_string()));
     let mut server = start_server(&args, Stdio::piped());
     let address = server.listen_address();
-    server
-        .wait_for("server started", Duration::from_secs(120))
-        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.expect_line("server started", Duration::from_secs(120));
     (server, address)
 }
 
@@ -85,8 +83,7 @@ fn files_reach_clients_verified_and_a_warm_cache_requests_nothing() {
     );
     assert_eq!(second.content_bytes, 0, "no content bytes sent");
     assert_eq!(second.scripts.len(), 2);
-    server.send("stop");
-    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    server.stop_cleanly();
 }
 
 #[test]
@@ -140,8 +137,7 @@ fn only_registered_names_are_served() {
     server
         .wait_for("refused file request", Duration::from_secs(5))
         .expect("logged");
-    server.send("stop");
-    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    server.stop_cleanly();
 }
 
 #[test]
@@ -168,8 +164,7 @@ fn editing_a_client_file_re_announces_it_to_connected_clients() {
         announce.hash,
         before.announced["lua_live/client_lua/init.lua"]
     );
-    server.send("stop");
-    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    server.stop_cleanly();
 }
 
 #[test]
@@ -245,6 +240,5 @@ fn a_big_file_does_not_stall_other_clients_and_survives_reloads() {
         "{}",
         server.output()
     );
-    server.send("stop");
-    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    server.stop_cleanly();
 }

@@ -34,9 +34,7 @@ fn start(scratch: &Scratch) -> (Server, String) {
     );
     let mut server = start_server(&args, Stdio::piped());
     let address = server.listen_address();
-    server
-        .wait_for("server started", Duration::from_secs(120))
-        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.expect_line("server started", Duration::from_secs(120));
     (server, address)
 }
 
@@ -232,8 +230,7 @@ fn a_joining_player_gets_its_own_chunk_first_then_the_radius_once_each() {
     let ground = player.voxel_name(standing_on).expect("ground is held");
     assert_ne!(ground, "air", "it spawned on the surface");
     assert_eq!(player.voxel_name(player.feet()), Some("air"));
-    server.send("stop");
-    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    server.stop_cleanly();
 }
 
 #[test]
@@ -278,8 +275,7 @@ fn a_client_that_stops_acking_stops_receiving_and_resumes() {
     player
         .pump_until(Duration::from_secs(60), |p| p.received.len() == 33)
         .expect("resumed");
-    server.send("stop");
-    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    server.stop_cleanly();
 }
 
 #[test]
@@ -342,8 +338,7 @@ fn edits_reach_other_players_at_once_and_survive_a_restart() {
         Some("stone"),
         "the placed stone was saved"
     );
-    server.send("stop");
-    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    server.stop_cleanly();
 }
 
 #[test]
@@ -379,6 +374,5 @@ fn players_keep_playing_across_reloads_of_every_game_module() {
         "{}",
         server.output()
     );
-    server.send("stop");
-    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    server.stop_cleanly();
 }

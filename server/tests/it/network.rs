@@ -27,9 +27,7 @@ fn start_server(scratch: &Scratch, settings: &[&str]) -> (Server, String) {
     }
     let mut server = common::start_server(&args, Stdio::piped());
     let address = server.listen_address();
-    server
-        .wait_for("server started", Duration::from_secs(60))
-        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.expect_line("server started", Duration::from_secs(60));
     (server, address)
 }
 
@@ -89,8 +87,7 @@ fn clients_exchange_packets_both_ways() {
             Duration::from_secs(5),
         )
         .expect("client_disconnected event");
-    server.send("stop");
-    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    server.stop_cleanly();
 }
 
 /// Two well-behaved clients keep echoing while `attack` runs; they must see
@@ -199,11 +196,8 @@ fn bad_input_costs_only_its_sender() {
             "the lazy reader is dropped"
         );
     });
-    server
-        .wait_for("not reading", Duration::from_secs(10))
-        .unwrap_or_else(|| panic!("{}", server.output()));
-    server.send("stop");
-    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    server.expect_line("not reading", Duration::from_secs(10));
+    server.stop_cleanly();
 }
 
 #[test]
@@ -236,8 +230,7 @@ fn connections_over_the_limit_are_refused_cleanly() {
     server
         .wait_for("refused connection from", Duration::from_secs(5))
         .expect("logged");
-    server.send("stop");
-    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    server.stop_cleanly();
 }
 
 #[test]
@@ -279,8 +272,7 @@ fn reload_network_while_twenty_clients_stream() {
         !output.contains("still mapped"),
         "old images unmapped:\n{output}"
     );
-    server.send("stop");
-    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    server.stop_cleanly();
 }
 
 #[test]

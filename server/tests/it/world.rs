@@ -26,9 +26,7 @@ fn pregen_is_a_console_command_of_the_world_listed_by_help() {
     let mut args = scratch.server_args();
     args.push("--no-watch".into());
     let mut server = start_server(&args, Stdio::piped());
-    server
-        .wait_for("server started", Duration::from_secs(300))
-        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.expect_line("server started", Duration::from_secs(300));
     server.send("help");
     let line = server
         .wait_for("pregen --radius N [--height H]", Duration::from_secs(10))
@@ -48,8 +46,7 @@ fn pregen_is_a_console_command_of_the_world_listed_by_help() {
             Duration::from_secs(10),
         )
         .unwrap_or_else(|| panic!("a usage error:\n{}", server.output()));
-    server.send("stop");
-    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    server.stop_cleanly();
 }
 
 #[test]
@@ -161,16 +158,12 @@ fn reload_voxelworld_keeps_the_world_and_its_registry() {
     let mut args = scratch.server_args();
     args.extend(["--no-watch".into(), "--tick-ms".into(), "20".into()]);
     let mut server = start_server(&args, Stdio::piped());
-    server
-        .wait_for("world_probe ready at round 0", Duration::from_secs(120))
-        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.expect_line("world_probe ready at round 0", Duration::from_secs(120));
     server
         .wait_for("saved round 6", Duration::from_secs(60))
         .expect("rounds saved");
     server.send("reload voxelworld");
-    server
-        .wait_for("reloaded voxelworld", Duration::from_secs(60))
-        .unwrap_or_else(|| panic!("{}", server.output()));
+    server.expect_line("reloaded voxelworld", Duration::from_secs(60));
     server.send("reload worldgen");
     server
         .wait_for("reloaded worldgen", Duration::from_secs(60))

@@ -4,7 +4,9 @@
 //! (rolling surface around sea level 0, sand beaches, water below sea level,
 //! caves, coal and iron ore) and the block names it uses. Pure and
 //! deterministic: the same seed and chunk always give the same voxels.
-//! Does not own: registering blocks or talking to voxelworld (`lib.rs`).
+//! Does not own: registering blocks or talking to voxelworld (the
+//! `worldgen` module does). A crate of its own so benchmarks and tools can
+//! generate the default terrain without linking a module library.
 
 use buildat_voxel::geometry::{self, CHUNK_SIZE, CHUNK_VOLUME, Pos};
 
