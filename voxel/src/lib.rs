@@ -5,10 +5,12 @@
 //! games, 3 reserved), [`VoxelName`] and its canonical string form,
 //! [`VoxelDefinition`], the [`VoxelRegistry`] (id ↔ name ↔ definition) and
 //! the [`BlockRegistry`] (blocks generate the voxel definitions they need,
-//! per segment and rotation), world geometry helpers ([`geometry`]).
+//! per segment and rotation), world geometry helpers ([`geometry`]), the
+//! colour a block is drawn in without a texture ([`colour`]).
 //! Does not own: storage, encoding of voxel arrays (`buildat-format`'s voxel
 //! blob) or generation.
 
+pub mod colour;
 pub mod geometry;
 
 use std::collections::HashMap;

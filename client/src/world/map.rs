@@ -10,6 +10,7 @@
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
+use buildat_voxel::colour::block_colour;
 use buildat_voxel::geometry::{self, CHUNK_SIZE, Pos};
 use buildat_voxel::{AIR, MAX_TYPE_ID};
 use thiserror::Error;
@@ -47,6 +48,12 @@ pub enum BlockKind {
     Sand,
     Water,
     Ore,
+    Snow,
+    Ice,
+    Wood,
+    Leaves,
+    Plant,
+    Built,
     Other,
 }
 
@@ -59,6 +66,12 @@ impl BlockKind {
             "dirt" => Self::Dirt,
             "sand" => Self::Sand,
             "water" => Self::Water,
+            "snow" => Self::Snow,
+            "ice" => Self::Ice,
+            "wood" => Self::Wood,
+            "leaves" | "pine_leaves" => Self::Leaves,
+            "cactus" => Self::Plant,
+            "cobblestone" | "mossy_cobblestone" => Self::Built,
             n if n == "ore" || n.ends_with("_ore") || n.starts_with("ore_") => Self::Ore,
             _ => Self::Other,
         }
@@ -73,26 +86,41 @@ impl BlockKind {
             Self::Sand => '.',
             Self::Water => '~',
             Self::Ore => '*',
+            Self::Snow => '^',
+            Self::Ice => '=',
+            Self::Wood => '|',
+            Self::Leaves => '&',
+            Self::Plant => '+',
+            Self::Built => 'O',
             Self::Other => '?',
         }
     }
 
-    /// Its colour on the PNG map.
+    /// Its colour on the PNG map: the colour of a block of the kind
+    /// (magenta for unknown blocks, so they stand out).
     pub fn colour(self) -> [u8; 3] {
-        match self {
-            Self::Stone => [128, 128, 128],
-            Self::Grass => [70, 160, 50],
-            Self::Dirt => [130, 90, 55],
-            Self::Sand => [225, 210, 150],
-            Self::Water => [40, 90, 210],
-            Self::Ore => [230, 140, 30],
-            Self::Other => [200, 40, 200],
-        }
+        let block = match self {
+            Self::Stone => "stone",
+            Self::Grass => "grass",
+            Self::Dirt => "dirt",
+            Self::Sand => "sand",
+            Self::Water => "water",
+            Self::Ore => "ore",
+            Self::Snow => "snow",
+            Self::Ice => "ice",
+            Self::Wood => "wood",
+            Self::Leaves => "leaves",
+            Self::Plant => "cactus",
+            Self::Built => "cobblestone",
+            Self::Other => return [200, 40, 200],
+        };
+        block_colour(block)
     }
 }
 
 /// The legend line of the ASCII map.
-pub const ASCII_LEGEND: &str = "# stone  \" grass  % dirt  . sand  ~ water  * ore  ? other  \
+pub const ASCII_LEGEND: &str = "# stone  \" grass  % dirt  . sand  ~ water  * ore  ^ snow  \
+                                = ice  | wood  & leaves  + cactus  O cobblestone  ? other  \
                                 (blank) nothing held  @ focus";
 
 /// One voxel column of a top-down slice.

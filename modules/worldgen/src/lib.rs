@@ -1,21 +1,30 @@
 //! `worldgen`: the default terrain generator.
 //!
 //! Owns: registering the blocks its terrain uses with `voxelworld`,
-//! answering `voxelworld:generation_request` (generating the section and
-//! calling `voxelworld`'s `apply_generated`), and the `generate` call used by
-//! `pregen` (several sections at once, in parallel on every core). The seed
-//! comes from voxelworld (`get_world_config`, the `world.toml` it owns). Does not own: storing
-//! anything (voxelworld does).
+//! answering `voxelworld:generation_request` on a pool of worker threads
+//! (`pool.rs`: one per core, nearest-to-request order is voxelworld's; each
+//! worker generates a section and hands it to voxelworld's
+//! `apply_generated`, so no module's thread waits on generation, this one's
+//! included), and the `generate` call used by `pregen` (several sections at
+//! once, on every core). The seed comes from voxelworld (`get_world_config`,
+//! the `world.toml` it owns). Does not own: the terrain itself (the
+//! `buildat-worldgen-terrain` crate beside it) or storing anything
+//! (voxelworld does).
+
+mod pool;
 
 use buildat_format::encode_voxels;
-use buildat_interface::{Event, Host, Module, ModuleError, decode, events, export_module, log};
+use buildat_interface::{
+    Event, Host, Module, ModuleError, UnloadKind, decode, events, export_module, log,
+};
 use buildat_voxel::geometry::{Pos, SectionSize};
 use buildat_voxelworld_api::{
-    ApplyGenerated, BlockDefinition, ChunkData, Generate, GeneratedSection, GenerationRequest,
-    GetWorldConfig, RegisterBlock,
+    BlockDefinition, ChunkData, Generate, GeneratedSection, GenerationRequest, GetWorldConfig,
+    RegisterBlock,
 };
 use buildat_worldgen_terrain as terrain;
 
+/// A section's chunks, generated and encoded as voxel blobs.
 pub fn generate_section(seed: u64, section_size: SectionSize, section: Pos) -> GeneratedSection {
     let chunks = section_size
         .chunks_of_section(section)
@@ -34,6 +43,7 @@ struct Worldgen {
     host: Host,
     seed: u64,
     section_size: SectionSize,
+    pool: Option<pool::GenerationPool>,
 }
 
 impl Module for Worldgen {
@@ -42,6 +52,7 @@ impl Module for Worldgen {
             host,
             seed: 0,
             section_size: SectionSize::default(),
+            pool: None,
         })
     }
 
@@ -53,26 +64,36 @@ impl Module for Worldgen {
     fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
         match name {
             events::Start::NAME | events::Continue::NAME => {
-                for (name, solid) in terrain::PALETTE
-                    .iter()
-                    .zip([false, true, true, true, true, false, true, true])
-                {
-                    if *name == "air" {
-                        continue;
-                    }
+                for (id, name) in terrain::PALETTE.iter().enumerate().skip(1) {
                     let mut block = BlockDefinition::simple(name, &format!("{name}.png"));
-                    block.physically_solid = solid;
+                    block.physically_solid = terrain::is_solid(id as u32);
                     self.host.call(&RegisterBlock { block })?;
                 }
                 let world = self.host.call(&GetWorldConfig {})?;
                 self.section_size = SectionSize(world.section_size);
                 self.seed = world.seed;
-                log::info!("terrain seed {}", self.seed);
+                if let Some(pool) = self.pool.take() {
+                    pool.stop();
+                }
+                self.pool = Some(pool::GenerationPool::start(
+                    self.host,
+                    self.seed,
+                    self.section_size,
+                    workers(),
+                ));
+                log::info!(
+                    "terrain seed {}, {} generation workers",
+                    self.seed,
+                    workers()
+                );
             }
             GenerationRequest::NAME => {
                 let request: GenerationRequest = decode(payload)?;
-                let generated = generate_section(self.seed, self.section_size, request.section);
-                self.host.call(&ApplyGenerated { section: generated })?;
+                let pool = self
+                    .pool
+                    .as_ref()
+                    .ok_or_else(|| ModuleError::msg("a generation request before core:start"))?;
+                pool.request(request.section);
             }
             _ => {}
         }
@@ -84,14 +105,27 @@ impl Module for Worldgen {
             Generate => |request: Generate| Ok(self.generate(&request.sections)),
         })
     }
+
+    fn unload(&mut self, _kind: UnloadKind) -> Result<(), ModuleError> {
+        // Queued requests are dropped: voxelworld asks again for sections
+        // it did not get.
+        if let Some(pool) = self.pool.take() {
+            pool.stop();
+        }
+        Ok(())
+    }
+}
+
+/// One generation worker per core.
+fn workers() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
 impl Worldgen {
     /// Generates sections on every core at once.
     fn generate(&self, sections: &[Pos]) -> Vec<GeneratedSection> {
-        let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
         let (seed, size) = (self.seed, self.section_size);
-        let per_worker = sections.len().div_ceil(workers).max(1);
+        let per_worker = sections.len().div_ceil(workers()).max(1);
         std::thread::scope(|scope| {
             let handles: Vec<_> = sections
                 .chunks(per_worker)

@@ -1,19 +1,58 @@
-//! The terrain function: a chunk's voxels from a seed and its position.
+//! The default generator's terrain: a chunk's voxels from a seed and its
+//! position.
 //!
-//! Owns: the noise (hashed value noise, smoothed, in octaves), the shape
-//! (rolling surface around sea level 0, sand beaches, water below sea level,
-//! caves, coal and iron ore) and the block names it uses. Pure and
-//! deterministic: the same seed and chunk always give the same voxels.
-//! Does not own: registering blocks or talking to voxelworld (the
+//! Owns: the block names the terrain uses (`BLOCKS`), and filling a box of
+//! the world: each column's layers by biome (`column.rs`), water up to sea
+//! level (ice where it is cold), caves (tunnels that open to the surface,
+//! and caverns deep down), ores by depth, then the structures that reach
+//! into the box (`structures.rs`). Pure and deterministic: the same seed
+//! and position always give the same voxel, whatever box it is generated
+//! in. Does not own: registering blocks or talking to voxelworld (the
 //! `worldgen` module does). A crate of its own so benchmarks and tools can
 //! generate the default terrain without linking a module library.
 
-use buildat_voxel::geometry::{self, CHUNK_SIZE, CHUNK_VOLUME, Pos};
+pub mod column;
+pub mod noise;
+pub mod structures;
 
-/// Local palette: index → block name.
-pub const PALETTE: [&str; 8] = [
-    "air", "stone", "dirt", "grass", "sand", "water", "coal_ore", "iron_ore",
+use buildat_voxel::geometry::{self, CHUNK_SIZE, Pos};
+pub use column::{Biome, Column, SEA_LEVEL, column, surface_height};
+use noise::{hash, noise3};
+use structures::Write;
+
+/// A block the terrain uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block {
+    pub name: &'static str,
+    /// Whether players collide with it.
+    pub solid: bool,
+}
+
+const fn block(name: &'static str, solid: bool) -> Block {
+    Block { name, solid }
+}
+
+/// Local palette: index → block.
+pub const BLOCKS: [Block; 17] = [
+    block("air", false),
+    block("stone", true),
+    block("dirt", true),
+    block("grass", true),
+    block("sand", true),
+    block("water", false),
+    block("coal_ore", true),
+    block("iron_ore", true),
+    block("gold_ore", true),
+    block("gravel", true),
+    block("sandstone", true),
+    block("snow", true),
+    block("ice", true),
+    block("wood", true),
+    block("leaves", true),
+    block("pine_leaves", true),
+    block("cactus", true),
 ];
+// A block after the table's end would shift nothing: these are its indices.
 pub const AIR: u32 = 0;
 pub const STONE: u32 = 1;
 pub const DIRT: u32 = 2;
@@ -22,102 +61,210 @@ pub const SAND: u32 = 4;
 pub const WATER: u32 = 5;
 pub const COAL: u32 = 6;
 pub const IRON: u32 = 7;
+pub const GOLD: u32 = 8;
+pub const GRAVEL: u32 = 9;
+pub const SANDSTONE: u32 = 10;
+pub const SNOW: u32 = 11;
+pub const ICE: u32 = 12;
+pub const WOOD: u32 = 13;
+pub const LEAVES: u32 = 14;
+pub const PINE_LEAVES: u32 = 15;
+pub const CACTUS: u32 = 16;
+/// Tower stone: the structures' own blocks, after the terrain's.
+pub const COBBLESTONE: u32 = 17;
+pub const MOSSY_COBBLESTONE: u32 = 18;
 
-fn hash(seed: u64, x: i32, y: i32, z: i32) -> u64 {
-    let mut h = seed ^ 0x9e37_79b9_7f4a_7c15;
-    for v in [x, y, z] {
-        h ^= v as u32 as u64;
-        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 33;
+/// Every block name by local index, structures' blocks included.
+pub const PALETTE: [&str; 19] = {
+    let mut names = [""; 19];
+    let mut i = 0;
+    while i < BLOCKS.len() {
+        names[i] = BLOCKS[i].name;
+        i += 1;
     }
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 29)
-}
+    names[COBBLESTONE as usize] = "cobblestone";
+    names[MOSSY_COBBLESTONE as usize] = "mossy_cobblestone";
+    names
+};
 
-fn unit(seed: u64, x: i32, y: i32, z: i32) -> f64 {
-    (hash(seed, x, y, z) >> 11) as f64 / (1u64 << 53) as f64
-}
-
-fn smooth(t: f64) -> f64 {
-    t * t * (3.0 - 2.0 * t)
-}
-
-fn lerp(a: f64, b: f64, t: f64) -> f64 {
-    a + (b - a) * t
-}
-
-/// Value noise in 2D, in [0, 1).
-fn noise2(seed: u64, x: f64, z: f64) -> f64 {
-    let (x0, z0) = (x.floor(), z.floor());
-    let (tx, tz) = (smooth(x - x0), smooth(z - z0));
-    let (ix, iz) = (x0 as i32, z0 as i32);
-    let a = lerp(unit(seed, ix, 0, iz), unit(seed, ix + 1, 0, iz), tx);
-    let b = lerp(unit(seed, ix, 0, iz + 1), unit(seed, ix + 1, 0, iz + 1), tx);
-    lerp(a, b, tz)
-}
-
-/// Value noise in 3D, in [0, 1).
-fn noise3(seed: u64, x: f64, y: f64, z: f64) -> f64 {
-    let (x0, y0, z0) = (x.floor(), y.floor(), z.floor());
-    let (tx, ty, tz) = (smooth(x - x0), smooth(y - y0), smooth(z - z0));
-    let (ix, iy, iz) = (x0 as i32, y0 as i32, z0 as i32);
-    let corner = |dx, dy, dz| unit(seed, ix + dx, iy + dy, iz + dz);
-    let x00 = lerp(corner(0, 0, 0), corner(1, 0, 0), tx);
-    let x10 = lerp(corner(0, 1, 0), corner(1, 1, 0), tx);
-    let x01 = lerp(corner(0, 0, 1), corner(1, 0, 1), tx);
-    let x11 = lerp(corner(0, 1, 1), corner(1, 1, 1), tx);
-    lerp(lerp(x00, x10, ty), lerp(x01, x11, ty), tz)
-}
-
-/// The surface height at a column.
-pub fn surface_height(seed: u64, x: i32, z: i32) -> i32 {
-    let (fx, fz) = (f64::from(x), f64::from(z));
-    let broad = noise2(seed, fx / 128.0, fz / 128.0);
-    let detail = noise2(seed ^ 1, fx / 32.0, fz / 32.0);
-    (-12.0 + 40.0 * broad + 8.0 * detail).floor() as i32
+/// Whether the block at local index `id` is solid.
+pub fn is_solid(id: u32) -> bool {
+    match id {
+        COBBLESTONE | MOSSY_COBBLESTONE => true,
+        _ => BLOCKS.get(id as usize).is_some_and(|b| b.solid),
+    }
 }
 
 /// The voxels of `chunk` as local palette indices (x fastest).
 pub fn generate_chunk(seed: u64, chunk: Pos) -> Vec<u32> {
-    let mut voxels = vec![AIR; CHUNK_VOLUME];
-    let origin = geometry::chunk_origin(chunk);
-    for lz in 0..CHUNK_SIZE {
-        for lx in 0..CHUNK_SIZE {
-            let (x, z) = (origin[0] + lx, origin[2] + lz);
-            let height = surface_height(seed, x, z);
-            for ly in 0..CHUNK_SIZE {
-                let y = origin[1] + ly;
-                let voxel = if y > height {
-                    if y <= 0 { WATER } else { AIR }
-                } else if y == height {
-                    if height <= 1 { SAND } else { GRASS }
-                } else if y > height - 4 {
-                    if height <= 1 { SAND } else { DIRT }
-                } else {
-                    let cave = noise3(
-                        seed ^ 2,
-                        f64::from(x) / 20.0,
-                        f64::from(y) / 14.0,
-                        f64::from(z) / 20.0,
-                    );
-                    if cave > 0.72 && y < height - 6 {
-                        AIR
-                    } else {
-                        let roll = hash(seed ^ 3, x, y, z) % 1000;
-                        if roll < 6 {
-                            COAL
-                        } else if roll < 9 && y < -16 {
-                            IRON
-                        } else {
-                            STONE
-                        }
-                    }
-                };
-                voxels[geometry::index_in_chunk([x, y, z])] = voxel;
+    generate_box(seed, geometry::chunk_origin(chunk), [CHUNK_SIZE; 3])
+}
+
+/// The voxels of the box from `min` of `size` voxels as local palette
+/// indices, x fastest, then y, then z.
+pub fn generate_box(seed: u64, min: Pos, size: [i32; 3]) -> Vec<u32> {
+    let [sx, sy, sz] = size.map(|s| s.max(0) as usize);
+    let mut voxels = vec![AIR; sx * sy * sz];
+    let caves = CaveField::new(seed, min, size);
+    for lz in 0..sz {
+        for lx in 0..sx {
+            let (x, z) = (min[0] + lx as i32, min[2] + lz as i32);
+            let column = column::column(seed, x, z);
+            for ly in 0..sy {
+                let y = min[1] + ly as i32;
+                let voxel = column_voxel(seed, &column, &caves, [x, y, z], [lx, ly, lz]);
+                voxels[lx + sx * (ly + sy * lz)] = voxel;
             }
         }
     }
+    let max = [min[0] + size[0], min[1] + size[1], min[2] + size[2]];
+    for placement in structures::placements_touching(seed, min, max) {
+        structures::stamp(&placement, &mut |[x, y, z], voxel, write| {
+            let local = [x - min[0], y - min[1], z - min[2]];
+            if (0..3).any(|i| local[i] < 0 || local[i] >= size[i]) {
+                return;
+            }
+            let index = local[0] as usize + sx * (local[1] as usize + sy * local[2] as usize);
+            if write == Write::Replace || voxels[index] == AIR {
+                voxels[index] = voxel;
+            }
+        });
+    }
     voxels
+}
+
+/// The terrain's voxel at `pos` in `column`, before structures.
+fn column_voxel(seed: u64, column: &Column, caves: &CaveField, pos: Pos, local: [usize; 3]) -> u32 {
+    let [x, y, z] = pos;
+    let height = column.height;
+    if y > height {
+        return if y > SEA_LEVEL {
+            AIR
+        } else if y == SEA_LEVEL && column.temperature < 0.22 {
+            ICE
+        } else {
+            WATER
+        };
+    }
+    let depth = height - y;
+    // Caves reach the surface on land (cave mouths), but stay under a
+    // lid of ground where water lies above.
+    let lid = if height <= SEA_LEVEL + 1 { 5 } else { 0 };
+    if depth >= lid && caves.is_open(local, y) {
+        return AIR;
+    }
+    let layer = match column.biome {
+        Biome::Ocean if height > SEA_LEVEL - 6 => [SAND, SAND, SAND],
+        Biome::Ocean => [GRAVEL, GRAVEL, STONE],
+        Biome::Beach => [SAND, SAND, SAND],
+        Biome::Desert => [SAND, SAND, SANDSTONE],
+        Biome::SnowyPeaks => [SNOW, STONE, STONE],
+        Biome::Grassland | Biome::Forest => [GRASS, DIRT, DIRT],
+    };
+    match depth {
+        0 => layer[0],
+        1..=2 => layer[1],
+        3..=5 => layer[2],
+        _ => ore_or_stone(seed, [x, y, z]),
+    }
+}
+
+/// Ores by depth, in clusters: a 3 × 3 × 3 cell is an ore cell of the kind
+/// its depth allows, and about half its voxels are that ore.
+fn ore_or_stone(seed: u64, [x, y, z]: Pos) -> u32 {
+    let cell = hash(
+        seed ^ 0x30,
+        x.div_euclid(3),
+        y.div_euclid(3),
+        z.div_euclid(3),
+    ) % 1000;
+    let ore = match cell {
+        0..18 if y < 48 => COAL,
+        18..28 if y < -8 => IRON,
+        28..32 if y < -40 => GOLD,
+        _ => return STONE,
+    };
+    if hash(seed ^ 0x31, x, y, z) & 1 == 0 {
+        ore
+    } else {
+        STONE
+    }
+}
+
+/// Cave noise sampled on a lattice every `STEP` voxels (aligned to the
+/// world, so any box sees the same values) and interpolated between.
+struct CaveField {
+    /// Lattice origin (a multiple of STEP) and size in lattice points.
+    origin: Pos,
+    points: [usize; 3],
+    /// Offset of the box's min inside the lattice, in voxels.
+    offset: [usize; 3],
+    /// Per lattice point: two tunnel fields and one cavern field.
+    samples: Vec<[f32; 3]>,
+}
+
+const STEP: i32 = 4;
+
+impl CaveField {
+    fn new(seed: u64, min: Pos, size: [i32; 3]) -> Self {
+        let origin = min.map(|m| m.div_euclid(STEP) * STEP);
+        let points: [usize; 3] =
+            std::array::from_fn(|i| ((min[i] + size[i] - origin[i]) / STEP + 2).max(1) as usize);
+        let offset = std::array::from_fn(|i| (min[i] - origin[i]) as usize);
+        let mut samples = Vec::with_capacity(points.iter().product());
+        for pz in 0..points[2] {
+            for py in 0..points[1] {
+                for px in 0..points[0] {
+                    let [x, y, z] = [
+                        f64::from(origin[0] + px as i32 * STEP),
+                        f64::from(origin[1] + py as i32 * STEP),
+                        f64::from(origin[2] + pz as i32 * STEP),
+                    ];
+                    samples.push([
+                        noise3(seed ^ 0x50, x / 48.0, y / 24.0, z / 48.0) as f32,
+                        noise3(seed ^ 0x51, x / 48.0, y / 24.0, z / 48.0) as f32,
+                        noise3(seed ^ 0x52, x / 40.0, y / 18.0, z / 40.0) as f32,
+                    ]);
+                }
+            }
+        }
+        Self {
+            origin,
+            points,
+            offset,
+            samples,
+        }
+    }
+
+    /// Whether the voxel at `local` (in the box; world height `y`) is cave.
+    fn is_open(&self, local: [usize; 3], y: i32) -> bool {
+        let at: [usize; 3] = std::array::from_fn(|i| local[i] + self.offset[i]);
+        let step = STEP as usize;
+        let cell: [usize; 3] = at.map(|a| a / step);
+        let t: [f32; 3] = at.map(|a| (a % step) as f32 / STEP as f32);
+        let sample = |dx: usize, dy: usize, dz: usize| {
+            let index = (cell[0] + dx)
+                + self.points[0] * ((cell[1] + dy) + self.points[1] * (cell[2] + dz));
+            self.samples[index]
+        };
+        let mut value = [0f32; 3];
+        for (field, out) in value.iter_mut().enumerate() {
+            let c = |dx, dy, dz| sample(dx, dy, dz)[field];
+            let x00 = c(0, 0, 0) + (c(1, 0, 0) - c(0, 0, 0)) * t[0];
+            let x10 = c(0, 1, 0) + (c(1, 1, 0) - c(0, 1, 0)) * t[0];
+            let x01 = c(0, 0, 1) + (c(1, 0, 1) - c(0, 0, 1)) * t[0];
+            let x11 = c(0, 1, 1) + (c(1, 1, 1) - c(0, 1, 1)) * t[0];
+            let y0 = x00 + (x10 - x00) * t[1];
+            let y1 = x01 + (x11 - x01) * t[1];
+            *out = y0 + (y1 - y0) * t[2];
+        }
+        // Tunnels where both fields are near their middle: long winding
+        // tubes. Caverns where the third is high, deep down only.
+        let tunnel = (value[0] - 0.5).abs() < 0.035 && (value[1] - 0.5).abs() < 0.035;
+        let cavern = y < -24 && value[2] > 0.74;
+        let _ = self.origin;
+        tunnel || cavern
+    }
 }
 
 #[cfg(test)]
@@ -131,34 +278,105 @@ mod tests {
     }
 
     #[test]
-    fn terrain_has_surface_stone_caves_and_ores() {
-        let mut counts = [0usize; PALETTE.len()];
-        let mut cave_air = 0;
-        for cx in (-24..24).step_by(6) {
-            for cz in (-24..24).step_by(6) {
-                for cy in -2..1 {
-                    let chunk = [cx, cy, cz];
-                    let origin = geometry::chunk_origin(chunk);
-                    for (index, voxel) in generate_chunk(1, chunk).into_iter().enumerate() {
-                        counts[voxel as usize] += 1;
-                        let size = CHUNK_SIZE as usize;
-                        let (x, y, z) = (index % size, index / size % size, index / (size * size));
-                        let world = [
-                            origin[0] + x as i32,
-                            origin[1] + y as i32,
-                            origin[2] + z as i32,
-                        ];
-                        if voxel == AIR && world[1] < surface_height(1, world[0], world[2]) - 6 {
-                            cave_air += 1;
-                        }
+    fn palette_names_are_unique_and_filled() {
+        let mut names: Vec<_> = PALETTE.to_vec();
+        assert!(names.iter().all(|n| !n.is_empty()));
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), PALETTE.len());
+    }
+}
+
+#[cfg(test)]
+mod seam_tests {
+    use super::*;
+    use structures::{Kind, placements_touching};
+
+    /// 3 × 3 × 3 chunks around the first tower and around the first
+    /// forest tree found near the origin.
+    fn regions(seed: u64) -> Vec<Pos> {
+        let near = placements_touching(seed, [-2000, -64, -2000], [2000, 200, 2000]);
+        let tower = near
+            .iter()
+            .find(|p| p.kind == Kind::Tower)
+            .expect("a tower");
+        let forest = near
+            .iter()
+            .find(|p| column(seed, p.base[0], p.base[2]).biome == Biome::Forest)
+            .expect("a forest");
+        [tower, forest]
+            .map(|p| p.base.map(|v| v.div_euclid(CHUNK_SIZE) - 1))
+            .to_vec()
+    }
+
+    /// The seam is exact: every chunk generated alone, in any order, holds
+    /// the voxels that generating the whole region at once puts there, and
+    /// structures in the region do cross chunk borders.
+    #[test]
+    fn chunks_alone_match_the_region_generated_at_once() {
+        let seed = 1;
+        let count = [3, 3, 3];
+        let (mut crossing_total, mut tower_stone) = (0, 0);
+        for min_chunk in regions(seed) {
+            let min = geometry::chunk_origin(min_chunk);
+            let size = count.map(|c| c * CHUNK_SIZE);
+            let region = generate_box(seed, min, size);
+            let mut chunks = Vec::new();
+            for cz in 0..count[2] {
+                for cy in 0..count[1] {
+                    for cx in 0..count[0] {
+                        chunks.push([min_chunk[0] + cx, min_chunk[1] + cy, min_chunk[2] + cz]);
                     }
                 }
             }
+            // Reverse and interleaved orders: generation keeps no state, so
+            // order cannot matter; this pins it.
+            let mut orders = vec![chunks.clone(), chunks.iter().rev().copied().collect()];
+            orders.push(
+                chunks
+                    .iter()
+                    .step_by(2)
+                    .chain(chunks.iter().skip(1).step_by(2))
+                    .copied()
+                    .collect(),
+            );
+            for order in orders {
+                for chunk in order {
+                    let alone = generate_chunk(seed, chunk);
+                    let origin = geometry::chunk_origin(chunk);
+                    for (index, voxel) in alone.iter().enumerate() {
+                        let s = CHUNK_SIZE as usize;
+                        let local = [index % s, index / s % s, index / (s * s)];
+                        let at: [usize; 3] =
+                            std::array::from_fn(|i| (origin[i] - min[i]) as usize + local[i]);
+                        let [sx, sy] = [size[0] as usize, size[1] as usize];
+                        let expected = region[at[0] + sx * (at[1] + sy * at[2])];
+                        assert_eq!(*voxel, expected, "chunk {chunk:?} voxel {local:?}");
+                    }
+                }
+            }
+            // Not vacuous: structures in the region cross chunk borders.
+            let max = std::array::from_fn(|i| min[i] + size[i]);
+            let crossing = placements_touching(seed, min, max)
+                .into_iter()
+                .filter(|p| {
+                    let reach = if p.kind == Kind::Tower { 4 } else { 2 };
+                    (0..3).step_by(2).any(|axis| {
+                        (p.base[axis] - reach).div_euclid(CHUNK_SIZE)
+                            != (p.base[axis] + reach).div_euclid(CHUNK_SIZE)
+                    })
+                })
+                .count();
+            crossing_total += crossing;
+            tower_stone += region
+                .iter()
+                .filter(|&&v| v == COBBLESTONE || v == MOSSY_COBBLESTONE)
+                .count();
         }
-        for (index, name) in PALETTE.iter().enumerate() {
-            assert!(counts[index] > 0, "no {name} at all: {counts:?}");
-        }
-        assert!(cave_air > 0, "no caves");
-        assert!(counts[STONE as usize] > counts[COAL as usize] * 20);
+        assert!(
+            crossing_total > 5,
+            "only {crossing_total} structures cross chunk borders"
+        );
+        assert!(tower_stone > 100, "the tower is in its region");
     }
 }
