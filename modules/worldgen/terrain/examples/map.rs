@@ -2,7 +2,9 @@
 //! terrain function (no server): the top voxel's colour, lit from the
 //! north-west by the height difference, water tinted by its depth.
 //!
-//! `cargo run --release -p buildat-worldgen-terrain --example map -- OUT.png [SIZE] [SEED] [X Z]`
+//! `cargo run --release -p buildat-worldgen-terrain --example map -- OUT.png [SIZE] [SEED] [X Z] [SCALE]`
+//! (SIZE voxels square around X, Z; each pixel the average of SCALE × SCALE
+//! columns).
 
 use buildat_voxel::colour::block_colour;
 use buildat_voxel::geometry::CHUNK_SIZE;
@@ -20,6 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seed: u64 = args.get(2).map_or(Ok(1), |s| s.parse())?;
     let cx: i32 = args.get(3).map_or(Ok(0), |s| s.parse())?;
     let cz: i32 = args.get(4).map_or(Ok(0), |s| s.parse())?;
+    let scale: usize = args.get(5).map_or(Ok(1), |s| s.parse())?;
     let (x0, z0) = (cx - size / 2, cz - size / 2);
     let side = size as usize;
     // Per column: top block, its height, and the ground under water.
@@ -61,17 +64,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     top
                 };
                 let slope = f64::from(2 * top - west - north).clamp(-6.0, 6.0);
-                let light = 1.0 + slope * 0.06 + f64::from(top) / 400.0;
+                let light = 0.86 + slope * 0.07 + f64::from(top.max(0)) / 600.0;
                 colour = colour.map(|c| c * light);
             }
             rgb.extend(colour.map(|c| c.clamp(0.0, 255.0) as u8));
         }
     }
+    let (rgb, side) = downscale(&rgb, side, scale.max(1));
     let file = std::io::BufWriter::new(std::fs::File::create(out)?);
-    let mut encoder = png::Encoder::new(file, size as u32, size as u32);
+    let mut encoder = png::Encoder::new(file, side as u32, side as u32);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
     encoder.write_header()?.write_image_data(&rgb)?;
     eprintln!("wrote {out}");
     Ok(())
+}
+
+/// Averages `scale` × `scale` pixel blocks of the `side`-square RGB image.
+fn downscale(rgb: &[u8], side: usize, scale: usize) -> (Vec<u8>, usize) {
+    let small = side / scale;
+    let mut out = Vec::with_capacity(small * small * 3);
+    for y in 0..small {
+        for x in 0..small {
+            let mut sum = [0usize; 3];
+            for dy in 0..scale {
+                for dx in 0..scale {
+                    let at = 3 * ((y * scale + dy) * side + x * scale + dx);
+                    for (channel, total) in sum.iter_mut().enumerate() {
+                        *total += usize::from(rgb[at + channel]);
+                    }
+                }
+            }
+            out.extend(sum.map(|total| (total / (scale * scale)) as u8));
+        }
+    }
+    (out, small)
 }

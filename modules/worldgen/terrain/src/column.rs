@@ -122,7 +122,7 @@ pub fn column(seed: u64, x: i32, z: i32) -> Column {
     let climate = fractal2(seed ^ salt::TEMPERATURE, x, z, 700.0, 3);
     // Colder with height: about a tenth of the range per 24 voxels.
     let temperature = (climate - f64::from(height.max(0)) / 240.0).clamp(0.0, 0.999);
-    let snow_line = 52
+    let snow_line = 60
         + (noise2(
             seed ^ salt::SNOW_LINE,
             f64::from(x) / 24.0,
