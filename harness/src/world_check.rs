@@ -14,7 +14,9 @@ use buildat_voxelworld_api::{StoredNode, StoredNodeKind, VAR_VOXEL_DATA};
 use rusqlite::{Connection, params};
 
 /// The fixture's sections (tests/modules/world_probe).
-pub const SECTIONS: [[i32; 3]; 4] = [[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]];
+/// High in the sky (y 256..320), above any terrain, so a fresh world holds
+/// air at every bit place.
+pub const SECTIONS: [[i32; 3]; 4] = [[0, 4, 0], [1, 4, 0], [2, 4, 0], [3, 4, 0]];
 
 /// The 32 places of a section that carry a round's bits (as the fixture).
 pub fn bit_place(section: [i32; 3], bit: i32) -> [i32; 3] {

@@ -31,7 +31,9 @@ buildat_interface::calls! {
     Hammer = "hammer" -> (u64, u64);
 }
 
-pub const SECTIONS: [[i32; 3]; 4] = [[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]];
+/// High in the sky (y 256..320), above any terrain, so a fresh world holds
+/// air at every bit place.
+pub const SECTIONS: [[i32; 3]; 4] = [[0, 4, 0], [1, 4, 0], [2, 4, 0], [3, 4, 0]];
 const ROUNDS_PER_TICK: u32 = 3;
 
 /// The 32 places of a section that carry the round's bits.
