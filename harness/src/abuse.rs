@@ -9,6 +9,7 @@
 //! Owns: the corpus and its table. Does not own: the server (`server`) or
 //! the wire codec (`buildat-format`, through `raw_client`).
 
+use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use buildat_client_file_api::{AnnounceFile, FileError, RequestFile, RunScript};
@@ -22,10 +23,13 @@ use crate::server::{Server, ServerOptions};
 use crate::wire::{definition, frame, header};
 
 /// Server settings that keep the corpus quick: a held-open half packet is
-/// dropped after 2 s, a client that does not read after 1 MB of backlog.
-pub const SERVER_SETTINGS: [&str; 2] = [
+/// dropped after 2 s, a silent connection after 3 s, a client that does not
+/// read after 1 MB of backlog or 5 s of file backlog.
+pub const SERVER_SETTINGS: [&str; 4] = [
     "network.idle_timeout_ms=2000",
     "network.max_queue_bytes=1000000",
+    "network.handshake_timeout_ms=3000",
+    "client_file.stall_timeout_ms=5000",
 ];
 
 /// A bystander ping slower than this fails the corpus: an attack that holds
@@ -54,6 +58,16 @@ struct Target {
     address: String,
     /// The largest file the server announces.
     big_file: Option<AnnounceFile>,
+    /// The loopback address this case connects from (its own, so the
+    /// server's per-address limits of one case do not spill into the next,
+    /// nor onto the bystanders on 127.0.0.1).
+    source: IpAddr,
+}
+
+impl Target {
+    fn connect(&self) -> std::io::Result<RawClient> {
+        RawClient::connect_from(&self.address, self.source)
+    }
 }
 
 type Attack = fn(&Target) -> anyhow::Result<Outcome>;
@@ -61,7 +75,7 @@ type Attack = fn(&Target) -> anyhow::Result<Outcome>;
 /// Sends `bytes` on a new connection; dropped if the server closes it
 /// within `wait`.
 fn send_bytes(target: &Target, bytes: &[u8], wait: Duration) -> anyhow::Result<Outcome> {
-    let mut client = RawClient::connect(&target.address)?;
+    let mut client = target.connect()?;
     let _ = client.send_raw(bytes);
     let started = Instant::now();
     let dropped = client.wait_closed(wait).is_some();
@@ -93,7 +107,7 @@ fn as_player_near(
     target: &Target,
     packets: impl FnOnce([i32; 3]) -> Vec<(&'static str, Vec<u8>)>,
 ) -> anyhow::Result<Outcome> {
-    let mut client = RawClient::join(&target.address, "attacker", Duration::from_secs(60))?;
+    let mut client = RawClient::join_with(target.connect()?, "attacker", Duration::from_secs(60))?;
     let [x, y, z] = client.spawn;
     let packets = packets([x.floor() as i32, y.floor() as i32, z.floor() as i32]);
     for (name, data) in &packets {
@@ -106,12 +120,19 @@ fn as_player_near(
 
 /// Sends packets without joining, then the same check.
 fn as_stranger(target: &Target, packets: &[(&str, Vec<u8>)]) -> anyhow::Result<Outcome> {
-    let mut client = RawClient::connect(&target.address)?;
+    let mut client = target.connect()?;
     for (name, data) in packets {
         if client.send(name, data).is_err() {
             break;
         }
     }
+    still_answers(&mut client)
+}
+
+/// Sends raw bytes without joining, then the same check.
+fn as_stranger_after(target: &Target, bytes: &[u8]) -> anyhow::Result<Outcome> {
+    let mut client = target.connect()?;
+    let _ = client.send_raw(bytes);
     still_answers(&mut client)
 }
 
@@ -200,7 +221,7 @@ fn request(name: &str, hash: [u8; 32]) -> Vec<u8> {
 /// Floods pings for 5 s without reading a pong, holds 5 s more, then
 /// reads to see whether the server gave up on it.
 fn never_reads_pings(target: &Target) -> anyhow::Result<Outcome> {
-    let mut client = RawClient::connect(&target.address)?;
+    let mut client = target.connect()?;
     client
         .stream
         .set_write_timeout(Some(Duration::from_secs(1)))?;
@@ -243,7 +264,7 @@ fn never_reads_files(target: &Target) -> anyhow::Result<Outcome> {
             detail: "no file announced; skipped".into(),
         });
     };
-    let mut client = RawClient::connect(&target.address)?;
+    let mut client = target.connect()?;
     client
         .stream
         .set_write_timeout(Some(Duration::from_secs(5)))?;
@@ -255,13 +276,46 @@ fn never_reads_files(target: &Target) -> anyhow::Result<Outcome> {
         }
         sent += 1;
     }
-    let dropped = client.wait_closed(Duration::from_secs(15)).is_some();
+    let started = Instant::now();
+    let dropped = client.wait_closed(Duration::from_secs(30)).is_some();
     Ok(Outcome {
         dropped,
         detail: format!(
-            "{sent} requests for {} ({} bytes), none read",
-            file.name, file.size
+            "{sent} requests for {} ({} bytes), none read; {}",
+            file.name,
+            file.size,
+            if dropped {
+                format!("closed {:.1} s later", started.elapsed().as_secs_f64())
+            } else {
+                "kept".into()
+            }
         ),
+    })
+}
+
+/// Sends a whole ping (so the handshake timeout does not apply), then
+/// declares a 1 MiB frame and drips it a byte every 200 ms: never idle,
+/// but far slower than the server's minimum rate.
+fn drips_a_frame(target: &Target) -> anyhow::Result<Outcome> {
+    let mut client = target.connect()?;
+    client.send_packet(&Ping { data: vec![1] })?;
+    let mut bytes = header(100, 1 << 20);
+    bytes.resize(200, 0);
+    let started = Instant::now();
+    for byte in bytes {
+        if client.send_raw(&[byte]).is_err() {
+            break;
+        }
+        if client.wait_closed(Duration::from_millis(200)).is_some() {
+            return Ok(Outcome {
+                dropped: true,
+                detail: format!("closed after {:.1} s", started.elapsed().as_secs_f64()),
+            });
+        }
+    }
+    Ok(Outcome {
+        dropped: client.wait_closed(Duration::from_secs(1)).is_some(),
+        detail: format!("{:.1} s of dripping", started.elapsed().as_secs_f64()),
     })
 }
 
@@ -271,7 +325,7 @@ fn flood(target: &Target, count: usize, join: bool) -> anyhow::Result<Outcome> {
     let mut held = Vec::new();
     let mut refused = 0;
     for i in 0..count {
-        match RawClient::connect(&target.address) {
+        match target.connect() {
             Ok(mut client) => {
                 if join {
                     let _ = client.send_packet(&Join {
@@ -285,9 +339,11 @@ fn flood(target: &Target, count: usize, join: bool) -> anyhow::Result<Outcome> {
     }
     std::thread::sleep(Duration::from_secs(1));
     let count = held.len();
+    // Closed at once: refused by the per-address limits ("too many
+    // connections"), not held.
     let dropped = held
         .iter_mut()
-        .filter_map(|c| c.wait_closed(Duration::ZERO))
+        .filter_map(|c| c.wait_closed(Duration::from_millis(1)))
         .count();
     for client in &held {
         client.close();
@@ -345,6 +401,24 @@ fn cases() -> Vec<(&'static str, Expect, Attack)> {
                 &[definition(100, b"main:ping"), definition(101, b"main:ping")].concat(),
             )
         }),
+        ("600 packet-type definitions", Expect::Dropped, |t| {
+            let bytes: Vec<u8> = (0..600u16)
+                .flat_map(|n| definition(100 + n, format!("x:{n}").as_bytes()))
+                .collect();
+            quick(t, &bytes)
+        }),
+        ("one definition repeated 10000 times", Expect::Either, |t| {
+            let bytes = definition(100, b"main:ping").repeat(10_000);
+            as_stranger_after(t, &bytes)
+        }),
+        ("a silent connection", Expect::Dropped, |t| {
+            send_bytes(t, &[], Duration::from_secs(15))
+        }),
+        (
+            "a 1 MiB frame dripped a byte every 200 ms",
+            Expect::Dropped,
+            drips_a_frame,
+        ),
         ("64 KiB of pseudo-random bytes", Expect::Dropped, |t| {
             let mut x = 0x9e37_79b9_7f4a_7c15u64;
             let bytes: Vec<u8> = (0..65536)
@@ -373,7 +447,7 @@ fn cases() -> Vec<(&'static str, Expect, Attack)> {
         ),
         (
             "client that never reads (file requests)",
-            Expect::Either,
+            Expect::Dropped,
             never_reads_files,
         ),
         (
@@ -403,7 +477,7 @@ fn cases() -> Vec<(&'static str, Expect, Attack)> {
         ("request that is not bincode", Expect::Either, |t| {
             as_stranger(t, &[(RequestFile::NAME, vec![0xff; 40])])
         }),
-        ("request with a 60 KiB name", Expect::Either, |t| {
+        ("request with a 60 KiB name", Expect::Dropped, |t| {
             as_stranger(
                 t,
                 &[(RequestFile::NAME, request(&"a".repeat(60_000), [0; 32]))],
@@ -526,9 +600,10 @@ fn announced_files(address: &str) -> Vec<AnnounceFile> {
 /// whether every case cost only its sender.
 pub fn run_corpus(server: &mut Server) -> anyhow::Result<bool> {
     let address = server.address.clone();
-    let target = Target {
+    let mut target = Target {
         big_file: announced_files(&address).into_iter().max_by_key(|f| f.size),
         address: address.clone(),
+        source: IpAddr::from([127, 0, 0, 1]),
     };
     let bystanders = [
         Bystander::start(&address, "bystander1", Duration::from_millis(50))?,
@@ -542,9 +617,10 @@ pub fn run_corpus(server: &mut Server) -> anyhow::Result<bool> {
         bystander.take_worst_ms();
     }
     let mut all_ok = true;
-    let mut count = 0;
+    let mut count = 0u8;
     for (name, expect, attack) in cases() {
         count += 1;
+        target.source = IpAddr::from([127, 0, 1, count]);
         server.pump();
         let from = server.seen.len();
         let outcome = attack(&target);
