@@ -188,6 +188,11 @@ fn typed<P: Packet>(packet: &P) -> (&'static str, Vec<u8>) {
     (P::NAME, encoded(packet))
 }
 
+/// The feet's position in the middle of voxel (x, y, z).
+fn at(x: i32, y: i32, z: i32) -> [f64; 3] {
+    [f64::from(x) + 0.5, f64::from(y), f64::from(z) + 0.5]
+}
+
 fn moving(position: [f64; 3]) -> (&'static str, Vec<u8>) {
     typed(&Move { position })
 }
@@ -528,6 +533,23 @@ fn cases() -> Vec<(&'static str, Expect, Attack)> {
         }),
         ("move of 3 bytes", Expect::Either, |t| {
             as_player(t, &[("main:move", vec![1, 2, 3])])
+        }),
+        ("fly 10 voxels up", Expect::Either, |t| {
+            as_player_near(t, |[x, y, z]| vec![moving(at(x, y + 10, z))])
+        }),
+        ("walk into the ground", Expect::Either, |t| {
+            as_player_near(t, |[x, y, z]| vec![moving(at(x, y - 2, z))])
+        }),
+        ("200 small moves in one burst", Expect::Either, |t| {
+            as_player_near(t, |[x, y, z]| {
+                (0..200).map(|i| moving(at(x, y + i % 2, z))).collect()
+            })
+        }),
+        ("dig a voxel out of sight", Expect::Either, |t| {
+            as_player_near(t, |[x, y, z]| vec![digging([x, y - 4, z])])
+        }),
+        ("place `unknown`", Expect::Either, |t| {
+            as_player_near(t, |[x, y, z]| vec![placing([x, y + 2, z], "unknown")])
         }),
         ("dig at i32::MAX", Expect::Either, |t| {
             as_player(t, &[digging([i32::MAX, i32::MAX, i32::MAX])])

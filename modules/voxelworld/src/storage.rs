@@ -133,6 +133,26 @@ impl SqliteStorage {
         })
     }
 
+    /// Caps the database at about `bytes` (0: no cap; never below its size
+    /// now): past it writes fail as on a full disk, and the world keeps
+    /// what it could not write (an operator's quota, and how the tests
+    /// fill a disk).
+    pub fn limit_size(&self, bytes: u64) -> Result<(), StorageError> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let page: i64 = self
+            .connection
+            .query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        let pages = i64::try_from(bytes).unwrap_or(i64::MAX) / page.max(1);
+        self.connection.query_row(
+            &format!("PRAGMA max_page_count = {}", pages.max(1)),
+            [],
+            |_| Ok(()),
+        )?;
+        Ok(())
+    }
+
     /// `PRAGMA integrity_check`'s verdict ("ok" when healthy).
     pub fn integrity_check(&self) -> Result<String, StorageError> {
         Ok(self
@@ -274,6 +294,27 @@ mod tests {
         );
         let second = reopened.reserve_node_ids(10).unwrap();
         assert!(second.start >= first.end, "{first:?} then {second:?}");
+    }
+
+    #[test]
+    fn a_capped_database_refuses_writes_like_a_full_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut storage =
+            SqliteStorage::open(&dir.path().join("w.sqlite"), SectionSize::default()).unwrap();
+        storage.limit_size(1).unwrap();
+        let big = StoredSection {
+            pos: [0, 0, 0],
+            save_enabled: true,
+            generated: true,
+            nodes: vec![(1, vec![7; 1 << 20])],
+        };
+        let error = storage.save_section(&big).expect_err("over the cap");
+        assert!(error.to_string().contains("full"), "{error}");
+        assert_eq!(
+            storage.load_section([0, 0, 0]).unwrap(),
+            None,
+            "nothing half-written"
+        );
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //! save-enabled node) are written; every other section is regenerated when
 //! next needed; a section is written whole in one storage transaction; node
 //! ids come from durably reserved blocks and are never reused; evicting a
-//! section saves it first when it must be saved.
+//! section saves it first when it must be saved, and a section whose save
+//! fails stays in memory, dirty, over the budget if need be, until storage
+//! works again (an edit is never dropped because the disk is full).
 //! Does not own: the database (`storage.rs`) or generation (a generator
 //! module answers `voxelworld:generation_request`).
 
@@ -387,20 +389,53 @@ impl World {
     /// Evicts least recently used sections until one more fits, saving
     /// those that must be saved first.
     fn evict_to_fit(&mut self) -> Result<(), WorldError> {
-        while self.sections.len() >= self.budget {
-            let Some(oldest) = self
-                .sections
-                .iter()
-                .filter(|(_, s)| s.generated)
-                .min_by_key(|(_, s)| s.last_used)
-                .map(|(pos, _)| *pos)
-            else {
-                return Ok(());
-            };
-            self.save_section(oldest)?;
-            self.sections.remove(&oldest);
+        if self.sections.len() < self.budget {
+            return Ok(());
+        }
+        let mut oldest: Vec<(u64, Pos)> = self
+            .sections
+            .iter()
+            .filter(|(_, s)| s.generated)
+            .map(|(pos, s)| (s.last_used, *pos))
+            .collect();
+        oldest.sort_unstable();
+        for (_, pos) in oldest {
+            if self.sections.len() < self.budget {
+                break;
+            }
+            // One that cannot be written now stays, over the budget.
+            if self.save_section(pos).is_ok() {
+                self.sections.remove(&pos);
+            }
         }
         Ok(())
+    }
+
+    /// Sections holding changes storage has not taken yet.
+    pub fn unsaved_count(&self) -> usize {
+        self.sections
+            .values()
+            .filter(|s| s.dirty && s.must_save())
+            .count()
+    }
+
+    /// The sections holding changes storage has not taken yet, as storage
+    /// records (for a recovery file when storage fails at stop).
+    pub fn unsaved_sections(&self) -> Result<Vec<StoredSection>, WorldError> {
+        self.sections
+            .iter()
+            .filter(|(_, s)| s.dirty && s.must_save())
+            .map(|(pos, section)| self.encode_section(*pos, section))
+            .collect()
+    }
+
+    /// Writes a storage record as it is (a recovered section: voxels by
+    /// name, so no registry is needed), unless the section is loaded.
+    pub fn write_stored(&mut self, stored: &StoredSection) -> Result<(), WorldError> {
+        if self.sections.contains_key(&stored.pos) {
+            return Ok(());
+        }
+        Ok(self.storage.save_section(stored)?)
     }
 
     /// Writes one section if it is dirty and must be saved; true if written.
@@ -717,9 +752,88 @@ impl World {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
     use super::*;
     use crate::storage::SqliteStorage;
+
+    /// SQLite storage whose writes fail while `failing` is set: a full or
+    /// read-only disk, injected.
+    pub(crate) struct FaultyStorage {
+        pub inner: SqliteStorage,
+        pub failing: Arc<AtomicBool>,
+    }
+
+    impl WorldStorage for FaultyStorage {
+        fn section_size(&self) -> SectionSize {
+            self.inner.section_size()
+        }
+        fn load_section(&mut self, pos: Pos) -> Result<Option<StoredSection>, StorageError> {
+            self.inner.load_section(pos)
+        }
+        fn save_section(&mut self, section: &StoredSection) -> Result<(), StorageError> {
+            if self.failing.load(Ordering::Relaxed) {
+                return Err(StorageError::Damaged("injected: disk full".into()));
+            }
+            self.inner.save_section(section)
+        }
+        fn reserve_node_ids(&mut self, count: u64) -> Result<Range<u64>, StorageError> {
+            self.inner.reserve_node_ids(count)
+        }
+        fn has_generated_section(&mut self, pos: Pos) -> Result<bool, StorageError> {
+            self.inner.has_generated_section(pos)
+        }
+    }
+
+    /// A world over [`FaultyStorage`] with room for `budget` sections, and
+    /// the switch that makes its writes fail.
+    pub(crate) fn faulty(dir: &std::path::Path, budget: usize) -> (World, Arc<AtomicBool>) {
+        let failing = Arc::new(AtomicBool::new(false));
+        let inner = SqliteStorage::open(&dir.join("world.sqlite"), SectionSize::default()).unwrap();
+        let storage = FaultyStorage {
+            inner,
+            failing: failing.clone(),
+        };
+        let mut world = World::new(Box::new(storage), budget);
+        world
+            .register_block(BlockDefinition::simple("stone", "stone.png"))
+            .unwrap();
+        (world, failing)
+    }
+
+    #[test]
+    fn edits_outlive_a_failing_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut world, failing) = faulty(dir.path(), 2);
+        failing.store(true, Ordering::Relaxed);
+        for x in 0..2 {
+            generate(&mut world, [x, 0, 0], "stone");
+            world.set_section_save_enabled([x, 0, 0], true).unwrap();
+        }
+        let stone = world.voxels.get_id("stone").unwrap();
+        world.set_voxel([1, 2, 3], stone).unwrap();
+        assert!(world.save_some(Instant::now()).is_err(), "the disk is full");
+        assert!(world.save_all().is_err());
+        assert_eq!(world.unsaved_count(), 2, "kept, still dirty");
+        // Loading more than the budget keeps what cannot be written.
+        generate(&mut world, [5, 0, 0], "stone");
+        assert_eq!(
+            world.loaded_sections(),
+            3,
+            "over the budget, nothing dropped"
+        );
+        assert_eq!(world.unsaved_sections().unwrap().len(), 2);
+        // The disk comes back: everything is written, and evicted after.
+        failing.store(false, Ordering::Relaxed);
+        assert_eq!(world.save_all().unwrap(), 2);
+        assert_eq!(world.unsaved_count(), 0);
+        drop(world);
+        let mut world = open(dir.path());
+        assert_eq!(world.load_section([0, 0, 0]).unwrap(), Loaded::Ready);
+        assert_eq!(world.get_voxel([1, 2, 3]).unwrap(), Some(stone));
+    }
 
     fn open(dir: &std::path::Path) -> World {
         let storage =
@@ -735,7 +849,7 @@ mod tests {
     }
 
     /// Generates a section the way a generator module would: blobs by name.
-    fn generate(world: &mut World, pos: Pos, fill: &str) {
+    pub(crate) fn generate(world: &mut World, pos: Pos, fill: &str) {
         assert_eq!(world.load_section(pos).unwrap(), Loaded::NeedsGeneration);
         let chunks = world
             .section_size()
