@@ -48,8 +48,8 @@ use buildat_interface::{
     Event, Host, Module, ModuleError, Stash, UnloadKind, config, decode, events, export_module, log,
 };
 use buildat_network_api::{
-    self as network, Broadcast, ClientConnected, Disconnect, GetBacklog, ListPeers, ListenAddress,
-    PeerId, PeerInfo, Send, SendBatch,
+    self as network, Broadcast, ClientConnected, ClientDisconnected, Disconnect, GetBacklog,
+    ListPeers, ListenAddress, PeerId, PeerInfo, Send, SendBatch,
 };
 use peer::{Backlog, Command, Parked, PeerState};
 use serde::{Deserialize, Serialize};
@@ -138,6 +138,13 @@ impl Shared {
         if let Some(ip) = removed.and_then(|handle| handle.ip) {
             self.admission().release(ip);
         }
+    }
+
+    /// A peer dropped outside its task (a reload it did not survive): the
+    /// same disconnect event as any other, so no module keeps a ghost.
+    fn peer_lost(&self, peer: PeerId, reason: String) {
+        log::warn!("peer {peer} disconnected: {reason}");
+        let _ = self.host.emit(&ClientDisconnected { peer, reason });
     }
 
     /// Logs a refusal or accept failure, a few a second at most.
@@ -357,13 +364,26 @@ impl Network {
         self.shared
             .next_peer
             .store(saved.next_peer, Ordering::Relaxed);
-        let count = saved.peers.len();
-        for (fd, state) in saved.peers {
+        // Every fd is owned (closed on drop) before anything can fail, so
+        // a failing resume leaks none; a peer that cannot be taken back is
+        // reported gone, never left a ghost.
+        let peers: Vec<(std::net::TcpStream, PeerState)> = saved
+            .peers
+            .into_iter()
             // SAFETY: as above.
-            let stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
-            stream.set_nonblocking(true)?;
-            let stream = TcpStream::from_std(stream)?;
-            self.shared.start_peer(stream, state, false);
+            .map(|(fd, state)| (unsafe { std::net::TcpStream::from_raw_fd(fd) }, state))
+            .collect();
+        let count = peers.len();
+        for (stream, state) in peers {
+            let taken = stream
+                .set_nonblocking(true)
+                .and_then(|()| TcpStream::from_std(stream));
+            match taken {
+                Ok(stream) => self.shared.start_peer(stream, state, false),
+                Err(error) => self
+                    .shared
+                    .peer_lost(state.id, format!("lost in the reload: {error}")),
+            }
         }
         drop(_context);
         self.run(runtime, listener);
@@ -399,10 +419,13 @@ impl Network {
                     continue;
                 }
                 match tokio::time::timeout(STOP_WAIT, parked).await {
-                    Ok(Ok(Parked { state, stream })) => {
-                        peers.push((stream.into_std()?.into_raw_fd(), state));
-                    }
-                    _ => log::warn!("peer {peer} did not stop in time; it is dropped"),
+                    Ok(Ok(Parked { state, stream })) => match stream.into_std() {
+                        Ok(stream) => peers.push((stream.into_raw_fd(), state)),
+                        Err(error) => {
+                            shared.peer_lost(peer, format!("lost in the reload: {error}"))
+                        }
+                    },
+                    _ => shared.peer_lost(peer, "did not stop in time for the reload".into()),
                 }
             }
             Ok::<_, ModuleError>(Saved {

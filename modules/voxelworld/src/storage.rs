@@ -54,6 +54,10 @@ pub trait WorldStorage: Send {
     /// never reused in the world's lifetime, crashes included.
     fn reserve_node_ids(&mut self, count: u64) -> Result<Range<u64>, StorageError>;
     fn has_generated_section(&mut self, pos: Pos) -> Result<bool, StorageError>;
+    /// Moves a section that does not decode out of the world (its nodes
+    /// into the `quarantine` table, with why), in one transaction: it is
+    /// generated again, and the damaged rows are kept for the operator.
+    fn quarantine_section(&mut self, pos: Pos, reason: &str) -> Result<(), StorageError>;
 }
 
 pub struct SqliteStorage {
@@ -78,7 +82,10 @@ impl SqliteStorage {
              CREATE TABLE IF NOT EXISTS node (
                  id INTEGER PRIMARY KEY, sx INTEGER NOT NULL, sy INTEGER NOT NULL,
                  sz INTEGER NOT NULL, data BLOB NOT NULL);
-             CREATE INDEX IF NOT EXISTS node_by_section ON node (sx, sy, sz);",
+             CREATE INDEX IF NOT EXISTS node_by_section ON node (sx, sy, sz);
+             CREATE TABLE IF NOT EXISTS quarantine (
+                 sx INTEGER NOT NULL, sy INTEGER NOT NULL, sz INTEGER NOT NULL,
+                 id INTEGER NOT NULL, data BLOB NOT NULL, reason TEXT NOT NULL);",
         )?;
         let version: Option<i64> = connection
             .query_row(
@@ -214,6 +221,26 @@ impl WorldStorage for SqliteStorage {
                 insert.execute(params![*id as i64, x, y, z, data])?;
             }
         }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    fn quarantine_section(&mut self, pos: Pos, reason: &str) -> Result<(), StorageError> {
+        let [x, y, z] = pos;
+        let transaction = self.connection.transaction()?;
+        transaction.execute(
+            "INSERT INTO quarantine (sx, sy, sz, id, data, reason)
+             SELECT sx, sy, sz, id, data, ?4 FROM node WHERE sx = ?1 AND sy = ?2 AND sz = ?3",
+            params![x, y, z, reason],
+        )?;
+        transaction.execute(
+            "DELETE FROM node WHERE sx = ?1 AND sy = ?2 AND sz = ?3",
+            params![x, y, z],
+        )?;
+        transaction.execute(
+            "DELETE FROM section WHERE sx = ?1 AND sy = ?2 AND sz = ?3",
+            params![x, y, z],
+        )?;
         transaction.commit()?;
         Ok(())
     }

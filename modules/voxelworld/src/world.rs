@@ -10,7 +10,9 @@
 //! ids come from durably reserved blocks and are never reused; evicting a
 //! section saves it first when it must be saved, and a section whose save
 //! fails stays in memory, dirty, over the budget if need be, until storage
-//! works again (an edit is never dropped because the disk is full).
+//! works again (an edit is never dropped because the disk is full); a
+//! stored section that does not decode is reported, quarantined and
+//! generated again, instead of failing every load that touches it.
 //! Does not own: the database (`storage.rs`) or generation (a generator
 //! module answers `voxelworld:generation_request`).
 
@@ -19,6 +21,7 @@ use std::ops::Range;
 use std::time::Instant;
 
 use buildat_format::{decode_voxels, encode_voxels};
+use buildat_interface::log;
 use buildat_voxel::geometry::{self, CHUNK_VOLUME, Pos, SectionSize};
 use buildat_voxel::{AIR, BlockDefinition, BlockRegistry, RegistryError, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
@@ -222,19 +225,28 @@ impl World {
             });
         }
         self.evict_to_fit()?;
-        let (mut section, loaded) = match self.storage.load_section(pos)? {
+        let stored = self.storage.load_section(pos)?;
+        let decoded = match stored {
             Some(stored) => {
                 let generated = stored.generated;
-                let section = self.decode_section(stored)?;
-                (
-                    section,
-                    if generated {
-                        Loaded::Ready
-                    } else {
-                        Loaded::NeedsGeneration
-                    },
-                )
+                match self.decode_section(stored) {
+                    Ok(section) => Some((section, generated)),
+                    Err(error) => {
+                        let reason = error.to_string();
+                        log::error!(
+                            "section {pos:?} is damaged ({reason}): moved to the quarantine table \
+                             of world.sqlite and generated again"
+                        );
+                        self.storage.quarantine_section(pos, &reason)?;
+                        None
+                    }
+                }
             }
+            None => None,
+        };
+        let (mut section, loaded) = match decoded {
+            Some((section, true)) => (section, Loaded::Ready),
+            Some((section, false)) => (section, Loaded::NeedsGeneration),
             None => {
                 let section = Section {
                     chunks: BTreeMap::new(),
@@ -785,6 +797,40 @@ pub(crate) mod tests {
         fn has_generated_section(&mut self, pos: Pos) -> Result<bool, StorageError> {
             self.inner.has_generated_section(pos)
         }
+        fn quarantine_section(&mut self, pos: Pos, reason: &str) -> Result<(), StorageError> {
+            self.inner.quarantine_section(pos, reason)
+        }
+    }
+
+    #[test]
+    fn a_damaged_section_is_quarantined_and_generated_again() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut world = open(dir.path());
+            for x in 0..2 {
+                generate(&mut world, [x, 0, 0], "stone");
+                world.set_section_save_enabled([x, 0, 0], true).unwrap();
+            }
+            assert_eq!(world.save_all().unwrap(), 2);
+        }
+        let raw = rusqlite::Connection::open(dir.path().join("world.sqlite")).unwrap();
+        raw.execute("UPDATE node SET data = x'ff00ff' WHERE sx = 0", [])
+            .unwrap();
+        let mut world = open(dir.path());
+        assert_eq!(
+            world.load_section([0, 0, 0]).unwrap(),
+            Loaded::NeedsGeneration,
+            "the damaged one is generated again"
+        );
+        assert_eq!(world.load_section([1, 0, 0]).unwrap(), Loaded::Ready);
+        generate_loaded(&mut world, [0, 0, 0], "stone");
+        assert!(world.get_voxel([1, 1, 1]).unwrap().is_some());
+        let quarantined: i64 = raw
+            .query_row("SELECT count(*) FROM quarantine WHERE sx = 0", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert!(quarantined > 0, "the damaged rows are kept aside");
     }
 
     /// A world over [`FaultyStorage`] with room for `budget` sections, and
@@ -851,6 +897,11 @@ pub(crate) mod tests {
     /// Generates a section the way a generator module would: blobs by name.
     pub(crate) fn generate(world: &mut World, pos: Pos, fill: &str) {
         assert_eq!(world.load_section(pos).unwrap(), Loaded::NeedsGeneration);
+        generate_loaded(world, pos, fill);
+    }
+
+    /// Generates a section already loaded and waiting for generation.
+    fn generate_loaded(world: &mut World, pos: Pos, fill: &str) {
         let chunks = world
             .section_size()
             .chunks_of_section(pos)
