@@ -849,8 +849,8 @@ mod tests {
             ("a/z\x1b[2J", vec![3u8; 600]),
         ];
         let mut peer = Peer::new(&files);
-        let mut session = Session::new(Cache::open(dir.path()).expect("cache"))
-            .with_max_total_download(1000);
+        let mut session =
+            Session::new(Cache::open(dir.path()).expect("cache")).with_max_total_download(1000);
         peer.announce_all();
         let events = peer.deliver(&mut session).expect("announce");
         assert_eq!(

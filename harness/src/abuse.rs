@@ -326,6 +326,45 @@ fn drips_a_frame(target: &Target) -> anyhow::Result<Outcome> {
     })
 }
 
+/// 200 connections (from 4 addresses, within the per-address limit) each
+/// flooding pings for 5 s without reading: together far past what any
+/// one peer may send.
+fn many_flooders(target: &Target) -> anyhow::Result<Outcome> {
+    let mut flooders = Vec::new();
+    for n in 0..200u8 {
+        let source = IpAddr::from([127, 2, n % 4, 1]);
+        let client = RawClient::connect_from(&target.address, source)?;
+        client
+            .stream
+            .set_write_timeout(Some(Duration::from_millis(100)))?;
+        flooders.push(client);
+    }
+    let started = Instant::now();
+    let threads: Vec<_> = flooders
+        .into_iter()
+        .map(|mut client| {
+            std::thread::spawn(move || {
+                let ping = Ping {
+                    data: vec![7u8; 64],
+                };
+                let mut sent = 0u64;
+                while started.elapsed() < Duration::from_secs(5) {
+                    if client.send_packet(&ping).is_ok() {
+                        sent += 1;
+                    }
+                }
+                client.close();
+                sent
+            })
+        })
+        .collect();
+    let sent: u64 = threads.into_iter().map(|t| t.join().unwrap_or(0)).sum();
+    Ok(Outcome {
+        dropped: false,
+        detail: format!("200 peers wrote {sent} pings in 5 s, none read"),
+    })
+}
+
 /// `count` connections at once, each joining the game (a join storm) or
 /// sending nothing (a connection flood); held 1 s, then closed.
 fn flood(target: &Target, count: usize, join: bool) -> anyhow::Result<Outcome> {
@@ -456,6 +495,11 @@ fn cases() -> Vec<(&'static str, Expect, Attack)> {
             "client that never reads (file requests)",
             Expect::Either,
             never_reads_files,
+        ),
+        (
+            "200 peers flooding pings at once",
+            Expect::Either,
+            many_flooders,
         ),
         (
             "connection flood: 1000 silent connections",

@@ -21,7 +21,10 @@
 //! input budget, default 2000 a second with bursts of 4000; past it the
 //! peer's socket is not read until the budget refills, so a flooding client
 //! slows only itself; 0 turns the budget off; packet-type definitions count
-//! against it like packets), `network.max_packet_types` (definitions a peer
+//! against it like packets), `network.max_packets_per_second_total` (all
+//! peers together, default 50000: each peer's budget is at most an equal
+//! share of it, so a few hundred flooding peers cannot bury the game's
+//! thread; 0 turns it off), `network.max_packet_types` (definitions a peer
 //! may make, default 512), `network.min_bytes_per_second` (an incomplete
 //! packet must arrive at least this fast after the first
 //! `network.idle_timeout_ms`, default 4096), `network.handshake_timeout_ms`
@@ -38,7 +41,7 @@ mod peer;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::os::fd::{FromRawFd, IntoRawFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -67,6 +70,8 @@ pub(crate) struct Settings {
     /// Packets a peer may deliver per second (0: unlimited).
     pub max_packets_per_second: u32,
     pub packet_burst: u32,
+    /// Packets all peers together may deliver per second (0: unlimited).
+    pub max_packets_per_second_total: u32,
     pub max_packet_types: usize,
     /// Slowest an incomplete packet may arrive, after the idle timeout.
     pub min_bytes_per_second: u32,
@@ -86,6 +91,8 @@ impl Settings {
             ),
             max_packets_per_second: host.get_setting("network.max_packets_per_second", 2000)?,
             packet_burst: host.get_setting("network.packet_burst", 4000)?,
+            max_packets_per_second_total: host
+                .get_setting("network.max_packets_per_second_total", 50_000)?,
             max_packet_types: host.get_setting("network.max_packet_types", 512)?,
             min_bytes_per_second: host.get_setting("network.min_bytes_per_second", 4096)?,
             handshake_timeout: Duration::from_millis(
@@ -113,6 +120,8 @@ pub(crate) struct Shared {
     pub host: Host,
     pub settings: Settings,
     peers: Mutex<HashMap<PeerId, PeerHandle>>,
+    /// `peers`' length, read by every peer task for its fair share.
+    peer_count: AtomicUsize,
     next_peer: AtomicU64,
     /// Connections and connect rates per address.
     admission: Mutex<Admission>,
@@ -133,8 +142,24 @@ impl Shared {
         self.admission.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// This peer's input budget now (see [`peer::fair_budget`]).
+    pub fn fair_budget(&self) -> (u32, u32) {
+        let settings = &self.settings;
+        peer::fair_budget(
+            settings.max_packets_per_second,
+            settings.packet_burst,
+            settings.max_packets_per_second_total,
+            self.peer_count.load(Ordering::Relaxed),
+        )
+    }
+
     pub fn remove_peer(&self, peer: PeerId) {
-        let removed = self.peers().remove(&peer);
+        let removed = {
+            let mut peers = self.peers();
+            let removed = peers.remove(&peer);
+            self.peer_count.store(peers.len(), Ordering::Relaxed);
+            removed
+        };
         if let Some(ip) = removed.and_then(|handle| handle.ip) {
             self.admission().release(ip);
         }
@@ -184,15 +209,19 @@ impl Shared {
             self.admission().readmit(ip, Instant::now());
         }
         let backlog = Arc::new(Backlog::default());
-        self.peers().insert(
-            peer,
-            PeerHandle {
-                address: address.clone(),
-                ip,
-                commands,
-                backlog: backlog.clone(),
-            },
-        );
+        {
+            let mut peers = self.peers();
+            peers.insert(
+                peer,
+                PeerHandle {
+                    address: address.clone(),
+                    ip,
+                    commands,
+                    backlog: backlog.clone(),
+                },
+            );
+            self.peer_count.store(peers.len(), Ordering::Relaxed);
+        }
         if announce {
             log::info!("peer {peer} connected from {address}");
             let _ = self.host.emit(&ClientConnected { peer, address });
@@ -493,6 +522,7 @@ impl Module for Network {
                 host,
                 settings,
                 peers: Mutex::new(HashMap::new()),
+                peer_count: AtomicUsize::new(0),
                 next_peer: AtomicU64::new(1),
                 admission: Mutex::new(admission),
                 peer_cap,

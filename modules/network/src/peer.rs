@@ -152,6 +152,14 @@ impl InputBudget {
         self.rate <= 0.0
     }
 
+    /// Applies a new rate and burst (the fair share changes as peers come
+    /// and go); tokens saved up beyond the new burst are dropped.
+    pub fn set_limits(&mut self, (rate, burst): (u32, u32)) {
+        self.rate = f64::from(rate);
+        self.burst = f64::from(burst.max(1));
+        self.tokens = self.tokens.min(self.burst);
+    }
+
     fn refill(&mut self, now: Instant) {
         let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
         self.tokens = (self.tokens + elapsed * self.rate).min(self.burst);
@@ -184,6 +192,20 @@ impl InputBudget {
         let wait = (1.0 - self.tokens) / self.rate;
         Some(self.refilled + Duration::from_secs_f64(wait))
     }
+}
+
+/// A peer's input budget (rate, burst) when `peers` are connected: its own
+/// (`per_peer`, `burst`), but never more than an equal share of `total`
+/// (bursts of two seconds of it), so a few hundred flooding peers together
+/// deliver no more than `total` packets a second to the modules every
+/// player shares. 0 turns a limit off.
+pub(crate) fn fair_budget(per_peer: u32, burst: u32, total: u32, peers: usize) -> (u32, u32) {
+    if total == 0 || per_peer == 0 {
+        return (per_peer, burst);
+    }
+    let peers = u32::try_from(peers.max(1)).unwrap_or(u32::MAX);
+    let rate = per_peer.min((total / peers).max(1));
+    (rate, burst.min(rate.saturating_mul(2)))
 }
 
 /// A stopped peer, as handed back by a park request.
@@ -391,6 +413,7 @@ fn deliver_packets(
 ) -> Result<usize, String> {
     let now = Instant::now();
     let mut taken = 0;
+    budget.set_limits(shared.fair_budget());
     loop {
         if !budget.has_token(now) {
             return Ok(taken);
@@ -520,6 +543,24 @@ mod tests {
         );
         // No minimum rate: only the idle timeout.
         assert_eq!(partial_deadline(start, now, 20, idle, 0), now + idle);
+    }
+
+    #[test]
+    fn many_peers_share_the_total() {
+        assert_eq!(fair_budget(2000, 4000, 50_000, 1), (2000, 4000));
+        assert_eq!(fair_budget(2000, 4000, 50_000, 500), (100, 200));
+        assert_eq!(fair_budget(2000, 4000, 50_000, 1_000_000), (1, 2));
+        assert_eq!(fair_budget(2000, 4000, 0, 500), (2000, 4000), "no total");
+        assert_eq!(fair_budget(0, 0, 50_000, 500), (0, 0), "no budget at all");
+        let mut budget = InputBudget::new(2000, 4000);
+        budget.set_limits(fair_budget(2000, 4000, 50_000, 500));
+        let now = budget.refilled;
+        let mut delivered = 0;
+        while budget.has_token(now) {
+            budget.spend();
+            delivered += 1;
+        }
+        assert_eq!(delivered, 200, "the saved-up burst shrinks with the share");
     }
 
     #[test]
