@@ -383,6 +383,10 @@ impl Network {
             log::warn!("nothing stashed by a previous version; listening afresh");
             return self.start();
         };
+        self.resume_from(saved)
+    }
+
+    fn resume_from(&mut self, saved: Saved) -> Result<(), ModuleError> {
         let runtime = runtime()?;
         let _context = runtime.enter();
         // SAFETY: the fd came from `into_raw_fd` in the previous version and
@@ -540,7 +544,16 @@ impl Module for Network {
 
     fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
         match name {
-            events::Start::NAME => self.start(),
+            // A stash on a fresh start was left by a reload whose next
+            // version failed: take its listener and peers back rather than
+            // leave the port held by an fd nobody owns.
+            events::Start::NAME => match self.host.take_stash::<Saved>()? {
+                Some(saved) => {
+                    log::warn!("taking back the sockets a failed reload left behind");
+                    self.resume_from(saved)
+                }
+                None => self.start(),
+            },
             events::Continue::NAME => self.resume(),
             network::SendBatches::NAME => {
                 let request: network::SendBatches = decode(payload)?;

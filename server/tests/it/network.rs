@@ -496,3 +496,39 @@ fn a_player_gets_in_past_three_thousand_silent_sockets() {
     server.send("stop");
     assert_eq!(server.wait_exit(Duration::from_secs(60)), Some(0));
 }
+
+#[test]
+fn a_failed_reload_does_not_wedge_the_port() {
+    let scratch = Scratch::new();
+    let (mut server, address) = start_server(&scratch, &[]);
+    let mut client = RawClient::connect(&address).expect("connect");
+    assert_eq!(echo_stream(&mut client, 0, 5, 1), 5);
+
+    // A next version that cannot read the stash fails after the old one
+    // handed over the listener and the peer.
+    let source = scratch.modules().join("network/src/lib.rs");
+    let original = std::fs::read_to_string(&source).expect("source");
+    let layout = "const LAYOUT: u32 = 2;";
+    assert!(original.contains(layout), "the stash layout line");
+    std::fs::write(&source, original.replace(layout, "const LAYOUT: u32 = 99;")).unwrap();
+    server.send("reload network");
+    server
+        .wait_for("module network failed", Duration::from_secs(300))
+        .unwrap_or_else(|| panic!("the new version fails:\n{}", server.output()));
+
+    // The fixed version loads again and takes back what was handed over.
+    std::fs::write(&source, &original).unwrap();
+    server.send("reload network");
+    server
+        .wait_for("module network reloaded", Duration::from_secs(300))
+        .unwrap_or_else(|| panic!("the next reload works:\n{}", server.output()));
+    assert_eq!(
+        echo_stream(&mut client, 5, 5, 1),
+        5,
+        "the peer handed over is served again"
+    );
+    let mut fresh = RawClient::connect(&address).expect("the port accepts");
+    assert_eq!(echo_stream(&mut fresh, 0, 5, 1), 5);
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
