@@ -34,6 +34,7 @@ use std::time::Instant;
 
 use buildat_format::Packet;
 use buildat_interface::core_api::{RegisterCommand, RunCommand};
+use buildat_interface::log_limit::{LogLimiter, suppressed_note};
 use buildat_interface::{
     Event, Host, Module, ModuleError, UnloadKind, decode, events, export_module, log,
 };
@@ -176,6 +177,8 @@ struct VoxelWorld {
     config: WorldConfig,
     /// Whether saves fail, for one warning a minute rather than a tick.
     health: SaveHealth,
+    /// Lines about what a peer sent, a few per peer per 10 s.
+    peer_log: LogLimiter<PeerId>,
 }
 
 fn world_error(error: WorldError) -> ModuleError {
@@ -591,6 +594,7 @@ impl Module for VoxelWorld {
                 .unwrap_or_else(|| "worldgen".to_string()),
             config,
             health: SaveHealth::default(),
+            peer_log: LogLimiter::new(5, std::time::Duration::from_secs(10)),
         })
     }
 
@@ -651,6 +655,7 @@ impl Module for VoxelWorld {
             ClientDisconnected::NAME => {
                 let gone: ClientDisconnected = decode(payload)?;
                 self.streamer.remove_viewer(gone.peer);
+                self.peer_log.forget(&gone.peer);
             }
             Viewer::NAME => self.set_viewer(decode(payload)?)?,
             StreamChanges::NAME => {
@@ -666,7 +671,16 @@ impl Module for VoxelWorld {
                         self.streamer.ack(packet.peer, ack.chunks);
                         self.pump_viewers(Some(&[packet.peer]))?;
                     }
-                    Err(error) => log::warn!("peer {}: {error}", packet.peer),
+                    Err(error) => {
+                        if let Some(suppressed) = self.peer_log.allow(packet.peer, Instant::now()) {
+                            log::warn!(
+                                "peer {}: malformed {}: {error}{}",
+                                packet.peer,
+                                Ack::NAME,
+                                suppressed_note(suppressed)
+                            );
+                        }
+                    }
                 }
             }
             _ => {}

@@ -352,3 +352,34 @@ fn repeated_requests_cost_one_transfer_and_a_non_reader_is_dropped() {
     server.send("stop");
     assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
 }
+
+#[test]
+fn refusals_are_logged_a_few_per_client_not_one_per_request() {
+    let scratch = Scratch::new();
+    add_lua_module(&scratch, "lua_log", None);
+    let (mut server, address) = start(&scratch, &["--no-watch"]);
+    let mut client = RawClient::connect(&address).expect("connect");
+    read_announcements(&mut client);
+    for n in 0..50 {
+        client
+            .queue_packet(&RequestFile {
+                name: format!("lua_log/client_lua/missing{n}.lua"),
+                hash: [0; 32],
+            })
+            .expect("queue");
+    }
+    client.flush().expect("send");
+    let mut answered = 0;
+    while answered < 50 {
+        let packet = client
+            .recv(Duration::from_secs(10))
+            .expect("connected")
+            .expect("every request is answered");
+        answered += usize::from(packet.name == FileError::NAME);
+    }
+    server.pump();
+    let logged = server.lines_with(0, "refused file request").len();
+    assert!((1..=5).contains(&logged), "{logged} lines for 50 refusals");
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
