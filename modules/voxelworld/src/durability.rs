@@ -195,12 +195,12 @@ mod tests {
     #[test]
     fn edits_refused_at_stop_come_back_at_the_next_start() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut world, failing) = faulty(dir.path(), 64);
+        let (mut world, faults) = faulty(dir.path(), 64);
         generate(&mut world, [0, 0, 0], "stone");
         world.set_section_save_enabled([0, 0, 0], true).unwrap();
         let stone = world.voxels.get_id("stone").unwrap();
         world.set_voxel([3, 2, 1], stone).unwrap();
-        failing.store(true, Ordering::Relaxed);
+        faults.writes.store(true, Ordering::Relaxed);
         assert!(world.save_all().is_err());
         let path = write_recovery(dir.path(), &world)
             .unwrap()
@@ -208,11 +208,11 @@ mod tests {
         drop(world);
 
         // The next start: storage still fails, so the file stays.
-        let (mut world, failing) = faulty(dir.path(), 64);
-        failing.store(true, Ordering::Relaxed);
+        let (mut world, faults) = faulty(dir.path(), 64);
+        faults.writes.store(true, Ordering::Relaxed);
         assert_eq!(take_back_recovery(dir.path(), &mut world), 0);
         assert!(path.exists(), "kept while storage fails");
-        failing.store(false, Ordering::Relaxed);
+        faults.writes.store(false, Ordering::Relaxed);
         assert_eq!(take_back_recovery(dir.path(), &mut world), 1);
         assert!(!path.exists(), "removed once taken back");
         assert_eq!(world.load_section([0, 0, 0]).unwrap(), Loaded::Ready);

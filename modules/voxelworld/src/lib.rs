@@ -179,6 +179,8 @@ struct VoxelWorld {
     health: SaveHealth,
     /// Lines about what a peer sent, a few per peer per 10 s.
     peer_log: LogLimiter<PeerId>,
+    /// Streaming errors (storage that cannot be read), a few a minute.
+    stream_log: LogLimiter<()>,
 }
 
 fn world_error(error: WorldError) -> ModuleError {
@@ -224,10 +226,15 @@ impl VoxelWorld {
                 .encode()?,
             ),
         };
-        let outbox = self
-            .streamer
-            .pump(&mut self.world, registry, only)
-            .map_err(world_error)?;
+        let outbox = self.streamer.pump(&mut self.world, registry, only);
+        if let Some(error) = &outbox.failure
+            && let Some(suppressed) = self.stream_log.allow((), Instant::now())
+        {
+            log::error!(
+                "streaming: {error}; the chunks it concerns are sent once they can be read{}",
+                suppressed_note(suppressed)
+            );
+        }
         for section in outbox.generate {
             self.request_generation(section)?;
         }
@@ -595,6 +602,7 @@ impl Module for VoxelWorld {
             config,
             health: SaveHealth::default(),
             peer_log: LogLimiter::new(5, std::time::Duration::from_secs(10)),
+            stream_log: LogLimiter::new(3, std::time::Duration::from_secs(60)),
         })
     }
 

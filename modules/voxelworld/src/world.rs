@@ -771,11 +771,20 @@ pub(crate) mod tests {
     use super::*;
     use crate::storage::SqliteStorage;
 
-    /// SQLite storage whose writes fail while `failing` is set: a full or
-    /// read-only disk, injected.
+    /// Switches of [`FaultyStorage`].
+    #[derive(Clone, Default)]
+    pub(crate) struct Faults {
+        /// Writes fail (a full or read-only disk).
+        pub writes: Arc<AtomicBool>,
+        /// Reads fail (an unreadable disk).
+        pub reads: Arc<AtomicBool>,
+    }
+
+    /// SQLite storage whose writes or reads fail while its switches are
+    /// set: storage faults, injected.
     pub(crate) struct FaultyStorage {
         pub inner: SqliteStorage,
-        pub failing: Arc<AtomicBool>,
+        pub faults: Faults,
     }
 
     impl WorldStorage for FaultyStorage {
@@ -783,10 +792,13 @@ pub(crate) mod tests {
             self.inner.section_size()
         }
         fn load_section(&mut self, pos: Pos) -> Result<Option<StoredSection>, StorageError> {
+            if self.faults.reads.load(Ordering::Relaxed) {
+                return Err(StorageError::Damaged("injected: unreadable".into()));
+            }
             self.inner.load_section(pos)
         }
         fn save_section(&mut self, section: &StoredSection) -> Result<(), StorageError> {
-            if self.failing.load(Ordering::Relaxed) {
+            if self.faults.writes.load(Ordering::Relaxed) {
                 return Err(StorageError::Damaged("injected: disk full".into()));
             }
             self.inner.save_section(section)
@@ -834,26 +846,26 @@ pub(crate) mod tests {
     }
 
     /// A world over [`FaultyStorage`] with room for `budget` sections, and
-    /// the switch that makes its writes fail.
-    pub(crate) fn faulty(dir: &std::path::Path, budget: usize) -> (World, Arc<AtomicBool>) {
-        let failing = Arc::new(AtomicBool::new(false));
+    /// the switches that make its storage fail.
+    pub(crate) fn faulty(dir: &std::path::Path, budget: usize) -> (World, Faults) {
+        let faults = Faults::default();
         let inner = SqliteStorage::open(&dir.join("world.sqlite"), SectionSize::default()).unwrap();
         let storage = FaultyStorage {
             inner,
-            failing: failing.clone(),
+            faults: faults.clone(),
         };
         let mut world = World::new(Box::new(storage), budget);
         world
             .register_block(BlockDefinition::simple("stone", "stone.png"))
             .unwrap();
-        (world, failing)
+        (world, faults)
     }
 
     #[test]
     fn edits_outlive_a_failing_disk() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut world, failing) = faulty(dir.path(), 2);
-        failing.store(true, Ordering::Relaxed);
+        let (mut world, faults) = faulty(dir.path(), 2);
+        faults.writes.store(true, Ordering::Relaxed);
         for x in 0..2 {
             generate(&mut world, [x, 0, 0], "stone");
             world.set_section_save_enabled([x, 0, 0], true).unwrap();
@@ -872,7 +884,7 @@ pub(crate) mod tests {
         );
         assert_eq!(world.unsaved_sections().unwrap().len(), 2);
         // The disk comes back: everything is written, and evicted after.
-        failing.store(false, Ordering::Relaxed);
+        faults.writes.store(false, Ordering::Relaxed);
         assert_eq!(world.save_all().unwrap(), 2);
         assert_eq!(world.unsaved_count(), 0);
         drop(world);
