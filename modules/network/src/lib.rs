@@ -22,7 +22,7 @@
 //! peer's socket is not read until the budget refills, so a flooding client
 //! slows only itself; 0 turns the budget off; packet-type definitions count
 //! against it like packets), `network.max_packets_per_second_total` (all
-//! peers together, default 50000: each peer's budget is at most an equal
+//! peers together, default 10000: each peer's budget is at most an equal
 //! share of it, so a few hundred flooding peers cannot bury the game's
 //! thread; 0 turns it off), `network.max_packet_types` (definitions a peer
 //! may make, default 512), `network.min_bytes_per_second` (an incomplete
@@ -92,7 +92,7 @@ impl Settings {
             max_packets_per_second: host.get_setting("network.max_packets_per_second", 2000)?,
             packet_burst: host.get_setting("network.packet_burst", 4000)?,
             max_packets_per_second_total: host
-                .get_setting("network.max_packets_per_second_total", 50_000)?,
+                .get_setting("network.max_packets_per_second_total", 10_000)?,
             max_packet_types: host.get_setting("network.max_packet_types", 512)?,
             min_bytes_per_second: host.get_setting("network.min_bytes_per_second", 4096)?,
             handshake_timeout: Duration::from_millis(
