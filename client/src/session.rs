@@ -8,7 +8,10 @@
 //! and `core:remove_file`, and when to answer `core:all_files_transferred`
 //! (after `core:tell_after_all_files_transferred`, once every announced file
 //! is present or was refused, and again after a later announce was
-//! satisfied). Also decodes `core:run_script` and `core:disconnect` and
+//! satisfied). What a server can make it fetch is bounded: a file over
+//! the per-file limit, past the connection's total download limit, or past
+//! [`MAX_ANNOUNCED_FILES`] is refused with a warning (server text in
+//! warnings is quoted with its control characters escaped). Also decodes `core:run_script` and `core:disconnect` and
 //! passes game packets through. Counts what it did ([`Stats`]).
 //!
 //! Does not own: sockets and framing (`connection`, `buildat_format`),
@@ -30,6 +33,13 @@ use crate::cache::{Cache, CacheError, Lookup, hex, sha256};
 
 /// Files larger than this are refused (reported, not fetched).
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 1 << 30;
+/// Bytes one connection may ask for in all: past it, further files are
+/// refused (a malicious server cannot fill the disk by announcing without
+/// end).
+pub const DEFAULT_MAX_TOTAL_DOWNLOAD: u64 = 4 << 30;
+/// Files one connection may announce: past it, further announcements are
+/// refused (the table of announced files stays bounded).
+pub const MAX_ANNOUNCED_FILES: usize = 100_000;
 
 /// Something the caller must do or know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,6 +151,7 @@ struct Download {
 pub struct Session {
     cache: Cache,
     max_file_size: u64,
+    max_total_download: u64,
     announced: BTreeMap<String, Announced>,
     /// Requests sent and not yet answered, per name, oldest first (with the
     /// size asked for).
@@ -177,6 +188,7 @@ impl Session {
         Self {
             cache,
             max_file_size: DEFAULT_MAX_FILE_SIZE,
+            max_total_download: DEFAULT_MAX_TOTAL_DOWNLOAD,
             announced: BTreeMap::new(),
             outstanding: HashMap::new(),
             downloads: HashMap::new(),
@@ -190,6 +202,13 @@ impl Session {
     /// Refuse files over `max` bytes (default [`DEFAULT_MAX_FILE_SIZE`]).
     pub fn with_max_file_size(mut self, max: u64) -> Self {
         self.max_file_size = max;
+        self
+    }
+
+    /// Ask for at most `max` bytes in all (default
+    /// [`DEFAULT_MAX_TOTAL_DOWNLOAD`]).
+    pub fn with_max_total_download(mut self, max: u64) -> Self {
+        self.max_total_download = max;
         self
     }
 
@@ -270,10 +289,23 @@ impl Session {
         {
             return Ok(()); // the same version again
         }
+        if !self.announced.contains_key(&a.name) && self.announced.len() >= MAX_ANNOUNCED_FILES {
+            events.push(Event::Warning(format!(
+                "{:?}: more than {MAX_ANNOUNCED_FILES} files announced; ignoring it",
+                a.name
+            )));
+            return Ok(());
+        }
         let state = if a.size > self.max_file_size {
             events.push(Event::Warning(format!(
-                "{}: {} bytes is over the limit of {} bytes; not fetching it",
+                "{:?}: {} bytes is over the limit of {} bytes; not fetching it",
                 a.name, a.size, self.max_file_size
+            )));
+            FileState::Failed
+        } else if self.stats.bytes_requested.saturating_add(a.size) > self.max_total_download {
+            events.push(Event::Warning(format!(
+                "{:?}: {} bytes would take this connection's downloads past {} bytes; not fetching it",
+                a.name, a.size, self.max_total_download
             )));
             FileState::Failed
         } else if a.size == 0 && a.hash == sha256(&[]) {
@@ -806,6 +838,40 @@ mod tests {
                 _ => assert!(matches!(error, SessionError::SizeChanged { .. })),
             }
         }
+    }
+
+    #[test]
+    fn a_server_cannot_make_the_client_fetch_without_end() {
+        let dir = tempfile::tempdir().expect("temp");
+        let files = [
+            ("a/x", vec![1u8; 600]),
+            ("a/y", vec![2u8; 10]),
+            ("a/z\x1b[2J", vec![3u8; 600]),
+        ];
+        let mut peer = Peer::new(&files);
+        let mut session =
+            Session::new(Cache::open(dir.path()).expect("cache")).with_max_total_download(1000);
+        peer.announce_all();
+        let events = peer.deliver(&mut session).expect("announce");
+        assert_eq!(
+            peer.requests().len(),
+            2,
+            "the second 600-byte file would pass the total"
+        );
+        let warnings: Vec<&String> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Warning(w) => Some(w),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("past 1000 bytes"), "{}", warnings[0]);
+        assert!(
+            warnings[0].contains("\\u{1b}") && !warnings[0].contains('\x1b'),
+            "server text is escaped: {}",
+            warnings[0]
+        );
     }
 
     #[test]

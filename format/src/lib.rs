@@ -63,7 +63,7 @@ pub use container::{
 pub use magic::MagicError;
 pub use packet::{
     Frame, FrameDecoder, FrameEncoder, FrameError, PacketReadError, PacketReader, PacketTypeError,
-    PacketWriter, RawPacket, Received, ReceiverPacketTypes, SenderPacketTypes,
+    PacketWriter, RawPacket, ReadItem, Received, ReceiverPacketTypes, SenderPacketTypes,
 };
 pub use payload::{Packet, PayloadError};
 pub use reader::{ReadError, Reader};

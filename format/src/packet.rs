@@ -38,6 +38,9 @@ pub const DEFAULT_MAX_FRAME_SIZE: u32 = 16 << 20;
 pub const DEFAULT_MAX_NAME_LEN: usize = 256;
 /// Bytes of a definition's fixed part (type + name_len).
 pub const DEFINITION_HEADER_LEN: usize = 6;
+/// Default maximum of packet types one receiver accepts definitions of (so a
+/// peer's table costs at most this many names of the maximum length).
+pub const DEFAULT_MAX_PACKET_TYPES: usize = 1024;
 
 /// One whole frame.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -289,6 +292,9 @@ pub enum PacketTypeError {
     /// A packet of a type never defined.
     #[error("packet type {0} is not defined")]
     Undefined(u16),
+    /// Receiver: a new definition past the table's maximum number of types.
+    #[error("more than {max} packet types defined")]
+    TooManyTypes { max: usize },
     /// Sender: every number up to 65535 is used.
     #[error("no packet type numbers left")]
     Exhausted,
@@ -413,6 +419,7 @@ pub struct ReceiverPacketTypes {
     by_type: HashMap<u16, String>,
     by_name: HashMap<String, u16>,
     max_name_len: usize,
+    max_types: usize,
 }
 
 impl Default for ReceiverPacketTypes {
@@ -427,12 +434,20 @@ impl ReceiverPacketTypes {
         Self::with_max_name_len(DEFAULT_MAX_NAME_LEN)
     }
 
-    /// An empty table accepting names up to `max` bytes.
+    /// An empty table accepting names up to `max` bytes (and up to
+    /// [`DEFAULT_MAX_PACKET_TYPES`] types).
     pub fn with_max_name_len(max: usize) -> Self {
+        Self::with_limits(max, DEFAULT_MAX_PACKET_TYPES)
+    }
+
+    /// An empty table accepting names up to `max_name_len` bytes and at most
+    /// `max_types` definitions: what a peer can make it hold is bounded.
+    pub fn with_limits(max_name_len: usize, max_types: usize) -> Self {
         Self {
             by_type: HashMap::new(),
             by_name: HashMap::new(),
-            max_name_len: max,
+            max_name_len,
+            max_types,
         }
     }
 
@@ -507,6 +522,11 @@ impl ReceiverPacketTypes {
                     new: ty,
                 });
             }
+            if self.by_type.len() >= self.max_types {
+                return Err(PacketTypeError::TooManyTypes {
+                    max: self.max_types,
+                });
+            }
             self.by_type.insert(ty, name.to_owned());
             self.by_name.insert(name.to_owned(), ty);
         }
@@ -540,6 +560,15 @@ pub struct RawPacket {
     pub data: Vec<u8>,
 }
 
+/// What [`PacketReader::next_item`] took off the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadItem {
+    /// A definition, accepted into the table (new or a repeat).
+    Definition,
+    /// A packet of a defined type.
+    Packet(RawPacket),
+}
+
 /// Any error of the receiving side. The connection cannot continue after one.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum PacketReadError {
@@ -561,9 +590,14 @@ pub struct PacketReader {
 impl PacketReader {
     /// A reader with the given frame size and name length limits.
     pub fn new(max_frame_size: u32, max_name_len: usize) -> Self {
+        Self::with_limits(max_frame_size, max_name_len, DEFAULT_MAX_PACKET_TYPES)
+    }
+
+    /// A reader with the given frame size, name length and type count limits.
+    pub fn with_limits(max_frame_size: u32, max_name_len: usize, max_types: usize) -> Self {
         Self {
             frames: FrameDecoder::new(max_frame_size),
-            types: ReceiverPacketTypes::with_max_name_len(max_name_len),
+            types: ReceiverPacketTypes::with_limits(max_name_len, max_types),
         }
     }
 
@@ -576,20 +610,29 @@ impl PacketReader {
     /// the way are accepted into the table.
     pub fn try_next_packet(&mut self) -> Result<Option<RawPacket>, PacketReadError> {
         loop {
-            let Some((ty, data)) = self.frames.next_frame_ref()? else {
-                return Ok(None);
-            };
-            match self.types.receive(ty, data)? {
-                Received::Definition { .. } => {}
-                Received::Packet { ty, name, data } => {
-                    return Ok(Some(RawPacket {
-                        ty,
-                        name: name.to_owned(),
-                        data: data.to_vec(),
-                    }));
-                }
+            match self.next_item()? {
+                None => return Ok(None),
+                Some(ReadItem::Definition) => {}
+                Some(ReadItem::Packet(packet)) => return Ok(Some(packet)),
             }
         }
+    }
+
+    /// The next frame, definition or packet, `Ok(None)` if more bytes are
+    /// needed: a receiver that charges every frame to its sender (an input
+    /// budget) sees the definitions too.
+    pub fn next_item(&mut self) -> Result<Option<ReadItem>, PacketReadError> {
+        let Some((ty, data)) = self.frames.next_frame_ref()? else {
+            return Ok(None);
+        };
+        Ok(Some(match self.types.receive(ty, data)? {
+            Received::Definition { .. } => ReadItem::Definition,
+            Received::Packet { ty, name, data } => ReadItem::Packet(RawPacket {
+                ty,
+                name: name.to_owned(),
+                data: data.to_vec(),
+            }),
+        }))
     }
 
     /// Bytes of a partially received frame (see [`FrameDecoder::buffered_len`]).

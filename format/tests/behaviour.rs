@@ -840,3 +840,42 @@ fn packet_reader_and_writer() {
         Err(PacketReadError::Type(PacketTypeError::Undefined(200)))
     );
 }
+
+#[test]
+fn a_reader_bounds_its_table_and_shows_every_definition() {
+    let mut w = PacketWriter::default();
+    w.write("a:one", b"1").unwrap();
+    w.write("a:one", b"2").unwrap();
+    w.write("a:two", b"3").unwrap();
+    let mut bytes = w.take();
+    // A repeated definition is accepted, and still a frame the caller sees.
+    encode_frame(
+        &mut bytes,
+        DEFINE_PACKET_TYPE,
+        &encode_definition(100, "a:one").unwrap(),
+    )
+    .unwrap();
+    let mut r = PacketReader::with_limits(1024, 64, 1);
+    r.push(&bytes);
+    let mut items = Vec::new();
+    let error = loop {
+        match r.next_item() {
+            Ok(Some(ReadItem::Definition)) => items.push("definition".to_string()),
+            Ok(Some(ReadItem::Packet(p))) => items.push(p.name),
+            Ok(None) => panic!("the second type must be refused"),
+            Err(error) => break error,
+        }
+    };
+    assert_eq!(items, ["definition", "a:one", "a:one"]);
+    assert_eq!(
+        error,
+        PacketReadError::Type(PacketTypeError::TooManyTypes { max: 1 })
+    );
+    let mut r = PacketReader::with_limits(1024, 64, 2);
+    r.push(&bytes);
+    let mut definitions = 0;
+    while let Some(item) = r.next_item().unwrap() {
+        definitions += usize::from(item == ReadItem::Definition);
+    }
+    assert_eq!(definitions, 3, "two new and one repeat");
+}

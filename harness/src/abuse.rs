@@ -9,6 +9,9 @@
 //! Owns: the corpus and its table. Does not own: the server (`server`) or
 //! the wire codec (`buildat-format`, through `raw_client`).
 
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use buildat_client_file_api::{AnnounceFile, FileError, RequestFile, RunScript};
@@ -22,10 +25,13 @@ use crate::server::{Server, ServerOptions};
 use crate::wire::{definition, frame, header};
 
 /// Server settings that keep the corpus quick: a held-open half packet is
-/// dropped after 2 s, a client that does not read after 1 MB of backlog.
-pub const SERVER_SETTINGS: [&str; 2] = [
+/// dropped after 2 s, a silent connection after 3 s, a client that does not
+/// read after 1 MB of backlog or 5 s of file backlog.
+pub const SERVER_SETTINGS: [&str; 4] = [
     "network.idle_timeout_ms=2000",
     "network.max_queue_bytes=1000000",
+    "network.handshake_timeout_ms=3000",
+    "client_file.stall_timeout_ms=5000",
 ];
 
 /// A bystander ping slower than this fails the corpus: an attack that holds
@@ -54,6 +60,16 @@ struct Target {
     address: String,
     /// The largest file the server announces.
     big_file: Option<AnnounceFile>,
+    /// The loopback address this case connects from (its own, so the
+    /// server's per-address limits of one case do not spill into the next,
+    /// nor onto the bystanders on 127.0.0.1).
+    source: IpAddr,
+}
+
+impl Target {
+    fn connect(&self) -> std::io::Result<RawClient> {
+        RawClient::connect_from(&self.address, self.source)
+    }
 }
 
 type Attack = fn(&Target) -> anyhow::Result<Outcome>;
@@ -61,7 +77,7 @@ type Attack = fn(&Target) -> anyhow::Result<Outcome>;
 /// Sends `bytes` on a new connection; dropped if the server closes it
 /// within `wait`.
 fn send_bytes(target: &Target, bytes: &[u8], wait: Duration) -> anyhow::Result<Outcome> {
-    let mut client = RawClient::connect(&target.address)?;
+    let mut client = target.connect()?;
     let _ = client.send_raw(bytes);
     let started = Instant::now();
     let dropped = client.wait_closed(wait).is_some();
@@ -93,7 +109,7 @@ fn as_player_near(
     target: &Target,
     packets: impl FnOnce([i32; 3]) -> Vec<(&'static str, Vec<u8>)>,
 ) -> anyhow::Result<Outcome> {
-    let mut client = RawClient::join(&target.address, "attacker", Duration::from_secs(60))?;
+    let mut client = RawClient::join_with(target.connect()?, "attacker", Duration::from_secs(60))?;
     let [x, y, z] = client.spawn;
     let packets = packets([x.floor() as i32, y.floor() as i32, z.floor() as i32]);
     for (name, data) in &packets {
@@ -106,12 +122,19 @@ fn as_player_near(
 
 /// Sends packets without joining, then the same check.
 fn as_stranger(target: &Target, packets: &[(&str, Vec<u8>)]) -> anyhow::Result<Outcome> {
-    let mut client = RawClient::connect(&target.address)?;
+    let mut client = target.connect()?;
     for (name, data) in packets {
         if client.send(name, data).is_err() {
             break;
         }
     }
+    still_answers(&mut client)
+}
+
+/// Sends raw bytes without joining, then the same check.
+fn as_stranger_after(target: &Target, bytes: &[u8]) -> anyhow::Result<Outcome> {
+    let mut client = target.connect()?;
+    let _ = client.send_raw(bytes);
     still_answers(&mut client)
 }
 
@@ -167,6 +190,11 @@ fn typed<P: Packet>(packet: &P) -> (&'static str, Vec<u8>) {
     (P::NAME, encoded(packet))
 }
 
+/// The feet's position in the middle of voxel (x, y, z).
+fn at(x: i32, y: i32, z: i32) -> [f64; 3] {
+    [f64::from(x) + 0.5, f64::from(y), f64::from(z) + 0.5]
+}
+
 fn moving(position: [f64; 3]) -> (&'static str, Vec<u8>) {
     typed(&Move { position })
 }
@@ -200,7 +228,7 @@ fn request(name: &str, hash: [u8; 32]) -> Vec<u8> {
 /// Floods pings for 5 s without reading a pong, holds 5 s more, then
 /// reads to see whether the server gave up on it.
 fn never_reads_pings(target: &Target) -> anyhow::Result<Outcome> {
-    let mut client = RawClient::connect(&target.address)?;
+    let mut client = target.connect()?;
     client
         .stream
         .set_write_timeout(Some(Duration::from_secs(1)))?;
@@ -243,7 +271,7 @@ fn never_reads_files(target: &Target) -> anyhow::Result<Outcome> {
             detail: "no file announced; skipped".into(),
         });
     };
-    let mut client = RawClient::connect(&target.address)?;
+    let mut client = target.connect()?;
     client
         .stream
         .set_write_timeout(Some(Duration::from_secs(5)))?;
@@ -255,13 +283,85 @@ fn never_reads_files(target: &Target) -> anyhow::Result<Outcome> {
         }
         sent += 1;
     }
-    let dropped = client.wait_closed(Duration::from_secs(15)).is_some();
+    let started = Instant::now();
+    let dropped = client.wait_closed(Duration::from_secs(30)).is_some();
     Ok(Outcome {
         dropped,
         detail: format!(
-            "{sent} requests for {} ({} bytes), none read",
-            file.name, file.size
+            "{sent} requests for {} ({} bytes), none read; {}",
+            file.name,
+            file.size,
+            if dropped {
+                format!("closed {:.1} s later", started.elapsed().as_secs_f64())
+            } else {
+                "kept".into()
+            }
         ),
+    })
+}
+
+/// Sends a whole ping (so the handshake timeout does not apply), then
+/// declares a 1 MiB frame and drips it a byte every 200 ms: never idle,
+/// but far slower than the server's minimum rate.
+fn drips_a_frame(target: &Target) -> anyhow::Result<Outcome> {
+    let mut client = target.connect()?;
+    client.send_packet(&Ping { data: vec![1] })?;
+    let mut bytes = header(100, 1 << 20);
+    bytes.resize(200, 0);
+    let started = Instant::now();
+    for byte in bytes {
+        if client.send_raw(&[byte]).is_err() {
+            break;
+        }
+        if client.wait_closed(Duration::from_millis(200)).is_some() {
+            return Ok(Outcome {
+                dropped: true,
+                detail: format!("closed after {:.1} s", started.elapsed().as_secs_f64()),
+            });
+        }
+    }
+    Ok(Outcome {
+        dropped: client.wait_closed(Duration::from_secs(1)).is_some(),
+        detail: format!("{:.1} s of dripping", started.elapsed().as_secs_f64()),
+    })
+}
+
+/// 200 connections (from 4 addresses, within the per-address limit) each
+/// flooding pings for 5 s without reading: together far past what any
+/// one peer may send.
+fn many_flooders(target: &Target) -> anyhow::Result<Outcome> {
+    let mut flooders = Vec::new();
+    for n in 0..200u8 {
+        let source = IpAddr::from([127, 2, n % 4, 1]);
+        let client = RawClient::connect_from(&target.address, source)?;
+        client
+            .stream
+            .set_write_timeout(Some(Duration::from_millis(100)))?;
+        flooders.push(client);
+    }
+    let started = Instant::now();
+    let threads: Vec<_> = flooders
+        .into_iter()
+        .map(|mut client| {
+            std::thread::spawn(move || {
+                let ping = Ping {
+                    data: vec![7u8; 64],
+                };
+                let mut sent = 0u64;
+                while started.elapsed() < Duration::from_secs(5) {
+                    if client.send_packet(&ping).is_ok() {
+                        sent += 1;
+                    }
+                }
+                client.close();
+                sent
+            })
+        })
+        .collect();
+    let sent: u64 = threads.into_iter().map(|t| t.join().unwrap_or(0)).sum();
+    Ok(Outcome {
+        dropped: false,
+        detail: format!("200 peers wrote {sent} pings in 5 s, none read"),
     })
 }
 
@@ -271,7 +371,7 @@ fn flood(target: &Target, count: usize, join: bool) -> anyhow::Result<Outcome> {
     let mut held = Vec::new();
     let mut refused = 0;
     for i in 0..count {
-        match RawClient::connect(&target.address) {
+        match target.connect() {
             Ok(mut client) => {
                 if join {
                     let _ = client.send_packet(&Join {
@@ -285,9 +385,11 @@ fn flood(target: &Target, count: usize, join: bool) -> anyhow::Result<Outcome> {
     }
     std::thread::sleep(Duration::from_secs(1));
     let count = held.len();
+    // Closed at once: refused by the per-address limits ("too many
+    // connections"), not held.
     let dropped = held
         .iter_mut()
-        .filter_map(|c| c.wait_closed(Duration::ZERO))
+        .filter_map(|c| c.wait_closed(Duration::from_millis(1)))
         .count();
     for client in &held {
         client.close();
@@ -345,6 +447,24 @@ fn cases() -> Vec<(&'static str, Expect, Attack)> {
                 &[definition(100, b"main:ping"), definition(101, b"main:ping")].concat(),
             )
         }),
+        ("600 packet-type definitions", Expect::Dropped, |t| {
+            let bytes: Vec<u8> = (0..600u16)
+                .flat_map(|n| definition(100 + n, format!("x:{n}").as_bytes()))
+                .collect();
+            quick(t, &bytes)
+        }),
+        ("one definition repeated 10000 times", Expect::Either, |t| {
+            let bytes = definition(100, b"main:ping").repeat(10_000);
+            as_stranger_after(t, &bytes)
+        }),
+        ("a silent connection", Expect::Dropped, |t| {
+            send_bytes(t, &[], Duration::from_secs(15))
+        }),
+        (
+            "a 1 MiB frame dripped a byte every 200 ms",
+            Expect::Dropped,
+            drips_a_frame,
+        ),
         ("64 KiB of pseudo-random bytes", Expect::Dropped, |t| {
             let mut x = 0x9e37_79b9_7f4a_7c15u64;
             let bytes: Vec<u8> = (0..65536)
@@ -377,6 +497,11 @@ fn cases() -> Vec<(&'static str, Expect, Attack)> {
             never_reads_files,
         ),
         (
+            "200 peers flooding pings at once",
+            Expect::Either,
+            many_flooders,
+        ),
+        (
             "connection flood: 1000 silent connections",
             Expect::Either,
             |t| flood(t, 1000, false),
@@ -403,11 +528,21 @@ fn cases() -> Vec<(&'static str, Expect, Attack)> {
         ("request that is not bincode", Expect::Either, |t| {
             as_stranger(t, &[(RequestFile::NAME, vec![0xff; 40])])
         }),
-        ("request with a 60 KiB name", Expect::Either, |t| {
-            as_stranger(
-                t,
-                &[(RequestFile::NAME, request(&"a".repeat(60_000), [0; 32]))],
-            )
+        ("request with a 60 KiB name", Expect::Dropped, |t| {
+            let mut client = t.connect()?;
+            let _ = client.send(RequestFile::NAME, &request(&"a".repeat(60_000), [0; 32]));
+            let dropped = client.wait_closed(Duration::from_secs(5));
+            let echoed = dropped
+                .iter()
+                .flatten()
+                .any(|p| p.data.windows(64).any(|w| w.iter().all(|b| *b == b'a')));
+            Ok(Outcome {
+                dropped: dropped.is_some(),
+                detail: format!(
+                    "the name echoed back: {}",
+                    if echoed { "YES" } else { "no" }
+                ),
+            })
         }),
         ("request of ../../etc/passwd", Expect::Either, |t| {
             as_stranger(
@@ -455,6 +590,23 @@ fn cases() -> Vec<(&'static str, Expect, Attack)> {
         ("move of 3 bytes", Expect::Either, |t| {
             as_player(t, &[("main:move", vec![1, 2, 3])])
         }),
+        ("fly 10 voxels up", Expect::Either, |t| {
+            as_player_near(t, |[x, y, z]| vec![moving(at(x, y + 10, z))])
+        }),
+        ("walk into the ground", Expect::Either, |t| {
+            as_player_near(t, |[x, y, z]| vec![moving(at(x, y - 2, z))])
+        }),
+        ("200 small moves in one burst", Expect::Either, |t| {
+            as_player_near(t, |[x, y, z]| {
+                (0..200).map(|i| moving(at(x, y + i % 2, z))).collect()
+            })
+        }),
+        ("dig a voxel out of sight", Expect::Either, |t| {
+            as_player_near(t, |[x, y, z]| vec![digging([x, y - 4, z])])
+        }),
+        ("place `unknown`", Expect::Either, |t| {
+            as_player_near(t, |[x, y, z]| vec![placing([x, y + 2, z], "unknown")])
+        }),
         ("dig at i32::MAX", Expect::Either, |t| {
             as_player(t, &[digging([i32::MAX, i32::MAX, i32::MAX])])
         }),
@@ -498,6 +650,52 @@ fn cases() -> Vec<(&'static str, Expect, Attack)> {
     ]
 }
 
+/// The server's peak RSS, sampled every 20 ms on a thread of its own: what
+/// a case cost the server is the peak during it over the RSS before it.
+struct RssWatch {
+    peak_kib: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    pid: u32,
+}
+
+impl RssWatch {
+    fn start(pid: u32) -> Self {
+        let peak_kib = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (peak, done) = (peak_kib.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                if let Some(sample) = crate::proc_stats::sample(pid) {
+                    peak.fetch_max(sample.rss_kib, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        Self {
+            peak_kib,
+            stop,
+            pid,
+        }
+    }
+
+    /// Starts a case: the RSS now, which the peak starts from.
+    fn reset(&self) -> u64 {
+        let now = crate::proc_stats::sample(self.pid).map_or(0, |s| s.rss_kib);
+        self.peak_kib.store(now, Ordering::Relaxed);
+        now
+    }
+
+    fn peak(&self) -> u64 {
+        self.peak_kib.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for RssWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
 /// The server's announced files, as a fresh client sees them.
 fn announced_files(address: &str) -> Vec<AnnounceFile> {
     let Ok(mut client) = RawClient::connect(address) else {
@@ -526,27 +724,31 @@ fn announced_files(address: &str) -> Vec<AnnounceFile> {
 /// whether every case cost only its sender.
 pub fn run_corpus(server: &mut Server) -> anyhow::Result<bool> {
     let address = server.address.clone();
-    let target = Target {
+    let mut target = Target {
         big_file: announced_files(&address).into_iter().max_by_key(|f| f.size),
         address: address.clone(),
+        source: IpAddr::from([127, 0, 0, 1]),
     };
     let bystanders = [
         Bystander::start(&address, "bystander1", Duration::from_millis(50))?,
         Bystander::start(&address, "bystander2", Duration::from_millis(50))?,
     ];
+    let rss = RssWatch::start(server.pid());
     println!(
-        "{:<42} {:<8} {:<8} {:<4} {:>9} detail (server's reason)",
-        "case", "expected", "sender", "ok", "others ms"
+        "{:<42} {:<8} {:<8} {:<4} {:>9} {:>8} detail (server's reason)",
+        "case", "expected", "sender", "ok", "others ms", "RSS +MiB"
     );
     for bystander in &bystanders {
         bystander.take_worst_ms();
     }
     let mut all_ok = true;
-    let mut count = 0;
+    let mut count = 0u8;
     for (name, expect, attack) in cases() {
         count += 1;
+        target.source = IpAddr::from([127, 0, 1, count]);
         server.pump();
         let from = server.seen.len();
+        let rss_before = rss.reset();
         let outcome = attack(&target);
         std::thread::sleep(Duration::from_millis(100));
         server.pump();
@@ -581,8 +783,9 @@ pub fn run_corpus(server: &mut Server) -> anyhow::Result<bool> {
             .iter()
             .map(Bystander::take_worst_ms)
             .fold(0.0, f64::max);
+        let rss_growth = rss.peak().saturating_sub(rss_before) as f64 / 1024.0;
         println!(
-            "{:<42} {:<8} {:<8} {:<4} {:>9.1} {}",
+            "{:<42} {:<8} {:<8} {:<4} {:>9.1} {:>8.1} {}",
             name,
             if expect == Expect::Dropped {
                 "dropped"
@@ -592,6 +795,7 @@ pub fn run_corpus(server: &mut Server) -> anyhow::Result<bool> {
             sender,
             if ok { "yes" } else { "NO" },
             others_worst,
+            rss_growth,
             detail
         );
         if !up {

@@ -18,7 +18,7 @@ use crate::abuse;
 use crate::fleet::{Fleet, FleetOptions};
 use crate::histogram::show_ms;
 use crate::layout::Layout;
-use crate::server::{Server, ServerOptions};
+use crate::server::{ONE_ADDRESS_CROWD, Server, ServerOptions};
 
 /// Modules reloaded each round, in this order.
 pub const RELOADED: [&str; 8] = [
@@ -99,6 +99,9 @@ pub fn run(layout: &Layout, options: &FaultOptions) -> anyhow::Result<bool> {
     let modules = layout.add_fixtures("fault_probe", &["fault_a", "fault_b", "fault_victim"])?;
     let mut server_options: ServerOptions = abuse::server_options(layout, vec![modules]);
     server_options.watchdog_ms = Some(1000);
+    server_options
+        .settings
+        .extend(ONE_ADDRESS_CROWD.map(String::from));
     let mut server = Server::start(layout, &server_options)?;
     println!(
         "faulttest: server {} on {}; {} bots; {} reloads of each of {}",

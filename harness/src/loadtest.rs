@@ -12,7 +12,7 @@ use crate::fleet::{Counts, Fleet, FleetOptions};
 use crate::histogram::show_ms;
 use crate::layout::Layout;
 use crate::proc_stats::{Sample, cpu_percent};
-use crate::server::{Server, ServerOptions};
+use crate::server::{ONE_ADDRESS_CROWD, Server, ServerOptions};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct LoadOptions {
@@ -208,7 +208,10 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
         &ServerOptions {
             world: layout.path("world"),
             extra_module_paths: Vec::new(),
-            settings: vec![format!("voxelworld.view_radius={}", options.view_radius)],
+            settings: [format!("voxelworld.view_radius={}", options.view_radius)]
+                .into_iter()
+                .chain(ONE_ADDRESS_CROWD.map(String::from))
+                .collect(),
             tick_ms: 100,
             watchdog_ms: None,
             log_file: layout.path("server.log"),

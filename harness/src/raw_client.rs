@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -46,7 +46,24 @@ fn invalid(error: impl std::fmt::Display) -> std::io::Error {
 
 impl RawClient {
     pub fn connect(address: &str) -> std::io::Result<Self> {
-        let stream = TcpStream::connect(address)?;
+        Self::from_stream(TcpStream::connect(address)?)
+    }
+
+    /// Connects from `source` (another loopback address, 127.0.0.2 and up,
+    /// is another address to the server's per-address limits).
+    pub fn connect_from(address: &str, source: IpAddr) -> std::io::Result<Self> {
+        let target: SocketAddr = address.parse().map_err(invalid)?;
+        let socket = socket2::Socket::new(
+            socket2::Domain::for_address(target),
+            socket2::Type::STREAM,
+            None,
+        )?;
+        socket.bind(&SocketAddr::new(source, 0).into())?;
+        socket.connect(&target.into())?;
+        Self::from_stream(socket.into())
+    }
+
+    fn from_stream(stream: TcpStream) -> std::io::Result<Self> {
         stream.set_nodelay(true)?;
         Ok(Self {
             stream,
@@ -166,7 +183,11 @@ impl RawClient {
 
     /// Joins the default game as `name` and waits for `main:spawn`.
     pub fn join(address: &str, name: &str, timeout: Duration) -> std::io::Result<Self> {
-        let mut client = Self::connect(address)?;
+        Self::join_with(Self::connect(address)?, name, timeout)
+    }
+
+    /// Joins the default game on a connection already made.
+    pub fn join_with(mut client: Self, name: &str, timeout: Duration) -> std::io::Result<Self> {
         client.send_packet(&Join {
             name: name.to_string(),
         })?;

@@ -20,6 +20,14 @@ use anyhow::{Context, bail};
 use crate::layout::Layout;
 use crate::proc_stats::{self, Sample};
 
+/// Settings turning the network module's per-address connection limits
+/// off, for runs whose many clients all come from 127.0.0.1 (load and
+/// fault runs, tests with hundreds of connections).
+pub const ONE_ADDRESS_CROWD: [&str; 2] = [
+    "network.max_connections_per_ip=0",
+    "network.connects_per_ip_per_second=0",
+];
+
 /// How a server is started.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {

@@ -5,7 +5,8 @@
 //! [`export_module!`] macro ([`module`]), payload encoding ([`payload`]),
 //! typed calls ([`call`]) and events ([`events`]), the reload stash
 //! ([`stash`]), the core's own events and calls ([`core_api`]),
-//! configuration keys ([`config`]) and `meta.json` ([`meta`]).
+//! configuration keys ([`config`]), `meta.json` ([`meta`]) and rate-limited
+//! logging of what outsiders cause ([`log_limit`]).
 //!
 //! Does not own any server behaviour (no threads, no loading, no I/O beyond
 //! reading `meta.json`), nor any module's API: each shared module publishes
@@ -18,6 +19,7 @@ pub mod call;
 pub mod config;
 pub mod core_api;
 pub mod events;
+pub mod log_limit;
 pub mod meta;
 pub mod module;
 pub mod payload;

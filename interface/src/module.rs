@@ -277,10 +277,15 @@ impl Host {
 
     /// Takes the stash the previous version stored: `None` on a fresh load,
     /// an error naming both layouts when the previous version's differs.
+    /// A stash this version cannot read is kept for the next version, which
+    /// may (it can hold resources only a reader can release: sockets).
     pub fn take_stash<S: Stash>(&self) -> Result<Option<S>, StashError> {
-        self.tmp_restore_data(stash::STASH_NAME)
-            .map(|bytes| stash::decode_stash(&bytes))
-            .transpose()
+        let Some(bytes) = self.tmp_restore_data(stash::STASH_NAME) else {
+            return Ok(None);
+        };
+        stash::decode_stash(&bytes).map(Some).inspect_err(|_| {
+            let _ = self.tmp_store_data(stash::STASH_NAME, &bytes);
+        })
     }
 
     /// Keeps `data` under `name` for this module's next load (a reload).

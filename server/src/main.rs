@@ -151,6 +151,41 @@ fn main() -> ExitCode {
     }
 }
 
+/// Raises the soft limit of open descriptors to the hard limit (often 1,024
+/// against 500,000+), so connections, not the default, set how many players
+/// fit; the network module refuses players well before the limit it finds.
+fn raise_descriptor_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write `limit`.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        tracing::warn!(
+            "cannot read the descriptor limit: {}",
+            std::io::Error::last_os_error()
+        );
+        return;
+    }
+    if limit.rlim_cur >= limit.rlim_max {
+        return;
+    }
+    let soft = limit.rlim_cur;
+    limit.rlim_cur = limit.rlim_max;
+    // SAFETY: as above.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } == 0 {
+        tracing::info!(
+            "raised the descriptor limit from {soft} to {}",
+            limit.rlim_max
+        );
+    } else {
+        tracing::warn!(
+            "cannot raise the descriptor limit from {soft}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
 fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
     std::path::absolute(path).with_context(|| format!("bad path {}", path.display()))
 }
@@ -346,6 +381,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         None => {}
     }
     prepare_world(&config.world_path)?;
+    raise_descriptor_limit();
     tracing::info!(
         "buildat-server {}: world {}, modules {}",
         env!("CARGO_PKG_VERSION"),

@@ -11,6 +11,16 @@
 //! `client_file:files_transmitted` and one `core:run_script` per loaded
 //! module's `client_lua/init.lua`, in load order. A file edited on disk
 //! (`core:module_modified`) is re-hashed and re-announced to everyone.
+//!
+//! What a client can make it hold is bounded and charged to that client:
+//! a request for a file already queued for it is ignored (so its queue
+//! holds each registered file at most once), a request name over the
+//! limit is malformed (the client is dropped and the name is never echoed),
+//! refusals are logged a few per client per 10 s, and a client whose
+//! backlog stays over the high-water mark for `client_file.stall_timeout_ms`
+//! (default 20000) is dropped as not reading. Settings:
+//! `client_file.max_backlog_bytes` (the high-water mark, default 4 MiB,
+//! never over a third of `network.max_queue_bytes`).
 //! Does not own: sockets (`network`) or the packet bytes
 //! (`buildat_format::protocol`, documented in docs/protocol.md).
 //!
@@ -18,12 +28,12 @@
 
 mod registry;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use buildat_client_file_api::{
     AddFileContent, AddFilePath, AllFilesTransferred, AnnounceFile, ContentHash, FileContent,
@@ -32,6 +42,7 @@ use buildat_client_file_api::{
 };
 use buildat_format::Packet;
 use buildat_interface::core_api::{ListModules, ModuleInfo, ModuleState};
+use buildat_interface::log_limit::{LogLimiter, suppressed_note};
 use buildat_interface::{
     Event, Host, Module, ModuleError, Stash, UnloadKind, decode, events, export_module, log,
 };
@@ -47,6 +58,8 @@ use serde::{Deserialize, Serialize};
 const NETWORK_QUEUE_LIMIT: u64 = 32 << 20;
 /// Bytes sent to one client per round of the pump (one network call).
 const ROUND_BYTES: usize = 1 << 20;
+/// Default high-water mark of a client's backlog (`client_file.max_backlog_bytes`).
+const MAX_BACKLOG: u64 = 4 << 20;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Transfer {
@@ -79,6 +92,8 @@ struct Shared {
     high_water: u64,
     /// ...until it drains below this.
     low_water: u64,
+    /// A client paused this long without draining is dropped as not reading.
+    stall_timeout: Duration,
     state: Mutex<State>,
     work: Condvar,
     stop: AtomicBool,
@@ -176,18 +191,24 @@ impl Shared {
     /// per round,
     /// skipping clients whose backlog is over the high-water mark.
     fn pump(self: Arc<Self>) {
-        let mut paused: BTreeSet<PeerId> = BTreeSet::new();
+        // Paused clients, with when they were paused.
+        let mut paused: BTreeMap<PeerId, Instant> = BTreeMap::new();
         while !self.stop.load(Ordering::Acquire) {
-            paused.retain(|peer| {
+            paused.retain(|peer, since| {
                 let backlog = self.host.call(&GetBacklog { peer: *peer }).ok();
-                backlog.is_some_and(|b| b >= self.low_water)
+                let still = backlog.is_some_and(|b| b >= self.low_water);
+                if still && since.elapsed() >= self.stall_timeout {
+                    self.drop_stalled(*peer);
+                    return false;
+                }
+                still
             });
             let batches: Vec<(PeerId, Vec<OutgoingPacket>)> = {
                 let mut state = self.state();
                 let peers: Vec<PeerId> = state
                     .peers
                     .iter()
-                    .filter(|(peer, files)| !files.queue.is_empty() && !paused.contains(peer))
+                    .filter(|(peer, files)| !files.queue.is_empty() && !paused.contains_key(peer))
                     .map(|(peer, _)| *peer)
                     .collect();
                 if peers.is_empty() {
@@ -208,7 +229,7 @@ impl Shared {
                 let sent = self.host.call(&SendBatch { peer, packets });
                 match sent {
                     Ok(backlog) if backlog > self.high_water => {
-                        paused.insert(peer);
+                        paused.insert(peer, Instant::now());
                     }
                     Ok(_) => {}
                     Err(error) => {
@@ -220,6 +241,20 @@ impl Shared {
                 }
             }
         }
+    }
+
+    /// Drops a client that has not drained its backlog for the stall timeout.
+    fn drop_stalled(&self, peer: PeerId) {
+        let reason = format!(
+            "not reading its files: backlog over {} bytes for {} s",
+            self.low_water,
+            self.stall_timeout.as_secs_f64()
+        );
+        log::warn!("peer {peer}: {reason}; disconnecting it");
+        if let Some(files) = self.state().peers.get_mut(&peer) {
+            files.queue.clear();
+        }
+        let _ = self.host.call(&network::Disconnect { peer, reason });
     }
 
     /// Pieces for `peer` up to [`ROUND_BYTES`], possibly of several files.
@@ -243,6 +278,8 @@ struct ClientFile {
     pump: Option<JoinHandle<()>>,
     request_event: String,
     done_event: String,
+    /// Refused requests are logged a few per client per window.
+    refusal_log: LogLimiter<PeerId>,
 }
 
 impl ClientFile {
@@ -300,7 +337,8 @@ impl ClientFile {
         let name = format!("{}/{}", modified.name, modified.path);
         check_name(&name).map_err(ModuleError::msg)?;
         let path = self.module_dir(&modified.name)?.join(&modified.path);
-        match std::fs::read(&path) {
+        let link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+        match std::fs::read(&path).ok().filter(|_| !link).ok_or(()) {
             Ok(content) => {
                 let change = self
                     .shared
@@ -348,8 +386,22 @@ impl ClientFile {
         }
     }
 
-    fn file_requested(&self, peer: PeerId, packet: &PacketReceived) {
-        let request: RequestFile = match packet.packet() {
+    fn file_requested(&mut self, peer: PeerId, packet: &PacketReceived) {
+        // A name over the limit is malformed: no registered name is that
+        // long, and repeating it would echo whatever the client sent.
+        let request = packet.packet::<RequestFile>().map_err(|e| e.to_string());
+        let request = request.and_then(|request| {
+            if request.name.len() > registry::MAX_NAME_LEN {
+                Err(format!(
+                    "a name of {} bytes, over the maximum of {}",
+                    request.name.len(),
+                    registry::MAX_NAME_LEN
+                ))
+            } else {
+                Ok(request)
+            }
+        });
+        let request = match request {
             Ok(request) => request,
             Err(error) => {
                 log::warn!("peer {peer} sent a malformed file request: {error}; disconnecting it");
@@ -364,6 +416,16 @@ impl ClientFile {
         let refusal = {
             let mut state = self.shared.state();
             let State { registry, peers } = &mut *state;
+            let queued = peers.get(&peer).is_some_and(|files| {
+                files
+                    .queue
+                    .iter()
+                    .any(|t| t.name == request.name && t.hash == request.hash)
+            });
+            if queued {
+                // Already on its way: a repeat would only pin memory.
+                return;
+            }
             let refusal = match registry.get(&request.name) {
                 None => Some(format!("no file named {:?} is registered", request.name)),
                 Some(entry) if entry.hash != request.hash => Some(format!(
@@ -385,7 +447,12 @@ impl ClientFile {
             refusal
         };
         if let Some(message) = refusal {
-            log::warn!("peer {peer}: refused file request: {message}");
+            if let Some(suppressed) = self.refusal_log.allow(peer, Instant::now()) {
+                log::warn!(
+                    "peer {peer}: refused file request: {message}{}",
+                    suppressed_note(suppressed)
+                );
+            }
             let error = FileError {
                 name: request.name,
                 message,
@@ -451,13 +518,19 @@ impl ClientFile {
 impl Module for ClientFile {
     fn create(host: Host) -> Result<Self, ModuleError> {
         let queue_limit = host.get_setting("network.max_queue_bytes", NETWORK_QUEUE_LIMIT)?;
-        let high_water = (queue_limit / 3).max(MAX_FILE_PIECE as u64);
+        let max_backlog = host.get_setting("client_file.max_backlog_bytes", MAX_BACKLOG)?;
+        let high_water = (queue_limit / 3)
+            .min(max_backlog)
+            .max(MAX_FILE_PIECE as u64);
+        let stall_timeout =
+            Duration::from_millis(host.get_setting("client_file.stall_timeout_ms", 20_000)?);
         Ok(Self {
             host,
             shared: Arc::new(Shared {
                 host,
                 high_water,
                 low_water: high_water / 3,
+                stall_timeout,
                 state: Mutex::new(State::default()),
                 work: Condvar::new(),
                 stop: AtomicBool::new(false),
@@ -465,6 +538,7 @@ impl Module for ClientFile {
             pump: None,
             request_event: network::received::<RequestFile>(),
             done_event: network::received::<AllFilesTransferred>(),
+            refusal_log: LogLimiter::new(5, Duration::from_secs(10)),
         })
     }
 
@@ -515,6 +589,7 @@ impl Module for ClientFile {
             ClientDisconnected::NAME => {
                 let gone: ClientDisconnected = decode(payload)?;
                 self.shared.state().peers.remove(&gone.peer);
+                self.refusal_log.forget(&gone.peer);
             }
             _ if name == self.request_event => {
                 let packet: PacketReceived = decode(payload)?;

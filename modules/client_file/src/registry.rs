@@ -1,8 +1,11 @@
 //! The file registry: name → (content hash, bytes, owner), name rules, and
 //! reading a module's `client_lua/` and `client_data/` folders.
 //!
-//! Owns: which names exist and what they hold. Invariant: only names
-//! registered here can ever be served; a request never reaches the disk.
+//! Owns: which names exist and what they hold. Invariants: only names
+//! registered here can ever be served; a request never reaches the disk;
+//! symbolic links under a module's client folders are refused (a link to
+//! `/etc` or a world file must not be shipped to every client); a refusal
+//! never repeats a name over the limit.
 //! Does not own: clients or transfers (`lib.rs`, `pump.rs`).
 
 use std::collections::BTreeMap;
@@ -10,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use buildat_client_file_api::ContentHash;
+use buildat_interface::log;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -33,10 +37,13 @@ pub fn hash(content: &[u8]) -> ContentHash {
 /// A file name clients may see: relative, `/`-separated, no `.` or `..`
 /// parts, no backslash or NUL, at most [`MAX_NAME_LEN`] bytes.
 pub fn check_name(name: &str) -> Result<(), String> {
-    let refuse = |why: &str| Err(format!("invalid file name {name:?}: {why}"));
     if name.is_empty() || name.len() > MAX_NAME_LEN {
-        return refuse(&format!("must be 1 to {MAX_NAME_LEN} bytes"));
+        return Err(format!(
+            "invalid file name of {} bytes: must be 1 to {MAX_NAME_LEN} bytes",
+            name.len()
+        ));
     }
+    let refuse = |why: &str| Err(format!("invalid file name {name:?}: {why}"));
     if name.contains('\\') || name.contains('\0') {
         return refuse("no backslash or NUL");
     }
@@ -150,9 +157,17 @@ fn walk(dir: &Path, prefix: &str, found: &mut Vec<(String, PathBuf)>) {
             continue;
         }
         let name = format!("{prefix}/{file_name}");
-        if path.is_dir() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_symlink() {
+            log::warn!(
+                "{}: a symbolic link; not shipped to clients (copy the file instead)",
+                path.display()
+            );
+        } else if kind.is_dir() {
             walk(&path, &name, found);
-        } else if path.is_file() {
+        } else if kind.is_file() {
             found.push((name, path));
         }
     }
@@ -177,7 +192,12 @@ mod tests {
         ] {
             assert!(check_name(bad).is_err(), "{bad:?} must be refused");
         }
-        assert!(check_name(&"x".repeat(MAX_NAME_LEN + 1)).is_err());
+        let long = "x".repeat(60 * 1024);
+        let refused = check_name(&long).expect_err("too long");
+        assert!(
+            !refused.contains("xxx"),
+            "the name is not echoed: {refused}"
+        );
         for good in [
             "main/client_lua/init.lua",
             "main/client_data/textures/stone.png",
@@ -213,6 +233,7 @@ mod tests {
     #[test]
     fn module_files_are_named_by_module_and_folder() {
         let dir = std::env::temp_dir().join(format!("client-file-scan-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("client_lua/sub")).unwrap();
         std::fs::create_dir_all(dir.join("client_data")).unwrap();
         std::fs::create_dir_all(dir.join("src")).unwrap();
@@ -221,6 +242,9 @@ mod tests {
         std::fs::write(dir.join("client_lua/.hidden.swp"), "z").unwrap();
         std::fs::write(dir.join("client_data/stone.png"), "p").unwrap();
         std::fs::write(dir.join("src/lib.rs"), "secret").unwrap();
+        std::os::unix::fs::symlink(dir.join("src/lib.rs"), dir.join("client_data/link.png"))
+            .unwrap();
+        std::os::unix::fs::symlink(dir.join("src"), dir.join("client_lua/src")).unwrap();
         let names: Vec<String> = module_files("m", &dir)
             .into_iter()
             .map(|(n, _)| n)

@@ -5,7 +5,7 @@
 --!
 --! Owns: the protocol glue of the `main:*` packets (docs/protocol.md §10:
 --! join, spawn, move, dig, place, batched moves and edits, other players,
---! ping/pong, refusals), what this player knows (its peer id and position, the other
+--! ping/pong, refusals, corrections of refused moves), what this player knows (its peer id and position, the other
 --! players, edits seen), telling the client's world view where the player
 --! is (`buildat.world.set_focus`), and a summary line every few seconds.
 --! Does not own: the world itself (the client keeps the voxelworld stream
@@ -139,6 +139,17 @@ buildat.sub_packet("main:edits", function(data)
 		log:verbose("edit by peer " .. who .. ": " .. x .. "," .. y .. "," .. z .. " is now " .. name)
 		call_all(edit_fns, who, x, y, z, name)
 	end
+end)
+
+-- A refused move: the server puts this player back where it last accepted
+-- it (docs/protocol.md §10).
+buildat.sub_packet("main:correct", function(data)
+	if #data < 24 then
+		return
+	end
+	local x, y, z = string.unpack("<ddd", data)
+	log:verbose("corrected to " .. fmt(x) .. "," .. fmt(y) .. "," .. fmt(z))
+	set_position(x, y, z)
 end)
 
 buildat.sub_packet("main:refused", function(data)

@@ -1,9 +1,16 @@
 //! `main`: a small default game, so a new world does something.
 //!
 //! Owns: players (join with a name, spawn on the terrain surface at the
-//! origin, move), digging and placing voxels with validation (`rules.rs`:
-//! move distance, reach, known voxel names, placing into air only, action
-//! rate), sharing moves and edits once per tick with the players near them
+//! origin, move), where each player is (the server decides: a move too far,
+//! too fast over time, through a solid voxel or up into the air is answered
+//! with `main:correct` back to the last accepted position; setting
+//! `main.max_speed` in voxels a second, default 24, and `main.free_movement`
+//! = true to skip the checks until accounts bring privileges), digging and
+//! placing voxels with validation (`rules.rs`: reach from the server's
+//! position with line of sight, known voxel names, neither air nor
+//! `unknown` placed, placing into air only, action rate), a deadline to
+//! join (`main.join_timeout_s`, default 120: a connection that has not
+//! joined by then is closed), sharing moves and edits once per tick with the players near them
 //! (`main:moves`, `main:edits`, setting `main.news_radius` in voxels, default
 //! 128; the chunk itself goes through the world stream), saving edited
 //! sections (they become save-enabled), and telling `voxelworld` where each
@@ -13,8 +20,8 @@
 
 pub mod rules;
 
-use std::collections::BTreeMap;
-use std::time::Instant;
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
 
 use buildat_client_file_api::FilesTransmitted;
 use buildat_format::Packet;
@@ -22,17 +29,19 @@ use buildat_interface::{
     Event, Host, Module, ModuleError, UnloadKind, decode, events, export_module, log,
 };
 use buildat_main_api::{
-    Dig, Join, Move, Ping, Place, PlayerJoined, PlayerLeft, Pong, Refused, Spawn,
+    Correct, Dig, Join, Move, Ping, Place, PlayerJoined, PlayerLeft, Pong, Refused, Spawn,
 };
 use buildat_network_api::{
-    self as network, ClientDisconnected, OutgoingPacket, PacketReceived, PeerId, SendBatch,
+    self as network, ClientConnected, ClientDisconnected, OutgoingPacket, PacketReceived, PeerId,
+    SendBatch,
 };
 use buildat_voxel::geometry::{self, Pos, SectionSize};
-use buildat_voxel::{AIR, VoxelRegistry};
+use buildat_voxel::{AIR, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
-    EditOutcome, EditVoxel, GetRegistry, GetSizes, GetVoxel, LoadOrGenerateSection, Replace, Viewer,
+    EditOutcome, EditVoxel, GetRegistry, GetSizes, GetVoxel, GetVoxels, LoadOrGenerateSection,
+    Replace, Viewer,
 };
-use rules::RateLimit;
+use rules::{Motion, RateLimit};
 
 /// Sections (y) searched for the surface at the spawn column.
 const SPAWN_SECTIONS_Y: [i32; 3] = [1, 0, -1];
@@ -41,6 +50,18 @@ struct Player {
     name: String,
     position: [f64; 3],
     actions: RateLimit,
+    motion: Motion,
+}
+
+impl Player {
+    fn new(name: String, position: [f64; 3]) -> Self {
+        Self {
+            name,
+            position,
+            actions: RateLimit::default(),
+            motion: Motion::new(Instant::now()),
+        }
+    }
 }
 
 struct Game {
@@ -58,6 +79,14 @@ struct Game {
     news: rules::News,
     /// How far news travels, in voxels (x and z).
     news_radius: f64,
+    /// Top speed in voxels a second (`main.max_speed`).
+    max_speed: f64,
+    /// Moves are not checked against the world (`main.free_movement`).
+    free_movement: bool,
+    /// Peers connected and not yet playing, with when they connected.
+    unjoined: BTreeMap<PeerId, Instant>,
+    /// How long a connection may take to join (`main.join_timeout_s`).
+    join_timeout: Duration,
 }
 
 impl Game {
@@ -104,6 +133,68 @@ impl Game {
 
     fn get_voxel(&self, pos: Pos) -> Result<Option<u32>, ModuleError> {
         self.host.call(&GetVoxel { pos })
+    }
+
+    /// Whether each voxel is physically solid (`None`: not generated), in
+    /// one call to the world.
+    fn solidity(&mut self, positions: Vec<Pos>) -> Result<HashMap<Pos, Option<bool>>, ModuleError> {
+        let voxels = self.host.call(&GetVoxels {
+            positions: positions.clone(),
+        })?;
+        let known = |registry: &VoxelRegistry, id: u32| {
+            registry
+                .get(buildat_voxel::VoxelInstance(id).type_id())
+                .is_some()
+        };
+        if voxels
+            .iter()
+            .flatten()
+            .any(|id| !known(&self.registry, *id))
+        {
+            self.refresh_registry()?;
+        }
+        Ok(positions
+            .into_iter()
+            .zip(voxels)
+            .map(|(pos, voxel)| {
+                let solid = voxel.map(|id| {
+                    self.registry
+                        .get(buildat_voxel::VoxelInstance(id).type_id())
+                        .is_some_and(|d| d.physically_solid)
+                });
+                (pos, solid)
+            })
+            .collect())
+    }
+
+    /// Refuses a move: says why and puts the player back where the server
+    /// last accepted it.
+    fn correct(&self, peer: PeerId, position: [f64; 3], reason: &str) -> Result<(), ModuleError> {
+        self.refuse(peer, reason)?;
+        self.send(peer, &Correct { position });
+        Ok(())
+    }
+
+    /// Closes connections that have not joined within the deadline.
+    fn drop_unjoined(&mut self) {
+        let now = Instant::now();
+        let late: Vec<PeerId> = self
+            .unjoined
+            .iter()
+            .filter(|(_, since)| now.saturating_duration_since(**since) >= self.join_timeout)
+            .map(|(peer, _)| *peer)
+            .collect();
+        for peer in late {
+            self.unjoined.remove(&peer);
+            let reason = format!(
+                "did not join within {} s of connecting",
+                self.join_timeout.as_secs()
+            );
+            log::info!("peer {peer}: {reason}; disconnecting it");
+            if let Err(error) = self.host.call(&network::Disconnect { peer, reason }) {
+                log::debug!("disconnecting peer {peer}: {error}");
+            }
+        }
     }
 
     /// The spawn point once the sections around the origin are generated:
@@ -167,14 +258,7 @@ impl Game {
                 position,
                 name: name.clone(),
             });
-            self.players.insert(
-                peer,
-                Player {
-                    name,
-                    position,
-                    actions: RateLimit::default(),
-                },
-            );
+            self.players.insert(peer, Player::new(name, position));
             self.host.call(&Viewer { peer, position })?;
         }
         Ok(())
@@ -185,13 +269,29 @@ impl Game {
         if let Err(reason) = rules::check_position(position) {
             return self.refuse(peer, &reason);
         }
+        let Some(from) = self.players.get(&peer).map(|p| p.position) else {
+            return self.refuse(peer, "join first");
+        };
+        if rules::distance(from, position) > rules::MAX_MOVE {
+            let reason = format!("moved more than {} voxels at once", rules::MAX_MOVE);
+            return self.correct(peer, from, &reason);
+        }
+        if !self.free_movement {
+            let voxels = rules::move_voxels(from, position);
+            let solid = self.solidity(voxels.all())?;
+            let lookup = |v: Pos| solid.get(&v).copied().flatten();
+            let speed = self.max_speed;
+            let judged = rules::judge_move(from, position, &voxels, lookup).and_then(|()| {
+                let player = self.players.get_mut(&peer).ok_or("join first")?;
+                player.motion.spend(from, position, speed, Instant::now())
+            });
+            if let Err(reason) = judged {
+                return self.correct(peer, from, &reason);
+            }
+        }
         let Some(player) = self.players.get_mut(&peer) else {
             return self.refuse(peer, "join first");
         };
-        if rules::distance(player.position, position) > rules::MAX_MOVE {
-            let reason = format!("moved more than {} voxels at once", rules::MAX_MOVE);
-            return self.refuse(peer, &reason);
-        }
         player.position = position;
         self.news.moved(peer, position);
         // An event, not a call: moving never waits for the world.
@@ -200,18 +300,35 @@ impl Game {
     }
 
     /// Checks that `peer` may act on `voxel` now; the reason if not.
-    fn check_action(&mut self, peer: PeerId, voxel: Pos) -> Result<(), String> {
-        let player = self.players.get_mut(&peer).ok_or("join first")?;
-        if !rules::in_reach(player.position, voxel) {
-            return Err(format!("{voxel:?} is out of reach"));
+    /// Reach and line of sight are measured from the server's idea of the
+    /// player's position.
+    fn check_action(
+        &mut self,
+        peer: PeerId,
+        voxel: Pos,
+    ) -> Result<Result<(), String>, ModuleError> {
+        let Some(player) = self.players.get_mut(&peer) else {
+            return Ok(Err("join first".into()));
+        };
+        let position = player.position;
+        if !rules::in_reach(position, voxel) {
+            return Ok(Err(format!("{voxel:?} is out of reach")));
         }
         if !player.actions.allow(Instant::now()) {
-            return Err(format!(
+            return Ok(Err(format!(
                 "more than {} actions a second",
                 rules::MAX_ACTIONS_PER_SECOND
-            ));
+            )));
         }
-        Ok(())
+        let rays = rules::sight_voxels(rules::eyes(position), voxel);
+        let mut positions: Vec<Pos> = rays.iter().flatten().copied().collect();
+        positions.sort_unstable();
+        positions.dedup();
+        let solid = self.solidity(positions)?;
+        if !rules::visible(&rays, |v| solid.get(&v).copied().flatten()) {
+            return Ok(Err(format!("{voxel:?} is out of sight")));
+        }
+        Ok(Ok(()))
     }
 
     /// Sets a voxel if `replace` allows (one call to the world: it checks,
@@ -284,7 +401,7 @@ impl Game {
     }
 
     fn on_dig(&mut self, peer: PeerId, packet: Dig) -> Result<(), ModuleError> {
-        if let Err(reason) = self.check_action(peer, packet.voxel) {
+        if let Err(reason) = self.check_action(peer, packet.voxel)? {
             return self.refuse(peer, &reason);
         }
         self.edit(
@@ -297,15 +414,21 @@ impl Game {
     }
 
     fn on_place(&mut self, peer: PeerId, packet: Place) -> Result<(), ModuleError> {
-        if let Err(reason) = self.check_action(peer, packet.voxel) {
+        if let Err(reason) = self.check_action(peer, packet.voxel)? {
             return self.refuse(peer, &reason);
         }
         let name = packet.name;
+        if name.len() > rules::MAX_VOXEL_NAME {
+            return self.refuse(peer, "a voxel name that long is never registered");
+        }
         if self.registry.get_id(&name).is_none() {
             self.refresh_registry()?;
         }
-        let Some(id) = self.registry.get_id(&name).filter(|id| *id != AIR) else {
-            return self.refuse(peer, &format!("unknown voxel {name:?}"));
+        // Neither air (that is digging) nor `unknown` (what a voxel whose
+        // type is gone loads as) can be placed.
+        let placeable = |id: &u32| *id != AIR && *id != UNKNOWN;
+        let Some(id) = self.registry.get_id(&name).filter(placeable) else {
+            return self.refuse(peer, &format!("{name:?} cannot be placed"));
         };
         self.edit(peer, packet.voxel, id, &name, Replace::OnlyAir)
     }
@@ -319,6 +442,7 @@ impl Game {
             Join::NAME => match packet.packet::<Join>().map_err(malformed) {
                 Ok(join) => match rules::check_name(&join.name) {
                     Ok(name) if !self.players.contains_key(&peer) => {
+                        self.unjoined.remove(&peer);
                         self.joining.insert(peer, name);
                         self.spawn_waiting()
                     }
@@ -361,6 +485,7 @@ impl Game {
             joining: self.joining.clone(),
             spawn: self.spawn,
             news: self.news.clone(),
+            unjoined: self.unjoined.keys().copied().collect(),
         }
     }
 }
@@ -381,6 +506,10 @@ impl Module for Game {
             packet_events,
             news: rules::News::default(),
             news_radius: host.get_setting("main.news_radius", 128.0)?,
+            max_speed: host.get_setting("main.max_speed", rules::DEFAULT_MAX_SPEED)?,
+            free_movement: host.get_setting("main.free_movement", false)?,
+            unjoined: BTreeMap::new(),
+            join_timeout: Duration::from_secs_f64(host.get_setting("main.join_timeout_s", 120.0)?),
         })
     }
 
@@ -388,6 +517,7 @@ impl Module for Game {
         for name in self.packet_events.keys() {
             self.host.sub_event(name)?;
         }
+        self.host.sub_event(ClientConnected::NAME)?;
         self.host.sub_event(ClientDisconnected::NAME)?;
         self.host.sub_event(FilesTransmitted::NAME)?;
         self.host.sub_event(events::Tick::NAME)?;
@@ -405,25 +535,26 @@ impl Module for Game {
                     self.joining = stash.joining;
                     self.news = stash.news;
                     for (peer, name, position) in stash.players {
-                        let actions = RateLimit::default();
-                        self.players.insert(
-                            peer,
-                            Player {
-                                name,
-                                position,
-                                actions,
-                            },
-                        );
+                        self.players.insert(peer, Player::new(name, position));
                     }
+                    // Connections waiting to join get a new deadline.
+                    let now = Instant::now();
+                    self.unjoined = stash.unjoined.into_iter().map(|p| (p, now)).collect();
                     log::info!("resumed with {} players", self.players.len());
                 }
             }
             events::Tick::NAME => {
                 self.spawn_waiting()?;
                 self.send_news();
+                self.drop_unjoined();
+            }
+            ClientConnected::NAME => {
+                let connected: ClientConnected = decode(payload)?;
+                self.unjoined.insert(connected.peer, Instant::now());
             }
             ClientDisconnected::NAME => {
                 let gone: ClientDisconnected = decode(payload)?;
+                self.unjoined.remove(&gone.peer);
                 self.joining.remove(&gone.peer);
                 if let Some(player) = self.players.remove(&gone.peer) {
                     self.news.forget(gone.peer);
@@ -459,10 +590,13 @@ struct GameStash {
     spawn: Option<[f64; 3]>,
     /// News not sent yet: it goes out at the next version's first tick.
     news: rules::News,
+    /// Connections that have not joined yet (their deadline starts again).
+    unjoined: Vec<PeerId>,
 }
 
 impl buildat_interface::Stash for GameStash {
-    const LAYOUT: u32 = 1;
+    // 2: `unjoined`.
+    const LAYOUT: u32 = 2;
 }
 
 export_module!(Game);

@@ -1,14 +1,19 @@
 //! The game's rules, pure: what a player may do, and the news gathered per
 //! tick.
 //!
-//! Owns: validation limits (move distance, reach, action rate, names) and
-//! [`News`]. Does not own: the packets' layouts (`buildat-main-api`), the
+//! Owns: validation limits (move distance, speed over time, gravity,
+//! collision with solid voxels, reach with line of sight, action rate,
+//! names) and [`News`]. The movement and sight rules name the voxels they
+//! need ([`move_voxels`], [`sight_voxels`]) and judge from their solidity
+//! ([`judge_move`], [`visible`]), so the game asks the world once per
+//! action. Does not own: the packets' layouts (`buildat-main-api`), the
 //! world or the network (`lib.rs`).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use buildat_main_api::{Edit, Edits, Moves};
+use buildat_voxel::geometry::Pos;
 
 /// Longest move accepted in one `main:move`, in voxels.
 pub const MAX_MOVE: f64 = 16.0;
@@ -18,6 +23,17 @@ pub const REACH: f64 = 8.0;
 pub const MAX_ACTIONS_PER_SECOND: usize = 20;
 /// Longest player name in bytes.
 pub const MAX_NAME: usize = 32;
+/// Longest voxel name a place may carry (longer is never registered).
+pub const MAX_VOXEL_NAME: usize = 256;
+/// Height of a player's body, feet to the top of the head, in voxels.
+pub const BODY_HEIGHT: f64 = 1.8;
+/// Height of the eyes above the feet.
+pub const EYE_HEIGHT: f64 = 1.6;
+/// Highest the feet may be above the ground below them at the end of a
+/// move that does not go down (a jump or a step up); higher is flying.
+pub const JUMP_HEIGHT: f64 = 3.5;
+/// Default top speed, in voxels a second (setting `main.max_speed`).
+pub const DEFAULT_MAX_SPEED: f64 = 24.0;
 
 /// The name a player joins under, trimmed; why not if it is not acceptable.
 pub fn check_name(name: &str) -> Result<String, String> {
@@ -108,6 +124,212 @@ impl News {
     }
 }
 
+/// A player's movement allowance: distance earned at the top speed over
+/// time, at most [`MAX_MOVE`] saved up, so many small moves go no faster
+/// than one big one. Falling is free (gravity does it).
+#[derive(Debug, Clone)]
+pub struct Motion {
+    credit: f64,
+    earned: Instant,
+}
+
+impl Motion {
+    pub fn new(now: Instant) -> Self {
+        Self {
+            credit: MAX_MOVE,
+            earned: now,
+        }
+    }
+
+    /// The distance a move from `from` to `to` costs: on the ground plane
+    /// and upwards; going down costs nothing.
+    fn cost(from: [f64; 3], to: [f64; 3]) -> f64 {
+        let (dx, dz) = (to[0] - from[0], to[2] - from[2]);
+        (dx * dx + dz * dz).sqrt() + (to[1] - from[1]).max(0.0)
+    }
+
+    /// Spends the move's cost if the allowance covers it at `max_speed`
+    /// voxels a second; why not otherwise (nothing is spent).
+    pub fn spend(
+        &mut self,
+        from: [f64; 3],
+        to: [f64; 3],
+        max_speed: f64,
+        now: Instant,
+    ) -> Result<(), String> {
+        let elapsed = now.saturating_duration_since(self.earned).as_secs_f64();
+        self.credit = (self.credit + elapsed * max_speed).min(MAX_MOVE);
+        self.earned = now;
+        let cost = Self::cost(from, to);
+        if cost > self.credit {
+            return Err(format!("moved faster than {max_speed} voxels a second"));
+        }
+        self.credit -= cost;
+        Ok(())
+    }
+}
+
+fn voxel_at(position: [f64; 3]) -> Pos {
+    position.map(|p| p.floor() as i32)
+}
+
+/// The voxels a body with its feet at `position` is in.
+fn body_at(position: [f64; 3], out: &mut BTreeSet<Pos>) {
+    let [x, y, z] = voxel_at(position);
+    let top = (position[1] + BODY_HEIGHT - 0.01).floor() as i32;
+    for vy in y..=top {
+        out.insert([x, vy, z]);
+    }
+}
+
+/// The voxels a move needs checked: the body along the way (at the higher
+/// of the two heights: a step up is taken first, a step down last) and at
+/// the end, and the ground below the end.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MoveVoxels {
+    pub path: BTreeSet<Pos>,
+    pub ground: Vec<Pos>,
+}
+
+impl MoveVoxels {
+    /// Every position, for one lookup.
+    pub fn all(&self) -> Vec<Pos> {
+        self.path.iter().chain(&self.ground).copied().collect()
+    }
+}
+
+/// What [`judge_move`] needs to know of `from` → `to`.
+pub fn move_voxels(from: [f64; 3], to: [f64; 3]) -> MoveVoxels {
+    let mut path = BTreeSet::new();
+    let top = from[1].max(to[1]);
+    let steps = (distance(from, to) * 4.0).ceil().max(1.0) as usize;
+    for i in 0..=steps {
+        let t = i as f64 / steps as f64;
+        let at = [
+            from[0] + (to[0] - from[0]) * t,
+            top,
+            from[2] + (to[2] - from[2]) * t,
+        ];
+        body_at(at, &mut path);
+    }
+    body_at(to, &mut path);
+    let [x, y, z] = voxel_at(to);
+    let ground = (1..=JUMP_HEIGHT.ceil() as i32 + 1)
+        .map(|below| [x, y - below, z])
+        .collect();
+    MoveVoxels { path, ground }
+}
+
+/// Whether `from` → `to` is a walk: no solid voxel in the way, and the
+/// feet near the ground at the end unless the move goes down. `solid`
+/// answers `None` for voxels the world has not generated: they block
+/// nothing and hold a player up (a player at the edge of the generated
+/// world is not refused for it).
+pub fn judge_move(
+    from: [f64; 3],
+    to: [f64; 3],
+    voxels: &MoveVoxels,
+    solid: impl Fn(Pos) -> Option<bool>,
+) -> Result<(), String> {
+    if let Some(blocked) = voxels.path.iter().find(|v| solid(**v) == Some(true)) {
+        return Err(format!(
+            "the way is blocked by a solid voxel at {blocked:?}"
+        ));
+    }
+    if to[1] < from[1] {
+        return Ok(());
+    }
+    let feet = to[1];
+    let supported = voxels.ground.iter().any(|v| {
+        let top = f64::from(v[1]) + 1.0;
+        feet - top <= JUMP_HEIGHT && solid(*v) != Some(false)
+    });
+    if supported {
+        Ok(())
+    } else {
+        Err(format!(
+            "nothing to stand on within {JUMP_HEIGHT} voxels below (no flying)"
+        ))
+    }
+}
+
+/// The eyes of a player standing at `position`.
+pub fn eyes(position: [f64; 3]) -> [f64; 3] {
+    [position[0], position[1] + EYE_HEIGHT, position[2]]
+}
+
+/// The voxels a ray from `from` to `to` passes through, in order, without
+/// the one `to` is in (a 3D DDA: every voxel the segment touches).
+fn ray_voxels(from: [f64; 3], to: [f64; 3], out: &mut Vec<Pos>) {
+    let end = voxel_at(to);
+    let mut voxel = voxel_at(from);
+    let direction = [to[0] - from[0], to[1] - from[1], to[2] - from[2]];
+    let mut step = [0i32; 3];
+    let mut t_max = [f64::INFINITY; 3];
+    let mut t_delta = [f64::INFINITY; 3];
+    for axis in 0..3 {
+        let d = direction[axis];
+        if d > 0.0 {
+            step[axis] = 1;
+            t_max[axis] = (f64::from(voxel[axis]) + 1.0 - from[axis]) / d;
+            t_delta[axis] = 1.0 / d;
+        } else if d < 0.0 {
+            step[axis] = -1;
+            t_max[axis] = (f64::from(voxel[axis]) - from[axis]) / d;
+            t_delta[axis] = -1.0 / d;
+        }
+    }
+    // A segment within reach crosses few voxels; the bound guards the loop.
+    for _ in 0..256 {
+        if voxel == end {
+            return;
+        }
+        out.push(voxel);
+        let axis = if t_max[0] <= t_max[1] && t_max[0] <= t_max[2] {
+            0
+        } else if t_max[1] <= t_max[2] {
+            1
+        } else {
+            2
+        };
+        if t_max[axis] > 1.0 {
+            return;
+        }
+        voxel[axis] += step[axis];
+        t_max[axis] += t_delta[axis];
+    }
+}
+
+/// Rays from the eyes to the target voxel: to its centre and to the centre
+/// of each face, slightly inside it. The target is seen if any ray is
+/// clear, so an edge in the way of the centre does not hide a face.
+pub fn sight_voxels(eyes: [f64; 3], target: Pos) -> Vec<Vec<Pos>> {
+    let centre = target.map(|v| f64::from(v) + 0.5);
+    let mut points = vec![centre];
+    for axis in 0..3 {
+        for side in [-0.45, 0.45] {
+            let mut point = centre;
+            point[axis] += side;
+            points.push(point);
+        }
+    }
+    points
+        .into_iter()
+        .map(|point| {
+            let mut voxels = Vec::new();
+            ray_voxels(eyes, point, &mut voxels);
+            voxels
+        })
+        .collect()
+}
+
+/// Whether any of the rays is clear of solid voxels (not generated counts
+/// as clear).
+pub fn visible(rays: &[Vec<Pos>], solid: impl Fn(Pos) -> Option<bool>) -> bool {
+    rays.iter()
+        .any(|ray| ray.iter().all(|v| solid(*v) != Some(true)))
+}
+
 pub fn distance(a: [f64; 3], b: [f64; 3]) -> f64 {
     ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2) + (a[2] - b[2]).powi(2)).sqrt()
 }
@@ -115,9 +337,8 @@ pub fn distance(a: [f64; 3], b: [f64; 3]) -> f64 {
 /// Whether a voxel is within reach of a player standing at `position`
 /// (measured from the eyes, 1.6 above the feet, to the voxel's centre).
 pub fn in_reach(position: [f64; 3], voxel: [i32; 3]) -> bool {
-    let eyes = [position[0], position[1] + 1.6, position[2]];
     let centre = voxel.map(|v| f64::from(v) + 0.5);
-    distance(eyes, centre) <= REACH
+    distance(eyes(position), centre) <= REACH
 }
 
 /// Sliding one-second window of a player's actions.
@@ -214,6 +435,96 @@ mod tests {
         assert!(check_position([1.5, -2.0, 3.25]).is_ok());
         assert!(check_position([f64::NAN, 0.0, 0.0]).is_err());
         assert!(check_position([0.0, 1e8, 0.0]).is_err());
+    }
+
+    /// A world of stone below y = 10 and a wall at x = 5 (from y = 10 to 13).
+    fn world(v: Pos) -> Option<bool> {
+        Some(v[1] < 10 || (v[0] == 5 && v[1] < 14))
+    }
+
+    fn check(from: [f64; 3], to: [f64; 3]) -> Result<(), String> {
+        judge_move(from, to, &move_voxels(from, to), world)
+    }
+
+    #[test]
+    fn moves_walk_and_fall_but_never_pass_walls_or_fly() {
+        let ground = [0.5, 10.0, 0.5];
+        assert_eq!(check(ground, [3.5, 10.0, 0.5]), Ok(()), "a walk");
+        assert_eq!(check(ground, [0.5, 11.5, 0.5]), Ok(()), "a jump");
+        assert_eq!(check([0.5, 30.0, 0.5], [2.5, 25.0, 0.5]), Ok(()), "a fall");
+        let through = check(ground, [7.5, 10.0, 0.5]).expect_err("through the wall");
+        assert!(through.contains("blocked"), "{through}");
+        let into = check(ground, [5.5, 10.0, 0.5]).expect_err("into the wall");
+        assert!(into.contains("blocked"), "{into}");
+        let up = check(ground, [0.5, 20.0, 0.5]).expect_err("flying up");
+        assert!(up.contains("no flying"), "{up}");
+        let hover = check([0.5, 20.0, 0.5], [1.5, 20.0, 0.5]).expect_err("hovering");
+        assert!(hover.contains("no flying"), "{hover}");
+        // Many small steps through the wall are each refused.
+        let mut at = ground;
+        let mut refused = 0;
+        for _ in 0..40 {
+            let next = [at[0] + 0.25, at[1], at[2]];
+            match check(at, next) {
+                Ok(()) => at = next,
+                Err(_) => refused += 1,
+            }
+        }
+        assert!(at[0] < 5.0 && refused > 0, "stopped at the wall: {at:?}");
+        // Not generated: neither blocks nor drops the player.
+        let unknown = |_: Pos| None;
+        let far = [100.5, 50.0, 0.5];
+        assert_eq!(
+            judge_move(
+                far,
+                [101.5, 50.0, 0.5],
+                &move_voxels(far, [101.5, 50.0, 0.5]),
+                unknown
+            ),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn speed_is_measured_over_time() {
+        let start = Instant::now();
+        let mut motion = Motion::new(start);
+        let mut at = [0.0, 10.0, 0.0];
+        // Sixteen 1-voxel moves at once use up the saved allowance...
+        for _ in 0..16 {
+            let next = [at[0] + 1.0, at[1], at[2]];
+            motion
+                .spend(at, next, 10.0, start)
+                .expect("within the allowance");
+            at = next;
+        }
+        // ...and a seventeenth is refused until time earns more.
+        let next = [at[0] + 1.0, at[1], at[2]];
+        assert!(motion.spend(at, next, 10.0, start).is_err());
+        let later = start + Duration::from_millis(200);
+        motion
+            .spend(at, next, 10.0, later)
+            .expect("2 voxels earned");
+        // Falling is free.
+        motion
+            .spend(next, [next[0], 0.0, next[2]], 10.0, later)
+            .expect("a fall");
+    }
+
+    #[test]
+    fn sight_is_blocked_by_solid_voxels_only() {
+        let solid = |v: Pos| Some(v == [2, 11, 0]);
+        let eyes = eyes([0.5, 10.0, 0.5]);
+        assert!(visible(&sight_voxels(eyes, [1, 11, 0]), solid));
+        assert!(!visible(&sight_voxels(eyes, [3, 11, 0]), solid), "behind");
+        assert!(visible(&sight_voxels(eyes, [3, 11, 0]), |_| None));
+        for ray in sight_voxels(eyes, [3, 11, 0]) {
+            assert!(
+                !ray.contains(&[3, 11, 0]),
+                "the target is not in its own way"
+            );
+            assert_eq!(ray.first(), Some(&[0, 11, 0]), "starts at the eyes");
+        }
     }
 
     #[test]

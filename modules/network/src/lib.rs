@@ -20,23 +20,39 @@
 //! `network.max_packets_per_second` and `network.packet_burst` (a peer's
 //! input budget, default 2000 a second with bursts of 4000; past it the
 //! peer's socket is not read until the budget refills, so a flooding client
-//! slows only itself; 0 turns the budget off).
+//! slows only itself; 0 turns the budget off; packet-type definitions count
+//! against it like packets), `network.max_packets_per_second_total` (all
+//! peers together, default 10000: each peer's budget is at most an equal
+//! share of it, so a few hundred flooding peers cannot bury the game's
+//! thread; 0 turns it off), `network.max_packet_types` (definitions a peer
+//! may make, default 512), `network.min_bytes_per_second` (an incomplete
+//! packet must arrive at least this fast after the first
+//! `network.idle_timeout_ms`, default 4096), `network.handshake_timeout_ms`
+//! (a peer that sends no whole packet this long after connecting is closed,
+//! default 10000), `network.max_connections_per_ip` (default 64),
+//! `network.connects_per_ip_per_second` and `network.connect_burst` (new
+//! connections from one address, default 10 a second with bursts of 64; 0
+//! turns a limit off). Peers are also capped below the descriptor limit
+//! (`admission.rs`), so "server full" comes long before `EMFILE`.
 
+mod admission;
 mod peer;
 
 use std::collections::HashMap;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::os::fd::{FromRawFd, IntoRawFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use admission::Admission;
+use buildat_interface::log_limit::{LogLimiter, suppressed_note};
 use buildat_interface::{
     Event, Host, Module, ModuleError, Stash, UnloadKind, config, decode, events, export_module, log,
 };
 use buildat_network_api::{
-    self as network, Broadcast, ClientConnected, Disconnect, GetBacklog, ListPeers, ListenAddress,
-    PeerId, PeerInfo, Send, SendBatch,
+    self as network, Broadcast, ClientConnected, ClientDisconnected, Disconnect, GetBacklog,
+    ListPeers, ListenAddress, PeerId, PeerInfo, Send, SendBatch,
 };
 use peer::{Backlog, Command, Parked, PeerState};
 use serde::{Deserialize, Serialize};
@@ -54,6 +70,13 @@ pub(crate) struct Settings {
     /// Packets a peer may deliver per second (0: unlimited).
     pub max_packets_per_second: u32,
     pub packet_burst: u32,
+    /// Packets all peers together may deliver per second (0: unlimited).
+    pub max_packets_per_second_total: u32,
+    pub max_packet_types: usize,
+    /// Slowest an incomplete packet may arrive, after the idle timeout.
+    pub min_bytes_per_second: u32,
+    pub handshake_timeout: Duration,
+    pub admission: admission::Limits,
 }
 
 impl Settings {
@@ -68,12 +91,26 @@ impl Settings {
             ),
             max_packets_per_second: host.get_setting("network.max_packets_per_second", 2000)?,
             packet_burst: host.get_setting("network.packet_burst", 4000)?,
+            max_packets_per_second_total: host
+                .get_setting("network.max_packets_per_second_total", 10_000)?,
+            max_packet_types: host.get_setting("network.max_packet_types", 512)?,
+            min_bytes_per_second: host.get_setting("network.min_bytes_per_second", 4096)?,
+            handshake_timeout: Duration::from_millis(
+                host.get_setting("network.handshake_timeout_ms", 10_000)?,
+            ),
+            admission: admission::Limits {
+                per_ip: host.get_setting("network.max_connections_per_ip", 64)?,
+                connects_per_second: host
+                    .get_setting("network.connects_per_ip_per_second", 10.0)?,
+                connect_burst: host.get_setting("network.connect_burst", 64.0)?,
+            },
         })
     }
 }
 
 struct PeerHandle {
     address: String,
+    ip: Option<IpAddr>,
     commands: mpsc::UnboundedSender<Command>,
     backlog: Arc<Backlog>,
 }
@@ -83,7 +120,17 @@ pub(crate) struct Shared {
     pub host: Host,
     pub settings: Settings,
     peers: Mutex<HashMap<PeerId, PeerHandle>>,
+    /// `peers`' length, read by every peer task for its fair share.
+    peer_count: AtomicUsize,
     next_peer: AtomicU64,
+    /// Connections and connect rates per address.
+    admission: Mutex<Admission>,
+    /// Most peers at once: `network.max_connections`, lowered to fit the
+    /// descriptor limit.
+    peer_cap: usize,
+    /// Refusals and accept errors are logged a few a second, not one per
+    /// connection of a flood.
+    refusal_log: Mutex<LogLimiter<()>>,
 }
 
 impl Shared {
@@ -91,8 +138,50 @@ impl Shared {
         self.peers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn admission(&self) -> MutexGuard<'_, Admission> {
+        self.admission.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// This peer's input budget now (see [`peer::fair_budget`]).
+    pub fn fair_budget(&self) -> (u32, u32) {
+        let settings = &self.settings;
+        peer::fair_budget(
+            settings.max_packets_per_second,
+            settings.packet_burst,
+            settings.max_packets_per_second_total,
+            self.peer_count.load(Ordering::Relaxed),
+        )
+    }
+
     pub fn remove_peer(&self, peer: PeerId) {
-        self.peers().remove(&peer);
+        let removed = {
+            let mut peers = self.peers();
+            let removed = peers.remove(&peer);
+            self.peer_count.store(peers.len(), Ordering::Relaxed);
+            removed
+        };
+        if let Some(ip) = removed.and_then(|handle| handle.ip) {
+            self.admission().release(ip);
+        }
+    }
+
+    /// A peer dropped outside its task (a reload it did not survive): the
+    /// same disconnect event as any other, so no module keeps a ghost.
+    fn peer_lost(&self, peer: PeerId, reason: String) {
+        log::warn!("peer {peer} disconnected: {reason}");
+        let _ = self.host.emit(&ClientDisconnected { peer, reason });
+    }
+
+    /// Logs a refusal or accept failure, a few a second at most.
+    fn log_refusal(&self, line: &str) {
+        let allowed = self
+            .refusal_log
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .allow((), Instant::now());
+        if let Some(suppressed) = allowed {
+            log::warn!("{line}{}", suppressed_note(suppressed));
+        }
     }
 
     /// Hands `command` to the peer's task; answers the peer's backlog in bytes.
@@ -115,15 +204,24 @@ impl Shared {
     fn start_peer(self: &Arc<Self>, stream: TcpStream, state: PeerState, announce: bool) {
         let (commands, receiver) = mpsc::unbounded_channel();
         let (peer, address) = (state.id, state.address.clone());
+        let ip = address.parse::<SocketAddr>().ok().map(|a| a.ip());
+        if let (Some(ip), false) = (ip, announce) {
+            self.admission().readmit(ip, Instant::now());
+        }
         let backlog = Arc::new(Backlog::default());
-        self.peers().insert(
-            peer,
-            PeerHandle {
-                address: address.clone(),
-                commands,
-                backlog: backlog.clone(),
-            },
-        );
+        {
+            let mut peers = self.peers();
+            peers.insert(
+                peer,
+                PeerHandle {
+                    address: address.clone(),
+                    ip,
+                    commands,
+                    backlog: backlog.clone(),
+                },
+            );
+            self.peer_count.store(peers.len(), Ordering::Relaxed);
+        }
         if announce {
             log::info!("peer {peer} connected from {address}");
             let _ = self.host.emit(&ClientConnected { peer, address });
@@ -134,21 +232,18 @@ impl Shared {
     fn admit(self: &Arc<Self>, stream: TcpStream, address: SocketAddr) {
         let _ = stream.set_nodelay(true);
         let connected = self.peers().len();
-        if connected >= self.settings.max_connections {
-            log::warn!("refused connection from {address}: server full ({connected} connections)");
-            tokio::spawn(peer::refuse(
-                stream,
-                format!("server full ({connected} connections)"),
-            ));
+        let refusal = if connected >= self.peer_cap {
+            Err(format!("server full ({connected} connections)"))
+        } else {
+            self.admission().admit(address.ip(), Instant::now())
+        };
+        if let Err(reason) = refusal {
+            self.log_refusal(&format!("refused connection from {address}: {reason}"));
+            tokio::spawn(peer::refuse(stream, reason));
             return;
         }
         let id = self.next_peer.fetch_add(1, Ordering::Relaxed);
-        let state = PeerState::new(
-            id,
-            address.to_string(),
-            self.settings.max_frame_size,
-            self.settings.max_name_len,
-        );
+        let state = PeerState::new(id, address.to_string(), &self.settings);
         self.start_peer(stream, state, true);
     }
 }
@@ -165,7 +260,10 @@ async fn accept_loop(
             accepted = listener.accept() => match accepted {
                 Ok((stream, address)) => shared.admit(stream, address),
                 Err(error) => {
-                    log::warn!("accepting a connection failed: {error}");
+                    // Out of descriptors (EMFILE, ENFILE) or memory: the
+                    // connection stays in the kernel's backlog; wait for
+                    // peers to leave instead of spinning on the error.
+                    shared.log_refusal(&format!("accepting a connection failed: {error}"));
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             }
@@ -183,7 +281,8 @@ struct Saved {
 }
 
 impl Stash for Saved {
-    const LAYOUT: u32 = 1;
+    // 2: peers' readers bound their packet types; `PeerState::heard`.
+    const LAYOUT: u32 = 2;
 }
 
 struct Running {
@@ -284,6 +383,10 @@ impl Network {
             log::warn!("nothing stashed by a previous version; listening afresh");
             return self.start();
         };
+        self.resume_from(saved)
+    }
+
+    fn resume_from(&mut self, saved: Saved) -> Result<(), ModuleError> {
         let runtime = runtime()?;
         let _context = runtime.enter();
         // SAFETY: the fd came from `into_raw_fd` in the previous version and
@@ -294,13 +397,26 @@ impl Network {
         self.shared
             .next_peer
             .store(saved.next_peer, Ordering::Relaxed);
-        let count = saved.peers.len();
-        for (fd, state) in saved.peers {
+        // Every fd is owned (closed on drop) before anything can fail, so
+        // a failing resume leaks none; a peer that cannot be taken back is
+        // reported gone, never left a ghost.
+        let peers: Vec<(std::net::TcpStream, PeerState)> = saved
+            .peers
+            .into_iter()
             // SAFETY: as above.
-            let stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
-            stream.set_nonblocking(true)?;
-            let stream = TcpStream::from_std(stream)?;
-            self.shared.start_peer(stream, state, false);
+            .map(|(fd, state)| (unsafe { std::net::TcpStream::from_raw_fd(fd) }, state))
+            .collect();
+        let count = peers.len();
+        for (stream, state) in peers {
+            let taken = stream
+                .set_nonblocking(true)
+                .and_then(|()| TcpStream::from_std(stream));
+            match taken {
+                Ok(stream) => self.shared.start_peer(stream, state, false),
+                Err(error) => self
+                    .shared
+                    .peer_lost(state.id, format!("lost in the reload: {error}")),
+            }
         }
         drop(_context);
         self.run(runtime, listener);
@@ -336,10 +452,13 @@ impl Network {
                     continue;
                 }
                 match tokio::time::timeout(STOP_WAIT, parked).await {
-                    Ok(Ok(Parked { state, stream })) => {
-                        peers.push((stream.into_std()?.into_raw_fd(), state));
-                    }
-                    _ => log::warn!("peer {peer} did not stop in time; it is dropped"),
+                    Ok(Ok(Parked { state, stream })) => match stream.into_std() {
+                        Ok(stream) => peers.push((stream.into_raw_fd(), state)),
+                        Err(error) => {
+                            shared.peer_lost(peer, format!("lost in the reload: {error}"))
+                        }
+                    },
+                    _ => shared.peer_lost(peer, "did not stop in time for the reload".into()),
                 }
             }
             Ok::<_, ModuleError>(Saved {
@@ -388,13 +507,30 @@ impl Network {
 impl Module for Network {
     fn create(host: Host) -> Result<Self, ModuleError> {
         let settings = Settings::from_host(&host)?;
+        let descriptors = admission::descriptor_limit();
+        let peer_cap = descriptors.map_or(settings.max_connections, |soft| {
+            settings
+                .max_connections
+                .min(admission::peers_for_descriptors(soft))
+        });
+        if peer_cap < settings.max_connections {
+            log::info!(
+                "at most {peer_cap} connections: the descriptor limit is {}",
+                descriptors.unwrap_or_default()
+            );
+        }
+        let admission = Admission::new(settings.admission);
         Ok(Self {
             host,
             shared: Arc::new(Shared {
                 host,
                 settings,
                 peers: Mutex::new(HashMap::new()),
+                peer_count: AtomicUsize::new(0),
                 next_peer: AtomicU64::new(1),
+                admission: Mutex::new(admission),
+                peer_cap,
+                refusal_log: Mutex::new(LogLimiter::new(5, Duration::from_secs(1))),
             }),
             running: None,
             listen_address: String::new(),
@@ -408,7 +544,16 @@ impl Module for Network {
 
     fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
         match name {
-            events::Start::NAME => self.start(),
+            // A stash on a fresh start was left by a reload whose next
+            // version failed: take its listener and peers back rather than
+            // leave the port held by an fd nobody owns.
+            events::Start::NAME => match self.host.take_stash::<Saved>()? {
+                Some(saved) => {
+                    log::warn!("taking back the sockets a failed reload left behind");
+                    self.resume_from(saved)
+                }
+                None => self.start(),
+            },
             events::Continue::NAME => self.resume(),
             network::SendBatches::NAME => {
                 let request: network::SendBatches = decode(payload)?;

@@ -1,14 +1,17 @@
 //! One connected peer: a tokio task that reads frames, turns packets into
 //! `network:packet_received/<name>` events (within the peer's input budget:
-//! a token bucket; when it is empty the socket is not read, so TCP pushes
-//! back on that sender alone), and writes queued packets in batches.
+//! a token bucket charged for every frame, definitions included; when it is
+//! empty the socket is not read, so TCP pushes back on that sender alone),
+//! and writes queued packets in batches.
 //!
 //! Owns: a peer's socket, its packet reader (half-read input and the
-//! client's packet-type table), its packet-type table for sending and its
-//! unsent output. Invariants: bad input (framing or definition errors, an
-//! incomplete packet held open, an outgoing queue over the limit) ends only
-//! this peer, with a logged reason; a park request hands everything back
-//! intact (for a reload) after applying every command queued before it.
+//! client's packet-type table, bounded in count), its packet-type table for
+//! sending and its unsent output. Invariants: bad input (framing or
+//! definition errors, too many definitions, an incomplete packet held open
+//! or arriving slower than the minimum rate, nothing said within the
+//! handshake timeout, an outgoing queue over the limit) ends only this
+//! peer, with a logged reason; a park request hands everything back intact
+//! (for a reload) after applying every command queued before it.
 //! Does not own: accepting connections or the peer table (`lib.rs`).
 
 use std::sync::Arc;
@@ -16,7 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use buildat_format::Packet;
-use buildat_format::{PacketReader, SenderPacketTypes};
+use buildat_format::{PacketReader, ReadItem, SenderPacketTypes};
 use buildat_interface::{encode, log};
 use buildat_network_api::{
     self as network, ClientDisconnected, DisconnectPacket, PacketReceived, PeerId,
@@ -25,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::Shared;
+use crate::{Settings, Shared};
 
 /// Encoded bytes gathered from queued sends before writing them.
 const WRITE_BATCH: usize = 1 << 20;
@@ -50,18 +53,44 @@ pub(crate) struct PeerState {
     pub types: SenderPacketTypes,
     /// Encoded frames not yet written to the socket.
     pub outgoing: Vec<u8>,
+    /// Has sent a whole packet: the handshake timeout no longer applies.
+    pub heard: bool,
 }
 
 impl PeerState {
-    pub fn new(id: PeerId, address: String, max_frame_size: u32, max_name_len: usize) -> Self {
+    pub fn new(id: PeerId, address: String, settings: &Settings) -> Self {
         Self {
             id,
             address,
-            reader: PacketReader::new(max_frame_size, max_name_len),
-            types: SenderPacketTypes::with_max_name_len(max_name_len),
+            reader: PacketReader::with_limits(
+                settings.max_frame_size,
+                settings.max_name_len,
+                settings.max_packet_types,
+            ),
+            types: SenderPacketTypes::with_max_name_len(settings.max_name_len),
             outgoing: Vec::new(),
+            heard: false,
         }
     }
+}
+
+/// When an incomplete packet is too slow: no new byte for `idle` since the
+/// last ones (`progress`), or, once `idle` has passed since its first
+/// bytes (`started`), fewer than `min_rate` bytes a second on average: a
+/// frame dripped a byte every few seconds is not held open for hours.
+fn partial_deadline(
+    started: Instant,
+    progress: Instant,
+    buffered: usize,
+    idle: Duration,
+    min_rate: u32,
+) -> Instant {
+    let idle_deadline = progress + idle;
+    if min_rate == 0 {
+        return idle_deadline;
+    }
+    let earned = Duration::from_secs_f64(buffered as f64 / f64::from(min_rate));
+    idle_deadline.min(started + idle + earned)
 }
 
 /// Bytes waiting to reach a peer: sends not yet taken by its task, plus
@@ -123,6 +152,14 @@ impl InputBudget {
         self.rate <= 0.0
     }
 
+    /// Applies a new rate and burst (the fair share changes as peers come
+    /// and go); tokens saved up beyond the new burst are dropped.
+    pub fn set_limits(&mut self, (rate, burst): (u32, u32)) {
+        self.rate = f64::from(rate);
+        self.burst = f64::from(burst.max(1));
+        self.tokens = self.tokens.min(self.burst);
+    }
+
     fn refill(&mut self, now: Instant) {
         let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
         self.tokens = (self.tokens + elapsed * self.rate).min(self.burst);
@@ -155,6 +192,20 @@ impl InputBudget {
         let wait = (1.0 - self.tokens) / self.rate;
         Some(self.refilled + Duration::from_secs_f64(wait))
     }
+}
+
+/// A peer's input budget (rate, burst) when `peers` are connected: its own
+/// (`per_peer`, `burst`), but never more than an equal share of `total`
+/// (bursts of two seconds of it), so a few hundred flooding peers together
+/// deliver no more than `total` packets a second to the modules every
+/// player shares. 0 turns a limit off.
+pub(crate) fn fair_budget(per_peer: u32, burst: u32, total: u32, peers: usize) -> (u32, u32) {
+    if total == 0 || per_peer == 0 {
+        return (per_peer, burst);
+    }
+    let peers = u32::try_from(peers.max(1)).unwrap_or(u32::MAX);
+    let rate = per_peer.min((total / peers).max(1));
+    (rate, burst.min(rate.saturating_mul(2)))
 }
 
 /// A stopped peer, as handed back by a park request.
@@ -205,12 +256,14 @@ async fn run(
     let settings = &shared.settings;
     // Bytes of `state.outgoing` already written.
     let mut written = 0;
-    // When the latest bytes of a still incomplete frame arrived.
-    let mut partial_since = (state.reader.buffered_len() > 0).then(Instant::now);
+    // When the first and the latest bytes of a still incomplete frame arrived.
+    let mut partial: Option<(Instant, Instant)> = None;
     let mut budget = InputBudget::new(settings.max_packets_per_second, settings.packet_burst);
+    let handshake_deadline = Instant::now() + settings.handshake_timeout;
     if let Err(reason) = deliver_packets(shared, state, &mut budget) {
         return Exit::Closed(reason);
     }
+    partial = track_partial(partial, state, false);
     loop {
         if let Err(reason) = flush(stream, state, &mut written) {
             return Exit::Closed(reason);
@@ -227,9 +280,18 @@ async fn run(
         // Out of budget: whole packets wait in the reader and the socket is
         // not read; the idle timeout (for incomplete packets) is off meanwhile.
         let throttled_until = budget.exhausted_until();
-        let deadline = partial_since
+        let deadline = partial
             .filter(|_| throttled_until.is_none())
-            .map(|since| since + settings.idle_timeout);
+            .map(|(started, progress)| {
+                partial_deadline(
+                    started,
+                    progress,
+                    state.reader.buffered_len(),
+                    settings.idle_timeout,
+                    settings.min_bytes_per_second,
+                )
+            });
+        let handshake = (!state.heard).then_some(handshake_deadline);
         let far = Instant::now() + Duration::from_secs(86_400);
         tokio::select! {
             biased;
@@ -276,10 +338,11 @@ async fn run(
                     Ok(0) => return Exit::Closed("connection closed by the client".into()),
                     Ok(read) => {
                         state.reader.push(buffer.get(..read).unwrap_or_default());
-                        if let Err(reason) = deliver_packets(shared, state, &mut budget) {
-                            return Exit::Closed(reason);
-                        }
-                        partial_since = (state.reader.buffered_len() > 0).then(Instant::now);
+                        let delivered = match deliver_packets(shared, state, &mut budget) {
+                            Ok(delivered) => delivered,
+                            Err(reason) => return Exit::Closed(reason),
+                        };
+                        partial = track_partial(partial, state, delivered > 0);
                     }
                     Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
                     Err(error) => return Exit::Closed(format!("read error: {error}")),
@@ -294,33 +357,75 @@ async fn run(
                 if let Err(reason) = deliver_packets(shared, state, &mut budget) {
                     return Exit::Closed(reason);
                 }
-                partial_since = (state.reader.buffered_len() > 0).then(Instant::now);
+                // The wait was ours, not the peer's: its frame starts afresh.
+                partial = track_partial(None, state, true);
             }
             _ = tokio::time::sleep_until(deadline.unwrap_or(far).into()), if deadline.is_some() => {
+                let (started, progress) = partial.unwrap_or((Instant::now(), Instant::now()));
+                return Exit::Closed(if progress + settings.idle_timeout <= Instant::now() {
+                    format!(
+                        "an incomplete packet was held open for {} s",
+                        settings.idle_timeout.as_secs_f64()
+                    )
+                } else {
+                    format!(
+                        "an incomplete packet arrived slower than {} bytes a second ({} bytes in {:.1} s)",
+                        settings.min_bytes_per_second,
+                        state.reader.buffered_len(),
+                        started.elapsed().as_secs_f64()
+                    )
+                });
+            }
+            _ = tokio::time::sleep_until(handshake.unwrap_or(far).into()), if handshake.is_some() => {
                 return Exit::Closed(format!(
-                    "an incomplete packet was held open for {} s",
-                    settings.idle_timeout.as_secs_f64()
+                    "sent no whole packet within {} s of connecting",
+                    settings.handshake_timeout.as_secs_f64()
                 ));
             }
         }
     }
 }
 
+/// The incomplete frame's (first bytes, latest bytes) after a read:
+/// `restart` when whole frames were taken off (what is left is a new frame).
+fn track_partial(
+    partial: Option<(Instant, Instant)>,
+    state: &PeerState,
+    restart: bool,
+) -> Option<(Instant, Instant)> {
+    if state.reader.buffered_len() == 0 {
+        return None;
+    }
+    let now = Instant::now();
+    match partial {
+        Some((started, _)) if !restart => Some((started, now)),
+        _ => Some((now, now)),
+    }
+}
+
 /// Emits an event for every whole packet received so far, as long as the
-/// budget lasts (the rest stays in the reader).
+/// budget lasts (the rest stays in the reader); every frame, definitions
+/// included, costs a token. Answers how many frames were taken.
 fn deliver_packets(
     shared: &Shared,
     state: &mut PeerState,
     budget: &mut InputBudget,
-) -> Result<(), String> {
+) -> Result<usize, String> {
     let now = Instant::now();
+    let mut taken = 0;
+    budget.set_limits(shared.fair_budget());
     loop {
         if !budget.has_token(now) {
-            return Ok(());
+            return Ok(taken);
         }
-        match state.reader.try_next_packet() {
-            Ok(Some(packet)) => {
+        match state.reader.next_item() {
+            Ok(Some(item)) => {
                 budget.spend();
+                taken += 1;
+                state.heard = true;
+                let ReadItem::Packet(packet) = item else {
+                    continue;
+                };
                 let event = network::packet_received_event(&packet.name);
                 let received = PacketReceived {
                     peer: state.id,
@@ -330,7 +435,7 @@ fn deliver_packets(
                     let _ = shared.host.emit_event(&event, &payload);
                 }
             }
-            Ok(None) => return Ok(()),
+            Ok(None) => return Ok(taken),
             Err(error) => return Err(format!("protocol error: {error}")),
         }
     }
@@ -380,7 +485,14 @@ async fn say_goodbye(stream: &TcpStream, state: &mut PeerState, written: &mut us
 
 /// Tells a connection the server cannot take it, then closes it.
 pub(crate) async fn refuse(stream: TcpStream, reason: String) {
-    let mut state = PeerState::new(0, String::new(), 0, DisconnectPacket::NAME.len());
+    let mut state = PeerState {
+        id: 0,
+        address: String::new(),
+        reader: PacketReader::new(0, 0),
+        types: SenderPacketTypes::with_max_name_len(DisconnectPacket::NAME.len()),
+        outgoing: Vec::new(),
+        heard: false,
+    };
     let mut written = 0;
     say_goodbye(&stream, &mut state, &mut written, &reason).await;
 }
@@ -410,6 +522,45 @@ mod tests {
         assert_eq!(delivered, 5);
         assert!(budget.has_token(start + Duration::from_secs(60)));
         assert!(budget.tokens <= 10.0);
+    }
+
+    #[test]
+    fn a_dripped_frame_is_dropped_soon_after_the_idle_timeout() {
+        let start = Instant::now();
+        let idle = Duration::from_secs(10);
+        // A byte every 5 s: never idle for 10 s, but 20 bytes in 100 s.
+        let drip = partial_deadline(start, start + Duration::from_secs(100), 20, idle, 4096);
+        assert!(
+            drip < start + idle + Duration::from_secs(1),
+            "{:?}",
+            drip - start
+        );
+        // 1 MiB in 50 s keeps up with 4 KiB a second: the idle rule decides.
+        let now = start + Duration::from_secs(50);
+        assert_eq!(
+            partial_deadline(start, now, 1 << 20, idle, 4096),
+            now + idle
+        );
+        // No minimum rate: only the idle timeout.
+        assert_eq!(partial_deadline(start, now, 20, idle, 0), now + idle);
+    }
+
+    #[test]
+    fn many_peers_share_the_total() {
+        assert_eq!(fair_budget(2000, 4000, 50_000, 1), (2000, 4000));
+        assert_eq!(fair_budget(2000, 4000, 50_000, 500), (100, 200));
+        assert_eq!(fair_budget(2000, 4000, 50_000, 1_000_000), (1, 2));
+        assert_eq!(fair_budget(2000, 4000, 0, 500), (2000, 4000), "no total");
+        assert_eq!(fair_budget(0, 0, 50_000, 500), (0, 0), "no budget at all");
+        let mut budget = InputBudget::new(2000, 4000);
+        budget.set_limits(fair_budget(2000, 4000, 50_000, 500));
+        let now = budget.refilled;
+        let mut delivered = 0;
+        while budget.has_token(now) {
+            budget.spend();
+            delivered += 1;
+        }
+        assert_eq!(delivered, 200, "the saved-up burst shrinks with the share");
     }
 
     #[test]

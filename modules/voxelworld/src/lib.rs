@@ -4,7 +4,10 @@
 //! save rules) over its storage (`storage.rs`: `<world>/world.sqlite`), the
 //! events `voxelworld:generation_request` and `voxelworld:node_volume_updated`,
 //! the calls defined in `buildat-voxelworld-api` (`api/`), periodic saving,
-//! saving on unload and stop, and `pregen` (generating and saving a region
+//! saving on unload and stop (when storage fails: edits stay in memory and
+//! are retried while the stream goes on serving, one warning a minute, a
+//! reload carries them, and `stop` retries, then writes them to a recovery
+//! file taken back at the next start: `durability.rs`), and `pregen` (generating and saving a region
 //! through the generator module's `generate` call, each section once).
 //! Does not own: terrain (a generator module, `worldgen` by default) or
 //! sending chunks to players (a game or streaming module).
@@ -13,11 +16,14 @@
 //! 4096), `voxelworld.save_interval_s` (default 5), `voxelworld.generator`
 //! (default `worldgen`), `voxelworld.view_radius` (chunks streamed around a
 //! player, default 3), `voxelworld.stream_budget` (chunks in flight without
-//! an ack, default 128). It owns `<world>/world.toml` (`[world]`: `name`,
+//! an ack, default 128), `voxelworld.max_database_bytes` (a cap on
+//! `world.sqlite`, default 0: none; past it saves fail as on a full disk).
+//! It owns `<world>/world.toml` (`[world]`: `name`,
 //! `seed`, `section_size = [w, h, d]` in chunks, default [2, 2, 2], used when
 //! the world is created; afterwards the stored size wins): it writes the
 //! default into a new world and is its only parser (`get_world_config`).
 
+pub mod durability;
 pub mod storage;
 pub mod stream;
 pub mod world;
@@ -28,6 +34,7 @@ use std::time::Instant;
 
 use buildat_format::Packet;
 use buildat_interface::core_api::{RegisterCommand, RunCommand};
+use buildat_interface::log_limit::{LogLimiter, suppressed_note};
 use buildat_interface::{
     Event, Host, Module, ModuleError, UnloadKind, decode, events, export_module, log,
 };
@@ -36,13 +43,14 @@ use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
 use buildat_voxelworld_api::stream::{Ack, Registry};
 use buildat_voxelworld_api::{
     ApplyGenerated, Commit, CreateNode, EditOutcome, EditVoxel, Generate, GeneratedSection,
-    GenerationRequest, GetChunk, GetNode, GetRegistry, GetSizes, GetVoxel, GetWorldConfig,
-    LoadOrGenerateSection, NodeVolumeUpdated, Pregen, PregenReport, RegisterBlock, RemoveNode,
-    RemoveViewer, Replace, Save, SectionStatus, SetNodeVar, SetSectionSaveEnabled, SetVoxel, Sizes,
-    Viewer, WorldConfig,
+    GenerationRequest, GetChunk, GetNode, GetRegistry, GetSizes, GetVoxel, GetVoxels,
+    GetWorldConfig, LoadOrGenerateSection, NodeVolumeUpdated, Pregen, PregenReport, RegisterBlock,
+    RemoveNode, RemoveViewer, Replace, Save, SectionStatus, SetNodeVar, SetSectionSaveEnabled,
+    SetVoxel, Sizes, Viewer, WorldConfig,
 };
+use durability::{SaveHealth, StashedSection};
 use serde::{Deserialize, Serialize};
-use storage::{SqliteStorage, StoredSection};
+use storage::SqliteStorage;
 use world::{Committed, Loaded, World, WorldError};
 
 /// Streams the chunks changed by calls, after the calls have answered: an
@@ -133,15 +141,6 @@ fn parse_pregen(args: &[String]) -> Result<Pregen, String> {
     Ok(Pregen { radius, height })
 }
 
-/// A loaded section carried across a reload.
-#[derive(Serialize, Deserialize)]
-struct StashedSection {
-    pos: Pos,
-    save_enabled: bool,
-    dirty: bool,
-    nodes: Vec<(u64, Vec<u8>)>,
-}
-
 /// What crosses a reload: registries and every loaded section.
 #[derive(Serialize, Deserialize)]
 struct WorldStash {
@@ -176,6 +175,12 @@ struct VoxelWorld {
     /// `world.toml` as read at creation (the section size in it may differ
     /// from the stored one, which wins).
     config: WorldConfig,
+    /// Whether saves fail, for one warning a minute rather than a tick.
+    health: SaveHealth,
+    /// Lines about what a peer sent, a few per peer per 10 s.
+    peer_log: LogLimiter<PeerId>,
+    /// Streaming errors (storage that cannot be read), a few a minute.
+    stream_log: LogLimiter<()>,
 }
 
 fn world_error(error: WorldError) -> ModuleError {
@@ -221,10 +226,15 @@ impl VoxelWorld {
                 .encode()?,
             ),
         };
-        let outbox = self
-            .streamer
-            .pump(&mut self.world, registry, only)
-            .map_err(world_error)?;
+        let outbox = self.streamer.pump(&mut self.world, registry, only);
+        if let Some(error) = &outbox.failure
+            && let Some(suppressed) = self.stream_log.allow((), Instant::now())
+        {
+            log::error!(
+                "streaming: {error}; the chunks it concerns are sent once they can be read{}",
+                suppressed_note(suppressed)
+            );
+        }
         for section in outbox.generate {
             self.request_generation(section)?;
         }
@@ -264,11 +274,66 @@ impl VoxelWorld {
     }
 
     fn save(&mut self) -> Result<u32, ModuleError> {
-        let saved = self.world.save_all().map_err(world_error)?;
+        let saved = self.world.save_all();
+        self.saved(saved.as_ref().map(|_| ()));
+        let saved = saved.map_err(world_error)?;
         if saved > 0 {
             log::debug!("saved {saved} sections");
         }
         Ok(saved)
+    }
+
+    /// Tells the operator when saving starts or stops failing (a warning a
+    /// minute while it fails), without failing what called.
+    fn saved(&mut self, outcome: Result<(), &WorldError>) {
+        let now = Instant::now();
+        match outcome {
+            Ok(()) => {
+                if let Some(line) = self.health.succeeded(now) {
+                    log::warn!("{line}");
+                }
+            }
+            Err(error) => {
+                if let Some(line) = self.health.failed(error, self.world.unsaved_count(), now) {
+                    log::error!("{line}");
+                }
+            }
+        }
+    }
+
+    /// At stop: saves, retrying a few times; what storage still refuses
+    /// goes to a recovery file (named in the log) taken back at the next
+    /// start.
+    fn save_at_stop(&mut self) {
+        const ATTEMPTS: u32 = 3;
+        for attempt in 1..=ATTEMPTS {
+            match self.save() {
+                Ok(saved) => {
+                    log::info!("world saved ({saved} sections written)");
+                    return;
+                }
+                Err(error) => {
+                    log::error!(
+                        "saving the world at stop, attempt {attempt} of {ATTEMPTS}: {error}"
+                    );
+                    if attempt < ATTEMPTS {
+                        std::thread::sleep(std::time::Duration::from_secs(1));
+                    }
+                }
+            }
+        }
+        match durability::write_recovery(&self.host.world_path(), &self.world) {
+            Ok(Some(path)) => log::error!(
+                "{} unsaved sections written to the recovery file {}; the next start takes them back",
+                self.world.unsaved_count(),
+                path.display()
+            ),
+            Ok(None) => {}
+            Err(error) => log::error!(
+                "cannot write a recovery file either ({error}): {} sections with changes are lost",
+                self.world.unsaved_count()
+            ),
+        }
     }
 
     /// Asks the generator for a section, once (again after a while).
@@ -470,7 +535,13 @@ impl VoxelWorld {
     }
 
     fn stash(&mut self) -> Result<WorldStash, ModuleError> {
-        self.save()?;
+        if let Err(error) = self.save() {
+            // The next version gets them in memory (dirty) and retries.
+            log::warn!(
+                "reload: cannot save ({error}); {} unsaved sections go to the next version in memory",
+                self.world.unsaved_count()
+            );
+        }
         Ok(WorldStash {
             viewers: self.streamer.take_viewers(),
             voxels: self.world.voxels.clone(),
@@ -480,12 +551,7 @@ impl VoxelWorld {
                 .export_sections()
                 .map_err(world_error)?
                 .into_iter()
-                .map(|(stored, dirty)| StashedSection {
-                    pos: stored.pos,
-                    save_enabled: stored.save_enabled,
-                    dirty,
-                    nodes: stored.nodes,
-                })
+                .map(|(stored, dirty)| StashedSection::from_stored(stored, dirty))
                 .collect(),
         })
     }
@@ -496,14 +562,9 @@ impl VoxelWorld {
         self.world.voxels.reindex();
         self.world.blocks = stash.blocks;
         for section in stash.sections {
-            let stored = StoredSection {
-                pos: section.pos,
-                save_enabled: section.save_enabled,
-                generated: true,
-                nodes: section.nodes,
-            };
+            let dirty = section.dirty;
             self.world
-                .import_section(stored, section.dirty)
+                .import_section(section.into_stored(), dirty)
                 .map_err(world_error)?;
         }
         Ok(())
@@ -518,6 +579,9 @@ impl Module for VoxelWorld {
         let section_size = SectionSize(config.section_size);
         let path = world_path.join("world.sqlite");
         let storage = SqliteStorage::open(&path, section_size)
+            .map_err(|e| ModuleError::msg(format!("{}: {e}", path.display())))?;
+        storage
+            .limit_size(host.get_setting("voxelworld.max_database_bytes", 0u64)?)
             .map_err(|e| ModuleError::msg(format!("{}: {e}", path.display())))?;
         let budget = host.get_setting("voxelworld.max_loaded_sections", 4096usize)?;
         let radius = host.get_setting("voxelworld.view_radius", 3i32)?;
@@ -536,6 +600,9 @@ impl Module for VoxelWorld {
                 .get_config("voxelworld.generator")
                 .unwrap_or_else(|| "worldgen".to_string()),
             config,
+            health: SaveHealth::default(),
+            peer_log: LogLimiter::new(5, std::time::Duration::from_secs(10)),
+            stream_log: LogLimiter::new(3, std::time::Duration::from_secs(60)),
         })
     }
 
@@ -552,6 +619,7 @@ impl Module for VoxelWorld {
         match name {
             events::Start::NAME => {
                 self.register_commands()?;
+                durability::take_back_recovery(&self.host.world_path(), &mut self.world);
                 let [w, h, d] = self.world.section_size().0;
                 log::info!("world open: sections of {w}x{h}x{d} chunks of {CHUNK_SIZE}^3 voxels");
             }
@@ -572,12 +640,22 @@ impl Module for VoxelWorld {
                     // A slice per tick: a big save never holds up the
                     // calls and events behind it for long.
                     let deadline = Instant::now() + SAVE_SLICE;
-                    let (saved, done) = self.world.save_some(deadline).map_err(world_error)?;
-                    if saved > 0 {
-                        log::debug!("saved {saved} sections");
-                    }
-                    if done {
-                        self.since_save = 0.0;
+                    match self.world.save_some(deadline) {
+                        Ok((saved, done)) => {
+                            self.saved(Ok(()));
+                            if saved > 0 {
+                                log::debug!("saved {saved} sections");
+                            }
+                            if done {
+                                self.since_save = 0.0;
+                            }
+                        }
+                        // Kept dirty and retried at the next interval; the
+                        // stream below goes on serving meanwhile.
+                        Err(error) => {
+                            self.saved(Err(&error));
+                            self.since_save = 0.0;
+                        }
                     }
                 }
                 self.pump()?;
@@ -585,6 +663,7 @@ impl Module for VoxelWorld {
             ClientDisconnected::NAME => {
                 let gone: ClientDisconnected = decode(payload)?;
                 self.streamer.remove_viewer(gone.peer);
+                self.peer_log.forget(&gone.peer);
             }
             Viewer::NAME => self.set_viewer(decode(payload)?)?,
             StreamChanges::NAME => {
@@ -600,7 +679,16 @@ impl Module for VoxelWorld {
                         self.streamer.ack(packet.peer, ack.chunks);
                         self.pump_viewers(Some(&[packet.peer]))?;
                     }
-                    Err(error) => log::warn!("peer {}: {error}", packet.peer),
+                    Err(error) => {
+                        if let Some(suppressed) = self.peer_log.allow(packet.peer, Instant::now()) {
+                            log::warn!(
+                                "peer {}: malformed {}: {error}{}",
+                                packet.peer,
+                                Ack::NAME,
+                                suppressed_note(suppressed)
+                            );
+                        }
+                    }
                 }
             }
             _ => {}
@@ -630,6 +718,21 @@ impl Module for VoxelWorld {
                 })
             },
             GetVoxel => |request: GetVoxel| self.world.get_voxel(request.pos).map_err(world_error),
+            GetVoxels => |request: GetVoxels| {
+                if request.positions.len() > buildat_voxelworld_api::MAX_VOXELS_PER_CALL {
+                    return Err(ModuleError::msg(format!(
+                        "get_voxels of {} positions: at most {}",
+                        request.positions.len(),
+                        buildat_voxelworld_api::MAX_VOXELS_PER_CALL
+                    )));
+                }
+                request
+                    .positions
+                    .iter()
+                    .map(|pos| self.world.get_voxel(*pos))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(world_error)
+            },
             SetVoxel => |request: SetVoxel| {
                 self.world
                     .set_voxel(request.pos, request.voxel)
@@ -675,8 +778,7 @@ impl Module for VoxelWorld {
             let stash = self.stash()?;
             self.host.store_stash(&stash)?;
         } else {
-            let saved = self.save()?;
-            log::info!("world saved ({saved} sections written)");
+            self.save_at_stop();
         }
         Ok(())
     }

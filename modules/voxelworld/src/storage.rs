@@ -54,6 +54,10 @@ pub trait WorldStorage: Send {
     /// never reused in the world's lifetime, crashes included.
     fn reserve_node_ids(&mut self, count: u64) -> Result<Range<u64>, StorageError>;
     fn has_generated_section(&mut self, pos: Pos) -> Result<bool, StorageError>;
+    /// Moves a section that does not decode out of the world (its nodes
+    /// into the `quarantine` table, with why), in one transaction: it is
+    /// generated again, and the damaged rows are kept for the operator.
+    fn quarantine_section(&mut self, pos: Pos, reason: &str) -> Result<(), StorageError>;
 }
 
 pub struct SqliteStorage {
@@ -78,7 +82,10 @@ impl SqliteStorage {
              CREATE TABLE IF NOT EXISTS node (
                  id INTEGER PRIMARY KEY, sx INTEGER NOT NULL, sy INTEGER NOT NULL,
                  sz INTEGER NOT NULL, data BLOB NOT NULL);
-             CREATE INDEX IF NOT EXISTS node_by_section ON node (sx, sy, sz);",
+             CREATE INDEX IF NOT EXISTS node_by_section ON node (sx, sy, sz);
+             CREATE TABLE IF NOT EXISTS quarantine (
+                 sx INTEGER NOT NULL, sy INTEGER NOT NULL, sz INTEGER NOT NULL,
+                 id INTEGER NOT NULL, data BLOB NOT NULL, reason TEXT NOT NULL);",
         )?;
         let version: Option<i64> = connection
             .query_row(
@@ -131,6 +138,26 @@ impl SqliteStorage {
             connection,
             section_size,
         })
+    }
+
+    /// Caps the database at about `bytes` (0: no cap; never below its size
+    /// now): past it writes fail as on a full disk, and the world keeps
+    /// what it could not write (an operator's quota, and how the tests
+    /// fill a disk).
+    pub fn limit_size(&self, bytes: u64) -> Result<(), StorageError> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let page: i64 = self
+            .connection
+            .query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        let pages = i64::try_from(bytes).unwrap_or(i64::MAX) / page.max(1);
+        self.connection.query_row(
+            &format!("PRAGMA max_page_count = {}", pages.max(1)),
+            [],
+            |_| Ok(()),
+        )?;
+        Ok(())
     }
 
     /// `PRAGMA integrity_check`'s verdict ("ok" when healthy).
@@ -194,6 +221,26 @@ impl WorldStorage for SqliteStorage {
                 insert.execute(params![*id as i64, x, y, z, data])?;
             }
         }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    fn quarantine_section(&mut self, pos: Pos, reason: &str) -> Result<(), StorageError> {
+        let [x, y, z] = pos;
+        let transaction = self.connection.transaction()?;
+        transaction.execute(
+            "INSERT INTO quarantine (sx, sy, sz, id, data, reason)
+             SELECT sx, sy, sz, id, data, ?4 FROM node WHERE sx = ?1 AND sy = ?2 AND sz = ?3",
+            params![x, y, z, reason],
+        )?;
+        transaction.execute(
+            "DELETE FROM node WHERE sx = ?1 AND sy = ?2 AND sz = ?3",
+            params![x, y, z],
+        )?;
+        transaction.execute(
+            "DELETE FROM section WHERE sx = ?1 AND sy = ?2 AND sz = ?3",
+            params![x, y, z],
+        )?;
         transaction.commit()?;
         Ok(())
     }
@@ -274,6 +321,27 @@ mod tests {
         );
         let second = reopened.reserve_node_ids(10).unwrap();
         assert!(second.start >= first.end, "{first:?} then {second:?}");
+    }
+
+    #[test]
+    fn a_capped_database_refuses_writes_like_a_full_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut storage =
+            SqliteStorage::open(&dir.path().join("w.sqlite"), SectionSize::default()).unwrap();
+        storage.limit_size(1).unwrap();
+        let big = StoredSection {
+            pos: [0, 0, 0],
+            save_enabled: true,
+            generated: true,
+            nodes: vec![(1, vec![7; 1 << 20])],
+        };
+        let error = storage.save_section(&big).expect_err("over the cap");
+        assert!(error.to_string().contains("full"), "{error}");
+        assert_eq!(
+            storage.load_section([0, 0, 0]).unwrap(),
+            None,
+            "nothing half-written"
+        );
     }
 
     #[test]

@@ -6,7 +6,10 @@
 //!
 //! Owns: viewers (peer → what it holds, what it still wants, what is in
 //! flight) and the cache of encoded chunk packets (valid until the chunk
-//! changes). Does not own: the world (`world.rs`), sockets (`network`), or
+//! changes). Invariant: what a pump records as sent (the registry, a held
+//! chunk, one in flight) is in the packets it returns; a chunk that cannot
+//! be read now (a storage error) stays queued and the error is reported in
+//! the outbox, so nothing is recorded as sent that was dropped. Does not own: the world (`world.rs`), sockets (`network`), or
 //! where players are (a game module tells us with `set_viewer`).
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
@@ -46,6 +49,9 @@ pub struct Viewer {
 pub struct Outbox {
     pub packets: Vec<(PeerId, Vec<OutgoingPacket>)>,
     pub generate: Vec<Pos>,
+    /// The first error met reading the world (what it concerned stays queued
+    /// for the next pump).
+    pub failure: Option<WorldError>,
 }
 
 pub struct Streamer {
@@ -218,12 +224,7 @@ impl Streamer {
     /// pumps its own viewer, a commit the holders of the changed chunks; the
     /// tick and generated sections pump everyone. So the work per event does
     /// not grow with the player count.
-    pub fn pump(
-        &mut self,
-        world: &mut World,
-        registry: &[u8],
-        only: Option<&[PeerId]>,
-    ) -> Result<Outbox, WorldError> {
+    pub fn pump(&mut self, world: &mut World, registry: &[u8], only: Option<&[PeerId]>) -> Outbox {
         let mut outbox = Outbox::default();
         let section_size = world.section_size();
         let peers: Vec<PeerId> = match only {
@@ -266,36 +267,106 @@ impl Streamer {
                 scanned += 1;
                 let chunk = viewer.queue[index];
                 let section = section_size.section_of_chunk(chunk);
-                if world.load_section(section)? == Loaded::Ready {
-                    viewer.queue.remove(index);
-                    picked.push(chunk);
-                    budget -= 1;
-                } else {
-                    waiting_sections.push(section);
-                    index += 1;
+                match world.load_section(section) {
+                    Ok(Loaded::Ready) => {
+                        viewer.queue.remove(index);
+                        picked.push(chunk);
+                        budget -= 1;
+                    }
+                    Ok(_) => {
+                        waiting_sections.push(section);
+                        index += 1;
+                    }
+                    Err(error) => {
+                        outbox.failure.get_or_insert(error);
+                        index += 1;
+                    }
                 }
             }
             outbox.generate.extend(waiting_sections);
             let mut sent = 0;
+            let mut unread = Vec::new();
             for chunk in picked {
-                if let Some(packet) = self.encoded(world, chunk)? {
-                    packets.push(OutgoingPacket {
-                        name: Chunk::NAME.to_string(),
-                        data: packet.as_ref().clone(),
-                    });
-                    sent += 1;
-                    if let Some(viewer) = self.viewers.get_mut(&peer) {
-                        viewer.held.insert(chunk);
+                match self.encoded(world, chunk) {
+                    Ok(Some(packet)) => {
+                        packets.push(OutgoingPacket {
+                            name: Chunk::NAME.to_string(),
+                            data: packet.as_ref().clone(),
+                        });
+                        sent += 1;
+                        if let Some(viewer) = self.viewers.get_mut(&peer) {
+                            viewer.held.insert(chunk);
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        outbox.failure.get_or_insert(error);
+                        unread.push(chunk);
                     }
                 }
             }
             if let Some(viewer) = self.viewers.get_mut(&peer) {
                 viewer.in_flight += sent;
+                // Not read, so not sent: asked for again, nearest first.
+                for chunk in unread.into_iter().rev() {
+                    if viewer.held.contains(&chunk) {
+                        viewer.resend.insert(chunk);
+                    } else {
+                        viewer.queue.push_front(chunk);
+                    }
+                }
             }
             if !packets.is_empty() {
                 outbox.packets.push((peer, packets));
             }
         }
-        Ok(outbox)
+        outbox
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::*;
+    use crate::world::tests::{faulty, generate};
+
+    /// The names of the packets a pump sent, in order.
+    fn names(outbox: &Outbox) -> Vec<&str> {
+        outbox
+            .packets
+            .iter()
+            .flat_map(|(_, packets)| packets.iter().map(|p| p.name.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn what_a_failed_read_keeps_back_is_sent_later_not_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut world, _) = faulty(dir.path(), 64);
+        generate(&mut world, [0, 0, 0], "stone");
+        world.set_section_save_enabled([0, 0, 0], true).unwrap();
+        world.save_all().unwrap();
+        drop(world);
+        // Reading the stored section fails for a while.
+        let (mut world, faults) = faulty(dir.path(), 64);
+        faults.reads.store(true, Ordering::Relaxed);
+        let mut streamer = Streamer::new(0, 8);
+        streamer.set_viewer(1, [0.5, 0.5, 0.5]);
+        let outbox = streamer.pump(&mut world, b"registry", None);
+        assert!(outbox.failure.is_some(), "the error is reported");
+        assert_eq!(
+            names(&outbox),
+            [stream::Registry::NAME],
+            "the registry went out"
+        );
+        faults.reads.store(false, Ordering::Relaxed);
+        let outbox = streamer.pump(&mut world, b"registry", None);
+        assert!(outbox.failure.is_none());
+        assert_eq!(
+            names(&outbox),
+            [Chunk::NAME],
+            "the chunk is sent once it reads"
+        );
     }
 }

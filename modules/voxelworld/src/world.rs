@@ -8,7 +8,11 @@
 //! save-enabled node) are written; every other section is regenerated when
 //! next needed; a section is written whole in one storage transaction; node
 //! ids come from durably reserved blocks and are never reused; evicting a
-//! section saves it first when it must be saved.
+//! section saves it first when it must be saved, and a section whose save
+//! fails stays in memory, dirty, over the budget if need be, until storage
+//! works again (an edit is never dropped because the disk is full); a
+//! stored section that does not decode is reported, quarantined and
+//! generated again, instead of failing every load that touches it.
 //! Does not own: the database (`storage.rs`) or generation (a generator
 //! module answers `voxelworld:generation_request`).
 
@@ -17,6 +21,7 @@ use std::ops::Range;
 use std::time::Instant;
 
 use buildat_format::{decode_voxels, encode_voxels};
+use buildat_interface::log;
 use buildat_voxel::geometry::{self, CHUNK_VOLUME, Pos, SectionSize};
 use buildat_voxel::{AIR, BlockDefinition, BlockRegistry, RegistryError, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
@@ -220,19 +225,28 @@ impl World {
             });
         }
         self.evict_to_fit()?;
-        let (mut section, loaded) = match self.storage.load_section(pos)? {
+        let stored = self.storage.load_section(pos)?;
+        let decoded = match stored {
             Some(stored) => {
                 let generated = stored.generated;
-                let section = self.decode_section(stored)?;
-                (
-                    section,
-                    if generated {
-                        Loaded::Ready
-                    } else {
-                        Loaded::NeedsGeneration
-                    },
-                )
+                match self.decode_section(stored) {
+                    Ok(section) => Some((section, generated)),
+                    Err(error) => {
+                        let reason = error.to_string();
+                        log::error!(
+                            "section {pos:?} is damaged ({reason}): moved to the quarantine table \
+                             of world.sqlite and generated again"
+                        );
+                        self.storage.quarantine_section(pos, &reason)?;
+                        None
+                    }
+                }
             }
+            None => None,
+        };
+        let (mut section, loaded) = match decoded {
+            Some((section, true)) => (section, Loaded::Ready),
+            Some((section, false)) => (section, Loaded::NeedsGeneration),
             None => {
                 let section = Section {
                     chunks: BTreeMap::new(),
@@ -387,20 +401,53 @@ impl World {
     /// Evicts least recently used sections until one more fits, saving
     /// those that must be saved first.
     fn evict_to_fit(&mut self) -> Result<(), WorldError> {
-        while self.sections.len() >= self.budget {
-            let Some(oldest) = self
-                .sections
-                .iter()
-                .filter(|(_, s)| s.generated)
-                .min_by_key(|(_, s)| s.last_used)
-                .map(|(pos, _)| *pos)
-            else {
-                return Ok(());
-            };
-            self.save_section(oldest)?;
-            self.sections.remove(&oldest);
+        if self.sections.len() < self.budget {
+            return Ok(());
+        }
+        let mut oldest: Vec<(u64, Pos)> = self
+            .sections
+            .iter()
+            .filter(|(_, s)| s.generated)
+            .map(|(pos, s)| (s.last_used, *pos))
+            .collect();
+        oldest.sort_unstable();
+        for (_, pos) in oldest {
+            if self.sections.len() < self.budget {
+                break;
+            }
+            // One that cannot be written now stays, over the budget.
+            if self.save_section(pos).is_ok() {
+                self.sections.remove(&pos);
+            }
         }
         Ok(())
+    }
+
+    /// Sections holding changes storage has not taken yet.
+    pub fn unsaved_count(&self) -> usize {
+        self.sections
+            .values()
+            .filter(|s| s.dirty && s.must_save())
+            .count()
+    }
+
+    /// The sections holding changes storage has not taken yet, as storage
+    /// records (for a recovery file when storage fails at stop).
+    pub fn unsaved_sections(&self) -> Result<Vec<StoredSection>, WorldError> {
+        self.sections
+            .iter()
+            .filter(|(_, s)| s.dirty && s.must_save())
+            .map(|(pos, section)| self.encode_section(*pos, section))
+            .collect()
+    }
+
+    /// Writes a storage record as it is (a recovered section: voxels by
+    /// name, so no registry is needed), unless the section is loaded.
+    pub fn write_stored(&mut self, stored: &StoredSection) -> Result<(), WorldError> {
+        if self.sections.contains_key(&stored.pos) {
+            return Ok(());
+        }
+        Ok(self.storage.save_section(stored)?)
     }
 
     /// Writes one section if it is dirty and must be saved; true if written.
@@ -717,9 +764,134 @@ impl World {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
     use super::*;
     use crate::storage::SqliteStorage;
+
+    /// Switches of [`FaultyStorage`].
+    #[derive(Clone, Default)]
+    pub(crate) struct Faults {
+        /// Writes fail (a full or read-only disk).
+        pub writes: Arc<AtomicBool>,
+        /// Reads fail (an unreadable disk).
+        pub reads: Arc<AtomicBool>,
+    }
+
+    /// SQLite storage whose writes or reads fail while its switches are
+    /// set: storage faults, injected.
+    pub(crate) struct FaultyStorage {
+        pub inner: SqliteStorage,
+        pub faults: Faults,
+    }
+
+    impl WorldStorage for FaultyStorage {
+        fn section_size(&self) -> SectionSize {
+            self.inner.section_size()
+        }
+        fn load_section(&mut self, pos: Pos) -> Result<Option<StoredSection>, StorageError> {
+            if self.faults.reads.load(Ordering::Relaxed) {
+                return Err(StorageError::Damaged("injected: unreadable".into()));
+            }
+            self.inner.load_section(pos)
+        }
+        fn save_section(&mut self, section: &StoredSection) -> Result<(), StorageError> {
+            if self.faults.writes.load(Ordering::Relaxed) {
+                return Err(StorageError::Damaged("injected: disk full".into()));
+            }
+            self.inner.save_section(section)
+        }
+        fn reserve_node_ids(&mut self, count: u64) -> Result<Range<u64>, StorageError> {
+            self.inner.reserve_node_ids(count)
+        }
+        fn has_generated_section(&mut self, pos: Pos) -> Result<bool, StorageError> {
+            self.inner.has_generated_section(pos)
+        }
+        fn quarantine_section(&mut self, pos: Pos, reason: &str) -> Result<(), StorageError> {
+            self.inner.quarantine_section(pos, reason)
+        }
+    }
+
+    #[test]
+    fn a_damaged_section_is_quarantined_and_generated_again() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut world = open(dir.path());
+            for x in 0..2 {
+                generate(&mut world, [x, 0, 0], "stone");
+                world.set_section_save_enabled([x, 0, 0], true).unwrap();
+            }
+            assert_eq!(world.save_all().unwrap(), 2);
+        }
+        let raw = rusqlite::Connection::open(dir.path().join("world.sqlite")).unwrap();
+        raw.execute("UPDATE node SET data = x'ff00ff' WHERE sx = 0", [])
+            .unwrap();
+        let mut world = open(dir.path());
+        assert_eq!(
+            world.load_section([0, 0, 0]).unwrap(),
+            Loaded::NeedsGeneration,
+            "the damaged one is generated again"
+        );
+        assert_eq!(world.load_section([1, 0, 0]).unwrap(), Loaded::Ready);
+        generate_loaded(&mut world, [0, 0, 0], "stone");
+        assert!(world.get_voxel([1, 1, 1]).unwrap().is_some());
+        let quarantined: i64 = raw
+            .query_row("SELECT count(*) FROM quarantine WHERE sx = 0", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert!(quarantined > 0, "the damaged rows are kept aside");
+    }
+
+    /// A world over [`FaultyStorage`] with room for `budget` sections, and
+    /// the switches that make its storage fail.
+    pub(crate) fn faulty(dir: &std::path::Path, budget: usize) -> (World, Faults) {
+        let faults = Faults::default();
+        let inner = SqliteStorage::open(&dir.join("world.sqlite"), SectionSize::default()).unwrap();
+        let storage = FaultyStorage {
+            inner,
+            faults: faults.clone(),
+        };
+        let mut world = World::new(Box::new(storage), budget);
+        world
+            .register_block(BlockDefinition::simple("stone", "stone.png"))
+            .unwrap();
+        (world, faults)
+    }
+
+    #[test]
+    fn edits_outlive_a_failing_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut world, faults) = faulty(dir.path(), 2);
+        faults.writes.store(true, Ordering::Relaxed);
+        for x in 0..2 {
+            generate(&mut world, [x, 0, 0], "stone");
+            world.set_section_save_enabled([x, 0, 0], true).unwrap();
+        }
+        let stone = world.voxels.get_id("stone").unwrap();
+        world.set_voxel([1, 2, 3], stone).unwrap();
+        assert!(world.save_some(Instant::now()).is_err(), "the disk is full");
+        assert!(world.save_all().is_err());
+        assert_eq!(world.unsaved_count(), 2, "kept, still dirty");
+        // Loading more than the budget keeps what cannot be written.
+        generate(&mut world, [5, 0, 0], "stone");
+        assert_eq!(
+            world.loaded_sections(),
+            3,
+            "over the budget, nothing dropped"
+        );
+        assert_eq!(world.unsaved_sections().unwrap().len(), 2);
+        // The disk comes back: everything is written, and evicted after.
+        faults.writes.store(false, Ordering::Relaxed);
+        assert_eq!(world.save_all().unwrap(), 2);
+        assert_eq!(world.unsaved_count(), 0);
+        drop(world);
+        let mut world = open(dir.path());
+        assert_eq!(world.load_section([0, 0, 0]).unwrap(), Loaded::Ready);
+        assert_eq!(world.get_voxel([1, 2, 3]).unwrap(), Some(stone));
+    }
 
     fn open(dir: &std::path::Path) -> World {
         let storage =
@@ -735,8 +907,13 @@ mod tests {
     }
 
     /// Generates a section the way a generator module would: blobs by name.
-    fn generate(world: &mut World, pos: Pos, fill: &str) {
+    pub(crate) fn generate(world: &mut World, pos: Pos, fill: &str) {
         assert_eq!(world.load_section(pos).unwrap(), Loaded::NeedsGeneration);
+        generate_loaded(world, pos, fill);
+    }
+
+    /// Generates a section already loaded and waiting for generation.
+    fn generate_loaded(world: &mut World, pos: Pos, fill: &str) {
         let chunks = world
             .section_size()
             .chunks_of_section(pos)

@@ -2,7 +2,9 @@
 //! flow, warm caches, name refusal, live re-announce, big files beside small
 //! packets, Lua-only modules, and surviving reloads.
 
-use buildat_client_file_api::{AnnounceFile, FileError, RequestFile};
+use buildat_client_file_api::{
+    AnnounceFile, FileContent, FileError, RequestFile, TellAfterAllFilesTransferred,
+};
 use buildat_format::Packet;
 use buildat_test_net_probe_api::Echo;
 use std::collections::HashMap;
@@ -241,4 +243,137 @@ fn a_big_file_does_not_stall_other_clients_and_survives_reloads() {
         server.output()
     );
     server.stop_cleanly();
+}
+
+/// Reads the announcements up to `core:tell_after_all_files_transferred`:
+/// each file's hash.
+fn read_announcements(client: &mut RawClient) -> HashMap<String, [u8; 32]> {
+    let mut announced = HashMap::new();
+    loop {
+        let packet = client
+            .recv(Duration::from_secs(30))
+            .expect("connected")
+            .expect("announcements");
+        match packet.name.as_str() {
+            AnnounceFile::NAME => {
+                let announce = AnnounceFile::decode(&packet.data).expect("announce");
+                announced.insert(announce.name, announce.hash);
+            }
+            TellAfterAllFilesTransferred::NAME => return announced,
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn repeated_requests_cost_one_transfer_and_a_non_reader_is_dropped() {
+    const BIG: &str = "lua_flood/client_data/big.bin";
+    let scratch = Scratch::new();
+    add_lua_module(&scratch, "lua_flood", None);
+    // Bigger than what the kernel's socket buffers take on loopback.
+    let big: Vec<u8> = (0..32u32 << 20).map(|i| (i >> 10) as u8).collect();
+    std::fs::write(scratch.modules().join(BIG), &big).unwrap();
+    let (mut server, address) = start(
+        &scratch,
+        &[
+            "--no-watch",
+            "--set",
+            "client_file.max_backlog_bytes=1000000",
+            "--set",
+            "client_file.stall_timeout_ms=1000",
+        ],
+    );
+
+    // Ten requests for the same file in one write: one transfer.
+    let mut client = RawClient::connect(&address).expect("connect");
+    let hash = read_announcements(&mut client)[BIG];
+    let request = RequestFile {
+        name: BIG.into(),
+        hash,
+    };
+    for _ in 0..10 {
+        client.queue_packet(&request).expect("queue");
+    }
+    client.flush().expect("send");
+    let mut received = 0u64;
+    while let Some(packet) = client.recv(QUIET).expect("connected") {
+        if packet.name == FileContent::NAME {
+            let piece = FileContent::decode(&packet.data).expect("a piece");
+            received += piece.data.len() as u64;
+        }
+    }
+    assert_eq!(received, big.len() as u64, "one copy, not ten");
+
+    // A client that requests it and never reads is dropped, not held.
+    let mut lazy = RawClient::connect(&address).expect("connect");
+    let hash = read_announcements(&mut lazy)[BIG];
+    lazy.send_packet(&RequestFile {
+        name: BIG.into(),
+        hash,
+    })
+    .expect("request");
+    server
+        .wait_for("not reading its files", Duration::from_secs(60))
+        .unwrap_or_else(|| panic!("the non-reader is dropped:\n{}", server.output()));
+    drop(lazy);
+
+    // A name over the limit is malformed: the sender is dropped, and the
+    // reason does not repeat the name.
+    let mut long = RawClient::connect(&address).expect("connect");
+    read_announcements(&mut long);
+    long.send_packet(&RequestFile {
+        name: "x".repeat(60 * 1024),
+        hash,
+    })
+    .expect("request");
+    let packets = long
+        .wait_closed(Duration::from_secs(10))
+        .expect("the sender is dropped");
+    assert!(
+        packets.iter().all(|p| p.data.len() < 1024),
+        "nothing echoes the name"
+    );
+    let line = server
+        .wait_for("malformed file request", Duration::from_secs(10))
+        .expect("logged");
+    assert!(!line.contains("xxxx"), "{line}");
+
+    // Everyone else is still served.
+    let mut cache = HashMap::new();
+    let mut fresh = RawClient::connect(&address).expect("connect");
+    let sync = fresh.sync_files(&mut cache, QUIET);
+    assert_eq!(sync.scripts, ["lua_flood/client_lua/init.lua"]);
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
+
+#[test]
+fn refusals_are_logged_a_few_per_client_not_one_per_request() {
+    let scratch = Scratch::new();
+    add_lua_module(&scratch, "lua_log", None);
+    let (mut server, address) = start(&scratch, &["--no-watch"]);
+    let mut client = RawClient::connect(&address).expect("connect");
+    read_announcements(&mut client);
+    for n in 0..50 {
+        client
+            .queue_packet(&RequestFile {
+                name: format!("lua_log/client_lua/missing{n}.lua"),
+                hash: [0; 32],
+            })
+            .expect("queue");
+    }
+    client.flush().expect("send");
+    let mut answered = 0;
+    while answered < 50 {
+        let packet = client
+            .recv(Duration::from_secs(10))
+            .expect("connected")
+            .expect("every request is answered");
+        answered += usize::from(packet.name == FileError::NAME);
+    }
+    server.pump();
+    let logged = server.lines_with(0, "refused file request").len();
+    assert!((1..=5).contains(&logged), "{logged} lines for 50 refusals");
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
 }

@@ -3,7 +3,7 @@
 //! across a restart.
 
 use buildat_format::Packet;
-use buildat_main_api::{Dig, Edits, Join, Ping, Place, Pong, Refused, Spawn};
+use buildat_main_api::{Correct, Dig, Edits, Join, Move, Ping, Place, Pong, Refused, Spawn};
 use buildat_voxelworld_api::stream::{Ack, Chunk, Registry, UnloadChunk, VoxelUpdates};
 use std::collections::{HashMap, HashSet};
 use std::process::Stdio;
@@ -19,7 +19,14 @@ const RADIUS: i32 = 2;
 const BUDGET: usize = 16;
 
 fn start(scratch: &Scratch) -> (Server, String) {
+    start_with(scratch, &[])
+}
+
+fn start_with(scratch: &Scratch, settings: &[&str]) -> (Server, String) {
     let mut args = scratch.server_args();
+    for setting in settings {
+        args.extend(["--set".to_string(), setting.to_string()]);
+    }
     args.extend(
         [
             "--listen",
@@ -375,4 +382,173 @@ fn players_keep_playing_across_reloads_of_every_game_module() {
         server.output()
     );
     server.stop_cleanly();
+}
+
+/// Sends `packet` and reads until the game refuses it: the reason, and the
+/// correction if one came with it.
+fn refusal_of<P: Packet>(player: &mut Player, packet: &P) -> (String, Option<[f64; 3]>) {
+    player.client.send_packet(packet).unwrap();
+    let mut reason = None;
+    loop {
+        let packet = player
+            .client
+            .recv(Duration::from_secs(10))
+            .expect("connected")
+            .unwrap_or_else(|| panic!("refused ({reason:?}) and corrected"));
+        match packet.name.as_str() {
+            Refused::NAME if reason.is_none() => {
+                reason = Some(Refused::decode(&packet.data).unwrap().reason);
+                if P::NAME != Move::NAME {
+                    return (reason.unwrap_or_default(), None);
+                }
+            }
+            Correct::NAME => {
+                let to = Correct::decode(&packet.data).unwrap().position;
+                return (reason.expect("the reason comes first"), Some(to));
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn the_server_decides_where_players_are_and_what_they_reach() {
+    let scratch = Scratch::new();
+    scratch.add_game();
+    let (mut server, address) = start_with(&scratch, &["main.max_speed=2"]);
+    let mut player = Player::join(&address, "cheater");
+    let spawn = player.position;
+    let [x, y, z] = spawn;
+    let moved = |position| Move { position };
+
+    let (reason, back) = refusal_of(&mut player, &moved([x, y + 10.0, z]));
+    assert!(reason.contains("no flying"), "{reason}");
+    assert_eq!(back, Some(spawn), "snapped back to where it stood");
+    let (reason, back) = refusal_of(&mut player, &moved([x, y - 1.5, z]));
+    assert!(reason.contains("blocked by a solid voxel"), "{reason}");
+    assert_eq!(back, Some(spawn));
+
+    // Hops in place: each costs a voxel of the allowance (16, then 2 a
+    // second), so a burst of small moves is refused like one big one.
+    let mut refused = None;
+    for _ in 0..40 {
+        player.client.queue_packet(&moved([x, y + 1.0, z])).unwrap();
+        player.client.queue_packet(&moved(spawn)).unwrap();
+    }
+    player.client.flush().unwrap();
+    while refused.is_none() {
+        let packet = player
+            .client
+            .recv(Duration::from_secs(10))
+            .expect("connected")
+            .expect("a refusal");
+        if packet.name == Refused::NAME {
+            refused = Some(Refused::decode(&packet.data).unwrap().reason);
+        }
+    }
+    let refused = refused.unwrap_or_default();
+    assert!(
+        refused.contains("faster than 2 voxels a second"),
+        "{refused}"
+    );
+    // The rest of the burst's refusals.
+    while player
+        .client
+        .recv(Duration::from_millis(700))
+        .expect("connected")
+        .is_some()
+    {}
+
+    // Reach is measured from the server's position, with line of sight.
+    let feet = player.feet();
+    let (reason, _) = refusal_of(
+        &mut player,
+        &Dig {
+            voxel: [feet[0], feet[1] - 3, feet[2]],
+        },
+    );
+    assert!(reason.contains("out of sight"), "{reason}");
+    for name in ["unknown", "air"] {
+        let place = Place {
+            voxel: [feet[0], feet[1] + 2, feet[2]],
+            name: name.into(),
+        };
+        let (reason, _) = refusal_of(&mut player, &place);
+        assert!(reason.contains("cannot be placed"), "{name}: {reason}");
+    }
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
+
+/// A player that joins and waits until it holds `voxel`; its name there.
+fn seen_by_newcomer(address: &str, name: &str, voxel: Pos) -> Option<String> {
+    let mut player = Player::join(address, name);
+    player
+        .pump_until(Duration::from_secs(60), |p| p.voxel_name(voxel).is_some())
+        .expect("the chunk arrives");
+    player.voxel_name(voxel).map(str::to_string)
+}
+
+#[test]
+fn a_full_disk_loses_no_edit() {
+    let scratch = Scratch::new();
+    scratch.add_game();
+    // The world database may not grow: every save fails as on a full disk.
+    let (mut server, address) = start_with(
+        &scratch,
+        &[
+            "voxelworld.max_database_bytes=1",
+            "voxelworld.save_interval_s=0.2",
+        ],
+    );
+    let (mut digger, _watcher) = digger_and_watcher(&address);
+    let feet = digger.feet();
+    let below = [feet[0], feet[1] - 1, feet[2]];
+    digger.dig(below);
+    server
+        .wait_for("cannot save the world", Duration::from_secs(30))
+        .unwrap_or_else(|| panic!("the operator is told:\n{}", server.output()));
+    // Saves are retried every 0.2 s; the warning is not repeated each time,
+    // and the stream keeps serving players.
+    assert_eq!(
+        seen_by_newcomer(&address, "second", below).as_deref(),
+        Some("air")
+    );
+    server.pump();
+    let warnings = server.lines_with(0, "cannot save the world").len();
+    assert_eq!(warnings, 1, "{}", server.output());
+
+    // A reload carries the unsaved section to the next version.
+    server.send("reload voxelworld");
+    server
+        .wait_for("reloaded voxelworld", Duration::from_secs(120))
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    assert_eq!(
+        seen_by_newcomer(&address, "third", below).as_deref(),
+        Some("air"),
+        "the dig survived the reload"
+    );
+
+    // `stop` retries, then writes a recovery file.
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(60)), Some(0));
+    assert!(
+        server.output().contains("written to the recovery file"),
+        "{}",
+        server.output()
+    );
+    drop(digger);
+
+    // The next start, with room on the disk, takes the edit back.
+    let (mut server, address) = start(&scratch);
+    server
+        .wait_for("unsaved sections from", Duration::from_secs(30))
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    assert_eq!(
+        seen_by_newcomer(&address, "returning", below).as_deref(),
+        Some("air"),
+        "the dig was kept"
+    );
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
 }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::common::{self, Scratch, Server};
 use buildat_format::Packet;
 use buildat_harness::raw_client::RawClient;
+use buildat_harness::server::ONE_ADDRESS_CROWD;
 use buildat_harness::wire::{definition, header};
 use buildat_network_api::DisconnectPacket;
 use buildat_test_net_probe_api::Echo;
@@ -126,6 +127,8 @@ fn bad_input_costs_only_its_sender() {
             "network.idle_timeout_ms=500",
             "network.max_queue_bytes=1000000",
             "network.max_frame_size=1048576",
+            // Bystanders and senders connect for every case.
+            "network.connects_per_ip_per_second=0",
         ],
     );
     let long_name = vec![b'x'; 1000];
@@ -200,26 +203,33 @@ fn bad_input_costs_only_its_sender() {
     server.stop_cleanly();
 }
 
-#[test]
-fn connections_over_the_limit_are_refused_cleanly() {
-    let scratch = Scratch::new();
-    let (mut server, address) = start_server(&scratch, &["network.max_connections=3"]);
+/// Three connections that are served, then a fourth: the three, and the
+/// reason the server gave when it refused the fourth.
+fn three_served_and_a_fourth_refused(address: &str) -> (Vec<RawClient>, String) {
     let mut held: Vec<RawClient> = (0..3)
-        .map(|_| RawClient::connect(&address).expect("connect"))
+        .map(|_| RawClient::connect(address).expect("connect"))
         .collect();
     for client in &mut held {
         assert_eq!(echo_stream(client, 0, 1, 1), 1);
     }
-    let mut extra = RawClient::connect(&address).expect("connect");
+    let mut extra = RawClient::connect(address).expect("connect");
     let packets = extra
         .wait_closed(Duration::from_secs(10))
         .expect("refused and closed");
     let goodbye = packets
         .iter()
         .find(|p| p.name == DisconnectPacket::NAME)
+        .and_then(|p| DisconnectPacket::decode(&p.data).ok())
         .expect("a reason is sent");
-    let goodbye = DisconnectPacket::decode(&goodbye.data).expect("a reason");
-    assert!(goodbye.reason.contains("server full"), "{goodbye:?}");
+    (held, goodbye.reason)
+}
+
+#[test]
+fn connections_over_the_limit_are_refused_cleanly() {
+    let scratch = Scratch::new();
+    let (mut server, address) = start_server(&scratch, &["network.max_connections=3"]);
+    let (mut held, reason) = three_served_and_a_fourth_refused(&address);
+    assert!(reason.contains("server full"), "{reason}");
     for client in &mut held {
         assert_eq!(
             echo_stream(client, 1, 1, 1),
@@ -236,7 +246,7 @@ fn connections_over_the_limit_are_refused_cleanly() {
 #[test]
 fn reload_network_while_twenty_clients_stream() {
     let scratch = Scratch::new();
-    let (mut server, address) = start_server(&scratch, &[]);
+    let (mut server, address) = start_server(&scratch, &ONE_ADDRESS_CROWD);
     let clients: Vec<_> = (0..20)
         .map(|_| {
             let address = address.clone();
@@ -278,7 +288,8 @@ fn reload_network_while_twenty_clients_stream() {
 #[test]
 fn a_thousand_connections_are_held_and_served() {
     let scratch = Scratch::new();
-    let (mut server, address) = start_server(&scratch, &[]);
+    // All from 127.0.0.1: the per-address limits are off.
+    let (mut server, address) = start_server(&scratch, &ONE_ADDRESS_CROWD);
     let started = Instant::now();
     let mut clients: Vec<RawClient> = (0..1000)
         .map(|_| RawClient::connect(&address).expect("connect"))
@@ -300,4 +311,207 @@ fn a_thousand_connections_are_held_and_served() {
     drop(clients);
     server.send("stop");
     assert_eq!(server.wait_exit(Duration::from_secs(60)), Some(0));
+}
+
+/// Waits for the server to log that it dropped a peer for `reason`.
+fn dropped_for(server: &mut Server, reason: &str) -> String {
+    let line = server
+        .wait_for(reason, Duration::from_secs(20))
+        .unwrap_or_else(|| panic!("'{reason}' logged:\n{}", server.output()));
+    assert!(line.contains("disconnected"), "{line}");
+    line
+}
+
+#[test]
+fn packet_type_definitions_are_bounded_and_charged() {
+    let scratch = Scratch::new();
+    let (mut server, address) = start_server(&scratch, &["network.max_packet_types=50"]);
+    // More types than allowed: dropped.
+    let mut greedy = RawClient::connect(&address).expect("connect");
+    let definitions: Vec<u8> = (0..60u16)
+        .flat_map(|n| definition(100 + n, format!("x:{n}").as_bytes()))
+        .collect();
+    greedy.send_raw(&definitions).expect("send");
+    assert!(
+        greedy.wait_closed(Duration::from_secs(20)).is_some(),
+        "the sender of 60 types is dropped"
+    );
+    dropped_for(&mut server, "more than 50 packet types defined");
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+
+    let (mut server, address) = start_server(
+        &scratch,
+        &["network.max_packets_per_second=1", "network.packet_burst=1"],
+    );
+    // Repeated definitions cost the input budget like packets: at one
+    // frame a second, an echo behind 30 repeats waits for them.
+    let mut repeater = RawClient::connect(&address).expect("connect");
+    let repeat = definition(100, Echo::NAME.as_bytes());
+    repeater.send_raw(&repeat.repeat(30)).expect("send");
+    repeater
+        .send_packet(&Echo {
+            data: b"behind".to_vec(),
+        })
+        .expect("send");
+    assert!(
+        repeater
+            .recv(Duration::from_secs(5))
+            .expect("connected")
+            .is_none(),
+        "the echo waits behind the definitions"
+    );
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
+
+#[test]
+fn slow_and_silent_peers_are_closed() {
+    let scratch = Scratch::new();
+    let (mut server, address) = start_server(
+        &scratch,
+        &[
+            "network.idle_timeout_ms=1000",
+            "network.min_bytes_per_second=1000",
+            "network.handshake_timeout_ms=1000",
+        ],
+    );
+    // Says nothing at all.
+    let mut silent = RawClient::connect(&address).expect("connect");
+    assert!(silent.wait_closed(Duration::from_secs(20)).is_some());
+    dropped_for(&mut server, "sent no whole packet within 1 s of connecting");
+
+    // Drips a big frame a byte every 300 ms: never idle for a second.
+    with_bystanders(&address, || {
+        let mut dripper = RawClient::connect(&address).expect("connect");
+        dripper.send_packet(&Echo::seq(0)).expect("a first packet");
+        let frame = header(100, 1 << 20);
+        let mut closed = false;
+        for byte in frame.iter().chain(std::iter::repeat(&0u8)).take(200) {
+            if dripper.send_raw(&[*byte]).is_err() {
+                closed = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(300));
+            if dripper.recv(Duration::from_millis(1)).is_err() {
+                closed = true;
+                break;
+            }
+        }
+        assert!(closed, "the dripper is dropped");
+    });
+    dropped_for(&mut server, "arrived slower than 1000 bytes a second");
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
+
+#[test]
+fn connections_are_limited_per_address() {
+    let scratch = Scratch::new();
+    let (mut server, address) = start_server(
+        &scratch,
+        &[
+            "network.max_connections_per_ip=3",
+            "network.connects_per_ip_per_second=0",
+        ],
+    );
+    let (_held, reason) = three_served_and_a_fourth_refused(&address);
+    assert!(
+        reason.contains("too many connections from 127.0.0.1"),
+        "{reason}"
+    );
+    // Another address is not held up by this one.
+    let other: std::net::IpAddr = [127, 0, 0, 2].into();
+    let mut elsewhere = RawClient::connect_from(&address, other).expect("connect");
+    assert_eq!(echo_stream(&mut elsewhere, 0, 1, 1), 1);
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
+
+/// The soft limit of this process's descriptors, set to `soft` (children
+/// started meanwhile inherit it); the previous one.
+fn set_descriptor_soft_limit(soft: u64) -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write `limit`.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
+        let previous = limit.rlim_cur;
+        limit.rlim_cur = soft.min(limit.rlim_max);
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0);
+        previous
+    }
+}
+
+#[test]
+fn a_player_gets_in_past_three_thousand_silent_sockets() {
+    let scratch = Scratch::new();
+    scratch.add_network();
+    let mut args = scratch.server_args();
+    args.extend(["--listen", "127.0.0.1:0", "--no-watch"].map(String::from));
+    args.extend(["--set", "network.handshake_timeout_ms=2000"].map(String::from));
+    // The server starts under the usual default soft limit of 1,024.
+    let previous = set_descriptor_soft_limit(1024);
+    let mut server = common::start_server(&args, Stdio::piped());
+    set_descriptor_soft_limit(previous.max(4096));
+    let address = server.listen_address();
+    server
+        .wait_for("server started", Duration::from_secs(60))
+        .unwrap_or_else(|| panic!("{}", server.output()));
+    assert!(
+        server
+            .output()
+            .contains("raised the descriptor limit from 1024"),
+        "{}",
+        server.output()
+    );
+    let silent: Vec<RawClient> = (0..3000)
+        .filter_map(|_| RawClient::connect(&address).ok())
+        .collect();
+    assert!(silent.len() >= 2900, "{} connected", silent.len());
+    let newcomer: std::net::IpAddr = [127, 0, 0, 3].into();
+    let mut player = RawClient::connect_from(&address, newcomer).expect("connect");
+    assert_eq!(echo_stream(&mut player, 0, 100, 10), 100, "served");
+    assert!(server.is_running());
+    drop(silent);
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(60)), Some(0));
+}
+
+#[test]
+fn a_failed_reload_does_not_wedge_the_port() {
+    let scratch = Scratch::new();
+    let (mut server, address) = start_server(&scratch, &[]);
+    let mut client = RawClient::connect(&address).expect("connect");
+    assert_eq!(echo_stream(&mut client, 0, 5, 1), 5);
+
+    // A next version that cannot read the stash fails after the old one
+    // handed over the listener and the peer.
+    let source = scratch.modules().join("network/src/lib.rs");
+    let original = std::fs::read_to_string(&source).expect("source");
+    let layout = "const LAYOUT: u32 = 2;";
+    assert!(original.contains(layout), "the stash layout line");
+    std::fs::write(&source, original.replace(layout, "const LAYOUT: u32 = 99;")).unwrap();
+    server.send("reload network");
+    server
+        .wait_for("module network failed", Duration::from_secs(300))
+        .unwrap_or_else(|| panic!("the new version fails:\n{}", server.output()));
+
+    // The fixed version loads again and takes back what was handed over.
+    std::fs::write(&source, &original).unwrap();
+    server.send("reload network");
+    server
+        .wait_for("module network reloaded", Duration::from_secs(300))
+        .unwrap_or_else(|| panic!("the next reload works:\n{}", server.output()));
+    assert_eq!(
+        echo_stream(&mut client, 5, 5, 1),
+        5,
+        "the peer handed over is served again"
+    );
+    let mut fresh = RawClient::connect(&address).expect("the port accepts");
+    assert_eq!(echo_stream(&mut fresh, 0, 5, 1), 5);
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
 }

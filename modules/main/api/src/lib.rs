@@ -145,28 +145,44 @@ bytes_packet!(
     Pong = "main:pong"
 );
 
-/// C→S: the player's new position (feet, in voxels).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Move {
-    pub position: [f64; 3],
+/// Defines a packet whose payload is one position `[<ddd]`.
+macro_rules! position_packet {
+    ($(#[$doc:meta])* $ty:ident = $name:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $ty {
+            pub position: [f64; 3],
+        }
+
+        impl Packet for $ty {
+            const NAME: &'static str = $name;
+
+            fn encode(&self) -> Result<Vec<u8>, PayloadError> {
+                let mut out = Vec::with_capacity(24);
+                put_position(&mut out, self.position);
+                Ok(out)
+            }
+
+            fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
+                let mut fields = Fields(bytes);
+                let position = fields.position()?;
+                fields.end()?;
+                Ok(Self { position })
+            }
+        }
+    };
 }
 
-impl Packet for Move {
-    const NAME: &'static str = "main:move";
-
-    fn encode(&self) -> Result<Vec<u8>, PayloadError> {
-        let mut out = Vec::with_capacity(24);
-        put_position(&mut out, self.position);
-        Ok(out)
-    }
-
-    fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
-        let mut fields = Fields(bytes);
-        let position = fields.position()?;
-        fields.end()?;
-        Ok(Self { position })
-    }
-}
+position_packet!(
+    /// C→S: the player's new position (feet, in voxels).
+    Move = "main:move"
+);
+position_packet!(
+    /// S→C: the server refused a move (too far, too fast, through a solid
+    /// voxel, flying): the player is at `position`, where the server last
+    /// accepted it; the client moves it back there.
+    Correct = "main:correct"
+);
 
 /// C→S: dig the voxel at `voxel`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -394,6 +410,7 @@ mod tests {
         fn any_bytes_decode_without_panicking(data in proptest::collection::vec(any::<u8>(), 0..200)) {
             idempotent::<Join>(&data);
             idempotent::<Move>(&data);
+            idempotent::<Correct>(&data);
             idempotent::<Dig>(&data);
             idempotent::<Place>(&data);
             idempotent::<Spawn>(&data);
@@ -444,12 +461,17 @@ mod tests {
         });
         round_trip(Join { name: "ann".into() });
         round_trip(PlayerLeft { peer: 9 });
+        let bytes = round_trip(Correct {
+            position: [1.0, -2.5, 3.0],
+        });
+        assert_eq!(bytes[8..16], (-2.5f64).to_le_bytes());
     }
 
     #[test]
     fn short_long_and_garbled_payloads_are_errors() {
         assert!(Move::decode(&[0; 23]).is_err());
         assert!(Move::decode(&[0; 25]).is_err());
+        assert!(Correct::decode(&[0; 23]).is_err());
         assert!(Dig::decode(&[0; 11]).is_err());
         assert!(Dig::decode(&[0; 13]).is_err());
         assert!(Place::decode(&[0; 5]).is_err());

@@ -104,6 +104,17 @@ pub struct GetVoxel {
     pub pos: Pos,
 }
 
+/// Call: several voxels at once (in the order asked; `None` where a section
+/// is not generated): one call where a game checks a move or a line of
+/// sight. At most [`MAX_VOXELS_PER_CALL`] positions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GetVoxels {
+    pub positions: Vec<Pos>,
+}
+
+/// Most positions one [`GetVoxels`] may ask for.
+pub const MAX_VOXELS_PER_CALL: usize = 4096;
+
 /// Call: set a voxel; takes effect at once, [`Commit`] announces it. Games
 /// editing on a player's behalf use [`EditVoxel`] instead.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -259,6 +270,7 @@ buildat_interface::calls! {
     GetSizes = "get_sizes" -> Sizes;
     GetWorldConfig = "get_world_config" -> WorldConfig;
     GetVoxel = "get_voxel" -> Option<u32>;
+    GetVoxels = "get_voxels" -> Vec<Option<u32>>;
     SetVoxel = "set_voxel" -> ();
     Commit = "commit" -> u32;
     EditVoxel = "edit_voxel" -> EditOutcome;
