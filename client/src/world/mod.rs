@@ -32,7 +32,7 @@ use thiserror::Error;
 
 pub use map::{
     ASCII_LEGEND, BlockKind, Column, DEFAULT_MAP_RADIUS, MAX_MAP_RADIUS, MapError,
-    PNG_PIXELS_PER_COLUMN, TopView,
+    PNG_PIXELS_PER_COLUMN, TopView, write_rgb_png,
 };
 
 /// Decodes a stream packet, naming it in the error.
@@ -559,6 +559,12 @@ impl WorldView {
     pub fn voxel(&mut self, pos: Pos) -> Option<u32> {
         self.voxels_of(geometry::chunk_of_voxel(pos))
             .map(|v| v.get(geometry::index_in_chunk(pos)))
+    }
+
+    /// Every voxel value of a held chunk (x fastest), decoding it if
+    /// needed: what a renderer meshes.
+    pub fn chunk_values(&mut self, chunk: Pos) -> Option<Vec<u32>> {
+        self.voxels_of(chunk).map(|v| v.values())
     }
 
     /// The voxel's canonical name (`air`, `stone`, ...), or `None` when its
