@@ -181,6 +181,7 @@ local LEVELS = { "error", "warning", "info", "verbose", "debug" }
 local world = table.freeze({
 	get_voxel = host.world_get_voxel, -- (x, y, z) -> voxel name, or nil when its chunk is not held
 	chunk_count = host.world_chunk_count, -- () -> chunks held
+	block_names = host.world_block_names, -- () -> { block names of the registry but air and unknown }
 	chunks_received = host.world_chunks_received, -- () -> voxelworld:chunk packets received
 	set_acking = host.world_set_acking, -- (bool): pause / resume voxelworld:ack
 	set_focus = host.world_set_focus, -- (x, y, z): the player position for the maps

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::io::Cursor;
 use std::sync::Arc;
 
-use buildat_voxel::{AIR, VoxelRegistry};
+use buildat_voxel::{AIR, UNKNOWN_NAME, VoxelRegistry};
 
 use super::mesh::{Kind, MeshTable};
 
@@ -159,6 +159,13 @@ impl Atlas {
             } else {
                 Kind::Liquid
             };
+            if kind == Kind::Empty || block == UNKNOWN_NAME {
+                // Not drawn, or the checker of layer 0.
+                if let Some(entry) = entries.get_mut(id) {
+                    *entry = (kind, [0; 6]);
+                }
+                continue;
+            }
             let faces = definition.textures.clone().map(|texture| {
                 let tile = find_texture(files, &texture).and_then(decode_tile);
                 let key = match &tile {
@@ -180,7 +187,7 @@ impl Atlas {
                 layer
             });
             if let Some(entry) = entries.get_mut(id) {
-                *entry = (kind, if block == "unknown" { [0; 6] } else { faces });
+                *entry = (kind, faces);
             }
         }
         Self {
@@ -214,7 +221,7 @@ mod tests {
         let mut registry = VoxelRegistry::default();
         for name in ["stone", "moss"] {
             registry
-                .add(VoxelName::simple(name), [format!("{name}.png"); 6].map(|s| s.clone()), "", true)
+                .add(VoxelName::simple(name), std::array::from_fn(|_| format!("{name}.png")), "", true)
                 .expect("add");
         }
         let files = HashMap::from([(

@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
 use buildat_voxel::geometry::{CHUNK_SIZE, CHUNK_VOLUME, Pos, chunk_origin};
@@ -400,6 +401,8 @@ pub struct MeshDone {
 /// Dropping it closes the job channel and joins the thread.
 pub struct Mesher {
     jobs: Option<Sender<MeshJob>>,
+    /// Set on drop: the thread leaves the jobs still queued.
+    stop: Arc<AtomicBool>,
     done: Receiver<MeshDone>,
     thread: Option<JoinHandle<()>>,
 }
@@ -408,10 +411,15 @@ impl Mesher {
     pub fn start() -> std::io::Result<Self> {
         let (jobs, job_rx) = crossbeam_channel::unbounded::<MeshJob>();
         let (done_tx, done) = crossbeam_channel::unbounded();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
         let thread = std::thread::Builder::new()
             .name("mesher".into())
             .spawn(move || {
                 for job in job_rx {
+                    if stopped.load(Ordering::Relaxed) {
+                        return;
+                    }
                     let mesh = mesh_chunk(job.chunk, &job.neighbourhood, &job.table);
                     let done = MeshDone {
                         chunk: job.chunk,
@@ -425,6 +433,7 @@ impl Mesher {
             })?;
         Ok(Self {
             jobs: Some(jobs),
+            stop,
             done,
             thread: Some(thread),
         })
@@ -450,6 +459,7 @@ impl Mesher {
 
 impl Drop for Mesher {
     fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
         self.jobs = None;
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();

@@ -41,6 +41,11 @@ use crate::sandbox::UiState;
 use atlas::Atlas;
 use mesh::{ChunkMesh, ChunkVoxels, Kind, MeshJob, Mesher, Neighbourhood};
 
+/// Mesh jobs in flight at once: the rest wait as dirty chunks, so a burst
+/// of arrivals is meshed once each, nearest first, with its neighbours
+/// as they are by then.
+const MAX_IN_FLIGHT: usize = 2;
+
 /// Sky colour (linear RGB), also the fog's.
 pub const SKY: [f32; 3] = [0.45, 0.66, 0.92];
 
@@ -75,9 +80,17 @@ pub struct Scene {
     /// The generation last submitted per chunk; a result of another is
     /// stale.
     pending: HashMap<Pos, u64>,
-    /// Chunks whose pending mesh is an edit's (waited for, so an edit
-    /// shows within a frame or two).
+    /// Chunks to mesh, not submitted yet.
+    dirty: HashSet<Pos>,
+    /// Jobs submitted and not returned.
+    in_flight: usize,
+    /// Chunks whose mesh is an edit's (submitted first and waited for, so
+    /// an edit shows within a frame or two).
     urgent: HashSet<Pos>,
+    /// Held chunks that are all air (never meshed).
+    empty: HashSet<Pos>,
+    /// Where the camera is, for meshing the nearest chunks first.
+    pub focus: Option<Pos>,
     /// Meshes ready to upload (`None`: the chunk is gone).
     ready: Vec<(Pos, Option<ChunkMesh>)>,
     pub ui: UiState,
@@ -100,7 +113,11 @@ impl Scene {
             mesher: Mesher::start().map_err(RenderError::Thread)?,
             generation: 0,
             pending: HashMap::new(),
+            dirty: HashSet::new(),
+            in_flight: 0,
             urgent: HashSet::new(),
+            empty: HashSet::new(),
+            focus: None,
             ready: Vec::new(),
             ui: UiState::default(),
             ended: false,
@@ -144,11 +161,18 @@ impl Scene {
                     self.chunks_received += 1;
                     self.last_chunk_at = Some(Instant::now());
                     let voxels: ChunkVoxels = voxels;
+                    if voxels.iter().all(|v| v & MAX_TYPE_ID == buildat_voxel::AIR) {
+                        self.empty.insert(chunk);
+                    } else {
+                        self.empty.remove(&chunk);
+                    }
                     match self.chunks.insert(chunk, voxels.clone()) {
                         Some(old) => {
+                            let touched = touched_neighbours(chunk, &old, &voxels);
                             self.urgent.insert(chunk);
+                            self.urgent.extend(touched.iter().copied());
                             remesh.insert(chunk);
-                            remesh.extend(touched_neighbours(chunk, &old, &voxels));
+                            remesh.extend(touched);
                         }
                         None => {
                             remesh.insert(chunk);
@@ -158,6 +182,8 @@ impl Scene {
                 }
                 ToFrontend::Unload { chunk } => {
                     self.chunks.remove(&chunk);
+                    self.empty.remove(&chunk);
+                    self.dirty.remove(&chunk);
                     self.pending.remove(&chunk);
                     self.ready.push((chunk, None));
                     remesh.extend(face_neighbours(chunk));
@@ -172,17 +198,46 @@ impl Scene {
             remesh.extend(self.chunks.keys().copied());
         }
         for chunk in remesh {
+            if self.empty.contains(&chunk) {
+                // All air draws nothing, whatever its neighbours.
+                if self.pending.remove(&chunk).is_some() || self.dirty.remove(&chunk) {
+                    self.urgent.remove(&chunk);
+                }
+                self.ready.push((chunk, None));
+            } else if self.chunks.contains_key(&chunk) {
+                self.dirty.insert(chunk);
+            }
+        }
+        let (dirty, pending) = (&self.dirty, &self.pending);
+        self.urgent
+            .retain(|c| dirty.contains(c) || pending.contains_key(c));
+        self.submit_dirty();
+    }
+
+    /// Submits dirty chunks while fewer than [`MAX_IN_FLIGHT`] jobs run:
+    /// edited ones first, then the nearest to the focus.
+    fn submit_dirty(&mut self) {
+        if self.atlas.is_none() {
+            return; // everything is meshed once the atlas exists
+        }
+        while self.in_flight < MAX_IN_FLIGHT && !self.dirty.is_empty() {
+            let focus = self.focus.unwrap_or_default();
+            let urgent = &self.urgent;
+            let next = self.dirty.iter().copied().min_by_key(|c| {
+                let distance: i64 = (0..3).map(|i| i64::from(c[i] - focus[i]).pow(2)).sum();
+                (!urgent.contains(c), distance)
+            });
+            let Some(chunk) = next else { break };
+            self.dirty.remove(&chunk);
             self.submit(chunk);
         }
     }
 
     fn submit(&mut self, chunk: Pos) {
         let Some(atlas) = &self.atlas else {
-            return; // everything is meshed once the atlas exists
-        };
-        if !self.chunks.contains_key(&chunk) {
             return;
-        }
+        };
+        self.in_flight += 1;
         self.generation += 1;
         self.pending.insert(chunk, self.generation);
         self.mesher.submit(MeshJob {
@@ -201,6 +256,7 @@ impl Scene {
             for done in self.mesher.finished() {
                 self.accept(done);
             }
+            self.submit_dirty();
             if self.urgent.is_empty() || Instant::now() >= until {
                 break;
             }
@@ -214,6 +270,7 @@ impl Scene {
     }
 
     fn accept(&mut self, done: mesh::MeshDone) {
+        self.in_flight = self.in_flight.saturating_sub(1);
         if self.pending.get(&done.chunk) == Some(&done.generation) {
             self.pending.remove(&done.chunk);
             self.urgent.remove(&done.chunk);
@@ -228,7 +285,7 @@ impl Scene {
 
     /// Whether every held chunk's latest mesh is done.
     pub fn meshing_idle(&self) -> bool {
-        self.pending.is_empty()
+        self.pending.is_empty() && self.dirty.is_empty()
     }
 
     /// Whether a voxel blocks movement; `None` when its chunk is not held.

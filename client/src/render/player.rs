@@ -124,6 +124,17 @@ impl Player {
                             next = self.feet;
                         }
                         self.feet = next;
+                    } else if axis != 1 {
+                        // Touch the voxel instead of stopping short of it.
+                        let half = WIDTH / 2.0;
+                        next[axis] = if self.velocity[axis] > 0.0 {
+                            (next[axis] + half).floor() - half - 1e-7
+                        } else {
+                            (next[axis] - half).ceil() + half + 1e-7
+                        };
+                        if !Self::blocked(world, next) {
+                            self.feet = next;
+                        }
                     }
                     self.velocity[axis] = 0.0;
                 } else {

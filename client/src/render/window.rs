@@ -212,6 +212,10 @@ impl App {
         if seconds > 0.0 {
             self.fps = self.fps * 0.9 + (1.0 / seconds as f32) * 0.1;
         }
+        if let Some(player) = &self.player {
+            let eye = player.eye().floor().as_ivec3().to_array();
+            self.scene.focus = Some(buildat_voxel::geometry::chunk_of_voxel(eye));
+        }
         self.scene.receive(&self.link);
         self.scene.collect(Duration::from_millis(8));
         if self.scene.ended || self.options.deadline.is_some_and(|d| now >= d) {

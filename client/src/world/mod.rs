@@ -550,6 +550,19 @@ impl WorldView {
         self.chunks.keys().copied().collect()
     }
 
+    /// The registry's block names, in id order, each once, without `air`
+    /// and `unknown`: what a player can place.
+    pub fn block_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for definition in self.registry.definitions() {
+            let name = &definition.name.block_name;
+            if definition.id > UNKNOWN && !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        names
+    }
+
     pub fn registry(&self) -> &VoxelRegistry {
         &self.registry
     }
