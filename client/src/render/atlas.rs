@@ -30,6 +30,8 @@ pub struct Atlas {
     pub table: Arc<MeshTable>,
     /// Texture names found as files (the rest are name colours).
     pub textured: usize,
+    /// Each block's mean colour (its top face), for the hotbar.
+    pub swatches: HashMap<String, [u8; 3]>,
 }
 
 /// The file holding texture `texture`: `<module>/client_data/textures/<texture>`
@@ -139,12 +141,25 @@ fn checker_tile() -> Vec<u8> {
     tile
 }
 
+/// The mean RGB of an RGBA layer.
+fn mean_colour(layer: &[u8]) -> [u8; 3] {
+    let mut sum = [0u64; 3];
+    for px in layer.chunks_exact(4) {
+        for (s, &c) in sum.iter_mut().zip(px) {
+            *s += u64::from(c);
+        }
+    }
+    let n = (layer.len() / 4).max(1) as u64;
+    sum.map(|s| u8::try_from(s / n).unwrap_or(u8::MAX))
+}
+
 impl Atlas {
     /// Layers for every texture the registry names, from `files`.
     pub fn build(registry: &VoxelRegistry, files: &HashMap<String, Arc<[u8]>>) -> Self {
         let mut layers = vec![checker_tile()];
         let mut by_key: HashMap<String, u32> = HashMap::new();
         let mut textured = 0;
+        let mut swatches = HashMap::new();
         let mut entries = Vec::new();
         for definition in registry.definitions() {
             let id = definition.id as usize;
@@ -186,6 +201,9 @@ impl Atlas {
                 by_key.insert(key, layer);
                 layer
             });
+            if let Some(layer) = layers.get(faces[2] as usize) {
+                swatches.entry(block.clone()).or_insert_with(|| mean_colour(layer));
+            }
             if let Some(entry) = entries.get_mut(id) {
                 *entry = (kind, faces);
             }
@@ -194,6 +212,7 @@ impl Atlas {
             layers,
             table: Arc::new(MeshTable::new(entries)),
             textured,
+            swatches,
         }
     }
 }

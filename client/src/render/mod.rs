@@ -130,6 +130,11 @@ impl Scene {
         self.atlas.as_ref()
     }
 
+    /// A block's colour for the hotbar, from the atlas.
+    pub fn swatch(&self, block: &str) -> Option<[u8; 3]> {
+        self.atlas.as_ref()?.swatches.get(block).copied()
+    }
+
     pub fn chunk_count(&self) -> usize {
         self.chunks.len()
     }

@@ -107,7 +107,7 @@ pub fn run(link: FrontendLink, options: &ShotOptions) -> Result<ShotReport, Rend
         overlay.crosshair();
         let texts: Vec<&str> = scene.ui.texts.values().map(String::as_str).collect();
         overlay.lines(texts);
-        overlay.hotbar(&scene.ui.hotbar, scene.ui.selected);
+        overlay.hotbar(&scene.ui.hotbar, scene.ui.selected, |b| scene.swatch(b));
         extras.screen_triangles = overlay.triangles;
     }
     let radius = scene.view_radius(camera.eye.to_array());

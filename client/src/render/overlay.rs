@@ -144,9 +144,9 @@ impl Overlay {
         }
     }
 
-    /// The hotbar at the bottom centre: a swatch per block (its name's
-    /// colour), the selected one framed, its name above.
-    pub fn hotbar(&mut self, names: &[String], selected: usize) {
+    /// The hotbar at the bottom centre: a swatch per block (`swatch(name)`,
+    /// else its name's colour), the selected one framed, its name above.
+    pub fn hotbar(&mut self, names: &[String], selected: usize, swatch: impl Fn(&str) -> Option<[u8; 3]>) {
         if names.is_empty() {
             return;
         }
@@ -162,7 +162,8 @@ impl Overlay {
                 let label_w = name.chars().count() as f32 * GLYPH_W * SCALE;
                 self.text((self.width - label_w) / 2.0, y0 - 26.0, name, [1.0, 1.0, 1.0, 1.0]);
             }
-            let [r, g, b] = name_colour(name).map(|c| f32::from(c) / 255.0);
+            let colour = swatch(name).unwrap_or_else(|| name_colour(name));
+            let [r, g, b] = colour.map(|c| f32::from(c) / 255.0);
             self.rect(x + 5.0, y0 + 5.0, slot - 10.0, slot - 10.0, [r, g, b, 1.0]);
             let digit = format!("{}", (i + 1) % 10);
             if i < 10 {

@@ -288,7 +288,8 @@ impl App {
             .map(String::as_str)
             .chain(self.scene.ui.texts.values().map(String::as_str));
         overlay.lines(lines);
-        overlay.hotbar(&self.scene.ui.hotbar, self.scene.ui.selected);
+        let scene = &self.scene;
+        overlay.hotbar(&scene.ui.hotbar, scene.ui.selected, |b| scene.swatch(b));
         extras.screen_triangles = overlay.triangles;
         let frame = match gfx.surface.get_current_texture() {
             wgpu::CurrentSurfaceTexture::Success(frame)
