@@ -158,14 +158,17 @@ pub fn cast_ray(world: &impl Solid, eye: Vec3, direction: Vec3, reach: f32) -> O
     let delta = direction.recip().abs();
     let boundary = |i: usize| {
         let v = voxel[i] as f32;
-        if direction[i] > 0.0 {
+        if direction[i] == 0.0 {
+            f32::INFINITY
+        } else if direction[i] > 0.0 {
             (v + 1.0 - eye[i]) * delta[i]
         } else {
             (eye[i] - v) * delta[i]
         }
     };
     let mut next = Vec3::new(boundary(0), boundary(1), boundary(2));
-    loop {
+    // Each step crosses one voxel boundary: at most this many within reach.
+    for _ in 0..3 * (reach.ceil() as usize + 1) {
         let axis = if next.x < next.y && next.x < next.z {
             0
         } else if next.y < next.z {
@@ -186,6 +189,7 @@ pub fn cast_ray(world: &impl Solid, eye: Vec3, direction: Vec3, reach: f32) -> O
             });
         }
     }
+    None
 }
 
 #[cfg(test)]
@@ -233,5 +237,8 @@ mod tests {
             })
         );
         assert_eq!(cast_ray(&flat, Vec3::new(0.5, 1.6, 0.5), Vec3::Y, REACH), None);
+        // Along an axis from a voxel boundary (no NaN from 0 × ∞).
+        assert_eq!(cast_ray(&flat, Vec3::new(0.0, 1.0, 0.0), Vec3::X, REACH), None);
+        assert_eq!(cast_ray(&flat, Vec3::new(0.0, 0.0, 0.5), Vec3::X, REACH).map(|t| t.voxel), Some([3, 0, 0]));
     }
 }
