@@ -9,7 +9,8 @@
 --! (runs `<name>/client_lua/init.lua` once, returns its value) and
 --! `require("buildat/extension/<name>")` (sandboxed code gets only the
 --! extension's frozen `safe` table), the pure-Lua API helpers (`dump`,
---! `bytes`, `Logger`) and the `buildat.world` table. Does not own: the time
+--! `bytes`, `Logger`), the `buildat.world` table and each file's
+--! `buildat.ui`. Does not own: the time
 --! and memory limits, the packet subscriptions, timers and exit hooks, the
 --! world view, file storage or compiling (all in Rust,
 --! `client/src/sandbox/`, `client/src/world/`).
@@ -180,10 +181,36 @@ local LEVELS = { "error", "warning", "info", "verbose", "debug" }
 local world = table.freeze({
 	get_voxel = host.world_get_voxel, -- (x, y, z) -> voxel name, or nil when its chunk is not held
 	chunk_count = host.world_chunk_count, -- () -> chunks held
+	block_names = host.world_block_names, -- () -> { block names of the registry but air and unknown }
 	chunks_received = host.world_chunks_received, -- () -> voxelworld:chunk packets received
 	set_acking = host.world_set_acking, -- (bool): pause / resume voxelworld:ack
 	set_focus = host.world_set_focus, -- (x, y, z): the player position for the maps
 })
+
+-- buildat.ui: what the game puts on the screen and the controls it defines
+-- (docs/client.md, "UI API"). Made per file (bindings and handlers belong
+-- to the file that set them, for error messages).
+local function ui_for(file)
+	return table.freeze({
+		graphical = host.ui_graphical, -- () -> whether a frontend draws this session
+		set_text = host.ui_set_text, -- (id, text | nil): a line of the overlay
+		bind = function(key, what) -- (key, action name | fn(pressed) | nil)
+			host.ui_bind(file, key, what)
+		end,
+		on_click = function(fn) -- fn(button, target | nil)
+			host.ui_on_click(file, fn)
+		end,
+		on_move = function(fn) -- fn(x, y, z): the player moved (feet)
+			host.ui_on_move(file, fn)
+		end,
+		set_hotbar = host.ui_set_hotbar, -- ({ block names })
+		select = host.ui_select, -- (slot): 1-based, wraps
+		selected = host.ui_selected, -- () -> slot, name (nil, nil when empty)
+		set_box = host.ui_set_box, -- (id, x, y, z, width, height [, r, g, b])
+		remove_box = host.ui_remove_box, -- (id)
+		set_position = host.ui_set_position, -- (x, y, z): move the player (feet)
+	})
+end
 
 local function Logger(name)
 	if type(name) ~= "string" then
@@ -310,6 +337,7 @@ function new_env(file, trusted)
 		disconnect = host.disconnect,
 		client_name = host.client_name,
 		world = world,
+		ui = ui_for(file),
 		-- Timers belong to the file that set them: only it can clear them.
 		set_timeout = function(seconds, fn)
 			return host.set_timer(file, seconds, fn, false)

@@ -9,7 +9,9 @@
 //! game packets to subscribers), sending `voxelworld:ack` once per
 //! read-loop iteration for the chunks processed in it, timers, the bot
 //! script and its exit hooks, progress lines on stderr, the maps at exit,
-//! and the [`Summary`]. Does not own: the protocol rules (`session`), Lua
+//! and the [`Summary`]; with a frontend attached (window or offscreen),
+//! forwarding it the world's chunks, `client_data` files and Lua's UI
+//! state, and passing its keys, clicks and moves to Lua. Does not own: the protocol rules (`session`), Lua
 //! (`sandbox`), the world's contents (`world`), exit codes (`main.rs` maps
 //! [`Outcome`] and [`AppError`] to them).
 
@@ -21,12 +23,14 @@ use std::time::{Duration, Instant};
 use buildat_format::Packet;
 use buildat_format::{PacketReadError, PacketReader, PacketWriter};
 use buildat_voxelworld_api::stream::Ack;
+use crossbeam_channel::TryRecvError;
 use thiserror::Error;
 
 use crate::cache::{Cache, CacheError};
+use crate::frontend::{FromFrontend, SessionLink, ToFrontend};
 use crate::sandbox::{self, Level, LogSink, Runtime, ScriptError};
 use crate::session::{Event, Session, SessionError, Stats};
-use crate::world::{self, WorldStats, WorldView};
+use crate::world::{self, Handled, WorldStats, WorldView};
 
 /// What the client was asked to do.
 #[derive(Clone)]
@@ -56,6 +60,8 @@ pub struct Config {
     pub map_png: Option<PathBuf>,
     /// Half-width of the maps, in voxels.
     pub map_radius: i32,
+    /// The frontend drawing this session, if any (never for bots).
+    pub frontend: Option<SessionLink>,
 }
 
 impl Config {
@@ -75,6 +81,7 @@ impl Config {
             ascii_map: false,
             map_png: None,
             map_radius: world::DEFAULT_MAP_RADIUS,
+            frontend: None,
         }
     }
 }
@@ -88,6 +95,9 @@ pub enum Outcome {
     DisconnectRequested,
     /// The server said `core:disconnect` (or closed the connection).
     DisconnectedByServer { reason: String },
+    /// The frontend ended the session (its window was closed, or the
+    /// screenshot was taken).
+    FrontendClosed,
 }
 
 /// Why the client stopped with an error.
@@ -153,6 +163,8 @@ pub struct Summary {
 const READ_BUFFER: usize = 64 * 1024;
 /// Longest wait between two looks at timers and quit time.
 const MAX_WAIT: Duration = Duration::from_millis(100);
+/// The same with a frontend, whose input must reach Lua within a frame.
+const MAX_WAIT_WITH_FRONTEND: Duration = Duration::from_millis(4);
 
 struct Client {
     config: Config,
@@ -204,6 +216,7 @@ fn run_inner(config: Config, summary: &mut Summary) -> Result<Outcome, AppError>
         client_name: config.name.clone(),
         log: config.log.clone(),
     })?;
+    runtime.set_graphical(config.frontend.is_some());
     let started = Instant::now();
     let stream = connect(&config.address, config.connect_timeout)?;
     let _ = stream.set_nodelay(true);
@@ -229,6 +242,7 @@ fn run_inner(config: Config, summary: &mut Summary) -> Result<Outcome, AppError>
     };
     let result = client.run();
     client.finish();
+    client.tell_frontend(ToFrontend::Ended);
     *summary = client.summary.clone();
     result
 }
@@ -273,14 +287,22 @@ impl Client {
                 return Ok(Outcome::QuitAfter);
             }
             self.run_timers(now);
+            self.pump_frontend();
             self.flush()?;
             if let Some(outcome) = self.outcome.take() {
-                if outcome == Outcome::DisconnectRequested {
+                if matches!(
+                    outcome,
+                    Outcome::DisconnectRequested | Outcome::FrontendClosed
+                ) {
                     self.close();
                 }
                 return Ok(outcome);
             }
-            let mut wait = MAX_WAIT;
+            let mut wait = if self.config.frontend.is_some() {
+                MAX_WAIT_WITH_FRONTEND
+            } else {
+                MAX_WAIT
+            };
             for deadline in [quit_at, self.runtime.next_timer()].into_iter().flatten() {
                 wait = wait.min(deadline.saturating_duration_since(now));
             }
@@ -338,6 +360,11 @@ impl Client {
             Event::FileReady { name, content } => {
                 if name.contains("/client_lua/") {
                     self.runtime.set_file(&name, &content);
+                } else if name.contains("/client_data/") {
+                    self.tell_frontend(ToFrontend::File {
+                        name,
+                        content: content.into(),
+                    });
                 }
             }
             Event::FileRemoved { name } => self.runtime.remove_file(&name),
@@ -367,6 +394,7 @@ impl Client {
                     match result {
                         Ok(handled) => {
                             self.log(Level::Debug, &format!("{name}: {handled:?}"));
+                            self.forward_world_change(&handled);
                         }
                         Err(error) => self.log(Level::Warning, &format!("ignored: {error}")),
                     }
@@ -387,6 +415,92 @@ impl Client {
             self.outcome = Some(Outcome::DisconnectRequested);
         }
         Ok(())
+    }
+
+    /// Sends `message` to the frontend, if one is attached (and still
+    /// there: a frontend that went away is the window closing, seen by
+    /// [`Client::pump_frontend`]).
+    fn tell_frontend(&self, message: ToFrontend) {
+        if let Some(link) = &self.config.frontend {
+            let _ = link.to_frontend.send(message);
+        }
+    }
+
+    /// Forwards what a stream packet changed to the frontend.
+    fn forward_world_change(&mut self, handled: &Handled) {
+        if self.config.frontend.is_none() {
+            return;
+        }
+        let mut world = self.runtime.world().borrow_mut();
+        let mut messages = Vec::new();
+        let chunk_message = |world: &mut WorldView, chunk| {
+            world
+                .chunk_values(chunk)
+                .map(|values| ToFrontend::Chunk {
+                    chunk,
+                    voxels: values.into(),
+                })
+        };
+        match *handled {
+            Handled::Registry { .. } => {
+                messages.push(ToFrontend::Registry(world.registry().clone()));
+                // Held chunks were re-mapped to the new ids.
+                for chunk in world.held_chunks() {
+                    messages.extend(chunk_message(&mut world, chunk));
+                }
+            }
+            Handled::Chunk { chunk, .. }
+            | Handled::Voxels {
+                chunk, held: true, ..
+            } => messages.extend(chunk_message(&mut world, chunk)),
+            Handled::Unload { chunk, held: true } => messages.push(ToFrontend::Unload { chunk }),
+            _ => {}
+        }
+        drop(world);
+        for message in messages {
+            self.tell_frontend(message);
+        }
+    }
+
+    /// Passes the frontend's input to Lua and Lua's UI changes back.
+    fn pump_frontend(&mut self) {
+        let Some(link) = &self.config.frontend else {
+            return;
+        };
+        let mut input = Vec::new();
+        let mut closed = false;
+        loop {
+            match link.from_frontend.try_recv() {
+                Ok(message) => input.push(message),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    closed = true;
+                    break;
+                }
+            }
+        }
+        for message in input {
+            let errors = match message {
+                FromFrontend::Key { key, pressed } => self.runtime.dispatch_key(&key, pressed),
+                FromFrontend::Click { button, target } => {
+                    self.runtime.dispatch_click(button, target)
+                }
+                FromFrontend::Moved(position) => self.runtime.dispatch_move(position),
+                FromFrontend::Quit => {
+                    self.outcome.get_or_insert(Outcome::FrontendClosed);
+                    Vec::new()
+                }
+            };
+            for error in errors {
+                self.lua_failed(&error);
+            }
+        }
+        if closed {
+            self.outcome.get_or_insert(Outcome::FrontendClosed);
+        }
+        if let Some(state) = self.runtime.take_ui_change() {
+            self.tell_frontend(ToFrontend::Ui(state));
+        }
     }
 
     fn start_bot(&mut self) {

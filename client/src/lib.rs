@@ -10,10 +10,14 @@
 //! - [`lua_sources`]: the embedded `client_lua/`.
 //! - [`world`]: the world view kept from the voxelworld stream, and its maps.
 //! - [`app`]: the connection loop tying them together.
+//! - [`frontend`]: what the session and a graphical frontend tell each other.
+//! - [`render`]: the renderer (window and offscreen), never used by bots.
 
 pub mod app;
 pub mod cache;
+pub mod frontend;
 pub mod lua_sources;
+pub mod render;
 pub mod sandbox;
 pub mod session;
 pub mod world;

@@ -1,7 +1,9 @@
 //! `buildat-client`: the command line, exit codes, the closing summary and
-//! maps, and `--bots N` (N sessions on N threads, each with its own Lua
-//! runtime and world view). Everything else is in the library
-//! (`buildat_client`).
+//! maps, `--bots N` (N sessions on N threads, each with its own Lua
+//! runtime and world view), and choosing the frontend: a window (the
+//! default with a display and nothing asking for a headless run), an
+//! offscreen screenshot (`--screenshot`), or none. Everything else is in
+//! the library (`buildat_client`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -9,7 +11,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use buildat_client::app::{self, AppError, Config, Outcome};
+use buildat_client::app::{self, AppError, Config, Outcome, Summary};
+use buildat_client::frontend;
+use buildat_client::render::camera::Camera;
+use buildat_client::render::{offscreen, window};
 use buildat_client::sandbox::{self, Level};
 use buildat_client::world;
 use clap::Parser;
@@ -84,12 +89,104 @@ struct Cli {
     /// timer), in milliseconds.
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     lua_time_ms: u64,
+    /// Render one frame offscreen (no window or display needed) once the
+    /// view radius has arrived (or --quit-after runs out), write it here as
+    /// a PNG, and exit.
+    #[arg(long, value_name = "FILE.png", conflicts_with_all = ["bots", "window"])]
+    screenshot: Option<PathBuf>,
+    /// Size of the screenshot or the window, in pixels.
+    #[arg(long, value_name = "WxH", default_value = "1280x720", value_parser = parse_size)]
+    size: (u32, u32),
+    /// The screenshot's camera: eye position, yaw and pitch in degrees (yaw
+    /// 0 looks along +x, 90 along +z); default: the player's eyes at spawn,
+    /// looking at the horizon along +x.
+    #[arg(long, value_name = "X,Y,Z,YAW,PITCH", value_parser = parse_camera, allow_hyphen_values = true)]
+    camera: Option<Camera>,
+    /// Draw the screenshot with the overlay (crosshair, text, hotbar).
+    #[arg(long, requires = "screenshot")]
+    overlay: bool,
+    /// Open a window (the default when a display is set and no --script,
+    /// --bots, --screenshot, --quit-after or map asks for a headless run).
+    #[arg(long, conflicts_with_all = ["bots", "headless"])]
+    window: bool,
+    /// No window, even with a display.
+    #[arg(long)]
+    headless: bool,
     /// More output: -v shows verbose log lines, -vv debug ones.
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
     /// Only errors and warnings.
     #[arg(short, long, conflicts_with = "verbose")]
     quiet: bool,
+}
+
+/// `WxH` → (W, H), each 1 to 8192.
+fn parse_size(text: &str) -> Result<(u32, u32), String> {
+    let (w, h) = text
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("{text:?}: expected WIDTHxHEIGHT, e.g. 1280x720"))?;
+    let side = |s: &str| {
+        s.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|v| (1..=8192).contains(v))
+            .ok_or_else(|| format!("{text:?}: each side is 1 to 8192 pixels"))
+    };
+    Ok((side(w)?, side(h)?))
+}
+
+/// `X,Y,Z,YAW,PITCH` → a camera.
+fn parse_camera(text: &str) -> Result<Camera, String> {
+    let values: Vec<f32> = text
+        .split(',')
+        .map(|v| v.trim().parse::<f32>().map_err(|e| format!("{v:?}: {e}")))
+        .collect::<Result<_, _>>()?;
+    match values[..] {
+        [x, y, z, yaw, pitch] if values.iter().all(|v| v.is_finite()) => Ok(Camera {
+            eye: glam::Vec3::new(x, y, z),
+            yaw,
+            pitch: pitch.clamp(-89.9, 89.9),
+        }),
+        _ => Err(format!("{text:?}: expected five finite numbers X,Y,Z,YAW,PITCH")),
+    }
+}
+
+/// Which frontend draws the session.
+enum Frontend {
+    None,
+    Window(window::WindowOptions),
+    Screenshot(offscreen::ShotOptions),
+}
+
+/// The frontend the command line asks for.
+fn frontend_from(cli: &Cli, settings: &Settings) -> Frontend {
+    let deadline = settings.quit_after.map(|d| std::time::Instant::now() + d);
+    if let Some(path) = &cli.screenshot {
+        return Frontend::Screenshot(offscreen::ShotOptions {
+            path: path.clone(),
+            size: cli.size,
+            camera: cli.camera,
+            deadline,
+            overlay: cli.overlay,
+        });
+    }
+    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|d| !d.is_empty()));
+    let headless_run = cli.headless
+        || cli.script.is_some()
+        || cli.bots.is_some()
+        || cli.quit_after.is_some()
+        || cli.ascii_map
+        || cli.map.is_some();
+    if cli.window || (display && !headless_run) {
+        Frontend::Window(window::WindowOptions {
+            size: cli.size,
+            deadline,
+        })
+    } else {
+        Frontend::None
+    }
 }
 
 /// (resident, peak resident) KiB of this process, from /proc (Linux).
@@ -221,8 +318,89 @@ fn run_session(settings: &Settings, name: &str, label: &str, bots: bool) -> u8 {
         String::new()
     };
     let config = settings.config(name, &prefix, bots);
-    let level = settings.level;
     let (result, summary) = app::run(config);
+    report_session(settings.level, name, label, bots, result, &summary)
+}
+
+/// Runs the session on its own thread while `frontend` draws it on this
+/// one (a window's event loop must own the main thread); the session ends
+/// when the frontend does, and the other way round.
+fn run_with_frontend(settings: &Settings, name: &str, frontend: Frontend) -> u8 {
+    let (session_link, frontend_link) = frontend::link();
+    let session_settings = settings.clone();
+    let session_name = name.to_string();
+    let session = std::thread::Builder::new()
+        .name("session".into())
+        // Lua's C stack limit assumes a main-thread-sized stack.
+        .stack_size(8 << 20)
+        .spawn(move || {
+            let mut config = session_settings.config(&session_name, "", false);
+            config.frontend = Some(session_link);
+            let (result, summary) = app::run(config);
+            report_session(
+                session_settings.level,
+                &session_name,
+                "buildat-client",
+                false,
+                result,
+                &summary,
+            )
+        });
+    let session = match session {
+        Ok(handle) => handle,
+        Err(error) => {
+            eprintln!("buildat-client: cannot start the session thread: {error}");
+            return EXIT_OTHER;
+        }
+    };
+    let drawn = match frontend {
+        Frontend::Screenshot(options) => offscreen::run(frontend_link, &options).map(|shot| {
+            let c = shot.camera;
+            eprintln!(
+                "buildat-client: screenshot written to {} ({}x{}; camera {:.1},{:.1},{:.1} \
+                 yaw {:.0} pitch {:.0}; {} chunks held, {} drawn, {} culled, {} triangles; \
+                 {:.1} ms per frame{})",
+                options.path.display(),
+                options.size.0,
+                options.size.1,
+                c.eye.x,
+                c.eye.y,
+                c.eye.z,
+                c.yaw,
+                c.pitch,
+                shot.chunks_held,
+                shot.frame.chunks_drawn,
+                shot.frame.chunks_culled,
+                shot.frame.triangles,
+                shot.frame_time.as_secs_f64() * 1e3,
+                if shot.settled { "" } else { "; taken before the world settled" }
+            );
+        }),
+        Frontend::Window(options) => window::run(frontend_link, options),
+        Frontend::None => Ok(()),
+    };
+    let code = session.join().unwrap_or_else(|_| {
+        eprintln!("buildat-client: the session's thread panicked");
+        EXIT_OTHER
+    });
+    match drawn {
+        Ok(()) => code,
+        Err(error) => {
+            eprintln!("buildat-client: {error}");
+            code.max(EXIT_OTHER)
+        }
+    }
+}
+
+/// Prints a finished session's summary and map; returns its exit code.
+fn report_session(
+    level: Level,
+    name: &str,
+    label: &str,
+    bots: bool,
+    result: Result<Outcome, AppError>,
+    summary: &Summary,
+) -> u8 {
     let s = &summary.stats;
     eprintln!(
         "{label}: files: {} announced, {} requested, {} bytes received; \
@@ -265,6 +443,7 @@ fn run_session(settings: &Settings, name: &str, label: &str, bots: bool) -> u8 {
     }
     let code = match result {
         Ok(Outcome::QuitAfter) => EXIT_OK,
+        Ok(Outcome::FrontendClosed) => EXIT_OK,
         Ok(Outcome::DisconnectRequested) => {
             eprintln!("{label}: disconnected (buildat.disconnect())");
             EXIT_OK
@@ -344,14 +523,11 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let code = match cli.bots {
-        Some(count) => run_bots(&settings, cli.name.as_deref().unwrap_or("bot"), count),
-        None => run_session(
-            &settings,
-            cli.name.as_deref().unwrap_or("buildat-client"),
-            "buildat-client",
-            false,
-        ),
+    let name = cli.name.as_deref().unwrap_or("buildat-client");
+    let code = match (cli.bots, frontend_from(&cli, &settings)) {
+        (Some(count), _) => run_bots(&settings, cli.name.as_deref().unwrap_or("bot"), count),
+        (None, Frontend::None) => run_session(&settings, name, "buildat-client", false),
+        (None, frontend) => run_with_frontend(&settings, name, frontend),
     };
     ExitCode::from(code)
 }

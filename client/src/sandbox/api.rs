@@ -260,6 +260,7 @@ impl Runtime {
         )?;
 
         Self::world_functions(lua, shared, &host)?;
+        Self::ui_functions(lua, shared, &host)?;
 
         host.raw_set("client_name", client_name)?;
         host.set_readonly(true);
@@ -267,7 +268,7 @@ impl Runtime {
     }
 
     /// `buildat.world`'s primitives over the session's [`WorldView`]:
-    /// `world_get_voxel(x, y, z)`, `world_chunk_count()`,
+    /// `world_get_voxel(x, y, z)`, `world_chunk_count()`, `world_block_names()`,
     /// `world_chunks_received()`, `world_set_acking(on)`,
     /// `world_set_focus(x, y, z)`. Read-only but for acking and the focus.
     fn world_functions(lua: &Lua, shared: &Rc<Shared>, host: &Table) -> mlua::Result<()> {
@@ -305,6 +306,11 @@ impl Runtime {
         host.raw_set(
             "world_chunk_count",
             lua.create_function(move |_, ()| Ok(world(&s)?.chunk_count()))?,
+        )?;
+        let s = shared.clone();
+        host.raw_set(
+            "world_block_names",
+            lua.create_function(move |_, ()| Ok(world(&s)?.block_names()))?,
         )?;
         let s = shared.clone();
         host.raw_set(

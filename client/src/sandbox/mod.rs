@@ -4,7 +4,7 @@
 //! Owns: [`Runtime`] and what callers see of it: its options, log sinks and
 //! errors, the state the VM and the host primitives share (`Shared`:
 //! limits, time budget, files, outbox, subscriptions, timers, exit hooks,
-//! the session's [`WorldView`]), running scripts (`core:run_script`, bot
+//! the session's [`WorldView`], the UI), running scripts (`core:run_script`, bot
 //! files, evaluations for tests), and the audit list of the host's own
 //! values. The rest is split by seam:
 //! - `vm`: the VM and its limits (libraries, globals removed, the
@@ -13,6 +13,8 @@
 //! - `api`: the host primitives `client_lua/boot.lua` builds the
 //!   `buildat` API from, and their Rust side (draining the outbox,
 //!   delivering packets, running timers and exit hooks, transferred files).
+//! - `ui`: `buildat.ui`'s primitives, the [`UiState`] a frontend draws and
+//!   the key, click and move handlers the session calls.
 //!
 //! Does not own: the whitelist and the per-file environments (that is
 //! `client_lua/boot.lua`, run through [`crate::lua_sources`]), the network
@@ -20,6 +22,7 @@
 //! (`world`; `app` feeds it).
 
 mod api;
+mod ui;
 mod vm;
 
 use std::cell::{Cell, RefCell};
@@ -33,6 +36,7 @@ use thiserror::Error;
 use crate::world::WorldView;
 
 pub use api::{MAX_EXIT_HOOKS, MAX_OUTBOX_BYTES, MAX_SUBSCRIPTIONS, MAX_TIMERS};
+pub use ui::{Action, MAX_TEXT_BYTES, MAX_UI_ENTRIES, UiBox, UiState};
 use vm::{describe, load_text};
 
 /// Default memory limit of the whole VM.
@@ -166,6 +170,7 @@ struct Shared {
     disconnect: Cell<bool>,
     exit_hooks: RefCell<Vec<api::ExitHook>>,
     world: RefCell<WorldView>,
+    ui: RefCell<ui::Ui>,
     log: LogSink,
 }
 

@@ -154,6 +154,7 @@ impl Runtime {
             disconnect: Cell::new(false),
             exit_hooks: RefCell::new(Vec::new()),
             world: RefCell::new(WorldView::new()),
+            ui: RefCell::default(),
             log: options.log.clone(),
         });
 

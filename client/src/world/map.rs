@@ -245,18 +245,6 @@ impl TopView {
     /// Writes the slice as a PNG ([`PNG_PIXELS_PER_COLUMN`] pixels square per
     /// column, so a person can read it), atomically.
     pub fn write_png(&self, path: &Path) -> Result<(), MapError> {
-        let io = |source| MapError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        let mut temp = tempfile::Builder::new()
-            .prefix(".map-")
-            .tempfile_in(dir)
-            .map_err(io)?;
         let columns = self.side();
         let scale = PNG_PIXELS_PER_COLUMN as usize;
         let side = u32::try_from(columns * scale).unwrap_or(1);
@@ -273,21 +261,40 @@ impl TopView {
                 pixels.extend_from_slice(&wide);
             }
         }
-        {
-            let mut encoder = png::Encoder::new(BufWriter::new(temp.as_file_mut()), side, side);
-            encoder.set_color(png::ColorType::Rgb);
-            encoder.set_depth(png::BitDepth::Eight);
-            let png = |source| MapError::Png {
-                path: path.to_path_buf(),
-                source,
-            };
-            let mut writer = encoder.write_header().map_err(png)?;
-            writer.write_image_data(&pixels).map_err(png)?;
-            writer.finish().map_err(png)?;
-        }
-        temp.persist(path).map_err(|e| io(e.error))?;
-        Ok(())
+        write_rgb_png(path, side, side, &pixels)
     }
+}
+
+/// Writes `width`×`height` RGB pixels (rows top to bottom) as a PNG,
+/// atomically (a temporary file beside `path`, then renamed): the maps and
+/// the renderer's screenshots.
+pub fn write_rgb_png(path: &Path, width: u32, height: u32, rgb: &[u8]) -> Result<(), MapError> {
+    let io = |source| MapError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut temp = tempfile::Builder::new()
+        .prefix(".png-")
+        .tempfile_in(dir)
+        .map_err(io)?;
+    {
+        let mut encoder = png::Encoder::new(BufWriter::new(temp.as_file_mut()), width, height);
+        encoder.set_color(png::ColorType::Rgb);
+        encoder.set_depth(png::BitDepth::Eight);
+        let png = |source| MapError::Png {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut writer = encoder.write_header().map_err(png)?;
+        writer.write_image_data(rgb).map_err(png)?;
+        writer.finish().map_err(png)?;
+    }
+    temp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
 }
 
 impl WorldView {

@@ -32,7 +32,7 @@ use thiserror::Error;
 
 pub use map::{
     ASCII_LEGEND, BlockKind, Column, DEFAULT_MAP_RADIUS, MAX_MAP_RADIUS, MapError,
-    PNG_PIXELS_PER_COLUMN, TopView,
+    PNG_PIXELS_PER_COLUMN, TopView, write_rgb_png,
 };
 
 /// Decodes a stream packet, naming it in the error.
@@ -550,6 +550,19 @@ impl WorldView {
         self.chunks.keys().copied().collect()
     }
 
+    /// The registry's block names, in id order, each once, without `air`
+    /// and `unknown`: what a player can place.
+    pub fn block_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for definition in self.registry.definitions() {
+            let name = &definition.name.block_name;
+            if definition.id > UNKNOWN && !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        names
+    }
+
     pub fn registry(&self) -> &VoxelRegistry {
         &self.registry
     }
@@ -559,6 +572,12 @@ impl WorldView {
     pub fn voxel(&mut self, pos: Pos) -> Option<u32> {
         self.voxels_of(geometry::chunk_of_voxel(pos))
             .map(|v| v.get(geometry::index_in_chunk(pos)))
+    }
+
+    /// Every voxel value of a held chunk (x fastest), decoding it if
+    /// needed: what a renderer meshes.
+    pub fn chunk_values(&mut self, chunk: Pos) -> Option<Vec<u32>> {
+        self.voxels_of(chunk).map(|v| v.values())
     }
 
     /// The voxel's canonical name (`air`, `stone`, ...), or `None` when its

@@ -1,11 +1,13 @@
 //! The client's integration tests, one binary (one link) for all: the Luau
 //! sandbox (`sandbox`), the world view (`world`), the client binary against
 //! `buildat-harness`'s fake server (`cli`, `world_cli`), and against the
-//! real `buildat-server` (`e2e`, `world_e2e`). `common` is what they share.
+//! real `buildat-server` (`e2e`, `world_e2e`, and the renderer's
+//! `render_e2e`). `common` is what they share.
 
 mod cli;
 mod common;
 mod e2e;
+mod render_e2e;
 mod sandbox;
 mod world;
 mod world_cli;

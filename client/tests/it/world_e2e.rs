@@ -18,148 +18,13 @@
 //! (`target/<profile>/buildat-server`): `cargo test --workspace` builds it.
 //! The tests run one at a time (each starts its own server).
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::Mutex;
-use std::sync::mpsc::{Receiver, channel};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
-use crate::common::{Server, copy_modules, prebuild, start_server};
+use crate::common::Server;
+use crate::common::game::{Running, SERIAL, Setup, spawn_position, text};
 
-const MODULES: [&str; 6] = [
-    "__loader",
-    "network",
-    "client_file",
-    "voxelworld",
-    "worldgen",
-    "main",
-];
 const RADIUS: i32 = 2;
-const CLIENT: &str = env!("CARGO_BIN_EXE_buildat-client");
-
-/// One server at a time: world generation is CPU-heavy on a small machine.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-struct Setup {
-    scratch: tempfile::TempDir,
-    modules: PathBuf,
-    world: PathBuf,
-}
-
-impl Setup {
-    fn new() -> Self {
-        prebuild();
-        let scratch = tempfile::tempdir().expect("temp dir");
-        let modules = scratch.path().join("modules");
-        copy_modules(&MODULES, &modules);
-        let world = scratch.path().join("world");
-        Self {
-            scratch,
-            modules,
-            world,
-        }
-    }
-
-    fn start(&self, extra: &[&str]) -> (Server, String) {
-        let mut args = vec!["--set", "voxelworld.view_radius=2"];
-        args.extend_from_slice(extra);
-        let mut server = start_server(&self.world, &self.modules, &args);
-        let address = server.wait_started();
-        (server, address)
-    }
-
-    fn cache(&self) -> PathBuf {
-        self.scratch.path().join("cache")
-    }
-
-    /// Writes a bot script; its path.
-    fn script(&self, name: &str, source: &str) -> PathBuf {
-        let path = self.scratch.path().join(name);
-        std::fs::write(&path, source).expect("script");
-        path
-    }
-
-    fn command(&self, address: &str, name: &str, script: &Path, extra: &[&str]) -> Command {
-        let mut command = Command::new(CLIENT);
-        command
-            .args(["--connect", address, "--cache"])
-            .arg(self.cache())
-            .args(["--name", name, "--quit-after", "120", "--script"])
-            .arg(script)
-            .args(extra);
-        command
-    }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// A client running in the background, its stderr lines collected.
-struct Running {
-    child: Child,
-    lines: Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Running {
-    fn spawn(mut command: Command) -> Self {
-        let mut child = command
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start buildat-client");
-        let stderr = child.stderr.take().expect("stderr");
-        let (send, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let _ = send.send(line);
-            }
-        });
-        Self {
-            child,
-            lines,
-            seen: Vec::new(),
-        }
-    }
-
-    fn wait_for(&mut self, needle: &str, timeout: Duration) -> Option<String> {
-        if let Some(line) = self.seen.iter().find(|l| l.contains(needle)) {
-            return Some(line.clone());
-        }
-        let deadline = Instant::now() + timeout;
-        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-            let line = self.lines.recv_timeout(left).ok()?;
-            self.seen.push(line.clone());
-            if line.contains(needle) {
-                return Some(line);
-            }
-        }
-        None
-    }
-
-    /// Waits for the exit (at most `timeout`, then kills); (code, stderr).
-    fn finish(mut self, timeout: Duration) -> (Option<i32>, String) {
-        let deadline = Instant::now() + timeout;
-        let code = loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                break status.code();
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        // The reader thread ends with the pipe.
-        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(2)) {
-            self.seen.push(line);
-        }
-        (code, self.seen.join("\n"))
-    }
-}
 
 /// (held, received, updates, first chunk) from the world summary line.
 fn world_line(stderr: &str) -> (u64, u64, u64, Option<[i32; 3]>) {
@@ -192,23 +57,6 @@ fn world_line(stderr: &str) -> (u64, u64, u64, Option<[i32; 3]>) {
         });
     assert!(!line.contains("malformed"), "{line}");
     (number("held "), number("received "), number("("), first)
-}
-
-/// The spawn position from the game module's "spawned at x,y,z" line.
-fn spawn_position(stderr: &str) -> [f64; 3] {
-    let line = stderr
-        .lines()
-        .find(|l| l.contains("spawned at "))
-        .unwrap_or_else(|| panic!("never spawned:\n{stderr}"));
-    let v: Vec<f64> = line
-        .split("spawned at ")
-        .nth(1)
-        .and_then(|s| s.split(' ').next())
-        .expect("a position")
-        .split(',')
-        .map(|n| n.parse().expect("coordinate"))
-        .collect();
-    [v[0], v[1], v[2]]
 }
 
 fn chunks_in_radius() -> usize {

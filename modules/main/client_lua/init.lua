@@ -7,7 +7,10 @@
 --! join, spawn, move, dig, place, batched moves and edits, other players,
 --! ping/pong, refusals, corrections of refused moves), what this player knows (its peer id and position, the other
 --! players, edits seen), telling the client's world view where the player
---! is (`buildat.world.set_focus`), and a summary line every few seconds.
+--! is (`buildat.world.set_focus`), a summary line every few seconds, and
+--! in a graphical client the controls (`buildat.ui`: movement keys,
+--! digging and placing with the mouse, the hotbar of the registry's blocks,
+--! other players as boxes, a help line).
 --! Does not own: the world itself (the client keeps the voxelworld stream
 --! natively: `buildat.world`), or what a bot does (scripts/bots/).
 --!
@@ -64,6 +67,22 @@ local function set_position(x, y, z)
 	buildat.world.set_focus(x, y, z)
 end
 
+local ui = buildat.ui
+local graphical = ui.graphical()
+
+-- Other players as boxes (until entities land).
+local function show_player(peer, p)
+	if graphical then
+		ui.set_box("player:" .. peer, p.x, p.y, p.z, 0.6, 1.8, 0.9, 0.35, 0.2)
+	end
+end
+
+local function hide_player(peer)
+	if graphical then
+		ui.remove_box("player:" .. peer)
+	end
+end
+
 local function fmt(v)
 	return string.format("%.1f", v)
 end
@@ -76,6 +95,7 @@ buildat.sub_packet("main:spawn", function(data)
 	local peer, x, y, z = string.unpack("<I8ddd", data)
 	me.peer = peer
 	set_position(x, y, z)
+	ui.set_position(x, y, z)
 	log:info("spawned at " .. fmt(x) .. "," .. fmt(y) .. "," .. fmt(z) .. " as peer " .. peer)
 	call_all(spawn_fns, peer, x, y, z)
 end)
@@ -97,6 +117,7 @@ buildat.sub_packet("main:player", function(data)
 			.. fmt(x) .. "," .. fmt(y) .. "," .. fmt(z))
 	end
 	p.x, p.y, p.z = x, y, z
+	show_player(peer, p)
 end)
 
 buildat.sub_packet("main:player_left", function(data)
@@ -108,6 +129,7 @@ buildat.sub_packet("main:player_left", function(data)
 	if p ~= nil then
 		others[peer] = nil
 		other_count -= 1
+		hide_player(peer)
 		log:verbose("player " .. p.name .. " (peer " .. peer .. ") left")
 	end
 end)
@@ -121,6 +143,7 @@ buildat.sub_packet("main:moves", function(data)
 		local p = others[peer]
 		if p ~= nil then
 			p.x, p.y, p.z = x, y, z
+			show_player(peer, p)
 		end
 	end
 end)
@@ -255,6 +278,58 @@ function M.summary()
 	local players = other_count + (me.peer ~= nil and 1 or 0)
 	return "position " .. position .. "; chunks held " .. buildat.world.chunk_count()
 		.. "; edits seen " .. edits .. "; players " .. players
+end
+
+-- The controls, when a frontend draws this client. The client moves the
+-- player (keys bound to actions) and reports where it went; the rest is
+-- the game's.
+if graphical then
+	for key, action in pairs({ W = "forward", S = "back", A = "left", D = "right", Space = "jump" }) do
+		ui.bind(key, action)
+	end
+	for slot = 1, 9 do
+		ui.bind(tostring(slot), function(pressed)
+			if pressed then
+				ui.select(slot)
+			end
+		end)
+	end
+	local function scroll(by)
+		return function(pressed)
+			local slot = ui.selected()
+			if pressed and slot ~= nil then
+				ui.select(slot + by)
+			end
+		end
+	end
+	ui.bind("WheelUp", scroll(-1))
+	ui.bind("WheelDown", scroll(1))
+	ui.on_click(function(button, target)
+		if target == nil then
+			return
+		end
+		if button == "left" then
+			M.dig(target.x, target.y, target.z)
+		elseif button == "right" then
+			local _, name = ui.selected()
+			local b = target.before
+			if name ~= nil then
+				M.place(b.x, b.y, b.z, name)
+			end
+		end
+	end)
+	ui.on_move(function(x, y, z)
+		M.move(x, y, z)
+	end)
+	-- The hotbar: the registry's blocks, once it arrives (the client has
+	-- taken it in before subscribers see it).
+	buildat.sub_packet("voxelworld:registry", function()
+		ui.set_hotbar(buildat.world.block_names())
+	end)
+	ui.set_text("1 help", "WASD move  SPACE jump  LMB dig  RMB place  1-9/WHEEL block  ESC mouse")
+	buildat.set_interval(1, function()
+		ui.set_text("2 players", "players " .. (other_count + (me.peer ~= nil and 1 or 0)))
+	end)
 end
 
 buildat.set_interval(SUMMARY_EVERY, function()

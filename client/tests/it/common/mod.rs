@@ -8,6 +8,7 @@
 //! `buildat_harness::fake_server`.
 #![allow(dead_code)]
 
+pub mod game;
 pub mod world_data;
 
 use std::ffi::OsString;

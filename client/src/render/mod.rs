@@ -1,0 +1,392 @@
+//! The renderer: draws the session's world view with wgpu (Vulkan: real
+//! GPUs and mesa's lavapipe), in a window (`window`) or offscreen into a
+//! PNG (`offscreen`). The session (network, Lua, world view) runs on its
+//! own thread and talks to the renderer through [`crate::frontend`];
+//! headless sessions and bots never reach this module.
+//!
+//! Owns: the [`Scene`] both modes share: the frontend's copy of the held
+//! chunks' voxels, the registry and `client_data` files, the atlas built
+//! from them, meshing through the worker thread (a chunk is remeshed when
+//! it changes, with the neighbours an edit at its border touches), the
+//! latest UI state, and the view radius estimated from what is held.
+//! - `mesh`: the chunk mesher and its worker thread.
+//! - `atlas`: textures into layers, per-type layers per face.
+//! - `camera`: matrices and the frustum.
+//! - `player`: client-side movement, collision and the crosshair's ray.
+//! - `gpu`: the device, pipelines, buffers and one frame's drawing.
+//! - `overlay`: the 2D layer: crosshair, text, hotbar.
+//! - `offscreen`, `window`: the two frontends.
+//!
+//! Does not own: the session, Lua, or the wire (`app`, `sandbox`).
+
+pub mod atlas;
+pub mod camera;
+pub mod gpu;
+pub mod mesh;
+pub mod offscreen;
+pub mod overlay;
+pub mod player;
+pub mod window;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use buildat_voxel::geometry::{CHUNK_SIZE, CHUNK_VOLUME, Pos, chunk_of_voxel, index_in_chunk};
+use buildat_voxel::{MAX_TYPE_ID, VoxelRegistry};
+use thiserror::Error;
+
+use crate::frontend::{FrontendLink, ToFrontend};
+use crate::sandbox::UiState;
+use atlas::Atlas;
+use mesh::{ChunkMesh, ChunkVoxels, Kind, MeshJob, Mesher, Neighbourhood};
+
+/// Mesh jobs in flight at once: the rest wait as dirty chunks, so a burst
+/// of arrivals is meshed once each, nearest first, with its neighbours
+/// as they are by then.
+const MAX_IN_FLIGHT: usize = 2;
+
+/// Sky colour (linear RGB), also the fog's.
+pub const SKY: [f32; 3] = [0.45, 0.66, 0.92];
+
+/// What can stop the renderer.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum RenderError {
+    #[error("no GPU adapter (install a Vulkan driver, e.g. Debian's mesa-vulkan-drivers): {0}")]
+    NoAdapter(String),
+    #[error("cannot open the GPU device: {0}")]
+    Device(String),
+    #[error("cannot start the mesher thread: {0}")]
+    Thread(std::io::Error),
+    #[error("cannot read the frame back: {0}")]
+    Readback(String),
+    #[error("cannot write the screenshot: {0}")]
+    Screenshot(#[from] crate::world::MapError),
+    #[error("window: {0}")]
+    Window(String),
+}
+
+/// The frontend's copy of the world, and its meshes in the making.
+pub struct Scene {
+    registry: Option<VoxelRegistry>,
+    files: HashMap<String, Arc<[u8]>>,
+    chunks: HashMap<Pos, ChunkVoxels>,
+    atlas: Option<Atlas>,
+    /// Bumped each time the atlas is rebuilt (the GPU copy follows it).
+    pub atlas_version: u64,
+    mesher: Mesher,
+    generation: u64,
+    /// The generation last submitted per chunk; a result of another is
+    /// stale.
+    pending: HashMap<Pos, u64>,
+    /// Chunks to mesh, not submitted yet.
+    dirty: HashSet<Pos>,
+    /// Jobs submitted and not returned.
+    in_flight: usize,
+    /// Chunks whose mesh is an edit's (submitted first and waited for, so
+    /// an edit shows within a frame or two).
+    urgent: HashSet<Pos>,
+    /// Held chunks that are all air (never meshed).
+    empty: HashSet<Pos>,
+    /// Where the camera is, for meshing the nearest chunks first.
+    pub focus: Option<Pos>,
+    /// Meshes ready to upload (`None`: the chunk is gone).
+    ready: Vec<(Pos, Option<ChunkMesh>)>,
+    pub ui: UiState,
+    /// The session ended.
+    pub ended: bool,
+    /// When the last chunk arrived.
+    pub last_chunk_at: Option<Instant>,
+    /// Chunks received (new or changed).
+    pub chunks_received: u64,
+}
+
+impl Scene {
+    pub fn new() -> Result<Self, RenderError> {
+        Ok(Self {
+            registry: None,
+            files: HashMap::new(),
+            chunks: HashMap::new(),
+            atlas: None,
+            atlas_version: 0,
+            mesher: Mesher::start().map_err(RenderError::Thread)?,
+            generation: 0,
+            pending: HashMap::new(),
+            dirty: HashSet::new(),
+            in_flight: 0,
+            urgent: HashSet::new(),
+            empty: HashSet::new(),
+            focus: None,
+            ready: Vec::new(),
+            ui: UiState::default(),
+            ended: false,
+            last_chunk_at: None,
+            chunks_received: 0,
+        })
+    }
+
+    pub fn atlas(&self) -> Option<&Atlas> {
+        self.atlas.as_ref()
+    }
+
+    /// A block's colour for the hotbar, from the atlas.
+    pub fn swatch(&self, block: &str) -> Option<[u8; 3]> {
+        self.atlas.as_ref()?.swatches.get(block).copied()
+    }
+
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Everything the session sent since the last call; then meshes what
+    /// changed.
+    pub fn receive(&mut self, link: &FrontendLink) {
+        let mut remesh: HashSet<Pos> = HashSet::new();
+        let mut rebuild_atlas = false;
+        loop {
+            let message = match link.from_session.try_recv() {
+                Ok(message) => message,
+                Err(crossbeam_channel::TryRecvError::Empty) => break,
+                Err(crossbeam_channel::TryRecvError::Disconnected) => {
+                    self.ended = true;
+                    break;
+                }
+            };
+            match message {
+                ToFrontend::Registry(registry) => {
+                    self.registry = Some(registry);
+                    rebuild_atlas = true;
+                }
+                ToFrontend::File { name, content } => {
+                    self.files.insert(name, content);
+                    rebuild_atlas = self.registry.is_some();
+                }
+                ToFrontend::Chunk { chunk, voxels } => {
+                    self.chunks_received += 1;
+                    self.last_chunk_at = Some(Instant::now());
+                    let voxels: ChunkVoxels = voxels;
+                    if voxels.iter().all(|v| v & MAX_TYPE_ID == buildat_voxel::AIR) {
+                        self.empty.insert(chunk);
+                    } else {
+                        self.empty.remove(&chunk);
+                    }
+                    match self.chunks.insert(chunk, voxels.clone()) {
+                        Some(old) => {
+                            let touched = touched_neighbours(chunk, &old, &voxels);
+                            self.urgent.insert(chunk);
+                            self.urgent.extend(touched.iter().copied());
+                            remesh.insert(chunk);
+                            remesh.extend(touched);
+                        }
+                        None => {
+                            remesh.insert(chunk);
+                            remesh.extend(face_neighbours(chunk));
+                        }
+                    }
+                }
+                ToFrontend::Unload { chunk } => {
+                    self.chunks.remove(&chunk);
+                    self.empty.remove(&chunk);
+                    self.dirty.remove(&chunk);
+                    self.pending.remove(&chunk);
+                    self.ready.push((chunk, None));
+                    remesh.extend(face_neighbours(chunk));
+                }
+                ToFrontend::Ui(ui) => self.ui = ui,
+                ToFrontend::Ended => self.ended = true,
+            }
+        }
+        if rebuild_atlas && let Some(registry) = &self.registry {
+            self.atlas = Some(Atlas::build(registry, &self.files));
+            self.atlas_version += 1;
+            remesh.extend(self.chunks.keys().copied());
+        }
+        for chunk in remesh {
+            if self.empty.contains(&chunk) {
+                // All air draws nothing, whatever its neighbours.
+                if self.pending.remove(&chunk).is_some() || self.dirty.remove(&chunk) {
+                    self.urgent.remove(&chunk);
+                }
+                self.ready.push((chunk, None));
+            } else if self.chunks.contains_key(&chunk) {
+                self.dirty.insert(chunk);
+            }
+        }
+        let (dirty, pending) = (&self.dirty, &self.pending);
+        self.urgent
+            .retain(|c| dirty.contains(c) || pending.contains_key(c));
+        self.submit_dirty();
+    }
+
+    /// Submits dirty chunks while fewer than [`MAX_IN_FLIGHT`] jobs run:
+    /// edited ones first, then the nearest to the focus.
+    fn submit_dirty(&mut self) {
+        if self.atlas.is_none() {
+            return; // everything is meshed once the atlas exists
+        }
+        while self.in_flight < MAX_IN_FLIGHT && !self.dirty.is_empty() {
+            let focus = self.focus.unwrap_or_default();
+            let urgent = &self.urgent;
+            let next = self.dirty.iter().copied().min_by_key(|c| {
+                let distance: i64 = (0..3).map(|i| i64::from(c[i] - focus[i]).pow(2)).sum();
+                (!urgent.contains(c), distance)
+            });
+            let Some(chunk) = next else { break };
+            self.dirty.remove(&chunk);
+            self.submit(chunk);
+        }
+    }
+
+    fn submit(&mut self, chunk: Pos) {
+        let Some(atlas) = &self.atlas else {
+            return;
+        };
+        self.in_flight += 1;
+        self.generation += 1;
+        self.pending.insert(chunk, self.generation);
+        self.mesher.submit(MeshJob {
+            chunk,
+            generation: self.generation,
+            neighbourhood: Neighbourhood::gather(chunk, &self.chunks),
+            table: atlas.table.clone(),
+        });
+    }
+
+    /// Collects finished meshes; waits up to `edit_wait` for edited chunks'
+    /// meshes, so an edit reaches the screen in the next frame.
+    pub fn collect(&mut self, edit_wait: Duration) {
+        let until = Instant::now() + edit_wait;
+        loop {
+            for done in self.mesher.finished() {
+                self.accept(done);
+            }
+            self.submit_dirty();
+            if self.urgent.is_empty() || Instant::now() >= until {
+                break;
+            }
+            if let Some(done) = self
+                .mesher
+                .wait(until.saturating_duration_since(Instant::now()))
+            {
+                self.accept(done);
+            }
+        }
+    }
+
+    fn accept(&mut self, done: mesh::MeshDone) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        if self.pending.get(&done.chunk) == Some(&done.generation) {
+            self.pending.remove(&done.chunk);
+            self.urgent.remove(&done.chunk);
+            self.ready.push((done.chunk, Some(done.mesh)));
+        }
+    }
+
+    /// Meshes to upload (`None`: drop the chunk's).
+    pub fn take_ready(&mut self) -> Vec<(Pos, Option<ChunkMesh>)> {
+        std::mem::take(&mut self.ready)
+    }
+
+    /// Whether every held chunk's latest mesh is done.
+    pub fn meshing_idle(&self) -> bool {
+        self.pending.is_empty() && self.dirty.is_empty()
+    }
+
+    /// Whether a voxel blocks movement; `None` when its chunk is not held.
+    pub fn solid(&self, voxel: Pos) -> Option<bool> {
+        let chunk = self.chunks.get(&chunk_of_voxel(voxel))?;
+        let value = chunk.get(index_in_chunk(voxel)).copied()?;
+        Some(match &self.atlas {
+            Some(atlas) => atlas.table.kind(value) == Kind::Opaque,
+            None => value & MAX_TYPE_ID != buildat_voxel::AIR,
+        })
+    }
+
+    /// The highest non-empty voxel's top in the column at (x, z), among
+    /// held chunks.
+    pub fn surface(&self, x: i32, z: i32) -> Option<i32> {
+        let mut best: Option<i32> = None;
+        for (chunk, voxels) in &self.chunks {
+            if chunk[0] != x.div_euclid(CHUNK_SIZE) || chunk[2] != z.div_euclid(CHUNK_SIZE) {
+                continue;
+            }
+            for ly in (0..CHUNK_SIZE).rev() {
+                let y = chunk[1] * CHUNK_SIZE + ly;
+                if best.is_some_and(|b| b >= y + 1) {
+                    break;
+                }
+                let value = voxels
+                    .get(index_in_chunk([x, y, z]))
+                    .copied()
+                    .unwrap_or_default();
+                if value & MAX_TYPE_ID != buildat_voxel::AIR {
+                    best = Some(y + 1);
+                    break;
+                }
+            }
+        }
+        best
+    }
+
+    /// The view radius in voxels: the farthest held chunk's horizontal
+    /// distance from `around`'s chunk (at least one chunk).
+    pub fn view_radius(&self, around: [f32; 3]) -> f32 {
+        let here = chunk_of_voxel(around.map(|v| v.floor() as i32));
+        let chunks = self
+            .chunks
+            .keys()
+            .map(|c| (c[0] - here[0]).abs().max((c[2] - here[2]).abs()))
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        chunks as f32 * CHUNK_SIZE as f32
+    }
+}
+
+/// The six chunks sharing a face with `chunk`.
+fn face_neighbours(chunk: Pos) -> Vec<Pos> {
+    let mut out = Vec::with_capacity(6);
+    for axis in 0..3 {
+        for step in [-1, 1] {
+            let mut n = chunk;
+            n[axis] += step;
+            out.push(n);
+        }
+    }
+    out
+}
+
+/// The neighbours an edit of `chunk` changes the mesh of: those beside a
+/// changed voxel on the chunk's border (their faces and ambient occlusion
+/// read it), edges and corners included.
+fn touched_neighbours(chunk: Pos, old: &[u32], new: &[u32]) -> HashSet<Pos> {
+    let mut out = HashSet::new();
+    let size = CHUNK_SIZE as usize;
+    let last = CHUNK_SIZE - 1;
+    for index in 0..CHUNK_VOLUME {
+        if old.get(index) == new.get(index) {
+            continue;
+        }
+        let local = [index % size, index / size % size, index / (size * size)].map(|c| c as i32);
+        let steps = local.map(|c| {
+            if c == 0 {
+                [-1, 0]
+            } else if c == last {
+                [0, 1]
+            } else {
+                [0, 0]
+            }
+        });
+        for dx in steps[0] {
+            for dy in steps[1] {
+                for dz in steps[2] {
+                    if [dx, dy, dz] != [0, 0, 0] {
+                        out.insert([chunk[0] + dx, chunk[1] + dy, chunk[2] + dz]);
+                    }
+                }
+            }
+        }
+    }
+    out
+}

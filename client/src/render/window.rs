@@ -1,0 +1,400 @@
+//! Window mode: the playable client. A winit window (X11), its wgpu
+//! surface, and per frame: the session's news into the [`Scene`], the
+//! player moved by the keys the game bound to actions (client-side
+//! physics; moves reported to the game's Lua, which tells the server), the
+//! crosshair's target outlined, clicks and other keys passed to the game's
+//! Lua, the boxes it placed, the overlay, then the frame.
+//!
+//! Owns: the window, mouse capture (Esc, or the game's `free_mouse`
+//! binding, frees it; a click captures it again), key names, mouse look,
+//! the frame loop. Does not own: what keys do (the game's Lua:
+//! `buildat.ui.bind`), drawing (`gpu`), physics (`player`).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use glam::{DVec3, Vec3};
+use winit::application::ApplicationHandler;
+use winit::event::{DeviceEvent, DeviceId, ElementState, MouseButton, MouseScrollDelta, WindowEvent};
+use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
+use winit::keyboard::{KeyCode, PhysicalKey};
+use winit::window::{CursorGrabMode, Window, WindowId};
+
+use super::camera::Camera;
+use super::gpu::{self, FrameExtras, Renderer};
+use super::overlay::Overlay;
+use super::player::{self, Intent, Player};
+use super::{RenderError, Scene};
+use crate::frontend::{Button, FromFrontend, FrontendLink, Target};
+use crate::sandbox::Action;
+
+/// Degrees of turn per pixel of mouse motion.
+const MOUSE_SENSITIVITY: f32 = 0.12;
+/// The player's position is reported at most this often.
+const MOVE_REPORT_EVERY: Duration = Duration::from_millis(100);
+
+/// What the window shows.
+#[derive(Debug, Clone)]
+pub struct WindowOptions {
+    pub size: (u32, u32),
+    /// End the session after this (the same as closing the window).
+    pub deadline: Option<Instant>,
+}
+
+/// A winit key as the game binds it: letters `"A"`..`"Z"`, digits
+/// `"0"`..`"9"`, `"Space"`, `"Escape"`, `"Shift"`, `"Control"`, `"Tab"`,
+/// `"Enter"`, `"F1"`..; else winit's name.
+pub fn key_name(code: KeyCode) -> String {
+    let debug = format!("{code:?}");
+    if let Some(letter) = debug.strip_prefix("Key") {
+        return letter.to_string();
+    }
+    if let Some(digit) = debug.strip_prefix("Digit") {
+        return digit.to_string();
+    }
+    match code {
+        KeyCode::ShiftLeft | KeyCode::ShiftRight => "Shift".into(),
+        KeyCode::ControlLeft | KeyCode::ControlRight => "Control".into(),
+        KeyCode::AltLeft | KeyCode::AltRight => "Alt".into(),
+        _ => debug,
+    }
+}
+
+struct Gfx {
+    window: Arc<Window>,
+    surface: wgpu::Surface<'static>,
+    config: wgpu::SurfaceConfiguration,
+    renderer: Renderer,
+}
+
+struct App {
+    link: FrontendLink,
+    options: WindowOptions,
+    scene: Scene,
+    gfx: Option<Gfx>,
+    error: Option<RenderError>,
+    player: Option<Player>,
+    teleport_seen: u64,
+    yaw: f32,
+    pitch: f32,
+    held_keys: HashSet<String>,
+    captured: bool,
+    last_frame: Instant,
+    last_report: Instant,
+    reported: Option<DVec3>,
+    fps: f32,
+    target: Option<Target>,
+}
+
+/// Runs the window until it is closed, the session ends, or the deadline.
+pub fn run(link: FrontendLink, options: WindowOptions) -> Result<(), RenderError> {
+    let event_loop = EventLoop::new().map_err(|e| {
+        RenderError::Window(format!("{e} (window mode needs a display: set DISPLAY, or use --screenshot)"))
+    })?;
+    event_loop.set_control_flow(ControlFlow::Poll);
+    let mut app = App {
+        link,
+        options,
+        scene: Scene::new()?,
+        gfx: None,
+        error: None,
+        player: None,
+        teleport_seen: 0,
+        yaw: 0.0,
+        pitch: 0.0,
+        held_keys: HashSet::new(),
+        captured: false,
+        last_frame: Instant::now(),
+        last_report: Instant::now(),
+        reported: None,
+        fps: 0.0,
+        target: None,
+    };
+    event_loop
+        .run_app(&mut app)
+        .map_err(|e| RenderError::Window(e.to_string()))?;
+    let _ = app.link.to_session.send(FromFrontend::Quit);
+    match app.error {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
+}
+
+impl App {
+    fn open(&mut self, event_loop: &ActiveEventLoop) -> Result<Gfx, RenderError> {
+        let (width, height) = self.options.size;
+        let attributes = Window::default_attributes()
+            .with_title("Buildat")
+            .with_inner_size(winit::dpi::PhysicalSize::new(width, height));
+        let window = Arc::new(
+            event_loop
+                .create_window(attributes)
+                .map_err(|e| RenderError::Window(e.to_string()))?,
+        );
+        let instance = gpu::instance();
+        let surface = instance
+            .create_surface(window.clone())
+            .map_err(|e| RenderError::Window(e.to_string()))?;
+        let (adapter, device, queue) = gpu::open_device(&instance, Some(&surface))?;
+        let size = window.inner_size();
+        let mut config = surface
+            .get_default_config(&adapter, size.width.max(1), size.height.max(1))
+            .ok_or_else(|| RenderError::Window("the surface does not fit the adapter".into()))?;
+        let formats = surface.get_capabilities(&adapter).formats;
+        if let Some(srgb) = formats.iter().find(|f| f.is_srgb()) {
+            config.format = *srgb;
+        }
+        surface.configure(&device, &config);
+        let renderer = Renderer::new(device, queue, config.format);
+        Ok(Gfx {
+            window,
+            surface,
+            config,
+            renderer,
+        })
+    }
+
+    fn capture(&mut self, on: bool) {
+        let Some(gfx) = &self.gfx else { return };
+        let grabbed = !on
+            || gfx.window.set_cursor_grab(CursorGrabMode::Locked).is_ok()
+            || gfx.window.set_cursor_grab(CursorGrabMode::Confined).is_ok();
+        if !on {
+            let _ = gfx.window.set_cursor_grab(CursorGrabMode::None);
+        }
+        gfx.window.set_cursor_visible(!on);
+        self.captured = on && grabbed;
+    }
+
+    fn key(&mut self, name: String, pressed: bool) {
+        let action = self.scene.ui.actions.get(&name).copied();
+        if pressed {
+            if !self.held_keys.insert(name.clone()) {
+                return; // auto-repeat
+            }
+        } else {
+            self.held_keys.remove(&name);
+        }
+        if name == "Escape" && pressed && self.captured {
+            self.capture(false);
+        }
+        if action == Some(Action::FreeMouse) && pressed {
+            let on = !self.captured;
+            self.capture(on);
+        }
+        if action.is_none() {
+            let _ = self.link.to_session.send(FromFrontend::Key { key: name, pressed });
+        }
+    }
+
+    fn intent(&self) -> Intent {
+        let held = |action: Action| {
+            self.scene
+                .ui
+                .actions
+                .iter()
+                .any(|(key, a)| *a == action && self.held_keys.contains(key))
+        };
+        Intent {
+            forward: held(Action::Forward),
+            back: held(Action::Back),
+            left: held(Action::Left),
+            right: held(Action::Right),
+            jump: held(Action::Jump),
+        }
+    }
+
+    fn frame(&mut self, event_loop: &ActiveEventLoop) {
+        let now = Instant::now();
+        let seconds = now.duration_since(self.last_frame).as_secs_f64();
+        self.last_frame = now;
+        if seconds > 0.0 {
+            self.fps = self.fps * 0.9 + (1.0 / seconds as f32) * 0.1;
+        }
+        if let Some(player) = &self.player {
+            let eye = player.eye().floor().as_ivec3().to_array();
+            self.scene.focus = Some(buildat_voxel::geometry::chunk_of_voxel(eye));
+        }
+        self.scene.receive(&self.link);
+        self.scene.collect(Duration::from_millis(8));
+        if self.scene.ended || self.options.deadline.is_some_and(|d| now >= d) {
+            event_loop.exit();
+            return;
+        }
+        if let Some((serial, [x, y, z])) = self.scene.ui.teleport
+            && serial != self.teleport_seen
+        {
+            self.teleport_seen = serial;
+            self.player = Some(Player::new(DVec3::new(x, y, z)));
+        }
+        let intent = self.intent();
+        let scene = &self.scene;
+        let solid = |v: [i32; 3]| scene.solid(v);
+        if let Some(player) = &mut self.player {
+            player.step(&solid, intent, self.yaw, seconds);
+            let feet = player.feet;
+            let moved = self.reported.is_none_or(|r| r.distance(feet) > 0.01);
+            if moved && now.duration_since(self.last_report) >= MOVE_REPORT_EVERY {
+                self.last_report = now;
+                self.reported = Some(feet);
+                let _ = self.link.to_session.send(FromFrontend::Moved(feet.to_array()));
+            }
+        }
+        let eye = self
+            .player
+            .map_or(Vec3::new(0.0, 40.0, 0.0), |p| p.eye().as_vec3());
+        let camera = Camera {
+            eye,
+            yaw: self.yaw,
+            pitch: self.pitch,
+        };
+        self.target = player::cast_ray(&solid, eye, camera.forward(), player::REACH);
+        let Some(gfx) = &mut self.gfx else { return };
+        if let Some(atlas) = self.scene.atlas() {
+            gfx.renderer.set_atlas(atlas, self.scene.atlas_version);
+        }
+        for (chunk, mesh) in self.scene.take_ready() {
+            gfx.renderer.set_chunk(chunk, mesh.as_ref());
+        }
+        let mut extras = FrameExtras::default();
+        for b in self.scene.ui.boxes.values() {
+            let [x, y, z] = b.position.map(|v| v as f32);
+            let [w, h] = b.size;
+            gpu::box_triangles(
+                Vec3::new(x - w / 2.0, y, z - w / 2.0),
+                Vec3::new(x + w / 2.0, y + h, z + w / 2.0),
+                b.colour,
+                &mut extras.world_triangles,
+            );
+        }
+        if let Some(target) = self.target {
+            let min = Vec3::from(target.voxel.map(|c| c as f32)) - Vec3::splat(0.002);
+            gpu::box_lines(min, min + Vec3::splat(1.004), [0.05, 0.05, 0.05, 1.0], &mut extras.world_lines);
+        }
+        let (width, height) = (gfx.config.width, gfx.config.height);
+        let mut overlay = Overlay::new(width, height);
+        overlay.crosshair();
+        let position = self.player.map_or_else(
+            || "waiting for spawn".to_string(),
+            |p| format!("{:.1} {:.1} {:.1}", p.feet.x, p.feet.y, p.feet.z),
+        );
+        let own = [
+            format!("pos {position}"),
+            format!("{:.0} fps  {} chunks", self.fps, self.scene.chunk_count()),
+        ];
+        let lines = own
+            .iter()
+            .map(String::as_str)
+            .chain(self.scene.ui.texts.values().map(String::as_str));
+        overlay.lines(lines);
+        let scene = &self.scene;
+        overlay.hotbar(&scene.ui.hotbar, scene.ui.selected, |b| scene.swatch(b));
+        extras.screen_triangles = overlay.triangles;
+        let frame = match gfx.surface.get_current_texture() {
+            wgpu::CurrentSurfaceTexture::Success(frame)
+            | wgpu::CurrentSurfaceTexture::Suboptimal(frame) => frame,
+            wgpu::CurrentSurfaceTexture::Outdated | wgpu::CurrentSurfaceTexture::Lost => {
+                gfx.surface.configure(&gfx.renderer.device, &gfx.config);
+                return;
+            }
+            _ => return,
+        };
+        let view = frame.texture.create_view(&Default::default());
+        let radius = self.scene.view_radius(eye.to_array());
+        gfx.renderer.draw(&view, (width, height), &camera, radius, &extras);
+        gfx.window.pre_present_notify();
+        gfx.renderer.queue.present(frame);
+    }
+}
+
+impl ApplicationHandler for App {
+    fn resumed(&mut self, event_loop: &ActiveEventLoop) {
+        if self.gfx.is_some() {
+            return;
+        }
+        match self.open(event_loop) {
+            Ok(gfx) => {
+                self.gfx = Some(gfx);
+                self.capture(true);
+            }
+            Err(error) => {
+                self.error = Some(error);
+                event_loop.exit();
+            }
+        }
+    }
+
+    fn window_event(&mut self, event_loop: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
+        match event {
+            WindowEvent::CloseRequested => event_loop.exit(),
+            WindowEvent::Resized(size) => {
+                if let Some(gfx) = &mut self.gfx
+                    && size.width > 0
+                    && size.height > 0
+                {
+                    gfx.config.width = size.width;
+                    gfx.config.height = size.height;
+                    gfx.surface.configure(&gfx.renderer.device, &gfx.config);
+                }
+            }
+            WindowEvent::KeyboardInput { event, .. } => {
+                if let PhysicalKey::Code(code) = event.physical_key {
+                    self.key(key_name(code), event.state == ElementState::Pressed);
+                }
+            }
+            WindowEvent::MouseInput { state: ElementState::Pressed, button, .. } => {
+                if !self.captured {
+                    self.capture(true);
+                    return;
+                }
+                let button = match button {
+                    MouseButton::Left => Button::Left,
+                    MouseButton::Right => Button::Right,
+                    MouseButton::Middle => Button::Middle,
+                    _ => return,
+                };
+                let _ = self.link.to_session.send(FromFrontend::Click {
+                    button,
+                    target: self.target,
+                });
+            }
+            WindowEvent::MouseWheel { delta, .. } => {
+                let lines = match delta {
+                    MouseScrollDelta::LineDelta(_, y) => y,
+                    MouseScrollDelta::PixelDelta(p) => p.y as f32 / 40.0,
+                };
+                if lines != 0.0 {
+                    let key = if lines > 0.0 { "WheelUp" } else { "WheelDown" };
+                    for pressed in [true, false] {
+                        let _ = self.link.to_session.send(FromFrontend::Key {
+                            key: key.to_string(),
+                            pressed,
+                        });
+                    }
+                }
+            }
+            WindowEvent::Focused(false) => {
+                self.held_keys.clear();
+                self.capture(false);
+            }
+            WindowEvent::RedrawRequested => self.frame(event_loop),
+            _ => {}
+        }
+    }
+
+    fn device_event(&mut self, _event_loop: &ActiveEventLoop, _id: DeviceId, event: DeviceEvent) {
+        if let DeviceEvent::MouseMotion { delta: (dx, dy) } = event
+            && self.captured
+        {
+            self.yaw = (self.yaw + dx as f32 * MOUSE_SENSITIVITY).rem_euclid(360.0);
+            self.pitch = (self.pitch - dy as f32 * MOUSE_SENSITIVITY).clamp(-89.0, 89.0);
+        }
+    }
+
+    fn about_to_wait(&mut self, _event_loop: &ActiveEventLoop) {
+        if let Some(gfx) = &self.gfx {
+            gfx.window.request_redraw();
+        }
+    }
+}

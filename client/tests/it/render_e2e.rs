@@ -1,0 +1,338 @@
+//! The renderer end to end, against the real server running the default
+//! game (`common::game`):
+//!
+//! - offscreen: a screenshot from the player's eyes at spawn shows terrain
+//!   (most pixels below the horizon are not sky, and many colours appear);
+//!   then, with the camera aimed at a ground voxel near spawn, a bot digs
+//!   that voxel and the next screenshot differs around the crosshair;
+//! - window: under Xvfb, the window mode starts and survives 10 s of
+//!   scripted input (keys, mouse motion, clicks, the wheel) from xdotool.
+//!
+//! Both need a Vulkan driver (mesa's lavapipe on CI, `.ci/run` installs
+//! it); the window test needs `Xvfb` and `xdotool`: without them it fails
+//! on CI (`CI` set) and is skipped elsewhere, saying so.
+
+use std::io::Cursor;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use buildat_client::render::SKY;
+
+use crate::common::game::{CLIENT, Running, SERIAL, Setup, text};
+
+/// A decoded screenshot: width, height, RGB rows.
+struct Image {
+    width: usize,
+    height: usize,
+    rgb: Vec<u8>,
+}
+
+impl Image {
+    fn read(path: &Path) -> Self {
+        let bytes = std::fs::read(path).expect("screenshot written");
+        let decoder = png::Decoder::new(Cursor::new(bytes));
+        let mut reader = decoder.read_info().expect("a PNG");
+        let mut rgb = vec![0; reader.output_buffer_size().expect("size")];
+        let info = reader.next_frame(&mut rgb).expect("PNG data");
+        assert_eq!(info.color_type, png::ColorType::Rgb);
+        Self {
+            width: info.width as usize,
+            height: info.height as usize,
+            rgb,
+        }
+    }
+
+    fn pixel(&self, x: usize, y: usize) -> [u8; 3] {
+        let at = (y * self.width + x) * 3;
+        [self.rgb[at], self.rgb[at + 1], self.rgb[at + 2]]
+    }
+}
+
+/// The sky as it lands in the sRGB screenshot.
+fn sky_srgb() -> [u8; 3] {
+    SKY.map(|c| {
+        let s = if c <= 0.003_130_8 {
+            c * 12.92
+        } else {
+            1.055 * c.powf(1.0 / 2.4) - 0.055
+        };
+        (s * 255.0).round() as u8
+    })
+}
+
+fn is_sky(pixel: [u8; 3]) -> bool {
+    let sky = sky_srgb();
+    pixel
+        .iter()
+        .zip(sky)
+        .all(|(&p, s)| (i32::from(p) - i32::from(s)).abs() <= 3)
+}
+
+/// Runs `--screenshot` with `extra` arguments; the stderr line describing
+/// the shot.
+fn screenshot(setup: &Setup, address: &str, path: &Path, extra: &[&str]) -> String {
+    let out = Command::new(CLIENT)
+        .args(["--connect", address, "--cache"])
+        .arg(setup.cache())
+        .args(["--name", "camera", "--size", "320x180", "--quit-after", "150", "--screenshot"])
+        .arg(path)
+        .args(extra)
+        .output()
+        .expect("run buildat-client --screenshot");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("screenshot written to"))
+        .unwrap_or_else(|| panic!("no screenshot line:\n{stderr}"))
+        .to_string();
+    assert!(!line.contains("before the world settled"), "{line}");
+    line
+}
+
+/// The eye position from a screenshot line's `camera X,Y,Z`.
+fn camera_eye(line: &str) -> [f64; 3] {
+    let v: Vec<f64> = line
+        .split("camera ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .expect("camera position")
+        .split(',')
+        .map(|n| n.parse().expect("coordinate"))
+        .collect();
+    [v[0], v[1], v[2]]
+}
+
+/// Finds the top voxel of the column two voxels along +x of the spawn
+/// point and prints it; with `DIG`, digs it and waits for the edit.
+const DIGGER: &str = r#"
+local main = require("buildat/module/main")
+local log = buildat.Logger("digger")
+local DIG = @DIG@
+main.on_spawn(function(_, x, y, z)
+    local tx, tz = math.floor(x) + 2, math.floor(z)
+    local function find()
+        for ty = math.floor(y) + 8, math.floor(y) - 16, -1 do
+            local name = buildat.world.get_voxel(tx, ty, tz)
+            if name ~= nil and name ~= "air" then
+                return ty
+            end
+        end
+        return nil
+    end
+    local function try()
+        local ty = find()
+        if ty == nil then
+            buildat.set_timeout(0.2, try)
+            return
+        end
+        log:info("top " .. tx .. "," .. ty .. "," .. tz)
+        if not DIG then
+            buildat.disconnect()
+            return
+        end
+        main.on_edit(function(_, ex, ey, ez)
+            if ex == tx and ey == ty and ez == tz then
+                log:info("dug")
+                buildat.set_timeout(0.5, buildat.disconnect)
+            end
+        end)
+        main.dig(tx, ty, tz)
+    end
+    try()
+end)
+"#;
+
+/// Runs the digger; the voxel it found.
+fn digger(setup: &Setup, address: &str, dig: bool) -> [i32; 3] {
+    let script = setup.script("digger.lua", &DIGGER.replace("@DIG@", &dig.to_string()));
+    let out = setup
+        .command(address, "digger", &script, &[])
+        .output()
+        .expect("run the digger");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    if dig {
+        assert!(stderr.contains("digger: dug"), "{stderr}");
+    }
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("digger: top "))
+        .unwrap_or_else(|| panic!("no top voxel:\n{stderr}"));
+    let v: Vec<i32> = line
+        .split("top ")
+        .nth(1)
+        .expect("position")
+        .split(',')
+        .map(|n| n.trim().parse().expect("coordinate"))
+        .collect();
+    [v[0], v[1], v[2]]
+}
+
+#[test]
+fn a_screenshot_from_spawn_shows_terrain_and_a_dig_changes_the_next() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let setup = Setup::new();
+    let (_server, address) = setup.start(&[]);
+    let shots = setup.scratch.path();
+
+    let spawn_shot = shots.join("spawn.png");
+    let line = screenshot(&setup, &address, &spawn_shot, &[]);
+    let image = Image::read(&spawn_shot);
+    assert_eq!((image.width, image.height), (320, 180));
+    let mut below = 0;
+    let mut sky = 0;
+    let mut colours = std::collections::HashSet::new();
+    for y in image.height / 2 + 2..image.height {
+        for x in 0..image.width {
+            let pixel = image.pixel(x, y);
+            below += 1;
+            if is_sky(pixel) {
+                sky += 1;
+            } else {
+                colours.insert(pixel.map(|c| c >> 3));
+            }
+        }
+    }
+    assert!(sky * 2 < below, "{sky} of {below} pixels below the horizon are sky ({line})");
+    assert!(colours.len() >= 8, "only {} colours below the horizon ({line})", colours.len());
+
+    // Aim at the top voxel two voxels along +x of spawn, shoot, dig, shoot.
+    let eye = camera_eye(&line);
+    let target = digger(&setup, &address, false);
+    let centre = target.map(|c| f64::from(c) + 0.5);
+    let d = [centre[0] - eye[0], centre[1] - eye[1], centre[2] - eye[2]];
+    let yaw = d[2].atan2(d[0]).to_degrees();
+    let pitch = d[1].atan2(d[0].hypot(d[2])).to_degrees();
+    let camera = format!("{},{},{},{yaw},{pitch}", eye[0], eye[1], eye[2]);
+    let before = shots.join("before.png");
+    screenshot(&setup, &address, &before, &["--camera", &camera]);
+    assert_eq!(digger(&setup, &address, true), target);
+    let after = shots.join("after.png");
+    screenshot(&setup, &address, &after, &["--camera", &camera]);
+    let (a, b) = (Image::read(&before), Image::read(&after));
+    let (cx, cy) = (a.width / 2, a.height / 2);
+    let mut changed = 0;
+    let mut total = 0;
+    for y in cy - 10..cy + 10 {
+        for x in cx - 10..cx + 10 {
+            total += 1;
+            let (p, q) = (a.pixel(x, y), b.pixel(x, y));
+            if p.iter().zip(q).any(|(&p, q)| (i32::from(p) - i32::from(q)).abs() > 8) {
+                changed += 1;
+            }
+        }
+    }
+    assert!(changed * 4 > total, "only {changed} of {total} pixels around the crosshair changed");
+}
+
+/// Whether `program` runs (`program -version` or `--version`).
+fn installed(program: &str) -> bool {
+    ["-version", "--version"].iter().any(|flag| {
+        Command::new(program)
+            .arg(flag)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok()
+    })
+}
+
+/// An Xvfb server on a free display, killed on drop.
+struct Xvfb {
+    child: std::process::Child,
+    display: String,
+}
+
+impl Xvfb {
+    fn start() -> Self {
+        use std::io::Read;
+        let mut child = Command::new("Xvfb")
+            .args(["-displayfd", "1", "-screen", "0", "1024x768x24", "-nolisten", "tcp"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start Xvfb");
+        let mut stdout = child.stdout.take().expect("Xvfb stdout");
+        let mut number = String::new();
+        let mut byte = [0u8; 1];
+        while stdout.read(&mut byte).unwrap_or(0) == 1 && byte[0] != b'\n' {
+            number.push(char::from(byte[0]));
+        }
+        assert!(!number.trim().is_empty(), "Xvfb did not report its display");
+        Self {
+            child,
+            display: format!(":{}", number.trim()),
+        }
+    }
+
+    fn xdotool(&self, args: &[&str]) {
+        let status = Command::new("xdotool")
+            .args(args)
+            .env("DISPLAY", &self.display)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run xdotool");
+        assert!(status.success(), "xdotool {args:?} failed");
+    }
+}
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_window_survives_ten_seconds_of_scripted_input_under_xvfb() {
+    let missing: Vec<&str> = ["Xvfb", "xdotool"]
+        .into_iter()
+        .filter(|p| !installed(p))
+        .collect();
+    if !missing.is_empty() {
+        let message = format!(
+            "{missing:?} not installed: the window test needs them (Debian: apt-get install xvfb \
+             xdotool; .ci/run installs them)"
+        );
+        assert!(std::env::var_os("CI").is_none(), "{message}");
+        eprintln!("skipped: {message}");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let setup = Setup::new();
+    let (_server, address) = setup.start(&[]);
+    let xvfb = Xvfb::start();
+    let mut command = Command::new(CLIENT);
+    command
+        .args(["--connect", &address, "--cache"])
+        .arg(setup.cache())
+        .args(["--name", "player", "--window", "--size", "640x480", "--quit-after", "45"])
+        .env("DISPLAY", &xvfb.display);
+    let mut client = Running::spawn(command);
+    assert!(
+        client.wait_for("spawned at", Duration::from_secs(60)).is_some(),
+        "the windowed client never spawned"
+    );
+    let started = Instant::now();
+    let keys = ["w", "a", "s", "d", "space", "1", "2", "Escape"];
+    let mut round = 0;
+    while started.elapsed() < Duration::from_secs(10) {
+        let key = keys[round % keys.len()];
+        xvfb.xdotool(&["search", "--name", "Buildat", "windowfocus"]);
+        xvfb.xdotool(&["keydown", key]);
+        xvfb.xdotool(&["mousemove_relative", "--", "15", "-5"]);
+        xvfb.xdotool(&["click", if round % 2 == 0 { "1" } else { "3" }]);
+        xvfb.xdotool(&["click", if round % 2 == 0 { "4" } else { "5" }]);
+        std::thread::sleep(Duration::from_millis(300));
+        xvfb.xdotool(&["keyup", key]);
+        round += 1;
+    }
+    assert!(client.running(), "the window closed during the input");
+    // It ends at --quit-after, cleanly.
+    let (code, stderr) = client.finish(Duration::from_secs(90));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains(" 0 Lua errors"), "{stderr}");
+}

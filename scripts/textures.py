@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Draws the default game's block textures (modules/main/client_data/textures/*.png).
+
+Each texture is 16x16 RGB, drawn from a base colour, seeded value noise and
+a few features (ore specks, grass blades, sand ripples, water waves), so the
+default game ships textures of its own. Deterministic: running it again
+writes the same bytes. Standard library only.
+
+    scripts/textures.py [OUT_DIR]
+"""
+
+import random
+import struct
+import sys
+import zlib
+from pathlib import Path
+
+SIZE = 16
+
+
+def png(path, pixels):
+    """Writes rows of (r, g, b) as an 8-bit RGB PNG."""
+    raw = b"".join(b"\0" + bytes(c for px in row for c in px) for row in pixels)
+
+    def chunk(kind, data):
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", SIZE, SIZE, 8, 2, 0, 0, 0)
+    data = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
+    path.write_bytes(data)
+
+
+def clamp(v):
+    return max(0, min(255, int(round(v))))
+
+
+def noise(seed, scale):
+    """Value noise on the 16x16 tile, wrapping, in [-1, 1]."""
+    rng = random.Random(seed)
+    cells = SIZE // scale
+    grid = [[rng.uniform(-1, 1) for _ in range(cells)] for _ in range(cells)]
+
+    def at(x, y):
+        fx, fy = x / scale, y / scale
+        x0, y0 = int(fx) % cells, int(fy) % cells
+        x1, y1 = (x0 + 1) % cells, (y0 + 1) % cells
+        tx, ty = fx - int(fx), fy - int(fy)
+        top = grid[y0][x0] * (1 - tx) + grid[y0][x1] * tx
+        bottom = grid[y1][x0] * (1 - tx) + grid[y1][x1] * tx
+        return top * (1 - ty) + bottom * ty
+
+    return at
+
+
+def tile(seed, base, spread, fine=0.5):
+    coarse, detail = noise(seed, 4), noise(seed + 1, 1)
+    rows = []
+    for y in range(SIZE):
+        row = []
+        for x in range(SIZE):
+            n = coarse(x, y) * (1 - fine) + detail(x, y) * fine
+            row.append(tuple(clamp(c + n * spread) for c in base))
+        rows.append(row)
+    return rows
+
+
+def specks(rows, seed, colour, count):
+    rng = random.Random(seed)
+    for _ in range(count):
+        x, y = rng.randrange(SIZE), rng.randrange(SIZE)
+        for dx, dy in ((0, 0), (1, 0), (0, 1)):
+            if rng.random() < 0.8:
+                rows[(y + dy) % SIZE][(x + dx) % SIZE] = colour
+    return rows
+
+
+def stone():
+    return tile(1, (128, 128, 132), 26)
+
+
+def dirt():
+    return specks(tile(2, (122, 86, 58), 22), 20, (96, 66, 44), 10)
+
+
+def grass():
+    rows = tile(3, (92, 156, 64), 24)
+    rng = random.Random(30)
+    for _ in range(22):
+        x, y = rng.randrange(SIZE), rng.randrange(SIZE)
+        rows[y][x] = (118, 184, 80) if rng.random() < 0.5 else (70, 128, 48)
+    return rows
+
+
+def sand():
+    rows = tile(4, (222, 206, 150), 14)
+    for y in range(0, SIZE, 5):
+        for x in range(SIZE):
+            r, g, b = rows[(y + x // 6) % SIZE][x]
+            rows[(y + x // 6) % SIZE][x] = (clamp(r - 14), clamp(g - 14), clamp(b - 12))
+    return rows
+
+
+def water():
+    rows = tile(5, (52, 96, 196), 14, fine=0.2)
+    for y in range(2, SIZE, 6):
+        for x in range(SIZE):
+            yy = (y + (x // 4) % 2) % SIZE
+            r, g, b = rows[yy][x]
+            rows[yy][x] = (clamp(r + 30), clamp(g + 34), clamp(b + 30))
+    return rows
+
+
+def coal_ore():
+    return specks(stone(), 6, (34, 34, 36), 7)
+
+
+def iron_ore():
+    return specks(stone(), 7, (206, 160, 120), 7)
+
+
+TEXTURES = {
+    "stone": stone,
+    "dirt": dirt,
+    "grass": grass,
+    "sand": sand,
+    "water": water,
+    "coal_ore": coal_ore,
+    "iron_ore": iron_ore,
+}
+
+
+def main():
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "modules/main/client_data/textures"
+    out.mkdir(parents=True, exist_ok=True)
+    for name, draw in TEXTURES.items():
+        png(out / f"{name}.png", draw())
+        print(out / f"{name}.png")
+
+
+if __name__ == "__main__":
+    main()
