@@ -18,8 +18,8 @@ use std::time::Instant;
 use buildat_client::render::mesh::{
     ChunkMesh, ChunkVoxels, Kind, MeshTable, Neighbourhood, mesh_chunk, mesh_chunk_naive,
 };
-use buildat_worldgen_terrain::{self as terrain, PALETTE};
 use buildat_voxel::geometry::Pos;
+use buildat_worldgen_terrain::{self as terrain, PALETTE};
 
 const SEED: u64 = 1;
 const ROUNDS: usize = 5;
@@ -46,7 +46,12 @@ fn table() -> MeshTable {
 type Mesher = fn(Pos, &Neighbourhood, &MeshTable) -> ChunkMesh;
 
 /// (seconds for all chunks, meshes) of one round.
-fn round(mesher: Mesher, chunks: &[Pos], held: &HashMap<Pos, ChunkVoxels>, table: &MeshTable) -> (f64, Vec<ChunkMesh>) {
+fn round(
+    mesher: Mesher,
+    chunks: &[Pos],
+    held: &HashMap<Pos, ChunkVoxels>,
+    table: &MeshTable,
+) -> (f64, Vec<ChunkMesh>) {
     let started = Instant::now();
     let meshes: Vec<ChunkMesh> = chunks
         .iter()
@@ -71,8 +76,14 @@ fn main() {
             }
         }
     }
-    println!("meshing {} chunks of generated terrain (seed {SEED}), median of {ROUNDS} rounds", chunks.len());
-    println!("{:<28} {:>10} {:>16} {:>18}", "mesher", "chunks/s", "triangles/chunk", "vertex KiB/chunk");
+    println!(
+        "meshing {} chunks of generated terrain (seed {SEED}), median of {ROUNDS} rounds",
+        chunks.len()
+    );
+    println!(
+        "{:<28} {:>10} {:>16} {:>18}",
+        "mesher", "chunks/s", "triangles/chunk", "vertex KiB/chunk"
+    );
     let mut rates = Vec::new();
     for (name, mesher) in [
         ("greedy (client)", mesh_chunk as Mesher),
@@ -90,7 +101,12 @@ fn main() {
         let drawn: Vec<&ChunkMesh> = meshes.iter().filter(|m| !m.indices.is_empty()).collect();
         let count = drawn.len().max(1);
         let triangles = drawn.iter().map(|m| m.triangles()).sum::<usize>() / count;
-        let vertex_kib = drawn.iter().map(|m| m.vertices.len() * VERTEX_BYTES).sum::<usize>() as f64 / count as f64 / 1024.0;
+        let vertex_kib = drawn
+            .iter()
+            .map(|m| m.vertices.len() * VERTEX_BYTES)
+            .sum::<usize>() as f64
+            / count as f64
+            / 1024.0;
         let rate = chunks.len() as f64 / median;
         rates.push((rate, triangles));
         println!("{name:<28} {rate:>10.0} {triangles:>16} {vertex_kib:>18.1}");

@@ -434,12 +434,10 @@ impl Client {
         let mut world = self.runtime.world().borrow_mut();
         let mut messages = Vec::new();
         let chunk_message = |world: &mut WorldView, chunk| {
-            world
-                .chunk_values(chunk)
-                .map(|values| ToFrontend::Chunk {
-                    chunk,
-                    voxels: values.into(),
-                })
+            world.chunk_values(chunk).map(|values| ToFrontend::Chunk {
+                chunk,
+                voxels: values.into(),
+            })
         };
         match *handled {
             Handled::Registry { .. } => {

@@ -147,7 +147,9 @@ fn parse_camera(text: &str) -> Result<Camera, String> {
             yaw,
             pitch: pitch.clamp(-89.9, 89.9),
         }),
-        _ => Err(format!("{text:?}: expected five finite numbers X,Y,Z,YAW,PITCH")),
+        _ => Err(format!(
+            "{text:?}: expected five finite numbers X,Y,Z,YAW,PITCH"
+        )),
     }
 }
 
@@ -373,7 +375,11 @@ fn run_with_frontend(settings: &Settings, name: &str, frontend: Frontend) -> u8 
                 shot.frame.chunks_culled,
                 shot.frame.triangles,
                 shot.frame_time.as_secs_f64() * 1e3,
-                if shot.settled { "" } else { "; taken before the world settled" }
+                if shot.settled {
+                    ""
+                } else {
+                    "; taken before the world settled"
+                }
             );
         }),
         Frontend::Window(options) => window::run(frontend_link, options),

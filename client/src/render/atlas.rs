@@ -46,7 +46,10 @@ fn find_texture<'a>(files: &'a HashMap<String, Arc<[u8]>>, texture: &str) -> Opt
         .filter(|name| suffixes.iter().any(|s| name.ends_with(s.as_str())))
         .collect();
     names.sort();
-    names.first().and_then(|name| files.get(*name)).map(|c| &c[..])
+    names
+        .first()
+        .and_then(|name| files.get(*name))
+        .map(|c| &c[..])
 }
 
 /// Decodes a PNG to `TILE`² RGBA (nearest texel), or `None` if it is not
@@ -89,8 +92,9 @@ pub fn decode_tile(png_bytes: &[u8]) -> Option<Vec<u8>> {
 
 /// FNV-1a of a name: the seed of its colour and texel noise.
 fn name_hash(name: &str) -> u32 {
-    name.bytes()
-        .fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+    name.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
 }
 
 /// The colour a block without a texture is drawn in: a hue from its name,
@@ -135,7 +139,11 @@ fn checker_tile() -> Vec<u8> {
     for y in 0..TILE {
         for x in 0..TILE {
             let on = (x / 4 + y / 4) % 2 == 0;
-            tile.extend_from_slice(if on { &[200, 0, 200, 255] } else { &[20, 20, 20, 255] });
+            tile.extend_from_slice(if on {
+                &[200, 0, 200, 255]
+            } else {
+                &[20, 20, 20, 255]
+            });
         }
     }
     tile
@@ -202,7 +210,9 @@ impl Atlas {
                 layer
             });
             if let Some(layer) = layers.get(faces[2] as usize) {
-                swatches.entry(block.clone()).or_insert_with(|| mean_colour(layer));
+                swatches
+                    .entry(block.clone())
+                    .or_insert_with(|| mean_colour(layer));
             }
             if let Some(entry) = entries.get_mut(id) {
                 *entry = (kind, faces);
@@ -240,7 +250,12 @@ mod tests {
         let mut registry = VoxelRegistry::default();
         for name in ["stone", "moss"] {
             registry
-                .add(VoxelName::simple(name), std::array::from_fn(|_| format!("{name}.png")), "", true)
+                .add(
+                    VoxelName::simple(name),
+                    std::array::from_fn(|_| format!("{name}.png")),
+                    "",
+                    true,
+                )
                 .expect("add");
         }
         let files = HashMap::from([(
@@ -254,7 +269,13 @@ mod tests {
         assert_eq!(&atlas.layers[1][..4], &[10, 20, 30, 255]);
         let moss = name_colour("moss");
         let texel = &atlas.layers[2][..3];
-        assert!(texel.iter().zip(moss).all(|(&t, m)| (i32::from(t) - i32::from(m)).abs() < 40), "{texel:?} vs {moss:?}");
+        assert!(
+            texel
+                .iter()
+                .zip(moss)
+                .all(|(&t, m)| (i32::from(t) - i32::from(m)).abs() < 40),
+            "{texel:?} vs {moss:?}"
+        );
         assert_ne!(name_colour("moss"), name_colour("stone"));
     }
 }

@@ -21,7 +21,11 @@ pub struct Camera {
 impl Camera {
     pub fn forward(&self) -> Vec3 {
         let (yaw, pitch) = (self.yaw.to_radians(), self.pitch.to_radians());
-        Vec3::new(pitch.cos() * yaw.cos(), pitch.sin(), pitch.cos() * yaw.sin())
+        Vec3::new(
+            pitch.cos() * yaw.cos(),
+            pitch.sin(),
+            pitch.cos() * yaw.sin(),
+        )
     }
 
     /// World to clip space, for a `width`/`height` target seeing `far`
@@ -76,10 +80,22 @@ mod tests {
         };
         let frustum = Frustum::new(camera.view_projection(1.5, 200.0));
         let one = Vec3::ONE;
-        assert!(frustum.intersects_box(Vec3::new(50.0, 0.0, 0.0) - one, Vec3::new(50.0, 0.0, 0.0) + one));
-        assert!(!frustum.intersects_box(Vec3::new(-50.0, 0.0, 0.0) - one, Vec3::new(-50.0, 0.0, 0.0) + one));
-        assert!(!frustum.intersects_box(Vec3::new(300.0, 0.0, 0.0) - one, Vec3::new(300.0, 0.0, 0.0) + one));
-        assert!(!frustum.intersects_box(Vec3::new(5.0, 0.0, 50.0) - one, Vec3::new(5.0, 0.0, 50.0) + one));
+        assert!(frustum.intersects_box(
+            Vec3::new(50.0, 0.0, 0.0) - one,
+            Vec3::new(50.0, 0.0, 0.0) + one
+        ));
+        assert!(!frustum.intersects_box(
+            Vec3::new(-50.0, 0.0, 0.0) - one,
+            Vec3::new(-50.0, 0.0, 0.0) + one
+        ));
+        assert!(!frustum.intersects_box(
+            Vec3::new(300.0, 0.0, 0.0) - one,
+            Vec3::new(300.0, 0.0, 0.0) + one
+        ));
+        assert!(!frustum.intersects_box(
+            Vec3::new(5.0, 0.0, 50.0) - one,
+            Vec3::new(5.0, 0.0, 50.0) + one
+        ));
         // A box around the eye is always in view.
         assert!(frustum.intersects_box(-one, one));
     }

@@ -194,7 +194,8 @@ impl Renderer {
             min_filter: wgpu::FilterMode::Nearest,
             ..Default::default()
         });
-        let chunk_attributes = wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x2, 2 => Uint32, 3 => Uint32];
+        let chunk_attributes =
+            wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x2, 2 => Uint32, 3 => Uint32];
         let flat_attributes = wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x4];
         let pipeline = |label: &str,
                         vertex_entry: &str,
@@ -250,10 +251,46 @@ impl Renderer {
             })
         };
         use wgpu::PrimitiveTopology::{LineList, TriangleList};
-        let chunk_pipeline = pipeline("chunks", "vs_chunk", "fs_chunk", &chunk_attributes, VERTEX_BYTES, TriangleList, true, true);
-        let world_triangles = pipeline("boxes", "vs_world_flat", "fs_flat", &flat_attributes, FLAT_BYTES, TriangleList, true, true);
-        let world_lines = pipeline("outline", "vs_world_flat", "fs_flat", &flat_attributes, FLAT_BYTES, LineList, true, false);
-        let screen_triangles = pipeline("overlay", "vs_screen_flat", "fs_flat", &flat_attributes, FLAT_BYTES, TriangleList, false, false);
+        let chunk_pipeline = pipeline(
+            "chunks",
+            "vs_chunk",
+            "fs_chunk",
+            &chunk_attributes,
+            VERTEX_BYTES,
+            TriangleList,
+            true,
+            true,
+        );
+        let world_triangles = pipeline(
+            "boxes",
+            "vs_world_flat",
+            "fs_flat",
+            &flat_attributes,
+            FLAT_BYTES,
+            TriangleList,
+            true,
+            true,
+        );
+        let world_lines = pipeline(
+            "outline",
+            "vs_world_flat",
+            "fs_flat",
+            &flat_attributes,
+            FLAT_BYTES,
+            LineList,
+            true,
+            false,
+        );
+        let screen_triangles = pipeline(
+            "overlay",
+            "vs_screen_flat",
+            "fs_flat",
+            &flat_attributes,
+            FLAT_BYTES,
+            TriangleList,
+            false,
+            false,
+        );
         Self {
             device,
             queue,
@@ -348,16 +385,20 @@ impl Renderer {
             self.chunks.remove(&chunk);
             return;
         };
-        let vertices = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("chunk vertices"),
-            contents: &vertex_bytes(&mesh.vertices),
-            usage: wgpu::BufferUsages::VERTEX,
-        });
-        let indices = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("chunk indices"),
-            contents: &index_bytes(&mesh.indices),
-            usage: wgpu::BufferUsages::INDEX,
-        });
+        let vertices = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("chunk vertices"),
+                contents: &vertex_bytes(&mesh.vertices),
+                usage: wgpu::BufferUsages::VERTEX,
+            });
+        let indices = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("chunk indices"),
+                contents: &index_bytes(&mesh.indices),
+                usage: wgpu::BufferUsages::INDEX,
+            });
         self.chunks.insert(
             chunk,
             GpuChunk {
@@ -422,11 +463,12 @@ impl Renderer {
         let flat_buffer = |label: &str, vertices: &[FlatVertex]| {
             (!vertices.is_empty()).then(|| {
                 (
-                    self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                        label: Some(label),
-                        contents: &flat_bytes(vertices),
-                        usage: wgpu::BufferUsages::VERTEX,
-                    }),
+                    self.device
+                        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                            label: Some(label),
+                            contents: &flat_bytes(vertices),
+                            usage: wgpu::BufferUsages::VERTEX,
+                        }),
                     u32::try_from(vertices.len()).unwrap_or(0),
                 )
             })
@@ -437,7 +479,9 @@ impl Renderer {
 
         let mut encoder = self
             .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("frame"),
+            });
         {
             let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some("frame"),
@@ -504,7 +548,8 @@ impl Renderer {
     pub fn read_rgb(&self, texture: &wgpu::Texture) -> Result<Vec<u8>, RenderError> {
         let (width, height) = (texture.width(), texture.height());
         let row = width * 4;
-        let padded_row = row.div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT) * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
+        let padded_row =
+            row.div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT) * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
         let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("readback"),
             size: u64::from(padded_row) * u64::from(height),
@@ -513,7 +558,9 @@ impl Renderer {
         });
         let mut encoder = self
             .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("readback"),
+            });
         encoder.copy_texture_to_buffer(
             texture.as_image_copy(),
             wgpu::TexelCopyBufferInfo {

@@ -140,7 +140,10 @@ impl Neighbourhood {
                         continue;
                     };
                     let [lx, ly, lz] = [px, py, pz].map(|p| (p + SIZE - 1) % SIZE);
-                    let value = chunk.get(lx + SIZE * (ly + SIZE * lz)).copied().unwrap_or(AIR);
+                    let value = chunk
+                        .get(lx + SIZE * (ly + SIZE * lz))
+                        .copied()
+                        .unwrap_or(AIR);
                     let at = px + PADDED * (py + PADDED * pz);
                     kinds[at] = table.kind(value);
                     values[at] = value;
@@ -265,7 +268,14 @@ fn face_axes(face: usize) -> ([i32; 3], [i32; 3]) {
 
 /// Appends one quad: `origin` is the voxel-space corner where u and v
 /// start, `w`×`h` voxels along u and v.
-fn push_quad(mesh: &mut ChunkMesh, base: [i32; 3], face: usize, at: [i32; 3], size: [i32; 2], key: FaceKey) {
+fn push_quad(
+    mesh: &mut ChunkMesh,
+    base: [i32; 3],
+    face: usize,
+    at: [i32; 3],
+    size: [i32; 2],
+    key: FaceKey,
+) {
     let d = face / 2;
     let positive = face % 2 == 0;
     let (u, v) = face_axes(face);
@@ -293,7 +303,8 @@ fn push_quad(mesh: &mut ChunkMesh, base: [i32; 3], face: usize, at: [i32; 3], si
     }
     // Split along the diagonal whose ends are lighter, so AO interpolates
     // without a visible seam; wind counter-clockwise seen from outside.
-    let flip = u32::from(key.ao[0]) + u32::from(key.ao[2]) < u32::from(key.ao[1]) + u32::from(key.ao[3]);
+    let flip =
+        u32::from(key.ao[0]) + u32::from(key.ao[2]) < u32::from(key.ao[1]) + u32::from(key.ao[3]);
     let quad: [u32; 6] = match (flip, positive) {
         (false, true) => [0, 1, 2, 0, 2, 3],
         (false, false) => [0, 2, 1, 0, 3, 2],
@@ -503,7 +514,10 @@ mod tests {
             for y in -1..=1 {
                 for x in -1..=1 {
                     let chunk = [x, y, z];
-                    held.insert(chunk, chunk_from_fn(chunk, |p| if solid.contains(&p) { STONE } else { AIR }));
+                    held.insert(
+                        chunk,
+                        chunk_from_fn(chunk, |p| if solid.contains(&p) { STONE } else { AIR }),
+                    );
                 }
             }
         }
@@ -515,7 +529,14 @@ mod tests {
         let mesh = mesh_chunk([0, 0, 0], &world(&[[5, 5, 5]]), &table());
         assert_eq!(mesh.quads(), 6);
         assert!(mesh.vertices.iter().all(|v| v.ao() == 3));
-        let layers: Vec<u32> = (0..6).map(|f| mesh.vertices.iter().find(|v| v.face() == f).map_or(99, |v| v.layer)).collect();
+        let layers: Vec<u32> = (0..6)
+            .map(|f| {
+                mesh.vertices
+                    .iter()
+                    .find(|v| v.face() == f)
+                    .map_or(99, |v| v.layer)
+            })
+            .collect();
         assert_eq!(layers, [2, 2, 3, 4, 2, 2]);
     }
 
@@ -541,13 +562,21 @@ mod tests {
         let naive = mesh_chunk_naive([0, 0, 0], &world(&solid), &table());
         assert_eq!(naive.quads(), 6 * 9, "a 3×3×3 cube shows 9 faces a side");
         let greedy = mesh_chunk([0, 0, 0], &world(&solid), &table());
-        assert!(greedy.quads() >= 6 && greedy.quads() < naive.quads(), "{}", greedy.quads());
+        assert!(
+            greedy.quads() >= 6 && greedy.quads() < naive.quads(),
+            "{}",
+            greedy.quads()
+        );
     }
 
     #[test]
     fn faces_towards_chunks_not_held_are_not_drawn() {
         let held = HashMap::from([([0, 0, 0], chunk_from_fn([0, 0, 0], |_| STONE))]);
-        let mesh = mesh_chunk([0, 0, 0], &Neighbourhood::gather([0, 0, 0], &held), &table());
+        let mesh = mesh_chunk(
+            [0, 0, 0],
+            &Neighbourhood::gather([0, 0, 0], &held),
+            &table(),
+        );
         assert_eq!(mesh.quads(), 0);
     }
 
@@ -561,7 +590,11 @@ mod tests {
         // A floor voxel with a wall voxel on top of its +x neighbour: the
         // floor's top face is darker at its +x edge only.
         let mesh = mesh_chunk_naive([0, 0, 0], &world(&[[5, 5, 5], [6, 6, 5]]), &table());
-        let top: Vec<&Vertex> = mesh.vertices.iter().filter(|v| v.face() == 2 && v.position[1] == 6.0 && v.position[0] <= 6.0).collect();
+        let top: Vec<&Vertex> = mesh
+            .vertices
+            .iter()
+            .filter(|v| v.face() == 2 && v.position[1] == 6.0 && v.position[0] <= 6.0)
+            .collect();
         assert_eq!(top.len(), 4);
         for v in top {
             let expected = if v.position[0] == 6.0 { 2 } else { 3 };
@@ -573,7 +606,8 @@ mod tests {
     fn quads_wind_counter_clockwise_seen_from_outside() {
         let mesh = mesh_chunk([0, 0, 0], &world(&[[5, 5, 5]]), &table());
         for tri in mesh.indices.chunks(3) {
-            let [a, b, c] = [tri[0], tri[1], tri[2]].map(|i| glam::Vec3::from(mesh.vertices[i as usize].position));
+            let [a, b, c] = [tri[0], tri[1], tri[2]]
+                .map(|i| glam::Vec3::from(mesh.vertices[i as usize].position));
             let normal = (b - a).cross(c - a).normalize();
             let face = mesh.vertices[tri[0] as usize].face();
             let expected = glam::Vec3::from(NORMALS[face].map(|c| c as f32));

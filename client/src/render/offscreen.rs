@@ -59,17 +59,17 @@ pub fn run(link: FrontendLink, options: &ShotOptions) -> Result<ShotReport, Rend
     let mut renderer = Renderer::new(device, queue, gpu::COLOUR_FORMAT);
     let mut scene = Scene::new()?;
     let settled = loop {
-        let eye = options
-            .camera
-            .map(|c| c.eye)
-            .or_else(|| scene.ui.teleport.map(|(_, p)| Vec3::new(p[0] as f32, p[1] as f32, p[2] as f32)));
+        let eye = options.camera.map(|c| c.eye).or_else(|| {
+            scene
+                .ui
+                .teleport
+                .map(|(_, p)| Vec3::new(p[0] as f32, p[1] as f32, p[2] as f32))
+        });
         scene.focus = eye.map(|e| chunk_of_voxel(e.floor().as_ivec3().to_array()));
         scene.receive(&link);
         scene.collect(Duration::from_millis(10));
         let spawned = options.camera.is_some() || scene.ui.teleport.is_some();
-        let quiet = scene
-            .last_chunk_at
-            .is_some_and(|t| t.elapsed() >= SETTLE);
+        let quiet = scene.last_chunk_at.is_some_and(|t| t.elapsed() >= SETTLE);
         if spawned && quiet && scene.meshing_idle() && scene.atlas().is_some() {
             break true;
         }

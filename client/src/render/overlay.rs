@@ -102,7 +102,13 @@ impl Overlay {
 
     /// A filled rectangle, in pixels.
     pub fn rect(&mut self, x: f32, y: f32, w: f32, h: f32, colour: [f32; 4]) {
-        let ndc = |px: f32, py: f32| [px / self.width * 2.0 - 1.0, 1.0 - py / self.height * 2.0, 0.0];
+        let ndc = |px: f32, py: f32| {
+            [
+                px / self.width * 2.0 - 1.0,
+                1.0 - py / self.height * 2.0,
+                0.0,
+            ]
+        };
         let corners = [ndc(x, y), ndc(x + w, y), ndc(x + w, y + h), ndc(x, y + h)];
         for i in [0, 3, 2, 0, 2, 1] {
             self.triangles.push(FlatVertex {
@@ -121,7 +127,13 @@ impl Overlay {
                 for (row, bits) in rows.iter().enumerate() {
                     for col in 0..5 {
                         if bits & (0x10 >> col) != 0 {
-                            self.rect(gx + col as f32 * SCALE, y + dx + row as f32 * SCALE, SCALE, SCALE, colour);
+                            self.rect(
+                                gx + col as f32 * SCALE,
+                                y + dx + row as f32 * SCALE,
+                                SCALE,
+                                SCALE,
+                                colour,
+                            );
                         }
                     }
                 }
@@ -140,13 +152,23 @@ impl Overlay {
     /// Lines from the top left, one under the other.
     pub fn lines<'a>(&mut self, lines: impl IntoIterator<Item = &'a str>) {
         for (i, line) in lines.into_iter().enumerate() {
-            self.text(8.0, 8.0 + i as f32 * LINE_H * SCALE, line, [1.0, 1.0, 1.0, 1.0]);
+            self.text(
+                8.0,
+                8.0 + i as f32 * LINE_H * SCALE,
+                line,
+                [1.0, 1.0, 1.0, 1.0],
+            );
         }
     }
 
     /// The hotbar at the bottom centre: a swatch per block (`swatch(name)`,
     /// else its name's colour), the selected one framed, its name above.
-    pub fn hotbar(&mut self, names: &[String], selected: usize, swatch: impl Fn(&str) -> Option<[u8; 3]>) {
+    pub fn hotbar(
+        &mut self,
+        names: &[String],
+        selected: usize,
+        swatch: impl Fn(&str) -> Option<[u8; 3]>,
+    ) {
         if names.is_empty() {
             return;
         }
@@ -154,13 +176,24 @@ impl Overlay {
         let total = slot * names.len() as f32;
         let x0 = (self.width - total) / 2.0;
         let y0 = self.height - slot - 10.0;
-        self.rect(x0 - 4.0, y0 - 4.0, total + 8.0, slot + 8.0, [0.0, 0.0, 0.0, 0.45]);
+        self.rect(
+            x0 - 4.0,
+            y0 - 4.0,
+            total + 8.0,
+            slot + 8.0,
+            [0.0, 0.0, 0.0, 0.45],
+        );
         for (i, name) in names.iter().enumerate() {
             let x = x0 + i as f32 * slot;
             if i == selected {
                 self.rect(x, y0, slot, slot, [1.0, 1.0, 1.0, 0.95]);
                 let label_w = name.chars().count() as f32 * GLYPH_W * SCALE;
-                self.text((self.width - label_w) / 2.0, y0 - 26.0, name, [1.0, 1.0, 1.0, 1.0]);
+                self.text(
+                    (self.width - label_w) / 2.0,
+                    y0 - 26.0,
+                    name,
+                    [1.0, 1.0, 1.0, 1.0],
+                );
             }
             let colour = swatch(name).unwrap_or_else(|| name_colour(name));
             let [r, g, b] = colour.map(|c| f32::from(c) / 255.0);

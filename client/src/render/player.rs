@@ -228,7 +228,12 @@ mod tests {
 
     #[test]
     fn the_ray_finds_the_ground_and_the_voxel_before_it() {
-        let target = cast_ray(&flat, Vec3::new(0.5, 1.6, 0.5), Vec3::new(1.0, -1.0, 0.0), REACH);
+        let target = cast_ray(
+            &flat,
+            Vec3::new(0.5, 1.6, 0.5),
+            Vec3::new(1.0, -1.0, 0.0),
+            REACH,
+        );
         assert_eq!(
             target,
             Some(Target {
@@ -236,9 +241,18 @@ mod tests {
                 before: [2, 0, 0]
             })
         );
-        assert_eq!(cast_ray(&flat, Vec3::new(0.5, 1.6, 0.5), Vec3::Y, REACH), None);
+        assert_eq!(
+            cast_ray(&flat, Vec3::new(0.5, 1.6, 0.5), Vec3::Y, REACH),
+            None
+        );
         // Along an axis from a voxel boundary (no NaN from 0 × ∞).
-        assert_eq!(cast_ray(&flat, Vec3::new(0.0, 1.0, 0.0), Vec3::X, REACH), None);
-        assert_eq!(cast_ray(&flat, Vec3::new(0.0, 0.0, 0.5), Vec3::X, REACH).map(|t| t.voxel), Some([3, 0, 0]));
+        assert_eq!(
+            cast_ray(&flat, Vec3::new(0.0, 1.0, 0.0), Vec3::X, REACH),
+            None
+        );
+        assert_eq!(
+            cast_ray(&flat, Vec3::new(0.0, 0.0, 0.5), Vec3::X, REACH).map(|t| t.voxel),
+            Some([3, 0, 0])
+        );
     }
 }

@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use glam::{DVec3, Vec3};
 use winit::application::ApplicationHandler;
-use winit::event::{DeviceEvent, DeviceId, ElementState, MouseButton, MouseScrollDelta, WindowEvent};
+use winit::event::{
+    DeviceEvent, DeviceId, ElementState, MouseButton, MouseScrollDelta, WindowEvent,
+};
 use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
 use winit::keyboard::{KeyCode, PhysicalKey};
 use winit::window::{CursorGrabMode, Window, WindowId};
@@ -90,7 +92,9 @@ struct App {
 /// Runs the window until it is closed, the session ends, or the deadline.
 pub fn run(link: FrontendLink, options: WindowOptions) -> Result<(), RenderError> {
     let event_loop = EventLoop::new().map_err(|e| {
-        RenderError::Window(format!("{e} (window mode needs a display: set DISPLAY, or use --screenshot)"))
+        RenderError::Window(format!(
+            "{e} (window mode needs a display: set DISPLAY, or use --screenshot)"
+        ))
     })?;
     event_loop.set_control_flow(ControlFlow::Poll);
     let mut app = App {
@@ -184,7 +188,10 @@ impl App {
             self.capture(on);
         }
         if action.is_none() {
-            let _ = self.link.to_session.send(FromFrontend::Key { key: name, pressed });
+            let _ = self
+                .link
+                .to_session
+                .send(FromFrontend::Key { key: name, pressed });
         }
     }
 
@@ -238,7 +245,10 @@ impl App {
             if moved && now.duration_since(self.last_report) >= MOVE_REPORT_EVERY {
                 self.last_report = now;
                 self.reported = Some(feet);
-                let _ = self.link.to_session.send(FromFrontend::Moved(feet.to_array()));
+                let _ = self
+                    .link
+                    .to_session
+                    .send(FromFrontend::Moved(feet.to_array()));
             }
         }
         let eye = self
@@ -270,7 +280,12 @@ impl App {
         }
         if let Some(target) = self.target {
             let min = Vec3::from(target.voxel.map(|c| c as f32)) - Vec3::splat(0.002);
-            gpu::box_lines(min, min + Vec3::splat(1.004), [0.05, 0.05, 0.05, 1.0], &mut extras.world_lines);
+            gpu::box_lines(
+                min,
+                min + Vec3::splat(1.004),
+                [0.05, 0.05, 0.05, 1.0],
+                &mut extras.world_lines,
+            );
         }
         let (width, height) = (gfx.config.width, gfx.config.height);
         let mut overlay = Overlay::new(width, height);
@@ -302,7 +317,8 @@ impl App {
         };
         let view = frame.texture.create_view(&Default::default());
         let radius = self.scene.view_radius(eye.to_array());
-        gfx.renderer.draw(&view, (width, height), &camera, radius, &extras);
+        gfx.renderer
+            .draw(&view, (width, height), &camera, radius, &extras);
         gfx.window.pre_present_notify();
         gfx.renderer.queue.present(frame);
     }
@@ -343,7 +359,11 @@ impl ApplicationHandler for App {
                     self.key(key_name(code), event.state == ElementState::Pressed);
                 }
             }
-            WindowEvent::MouseInput { state: ElementState::Pressed, button, .. } => {
+            WindowEvent::MouseInput {
+                state: ElementState::Pressed,
+                button,
+                ..
+            } => {
                 if !self.captured {
                     self.capture(true);
                     return;

@@ -278,7 +278,18 @@ impl Runtime {
         host.raw_set(
             "ui_set_box",
             lua.create_function(
-                move |_, (id, x, y, z, width, height, r, g, b): (String, f64, f64, f64, f64, f64, Option<f64>, Option<f64>, Option<f64>)| {
+                move |_,
+                      (id, x, y, z, width, height, r, g, b): (
+                    String,
+                    f64,
+                    f64,
+                    f64,
+                    f64,
+                    f64,
+                    Option<f64>,
+                    Option<f64>,
+                    Option<f64>,
+                )| {
                     finite(&[x, y, z, width, height])?;
                     let mut ui = s.ui.borrow_mut();
                     if !ui.state.boxes.contains_key(&id) {
@@ -289,7 +300,10 @@ impl Runtime {
                         id,
                         UiBox {
                             position: [x, y, z],
-                            size: [width.clamp(0.0, 64.0) as f32, height.clamp(0.0, 64.0) as f32],
+                            size: [
+                                width.clamp(0.0, 64.0) as f32,
+                                height.clamp(0.0, 64.0) as f32,
+                            ],
                             colour: [channel(r), channel(g), channel(b)],
                         },
                     );

@@ -75,7 +75,15 @@ fn screenshot(setup: &Setup, address: &str, path: &Path, extra: &[&str]) -> Stri
     let out = Command::new(CLIENT)
         .args(["--connect", address, "--cache"])
         .arg(setup.cache())
-        .args(["--name", "camera", "--size", "320x180", "--quit-after", "150", "--screenshot"])
+        .args([
+            "--name",
+            "camera",
+            "--size",
+            "320x180",
+            "--quit-after",
+            "150",
+            "--screenshot",
+        ])
         .arg(path)
         .args(extra)
         .output()
@@ -195,8 +203,15 @@ fn a_screenshot_from_spawn_shows_terrain_and_a_dig_changes_the_next() {
             }
         }
     }
-    assert!(sky * 2 < below, "{sky} of {below} pixels below the horizon are sky ({line})");
-    assert!(colours.len() >= 8, "only {} colours below the horizon ({line})", colours.len());
+    assert!(
+        sky * 2 < below,
+        "{sky} of {below} pixels below the horizon are sky ({line})"
+    );
+    assert!(
+        colours.len() >= 8,
+        "only {} colours below the horizon ({line})",
+        colours.len()
+    );
 
     // Aim at the top voxel two voxels along +x of spawn, shoot, dig, shoot.
     let eye = camera_eye(&line);
@@ -219,12 +234,18 @@ fn a_screenshot_from_spawn_shows_terrain_and_a_dig_changes_the_next() {
         for x in cx - 10..cx + 10 {
             total += 1;
             let (p, q) = (a.pixel(x, y), b.pixel(x, y));
-            if p.iter().zip(q).any(|(&p, q)| (i32::from(p) - i32::from(q)).abs() > 8) {
+            if p.iter()
+                .zip(q)
+                .any(|(&p, q)| (i32::from(p) - i32::from(q)).abs() > 8)
+            {
                 changed += 1;
             }
         }
     }
-    assert!(changed * 4 > total, "only {changed} of {total} pixels around the crosshair changed");
+    assert!(
+        changed * 4 > total,
+        "only {changed} of {total} pixels around the crosshair changed"
+    );
 }
 
 /// Whether `program` runs (`program -version` or `--version`).
@@ -249,7 +270,15 @@ impl Xvfb {
     fn start() -> Self {
         use std::io::Read;
         let mut child = Command::new("Xvfb")
-            .args(["-displayfd", "1", "-screen", "0", "1024x768x24", "-nolisten", "tcp"])
+            .args([
+                "-displayfd",
+                "1",
+                "-screen",
+                "0",
+                "1024x768x24",
+                "-nolisten",
+                "tcp",
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -309,11 +338,21 @@ fn the_window_survives_ten_seconds_of_scripted_input_under_xvfb() {
     command
         .args(["--connect", &address, "--cache"])
         .arg(setup.cache())
-        .args(["--name", "player", "--window", "--size", "640x480", "--quit-after", "45"])
+        .args([
+            "--name",
+            "player",
+            "--window",
+            "--size",
+            "640x480",
+            "--quit-after",
+            "45",
+        ])
         .env("DISPLAY", &xvfb.display);
     let mut client = Running::spawn(command);
     assert!(
-        client.wait_for("spawned at", Duration::from_secs(60)).is_some(),
+        client
+            .wait_for("spawned at", Duration::from_secs(60))
+            .is_some(),
         "the windowed client never spawned"
     );
     let started = Instant::now();

@@ -168,4 +168,3 @@ pub fn spawn_position(stderr: &str) -> [f64; 3] {
         .collect();
     [v[0], v[1], v[2]]
 }
-
