@@ -2,7 +2,8 @@
 """Draws the default game's block textures (modules/main/client_data/textures/*.png).
 
 Each texture is 16x16 RGB, drawn from a base colour, seeded value noise and
-a few features (ore specks, grass blades, sand ripples, water waves), so the
+a few features (ore specks, grass blades, sand ripples, water waves,
+bark lines, mortar, moss), so the
 default game ships textures of its own. Deterministic: running it again
 writes the same bytes. Standard library only.
 
@@ -119,6 +120,90 @@ def iron_ore():
     return specks(stone(), 7, (206, 160, 120), 7)
 
 
+def gold_ore():
+    return specks(stone(), 8, (232, 196, 64), 7)
+
+
+def gravel():
+    rows = tile(9, (136, 128, 122), 30, fine=0.8)
+    rng = random.Random(90)
+    for _ in range(18):
+        x, y = rng.randrange(SIZE), rng.randrange(SIZE)
+        rows[y][x] = (96, 90, 86) if rng.random() < 0.5 else (170, 162, 156)
+    return rows
+
+
+def sandstone():
+    rows = tile(10, (214, 190, 132), 10)
+    for y in range(3, SIZE, 4):
+        for x in range(SIZE):
+            r, g, b = rows[y][x]
+            rows[y][x] = (clamp(r - 24), clamp(g - 24), clamp(b - 20))
+    return rows
+
+
+def snow():
+    return tile(11, (236, 240, 246), 8)
+
+
+def ice():
+    rows = tile(12, (156, 196, 236), 12, fine=0.2)
+    for i in range(SIZE):
+        for x, y in ((i, (i * 3) % SIZE), ((i + 7) % SIZE, i)):
+            r, g, b = rows[y][x]
+            rows[y][x] = (clamp(r + 40), clamp(g + 36), clamp(b + 18))
+    return rows
+
+
+def wood():
+    rows = tile(13, (112, 82, 50), 12, fine=0.3)
+    for y in range(SIZE):
+        for x in range(0, SIZE, 3):
+            xx = (x + (y // 5)) % SIZE
+            r, g, b = rows[y][xx]
+            rows[y][xx] = (clamp(r - 26), clamp(g - 22), clamp(b - 16))
+    return rows
+
+
+def leaves():
+    return specks(tile(14, (58, 124, 44), 30, fine=0.8), 140, (34, 84, 28), 14)
+
+
+def pine_leaves():
+    return specks(tile(15, (40, 92, 60), 26, fine=0.8), 150, (24, 60, 40), 14)
+
+
+def cactus():
+    rows = tile(16, (74, 142, 62), 12, fine=0.3)
+    for y in range(SIZE):
+        for x in (1, 5, 10, 14):
+            r, g, b = rows[y][x]
+            rows[y][x] = (clamp(r - 22), clamp(g - 30), clamp(b - 20))
+    for y, x in ((2, 3), (6, 12), (9, 7), (13, 2), (12, 11)):
+        rows[y][x] = (236, 230, 190)
+    return rows
+
+
+def cobblestone():
+    rows = tile(17, (118, 118, 120), 22, fine=0.7)
+    # Mortar lines around irregular stones.
+    for y in range(SIZE):
+        for x in range(SIZE):
+            if y % 5 == 0 or (x + 3 * (y // 5)) % 6 == 0:
+                r, g, b = rows[y][x]
+                rows[y][x] = (clamp(r - 38), clamp(g - 38), clamp(b - 36))
+    return rows
+
+
+def mossy_cobblestone():
+    rows = cobblestone()
+    rng = random.Random(180)
+    for _ in range(60):
+        x, y = rng.randrange(SIZE), rng.randrange(SIZE)
+        rows[y][x] = (78, 118, 56) if rng.random() < 0.6 else (58, 96, 44)
+    return rows
+
+
 TEXTURES = {
     "stone": stone,
     "dirt": dirt,
@@ -127,6 +212,17 @@ TEXTURES = {
     "water": water,
     "coal_ore": coal_ore,
     "iron_ore": iron_ore,
+    "gold_ore": gold_ore,
+    "gravel": gravel,
+    "sandstone": sandstone,
+    "snow": snow,
+    "ice": ice,
+    "wood": wood,
+    "leaves": leaves,
+    "pine_leaves": pine_leaves,
+    "cactus": cactus,
+    "cobblestone": cobblestone,
+    "mossy_cobblestone": mossy_cobblestone,
 }
 
 
