@@ -382,7 +382,18 @@ fn run_with_frontend(settings: &Settings, name: &str, frontend: Frontend) -> u8 
                 }
             );
         }),
-        Frontend::Window(options) => window::run(frontend_link, options),
+        Frontend::Window(options) => window::run(frontend_link, options).map(|report| {
+            let cpu = report
+                .cpu_ms_per_frame
+                .map_or_else(|| "unknown".to_string(), |ms| format!("{ms:.1} ms"));
+            let [next, second, later] = report.edit_latency;
+            eprintln!(
+                "buildat-client: window: {} frames in {:.1} s; frame time median {:.1} ms, \
+                 p99 {:.1} ms; CPU per frame {cpu} (whole process); edits drawn: {next} in \
+                 the frame that received them, {second} in the next, {later} later",
+                report.frames, report.seconds, report.frame_ms_median, report.frame_ms_p99,
+            );
+        }),
         Frontend::None => Ok(()),
     };
     let code = session.join().unwrap_or_else(|_| {

@@ -100,6 +100,14 @@ pub struct Scene {
     pub last_chunk_at: Option<Instant>,
     /// Chunks received (new or changed).
     pub chunks_received: u64,
+    /// The frame being prepared (the window counts them).
+    pub frame: u64,
+    /// Edited chunks by the frame that received their update, until their
+    /// new mesh is handed out.
+    edit_received_at: HashMap<Pos, u64>,
+    /// Edits drawn, by frames from the one that received the update to the
+    /// one that draws it: 1, 2, more.
+    pub edit_latency: [u64; 3],
 }
 
 impl Scene {
@@ -123,6 +131,9 @@ impl Scene {
             ended: false,
             last_chunk_at: None,
             chunks_received: 0,
+            frame: 0,
+            edit_received_at: HashMap::new(),
+            edit_latency: [0; 3],
         })
     }
 
@@ -173,6 +184,7 @@ impl Scene {
                     }
                     match self.chunks.insert(chunk, voxels.clone()) {
                         Some(old) => {
+                            self.edit_received_at.entry(chunk).or_insert(self.frame);
                             let touched = touched_neighbours(chunk, &old, &voxels);
                             self.urgent.insert(chunk);
                             self.urgent.extend(touched.iter().copied());
@@ -187,6 +199,7 @@ impl Scene {
                 }
                 ToFrontend::Unload { chunk } => {
                     self.chunks.remove(&chunk);
+                    self.edit_received_at.remove(&chunk);
                     self.empty.remove(&chunk);
                     self.dirty.remove(&chunk);
                     self.pending.remove(&chunk);
@@ -283,9 +296,18 @@ impl Scene {
         }
     }
 
-    /// Meshes to upload (`None`: drop the chunk's).
+    /// Meshes to upload (`None`: drop the chunk's); they are drawn in the
+    /// frame `self.frame`.
     pub fn take_ready(&mut self) -> Vec<(Pos, Option<ChunkMesh>)> {
-        std::mem::take(&mut self.ready)
+        let ready = std::mem::take(&mut self.ready);
+        for (chunk, _) in &ready {
+            if let Some(received) = self.edit_received_at.remove(chunk) {
+                let frames = self.frame.saturating_sub(received) + 1;
+                let bucket = usize::try_from(frames - 1).unwrap_or(usize::MAX).min(2);
+                self.edit_latency[bucket] += 1;
+            }
+        }
+        ready
     }
 
     /// Whether every held chunk's latest mesh is done.
@@ -313,7 +335,7 @@ impl Scene {
             }
             for ly in (0..CHUNK_SIZE).rev() {
                 let y = chunk[1] * CHUNK_SIZE + ly;
-                if best.is_some_and(|b| b >= y + 1) {
+                if best.is_some_and(|b| b > y) {
                     break;
                 }
                 let value = voxels

@@ -36,6 +36,24 @@ const MOUSE_SENSITIVITY: f32 = 0.12;
 /// The player's position is reported at most this often.
 const MOVE_REPORT_EVERY: Duration = Duration::from_millis(100);
 
+/// How the window's run went, for the exit summary.
+#[derive(Debug, Clone, Default)]
+pub struct WindowReport {
+    /// Frames drawn.
+    pub frames: u64,
+    /// From the window opening to its end.
+    pub seconds: f64,
+    /// Wall time between successive frames, median and 99th percentile.
+    pub frame_ms_median: f64,
+    pub frame_ms_p99: f64,
+    /// CPU time of the whole process (all threads: session, mesher, the
+    /// software renderer's) per frame drawn; `None` without `/proc`.
+    pub cpu_ms_per_frame: Option<f64>,
+    /// Edits drawn, by frames from the one that received the update to the
+    /// one that drew it: 1, 2, more.
+    pub edit_latency: [u64; 3],
+}
+
 /// What the window shows.
 #[derive(Debug, Clone)]
 pub struct WindowOptions {
@@ -87,10 +105,14 @@ struct App {
     reported: Option<DVec3>,
     fps: f32,
     target: Option<Target>,
+    /// Wall time between frames, ms.
+    frame_ms: Vec<f32>,
+    /// When the window opened, and the process's CPU seconds then.
+    opened: Option<(Instant, Option<f64>)>,
 }
 
 /// Runs the window until it is closed, the session ends, or the deadline.
-pub fn run(link: FrontendLink, options: WindowOptions) -> Result<(), RenderError> {
+pub fn run(link: FrontendLink, options: WindowOptions) -> Result<WindowReport, RenderError> {
     let event_loop = EventLoop::new().map_err(|e| {
         RenderError::Window(format!(
             "{e} (window mode needs a display: set DISPLAY, or use --screenshot)"
@@ -114,6 +136,8 @@ pub fn run(link: FrontendLink, options: WindowOptions) -> Result<(), RenderError
         reported: None,
         fps: 0.0,
         target: None,
+        frame_ms: Vec::new(),
+        opened: None,
     };
     event_loop
         .run_app(&mut app)
@@ -121,11 +145,53 @@ pub fn run(link: FrontendLink, options: WindowOptions) -> Result<(), RenderError
     let _ = app.link.to_session.send(FromFrontend::Quit);
     match app.error {
         Some(error) => Err(error),
-        None => Ok(()),
+        None => Ok(app.report()),
     }
 }
 
+/// CPU seconds (user + system) of this process so far, from
+/// `/proc/self/stat` (in USER_HZ ticks: 100 a second on Linux).
+fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
+/// The `q`-quantile (0..=1) of `values`, sorted in place.
+fn quantile(values: &mut [f32], q: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f32::total_cmp);
+    let at = ((values.len() - 1) as f64 * q).round() as usize;
+    f64::from(values[at.min(values.len() - 1)])
+}
+
 impl App {
+    fn report(&mut self) -> WindowReport {
+        let Some((opened, cpu_then)) = self.opened else {
+            return WindowReport::default();
+        };
+        let frames = self.frame_ms.len() as u64;
+        let cpu_ms_per_frame = match (cpu_then, process_cpu_seconds()) {
+            (Some(then), Some(now)) if frames > 0 => Some((now - then) * 1e3 / frames as f64),
+            _ => None,
+        };
+        WindowReport {
+            frames,
+            seconds: opened.elapsed().as_secs_f64(),
+            frame_ms_median: quantile(&mut self.frame_ms, 0.5),
+            frame_ms_p99: quantile(&mut self.frame_ms, 0.99),
+            cpu_ms_per_frame,
+            edit_latency: self.scene.edit_latency,
+        }
+    }
+
     fn open(&mut self, event_loop: &ActiveEventLoop) -> Result<Gfx, RenderError> {
         let (width, height) = self.options.size;
         let attributes = Window::default_attributes()
@@ -223,6 +289,7 @@ impl App {
             let eye = player.eye().floor().as_ivec3().to_array();
             self.scene.focus = Some(buildat_voxel::geometry::chunk_of_voxel(eye));
         }
+        self.scene.frame += 1;
         self.scene.receive(&self.link);
         self.scene.collect(Duration::from_millis(8));
         if self.scene.ended || self.options.deadline.is_some_and(|d| now >= d) {
@@ -261,6 +328,11 @@ impl App {
         };
         self.target = player::cast_ray(&solid, eye, camera.forward(), player::REACH);
         let Some(gfx) = &mut self.gfx else { return };
+        if self.opened.is_none() {
+            self.opened = Some((now, process_cpu_seconds()));
+        } else {
+            self.frame_ms.push((seconds * 1e3) as f32);
+        }
         if let Some(atlas) = self.scene.atlas() {
             gfx.renderer.set_atlas(atlas, self.scene.atlas_version);
         }

@@ -115,6 +115,19 @@ pub(super) struct Ui {
     moves: Vec<Handler>,
 }
 
+/// `set_box(id, x, y, z, width, height [, r, g, b])`.
+type SetBoxArgs = (
+    String,
+    f64,
+    f64,
+    f64,
+    f64,
+    f64,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+);
+
 fn finite(values: &[f64]) -> mlua::Result<()> {
     if values.iter().all(|v| v.is_finite()) {
         Ok(())
@@ -278,18 +291,7 @@ impl Runtime {
         host.raw_set(
             "ui_set_box",
             lua.create_function(
-                move |_,
-                      (id, x, y, z, width, height, r, g, b): (
-                    String,
-                    f64,
-                    f64,
-                    f64,
-                    f64,
-                    f64,
-                    Option<f64>,
-                    Option<f64>,
-                    Option<f64>,
-                )| {
+                move |_, (id, x, y, z, width, height, r, g, b): SetBoxArgs| {
                     finite(&[x, y, z, width, height])?;
                     let mut ui = s.ui.borrow_mut();
                     if !ui.state.boxes.contains_key(&id) {

@@ -16,14 +16,21 @@ use mlua::Value;
 type Log = Rc<RefCell<Vec<(Level, String, String)>>>;
 
 const TIME_LIMIT: Duration = Duration::from_millis(200);
+/// The time limit of the memory exploits: filling the memory limit must
+/// come first, even in a debug build on a loaded machine.
+const MEMORY_CASE_TIME_LIMIT: Duration = Duration::from_secs(10);
 const MEMORY_LIMIT: usize = 32 << 20;
 
 fn runtime() -> (Runtime, Log) {
+    runtime_with_time_limit(TIME_LIMIT)
+}
+
+fn runtime_with_time_limit(time_limit: Duration) -> (Runtime, Log) {
     let log: Log = Rc::default();
     let sink = log.clone();
     let rt = Runtime::new(Options {
         memory_limit: MEMORY_LIMIT,
-        time_limit: TIME_LIMIT,
+        time_limit,
         client_name: "tester".into(),
         log: Rc::new(move |level, name, message| {
             sink.borrow_mut()
@@ -49,8 +56,8 @@ fn sent(rt: &Runtime) -> Vec<(String, String)> {
 
 /// A runtime with a bystander script that answers `test:ping` with
 /// `test:pong`.
-fn runtime_with_bystander() -> (Runtime, Log) {
-    let (rt, log) = runtime();
+fn runtime_with_bystander(time_limit: Duration) -> (Runtime, Log) {
+    let (rt, log) = runtime_with_time_limit(time_limit);
     run(
         &rt,
         "bystander/client_lua/init.lua",
@@ -93,7 +100,11 @@ fn assert_healthy(rt: &Runtime, case: &str) {
 /// Runs an exploit: it must fail with `kind`, quickly, and leave the VM
 /// healthy.
 fn assert_contained(source: &str, kind: FailureKind, case: &str) -> ScriptError {
-    let (rt, _log) = runtime_with_bystander();
+    let time_limit = match kind {
+        FailureKind::MemoryLimit => MEMORY_CASE_TIME_LIMIT,
+        _ => TIME_LIMIT,
+    };
+    let (rt, _log) = runtime_with_bystander(time_limit);
     let start = Instant::now();
     let error = run(&rt, "evil/client_lua/init.lua", source)
         .expect_err(&format!("{case}: the script is stopped"));
@@ -103,8 +114,8 @@ fn assert_contained(source: &str, kind: FailureKind, case: &str) -> ScriptError 
     // A hang guard, not a timing figure: a loaded machine may be slow, but a
     // script that escaped the budget would run for far longer.
     assert!(
-        took < TIME_LIMIT * 50,
-        "{case}: stopped only after {took:?}, the budget is {TIME_LIMIT:?}"
+        took < time_limit * 50,
+        "{case}: stopped only after {took:?}, the budget is {time_limit:?}"
     );
     assert_healthy(&rt, case);
     error
@@ -167,7 +178,7 @@ fn infinite_loop_in_an_xpcall_handler() {
     );
     // A single one: the handler is stopped, xpcall reports the failure,
     // and the script cannot do anything after it but end.
-    let (rt, _log) = runtime_with_bystander();
+    let (rt, _log) = runtime_with_bystander(TIME_LIMIT);
     let start = Instant::now();
     let result = run(
         &rt,
@@ -190,7 +201,7 @@ fn gc_finalizers_do_not_run() {
     // Lua code cannot create: newproxy is removed). So the finalizer loop
     // can never run: the script ends normally and a full collection by
     // the host returns at once without running Lua.
-    let (rt, _log) = runtime_with_bystander();
+    let (rt, _log) = runtime_with_bystander(TIME_LIMIT);
     run(
         &rt,
         "evil/client_lua/init.lua",
@@ -276,7 +287,7 @@ fn unbounded_table_growth() {
 
 #[test]
 fn memory_is_reclaimed_after_a_bomb() {
-    let (rt, _log) = runtime_with_bystander();
+    let (rt, _log) = runtime_with_bystander(TIME_LIMIT);
     let before = rt.used_memory();
     let _ = run(
         &rt,
@@ -313,7 +324,7 @@ fn deep_recursion() {
     );
     assert!(e.message.contains("stack overflow"), "{e}");
     // pcall nested at every level unwinds cleanly and the script goes on.
-    let (rt, _log) = runtime_with_bystander();
+    let (rt, _log) = runtime_with_bystander(TIME_LIMIT);
     run(
         &rt,
         "deep/client_lua/init.lua",
@@ -326,7 +337,7 @@ fn deep_recursion() {
 
 #[test]
 fn bytecode_is_never_loaded() {
-    let (rt, _log) = runtime_with_bystander();
+    let (rt, _log) = runtime_with_bystander(TIME_LIMIT);
     let bytecode = mlua::chunk::Compiler::new()
         .compile("buildat.send_packet('test:bytecode', 'ran')")
         .expect("compile");
@@ -486,7 +497,7 @@ fn imports_resolve_from_the_files_own_environment() {
 
 #[test]
 fn errors_name_the_file_and_line_and_are_contained() {
-    let (rt, _log) = runtime_with_bystander();
+    let (rt, _log) = runtime_with_bystander(TIME_LIMIT);
     let error = run(
         &rt,
         "broken/client_lua/init.lua",
@@ -975,4 +986,172 @@ fn bot_exit_hooks_run_once_and_are_contained() {
         ]
     );
     assert!(rt.run_exit_hooks().is_empty(), "each hook runs once");
+}
+
+/// `buildat.ui` as a game uses it: text lines (cut to the limit), key
+/// bindings to actions and to functions, the hotbar and its selection
+/// (wrapping both ways), boxes, moving the player; then the frontend's
+/// side: a key, a click with its target and a move reach the handlers of
+/// the file that set them, and a failing handler is contained.
+#[test]
+fn the_ui_api_holds_what_the_game_set_and_passes_input_to_its_handlers() {
+    use buildat_client::frontend::{Button, Target};
+    use buildat_client::sandbox::{Action, MAX_TEXT_BYTES};
+
+    let (rt, _log) = runtime();
+    rt.set_graphical(true);
+    run(
+        &rt,
+        "game/client_lua/init.lua",
+        r#"
+        local ui = buildat.ui
+        assert(ui.graphical() == true)
+        ui.set_text("1 help", "hello")
+        ui.set_text("2 long", string.rep("é", 300))
+        ui.set_text("3 gone", "x")
+        ui.set_text("3 gone", nil)
+        ui.bind("W", "forward")
+        ui.bind("Q", "free_mouse")
+        ui.bind("E", function(pressed)
+            buildat.send_packet("test:key", "E " .. tostring(pressed))
+        end)
+        ui.bind("F", function() error("boom") end)
+        local ok, err = pcall(ui.bind, "G", "fly")
+        assert(not ok and string.find(tostring(err), "unknown action"), tostring(err))
+        ui.set_hotbar({ "stone", "dirt", "grass" })
+        ui.select(0)
+        local slot, name = ui.selected()
+        assert(slot == 3 and name == "grass", "select(0) wraps to the last slot")
+        ui.select(5)
+        slot, name = ui.selected()
+        assert(slot == 2 and name == "dirt", "select(5) wraps to the second slot")
+        ui.set_box("p", 1, 2, 3, 0.6, 1.8, 0.9, 2, -1)
+        ui.set_box("q", 0, 0, 0, 1, 1)
+        ui.remove_box("q")
+        ui.set_position(4, 5, 6)
+        ui.on_click(function(button, target)
+            if target then
+                buildat.send_packet("test:click", button .. " " .. target.x .. "," .. target.y
+                    .. "," .. target.z .. " before " .. target.before.y)
+            else
+                buildat.send_packet("test:click", button .. " nothing")
+            end
+        end)
+        ui.on_move(function(x, y, z)
+            buildat.send_packet("test:move", x .. "," .. y .. "," .. z)
+        end)
+        "#,
+    )
+    .expect("the game's UI script runs");
+
+    let state = rt.take_ui_change().expect("the UI changed");
+    assert!(rt.take_ui_change().is_none(), "a change is taken once");
+    assert_eq!(state.texts.len(), 2, "{:?}", state.texts);
+    assert_eq!(state.texts["1 help"], "hello");
+    let long = &state.texts["2 long"];
+    assert!(long.len() <= MAX_TEXT_BYTES && long.len() >= MAX_TEXT_BYTES - 1);
+    assert!(
+        long.chars().all(|c| c == 'é'),
+        "cut on a character boundary"
+    );
+    assert_eq!(state.actions.get("W"), Some(&Action::Forward));
+    assert_eq!(state.actions.get("Q"), Some(&Action::FreeMouse));
+    assert!(
+        !state.actions.contains_key("E"),
+        "a function binding is not an action"
+    );
+    assert_eq!(state.hotbar, ["stone", "dirt", "grass"]);
+    assert_eq!(state.selected, 1);
+    assert_eq!(state.boxes.len(), 1);
+    let player = state.boxes["p"];
+    assert_eq!(player.position, [1.0, 2.0, 3.0]);
+    assert_eq!(
+        player.colour,
+        [0.9, 1.0, 0.0],
+        "channels are clamped to 0..1"
+    );
+    assert_eq!(state.teleport.map(|(_, p)| p), Some([4.0, 5.0, 6.0]));
+
+    assert!(rt.dispatch_key("E", true).is_empty());
+    assert!(rt.dispatch_key("E", false).is_empty());
+    assert!(
+        rt.dispatch_key("Z", true).is_empty(),
+        "an unbound key calls nothing"
+    );
+    let target = Target {
+        voxel: [7, -8, 9],
+        before: [7, -7, 9],
+    };
+    assert!(rt.dispatch_click(Button::Right, Some(target)).is_empty());
+    assert!(rt.dispatch_click(Button::Left, None).is_empty());
+    assert!(rt.dispatch_move([1.5, 2.0, -3.25]).is_empty());
+    assert_eq!(
+        sent(&rt),
+        [
+            ("test:key".to_string(), "E true".to_string()),
+            ("test:key".to_string(), "E false".to_string()),
+            (
+                "test:click".to_string(),
+                "right 7,-8,9 before -7".to_string()
+            ),
+            ("test:click".to_string(), "left nothing".to_string()),
+            ("test:move".to_string(), "1.5,2,-3.25".to_string()),
+        ]
+    );
+
+    let errors = rt.dispatch_key("F", true);
+    assert_eq!(errors.len(), 1, "the failing handler's error is returned");
+    assert!(errors[0].to_string().contains("boom"), "{}", errors[0]);
+    assert!(
+        rt.dispatch_key("E", true).is_empty(),
+        "the runtime still works"
+    );
+}
+
+/// Each kind of UI entry is bounded: text lines, key bindings and boxes
+/// stop at `MAX_UI_ENTRIES` with an error, and non-finite positions are
+/// refused.
+#[test]
+fn the_ui_api_is_bounded() {
+    use buildat_client::sandbox::MAX_UI_ENTRIES;
+
+    let (rt, _log) = runtime_with_bystander(TIME_LIMIT);
+    let result = rt.eval_sandboxed(
+        "game/client_lua/flood.lua",
+        &format!(
+            r#"
+            local ui = buildat.ui
+            local function fill(f)
+                for i = 1, {n} do
+                    local ok, err = pcall(f, i)
+                    if not ok then return i, tostring(err) end
+                end
+                return nil
+            end
+            local texts = fill(function(i) ui.set_text("t" .. i, "x") end)
+            local keys = fill(function(i) ui.bind("K" .. i, function() end) end)
+            local boxes = fill(function(i) ui.set_box("b" .. i, 0, 0, 0, 1, 1) end)
+            local nan_ok = pcall(ui.set_box, "nan", 0 / 0, 0, 0, 1, 1)
+            local inf_ok = pcall(ui.set_position, math.huge, 0, 0)
+            return texts, keys, boxes, nan_ok, inf_ok
+            "#,
+            n = MAX_UI_ENTRIES + 10
+        ),
+    );
+    let values = result.expect("the flood script runs to its end");
+    let number = |i: usize| match &values[i] {
+        Value::Integer(n) => *n as usize,
+        Value::Number(n) => *n as usize,
+        other => panic!("value {i}: {other:?}"),
+    };
+    for (i, what) in ["texts", "keys", "boxes"].iter().enumerate() {
+        assert_eq!(number(i), MAX_UI_ENTRIES + 1, "{what} stop after the limit");
+    }
+    assert_eq!(values[3], Value::Boolean(false), "a NaN box is refused");
+    assert_eq!(
+        values[4],
+        Value::Boolean(false),
+        "an infinite position is refused"
+    );
+    assert_healthy(&rt, "after the UI flood");
 }

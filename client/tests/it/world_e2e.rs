@@ -210,8 +210,10 @@ fn a_joining_client_gets_its_own_chunk_first_then_the_radius_once_each() {
 // ---------------------------------------------------------------------------
 
 /// Digs A (the top of the column two east of the spawn point), places stone
-/// on B (two west), digs C (two south) and places sand there; one edit a
+/// on B (two west), digs that stone again and places sand there; one edit a
 /// second, each waited for (its own edit in `main:edits`). Prints `EDIT x,y,z name`.
+/// B stands on the ground beside the player, so every target is in sight
+/// whatever the terrain (the server refuses edits out of sight).
 const DIGGER_BOT: &str = r#"
 local main = require("buildat/module/main")
 local log = buildat.Logger("digger")
@@ -239,13 +241,13 @@ main.on_spawn(function(_, sx, sy, sz)
     local bx, bz = math.floor(sx), math.floor(sz)
     buildat.set_interval(0.1, function()
         if plan == nil then
-            local ya, yb, yc = top(bx + 2, bz, sy), top(bx - 2, bz, sy), top(bx, bz + 2, sy)
-            if ya == nil or yb == nil or yc == nil then return end
+            local ya, yb = top(bx + 2, bz, sy), top(bx - 2, bz, sy)
+            if ya == nil or yb == nil then return end
             plan = {
                 { "dig", bx + 2, ya, bz },
                 { "place", bx - 2, yb + 1, bz, "stone" },
-                { "dig", bx, yc, bz + 2 },
-                { "place", bx, yc, bz + 2, "sand" },
+                { "dig", bx - 2, yb + 1, bz },
+                { "place", bx - 2, yb + 1, bz, "sand" },
             }
             last = os.clock()
         end
