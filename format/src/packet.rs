@@ -119,6 +119,19 @@ impl FrameDecoder {
         self.buf.len().saturating_sub(self.start)
     }
 
+    /// Whether a whole frame is queued (the next `try_next_frame` returns
+    /// one, or an error). A receiver that paces its sender reads no more
+    /// bytes while one waits.
+    pub fn has_whole_frame(&self) -> bool {
+        let pending = self.pending();
+        parse_header(pending).is_some_and(|(_, size)| {
+            usize::try_from(size)
+                .ok()
+                .and_then(|size| size.checked_add(FRAME_HEADER_LEN))
+                .is_some_and(|whole| pending.len() >= whole)
+        })
+    }
+
     /// The header of the partial frame, once all 6 header bytes arrived.
     pub fn pending_header(&self) -> Option<(u16, u32)> {
         parse_header(self.pending())
@@ -640,6 +653,11 @@ impl PacketReader {
         self.frames.buffered_len()
     }
 
+    /// Whether a whole frame is queued (see [`FrameDecoder::has_whole_frame`]).
+    pub fn has_whole_frame(&self) -> bool {
+        self.frames.has_whole_frame()
+    }
+
     /// The frame decoder.
     pub fn frames(&self) -> &FrameDecoder {
         &self.frames
@@ -686,5 +704,29 @@ impl PacketWriter {
     /// The packet type table.
     pub fn types(&self) -> &SenderPacketTypes {
         &self.types
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_whole_frame_is_seen_only_once_all_its_bytes_arrived() {
+        let mut bytes = Vec::new();
+        encode_frame(&mut bytes, 100, b"hello").expect("encodes");
+        let mut decoder = FrameDecoder::new(1024);
+        assert!(!decoder.has_whole_frame(), "nothing yet");
+        for (i, byte) in bytes.iter().enumerate() {
+            assert!(!decoder.has_whole_frame(), "{i} of {} bytes", bytes.len());
+            decoder.push(&[*byte]);
+        }
+        assert!(decoder.has_whole_frame());
+        let frame = decoder.try_next_frame().expect("valid").expect("whole");
+        assert_eq!(frame.data, b"hello");
+        assert!(!decoder.has_whole_frame(), "taken");
+        // A header declaring more than fits in memory is never whole.
+        decoder.push(&[1, 0, 0xff, 0xff, 0xff, 0xff]);
+        assert!(!decoder.has_whole_frame());
     }
 }

@@ -87,6 +87,12 @@ impl RawClient {
         self.queue(P::NAME, &data)
     }
 
+    /// The bytes everything queued goes out as, taken without writing
+    /// them (for an attacker writing them its own way).
+    pub fn take_queued(&mut self) -> Vec<u8> {
+        self.writer.take()
+    }
+
     /// Writes everything queued.
     pub fn flush(&mut self) -> std::io::Result<()> {
         let bytes = self.writer.take();

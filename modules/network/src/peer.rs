@@ -194,6 +194,10 @@ impl InputBudget {
     }
 }
 
+/// Bytes read from a socket at a time: what a peer past its budget can make
+/// the server hold, besides one partial frame.
+const READ_BYTES: usize = 16 * 1024;
+
 /// A peer's input budget (rate, burst) when `peers` are connected: its own
 /// (`per_peer`, `burst`), but never more than an equal share of `total`
 /// (bursts of two seconds of it), so a few hundred flooding peers together
@@ -329,11 +333,14 @@ async fn run(
                     }
                 }
             }
-            ready = stream.readable(), if throttled_until.is_none() => {
+            // Bytes are read only while nothing whole waits: a peer past its
+            // budget keeps its flood in its own socket (TCP pushes back on
+            // it), not in the server's memory.
+            ready = stream.readable(), if throttled_until.is_none() && !state.reader.has_whole_frame() => {
                 if let Err(error) = ready {
                     return Exit::Closed(format!("read error: {error}"));
                 }
-                let mut buffer = [0u8; 64 * 1024];
+                let mut buffer = [0u8; READ_BYTES];
                 match stream.try_read(&mut buffer) {
                     Ok(0) => return Exit::Closed("connection closed by the client".into()),
                     Ok(read) => {
