@@ -44,7 +44,7 @@ pub struct Viewer {
     updates: Vec<Arc<Vec<u8>>>,
     /// Encoded `voxelworld:light` packets for held chunks whose light
     /// changed, to send after the voxel updates.
-    lights: Vec<Arc<Vec<u8>>>,
+    lights: Vec<(Pos, Arc<Vec<u8>>)>,
     in_flight: u32,
     registry_sent: bool,
 }
@@ -129,6 +129,7 @@ impl Streamer {
         for chunk in leaving {
             viewer.held.remove(&chunk);
             viewer.resend.remove(&chunk);
+            viewer.lights.retain(|(lit, _)| *lit != chunk);
             if let Ok(packet) = OutgoingPacket::new(&UnloadChunk { chunk }) {
                 packets.push(packet);
             }
@@ -213,7 +214,8 @@ impl Streamer {
         self.light_cache.insert(chunk, packet.clone());
         for (peer, viewer) in &mut self.viewers {
             if viewer.held.contains(&chunk) && !viewer.resend.contains(&chunk) {
-                viewer.lights.push(packet.clone());
+                viewer.lights.retain(|(lit, _)| *lit != chunk);
+                viewer.lights.push((chunk, packet.clone()));
                 holders.insert(*peer);
             }
         }
@@ -297,7 +299,7 @@ impl Streamer {
                     data: update.as_ref().clone(),
                 });
             }
-            for light in viewer.lights.drain(..) {
+            for (_, light) in viewer.lights.drain(..) {
                 packets.push(OutgoingPacket {
                     name: Light::NAME.to_string(),
                     data: light.as_ref().clone(),
