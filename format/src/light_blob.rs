@@ -96,6 +96,7 @@ pub fn decode_light(bytes: &[u8], max: usize) -> Result<Vec<u8>, LightBlobError>
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 

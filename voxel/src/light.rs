@@ -458,7 +458,7 @@ mod tests {
         fn light(&self, chunk: Pos) -> Vec<u8> {
             let table = table();
             let offset = |i: usize| [i % 3, i / 3 % 3, i / 9].map(|o| o as i32 - 1);
-            let masks: Vec<Option<Vec<bool>>> = (0..9)
+            let masks: Vec<Option<Vec<bool>>> = (0..9usize)
                 .map(|i| {
                     let [dx, dz] = [(i % 3) as i32 - 1, (i / 3) as i32 - 1];
                     self.sun_in([chunk[0] + dx, chunk[1] + 1, chunk[2] + dz], &table)

@@ -161,7 +161,7 @@ impl Neighbourhood {
         for pz in 0..PADDED {
             for py in 0..PADDED {
                 for px in 0..PADDED {
-                    let [cx, cy, cz] = [px, py, pz].map(|p| chunk_step(p));
+                    let [cx, cy, cz] = [px, py, pz].map(chunk_step);
                     let Some(Some(chunk)) = self.neighbours.get(cx + 3 * cy + 9 * cz) else {
                         continue;
                     };
@@ -312,7 +312,7 @@ fn push_quad(
     key: FaceKey,
 ) {
     let d = face / 2;
-    let positive = face % 2 == 0;
+    let positive = face.is_multiple_of(2);
     let (u, v) = face_axes(face);
     let mut corner = at;
     if positive {

@@ -326,7 +326,7 @@ impl Scene {
             }
             for ly in (0..CHUNK_SIZE).rev() {
                 let y = chunk[1] * CHUNK_SIZE + ly;
-                if best.is_some_and(|b| b >= y + 1) {
+                if best.is_some_and(|b| b > y) {
                     break;
                 }
                 let value = voxels

@@ -76,7 +76,7 @@ struct Chunk {
     voxels: Option<Vec<u32>>,
     blob: Option<Vec<u8>>,
     /// Its light, once asked for (derived, never stored).
-    light: Option<Arc<Vec<u8>>>,
+    light: Option<ChunkLight>,
     /// Which of its columns full sunlight came down into when last looked
     /// at (x + 32·z), so a change above is followed down only as far as it
     /// changes what comes down.
@@ -155,6 +155,9 @@ impl Section {
         self.save_enabled || self.dynamic.values().any(|n| n.save_enabled)
     }
 }
+
+/// A chunk's light bytes (`buildat_voxel::light`), shared with the stream.
+pub type ChunkLight = Arc<Vec<u8>>;
 
 /// A chunk changed since the last commit.
 #[derive(Debug, Clone, PartialEq)]
@@ -868,7 +871,7 @@ impl World {
         &mut self,
         chunk: Pos,
         memo: &mut HashMap<Pos, Arc<Vec<bool>>>,
-    ) -> Result<Option<Arc<Vec<u8>>>, WorldError> {
+    ) -> Result<Option<ChunkLight>, WorldError> {
         self.refresh_light_table();
         if self.voxels_of(chunk)?.is_none() {
             return Ok(None);
@@ -905,7 +908,7 @@ impl World {
     /// computed on first use; `None` if its section is not generated. Light
     /// kept while changes wait for the next [`World::relight`] is answered
     /// as it is.
-    pub fn chunk_light(&mut self, chunk: Pos) -> Result<Option<Arc<Vec<u8>>>, WorldError> {
+    pub fn chunk_light(&mut self, chunk: Pos) -> Result<Option<ChunkLight>, WorldError> {
         let section_pos = self.section_size.section_of_chunk(chunk);
         if self.load_section(section_pos)? != Loaded::Ready {
             return Ok(None);
@@ -920,7 +923,7 @@ impl World {
     /// the last call can reach; answers the chunks whose light changed,
     /// with their new light. Once a tick: the changes of a tick are lit
     /// together, across chunk borders.
-    pub fn relight(&mut self) -> Result<Vec<(Pos, Arc<Vec<u8>>)>, WorldError> {
+    pub fn relight(&mut self) -> Result<Vec<(Pos, ChunkLight)>, WorldError> {
         if self.light_dirty.is_empty() {
             return Ok(Vec::new());
         }
