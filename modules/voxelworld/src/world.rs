@@ -23,7 +23,7 @@
 //! Does not own: the database (`storage.rs`) or generation (a generator
 //! module answers `voxelworld:generation_request`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
@@ -44,6 +44,9 @@ use crate::storage::{StorageError, StoredSection, WorldStorage};
 const ID_BLOCK: u64 = 1024;
 const REGISTRY_NAME: &str = "main";
 const BLOB_VERSION: &str = "1";
+/// Chunks kept only as their blob that lighting keeps decoded at a time
+/// (128 KiB each).
+const LIGHT_DECODE_CACHE: usize = 128;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorldError {
@@ -203,6 +206,10 @@ pub struct World {
     light_table: LightTable,
     /// The registry's length when `light_table` was built.
     light_table_len: usize,
+    /// Blob-only chunks decoded for lighting, the last
+    /// [`LIGHT_DECODE_CACHE`] (oldest first in `light_decoded_order`).
+    light_decoded: HashMap<Pos, Arc<[u32]>>,
+    light_decoded_order: VecDeque<Pos>,
 }
 
 impl World {
@@ -222,6 +229,8 @@ impl World {
             light_dirty: BTreeSet::new(),
             light_table: LightTable::default(),
             light_table_len: 0,
+            light_decoded: HashMap::new(),
+            light_decoded_order: VecDeque::new(),
         }
     }
 
@@ -280,6 +289,9 @@ impl World {
         };
         if let Some((section, true)) = &decoded {
             self.light_dirty.extend(section.chunks.keys().copied());
+        }
+        for chunk in self.section_size.chunks_of_section(pos) {
+            self.forget_light_voxels(chunk);
         }
         let (mut section, loaded) = match decoded {
             Some((section, true)) => (section, Loaded::Ready),
@@ -662,6 +674,7 @@ impl World {
                 chunk.light = None;
                 updated.push((chunk.node_id, chunk_pos));
                 self.light_dirty.insert(chunk_pos);
+                self.light_decoded.remove(&chunk_pos);
             }
         }
         section.generated = true;
@@ -796,6 +809,9 @@ impl World {
         if section.generated {
             self.light_dirty.extend(section.chunks.keys().copied());
         }
+        for chunk in section.chunks.keys() {
+            self.light_decoded.remove(chunk);
+        }
         self.sections.insert(pos, section);
         Ok(())
     }
@@ -824,9 +840,36 @@ impl World {
             .and_then(|s| s.chunks.get_mut(&chunk))
     }
 
-    /// The decoded voxels of a chunk in memory (after [`Self::voxels_of`]).
-    fn decoded(&self, chunk: Pos) -> Option<&[u32]> {
-        self.generated_chunk(chunk)?.voxels.as_deref()
+    /// A chunk's voxels for lighting (`None` if not in memory), without
+    /// keeping a chunk decoded that is kept as its blob: those are decoded
+    /// into a small cache of the last [`LIGHT_DECODE_CACHE`], so lighting
+    /// every streamed chunk does not decode every chunk in memory for good.
+    fn light_voxels(&mut self, chunk: Pos) -> Result<Option<Arc<[u32]>>, WorldError> {
+        let Some(found) = self.generated_chunk(chunk) else {
+            return Ok(None);
+        };
+        if let Some(voxels) = &found.voxels {
+            return Ok(Some(Arc::from(voxels.as_slice())));
+        }
+        if let Some(hit) = self.light_decoded.get(&chunk) {
+            return Ok(Some(hit.clone()));
+        }
+        let (node_id, blob) = (found.node_id, found.blob.clone().unwrap_or_default());
+        let voxels: Arc<[u32]> =
+            decode_blob(&self.voxels, &mut self.unknown_names, node_id, &blob)?.into();
+        while self.light_decoded_order.len() >= LIGHT_DECODE_CACHE {
+            if let Some(old) = self.light_decoded_order.pop_front() {
+                self.light_decoded.remove(&old);
+            }
+        }
+        self.light_decoded.insert(chunk, voxels.clone());
+        self.light_decoded_order.push_back(chunk);
+        Ok(Some(voxels))
+    }
+
+    /// A chunk's voxels changed: its cached decoding for light is stale.
+    fn forget_light_voxels(&mut self, chunk: Pos) {
+        self.light_decoded.remove(&chunk);
     }
 
     /// Which columns full sunlight comes down into the top of `chunk` (x +
@@ -846,7 +889,7 @@ impl World {
                 break mask.clone();
             }
             let above = [at[0], at[1] + 1, at[2]];
-            if self.voxels_of(above)?.is_none() {
+            if self.generated_chunk(above).is_none() {
                 break Arc::new(vec![true; light::COLUMNS]);
             }
             chain.push(at);
@@ -858,8 +901,8 @@ impl World {
         // Back down: each chunk's sunlight is what leaves the one above.
         for &below in chain.iter().rev() {
             let above = [below[0], below[1] + 1, below[2]];
-            let voxels = self.decoded(above).unwrap_or_default();
-            known = Arc::new(light::sun_exits(voxels, &self.light_table, Some(&known)));
+            let voxels = self.light_voxels(above)?.unwrap_or_else(|| Arc::from([]));
+            known = Arc::new(light::sun_exits(&voxels, &self.light_table, Some(&known)));
             memo.insert(below, known.clone());
         }
         Ok(known)
@@ -873,19 +916,20 @@ impl World {
         memo: &mut HashMap<Pos, Arc<Vec<bool>>>,
     ) -> Result<Option<ChunkLight>, WorldError> {
         self.refresh_light_table();
-        if self.voxels_of(chunk)?.is_none() {
+        if self.generated_chunk(chunk).is_none() {
             return Ok(None);
         }
         let offsets: [Pos; 27] =
             std::array::from_fn(|i| [i % 3, i / 3 % 3, i / 9].map(|o| o as i32 - 1));
         let at = |o: Pos| [chunk[0] + o[0], chunk[1] + o[1], chunk[2] + o[2]];
-        for offset in offsets {
-            self.voxels_of(at(offset))?;
+        let mut chunks: [Option<Arc<[u32]>>; 27] = Default::default();
+        for (slot, offset) in chunks.iter_mut().zip(offsets) {
+            *slot = self.light_voxels(at(offset))?;
         }
         let mut masks: [Option<Arc<Vec<bool>>>; 9] = Default::default();
         for (i, mask) in masks.iter_mut().enumerate() {
             let above = at([(i % 3) as i32 - 1, 1, (i / 3) as i32 - 1]);
-            if self.decoded(above).is_some() {
+            if self.generated_chunk(above).is_some() {
                 let sun_in = self.sun_in(above, memo)?;
                 if let Some(found) = self.generated_chunk_mut(above) {
                     found.sun_in = Some(sun_in.as_ref().clone());
@@ -894,7 +938,7 @@ impl World {
             }
         }
         let around = Surroundings {
-            chunks: std::array::from_fn(|i| self.decoded(at(offsets[i]))),
+            chunks: std::array::from_fn(|i| chunks[i].as_deref()),
             sun_in: std::array::from_fn(|i| masks[i].as_ref().map(|m| m.as_slice())),
         };
         let lit = Arc::new(light::light_chunk(&around, &self.light_table));
@@ -948,7 +992,7 @@ impl World {
             stale.extend(around(changed, -1..=1));
             // Down the column while the sunlight coming down changes.
             let mut below = [changed[0], changed[1] - 1, changed[2]];
-            while self.voxels_of(below)?.is_some() {
+            while self.generated_chunk(below).is_some() {
                 let sun_in = self.sun_in(below, &mut memo)?;
                 let Some(found) = self.generated_chunk_mut(below) else {
                     break;
@@ -1247,6 +1291,12 @@ pub(crate) mod tests {
         let open = [5, 5, 20];
         assert_eq!(light_at(&mut world, open), light::FULL_SUN, "open sky");
         assert_eq!(light_at(&mut world, [5, 5, 10]), 0, "inside the stone");
+        assert!(
+            world
+                .generated_chunk([1, 1, 1])
+                .is_some_and(|c| c.voxels.is_none()),
+            "lighting keeps no chunk decoded for good"
+        );
         assert!(world.relight().unwrap().is_empty(), "nothing changed yet");
         // Two edits in one batch: a roof high above, a torch below.
         world.set_voxel([5, 60, 20], stone).unwrap();
