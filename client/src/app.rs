@@ -451,6 +451,11 @@ impl Client {
             | Handled::Voxels {
                 chunk, held: true, ..
             } => messages.extend(chunk_message(&mut world, chunk)),
+            Handled::Light { chunk, held: true } => {
+                if let Some(light) = world.chunk_light(chunk) {
+                    messages.push(ToFrontend::Light { chunk, light });
+                }
+            }
             Handled::Unload { chunk, held: true } => messages.push(ToFrontend::Unload { chunk }),
             _ => {}
         }

@@ -27,6 +27,9 @@ pub enum ToFrontend {
     File { name: String, content: Arc<[u8]> },
     /// A chunk's voxel values (x fastest), new or changed.
     Chunk { chunk: Pos, voxels: Arc<[u32]> },
+    /// A held chunk's light (one byte per voxel, sunlight in the high
+    /// nibble, block light in the low one), new or changed.
+    Light { chunk: Pos, light: Arc<[u8]> },
     /// A chunk is no longer held.
     Unload { chunk: Pos },
     /// What the game's Lua put on the screen (sent when it changes).

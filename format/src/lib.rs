@@ -4,7 +4,7 @@
 //!
 //! Owns: the primitive encodings ([`reader`], [`writer`]), the interned string
 //! table ([`strings`]), the record stream with passes ([`records`]), the voxel
-//! data blob ([`voxel_blob`]), the section record ([`section`]), the blob
+//! data blob ([`voxel_blob`]), the light blob ([`light_blob`]), the section record ([`section`]), the blob
 //! container ([`container`]) and its two kinds ([`bundle`]), packet framing and
 //! packet type tables ([`packet`]), and payload encoding with the typed
 //! [`Packet`] trait ([`payload`]); each packet's definition lives in the
@@ -44,6 +44,7 @@
 
 pub mod bundle;
 pub mod container;
+pub mod light_blob;
 pub mod magic;
 pub mod packet;
 pub mod payload;
@@ -60,6 +61,7 @@ pub use bundle::{
 pub use container::{
     Container, ContainerError, ContainerHeader, ContainerKind, PayloadPacker, PayloadRef,
 };
+pub use light_blob::{LightBlobError, decode_light, encode_light};
 pub use magic::MagicError;
 pub use packet::{
     Frame, FrameDecoder, FrameEncoder, FrameError, PacketReadError, PacketReader, PacketTypeError,

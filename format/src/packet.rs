@@ -708,6 +708,7 @@ impl PacketWriter {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used)]
 mod tests {
     use super::*;
 

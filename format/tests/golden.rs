@@ -198,6 +198,21 @@ fn voxel_blob() {
     assert_eq!(d.unknown_names, ["dirt"]);
 }
 
+/// Light bytes `f0 f0 f0 0e` (three voxels in full sun, one lit 14 by a
+/// torch): format 01, 4 bytes, zlib.
+const LIGHT: &str = "0104789cfbf0e1031f00088202df";
+
+#[test]
+fn light_blob() {
+    let light = [0xf0u8, 0xf0, 0xf0, 0x0e];
+    let enc = buildat_format::encode_light(&light).unwrap();
+    let g = unhex(LIGHT);
+    // Header exact; the zlib stream compared by what it inflates to.
+    assert_eq!(enc[..2], g[..2]);
+    assert_eq!(buildat_format::decode_light(&enc, 4).unwrap(), light);
+    assert_eq!(buildat_format::decode_light(&g, 4).unwrap(), light);
+}
+
 const SECTION: &str = "42534e01 020306 202020 01 12 6275696c6461745f766f78656c5f64617461 \
      0e000d 0000a042 0000e0c2 00005043 000080bf 0107 0204 0207 020c 0101 00 0daa \
      0e0324 0000c03f 00000040 000050c0 00008042 0180808080802004 000000000000f83f \

@@ -268,6 +268,7 @@ fn decode_everything(b: &[u8]) {
         max_body_bytes: 1 << 20,
     };
     let _ = decode_voxels_with_limits(b, |n| n.len().checked_sub(1).map(|x| x as u32), 0, &limits);
+    let _ = buildat_format::decode_light(b, 1 << 16);
     let _ = Container::<FileBundle>::open(&[b]);
     let _ = Container::<FileCache>::open(&[b]);
     let _ = Container::<PropMeta>::open(&[b, b]);

@@ -6,12 +6,14 @@
 //! [`VoxelDefinition`], the [`VoxelRegistry`] (id ↔ name ↔ definition) and
 //! the [`BlockRegistry`] (blocks generate the voxel definitions they need,
 //! per segment and rotation), world geometry helpers ([`geometry`]), the
-//! colour a block is drawn in without a texture ([`colour`]).
+//! colour a block is drawn in without a texture ([`colour`]), per-voxel
+//! light ([`light`]: sunlight and block light, computed per chunk).
 //! Does not own: storage, encoding of voxel arrays (`buildat-format`'s voxel
 //! blob) or generation.
 
 pub mod colour;
 pub mod geometry;
+pub mod light;
 
 use std::collections::HashMap;
 
@@ -129,6 +131,15 @@ pub struct VoxelDefinition {
     pub handler_module: String,
     pub physically_solid: bool,
     pub edge_material: EdgeMaterial,
+    /// Block light this voxel gives off, 0..=15 (a torch: 14).
+    #[serde(default)]
+    pub light_source: u8,
+    /// How much light a voxel of this type takes away as light crosses it,
+    /// beyond the 1 per step every voxel costs: 0 clear (air, glass), 1
+    /// (water, leaves) to 14 dimming, [`light::OPAQUE`] (15) or more: no
+    /// light enters. Old data without it reads as opaque.
+    #[serde(default = "light::opaque")]
+    pub light_absorption: u8,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -177,13 +188,37 @@ impl VoxelRegistry {
             .collect();
     }
 
-    /// Registers a voxel type, or returns the id it already has.
+    /// Registers a voxel type, or returns the id it already has. Its light
+    /// follows its solidity: a solid voxel is opaque, any other clear;
+    /// neither gives off light ([`VoxelRegistry::add_lit`] says otherwise).
     pub fn add(
         &mut self,
         name: VoxelName,
         textures: [String; 6],
         handler_module: &str,
         physically_solid: bool,
+    ) -> Result<u32, RegistryError> {
+        let absorption = if physically_solid { light::OPAQUE } else { 0 };
+        self.add_lit(
+            name,
+            textures,
+            handler_module,
+            physically_solid,
+            VoxelLight {
+                source: 0,
+                absorption,
+            },
+        )
+    }
+
+    /// [`VoxelRegistry::add`] with the voxel's light properties.
+    pub fn add_lit(
+        &mut self,
+        name: VoxelName,
+        textures: [String; 6],
+        handler_module: &str,
+        physically_solid: bool,
+        light: VoxelLight,
     ) -> Result<u32, RegistryError> {
         let canonical = name.canonical();
         if let Some(id) = self.by_name.get(&canonical) {
@@ -204,6 +239,8 @@ impl VoxelRegistry {
             } else {
                 EdgeMaterial::Empty
             },
+            light_source: light.source.min(light::MAX_LIGHT),
+            light_absorption: light.absorption.min(light::OPAQUE),
         });
         self.by_name.insert(canonical, id);
         Ok(id)
@@ -235,6 +272,15 @@ impl VoxelRegistry {
     }
 }
 
+/// A voxel type's light properties (see [`light`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct VoxelLight {
+    /// Block light given off, 0..=15.
+    pub source: u8,
+    /// Light taken away crossing it beyond the step's 1; 15: opaque.
+    pub absorption: u8,
+}
+
 /// A block: one or more voxel segments, optionally rotatable.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BlockDefinition {
@@ -245,6 +291,13 @@ pub struct BlockDefinition {
     pub textures: [String; 6],
     pub handler_module: String,
     pub physically_solid: bool,
+    /// Block light its voxels give off, 0..=15 (a torch: 14).
+    #[serde(default)]
+    pub light_source: u8,
+    /// Light its voxels take away (see `VoxelDefinition::light_absorption`):
+    /// 0 clear, 15 opaque. Old data without it reads as opaque.
+    #[serde(default = "light::opaque")]
+    pub light_absorption: u8,
 }
 
 impl BlockDefinition {
@@ -257,6 +310,16 @@ impl BlockDefinition {
             textures: std::array::from_fn(|_| texture.to_string()),
             handler_module: String::new(),
             physically_solid: true,
+            light_source: 0,
+            light_absorption: light::OPAQUE,
+        }
+    }
+
+    /// Its voxels' light properties.
+    pub fn light(&self) -> VoxelLight {
+        VoxelLight {
+            source: self.light_source,
+            absorption: self.light_absorption,
         }
     }
 }
@@ -310,11 +373,12 @@ impl BlockRegistry {
                             rotation_primary: p,
                             rotation_secondary: s,
                         };
-                        ids.push(voxels.add(
+                        ids.push(voxels.add_lit(
                             name,
                             block.textures.clone(),
                             &block.handler_module,
                             block.physically_solid,
+                            block.light(),
                         )?);
                     }
                 }
@@ -392,6 +456,31 @@ mod tests {
             blocks.add(other, &mut voxels),
             Err(RegistryError::BlockConflict(_))
         ));
+    }
+
+    #[test]
+    fn a_block_s_light_reaches_its_voxels_and_the_light_table() {
+        let mut voxels = VoxelRegistry::default();
+        let mut blocks = BlockRegistry::default();
+        let mut torch = BlockDefinition::simple("torch", "torch.png");
+        torch.physically_solid = false;
+        torch.light_source = 14;
+        torch.light_absorption = 0;
+        let id = blocks.add(torch, &mut voxels).unwrap()[0];
+        let stone = blocks
+            .add(BlockDefinition::simple("stone", "stone.png"), &mut voxels)
+            .unwrap()[0];
+        let table = light::LightTable::new(&voxels);
+        assert_eq!(
+            table.get(id),
+            VoxelLight {
+                source: 14,
+                absorption: 0
+            }
+        );
+        assert_eq!(table.get(stone).absorption, light::OPAQUE);
+        assert_eq!(table.get(AIR), VoxelLight::default(), "air is clear");
+        assert_eq!(table.get(UNKNOWN).absorption, light::OPAQUE);
     }
 
     #[test]

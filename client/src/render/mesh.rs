@@ -1,7 +1,9 @@
 //! Chunk meshing: a chunk's voxels (with a one-voxel border from its
 //! neighbours) into triangles, hidden faces culled, coplanar faces of the
 //! same texture and light merged greedily, each vertex carrying its
-//! ambient occlusion (0 = fully occluded corner, 3 = open).
+//! ambient occlusion (0 = fully occluded corner, 3 = open) and the light
+//! of the voxel in front of its face (the server's sunlight and block
+//! light; full sun where a chunk's light has not come).
 //!
 //! Owns: the padded voxel volume, what is drawn (the [`MeshTable`]: each
 //! type id's kind and texture layer per face), the greedy mesher and the
@@ -16,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
 use buildat_voxel::geometry::{CHUNK_SIZE, CHUNK_VOLUME, Pos, chunk_origin};
+use buildat_voxel::light::FULL_SUN;
 use buildat_voxel::{AIR, MAX_TYPE_ID};
 use crossbeam_channel::{Receiver, Sender};
 
@@ -73,7 +76,9 @@ pub struct Vertex {
     pub uv: [f32; 2],
     /// The texture array layer.
     pub layer: u32,
-    /// Face index (0..6, bits 0-2) and ambient occlusion (0..=3, bits 3-4).
+    /// Face index (0..6, bits 0-2), ambient occlusion (0..=3, bits 3-4)
+    /// and the light in front of the face (bits 5-12: sunlight 9-12, block
+    /// light 5-8).
     pub face_ao: u32,
 }
 
@@ -84,6 +89,11 @@ impl Vertex {
 
     pub fn ao(&self) -> u32 {
         (self.face_ao >> 3) & 3
+    }
+
+    /// The light byte in front of its face (sunlight in the high nibble).
+    pub fn light(&self) -> u8 {
+        ((self.face_ao >> 5) & 0xff) as u8
     }
 }
 
@@ -108,30 +118,46 @@ impl ChunkMesh {
 /// the world's copy and mesh jobs.
 pub type ChunkVoxels = Arc<[u32]>;
 
+/// Light bytes of one chunk (as [`ChunkVoxels`]), from the stream.
+pub type ChunkLight = Arc<[u8]>;
+
 /// A chunk and its 26 neighbours, for meshing: `neighbours[i]` is the chunk
 /// at offset `(i % 3 - 1, i / 3 % 3 - 1, i / 9 - 1)`; index 13 is the
 /// chunk itself. A neighbour not held counts as opaque (no faces are drawn
-/// towards what is not known yet).
+/// towards what is not known yet). `lights` likewise; a chunk whose light
+/// is not known is in full sun.
 pub struct Neighbourhood {
     pub neighbours: [Option<ChunkVoxels>; 27],
+    pub lights: [Option<ChunkLight>; 27],
 }
 
 impl Neighbourhood {
-    /// Gathers `chunk`'s neighbourhood from held chunks.
+    /// Gathers `chunk`'s neighbourhood from held chunks, all in full sun.
     pub fn gather(chunk: Pos, held: &HashMap<Pos, ChunkVoxels>) -> Self {
+        Self::gather_lit(chunk, held, &HashMap::new())
+    }
+
+    /// Gathers `chunk`'s neighbourhood from held chunks and their light.
+    pub fn gather_lit(
+        chunk: Pos,
+        held: &HashMap<Pos, ChunkVoxels>,
+        lights: &HashMap<Pos, ChunkLight>,
+    ) -> Self {
+        let at = |i: usize| -> Pos {
+            let offset = [i % 3, i / 3 % 3, i / 9].map(|o| o as i32 - 1);
+            std::array::from_fn(|a| chunk[a] + offset[a])
+        };
         Self {
-            neighbours: std::array::from_fn(|i| {
-                let offset = [i % 3, i / 3 % 3, i / 9].map(|o| o as i32 - 1);
-                let at = std::array::from_fn(|a| chunk[a] + offset[a]);
-                held.get(&at).cloned()
-            }),
+            neighbours: std::array::from_fn(|i| held.get(&at(i)).cloned()),
+            lights: std::array::from_fn(|i| lights.get(&at(i)).cloned()),
         }
     }
 
-    /// The padded volume of kinds, `PADDED`³, x fastest.
-    fn padded(&self, table: &MeshTable) -> (Vec<Kind>, Vec<u32>) {
+    /// The padded volume of kinds, values and light, `PADDED`³, x fastest.
+    fn padded(&self, table: &MeshTable) -> (Vec<Kind>, Vec<u32>, Vec<u8>) {
         let mut kinds = vec![Kind::Opaque; PADDED * PADDED * PADDED];
         let mut values = vec![AIR; PADDED * PADDED * PADDED];
+        let mut light = vec![FULL_SUN; PADDED * PADDED * PADDED];
         for pz in 0..PADDED {
             for py in 0..PADDED {
                 for px in 0..PADDED {
@@ -140,17 +166,18 @@ impl Neighbourhood {
                         continue;
                     };
                     let [lx, ly, lz] = [px, py, pz].map(|p| (p + SIZE - 1) % SIZE);
-                    let value = chunk
-                        .get(lx + SIZE * (ly + SIZE * lz))
-                        .copied()
-                        .unwrap_or(AIR);
+                    let index = lx + SIZE * (ly + SIZE * lz);
+                    let value = chunk.get(index).copied().unwrap_or(AIR);
                     let at = px + PADDED * (py + PADDED * pz);
                     kinds[at] = table.kind(value);
                     values[at] = value;
+                    if let Some(Some(lit)) = self.lights.get(cx + 3 * cy + 9 * cz) {
+                        light[at] = lit.get(index).copied().unwrap_or(FULL_SUN);
+                    }
                 }
             }
         }
-        (kinds, values)
+        (kinds, values, light)
     }
 }
 
@@ -189,12 +216,15 @@ fn face_visible(voxel: Kind, neighbour: Kind) -> bool {
 struct FaceKey {
     layer: u32,
     ao: [u8; 4],
+    /// The light byte of the voxel in front of the face.
+    light: u8,
 }
 
 /// The padded volume and how to read it.
 struct Volume {
     kinds: Vec<Kind>,
     values: Vec<u32>,
+    light: Vec<u8>,
 }
 
 impl Volume {
@@ -209,6 +239,10 @@ impl Volume {
 
     fn value(&self, p: [i32; 3]) -> u32 {
         self.values.get(Self::at(p)).copied().unwrap_or(AIR)
+    }
+
+    fn light(&self, p: [i32; 3]) -> u8 {
+        self.light.get(Self::at(p)).copied().unwrap_or(FULL_SUN)
     }
 
     fn opaque(&self, p: [i32; 3]) -> bool {
@@ -233,6 +267,7 @@ impl Volume {
         Some(FaceKey {
             layer: table.layer(self.value(p), face),
             ao,
+            light: self.light(front),
         })
     }
 }
@@ -298,7 +333,7 @@ fn push_quad(
             position: [x, y, z],
             uv,
             layer: key.layer,
-            face_ao: face as u32 | (u32::from(key.ao[i]) << 3),
+            face_ao: face as u32 | (u32::from(key.ao[i]) << 3) | (u32::from(key.light) << 5),
         });
     }
     // Split along the diagonal whose ends are lighter, so AO interpolates
@@ -316,8 +351,12 @@ fn push_quad(
 
 /// Meshes one chunk: hidden faces culled, equal coplanar faces merged.
 pub fn mesh_chunk(chunk: Pos, neighbourhood: &Neighbourhood, table: &MeshTable) -> ChunkMesh {
-    let (kinds, values) = neighbourhood.padded(table);
-    let volume = Volume { kinds, values };
+    let (kinds, values, light) = neighbourhood.padded(table);
+    let volume = Volume {
+        kinds,
+        values,
+        light,
+    };
     let base = chunk_origin(chunk);
     let mut mesh = ChunkMesh::default();
     let n = CHUNK_SIZE;
@@ -375,8 +414,12 @@ pub fn mesh_chunk(chunk: Pos, neighbourhood: &Neighbourhood, table: &MeshTable) 
 /// The baseline: one quad per visible face, nothing merged (hidden faces
 /// are still culled and AO still computed, so only the merging differs).
 pub fn mesh_chunk_naive(chunk: Pos, neighbourhood: &Neighbourhood, table: &MeshTable) -> ChunkMesh {
-    let (kinds, values) = neighbourhood.padded(table);
-    let volume = Volume { kinds, values };
+    let (kinds, values, light) = neighbourhood.padded(table);
+    let volume = Volume {
+        kinds,
+        values,
+        light,
+    };
     let base = chunk_origin(chunk);
     let mut mesh = ChunkMesh::default();
     for z in 0..CHUNK_SIZE {
@@ -600,6 +643,35 @@ mod tests {
             let expected = if v.position[0] == 6.0 { 2 } else { 3 };
             assert_eq!(v.ao(), expected, "{v:?}");
         }
+    }
+
+    #[test]
+    fn faces_carry_the_light_in_front_of_them_and_merge_only_alike() {
+        let solid: Vec<[i32; 3]> = (0..4).map(|x| [x, 5, 5]).collect();
+        let mut neighbourhood = world(&solid);
+        let full = mesh_chunk([0, 0, 0], &neighbourhood, &table());
+        assert!(
+            full.vertices.iter().all(|v| v.light() == FULL_SUN),
+            "no light: full sun"
+        );
+        // Above the row of voxels: a torch's light fading along +x.
+        let mut light = vec![0u8; CHUNK_VOLUME];
+        for x in 0..4 {
+            light[x + SIZE * (6 + SIZE * 5)] = 14 - x as u8;
+        }
+        neighbourhood.lights[13] = Some(light.into());
+        let mesh = mesh_chunk([0, 0, 0], &neighbourhood, &table());
+        let tops: Vec<u8> = mesh
+            .vertices
+            .iter()
+            .filter(|v| v.face() == 2)
+            .map(Vertex::light)
+            .collect();
+        assert_eq!(tops.len(), 4 * 4, "a top quad per light level");
+        for level in 11..=14 {
+            assert_eq!(tops.iter().filter(|&&l| l == level).count(), 4);
+        }
+        assert!(mesh.quads() > full.quads());
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! headless sessions and bots never reach this module.
 //!
 //! Owns: the [`Scene`] both modes share: the frontend's copy of the held
-//! chunks' voxels, the registry and `client_data` files, the atlas built
+//! chunks' voxels and light (a chunk is remeshed with its face neighbours
+//! when its light changes), the registry and `client_data` files, the atlas built
 //! from them, meshing through the worker thread (a chunk is remeshed when
 //! it changes, with the neighbours an edit at its border touches), the
 //! latest UI state, and the view radius estimated from what is held.
@@ -39,7 +40,7 @@ use thiserror::Error;
 use crate::frontend::{FrontendLink, ToFrontend};
 use crate::sandbox::UiState;
 use atlas::Atlas;
-use mesh::{ChunkMesh, ChunkVoxels, Kind, MeshJob, Mesher, Neighbourhood};
+use mesh::{ChunkLight, ChunkMesh, ChunkVoxels, Kind, MeshJob, Mesher, Neighbourhood};
 
 /// Mesh jobs in flight at once: the rest wait as dirty chunks, so a burst
 /// of arrivals is meshed once each, nearest first, with its neighbours
@@ -72,6 +73,7 @@ pub struct Scene {
     registry: Option<VoxelRegistry>,
     files: HashMap<String, Arc<[u8]>>,
     chunks: HashMap<Pos, ChunkVoxels>,
+    lights: HashMap<Pos, ChunkLight>,
     atlas: Option<Atlas>,
     /// Bumped each time the atlas is rebuilt (the GPU copy follows it).
     pub atlas_version: u64,
@@ -116,6 +118,7 @@ impl Scene {
             registry: None,
             files: HashMap::new(),
             chunks: HashMap::new(),
+            lights: HashMap::new(),
             atlas: None,
             atlas_version: 0,
             mesher: Mesher::start().map_err(RenderError::Thread)?,
@@ -197,9 +200,19 @@ impl Scene {
                         }
                     }
                 }
+                ToFrontend::Light { chunk, light } => {
+                    if self.lights.insert(chunk, light).is_some() {
+                        // Relit (an edit): shown as soon as the edit is.
+                        self.urgent.insert(chunk);
+                    }
+                    remesh.insert(chunk);
+                    // Their faces towards this chunk read its light.
+                    remesh.extend(face_neighbours(chunk));
+                }
                 ToFrontend::Unload { chunk } => {
                     self.chunks.remove(&chunk);
                     self.edit_received_at.remove(&chunk);
+                    self.lights.remove(&chunk);
                     self.empty.remove(&chunk);
                     self.dirty.remove(&chunk);
                     self.pending.remove(&chunk);
@@ -261,7 +274,7 @@ impl Scene {
         self.mesher.submit(MeshJob {
             chunk,
             generation: self.generation,
-            neighbourhood: Neighbourhood::gather(chunk, &self.chunks),
+            neighbourhood: Neighbourhood::gather_lit(chunk, &self.chunks, &self.lights),
             table: atlas.table.clone(),
         });
     }

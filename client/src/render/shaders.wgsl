@@ -1,5 +1,6 @@
 // The renderer's shaders (client/src/render/gpu.rs): chunks (texture array,
-// directional light, per-vertex ambient occlusion, fog into the sky), and
+// directional light, per-vertex ambient occlusion, the server's per-voxel
+// sunlight and block light, fog into the sky), and
 // flat-coloured geometry in the world (boxes, the target's outline) or on
 // the screen (the overlay).
 
@@ -41,11 +42,20 @@ fn vs_chunk(
     let normal = normals[face_ao & 7u];
     let ao = f32((face_ao >> 3u) & 3u) / 3.0;
     let diffuse = max(dot(normal, -globals.light.xyz), 0.0);
+    // The light in front of the face (bits 5-12): sunlight (scaled by the
+    // daylight, 1 for now) or block light, whichever is brighter, each level
+    // 0.8 times the one above, never darker than a faint ambient.
+    let voxel_light = (face_ao >> 5u) & 255u;
+    let daylight = 1.0;
+    let sun = f32((voxel_light >> 4u) & 15u) * daylight;
+    let torch = f32(voxel_light & 15u);
+    let level = max(sun, torch);
+    let brightness = max(pow(0.8, 15.0 - level), 0.05);
     var out: ChunkOut;
     out.clip = globals.view_projection * vec4<f32>(position, 1.0);
     out.uv = uv;
     out.layer = layer;
-    out.shade = (0.5 + 0.5 * diffuse) * (0.4 + 0.6 * ao);
+    out.shade = (0.5 + 0.5 * diffuse) * (0.4 + 0.6 * ao) * brightness;
     out.world = position;
     return out;
 }

@@ -19,6 +19,19 @@ use super::vm::lua_error;
 use super::{Runtime, ScriptError, Shared};
 use crate::frontend::{Button, Target};
 
+/// `ui_set_box`'s arguments: id, position, size, optional colour.
+type BoxArgs = (
+    String,
+    f64,
+    f64,
+    f64,
+    f64,
+    f64,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+);
+
 /// Text lines, boxes and key bindings Lua may hold (each).
 pub const MAX_UI_ENTRIES: usize = 1_000;
 /// Longest text line, in bytes.
@@ -114,19 +127,6 @@ pub(super) struct Ui {
     clicks: Vec<Handler>,
     moves: Vec<Handler>,
 }
-
-/// `set_box(id, x, y, z, width, height [, r, g, b])`.
-type SetBoxArgs = (
-    String,
-    f64,
-    f64,
-    f64,
-    f64,
-    f64,
-    Option<f64>,
-    Option<f64>,
-    Option<f64>,
-);
 
 fn finite(values: &[f64]) -> mlua::Result<()> {
     if values.iter().all(|v| v.is_finite()) {
@@ -290,29 +290,27 @@ impl Runtime {
         let s = shared.clone();
         host.raw_set(
             "ui_set_box",
-            lua.create_function(
-                move |_, (id, x, y, z, width, height, r, g, b): SetBoxArgs| {
-                    finite(&[x, y, z, width, height])?;
-                    let mut ui = s.ui.borrow_mut();
-                    if !ui.state.boxes.contains_key(&id) {
-                        check_len("boxes", ui.state.boxes.len())?;
-                    }
-                    let channel = |c: Option<f64>| c.unwrap_or(1.0).clamp(0.0, 1.0) as f32;
-                    ui.state.boxes.insert(
-                        id,
-                        UiBox {
-                            position: [x, y, z],
-                            size: [
-                                width.clamp(0.0, 64.0) as f32,
-                                height.clamp(0.0, 64.0) as f32,
-                            ],
-                            colour: [channel(r), channel(g), channel(b)],
-                        },
-                    );
-                    ui.changed = true;
-                    Ok(())
-                },
-            )?,
+            lua.create_function(move |_, (id, x, y, z, width, height, r, g, b): BoxArgs| {
+                finite(&[x, y, z, width, height])?;
+                let mut ui = s.ui.borrow_mut();
+                if !ui.state.boxes.contains_key(&id) {
+                    check_len("boxes", ui.state.boxes.len())?;
+                }
+                let channel = |c: Option<f64>| c.unwrap_or(1.0).clamp(0.0, 1.0) as f32;
+                ui.state.boxes.insert(
+                    id,
+                    UiBox {
+                        position: [x, y, z],
+                        size: [
+                            width.clamp(0.0, 64.0) as f32,
+                            height.clamp(0.0, 64.0) as f32,
+                        ],
+                        colour: [channel(r), channel(g), channel(b)],
+                    },
+                );
+                ui.changed = true;
+                Ok(())
+            })?,
         )?;
 
         let s = shared.clone();

@@ -9,7 +9,9 @@
 //! chunks (kept as the blob that came until a voxel of them is read, since
 //! most held chunks are never read; then compact: one value for a uniform
 //! chunk, a byte per voxel plus a palette for up to 256 distinct values,
-//! else the raw values), single-voxel updates (`voxelworld:voxels`), the ack
+//! else the raw values), single-voxel updates (`voxelworld:voxels`), each
+//! held chunk's light (`voxelworld:light`, kept as its blob until read,
+//! replaced whole when it changes, dropped with the chunk), the ack
 //! bookkeeping (how many processed chunks are still unacknowledged, and
 //! whether acking is paused), the counters of the summary line, voxel
 //! reads, and the focus (the player position the game's Lua sets). Does
@@ -22,12 +24,13 @@ mod map;
 
 use std::collections::{BTreeSet, HashMap};
 
+use buildat_format::light_blob::peek_light_count;
 use buildat_format::voxel_blob::peek_voxel_count;
-use buildat_format::{Packet, PayloadError};
+use buildat_format::{LightBlobError, Packet, PayloadError, decode_light};
 use buildat_format::{VoxelBlobError, decode_voxels};
 use buildat_voxel::geometry::{self, CHUNK_VOLUME, Pos};
 use buildat_voxel::{AIR, MAX_TYPE_ID, UNKNOWN, UNKNOWN_NAME, VoxelRegistry};
-use buildat_voxelworld_api::stream::{Ack, Chunk, Registry, UnloadChunk, VoxelUpdates};
+use buildat_voxelworld_api::stream::{Ack, Chunk, Light, Registry, UnloadChunk, VoxelUpdates};
 use thiserror::Error;
 
 pub use map::{
@@ -68,6 +71,8 @@ pub enum WorldError {
         chunk[2]
     )]
     BadIndex { chunk: Pos, index: usize },
+    #[error("light of chunk ({},{},{}): {source}", chunk[0], chunk[1], chunk[2])]
+    Light { chunk: Pos, source: LightBlobError },
 }
 
 /// What a packet was, for the caller's logging.
@@ -88,6 +93,9 @@ pub enum Handled {
         count: usize,
         held: bool,
     },
+    /// A chunk's light; `held` when the chunk was held (else it was
+    /// dropped).
+    Light { chunk: Pos, held: bool },
 }
 
 /// The counters of the closing summary line.
@@ -104,6 +112,9 @@ pub struct WorldStats {
     pub unloads: u64,
     /// `voxelworld:voxels` packets received (single voxels of held chunks).
     pub voxel_updates: u64,
+    /// `voxelworld:light` packets received (a chunk's light, new or
+    /// changed).
+    pub lights: u64,
     /// Stream packets that could not be used.
     pub malformed: u64,
     /// `voxelworld:registry` packets received.
@@ -265,11 +276,20 @@ impl Voxels {
     }
 }
 
+/// A held chunk's light: the blob it came as (its header checked), decoded
+/// the first time it is read.
+#[derive(Debug, Clone)]
+enum HeldLight {
+    Blob(Box<[u8]>),
+    Bytes(std::sync::Arc<[u8]>),
+}
+
 /// One session's world.
 #[derive(Debug)]
 pub struct WorldView {
     registry: VoxelRegistry,
     chunks: HashMap<Pos, Held>,
+    lights: HashMap<Pos, HeldLight>,
     /// Chunk column (x, z) → the chunk ys held in it.
     columns: HashMap<[i32; 2], BTreeSet<i32>>,
     stats: WorldStats,
@@ -292,6 +312,7 @@ impl WorldView {
         Self {
             registry: VoxelRegistry::default(),
             chunks: HashMap::new(),
+            lights: HashMap::new(),
             columns: HashMap::new(),
             stats: WorldStats::default(),
             acking: true,
@@ -306,7 +327,7 @@ impl WorldView {
     pub fn is_world_packet(name: &str) -> bool {
         matches!(
             name,
-            Registry::NAME | Chunk::NAME | UnloadChunk::NAME | VoxelUpdates::NAME
+            Registry::NAME | Chunk::NAME | UnloadChunk::NAME | VoxelUpdates::NAME | Light::NAME
         )
     }
 
@@ -328,6 +349,10 @@ impl WorldView {
             VoxelUpdates::NAME => {
                 self.stats.voxel_updates += 1;
                 self.handle_voxels(data)
+            }
+            Light::NAME => {
+                self.stats.lights += 1;
+                self.handle_light(data)
             }
             _ => return Ok(Handled::NotWorld),
         };
@@ -463,8 +488,68 @@ impl WorldView {
         })
     }
 
+    fn handle_light(&mut self, data: &[u8]) -> Result<Handled, WorldError> {
+        let packet = decode_stream::<Light>(data)?;
+        let chunk = packet.chunk;
+        // Only the header now; the bytes when first read.
+        let count = peek_light_count(&packet.light)
+            .map_err(|source| WorldError::Light { chunk, source })?;
+        if count != CHUNK_VOLUME as u64 {
+            return Err(WorldError::WrongSize {
+                chunk,
+                count: usize::try_from(count).unwrap_or(usize::MAX),
+            });
+        }
+        let held = self.chunks.contains_key(&chunk);
+        if held {
+            self.lights
+                .insert(chunk, HeldLight::Blob(packet.light.into_boxed_slice()));
+        }
+        Ok(Handled::Light { chunk, held })
+    }
+
+    /// A held chunk's light bytes (sunlight in the high nibble, block light
+    /// in the low one; `buildat_voxel::light`), decoding its blob on first
+    /// use; `None` when the chunk is not held or its light has not come. A
+    /// blob that does not decode is counted as malformed, warned about, and
+    /// reads as full sunlight.
+    pub fn chunk_light(&mut self, chunk: Pos) -> Option<std::sync::Arc<[u8]>> {
+        let held = self.lights.get_mut(&chunk)?;
+        if let HeldLight::Blob(blob) = held {
+            let bytes = match decode_light(blob, CHUNK_VOLUME) {
+                Ok(bytes) if bytes.len() == CHUNK_VOLUME => bytes,
+                outcome => {
+                    let why = match outcome {
+                        Err(error) => error.to_string(),
+                        Ok(bytes) => format!("{} bytes", bytes.len()),
+                    };
+                    self.stats.malformed += 1;
+                    self.warnings.push(format!(
+                        "light of chunk ({},{},{}) does not decode ({why}); shown in full sun",
+                        chunk[0], chunk[1], chunk[2]
+                    ));
+                    vec![buildat_voxel::light::FULL_SUN; CHUNK_VOLUME]
+                }
+            };
+            *held = HeldLight::Bytes(bytes.into());
+        }
+        match held {
+            HeldLight::Bytes(bytes) => Some(bytes.clone()),
+            HeldLight::Blob(_) => None,
+        }
+    }
+
+    /// The light byte at a world position, or `None` when its chunk's
+    /// light is not held.
+    pub fn light(&mut self, pos: Pos) -> Option<u8> {
+        self.chunk_light(geometry::chunk_of_voxel(pos))?
+            .get(geometry::index_in_chunk(pos))
+            .copied()
+    }
+
     fn handle_unload(&mut self, data: &[u8]) -> Result<Handled, WorldError> {
         let chunk = decode_stream::<UnloadChunk>(data)?.chunk;
+        self.lights.remove(&chunk);
         let held = self.chunks.remove(&chunk).is_some();
         if held {
             let key = [chunk[0], chunk[2]];

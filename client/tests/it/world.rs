@@ -7,7 +7,7 @@
 //! back with the `png` crate).
 
 use buildat_format::Packet;
-use buildat_voxelworld_api::stream::{Chunk, Registry, UnloadChunk, VoxelUpdates};
+use buildat_voxelworld_api::stream::{Chunk, Light, Registry, UnloadChunk, VoxelUpdates};
 use std::rc::Rc;
 
 use crate::common::world_data::*;
@@ -116,6 +116,61 @@ fn chunks_are_held_updated_and_unloaded() {
     );
     assert_eq!(view.stats().updates, 1);
     assert_eq!(view.chunk_count(), 3);
+}
+
+#[test]
+fn a_held_chunk_keeps_its_light_until_it_changes_or_leaves() {
+    let registry = registry();
+    let mut view = WorldView::new();
+    feed(&mut view, Registry::NAME, &registry_packet(&registry));
+    let light_packet = |chunk, light: &[u8]| {
+        Light {
+            chunk,
+            light: buildat_format::encode_light(light).unwrap(),
+        }
+        .encode()
+        .unwrap()
+    };
+    let mut light = vec![0xf0u8; 32 * 32 * 32];
+    light[5] = 0x0e;
+    assert_eq!(
+        feed(&mut view, Light::NAME, &light_packet([0, 0, 0], &light)),
+        Handled::Light {
+            chunk: [0, 0, 0],
+            held: false
+        },
+        "light of a chunk not held is dropped"
+    );
+    feed(
+        &mut view,
+        Chunk::NAME,
+        &chunk_packet(&registry, [0, 0, 0], &terrain),
+    );
+    assert_eq!(view.light([5, 0, 0]), None, "not come yet");
+    assert_eq!(
+        feed(&mut view, Light::NAME, &light_packet([0, 0, 0], &light)),
+        Handled::Light {
+            chunk: [0, 0, 0],
+            held: true
+        }
+    );
+    assert_eq!(view.light([5, 0, 0]), Some(0x0e));
+    assert_eq!(view.light([6, 0, 0]), Some(0xf0));
+    light[5] = 0;
+    feed(&mut view, Light::NAME, &light_packet([0, 0, 0], &light));
+    assert_eq!(view.light([5, 0, 0]), Some(0), "replaced whole");
+    assert!(
+        view.handle_packet(Light::NAME, &light_packet([0, 0, 0], &[1, 2]))
+            .is_err(),
+        "a chunk's light is 32768 bytes"
+    );
+    feed(
+        &mut view,
+        UnloadChunk::NAME,
+        &UnloadChunk { chunk: [0, 0, 0] }.encode().unwrap(),
+    );
+    assert_eq!(view.light([5, 0, 0]), None, "gone with its chunk");
+    assert_eq!(view.stats().lights, 4);
 }
 
 #[test]

@@ -14,8 +14,10 @@
 //! (`main:moves`, `main:edits`, setting `main.news_radius` in voxels, default
 //! 128; the chunk itself goes through the world stream), saving edited
 //! sections (they become save-enabled), and telling `voxelworld` where each
-//! player is so the world streams around it. Its `client_lua/` is what
-//! clients run.
+//! player is so the world streams around it, and the game's own blocks
+//! (a `torch`: no collision, clear, block light 14, placeable from the
+//! hotbar like every registered block). Its `client_lua/` is what clients
+//! run.
 //! Does not own: the world or its stream (`voxelworld`), sockets (`network`).
 
 pub mod rules;
@@ -38,10 +40,19 @@ use buildat_network_api::{
 use buildat_voxel::geometry::{self, Pos, SectionSize};
 use buildat_voxel::{AIR, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
-    EditOutcome, EditVoxel, GetRegistry, GetSizes, GetVoxel, GetVoxels, LoadOrGenerateSection,
-    Replace, Viewer,
+    BlockDefinition, EditOutcome, EditVoxel, GetRegistry, GetSizes, GetVoxel, GetVoxels,
+    LoadOrGenerateSection, RegisterBlock, Replace, Viewer,
 };
 use rules::{Motion, RateLimit};
+
+/// The game's own blocks (the terrain's are the generator's).
+fn game_blocks() -> Vec<BlockDefinition> {
+    let mut torch = BlockDefinition::simple("torch", "torch.png");
+    torch.physically_solid = false;
+    torch.light_source = 14;
+    torch.light_absorption = 0;
+    vec![torch]
+}
 
 /// Sections (y) searched for the surface at the spawn column.
 const SPAWN_SECTIONS_Y: [i32; 3] = [1, 0, -1];
@@ -529,6 +540,9 @@ impl Module for Game {
             events::Start::NAME | events::Continue::NAME => {
                 let sizes = self.host.call(&GetSizes {})?;
                 self.section_size = SectionSize(sizes.section_size);
+                for block in game_blocks() {
+                    self.host.call(&RegisterBlock { block })?;
+                }
                 self.refresh_registry()?;
                 if let Some(stash) = self.host.take_stash::<GameStash>()? {
                     self.spawn = stash.spawn;

@@ -2,7 +2,9 @@
 //! through the world (voxel blobs by name, node records, one SQLite
 //! transaction per section) against the raw floor run in the same process:
 //! the same chunks as plain u32 arrays through flate2 level 6 and rusqlite
-//! directly, one transaction per section. Also the stored bytes per chunk.
+//! directly, one transaction per section. Also the stored bytes per chunk,
+//! and what streaming a chunk costs: the bytes of its `voxelworld:chunk`
+//! packet and of its `voxelworld:light` packet, and the time to light it.
 //! Prints a table; asserts nothing.
 //!
 //! Run: `cargo bench -p buildat-module-voxelworld --bench world_bench`
@@ -10,11 +12,14 @@
 use std::io::{Read, Write};
 use std::time::Instant;
 
+use buildat_format::Packet;
 use buildat_format::encode_voxels;
 use buildat_module_voxelworld::storage::SqliteStorage;
+use buildat_module_voxelworld::stream::encode_light_packet;
 use buildat_module_voxelworld::world::World;
 use buildat_voxel::BlockDefinition;
 use buildat_voxel::geometry::{CHUNK_VOLUME, Pos, SectionSize};
+use buildat_voxelworld_api::stream::Chunk;
 use rusqlite::{Connection, params};
 
 const SEED: u64 = 1;
@@ -39,10 +44,11 @@ fn sections() -> Vec<Pos> {
 fn open_world(path: &std::path::Path) -> World {
     let storage = SqliteStorage::open(path, SectionSize::default()).expect("open");
     let mut world = World::new(Box::new(storage), 100_000);
-    for name in terrain::PALETTE.iter().skip(1) {
-        world
-            .register_block(BlockDefinition::simple(name, name))
-            .expect("register");
+    for (id, name) in terrain::PALETTE.iter().enumerate().skip(1) {
+        let mut block = BlockDefinition::simple(name, name);
+        block.physically_solid = terrain::is_solid(id as u32);
+        block.light_absorption = terrain::light_absorption(id as u32);
+        world.register_block(block).expect("register");
     }
     world
 }
@@ -104,6 +110,31 @@ fn main() {
     }
     let ours_load = started.elapsed().as_secs_f64();
     assert_eq!(loaded_voxels, chunk_count * CHUNK_VOLUME);
+    // The stream: each chunk's packet, then its light's (lit from the
+    // chunks around it, as the server does when it first streams it).
+    let (mut chunk_bytes, mut light_bytes) = (0usize, 0usize);
+    let started = Instant::now();
+    let mut lights = Vec::new();
+    for pos in &positions {
+        for chunk in SectionSize::default().chunks_of_section(*pos) {
+            lights.push((
+                chunk,
+                world.chunk_light(chunk).expect("light").expect("lit"),
+            ));
+        }
+    }
+    let light_time = started.elapsed().as_secs_f64();
+    for (chunk, light) in &lights {
+        let blob = world.get_chunk(*chunk).expect("chunk").expect("held").blob;
+        chunk_bytes += Chunk {
+            chunk: *chunk,
+            blob,
+        }
+        .encode()
+        .expect("encode")
+        .len();
+        light_bytes += encode_light_packet(*chunk, light).expect("encode").len();
+    }
     let ours_bytes: i64 = Connection::open(&ours_path)
         .expect("open")
         .query_row("SELECT SUM(LENGTH(data)) FROM node", [], |r| r.get(0))
@@ -201,5 +232,25 @@ fn main() {
         raw_bytes as f64 / chunk_count as f64,
         per_chunk / (CHUNK_VOLUME * 4) as f64,
         CHUNK_VOLUME * 4
+    );
+    let n = chunk_count as f64;
+    println!(
+        "{:<40} {:>12.0} {:>12} {:>7}  (chunk packet + light packet: {:.0} bytes, light +{:.0}%)",
+        "stream: chunk packet bytes per chunk",
+        chunk_bytes as f64 / n,
+        "",
+        "",
+        (chunk_bytes + light_bytes) as f64 / n,
+        100.0 * light_bytes as f64 / chunk_bytes as f64
+    );
+    println!(
+        "{:<40} {:>12.0}",
+        "stream: light packet bytes per chunk",
+        light_bytes as f64 / n
+    );
+    println!(
+        "{:<40} {:>12.2}",
+        "lighting a chunk (ms, with its margin)",
+        1000.0 * light_time / n
     );
 }

@@ -9,6 +9,9 @@
 //! reload carries them, and `stop` retries, then writes them to a recovery
 //! file taken back at the next start: `durability.rs`), and `pregen` (generating and saving a region
 //! through the generator module's `generate` call, each section once).
+//! Light is derived from the voxels (`buildat_voxel::light`): computed when
+//! a chunk is first streamed, relit once a tick for everything changed in
+//! it, streamed after each chunk and when it changes, never stored.
 //! Does not own: terrain (a generator module, `worldgen` by default) or
 //! sending chunks to players (a game or streaming module).
 //!
@@ -152,7 +155,8 @@ struct WorldStash {
 }
 
 impl buildat_interface::Stash for WorldStash {
-    const LAYOUT: u32 = 1;
+    /// 2: voxel definitions carry their light; viewers their light updates.
+    const LAYOUT: u32 = 2;
 }
 
 struct VoxelWorld {
@@ -204,6 +208,31 @@ impl VoxelWorld {
             })?;
         }
         Ok(holders.into_iter().collect())
+    }
+
+    /// Relights what changed since the last tick (edits, generated and
+    /// loaded chunks, all at once) and queues the changed light for the
+    /// chunks' holders (the tick's pump sends it).
+    fn relight(&mut self) {
+        let relit = match self.world.relight() {
+            Ok(relit) => relit,
+            Err(error) => {
+                if let Some(suppressed) = self.stream_log.allow((), Instant::now()) {
+                    log::error!("relighting: {error}{}", suppressed_note(suppressed));
+                }
+                return;
+            }
+        };
+        let mut holders = BTreeSet::new();
+        for (chunk, light) in relit {
+            match stream::encode_light_packet(chunk, &light) {
+                Ok(packet) => {
+                    self.streamer
+                        .light_changed(chunk, std::sync::Arc::new(packet), &mut holders)
+                }
+                Err(error) => log::debug!("light of chunk {chunk:?}: {error}"),
+            }
+        }
     }
 
     /// Sends each viewer what its budget allows and asks for the sections
@@ -658,6 +687,7 @@ impl Module for VoxelWorld {
                         }
                     }
                 }
+                self.relight();
                 self.pump()?;
             }
             ClientDisconnected::NAME => {

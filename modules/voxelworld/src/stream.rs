@@ -2,11 +2,13 @@
 //! chunks within the view radius nearest first, under a budget of chunks in
 //! flight (the client acknowledges), withdrawing chunks that leave the radius,
 //! and for chunks that change: the single voxels that changed
-//! (`voxelworld:voxels`), or the whole chunk again when many did.
+//! (`voxelworld:voxels`), or the whole chunk again when many did. Each chunk
+//! is followed by its light (`voxelworld:light`), and a held chunk's light
+//! again when a relight changed it.
 //!
 //! Owns: viewers (peer → what it holds, what it still wants, what is in
-//! flight) and the cache of encoded chunk packets (valid until the chunk
-//! changes). Invariant: what a pump records as sent (the registry, a held
+//! flight) and the caches of encoded chunk and light packets (valid until
+//! the chunk, or its light, changes). Invariant: what a pump records as sent (the registry, a held
 //! chunk, one in flight) is in the packets it returns; a chunk that cannot
 //! be read now (a storage error) stays queued and the error is reported in
 //! the outbox, so nothing is recorded as sent that was dropped. Does not own: the world (`world.rs`), sockets (`network`), or
@@ -18,7 +20,7 @@ use std::sync::Arc;
 use buildat_format::Packet;
 use buildat_network_api::{OutgoingPacket, PeerId};
 use buildat_voxel::geometry::{self, Pos};
-use buildat_voxelworld_api::stream::{self, Chunk, UnloadChunk, VoxelUpdates};
+use buildat_voxelworld_api::stream::{self, Chunk, Light, UnloadChunk, VoxelUpdates};
 use serde::{Deserialize, Serialize};
 
 use crate::world::{Loaded, World, WorldError};
@@ -40,6 +42,9 @@ pub struct Viewer {
     resend: BTreeSet<Pos>,
     /// Encoded `voxelworld:voxels` packets for held chunks, to send next.
     updates: Vec<Arc<Vec<u8>>>,
+    /// Encoded `voxelworld:light` packets for held chunks whose light
+    /// changed, to send after the voxel updates.
+    lights: Vec<(Pos, Arc<Vec<u8>>)>,
     in_flight: u32,
     registry_sent: bool,
 }
@@ -59,6 +64,7 @@ pub struct Streamer {
     radius: i32,
     budget: u32,
     cache: HashMap<Pos, Arc<Vec<u8>>>,
+    light_cache: HashMap<Pos, Arc<Vec<u8>>>,
 }
 
 impl Streamer {
@@ -68,6 +74,7 @@ impl Streamer {
             radius: radius.clamp(0, 32),
             budget: budget.max(1),
             cache: HashMap::new(),
+            light_cache: HashMap::new(),
         }
     }
 
@@ -122,6 +129,7 @@ impl Streamer {
         for chunk in leaving {
             viewer.held.remove(&chunk);
             viewer.resend.remove(&chunk);
+            viewer.lights.retain(|(lit, _)| *lit != chunk);
             if let Ok(packet) = OutgoingPacket::new(&UnloadChunk { chunk }) {
                 packets.push(packet);
             }
@@ -193,6 +201,46 @@ impl Streamer {
         }
     }
 
+    /// A relight changed a chunk's light (`packet`: its encoded
+    /// `voxelworld:light`): its holders get it, unless a resend of the whole
+    /// chunk (which brings its light) is pending for them. Holders are added
+    /// to `holders`.
+    pub fn light_changed(
+        &mut self,
+        chunk: Pos,
+        packet: Arc<Vec<u8>>,
+        holders: &mut BTreeSet<PeerId>,
+    ) {
+        self.light_cache.insert(chunk, packet.clone());
+        for (peer, viewer) in &mut self.viewers {
+            if viewer.held.contains(&chunk) && !viewer.resend.contains(&chunk) {
+                viewer.lights.retain(|(lit, _)| *lit != chunk);
+                viewer.lights.push((chunk, packet.clone()));
+                holders.insert(*peer);
+            }
+        }
+    }
+
+    /// A chunk's encoded `voxelworld:light`, cached until its light changes.
+    fn encoded_light(
+        &mut self,
+        world: &mut World,
+        chunk: Pos,
+    ) -> Result<Option<Arc<Vec<u8>>>, WorldError> {
+        if let Some(hit) = self.light_cache.get(&chunk) {
+            return Ok(Some(hit.clone()));
+        }
+        let Some(light) = world.chunk_light(chunk)? else {
+            return Ok(None);
+        };
+        if self.light_cache.len() >= CACHE_LIMIT {
+            self.light_cache.clear();
+        }
+        let packet = Arc::new(encode_light_packet(chunk, &light)?);
+        self.light_cache.insert(chunk, packet.clone());
+        Ok(Some(packet))
+    }
+
     fn encoded(
         &mut self,
         world: &mut World,
@@ -251,6 +299,12 @@ impl Streamer {
                     data: update.as_ref().clone(),
                 });
             }
+            for (_, light) in viewer.lights.drain(..) {
+                packets.push(OutgoingPacket {
+                    name: Light::NAME.to_string(),
+                    data: light.as_ref().clone(),
+                });
+            }
             let mut picked = Vec::new();
             let mut budget = self.budget.saturating_sub(viewer.in_flight);
             while budget > 0 {
@@ -287,12 +341,24 @@ impl Streamer {
             let mut sent = 0;
             let mut unread = Vec::new();
             for chunk in picked {
-                match self.encoded(world, chunk) {
-                    Ok(Some(packet)) => {
+                let encoded = self.encoded(world, chunk).and_then(|packet| {
+                    Ok(match packet {
+                        Some(packet) => Some((packet, self.encoded_light(world, chunk)?)),
+                        None => None,
+                    })
+                });
+                match encoded {
+                    Ok(Some((packet, light))) => {
                         packets.push(OutgoingPacket {
                             name: Chunk::NAME.to_string(),
                             data: packet.as_ref().clone(),
                         });
+                        if let Some(light) = light {
+                            packets.push(OutgoingPacket {
+                                name: Light::NAME.to_string(),
+                                data: light.as_ref().clone(),
+                            });
+                        }
                         sent += 1;
                         if let Some(viewer) = self.viewers.get_mut(&peer) {
                             viewer.held.insert(chunk);
@@ -324,12 +390,20 @@ impl Streamer {
     }
 }
 
+/// A chunk's light as an encoded `voxelworld:light` packet.
+pub fn encode_light_packet(chunk: Pos, light: &[u8]) -> Result<Vec<u8>, WorldError> {
+    let light =
+        buildat_format::encode_light(light).map_err(|e| WorldError::Light(e.to_string()))?;
+    Ok(Light { chunk, light }.encode()?)
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::Ordering;
 
     use super::*;
     use crate::world::tests::{faulty, generate};
+    use buildat_voxel::geometry::CHUNK_VOLUME;
 
     /// The names of the packets a pump sent, in order.
     fn names(outbox: &Outbox) -> Vec<&str> {
@@ -365,8 +439,31 @@ mod tests {
         assert!(outbox.failure.is_none());
         assert_eq!(
             names(&outbox),
-            [Chunk::NAME],
-            "the chunk is sent once it reads"
+            [Chunk::NAME, Light::NAME],
+            "the chunk, then its light, is sent once it reads"
+        );
+    }
+
+    #[test]
+    fn a_relit_chunk_s_light_goes_to_its_holders_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut world, _) = faulty(dir.path(), 64);
+        generate(&mut world, [0, 0, 0], "stone");
+        let mut streamer = Streamer::new(0, 8);
+        streamer.set_viewer(1, [0.5, 0.5, 0.5]);
+        streamer.set_viewer(2, [100.5, 0.5, 0.5]);
+        streamer.pump(&mut world, b"registry", None);
+        let packet = Arc::new(encode_light_packet([0, 0, 0], &[0; CHUNK_VOLUME]).unwrap());
+        let mut holders = BTreeSet::new();
+        streamer.light_changed([0, 0, 0], packet.clone(), &mut holders);
+        assert_eq!(holders, BTreeSet::from([1]));
+        let outbox = streamer.pump(&mut world, b"registry", Some(&[1]));
+        assert_eq!(names(&outbox), [Light::NAME]);
+        let light = Light::decode(&outbox.packets[0].1[0].data).unwrap();
+        assert_eq!(light.chunk, [0, 0, 0]);
+        assert_eq!(
+            buildat_format::decode_light(&light.light, CHUNK_VOLUME).unwrap(),
+            vec![0; CHUNK_VOLUME]
         );
     }
 }

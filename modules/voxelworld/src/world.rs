@@ -13,16 +13,25 @@
 //! works again (an edit is never dropped because the disk is full); a
 //! stored section that does not decode is reported, quarantined and
 //! generated again, instead of failing every load that touches it.
+//! Light (`buildat_voxel::light`) is derived, never stored: a chunk's light
+//! is computed the first time it is asked for (streaming) from the loaded
+//! chunks around it, and kept with the chunk; chunks whose voxels change
+//! (edits, generation, loading) are gathered and [`World::relight`] (once a
+//! tick) recomputes the kept light of every chunk they can reach: their 26
+//! neighbours, and below them, as far down as the sunlight coming down
+//! changed, the chunks under it and their neighbours.
 //! Does not own: the database (`storage.rs`) or generation (a generator
 //! module answers `voxelworld:generation_request`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Instant;
 
 use buildat_format::{decode_voxels, encode_voxels};
 use buildat_interface::log;
 use buildat_voxel::geometry::{self, CHUNK_VOLUME, Pos, SectionSize};
+use buildat_voxel::light::{self, LightTable, Surroundings};
 use buildat_voxel::{AIR, BlockDefinition, BlockRegistry, RegistryError, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
     ChunkData, DynamicNode, StoredNode, StoredNodeKind, VAR_MOD_VERSION, VAR_REGISTRY_NAME,
@@ -35,6 +44,9 @@ use crate::storage::{StorageError, StoredSection, WorldStorage};
 const ID_BLOCK: u64 = 1024;
 const REGISTRY_NAME: &str = "main";
 const BLOB_VERSION: &str = "1";
+/// Chunks kept only as their blob that lighting keeps decoded at a time
+/// (128 KiB each).
+const LIGHT_DECODE_CACHE: usize = 128;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorldError {
@@ -54,6 +66,8 @@ pub enum WorldError {
     BadNode { id: u64, why: String },
     #[error(transparent)]
     Payload(#[from] buildat_interface::PayloadError),
+    #[error("encoding light: {0}")]
+    Light(String),
 }
 
 /// A static chunk node. At least one of `voxels` and `blob` is present:
@@ -64,6 +78,12 @@ struct Chunk {
     node_id: u64,
     voxels: Option<Vec<u32>>,
     blob: Option<Vec<u8>>,
+    /// Its light, once asked for (derived, never stored).
+    light: Option<ChunkLight>,
+    /// Which of its columns full sunlight came down into when last looked
+    /// at (x + 32·z), so a change above is followed down only as far as it
+    /// changes what comes down.
+    sun_in: Option<Vec<bool>>,
 }
 
 impl Chunk {
@@ -72,6 +92,8 @@ impl Chunk {
             node_id,
             voxels: Some(vec![AIR; CHUNK_VOLUME]),
             blob: None,
+            light: None,
+            sun_in: None,
         }
     }
 
@@ -92,6 +114,8 @@ impl Chunk {
             node_id,
             voxels: None,
             blob: Some(blob),
+            light: None,
+            sun_in: None,
         })
     }
 }
@@ -135,6 +159,9 @@ impl Section {
     }
 }
 
+/// A chunk's light bytes (`buildat_voxel::light`), shared with the stream.
+pub type ChunkLight = Arc<Vec<u8>>;
+
 /// A chunk changed since the last commit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Committed {
@@ -172,6 +199,17 @@ pub struct World {
     voxel_changes: HashMap<Pos, Option<Vec<(u16, u32)>>>,
     /// Stored voxel names not in the registry (reported once each).
     pub unknown_names: BTreeSet<String>,
+    /// Chunks whose voxels changed (set, generated, loaded) since the last
+    /// [`World::relight`].
+    light_dirty: BTreeSet<Pos>,
+    /// Each voxel type's light, rebuilt when the registry grows.
+    light_table: LightTable,
+    /// The registry's length when `light_table` was built.
+    light_table_len: usize,
+    /// Blob-only chunks decoded for lighting, the last
+    /// [`LIGHT_DECODE_CACHE`] (oldest first in `light_decoded_order`).
+    light_decoded: HashMap<Pos, Arc<[u32]>>,
+    light_decoded_order: VecDeque<Pos>,
 }
 
 impl World {
@@ -188,6 +226,11 @@ impl World {
             changed: BTreeSet::new(),
             voxel_changes: HashMap::new(),
             unknown_names: BTreeSet::new(),
+            light_dirty: BTreeSet::new(),
+            light_table: LightTable::default(),
+            light_table_len: 0,
+            light_decoded: HashMap::new(),
+            light_decoded_order: VecDeque::new(),
         }
     }
 
@@ -244,6 +287,12 @@ impl World {
             }
             None => None,
         };
+        if let Some((section, true)) = &decoded {
+            self.light_dirty.extend(section.chunks.keys().copied());
+        }
+        for chunk in self.section_size.chunks_of_section(pos) {
+            self.forget_light_voxels(chunk);
+        }
         let (mut section, loaded) = match decoded {
             Some((section, true)) => (section, Loaded::Ready),
             Some((section, false)) => (section, Loaded::NeedsGeneration),
@@ -563,6 +612,7 @@ impl World {
                 }
             }
             self.changed.insert(chunk_pos);
+            self.light_dirty.insert(chunk_pos);
         }
         Ok(())
     }
@@ -621,7 +671,10 @@ impl World {
             if let Some(chunk) = section.chunks.get_mut(&chunk_pos) {
                 chunk.voxels = generated.voxels;
                 chunk.blob = generated.blob;
+                chunk.light = None;
                 updated.push((chunk.node_id, chunk_pos));
+                self.light_dirty.insert(chunk_pos);
+                self.light_decoded.remove(&chunk_pos);
             }
         }
         section.generated = true;
@@ -753,8 +806,217 @@ impl World {
         let pos = stored.pos;
         let mut section = self.decode_section(stored)?;
         section.dirty = dirty;
+        if section.generated {
+            self.light_dirty.extend(section.chunks.keys().copied());
+        }
+        for chunk in section.chunks.keys() {
+            self.light_decoded.remove(chunk);
+        }
         self.sections.insert(pos, section);
         Ok(())
+    }
+
+    /// The light table, rebuilt if the registry grew since it was built.
+    fn refresh_light_table(&mut self) {
+        if self.light_table_len == self.voxels.len() && !self.voxels.is_empty() {
+            return;
+        }
+        self.light_table = LightTable::new(&self.voxels);
+        self.light_table_len = self.voxels.len();
+    }
+
+    /// The chunk, if its section is in memory and generated.
+    fn generated_chunk(&self, chunk: Pos) -> Option<&Chunk> {
+        self.sections
+            .get(&self.section_size.section_of_chunk(chunk))
+            .filter(|s| s.generated)
+            .and_then(|s| s.chunks.get(&chunk))
+    }
+
+    fn generated_chunk_mut(&mut self, chunk: Pos) -> Option<&mut Chunk> {
+        self.sections
+            .get_mut(&self.section_size.section_of_chunk(chunk))
+            .filter(|s| s.generated)
+            .and_then(|s| s.chunks.get_mut(&chunk))
+    }
+
+    /// A chunk's voxels for lighting (`None` if not in memory), without
+    /// keeping a chunk decoded that is kept as its blob: those are decoded
+    /// into a small cache of the last [`LIGHT_DECODE_CACHE`], so lighting
+    /// every streamed chunk does not decode every chunk in memory for good.
+    fn light_voxels(&mut self, chunk: Pos) -> Result<Option<Arc<[u32]>>, WorldError> {
+        let Some(found) = self.generated_chunk(chunk) else {
+            return Ok(None);
+        };
+        if let Some(voxels) = &found.voxels {
+            return Ok(Some(Arc::from(voxels.as_slice())));
+        }
+        if let Some(hit) = self.light_decoded.get(&chunk) {
+            return Ok(Some(hit.clone()));
+        }
+        let (node_id, blob) = (found.node_id, found.blob.clone().unwrap_or_default());
+        let voxels: Arc<[u32]> =
+            decode_blob(&self.voxels, &mut self.unknown_names, node_id, &blob)?.into();
+        while self.light_decoded_order.len() >= LIGHT_DECODE_CACHE {
+            if let Some(old) = self.light_decoded_order.pop_front() {
+                self.light_decoded.remove(&old);
+            }
+        }
+        self.light_decoded.insert(chunk, voxels.clone());
+        self.light_decoded_order.push_back(chunk);
+        Ok(Some(voxels))
+    }
+
+    /// A chunk's voxels changed: its cached decoding for light is stale.
+    fn forget_light_voxels(&mut self, chunk: Pos) {
+        self.light_decoded.remove(&chunk);
+    }
+
+    /// Which columns full sunlight comes down into the top of `chunk` (x +
+    /// 32·z): all of them when the chunk above is not in memory (open sky
+    /// above the loaded world), else what leaves the chunk above's bottom.
+    /// Computed up the column, remembered in `memo` for one relight.
+    fn sun_in(
+        &mut self,
+        chunk: Pos,
+        memo: &mut HashMap<Pos, Arc<Vec<bool>>>,
+    ) -> Result<Arc<Vec<bool>>, WorldError> {
+        // Up to the first chunk not in memory or already known.
+        let mut chain = Vec::new();
+        let mut at = chunk;
+        let mut known = loop {
+            if let Some(mask) = memo.get(&at) {
+                break mask.clone();
+            }
+            let above = [at[0], at[1] + 1, at[2]];
+            if self.generated_chunk(above).is_none() {
+                break Arc::new(vec![true; light::COLUMNS]);
+            }
+            chain.push(at);
+            at = above;
+        };
+        if chain.is_empty() {
+            memo.insert(chunk, known.clone());
+        }
+        // Back down: each chunk's sunlight is what leaves the one above.
+        for &below in chain.iter().rev() {
+            let above = [below[0], below[1] + 1, below[2]];
+            let voxels = self.light_voxels(above)?.unwrap_or_else(|| Arc::from([]));
+            known = Arc::new(light::sun_exits(&voxels, &self.light_table, Some(&known)));
+            memo.insert(below, known.clone());
+        }
+        Ok(known)
+    }
+
+    /// Computes a chunk's light from what is in memory around it, keeps
+    /// it, and answers it (`None` if the chunk is not in memory).
+    fn compute_light(
+        &mut self,
+        chunk: Pos,
+        memo: &mut HashMap<Pos, Arc<Vec<bool>>>,
+    ) -> Result<Option<ChunkLight>, WorldError> {
+        self.refresh_light_table();
+        if self.generated_chunk(chunk).is_none() {
+            return Ok(None);
+        }
+        let offsets: [Pos; 27] =
+            std::array::from_fn(|i| [i % 3, i / 3 % 3, i / 9].map(|o| o as i32 - 1));
+        let at = |o: Pos| [chunk[0] + o[0], chunk[1] + o[1], chunk[2] + o[2]];
+        let mut chunks: [Option<Arc<[u32]>>; 27] = Default::default();
+        for (slot, offset) in chunks.iter_mut().zip(offsets) {
+            *slot = self.light_voxels(at(offset))?;
+        }
+        let mut masks: [Option<Arc<Vec<bool>>>; 9] = Default::default();
+        for (i, mask) in masks.iter_mut().enumerate() {
+            let above = at([(i % 3) as i32 - 1, 1, (i / 3) as i32 - 1]);
+            if self.generated_chunk(above).is_some() {
+                let sun_in = self.sun_in(above, memo)?;
+                if let Some(found) = self.generated_chunk_mut(above) {
+                    found.sun_in = Some(sun_in.as_ref().clone());
+                }
+                *mask = Some(sun_in);
+            }
+        }
+        let around = Surroundings {
+            chunks: std::array::from_fn(|i| chunks[i].as_deref()),
+            sun_in: std::array::from_fn(|i| masks[i].as_ref().map(|m| m.as_slice())),
+        };
+        let lit = Arc::new(light::light_chunk(&around, &self.light_table));
+        if let Some(found) = self.generated_chunk_mut(chunk) {
+            found.light = Some(lit.clone());
+        }
+        Ok(Some(lit))
+    }
+
+    /// A chunk's light (one byte per voxel, `buildat_voxel::light`),
+    /// computed on first use; `None` if its section is not generated. Light
+    /// kept while changes wait for the next [`World::relight`] is answered
+    /// as it is.
+    pub fn chunk_light(&mut self, chunk: Pos) -> Result<Option<ChunkLight>, WorldError> {
+        let section_pos = self.section_size.section_of_chunk(chunk);
+        if self.load_section(section_pos)? != Loaded::Ready {
+            return Ok(None);
+        }
+        if let Some(lit) = self.generated_chunk(chunk).and_then(|c| c.light.clone()) {
+            return Ok(Some(lit));
+        }
+        self.compute_light(chunk, &mut HashMap::new())
+    }
+
+    /// Recomputes the kept light of every chunk the voxels changed since
+    /// the last call can reach; answers the chunks whose light changed,
+    /// with their new light. Once a tick: the changes of a tick are lit
+    /// together, across chunk borders.
+    pub fn relight(&mut self) -> Result<Vec<(Pos, ChunkLight)>, WorldError> {
+        if self.light_dirty.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.refresh_light_table();
+        let mut dirty: Vec<Pos> = std::mem::take(&mut self.light_dirty).into_iter().collect();
+        // Top first: a change above is followed down through those below.
+        dirty.sort_by_key(|c| (std::cmp::Reverse(c[1]), c[0], c[2]));
+        let mut stale = BTreeSet::new();
+        let mut memo = HashMap::new();
+        let around = |c: Pos, dy: std::ops::RangeInclusive<i32>| {
+            let mut out = Vec::new();
+            for z in -1..=1 {
+                for y in dy.clone() {
+                    for x in -1..=1 {
+                        out.push([c[0] + x, c[1] + y, c[2] + z]);
+                    }
+                }
+            }
+            out
+        };
+        for changed in dirty {
+            stale.extend(around(changed, -1..=1));
+            // Down the column while the sunlight coming down changes.
+            let mut below = [changed[0], changed[1] - 1, changed[2]];
+            while self.generated_chunk(below).is_some() {
+                let sun_in = self.sun_in(below, &mut memo)?;
+                let Some(found) = self.generated_chunk_mut(below) else {
+                    break;
+                };
+                if found.sun_in.as_deref() == Some(sun_in.as_slice()) {
+                    break;
+                }
+                found.sun_in = Some(sun_in.as_ref().clone());
+                stale.extend(around(below, -1..=-1));
+                below[1] -= 1;
+            }
+        }
+        let mut relit = Vec::new();
+        for chunk in stale {
+            let Some(old) = self.generated_chunk(chunk).and_then(|c| c.light.clone()) else {
+                continue; // never asked for: computed when it is
+            };
+            if let Some(new) = self.compute_light(chunk, &mut memo)?
+                && new != old
+            {
+                relit.push((chunk, new));
+            }
+        }
+        Ok(relit)
     }
 
     /// Whether storage holds a generated section at `pos`.
@@ -1005,6 +1267,55 @@ pub(crate) mod tests {
         let committed = world.commit();
         assert_eq!(committed.len(), 1);
         assert_eq!(committed[0].voxels, None);
+    }
+
+    #[test]
+    fn light_is_computed_when_asked_and_relit_once_for_a_batch_of_edits() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut world = open(dir.path());
+        let mut torch = BlockDefinition::simple("torch", "torch.png");
+        torch.physically_solid = false;
+        torch.light_source = 14;
+        torch.light_absorption = 0;
+        let torch = world.register_block(torch).unwrap()[0];
+        let stone = world.voxels.get_id("stone").unwrap();
+        // Each chunk: stone where z < 16 (its first half), air above it.
+        generate(&mut world, [0, 0, 0], "stone");
+        let light_at = |world: &mut World, p: Pos| {
+            let light = world
+                .chunk_light(geometry::chunk_of_voxel(p))
+                .unwrap()
+                .unwrap();
+            light[geometry::index_in_chunk(p)]
+        };
+        let open = [5, 5, 20];
+        assert_eq!(light_at(&mut world, open), light::FULL_SUN, "open sky");
+        assert_eq!(light_at(&mut world, [5, 5, 10]), 0, "inside the stone");
+        assert!(
+            world
+                .generated_chunk([1, 1, 1])
+                .is_some_and(|c| c.voxels.is_none()),
+            "lighting keeps no chunk decoded for good"
+        );
+        assert!(world.relight().unwrap().is_empty(), "nothing changed yet");
+        // Two edits in one batch: a roof high above, a torch below.
+        world.set_voxel([5, 60, 20], stone).unwrap();
+        world.set_voxel([5, 5, 17], torch).unwrap();
+        let relit = world.relight().unwrap();
+        let chunks: BTreeSet<Pos> = relit.iter().map(|(c, _)| *c).collect();
+        assert!(chunks.contains(&[0, 0, 0]), "{chunks:?}");
+        let lit = light_at(&mut world, open);
+        assert_eq!(light::sun(lit), 14, "shaded by the roof, lit from beside");
+        assert_eq!(light::block(light_at(&mut world, [5, 5, 17])), 14);
+        assert_eq!(light::block(light_at(&mut world, [6, 5, 17])), 13);
+        // Across the border into the chunk beside it.
+        world.set_voxel([31, 5, 17], torch).unwrap();
+        world.relight().unwrap();
+        assert_eq!(light::block(light_at(&mut world, [33, 5, 17])), 12);
+        // Removing the roof lets the sun back down.
+        world.set_voxel([5, 60, 20], AIR).unwrap();
+        world.relight().unwrap();
+        assert_eq!(light::sun(light_at(&mut world, open)), 15);
     }
 
     #[test]

@@ -67,6 +67,7 @@ impl Module for Worldgen {
                 for (id, name) in terrain::PALETTE.iter().enumerate().skip(1) {
                     let mut block = BlockDefinition::simple(name, &format!("{name}.png"));
                     block.physically_solid = terrain::is_solid(id as u32);
+                    block.light_absorption = terrain::light_absorption(id as u32);
                     self.host.call(&RegisterBlock { block })?;
                 }
                 let world = self.host.call(&GetWorldConfig {})?;

@@ -1,10 +1,11 @@
 //! The default game and the world stream over real sockets: joining,
-//! streaming nearest first under flow control, edits seen by others and kept
-//! across a restart.
+//! streaming nearest first under flow control, each chunk's light after it
+//! and again when an edit changes it, edits seen by others and kept across
+//! a restart.
 
 use buildat_format::Packet;
 use buildat_main_api::{Correct, Dig, Edits, Join, Move, Ping, Place, Pong, Refused, Spawn};
-use buildat_voxelworld_api::stream::{Ack, Chunk, Registry, UnloadChunk, VoxelUpdates};
+use buildat_voxelworld_api::stream::{Ack, Chunk, Light, Registry, UnloadChunk, VoxelUpdates};
 use std::collections::{HashMap, HashSet};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -52,6 +53,10 @@ struct Player {
     position: [f64; 3],
     names: Vec<String>,
     chunks: HashMap<Pos, Vec<u32>>,
+    /// Each held chunk's light bytes (`voxelworld:light`).
+    lights: HashMap<Pos, Vec<u8>>,
+    /// `voxelworld:light` packets received.
+    light_packets: usize,
     received: Vec<Pos>,
     /// `voxelworld:voxels` packets applied (single voxels of held chunks).
     voxel_updates: usize,
@@ -74,6 +79,8 @@ impl Player {
             position: [0.0; 3],
             names: Vec::new(),
             chunks: HashMap::new(),
+            lights: HashMap::new(),
+            light_packets: 0,
             received: Vec::new(),
             voxel_updates: 0,
             edits: Vec::new(),
@@ -136,9 +143,21 @@ impl Player {
                         self.client.send_packet(&Ack { chunks: 1 }).unwrap();
                     }
                 }
+                Light::NAME => {
+                    let light = Light::decode(&packet.data).unwrap();
+                    assert!(
+                        self.chunks.contains_key(&light.chunk),
+                        "light comes after its chunk"
+                    );
+                    let bytes = buildat_format::decode_light(&light.light, 32 * 32 * 32).unwrap();
+                    assert_eq!(bytes.len(), 32 * 32 * 32);
+                    self.lights.insert(light.chunk, bytes);
+                    self.light_packets += 1;
+                }
                 UnloadChunk::NAME => {
                     let unload = UnloadChunk::decode(&packet.data).unwrap();
                     self.chunks.remove(&unload.chunk);
+                    self.lights.remove(&unload.chunk);
                 }
                 VoxelUpdates::NAME => {
                     let updates = VoxelUpdates::decode(&packet.data).unwrap();
@@ -169,6 +188,13 @@ impl Player {
         let chunk = self.chunks.get(&geometry::chunk_of_voxel(voxel))?;
         let id = chunk[geometry::index_in_chunk(voxel)];
         self.names.get(id as usize).map(String::as_str)
+    }
+
+    /// The light byte at a voxel (sunlight in the high nibble, block light
+    /// in the low one), if its chunk's light is held.
+    fn light(&self, voxel: Pos) -> Option<u8> {
+        let light = self.lights.get(&geometry::chunk_of_voxel(voxel))?;
+        light.get(geometry::index_in_chunk(voxel)).copied()
     }
 
     fn dig(&mut self, voxel: Pos) {
@@ -237,6 +263,65 @@ fn a_joining_player_gets_its_own_chunk_first_then_the_radius_once_each() {
     let ground = player.voxel_name(standing_on).expect("ground is held");
     assert_ne!(ground, "air", "it spawned on the surface");
     assert_eq!(player.voxel_name(player.feet()), Some("air"));
+    server.stop_cleanly();
+}
+
+#[test]
+fn light_comes_with_each_chunk_and_changes_with_edits() {
+    let scratch = Scratch::new();
+    scratch.add_game();
+    let (mut server, address) = start(&scratch);
+    let mut player = Player::join(&address, "lamplighter");
+    let feet = player.feet();
+    let wanted = chunks_in_radius(geometry::chunk_of_voxel(feet));
+    player
+        .pump_until(Duration::from_secs(120), |p| {
+            wanted.iter().all(|c| p.lights.contains_key(c))
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "light of {} of {} chunks",
+                player.lights.len(),
+                wanted.len()
+            )
+        });
+    // Open sky over the top of the world held: full sunlight on air there.
+    let top = (geometry::chunk_of_voxel(feet)[1] + RADIUS) * 32 + 31;
+    let sky = [feet[0], top, feet[2]];
+    assert_eq!(player.voxel_name(sky), Some("air"));
+    assert_eq!(player.light(sky), Some(0xf0), "sun 15, no block light");
+    // A torch placed beside the player lights itself 14 and its air 13.
+    let beside = [feet[0] + 2, feet[1], feet[2]];
+    let next = [feet[0] + 3, feet[1], feet[2]];
+    assert_eq!(player.voxel_name(beside), Some("air"));
+    let block_light = |p: &Player, at| p.light(at).map(|l| l & 0x0f);
+    assert_eq!(block_light(&player, beside), Some(0), "dark before");
+    player.place(beside, "torch");
+    player
+        .pump_until(Duration::from_secs(30), |p| {
+            block_light(p, beside) == Some(14)
+        })
+        .unwrap_or_else(|| panic!("torch light: {:?}", player.light(beside)));
+    if player.voxel_name(next) == Some("air") {
+        assert_eq!(block_light(&player, next), Some(13));
+    }
+    // Taken away, its light goes with it.
+    player.dig(beside);
+    player
+        .pump_until(Duration::from_secs(30), |p| {
+            block_light(p, beside) == Some(0)
+        })
+        .unwrap_or_else(|| panic!("torch gone: {:?}", player.light(beside)));
+    // Digging the ground under the player lets the sun in there.
+    let below = [feet[0], feet[1] - 1, feet[2]];
+    let sun = |p: &Player, at| p.light(at).map(|l| l >> 4);
+    assert_eq!(sun(&player, below), Some(0), "solid ground is dark");
+    player.dig(below);
+    player
+        .pump_until(Duration::from_secs(30), |p| {
+            sun(p, below).is_some_and(|s| s > 0)
+        })
+        .unwrap_or_else(|| panic!("the hole stays dark: {:?}", player.light(below)));
     server.stop_cleanly();
 }
 

@@ -2,8 +2,8 @@
 //! `voxelworld` module and the client.
 //!
 //! Owns: the definitions of `voxelworld:registry`, `voxelworld:chunk`,
-//! `voxelworld:voxels`, `voxelworld:unload_chunk` (server → client) and
-//! `voxelworld:ack` (client → server).
+//! `voxelworld:voxels`, `voxelworld:light`, `voxelworld:unload_chunk`
+//! (server → client) and `voxelworld:ack` (client → server).
 //! Does not own: which chunks go when (the `voxelworld` module) or how a
 //! client stores them.
 //!
@@ -12,7 +12,10 @@
 //! processed; the server keeps at most a budget of unacknowledged chunks in
 //! flight per client and pauses while the budget is used up. A chunk that
 //! leaves the view radius is withdrawn with `voxelworld:unload_chunk`; a
-//! chunk that changes is sent again to every client holding it.
+//! chunk that changes is sent again to every client holding it. Every chunk
+//! is followed by its light (`voxelworld:light`), and a held chunk whose
+//! light changes (an edit, a neighbour arriving) gets its light again, once
+//! per server tick at most.
 
 use buildat_voxel::VoxelRegistry;
 use buildat_voxel::geometry::Pos;
@@ -46,6 +49,18 @@ pub struct VoxelUpdates {
     pub changes: Vec<(u16, u32)>,
 }
 
+/// `voxelworld:light`: the light of a chunk the client holds, sent right
+/// after the chunk and again whenever it changes: a `buildat-format` light
+/// blob (`encode_light`) of one byte per voxel in the chunk's voxel order,
+/// sunlight in the high nibble and block light in the low one (see
+/// `buildat_voxel::light`). It replaces the chunk's light as a whole.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Light {
+    pub chunk: Pos,
+    #[serde(with = "serde_bytes")]
+    pub light: Vec<u8>,
+}
+
 /// `voxelworld:unload_chunk`: the chunk left the view radius.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UnloadChunk {
@@ -62,6 +77,7 @@ buildat_format::bincode_packet! {
     Registry = "voxelworld:registry";
     Chunk = "voxelworld:chunk";
     VoxelUpdates = "voxelworld:voxels";
+    Light = "voxelworld:light";
     UnloadChunk = "voxelworld:unload_chunk";
     Ack = "voxelworld:ack";
 }
@@ -89,6 +105,11 @@ mod tests {
         );
         assert!(VoxelUpdates::decode(&updates.encode().unwrap()[..5]).is_err());
         assert!(Chunk::decode(&chunk.encode().unwrap()[1..]).is_err());
+        let light = Light {
+            chunk: [4, -5, 6],
+            light: vec![1, 4, 0xf0],
+        };
+        assert_eq!(Light::decode(&light.encode().unwrap()).unwrap(), light);
         let sent = Registry {
             voxels: VoxelRegistry::default(),
         };

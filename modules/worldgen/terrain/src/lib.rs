@@ -95,6 +95,18 @@ pub fn is_solid(id: u32) -> bool {
     }
 }
 
+/// How much light the block at local index `id` takes away
+/// (`BlockDefinition::light_absorption`): air 0; water, ice and leaves let
+/// light through dimmed (1, 2 and 1); everything else is opaque (15).
+pub fn light_absorption(id: u32) -> u8 {
+    match id {
+        AIR => 0,
+        WATER | LEAVES | PINE_LEAVES => 1,
+        ICE => 2,
+        _ => 15,
+    }
+}
+
 /// The voxels of `chunk` as local palette indices (x fastest).
 pub fn generate_chunk(seed: u64, chunk: Pos) -> Vec<u32> {
     generate_box(seed, geometry::chunk_origin(chunk), [CHUNK_SIZE; 3])
