@@ -415,20 +415,13 @@ impl Renderer {
         {
             return view.clone();
         }
-        let texture = self.device.create_texture(&wgpu::TextureDescriptor {
-            label: Some("depth"),
-            size: wgpu::Extent3d {
-                width,
-                height,
-                depth_or_array_layers: 1,
-            },
-            mip_level_count: 1,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format: DEPTH_FORMAT,
-            usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
-            view_formats: &[],
-        });
+        let texture = render_target(
+            &self.device,
+            "depth",
+            (width, height),
+            DEPTH_FORMAT,
+            wgpu::TextureUsages::RENDER_ATTACHMENT,
+        );
         let view = texture.create_view(&Default::default());
         self.depth = Some((width, height, view.clone()));
         view
@@ -653,4 +646,28 @@ pub fn box_triangles(min: Vec3, max: Vec3, colour: [f32; 3], out: &mut Vec<FlatV
             });
         }
     }
+}
+
+/// A single-sample 2D texture of `size` to render into.
+pub fn render_target(
+    device: &wgpu::Device,
+    label: &str,
+    (width, height): (u32, u32),
+    format: wgpu::TextureFormat,
+    usage: wgpu::TextureUsages,
+) -> wgpu::Texture {
+    device.create_texture(&wgpu::TextureDescriptor {
+        label: Some(label),
+        size: wgpu::Extent3d {
+            width,
+            height,
+            depth_or_array_layers: 1,
+        },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format,
+        usage,
+        view_formats: &[],
+    })
 }

@@ -228,6 +228,16 @@ struct Volume {
 }
 
 impl Volume {
+    /// The chunk and its neighbours' borders, padded, as the meshers read them.
+    fn gather(neighbourhood: &Neighbourhood, table: &MeshTable) -> Self {
+        let (kinds, values, light) = neighbourhood.padded(table);
+        Self {
+            kinds,
+            values,
+            light,
+        }
+    }
+
     fn at(p: [i32; 3]) -> usize {
         let [x, y, z] = p.map(|c| (c + 1) as usize);
         x + PADDED * (y + PADDED * z)
@@ -351,12 +361,7 @@ fn push_quad(
 
 /// Meshes one chunk: hidden faces culled, equal coplanar faces merged.
 pub fn mesh_chunk(chunk: Pos, neighbourhood: &Neighbourhood, table: &MeshTable) -> ChunkMesh {
-    let (kinds, values, light) = neighbourhood.padded(table);
-    let volume = Volume {
-        kinds,
-        values,
-        light,
-    };
+    let volume = Volume::gather(neighbourhood, table);
     let base = chunk_origin(chunk);
     let mut mesh = ChunkMesh::default();
     let n = CHUNK_SIZE;
@@ -414,12 +419,7 @@ pub fn mesh_chunk(chunk: Pos, neighbourhood: &Neighbourhood, table: &MeshTable) 
 /// The baseline: one quad per visible face, nothing merged (hidden faces
 /// are still culled and AO still computed, so only the merging differs).
 pub fn mesh_chunk_naive(chunk: Pos, neighbourhood: &Neighbourhood, table: &MeshTable) -> ChunkMesh {
-    let (kinds, values, light) = neighbourhood.padded(table);
-    let volume = Volume {
-        kinds,
-        values,
-        light,
-    };
+    let volume = Volume::gather(neighbourhood, table);
     let base = chunk_origin(chunk);
     let mut mesh = ChunkMesh::default();
     for z in 0..CHUNK_SIZE {

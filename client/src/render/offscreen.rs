@@ -86,20 +86,13 @@ pub fn run(link: FrontendLink, options: &ShotOptions) -> Result<ShotReport, Rend
     }
     let camera = options.camera.unwrap_or_else(|| default_camera(&scene));
     let (width, height) = options.size;
-    let texture = renderer.device.create_texture(&wgpu::TextureDescriptor {
-        label: Some("screenshot"),
-        size: wgpu::Extent3d {
-            width,
-            height,
-            depth_or_array_layers: 1,
-        },
-        mip_level_count: 1,
-        sample_count: 1,
-        dimension: wgpu::TextureDimension::D2,
-        format: gpu::COLOUR_FORMAT,
-        usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
-        view_formats: &[],
-    });
+    let texture = gpu::render_target(
+        &renderer.device,
+        "screenshot",
+        (width, height),
+        gpu::COLOUR_FORMAT,
+        wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+    );
     let view = texture.create_view(&Default::default());
     let mut extras = FrameExtras::default();
     if options.overlay {

@@ -128,6 +128,9 @@ pub(super) struct Ui {
     moves: Vec<Handler>,
 }
 
+/// Which of the UI's handler lists a registration function fills.
+type HandlerList = fn(&mut Ui) -> &mut Vec<Handler>;
+
 fn finite(values: &[f64]) -> mlua::Result<()> {
     if values.iter().all(|v| v.is_finite()) {
         Ok(())
@@ -221,33 +224,29 @@ impl Runtime {
             })?,
         )?;
 
-        let s = shared.clone();
-        host.raw_set(
-            "ui_on_click",
-            lua.create_function(move |_, (owner, func): (String, Function)| {
-                let mut ui = s.ui.borrow_mut();
-                check_len("click handlers", ui.clicks.len())?;
-                ui.clicks.push(Handler {
-                    owner: owner.into(),
-                    func,
-                });
-                Ok(())
-            })?,
-        )?;
-
-        let s = shared.clone();
-        host.raw_set(
-            "ui_on_move",
-            lua.create_function(move |_, (owner, func): (String, Function)| {
-                let mut ui = s.ui.borrow_mut();
-                check_len("move handlers", ui.moves.len())?;
-                ui.moves.push(Handler {
-                    owner: owner.into(),
-                    func,
-                });
-                Ok(())
-            })?,
-        )?;
+        for (name, what, list) in [
+            (
+                "ui_on_click",
+                "click handlers",
+                (|ui| &mut ui.clicks) as HandlerList,
+            ),
+            ("ui_on_move", "move handlers", |ui| &mut ui.moves),
+        ] {
+            let s = shared.clone();
+            host.raw_set(
+                name,
+                lua.create_function(move |_, (owner, func): (String, Function)| {
+                    let mut ui = s.ui.borrow_mut();
+                    let handlers = list(&mut ui);
+                    check_len(what, handlers.len())?;
+                    handlers.push(Handler {
+                        owner: owner.into(),
+                        func,
+                    });
+                    Ok(())
+                })?,
+            )?;
+        }
 
         let s = shared.clone();
         host.raw_set(
