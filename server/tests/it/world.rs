@@ -197,11 +197,16 @@ fn reload_voxelworld_keeps_the_world_and_its_registry() {
         .max()
         .expect("rounds");
     let connection = Connection::open(scratch.world().join("world.sqlite")).expect("open");
+    // `stop` saves what is in memory: the last acknowledged round, or the
+    // round after it when the probe's edit came before the final save and
+    // the probe was stopped before it heard of that save.
     for section in SECTIONS {
-        assert_eq!(
-            stored_round(&connection, section).expect("the section decodes"),
-            Some(acknowledged),
-            "{section:?} saved on stop"
+        let round = stored_round(&connection, section)
+            .expect("the section decodes")
+            .expect("a round is stored");
+        assert!(
+            round == acknowledged || round == acknowledged + 1,
+            "{section:?} saved on stop: round {round}, last acknowledged {acknowledged}"
         );
     }
 }
