@@ -277,10 +277,16 @@ pub fn write_rgb_png(path: &Path, width: u32, height: u32, rgb: &[u8]) -> Result
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let mut temp = tempfile::Builder::new()
-        .prefix(".png-")
-        .tempfile_in(dir)
-        .map_err(io)?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".png-");
+    // A picture for people: the usual permissions (0666 less the umask),
+    // not a temporary file's 0600.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut temp = builder.tempfile_in(dir).map_err(io)?;
     {
         let mut encoder = png::Encoder::new(BufWriter::new(temp.as_file_mut()), width, height);
         encoder.set_color(png::ColorType::Rgb);
