@@ -283,6 +283,24 @@ pub fn run(layout: &Layout, options: &FaultOptions) -> anyhow::Result<bool> {
         }
     }
     if !events_ok {
+        // What the server said around it: the probe names each gap as it
+        // sees it, next to the reloads, hangs and warnings.
+        let context: Vec<&String> = server
+            .seen
+            .iter()
+            .filter(|l| {
+                ["WARN", "ERROR", "reloaded", "reloading", "fault_probe"]
+                    .iter()
+                    .any(|w| l.contains(w))
+            })
+            .collect();
+        println!(
+            "server lines around the events ({} shown at most 60):",
+            context.len()
+        );
+        for line in context.iter().rev().take(60).rev() {
+            println!("  {}", line.trim());
+        }
         failures.push("fault_probe events lost or repeated".into());
     }
     // The bots were meant to play on: any session that ended was dropped.

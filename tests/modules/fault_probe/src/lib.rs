@@ -56,8 +56,15 @@ const TMP_STATE: &str = "state";
 
 impl FaultProbe {
     fn count(&mut self, sender: String, seq: u64) {
-        let received = self.state.received.entry(sender).or_default();
+        let received = self.state.received.entry(sender.clone()).or_default();
         if seq > received.next_expected {
+            // Named when it happens, so the server's log shows what it
+            // happened next to (a reload, a hang).
+            log::warn!(
+                "fault_probe {}: {} events from {sender} missing before {seq}",
+                self.name,
+                seq - received.next_expected
+            );
             received.gaps += seq - received.next_expected;
         } else if seq < received.next_expected {
             received.repeats += 1;
