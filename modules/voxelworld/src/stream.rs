@@ -63,8 +63,42 @@ pub struct Streamer {
     viewers: HashMap<PeerId, Viewer>,
     radius: i32,
     budget: u32,
-    cache: HashMap<Pos, Arc<Vec<u8>>>,
-    light_cache: HashMap<Pos, Arc<Vec<u8>>>,
+    cache: PacketCache,
+    light_cache: PacketCache,
+}
+
+/// Encoded packets by chunk, at most [`CACHE_LIMIT`] (emptied when full).
+#[derive(Default)]
+struct PacketCache(HashMap<Pos, Arc<Vec<u8>>>);
+
+impl PacketCache {
+    fn insert(&mut self, chunk: Pos, packet: Arc<Vec<u8>>) {
+        if self.0.len() >= CACHE_LIMIT {
+            self.0.clear();
+        }
+        self.0.insert(chunk, packet);
+    }
+
+    fn remove(&mut self, chunk: &Pos) {
+        self.0.remove(chunk);
+    }
+
+    /// The cached packet, or `encode`'s (cached); `None` when it has none.
+    fn get_or_encode(
+        &mut self,
+        chunk: Pos,
+        encode: impl FnOnce() -> Result<Option<Vec<u8>>, WorldError>,
+    ) -> Result<Option<Arc<Vec<u8>>>, WorldError> {
+        if let Some(hit) = self.0.get(&chunk) {
+            return Ok(Some(hit.clone()));
+        }
+        let Some(packet) = encode()? else {
+            return Ok(None);
+        };
+        let packet = Arc::new(packet);
+        self.insert(chunk, packet.clone());
+        Ok(Some(packet))
+    }
 }
 
 impl Streamer {
@@ -73,8 +107,8 @@ impl Streamer {
             viewers: HashMap::new(),
             radius: radius.clamp(0, 32),
             budget: budget.max(1),
-            cache: HashMap::new(),
-            light_cache: HashMap::new(),
+            cache: PacketCache::default(),
+            light_cache: PacketCache::default(),
         }
     }
 
@@ -227,18 +261,12 @@ impl Streamer {
         world: &mut World,
         chunk: Pos,
     ) -> Result<Option<Arc<Vec<u8>>>, WorldError> {
-        if let Some(hit) = self.light_cache.get(&chunk) {
-            return Ok(Some(hit.clone()));
-        }
-        let Some(light) = world.chunk_light(chunk)? else {
-            return Ok(None);
-        };
-        if self.light_cache.len() >= CACHE_LIMIT {
-            self.light_cache.clear();
-        }
-        let packet = Arc::new(encode_light_packet(chunk, &light)?);
-        self.light_cache.insert(chunk, packet.clone());
-        Ok(Some(packet))
+        self.light_cache.get_or_encode(chunk, || {
+            world
+                .chunk_light(chunk)?
+                .map(|light| encode_light_packet(chunk, &light))
+                .transpose()
+        })
     }
 
     fn encoded(
@@ -246,24 +274,18 @@ impl Streamer {
         world: &mut World,
         chunk: Pos,
     ) -> Result<Option<Arc<Vec<u8>>>, WorldError> {
-        if let Some(hit) = self.cache.get(&chunk) {
-            return Ok(Some(hit.clone()));
-        }
-        let Some(data) = world.get_chunk(chunk)? else {
-            return Ok(None);
-        };
-        if self.cache.len() >= CACHE_LIMIT {
-            self.cache.clear();
-        }
-        let packet = Arc::new(
-            Chunk {
-                chunk,
-                blob: data.blob,
-            }
-            .encode()?,
-        );
-        self.cache.insert(chunk, packet.clone());
-        Ok(Some(packet))
+        self.cache.get_or_encode(chunk, || {
+            let Some(data) = world.get_chunk(chunk)? else {
+                return Ok(None);
+            };
+            Ok(Some(
+                Chunk {
+                    chunk,
+                    blob: data.blob,
+                }
+                .encode()?,
+            ))
+        })
     }
 
     /// Fills the budget of `only` those viewers (None: every viewer) with
