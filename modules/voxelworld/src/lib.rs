@@ -64,6 +64,17 @@ struct StreamChanges {}
 impl Event for StreamChanges {
     const NAME: &'static str = "voxelworld:stream_changes";
 }
+/// Relights and streams what the last slice ran out of time for, after the
+/// calls and events that were waiting: an event voxelworld emits to itself.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct MoreWork {}
+impl Event for MoreWork {
+    const NAME: &'static str = "voxelworld:more_work";
+}
+/// How long one relight, or one pump, may light and encode chunks before
+/// the module's thread goes back to the calls and events waiting on it
+/// (a game module's movement checks call the world).
+const WORK_SLICE: std::time::Duration = std::time::Duration::from_millis(8);
 /// How long before a section requested of the generator is asked again.
 const GENERATION_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
 /// How long one tick may spend on the periodic save before going on.
@@ -168,6 +179,8 @@ struct VoxelWorld {
     /// Viewers holding chunks that calls changed, streamed on
     /// [`StreamChanges`].
     changed_holders: BTreeSet<PeerId>,
+    /// A [`MoreWork`] is on its way (one at a time).
+    more_work_pending: bool,
     ack_event: String,
     /// Sections asked of the generator, and when (asked again after a while
     /// in case the generator was down).
@@ -211,10 +224,11 @@ impl VoxelWorld {
     }
 
     /// Relights what changed since the last tick (edits, generated and
-    /// loaded chunks, all at once) and queues the changed light for the
-    /// chunks' holders (the tick's pump sends it).
+    /// loaded chunks, all at once; a slice of it when it is much) and
+    /// queues the changed light for the chunks' holders (the tick's pump
+    /// sends it).
     fn relight(&mut self) {
-        let relit = match self.world.relight() {
+        let relit = match self.world.relight(Instant::now() + WORK_SLICE) {
             Ok(relit) => relit,
             Err(error) => {
                 if let Some(suppressed) = self.stream_log.allow((), Instant::now()) {
@@ -236,9 +250,21 @@ impl VoxelWorld {
     }
 
     /// Sends each viewer what its budget allows and asks for the sections
-    /// it waits on.
+    /// it waits on; relighting left for later is done later too.
     fn pump(&mut self) -> Result<(), ModuleError> {
+        if self.world.light_pending() {
+            self.more_work_later()?;
+        }
         self.pump_viewers(None)
+    }
+
+    /// Asks for a [`MoreWork`] (unless one is on its way).
+    fn more_work_later(&mut self) -> Result<(), ModuleError> {
+        if !self.more_work_pending {
+            self.more_work_pending = true;
+            self.host.emit(&MoreWork {})?;
+        }
+        Ok(())
     }
 
     /// [`Self::pump`] for `only` those viewers, or every viewer.
@@ -255,7 +281,13 @@ impl VoxelWorld {
                 .encode()?,
             ),
         };
-        let outbox = self.streamer.pump(&mut self.world, registry, only);
+        let deadline = Instant::now() + WORK_SLICE;
+        let outbox = self
+            .streamer
+            .pump(&mut self.world, registry, only, deadline);
+        if outbox.unfinished {
+            self.more_work_later()?;
+        }
         if let Some(error) = &outbox.failure
             && let Some(suppressed) = self.stream_log.allow((), Instant::now())
         {
@@ -621,6 +653,7 @@ impl Module for VoxelWorld {
             streamer: stream::Streamer::new(radius, stream_budget),
             registry_packet: None,
             changed_holders: BTreeSet::new(),
+            more_work_pending: false,
             ack_event: network::received::<Ack>(),
             requested: HashMap::new(),
             save_interval: host.get_setting("voxelworld.save_interval_s", 5.0)?,
@@ -641,6 +674,7 @@ impl Module for VoxelWorld {
         self.host.sub_event(&self.ack_event)?;
         self.host.sub_event(Viewer::NAME)?;
         self.host.sub_event(StreamChanges::NAME)?;
+        self.host.sub_event(MoreWork::NAME)?;
         Ok(())
     }
 
@@ -696,6 +730,11 @@ impl Module for VoxelWorld {
                 self.peer_log.forget(&gone.peer);
             }
             Viewer::NAME => self.set_viewer(decode(payload)?)?,
+            MoreWork::NAME => {
+                self.more_work_pending = false;
+                self.relight();
+                self.pump()?;
+            }
             StreamChanges::NAME => {
                 let holders: Vec<PeerId> = std::mem::take(&mut self.changed_holders)
                     .into_iter()

@@ -16,6 +16,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
+use std::time::Instant;
 
 use buildat_format::Packet;
 use buildat_network_api::{OutgoingPacket, PeerId};
@@ -57,6 +58,9 @@ pub struct Outbox {
     /// The first error met reading the world (what it concerned stays queued
     /// for the next pump).
     pub failure: Option<WorldError>,
+    /// The pump ran out of time with chunks still to encode (they stay
+    /// queued): the caller pumps again once the events waiting have run.
+    pub unfinished: bool,
 }
 
 pub struct Streamer {
@@ -65,6 +69,9 @@ pub struct Streamer {
     budget: u32,
     cache: PacketCache,
     light_cache: PacketCache,
+    /// Where a pump of every viewer starts, turned each time, so the
+    /// viewers a deadline cuts off are first the next time.
+    rotation: usize,
 }
 
 /// Encoded packets by chunk, at most [`CACHE_LIMIT`] (emptied when full).
@@ -109,6 +116,7 @@ impl Streamer {
             budget: budget.max(1),
             cache: PacketCache::default(),
             light_cache: PacketCache::default(),
+            rotation: 0,
         }
     }
 
@@ -294,13 +302,33 @@ impl Streamer {
     /// pumps its own viewer, a commit the holders of the changed chunks; the
     /// tick and generated sections pump everyone. So the work per event does
     /// not grow with the player count.
-    pub fn pump(&mut self, world: &mut World, registry: &[u8], only: Option<&[PeerId]>) -> Outbox {
+    ///
+    /// Encoding and lighting chunks stops at `deadline` (after at least one
+    /// chunk, so every pump makes progress): what is left stays queued and
+    /// the outbox says `unfinished`, so the module's thread goes back to the
+    /// calls and events waiting on it between slices of streaming.
+    pub fn pump(
+        &mut self,
+        world: &mut World,
+        registry: &[u8],
+        only: Option<&[PeerId]>,
+        deadline: Instant,
+    ) -> Outbox {
         let mut outbox = Outbox::default();
         let section_size = world.section_size();
         let peers: Vec<PeerId> = match only {
             Some(peers) => peers.to_vec(),
-            None => self.viewers.keys().copied().collect(),
+            None => {
+                let mut peers: Vec<PeerId> = self.viewers.keys().copied().collect();
+                peers.sort_unstable();
+                if !peers.is_empty() {
+                    self.rotation = (self.rotation + 1) % peers.len();
+                    peers.rotate_left(self.rotation);
+                }
+                peers
+            }
         };
+        let mut encoded_any = false;
         for peer in peers {
             let mut packets = Vec::new();
             let Some(viewer) = self.viewers.get_mut(&peer) else {
@@ -363,6 +391,13 @@ impl Streamer {
             let mut sent = 0;
             let mut unread = Vec::new();
             for chunk in picked {
+                if encoded_any && Instant::now() >= deadline {
+                    // Out of time: back in line, like a chunk not read.
+                    outbox.unfinished = true;
+                    unread.push(chunk);
+                    continue;
+                }
+                encoded_any = true;
                 let encoded = self.encoded(world, chunk).and_then(|packet| {
                     Ok(match packet {
                         Some(packet) => Some((packet, self.encoded_light(world, chunk)?)),
@@ -424,8 +459,55 @@ mod tests {
     use std::sync::atomic::Ordering;
 
     use super::*;
-    use crate::world::tests::{faulty, generate};
+    use crate::world::tests::{far, faulty, generate};
     use buildat_voxel::geometry::CHUNK_VOLUME;
+
+    /// The chunks a pump sent, in order.
+    fn chunks_sent(outbox: &Outbox) -> Vec<Pos> {
+        outbox
+            .packets
+            .iter()
+            .flat_map(|(_, packets)| packets)
+            .filter(|p| p.name == Chunk::NAME)
+            .map(|p| Chunk::decode(&p.data).unwrap().chunk)
+            .collect()
+    }
+
+    #[test]
+    fn a_pump_out_of_time_sends_one_chunk_and_keeps_the_rest_queued() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut world, _) = faulty(dir.path(), 64);
+        for section in [-1, 0].iter().flat_map(|&x| {
+            [-1, 0]
+                .iter()
+                .flat_map(move |&y| [-1, 0].iter().map(move |&z| [x, y, z]))
+        }) {
+            generate(&mut world, section, "stone");
+        }
+        // What one pump with time to spare sends...
+        let mut unhurried = Streamer::new(1, 64);
+        unhurried.set_viewer(1, [0.5, 0.5, 0.5]);
+        let outbox = unhurried.pump(&mut world, b"registry", None, far());
+        assert!(!outbox.unfinished);
+        let all: HashSet<Pos> = chunks_sent(&outbox).into_iter().collect();
+        assert!(all.len() > 1, "the radius holds several chunks");
+        // ...pumps always out of time send too, one chunk each, once each.
+        let mut hurried = Streamer::new(1, 64);
+        hurried.set_viewer(1, [0.5, 0.5, 0.5]);
+        let mut sent = Vec::new();
+        for pumps in 1.. {
+            let outbox = hurried.pump(&mut world, b"registry", None, Instant::now());
+            let chunks = chunks_sent(&outbox);
+            assert!(chunks.len() <= 1, "out of time, one chunk a pump");
+            sent.extend(chunks);
+            if !outbox.unfinished {
+                break;
+            }
+            assert!(pumps <= all.len(), "every pump makes progress");
+        }
+        assert_eq!(sent.len(), all.len(), "no chunk twice, none left out");
+        assert_eq!(sent.into_iter().collect::<HashSet<_>>(), all);
+    }
 
     /// The names of the packets a pump sent, in order.
     fn names(outbox: &Outbox) -> Vec<&str> {
@@ -449,7 +531,7 @@ mod tests {
         faults.reads.store(true, Ordering::Relaxed);
         let mut streamer = Streamer::new(0, 8);
         streamer.set_viewer(1, [0.5, 0.5, 0.5]);
-        let outbox = streamer.pump(&mut world, b"registry", None);
+        let outbox = streamer.pump(&mut world, b"registry", None, far());
         assert!(outbox.failure.is_some(), "the error is reported");
         assert_eq!(
             names(&outbox),
@@ -457,7 +539,7 @@ mod tests {
             "the registry went out"
         );
         faults.reads.store(false, Ordering::Relaxed);
-        let outbox = streamer.pump(&mut world, b"registry", None);
+        let outbox = streamer.pump(&mut world, b"registry", None, far());
         assert!(outbox.failure.is_none());
         assert_eq!(
             names(&outbox),
@@ -474,12 +556,12 @@ mod tests {
         let mut streamer = Streamer::new(0, 8);
         streamer.set_viewer(1, [0.5, 0.5, 0.5]);
         streamer.set_viewer(2, [100.5, 0.5, 0.5]);
-        streamer.pump(&mut world, b"registry", None);
+        streamer.pump(&mut world, b"registry", None, far());
         let packet = Arc::new(encode_light_packet([0, 0, 0], &[0; CHUNK_VOLUME]).unwrap());
         let mut holders = BTreeSet::new();
         streamer.light_changed([0, 0, 0], packet.clone(), &mut holders);
         assert_eq!(holders, BTreeSet::from([1]));
-        let outbox = streamer.pump(&mut world, b"registry", Some(&[1]));
+        let outbox = streamer.pump(&mut world, b"registry", Some(&[1]), far());
         assert_eq!(names(&outbox), [Light::NAME]);
         let light = Light::decode(&outbox.packets[0].1[0].data).unwrap();
         assert_eq!(light.chunk, [0, 0, 0]);

@@ -202,6 +202,9 @@ pub struct World {
     /// Chunks whose voxels changed (set, generated, loaded) since the last
     /// [`World::relight`].
     light_dirty: BTreeSet<Pos>,
+    /// Chunks whose kept light a change can reach and that are not yet
+    /// relit (a relight out of time leaves them for the next).
+    light_stale: BTreeSet<Pos>,
     /// Each voxel type's light, rebuilt when the registry grows.
     light_table: LightTable,
     /// The registry's length when `light_table` was built.
@@ -227,6 +230,7 @@ impl World {
             voxel_changes: HashMap::new(),
             unknown_names: BTreeSet::new(),
             light_dirty: BTreeSet::new(),
+            light_stale: BTreeSet::new(),
             light_table: LightTable::default(),
             light_table_len: 0,
             light_decoded: HashMap::new(),
@@ -966,16 +970,17 @@ impl World {
     /// Recomputes the kept light of every chunk the voxels changed since
     /// the last call can reach; answers the chunks whose light changed,
     /// with their new light. Once a tick: the changes of a tick are lit
-    /// together, across chunk borders.
-    pub fn relight(&mut self) -> Result<Vec<(Pos, ChunkLight)>, WorldError> {
-        if self.light_dirty.is_empty() {
+    /// together, across chunk borders. Relighting stops at `deadline`
+    /// (after at least one chunk); [`World::light_pending`] then says more
+    /// is to do, and the next call goes on where this one stopped.
+    pub fn relight(&mut self, deadline: Instant) -> Result<Vec<(Pos, ChunkLight)>, WorldError> {
+        if self.light_dirty.is_empty() && self.light_stale.is_empty() {
             return Ok(Vec::new());
         }
         self.refresh_light_table();
         let mut dirty: Vec<Pos> = std::mem::take(&mut self.light_dirty).into_iter().collect();
         // Top first: a change above is followed down through those below.
         dirty.sort_by_key(|c| (std::cmp::Reverse(c[1]), c[0], c[2]));
-        let mut stale = BTreeSet::new();
         let mut memo = HashMap::new();
         let around = |c: Pos, dy: std::ops::RangeInclusive<i32>| {
             let mut out = Vec::new();
@@ -989,7 +994,7 @@ impl World {
             out
         };
         for changed in dirty {
-            stale.extend(around(changed, -1..=1));
+            self.light_stale.extend(around(changed, -1..=1));
             // Down the column while the sunlight coming down changes.
             let mut below = [changed[0], changed[1] - 1, changed[2]];
             while self.generated_chunk(below).is_some() {
@@ -1001,22 +1006,38 @@ impl World {
                     break;
                 }
                 found.sun_in = Some(sun_in.as_ref().clone());
-                stale.extend(around(below, -1..=-1));
+                self.light_stale.extend(around(below, -1..=-1));
                 below[1] -= 1;
             }
         }
         let mut relit = Vec::new();
-        for chunk in stale {
+        let mut computed_any = false;
+        while let Some(chunk) = self.light_stale.pop_first() {
             let Some(old) = self.generated_chunk(chunk).and_then(|c| c.light.clone()) else {
                 continue; // never asked for: computed when it is
             };
-            if let Some(new) = self.compute_light(chunk, &mut memo)?
-                && new != old
-            {
-                relit.push((chunk, new));
+            if computed_any && Instant::now() >= deadline {
+                self.light_stale.insert(chunk);
+                break;
+            }
+            computed_any = true;
+            match self.compute_light(chunk, &mut memo) {
+                Ok(Some(new)) if new != old => relit.push((chunk, new)),
+                Ok(_) => {}
+                Err(error) => {
+                    // Relit by a later call: nothing is dropped.
+                    self.light_stale.insert(chunk);
+                    return Err(error);
+                }
             }
         }
         Ok(relit)
+    }
+
+    /// Whether the last [`World::relight`] ran out of time (or changes
+    /// came since): call it again.
+    pub fn light_pending(&self) -> bool {
+        !self.light_dirty.is_empty() || !self.light_stale.is_empty()
     }
 
     /// Whether storage holds a generated section at `pos`.
@@ -1269,8 +1290,45 @@ pub(crate) mod tests {
         assert_eq!(committed[0].voxels, None);
     }
 
+    /// A deadline no test reaches.
+    pub(crate) fn far() -> Instant {
+        Instant::now() + std::time::Duration::from_secs(3600)
+    }
+
+    /// Relights in one call.
+    fn relight_at_once(world: &mut World) -> Vec<(Pos, ChunkLight)> {
+        let relit = world.relight(far()).unwrap();
+        assert!(!world.light_pending());
+        relit
+    }
+
+    /// Relights in calls always out of time: one chunk each, the last
+    /// light of each chunk kept.
+    fn relight_in_slices(world: &mut World) -> Vec<(Pos, ChunkLight)> {
+        let mut relit = BTreeMap::new();
+        for calls in 1.. {
+            let some = world.relight(Instant::now()).unwrap();
+            assert!(some.len() <= 1, "out of time, one chunk a call");
+            relit.extend(some);
+            if !world.light_pending() {
+                break;
+            }
+            assert!(calls < 1000, "every call makes progress");
+        }
+        relit.into_iter().collect()
+    }
+
     #[test]
     fn light_is_computed_when_asked_and_relit_once_for_a_batch_of_edits() {
+        light_follows_edits(relight_at_once);
+    }
+
+    #[test]
+    fn light_relit_in_slices_ends_as_light_relit_at_once() {
+        light_follows_edits(relight_in_slices);
+    }
+
+    fn light_follows_edits(relight: fn(&mut World) -> Vec<(Pos, ChunkLight)>) {
         let dir = tempfile::tempdir().unwrap();
         let mut world = open(dir.path());
         let mut torch = BlockDefinition::simple("torch", "torch.png");
@@ -1297,11 +1355,11 @@ pub(crate) mod tests {
                 .is_some_and(|c| c.voxels.is_none()),
             "lighting keeps no chunk decoded for good"
         );
-        assert!(world.relight().unwrap().is_empty(), "nothing changed yet");
+        assert!(relight(&mut world).is_empty(), "nothing changed yet");
         // Two edits in one batch: a roof high above, a torch below.
         world.set_voxel([5, 60, 20], stone).unwrap();
         world.set_voxel([5, 5, 17], torch).unwrap();
-        let relit = world.relight().unwrap();
+        let relit = relight(&mut world);
         let chunks: BTreeSet<Pos> = relit.iter().map(|(c, _)| *c).collect();
         assert!(chunks.contains(&[0, 0, 0]), "{chunks:?}");
         let lit = light_at(&mut world, open);
@@ -1310,11 +1368,11 @@ pub(crate) mod tests {
         assert_eq!(light::block(light_at(&mut world, [6, 5, 17])), 13);
         // Across the border into the chunk beside it.
         world.set_voxel([31, 5, 17], torch).unwrap();
-        world.relight().unwrap();
+        relight(&mut world);
         assert_eq!(light::block(light_at(&mut world, [33, 5, 17])), 12);
         // Removing the roof lets the sun back down.
         world.set_voxel([5, 60, 20], AIR).unwrap();
-        world.relight().unwrap();
+        relight(&mut world);
         assert_eq!(light::sun(light_at(&mut world, open)), 15);
     }
 
