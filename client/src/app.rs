@@ -39,6 +39,8 @@ pub struct Config {
     pub address: String,
     /// The cache folder (holding `files/`).
     pub cache_dir: PathBuf,
+    /// What the cache may hold (0: no limit).
+    pub cache_max_bytes: u64,
     /// Bot mode: a trusted local script (display name, source), run once
     /// every announced file is present.
     pub script: Option<(String, Vec<u8>)>,
@@ -71,6 +73,7 @@ impl Config {
         Self {
             address: address.to_string(),
             cache_dir,
+            cache_max_bytes: crate::cache::DEFAULT_MAX_CACHE_BYTES,
             script: None,
             name: name.to_string(),
             quit_after: None,
@@ -209,7 +212,7 @@ pub fn run(config: Config) -> (Result<Outcome, AppError>, Summary) {
 }
 
 fn run_inner(config: Config, summary: &mut Summary) -> Result<Outcome, AppError> {
-    let cache = Cache::open(&config.cache_dir)?;
+    let cache = Cache::open(&config.cache_dir)?.with_max_bytes(config.cache_max_bytes);
     let runtime = Runtime::new(sandbox::Options {
         memory_limit: config.memory_limit,
         time_limit: config.time_limit,

@@ -12,6 +12,7 @@
 //! - [`app`]: the connection loop tying them together.
 //! - [`frontend`]: what the session and a graphical frontend tell each other.
 //! - [`render`]: the renderer (window and offscreen), never used by bots.
+//! - [`terminal`]: server text escaped before it is printed.
 
 pub mod app;
 pub mod cache;
@@ -20,4 +21,5 @@ pub mod lua_sources;
 pub mod render;
 pub mod sandbox;
 pub mod session;
+pub mod terminal;
 pub mod world;

@@ -16,6 +16,7 @@ use buildat_client::frontend;
 use buildat_client::render::camera::Camera;
 use buildat_client::render::{offscreen, window};
 use buildat_client::sandbox::{self, Level};
+use buildat_client::terminal::escape;
 use buildat_client::world;
 use clap::Parser;
 
@@ -55,6 +56,10 @@ struct Cli {
     /// Cache folder (default: $XDG_CACHE_HOME/buildat or ~/.cache/buildat).
     #[arg(long, value_name = "DIR")]
     cache: Option<PathBuf>,
+    /// Keep the cache under this many MiB, dropping the files used longest
+    /// ago (never those of this session); 0: no limit.
+    #[arg(long, value_name = "MIB", default_value_t = buildat_client::cache::DEFAULT_MAX_CACHE_BYTES >> 20)]
+    cache_max_mib: u64,
     /// Bot mode: a trusted local Lua file run once every file is present,
     /// with the buildat API plus set_timeout / set_interval / clear_timer.
     #[arg(long, value_name = "FILE.lua")]
@@ -220,6 +225,7 @@ fn default_cache_dir() -> Option<PathBuf> {
 struct Settings {
     address: String,
     cache_dir: PathBuf,
+    cache_max_bytes: u64,
     script: Option<(String, Vec<u8>)>,
     quit_after: Option<Duration>,
     memory_limit: usize,
@@ -239,6 +245,7 @@ impl Settings {
             sandbox::prefixed_stderr_sink(self.level, prefix.to_string())
         };
         let mut config = Config::new(&self.address, self.cache_dir.clone(), name, log);
+        config.cache_max_bytes = self.cache_max_bytes;
         config.script = self.script.clone();
         config.quit_after = self.quit_after;
         config.memory_limit = self.memory_limit;
@@ -300,6 +307,7 @@ fn settings_from(cli: &Cli, level: Level) -> anyhow::Result<Settings> {
     Ok(Settings {
         address: cli.connect.clone(),
         cache_dir,
+        cache_max_bytes: cli.cache_max_mib.saturating_mul(1 << 20),
         script,
         quit_after,
         memory_limit: cli.lua_memory_mb.saturating_mul(1 << 20),
@@ -466,11 +474,11 @@ fn report_session(
             EXIT_OK
         }
         Ok(Outcome::DisconnectedByServer { reason }) => {
-            eprintln!("{label}: disconnected by the server: {reason}");
+            eprintln!("{label}: disconnected by the server: {}", escape(&reason));
             EXIT_DISCONNECTED
         }
         Err(error) => {
-            eprintln!("{label}: {error}");
+            eprintln!("{label}: {}", escape(&error.to_string()));
             match error {
                 AppError::Resolve { .. } | AppError::Connect { .. } => EXIT_UNREACHABLE,
                 AppError::Protocol(_) => EXIT_PROTOCOL,

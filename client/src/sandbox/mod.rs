@@ -33,6 +33,7 @@ use std::time::Duration;
 use mlua::{Function, Lua, MultiValue, Table, Value};
 use thiserror::Error;
 
+use crate::terminal::escape;
 use crate::world::WorldView;
 
 pub use api::{MAX_EXIT_HOOKS, MAX_OUTBOX_BYTES, MAX_SUBSCRIPTIONS, MAX_TIMERS};
@@ -82,13 +83,10 @@ impl Level {
 /// Where log lines go: (level, logger name, message).
 pub type LogSink = Rc<dyn Fn(Level, &str, &str)>;
 
-/// A sink printing lines up to `max` to stderr as `LEVEL name: message`.
+/// A sink printing lines up to `max` to stderr as `LEVEL name: message`
+/// (name and message are the server's Lua's: escaped).
 pub fn stderr_sink(max: Level) -> LogSink {
-    Rc::new(move |level, name, message| {
-        if level <= max {
-            eprintln!("{:<7} {name}: {message}", level.as_str());
-        }
-    })
+    prefixed_stderr_sink(max, String::new())
 }
 
 /// Like [`stderr_sink`], each line starting with `prefix` (a bot's name
@@ -96,7 +94,12 @@ pub fn stderr_sink(max: Level) -> LogSink {
 pub fn prefixed_stderr_sink(max: Level, prefix: String) -> LogSink {
     Rc::new(move |level, name, message| {
         if level <= max {
-            eprintln!("{prefix}{:<7} {name}: {message}", level.as_str());
+            eprintln!(
+                "{prefix}{:<7} {}: {}",
+                level.as_str(),
+                escape(name),
+                escape(message)
+            );
         }
     })
 }
