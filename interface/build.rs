@@ -42,7 +42,11 @@ fn main() {
     println!("cargo:rustc-env=BUILDAT_RUSTC_VERSION={version}");
 
     let mut hash = 0xcbf2_9ce4_8422_2325_u64;
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Where cargo runs the script for, not where the script was compiled:
+    // cargo may reuse one build-script binary for another checkout.
+    let root = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf());
     hash_dir(&mut hash, &root.join("src"));
     if let Ok(bytes) = std::fs::read(root.join("Cargo.toml")) {
         fnv1a(&mut hash, &bytes);

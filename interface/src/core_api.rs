@@ -123,4 +123,6 @@ pub struct ModuleInfo {
     pub loaded_at_unix_ms: u64,
     /// Position in load order (0 = first).
     pub load_index: u32,
+    /// Messages (events and calls) waiting in its queue.
+    pub queued: u64,
 }

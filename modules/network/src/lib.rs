@@ -46,6 +46,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use admission::Admission;
+use buildat_interface::core_api::{ListModules, ModuleState};
 use buildat_interface::log_limit::{LogLimiter, suppressed_note};
 use buildat_interface::{
     Event, Host, Module, ModuleError, Stash, UnloadKind, config, decode, events, export_module, log,
@@ -77,6 +78,9 @@ pub(crate) struct Settings {
     pub min_bytes_per_second: u32,
     pub handshake_timeout: Duration,
     pub admission: admission::Limits,
+    /// Reading from peers pauses while a module has more messages than
+    /// this waiting (0: never).
+    pub max_queued_events: u64,
 }
 
 impl Settings {
@@ -98,6 +102,7 @@ impl Settings {
             handshake_timeout: Duration::from_millis(
                 host.get_setting("network.handshake_timeout_ms", 10_000)?,
             ),
+            max_queued_events: host.get_setting("network.max_queued_events", 10_000)?,
             admission: admission::Limits {
                 per_ip: host.get_setting("network.max_connections_per_ip", 64)?,
                 connects_per_second: host
@@ -131,6 +136,19 @@ pub(crate) struct Shared {
     /// Refusals and accept errors are logged a few a second, not one per
     /// connection of a flood.
     refusal_log: Mutex<LogLimiter<()>>,
+    /// The modules' queues, as last looked at.
+    queues: Mutex<QueueWatch>,
+}
+
+/// How often the modules' queues are looked at (a core call).
+const QUEUE_CHECK: Duration = Duration::from_millis(10);
+
+/// Whether some module has more messages waiting than
+/// `network.max_queued_events`, as of `checked`.
+struct QueueWatch {
+    checked: Option<Instant>,
+    behind: bool,
+    log: LogLimiter<()>,
 }
 
 impl Shared {
@@ -170,6 +188,51 @@ impl Shared {
     fn peer_lost(&self, peer: PeerId, reason: String) {
         log::warn!("peer {peer} disconnected: {reason}");
         let _ = self.host.emit(&ClientDisconnected { peer, reason });
+    }
+
+    /// Whether a loaded module is behind: more messages wait in its queue than
+    /// `network.max_queued_events`. Peers are then not read (TCP pushes
+    /// back on every sender) until it catches up, so no flood grows the
+    /// server's queues without bound. Looked at every [`QUEUE_CHECK`] at
+    /// most; when the core cannot be asked, nobody is behind.
+    pub fn modules_behind(&self) -> bool {
+        let max = self.settings.max_queued_events;
+        if max == 0 {
+            return false;
+        }
+        let now = Instant::now();
+        let mut watch = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        if watch
+            .checked
+            .is_some_and(|at| now.saturating_duration_since(at) < QUEUE_CHECK)
+        {
+            return watch.behind;
+        }
+        watch.checked = Some(now);
+        let longest = self.host.call(&ListModules {}).ok().and_then(|modules| {
+            // A hung or failed module is the watchdog's to report:
+            // holding every player back would not help it.
+            modules
+                .into_iter()
+                .filter(|m| m.state == ModuleState::Loaded)
+                .max_by_key(|m| m.queued)
+        });
+        let was_behind = watch.behind;
+        watch.behind = longest.as_ref().is_some_and(|m| m.queued > max);
+        if watch.behind
+            && !was_behind
+            && let Some(module) = longest
+            && let Some(suppressed) = watch.log.allow((), now)
+        {
+            log::warn!(
+                "module {} has {} messages waiting (network.max_queued_events {max}): \
+                 not reading from peers until it catches up{}",
+                module.name,
+                module.queued,
+                suppressed_note(suppressed)
+            );
+        }
+        watch.behind
     }
 
     /// Logs a refusal or accept failure, a few a second at most.
@@ -531,6 +594,11 @@ impl Module for Network {
                 admission: Mutex::new(admission),
                 peer_cap,
                 refusal_log: Mutex::new(LogLimiter::new(5, Duration::from_secs(1))),
+                queues: Mutex::new(QueueWatch {
+                    checked: None,
+                    behind: false,
+                    log: LogLimiter::new(1, Duration::from_secs(10)),
+                }),
             }),
             running: None,
             listen_address: String::new(),

@@ -129,13 +129,18 @@ impl Backlog {
     }
 }
 
-/// A token bucket of packets: `rate` a second, at most `burst` saved up.
+/// A token bucket of packets: `rate` a second, at most `burst` saved up;
+/// and a pause (while the modules are behind) that holds every token.
 pub(crate) struct InputBudget {
     rate: f64,
     burst: f64,
     tokens: f64,
     refilled: Instant,
+    held_until: Option<Instant>,
 }
+
+/// How long a peer waits before looking again whether the modules caught up.
+const BEHIND_PAUSE: Duration = Duration::from_millis(10);
 
 impl InputBudget {
     pub fn new(rate: u32, burst: u32) -> Self {
@@ -145,7 +150,13 @@ impl InputBudget {
             burst,
             tokens: burst,
             refilled: Instant::now(),
+            held_until: None,
         }
+    }
+
+    /// No packet is delivered before `until`.
+    pub fn hold(&mut self, until: Instant) {
+        self.held_until = Some(until);
     }
 
     fn unlimited(&self) -> bool {
@@ -168,6 +179,11 @@ impl InputBudget {
 
     /// Whether a packet may be delivered now.
     pub fn has_token(&mut self, now: Instant) -> bool {
+        match self.held_until {
+            Some(until) if now < until => return false,
+            Some(_) => self.held_until = None,
+            None => {}
+        }
         if self.unlimited() {
             return true;
         }
@@ -186,6 +202,9 @@ impl InputBudget {
 
     /// When the next token will be there, if there is none now.
     pub fn exhausted_until(&self) -> Option<Instant> {
+        if let Some(until) = self.held_until {
+            return Some(until);
+        }
         if self.unlimited() || self.tokens >= 1.0 {
             return None;
         }
@@ -425,6 +444,10 @@ fn deliver_packets(
         if !budget.has_token(now) {
             return Ok(taken);
         }
+        if state.reader.has_whole_frame() && shared.modules_behind() {
+            budget.hold(now + BEHIND_PAUSE);
+            return Ok(taken);
+        }
         match state.reader.next_item() {
             Ok(Some(item)) => {
                 budget.spend();
@@ -507,6 +530,19 @@ pub(crate) async fn refuse(stream: TcpStream, reason: String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hold_stops_delivery_until_it_ends() {
+        let mut budget = InputBudget::new(0, 10);
+        let now = Instant::now();
+        assert!(budget.has_token(now), "unlimited");
+        let until = now + Duration::from_millis(10);
+        budget.hold(until);
+        assert!(!budget.has_token(now));
+        assert_eq!(budget.exhausted_until(), Some(until));
+        assert!(budget.has_token(until), "over once the hold ends");
+        assert_eq!(budget.exhausted_until(), None);
+    }
 
     #[test]
     fn the_budget_allows_its_burst_then_its_rate() {

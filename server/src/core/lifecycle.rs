@@ -483,6 +483,7 @@ impl CoreInner {
                     build_hash: status.build_hash,
                     loaded_at_unix_ms: status.loaded_at_unix_ms,
                     load_index: status.load_index,
+                    queued: slot.queue_rx.len() as u64,
                 }
             })
             .collect();

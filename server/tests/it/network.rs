@@ -13,7 +13,7 @@ use buildat_harness::raw_client::RawClient;
 use buildat_harness::server::ONE_ADDRESS_CROWD;
 use buildat_harness::wire::{definition, header};
 use buildat_network_api::DisconnectPacket;
-use buildat_test_net_probe_api::Echo;
+use buildat_test_net_probe_api::{CountPacket, CountQuery, CountReply, Echo, Stall};
 
 fn start_server(scratch: &Scratch, settings: &[&str]) -> (Server, String) {
     scratch.add_network();
@@ -512,6 +512,78 @@ fn a_failed_reload_does_not_wedge_the_port() {
     );
     let mut fresh = RawClient::connect(&address).expect("the port accepts");
     assert_eq!(echo_stream(&mut fresh, 0, 5, 1), 5);
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
+
+/// The messages waiting in `module`'s queue, from the console's `modules`.
+fn queued(server: &mut Server, module: &str) -> Option<u64> {
+    server.pump();
+    let from = server.seen.len();
+    server.send("modules");
+    common::wait_until(Duration::from_secs(10), || {
+        server.pump();
+        server
+            .lines_with(from, module)
+            .into_iter()
+            .find_map(|line| {
+                let mut words = line.split_whitespace();
+                (words.next() == Some(module)).then_some(())?;
+                // module, state, build, queued, "N.N s ago"
+                words.nth(2)?.parse().ok()
+            })
+    })
+}
+
+#[test]
+fn a_module_that_falls_behind_pauses_reading_instead_of_queueing() {
+    let scratch = Scratch::new();
+    // Input budgets off: only the queue bound holds a flood back.
+    let (mut server, address) = start_server(
+        &scratch,
+        &[
+            "network.max_packets_per_second=0",
+            "network.max_packets_per_second_total=0",
+            "network.max_queued_events=100",
+        ],
+    );
+    let mut client = RawClient::connect(&address).expect("connect");
+    client.send_packet(&Stall { ms: 4000 }).expect("stall");
+    const FLOOD: u64 = 20_000;
+    for _ in 0..FLOOD {
+        client.queue_packet(&CountPacket::default()).expect("queue");
+    }
+    client.flush().expect("send the flood");
+    // While net_probe sleeps, the packets wait in the socket, not in its
+    // queue: what is queued stays near the bound (one read's worth and
+    // 10 ms of delivery past it), far from the whole flood.
+    let mut most = 0;
+    let until = Instant::now() + Duration::from_millis(3000);
+    while Instant::now() < until {
+        most = most.max(queued(&mut server, "net_probe").expect("a modules line"));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        most > 0 && most < 5_000,
+        "net_probe's queue held {most} messages while it was behind"
+    );
+    server.pump();
+    assert!(
+        !server
+            .lines_with(0, "not reading from peers until it catches up")
+            .is_empty(),
+        "the operator is told:\n{}",
+        server.output()
+    );
+    eprintln!("net_probe's queue held at most {most} messages");
+    // Nothing is lost: once it catches up, every packet arrives.
+    let counted = common::wait_until(Duration::from_secs(60), || {
+        client.send_packet(&CountQuery).ok()?;
+        let reply = client.recv(Duration::from_secs(10)).ok()??;
+        let count = CountReply::decode(&reply.data).ok()?.count;
+        (count == FLOOD).then_some(count)
+    });
+    assert_eq!(counted, Some(FLOOD), "every packet of the flood arrived");
     server.send("stop");
     assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
 }

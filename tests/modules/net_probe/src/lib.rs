@@ -3,6 +3,7 @@
 //! Owns nothing a user sees: it echoes every `test:echo` packet back to its
 //! sender, counts `test:count` packets (answering the call `count`, and a
 //! `test:count_query` packet with a `test:count_reply` of the count), and
+//! sleeps as long as a `test:stall` says (a module falling behind), and
 //! logs connects and disconnects. Its packets are defined once, in
 //! `buildat-test-net-probe-api` (`api/`), for the fixture, the tests and
 //! the benchmark.
@@ -12,7 +13,7 @@ use buildat_interface::{Event, Host, Module, ModuleError, decode, export_module,
 use buildat_network_api::{
     self as network, ClientConnected, ClientDisconnected, OutgoingPacket, PacketReceived, Send,
 };
-use buildat_test_net_probe_api::{CountPacket, CountQuery, CountReply, Echo};
+use buildat_test_net_probe_api::{CountPacket, CountQuery, CountReply, Echo, Stall};
 
 /// The `count` call: how many `test:count` packets arrived.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -29,6 +30,7 @@ struct NetProbe {
     echo_event: String,
     count_event: String,
     query_event: String,
+    stall_event: String,
 }
 
 impl Module for NetProbe {
@@ -39,6 +41,7 @@ impl Module for NetProbe {
             echo_event: network::packet_received_event(Echo::NAME),
             count_event: network::packet_received_event(CountPacket::NAME),
             query_event: network::packet_received_event(CountQuery::NAME),
+            stall_event: network::packet_received_event(Stall::NAME),
         })
     }
 
@@ -46,6 +49,7 @@ impl Module for NetProbe {
         self.host.sub_event(&self.echo_event)?;
         self.host.sub_event(&self.count_event)?;
         self.host.sub_event(&self.query_event)?;
+        self.host.sub_event(&self.stall_event)?;
         self.host.sub_event(ClientConnected::NAME)?;
         self.host.sub_event(ClientDisconnected::NAME)?;
         Ok(())
@@ -72,6 +76,12 @@ impl Module for NetProbe {
                 })?,
             };
             self.host.call(&reply)?;
+        } else if name == self.stall_event {
+            let packet: PacketReceived = decode(payload)?;
+            let stall = packet.packet::<Stall>()?;
+            std::thread::sleep(std::time::Duration::from_millis(u64::from(
+                stall.ms.min(10_000),
+            )));
         } else if name == ClientConnected::NAME {
             let connected: ClientConnected = decode(payload)?;
             log::info!(

@@ -107,3 +107,27 @@ impl Packet for CountReply {
         })
     }
 }
+
+/// `test:stall`: the fixture sleeps this many milliseconds (u32 LE, at
+/// most 10 s) on its thread, as a module that falls behind would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stall {
+    pub ms: u32,
+}
+
+impl Packet for Stall {
+    const NAME: &'static str = "test:stall";
+
+    fn encode(&self) -> Result<Vec<u8>, PayloadError> {
+        Ok(self.ms.to_le_bytes().to_vec())
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
+        let bytes: [u8; 4] = bytes.try_into().map_err(|_| {
+            PayloadError::Decode(format!("test:stall: {} bytes, not 4", bytes.len()))
+        })?;
+        Ok(Self {
+            ms: u32::from_le_bytes(bytes),
+        })
+    }
+}
