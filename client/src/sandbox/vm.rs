@@ -208,7 +208,8 @@ impl Runtime {
     /// Runs `f` as one entry from Rust into Lua: under a fresh time budget
     /// (unless already inside one), errors turned into a [`ScriptError`]
     /// of `file`, memory reclaimed afterwards when the VM is over half its
-    /// limit.
+    /// limit or the entry failed (a script stopped mid-bomb, by either
+    /// limit, leaves its garbage behind).
     pub(super) fn enter<R>(
         &self,
         file: &str,
@@ -228,7 +229,7 @@ impl Runtime {
         if outer {
             budget.armed.set(false);
             budget.exceeded.set(false);
-            if self.lua.used_memory() > self.shared.memory_limit / 2 {
+            if result.is_err() || self.lua.used_memory() > self.shared.memory_limit / 2 {
                 let _ = self.lua.gc_collect();
             }
         }

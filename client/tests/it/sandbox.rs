@@ -287,7 +287,7 @@ fn unbounded_table_growth() {
 
 #[test]
 fn memory_is_reclaimed_after_a_bomb() {
-    let (rt, _log) = runtime_with_bystander(TIME_LIMIT);
+    let (rt, _log) = runtime_with_bystander(MEMORY_CASE_TIME_LIMIT);
     let before = rt.used_memory();
     let _ = run(
         &rt,
@@ -307,6 +307,25 @@ fn memory_is_reclaimed_after_a_bomb() {
         "local s = string.rep('z', 8 * 1024 * 1024) assert(#s == 8388608)",
     )
     .expect("memory is back");
+}
+
+#[test]
+fn memory_is_reclaimed_after_a_script_stopped_by_the_time_limit() {
+    let (rt, _log) = runtime_with_bystander(TIME_LIMIT);
+    let before = rt.used_memory();
+    let error = run(
+        &rt,
+        "slow/client_lua/init.lua",
+        r#"local t = {} while true do t[#t+1] = { #t } for _ = 1, 100 do end end"#,
+    )
+    .expect_err("stopped");
+    assert_eq!(error.kind, FailureKind::TimeLimit, "{error}");
+    assert!(
+        rt.used_memory() < before + (1 << 20),
+        "used {} after, {} before",
+        rt.used_memory(),
+        before
+    );
 }
 
 #[test]

@@ -637,3 +637,72 @@ fn a_full_disk_loses_no_edit() {
     server.send("stop");
     assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
 }
+
+#[test]
+fn a_damaged_section_is_quarantined_and_generated_again_for_the_players_near_it() {
+    let scratch = Scratch::new();
+    scratch.add_game();
+    let (mut server, address) = start(&scratch);
+    let mut digger = Player::join(&address, "digger");
+    let feet = digger.feet();
+    let below = [feet[0], feet[1] - 1, feet[2]];
+    let everything = chunks_in_radius(geometry::chunk_of_voxel(feet));
+    digger
+        .pump_until(Duration::from_secs(120), |p| {
+            p.received.len() >= everything.len()
+        })
+        .expect("world");
+    let ground = digger.voxel_name(below).expect("held").to_string();
+    digger.dig(below);
+    digger
+        .pump_until(Duration::from_secs(30), |p| {
+            p.voxel_name(below) == Some("air")
+        })
+        .expect("the dig is seen");
+    drop(digger);
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+
+    // Every stored section's records are damaged on disk.
+    let database = rusqlite::Connection::open(scratch.world().join("world.sqlite")).unwrap();
+    let damaged = database
+        .execute("UPDATE node SET data = x'deadbeef'", [])
+        .unwrap();
+    assert!(damaged > 0, "the dig was saved");
+    drop(database);
+
+    let (mut server, address) = start(&scratch);
+    let mut returning = Player::join(&address, "returning");
+    let everything = chunks_in_radius(geometry::chunk_of_voxel(returning.feet()));
+    returning
+        .pump_until(Duration::from_secs(120), |p| {
+            p.received.len() >= everything.len()
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "the whole view radius arrives ({} of {} chunks):\n{}",
+                returning.received.len(),
+                everything.len(),
+                server.output()
+            )
+        });
+    assert_eq!(
+        returning.voxel_name(below),
+        Some(ground.as_str()),
+        "the damaged section is generated again"
+    );
+    server
+        .wait_for("moved to the quarantine table", Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("the operator is told:\n{}", server.output()));
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+    let database = rusqlite::Connection::open(scratch.world().join("world.sqlite")).unwrap();
+    let kept: usize = database
+        .query_row(
+            "SELECT count(*) FROM quarantine WHERE data = x'deadbeef'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(kept > 0, "the damaged rows are kept aside for the operator");
+}
