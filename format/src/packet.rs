@@ -82,6 +82,9 @@ impl Default for FrameDecoder {
     }
 }
 
+/// What a [`FrameDecoder`]'s buffer keeps between frames once it is empty.
+pub const KEPT_CAPACITY: usize = 16 * 1024;
+
 impl FrameDecoder {
     /// A decoder refusing frames whose data exceeds `max_frame_size` bytes.
     pub fn new(max_frame_size: u32) -> Self {
@@ -98,9 +101,17 @@ impl FrameDecoder {
         self.max_frame_size
     }
 
-    /// Queues received bytes.
+    /// Queues received bytes. Consumed bytes are dropped here; once all
+    /// were consumed, a buffer grown past [`KEPT_CAPACITY`] (by one big
+    /// frame) is given back, so a connection holds no more than it needs.
     pub fn push(&mut self, bytes: &[u8]) {
-        if self.start > 0 && (self.start >= self.buf.len() / 2 || self.start >= 64 * 1024) {
+        if self.start > 0 && self.start >= self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+            if self.buf.capacity() > KEPT_CAPACITY {
+                self.buf.shrink_to(KEPT_CAPACITY.max(bytes.len()));
+            }
+        } else if self.start > 0 && (self.start >= self.buf.len() / 2 || self.start >= 64 * 1024) {
             self.buf.drain(..self.start);
             self.start = 0;
         }
@@ -729,5 +740,25 @@ mod tests {
         // A header declaring more than fits in memory is never whole.
         decoder.push(&[1, 0, 0xff, 0xff, 0xff, 0xff]);
         assert!(!decoder.has_whole_frame());
+    }
+
+    #[test]
+    fn the_buffer_of_one_big_frame_is_given_back_once_it_was_read() {
+        let mut bytes = Vec::new();
+        encode_frame(&mut bytes, 100, &vec![7u8; 1 << 20]).expect("encodes");
+        let mut decoder = FrameDecoder::new(2 << 20);
+        decoder.push(&bytes);
+        let frame = decoder.try_next_frame().expect("valid").expect("whole");
+        assert_eq!(frame.data.len(), 1 << 20);
+        let mut small = Vec::new();
+        encode_frame(&mut small, 100, b"next").expect("encodes");
+        decoder.push(&small);
+        assert!(
+            decoder.buf.capacity() <= KEPT_CAPACITY,
+            "{}",
+            decoder.buf.capacity()
+        );
+        let frame = decoder.try_next_frame().expect("valid").expect("whole");
+        assert_eq!(frame.data, b"next");
     }
 }

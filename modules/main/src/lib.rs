@@ -270,7 +270,11 @@ impl Game {
                 name: name.clone(),
             });
             self.players.insert(peer, Player::new(name, position));
-            self.host.call(&Viewer { peer, position })?;
+            // An event, not a call: a joiner's first chunks are lit and
+            // encoded on the world's thread while the game goes on (a
+            // hundred joins at once would otherwise hold the game for each
+            // one's first slice of streaming).
+            self.host.emit(&Viewer { peer, position })?;
         }
         Ok(())
     }
