@@ -47,9 +47,9 @@ use buildat_voxelworld_api::stream::{Ack, Registry};
 use buildat_voxelworld_api::{
     ApplyGenerated, Commit, CreateNode, EditOutcome, EditVoxel, Generate, GeneratedSection,
     GenerationRequest, GetChunk, GetNode, GetRegistry, GetSizes, GetVoxel, GetVoxels,
-    GetWorldConfig, LoadOrGenerateSection, NodeVolumeUpdated, Pregen, PregenReport, RegisterBlock,
-    RemoveNode, RemoveViewer, Replace, Save, SectionStatus, SetNodeVar, SetSectionSaveEnabled,
-    SetVoxel, Sizes, Viewer, WorldConfig,
+    GetWorldConfig, LoadOrGenerateSection, MoveNodes, NodeVolumeUpdated, NodesChanged, Pregen,
+    PregenReport, RegisterBlock, RemoveNode, RemoveViewer, Replace, Save, SectionStatus,
+    SetNodeParent, SetNodeVar, SetSectionSaveEnabled, SetVoxel, Sizes, Viewer, WorldConfig,
 };
 use durability::{SaveHealth, StashedSection};
 use serde::{Deserialize, Serialize};
@@ -256,6 +256,17 @@ impl VoxelWorld {
             self.more_work_later()?;
         }
         self.pump_viewers(None)
+    }
+
+    /// Emits `voxelworld:nodes_changed` with what changed since the last
+    /// tick, if anything did.
+    fn tell_node_changes(&mut self) -> Result<(), ModuleError> {
+        let (changed, removed) = self.world.take_node_changes();
+        if changed.is_empty() && removed.is_empty() {
+            return Ok(());
+        }
+        self.host.emit(&NodesChanged { changed, removed })?;
+        Ok(())
     }
 
     /// Asks for a [`MoreWork`] (unless one is on its way).
@@ -723,6 +734,7 @@ impl Module for VoxelWorld {
                 }
                 self.relight();
                 self.pump()?;
+                self.tell_node_changes()?;
             }
             ClientDisconnected::NAME => {
                 let gone: ClientDisconnected = decode(payload)?;
@@ -829,6 +841,14 @@ impl Module for VoxelWorld {
             SetNodeVar => |request: SetNodeVar| {
                 self.world
                     .set_node_var(request.id, request.name, request.value)
+                    .map_err(world_error)
+            },
+            MoveNodes => |request: MoveNodes| {
+                self.world.move_nodes(request.moves).map_err(world_error)
+            },
+            SetNodeParent => |request: SetNodeParent| {
+                self.world
+                    .set_node_parent(request.id, request.parent)
                     .map_err(world_error)
             },
             Save => |_| self.save(),

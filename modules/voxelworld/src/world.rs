@@ -34,11 +34,13 @@ use buildat_voxel::geometry::{self, CHUNK_VOLUME, Pos, SectionSize};
 use buildat_voxel::light::{self, LightTable, Surroundings};
 use buildat_voxel::{AIR, BlockDefinition, BlockRegistry, RegistryError, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
-    ChunkData, DynamicNode, StoredNode, StoredNodeKind, VAR_MOD_VERSION, VAR_REGISTRY_NAME,
-    VAR_VOXEL_DATA,
+    ChunkData, DynamicNode, IDENTITY, StoredNode, StoredNodeKind, VAR_MOD_VERSION,
+    VAR_REGISTRY_NAME, VAR_VOXEL_DATA,
 };
 
 use crate::storage::{StorageError, StoredSection, WorldStorage};
+
+mod nodes;
 
 /// Node ids reserved from storage at a time.
 const ID_BLOCK: u64 = 1024;
@@ -60,6 +62,8 @@ pub enum WorldError {
     UnknownVoxel(u32),
     #[error("no node {0}")]
     NoNode(u64),
+    #[error("node {id} cannot be attached to {parent}: it would carry itself")]
+    NodeCycle { id: u64, parent: u64 },
     #[error("chunk {chunk:?} is not part of section {section:?}")]
     WrongSection { chunk: Pos, section: Pos },
     #[error("stored node {id} does not decode: {why}")]
@@ -151,11 +155,25 @@ struct Section {
     generated: bool,
     dirty: bool,
     last_used: u64,
+    /// Storage may hold a version of it: a change is written even once it
+    /// no longer must be saved (a persistent node that left it must not
+    /// stay in its stored copy).
+    stored: bool,
 }
 
 impl Section {
     fn must_save(&self) -> bool {
         self.save_enabled || self.dynamic.values().any(|n| n.save_enabled)
+    }
+
+    /// Whether a dirty section is written.
+    fn needs_write(&self) -> bool {
+        self.dirty && (self.must_save() || self.stored)
+    }
+
+    /// Holds a node that exists only in memory: never evicted.
+    fn holds_transient_nodes(&self) -> bool {
+        self.dynamic.values().any(|n| !n.save_enabled)
     }
 }
 
@@ -213,6 +231,14 @@ pub struct World {
     /// [`LIGHT_DECODE_CACHE`] (oldest first in `light_decoded_order`).
     light_decoded: HashMap<Pos, Arc<[u32]>>,
     light_decoded_order: VecDeque<Pos>,
+    /// The section each loaded dynamic node is in.
+    node_sections: HashMap<u64, Pos>,
+    /// The loaded nodes attached to each node.
+    node_children: HashMap<u64, BTreeSet<u64>>,
+    /// Dynamic nodes created, moved or changed since the last
+    /// [`World::take_node_changes`], and those removed.
+    nodes_changed: BTreeSet<u64>,
+    nodes_removed: BTreeSet<u64>,
 }
 
 impl World {
@@ -235,6 +261,10 @@ impl World {
             light_table_len: 0,
             light_decoded: HashMap::new(),
             light_decoded_order: VecDeque::new(),
+            node_sections: HashMap::new(),
+            node_children: HashMap::new(),
+            nodes_changed: BTreeSet::new(),
+            nodes_removed: BTreeSet::new(),
         }
     }
 
@@ -308,6 +338,7 @@ impl World {
                     generated: false,
                     dirty: false,
                     last_used: self.clock,
+                    stored: false,
                 };
                 (section, Loaded::NeedsGeneration)
             }
@@ -331,6 +362,7 @@ impl World {
                 ..section
             },
         );
+        self.index_nodes(pos);
         Ok(loaded)
     }
 
@@ -342,6 +374,7 @@ impl World {
             generated: stored.generated,
             dirty: false,
             last_used: self.clock,
+            stored: true,
         };
         for (id, data) in stored.nodes {
             let node: StoredNode =
@@ -361,6 +394,28 @@ impl World {
                         DynamicNode {
                             id,
                             position,
+                            orientation: IDENTITY,
+                            velocity: [0.0; 3],
+                            parent: None,
+                            save_enabled: node.save_enabled,
+                            vars: node.vars,
+                        },
+                    );
+                }
+                StoredNodeKind::Moving {
+                    position,
+                    orientation,
+                    velocity,
+                    parent,
+                } => {
+                    section.dynamic.insert(
+                        id,
+                        DynamicNode {
+                            id,
+                            position,
+                            orientation,
+                            velocity,
+                            parent,
                             save_enabled: node.save_enabled,
                             vars: node.vars,
                         },
@@ -412,7 +467,14 @@ impl World {
         }
     }
 
-    fn encode_section(&self, pos: Pos, section: &Section) -> Result<StoredSection, WorldError> {
+    /// The section as a storage record; `for_storage` leaves out the nodes
+    /// that are never written (a reload's stash keeps them).
+    fn encode_section(
+        &self,
+        pos: Pos,
+        section: &Section,
+        for_storage: bool,
+    ) -> Result<StoredSection, WorldError> {
         let mut nodes = Vec::new();
         for (chunk_pos, chunk) in &section.chunks {
             let vars = BTreeMap::from([
@@ -434,9 +496,15 @@ impl World {
             nodes.push((chunk.node_id, buildat_interface::encode(&node)?));
         }
         for node in section.dynamic.values() {
+            if for_storage && !node.save_enabled {
+                continue;
+            }
             let stored = StoredNode {
-                kind: StoredNodeKind::Dynamic {
+                kind: StoredNodeKind::Moving {
                     position: node.position,
+                    orientation: node.orientation,
+                    velocity: node.velocity,
+                    parent: node.parent,
                 },
                 save_enabled: node.save_enabled,
                 vars: node.vars.clone(),
@@ -460,7 +528,7 @@ impl World {
         let mut oldest: Vec<(u64, Pos)> = self
             .sections
             .iter()
-            .filter(|(_, s)| s.generated)
+            .filter(|(_, s)| s.generated && !s.holds_transient_nodes())
             .map(|(pos, s)| (s.last_used, *pos))
             .collect();
         oldest.sort_unstable();
@@ -469,8 +537,10 @@ impl World {
                 break;
             }
             // One that cannot be written now stays, over the budget.
-            if self.save_section(pos).is_ok() {
-                self.sections.remove(&pos);
+            if self.save_section(pos).is_ok()
+                && let Some(section) = self.sections.remove(&pos)
+            {
+                self.unindex_nodes(&section);
             }
         }
         Ok(())
@@ -478,10 +548,7 @@ impl World {
 
     /// Sections holding changes storage has not taken yet.
     pub fn unsaved_count(&self) -> usize {
-        self.sections
-            .values()
-            .filter(|s| s.dirty && s.must_save())
-            .count()
+        self.sections.values().filter(|s| s.needs_write()).count()
     }
 
     /// The sections holding changes storage has not taken yet, as storage
@@ -489,8 +556,8 @@ impl World {
     pub fn unsaved_sections(&self) -> Result<Vec<StoredSection>, WorldError> {
         self.sections
             .iter()
-            .filter(|(_, s)| s.dirty && s.must_save())
-            .map(|(pos, section)| self.encode_section(*pos, section))
+            .filter(|(_, s)| s.needs_write())
+            .map(|(pos, section)| self.encode_section(*pos, section, true))
             .collect()
     }
 
@@ -508,13 +575,14 @@ impl World {
         let Some(section) = self.sections.get(&pos) else {
             return Ok(false);
         };
-        if !section.dirty || !section.must_save() {
+        if !section.needs_write() {
             return Ok(false);
         }
-        let stored = self.encode_section(pos, section)?;
+        let stored = self.encode_section(pos, section, true)?;
         self.storage.save_section(&stored)?;
         if let Some(section) = self.sections.get_mut(&pos) {
             section.dirty = false;
+            section.stored = true;
         }
         Ok(true)
     }
@@ -525,7 +593,7 @@ impl World {
         let positions: Vec<Pos> = self
             .sections
             .iter()
-            .filter(|(_, s)| s.dirty && s.must_save())
+            .filter(|(_, s)| s.needs_write())
             .map(|(pos, _)| *pos)
             .collect();
         let mut saved = 0;
@@ -732,76 +800,13 @@ impl World {
         Ok(self.voxels_of(chunk)?.cloned())
     }
 
-    fn section_of_position(&self, position: [f64; 3]) -> Pos {
-        let voxel = position.map(|p| p.floor() as i32);
-        self.section_size
-            .section_of_chunk(geometry::chunk_of_voxel(voxel))
-    }
-
-    pub fn create_node(
-        &mut self,
-        position: [f64; 3],
-        save_enabled: bool,
-        vars: BTreeMap<String, Vec<u8>>,
-    ) -> Result<u64, WorldError> {
-        let pos = self.section_of_position(position);
-        self.load_section(pos)?;
-        let id = self.next_id()?;
-        let section = self
-            .sections
-            .get_mut(&pos)
-            .ok_or(WorldError::NotGenerated(pos))?;
-        section.dynamic.insert(
-            id,
-            DynamicNode {
-                id,
-                position,
-                save_enabled,
-                vars,
-            },
-        );
-        section.dirty = true;
-        Ok(id)
-    }
-
-    fn find_node(&mut self, id: u64) -> Option<&mut Section> {
-        self.sections
-            .values_mut()
-            .find(|s| s.dynamic.contains_key(&id))
-    }
-
-    pub fn get_node(&mut self, id: u64) -> Option<DynamicNode> {
-        self.find_node(id).and_then(|s| s.dynamic.get(&id).cloned())
-    }
-
-    pub fn remove_node(&mut self, id: u64) -> Result<(), WorldError> {
-        let section = self.find_node(id).ok_or(WorldError::NoNode(id))?;
-        section.dynamic.remove(&id);
-        section.dirty = true;
-        Ok(())
-    }
-
-    pub fn set_node_var(
-        &mut self,
-        id: u64,
-        name: String,
-        value: Vec<u8>,
-    ) -> Result<(), WorldError> {
-        let section = self.find_node(id).ok_or(WorldError::NoNode(id))?;
-        if let Some(node) = section.dynamic.get_mut(&id) {
-            node.vars.insert(name, value);
-        }
-        section.dirty = true;
-        Ok(())
-    }
-
     /// Every loaded generated section as a storage record with its dirty
     /// flag (to carry the world across a reload of the module).
     pub fn export_sections(&self) -> Result<Vec<(StoredSection, bool)>, WorldError> {
         self.sections
             .iter()
             .filter(|(_, s)| s.generated)
-            .map(|(pos, section)| Ok((self.encode_section(*pos, section)?, section.dirty)))
+            .map(|(pos, section)| Ok((self.encode_section(*pos, section, false)?, section.dirty)))
             .collect()
     }
 
@@ -816,7 +821,10 @@ impl World {
         for chunk in section.chunks.keys() {
             self.light_decoded.remove(chunk);
         }
-        self.sections.insert(pos, section);
+        if let Some(old) = self.sections.insert(pos, section) {
+            self.unindex_nodes(&old);
+        }
+        self.index_nodes(pos);
         Ok(())
     }
 
@@ -1374,6 +1382,186 @@ pub(crate) mod tests {
         world.set_voxel([5, 60, 20], AIR).unwrap();
         relight(&mut world);
         assert_eq!(light::sun(light_at(&mut world, open)), 15);
+    }
+
+    /// A move of node `id` to `position`, turned a quarter round and going
+    /// along x.
+    fn motion(id: u64, position: [f64; 3]) -> buildat_voxelworld_api::NodeMotion {
+        buildat_voxelworld_api::NodeMotion {
+            id,
+            position,
+            orientation: [0.0, 0.0, 0.7071, 0.7071],
+            velocity: [1.0, 0.0, 0.0],
+        }
+    }
+
+    /// The loaded sections holding node `id`.
+    fn sections_holding(world: &World, id: u64) -> Vec<Pos> {
+        let mut found: Vec<Pos> = world
+            .sections
+            .iter()
+            .filter(|(_, s)| s.dynamic.contains_key(&id))
+            .map(|(pos, _)| *pos)
+            .collect();
+        found.sort_unstable();
+        found
+    }
+
+    #[test]
+    fn a_node_moves_into_the_next_section_and_is_saved_there_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let next_x = f64::from(SectionSize::default().0[0] * geometry::CHUNK_SIZE);
+        let id = {
+            let mut world = open(dir.path());
+            generate(&mut world, [0, 0, 0], "stone");
+            generate(&mut world, [1, 0, 0], "stone");
+            let vars = BTreeMap::from([("kind".to_string(), b"cow".to_vec())]);
+            let id = world.create_node([1.5, 40.5, 1.5], true, vars).unwrap();
+            world.save_all().unwrap();
+            let missing = world
+                .move_nodes(vec![motion(id, [next_x + 1.5, 40.5, 1.5])])
+                .unwrap();
+            assert!(missing.is_empty());
+            assert_eq!(sections_holding(&world, id), [[1, 0, 0]]);
+            let (changed, removed) = world.take_node_changes();
+            assert_eq!(changed.len(), 1, "created and moved: told once");
+            assert!(removed.is_empty());
+            assert!(world.take_node_changes().0.is_empty(), "told once");
+            world.save_all().unwrap();
+            id
+        };
+        // Its first section was rewritten without it: one copy, where it is.
+        let mut world = open(dir.path());
+        world.load_section([0, 0, 0]).unwrap();
+        world.load_section([1, 0, 0]).unwrap();
+        assert_eq!(sections_holding(&world, id), [[1, 0, 0]]);
+        let node = world.get_node(id).expect("back after a restart");
+        assert_eq!(node.position, [next_x + 1.5, 40.5, 1.5]);
+        assert_eq!(node.orientation, [0.0, 0.0, 0.7071, 0.7071]);
+        assert_eq!(node.velocity, [1.0, 0.0, 0.0]);
+        assert_eq!(node.vars.get("kind").map(Vec::as_slice), Some(&b"cow"[..]));
+        assert_eq!(
+            world.move_nodes(vec![motion(id + 1000, [0.0; 3])]).unwrap(),
+            [id + 1000],
+            "an unknown node is answered, not an error"
+        );
+    }
+
+    #[test]
+    fn a_transient_node_is_never_written_nor_evicted() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = {
+            let (mut world, _) = faulty(dir.path(), 2);
+            generate(&mut world, [0, 0, 0], "stone");
+            world.set_section_save_enabled([0, 0, 0], true).unwrap();
+            let id = world
+                .create_node([1.5, 40.5, 1.5], false, BTreeMap::new())
+                .unwrap();
+            for x in 1..5 {
+                generate(&mut world, [x, 0, 0], "stone");
+            }
+            assert!(
+                world.get_node(id).is_some(),
+                "its section stays loaded over the budget of 2"
+            );
+            world.save_all().unwrap();
+            id
+        };
+        let mut world = open(dir.path());
+        world.load_section([0, 0, 0]).unwrap();
+        assert!(world.get_node(id).is_none(), "never written");
+        assert!(sections_holding(&world, id).is_empty());
+    }
+
+    #[test]
+    fn attached_nodes_move_with_their_parent_and_no_node_carries_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut world = open(dir.path());
+        generate(&mut world, [0, 0, 0], "stone");
+        let cart = world
+            .create_node([1.0, 40.0, 1.0], true, BTreeMap::new())
+            .unwrap();
+        let rider = world
+            .create_node([1.0, 41.0, 1.0], true, BTreeMap::new())
+            .unwrap();
+        let hat = world
+            .create_node([1.0, 42.0, 1.0], false, BTreeMap::new())
+            .unwrap();
+        world.set_node_parent(rider, Some(cart)).unwrap();
+        world.set_node_parent(hat, Some(rider)).unwrap();
+        world
+            .move_nodes(vec![motion(cart, [3.0, 40.0, 1.5])])
+            .unwrap();
+        let at = |world: &World, id| world.get_node(id).unwrap().position;
+        assert_eq!(at(&world, rider), [3.0, 41.0, 1.5]);
+        assert_eq!(
+            at(&world, hat),
+            [3.0, 42.0, 1.5],
+            "and what is attached to it"
+        );
+        for (id, parent) in [(cart, hat), (cart, rider), (rider, rider)] {
+            assert!(
+                matches!(
+                    world.set_node_parent(id, Some(parent)),
+                    Err(WorldError::NodeCycle { .. })
+                ),
+                "{id} on {parent}"
+            );
+        }
+        // The rider gets off: the cart moves on without it.
+        world.set_node_parent(rider, None).unwrap();
+        world
+            .move_nodes(vec![motion(cart, [5.0, 40.0, 1.5])])
+            .unwrap();
+        assert_eq!(at(&world, rider), [3.0, 41.0, 1.5]);
+        world.take_node_changes();
+        // Removing a node detaches what was on it.
+        world.remove_node(rider).unwrap();
+        assert_eq!(world.get_node(hat).unwrap().parent, None);
+        let (changed, removed) = world.take_node_changes();
+        assert_eq!(removed, [rider]);
+        assert_eq!(
+            changed.iter().map(|n| n.id).collect::<Vec<_>>(),
+            [hat],
+            "the hat was detached"
+        );
+        // Attachments survive a restart (the cart's rider is gone).
+        world.set_node_parent(hat, Some(cart)).unwrap();
+        world.save_all().unwrap();
+        drop(world);
+        let mut world = open(dir.path());
+        world.load_section([0, 0, 0]).unwrap();
+        assert!(world.get_node(hat).is_none(), "transient");
+        world
+            .move_nodes(vec![motion(cart, [6.0, 40.0, 1.5])])
+            .unwrap();
+        assert_eq!(at(&world, cart), [6.0, 40.0, 1.5]);
+    }
+
+    #[test]
+    fn a_node_stored_before_nodes_moved_still_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut world = open(dir.path());
+        let old = StoredNode {
+            kind: StoredNodeKind::Dynamic {
+                position: [1.0, 2.0, 3.0],
+            },
+            save_enabled: true,
+            vars: BTreeMap::new(),
+        };
+        world
+            .write_stored(&StoredSection {
+                pos: [0, 0, 0],
+                save_enabled: false,
+                generated: false,
+                nodes: vec![(77, buildat_interface::encode(&old).unwrap())],
+            })
+            .unwrap();
+        world.load_section([0, 0, 0]).unwrap();
+        let node = world.get_node(77).expect("loaded");
+        assert_eq!(node.position, [1.0, 2.0, 3.0]);
+        assert_eq!(node.orientation, IDENTITY);
+        assert_eq!(node.parent, None);
     }
 
     #[test]

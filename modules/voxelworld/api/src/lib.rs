@@ -220,12 +220,66 @@ pub struct GetNode {
     pub id: u64,
 }
 
+/// A dynamic node: anything that moves (a player, a creature, an item).
+/// Persistent (`save_enabled`) ones are saved with the section they are in
+/// and move between sections as they move; the others are never written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DynamicNode {
     pub id: u64,
+    /// World position (an attached node's too).
     pub position: [f64; 3],
+    /// Unit quaternion (x, y, z, w).
+    pub orientation: [f32; 4],
+    /// Voxels a second.
+    pub velocity: [f32; 3],
+    /// The node it is attached to: it moves with it, keeping its offset.
+    pub parent: Option<u64>,
     pub save_enabled: bool,
     pub vars: BTreeMap<String, Vec<u8>>,
+}
+
+/// The orientation of a node that was never turned.
+pub const IDENTITY: [f32; 4] = [0.0, 0.0, 0.0, 1.0];
+
+/// Where a dynamic node goes and how it moves (see [`MoveNodes`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeMotion {
+    pub id: u64,
+    pub position: [f64; 3],
+    /// Unit quaternion (x, y, z, w).
+    pub orientation: [f32; 4],
+    /// Voxels a second.
+    pub velocity: [f32; 3],
+}
+
+/// Call: move dynamic nodes, all of a module's in one call a tick; the
+/// nodes attached to each move with it. A node moving into another section
+/// moves there (saved with it if persistent). Answers the ids it does not
+/// know (removed, or their section was unloaded).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MoveNodes {
+    pub moves: Vec<NodeMotion>,
+}
+
+/// Call: attach a node to `parent` (it then moves with it, keeping its
+/// offset) or detach it (`None`: it stays where it is). Attaching a node to
+/// itself or to one of its own descendants is refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetNodeParent {
+    pub id: u64,
+    pub parent: Option<u64>,
+}
+
+/// `voxelworld:nodes_changed`: the dynamic nodes created, moved or changed
+/// since the last one (their whole state), and those removed; once a tick
+/// at most. What the `replicate` module listens to.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodesChanged {
+    pub changed: Vec<DynamicNode>,
+    pub removed: Vec<u64>,
+}
+impl Event for NodesChanged {
+    const NAME: &'static str = "voxelworld:nodes_changed";
 }
 
 /// Call: remove a dynamic node.
@@ -282,6 +336,8 @@ buildat_interface::calls! {
     GetNode = "get_node" -> Option<DynamicNode>;
     RemoveNode = "remove_node" -> ();
     SetNodeVar = "set_node_var" -> ();
+    MoveNodes = "move_nodes" -> Vec<u64>;
+    SetNodeParent = "set_node_parent" -> ();
     Save = "save" -> u32;
     Pregen = "pregen" -> PregenReport;
 }
@@ -316,6 +372,18 @@ pub struct StoredNode {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum StoredNodeKind {
-    StaticChunk { chunk: Pos },
-    Dynamic { position: [f64; 3] },
+    StaticChunk {
+        chunk: Pos,
+    },
+    /// A dynamic node as written before nodes moved (read, never written).
+    Dynamic {
+        position: [f64; 3],
+    },
+    /// A dynamic node.
+    Moving {
+        position: [f64; 3],
+        orientation: [f32; 4],
+        velocity: [f32; 3],
+        parent: Option<u64>,
+    },
 }
