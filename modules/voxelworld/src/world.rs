@@ -1384,13 +1384,21 @@ pub(crate) mod tests {
         assert_eq!(light::sun(light_at(&mut world, open)), 15);
     }
 
+    /// Turned a quarter round about z.
+    const QUARTER_TURN: [f32; 4] = [
+        0.0,
+        0.0,
+        std::f32::consts::FRAC_1_SQRT_2,
+        std::f32::consts::FRAC_1_SQRT_2,
+    ];
+
     /// A move of node `id` to `position`, turned a quarter round and going
     /// along x.
     fn motion(id: u64, position: [f64; 3]) -> buildat_voxelworld_api::NodeMotion {
         buildat_voxelworld_api::NodeMotion {
             id,
             position,
-            orientation: [0.0, 0.0, 0.7071, 0.7071],
+            orientation: QUARTER_TURN,
             velocity: [1.0, 0.0, 0.0],
         }
     }
@@ -1437,7 +1445,7 @@ pub(crate) mod tests {
         assert_eq!(sections_holding(&world, id), [[1, 0, 0]]);
         let node = world.get_node(id).expect("back after a restart");
         assert_eq!(node.position, [next_x + 1.5, 40.5, 1.5]);
-        assert_eq!(node.orientation, [0.0, 0.0, 0.7071, 0.7071]);
+        assert_eq!(node.orientation, QUARTER_TURN);
         assert_eq!(node.velocity, [1.0, 0.0, 0.0]);
         assert_eq!(node.vars.get("kind").map(Vec::as_slice), Some(&b"cow"[..]));
         assert_eq!(
