@@ -210,3 +210,69 @@ fn reload_voxelworld_keeps_the_world_and_its_registry() {
         );
     }
 }
+
+/// Sends a console line and waits for a line holding `answer`.
+fn console(server: &mut buildat_harness::server::Server, line: &str, answer: &str) -> String {
+    server.pump();
+    let from = server.seen.len();
+    server.send(line);
+    server
+        .wait_for_from(from, answer, Duration::from_secs(60))
+        .unwrap_or_else(|| panic!("'{line}' answers '{answer}':\n{}", server.output()))
+}
+
+#[test]
+fn dynamic_nodes_carry_their_riders_into_the_next_section_and_persist() {
+    let scratch = Scratch::new();
+    scratch.add_world(true);
+    let mut args = scratch.server_args();
+    args.extend(["--no-watch", "--set", "world_probe.idle=1"].map(String::from));
+    let mut server = start_server(&args, Stdio::piped());
+    server.expect_line("server started", Duration::from_secs(300));
+    let created = console(&mut server, "probe-nodes create 3", "created nodes ");
+    let ids: Vec<u64> = created
+        .split("created nodes ")
+        .nth(1)
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(|id| id.parse().expect("an id"))
+        .collect();
+    assert_eq!(ids.len(), 3, "{created}");
+    // The first node walks 70 voxels along x, into section (1, 4, 0): the
+    // two attached to it come along.
+    console(
+        &mut server,
+        "probe-nodes walk 70",
+        "moved 1 node, 0 unknown",
+    );
+    console(&mut server, "probe-nodes show 0", "node 0 unknown");
+    server
+        .wait_for(
+            "world_probe: nodes changed 3, removed 0",
+            Duration::from_secs(30),
+        )
+        .unwrap_or_else(|| panic!("the world tells what changed:\n{}", server.output()));
+    console(&mut server, "probe-nodes save", "saved ");
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(60)), Some(0));
+
+    let mut server = start_server(&args, Stdio::piped());
+    server.expect_line("server started", Duration::from_secs(300));
+    let show = format!("probe-nodes show {} {} {}", ids[0], ids[1], ids[2]);
+    console(&mut server, &show, &format!("node {}", ids[2]));
+    server.pump();
+    let output = server.output();
+    let expect = [
+        format!("node {} at [71.5, 266.5, 1.5] parent none", ids[0]),
+        format!("node {} at [73.5, 266.5, 1.5] parent {}", ids[1], ids[0]),
+        format!("node {} at [75.5, 266.5, 1.5] parent {}", ids[2], ids[0]),
+    ];
+    for line in expect {
+        assert!(
+            output.contains(&line),
+            "'{line}' after a restart:\n{output}"
+        );
+    }
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(60)), Some(0));
+}

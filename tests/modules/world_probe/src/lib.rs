@@ -6,11 +6,19 @@
 //! saves, and logs `saved round N` once the save returned. At start it reads
 //! the round back from the world and continues after it. With the setting
 //! `world_probe.idle` it writes nothing and only answers `hammer` (the
-//! world benchmark's get/set_voxel calls from another module).
+//! world benchmark's get/set_voxel calls from another module). Its console
+//! command `probe-nodes` drives dynamic nodes for the node tests (`create
+//! N`: N persistent nodes in section (0, 4, 0), each after the first
+//! attached to the first; `walk DX`: moves the first DX voxels along x;
+//! `save`; `show ID...`), and it logs each `voxelworld:nodes_changed`.
 
-use buildat_interface::{Event, Host, Module, ModuleError, events, export_module, log};
+use std::collections::BTreeMap;
+
+use buildat_interface::core_api::{RegisterCommand, RunCommand};
+use buildat_interface::{Event, Host, Module, ModuleError, decode, events, export_module, log};
 use buildat_voxelworld_api::{
-    Commit, GetRegistry, GetVoxel, LoadOrGenerateSection, Save, SetSectionSaveEnabled, SetVoxel,
+    Commit, CreateNode, GetNode, GetRegistry, GetVoxel, IDENTITY, LoadOrGenerateSection, MoveNodes,
+    NodeMotion, NodesChanged, Save, SetNodeParent, SetSectionSaveEnabled, SetVoxel,
 };
 use serde::{Deserialize, Serialize};
 
@@ -51,7 +59,13 @@ struct WorldProbe {
     ready: bool,
     stone: u32,
     dirt: u32,
+    /// The nodes `probe-nodes create` made, the first carrying the others.
+    nodes: Vec<u64>,
 }
+
+/// Where `probe-nodes create` puts its nodes: section (0, 4, 0), above any
+/// terrain.
+const NODE_Y: f64 = 4.0 * 64.0 + 10.5;
 
 impl WorldProbe {
     fn get(&self, pos: [i32; 3]) -> Result<Option<u32>, ModuleError> {
@@ -117,6 +131,74 @@ impl WorldProbe {
 }
 
 impl WorldProbe {
+    fn run_command(&mut self, command: RunCommand) -> Result<String, ModuleError> {
+        let args: Vec<&str> = command.args.iter().map(String::as_str).collect();
+        match args.as_slice() {
+            ["create", count] => {
+                let count: usize = count.parse().map_err(|_| "create N: N a number")?;
+                let mut ids = Vec::new();
+                for i in 0..count {
+                    let id = self.host.call(&CreateNode {
+                        position: [1.5 + 2.0 * i as f64, NODE_Y, 1.5],
+                        save_enabled: true,
+                        vars: BTreeMap::from([("index".to_string(), vec![i as u8])]),
+                    })?;
+                    if let Some(&first) = ids.first() {
+                        self.host.call(&SetNodeParent {
+                            id,
+                            parent: Some(first),
+                        })?;
+                    }
+                    ids.push(id);
+                }
+                self.nodes = ids.clone();
+                let ids: Vec<String> = ids.iter().map(u64::to_string).collect();
+                Ok(format!("created nodes {}", ids.join(" ")))
+            }
+            ["walk", dx] => {
+                let dx: f64 = dx.parse().map_err(|_| "walk DX: DX a number")?;
+                let first = *self.nodes.first().ok_or("no nodes: create some first")?;
+                let node = self
+                    .host
+                    .call(&GetNode { id: first })?
+                    .ok_or("the first node is gone")?;
+                let mut position = node.position;
+                position[0] += dx;
+                let unknown = self.host.call(&MoveNodes {
+                    moves: vec![NodeMotion {
+                        id: first,
+                        position,
+                        orientation: IDENTITY,
+                        velocity: [dx as f32, 0.0, 0.0],
+                    }],
+                })?;
+                Ok(format!("moved 1 node, {} unknown", unknown.len()))
+            }
+            ["save"] => Ok(format!("saved {} sections", self.host.call(&Save {})?)),
+            ["show", ids @ ..] => {
+                for section in [[0, 4, 0], [1, 4, 0], [2, 4, 0]] {
+                    self.host.call(&LoadOrGenerateSection { section })?;
+                }
+                let mut lines = Vec::new();
+                for id in ids {
+                    let id: u64 = id.parse().map_err(|_| "show ID...: IDs are numbers")?;
+                    lines.push(match self.host.call(&GetNode { id })? {
+                        Some(node) => format!(
+                            "node {id} at {:?} parent {}",
+                            node.position,
+                            node.parent.map_or("none".to_string(), |p| p.to_string())
+                        ),
+                        None => format!("node {id} unknown"),
+                    });
+                }
+                Ok(lines.join("\n"))
+            }
+            _ => Err(ModuleError::msg(
+                "usage: probe-nodes create N | walk DX | save | show ID...",
+            )),
+        }
+    }
+
     /// `count` get_voxel calls then `count` set_voxel calls; answers the
     /// nanoseconds each batch took.
     fn hammer(&mut self, count: u32) -> Result<(u64, u64), ModuleError> {
@@ -146,15 +228,33 @@ impl Module for WorldProbe {
             ready: false,
             stone: 0,
             dirt: 0,
+            nodes: Vec::new(),
         })
     }
 
     fn init(&mut self) -> Result<(), ModuleError> {
         self.host.sub_event(events::Tick::NAME)?;
+        self.host.sub_event(NodesChanged::NAME)?;
         Ok(())
     }
 
-    fn event(&mut self, name: &str, _payload: &[u8]) -> Result<(), ModuleError> {
+    fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
+        if name == events::Start::NAME || name == events::Continue::NAME {
+            return self.host.call(&RegisterCommand {
+                name: "probe-nodes".into(),
+                usage: "create N | walk DX | save | show ID...".into(),
+                help: "drive dynamic nodes (a test fixture)".into(),
+            });
+        }
+        if name == NodesChanged::NAME {
+            let changes: NodesChanged = decode(payload)?;
+            log::info!(
+                "world_probe: nodes changed {}, removed {}",
+                changes.changed.len(),
+                changes.removed.len()
+            );
+            return Ok(());
+        }
         if name != events::Tick::NAME {
             return Ok(());
         }
@@ -173,6 +273,7 @@ impl Module for WorldProbe {
         buildat_interface::answer_calls!(function, payload, {
             IsReady => |_| Ok(self.ready),
             Hammer => |request: Hammer| self.hammer(request.count),
+            RunCommand => |command: RunCommand| self.run_command(command),
         })
     }
 }
