@@ -86,8 +86,21 @@ const STALE_PARTIAL: Duration = Duration::from_secs(3600);
 pub struct Cache {
     files: PathBuf,
     max_bytes: u64,
+    usage: Arc<Mutex<Usage>>,
+}
+
+/// What this process knows of the folder's use.
+#[derive(Debug, Default)]
+struct Usage {
     /// Entries this process stored or read: never evicted by it.
-    used: Arc<Mutex<HashSet<ContentHash>>>,
+    used: HashSet<ContentHash>,
+    /// Bytes in the folder as last counted, plus what was stored since;
+    /// `None` before the first count.
+    bytes: Option<u64>,
+    /// The folder is counted again (and evicted from) only once `bytes`
+    /// passes the limit and this: a session whose own files keep the cache
+    /// over its limit does not list the folder at every store.
+    count_again_at: u64,
 }
 
 /// One entry, as listed for eviction.
@@ -108,7 +121,7 @@ impl Cache {
         Ok(Self {
             files,
             max_bytes: DEFAULT_MAX_CACHE_BYTES,
-            used: Arc::default(),
+            usage: Arc::default(),
         })
     }
 
@@ -123,9 +136,33 @@ impl Cache {
         self.max_bytes
     }
 
+    fn usage(&self) -> std::sync::MutexGuard<'_, Usage> {
+        self.usage.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn mark_used(&self, hash: &ContentHash) {
-        if let Ok(mut used) = self.used.lock() {
-            used.insert(*hash);
+        self.usage().used.insert(*hash);
+    }
+
+    /// Counts an entry of `size` bytes just stored; lists the folder (and
+    /// evicts) the first time, and when the count goes over the limit.
+    fn count_stored(&self, size: u64) {
+        if self.max_bytes == 0 {
+            return;
+        }
+        let count_now = {
+            let mut usage = self.usage();
+            match usage.bytes {
+                None => true,
+                Some(bytes) => {
+                    let bytes = bytes.saturating_add(size);
+                    usage.bytes = Some(bytes);
+                    bytes > self.max_bytes && bytes >= usage.count_again_at
+                }
+            }
+        };
+        if count_now {
+            self.evict();
         }
     }
 
@@ -187,7 +224,7 @@ impl Cache {
         temp.write_all(bytes).map_err(write_error)?;
         temp.as_file().sync_all().map_err(write_error)?;
         temp.persist(&path).map_err(|e| write_error(e.error))?;
-        self.evict();
+        self.count_stored(bytes.len() as u64);
         Ok(())
     }
 
@@ -233,30 +270,28 @@ impl Cache {
             let _ = std::fs::remove_file(path);
         }
         let mut total: u64 = entries.iter().map(|e| e.size).sum();
-        if total <= self.max_bytes {
-            return 0;
-        }
-        let target = self.max_bytes / 100 * EVICT_TO_PERCENT;
-        let used: HashSet<String> = self
-            .used
-            .lock()
-            .map(|used| used.iter().map(hex).collect())
-            .unwrap_or_default();
-        entries.sort_by_key(|e| e.last_used);
         let mut deleted = 0;
-        for entry in entries {
-            if total <= target {
-                break;
-            }
-            let spared = entry
-                .path
-                .file_name()
-                .is_some_and(|n| used.contains(n.to_string_lossy().as_ref()));
-            if !spared && std::fs::remove_file(&entry.path).is_ok() {
-                total -= entry.size;
-                deleted += entry.size;
+        if total > self.max_bytes {
+            let target = self.max_bytes / 100 * EVICT_TO_PERCENT;
+            let used: HashSet<String> = self.usage().used.iter().map(hex).collect();
+            entries.sort_by_key(|e| e.last_used);
+            for entry in entries {
+                if total <= target {
+                    break;
+                }
+                let spared = entry
+                    .path
+                    .file_name()
+                    .is_some_and(|n| used.contains(n.to_string_lossy().as_ref()));
+                if !spared && std::fs::remove_file(&entry.path).is_ok() {
+                    total -= entry.size;
+                    deleted += entry.size;
+                }
             }
         }
+        let mut usage = self.usage();
+        usage.bytes = Some(total);
+        usage.count_again_at = total.saturating_add(self.max_bytes / 10);
         deleted
     }
 }

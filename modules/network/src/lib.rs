@@ -41,7 +41,7 @@ mod peer;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::os::fd::{FromRawFd, IntoRawFd, RawFd};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -137,18 +137,32 @@ pub(crate) struct Shared {
     /// connection of a flood.
     refusal_log: Mutex<LogLimiter<()>>,
     /// The modules' queues, as last looked at.
-    queues: Mutex<QueueWatch>,
+    queues: QueueWatch,
 }
 
-/// How often the modules' queues are looked at (a core call).
-const QUEUE_CHECK: Duration = Duration::from_millis(10);
+/// How often the modules' queues are looked at (a core call), in µs.
+const QUEUE_CHECK_US: u64 = 10_000;
 
 /// Whether some module has more messages waiting than
-/// `network.max_queued_events`, as of `checked`.
+/// `network.max_queued_events`, as of `checked_us`. Read for every packet
+/// without a lock; one peer task at a time asks the core again.
 struct QueueWatch {
-    checked: Option<Instant>,
-    behind: bool,
-    log: LogLimiter<()>,
+    since: Instant,
+    /// µs after `since` of the last look; `u64::MAX` before the first.
+    checked_us: AtomicU64,
+    behind: AtomicBool,
+    log: Mutex<LogLimiter<()>>,
+}
+
+impl QueueWatch {
+    fn new() -> Self {
+        Self {
+            since: Instant::now(),
+            checked_us: AtomicU64::new(u64::MAX),
+            behind: AtomicBool::new(false),
+            log: Mutex::new(LogLimiter::new(1, Duration::from_secs(10))),
+        }
+    }
 }
 
 impl Shared {
@@ -200,15 +214,19 @@ impl Shared {
         if max == 0 {
             return false;
         }
-        let now = Instant::now();
-        let mut watch = self.queues.lock().unwrap_or_else(|e| e.into_inner());
-        if watch
-            .checked
-            .is_some_and(|at| now.saturating_duration_since(at) < QUEUE_CHECK)
+        let watch = &self.queues;
+        let now_us = u64::try_from(watch.since.elapsed().as_micros()).unwrap_or(u64::MAX - 1);
+        let checked = watch.checked_us.load(Ordering::Acquire);
+        let fresh = checked != u64::MAX && now_us.saturating_sub(checked) < QUEUE_CHECK_US;
+        // Fresh, or another task is asking the core right now.
+        if fresh
+            || watch
+                .checked_us
+                .compare_exchange(checked, now_us, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
         {
-            return watch.behind;
+            return watch.behind.load(Ordering::Acquire);
         }
-        watch.checked = Some(now);
         let longest = self.host.call(&ListModules {}).ok().and_then(|modules| {
             // A hung or failed module is the watchdog's to report:
             // holding every player back would not help it.
@@ -217,12 +235,16 @@ impl Shared {
                 .filter(|m| m.state == ModuleState::Loaded)
                 .max_by_key(|m| m.queued)
         });
-        let was_behind = watch.behind;
-        watch.behind = longest.as_ref().is_some_and(|m| m.queued > max);
-        if watch.behind
+        let behind = longest.as_ref().is_some_and(|m| m.queued > max);
+        let was_behind = watch.behind.swap(behind, Ordering::AcqRel);
+        if behind
             && !was_behind
             && let Some(module) = longest
-            && let Some(suppressed) = watch.log.allow((), now)
+            && let Some(suppressed) = watch
+                .log
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .allow((), Instant::now())
         {
             log::warn!(
                 "module {} has {} messages waiting (network.max_queued_events {max}): \
@@ -232,7 +254,7 @@ impl Shared {
                 suppressed_note(suppressed)
             );
         }
-        watch.behind
+        behind
     }
 
     /// Logs a refusal or accept failure, a few a second at most.
@@ -594,11 +616,7 @@ impl Module for Network {
                 admission: Mutex::new(admission),
                 peer_cap,
                 refusal_log: Mutex::new(LogLimiter::new(5, Duration::from_secs(1))),
-                queues: Mutex::new(QueueWatch {
-                    checked: None,
-                    behind: false,
-                    log: LogLimiter::new(1, Duration::from_secs(10)),
-                }),
+                queues: QueueWatch::new(),
             }),
             running: None,
             listen_address: String::new(),

@@ -356,7 +356,15 @@ impl Streamer {
                 });
             }
             let mut picked = Vec::new();
-            let mut budget = self.budget.saturating_sub(viewer.in_flight);
+            // Out of time: this viewer's chunks wait for the next slice
+            // (its small updates above still go out).
+            let out_of_time = encoded_any && Instant::now() >= deadline;
+            outbox.unfinished |= out_of_time;
+            let mut budget = if out_of_time {
+                0
+            } else {
+                self.budget.saturating_sub(viewer.in_flight)
+            };
             while budget > 0 {
                 let Some(chunk) = viewer.resend.pop_first() else {
                     break;

@@ -34,8 +34,8 @@ use buildat_voxel::geometry::{self, CHUNK_VOLUME, Pos, SectionSize};
 use buildat_voxel::light::{self, LightTable, Surroundings};
 use buildat_voxel::{AIR, BlockDefinition, BlockRegistry, RegistryError, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
-    ChunkData, DynamicNode, IDENTITY, StoredNode, StoredNodeKind, VAR_MOD_VERSION,
-    VAR_REGISTRY_NAME, VAR_VOXEL_DATA,
+    ChunkData, DynamicNode, StoredNode, StoredNodeKind, VAR_MOD_VERSION, VAR_REGISTRY_NAME,
+    VAR_VOXEL_DATA,
 };
 
 use crate::storage::{StorageError, StoredSection, WorldStorage};
@@ -389,18 +389,8 @@ impl World {
                     section.chunks.insert(chunk, Chunk::from_blob(id, blob)?);
                 }
                 StoredNodeKind::Dynamic { position } => {
-                    section.dynamic.insert(
-                        id,
-                        DynamicNode {
-                            id,
-                            position,
-                            orientation: IDENTITY,
-                            velocity: [0.0; 3],
-                            parent: None,
-                            save_enabled: node.save_enabled,
-                            vars: node.vars,
-                        },
-                    );
+                    let node = DynamicNode::at_rest(id, position, node.save_enabled, node.vars);
+                    section.dynamic.insert(id, node);
                 }
                 StoredNodeKind::Moving {
                     position,
@@ -408,18 +398,13 @@ impl World {
                     velocity,
                     parent,
                 } => {
-                    section.dynamic.insert(
-                        id,
-                        DynamicNode {
-                            id,
-                            position,
-                            orientation,
-                            velocity,
-                            parent,
-                            save_enabled: node.save_enabled,
-                            vars: node.vars,
-                        },
-                    );
+                    let node = DynamicNode {
+                        orientation,
+                        velocity,
+                        parent,
+                        ..DynamicNode::at_rest(id, position, node.save_enabled, node.vars)
+                    };
+                    section.dynamic.insert(id, node);
                 }
             }
         }
@@ -1568,7 +1553,7 @@ pub(crate) mod tests {
         world.load_section([0, 0, 0]).unwrap();
         let node = world.get_node(77).expect("loaded");
         assert_eq!(node.position, [1.0, 2.0, 3.0]);
-        assert_eq!(node.orientation, IDENTITY);
+        assert_eq!(node.orientation, buildat_voxelworld_api::IDENTITY);
         assert_eq!(node.parent, None);
     }
 

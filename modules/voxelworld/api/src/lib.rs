@@ -241,6 +241,26 @@ pub struct DynamicNode {
 /// The orientation of a node that was never turned.
 pub const IDENTITY: [f32; 4] = [0.0, 0.0, 0.0, 1.0];
 
+impl DynamicNode {
+    /// A node at `position`, never turned, still, attached to nothing.
+    pub fn at_rest(
+        id: u64,
+        position: [f64; 3],
+        save_enabled: bool,
+        vars: BTreeMap<String, Vec<u8>>,
+    ) -> Self {
+        Self {
+            id,
+            position,
+            orientation: IDENTITY,
+            velocity: [0.0; 3],
+            parent: None,
+            save_enabled,
+            vars,
+        }
+    }
+}
+
 /// Where a dynamic node goes and how it moves (see [`MoveNodes`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeMotion {

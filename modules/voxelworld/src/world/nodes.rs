@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use buildat_voxel::geometry::{self, Pos};
-use buildat_voxelworld_api::{DynamicNode, IDENTITY, NodeMotion};
+use buildat_voxelworld_api::{DynamicNode, NodeMotion};
 
 use super::{Section, World, WorldError};
 
@@ -69,18 +69,9 @@ impl World {
             .sections
             .get_mut(&pos)
             .ok_or(WorldError::NotGenerated(pos))?;
-        section.dynamic.insert(
-            id,
-            DynamicNode {
-                id,
-                position,
-                orientation: IDENTITY,
-                velocity: [0.0; 3],
-                parent: None,
-                save_enabled,
-                vars,
-            },
-        );
+        section
+            .dynamic
+            .insert(id, DynamicNode::at_rest(id, position, save_enabled, vars));
         section.dirty |= save_enabled;
         self.node_sections.insert(id, pos);
         self.nodes_changed.insert(id);
@@ -96,9 +87,13 @@ impl World {
         Some((node, &mut section.dirty))
     }
 
-    pub fn get_node(&self, id: u64) -> Option<DynamicNode> {
+    fn node(&self, id: u64) -> Option<&DynamicNode> {
         let pos = self.node_sections.get(&id)?;
-        self.sections.get(pos)?.dynamic.get(&id).cloned()
+        self.sections.get(pos)?.dynamic.get(&id)
+    }
+
+    pub fn get_node(&self, id: u64) -> Option<DynamicNode> {
+        self.node(id).cloned()
     }
 
     pub fn remove_node(&mut self, id: u64) -> Result<(), WorldError> {
@@ -151,7 +146,7 @@ impl World {
 
     /// Attaches `id` to `parent` (None: detaches it, where it is).
     pub fn set_node_parent(&mut self, id: u64, parent: Option<u64>) -> Result<(), WorldError> {
-        if self.get_node(id).is_none() {
+        if self.node(id).is_none() {
             return Err(WorldError::NoNode(id));
         }
         if let Some(parent) = parent {
@@ -163,7 +158,7 @@ impl World {
                     return Err(WorldError::NodeCycle { id, parent });
                 }
                 up = self
-                    .get_node(ancestor)
+                    .node(ancestor)
                     .ok_or(WorldError::NoNode(ancestor))?
                     .parent;
                 steps += 1;
@@ -230,7 +225,7 @@ impl World {
         let Some(&from) = self.node_sections.get(&id) else {
             return Ok(());
         };
-        let Some(position) = self.get_node(id).map(|n| n.position) else {
+        let Some(position) = self.node(id).map(|n| n.position) else {
             return Ok(());
         };
         let to = self.section_of_position(position);
