@@ -47,8 +47,8 @@ use buildat_voxelworld_api::stream::{Ack, Registry};
 use buildat_voxelworld_api::{
     ApplyGenerated, Commit, CreateNode, EditOutcome, EditVoxel, Generate, GeneratedSection,
     GenerationRequest, GetChunk, GetNode, GetRegistry, GetSizes, GetVoxel, GetVoxels,
-    GetWorldConfig, LoadOrGenerateSection, MoveNodes, NodeVolumeUpdated, NodesChanged, Pregen,
-    PregenReport, RegisterBlock, RemoveNode, RemoveViewer, Replace, Save, SectionStatus,
+    GetWorldConfig, ListNodes, LoadOrGenerateSection, MoveNodes, NodeVolumeUpdated, NodesChanged,
+    Pregen, PregenReport, RegisterBlock, RemoveNode, RemoveViewer, Replace, Save, SectionStatus,
     SetNodeParent, SetNodeVar, SetSectionSaveEnabled, SetVoxel, Sizes, Viewer, WorldConfig,
 };
 use durability::{SaveHealth, StashedSection};
@@ -837,6 +837,7 @@ impl Module for VoxelWorld {
                     .map_err(world_error)
             },
             GetNode => |request: GetNode| Ok(self.world.get_node(request.id)),
+            ListNodes => |request: ListNodes| Ok(self.world.list_nodes(request.with_var.as_deref())),
             RemoveNode => |request: RemoveNode| self.world.remove_node(request.id).map_err(world_error),
             SetNodeVar => |request: SetNodeVar| {
                 self.world

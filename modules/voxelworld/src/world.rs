@@ -1429,6 +1429,14 @@ pub(crate) mod tests {
         world.load_section([1, 0, 0]).unwrap();
         assert_eq!(sections_holding(&world, id), [[1, 0, 0]]);
         let node = world.get_node(id).expect("back after a restart");
+        let (appeared, _) = world.take_node_changes();
+        assert_eq!(
+            appeared,
+            [node.clone()],
+            "a node loaded from storage is told"
+        );
+        assert_eq!(world.list_nodes(Some("kind")), [node.clone()]);
+        assert!(world.list_nodes(Some("colour")).is_empty());
         assert_eq!(node.position, [next_x + 1.5, 40.5, 1.5]);
         assert_eq!(node.orientation, QUARTER_TURN);
         assert_eq!(node.velocity, [1.0, 0.0, 0.0]);
@@ -1464,6 +1472,26 @@ pub(crate) mod tests {
         world.load_section([0, 0, 0]).unwrap();
         assert!(world.get_node(id).is_none(), "never written");
         assert!(sections_holding(&world, id).is_empty());
+    }
+
+    #[test]
+    fn a_persistent_node_leaving_memory_with_its_section_is_told_as_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut world, _) = faulty(dir.path(), 2);
+        generate(&mut world, [0, 0, 0], "stone");
+        let id = world
+            .create_node([1.5, 40.5, 1.5], true, BTreeMap::new())
+            .unwrap();
+        world.take_node_changes();
+        for x in 1..5 {
+            generate(&mut world, [x, 0, 0], "stone");
+        }
+        assert!(world.get_node(id).is_none(), "evicted with its section");
+        assert_eq!(world.take_node_changes(), (vec![], vec![id]));
+        world.load_section([0, 0, 0]).unwrap();
+        let (appeared, removed) = world.take_node_changes();
+        assert_eq!(appeared.iter().map(|n| n.id).collect::<Vec<_>>(), [id]);
+        assert!(removed.is_empty(), "back again: not removed any more");
     }
 
     #[test]

@@ -220,6 +220,15 @@ pub struct GetNode {
     pub id: u64,
 }
 
+/// Call: every loaded dynamic node (`with_var`: only those having that
+/// variable), in no particular order. What a module loaded after the nodes
+/// were made starts from (the `replicate` module, a creatures module
+/// adopting its persistent creatures).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListNodes {
+    pub with_var: Option<String>,
+}
+
 /// A dynamic node: anything that moves (a player, a creature, an item).
 /// Persistent (`save_enabled`) ones are saved with the section they are in
 /// and move between sections as they move; the others are never written.
@@ -292,7 +301,8 @@ pub struct SetNodeParent {
 
 /// `voxelworld:nodes_changed`: the dynamic nodes created, moved or changed
 /// since the last one (their whole state), and those removed; once a tick
-/// at most. What the `replicate` module listens to.
+/// at most. Nodes of a section loaded from storage count as created, those
+/// of a section leaving memory as removed. What the `replicate` module listens to.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodesChanged {
     pub changed: Vec<DynamicNode>,
@@ -354,6 +364,7 @@ buildat_interface::calls! {
     GetChunk = "get_chunk" -> Option<ChunkData>;
     CreateNode = "create_node" -> u64;
     GetNode = "get_node" -> Option<DynamicNode>;
+    ListNodes = "list_nodes" -> Vec<DynamicNode>;
     RemoveNode = "remove_node" -> ();
     SetNodeVar = "set_node_var" -> ();
     MoveNodes = "move_nodes" -> Vec<u64>;

@@ -25,11 +25,14 @@ impl World {
             .section_of_chunk(geometry::chunk_of_voxel(voxel))
     }
 
-    /// Puts the nodes of the loaded section at `pos` in the index.
+    /// Puts the nodes of the loaded section at `pos` in the index; they
+    /// are told as changed (a node loaded from storage appears).
     pub(super) fn index_nodes(&mut self, pos: Pos) {
         if let Some(section) = self.sections.get(&pos) {
             for (id, node) in &section.dynamic {
                 self.node_sections.insert(*id, pos);
+                self.nodes_changed.insert(*id);
+                self.nodes_removed.remove(id);
                 if let Some(parent) = node.parent {
                     self.node_children.entry(parent).or_default().insert(*id);
                 }
@@ -37,10 +40,13 @@ impl World {
         }
     }
 
-    /// Takes the nodes of a section leaving memory out of the index.
+    /// Takes the nodes of a section leaving memory out of the index; they
+    /// are told as removed (an evicted node disappears until loaded again).
     pub(super) fn unindex_nodes(&mut self, section: &Section) {
         for (id, node) in &section.dynamic {
             self.node_sections.remove(id);
+            self.nodes_changed.remove(id);
+            self.nodes_removed.insert(*id);
             if let Some(parent) = node.parent {
                 self.unlink_child(parent, *id);
             }
@@ -94,6 +100,16 @@ impl World {
 
     pub fn get_node(&self, id: u64) -> Option<DynamicNode> {
         self.node(id).cloned()
+    }
+
+    /// Every loaded dynamic node, or those having the variable `with_var`.
+    pub fn list_nodes(&self, with_var: Option<&str>) -> Vec<DynamicNode> {
+        self.node_sections
+            .keys()
+            .filter_map(|id| self.node(*id))
+            .filter(|node| with_var.is_none_or(|var| node.vars.contains_key(var)))
+            .cloned()
+            .collect()
     }
 
     pub fn remove_node(&mut self, id: u64) -> Result<(), WorldError> {
