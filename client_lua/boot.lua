@@ -187,6 +187,42 @@ local world = table.freeze({
 	set_focus = host.world_set_focus, -- (x, y, z): the player position for the maps
 })
 
+-- buildat.nodes: the dynamic nodes the server replicates to this client
+-- (players, creatures, ...: docs/client.md, "Nodes API"). Read-only; the
+-- callbacks belong to the file that set them.
+local function nodes_for(file)
+	return table.freeze({
+		get = host.nodes_get, -- (id) -> { id, x, y, z, vx, vy, vz, qx, qy, qz, qw, parent, time_ms, vars = { name = bytes } } | nil
+		ids = host.nodes_ids, -- () -> { id, ... } ascending
+		count = host.nodes_count, -- () -> nodes known
+		each = function() -- for id, node in buildat.nodes.each() do ... end
+			local ids, i = host.nodes_ids(), 0
+			return function()
+				while true do
+					i += 1
+					local id = ids[i]
+					if id == nil then
+						return nil
+					end
+					local node = host.nodes_get(id)
+					if node ~= nil then
+						return id, node
+					end
+				end
+			end
+		end,
+		on_added = function(fn) -- fn(id), after the node is known
+			host.nodes_sub(file, "added", fn)
+		end,
+		on_changed = function(fn) -- fn(id), after its state changed
+			host.nodes_sub(file, "changed", fn)
+		end,
+		on_removed = function(fn) -- fn(id), once it is forgotten
+			host.nodes_sub(file, "removed", fn)
+		end,
+	})
+end
+
 -- buildat.ui: what the game puts on the screen and the controls it defines
 -- (docs/client.md, "UI API"). Made per file (bindings and handlers belong
 -- to the file that set them, for error messages).
@@ -337,6 +373,7 @@ function new_env(file, trusted)
 		disconnect = host.disconnect,
 		client_name = host.client_name,
 		world = world,
+		nodes = nodes_for(file),
 		ui = ui_for(file),
 		-- Timers belong to the file that set them: only it can clear them.
 		set_timeout = function(seconds, fn)

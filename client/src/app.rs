@@ -28,6 +28,7 @@ use thiserror::Error;
 
 use crate::cache::{Cache, CacheError};
 use crate::frontend::{FromFrontend, SessionLink, ToFrontend};
+use crate::nodes::NodeView;
 use crate::sandbox::{self, Level, LogSink, Runtime, ScriptError};
 use crate::session::{Event, Session, SessionError, Stats};
 use crate::world::{self, Handled, WorldStats, WorldView};
@@ -157,6 +158,8 @@ pub struct Summary {
     pub lua_memory: usize,
     /// The world view's counters at the end.
     pub world: WorldStats,
+    /// Replicated nodes known at the end.
+    pub nodes_known: usize,
     /// The ASCII map, when asked for.
     pub ascii_map: Option<String>,
     /// Writing the PNG map, when asked for: the path or why it failed.
@@ -258,9 +261,12 @@ impl Client {
         }
         self.summary.stats = self.session.stats();
         self.summary.lua_memory = self.runtime.used_memory();
+        let nodes: Vec<[f64; 3]> = self.runtime.nodes().borrow().positions().collect();
+        self.summary.nodes_known = nodes.len();
         let mut world = self.runtime.world().borrow_mut();
         if self.config.ascii_map || self.config.map_png.is_some() {
-            let view = world.top_view(self.config.map_radius);
+            let mut view = world.top_view(self.config.map_radius);
+            view.mark_nodes(&nodes);
             if self.config.ascii_map {
                 self.summary.ascii_map = Some(view.ascii());
             }
@@ -403,6 +409,20 @@ impl Client {
                     }
                     for warning in warnings {
                         self.log(Level::Warning, &warning);
+                    }
+                }
+                if NodeView::is_nodes_packet(&name) {
+                    let result = self.runtime.nodes().borrow_mut().handle_packet(&data);
+                    match result {
+                        Ok(applied) => {
+                            for warning in &applied.warnings {
+                                self.log(Level::Warning, warning);
+                            }
+                            for error in self.runtime.dispatch_nodes(&applied) {
+                                self.lua_failed(&error);
+                            }
+                        }
+                        Err(error) => self.log(Level::Warning, &format!("ignored: {error}")),
                     }
                 }
                 for error in self.runtime.dispatch_packet(&name, &data) {

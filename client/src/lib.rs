@@ -9,6 +9,7 @@
 //! - [`sandbox`]: the Luau VM, its limits and the host primitives.
 //! - [`lua_sources`]: the embedded `client_lua/`.
 //! - [`world`]: the world view kept from the voxelworld stream, and its maps.
+//! - [`nodes`]: the nodes the server replicates to this client.
 //! - [`app`]: the connection loop tying them together.
 //! - [`frontend`]: what the session and a graphical frontend tell each other.
 //! - [`render`]: the renderer (window and offscreen), never used by bots.
@@ -18,6 +19,7 @@ pub mod app;
 pub mod cache;
 pub mod frontend;
 pub mod lua_sources;
+pub mod nodes;
 pub mod render;
 pub mod sandbox;
 pub mod session;

@@ -433,6 +433,7 @@ fn report_session(
         s.announced, s.requested, s.bytes_received, summary.scripts_run, summary.lua_errors
     );
     eprintln!("{label}: {}", summary.world.summary_line());
+    eprintln!("{label}: nodes: {} known", summary.nodes_known);
     if level >= Level::Verbose {
         let ms = |d: Option<Duration>| {
             d.map_or_else(

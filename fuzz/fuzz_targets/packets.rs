@@ -29,9 +29,9 @@ fuzz_target!(|data: &[u8]| {
         3 => check::<game::Place>(data),
         4 => check::<game::Ping>(data),
         5 => check::<game::Spawn>(data),
-        6 => check::<game::PlayerJoined>(data),
-        7 => check::<game::PlayerLeft>(data),
-        8 => check::<game::Moves>(data),
+        6 => check::<buildat_replicate_api::NodeUpdates>(data),
+        7 => check::<game::Correct>(data),
+        8 => check::<game::Pong>(data),
         9 => check::<game::Edits>(data),
         10 => check::<game::Refused>(data),
         11 => check::<files::AnnounceFile>(data),
@@ -46,6 +46,6 @@ fuzz_target!(|data: &[u8]| {
         20 => check::<stream::UnloadChunk>(data),
         21 => check::<stream::Ack>(data),
         22 => check::<buildat_network_api::DisconnectPacket>(data),
-        _ => check::<game::Pong>(data),
+        _ => check::<buildat_replicate_api::NodeUpdates>(data),
     }
 });

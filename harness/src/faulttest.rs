@@ -21,11 +21,12 @@ use crate::layout::Layout;
 use crate::server::{ONE_ADDRESS_CROWD, Server, ServerOptions};
 
 /// Modules reloaded each round, in this order.
-pub const RELOADED: [&str; 8] = [
+pub const RELOADED: [&str; 9] = [
     "network",
     "client_file",
     "voxelworld",
     "worldgen",
+    "replicate",
     "main",
     "fault_a",
     "fault_b",

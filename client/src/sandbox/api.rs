@@ -260,6 +260,7 @@ impl Runtime {
         )?;
 
         Self::world_functions(lua, shared, &host)?;
+        Self::node_functions(lua, shared, &host)?;
         Self::ui_functions(lua, shared, &host)?;
 
         host.raw_set("client_name", client_name)?;

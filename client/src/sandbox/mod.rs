@@ -4,7 +4,7 @@
 //! Owns: [`Runtime`] and what callers see of it: its options, log sinks and
 //! errors, the state the VM and the host primitives share (`Shared`:
 //! limits, time budget, files, outbox, subscriptions, timers, exit hooks,
-//! the session's [`WorldView`], the UI), running scripts (`core:run_script`, bot
+//! the session's [`WorldView`] and replicated nodes, the UI), running scripts (`core:run_script`, bot
 //! files, evaluations for tests), and the audit list of the host's own
 //! values. The rest is split by seam:
 //! - `vm`: the VM and its limits (libraries, globals removed, the
@@ -15,6 +15,8 @@
 //!   delivering packets, running timers and exit hooks, transferred files).
 //! - `ui`: `buildat.ui`'s primitives, the [`UiState`] a frontend draws and
 //!   the key, click and move handlers the session calls.
+//! - `nodes`: `buildat.nodes`' primitives over the replicated nodes and
+//!   their added / changed / removed callbacks.
 //!
 //! Does not own: the whitelist and the per-file environments (that is
 //! `client_lua/boot.lua`, run through [`crate::lua_sources`]), the network
@@ -22,6 +24,7 @@
 //! (`world`; `app` feeds it).
 
 mod api;
+mod nodes;
 mod ui;
 mod vm;
 
@@ -173,6 +176,8 @@ struct Shared {
     disconnect: Cell<bool>,
     exit_hooks: RefCell<Vec<api::ExitHook>>,
     world: RefCell<WorldView>,
+    nodes: RefCell<crate::nodes::NodeView>,
+    node_subs: RefCell<Vec<nodes::NodeSub>>,
     ui: RefCell<ui::Ui>,
     log: LogSink,
 }
@@ -267,6 +272,7 @@ impl Runtime {
             "set_timer",
             "clear_timer",
             "on_exit",
+            "nodes_sub",
         ] {
             out.push((format!("host.{name}"), self.host.raw_get(name)?));
         }

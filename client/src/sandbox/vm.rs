@@ -154,6 +154,8 @@ impl Runtime {
             disconnect: Cell::new(false),
             exit_hooks: RefCell::new(Vec::new()),
             world: RefCell::new(WorldView::new()),
+            nodes: RefCell::default(),
+            node_subs: RefCell::default(),
             ui: RefCell::default(),
             log: options.log.clone(),
         });

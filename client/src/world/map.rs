@@ -121,7 +121,7 @@ impl BlockKind {
 /// The legend line of the ASCII map.
 pub const ASCII_LEGEND: &str = "# stone  \" grass  % dirt  . sand  ~ water  * ore  ^ snow  \
                                 = ice  | wood  & leaves  + cactus  O cobblestone  ? other  \
-                                (blank) nothing held  @ focus";
+                                (blank) nothing held  @ focus  o node";
 
 /// One voxel column of a top-down slice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,6 +146,8 @@ pub struct TopView {
     /// Whether the centre is the focus Lua set (else the first chunk's
     /// middle, or the origin).
     pub focus_set: bool,
+    /// Columns (dx, dz from the centre) holding a replicated node.
+    pub nodes: std::collections::BTreeSet<(i32, i32)>,
 }
 
 impl TopView {
@@ -171,8 +173,21 @@ impl TopView {
             .unwrap_or(Column::NotHeld)
     }
 
+    /// Marks the columns of these node positions (those on the map).
+    pub fn mark_nodes(&mut self, positions: &[[f64; 3]]) {
+        let r = f64::from(self.radius);
+        for p in positions {
+            let dx = (p[0].floor() - f64::from(self.center[0])).clamp(-r - 1.0, r + 1.0) as i32;
+            let dz = (p[2].floor() - f64::from(self.center[2])).clamp(-r - 1.0, r + 1.0) as i32;
+            if dx.abs() <= self.radius && dz.abs() <= self.radius {
+                self.nodes.insert((dx, dz));
+            }
+        }
+    }
+
     /// The ASCII map: a header, the legend, then the slice in a frame,
-    /// x growing rightward and z downward, the centre marked `@`.
+    /// x growing rightward and z downward, the centre marked `@`, nodes
+    /// `o`.
     pub fn ascii(&self) -> String {
         let [cx, cy, cz] = self.center;
         let r = self.radius;
@@ -198,6 +213,8 @@ impl TopView {
             for dx in -r..=r {
                 out.push(if dx == 0 && dz == 0 {
                     '@'
+                } else if self.nodes.contains(&(dx, dz)) {
+                    'o'
                 } else {
                     match self.at(dx, dz) {
                         Column::NotHeld | Column::Air => ' ',
@@ -214,7 +231,7 @@ impl TopView {
     /// The slice as RGB pixels (one per column): the block's colour, darker
     /// below the centre's height and lighter above (a relief: 12 voxels
     /// down is 55 %, 12 up 115 %); black where nothing is
-    /// held, dark blue where only air is; the centre red.
+    /// held, dark blue where only air is; the centre red, nodes magenta.
     pub fn rgb(&self) -> Vec<u8> {
         let r = self.radius;
         let mut data = Vec::with_capacity(self.side() * self.side() * 3);
@@ -222,6 +239,8 @@ impl TopView {
             for dx in -r..=r {
                 let pixel = if dx == 0 && dz == 0 {
                     [255, 0, 0]
+                } else if self.nodes.contains(&(dx, dz)) {
+                    [255, 0, 255]
                 } else {
                     match self.at(dx, dz) {
                         Column::NotHeld => [0, 0, 0],
@@ -332,6 +351,7 @@ impl WorldView {
             radius,
             columns,
             focus_set,
+            nodes: Default::default(),
         }
     }
 

@@ -6,11 +6,10 @@
 //! `bot-1..3`, each with its own world view, the worst exit code).
 
 use buildat_format::Packet;
-use buildat_main_api::{
-    Dig, Edit, Edits, Join, Move, Moves, Ping, Place, PlayerJoined, PlayerLeft, Pong, Refused,
-    Spawn,
-};
+use buildat_main_api::{Dig, Edit, Edits, Join, Move, Ping, Place, Pong, Refused, Spawn};
 use buildat_network_api::DisconnectPacket;
+use buildat_replicate_api::{NodeDelta, NodeState, NodeUpdates};
+use buildat_voxelworld_api::DynamicNode;
 use buildat_voxelworld_api::stream::{Ack, Chunk, Registry, UnloadChunk};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -331,10 +330,20 @@ fn the_game_module_speaks_the_main_protocol() {
             peer: 7,
             position: [0.5, 11.0, 0.5],
         });
-        conn.send_packet(&PlayerJoined {
-            peer: 9,
-            position: [1.0, 2.0, 3.0],
-            name: "other".into(),
+        // The other player and this one, as the nodes replication sends.
+        let player = |id: u64, peer: u64, name: &str, position: [f64; 3]| {
+            let vars = std::collections::BTreeMap::from([
+                ("player".to_string(), name.as_bytes().to_vec()),
+                ("peer".to_string(), peer.to_le_bytes().to_vec()),
+            ]);
+            NodeState::of(&DynamicNode::at_rest(id, position, false, vars))
+        };
+        let other = player(100, 9, "other", [1.0, 2.0, 3.0]);
+        conn.send_packet(&NodeUpdates {
+            time_ms: 1,
+            added: vec![other.clone(), player(101, 7, "tester", [0.5, 11.0, 0.5])],
+            changed: vec![],
+            removed: vec![],
         });
         conn.send_packet(&Edits {
             edits: vec![Edit {
@@ -343,9 +352,15 @@ fn the_game_module_speaks_the_main_protocol() {
                 name: "stone".into(),
             }],
         });
-        // A move of the other player, batched.
-        conn.send_packet(&Moves {
-            moves: vec![(9, [4.0, 2.0, 3.0])],
+        // A move of the other player, as a delta.
+        conn.send_packet(&NodeUpdates {
+            time_ms: 2,
+            added: vec![],
+            changed: vec![
+                NodeDelta::between(&other, &player(100, 9, "other", [4.0, 2.0, 3.0]))
+                    .expect("moved"),
+            ],
+            removed: vec![],
         });
         conn.send_packet(&Refused {
             reason: "too far".into(),
@@ -373,7 +388,12 @@ fn the_game_module_speaks_the_main_protocol() {
         }
         let checked = conn.recv(Duration::from_secs(30)).expect("checked");
         assert_eq!(checked.name, "test:checked");
-        conn.send_packet(&PlayerLeft { peer: 9 });
+        conn.send_packet(&NodeUpdates {
+            time_ms: 3,
+            added: vec![],
+            changed: vec![],
+            removed: vec![100],
+        });
         assert!(conn.wait_closed(Duration::from_secs(20)), "the client left");
         seen
     });
@@ -431,15 +451,14 @@ fn the_game_module_speaks_the_main_protocol() {
     for expected in [
         "info    main: spawned at 0.5,11.0,0.5 as peer 7",
         "on_spawn 7 0.5,11,0.5",
-        "verbose main: player other (peer 9) is at 1.0,2.0,3.0",
         "on_edit 9 1,10,-2 stone",
         "warning main: refused: too far",
         "pong after ",
         "player 9 other at x 4",
         "check: peer 7, players 1, edits 1",
         "position 1.5,11.0,0.5; chunks held 0; edits seen 1; players 2",
-        "verbose main: player other (peer 9) left",
         "after leave: position 1.5,11.0,0.5; chunks held 0; edits seen 1; players 1",
+        "nodes: 1 known",
     ] {
         assert!(stderr.contains(expected), "{expected:?} missing:\n{stderr}");
     }

@@ -4,20 +4,22 @@
 --! `require("buildat/module/main")`.
 --!
 --! Owns: the protocol glue of the `main:*` packets (docs/protocol.md §10:
---! join, spawn, move, dig, place, batched moves and edits, other players,
---! ping/pong, refusals, corrections of refused moves), what this player knows (its peer id and position, the other
---! players, edits seen), telling the client's world view where the player
+--! join, spawn, move, dig, place, batched edits, ping/pong, refusals,
+--! corrections of refused moves), what this player knows (its peer id and
+--! position, edits seen; the other players are nodes the server replicates,
+--! read from `buildat.nodes`), telling the client's world view where the player
 --! is (`buildat.world.set_focus`), a summary line every few seconds, and
 --! in a graphical client the controls (`buildat.ui`: movement keys,
 --! digging and placing with the mouse, the hotbar of the registry's blocks,
---! other players as boxes, a help line).
+--! other players and every other node (creatures, ...) as boxes, a help
+--! line).
 --! Does not own: the world itself (the client keeps the voxelworld stream
 --! natively: `buildat.world`), or what a bot does (scripts/bots/).
 --!
 --! Interface returned: position() -> x, y, z (nil before spawning),
 --! peer() -> id, move(x, y, z), dig(x, y, z), place(x, y, z, name),
 --! ping([fn(rtt_seconds, seq)]) -> seq, edits_seen() -> n,
---! players() -> { [peer] = { name, x, y, z } } (a copy, others only),
+--! players() -> { [peer] = { name, x, y, z, node } } (others only),
 --! on_spawn(fn(peer, x, y, z)) (called at once when already spawned),
 --! on_edit(fn(who, x, y, z, name)), on_refused(fn(reason)).
 
@@ -29,8 +31,6 @@ local MAX_PENDING_PINGS = 1000
 local M = {}
 
 local me = { peer = nil, x = nil, y = nil, z = nil }
-local others = {} -- peer id -> { name, x, y, z }
-local other_count = 0
 local edits = 0
 local spawn_fns, edit_fns, refused_fns = {}, {}, {}
 local pings, ping_seq, pending = {}, 0, 0
@@ -70,17 +70,74 @@ end
 local ui = buildat.ui
 local graphical = ui.graphical()
 
--- Other players as boxes (until entities land).
-local function show_player(peer, p)
-	if graphical then
-		ui.set_box("player:" .. peer, p.x, p.y, p.z, 0.6, 1.8, 0.9, 0.35, 0.2)
+-- A node's player name and peer id (vars `player`, `peer`: 8 bytes,
+-- little-endian), or nil when it is not a player.
+local function player_of(node)
+	local name, peer = node.vars.player, node.vars.peer
+	if name == nil or peer == nil or #peer ~= 8 then
+		return nil
 	end
+	return name, string.unpack("<I8", peer)
 end
 
-local function hide_player(peer)
-	if graphical then
-		ui.remove_box("player:" .. peer)
+-- Every other node as a box: players their size, the rest by their vars
+-- `size` (3 little-endian floats: width, height, depth) and `colour` (3
+-- bytes), when they have them.
+local function show_node(id)
+	if not graphical then
+		return
 	end
+	local node = buildat.nodes.get(id)
+	if node == nil then
+		return
+	end
+	local name, peer = player_of(node)
+	if name ~= nil then
+		if peer ~= me.peer then
+			ui.set_box("node:" .. id, node.x, node.y, node.z, 0.6, 1.8, 0.9, 0.35, 0.2)
+		end
+		return
+	end
+	local w, h = 0.8, 0.8
+	local size = node.vars.size
+	if size ~= nil and #size == 12 then
+		w, h = string.unpack("<ff", size)
+	end
+	local r, g, b = 0.8, 0.8, 0.8
+	local colour = node.vars.colour
+	if colour ~= nil and #colour == 3 then
+		r, g, b = string.byte(colour, 1, 3)
+		r, g, b = r / 255, g / 255, b / 255
+	end
+	ui.set_box("node:" .. id, node.x, node.y, node.z, w, h, r, g, b)
+end
+
+buildat.nodes.on_added(show_node)
+buildat.nodes.on_changed(show_node)
+buildat.nodes.on_removed(function(id)
+	if graphical then
+		ui.remove_box("node:" .. id)
+	end
+end)
+
+-- The other players known, as { [peer] = { name, x, y, z, node } }.
+local function other_players()
+	local found = {}
+	for id, node in buildat.nodes.each() do
+		local name, peer = player_of(node)
+		if name ~= nil and peer ~= me.peer then
+			found[peer] = { name = name, x = node.x, y = node.y, z = node.z, node = id }
+		end
+	end
+	return found
+end
+
+local function count_of(t)
+	local n = 0
+	for _ in pairs(t) do
+		n += 1
+	end
+	return n
 end
 
 local function fmt(v)
@@ -98,54 +155,6 @@ buildat.sub_packet("main:spawn", function(data)
 	ui.set_position(x, y, z)
 	log:info("spawned at " .. fmt(x) .. "," .. fmt(y) .. "," .. fmt(z) .. " as peer " .. peer)
 	call_all(spawn_fns, peer, x, y, z)
-end)
-
-buildat.sub_packet("main:player", function(data)
-	if #data < 32 then
-		return
-	end
-	local peer, x, y, z, rest = string.unpack("<I8ddd", data)
-	if peer == me.peer then
-		return
-	end
-	local p = others[peer]
-	if p == nil then
-		p = { name = string.sub(data, rest) }
-		others[peer] = p
-		other_count += 1
-		log:verbose("player " .. p.name .. " (peer " .. peer .. ") is at "
-			.. fmt(x) .. "," .. fmt(y) .. "," .. fmt(z))
-	end
-	p.x, p.y, p.z = x, y, z
-	show_player(peer, p)
-end)
-
-buildat.sub_packet("main:player_left", function(data)
-	if #data < 8 then
-		return
-	end
-	local peer = string.unpack("<I8", data)
-	local p = others[peer]
-	if p ~= nil then
-		others[peer] = nil
-		other_count -= 1
-		hide_player(peer)
-		log:verbose("player " .. p.name .. " (peer " .. peer .. ") left")
-	end
-end)
-
--- Every player that moved since the last tick: entries of [<I8ddd].
-buildat.sub_packet("main:moves", function(data)
-	local at = 1
-	while at + 31 <= #data do
-		local peer, x, y, z, next_at = string.unpack("<I8ddd", data, at)
-		at = next_at
-		local p = others[peer]
-		if p ~= nil then
-			p.x, p.y, p.z = x, y, z
-			show_player(peer, p)
-		end
-	end
 end)
 
 -- Every edit since the last tick, in order: entries of [<I8i4i4i4s2].
@@ -244,11 +253,7 @@ function M.edits_seen()
 end
 
 function M.players()
-	local copy = {}
-	for peer, p in pairs(others) do
-		copy[peer] = { name = p.name, x = p.x, y = p.y, z = p.z }
-	end
-	return copy
+	return other_players()
 end
 
 function M.on_spawn(fn)
@@ -275,7 +280,7 @@ function M.summary()
 	if me.x ~= nil then
 		position = fmt(me.x) .. "," .. fmt(me.y) .. "," .. fmt(me.z)
 	end
-	local players = other_count + (me.peer ~= nil and 1 or 0)
+	local players = count_of(other_players()) + (me.peer ~= nil and 1 or 0)
 	return "position " .. position .. "; chunks held " .. buildat.world.chunk_count()
 		.. "; edits seen " .. edits .. "; players " .. players
 end
@@ -328,7 +333,7 @@ if graphical then
 	end)
 	ui.set_text("1 help", "WASD move  SPACE jump  LMB dig  RMB place  1-9/WHEEL block  ESC mouse")
 	buildat.set_interval(1, function()
-		ui.set_text("2 players", "players " .. (other_count + (me.peer ~= nil and 1 or 0)))
+		ui.set_text("2 players", "players " .. (count_of(other_players()) + (me.peer ~= nil and 1 or 0)))
 	end)
 end
 

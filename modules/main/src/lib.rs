@@ -22,7 +22,7 @@
 
 pub mod rules;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use buildat_client_file_api::FilesTransmitted;
@@ -30,9 +30,7 @@ use buildat_format::Packet;
 use buildat_interface::{
     Event, Host, Module, ModuleError, UnloadKind, decode, events, export_module, log,
 };
-use buildat_main_api::{
-    Correct, Dig, Join, Move, Ping, Place, PlayerJoined, PlayerLeft, Pong, Refused, Spawn,
-};
+use buildat_main_api::{Correct, Dig, Join, Move, Ping, Place, Pong, Refused, Spawn};
 use buildat_network_api::{
     self as network, ClientConnected, ClientDisconnected, OutgoingPacket, PacketReceived, PeerId,
     SendBatch,
@@ -40,8 +38,9 @@ use buildat_network_api::{
 use buildat_voxel::geometry::{self, Pos, SectionSize};
 use buildat_voxel::{AIR, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
-    BlockDefinition, EditOutcome, EditVoxel, GetRegistry, GetSizes, GetVoxel, GetVoxels,
-    LoadOrGenerateSection, RegisterBlock, Replace, Viewer,
+    BlockDefinition, CreateNode, EditOutcome, EditVoxel, GetRegistry, GetSizes, GetVoxel,
+    GetVoxels, IDENTITY, LoadOrGenerateSection, MoveNodes, NodeMotion, RegisterBlock, RemoveNode,
+    Replace, Viewer,
 };
 use rules::{Motion, RateLimit};
 
@@ -57,20 +56,35 @@ fn game_blocks() -> Vec<BlockDefinition> {
 /// Sections (y) searched for the surface at the spawn column.
 const SPAWN_SECTIONS_Y: [i32; 3] = [1, 0, -1];
 
+/// A player node's variable holding the player's name (UTF-8).
+pub const VAR_PLAYER: &str = "player";
+/// A player node's variable holding its peer id (8 bytes, little-endian).
+pub const VAR_PEER: &str = "peer";
+
 struct Player {
     name: String,
     position: [f64; 3],
     actions: RateLimit,
     motion: Motion,
+    /// Its dynamic node (transient, in voxelworld; `replicate` tells the
+    /// clients near it), `None` until made.
+    node: Option<u64>,
+    /// Where its node was last moved to.
+    node_position: [f64; 3],
+    /// Its node was last moved with a velocity.
+    node_moving: bool,
 }
 
 impl Player {
-    fn new(name: String, position: [f64; 3]) -> Self {
+    fn new(name: String, position: [f64; 3], node: Option<u64>) -> Self {
         Self {
             name,
             position,
             actions: RateLimit::default(),
             motion: Motion::new(Instant::now()),
+            node,
+            node_position: position,
+            node_moving: false,
         }
     }
 }
@@ -113,14 +127,6 @@ impl Game {
     fn send_batches(&self, batches: Vec<SendBatch>) {
         if let Err(error) = network::queue(&self.host, batches) {
             log::debug!("sending: {error}");
-        }
-    }
-
-    /// Sends a packet to every connected peer in one call (players ignore
-    /// news about themselves).
-    fn broadcast<P: Packet>(&self, packet: &P) {
-        if let Err(error) = network::broadcast(&self.host, packet) {
-            log::debug!("broadcasting {}: {error}", P::NAME);
         }
     }
 
@@ -254,27 +260,95 @@ impl Game {
         };
         for (peer, name) in std::mem::take(&mut self.joining) {
             log::info!("player {name} (peer {peer}) joined at {position:?}");
-            // Its spawn and everyone already here, in one call.
-            let mut packets = vec![OutgoingPacket::new(&Spawn { peer, position })?];
-            for (other, player) in &self.players {
-                packets.push(OutgoingPacket::new(&PlayerJoined {
-                    peer: *other,
-                    position: player.position,
-                    name: player.name.clone(),
-                })?);
-            }
-            self.send_batches(vec![SendBatch { peer, packets }]);
-            self.broadcast(&PlayerJoined {
-                peer,
-                position,
-                name: name.clone(),
-            });
-            self.players.insert(peer, Player::new(name, position));
+            // The others see it as a node (through `replicate`), it sees
+            // them the same way: no news of everyone to everyone.
+            let node = self.create_player_node(peer, &name, position);
+            self.send(peer, &Spawn { peer, position });
+            self.players.insert(peer, Player::new(name, position, node));
             // An event, not a call: a joiner's first chunks are lit and
             // encoded on the world's thread while the game goes on (a
             // hundred joins at once would otherwise hold the game for each
             // one's first slice of streaming).
             self.host.emit(&Viewer { peer, position })?;
+        }
+        Ok(())
+    }
+
+    /// Makes a player's node: transient (never written), named by the
+    /// player's name and peer. `None` (logged) if the world refuses.
+    fn create_player_node(&self, peer: PeerId, name: &str, position: [f64; 3]) -> Option<u64> {
+        let vars = BTreeMap::from([
+            (VAR_PLAYER.to_string(), name.as_bytes().to_vec()),
+            (VAR_PEER.to_string(), peer.to_le_bytes().to_vec()),
+        ]);
+        match self.host.call(&CreateNode {
+            position,
+            save_enabled: false,
+            vars,
+        }) {
+            Ok(id) => Some(id),
+            Err(error) => {
+                log::warn!("player {name} (peer {peer}): no node: {error}");
+                None
+            }
+        }
+    }
+
+    /// Moves the nodes of the players that moved since the last tick, in
+    /// one call; a node the world lost (an unload of voxelworld) is made
+    /// again.
+    fn move_player_nodes(&mut self, dtime: f64) -> Result<(), ModuleError> {
+        let moved = self.news.take_moves();
+        let mut moves = Vec::with_capacity(moved.len());
+        for (peer, position) in moved {
+            let Some(player) = self.players.get_mut(&peer) else {
+                continue;
+            };
+            let Some(id) = player.node else {
+                continue;
+            };
+            let dt = dtime.max(0.001);
+            let velocity =
+                std::array::from_fn(|i| ((position[i] - player.node_position[i]) / dt) as f32);
+            player.node_position = position;
+            moves.push(NodeMotion {
+                id,
+                position,
+                orientation: IDENTITY,
+                velocity,
+            });
+        }
+        // A player that stopped: its velocity goes to zero once, so
+        // clients interpolating stop it too.
+        let moved_ids: BTreeSet<u64> = moves.iter().map(|m| m.id).collect();
+        for player in self.players.values_mut() {
+            let Some(id) = player.node else {
+                continue;
+            };
+            if moved_ids.contains(&id) {
+                player.node_moving = true;
+            } else if std::mem::take(&mut player.node_moving) {
+                moves.push(NodeMotion {
+                    id,
+                    position: player.node_position,
+                    orientation: IDENTITY,
+                    velocity: [0.0; 3],
+                });
+            }
+        }
+        if moves.is_empty() {
+            return Ok(());
+        }
+        let lost = self.host.call(&MoveNodes { moves })?;
+        for id in lost {
+            let Some((peer, player)) = self.players.iter().find(|(_, p)| p.node == Some(id)) else {
+                continue;
+            };
+            let (peer, name, position) = (*peer, player.name.clone(), player.position);
+            let node = self.create_player_node(peer, &name, position);
+            if let Some(player) = self.players.get_mut(&peer) {
+                player.node = node;
+            }
         }
         Ok(())
     }
@@ -378,14 +452,11 @@ impl Game {
         }
     }
 
-    /// Sends the news gathered since the last tick: each player gets one
-    /// packet of the moves and one of the edits near it
-    /// (`main.news_radius`). A packet per move or edit per player, or all
-    /// news to everyone, would grow with the square of the player count.
-    fn send_news(&mut self) {
-        if self.news.is_empty() {
-            return;
-        }
+    /// Sends the edits gathered since the last tick: each player gets one
+    /// `main:edits` of those near it (`main.news_radius`). A packet per
+    /// edit per player, or all edits to everyone, would grow with the
+    /// square of the player count.
+    fn send_edits(&mut self) {
         let players: Vec<(PeerId, [f64; 3])> = self
             .players
             .iter()
@@ -393,22 +464,16 @@ impl Game {
             .collect();
         let batches = self
             .news
-            .share(&players, self.news_radius)
+            .share_edits(&players, self.news_radius)
             .into_iter()
-            .filter_map(|(peer, (moves, edits))| {
-                let packets = [
-                    moves.map(|m| OutgoingPacket::new(&m)),
-                    edits.map(|e| OutgoingPacket::new(&e)),
-                ]
-                .into_iter()
-                .flatten()
-                .collect::<Result<Vec<_>, _>>();
-                match packets {
-                    Ok(packets) => Some(SendBatch { peer, packets }),
-                    Err(error) => {
-                        log::error!("encoding news for peer {peer}: {error}");
-                        None
-                    }
+            .filter_map(|(peer, edits)| match OutgoingPacket::new(&edits) {
+                Ok(packet) => Some(SendBatch {
+                    peer,
+                    packets: vec![packet],
+                }),
+                Err(error) => {
+                    log::error!("encoding edits for peer {peer}: {error}");
+                    None
                 }
             })
             .collect();
@@ -495,7 +560,12 @@ impl Game {
             players: self
                 .players
                 .iter()
-                .map(|(peer, p)| (*peer, p.name.clone(), p.position))
+                .map(|(peer, p)| StashedPlayer {
+                    peer: *peer,
+                    name: p.name.clone(),
+                    position: p.position,
+                    node: p.node,
+                })
                 .collect(),
             joining: self.joining.clone(),
             spawn: self.spawn,
@@ -552,8 +622,9 @@ impl Module for Game {
                     self.spawn = stash.spawn;
                     self.joining = stash.joining;
                     self.news = stash.news;
-                    for (peer, name, position) in stash.players {
-                        self.players.insert(peer, Player::new(name, position));
+                    for p in stash.players {
+                        self.players
+                            .insert(p.peer, Player::new(p.name, p.position, p.node));
                     }
                     // Connections waiting to join get a new deadline.
                     let now = Instant::now();
@@ -562,8 +633,10 @@ impl Module for Game {
                 }
             }
             events::Tick::NAME => {
+                let tick: events::Tick = decode(payload)?;
                 self.spawn_waiting()?;
-                self.send_news();
+                self.move_player_nodes(tick.dtime)?;
+                self.send_edits();
                 self.drop_unjoined();
             }
             ClientConnected::NAME => {
@@ -577,7 +650,11 @@ impl Module for Game {
                 if let Some(player) = self.players.remove(&gone.peer) {
                     self.news.forget(gone.peer);
                     log::info!("player {} (peer {}) left", player.name, gone.peer);
-                    self.broadcast(&PlayerLeft { peer: gone.peer });
+                    if let Some(id) = player.node
+                        && let Err(error) = self.host.call(&RemoveNode { id })
+                    {
+                        log::warn!("removing the node of player {}: {error}", player.name);
+                    }
                 }
             }
             FilesTransmitted::NAME => {}
@@ -603,7 +680,7 @@ impl Module for Game {
 /// What crosses a reload of the game: every player, so nobody is dropped.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct GameStash {
-    players: Vec<(PeerId, String, [f64; 3])>,
+    players: Vec<StashedPlayer>,
     joining: BTreeMap<PeerId, String>,
     spawn: Option<[f64; 3]>,
     /// News not sent yet: it goes out at the next version's first tick.
@@ -613,8 +690,16 @@ struct GameStash {
 }
 
 impl buildat_interface::Stash for GameStash {
-    // 2: `unjoined`.
-    const LAYOUT: u32 = 2;
+    // 2: `unjoined`; 3: players' nodes.
+    const LAYOUT: u32 = 3;
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StashedPlayer {
+    peer: PeerId,
+    name: String,
+    position: [f64; 3],
+    node: Option<u64>,
 }
 
 export_module!(Game);

@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use buildat_main_api::{Edit, Edits, Moves};
+use buildat_main_api::{Edit, Edits};
 use buildat_voxel::geometry::Pos;
 
 /// Longest move accepted in one `main:move`, in voxels.
@@ -52,8 +52,9 @@ pub fn check_position(position: [f64; 3]) -> Result<(), String> {
     Ok(())
 }
 
-/// Moves and edits waiting for the next tick's `main:moves` and
-/// `main:edits` (docs/protocol.md §10).
+/// Moves and edits waiting for the next tick: the moves go to the
+/// players' nodes (`replicate` tells clients), the edits as `main:edits`
+/// (docs/protocol.md §10).
 #[derive(Debug, Default, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct News {
     /// The latest position of each player that moved.
@@ -61,9 +62,6 @@ pub struct News {
     /// Edits in order: who, which voxel, the new voxel's name.
     edits: Vec<(u64, [i32; 3], String)>,
 }
-
-/// One player's share of the news.
-pub type Share = (Option<Moves>, Option<Edits>);
 
 /// Whether `b` is within `radius` of `a` on the ground (x and z).
 fn near(a: [f64; 3], b: [f64; 3], radius: f64) -> bool {
@@ -85,25 +83,22 @@ impl News {
         self.moves.remove(&peer);
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.moves.is_empty() && self.edits.is_empty()
+    /// Takes the latest position of each player that moved.
+    pub fn take_moves(&mut self) -> BTreeMap<u64, [f64; 3]> {
+        std::mem::take(&mut self.moves)
     }
 
-    /// Takes the news and shares it out: each of `players` (peer,
-    /// position) gets the moves and the edits within `radius` voxels of it
-    /// (x and z; infinite: everything). Players with no news are left out.
-    pub fn share(&mut self, players: &[(u64, [f64; 3])], radius: f64) -> Vec<(u64, Share)> {
-        let news = std::mem::take(self);
+    /// Takes the edits and shares them out: each of `players` (peer,
+    /// position) gets the edits within `radius` voxels of it (x and z;
+    /// infinite: everything). Players with no news are left out.
+    pub fn share_edits(&mut self, players: &[(u64, [f64; 3])], radius: f64) -> Vec<(u64, Edits)> {
+        let edits = std::mem::take(&mut self.edits);
+        if edits.is_empty() {
+            return Vec::new();
+        }
         let mut shares = Vec::new();
         for (peer, position) in players {
-            let moves: Vec<(u64, [f64; 3])> = news
-                .moves
-                .iter()
-                .filter(|(_, at)| near(*position, **at, radius))
-                .map(|(peer, at)| (*peer, *at))
-                .collect();
-            let edits: Vec<Edit> = news
-                .edits
+            let near_edits: Vec<Edit> = edits
                 .iter()
                 .filter(|(_, voxel, _)| near(*position, voxel.map(|v| f64::from(v) + 0.5), radius))
                 .map(|(peer, voxel, name)| Edit {
@@ -112,12 +107,8 @@ impl News {
                     name: name.clone(),
                 })
                 .collect();
-            let share = (
-                (!moves.is_empty()).then_some(Moves { moves }),
-                (!edits.is_empty()).then_some(Edits { edits }),
-            );
-            if share.0.is_some() || share.1.is_some() {
-                shares.push((*peer, share));
+            if !near_edits.is_empty() {
+                shares.push((*peer, Edits { edits: near_edits }));
             }
         }
         shares
@@ -372,7 +363,7 @@ mod tests {
     #[test]
     fn news_keeps_the_latest_move_and_every_edit_in_order() {
         let mut news = News::default();
-        assert!(news.share(&[(1, [0.0; 3])], f64::INFINITY).is_empty());
+        assert!(news.share_edits(&[(1, [0.0; 3])], f64::INFINITY).is_empty());
         news.moved(7, [1.0, 2.0, 3.0]);
         news.moved(5, [0.0, 0.0, 0.0]);
         news.moved(7, [4.0, 5.0, 6.0]);
@@ -380,50 +371,37 @@ mod tests {
         news.forget(9);
         news.edit(7, [1, -2, 3], "stone");
         news.edit(5, [0, 0, 0], "air");
-        let shares = news.share(&[(5, [0.0; 3]), (7, [4.0, 5.0, 6.0])], f64::INFINITY);
-        assert_eq!(shares.len(), 2, "everyone gets everything");
-        let (moves, edits) = shares[0].1.clone();
         assert_eq!(
-            moves.expect("moves").moves,
+            news.take_moves().into_iter().collect::<Vec<_>>(),
             [(5, [0.0, 0.0, 0.0]), (7, [4.0, 5.0, 6.0])]
         );
-        let edits = edits.expect("edits").edits;
+        let shares = news.share_edits(&[(5, [0.0; 3]), (7, [4.0, 5.0, 6.0])], f64::INFINITY);
+        assert_eq!(shares.len(), 2, "everyone gets everything");
         assert_eq!(
-            edits
+            shares[0]
+                .1
+                .edits
                 .iter()
                 .map(|e| (e.peer, e.voxel, e.name.as_str()))
                 .collect::<Vec<_>>(),
             [(7, [1, -2, 3], "stone"), (5, [0, 0, 0], "air")]
         );
-        assert!(news.is_empty(), "taken once");
+        assert!(news.take_moves().is_empty(), "taken once");
+        assert!(news.share_edits(&[(5, [0.0; 3])], f64::INFINITY).is_empty());
     }
 
     #[test]
-    fn news_reaches_only_players_near_it() {
+    fn edits_reach_only_players_near_them() {
         let mut news = News::default();
-        news.moved(1, [10.0, 0.0, 10.0]);
         news.edit(1, [12, 0, 12], "stone");
-        news.moved(2, [1000.0, 0.0, -1000.0]);
         let players = [
             (1, [10.0, 0.0, 10.0]),
             (3, [-100.0, 5.0, 90.0]), // over 64 away: nothing
-            (4, [70.0, 90.0, 20.0]),  // within 64 on the ground: both
-            (5, [1010.0, 0.0, -990.0]),
+            (4, [70.0, 90.0, 20.0]),  // within 64 on the ground
         ];
-        let shares: BTreeMap<u64, Share> = news.share(&players, 64.0).into_iter().collect();
-        assert_eq!(shares.keys().copied().collect::<Vec<_>>(), [1, 4, 5]);
-        for near in [1, 4] {
-            let (moves, edits) = &shares[&near];
-            assert_eq!(moves.as_ref().map(|m| m.moves.len()), Some(1));
-            assert_eq!(edits.as_ref().map(|e| e.edits.len()), Some(1));
-        }
-        assert_eq!(
-            shares[&5].0,
-            Some(Moves {
-                moves: vec![(2, [1000.0, 0.0, -1000.0])]
-            })
-        );
-        assert_eq!(shares[&5].1, None);
+        let shares: BTreeMap<u64, Edits> = news.share_edits(&players, 64.0).into_iter().collect();
+        assert_eq!(shares.keys().copied().collect::<Vec<_>>(), [1, 4]);
+        assert_eq!(shares[&4].edits.len(), 1);
     }
 
     #[test]

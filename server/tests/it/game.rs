@@ -5,8 +5,9 @@
 
 use buildat_format::Packet;
 use buildat_main_api::{Correct, Dig, Edits, Join, Move, Ping, Place, Pong, Refused, Spawn};
+use buildat_replicate_api::{NodeState, NodeUpdates};
 use buildat_voxelworld_api::stream::{Ack, Chunk, Light, Registry, UnloadChunk, VoxelUpdates};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -63,6 +64,10 @@ struct Player {
     edits: Vec<(Pos, String)>,
     acking: bool,
     registry_seen: bool,
+    /// The nodes replication told this player of.
+    nodes: BTreeMap<u64, NodeState>,
+    /// Each `replicate:nodes` packet's server time.
+    node_times: Vec<u64>,
 }
 
 impl Player {
@@ -86,6 +91,8 @@ impl Player {
             edits: Vec::new(),
             acking: true,
             registry_seen: false,
+            nodes: BTreeMap::new(),
+            node_times: Vec::new(),
         };
         player
             .pump_until(Duration::from_secs(120), |p| p.peer != 0)
@@ -178,10 +185,33 @@ impl Player {
                 Refused::NAME => {
                     panic!("refused: {}", Refused::decode(&packet.data).unwrap().reason)
                 }
+                NodeUpdates::NAME => {
+                    let updates = NodeUpdates::decode(&packet.data).unwrap();
+                    self.node_times.push(updates.time_ms);
+                    for state in updates.added {
+                        self.nodes.insert(state.id, state);
+                    }
+                    for delta in &updates.changed {
+                        self.nodes
+                            .get_mut(&delta.id)
+                            .expect("a change of a known node")
+                            .apply(delta);
+                    }
+                    for id in &updates.removed {
+                        assert!(self.nodes.remove(id).is_some(), "removed once known");
+                    }
+                }
                 _ => {}
             }
         }
         Some(())
+    }
+
+    /// The node of the player with this peer id, as this player knows it.
+    fn player_node(&self, peer: u64) -> Option<&NodeState> {
+        self.nodes
+            .values()
+            .find(|n| n.var("peer") == Some(&peer.to_le_bytes()[..]))
     }
 
     fn voxel_name(&self, voxel: Pos) -> Option<&str> {
@@ -222,6 +252,68 @@ fn digger_and_watcher(address: &str) -> (Player, Player) {
             .expect("world");
     }
     (digger, watcher)
+}
+
+#[test]
+fn players_see_each_other_as_nodes_within_a_tick_of_the_truth() {
+    let scratch = Scratch::new();
+    scratch.add_game();
+    let (mut server, address) = start_with(&scratch, &["main.free_movement=true"]);
+    let mut walker = Player::join(&address, "walker");
+    let mut watcher = Player::join(&address, "watcher");
+    let peer = walker.peer;
+    watcher
+        .pump_until(Duration::from_secs(30), |p| p.player_node(peer).is_some())
+        .expect("the watcher learns the walker's node");
+    let node = watcher.player_node(peer).expect("known").clone();
+    assert_eq!(node.var("player"), Some(&b"walker"[..]));
+    assert_eq!(node.position(), walker.position);
+    // The walker walks 5 voxels a second; the watcher samples what it
+    // knows of it as it goes.
+    let mut seen = HashSet::new();
+    for _ in 0..40 {
+        walker.position[0] += 0.25;
+        let position = walker.position;
+        walker.client.send_packet(&Move { position }).unwrap();
+        watcher.pump_until(Duration::from_millis(50), |_| false);
+        walker.pump_until(Duration::from_millis(1), |_| false);
+        if let Some(known) = watcher.player_node(peer) {
+            seen.insert(known.position[0]);
+        }
+    }
+    assert!(
+        seen.len() >= 10,
+        "the watcher followed the walk step by step, not at its end: {} positions",
+        seen.len()
+    );
+    // Stopped: the watcher holds exactly where the server has it (to
+    // 1/64 voxel) within a tick or so, and sees it stand still.
+    let truth = walker.position;
+    watcher
+        .pump_until(Duration::from_secs(5), |p| {
+            p.player_node(peer)
+                .is_some_and(|n| n.position() == truth && n.velocity() == [0.0; 3])
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "the watcher holds {:?}, the walker is at {truth:?}",
+                watcher.player_node(peer).map(NodeState::position)
+            )
+        });
+    assert!(
+        watcher.node_times.windows(2).all(|w| w[0] <= w[1]),
+        "server times never go back"
+    );
+    // The walker leaves: its node goes.
+    drop(walker);
+    watcher
+        .pump_until(Duration::from_secs(10), |p| p.player_node(peer).is_none())
+        .expect("the walker's node is removed when it leaves");
+    let stats = server
+        .command("replicate", &["replicate: "], Duration::from_secs(10))
+        .expect("the replicate console command");
+    assert!(stats.contains(" packets / "), "{stats}");
+    server.stop_cleanly();
 }
 
 fn chunks_in_radius(center: Pos) -> HashSet<Pos> {
@@ -439,7 +531,18 @@ fn players_keep_playing_across_reloads_of_every_game_module() {
     scratch.add_game();
     let (mut server, address) = start(&scratch);
     let (mut digger, mut watcher) = digger_and_watcher(&address);
-    for module in ["main", "voxelworld", "network", "client_file", "worldgen"] {
+    let digger_node = watcher
+        .player_node(digger.peer)
+        .expect("the watcher knows the digger")
+        .id;
+    for module in [
+        "main",
+        "voxelworld",
+        "network",
+        "client_file",
+        "worldgen",
+        "replicate",
+    ] {
         server.send(&format!("reload {module}"));
         server
             .wait_for(&format!("reloaded {module}"), Duration::from_secs(60))
@@ -461,6 +564,15 @@ fn players_keep_playing_across_reloads_of_every_game_module() {
         "no chunk came again: the edit came as a single voxel"
     );
     assert!(watcher.voxel_updates >= 1);
+    // The digger's node went through every reload, known all along.
+    digger.position[0] += 0.5;
+    let position = digger.position;
+    digger.client.send_packet(&Move { position }).unwrap();
+    watcher
+        .pump_until(Duration::from_secs(10), |p| {
+            p.nodes.get(&digger_node).map(NodeState::position) == Some(position)
+        })
+        .unwrap_or_else(|| panic!("the watcher follows the digger's node after the reloads"));
     assert!(
         !server.output().contains("disconnected:"),
         "{}",

@@ -14,12 +14,13 @@ use std::time::{Duration, Instant};
 
 use super::{Server, copy_modules, prebuild, start_server};
 
-pub const MODULES: [&str; 6] = [
+pub const MODULES: [&str; 7] = [
     "__loader",
     "network",
     "client_file",
     "voxelworld",
     "worldgen",
+    "replicate",
     "main",
 ];
 pub const CLIENT: &str = env!("CARGO_BIN_EXE_buildat-client");

@@ -15,8 +15,8 @@ pub type PeerId = u64;
 /// A voxel position.
 pub type VoxelPos = [i32; 3];
 
-/// Bytes of one `main:moves` entry.
-pub const MOVE_ENTRY: usize = 32;
+/// Bytes of a `main:spawn`.
+pub const SPAWN_BYTES: usize = 32;
 
 /// Reads fixed-size little-endian fields off the front of a payload.
 struct Fields<'a>(&'a [u8]);
@@ -243,7 +243,7 @@ impl Packet for Spawn {
     const NAME: &'static str = "main:spawn";
 
     fn encode(&self) -> Result<Vec<u8>, PayloadError> {
-        let mut out = Vec::with_capacity(MOVE_ENTRY);
+        let mut out = Vec::with_capacity(SPAWN_BYTES);
         out.extend(self.peer.to_le_bytes());
         put_position(&mut out, self.position);
         Ok(out)
@@ -255,87 +255,6 @@ impl Packet for Spawn {
         let position = fields.position()?;
         fields.end()?;
         Ok(Self { peer, position })
-    }
-}
-
-/// S→C: a player who joined (and, to a joining player, each one already there).
-#[derive(Debug, Clone, PartialEq)]
-pub struct PlayerJoined {
-    pub peer: PeerId,
-    pub position: [f64; 3],
-    pub name: String,
-}
-
-impl Packet for PlayerJoined {
-    const NAME: &'static str = "main:player";
-
-    fn encode(&self) -> Result<Vec<u8>, PayloadError> {
-        let mut out = Vec::with_capacity(MOVE_ENTRY + self.name.len());
-        out.extend(self.peer.to_le_bytes());
-        put_position(&mut out, self.position);
-        out.extend(self.name.as_bytes());
-        Ok(out)
-    }
-
-    fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
-        let mut fields = Fields(bytes);
-        let peer = fields.u64("a peer id")?;
-        let position = fields.position()?;
-        let name = fields.text("the name")?;
-        Ok(Self {
-            peer,
-            position,
-            name,
-        })
-    }
-}
-
-/// S→C: a player left.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlayerLeft {
-    pub peer: PeerId,
-}
-
-impl Packet for PlayerLeft {
-    const NAME: &'static str = "main:player_left";
-
-    fn encode(&self) -> Result<Vec<u8>, PayloadError> {
-        Ok(self.peer.to_le_bytes().to_vec())
-    }
-
-    fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
-        let mut fields = Fields(bytes);
-        let peer = fields.u64("a peer id")?;
-        fields.end()?;
-        Ok(Self { peer })
-    }
-}
-
-/// S→C, once per tick if anyone near moved: each mover's latest position.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Moves {
-    pub moves: Vec<(PeerId, [f64; 3])>,
-}
-
-impl Packet for Moves {
-    const NAME: &'static str = "main:moves";
-
-    fn encode(&self) -> Result<Vec<u8>, PayloadError> {
-        let mut out = Vec::with_capacity(self.moves.len() * MOVE_ENTRY);
-        for (peer, position) in &self.moves {
-            out.extend(peer.to_le_bytes());
-            put_position(&mut out, *position);
-        }
-        Ok(out)
-    }
-
-    fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
-        let mut fields = Fields(bytes);
-        let mut moves = Vec::with_capacity(bytes.len() / MOVE_ENTRY);
-        while !fields.0.is_empty() {
-            moves.push((fields.u64("a peer id")?, fields.position()?));
-        }
-        Ok(Self { moves })
     }
 }
 
@@ -414,9 +333,6 @@ mod tests {
             idempotent::<Dig>(&data);
             idempotent::<Place>(&data);
             idempotent::<Spawn>(&data);
-            idempotent::<PlayerJoined>(&data);
-            idempotent::<PlayerLeft>(&data);
-            idempotent::<Moves>(&data);
             idempotent::<Edits>(&data);
             idempotent::<Refused>(&data);
             idempotent::<Ping>(&data);
@@ -443,9 +359,6 @@ mod tests {
             name: "stone".into(),
         });
         assert_eq!(&bytes[12..], b"stone");
-        round_trip(Moves {
-            moves: vec![(1, [0.0; 3]), (2, [1.0, 2.0, 3.0])],
-        });
         let bytes = round_trip(Edits {
             edits: vec![Edit {
                 peer: 3,
@@ -454,13 +367,7 @@ mod tests {
             }],
         });
         assert_eq!(bytes[20..22], 4u16.to_le_bytes());
-        round_trip(PlayerJoined {
-            peer: 1,
-            position: [0.5; 3],
-            name: "ann".into(),
-        });
         round_trip(Join { name: "ann".into() });
-        round_trip(PlayerLeft { peer: 9 });
         let bytes = round_trip(Correct {
             position: [1.0, -2.5, 3.0],
         });
@@ -475,7 +382,6 @@ mod tests {
         assert!(Dig::decode(&[0; 11]).is_err());
         assert!(Dig::decode(&[0; 13]).is_err());
         assert!(Place::decode(&[0; 5]).is_err());
-        assert!(Moves::decode(&[0; 33]).is_err());
         assert!(Edits::decode(&[0; 21]).is_err());
         // A name length past the end.
         let mut edit = vec![0; 20];

@@ -126,16 +126,21 @@ impl Scratch {
     }
 
     /// Adds everything the default game needs: network, client_file,
-    /// voxelworld, worldgen and main.
+    /// voxelworld, worldgen, replicate and main.
     pub fn add_game(&self) {
         static ONCE: OnceLock<()> = OnceLock::new();
-        ONCE.get_or_init(|| prebuild(&repo_root().join("modules").join("main")));
+        ONCE.get_or_init(|| {
+            prebuild(&repo_root().join("modules").join("main"));
+            prebuild(&repo_root().join("modules").join("replicate"));
+        });
         self.add_client_file();
         self.add_world(false);
-        copy_dir(
-            &repo_root().join("modules").join("main"),
-            &self.modules().join("main"),
-        );
+        for module in ["main", "replicate"] {
+            copy_dir(
+                &repo_root().join("modules").join(module),
+                &self.modules().join(module),
+            );
+        }
     }
 
     /// Adds a copy of the `probe` fixture named `name`; returns its folder.

@@ -1,0 +1,606 @@
+//! Interest management: which peer knows which node, and what each peer is
+//! told in a tick. Pure (no host): `lib.rs` feeds it the world's node
+//! changes and the viewers' positions and sends what [`Replicator::tick`]
+//! returns.
+//!
+//! Space is cut into cubic cells of [`CELL`] voxels, indexed both ways
+//! (nodes by cell, peers by cell). A peer starts knowing a node when their
+//! cells are within `radius_cells` of each other (Chebyshev distance) and
+//! stops when they are more than one cell further apart, so a node pacing
+//! along the edge is not added and removed every tick. Interest is
+//! recomputed only for a node or a peer that changed cell; a node that
+//! changed state has its delta encoded once and copied to each peer that
+//! knows it. So a tick costs in proportion to what changed and who sees
+//! it, not to the world's size.
+//!
+//! Invariants: `peer.known` and `node.knowers` mirror each other; every
+//! peer that knows a node holds the state [`Tracked::sent`] (it got every
+//! delta since it was added); a tick tells a peer a node at most once.
+//! Does not own: the nodes (`voxelworld`), sockets (`network`).
+
+use std::collections::{HashMap, HashSet};
+
+use buildat_format::payload::PayloadError;
+use buildat_network_api::PeerId;
+use buildat_replicate_api::{NodeDelta, NodeState, Stats, encode_piece, write_updates};
+use buildat_voxelworld_api::DynamicNode;
+use serde::{Deserialize, Serialize};
+
+/// Voxels along a cell's side.
+pub const CELL: f64 = 32.0;
+
+pub type Cell = [i32; 3];
+
+pub fn cell_of(position: [f64; 3]) -> Cell {
+    // `as` saturates: a node at an absurd position lands in an edge cell.
+    position.map(|p| (p / CELL).floor() as i32)
+}
+
+fn cell_distance(a: Cell, b: Cell) -> i64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (i64::from(*x) - i64::from(y)).abs())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Every cell within `radius` of `center`.
+fn cells_around(center: Cell, radius: i32) -> impl Iterator<Item = Cell> {
+    let r = radius;
+    (-r..=r).flat_map(move |dx| {
+        (-r..=r).flat_map(move |dy| {
+            (-r..=r).map(move |dz| {
+                [
+                    center[0].saturating_add(dx),
+                    center[1].saturating_add(dy),
+                    center[2].saturating_add(dz),
+                ]
+            })
+        })
+    })
+}
+
+/// A node as replication holds it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Tracked {
+    /// The latest state from the world (quantised).
+    state: NodeState,
+    /// What every peer knowing it holds.
+    sent: NodeState,
+    cell: Cell,
+    knowers: HashSet<PeerId>,
+}
+
+/// A viewer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct PeerView {
+    cell: Cell,
+    known: HashSet<u64>,
+}
+
+/// What a peer is told at the next tick besides deltas.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+struct Pending {
+    added: Vec<u64>,
+    removed: Vec<u64>,
+}
+
+/// Who knows which node. Serialisable whole: it crosses a reload.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Replicator {
+    radius_cells: i32,
+    nodes: HashMap<u64, Tracked>,
+    node_cells: HashMap<Cell, HashSet<u64>>,
+    peers: HashMap<PeerId, PeerView>,
+    peer_cells: HashMap<Cell, HashSet<PeerId>>,
+    pending: HashMap<PeerId, Pending>,
+    /// Nodes whose state changed since the last tick.
+    dirty: HashSet<u64>,
+    /// Nodes that changed cell (or are new) since the last tick.
+    moved_nodes: HashSet<u64>,
+    /// Peers that changed cell (or are new) since the last tick.
+    moved_peers: HashSet<PeerId>,
+    /// Nodes whose whole state goes again to their knowers.
+    forced: HashSet<u64>,
+    stats: Stats,
+}
+
+impl Replicator {
+    /// Peers know nodes within `radius` voxels (rounded up to cells).
+    pub fn new(radius: f64) -> Self {
+        let radius_cells = (radius.max(0.0) / CELL).ceil().min(64.0) as i32;
+        Self {
+            radius_cells,
+            nodes: HashMap::new(),
+            node_cells: HashMap::new(),
+            peers: HashMap::new(),
+            peer_cells: HashMap::new(),
+            pending: HashMap::new(),
+            dirty: HashSet::new(),
+            moved_nodes: HashSet::new(),
+            moved_peers: HashSet::new(),
+            forced: HashSet::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    /// A node created, moved or changed (its whole state).
+    pub fn node_changed(&mut self, node: &DynamicNode) {
+        let state = NodeState::of(node);
+        let cell = cell_of(node.position);
+        match self.nodes.get_mut(&node.id) {
+            Some(tracked) => {
+                tracked.state = state;
+                if tracked.cell != cell {
+                    if let Some(ids) = self.node_cells.get_mut(&tracked.cell) {
+                        ids.remove(&node.id);
+                        if ids.is_empty() {
+                            self.node_cells.remove(&tracked.cell);
+                        }
+                    }
+                    self.node_cells.entry(cell).or_default().insert(node.id);
+                    tracked.cell = cell;
+                    self.moved_nodes.insert(node.id);
+                }
+                self.dirty.insert(node.id);
+            }
+            None => {
+                self.nodes.insert(
+                    node.id,
+                    Tracked {
+                        sent: state.clone(),
+                        state,
+                        cell,
+                        knowers: HashSet::new(),
+                    },
+                );
+                self.node_cells.entry(cell).or_default().insert(node.id);
+                self.moved_nodes.insert(node.id);
+            }
+        }
+    }
+
+    /// A node removed (or gone with its section): its knowers are told.
+    pub fn node_removed(&mut self, id: u64) {
+        let Some(tracked) = self.nodes.remove(&id) else {
+            return;
+        };
+        if let Some(ids) = self.node_cells.get_mut(&tracked.cell) {
+            ids.remove(&id);
+            if ids.is_empty() {
+                self.node_cells.remove(&tracked.cell);
+            }
+        }
+        for peer in tracked.knowers {
+            if let Some(view) = self.peers.get_mut(&peer) {
+                view.known.remove(&id);
+            }
+            let pending = self.pending.entry(peer).or_default();
+            pending.added.retain(|a| *a != id);
+            pending.removed.push(id);
+        }
+        self.dirty.remove(&id);
+        self.moved_nodes.remove(&id);
+        self.forced.remove(&id);
+    }
+
+    /// Where a peer's viewer is.
+    pub fn set_viewer(&mut self, peer: PeerId, position: [f64; 3]) {
+        let cell = cell_of(position);
+        match self.peers.get_mut(&peer) {
+            Some(view) if view.cell == cell => return,
+            Some(view) => {
+                if let Some(peers) = self.peer_cells.get_mut(&view.cell) {
+                    peers.remove(&peer);
+                    if peers.is_empty() {
+                        self.peer_cells.remove(&view.cell);
+                    }
+                }
+                view.cell = cell;
+            }
+            None => {
+                self.peers.insert(
+                    peer,
+                    PeerView {
+                        cell,
+                        known: HashSet::new(),
+                    },
+                );
+            }
+        }
+        self.peer_cells.entry(cell).or_default().insert(peer);
+        self.moved_peers.insert(peer);
+    }
+
+    /// A peer gone: nothing more is sent to it.
+    pub fn remove_peer(&mut self, peer: PeerId) {
+        let Some(view) = self.peers.remove(&peer) else {
+            return;
+        };
+        if let Some(peers) = self.peer_cells.get_mut(&view.cell) {
+            peers.remove(&peer);
+            if peers.is_empty() {
+                self.peer_cells.remove(&view.cell);
+            }
+        }
+        for id in view.known {
+            if let Some(tracked) = self.nodes.get_mut(&id) {
+                tracked.knowers.remove(&peer);
+            }
+        }
+        self.pending.remove(&peer);
+        self.moved_peers.remove(&peer);
+    }
+
+    /// The peers that know a node.
+    pub fn knowing_peers(&self, id: u64) -> Vec<PeerId> {
+        let mut peers: Vec<PeerId> = self
+            .nodes
+            .get(&id)
+            .map(|t| t.knowers.iter().copied().collect())
+            .unwrap_or_default();
+        peers.sort_unstable();
+        peers
+    }
+
+    /// Sends a node's whole state again to its knowers at the next tick.
+    pub fn force_sync(&mut self, id: u64) {
+        if self.nodes.contains_key(&id) {
+            self.forced.insert(id);
+        }
+    }
+
+    pub fn stats(&self) -> Stats {
+        Stats {
+            nodes: self.nodes.len() as u64,
+            peers: self.peers.len() as u64,
+            known: self.peers.values().map(|v| v.known.len() as u64).sum(),
+            ..self.stats.clone()
+        }
+    }
+
+    fn know(&mut self, peer: PeerId, id: u64) {
+        let (Some(view), Some(tracked)) = (self.peers.get_mut(&peer), self.nodes.get_mut(&id))
+        else {
+            return;
+        };
+        if view.known.insert(id) {
+            tracked.knowers.insert(peer);
+            let pending = self.pending.entry(peer).or_default();
+            pending.removed.retain(|r| *r != id);
+            pending.added.push(id);
+        }
+    }
+
+    fn forget(&mut self, peer: PeerId, id: u64) {
+        let (Some(view), Some(tracked)) = (self.peers.get_mut(&peer), self.nodes.get_mut(&id))
+        else {
+            return;
+        };
+        if view.known.remove(&id) {
+            tracked.knowers.remove(&peer);
+            let pending = self.pending.entry(peer).or_default();
+            let was_added = pending.added.len();
+            pending.added.retain(|a| *a != id);
+            // Added and gone within one tick: the peer never hears of it.
+            if pending.added.len() == was_added {
+                pending.removed.push(id);
+            }
+        }
+    }
+
+    /// Interest of a node that changed cell: far knowers forget it, peers
+    /// in range learn it.
+    fn update_node_interest(&mut self, id: u64) {
+        let Some(tracked) = self.nodes.get(&id) else {
+            return;
+        };
+        let cell = tracked.cell;
+        let far: Vec<PeerId> = tracked
+            .knowers
+            .iter()
+            .filter(|p| {
+                self.peers
+                    .get(p)
+                    .is_none_or(|v| cell_distance(v.cell, cell) > i64::from(self.radius_cells) + 1)
+            })
+            .copied()
+            .collect();
+        for peer in far {
+            self.forget(peer, id);
+        }
+        let span = i64::from(self.radius_cells) * 2 + 1;
+        let near: Vec<PeerId> = if (self.peers.len() as i64) < span * span * span {
+            self.peers
+                .iter()
+                .filter(|(_, v)| cell_distance(v.cell, cell) <= i64::from(self.radius_cells))
+                .map(|(p, _)| *p)
+                .collect()
+        } else {
+            cells_around(cell, self.radius_cells)
+                .filter_map(|c| self.peer_cells.get(&c))
+                .flatten()
+                .copied()
+                .collect()
+        };
+        for peer in near {
+            self.know(peer, id);
+        }
+    }
+
+    /// Interest of a peer that changed cell.
+    fn update_peer_interest(&mut self, peer: PeerId) {
+        let Some(view) = self.peers.get(&peer) else {
+            return;
+        };
+        let cell = view.cell;
+        let far: Vec<u64> = view
+            .known
+            .iter()
+            .filter(|id| {
+                self.nodes
+                    .get(id)
+                    .is_none_or(|t| cell_distance(t.cell, cell) > i64::from(self.radius_cells) + 1)
+            })
+            .copied()
+            .collect();
+        for id in far {
+            self.forget(peer, id);
+        }
+        let near: Vec<u64> = cells_around(cell, self.radius_cells)
+            .filter_map(|c| self.node_cells.get(&c))
+            .flatten()
+            .copied()
+            .collect();
+        for id in near {
+            self.know(peer, id);
+        }
+    }
+
+    /// What each peer is told this tick: `replicate:nodes` payloads.
+    /// Every changed node's delta and every added node's state are
+    /// encoded once, whoever gets them.
+    pub fn tick(&mut self, time_ms: u64) -> Result<Vec<(PeerId, Vec<u8>)>, PayloadError> {
+        for id in std::mem::take(&mut self.moved_nodes) {
+            self.update_node_interest(id);
+        }
+        for peer in std::mem::take(&mut self.moved_peers) {
+            self.update_peer_interest(peer);
+        }
+        for id in std::mem::take(&mut self.forced) {
+            if let Some(tracked) = self.nodes.get(&id) {
+                for peer in tracked.knowers.clone() {
+                    let pending = self.pending.entry(peer).or_default();
+                    if !pending.added.contains(&id) {
+                        pending.added.push(id);
+                    }
+                }
+            }
+        }
+        // Deltas from what knowers hold, each encoded once.
+        let mut deltas: HashMap<u64, Vec<u8>> = HashMap::new();
+        let mut per_peer: HashMap<PeerId, Vec<u64>> = HashMap::new();
+        for id in std::mem::take(&mut self.dirty) {
+            let Some(tracked) = self.nodes.get_mut(&id) else {
+                continue;
+            };
+            let Some(delta) = NodeDelta::between(&tracked.sent, &tracked.state) else {
+                continue;
+            };
+            tracked.sent = tracked.state.clone();
+            if tracked.knowers.is_empty() {
+                continue;
+            }
+            deltas.insert(id, encode_piece(&delta)?);
+            for peer in &tracked.knowers {
+                per_peer.entry(*peer).or_default().push(id);
+            }
+        }
+        // A node added this tick goes whole, in its latest state.
+        for pending in self.pending.values() {
+            for id in &pending.added {
+                if let Some(tracked) = self.nodes.get_mut(id) {
+                    tracked.sent = tracked.state.clone();
+                }
+            }
+        }
+        let mut states: HashMap<u64, Vec<u8>> = HashMap::new();
+        let mut out = Vec::new();
+        let mut peers: HashSet<PeerId> = per_peer.keys().copied().collect();
+        peers.extend(self.pending.keys().copied());
+        for peer in peers {
+            let pending = self.pending.remove(&peer).unwrap_or_default();
+            let mut changed_ids = per_peer.remove(&peer).unwrap_or_default();
+            if !pending.added.is_empty() {
+                let added: HashSet<u64> = pending.added.iter().copied().collect();
+                changed_ids.retain(|id| !added.contains(id));
+            }
+            for id in &pending.added {
+                if !states.contains_key(id)
+                    && let Some(tracked) = self.nodes.get(id)
+                {
+                    states.insert(*id, encode_piece(&tracked.state)?);
+                }
+            }
+            let added: Vec<&[u8]> = pending
+                .added
+                .iter()
+                .filter_map(|id| states.get(id).map(Vec::as_slice))
+                .collect();
+            let changed: Vec<&[u8]> = changed_ids
+                .iter()
+                .filter_map(|id| deltas.get(id).map(Vec::as_slice))
+                .collect();
+            if added.is_empty() && changed.is_empty() && pending.removed.is_empty() {
+                continue;
+            }
+            let payload = write_updates(time_ms, &added, &changed, &pending.removed)?;
+            self.stats.packets_sent += 1;
+            self.stats.bytes_sent += payload.len() as u64;
+            out.push((peer, payload));
+        }
+        out.sort_unstable_by_key(|(peer, _)| *peer);
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use buildat_format::Packet;
+    use buildat_replicate_api::NodeUpdates;
+    use std::collections::BTreeMap;
+
+    /// What a client holds: applies packets as the client does.
+    #[derive(Default)]
+    struct Client {
+        nodes: BTreeMap<u64, NodeState>,
+    }
+
+    impl Client {
+        fn apply(&mut self, payload: &[u8]) -> NodeUpdates {
+            let updates = NodeUpdates::decode(payload).unwrap();
+            for state in &updates.added {
+                self.nodes.insert(state.id, state.clone());
+            }
+            for delta in &updates.changed {
+                self.nodes
+                    .get_mut(&delta.id)
+                    .expect("a delta of a known node")
+                    .apply(delta);
+            }
+            for id in &updates.removed {
+                assert!(self.nodes.remove(id).is_some(), "removed once known");
+            }
+            updates
+        }
+    }
+
+    fn node(id: u64, position: [f64; 3]) -> DynamicNode {
+        let vars = BTreeMap::from([("kind".to_string(), b"cow".to_vec())]);
+        DynamicNode::at_rest(id, position, false, vars)
+    }
+
+    fn run(r: &mut Replicator, clients: &mut BTreeMap<PeerId, Client>) -> usize {
+        let out = r.tick(1).unwrap();
+        for (peer, payload) in &out {
+            clients.entry(*peer).or_default().apply(payload);
+        }
+        out.len()
+    }
+
+    #[test]
+    fn a_peer_learns_the_nodes_near_it_follows_them_and_forgets_them() {
+        let mut r = Replicator::new(64.0);
+        let mut clients = BTreeMap::new();
+        r.node_changed(&node(1, [10.0, 0.0, 10.0]));
+        r.node_changed(&node(2, [1000.0, 0.0, 10.0]));
+        r.set_viewer(100, [0.0, 0.0, 0.0]);
+        run(&mut r, &mut clients);
+        let client = &clients[&100];
+        assert_eq!(client.nodes.keys().copied().collect::<Vec<_>>(), [1]);
+        // It walks: the client follows, each step a delta.
+        for step in 1..=20 {
+            let mut moved = node(1, [10.0 + f64::from(step) * 0.2, 0.0, 10.0]);
+            moved.velocity = [4.0, 0.0, 0.0];
+            r.node_changed(&moved);
+            run(&mut r, &mut clients);
+            assert_eq!(clients[&100].nodes[&1], NodeState::of(&moved));
+        }
+        // Nothing changed: nothing sent.
+        assert_eq!(run(&mut r, &mut clients), 0);
+        // Far away (beyond the radius and its margin): forgotten.
+        r.node_changed(&node(1, [200.0, 0.0, 10.0]));
+        run(&mut r, &mut clients);
+        assert!(clients[&100].nodes.is_empty());
+        assert_eq!(r.knowing_peers(1), Vec::<PeerId>::new());
+        // The peer walks to it: learns it again, and not the far one.
+        r.set_viewer(100, [190.0, 0.0, 0.0]);
+        run(&mut r, &mut clients);
+        assert_eq!(clients[&100].nodes.keys().copied().collect::<Vec<_>>(), [1]);
+        assert_eq!(r.knowing_peers(1), [100]);
+        r.node_removed(1);
+        run(&mut r, &mut clients);
+        assert!(clients[&100].nodes.is_empty());
+        assert_eq!(r.stats().known, 0);
+    }
+
+    #[test]
+    fn pacing_along_the_edge_does_not_flap() {
+        let mut r = Replicator::new(32.0);
+        let mut clients = BTreeMap::new();
+        r.set_viewer(1, [0.0, 0.0, 0.0]);
+        r.node_changed(&node(5, [63.0, 0.0, 0.0]));
+        run(&mut r, &mut clients);
+        assert!(clients[&1].nodes.contains_key(&5));
+        let before = r.stats().packets_sent;
+        for i in 0..10 {
+            let x = if i % 2 == 0 { 65.0 } else { 63.0 };
+            r.node_changed(&node(5, [x, 0.0, 0.0]));
+            let out = r.tick(1).unwrap();
+            for (peer, payload) in &out {
+                let updates = clients.get_mut(peer).unwrap().apply(payload);
+                assert!(updates.added.is_empty() && updates.removed.is_empty());
+            }
+        }
+        assert_eq!(r.stats().packets_sent - before, 10, "deltas only");
+    }
+
+    #[test]
+    fn a_node_added_and_gone_within_a_tick_is_never_told_and_force_sync_resends() {
+        let mut r = Replicator::new(64.0);
+        let mut clients = BTreeMap::new();
+        r.set_viewer(1, [0.0; 3]);
+        r.set_viewer(2, [0.0; 3]);
+        run(&mut r, &mut clients);
+        r.node_changed(&node(9, [1.0; 3]));
+        r.node_removed(9);
+        assert_eq!(run(&mut r, &mut clients), 0);
+        r.node_changed(&node(10, [1.0; 3]));
+        run(&mut r, &mut clients);
+        r.force_sync(10);
+        let out = r.tick(2).unwrap();
+        assert_eq!(out.len(), 2);
+        for (_, payload) in out {
+            let updates = NodeUpdates::decode(&payload).unwrap();
+            assert_eq!(updates.added.len(), 1);
+            assert!(updates.changed.is_empty());
+        }
+        r.remove_peer(1);
+        assert_eq!(r.knowing_peers(10), [2]);
+    }
+
+    #[test]
+    fn deltas_cost_a_fraction_of_whole_states() {
+        let mut r = Replicator::new(64.0);
+        let mut clients = BTreeMap::new();
+        r.set_viewer(1, [0.0; 3]);
+        for id in 0..50 {
+            r.node_changed(&node(id, [f64::from(id as u32), 0.0, 0.0]));
+        }
+        run(&mut r, &mut clients);
+        let before = r.stats().bytes_sent;
+        for step in 1..=20 {
+            for id in 0..50 {
+                let mut n = node(id, [f64::from(id as u32) + f64::from(step) * 0.2, 0.0, 0.0]);
+                n.velocity = [4.0, 0.0, 0.0];
+                r.node_changed(&n);
+            }
+            run(&mut r, &mut clients);
+        }
+        let deltas = r.stats().bytes_sent - before;
+        let whole: usize = (0..50u64)
+            .map(|id| {
+                buildat_format::payload::encode(&node(id, [1.0; 3]))
+                    .unwrap()
+                    .len()
+            })
+            .sum::<usize>()
+            * 20;
+        assert!(
+            (deltas as f64) < 0.3 * whole as f64,
+            "{deltas} bytes of deltas against {whole} of whole states"
+        );
+    }
+}

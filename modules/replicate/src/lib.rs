@@ -1,0 +1,165 @@
+//! `replicate`: tells each client about the dynamic nodes near it.
+//!
+//! Owns: interest management and the `replicate:nodes` stream
+//! (`interest.rs`): a client knows the nodes within `replicate.radius`
+//! voxels of its viewer (default 96, rounded up to 32-voxel cells), is
+//! told when one enters (its whole state), changes (a delta) or leaves,
+//! once a tick in one packet, positions quantised to 1/64 voxel, stamped
+//! with the server's time for interpolation. It listens to the world's
+//! `voxelworld:nodes_changed` (what changed) and `voxelworld:viewer_moved`
+//! (where each client looks from), and `network:client_disconnected`. Its
+//! calls (`buildat-replicate-api`): the peers knowing a node, a forced
+//! resend, statistics; the console command `replicate` prints them. What
+//! it knows crosses `reload replicate`; loaded later than the world, it
+//! starts from the world's loaded nodes.
+//! Does not own: the nodes or their motion (`voxelworld` and the modules
+//! moving them), sockets (`network`), what a client draws.
+
+pub mod interest;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use buildat_format::Packet;
+use buildat_interface::core_api::{RegisterCommand, RunCommand};
+use buildat_interface::{
+    Event, Host, Module, ModuleError, UnloadKind, decode, events, export_module, log,
+};
+use buildat_network_api::{self as network, ClientDisconnected, OutgoingPacket, SendBatch};
+use buildat_replicate_api::{ForceSync, GetStats, KnowingPeers, NodeUpdates};
+use buildat_voxelworld_api::{ListNodes, NodesChanged, Viewer};
+use interest::Replicator;
+
+/// The default radius in voxels.
+const DEFAULT_RADIUS: f64 = 96.0;
+
+struct Replicate {
+    host: Host,
+    replicator: Replicator,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Replicate {
+    fn send_updates(&mut self) -> Result<(), ModuleError> {
+        let out = self
+            .replicator
+            .tick(now_ms())
+            .map_err(|e| ModuleError::msg(format!("encoding replicate:nodes: {e}")))?;
+        let batches = out
+            .into_iter()
+            .map(|(peer, data)| SendBatch {
+                peer,
+                packets: vec![OutgoingPacket {
+                    name: NodeUpdates::NAME.to_string(),
+                    data,
+                }],
+            })
+            .collect();
+        // An event, not a call: replication never waits on sockets.
+        network::queue(&self.host, batches)
+    }
+
+    fn describe(&self) -> String {
+        let s = self.replicator.stats();
+        format!(
+            "replicate: {} nodes, {} peers, {} known, {} packets / {} bytes sent",
+            s.nodes, s.peers, s.known, s.packets_sent, s.bytes_sent
+        )
+    }
+}
+
+impl Module for Replicate {
+    fn create(host: Host) -> Result<Self, ModuleError> {
+        let radius = host.get_setting("replicate.radius", DEFAULT_RADIUS)?;
+        Ok(Self {
+            host,
+            replicator: Replicator::new(radius),
+        })
+    }
+
+    fn init(&mut self) -> Result<(), ModuleError> {
+        self.host.sub_event(NodesChanged::NAME)?;
+        self.host.sub_event(Viewer::NAME)?;
+        self.host.sub_event(ClientDisconnected::NAME)?;
+        self.host.sub_event(events::Tick::NAME)?;
+        Ok(())
+    }
+
+    fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
+        match name {
+            events::Start::NAME | events::Continue::NAME => {
+                self.host.call(&RegisterCommand {
+                    name: "replicate".into(),
+                    usage: String::new(),
+                    help: "what replication tracks and has sent".into(),
+                })?;
+                if let Some(stash) = self.host.take_stash::<ReplicateStash>()? {
+                    self.replicator = stash.replicator;
+                    log::info!("resumed: {}", self.describe());
+                } else {
+                    for node in self.host.call(&ListNodes::default())? {
+                        self.replicator.node_changed(&node);
+                    }
+                }
+            }
+            NodesChanged::NAME => {
+                let changes: NodesChanged = decode(payload)?;
+                for node in &changes.changed {
+                    self.replicator.node_changed(node);
+                }
+                for id in changes.removed {
+                    self.replicator.node_removed(id);
+                }
+            }
+            Viewer::NAME => {
+                let viewer: Viewer = decode(payload)?;
+                self.replicator.set_viewer(viewer.peer, viewer.position);
+            }
+            ClientDisconnected::NAME => {
+                let gone: ClientDisconnected = decode(payload)?;
+                self.replicator.remove_peer(gone.peer);
+            }
+            events::Tick::NAME => self.send_updates()?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
+        buildat_interface::answer_calls!(function, payload, {
+            KnowingPeers => |request: KnowingPeers| Ok(self.replicator.knowing_peers(request.node)),
+            ForceSync => |request: ForceSync| {
+                self.replicator.force_sync(request.node);
+                Ok(())
+            },
+            GetStats => |_| Ok(self.replicator.stats()),
+            RunCommand => |_: RunCommand| Ok(self.describe()),
+        })
+    }
+
+    fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
+        if kind == UnloadKind::Reload {
+            self.host.store_stash(&ReplicateStash {
+                replicator: self.replicator.clone(),
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// What crosses a reload: who knows what, so nobody is told twice.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ReplicateStash {
+    replicator: Replicator,
+}
+
+impl buildat_interface::Stash for ReplicateStash {
+    const LAYOUT: u32 = 1;
+}
+
+export_module!(Replicate);
