@@ -33,6 +33,10 @@ pub struct LoadOptions {
     /// Seconds per report window.
     #[arg(long, default_value_t = 10.0)]
     pub window: f64,
+    /// More server settings, `KEY=VALUE` (repeatable), e.g.
+    /// `--set creatures.count=2000`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub settings: Vec<String>,
 }
 
 /// One row of the table.
@@ -211,6 +215,7 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
             settings: [format!("voxelworld.view_radius={}", options.view_radius)]
                 .into_iter()
                 .chain(ONE_ADDRESS_CROWD.map(String::from))
+                .chain(options.settings.iter().cloned())
                 .collect(),
             tick_ms: 100,
             watchdog_ms: None,

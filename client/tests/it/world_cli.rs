@@ -451,12 +451,14 @@ fn the_game_module_speaks_the_main_protocol() {
     for expected in [
         "info    main: spawned at 0.5,11.0,0.5 as peer 7",
         "on_spawn 7 0.5,11,0.5",
+        "verbose main: player other (peer 9) is at 1.0,2.0,3.0",
         "on_edit 9 1,10,-2 stone",
         "warning main: refused: too far",
         "pong after ",
         "player 9 other at x 4",
         "check: peer 7, players 1, edits 1",
         "position 1.5,11.0,0.5; chunks held 0; edits seen 1; players 2",
+        "verbose main: player other (peer 9) left",
         "after leave: position 1.5,11.0,0.5; chunks held 0; edits seen 1; players 1",
         "nodes: 1 known",
     ] {

@@ -70,6 +70,10 @@ end
 local ui = buildat.ui
 local graphical = ui.graphical()
 
+local function fmt(v)
+	return string.format("%.1f", v)
+end
+
 -- A node's player name and peer id (vars `player`, `peer`: 8 bytes,
 -- little-endian), or nil when it is not a player.
 local function player_of(node)
@@ -112,9 +116,29 @@ local function show_node(id)
 	ui.set_box("node:" .. id, node.x, node.y, node.z, w, h, r, g, b)
 end
 
-buildat.nodes.on_added(show_node)
+-- Players seen, by node id: { name, peer } (to say who left).
+local seen_players = {}
+
+buildat.nodes.on_added(function(id)
+	local node = buildat.nodes.get(id)
+	local name, peer = nil, nil
+	if node ~= nil then
+		name, peer = player_of(node)
+	end
+	if name ~= nil and peer ~= me.peer then
+		seen_players[id] = { name = name, peer = peer }
+		log:verbose("player " .. name .. " (peer " .. peer .. ") is at "
+			.. fmt(node.x) .. "," .. fmt(node.y) .. "," .. fmt(node.z))
+	end
+	show_node(id)
+end)
 buildat.nodes.on_changed(show_node)
 buildat.nodes.on_removed(function(id)
+	local p = seen_players[id]
+	if p ~= nil then
+		seen_players[id] = nil
+		log:verbose("player " .. p.name .. " (peer " .. p.peer .. ") left")
+	end
 	if graphical then
 		ui.remove_box("node:" .. id)
 	end
@@ -138,10 +162,6 @@ local function count_of(t)
 		n += 1
 	end
 	return n
-end
-
-local function fmt(v)
-	return string.format("%.1f", v)
 end
 
 buildat.sub_packet("main:spawn", function(data)

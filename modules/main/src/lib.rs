@@ -10,9 +10,12 @@
 //! position with line of sight, known voxel names, neither air nor
 //! `unknown` placed, placing into air only, action rate), a deadline to
 //! join (`main.join_timeout_s`, default 120: a connection that has not
-//! joined by then is closed), sharing moves and edits once per tick with the players near them
-//! (`main:moves`, `main:edits`, setting `main.news_radius` in voxels, default
-//! 128; the chunk itself goes through the world stream), saving edited
+//! joined by then is closed), each player as a transient dynamic node
+//! (vars `player`: the name, `peer`: the peer id, 8 bytes little-endian;
+//! moved once a tick in one `MoveNodes` call; the `replicate` module shows
+//! it to the players near it), sharing edits once per tick with the
+//! players near them (`main:edits`, setting `main.news_radius` in voxels,
+//! default 128; the chunk itself goes through the world stream), saving edited
 //! sections (they become save-enabled), and telling `voxelworld` where each
 //! player is so the world streams around it, and the game's own blocks
 //! (a `torch`: no collision, clear, block light 14, placeable from the
@@ -38,7 +41,7 @@ use buildat_network_api::{
 use buildat_voxel::geometry::{self, Pos, SectionSize};
 use buildat_voxel::{AIR, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
-    BlockDefinition, CreateNode, EditOutcome, EditVoxel, GetRegistry, GetSizes, GetVoxel,
+    BlockDefinition, CreateNode, CreateNodes, EditOutcome, EditVoxel, GetRegistry, GetSizes, GetVoxel,
     GetVoxels, IDENTITY, LoadOrGenerateSection, MoveNodes, NodeMotion, RegisterBlock, RemoveNode,
     Replace, Viewer,
 };
@@ -258,11 +261,17 @@ impl Game {
         let Some(position) = self.find_spawn()? else {
             return Ok(());
         };
-        for (peer, name) in std::mem::take(&mut self.joining) {
+        let joining = std::mem::take(&mut self.joining);
+        // The others see each joiner as a node (through `replicate`), it
+        // sees them the same way: no news of everyone to everyone. One call
+        // for all of a tick's joiners.
+        let nodes = self.create_player_nodes(
+            joining
+                .iter()
+                .map(|(peer, name)| (*peer, name.as_str(), position)),
+        );
+        for ((peer, name), node) in joining.into_iter().zip(nodes) {
             log::info!("player {name} (peer {peer}) joined at {position:?}");
-            // The others see it as a node (through `replicate`), it sees
-            // them the same way: no news of everyone to everyone.
-            let node = self.create_player_node(peer, &name, position);
             self.send(peer, &Spawn { peer, position });
             self.players.insert(peer, Player::new(name, position, node));
             // An event, not a call: a joiner's first chunks are lit and
@@ -274,22 +283,34 @@ impl Game {
         Ok(())
     }
 
-    /// Makes a player's node: transient (never written), named by the
-    /// player's name and peer. `None` (logged) if the world refuses.
-    fn create_player_node(&self, peer: PeerId, name: &str, position: [f64; 3]) -> Option<u64> {
-        let vars = BTreeMap::from([
-            (VAR_PLAYER.to_string(), name.as_bytes().to_vec()),
-            (VAR_PEER.to_string(), peer.to_le_bytes().to_vec()),
-        ]);
-        match self.host.call(&CreateNode {
-            position,
-            save_enabled: false,
-            vars,
-        }) {
-            Ok(id) => Some(id),
+    /// Makes players' nodes in one call: transient (never written), named
+    /// by the player's name and peer; each `None` (logged) if the world
+    /// refuses.
+    fn create_player_nodes<'a>(
+        &self,
+        players: impl Iterator<Item = (PeerId, &'a str, [f64; 3])>,
+    ) -> Vec<Option<u64>> {
+        let nodes: Vec<CreateNode> = players
+            .map(|(peer, name, position)| CreateNode {
+                position,
+                save_enabled: false,
+                vars: BTreeMap::from([
+                    (VAR_PLAYER.to_string(), name.as_bytes().to_vec()),
+                    (VAR_PEER.to_string(), peer.to_le_bytes().to_vec()),
+                ]),
+            })
+            .collect();
+        let count = nodes.len();
+        match self.host.call(&CreateNodes { nodes }) {
+            Ok(ids) => {
+                if ids.iter().any(Option::is_none) {
+                    log::debug!("the world made no node for some players (tried again next tick)");
+                }
+                ids
+            }
             Err(error) => {
-                log::warn!("player {name} (peer {peer}): no node: {error}");
-                None
+                log::debug!("no nodes for {count} players (tried again next tick): {error}");
+                vec![None; count]
             }
         }
     }
@@ -336,17 +357,29 @@ impl Game {
                 });
             }
         }
-        if moves.is_empty() {
+        let lost: BTreeSet<u64> = if moves.is_empty() {
+            BTreeSet::new()
+        } else {
+            self.host.call(&MoveNodes { moves })?.into_iter().collect()
+        };
+        // Nodes the world lost (an unload of voxelworld) or never made are
+        // made (again).
+        let orphans: Vec<(PeerId, String, [f64; 3])> = self
+            .players
+            .iter()
+            .filter(|(_, p)| p.node.is_none_or(|id| lost.contains(&id)))
+            .map(|(peer, p)| (*peer, p.name.clone(), p.position))
+            .collect();
+        if orphans.is_empty() {
             return Ok(());
         }
-        let lost = self.host.call(&MoveNodes { moves })?;
-        for id in lost {
-            let Some((peer, player)) = self.players.iter().find(|(_, p)| p.node == Some(id)) else {
-                continue;
-            };
-            let (peer, name, position) = (*peer, player.name.clone(), player.position);
-            let node = self.create_player_node(peer, &name, position);
-            if let Some(player) = self.players.get_mut(&peer) {
+        let nodes = self.create_player_nodes(
+            orphans
+                .iter()
+                .map(|(peer, name, position)| (*peer, name.as_str(), *position)),
+        );
+        for ((peer, _, _), node) in orphans.iter().zip(nodes) {
+            if let Some(player) = self.players.get_mut(peer) {
                 player.node = node;
             }
         }

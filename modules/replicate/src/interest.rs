@@ -18,13 +18,18 @@
 //! delta since it was added); a tick tells a peer a node at most once.
 //! Does not own: the nodes (`voxelworld`), sockets (`network`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap as StdHashMap, HashSet as StdHashSet};
 
 use buildat_format::payload::PayloadError;
 use buildat_network_api::PeerId;
 use buildat_replicate_api::{NodeDelta, NodeState, Stats, encode_piece, write_updates};
-use buildat_voxelworld_api::DynamicNode;
+use buildat_voxelworld_api::{DynamicNode, NodeMotion};
 use serde::{Deserialize, Serialize};
+
+/// Maps keyed by ids and cells, with a fast seeded hash (the keys are the
+/// server's own ids and positions; the seed is random per process).
+type HashMap<K, V> = StdHashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<K> = StdHashSet<K, foldhash::fast::RandomState>;
 
 /// Voxels along a cell's side.
 pub const CELL: f64 = 32.0;
@@ -111,37 +116,62 @@ impl Replicator {
         let radius_cells = (radius.max(0.0) / CELL).ceil().min(64.0) as i32;
         Self {
             radius_cells,
-            nodes: HashMap::new(),
-            node_cells: HashMap::new(),
-            peers: HashMap::new(),
-            peer_cells: HashMap::new(),
-            pending: HashMap::new(),
-            dirty: HashSet::new(),
-            moved_nodes: HashSet::new(),
-            moved_peers: HashSet::new(),
-            forced: HashSet::new(),
+            nodes: HashMap::default(),
+            node_cells: HashMap::default(),
+            peers: HashMap::default(),
+            peer_cells: HashMap::default(),
+            pending: HashMap::default(),
+            dirty: HashSet::default(),
+            moved_nodes: HashSet::default(),
+            moved_peers: HashSet::default(),
+            forced: HashSet::default(),
             stats: Stats::default(),
         }
     }
 
-    /// A node created, moved or changed (its whole state).
+    /// Moves a tracked node to `cell` in the index.
+    fn recell(&mut self, id: u64, cell: Cell) {
+        let Some(tracked) = self.nodes.get_mut(&id) else {
+            return;
+        };
+        if tracked.cell == cell {
+            return;
+        }
+        if let Some(ids) = self.node_cells.get_mut(&tracked.cell) {
+            ids.remove(&id);
+            if ids.is_empty() {
+                self.node_cells.remove(&tracked.cell);
+            }
+        }
+        self.node_cells.entry(cell).or_default().insert(id);
+        tracked.cell = cell;
+        self.moved_nodes.insert(id);
+    }
+
+    /// A node moved; false if it is not tracked (its whole state is
+    /// needed: [`Self::node_changed`]).
+    pub fn node_moved(&mut self, motion: &NodeMotion) -> bool {
+        let Some(tracked) = self.nodes.get_mut(&motion.id) else {
+            return false;
+        };
+        tracked.state.set_motion(motion);
+        // Nobody knows it: no delta to work out (a peer learning it gets
+        // it whole).
+        if !tracked.knowers.is_empty() {
+            self.dirty.insert(motion.id);
+        }
+        self.recell(motion.id, cell_of(motion.position));
+        true
+    }
+
+    /// A node created or changed (its whole state).
     pub fn node_changed(&mut self, node: &DynamicNode) {
         let state = NodeState::of(node);
         let cell = cell_of(node.position);
         match self.nodes.get_mut(&node.id) {
             Some(tracked) => {
                 tracked.state = state;
-                if tracked.cell != cell {
-                    if let Some(ids) = self.node_cells.get_mut(&tracked.cell) {
-                        ids.remove(&node.id);
-                        if ids.is_empty() {
-                            self.node_cells.remove(&tracked.cell);
-                        }
-                    }
-                    self.node_cells.entry(cell).or_default().insert(node.id);
-                    tracked.cell = cell;
-                    self.moved_nodes.insert(node.id);
-                }
+                self.recell(node.id, cell);
                 self.dirty.insert(node.id);
             }
             None => {
@@ -151,7 +181,7 @@ impl Replicator {
                         sent: state.clone(),
                         state,
                         cell,
-                        knowers: HashSet::new(),
+                        knowers: HashSet::default(),
                     },
                 );
                 self.node_cells.entry(cell).or_default().insert(node.id);
@@ -203,7 +233,7 @@ impl Replicator {
                     peer,
                     PeerView {
                         cell,
-                        known: HashSet::new(),
+                        known: HashSet::default(),
                     },
                 );
             }
@@ -378,19 +408,21 @@ impl Replicator {
             }
         }
         // Deltas from what knowers hold, each encoded once.
-        let mut deltas: HashMap<u64, Vec<u8>> = HashMap::new();
-        let mut per_peer: HashMap<PeerId, Vec<u64>> = HashMap::new();
+        let mut deltas: HashMap<u64, Vec<u8>> = HashMap::default();
+        let mut per_peer: HashMap<PeerId, Vec<u64>> = HashMap::default();
         for id in std::mem::take(&mut self.dirty) {
             let Some(tracked) = self.nodes.get_mut(&id) else {
                 continue;
             };
+            // Nobody to tell: nothing to work out (a peer learning it later
+            // gets it whole).
+            if tracked.knowers.is_empty() {
+                continue;
+            }
             let Some(delta) = NodeDelta::between(&tracked.sent, &tracked.state) else {
                 continue;
             };
             tracked.sent = tracked.state.clone();
-            if tracked.knowers.is_empty() {
-                continue;
-            }
             deltas.insert(id, encode_piece(&delta)?);
             for peer in &tracked.knowers {
                 per_peer.entry(*peer).or_default().push(id);
@@ -404,7 +436,7 @@ impl Replicator {
                 }
             }
         }
-        let mut states: HashMap<u64, Vec<u8>> = HashMap::new();
+        let mut states: HashMap<u64, Vec<u8>> = HashMap::default();
         let mut out = Vec::new();
         let mut peers: HashSet<PeerId> = per_peer.keys().copied().collect();
         peers.extend(self.pending.keys().copied());
@@ -504,10 +536,31 @@ mod tests {
         for step in 1..=20 {
             let mut moved = node(1, [10.0 + f64::from(step) * 0.2, 0.0, 10.0]);
             moved.velocity = [4.0, 0.0, 0.0];
-            r.node_changed(&moved);
+            assert!(r.node_moved(&NodeMotion {
+                id: 1,
+                position: moved.position,
+                orientation: moved.orientation,
+                velocity: moved.velocity,
+            }));
             run(&mut r, &mut clients);
             assert_eq!(clients[&100].nodes[&1], NodeState::of(&moved));
         }
+        assert!(
+            !r.node_moved(&NodeMotion {
+                id: 77,
+                position: [0.0; 3],
+                orientation: [0.0, 0.0, 0.0, 1.0],
+                velocity: [0.0; 3],
+            }),
+            "a move of an untracked node asks for its whole state"
+        );
+        // A variable changes: the client gets it.
+        let mut painted = node(1, [14.0, 0.0, 10.0]);
+        painted.velocity = [4.0, 0.0, 0.0];
+        painted.vars.insert("colour".into(), vec![1, 2, 3]);
+        r.node_changed(&painted);
+        run(&mut r, &mut clients);
+        assert_eq!(clients[&100].nodes[&1].var("colour"), Some(&[1u8, 2, 3][..]));
         // Nothing changed: nothing sent.
         assert_eq!(run(&mut r, &mut clients), 0);
         // Far away (beyond the radius and its margin): forgotten.

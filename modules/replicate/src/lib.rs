@@ -26,7 +26,7 @@ use buildat_interface::{
 };
 use buildat_network_api::{self as network, ClientDisconnected, OutgoingPacket, SendBatch};
 use buildat_replicate_api::{ForceSync, GetStats, KnowingPeers, NodeUpdates};
-use buildat_voxelworld_api::{ListNodes, NodesChanged, Viewer};
+use buildat_voxelworld_api::{GetNode, ListNodes, NodesChanged, Viewer};
 use interest::Replicator;
 
 /// The default radius in voxels.
@@ -111,6 +111,15 @@ impl Module for Replicate {
                 let changes: NodesChanged = decode(payload)?;
                 for node in &changes.changed {
                     self.replicator.node_changed(node);
+                }
+                for motion in &changes.moved {
+                    // A node moved before this module knew it (loaded
+                    // between the world's list and its first event).
+                    if !self.replicator.node_moved(motion)
+                        && let Some(node) = self.host.call(&GetNode { id: motion.id })?
+                    {
+                        self.replicator.node_changed(&node);
+                    }
                 }
                 for id in changes.removed {
                     self.replicator.node_removed(id);

@@ -45,7 +45,7 @@ use buildat_network_api::{self as network, ClientDisconnected, PacketReceived, P
 use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
 use buildat_voxelworld_api::stream::{Ack, Registry};
 use buildat_voxelworld_api::{
-    ApplyGenerated, Commit, CreateNode, EditOutcome, EditVoxel, Generate, GeneratedSection,
+    ApplyGenerated, Commit, CreateNode, CreateNodes, EditOutcome, EditVoxel, Generate, GeneratedSection,
     GenerationRequest, GetChunk, GetNode, GetRegistry, GetSizes, GetVoxel, GetVoxels,
     GetWorldConfig, ListNodes, LoadOrGenerateSection, MoveNodes, NodeVolumeUpdated, NodesChanged,
     Pregen, PregenReport, RegisterBlock, RemoveNode, RemoveViewer, Replace, Save, SectionStatus,
@@ -261,11 +261,11 @@ impl VoxelWorld {
     /// Emits `voxelworld:nodes_changed` with what changed since the last
     /// tick, if anything did.
     fn tell_node_changes(&mut self) -> Result<(), ModuleError> {
-        let (changed, removed) = self.world.take_node_changes();
-        if changed.is_empty() && removed.is_empty() {
+        let changes = self.world.take_node_changes();
+        if changes == NodesChanged::default() {
             return Ok(());
         }
-        self.host.emit(&NodesChanged { changed, removed })?;
+        self.host.emit(&changes)?;
         Ok(())
     }
 
@@ -835,6 +835,21 @@ impl Module for VoxelWorld {
                 self.world
                     .create_node(request.position, request.save_enabled, request.vars)
                     .map_err(world_error)
+            },
+            CreateNodes => |request: CreateNodes| {
+                let mut ids = Vec::with_capacity(request.nodes.len());
+                for node in request.nodes {
+                    ids.push(
+                        match self.world.create_node(node.position, node.save_enabled, node.vars) {
+                            Ok(id) => Some(id),
+                            Err(error) => {
+                                log::debug!("create_nodes: a node at {:?}: {error}", node.position);
+                                None
+                            }
+                        },
+                    );
+                }
+                Ok(ids)
             },
             GetNode => |request: GetNode| Ok(self.world.get_node(request.id)),
             ListNodes => |request: ListNodes| Ok(self.world.list_nodes(request.with_var.as_deref())),

@@ -34,8 +34,8 @@ use buildat_voxel::geometry::{self, CHUNK_VOLUME, Pos, SectionSize};
 use buildat_voxel::light::{self, LightTable, Surroundings};
 use buildat_voxel::{AIR, BlockDefinition, BlockRegistry, RegistryError, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
-    ChunkData, DynamicNode, StoredNode, StoredNodeKind, VAR_MOD_VERSION, VAR_REGISTRY_NAME,
-    VAR_VOXEL_DATA,
+    ChunkData, DynamicNode, NodesChanged, StoredNode, StoredNodeKind, VAR_MOD_VERSION,
+    VAR_REGISTRY_NAME, VAR_VOXEL_DATA,
 };
 
 use crate::storage::{StorageError, StoredSection, WorldStorage};
@@ -235,9 +235,10 @@ pub struct World {
     node_sections: HashMap<u64, Pos>,
     /// The loaded nodes attached to each node.
     node_children: HashMap<u64, BTreeSet<u64>>,
-    /// Dynamic nodes created, moved or changed since the last
-    /// [`World::take_node_changes`], and those removed.
+    /// Dynamic nodes created or changed (variables, parent) since the last
+    /// [`World::take_node_changes`], those only moved, and those removed.
     nodes_changed: BTreeSet<u64>,
+    nodes_moved: BTreeSet<u64>,
     nodes_removed: BTreeSet<u64>,
 }
 
@@ -264,6 +265,7 @@ impl World {
             node_sections: HashMap::new(),
             node_children: HashMap::new(),
             nodes_changed: BTreeSet::new(),
+            nodes_moved: BTreeSet::new(),
             nodes_removed: BTreeSet::new(),
         }
     }
@@ -1416,10 +1418,25 @@ pub(crate) mod tests {
                 .unwrap();
             assert!(missing.is_empty());
             assert_eq!(sections_holding(&world, id), [[1, 0, 0]]);
-            let (changed, removed) = world.take_node_changes();
-            assert_eq!(changed.len(), 1, "created and moved: told once");
-            assert!(removed.is_empty());
-            assert!(world.take_node_changes().0.is_empty(), "told once");
+            let changes = world.take_node_changes();
+            assert_eq!(changes.changed.len(), 1, "created and moved: told once");
+            assert!(changes.moved.is_empty(), "told whole");
+            assert!(changes.removed.is_empty());
+            assert_eq!(
+                world.take_node_changes(),
+                NodesChanged::default(),
+                "told once"
+            );
+            world
+                .move_nodes(vec![motion(id, [next_x + 1.5, 40.5, 1.5])])
+                .unwrap();
+            let changes = world.take_node_changes();
+            assert!(changes.changed.is_empty());
+            assert_eq!(
+                changes.moved,
+                [motion(id, [next_x + 1.5, 40.5, 1.5])],
+                "a move is told as one"
+            );
             world.save_all().unwrap();
             id
         };
@@ -1429,7 +1446,7 @@ pub(crate) mod tests {
         world.load_section([1, 0, 0]).unwrap();
         assert_eq!(sections_holding(&world, id), [[1, 0, 0]]);
         let node = world.get_node(id).expect("back after a restart");
-        let (appeared, _) = world.take_node_changes();
+        let appeared = world.take_node_changes().changed;
         assert_eq!(
             appeared,
             std::slice::from_ref(&node),
@@ -1487,9 +1504,19 @@ pub(crate) mod tests {
             generate(&mut world, [x, 0, 0], "stone");
         }
         assert!(world.get_node(id).is_none(), "evicted with its section");
-        assert_eq!(world.take_node_changes(), (vec![], vec![id]));
+        assert_eq!(
+            world.take_node_changes(),
+            NodesChanged {
+                removed: vec![id],
+                ..NodesChanged::default()
+            }
+        );
         world.load_section([0, 0, 0]).unwrap();
-        let (appeared, removed) = world.take_node_changes();
+        let NodesChanged {
+            changed: appeared,
+            removed,
+            ..
+        } = world.take_node_changes();
         assert_eq!(appeared.iter().map(|n| n.id).collect::<Vec<_>>(), [id]);
         assert!(removed.is_empty(), "back again: not removed any more");
     }
@@ -1539,7 +1566,9 @@ pub(crate) mod tests {
         // Removing a node detaches what was on it.
         world.remove_node(rider).unwrap();
         assert_eq!(world.get_node(hat).unwrap().parent, None);
-        let (changed, removed) = world.take_node_changes();
+        let NodesChanged {
+            changed, removed, ..
+        } = world.take_node_changes();
         assert_eq!(removed, [rider]);
         assert_eq!(
             changed.iter().map(|n| n.id).collect::<Vec<_>>(),

@@ -316,6 +316,47 @@ fn players_see_each_other_as_nodes_within_a_tick_of_the_truth() {
     server.stop_cleanly();
 }
 
+#[test]
+fn a_player_sees_a_node_enter_its_view_and_leave_it() {
+    let scratch = Scratch::new();
+    scratch.add_game();
+    scratch.add_fixture("world_probe", "world_probe");
+    let (mut server, address) = start_with(&scratch, &["world_probe.idle=1"]);
+    let mut player = Player::join(&address, "watcher");
+    let created = server
+        .command("probe-nodes create 1", &["created nodes "], Duration::from_secs(30))
+        .expect("a node");
+    let id: u64 = created
+        .rsplit(' ')
+        .next()
+        .and_then(|id| id.trim().parse().ok())
+        .unwrap_or_else(|| panic!("an id in {created:?}"));
+    // Made high above the spawn (y 266): out of view.
+    player.pump_until(Duration::from_secs(1), |_| false);
+    assert!(!player.nodes.contains_key(&id), "a node out of view is not told");
+    let [x, y, z] = player.position;
+    let mut put = |at: [f64; 3]| {
+        let command = format!("probe-nodes at {id} {} {} {}", at[0], at[1], at[2]);
+        server
+            .command(&command, &["put node "], Duration::from_secs(30))
+            .expect("moved");
+    };
+    // It comes down beside the player: added, with its variables.
+    put([x + 5.0, y + 2.0, z]);
+    player
+        .pump_until(Duration::from_secs(10), |p| p.nodes.contains_key(&id))
+        .expect("the node entering the view is added");
+    let node = &player.nodes[&id];
+    assert_eq!(node.position(), [x + 5.0, y + 2.0, z]);
+    assert_eq!(node.var("index"), Some(&[0u8][..]));
+    // It goes far away: removed.
+    put([x + 400.0, y, z]);
+    player
+        .pump_until(Duration::from_secs(10), |p| !p.nodes.contains_key(&id))
+        .expect("the node leaving the view is removed");
+    server.stop_cleanly();
+}
+
 fn chunks_in_radius(center: Pos) -> HashSet<Pos> {
     let mut set = HashSet::new();
     for dz in -RADIUS..=RADIUS {

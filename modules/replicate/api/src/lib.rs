@@ -14,7 +14,7 @@
 
 use buildat_format::payload::{self, PayloadError};
 use buildat_network_api::PeerId;
-use buildat_voxelworld_api::DynamicNode;
+use buildat_voxelworld_api::{DynamicNode, NodeMotion};
 use serde::{Deserialize, Serialize};
 
 /// The replicate module's name.
@@ -72,13 +72,11 @@ fn quantise_f32(value: f32, steps: f32) -> i32 {
 impl NodeState {
     /// The state clients get of `node` (its replicated variables only).
     pub fn of(node: &DynamicNode) -> Self {
-        Self {
+        let mut state = Self {
             id: node.id,
-            position: node.position.map(|p| quantise_f64(p, POSITION_STEPS)),
-            orientation: node
-                .orientation
-                .map(|c| quantise_f32(c.clamp(-1.0, 1.0), ORIENTATION_STEPS) as i16),
-            velocity: node.velocity.map(|v| quantise_f32(v, VELOCITY_STEPS)),
+            position: [0; 3],
+            orientation: [0; 4],
+            velocity: [0; 3],
             parent: node.parent,
             vars: node
                 .vars
@@ -89,7 +87,23 @@ impl NodeState {
                     value: value.clone(),
                 })
                 .collect(),
-        }
+        };
+        state.set_motion(&NodeMotion {
+            id: node.id,
+            position: node.position,
+            orientation: node.orientation,
+            velocity: node.velocity,
+        });
+        state
+    }
+
+    /// Takes a move of the node (quantised; no allocation).
+    pub fn set_motion(&mut self, motion: &NodeMotion) {
+        self.position = motion.position.map(|p| quantise_f64(p, POSITION_STEPS));
+        self.orientation = motion
+            .orientation
+            .map(|c| quantise_f32(c.clamp(-1.0, 1.0), ORIENTATION_STEPS) as i16);
+        self.velocity = motion.velocity.map(|v| quantise_f32(v, VELOCITY_STEPS));
     }
 
     /// The position in voxels.

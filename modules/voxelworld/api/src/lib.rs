@@ -214,6 +214,14 @@ pub struct CreateNode {
     pub vars: BTreeMap<String, Vec<u8>>,
 }
 
+/// Call: create several dynamic nodes in one call (a tick's joiners, a
+/// herd); answers each one's id, or `None` where its place cannot be
+/// loaded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CreateNodes {
+    pub nodes: Vec<CreateNode>,
+}
+
 /// Call: a dynamic node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GetNode {
@@ -299,13 +307,16 @@ pub struct SetNodeParent {
     pub parent: Option<u64>,
 }
 
-/// `voxelworld:nodes_changed`: the dynamic nodes created, moved or changed
-/// since the last one (their whole state), and those removed; once a tick
-/// at most. Nodes of a section loaded from storage count as created, those
-/// of a section leaving memory as removed. What the `replicate` module listens to.
+/// `voxelworld:nodes_changed`: the dynamic nodes created or changed
+/// (variables, parent) since the last one, whole; those only moved, by
+/// their motion (a moving crowd costs no variables); and those removed.
+/// Each node in one list at most; once a tick at most. Nodes of a section
+/// loaded from storage count as created, those of a section leaving memory
+/// as removed. What the `replicate` module listens to.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodesChanged {
     pub changed: Vec<DynamicNode>,
+    pub moved: Vec<NodeMotion>,
     pub removed: Vec<u64>,
 }
 impl Event for NodesChanged {
@@ -363,6 +374,7 @@ buildat_interface::calls! {
     ApplyGenerated = "apply_generated" -> ();
     GetChunk = "get_chunk" -> Option<ChunkData>;
     CreateNode = "create_node" -> u64;
+    CreateNodes = "create_nodes" -> Vec<Option<u64>>;
     GetNode = "get_node" -> Option<DynamicNode>;
     ListNodes = "list_nodes" -> Vec<DynamicNode>;
     RemoveNode = "remove_node" -> ();

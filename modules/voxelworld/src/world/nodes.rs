@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use buildat_voxel::geometry::{self, Pos};
-use buildat_voxelworld_api::{DynamicNode, NodeMotion};
+use buildat_voxelworld_api::{DynamicNode, NodeMotion, NodesChanged};
 
 use super::{Section, World, WorldError};
 
@@ -32,6 +32,7 @@ impl World {
             for (id, node) in &section.dynamic {
                 self.node_sections.insert(*id, pos);
                 self.nodes_changed.insert(*id);
+                self.nodes_moved.remove(id);
                 self.nodes_removed.remove(id);
                 if let Some(parent) = node.parent {
                     self.node_children.entry(parent).or_default().insert(*id);
@@ -46,6 +47,7 @@ impl World {
         for (id, node) in &section.dynamic {
             self.node_sections.remove(id);
             self.nodes_changed.remove(id);
+            self.nodes_moved.remove(id);
             self.nodes_removed.insert(*id);
             if let Some(parent) = node.parent {
                 self.unlink_child(parent, *id);
@@ -135,6 +137,7 @@ impl World {
         }
         self.node_children.remove(&id);
         self.nodes_changed.remove(&id);
+        self.nodes_moved.remove(&id);
         self.nodes_removed.insert(id);
         Ok(())
     }
@@ -208,7 +211,7 @@ impl World {
             node.orientation = motion.orientation;
             node.velocity = motion.velocity;
             *dirty |= node.save_enabled;
-            self.nodes_changed.insert(motion.id);
+            self.nodes_moved.insert(motion.id);
             moved.push(motion.id);
             // Attached nodes, and theirs, by the same offset.
             let mut carried = self.children_of(motion.id);
@@ -223,7 +226,7 @@ impl World {
                         *axis += delta;
                     }
                     *dirty |= node.save_enabled;
-                    self.nodes_changed.insert(child);
+                    self.nodes_moved.insert(child);
                     moved.push(child);
                     carried.extend(self.children_of(child));
                 }
@@ -278,16 +281,33 @@ impl World {
         Ok(())
     }
 
-    /// The nodes created, moved or changed, and those removed, since the
-    /// last call.
-    pub fn take_node_changes(&mut self) -> (Vec<DynamicNode>, Vec<u64>) {
-        let changed = std::mem::take(&mut self.nodes_changed)
+    /// The nodes created or changed (whole), those only moved (their
+    /// motion), and those removed, since the last call; each node once.
+    pub fn take_node_changes(&mut self) -> NodesChanged {
+        let changed_ids = std::mem::take(&mut self.nodes_changed);
+        let moved = std::mem::take(&mut self.nodes_moved)
+            .into_iter()
+            .filter(|id| !changed_ids.contains(id))
+            .filter_map(|id| {
+                self.node(id).map(|n| NodeMotion {
+                    id,
+                    position: n.position,
+                    orientation: n.orientation,
+                    velocity: n.velocity,
+                })
+            })
+            .collect();
+        let changed = changed_ids
             .into_iter()
             .filter_map(|id| self.get_node(id))
             .collect();
         let removed = std::mem::take(&mut self.nodes_removed)
             .into_iter()
             .collect();
-        (changed, removed)
+        NodesChanged {
+            changed,
+            moved,
+            removed,
+        }
     }
 }

@@ -10,7 +10,8 @@
 //! command `probe-nodes` drives dynamic nodes for the node tests (`create
 //! N`: N persistent nodes in section (0, 4, 0), each after the first
 //! attached to the first; `walk DX`: moves the first DX voxels along x;
-//! `save`; `show ID...`), and it logs each `voxelworld:nodes_changed`.
+//! `at ID X Y Z`: puts a node there; `save`; `show ID...`), and it logs
+//! each `voxelworld:nodes_changed`.
 
 use std::collections::BTreeMap;
 
@@ -174,6 +175,22 @@ impl WorldProbe {
                 })?;
                 Ok(format!("moved 1 node, {} unknown", unknown.len()))
             }
+            ["at", id, x, y, z] => {
+                let number = |v: &str| -> Result<f64, ModuleError> {
+                    v.parse()
+                        .map_err(|_| ModuleError::msg("at ID X Y Z: numbers"))
+                };
+                let id: u64 = id.parse().map_err(|_| "at ID X Y Z: ID a number")?;
+                let unknown = self.host.call(&MoveNodes {
+                    moves: vec![NodeMotion {
+                        id,
+                        position: [number(x)?, number(y)?, number(z)?],
+                        orientation: IDENTITY,
+                        velocity: [0.0; 3],
+                    }],
+                })?;
+                Ok(format!("put node {id} there, {} unknown", unknown.len()))
+            }
             ["save"] => Ok(format!("saved {} sections", self.host.call(&Save {})?)),
             ["show", ids @ ..] => {
                 for section in [[0, 4, 0], [1, 4, 0], [2, 4, 0]] {
@@ -194,7 +211,7 @@ impl WorldProbe {
                 Ok(lines.join("\n"))
             }
             _ => Err(ModuleError::msg(
-                "usage: probe-nodes create N | walk DX | save | show ID...",
+                "usage: probe-nodes create N | walk DX | at ID X Y Z | save | show ID...",
             )),
         }
     }
@@ -242,7 +259,7 @@ impl Module for WorldProbe {
         if name == events::Start::NAME || name == events::Continue::NAME {
             return self.host.call(&RegisterCommand {
                 name: "probe-nodes".into(),
-                usage: "create N | walk DX | save | show ID...".into(),
+                usage: "create N | walk DX | at ID X Y Z | save | show ID...".into(),
                 help: "drive dynamic nodes (a test fixture)".into(),
             });
         }
@@ -250,7 +267,7 @@ impl Module for WorldProbe {
             let changes: NodesChanged = decode(payload)?;
             log::info!(
                 "world_probe: nodes changed {}, removed {}",
-                changes.changed.len(),
+                changes.changed.len() + changes.moved.len(),
                 changes.removed.len()
             );
             return Ok(());
