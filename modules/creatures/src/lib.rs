@@ -29,9 +29,10 @@
 //! Its orientation is a turn about +y by its heading (unturned faces +z),
 //! its velocity what it walks and falls, in voxels a second.
 //!
-//! Each tick: every creature thinks, the voxels the moving ones need and
-//! the cache does not know are fetched in one or a few `GetVoxels` calls,
-//! each steps, and all that moved go in one `MoveNodes` call. A creature
+//! Each tick: every creature thinks and steps with the voxels the cache
+//! knows; for those that could not, the voxels their step may read and
+//! the cache lacks are fetched in one or a few `GetVoxels` calls and they
+//! step again; all that moved go in one `MoveNodes` call. A creature
 //! standing on the ground asks nothing (it checks its ground every 1.6 s);
 //! one needing a voxel of a section not generated waits (and the section
 //! is asked for). Persistent creatures are found again with
@@ -482,19 +483,23 @@ impl Creatures {
         Ok(None)
     }
 
-    /// One tick of every creature: think, fetch the voxels the moving ones
-    /// need, step, and tell the world of those that moved in one call.
+    /// One tick of every creature: think, step with the voxels known, fetch
+    /// those the creatures that could not step need (one or a few
+    /// `GetVoxels`), step those again, and tell the world of all that moved
+    /// in one call.
     fn simulate(&mut self, dt: f64) -> Result<(), ModuleError> {
         let ticks = self.counters.ticks;
-        let mut plans = Vec::new();
-        let mut missing = HashSet::new();
+        let second = self.counters.second;
+        let mut moves = Vec::new();
+        let mut moved = 0;
+        let mut retry = Vec::new();
         for (index, creature) in self.creatures.iter_mut().enumerate() {
             let kind = &KINDS[creature.kind];
             let [x, _, z] = creature.state.position;
             let home =
                 (x.hypot(z) > self.radius).then(|| wander::heading_towards([x, z], [0.0, 0.0]));
             creature.brain.think(dt, home, &mut self.rng);
-            let walk = creature.brain.walk(kind.speed);
+            let mut walk = creature.brain.walk(kind.speed);
             let still = walk == [0.0, 0.0]
                 && creature.state.on_ground
                 && creature.state.velocity == [0.0; 3];
@@ -505,80 +510,28 @@ impl Creatures {
             {
                 continue;
             }
-            let (motion, ahead) = physics::needed(&kind.body, &creature.state, walk, dt);
-            for pos in motion
-                .voxels()
-                .chain(ahead.into_iter().flat_map(|b| b.voxels()))
-            {
-                if self.solidity.get(pos).is_none() {
-                    missing.insert(pos);
+            let mut read = self.solidity.reader();
+            match advance(creature, &mut walk, dt, &mut read, &mut self.rng) {
+                Some(motion) => {
+                    moved += count_move(creature, &motion, second);
+                    moves.extend(motion);
                 }
-            }
-            plans.push((index, walk));
-        }
-        if !missing.is_empty() {
-            let mut missing: Vec<Pos> = missing.into_iter().collect();
-            missing.truncate(MAX_FETCH_CALLS * MAX_VOXELS_PER_CALL);
-            let solid = self.fetch(&missing)?;
-            let mut absent = HashSet::new();
-            for (pos, solid) in missing.into_iter().zip(solid) {
-                match solid {
-                    Some(solid) => self.solidity.insert(pos, solid),
-                    None => {
-                        absent.insert(self.section_of(pos));
-                    }
-                }
-            }
-            for section in absent {
-                self.ask_section(section)?;
+                None => retry.push((index, walk)),
             }
         }
-
-        let mut moves = Vec::new();
-        let second = self.counters.second;
-        let mut moved = 0;
-        for (index, walk) in plans {
-            let creature = &mut self.creatures[index];
-            let kind = &KINDS[creature.kind];
-            let solidity = &self.solidity;
-            let lookup = |pos: Pos| solidity.get(pos);
-            let mut walk = walk;
-            if walk != [0.0, 0.0] && creature.state.on_ground {
-                match physics::ground_drop(&kind.body, creature.state.position, walk, lookup) {
-                    None => {
-                        creature.waiting = true;
-                        continue;
+        if !retry.is_empty() {
+            self.fetch_needed(&retry, dt)?;
+            for (index, mut walk) in retry {
+                let creature = &mut self.creatures[index];
+                let mut read = self.solidity.reader();
+                match advance(creature, &mut walk, dt, &mut read, &mut self.rng) {
+                    Some(motion) => {
+                        moved += count_move(creature, &motion, second);
+                        moves.extend(motion);
                     }
-                    Some(drop) if drop > MAX_DROP => {
-                        creature.brain.turn_around(&mut self.rng);
-                        walk = [0.0, 0.0];
-                    }
-                    Some(_) => {}
+                    None => creature.waiting = true,
                 }
             }
-            let Some(outcome) = physics::step(&kind.body, &creature.state, walk, dt, lookup) else {
-                creature.waiting = true;
-                continue;
-            };
-            creature.waiting = false;
-            if outcome.blocked {
-                creature.brain.turn_around(&mut self.rng);
-            }
-            if outcome.state == creature.state {
-                continue;
-            }
-            let heading = creature.brain.heading;
-            creature.state = outcome.state;
-            if creature.moved_in != second {
-                creature.moved_in = second;
-                moved += 1;
-            }
-            moves.push(NodeMotion {
-                id: creature.id,
-                position: creature.state.position,
-                orientation: physics::yaw_quaternion(heading),
-                velocity: creature.state.velocity.map(|v| v as f32),
-            });
         }
         self.counters.moved_this_second += moved;
         if !moves.is_empty() {
@@ -587,6 +540,43 @@ impl Creatures {
             for id in self.host.call(&MoveNodes { moves })? {
                 self.forget(id);
             }
+        }
+        Ok(())
+    }
+
+    /// Fetches the voxels the creatures planned in `plans` may read and the
+    /// cache does not know (at most [`MAX_FETCH_CALLS`] calls), and asks
+    /// for the sections of those not generated.
+    fn fetch_needed(&mut self, plans: &[(usize, [f64; 2])], dt: f64) -> Result<(), ModuleError> {
+        let mut missing = HashSet::new();
+        for &(index, walk) in plans {
+            let creature = &self.creatures[index];
+            let body = &KINDS[creature.kind].body;
+            let (motion, ahead) = physics::needed(body, &creature.state, walk, dt);
+            let mut known = self.solidity.reader();
+            for pos in motion
+                .voxels()
+                .chain(ahead.into_iter().flat_map(|b| b.voxels()))
+            {
+                if known(pos).is_none() {
+                    missing.insert(pos);
+                }
+            }
+        }
+        let mut missing: Vec<Pos> = missing.into_iter().collect();
+        missing.truncate(MAX_FETCH_CALLS * MAX_VOXELS_PER_CALL);
+        let solid = self.fetch(&missing)?;
+        let mut absent = HashSet::new();
+        for (pos, solid) in missing.into_iter().zip(solid) {
+            match solid {
+                Some(solid) => self.solidity.insert(pos, solid),
+                None => {
+                    absent.insert(self.section_of(pos));
+                }
+            }
+        }
+        for section in absent {
+            self.ask_section(section)?;
         }
         Ok(())
     }
@@ -678,6 +668,53 @@ impl Creatures {
         self.counters = kept.counters;
         self.prepared = kept.prepared;
         self.persistent_created = kept.persistent_created;
+    }
+}
+
+/// One creature's step with the voxels `read` knows: the drop ahead (a
+/// deep one turns it around and it stands this tick), the body's step (a
+/// wall turns it around). Its move, if it moved; `None` if a voxel it
+/// needs is not known (nothing changed but `walk`, to try again with).
+fn advance(
+    creature: &mut Creature,
+    walk: &mut [f64; 2],
+    dt: f64,
+    read: &mut impl FnMut(Pos) -> Option<bool>,
+    rng: &mut Rng,
+) -> Option<Option<NodeMotion>> {
+    let body = &KINDS[creature.kind].body;
+    if *walk != [0.0, 0.0] && creature.state.on_ground {
+        let drop = physics::ground_drop(body, creature.state.position, *walk, &mut *read)?;
+        if drop > MAX_DROP {
+            creature.brain.turn_around(rng);
+            *walk = [0.0, 0.0];
+        }
+    }
+    let outcome = physics::step(body, &creature.state, *walk, dt, &mut *read)?;
+    creature.waiting = false;
+    if outcome.blocked {
+        creature.brain.turn_around(rng);
+    }
+    if outcome.state == creature.state {
+        return Some(None);
+    }
+    creature.state = outcome.state;
+    Some(Some(NodeMotion {
+        id: creature.id,
+        position: creature.state.position,
+        orientation: physics::yaw_quaternion(creature.brain.heading),
+        velocity: creature.state.velocity.map(|v| v as f32),
+    }))
+}
+
+/// 1 the first time a creature moves in this second (for the count of
+/// creatures that moved in the last second), else 0.
+fn count_move(creature: &mut Creature, motion: &Option<NodeMotion>, second: u64) -> usize {
+    if motion.is_some() && creature.moved_in != second {
+        creature.moved_in = second;
+        1
+    } else {
+        0
     }
 }
 

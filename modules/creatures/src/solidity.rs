@@ -39,6 +39,26 @@ impl Solidity {
         (bits.known[word] & bit != 0).then_some(bits.solid[word] & bit != 0)
     }
 
+    /// [`Self::get`] for many nearby voxels: remembers the last chunk, so
+    /// reads in one chunk (a creature's, nearly always) hash once.
+    pub fn reader(&self) -> impl FnMut(Pos) -> Option<bool> + '_ {
+        let mut last: Option<(Pos, Option<&ChunkBits>)> = None;
+        move |pos: Pos| {
+            let chunk = geometry::chunk_of_voxel(pos);
+            let bits = match last {
+                Some((at, bits)) if at == chunk => bits,
+                _ => {
+                    let bits = self.chunks.get(&chunk);
+                    last = Some((chunk, bits));
+                    bits
+                }
+            }?;
+            let index = geometry::index_in_chunk(pos);
+            let (word, bit) = (index / 64, 1u64 << (index % 64));
+            (bits.known[word] & bit != 0).then_some(bits.solid[word] & bit != 0)
+        }
+    }
+
     pub fn insert(&mut self, pos: Pos, solid: bool) {
         let chunk = geometry::chunk_of_voxel(pos);
         if !self.chunks.contains_key(&chunk) && self.chunks.len() >= MAX_CHUNKS {
@@ -110,6 +130,12 @@ mod tests {
         assert_eq!(cache.get(a), Some(true));
         assert_eq!(cache.get(b), Some(false));
         assert_eq!(cache.get([7, -3, 40]), None);
+        {
+            let mut read = cache.reader();
+            for pos in [a, b, [7, -3, 40], [-1, 0, 0], a] {
+                assert_eq!(read(pos), cache.get(pos), "{pos:?}");
+            }
+        }
         cache.insert(a, false);
         assert_eq!(cache.get(a), Some(false));
         cache.forget_chunk(geometry::chunk_of_voxel(a));
