@@ -21,12 +21,13 @@ use crate::layout::Layout;
 use crate::server::{ONE_ADDRESS_CROWD, Server, ServerOptions};
 
 /// Modules reloaded each round, in this order.
-pub const RELOADED: [&str; 9] = [
+pub const RELOADED: [&str; 10] = [
     "network",
     "client_file",
     "voxelworld",
     "worldgen",
     "replicate",
+    "creatures",
     "main",
     "fault_a",
     "fault_b",

@@ -1,14 +1,16 @@
 //! The server's integration tests, one binary (one link) for all: the module
 //! host in-process with real module libraries (`core`), and the real
 //! `buildat-server` binary over real sockets (`cli`, `network`,
-//! `client_file`, `world`, `game`, `api_reload`). `common` is what they
-//! share; the server driver and the wire client are `buildat-harness`'s.
+//! `client_file`, `world`, `game`, `creatures`, `api_reload`). `common` is
+//! what they share; the server driver and the wire client are
+//! `buildat-harness`'s.
 
 mod api_reload;
 mod cli;
 mod client_file;
 mod common;
 mod core;
+mod creatures;
 mod game;
 mod network;
 mod world;

@@ -143,6 +143,18 @@ impl Scratch {
         }
     }
 
+    /// Adds a copy of the `creatures` module (and what it needs: voxelworld
+    /// and worldgen).
+    pub fn add_creatures(&self) {
+        static ONCE: OnceLock<()> = OnceLock::new();
+        ONCE.get_or_init(|| prebuild(&repo_root().join("modules").join("creatures")));
+        self.add_world(false);
+        copy_dir(
+            &repo_root().join("modules").join("creatures"),
+            &self.modules().join("creatures"),
+        );
+    }
+
     /// Adds a copy of the `probe` fixture named `name`; returns its folder.
     pub fn add_probe(&self, name: &str) -> PathBuf {
         self.add_fixture("probe", name)

@@ -1,0 +1,167 @@
+//! The `creatures` module in the real server: creatures appear on the
+//! terrain and move, a reload keeps every one of them, and a restart
+//! brings the persistent ones back without making them again.
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::common::{Scratch, Server, start_server};
+
+const TRANSIENT: usize = 4;
+const PERSISTENT: usize = 3;
+
+fn start(scratch: &Scratch) -> Server {
+    let mut args = scratch.server_args();
+    args.extend(
+        [
+            "--no-watch",
+            "--set",
+            &format!("creatures.count={TRANSIENT}"),
+            "--set",
+            &format!("creatures.persistent={PERSISTENT}"),
+            "--set",
+            "creatures.radius=12",
+        ]
+        .map(String::from),
+    );
+    let mut server = start_server(&args, Stdio::piped());
+    server.expect_line("server started", Duration::from_secs(300));
+    server
+}
+
+/// The `creatures` command's answer.
+#[derive(Debug, Default)]
+struct Report {
+    total: usize,
+    kinds: BTreeMap<String, usize>,
+    moved: usize,
+    on_ground: usize,
+    to_place: usize,
+}
+
+impl Report {
+    fn kind(&self, name: &str) -> usize {
+        self.kinds.get(name).copied().unwrap_or(0)
+    }
+
+    fn persistent(&self) -> usize {
+        self.kind("cow") + self.kind("sheep")
+    }
+}
+
+/// Parses `creatures: 7 (chicken 4, cow 2, sheep 1), 5 moved in the last
+/// second, 6 on the ground, 0 waiting, 0 to place`.
+fn parse(line: &str) -> Option<Report> {
+    let rest = line.split("creatures: ").nth(1)?;
+    let (total, rest) = rest.split_once(" (")?;
+    let (kinds, rest) = rest.split_once("), ")?;
+    let (moved, rest) = rest.split_once(" moved in the last second, ")?;
+    let mut parts = rest.split(", ");
+    let on_ground = parts.next()?.strip_suffix(" on the ground")?;
+    let to_place = parts.nth(1)?.strip_suffix(" to place")?;
+    let mut report = Report {
+        total: total.trim().parse().ok()?,
+        moved: moved.trim().parse().ok()?,
+        on_ground: on_ground.trim().parse().ok()?,
+        to_place: to_place.trim().parse().ok()?,
+        ..Report::default()
+    };
+    for kind in kinds.split(", ") {
+        let (name, count) = kind.split_once(' ')?;
+        report.kinds.insert(name.to_string(), count.parse().ok()?);
+    }
+    Some(report)
+}
+
+fn report(server: &mut Server) -> Report {
+    server.pump();
+    let from = server.seen.len();
+    server.send("creatures");
+    let line = server
+        .wait_for_from(from, "moved in the last second", Duration::from_secs(30))
+        .unwrap_or_else(|| panic!("the creatures command answers:\n{}", server.output()));
+    parse(&line).unwrap_or_else(|| panic!("a report: {line}"))
+}
+
+/// Asks for reports until one satisfies `done`.
+fn wait_report(server: &mut Server, timeout: Duration, done: impl Fn(&Report) -> bool) -> Report {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let report = report(server);
+        if done(&report) {
+            return report;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "last report {report:?}:\n{}",
+            server.output()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn all_there(report: &Report) -> bool {
+    report.kind("chicken") == TRANSIENT && report.persistent() == PERSISTENT && report.to_place == 0
+}
+
+/// Reports for a while (past an adoption round, every 5 s): the counts
+/// never go over what the settings ask.
+fn never_more_than_asked(server: &mut Server, seconds: u64) -> Report {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let mut last = report(server);
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(700));
+        last = report(server);
+        assert!(
+            last.kind("chicken") <= TRANSIENT && last.persistent() <= PERSISTENT,
+            "duplicated: {last:?}:\n{}",
+            server.output()
+        );
+    }
+    last
+}
+
+#[test]
+fn creatures_wander_survive_a_reload_and_persist_without_duplicates() {
+    let scratch = Scratch::new();
+    scratch.add_creatures();
+    let mut server = start(&scratch);
+    let first = wait_report(&mut server, Duration::from_secs(120), all_there);
+    assert_eq!(first.total, TRANSIENT + PERSISTENT, "{first:?}");
+    // They walk, and on the terrain: none falls for long.
+    wait_report(&mut server, Duration::from_secs(30), |r| r.moved > 0);
+    wait_report(&mut server, Duration::from_secs(30), |r| {
+        r.on_ground == r.total
+    });
+
+    server.send("reload creatures");
+    server.expect_line("reloaded creatures", Duration::from_secs(300));
+    let after_reload = report(&mut server);
+    assert!(all_there(&after_reload), "{after_reload:?}");
+    let later = never_more_than_asked(&mut server, 7);
+    assert!(all_there(&later), "{later:?}");
+    wait_report(&mut server, Duration::from_secs(30), |r| r.moved > 0);
+    server.stop_cleanly();
+
+    let marker = std::fs::read_to_string(scratch.world().join("creatures.txt")).expect("marker");
+    assert!(
+        marker.contains(&format!("persistent_created = {PERSISTENT}")),
+        "{marker}"
+    );
+
+    let mut server = start(&scratch);
+    let again = wait_report(&mut server, Duration::from_secs(120), all_there);
+    assert_eq!(again.total, TRANSIENT + PERSISTENT, "{again:?}");
+    let later = never_more_than_asked(&mut server, 7);
+    assert!(all_there(&later), "{later:?}");
+    server.stop_cleanly();
+    assert!(
+        !server
+            .seen
+            .iter()
+            .any(|l| l.contains("creatures") && (l.contains("ERROR") || l.contains("WARN"))),
+        "{}",
+        server.output()
+    );
+}
