@@ -1432,10 +1432,10 @@ pub(crate) mod tests {
         let (appeared, _) = world.take_node_changes();
         assert_eq!(
             appeared,
-            [node.clone()],
+            std::slice::from_ref(&node),
             "a node loaded from storage is told"
         );
-        assert_eq!(world.list_nodes(Some("kind")), [node.clone()]);
+        assert_eq!(world.list_nodes(Some("kind")), std::slice::from_ref(&node));
         assert!(world.list_nodes(Some("colour")).is_empty());
         assert_eq!(node.position, [next_x + 1.5, 40.5, 1.5]);
         assert_eq!(node.orientation, QUARTER_TURN);
