@@ -16,11 +16,13 @@
 //! sections (they become save-enabled), and telling `voxelworld` where each
 //! player is so the world streams around it, and the game's own blocks
 //! (a `torch`: no collision, clear, block light 14, placeable from the
-//! hotbar like every registered block). Its `client_lua/` is what clients
+//! hotbar like every registered block; it drops without a solid voxel
+//! below or beside it: `special.rs`). Its `client_lua/` is what clients
 //! run.
 //! Does not own: the world or its stream (`voxelworld`), sockets (`network`).
 
 pub mod rules;
+pub mod special;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -51,6 +53,7 @@ fn game_blocks() -> Vec<BlockDefinition> {
     torch.physically_solid = false;
     torch.light_source = 14;
     torch.light_absorption = 0;
+    torch.handler_module = special::HANDLER.into();
     vec![torch]
 }
 
@@ -536,6 +539,7 @@ impl Module for Game {
         self.host.sub_event(ClientDisconnected::NAME)?;
         self.host.sub_event(FilesTransmitted::NAME)?;
         self.host.sub_event(events::Tick::NAME)?;
+        self.host.sub_event(&special::EVENT)?;
         Ok(())
     }
 
@@ -581,6 +585,7 @@ impl Module for Game {
                 }
             }
             FilesTransmitted::NAME => {}
+            _ if name == *special::EVENT => self.on_special_voxels(payload)?,
             _ => {
                 let Some(packet_name) = self.packet_events.get(name).copied() else {
                     return Ok(());
