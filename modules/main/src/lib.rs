@@ -19,11 +19,13 @@
 //! sections (they become save-enabled), and telling `voxelworld` where each
 //! player is so the world streams around it, and the game's own blocks
 //! (a `torch`: no collision, clear, block light 14, placeable from the
-//! hotbar like every registered block). Its `client_lua/` is what clients
+//! hotbar like every registered block; it drops without a solid voxel
+//! below or beside it: `special.rs`). Its `client_lua/` is what clients
 //! run.
 //! Does not own: the world or its stream (`voxelworld`), sockets (`network`).
 
 pub mod rules;
+pub mod special;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -41,9 +43,9 @@ use buildat_network_api::{
 use buildat_voxel::geometry::{self, Pos, SectionSize};
 use buildat_voxel::{AIR, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
-    BlockDefinition, CreateNode, CreateNodes, EditOutcome, EditVoxel, GetRegistry, GetSizes, GetVoxel,
-    GetVoxels, IDENTITY, LoadOrGenerateSection, MoveNodes, NodeMotion, RegisterBlock, RemoveNode,
-    Replace, Viewer,
+    BlockDefinition, CreateNode, CreateNodes, EditOutcome, EditVoxel, GetRegistry, GetSizes,
+    GetVoxel, GetVoxels, IDENTITY, LoadOrGenerateSection, MoveNodes, NodeMotion, RegisterBlock,
+    RemoveNode, Replace, Viewer,
 };
 use rules::{Motion, RateLimit};
 
@@ -53,6 +55,7 @@ fn game_blocks() -> Vec<BlockDefinition> {
     torch.physically_solid = false;
     torch.light_source = 14;
     torch.light_absorption = 0;
+    torch.handler_module = special::HANDLER.into();
     vec![torch]
 }
 
@@ -639,6 +642,7 @@ impl Module for Game {
         self.host.sub_event(ClientDisconnected::NAME)?;
         self.host.sub_event(FilesTransmitted::NAME)?;
         self.host.sub_event(events::Tick::NAME)?;
+        self.host.sub_event(&special::EVENT)?;
         Ok(())
     }
 
@@ -691,6 +695,7 @@ impl Module for Game {
                 }
             }
             FilesTransmitted::NAME => {}
+            _ if name == *special::EVENT => self.on_special_voxels(payload)?,
             _ => {
                 let Some(packet_name) = self.packet_events.get(name).copied() else {
                     return Ok(());

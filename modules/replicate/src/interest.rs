@@ -560,7 +560,10 @@ mod tests {
         painted.vars.insert("colour".into(), vec![1, 2, 3]);
         r.node_changed(&painted);
         run(&mut r, &mut clients);
-        assert_eq!(clients[&100].nodes[&1].var("colour"), Some(&[1u8, 2, 3][..]));
+        assert_eq!(
+            clients[&100].nodes[&1].var("colour"),
+            Some(&[1u8, 2, 3][..])
+        );
         // Nothing changed: nothing sent.
         assert_eq!(run(&mut r, &mut clients), 0);
         // Far away (beyond the radius and its margin): forgotten.

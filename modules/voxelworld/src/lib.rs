@@ -9,6 +9,9 @@
 //! reload carries them, and `stop` retries, then writes them to a recovery
 //! file taken back at the next start: `durability.rs`), and `pregen` (generating and saving a region
 //! through the generator module's `generate` call, each section once).
+//! Special voxels (`special.rs`): after each commit of edits, the module
+//! named as a changed voxel's or its face neighbour's `handler_module` is
+//! told in one `voxelworld:special/<module>` event.
 //! Light is derived from the voxels (`buildat_voxel::light`): computed when
 //! a chunk is first streamed, relit once a tick for everything changed in
 //! it, streamed after each chunk and when it changes, never stored.
@@ -27,6 +30,7 @@
 //! default into a new world and is its only parser (`get_world_config`).
 
 pub mod durability;
+pub mod special;
 pub mod storage;
 pub mod stream;
 pub mod world;
@@ -45,11 +49,12 @@ use buildat_network_api::{self as network, ClientDisconnected, PacketReceived, P
 use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
 use buildat_voxelworld_api::stream::{Ack, Registry};
 use buildat_voxelworld_api::{
-    ApplyGenerated, Commit, CreateNode, CreateNodes, EditOutcome, EditVoxel, Generate, GeneratedSection,
-    GenerationRequest, GetChunk, GetNode, GetRegistry, GetSizes, GetVoxel, GetVoxels,
-    GetWorldConfig, ListNodes, LoadOrGenerateSection, MoveNodes, NodeVolumeUpdated, NodesChanged,
-    Pregen, PregenReport, RegisterBlock, RemoveNode, RemoveViewer, Replace, Save, SectionStatus,
-    SetNodeParent, SetNodeVar, SetSectionSaveEnabled, SetVoxel, Sizes, Viewer, WorldConfig,
+    ApplyGenerated, Commit, CreateNode, CreateNodes, EditOutcome, EditVoxel, Generate,
+    GeneratedSection, GenerationRequest, GetChunk, GetNode, GetRegistry, GetSizes, GetVoxel,
+    GetVoxels, GetWorldConfig, ListNodes, LoadOrGenerateSection, MoveNodes, NodeVolumeUpdated,
+    NodesChanged, Pregen, PregenReport, RegisterBlock, RemoveNode, RemoveViewer, Replace, Save,
+    SectionStatus, SetNodeParent, SetNodeVar, SetSectionSaveEnabled, SetVoxel, Sizes,
+    SpecialVoxels, Viewer, WorldConfig,
 };
 use durability::{SaveHealth, StashedSection};
 use serde::{Deserialize, Serialize};
@@ -198,6 +203,9 @@ struct VoxelWorld {
     peer_log: LogLimiter<PeerId>,
     /// Streaming errors (storage that cannot be read), a few a minute.
     stream_log: LogLimiter<()>,
+    /// Commits with more changed voxels than handlers are told of, a few a
+    /// minute.
+    special_log: LogLimiter<()>,
 }
 
 fn world_error(error: WorldError) -> ModuleError {
@@ -549,7 +557,32 @@ impl VoxelWorld {
             }
             self.changed_holders.extend(holders);
         }
+        self.tell_special()?;
         Ok(updated.len() as u32)
+    }
+
+    /// Tells each handler module what the commit did to its voxels and
+    /// their neighbours: one `voxelworld:special/<module>` event each.
+    fn tell_special(&mut self) -> Result<(), ModuleError> {
+        let (told, dropped) = self.world.take_special();
+        if dropped > 0
+            && let Some(suppressed) = self.special_log.allow((), Instant::now())
+        {
+            log::warn!(
+                "a commit changed more than {} voxels: their handler modules were not told of \
+                 the last {dropped}{}",
+                special::MAX_SPECIAL_CHANGES,
+                suppressed_note(suppressed)
+            );
+        }
+        for (module, voxels) in told {
+            let payload = buildat_interface::encode(&SpecialVoxels { voxels })?;
+            self.host.emit_event(
+                &buildat_voxelworld_api::special_voxel_event(&module),
+                &payload,
+            )?;
+        }
+        Ok(())
     }
 
     /// One edit: check, set, mark for saving, commit.
@@ -562,6 +595,7 @@ impl VoxelWorld {
             Replace::Any => true,
             Replace::OnlyAir => is_air,
             Replace::NotAir => !is_air,
+            Replace::Exactly(voxel) => current == voxel,
         };
         if !allowed {
             return Ok(EditOutcome::Refused { current });
@@ -676,6 +710,7 @@ impl Module for VoxelWorld {
             health: SaveHealth::default(),
             peer_log: LogLimiter::new(5, std::time::Duration::from_secs(10)),
             stream_log: LogLimiter::new(3, std::time::Duration::from_secs(60)),
+            special_log: LogLimiter::new(3, std::time::Duration::from_secs(60)),
         })
     }
 

@@ -34,10 +34,11 @@ use buildat_voxel::geometry::{self, CHUNK_VOLUME, Pos, SectionSize};
 use buildat_voxel::light::{self, LightTable, Surroundings};
 use buildat_voxel::{AIR, BlockDefinition, BlockRegistry, RegistryError, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
-    ChunkData, DynamicNode, NodesChanged, StoredNode, StoredNodeKind, VAR_MOD_VERSION,
+    ChunkData, DynamicNode, SpecialVoxel, StoredNode, StoredNodeKind, VAR_MOD_VERSION,
     VAR_REGISTRY_NAME, VAR_VOXEL_DATA,
 };
 
+use crate::special::{self, Handlers, Pending};
 use crate::storage::{StorageError, StoredSection, WorldStorage};
 
 mod nodes;
@@ -240,6 +241,12 @@ pub struct World {
     nodes_changed: BTreeSet<u64>,
     nodes_moved: BTreeSet<u64>,
     nodes_removed: BTreeSet<u64>,
+    /// The voxel types with a handler module, rebuilt when the registry
+    /// grows.
+    handlers: Handlers,
+    /// The voxels set since the last commit, for their handlers (recorded
+    /// only while some type has one).
+    special: Pending,
 }
 
 impl World {
@@ -267,6 +274,8 @@ impl World {
             nodes_changed: BTreeSet::new(),
             nodes_moved: BTreeSet::new(),
             nodes_removed: BTreeSet::new(),
+            handlers: Handlers::default(),
+            special: Pending::default(),
         }
     }
 
@@ -642,13 +651,17 @@ impl World {
             .voxels_of(chunk_pos)?
             .ok_or(WorldError::NotGenerated(section_pos))?;
         let index = geometry::index_in_chunk(pos);
-        let changed = match voxels.get_mut(index) {
-            Some(slot) if *slot != voxel => {
-                *slot = voxel;
-                true
-            }
-            _ => false,
+        let previous = match voxels.get_mut(index) {
+            Some(slot) if *slot != voxel => Some(std::mem::replace(slot, voxel)),
+            _ => None,
         };
+        let changed = previous.is_some();
+        self.handlers.refresh(&self.voxels);
+        if let Some(previous) = previous
+            && !self.handlers.is_empty()
+        {
+            self.special.record(pos, previous, voxel);
+        }
         if changed {
             let entry = self
                 .voxel_changes
@@ -694,6 +707,27 @@ impl World {
                 })
             })
             .collect()
+    }
+
+    /// What each handler module is told of the voxels set since the last
+    /// call (see [`special::notifications`]; neighbours not in memory are
+    /// not told), and how many changes were past the bound and not told.
+    pub fn take_special(&mut self) -> (BTreeMap<String, Vec<SpecialVoxel>>, usize) {
+        let (changes, dropped) = self.special.take();
+        if changes.is_empty() {
+            return (BTreeMap::new(), dropped);
+        }
+        let handlers = std::mem::take(&mut self.handlers);
+        let told = special::notifications(&changes, &handlers, |pos| self.loaded_voxel(pos));
+        self.handlers = handlers;
+        (told, dropped)
+    }
+
+    /// A voxel of a chunk in memory, without loading or generating
+    /// anything (`None` otherwise, or if its chunk does not decode).
+    fn loaded_voxel(&mut self, pos: Pos) -> Option<u32> {
+        let voxels = self.voxels_of(geometry::chunk_of_voxel(pos)).ok()??;
+        voxels.get(geometry::index_in_chunk(pos)).copied()
     }
 
     /// Fills a section with a generator's chunks; answers the updated chunks.
@@ -1048,6 +1082,7 @@ pub(crate) mod tests {
 
     use super::*;
     use crate::storage::SqliteStorage;
+    use buildat_voxelworld_api::NodesChanged;
 
     /// Switches of [`FaultyStorage`].
     #[derive(Clone, Default)]
@@ -1283,6 +1318,83 @@ pub(crate) mod tests {
         let committed = world.commit();
         assert_eq!(committed.len(), 1);
         assert_eq!(committed[0].voxels, None);
+    }
+
+    #[test]
+    fn edits_tell_handler_modules_and_generation_does_not() {
+        use buildat_voxelworld_api::{SpecialCause, SpecialVoxel};
+        let dir = tempfile::tempdir().unwrap();
+        let mut world = open(dir.path());
+        let stone = world.voxels.get_id("stone").unwrap();
+        generate(&mut world, [0, 0, 0], "stone");
+        world.set_voxel([1, 2, 3], AIR).unwrap();
+        assert_eq!(
+            world.take_special(),
+            (BTreeMap::new(), 0),
+            "no handler registered: nothing recorded"
+        );
+        let mut torch = BlockDefinition::simple("torch", "torch.png");
+        torch.handler_module = "main".into();
+        let torch = world.register_block(torch).unwrap()[0];
+        // Generated after the handler exists: still nothing.
+        generate(&mut world, [1, 0, 0], "stone");
+        assert!(world.take_special().0.is_empty());
+        let (ground, at) = ([4, 4, 4], [4, 5, 4]);
+        world.set_voxel(at, AIR).unwrap();
+        world.set_voxel(at, torch).unwrap();
+        let (told, dropped) = world.take_special();
+        assert_eq!(dropped, 0);
+        assert_eq!(
+            told["main"],
+            vec![SpecialVoxel {
+                pos: at,
+                voxel: torch,
+                previous: stone,
+                cause: SpecialCause::Placed
+            }]
+        );
+        assert!(world.take_special().0.is_empty(), "taken once");
+        world.set_voxel(ground, AIR).unwrap();
+        let (told, _) = world.take_special();
+        assert_eq!(
+            told["main"],
+            vec![SpecialVoxel {
+                pos: at,
+                voxel: torch,
+                previous: torch,
+                cause: SpecialCause::NeighbourChanged {
+                    neighbour: ground,
+                    was: stone,
+                    now: AIR
+                }
+            }]
+        );
+        // A neighbour across a chunk border, and one in a section that is
+        // not in memory (not told, not loaded).
+        world.set_voxel([31, 5, 4], torch).unwrap();
+        world.set_voxel([32, 5, 4], AIR).unwrap();
+        let (told, _) = world.take_special();
+        let causes: Vec<_> = told["main"].iter().map(|s| (s.pos, s.cause)).collect();
+        assert_eq!(causes.len(), 2, "{causes:?}");
+        assert_eq!(causes[0], ([31, 5, 4], SpecialCause::Placed));
+        assert!(matches!(
+            causes[1],
+            (
+                [31, 5, 4],
+                SpecialCause::NeighbourChanged {
+                    neighbour: [32, 5, 4],
+                    ..
+                }
+            )
+        ));
+        let sections = world.loaded_sections();
+        world.set_voxel([0, 0, 0], torch).unwrap();
+        world.take_special();
+        assert_eq!(
+            world.loaded_sections(),
+            sections,
+            "no section loaded to tell"
+        );
     }
 
     /// A deadline no test reaches.

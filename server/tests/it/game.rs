@@ -1,7 +1,7 @@
 //! The default game and the world stream over real sockets: joining,
 //! streaming nearest first under flow control, each chunk's light after it
 //! and again when an edit changes it, edits seen by others and kept across
-//! a restart.
+//! a restart, a special voxel (the torch) told of the edits around it.
 
 use buildat_format::Packet;
 use buildat_main_api::{Correct, Dig, Edits, Join, Move, Ping, Place, Pong, Refused, Spawn};
@@ -324,7 +324,11 @@ fn a_player_sees_a_node_enter_its_view_and_leave_it() {
     let (mut server, address) = start_with(&scratch, &["world_probe.idle=1"]);
     let mut player = Player::join(&address, "watcher");
     let created = server
-        .command("probe-nodes create 1", &["created nodes "], Duration::from_secs(30))
+        .command(
+            "probe-nodes create 1",
+            &["created nodes "],
+            Duration::from_secs(30),
+        )
         .expect("a node");
     let id: u64 = created
         .rsplit(' ')
@@ -333,7 +337,10 @@ fn a_player_sees_a_node_enter_its_view_and_leave_it() {
         .unwrap_or_else(|| panic!("an id in {created:?}"));
     // Made high above the spawn (y 266): out of view.
     player.pump_until(Duration::from_secs(1), |_| false);
-    assert!(!player.nodes.contains_key(&id), "a node out of view is not told");
+    assert!(
+        !player.nodes.contains_key(&id),
+        "a node out of view is not told"
+    );
     let [x, y, z] = player.position;
     let mut put = |at: [f64; 3]| {
         let command = format!("probe-nodes at {id} {} {} {}", at[0], at[1], at[2]);
@@ -618,6 +625,79 @@ fn players_keep_playing_across_reloads_of_every_game_module() {
         !server.output().contains("disconnected:"),
         "{}",
         server.output()
+    );
+    server.stop_cleanly();
+}
+
+#[test]
+fn a_torch_drops_when_the_voxel_under_it_is_dug() {
+    let scratch = Scratch::new();
+    scratch.add_game();
+    let (mut server, address) = start(&scratch);
+    let mut player = Player::join(&address, "torchbearer");
+    let feet = player.feet();
+    let all = chunks_in_radius(geometry::chunk_of_voxel(feet));
+    player
+        .pump_until(Duration::from_secs(120), |p| p.received.len() >= all.len())
+        .expect("world");
+    // A stone put in the air near the player, a torch on it and room
+    // around the torch: the stone is all that holds it.
+    let up = |p: Pos| [p[0], p[1] + 1, p[2]];
+    let sides =
+        |p: Pos| [[1, 0], [-1, 0], [0, 1], [0, -1]].map(|[dx, dz]| [p[0] + dx, p[1], p[2] + dz]);
+    let (stone, torch) = [[2, 0], [-2, 0], [0, 2], [0, -2], [2, 2], [-2, -2]]
+        .into_iter()
+        .map(|[dx, dz]| [feet[0] + dx, feet[1], feet[2] + dz])
+        .find(|&stone| {
+            let (torch, above) = (up(stone), up(up(stone)));
+            [stone, torch, above]
+                .into_iter()
+                .chain(sides(torch))
+                .chain(sides(above))
+                .all(|v| player.voxel_name(v) == Some("air"))
+        })
+        .map(|stone| (stone, up(stone)))
+        .expect("room for a torch on a stone near the spawn");
+    player.place(stone, "stone");
+    player.place(torch, "torch");
+    player
+        .pump_until(Duration::from_secs(30), |p| {
+            p.voxel_name(stone) == Some("stone") && p.voxel_name(torch) == Some("torch")
+        })
+        .unwrap_or_else(|| panic!("the torch stands on the stone:\n{}", server.output()));
+    // A torch placed on the torch has nothing to hold it: it drops at once.
+    let on_top = up(torch);
+    player.place(on_top, "torch");
+    player
+        .pump_until(Duration::from_secs(30), |p| {
+            p.edits.contains(&(on_top, "torch".into())) && p.voxel_name(on_top) == Some("air")
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "a torch held by nothing drops: {:?}\n{}",
+                player.voxel_name(on_top),
+                server.output()
+            )
+        });
+    player.pump_until(Duration::from_millis(500), |_| false);
+    assert_eq!(player.voxel_name(torch), Some("torch"), "held by the stone");
+    // The stone dug: the torch on it goes too, seen as a single voxel.
+    let updates = player.voxel_updates;
+    player.dig(stone);
+    player
+        .pump_until(Duration::from_secs(30), |p| {
+            p.voxel_name(stone) == Some("air") && p.voxel_name(torch) == Some("air")
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "the torch drops with its stone: {:?}\n{}",
+                player.voxel_name(torch),
+                server.output()
+            )
+        });
+    assert!(
+        player.voxel_updates >= updates + 2,
+        "the dig, then the drop"
     );
     server.stop_cleanly();
 }

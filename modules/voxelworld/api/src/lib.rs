@@ -2,7 +2,8 @@
 //! games, generators, tools, the client and tests.
 //!
 //! Owns: the events (`voxelworld:generation_request`,
-//! `voxelworld:node_volume_updated`, `voxelworld:viewer_moved`), the typed
+//! `voxelworld:node_volume_updated`, `voxelworld:viewer_moved`,
+//! `voxelworld:nodes_changed`, `voxelworld:special/<module>`: [`SpecialVoxels`]), the typed
 //! calls, the generator's call ([`Generate`]), the stored node record and
 //! the world stream's packets ([`stream`]). Does not own: the world itself
 //! (the `voxelworld` module) or voxel types (`buildat-voxel`).
@@ -137,6 +138,10 @@ pub enum Replace {
     OnlyAir,
     /// Anything but air (digging).
     NotAir,
+    /// Only this very voxel (type and game bits): a module acting on what
+    /// it saw there, such as a handler removing its own voxel, never
+    /// replaces what somebody put there meanwhile.
+    Exactly(u32),
 }
 
 /// Call: one edit in one call. Checks `replace` against the voxel there,
@@ -160,6 +165,67 @@ pub enum EditOutcome {
     /// Its section is not generated yet; nothing changed.
     NotGenerated,
 }
+
+/// Prefix of the event a voxel's handler module is told through: the full
+/// name is `voxelworld:special/<handler module>`.
+pub const SPECIAL_VOXEL_PREFIX: &str = "voxelworld:special/";
+
+/// The event name a handler module subscribes to: `voxelworld:special/<module>`
+/// (its payload is [`SpecialVoxels`]).
+pub fn special_voxel_event(module: &str) -> String {
+    format!("{SPECIAL_VOXEL_PREFIX}{module}")
+}
+
+/// `voxelworld:special/<module>`: what happened to the voxels whose
+/// definition names `<module>` as its `handler_module`, in one commit of
+/// edits ([`EditVoxel`], or [`SetVoxel`]s and their [`Commit`]), in the
+/// order the edits were made. One event per handler module per commit, so
+/// a commit of many voxels does not flood the handler's queue. Only edits
+/// are told: generated or loaded terrain is not. A voxel set several times
+/// in one commit is told once, from what was there before the commit to
+/// what is there after it (nothing when that is the same voxel); a change
+/// of its game bits alone is neither [`SpecialCause::Placed`] nor
+/// [`SpecialCause::Dug`]. Neighbours in sections not in memory are not
+/// told. At most [`MAX_SPECIAL_CHANGES`] changed voxels of a commit are
+/// looked at. An event, not a call: a handler may call voxelworld back (an
+/// [`EditVoxel`] whose own commit is told in turn; ending a chain of
+/// reactions is the handler's business).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpecialVoxels {
+    pub voxels: Vec<SpecialVoxel>,
+}
+
+/// Something happened to or beside a voxel with a handler module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpecialVoxel {
+    /// Where the voxel is.
+    pub pos: Pos,
+    /// The voxel there now (after a [`SpecialCause::Dug`], the one that
+    /// replaced the handler's).
+    pub voxel: u32,
+    /// The voxel there before the commit (the same as `voxel` when only a
+    /// neighbour changed).
+    pub previous: u32,
+    pub cause: SpecialCause,
+}
+
+/// Why a handler module is told about a voxel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SpecialCause {
+    /// A voxel of the handler's was put at `pos` (`voxel`), replacing
+    /// `previous` (of another type).
+    Placed,
+    /// The handler's voxel `previous` at `pos` was replaced by `voxel`
+    /// (air when dug, another type when replaced).
+    Dug,
+    /// One of the six face neighbours of the handler's voxel at `pos`
+    /// changed from `was` to `now` (game bits alone too).
+    NeighbourChanged { neighbour: Pos, was: u32, now: u32 },
+}
+
+/// Most changed voxels of one commit that handler modules are told about;
+/// the changes beyond are not told (and voxelworld logs it).
+pub const MAX_SPECIAL_CHANGES: usize = 16384;
 
 /// Call: load a section from storage or ask for its generation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
