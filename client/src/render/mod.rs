@@ -113,6 +113,21 @@ pub struct Scene {
 }
 
 impl Scene {
+    /// The triangles of the boxes Lua set (`buildat.ui.set_box`: players,
+    /// creatures, any node the game draws), for a frame of either frontend.
+    pub fn box_triangles(&self, out: &mut Vec<gpu::FlatVertex>) {
+        for b in self.ui.boxes.values() {
+            let [x, y, z] = b.position.map(|v| v as f32);
+            let [w, h] = b.size;
+            gpu::box_triangles(
+                glam::Vec3::new(x - w / 2.0, y, z - w / 2.0),
+                glam::Vec3::new(x + w / 2.0, y + h, z + w / 2.0),
+                b.colour,
+                out,
+            );
+        }
+    }
+
     pub fn new() -> Result<Self, RenderError> {
         Ok(Self {
             registry: None,

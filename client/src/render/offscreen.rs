@@ -95,6 +95,7 @@ pub fn run(link: FrontendLink, options: &ShotOptions) -> Result<ShotReport, Rend
     );
     let view = texture.create_view(&Default::default());
     let mut extras = FrameExtras::default();
+    scene.box_triangles(&mut extras.world_triangles);
     if options.overlay {
         let mut overlay = Overlay::new(width, height);
         overlay.crosshair();

@@ -340,16 +340,7 @@ impl App {
             gfx.renderer.set_chunk(chunk, mesh.as_ref());
         }
         let mut extras = FrameExtras::default();
-        for b in self.scene.ui.boxes.values() {
-            let [x, y, z] = b.position.map(|v| v as f32);
-            let [w, h] = b.size;
-            gpu::box_triangles(
-                Vec3::new(x - w / 2.0, y, z - w / 2.0),
-                Vec3::new(x + w / 2.0, y + h, z + w / 2.0),
-                b.colour,
-                &mut extras.world_triangles,
-            );
-        }
+        self.scene.box_triangles(&mut extras.world_triangles);
         if let Some(target) = self.target {
             let min = Vec3::from(target.voxel.map(|c| c as f32)) - Vec3::splat(0.002);
             gpu::box_lines(
