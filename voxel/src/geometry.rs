@@ -45,6 +45,17 @@ impl SectionSize {
 }
 
 /// The chunk holding a voxel.
+/// The six face directions of a voxel (+x, -x, +y, -y, +z, -z): its face
+/// neighbours' offsets, and the order of `VoxelDefinition::textures`.
+pub const FACES: [Pos; 6] = [
+    [1, 0, 0],
+    [-1, 0, 0],
+    [0, 1, 0],
+    [0, -1, 0],
+    [0, 0, 1],
+    [0, 0, -1],
+];
+
 pub fn chunk_of_voxel(voxel: Pos) -> Pos {
     voxel.map(|v| v.div_euclid(CHUNK_SIZE))
 }

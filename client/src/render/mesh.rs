@@ -193,14 +193,7 @@ fn chunk_step(p: usize) -> usize {
 }
 
 /// Unit normals of the six faces, in `VoxelDefinition::textures` order.
-const NORMALS: [[i32; 3]; 6] = [
-    [1, 0, 0],
-    [-1, 0, 0],
-    [0, 1, 0],
-    [0, -1, 0],
-    [0, 0, 1],
-    [0, 0, -1],
-];
+const NORMALS: [[i32; 3]; 6] = buildat_voxel::geometry::FACES;
 
 /// Whether a face of `voxel` is drawn against `neighbour`.
 fn face_visible(voxel: Kind, neighbour: Kind) -> bool {

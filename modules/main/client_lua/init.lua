@@ -132,7 +132,11 @@ buildat.nodes.on_added(function(id)
 	end
 	show_node(id)
 end)
-buildat.nodes.on_changed(show_node)
+-- Only a drawn client follows each change (a bot would pay a call per
+-- node per tick for nothing).
+if graphical then
+	buildat.nodes.on_changed(show_node)
+end
 buildat.nodes.on_removed(function(id)
 	local p = seen_players[id]
 	if p ~= nil then

@@ -43,9 +43,9 @@ use buildat_network_api::{
 use buildat_voxel::geometry::{self, Pos, SectionSize};
 use buildat_voxel::{AIR, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
-    BlockDefinition, CreateNode, CreateNodes, EditOutcome, EditVoxel, GetRegistry, GetSizes,
-    GetVoxel, GetVoxels, IDENTITY, LoadOrGenerateSection, MoveNodes, NodeMotion, RegisterBlock,
-    RemoveNode, Replace, Viewer,
+    BlockDefinition, CreateNode, CreateNodes, EditOutcome, EditVoxel, EditVoxels, GetRegistry,
+    GetSizes, GetVoxel, GetVoxels, IDENTITY, LoadOrGenerateSection, MAX_VOXELS_PER_CALL, MoveNodes,
+    NodeMotion, RegisterBlock, RemoveNode, Replace, Viewer,
 };
 use rules::{Motion, RateLimit};
 
@@ -57,6 +57,23 @@ fn game_blocks() -> Vec<BlockDefinition> {
     torch.light_absorption = 0;
     torch.handler_module = special::HANDLER.into();
     vec![torch]
+}
+
+/// Moves waiting for the next tick at most (the network's input budgets
+/// keep far below it; past it a move is refused).
+const MAX_PENDING_MOVES: usize = 100_000;
+
+/// Digs and places waiting for the next tick at most.
+const MAX_PENDING_ACTIONS: usize = 100_000;
+
+/// A dig or a place waiting for the next tick.
+struct PendingAction {
+    peer: PeerId,
+    voxel: Pos,
+    /// The voxel to set (air to dig) and its name.
+    id: u32,
+    name: String,
+    replace: Replace,
 }
 
 /// Sections (y) searched for the surface at the spawn column.
@@ -116,6 +133,12 @@ struct Game {
     free_movement: bool,
     /// Peers connected and not yet playing, with when they connected.
     unjoined: BTreeMap<PeerId, Instant>,
+    /// Moves received since the last tick, in order, with when each came
+    /// (judged together at the tick: [`Game::judge_moves`]).
+    pending_moves: Vec<(PeerId, [f64; 3], Instant)>,
+    /// Digs and places received since the last tick, in order
+    /// ([`Game::judge_actions`]).
+    pending_actions: Vec<PendingAction>,
     /// How long a connection may take to join (`main.join_timeout_s`).
     join_timeout: Duration,
 }
@@ -161,9 +184,12 @@ impl Game {
     /// Whether each voxel is physically solid (`None`: not generated), in
     /// one call to the world.
     fn solidity(&mut self, positions: Vec<Pos>) -> Result<HashMap<Pos, Option<bool>>, ModuleError> {
-        let voxels = self.host.call(&GetVoxels {
-            positions: positions.clone(),
-        })?;
+        let mut voxels = Vec::with_capacity(positions.len());
+        for batch in positions.chunks(MAX_VOXELS_PER_CALL) {
+            voxels.extend(self.host.call(&GetVoxels {
+                positions: batch.to_vec(),
+            })?);
+        }
         let known = |registry: &VoxelRegistry, id: u32| {
             registry
                 .get(buildat_voxel::VoxelInstance(id).type_id())
@@ -389,103 +415,193 @@ impl Game {
         Ok(())
     }
 
+    /// Takes a move to judge at the next tick, with every other move of
+    /// the tick, in one lookup of the world: the game never waits on the
+    /// world for a move (the world may be busy lighting new terrain, and
+    /// pings and everyone else's packets would wait behind it).
     fn on_move(&mut self, peer: PeerId, packet: Move) -> Result<(), ModuleError> {
         let position = packet.position;
         if let Err(reason) = rules::check_position(position) {
             return self.refuse(peer, &reason);
         }
-        let Some(from) = self.players.get(&peer).map(|p| p.position) else {
+        if !self.players.contains_key(&peer) {
             return self.refuse(peer, "join first");
-        };
-        if rules::distance(from, position) > rules::MAX_MOVE {
-            let reason = format!("moved more than {} voxels at once", rules::MAX_MOVE);
-            return self.correct(peer, from, &reason);
         }
-        if !self.free_movement {
-            let voxels = rules::move_voxels(from, position);
-            let solid = self.solidity(voxels.all())?;
-            let lookup = |v: Pos| solid.get(&v).copied().flatten();
-            let speed = self.max_speed;
-            let judged = rules::judge_move(from, position, &voxels, lookup).and_then(|()| {
-                let player = self.players.get_mut(&peer).ok_or("join first")?;
-                player.motion.spend(from, position, speed, Instant::now())
-            });
-            if let Err(reason) = judged {
-                return self.correct(peer, from, &reason);
-            }
+        if self.pending_moves.len() >= MAX_PENDING_MOVES {
+            return self.refuse(peer, "too many moves at once on this server; move again");
         }
-        let Some(player) = self.players.get_mut(&peer) else {
-            return self.refuse(peer, "join first");
-        };
-        player.position = position;
-        self.news.moved(peer, position);
-        // An event, not a call: moving never waits for the world.
-        self.host.emit(&Viewer { peer, position })?;
+        self.pending_moves.push((peer, position, Instant::now()));
         Ok(())
     }
 
-    /// Checks that `peer` may act on `voxel` now; the reason if not.
-    /// Reach and line of sight are measured from the server's idea of the
-    /// player's position.
-    fn check_action(
-        &mut self,
-        peer: PeerId,
-        voxel: Pos,
-    ) -> Result<Result<(), String>, ModuleError> {
-        let Some(player) = self.players.get_mut(&peer) else {
-            return Ok(Err("join first".into()));
-        };
-        let position = player.position;
-        if !rules::in_reach(position, voxel) {
-            return Ok(Err(format!("{voxel:?} is out of reach")));
+    /// Judges the moves received since the last tick, in order: each from
+    /// where the one before it went, all their voxels in one lookup. A
+    /// refused move is corrected and the player's later moves of the tick
+    /// are dropped (they start from where the correction takes it back
+    /// from). Each player that moved tells the world once.
+    fn judge_moves(&mut self) -> Result<(), ModuleError> {
+        let moves = std::mem::take(&mut self.pending_moves);
+        if moves.is_empty() {
+            return Ok(());
         }
-        if !player.actions.allow(Instant::now()) {
-            return Ok(Err(format!(
-                "more than {} actions a second",
-                rules::MAX_ACTIONS_PER_SECOND
-            )));
+        let mut chain: HashMap<PeerId, [f64; 3]> = HashMap::new();
+        let mut planned = Vec::with_capacity(moves.len());
+        for (peer, to, at) in moves {
+            let Some(player) = self.players.get(&peer) else {
+                continue; // left meanwhile
+            };
+            let from = chain.get(&peer).copied().unwrap_or(player.position);
+            chain.insert(peer, to);
+            let voxels = (!self.free_movement && rules::distance(from, to) <= rules::MAX_MOVE)
+                .then(|| rules::move_voxels(from, to));
+            planned.push((peer, from, to, at, voxels));
         }
-        let rays = rules::sight_voxels(rules::eyes(position), voxel);
-        let mut positions: Vec<Pos> = rays.iter().flatten().copied().collect();
+        let mut positions: Vec<Pos> = planned
+            .iter()
+            .filter_map(|(.., voxels)| voxels.as_ref())
+            .flat_map(rules::MoveVoxels::all)
+            .collect();
         positions.sort_unstable();
         positions.dedup();
-        let solid = self.solidity(positions)?;
-        if !rules::visible(&rays, |v| solid.get(&v).copied().flatten()) {
-            return Ok(Err(format!("{voxel:?} is out of sight")));
+        let solid = if positions.is_empty() {
+            HashMap::new()
+        } else {
+            self.solidity(positions)?
+        };
+        let lookup = |v: Pos| solid.get(&v).copied().flatten();
+        let speed = self.max_speed;
+        let mut refused: BTreeSet<PeerId> = BTreeSet::new();
+        let mut moved: BTreeMap<PeerId, [f64; 3]> = BTreeMap::new();
+        for (peer, from, to, at, voxels) in planned {
+            if refused.contains(&peer) {
+                continue;
+            }
+            let Some(player) = self.players.get_mut(&peer) else {
+                continue;
+            };
+            let judged = if rules::distance(from, to) > rules::MAX_MOVE {
+                Err(format!(
+                    "moved more than {} voxels at once",
+                    rules::MAX_MOVE
+                ))
+            } else if let Some(voxels) = &voxels {
+                rules::judge_move(from, to, voxels, lookup)
+                    .and_then(|()| player.motion.spend(from, to, speed, at))
+            } else {
+                Ok(())
+            };
+            match judged {
+                Ok(()) => {
+                    player.position = to;
+                    self.news.moved(peer, to);
+                    moved.insert(peer, to);
+                }
+                Err(reason) => {
+                    refused.insert(peer);
+                    self.correct(peer, from, &reason)?;
+                }
+            }
         }
-        Ok(Ok(()))
+        // Events, not calls: moving never waits for the world.
+        for (peer, position) in moved {
+            self.host.emit(&Viewer { peer, position })?;
+        }
+        Ok(())
     }
 
-    /// Sets a voxel if `replace` allows (one call to the world: it checks,
-    /// sets, saves the section from now on and streams the change), and
-    /// shares it with the players near it.
-    fn edit(
-        &mut self,
-        peer: PeerId,
-        voxel: Pos,
-        id: u32,
-        name: &str,
-        replace: Replace,
-    ) -> Result<(), ModuleError> {
-        let outcome = self.host.call(&EditVoxel {
-            pos: voxel,
-            voxel: id,
-            replace,
-            save: true,
-        })?;
-        match outcome {
-            EditOutcome::Edited { .. } => {
-                self.news.edit(peer, voxel, name);
-                Ok(())
-            }
-            EditOutcome::NotGenerated => {
-                self.refuse(peer, "that part of the world is not generated yet")
-            }
-            EditOutcome::Refused { .. } if replace == Replace::OnlyAir => {
-                self.refuse(peer, "that place is not empty")
-            }
-            EditOutcome::Refused { .. } => self.refuse(peer, "nothing to dig there"),
+    /// Takes a dig or a place to judge at the next tick with the tick's
+    /// others (reach, sight and the edits themselves in one lookup and one
+    /// call to the world). The action rate is counted when it comes.
+    fn queue_action(&mut self, action: PendingAction) -> Result<(), ModuleError> {
+        let peer = action.peer;
+        let Some(player) = self.players.get_mut(&peer) else {
+            return self.refuse(peer, "join first");
+        };
+        if !player.actions.allow(Instant::now()) {
+            let reason = format!(
+                "more than {} actions a second",
+                rules::MAX_ACTIONS_PER_SECOND
+            );
+            return self.refuse(peer, &reason);
         }
+        if self.pending_actions.len() >= MAX_PENDING_ACTIONS {
+            return self.refuse(peer, "too many actions at once on this server; try again");
+        }
+        self.pending_actions.push(action);
+        Ok(())
+    }
+
+    /// Judges the actions received since the last tick, in order: reach
+    /// and line of sight from the server's position of each player (after
+    /// the tick's moves), the sight of all of them in one lookup, then
+    /// every edit that passed in one `EditVoxels` call (the world checks
+    /// and sets each in turn, saves its section from then on and streams
+    /// the change); each edit done goes to the news of the players near it.
+    fn judge_actions(&mut self) -> Result<(), ModuleError> {
+        let actions = std::mem::take(&mut self.pending_actions);
+        if actions.is_empty() {
+            return Ok(());
+        }
+        let mut sighted = Vec::with_capacity(actions.len());
+        for action in actions {
+            let Some(player) = self.players.get(&action.peer) else {
+                continue; // left meanwhile
+            };
+            if !rules::in_reach(player.position, action.voxel) {
+                let reason = format!("{:?} is out of reach", action.voxel);
+                self.refuse(action.peer, &reason)?;
+                continue;
+            }
+            let rays = rules::sight_voxels(rules::eyes(player.position), action.voxel);
+            sighted.push((action, rays));
+        }
+        let mut positions: Vec<Pos> = sighted
+            .iter()
+            .flat_map(|(_, rays)| rays.iter().flatten().copied())
+            .collect();
+        positions.sort_unstable();
+        positions.dedup();
+        let solid = if positions.is_empty() {
+            HashMap::new()
+        } else {
+            self.solidity(positions)?
+        };
+        let mut allowed = Vec::with_capacity(sighted.len());
+        for (action, rays) in sighted {
+            if rules::visible(&rays, |v| solid.get(&v).copied().flatten()) {
+                allowed.push(action);
+            } else {
+                let reason = format!("{:?} is out of sight", action.voxel);
+                self.refuse(action.peer, &reason)?;
+            }
+        }
+        if allowed.is_empty() {
+            return Ok(());
+        }
+        let edits = allowed
+            .iter()
+            .map(|a| EditVoxel {
+                pos: a.voxel,
+                voxel: a.id,
+                replace: a.replace,
+                save: true,
+            })
+            .collect();
+        let outcomes = self.host.call(&EditVoxels { edits })?;
+        for (action, outcome) in allowed.into_iter().zip(outcomes) {
+            let peer = action.peer;
+            match outcome {
+                EditOutcome::Edited { .. } => self.news.edit(peer, action.voxel, &action.name),
+                EditOutcome::NotGenerated => {
+                    self.refuse(peer, "that part of the world is not generated yet")?
+                }
+                EditOutcome::Refused { .. } if action.replace == Replace::OnlyAir => {
+                    self.refuse(peer, "that place is not empty")?
+                }
+                EditOutcome::Refused { .. } => self.refuse(peer, "nothing to dig there")?,
+            }
+        }
+        Ok(())
     }
 
     /// Sends the edits gathered since the last tick: each player gets one
@@ -517,22 +633,16 @@ impl Game {
     }
 
     fn on_dig(&mut self, peer: PeerId, packet: Dig) -> Result<(), ModuleError> {
-        if let Err(reason) = self.check_action(peer, packet.voxel)? {
-            return self.refuse(peer, &reason);
-        }
-        self.edit(
+        self.queue_action(PendingAction {
             peer,
-            packet.voxel,
-            AIR,
-            buildat_voxel::AIR_NAME,
-            Replace::NotAir,
-        )
+            voxel: packet.voxel,
+            id: AIR,
+            name: buildat_voxel::AIR_NAME.to_string(),
+            replace: Replace::NotAir,
+        })
     }
 
     fn on_place(&mut self, peer: PeerId, packet: Place) -> Result<(), ModuleError> {
-        if let Err(reason) = self.check_action(peer, packet.voxel)? {
-            return self.refuse(peer, &reason);
-        }
         let name = packet.name;
         if name.len() > rules::MAX_VOXEL_NAME {
             return self.refuse(peer, "a voxel name that long is never registered");
@@ -546,7 +656,13 @@ impl Game {
         let Some(id) = self.registry.get_id(&name).filter(placeable) else {
             return self.refuse(peer, &format!("{name:?} cannot be placed"));
         };
-        self.edit(peer, packet.voxel, id, &name, Replace::OnlyAir)
+        self.queue_action(PendingAction {
+            peer,
+            voxel: packet.voxel,
+            id,
+            name,
+            replace: Replace::OnlyAir,
+        })
     }
 
     /// A received packet of the game's, `packet_name` being its name.
@@ -630,6 +746,8 @@ impl Module for Game {
             max_speed: host.get_setting("main.max_speed", rules::DEFAULT_MAX_SPEED)?,
             free_movement: host.get_setting("main.free_movement", false)?,
             unjoined: BTreeMap::new(),
+            pending_moves: Vec::new(),
+            pending_actions: Vec::new(),
             join_timeout: Duration::from_secs_f64(host.get_setting("main.join_timeout_s", 120.0)?),
         })
     }
@@ -672,6 +790,8 @@ impl Module for Game {
             events::Tick::NAME => {
                 let tick: events::Tick = decode(payload)?;
                 self.spawn_waiting()?;
+                self.judge_moves()?;
+                self.judge_actions()?;
                 self.move_player_nodes(tick.dtime)?;
                 self.send_edits();
                 self.drop_unjoined();

@@ -319,6 +319,17 @@ impl Replicator {
         }
     }
 
+    /// Whether cells are close enough for a peer to learn a node.
+    fn in_range(&self, a: Cell, b: Cell) -> bool {
+        cell_distance(a, b) <= i64::from(self.radius_cells)
+    }
+
+    /// Whether cells are far enough for a peer to forget a node (a cell
+    /// beyond the range: no flapping at its edge).
+    fn gone_out(&self, a: Cell, b: Cell) -> bool {
+        cell_distance(a, b) > i64::from(self.radius_cells) + 1
+    }
+
     /// Interest of a node that changed cell: far knowers forget it, peers
     /// in range learn it.
     fn update_node_interest(&mut self, id: u64) {
@@ -332,7 +343,7 @@ impl Replicator {
             .filter(|p| {
                 self.peers
                     .get(p)
-                    .is_none_or(|v| cell_distance(v.cell, cell) > i64::from(self.radius_cells) + 1)
+                    .is_none_or(|v| self.gone_out(v.cell, cell))
             })
             .copied()
             .collect();
@@ -343,7 +354,7 @@ impl Replicator {
         let near: Vec<PeerId> = if (self.peers.len() as i64) < span * span * span {
             self.peers
                 .iter()
-                .filter(|(_, v)| cell_distance(v.cell, cell) <= i64::from(self.radius_cells))
+                .filter(|(_, v)| self.in_range(v.cell, cell))
                 .map(|(p, _)| *p)
                 .collect()
         } else {
@@ -370,7 +381,7 @@ impl Replicator {
             .filter(|id| {
                 self.nodes
                     .get(id)
-                    .is_none_or(|t| cell_distance(t.cell, cell) > i64::from(self.radius_cells) + 1)
+                    .is_none_or(|t| self.gone_out(t.cell, cell))
             })
             .copied()
             .collect();

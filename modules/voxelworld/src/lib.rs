@@ -49,7 +49,7 @@ use buildat_network_api::{self as network, ClientDisconnected, PacketReceived, P
 use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
 use buildat_voxelworld_api::stream::{Ack, Registry};
 use buildat_voxelworld_api::{
-    ApplyGenerated, Commit, CreateNode, CreateNodes, EditOutcome, EditVoxel, Generate,
+    ApplyGenerated, Commit, CreateNode, CreateNodes, EditOutcome, EditVoxel, EditVoxels, Generate,
     GeneratedSection, GenerationRequest, GetChunk, GetNode, GetRegistry, GetSizes, GetVoxel,
     GetVoxels, GetWorldConfig, ListNodes, LoadOrGenerateSection, MoveNodes, NodeVolumeUpdated,
     NodesChanged, Pregen, PregenReport, RegisterBlock, RemoveNode, RemoveViewer, Replace, Save,
@@ -856,6 +856,13 @@ impl Module for VoxelWorld {
             },
             Commit => |_| self.commit(),
             EditVoxel => |edit| self.edit_voxel(edit),
+            EditVoxels => |request: EditVoxels| {
+                request
+                    .edits
+                    .into_iter()
+                    .map(|edit| self.edit_voxel(edit))
+                    .collect::<Result<Vec<_>, _>>()
+            },
             LoadOrGenerateSection => |request: LoadOrGenerateSection| {
                 self.load_or_generate(request.section)
             },

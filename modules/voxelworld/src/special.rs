@@ -16,20 +16,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use buildat_voxel::geometry::Pos;
+use buildat_voxel::geometry::{FACES, Pos};
 use buildat_voxel::{VoxelInstance, VoxelRegistry};
 pub use buildat_voxelworld_api::MAX_SPECIAL_CHANGES;
 use buildat_voxelworld_api::{SpecialCause, SpecialVoxel};
-
-/// The six face neighbours' offsets.
-const FACES: [Pos; 6] = [
-    [1, 0, 0],
-    [-1, 0, 0],
-    [0, 1, 0],
-    [0, -1, 0],
-    [0, 0, 1],
-    [0, 0, -1],
-];
 
 /// A voxel changed by the edits of one commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

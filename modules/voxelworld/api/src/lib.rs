@@ -280,6 +280,13 @@ pub struct CreateNode {
     pub vars: BTreeMap<String, Vec<u8>>,
 }
 
+/// Call: several [`EditVoxel`]s in one call, each checked and set in turn
+/// (a tick's digs and places of every player); answers each one's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EditVoxels {
+    pub edits: Vec<EditVoxel>,
+}
+
 /// Call: create several dynamic nodes in one call (a tick's joiners, a
 /// herd); answers each one's id, or `None` where its place cannot be
 /// loaded.
@@ -435,6 +442,7 @@ buildat_interface::calls! {
     SetVoxel = "set_voxel" -> ();
     Commit = "commit" -> u32;
     EditVoxel = "edit_voxel" -> EditOutcome;
+    EditVoxels = "edit_voxels" -> Vec<EditOutcome>;
     LoadOrGenerateSection = "load_or_generate_section" -> SectionStatus;
     SetSectionSaveEnabled = "set_section_save_enabled" -> ();
     ApplyGenerated = "apply_generated" -> ();
