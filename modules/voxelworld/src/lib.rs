@@ -79,7 +79,7 @@ impl Event for MoreWork {
 /// How long one relight, or one pump, may light and encode chunks before
 /// the module's thread goes back to the calls and events waiting on it
 /// (a game module's movement checks call the world).
-const WORK_SLICE: std::time::Duration = std::time::Duration::from_millis(8);
+const WORK_SLICE: std::time::Duration = std::time::Duration::from_millis(3);
 /// How long before a section requested of the generator is asked again.
 const GENERATION_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
 /// How long one tick may spend on the periodic save before going on.
