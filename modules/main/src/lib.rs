@@ -181,9 +181,18 @@ impl Game {
         self.host.call(&GetVoxel { pos })
     }
 
-    /// Whether each voxel is physically solid (`None`: not generated), in
-    /// one call to the world.
-    fn solidity(&mut self, positions: Vec<Pos>) -> Result<HashMap<Pos, Option<bool>>, ModuleError> {
+    /// Whether each voxel is physically solid (`None`: not generated);
+    /// repeats looked up once, in as few calls to the world as the call's
+    /// limit allows (none for no voxel).
+    fn solidity(
+        &mut self,
+        mut positions: Vec<Pos>,
+    ) -> Result<HashMap<Pos, Option<bool>>, ModuleError> {
+        positions.sort_unstable();
+        positions.dedup();
+        if positions.is_empty() {
+            return Ok(HashMap::new());
+        }
         let mut voxels = Vec::with_capacity(positions.len());
         for batch in positions.chunks(MAX_VOXELS_PER_CALL) {
             voxels.extend(self.host.call(&GetVoxels {
@@ -456,18 +465,13 @@ impl Game {
                 .then(|| rules::move_voxels(from, to));
             planned.push((peer, from, to, at, voxels));
         }
-        let mut positions: Vec<Pos> = planned
-            .iter()
-            .filter_map(|(.., voxels)| voxels.as_ref())
-            .flat_map(rules::MoveVoxels::all)
-            .collect();
-        positions.sort_unstable();
-        positions.dedup();
-        let solid = if positions.is_empty() {
-            HashMap::new()
-        } else {
-            self.solidity(positions)?
-        };
+        let solid = self.solidity(
+            planned
+                .iter()
+                .filter_map(|(.., voxels)| voxels.as_ref())
+                .flat_map(rules::MoveVoxels::all)
+                .collect(),
+        )?;
         let lookup = |v: Pos| solid.get(&v).copied().flatten();
         let speed = self.max_speed;
         let mut refused: BTreeSet<PeerId> = BTreeSet::new();
@@ -555,17 +559,12 @@ impl Game {
             let rays = rules::sight_voxels(rules::eyes(player.position), action.voxel);
             sighted.push((action, rays));
         }
-        let mut positions: Vec<Pos> = sighted
-            .iter()
-            .flat_map(|(_, rays)| rays.iter().flatten().copied())
-            .collect();
-        positions.sort_unstable();
-        positions.dedup();
-        let solid = if positions.is_empty() {
-            HashMap::new()
-        } else {
-            self.solidity(positions)?
-        };
+        let solid = self.solidity(
+            sighted
+                .iter()
+                .flat_map(|(_, rays)| rays.iter().flatten().copied())
+                .collect(),
+        )?;
         let mut allowed = Vec::with_capacity(sighted.len());
         for (action, rays) in sighted {
             if rules::visible(&rays, |v| solid.get(&v).copied().flatten()) {
