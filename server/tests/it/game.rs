@@ -579,8 +579,12 @@ fn players_keep_playing_across_reloads_of_every_game_module() {
     scratch.add_game();
     let (mut server, address) = start(&scratch);
     let (mut digger, mut watcher) = digger_and_watcher(&address);
+    let digger_peer = digger.peer;
     let digger_node = watcher
-        .player_node(digger.peer)
+        .pump_until(Duration::from_secs(30), |p| {
+            p.player_node(digger_peer).is_some()
+        })
+        .and_then(|_| watcher.player_node(digger_peer))
         .expect("the watcher knows the digger")
         .id;
     for module in [
