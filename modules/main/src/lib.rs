@@ -35,7 +35,9 @@ use buildat_format::Packet;
 use buildat_interface::{
     Event, Host, Module, ModuleError, UnloadKind, decode, events, export_module, log,
 };
-use buildat_main_api::{Correct, Dig, Join, Move, Ping, Place, Pong, Refused, Spawn};
+use buildat_main_api::{
+    Correct, Dig, Join, Move, Ping, Place, Pong, Refused, Spawn, VAR_PEER, VAR_PLAYER,
+};
 use buildat_network_api::{
     self as network, ClientConnected, ClientDisconnected, OutgoingPacket, PacketReceived, PeerId,
     SendBatch,
@@ -78,11 +80,6 @@ struct PendingAction {
 
 /// Sections (y) searched for the surface at the spawn column.
 const SPAWN_SECTIONS_Y: [i32; 3] = [1, 0, -1];
-
-/// A player node's variable holding the player's name (UTF-8).
-pub const VAR_PLAYER: &str = "player";
-/// A player node's variable holding its peer id (8 bytes, little-endian).
-pub const VAR_PEER: &str = "peer";
 
 struct Player {
     name: String,

@@ -509,17 +509,43 @@ impl VoxelWorld {
     }
 
     /// Offers `pregen` on the console (and headless:
-    /// `buildat-server --world DIR pregen --radius N`).
+    /// `buildat-server --world DIR pregen --radius N`), and `world`.
     fn register_commands(&self) -> Result<(), ModuleError> {
         self.host.call(&RegisterCommand {
             name: "pregen".into(),
             usage: "--radius N [--height H]".into(),
             help: "generate and save the sections within N of the origin (y within H, default 1)"
                 .into(),
+        })?;
+        self.host.call(&RegisterCommand {
+            name: "world".into(),
+            usage: String::new(),
+            help: "sections in memory, changes not saved yet, how light was kept up to date".into(),
         })
     }
 
+    /// The `world` command's answer.
+    fn describe(&self) -> String {
+        let light = self.world.light_counts;
+        format!(
+            "world: {} sections in memory, {} with unsaved changes; light: {} edits updated \
+             in place, {} chunks lit whole, {}",
+            self.world.loaded_sections(),
+            self.world.unsaved_count(),
+            light.in_place,
+            light.whole,
+            if self.world.light_pending() {
+                "more to light"
+            } else {
+                "up to date"
+            }
+        )
+    }
+
     fn run_command(&mut self, command: RunCommand) -> Result<String, ModuleError> {
+        if command.name == "world" {
+            return Ok(self.describe());
+        }
         if command.name != "pregen" {
             return Err(ModuleError::msg(format!("no command '{}'", command.name)));
         }
