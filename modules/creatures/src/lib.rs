@@ -88,7 +88,7 @@ const IDLE_CHECK_TICKS: u64 = 16;
 /// Most `GetVoxels` calls a tick; what is left waits for the next one.
 const MAX_FETCH_CALLS: usize = 4;
 /// Most creatures placed a tick, and columns tried for them.
-const SPAWNS_PER_TICK: usize = 16;
+const SPAWNS_PER_TICK: usize = 64;
 /// Most transient creatures removed a tick when there are too many.
 const REMOVALS_PER_TICK: usize = 16;
 /// Seconds before a section not generated is asked for again.
@@ -542,8 +542,10 @@ impl Creatures {
             placed += 1;
         }
         self.spawns.extend(unplaced);
-        if placed < tries {
-            // Water, or not generated: try other columns in a second.
+        if placed == 0 {
+            // Water everywhere tried, or not generated: try other columns
+            // in a second (while some are placed, the rest try again at
+            // once on other columns).
             self.spawn_backoff = 1.0;
         }
         Ok(())
