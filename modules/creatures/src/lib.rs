@@ -25,7 +25,7 @@
 //! one stand; 0 simulates every creature), and for measuring, a second,
 //! transient herd far away: `creatures.far_count` (default 0) creatures
 //! within `creatures.radius` of x = `creatures.far_distance` (default
-//! 2048), z = 0.
+//! 2048), z = 0 (on the ground, or on the sea floor where that is sea).
 //!
 //! A creature's node carries the variables (see `kinds.rs`):
 //! - `creature`: its kind's name, UTF-8 (`chicken`, `cow`, `sheep`);
@@ -518,7 +518,9 @@ impl Creatures {
         let mut placed = 0;
         let mut unplaced = Vec::new();
         for ((column, [x, z]), spawn) in voxels.chunks(height).zip(columns).zip(batch) {
-            let Some(surface) = self.surface(column, top)? else {
+            // The far herd is for measuring: it stands on the sea floor
+            // too, wherever its area happens to be in this world.
+            let Some(surface) = self.surface(column, top, spawn.far)? else {
                 unplaced.push(spawn);
                 continue;
             };
@@ -541,7 +543,8 @@ impl Creatures {
             self.creatures.push(creature);
             placed += 1;
         }
-        self.spawns.extend(unplaced);
+        // Tried again after the others waiting.
+        self.spawns.splice(0..0, unplaced);
         if placed == 0 {
             // Water everywhere tried, or not generated: try other columns
             // in a second (while some are placed, the rest try again at
@@ -552,9 +555,14 @@ impl Creatures {
     }
 
     /// The y to stand at on a column read from `top` down: above its
-    /// highest solid voxel, if air is there (not water) and the column is
-    /// generated and does not reach the top.
-    fn surface(&mut self, column: &[Option<u32>], top: i32) -> Result<Option<i32>, ModuleError> {
+    /// highest solid voxel, if air is there (or water, if `wet` is
+    /// allowed) and the column is generated and does not reach the top.
+    fn surface(
+        &mut self,
+        column: &[Option<u32>],
+        top: i32,
+        wet: bool,
+    ) -> Result<Option<i32>, ModuleError> {
         let mut above = None;
         for (depth, voxel) in column.iter().enumerate() {
             let Some(voxel) = *voxel else {
@@ -568,8 +576,8 @@ impl Creatures {
                 }
             };
             if solid {
-                let air = above.is_some_and(|v| VoxelInstance(v).type_id() == AIR);
-                return Ok(air.then(|| top - depth as i32 + 1));
+                let open = above.is_some_and(|v| wet || VoxelInstance(v).type_id() == AIR);
+                return Ok(open.then(|| top - depth as i32 + 1));
             }
             above = Some(voxel);
         }
