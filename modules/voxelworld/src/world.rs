@@ -91,6 +91,9 @@ struct Chunk {
     /// at (x + 32·z), so a change above is followed down only as far as it
     /// changes what comes down.
     sun_in: Option<Vec<bool>>,
+    /// The [`World::drop_unread_decoded`] round in which its voxels were
+    /// last read or written.
+    read_round: u64,
 }
 
 impl Chunk {
@@ -101,6 +104,7 @@ impl Chunk {
             blob: None,
             light: None,
             sun_in: None,
+            read_round: 0,
         }
     }
 
@@ -123,6 +127,7 @@ impl Chunk {
             blob: Some(blob),
             light: None,
             sun_in: None,
+            read_round: 0,
         })
     }
 }
@@ -284,6 +289,8 @@ pub struct World {
     light_edits: Vec<Pos>,
     /// Relights done in place, and chunks lit whole, since the start.
     pub light_counts: LightCounts,
+    /// Rounds of [`World::drop_unread_decoded`] so far.
+    decoded_round: u64,
     /// Each voxel type's light, rebuilt when the registry grows.
     light_table: LightTable,
     /// The registry's length when `light_table` was built.
@@ -327,6 +334,7 @@ impl World {
             light_stale: BTreeSet::new(),
             light_edits: Vec::new(),
             light_counts: LightCounts::default(),
+            decoded_round: 0,
             light_table: LightTable::default(),
             light_table_len: 0,
             light_decoded: HashMap::new(),
@@ -492,6 +500,7 @@ impl World {
             sections,
             voxels: registry,
             unknown_names,
+            decoded_round,
             ..
         } = self;
         let Some(chunk) = sections
@@ -505,7 +514,28 @@ impl World {
             let blob = chunk.blob.as_deref().unwrap_or_default();
             chunk.voxels = Some(decode_blob(registry, unknown_names, chunk.node_id, blob)?);
         }
+        chunk.read_round = *decoded_round;
         Ok(chunk.voxels.as_mut())
+    }
+
+    /// Drops the decoded voxels of chunks not read since the round before
+    /// last and still held as their blob (an edited chunk has no blob and
+    /// keeps them): called every few seconds, it keeps decoded only what
+    /// is in use, so chunks read once (a creature spawned, a far section
+    /// looked at) go back to their compressed size. Answers how many.
+    pub fn drop_unread_decoded(&mut self) -> usize {
+        self.decoded_round += 1;
+        let stale = self.decoded_round.saturating_sub(2);
+        let mut dropped = 0;
+        for section in self.sections.values_mut() {
+            for chunk in section.chunks.values_mut() {
+                if chunk.voxels.is_some() && chunk.blob.is_some() && chunk.read_round < stale {
+                    chunk.voxels = None;
+                    dropped += 1;
+                }
+            }
+        }
+        dropped
     }
 
     fn encode_chunk(&self, voxels: &[u32]) -> Vec<u8> {
@@ -1680,6 +1710,34 @@ pub(crate) mod tests {
             "some updates in place: {:?}",
             world.light_counts
         );
+    }
+
+    #[test]
+    fn chunks_read_once_go_back_to_their_blob_and_edited_ones_stay_decoded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut world = open(dir.path());
+        let stone = world.voxels.get_id("stone").unwrap();
+        generate(&mut world, [0, 0, 0], "stone");
+        let decoded =
+            |world: &World, chunk: Pos| world.generated_chunk(chunk).unwrap().voxels.is_some();
+        assert_eq!(world.get_voxel([1, 1, 1]).unwrap(), Some(stone));
+        world.set_voxel([40, 1, 1], AIR).unwrap();
+        assert!(decoded(&world, [0, 0, 0]) && decoded(&world, [1, 0, 0]));
+        world.drop_unread_decoded();
+        assert!(decoded(&world, [0, 0, 0]), "read in the last round: kept");
+        world.drop_unread_decoded();
+        world.drop_unread_decoded();
+        assert!(
+            !decoded(&world, [0, 0, 0]),
+            "unread for two rounds: dropped"
+        );
+        assert!(decoded(&world, [1, 0, 0]), "edited, no blob: kept");
+        assert_eq!(
+            world.get_voxel([1, 1, 1]).unwrap(),
+            Some(stone),
+            "read again"
+        );
+        assert_eq!(world.get_voxel([40, 1, 1]).unwrap(), Some(AIR));
     }
 
     /// Turned a quarter round about z.
