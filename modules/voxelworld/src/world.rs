@@ -1611,15 +1611,22 @@ pub(crate) mod tests {
         light_follows_edits(relight_in_slices);
     }
 
-    fn light_follows_edits(relight: fn(&mut World) -> Vec<(Pos, ChunkLight)>) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut world = open(dir.path());
+    /// A world with a torch block (block light 14, clear); the torch's and
+    /// stone's type ids.
+    fn open_with_torch(dir: &std::path::Path) -> (World, u32, u32) {
+        let mut world = open(dir);
         let mut torch = BlockDefinition::simple("torch", "torch.png");
         torch.physically_solid = false;
         torch.light_source = 14;
         torch.light_absorption = 0;
         let torch = world.register_block(torch).unwrap()[0];
         let stone = world.voxels.get_id("stone").unwrap();
+        (world, torch, stone)
+    }
+
+    fn light_follows_edits(relight: fn(&mut World) -> Vec<(Pos, ChunkLight)>) {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut world, torch, stone) = open_with_torch(dir.path());
         // Each chunk: stone where z < 16 (its first half), air above it.
         generate(&mut world, [0, 0, 0], "stone");
         let light_at = |world: &mut World, p: Pos| {
@@ -1662,13 +1669,7 @@ pub(crate) mod tests {
     #[test]
     fn light_updated_in_place_is_the_light_computed_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let mut world = open(dir.path());
-        let mut torch = BlockDefinition::simple("torch", "torch.png");
-        torch.physically_solid = false;
-        torch.light_source = 14;
-        torch.light_absorption = 0;
-        let torch = world.register_block(torch).unwrap()[0];
-        let stone = world.voxels.get_id("stone").unwrap();
+        let (mut world, torch, stone) = open_with_torch(dir.path());
         // Sections -1..=1 each way (chunks -2..=3): chunks 0..=1 have
         // every neighbour, so their light can be updated in place.
         for z in -1..=1 {
