@@ -305,7 +305,7 @@ mod tests {
         let size = [40usize, 48, 40];
         let mut verified = 0;
         for seed in 1..=6u64 {
-            let mut rng = Rng(seed * 0x9E37_79B9_7F4A_7C15);
+            let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
             let [sx, sy, sz] = size;
             let mut props = vec![AIR; sx * sy * sz];
             for z in 0..sz {
