@@ -21,7 +21,7 @@
 //! (a `torch`: no collision, clear, block light 14, placeable from the
 //! hotbar like every registered block; it drops without a solid voxel
 //! below or beside it: `special.rs`). Its `client_lua/` is what clients
-//! run.
+//! run. It times its ticks (`get_tick_stats`, `buildat-main-api`).
 //! Does not own: the world or its stream (`voxelworld`), sockets (`network`).
 
 pub mod rules;
@@ -35,7 +35,9 @@ use buildat_format::Packet;
 use buildat_interface::{
     Event, Host, Module, ModuleError, UnloadKind, decode, events, export_module, log,
 };
-use buildat_main_api::{Correct, Dig, Join, Move, Ping, Place, Pong, Refused, Spawn};
+use buildat_main_api::{
+    Correct, Dig, GetTickStats, Join, Move, Ping, Place, Pong, Refused, Spawn, TickStats,
+};
 use buildat_network_api::{
     self as network, ClientConnected, ClientDisconnected, OutgoingPacket, PacketReceived, PeerId,
     SendBatch,
@@ -79,10 +81,7 @@ struct PendingAction {
 /// Sections (y) searched for the surface at the spawn column.
 const SPAWN_SECTIONS_Y: [i32; 3] = [1, 0, -1];
 
-/// A player node's variable holding the player's name (UTF-8).
-pub const VAR_PLAYER: &str = "player";
-/// A player node's variable holding its peer id (8 bytes, little-endian).
-pub const VAR_PEER: &str = "peer";
+pub use buildat_main_api::{VAR_PEER, VAR_PLAYER};
 
 struct Player {
     name: String,
@@ -141,6 +140,8 @@ struct Game {
     pending_actions: Vec<PendingAction>,
     /// How long a connection may take to join (`main.join_timeout_s`).
     join_timeout: Duration,
+    /// How long the ticks took (`get_tick_stats`).
+    tick_stats: TickStats,
 }
 
 impl Game {
@@ -748,6 +749,7 @@ impl Module for Game {
             pending_moves: Vec::new(),
             pending_actions: Vec::new(),
             join_timeout: Duration::from_secs_f64(host.get_setting("main.join_timeout_s", 120.0)?),
+            tick_stats: TickStats::default(),
         })
     }
 
@@ -788,12 +790,14 @@ impl Module for Game {
             }
             events::Tick::NAME => {
                 let tick: events::Tick = decode(payload)?;
+                let started = Instant::now();
                 self.spawn_waiting()?;
                 self.judge_moves()?;
                 self.judge_actions()?;
                 self.move_player_nodes(tick.dtime)?;
                 self.send_edits();
                 self.drop_unjoined();
+                self.tick_stats.observe(started.elapsed().as_secs_f64());
             }
             ClientConnected::NAME => {
                 let connected: ClientConnected = decode(payload)?;
@@ -824,6 +828,12 @@ impl Module for Game {
             }
         }
         Ok(())
+    }
+
+    fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
+        buildat_interface::answer_calls!(function, payload, {
+            GetTickStats => |_| Ok(self.tick_stats.clone()),
+        })
     }
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
