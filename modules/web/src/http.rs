@@ -26,6 +26,7 @@ use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpSocket};
+use buildat_interface::core_api::ListModules;
 use tokio::sync::watch;
 
 use crate::{Shared, admin, map, metrics, status};
@@ -93,14 +94,21 @@ impl Server {
     }
 }
 
-/// Every 2 s: fetch again the map's blocks that had columns not generated.
+/// Every 2 s: note the modules' reloads, and fetch again the map's blocks
+/// that had columns not generated.
 async fn refresh_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
     loop {
         tokio::select! {
             _ = stopped.changed() => return,
             _ = tokio::time::sleep(Duration::from_secs(2)) => {
                 let shared = shared.clone();
-                let _ = tokio::task::spawn_blocking(move || map::refresh_incomplete(&shared)).await;
+                let _ = tokio::task::spawn_blocking(move || {
+                    if let Ok(modules) = shared.host.call(&ListModules {}) {
+                        shared.counters().note_modules(&modules);
+                    }
+                    map::refresh_incomplete(&shared);
+                })
+                .await;
             }
         }
     }

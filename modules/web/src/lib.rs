@@ -14,8 +14,9 @@
 //! (`admin.rs`: reload a module, kick a player, save the world) behind a
 //! token kept in `<world>/web-token.txt`. Read-only pages are open to
 //! loopback clients; others need the token too unless `web.public=true`.
-//! The module counts the reloads it sees (`core:module_loaded` of a module
-//! already loaded) for `/metrics`.
+//! The module counts the reloads it sees (a module's load time changing in
+//! the core's `list_modules`, looked at every 2 s and for every page) for
+//! `/metrics`.
 //! Does not own: any of the figures it shows (each comes from the module
 //! owning it through that module's API: the core's `list_modules`,
 //! network's, voxelworld's, main's and replicate's `get_stats` calls), the
@@ -75,12 +76,10 @@ impl Shared {
 /// Counts kept by this module, carried across its reloads.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Counters {
-    /// Reloads of each module seen (a `core:module_loaded` of a module
-    /// already loaded once).
+    /// Reloads of each module seen (its load time changed).
     pub reloads: BTreeMap<String, u64>,
-    /// Modules seen loaded.
-    #[serde(skip)]
-    pub seen: std::collections::BTreeSet<String>,
+    /// Each module's load time as last seen.
+    pub loaded_at: BTreeMap<String, u64>,
     /// Tiles drawn and the time spent drawing them (seconds).
     pub tiles_rendered: u64,
     pub tile_seconds: f64,
@@ -108,12 +107,25 @@ pub fn now_unix_ms() -> u64 {
         .unwrap_or(0)
 }
 
+impl Counters {
+    /// Counts the modules whose load time changed since last seen.
+    pub fn note_modules(&mut self, modules: &[buildat_interface::core_api::ModuleInfo]) {
+        for module in modules {
+            let previous = self
+                .loaded_at
+                .insert(module.name.clone(), module.loaded_at_unix_ms);
+            if previous.is_some_and(|at| at != module.loaded_at_unix_ms) {
+                *self.reloads.entry(module.name.clone()).or_default() += 1;
+            }
+        }
+    }
+}
+
 /// What crosses `reload web`.
 #[derive(Serialize, Deserialize)]
 struct WebStash {
     started_unix_ms: u64,
     counters: Counters,
-    seen: Vec<String>,
 }
 
 impl Stash for WebStash {
@@ -188,7 +200,6 @@ impl Module for Web {
 
     fn init(&mut self) -> Result<(), ModuleError> {
         self.host.sub_event(NodeVolumeUpdated::NAME)?;
-        self.host.sub_event(events::ModuleLoaded::NAME)?;
         Ok(())
     }
 
@@ -200,22 +211,12 @@ impl Module for Web {
                     self.shared
                         .started_unix_ms
                         .store(stash.started_unix_ms, Ordering::Relaxed);
-                    let mut counters = self.shared.counters();
-                    *counters = stash.counters;
-                    counters.seen = stash.seen.into_iter().collect();
+                    *self.shared.counters() = stash.counters;
                 }
                 if let Ok(modules) = self.host.call(&buildat_interface::core_api::ListModules {}) {
-                    let mut counters = self.shared.counters();
-                    counters.seen.extend(modules.into_iter().map(|m| m.name));
+                    self.shared.counters().note_modules(&modules);
                 }
                 self.start_server()?;
-            }
-            events::ModuleLoaded::NAME => {
-                let loaded: events::ModuleLoaded = decode(payload)?;
-                let mut counters = self.shared.counters();
-                if !counters.seen.insert(loaded.name.clone()) {
-                    *counters.reloads.entry(loaded.name).or_default() += 1;
-                }
             }
             NodeVolumeUpdated::NAME => {
                 let updated: NodeVolumeUpdated = decode(payload)?;
@@ -232,11 +233,9 @@ impl Module for Web {
         }
         if kind == UnloadKind::Reload {
             let counters = self.shared.counters().clone();
-            let seen = counters.seen.iter().cloned().collect();
             self.host.store_stash(&WebStash {
                 started_unix_ms: self.shared.started_unix_ms(),
                 counters,
-                seen,
             })?;
         }
         Ok(())

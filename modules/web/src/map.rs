@@ -166,20 +166,27 @@ fn block(shared: &Shared, key: (i32, i32)) -> Result<Arc<Block>, MapError> {
 /// [`block`]; `asked`: a page asked for it (not the refresher).
 fn block_for(shared: &Shared, key: (i32, i32), asked: bool) -> Result<Arc<Block>, MapError> {
     let map = &shared.map;
-    {
+    let cached = |asked: bool| {
         let mut inner = map.inner();
         if asked {
             inner.wanted.insert(key, Instant::now());
         }
-        if let Some(block) = inner.blocks.get(&key)
-            && (block.tops.missing == 0 || block.fetched.elapsed() < INCOMPLETE_TTL)
-        {
-            return Ok(block.clone());
-        }
+        inner
+            .blocks
+            .get(&key)
+            .filter(|b| b.tops.missing == 0 || b.fetched.elapsed() < INCOMPLETE_TTL)
+            .cloned()
+    };
+    if let Some(block) = cached(asked) {
+        return Ok(block);
     }
-    let fetched = fetch(shared, key)?;
+    // One call at a time; another request may have fetched it meanwhile.
+    let _one_at_a_time = map.fetching.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(block) = cached(false) {
+        return Ok(block);
+    }
     let block = Arc::new(Block {
-        tops: fetched,
+        tops: fetch(shared, key)?,
         fetched: Instant::now(),
     });
     let mut inner = map.inner();
@@ -197,11 +204,6 @@ fn block_for(shared: &Shared, key: (i32, i32), asked: bool) -> Result<Arc<Block>
 
 /// One `column_tops` call for the block at `key`.
 fn fetch(shared: &Shared, key: (i32, i32)) -> Result<Tops, MapError> {
-    let _one_at_a_time = shared
-        .map
-        .fetching
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
     let started = Instant::now();
     let tops = shared
         .host

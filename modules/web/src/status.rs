@@ -121,11 +121,15 @@ pub fn collect(shared: &Shared) -> Status {
     let mut note = |what: &str, error: buildat_interface::ModuleError| {
         unavailable.push(format!("{what}: {error}"));
     };
-    let counters = shared.counters().clone();
     let modules = host.call(&ListModules {}).unwrap_or_else(|e| {
         note("modules", e);
         Vec::new()
     });
+    let counters = {
+        let mut counters = shared.counters();
+        counters.note_modules(&modules);
+        counters.clone()
+    };
     // The server started when it loaded its first module.
     let started = modules
         .iter()
