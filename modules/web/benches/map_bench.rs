@@ -116,7 +116,8 @@ fn main() {
             let node: StoredNode = buildat_interface::decode(&data).expect("node");
             if let StoredNodeKind::StaticChunk { .. } = node.kind {
                 let blob = node.vars.get(VAR_VOXEL_DATA).expect("blob");
-                let voxels = decode_voxels(blob, |name| world.voxels.get_id(name), 1).expect("decode");
+                let voxels =
+                    decode_voxels(blob, |name| world.voxels.get_id(name), 1).expect("decode");
                 decoded += voxels.voxels.len() / (32 * 32 * 32);
             }
         }
@@ -126,7 +127,10 @@ fn main() {
     let started = Instant::now();
     let (tiles, opaque) = draw_all(&mut world, &colours);
     let stored = started.elapsed().as_secs_f64();
-    assert!(opaque > tiles * 128 * 128 * 9 / 10, "the tiles show terrain");
+    assert!(
+        opaque > tiles * 128 * 128 * 9 / 10,
+        "the tiles show terrain"
+    );
     assert_eq!(world.loaded_sections(), 0, "drawing loads nothing");
 
     for pos in &positions {
@@ -137,8 +141,13 @@ fn main() {
     let loaded = started.elapsed().as_secs_f64();
 
     let side = R * 2 * 64;
-    println!("map of {side} x {side} voxels: {tiles} tiles of 128 x 128 columns, {} sections, {decoded} chunks", positions.len());
-    println!("case                                  total s   per tile ms   tiles/s   chunks decoded/s");
+    println!(
+        "map of {side} x {side} voxels: {tiles} tiles of 128 x 128 columns, {} sections, {decoded} chunks",
+        positions.len()
+    );
+    println!(
+        "case                                  total s   per tile ms   tiles/s   chunks decoded/s"
+    );
     println!(
         "raw: read + decode every chunk        {raw:7.3}   {:11.2}   {:7.1}   {:16.0}",
         raw * 1000.0 / tiles as f64,

@@ -20,13 +20,13 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use buildat_interface::core_api::ListModules;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpSocket};
-use buildat_interface::core_api::ListModules;
 use tokio::sync::watch;
 
 use crate::{Shared, admin, map, metrics, status};
@@ -34,8 +34,8 @@ use crate::{Shared, admin, map, metrics, status};
 /// How long stopping may wait for connections and blocking work.
 const STOP_WAIT: Duration = Duration::from_secs(5);
 
-const MAP_HTML: &str = include_str!("../assets/map.html");
-const MAP_JS: &str = include_str!("../assets/map.js");
+const MAP_HTML: &str = include_str!("assets/map.html");
+const MAP_JS: &str = include_str!("assets/map.js");
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {

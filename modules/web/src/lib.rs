@@ -108,9 +108,13 @@ pub fn now_unix_ms() -> u64 {
 }
 
 impl Counters {
-    /// Counts the modules whose load time changed since last seen.
+    /// Counts the modules whose load time changed since last seen loaded
+    /// (one in the middle of a reload is looked at once it is loaded).
     pub fn note_modules(&mut self, modules: &[buildat_interface::core_api::ModuleInfo]) {
-        for module in modules {
+        let loaded = modules
+            .iter()
+            .filter(|m| m.state == buildat_interface::core_api::ModuleState::Loaded);
+        for module in loaded {
             let previous = self
                 .loaded_at
                 .insert(module.name.clone(), module.loaded_at_unix_ms);

@@ -114,6 +114,9 @@
       }
     }
     drawMarkers();
+  }
+
+  function drawInfo() {
     info.textContent = 'x ' + Math.round(state.x) + ', z ' + Math.round(state.z) +
       ' \u00b7 ' + (state.scale >= 1 ? state.scale + ' px per voxel' : (1 / state.scale) + ' voxels per px') +
       ' \u00b7 ' + map.players.length + ' playing';
@@ -144,6 +147,7 @@
         markers.delete(name);
       }
     }
+    drawInfo();
   }
 
   function zoom(factor, atX, atY) {
