@@ -24,8 +24,8 @@
 //!
 //! Settings: `web.listen` (`ADDRESS:PORT`, `off` for no server; no server
 //! runs headless either), `web.public` (default false), `web.map_top` and
-//! `web.map_bottom` (the voxels searched for a column's top, default 192
-//! and -64).
+//! `web.map_bottom` (the voxels searched for a column's top, default 127
+//! and -64: the sections `pregen` makes by default).
 
 pub mod admin;
 pub mod http;
@@ -174,7 +174,7 @@ impl Module for Web {
         let settings = Settings {
             listen,
             public: host.get_setting("web.public", false)?,
-            map_top: host.get_setting("web.map_top", 192)?,
+            map_top: host.get_setting("web.map_top", 127)?,
             map_bottom: host.get_setting("web.map_bottom", -64)?,
         };
         if settings.map_top < settings.map_bottom

@@ -460,8 +460,9 @@ pub struct Tops {
     pub voxels: Vec<u32>,
     /// Its y (`i32::MIN` where there is none).
     pub heights: Vec<i32>,
-    /// Columns with some chunk in the range not generated yet (a map
-    /// asks again later).
+    /// Columns not known: a chunk in the range above their top (or above
+    /// their bottom, for a column of air) is not generated yet (a map
+    /// asks again later). Their voxel is air.
     pub missing: u32,
 }
 

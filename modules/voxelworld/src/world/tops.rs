@@ -103,11 +103,14 @@ impl World {
                     });
                 })?;
                 if !found {
+                    // Not generated: what is below may be under terrain
+                    // still to come, so these columns are not known.
                     for &(index, _, _) in &left {
                         if let Some(slot) = missing.get_mut(index) {
                             *slot = true;
                         }
                     }
+                    left.clear();
                 }
             }
         }
@@ -215,7 +218,7 @@ mod tests {
             width,
             depth: 64,
             step: 1,
-            y_top: 100,
+            y_top: 63,
             y_bottom: -10,
         }
     }
@@ -274,5 +277,12 @@ mod tests {
         let mut tall = region(0, 8);
         tall.y_top = 5000;
         assert!(world.column_tops(&tall).is_err());
+        // A chunk above not generated: the column is not known (terrain
+        // may come there).
+        let mut higher = region(0, 8);
+        higher.y_top = 100;
+        let tops = world.column_tops(&higher).unwrap();
+        assert_eq!(tops.heights[0], i32::MIN);
+        assert_eq!(tops.missing, 8 * 64);
     }
 }
