@@ -107,6 +107,7 @@ pub fn run(layout: &Layout, options: &CrashOptions) -> anyhow::Result<bool> {
                 per_process: options.bots.max(1),
                 ramp: Duration::ZERO,
                 seconds: 600.0,
+                light: false,
             },
         )?;
         // Let the bots join and play for 1-3 s, then kill at a save.

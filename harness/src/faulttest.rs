@@ -121,6 +121,7 @@ pub fn run(layout: &Layout, options: &FaultOptions) -> anyhow::Result<bool> {
             per_process: 100,
             ramp: Duration::ZERO,
             seconds: 24.0 * 3600.0,
+            light: false,
         },
     )?;
     let mut failures: Vec<String> = Vec::new();

@@ -28,6 +28,9 @@ pub struct FleetOptions {
     pub ramp: Duration,
     /// Each process quits (exit 0) after this long.
     pub seconds: f64,
+    /// Rust light bots (`buildat-harness lightbots`, this binary) instead
+    /// of `buildat-client --bots` with the Lua bot.
+    pub light: bool,
 }
 
 /// Counts of a `loadbot report` or `loadbot final` line, summed.
@@ -181,7 +184,25 @@ impl Fleet {
         let mut pending = std::collections::VecDeque::new();
         for p in 0..processes {
             let bots = per_process.min(options.bots - p * per_process);
-            let mut command = Command::new(&layout.client_bin);
+            let (mut command, own_args) = if options.light {
+                let harness = std::env::current_exe().context("the harness binary")?;
+                let mut command = Command::new(harness);
+                command.arg("lightbots");
+                (
+                    command,
+                    vec!["--seconds".into(), options.seconds.to_string().into()],
+                )
+            } else {
+                let own: Vec<std::ffi::OsString> = vec![
+                    "--script".into(),
+                    script.clone().into(),
+                    "--cache".into(),
+                    layout.path(&format!("cache-{p}")).into(),
+                    "--quit-after".into(),
+                    options.seconds.to_string().into(),
+                ];
+                (Command::new(&layout.client_bin), own)
+            };
             command
                 .arg("--connect")
                 .arg(address)
@@ -189,12 +210,7 @@ impl Fleet {
                 .arg(bots.to_string())
                 .arg("--name")
                 .arg(format!("bot{p}"))
-                .arg("--script")
-                .arg(&script)
-                .arg("--cache")
-                .arg(layout.path(&format!("cache-{p}")))
-                .arg("--quit-after")
-                .arg(options.seconds.to_string())
+                .args(own_args)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped());

@@ -56,6 +56,16 @@ impl Histogram {
         self.counts.values().sum()
     }
 
+    /// `B:COUNT,B:COUNT,...`, as [`Histogram::parse`] reads it.
+    pub fn to_field(&self) -> String {
+        let pairs: Vec<String> = self
+            .counts
+            .iter()
+            .map(|(b, c)| format!("{b}:{c}"))
+            .collect();
+        pairs.join(",")
+    }
+
     /// Parses `B:COUNT,B:COUNT,...` (empty is an empty histogram).
     pub fn parse(text: &str) -> Option<Self> {
         let mut histogram = Self::default();

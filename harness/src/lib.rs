@@ -17,6 +17,7 @@ pub mod faulttest;
 pub mod fleet;
 pub mod histogram;
 pub mod layout;
+pub mod lightbots;
 pub mod loadtest;
 pub mod proc_stats;
 pub mod raw_client;

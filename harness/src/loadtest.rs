@@ -33,6 +33,10 @@ pub struct LoadOptions {
     /// Seconds per report window.
     #[arg(long, default_value_t = 10.0)]
     pub window: f64,
+    /// Rust light bots (no Lua, no world kept: the server is what is
+    /// measured) instead of `buildat-client --bots` with the Lua bot.
+    #[arg(long)]
+    pub light: bool,
     /// More server settings, `KEY=VALUE` (repeatable), e.g.
     /// `--set creatures.count=2000`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -46,11 +50,13 @@ struct Row {
     server_cpu: f64,
     server_rss_kib: u64,
     clients_cpu: f64,
+    /// The module with the most queued messages, and how many.
+    deepest_queue: Option<(String, u64)>,
 }
 
 pub fn print_header() {
     println!(
-        "{:>6} {:>6} {:>7} {:>8} {:>8} {:>8} {:>5} {:>8} {:>9} {:>9}",
+        "{:>6} {:>6} {:>7} {:>8} {:>8} {:>8} {:>5} {:>8} {:>9} {:>9}  {:<13}",
         "t s",
         "bots",
         "pongs",
@@ -60,14 +66,15 @@ pub fn print_header() {
         "lost",
         "srv CPU%",
         "srv RSS",
-        "bots CPU%"
+        "bots CPU%",
+        "deepest queue"
     );
 }
 
 fn print_row(spawned: u64, row: &Row) {
     let h = &row.counts.hist;
     println!(
-        "{:>6.0} {:>6} {:>7} {:>8} {:>8} {:>8} {:>5} {:>8.0} {:>6} MiB {:>9.0}",
+        "{:>6.0} {:>6} {:>7} {:>8} {:>8} {:>8} {:>5} {:>8.0} {:>6} MiB {:>9.0}  {}",
         row.t,
         spawned,
         row.counts.answered,
@@ -77,7 +84,10 @@ fn print_row(spawned: u64, row: &Row) {
         row.counts.lost,
         row.server_cpu,
         row.server_rss_kib / 1024,
-        row.clients_cpu
+        row.clients_cpu,
+        row.deepest_queue
+            .as_ref()
+            .map_or("-".to_string(), |(name, n)| format!("{name} {n}"))
     );
 }
 
@@ -134,6 +144,7 @@ fn drive(server: &mut Server, fleet: &mut Fleet, options: &LoadOptions, ramp: Du
                     _ => 0.0,
                 },
                 counts,
+                deepest_queue: deepest_queue(server),
             };
             print_row(fleet.report.spawned, &row);
             driven.peak_rss_kib = driven.peak_rss_kib.max(row.server_rss_kib);
@@ -193,6 +204,48 @@ fn fleet_summary(fleet: &Fleet, bots: u32, seconds: f64, steady: &Counts) -> (bo
     (healthy, lines)
 }
 
+/// The module with the most messages queued, from the console's
+/// `modules` table.
+fn deepest_queue(server: &mut Server) -> Option<(String, u64)> {
+    let from = server.seen.len();
+    server.send("modules");
+    server.wait_for("queued", Duration::from_secs(5))?;
+    std::thread::sleep(Duration::from_millis(50));
+    server.pump();
+    let header = from
+        + server.seen[from..]
+            .iter()
+            .position(|l| l.contains("queued"))?;
+    server.seen[header + 1..]
+        .iter()
+        .map_while(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // module, state, build, queued, loaded ("N s ago" or "-").
+            let queued = fields.get(3)?.parse::<u64>().ok()?;
+            Some((fields.first()?.to_string(), queued))
+        })
+        .max_by_key(|(_, queued)| *queued)
+}
+
+/// Console commands whose answers end the report (those of the game's
+/// modules that are loaded).
+const STATUS_COMMANDS: [&str; 3] = ["world", "replicate", "creatures"];
+
+/// The answers of [`STATUS_COMMANDS`] at the end of the run.
+fn ask_status(server: &mut Server) -> Vec<String> {
+    let mut told = Vec::new();
+    for command in STATUS_COMMANDS {
+        server.send(command);
+        if let Some(line) = server.wait_for(&format!("{command}: "), Duration::from_secs(10)) {
+            let answer = line
+                .find(&format!("{command}: "))
+                .map_or(line.as_str(), |at| &line[at..]);
+            told.push(answer.to_string());
+        }
+    }
+    told
+}
+
 pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
     let processes = options.bots.div_ceil(options.per_process.max(1));
     let ramp = Duration::from_secs_f64(
@@ -232,6 +285,7 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
             per_process: options.per_process,
             ramp,
             seconds: options.seconds,
+            light: options.light,
         },
     )?;
     let Driven {
@@ -240,6 +294,7 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
         peak_rss_kib,
     } = drive(&mut server, &mut fleet, options, ramp);
     let end_sample = server.sample();
+    let told = ask_status(&mut server);
     let problems = server.problems_since(0);
     let status = server.stop(Duration::from_secs(60));
     let (clean, mut lines) = fleet_summary(&fleet, options.bots, options.seconds, &steady);
@@ -262,6 +317,7 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
     for line in problems.iter().take(5) {
         lines.push(format!("  server: {line}"));
     }
+    lines.extend(told.iter().map(|t| format!("server: {t}")));
     lines.extend(notes.iter().map(|n| format!("note: {n}")));
     let pass = clean && status == Some(0) && notes.is_empty();
     let p99 = fleet.report.total.hist.percentile_ms(99.0);

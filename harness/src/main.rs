@@ -12,7 +12,7 @@
 use std::process::ExitCode;
 
 use buildat_harness::layout::{CommonOptions, Layout};
-use buildat_harness::{abuse, crashtest, faulttest, loadtest};
+use buildat_harness::{abuse, crashtest, faulttest, lightbots, loadtest};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -41,10 +41,20 @@ enum Test {
     /// kill -9 during saves under load, ITERATIONS times; integrity and
     /// every acknowledged save checked after each.
     Crashtest(crashtest::CrashOptions),
+    /// Light bots against a running server (what `loadtest --light` starts):
+    /// Rust players, a thread each, report lines on stderr.
+    Lightbots(lightbots::LightBotOptions),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Test::Lightbots(options) = &cli.command {
+        return if lightbots::run(options) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
     let layout = match Layout::new(&cli.common) {
         Ok(layout) => layout,
         Err(error) => {
@@ -57,6 +67,7 @@ fn main() -> ExitCode {
         Test::Faulttest(options) => faulttest::run(&layout, options),
         Test::Abuse(options) => abuse::run_standalone(&layout, options),
         Test::Crashtest(options) => crashtest::run(&layout, options),
+        Test::Lightbots(_) => Ok(true),
     };
     if cli.common.keep {
         let _ = layout.scratch.keep();

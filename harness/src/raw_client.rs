@@ -29,6 +29,8 @@ pub struct RawClient {
     pub stream: TcpStream,
     /// Where `main:spawn` put this player (after `join`).
     pub spawn: [f64; 3],
+    /// Its peer id, from `main:spawn` (after `join`).
+    pub peer: u64,
     reader: PacketReader,
     writer: PacketWriter,
     closed: bool,
@@ -68,6 +70,7 @@ impl RawClient {
         Ok(Self {
             stream,
             spawn: [0.0; 3],
+            peer: 0,
             reader: PacketReader::default(),
             writer: PacketWriter::default(),
             closed: false,
@@ -203,6 +206,7 @@ impl RawClient {
                 Ok(Some(packet)) if packet.name == Spawn::NAME => {
                     if let Ok(spawn) = Spawn::decode(&packet.data) {
                         client.spawn = spawn.position;
+                        client.peer = spawn.peer;
                     }
                     return Ok(client);
                 }

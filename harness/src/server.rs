@@ -421,10 +421,22 @@ impl Server {
     }
 }
 
+/// Lines of the server's output shown when a test fails while it runs.
+const LAST_WORDS: usize = 80;
+
 impl Drop for Server {
     fn drop(&mut self) {
         if self.is_running() {
             self.kill();
+        }
+        if std::thread::panicking() {
+            // A test failed: what the server said last, for the reader.
+            self.pump();
+            let from = self.seen.len().saturating_sub(LAST_WORDS);
+            eprintln!("--- the server's last {} lines ---", self.seen.len() - from);
+            for line in &self.seen[from..] {
+                eprintln!("{line}");
+            }
         }
     }
 }

@@ -7,13 +7,15 @@
 //! the [`BlockRegistry`] (blocks generate the voxel definitions they need,
 //! per segment and rotation), world geometry helpers ([`geometry`]), the
 //! colour a block is drawn in without a texture ([`colour`]), per-voxel
-//! light ([`light`]: sunlight and block light, computed per chunk).
+//! light ([`light`]: sunlight and block light, computed per chunk;
+//! [`relight`]: updated in place after edits).
 //! Does not own: storage, encoding of voxel arrays (`buildat-format`'s voxel
 //! blob) or generation.
 
 pub mod colour;
 pub mod geometry;
 pub mod light;
+pub mod relight;
 
 use std::collections::HashMap;
 

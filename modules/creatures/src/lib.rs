@@ -16,9 +16,16 @@
 //!
 //! Settings: `creatures.count` (transient creatures kept alive, default
 //! 16), `creatures.persistent` (persistent creatures made once in a world,
-//! default 8; raising it later makes the difference, never more), and
+//! default 8; raising it later makes the difference, never more),
 //! `creatures.radius` (voxels around the origin in x and z where they
-//! spawn and stay, default 24).
+//! spawn and stay, default 24), `creatures.active_radius` (the simulation
+//! distance: a creature further than this from every player, in x and z,
+//! rounded up to 32-voxel cells, stands still and costs nothing but a
+//! look-up a tick; default 128, above replication's radius so nobody sees
+//! one stand; 0 simulates every creature), and for measuring, a second,
+//! transient herd far away: `creatures.far_count` (default 0) creatures
+//! within `creatures.radius` of x = `creatures.far_distance` (default
+//! 2048), z = 0 (on the ground, or on the sea floor where that is sea).
 //!
 //! A creature's node carries the variables (see `kinds.rs`):
 //! - `creature`: its kind's name, UTF-8 (`chicken`, `cow`, `sheep`);
@@ -29,7 +36,9 @@
 //! Its orientation is a turn about +y by its heading (unturned faces +z),
 //! its velocity what it walks and falls, in voxels a second.
 //!
-//! Each tick: every creature thinks and steps with the voxels the cache
+//! Where the players are is read once a second (`ListNodes { with_var:
+//! VAR_PLAYER }`, the game's player nodes). Each tick: every creature
+//! near a player thinks and steps with the voxels the cache
 //! knows; for those that could not, the voxels their step may read and
 //! the cache lacks are fetched in one or a few `GetVoxels` calls and they
 //! step again; all that moved go in one `MoveNodes` call. A creature
@@ -55,6 +64,7 @@ use buildat_interface::core_api::{RegisterCommand, RunCommand};
 use buildat_interface::{
     Event, Host, Module, ModuleError, Stash, UnloadKind, config, decode, events, export_module, log,
 };
+use buildat_main_api::VAR_PLAYER;
 use buildat_voxel::geometry::{self, Pos, SectionSize};
 use buildat_voxel::{AIR, VoxelInstance, VoxelRegistry};
 use buildat_voxelworld_api::{
@@ -78,13 +88,17 @@ const IDLE_CHECK_TICKS: u64 = 16;
 /// Most `GetVoxels` calls a tick; what is left waits for the next one.
 const MAX_FETCH_CALLS: usize = 4;
 /// Most creatures placed a tick, and columns tried for them.
-const SPAWNS_PER_TICK: usize = 16;
+const SPAWNS_PER_TICK: usize = 64;
 /// Most transient creatures removed a tick when there are too many.
 const REMOVALS_PER_TICK: usize = 16;
 /// Seconds before a section not generated is asked for again.
 const GENERATION_RETRY: f64 = 2.0;
 /// Sections (y) searched for the surface, as the game's spawn does.
 const SURFACE_SECTIONS_Y: [i32; 3] = [1, 0, -1];
+/// Seconds between two reads of where the players are.
+const PLAYERS_INTERVAL: f64 = 1.0;
+/// Voxels along a side of the cells (x, z) that are active near players.
+const ACTIVE_CELL: f64 = 32.0;
 /// The file in the world folder counting the persistent creatures made.
 const MARKER_FILE: &str = "creatures.txt";
 const MARKER_KEY: &str = "persistent_created";
@@ -159,9 +173,65 @@ impl Creature {
 }
 
 /// A creature to place.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy)]
 struct Spawn {
     kind: usize,
+    /// In the far herd.
+    far: bool,
+}
+
+/// Where the herds live: the main one around the origin, the far one (if
+/// any) around x = `far_distance`, z = 0.
+#[derive(Debug, Clone, Copy)]
+struct Herds {
+    far_count: usize,
+    far_distance: f64,
+}
+
+impl Herds {
+    /// Whether a creature at `position` belongs to the far herd.
+    fn is_far(self, position: [f64; 3]) -> bool {
+        self.far_count > 0 && position[0] > self.far_distance / 2.0
+    }
+
+    /// The middle (x, z) of a herd.
+    fn centre(self, far: bool) -> [f64; 2] {
+        if far {
+            [self.far_distance, 0.0]
+        } else {
+            [0.0, 0.0]
+        }
+    }
+
+    /// The middles of the herds there are.
+    fn centres(self) -> Vec<[f64; 2]> {
+        let mut centres = vec![self.centre(false)];
+        if self.far_count > 0 {
+            centres.push(self.centre(true));
+        }
+        centres
+    }
+}
+
+/// The (x, z) cell a position is in, for the simulation distance.
+fn active_cell(position: [f64; 3]) -> [i32; 2] {
+    // `as` saturates: an absurd position lands in an edge cell.
+    [position[0], position[2]].map(|p| (p / ACTIVE_CELL).floor() as i32)
+}
+
+/// The cells within `radius` voxels (rounded up to cells) of each player.
+fn active_cells(players: &[[f64; 3]], radius: f64) -> HashSet<[i32; 2]> {
+    let r = (radius / ACTIVE_CELL).ceil() as i32;
+    let mut cells = HashSet::new();
+    for &player in players {
+        let [cx, cz] = active_cell(player);
+        for dz in -r..=r {
+            for dx in -r..=r {
+                cells.insert([cx.saturating_add(dx), cz.saturating_add(dz)]);
+            }
+        }
+    }
+    cells
 }
 
 /// How many moved, per second.
@@ -201,6 +271,16 @@ struct Creatures {
     persistent: u32,
     /// `creatures.radius`.
     radius: f64,
+    /// `creatures.active_radius` (0: every creature is active).
+    active_radius: f64,
+    /// `creatures.far_count` and `creatures.far_distance`.
+    herds: Herds,
+    /// The (x, z) cells where creatures are simulated (`None`: all).
+    active: Option<HashSet<[i32; 2]>>,
+    /// Seconds since the players were last looked for.
+    since_players: f64,
+    /// Creatures that stood still last tick because no player was near.
+    dormant: usize,
     /// A headless command run: nothing spawns or moves.
     headless: bool,
     creatures: Vec<Creature>,
@@ -277,17 +357,20 @@ impl Creatures {
             .section_of_chunk(geometry::chunk_of_voxel(voxel))
     }
 
-    /// The sections spawning searches: every column within the radius, in
-    /// [`SURFACE_SECTIONS_Y`].
+    /// The sections spawning searches: every column within the radius of
+    /// each herd's middle, in [`SURFACE_SECTIONS_Y`].
     fn area_sections(&self) -> Vec<Pos> {
         let r = self.radius.ceil() as i32;
-        let low = self.section_of([-r, 0, -r]);
-        let high = self.section_of([r, 0, r]);
         let mut sections = Vec::new();
-        for sy in SURFACE_SECTIONS_Y {
-            for sz in low[2]..=high[2] {
-                for sx in low[0]..=high[0] {
-                    sections.push([sx, sy, sz]);
+        for [x, z] in self.herds.centres() {
+            let [x, z] = [x as i32, z as i32];
+            let low = self.section_of([x - r, 0, z - r]);
+            let high = self.section_of([x + r, 0, z + r]);
+            for sy in SURFACE_SECTIONS_Y {
+                for sz in low[2]..=high[2] {
+                    for sx in low[0]..=high[0] {
+                        sections.push([sx, sy, sz]);
+                    }
                 }
             }
         }
@@ -346,34 +429,36 @@ impl Creatures {
     fn keep_population(&mut self) -> Result<(), ModuleError> {
         let transient: Vec<usize> = kinds::transient().collect();
         let persistent: Vec<usize> = kinds::persistent().collect();
-        let alive = self
-            .creatures
-            .iter()
-            .filter(|c| !KINDS[c.kind].persistent)
-            .count();
-        let queued = self
-            .spawns
-            .iter()
-            .filter(|s| !KINDS[s.kind].persistent)
-            .count();
-        for i in alive + queued..self.count {
-            self.spawns.push(Spawn {
-                kind: transient[i % transient.len()],
-            });
-        }
-        if alive > self.count {
-            let extra: Vec<u64> = self
-                .creatures
+        let herds = self.herds;
+        for (far, wanted) in [(false, self.count), (true, herds.far_count)] {
+            let in_herd =
+                |c: &&Creature| !KINDS[c.kind].persistent && herds.is_far(c.state.position) == far;
+            let alive = self.creatures.iter().filter(in_herd).count();
+            let queued = self
+                .spawns
                 .iter()
-                .filter(|c| !KINDS[c.kind].persistent)
-                .take((alive - self.count).min(REMOVALS_PER_TICK))
-                .map(|c| c.id)
-                .collect();
-            for id in extra {
-                if let Err(error) = self.host.call(&RemoveNode { id }) {
-                    log::debug!("removing creature {id}: {error}");
+                .filter(|s| !KINDS[s.kind].persistent && s.far == far)
+                .count();
+            for i in alive + queued..wanted {
+                self.spawns.push(Spawn {
+                    kind: transient[i % transient.len()],
+                    far,
+                });
+            }
+            if alive > wanted {
+                let extra: Vec<u64> = self
+                    .creatures
+                    .iter()
+                    .filter(in_herd)
+                    .take((alive - wanted).min(REMOVALS_PER_TICK))
+                    .map(|c| c.id)
+                    .collect();
+                for id in extra {
+                    if let Err(error) = self.host.call(&RemoveNode { id }) {
+                        log::debug!("removing creature {id}: {error}");
+                    }
+                    self.forget(id);
                 }
-                self.forget(id);
             }
         }
         let queued = self
@@ -384,6 +469,7 @@ impl Creatures {
         for i in self.persistent_created.saturating_add(queued)..self.persistent {
             self.spawns.push(Spawn {
                 kind: persistent[i as usize % persistent.len()],
+                far: false,
             });
         }
         Ok(())
@@ -395,7 +481,8 @@ impl Creatures {
     }
 
     /// Places up to [`SPAWNS_PER_TICK`] queued creatures on the surface of
-    /// random columns of the area (one `GetVoxels` for all the columns).
+    /// random columns of their herd's area (one `GetVoxels` for all the
+    /// columns).
     fn spawn_some(&mut self, dt: f64) -> Result<(), ModuleError> {
         self.spawn_backoff -= dt;
         if self.spawns.is_empty() || self.spawn_backoff > 0.0 {
@@ -405,14 +492,18 @@ impl Creatures {
         let top = (SURFACE_SECTIONS_Y[0] + 1) * h * geometry::CHUNK_SIZE - 1;
         let bottom = SURFACE_SECTIONS_Y[2] * h * geometry::CHUNK_SIZE;
         let tries = self.spawns.len().min(SPAWNS_PER_TICK);
-        let columns: Vec<[i32; 2]> = (0..tries)
-            .map(|_| {
-                // Uniform in the disc.
-                let r = self.radius * self.rng.unit().sqrt();
-                let a = self.rng.range(0.0, std::f64::consts::TAU);
-                [(r * a.sin()).floor() as i32, (r * a.cos()).floor() as i32]
-            })
-            .collect();
+        let batch = self.spawns.split_off(self.spawns.len() - tries);
+        let mut columns: Vec<[i32; 2]> = Vec::with_capacity(tries);
+        for spawn in &batch {
+            // Uniform in the disc.
+            let [cx, cz] = self.herds.centre(spawn.far);
+            let r = self.radius * self.rng.unit().sqrt();
+            let a = self.rng.range(0.0, std::f64::consts::TAU);
+            columns.push([
+                (cx + r * a.sin()).floor() as i32,
+                (cz + r * a.cos()).floor() as i32,
+            ]);
+        }
         let positions: Vec<Pos> = columns
             .iter()
             .flat_map(|&[x, z]| (bottom..=top).rev().map(move |y| [x, y, z]))
@@ -425,12 +516,13 @@ impl Creatures {
         }
         let height = (top - bottom + 1) as usize;
         let mut placed = 0;
-        for (column, [x, z]) in voxels.chunks(height).zip(columns) {
-            let Some(surface) = self.surface(column, top)? else {
+        let mut unplaced = Vec::new();
+        for ((column, [x, z]), spawn) in voxels.chunks(height).zip(columns).zip(batch) {
+            // The far herd is for measuring: it stands on the sea floor
+            // too, wherever its area happens to be in this world.
+            let Some(surface) = self.surface(column, top, spawn.far)? else {
+                unplaced.push(spawn);
                 continue;
-            };
-            let Some(spawn) = self.spawns.pop() else {
-                break;
             };
             let kind = &KINDS[spawn.kind];
             let position = [f64::from(x) + 0.5, f64::from(surface), f64::from(z) + 0.5];
@@ -451,17 +543,26 @@ impl Creatures {
             self.creatures.push(creature);
             placed += 1;
         }
-        if placed < tries {
-            // Water, or not generated: try other columns in a second.
+        // Tried again after the others waiting.
+        self.spawns.splice(0..0, unplaced);
+        if placed == 0 {
+            // Water everywhere tried, or not generated: try other columns
+            // in a second (while some are placed, the rest try again at
+            // once on other columns).
             self.spawn_backoff = 1.0;
         }
         Ok(())
     }
 
     /// The y to stand at on a column read from `top` down: above its
-    /// highest solid voxel, if air is there (not water) and the column is
-    /// generated and does not reach the top.
-    fn surface(&mut self, column: &[Option<u32>], top: i32) -> Result<Option<i32>, ModuleError> {
+    /// highest solid voxel, if air is there (or water, if `wet` is
+    /// allowed) and the column is generated and does not reach the top.
+    fn surface(
+        &mut self,
+        column: &[Option<u32>],
+        top: i32,
+        wet: bool,
+    ) -> Result<Option<i32>, ModuleError> {
         let mut above = None;
         for (depth, voxel) in column.iter().enumerate() {
             let Some(voxel) = *voxel else {
@@ -475,8 +576,8 @@ impl Creatures {
                 }
             };
             if solid {
-                let air = above.is_some_and(|v| VoxelInstance(v).type_id() == AIR);
-                return Ok(air.then(|| top - depth as i32 + 1));
+                let open = above.is_some_and(|v| wet || VoxelInstance(v).type_id() == AIR);
+                return Ok(open.then(|| top - depth as i32 + 1));
             }
             above = Some(voxel);
         }
@@ -490,14 +591,35 @@ impl Creatures {
     fn simulate(&mut self, dt: f64) -> Result<(), ModuleError> {
         let ticks = self.counters.ticks;
         let second = self.counters.second;
+        let herds = self.herds;
         let mut moves = Vec::new();
         let mut moved = 0;
         let mut retry = Vec::new();
+        self.dormant = 0;
         for (index, creature) in self.creatures.iter_mut().enumerate() {
+            if let Some(cells) = &self.active
+                && creature.state.on_ground
+                && !cells.contains(&active_cell(creature.state.position))
+            {
+                // No player near: it stands (told once, so nobody
+                // extrapolates a walk it no longer makes).
+                self.dormant += 1;
+                if creature.state.velocity != [0.0; 3] {
+                    creature.state.velocity = [0.0; 3];
+                    moves.push(NodeMotion {
+                        id: creature.id,
+                        position: creature.state.position,
+                        orientation: physics::yaw_quaternion(creature.brain.heading),
+                        velocity: [0.0; 3],
+                    });
+                }
+                continue;
+            }
             let kind = &KINDS[creature.kind];
             let [x, _, z] = creature.state.position;
-            let home =
-                (x.hypot(z) > self.radius).then(|| wander::heading_towards([x, z], [0.0, 0.0]));
+            let centre = herds.centre(herds.is_far(creature.state.position));
+            let home = ((x - centre[0]).hypot(z - centre[1]) > self.radius)
+                .then(|| wander::heading_towards([x, z], centre));
             creature.brain.think(dt, home, &mut self.rng);
             let mut walk = creature.brain.walk(kind.speed);
             let still = walk == [0.0, 0.0]
@@ -594,6 +716,7 @@ impl Creatures {
             return Ok(());
         }
         let dt = dtime.clamp(0.0, MAX_DT);
+        self.find_players(dtime)?;
         if !self.prepared {
             self.prepare()?;
         } else {
@@ -606,6 +729,25 @@ impl Creatures {
             self.spawn_some(dt)?;
         }
         self.simulate(dt)
+    }
+
+    /// Reads where the players are once in [`PLAYERS_INTERVAL`], for the
+    /// simulation distance.
+    fn find_players(&mut self, dtime: f64) -> Result<(), ModuleError> {
+        if self.active_radius <= 0.0 {
+            return Ok(());
+        }
+        self.since_players += dtime.max(0.0);
+        if self.active.is_some() && self.since_players < PLAYERS_INTERVAL {
+            return Ok(());
+        }
+        self.since_players = 0.0;
+        let players = self.host.call(&ListNodes {
+            with_var: Some(VAR_PLAYER.to_string()),
+        })?;
+        let positions: Vec<[f64; 3]> = players.iter().map(|n| n.position).collect();
+        self.active = Some(active_cells(&positions, self.active_radius));
+        Ok(())
     }
 
     /// The `creatures` command's answer.
@@ -623,11 +765,12 @@ impl Creatures {
         let grounded = self.creatures.iter().filter(|c| c.state.on_ground).count();
         format!(
             "creatures: {} ({}), {} moved in the last second, {grounded} on the ground, \
-             {waiting} waiting, {} to place",
+             {waiting} waiting, {} to place, {} standing with no player near",
             self.creatures.len(),
             kinds.join(", "),
             self.counters.moved_last_second,
-            self.spawns.len()
+            self.spawns.len(),
+            self.dormant
         )
     }
 
@@ -638,9 +781,11 @@ impl Creatures {
                 .iter()
                 .map(|c| (KINDS[c.kind].name.to_string(), c.clone()))
                 .collect(),
+            // The far herd's are queued again from its count.
             spawns: self
                 .spawns
                 .iter()
+                .filter(|s| !s.far)
                 .map(|s| KINDS[s.kind].name.to_string())
                 .collect(),
             rng: self.rng.clone(),
@@ -662,7 +807,7 @@ impl Creatures {
         self.spawns = kept
             .spawns
             .iter()
-            .filter_map(|name| index(name).map(|kind| Spawn { kind }))
+            .filter_map(|name| index(name).map(|kind| Spawn { kind, far: false }))
             .collect();
         self.rng = kept.rng;
         self.counters = kept.counters;
@@ -718,21 +863,41 @@ fn count_move(creature: &mut Creature, motion: &Option<NodeMotion>, second: u64)
     }
 }
 
+/// A setting's value, or an error naming it when it is not within
+/// `low..=high`.
+fn check_within(name: &str, value: f64, low: f64, high: f64) -> Result<(), ModuleError> {
+    if value.is_finite() && (low..=high).contains(&value) {
+        Ok(())
+    } else {
+        Err(ModuleError::msg(format!(
+            "setting {name}: {value} is not within {low}..={high}"
+        )))
+    }
+}
+
 impl Module for Creatures {
     fn create(host: Host) -> Result<Self, ModuleError> {
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
         let radius: f64 = host.get_setting("creatures.radius", 24.0)?;
-        if !(radius.is_finite() && (1.0..=512.0).contains(&radius)) {
-            return Err(ModuleError::msg(format!(
-                "setting creatures.radius: {radius} is not within 1..=512"
-            )));
-        }
+        check_within("creatures.radius", radius, 1.0, 512.0)?;
+        let active_radius: f64 = host.get_setting("creatures.active_radius", 128.0)?;
+        check_within("creatures.active_radius", active_radius, 0.0, 4096.0)?;
+        let far_distance: f64 = host.get_setting("creatures.far_distance", 2048.0)?;
+        check_within("creatures.far_distance", far_distance, 2.0 * radius, 1.0e6)?;
         Ok(Self {
             count: host.get_setting("creatures.count", 16)?,
             persistent: host.get_setting("creatures.persistent", 8)?,
             radius,
+            active_radius,
+            herds: Herds {
+                far_count: host.get_setting("creatures.far_count", 0)?,
+                far_distance,
+            },
+            active: None,
+            since_players: 0.0,
+            dormant: 0,
             headless: host.get_config(config::HEADLESS).as_deref() == Some("1"),
             host,
             creatures: Vec::new(),
@@ -824,3 +989,52 @@ impl Module for Creatures {
 }
 
 export_module!(Creatures);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn creatures_near_a_player_are_active_and_far_ones_are_not() {
+        let cells = active_cells(&[[10.0, 5.0, -10.0]], 100.0);
+        // 100 voxels round up to 4 cells each way: 9 × 9 cells.
+        assert_eq!(cells.len(), 81);
+        assert!(
+            cells.contains(&active_cell([10.0, 90.0, -10.0])),
+            "y is ignored"
+        );
+        assert!(cells.contains(&active_cell([100.0, 0.0, -100.0])));
+        assert!(cells.contains(&active_cell([-128.0, 0.0, 0.0])));
+        assert!(!cells.contains(&active_cell([-129.0, 0.0, 0.0])));
+        assert!(!cells.contains(&active_cell([300.0, 0.0, 0.0])));
+        assert!(active_cells(&[], 100.0).is_empty(), "no player: all stand");
+        // Absurd positions stay in edge cells instead of overflowing.
+        let edge = active_cells(&[[f64::MAX, 0.0, f64::MIN]], 64.0);
+        assert!(edge.contains(&[i32::MAX, i32::MIN]));
+    }
+
+    #[test]
+    fn a_creature_belongs_to_the_herd_whose_side_it_is_on() {
+        let herds = Herds {
+            far_count: 10,
+            far_distance: 2048.0,
+        };
+        assert!(!herds.is_far([20.0, 0.0, 0.0]));
+        assert!(herds.is_far([2000.0, 0.0, 30.0]));
+        assert_eq!(herds.centres(), vec![[0.0, 0.0], [2048.0, 0.0]]);
+        let single = Herds {
+            far_count: 0,
+            ..herds
+        };
+        assert!(!single.is_far([2000.0, 0.0, 30.0]), "no far herd");
+        assert_eq!(single.centres(), vec![[0.0, 0.0]]);
+    }
+
+    #[test]
+    fn settings_out_of_range_are_named() {
+        assert!(check_within("creatures.radius", 24.0, 1.0, 512.0).is_ok());
+        let error = check_within("creatures.radius", f64::NAN, 1.0, 512.0).unwrap_err();
+        assert!(error.to_string().contains("creatures.radius"), "{error}");
+        assert!(check_within("creatures.active_radius", -1.0, 0.0, 4096.0).is_err());
+    }
+}

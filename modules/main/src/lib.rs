@@ -36,7 +36,8 @@ use buildat_interface::{
     Event, Host, Module, ModuleError, UnloadKind, decode, events, export_module, log,
 };
 use buildat_main_api::{
-    Correct, Dig, GetTickStats, Join, Move, Ping, Place, Pong, Refused, Spawn, TickStats,
+    Correct, Dig, GetTickStats, Join, Move, Ping, Place, Pong, Refused, Spawn, TickStats, VAR_PEER,
+    VAR_PLAYER,
 };
 use buildat_network_api::{
     self as network, ClientConnected, ClientDisconnected, OutgoingPacket, PacketReceived, PeerId,
@@ -80,8 +81,6 @@ struct PendingAction {
 
 /// Sections (y) searched for the surface at the spawn column.
 const SPAWN_SECTIONS_Y: [i32; 3] = [1, 0, -1];
-
-pub use buildat_main_api::{VAR_PEER, VAR_PLAYER};
 
 struct Player {
     name: String,

@@ -94,7 +94,7 @@ struct Figures {
 
 fn run(far_creatures: u64, moving: bool) -> Figures {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let mut replicator = Replicator::new(RADIUS);
+    let mut replicator = Replicator::new(RADIUS, usize::MAX);
     let peers: Vec<(u64, [f64; 3])> = (0..PEERS)
         .map(|p| (p + 1, [rng.next() * AREA, 20.0, rng.next() * AREA]))
         .collect();

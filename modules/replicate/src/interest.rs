@@ -13,12 +13,17 @@
 //! knows it. So a tick costs in proportion to what changed and who sees
 //! it, not to the world's size.
 //!
+//! A peer knows at most `max_known` nodes: when more are in range (a
+//! crowd, a herd), it knows the nearest ones. Such a crowded peer is
+//! looked at again once in [`REFRESH_TICKS`] ticks (a few each tick, in
+//! turn), and when it changes cell, so the nearest stay the ones it knows.
+//!
 //! Invariants: `peer.known` and `node.knowers` mirror each other; every
 //! peer that knows a node holds the state [`Tracked::sent`] (it got every
 //! delta since it was added); a tick tells a peer a node at most once.
 //! Does not own: the nodes (`voxelworld`), sockets (`network`).
 
-use std::collections::{HashMap as StdHashMap, HashSet as StdHashSet};
+use std::collections::{HashMap as StdHashMap, HashSet as StdHashSet, VecDeque};
 
 use buildat_format::payload::PayloadError;
 use buildat_network_api::PeerId;
@@ -33,6 +38,9 @@ type HashSet<K> = StdHashSet<K, foldhash::fast::RandomState>;
 
 /// Voxels along a cell's side.
 pub const CELL: f64 = 32.0;
+
+/// A crowded peer's nearest nodes are chosen again once in this many ticks.
+pub const REFRESH_TICKS: usize = 10;
 
 pub type Cell = [i32; 3];
 
@@ -80,7 +88,12 @@ struct Tracked {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct PeerView {
     cell: Cell,
+    /// Where it looks from (the nearest nodes are chosen from here).
+    position: [f64; 3],
     known: HashSet<u64>,
+    /// More nodes were in range than it may know: it is in the refresh
+    /// queue.
+    crowded: bool,
 }
 
 /// What a peer is told at the next tick besides deltas.
@@ -94,6 +107,10 @@ struct Pending {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Replicator {
     radius_cells: i32,
+    /// Most nodes a peer knows at once.
+    max_known: usize,
+    /// Crowded peers, in the order their nearest nodes are chosen again.
+    refresh: VecDeque<PeerId>,
     nodes: HashMap<u64, Tracked>,
     node_cells: HashMap<Cell, HashSet<u64>>,
     peers: HashMap<PeerId, PeerView>,
@@ -111,11 +128,14 @@ pub struct Replicator {
 }
 
 impl Replicator {
-    /// Peers know nodes within `radius` voxels (rounded up to cells).
-    pub fn new(radius: f64) -> Self {
+    /// Peers know nodes within `radius` voxels (rounded up to cells), at
+    /// most the nearest `max_known` of them.
+    pub fn new(radius: f64, max_known: usize) -> Self {
         let radius_cells = (radius.max(0.0) / CELL).ceil().min(64.0) as i32;
         Self {
             radius_cells,
+            max_known,
+            refresh: VecDeque::new(),
             nodes: HashMap::default(),
             node_cells: HashMap::default(),
             peers: HashMap::default(),
@@ -218,8 +238,12 @@ impl Replicator {
     pub fn set_viewer(&mut self, peer: PeerId, position: [f64; 3]) {
         let cell = cell_of(position);
         match self.peers.get_mut(&peer) {
-            Some(view) if view.cell == cell => return,
+            Some(view) if view.cell == cell => {
+                view.position = position;
+                return;
+            }
             Some(view) => {
+                view.position = position;
                 if let Some(peers) = self.peer_cells.get_mut(&view.cell) {
                     peers.remove(&peer);
                     if peers.is_empty() {
@@ -233,7 +257,9 @@ impl Replicator {
                     peer,
                     PeerView {
                         cell,
+                        position,
                         known: HashSet::default(),
+                        crowded: false,
                     },
                 );
             }
@@ -260,6 +286,7 @@ impl Replicator {
         }
         self.pending.remove(&peer);
         self.moved_peers.remove(&peer);
+        self.refresh.retain(|p| *p != peer);
     }
 
     /// The peers that know a node.
@@ -285,15 +312,25 @@ impl Replicator {
             nodes: self.nodes.len() as u64,
             peers: self.peers.len() as u64,
             known: self.peers.values().map(|v| v.known.len() as u64).sum(),
+            crowded: self.peers.values().filter(|v| v.crowded).count() as u64,
             ..self.stats.clone()
         }
     }
 
+    /// The peer learns the node, unless it knows as many as it may (then
+    /// it is crowded: its nearest are chosen at its turn).
     fn know(&mut self, peer: PeerId, id: u64) {
         let (Some(view), Some(tracked)) = (self.peers.get_mut(&peer), self.nodes.get_mut(&id))
         else {
             return;
         };
+        if view.known.len() >= self.max_known && !view.known.contains(&id) {
+            if !view.crowded {
+                view.crowded = true;
+                self.refresh.push_back(peer);
+            }
+            return;
+        }
         if view.known.insert(id) {
             tracked.knowers.insert(peer);
             let pending = self.pending.entry(peer).or_default();
@@ -388,13 +425,82 @@ impl Replicator {
         for id in far {
             self.forget(peer, id);
         }
-        let near: Vec<u64> = cells_around(cell, self.radius_cells)
+        let near = self.nodes_in_range(cell);
+        if near.len() > self.max_known {
+            self.know_nearest(peer, near);
+        } else {
+            for id in near {
+                self.know(peer, id);
+            }
+        }
+    }
+
+    /// The nodes in cells within range of `cell`.
+    fn nodes_in_range(&self, cell: Cell) -> Vec<u64> {
+        cells_around(cell, self.radius_cells)
             .filter_map(|c| self.node_cells.get(&c))
             .flatten()
             .copied()
+            .collect()
+    }
+
+    /// A crowded peer comes to know the `max_known` nodes of `candidates`
+    /// nearest to it, and forgets the others it knew.
+    fn know_nearest(&mut self, peer: PeerId, mut candidates: Vec<u64>) {
+        let Some(view) = self.peers.get(&peer) else {
+            return;
+        };
+        let from = view.position;
+        let crowded = candidates.len() > self.max_known;
+        if crowded {
+            let distance = |id: &u64| {
+                self.nodes.get(id).map_or(f64::INFINITY, |t| {
+                    let p = t.state.position();
+                    (0..3).map(|i| (p[i] - from[i]).powi(2)).sum::<f64>()
+                })
+            };
+            candidates
+                .select_nth_unstable_by(self.max_known, |a, b| distance(a).total_cmp(&distance(b)));
+            candidates.truncate(self.max_known);
+        }
+        let chosen: HashSet<u64> = candidates.iter().copied().collect();
+        let dropped: Vec<u64> = view
+            .known
+            .iter()
+            .filter(|id| !chosen.contains(id))
+            .copied()
             .collect();
-        for id in near {
+        for id in dropped {
+            self.forget(peer, id);
+        }
+        for id in candidates {
             self.know(peer, id);
+        }
+        if let Some(view) = self.peers.get_mut(&peer) {
+            if crowded && !view.crowded {
+                self.refresh.push_back(peer);
+            }
+            view.crowded = crowded;
+        }
+    }
+
+    /// Chooses the nearest nodes again for the crowded peers whose turn it
+    /// is (all of them once in [`REFRESH_TICKS`] ticks).
+    fn refresh_crowded(&mut self) {
+        let turns = self.refresh.len().div_ceil(REFRESH_TICKS);
+        for _ in 0..turns {
+            let Some(peer) = self.refresh.pop_front() else {
+                break;
+            };
+            let Some(view) = self.peers.get_mut(&peer) else {
+                continue;
+            };
+            // Out of the queue: `know_nearest` queues it again if it is
+            // still crowded.
+            view.crowded = false;
+            let cell = view.cell;
+            let near = self.nodes_in_range(cell);
+            self.know_nearest(peer, near);
         }
     }
 
@@ -408,6 +514,7 @@ impl Replicator {
         for peer in std::mem::take(&mut self.moved_peers) {
             self.update_peer_interest(peer);
         }
+        self.refresh_crowded();
         for id in std::mem::take(&mut self.forced) {
             if let Some(tracked) = self.nodes.get(&id) {
                 for peer in tracked.knowers.clone() {
@@ -535,7 +642,7 @@ mod tests {
 
     #[test]
     fn a_peer_learns_the_nodes_near_it_follows_them_and_forgets_them() {
-        let mut r = Replicator::new(64.0);
+        let mut r = Replicator::new(64.0, usize::MAX);
         let mut clients = BTreeMap::new();
         r.node_changed(&node(1, [10.0, 0.0, 10.0]));
         r.node_changed(&node(2, [1000.0, 0.0, 10.0]));
@@ -594,8 +701,57 @@ mod tests {
     }
 
     #[test]
+    fn a_crowded_peer_knows_the_nearest_nodes_and_follows_as_they_move() {
+        let mut r = Replicator::new(96.0, 4);
+        let mut clients = BTreeMap::new();
+        // Ten nodes in a row, 5 voxels apart, all in range.
+        for id in 1..=10 {
+            r.node_changed(&node(id, [5.0 * id as f64, 0.0, 0.0]));
+        }
+        r.set_viewer(100, [0.0, 0.0, 0.0]);
+        run(&mut r, &mut clients);
+        let known = |clients: &BTreeMap<PeerId, Client>| {
+            clients[&100].nodes.keys().copied().collect::<Vec<u64>>()
+        };
+        assert_eq!(known(&clients), [1, 2, 3, 4], "the four nearest");
+        assert_eq!(r.stats().crowded, 1);
+        assert_eq!(r.stats().known, 4);
+        // The viewer walks to the other end (same cell): at its turn, it
+        // knows the nearest there instead.
+        r.set_viewer(100, [52.0, 0.0, 0.0]);
+        for _ in 0..REFRESH_TICKS {
+            run(&mut r, &mut clients);
+        }
+        assert_eq!(known(&clients), [7, 8, 9, 10]);
+        // A node comes right next to it: it takes a far one's place.
+        r.node_moved(&NodeMotion {
+            id: 1,
+            position: [52.5, 0.0, 0.0],
+            orientation: [0.0, 0.0, 0.0, 1.0],
+            velocity: [0.0; 3],
+        });
+        for _ in 0..REFRESH_TICKS {
+            run(&mut r, &mut clients);
+        }
+        assert_eq!(known(&clients), [1, 8, 9, 10]);
+        // Most nodes leave: no longer crowded, it knows all that are left.
+        for id in 2..=9 {
+            r.node_removed(id);
+        }
+        for _ in 0..REFRESH_TICKS {
+            run(&mut r, &mut clients);
+        }
+        assert_eq!(known(&clients), [1, 10]);
+        assert_eq!(r.stats().crowded, 0);
+        // Another peer at the other end is not bounded by the first.
+        r.set_viewer(200, [0.0, 0.0, 0.0]);
+        run(&mut r, &mut clients);
+        assert_eq!(clients[&200].nodes.len(), 2);
+    }
+
+    #[test]
     fn pacing_along_the_edge_does_not_flap() {
-        let mut r = Replicator::new(32.0);
+        let mut r = Replicator::new(32.0, usize::MAX);
         let mut clients = BTreeMap::new();
         r.set_viewer(1, [0.0, 0.0, 0.0]);
         r.node_changed(&node(5, [63.0, 0.0, 0.0]));
@@ -616,7 +772,7 @@ mod tests {
 
     #[test]
     fn a_node_added_and_gone_within_a_tick_is_never_told_and_force_sync_resends() {
-        let mut r = Replicator::new(64.0);
+        let mut r = Replicator::new(64.0, usize::MAX);
         let mut clients = BTreeMap::new();
         r.set_viewer(1, [0.0; 3]);
         r.set_viewer(2, [0.0; 3]);
@@ -640,7 +796,7 @@ mod tests {
 
     #[test]
     fn deltas_cost_a_fraction_of_whole_states() {
-        let mut r = Replicator::new(64.0);
+        let mut r = Replicator::new(64.0, usize::MAX);
         let mut clients = BTreeMap::new();
         r.set_viewer(1, [0.0; 3]);
         for id in 0..50 {

@@ -5,7 +5,8 @@
 //! voxels of its viewer (default 96, rounded up to 32-voxel cells), is
 //! told when one enters (its whole state), changes (a delta) or leaves,
 //! once a tick in one packet, positions quantised to 1/64 voxel, stamped
-//! with the server's time for interpolation. It listens to the world's
+//! with the server's time for interpolation; at most the nearest
+//! `replicate.max_known` nodes (default 256) at once. It listens to the world's
 //! `voxelworld:nodes_changed` (what changed) and `voxelworld:viewer_moved`
 //! (where each client looks from), and `network:client_disconnected`. Its
 //! calls (`buildat-replicate-api`): the peers knowing a node, a forced
@@ -31,6 +32,8 @@ use interest::Replicator;
 
 /// The default radius in voxels.
 const DEFAULT_RADIUS: f64 = 96.0;
+/// The default for the most nodes a client knows at once.
+const DEFAULT_MAX_KNOWN: usize = 256;
 
 struct Replicate {
     host: Host,
@@ -67,8 +70,8 @@ impl Replicate {
     fn describe(&self) -> String {
         let s = self.replicator.stats();
         format!(
-            "replicate: {} nodes, {} peers, {} known, {} packets / {} bytes sent",
-            s.nodes, s.peers, s.known, s.packets_sent, s.bytes_sent
+            "replicate: {} nodes, {} peers ({} crowded), {} known, {} packets / {} bytes sent",
+            s.nodes, s.peers, s.crowded, s.known, s.packets_sent, s.bytes_sent
         )
     }
 }
@@ -76,9 +79,15 @@ impl Replicate {
 impl Module for Replicate {
     fn create(host: Host) -> Result<Self, ModuleError> {
         let radius = host.get_setting("replicate.radius", DEFAULT_RADIUS)?;
+        let max_known = host.get_setting("replicate.max_known", DEFAULT_MAX_KNOWN)?;
+        if max_known == 0 {
+            return Err(ModuleError::msg(
+                "setting replicate.max_known: 0 would tell clients nothing; at least 1",
+            ));
+        }
         Ok(Self {
             host,
-            replicator: Replicator::new(radius),
+            replicator: Replicator::new(radius, max_known),
         })
     }
 
@@ -168,7 +177,7 @@ struct ReplicateStash {
 }
 
 impl buildat_interface::Stash for ReplicateStash {
-    const LAYOUT: u32 = 1;
+    const LAYOUT: u32 = 2;
 }
 
 export_module!(Replicate);

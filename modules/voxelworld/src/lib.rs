@@ -87,6 +87,9 @@ const WORK_SLICE: std::time::Duration = std::time::Duration::from_millis(3);
 const GENERATION_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
 /// How long one tick may spend on the periodic save before going on.
 const SAVE_SLICE: std::time::Duration = std::time::Duration::from_millis(15);
+/// Seconds between two drops of the decoded voxels of chunks nobody read
+/// (a chunk is kept decoded for two to three of these after its last read).
+const DROP_DECODED_INTERVAL: f64 = 15.0;
 
 /// The default `world.toml`, written into a new world directory.
 const DEFAULT_WORLD_TOML: &str = include_str!("../world.toml");
@@ -196,6 +199,8 @@ struct VoxelWorld {
     save_interval: f64,
     /// Seconds since the last periodic save finished.
     since_save: f64,
+    /// Seconds since decoded voxels nobody read were last dropped.
+    since_drop_decoded: f64,
     generator: String,
     /// `world.toml` as read at creation (the section size in it may differ
     /// from the stored one, which wins).
@@ -521,17 +526,43 @@ impl VoxelWorld {
     }
 
     /// Offers `pregen` on the console (and headless:
-    /// `buildat-server --world DIR pregen --radius N`).
+    /// `buildat-server --world DIR pregen --radius N`), and `world`.
     fn register_commands(&self) -> Result<(), ModuleError> {
         self.host.call(&RegisterCommand {
             name: "pregen".into(),
             usage: "--radius N [--height H]".into(),
             help: "generate and save the sections within N of the origin (y within H, default 1)"
                 .into(),
+        })?;
+        self.host.call(&RegisterCommand {
+            name: "world".into(),
+            usage: String::new(),
+            help: "sections in memory, changes not saved yet, how light was kept up to date".into(),
         })
     }
 
+    /// The `world` command's answer.
+    fn describe(&self) -> String {
+        let light = self.world.light_counts;
+        format!(
+            "world: {} sections in memory, {} with unsaved changes; light: {} edits updated \
+             in place, {} chunks lit whole, {}",
+            self.world.loaded_sections(),
+            self.world.unsaved_count(),
+            light.in_place,
+            light.whole,
+            if self.world.light_pending() {
+                "more to light"
+            } else {
+                "up to date"
+            }
+        )
+    }
+
     fn run_command(&mut self, command: RunCommand) -> Result<String, ModuleError> {
+        if command.name == "world" {
+            return Ok(self.describe());
+        }
         if command.name != "pregen" {
             return Err(ModuleError::msg(format!("no command '{}'", command.name)));
         }
@@ -715,6 +746,7 @@ impl Module for VoxelWorld {
             requested: HashMap::new(),
             save_interval: host.get_setting("voxelworld.save_interval_s", 5.0)?,
             since_save: 0.0,
+            since_drop_decoded: 0.0,
             generator: host
                 .get_config("voxelworld.generator")
                 .unwrap_or_else(|| "worldgen".to_string()),
@@ -784,6 +816,14 @@ impl Module for VoxelWorld {
                             self.saved(Err(&error));
                             self.since_save = 0.0;
                         }
+                    }
+                }
+                self.since_drop_decoded += tick.dtime;
+                if self.since_drop_decoded >= DROP_DECODED_INTERVAL {
+                    self.since_drop_decoded = 0.0;
+                    let dropped = self.world.drop_unread_decoded();
+                    if dropped > 0 {
+                        log::debug!("{dropped} chunks nobody read went back to their blob");
                     }
                 }
                 self.relight();

@@ -30,8 +30,10 @@ use std::time::Instant;
 
 use buildat_format::{decode_voxels, encode_voxels};
 use buildat_interface::log;
+use buildat_voxel::VoxelLight;
 use buildat_voxel::geometry::{self, CHUNK_VOLUME, Pos, SectionSize};
 use buildat_voxel::light::{self, LightTable, Surroundings};
+use buildat_voxel::relight::{LitWorld, relight_in_place};
 use buildat_voxel::{AIR, BlockDefinition, BlockRegistry, RegistryError, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
     ChunkData, DynamicNode, SpecialVoxel, StoredNode, StoredNodeKind, VAR_MOD_VERSION,
@@ -92,6 +94,9 @@ struct Chunk {
     /// at (x + 32·z), so a change above is followed down only as far as it
     /// changes what comes down.
     sun_in: Option<Vec<bool>>,
+    /// The [`World::drop_unread_decoded`] round in which its voxels were
+    /// last read or written.
+    read_round: u64,
 }
 
 impl Chunk {
@@ -102,6 +107,7 @@ impl Chunk {
             blob: None,
             light: None,
             sun_in: None,
+            read_round: 0,
         }
     }
 
@@ -124,6 +130,7 @@ impl Chunk {
             blob: Some(blob),
             light: None,
             sun_in: None,
+            read_round: 0,
         })
     }
 }
@@ -184,6 +191,59 @@ impl Section {
 /// A chunk's light bytes (`buildat_voxel::light`), shared with the stream.
 pub type ChunkLight = Arc<Vec<u8>>;
 
+/// Most voxels an update of light in place visits per channel before the
+/// chunks are relit whole instead.
+const IN_PLACE_LIMIT: usize = 200_000;
+
+/// How light was brought up to date since the world was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LightCounts {
+    /// Relights whose edits were all updated in place.
+    pub in_place: u64,
+    /// Chunks lit whole by a relight.
+    pub whole: u64,
+}
+
+/// A chunk staged for an update of light in place.
+struct StagedChunk {
+    voxels: Arc<[u32]>,
+    light: Vec<u8>,
+    changed: bool,
+}
+
+/// The world as an update in place sees it: the chunks it touched,
+/// staged (`None`: it may not touch that chunk), kept only if it
+/// finishes.
+struct StagedLight<'w> {
+    world: &'w mut World,
+    chunks: HashMap<Pos, Option<StagedChunk>>,
+}
+
+impl LitWorld for StagedLight<'_> {
+    fn get(&mut self, voxel: Pos) -> Option<(VoxelLight, u8)> {
+        let chunk = geometry::chunk_of_voxel(voxel);
+        if !self.chunks.contains_key(&chunk) {
+            let staged = self.world.stage_light(chunk);
+            self.chunks.insert(chunk, staged);
+        }
+        let staged = self.chunks.get(&chunk)?.as_ref()?;
+        let index = geometry::index_in_chunk(voxel);
+        let props = self.world.light_table.get(*staged.voxels.get(index)?);
+        Some((props, *staged.light.get(index)?))
+    }
+
+    fn set(&mut self, voxel: Pos, light: u8) {
+        let chunk = geometry::chunk_of_voxel(voxel);
+        if let Some(Some(staged)) = self.chunks.get_mut(&chunk)
+            && let Some(slot) = staged.light.get_mut(geometry::index_in_chunk(voxel))
+            && *slot != light
+        {
+            *slot = light;
+            staged.changed = true;
+        }
+    }
+}
+
 /// A chunk changed since the last commit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Committed {
@@ -227,6 +287,13 @@ pub struct World {
     /// Chunks whose kept light a change can reach and that are not yet
     /// relit (a relight out of time leaves them for the next).
     light_stale: BTreeSet<Pos>,
+    /// Single voxels set since the last [`World::relight`]: their light
+    /// is updated in place when it can be, else their chunks are relit.
+    light_edits: Vec<Pos>,
+    /// Relights done in place, and chunks lit whole, since the start.
+    pub light_counts: LightCounts,
+    /// Rounds of [`World::drop_unread_decoded`] so far.
+    decoded_round: u64,
     /// Each voxel type's light, rebuilt when the registry grows.
     light_table: LightTable,
     /// The registry's length when `light_table` was built.
@@ -268,6 +335,9 @@ impl World {
             unknown_names: BTreeSet::new(),
             light_dirty: BTreeSet::new(),
             light_stale: BTreeSet::new(),
+            light_edits: Vec::new(),
+            light_counts: LightCounts::default(),
+            decoded_round: 0,
             light_table: LightTable::default(),
             light_table_len: 0,
             light_decoded: HashMap::new(),
@@ -433,6 +503,7 @@ impl World {
             sections,
             voxels: registry,
             unknown_names,
+            decoded_round,
             ..
         } = self;
         let Some(chunk) = sections
@@ -446,7 +517,28 @@ impl World {
             let blob = chunk.blob.as_deref().unwrap_or_default();
             chunk.voxels = Some(decode_blob(registry, unknown_names, chunk.node_id, blob)?);
         }
+        chunk.read_round = *decoded_round;
         Ok(chunk.voxels.as_mut())
+    }
+
+    /// Drops the decoded voxels of chunks not read since the round before
+    /// last and still held as their blob (an edited chunk has no blob and
+    /// keeps them): called every few seconds, it keeps decoded only what
+    /// is in use, so chunks read once (a creature spawned, a far section
+    /// looked at) go back to their compressed size. Answers how many.
+    pub fn drop_unread_decoded(&mut self) -> usize {
+        self.decoded_round += 1;
+        let stale = self.decoded_round.saturating_sub(2);
+        let mut dropped = 0;
+        for section in self.sections.values_mut() {
+            for chunk in section.chunks.values_mut() {
+                if chunk.voxels.is_some() && chunk.blob.is_some() && chunk.read_round < stale {
+                    chunk.voxels = None;
+                    dropped += 1;
+                }
+            }
+        }
+        dropped
     }
 
     fn encode_chunk(&self, voxels: &[u32]) -> Vec<u8> {
@@ -687,7 +779,7 @@ impl World {
                 }
             }
             self.changed.insert(chunk_pos);
-            self.light_dirty.insert(chunk_pos);
+            self.light_edits.push(pos);
         }
         Ok(())
     }
@@ -1006,10 +1098,12 @@ impl World {
     /// (after at least one chunk); [`World::light_pending`] then says more
     /// is to do, and the next call goes on where this one stopped.
     pub fn relight(&mut self, deadline: Instant) -> Result<Vec<(Pos, ChunkLight)>, WorldError> {
-        if self.light_dirty.is_empty() && self.light_stale.is_empty() {
+        if !self.light_pending() {
             return Ok(Vec::new());
         }
         self.refresh_light_table();
+        let mut relit: BTreeMap<Pos, ChunkLight> =
+            self.relight_edits_in_place().into_iter().collect();
         let mut dirty: Vec<Pos> = std::mem::take(&mut self.light_dirty).into_iter().collect();
         // Top first: a change above is followed down through those below.
         dirty.sort_by_key(|c| (std::cmp::Reverse(c[1]), c[0], c[2]));
@@ -1042,7 +1136,6 @@ impl World {
                 below[1] -= 1;
             }
         }
-        let mut relit = Vec::new();
         let mut computed_any = false;
         while let Some(chunk) = self.light_stale.pop_first() {
             let Some(old) = self.generated_chunk(chunk).and_then(|c| c.light.clone()) else {
@@ -1053,8 +1146,11 @@ impl World {
                 break;
             }
             computed_any = true;
+            self.light_counts.whole += 1;
             match self.compute_light(chunk, &mut memo) {
-                Ok(Some(new)) if new != old => relit.push((chunk, new)),
+                Ok(Some(new)) if new != old => {
+                    relit.insert(chunk, new);
+                }
                 Ok(_) => {}
                 Err(error) => {
                     // Relit by a later call: nothing is dropped.
@@ -1063,13 +1159,89 @@ impl World {
                 }
             }
         }
-        Ok(relit)
+        Ok(relit.into_iter().collect())
+    }
+
+    /// Updates the light around the voxels set since the last relight in
+    /// place (`buildat_voxel::relight`), touching only the voxels whose
+    /// light they can change; answers the chunks whose light changed. An
+    /// edit in a chunk not lit yet, or whose change reaches a chunk that
+    /// cannot be updated in place ([`World::stage_light`]), has its chunks
+    /// relit whole instead (with all of this call's edits, which are
+    /// lit together).
+    fn relight_edits_in_place(&mut self) -> Vec<(Pos, ChunkLight)> {
+        let edits: BTreeSet<Pos> = std::mem::take(&mut self.light_edits).into_iter().collect();
+        if edits.is_empty() {
+            return Vec::new();
+        }
+        let (in_place, whole): (Vec<Pos>, Vec<Pos>) = edits.into_iter().partition(|&voxel| {
+            self.generated_chunk(geometry::chunk_of_voxel(voxel))
+                .is_some_and(|c| c.light.is_some())
+        });
+        self.light_dirty
+            .extend(whole.iter().map(|&v| geometry::chunk_of_voxel(v)));
+        if in_place.is_empty() {
+            return Vec::new();
+        }
+        let mut staged = StagedLight {
+            world: self,
+            chunks: HashMap::new(),
+        };
+        let outcome = relight_in_place(&mut staged, &in_place, IN_PLACE_LIMIT);
+        let chunks = staged.chunks;
+        if let Err(error) = outcome {
+            log::debug!("light: {error}; relighting whole chunks");
+            self.light_dirty
+                .extend(in_place.iter().map(|&v| geometry::chunk_of_voxel(v)));
+            return Vec::new();
+        }
+        self.light_counts.in_place += 1;
+        let mut relit = Vec::new();
+        for (pos, chunk) in chunks {
+            let Some(StagedChunk {
+                light,
+                changed: true,
+                ..
+            }) = chunk
+            else {
+                continue;
+            };
+            let light: ChunkLight = Arc::new(light);
+            if let Some(found) = self.generated_chunk_mut(pos) {
+                found.light = Some(light.clone());
+            }
+            relit.push((pos, light));
+        }
+        relit
+    }
+
+    /// A chunk's voxels and a copy of its light for an update in place;
+    /// `None` if its light cannot be updated in place: not lit, waiting to
+    /// be relit whole, or a neighbour is not generated (its light is then
+    /// lit by the rules at the edge of the world, open sky above and rock
+    /// beside, which an update in place does not follow).
+    fn stage_light(&mut self, chunk: Pos) -> Option<StagedChunk> {
+        if self.light_dirty.contains(&chunk) || self.light_stale.contains(&chunk) {
+            return None;
+        }
+        let light = self.generated_chunk(chunk)?.light.clone()?;
+        for i in 0..27i32 {
+            let offset = [i % 3, i / 3 % 3, i / 9].map(|o| o - 1);
+            let near = [0, 1, 2].map(|a| chunk[a] + offset[a]);
+            self.generated_chunk(near)?;
+        }
+        let voxels = self.light_voxels(chunk).ok()??;
+        Some(StagedChunk {
+            voxels,
+            light: light.to_vec(),
+            changed: false,
+        })
     }
 
     /// Whether the last [`World::relight`] ran out of time (or changes
     /// came since): call it again.
     pub fn light_pending(&self) -> bool {
-        !self.light_dirty.is_empty() || !self.light_stale.is_empty()
+        !self.light_dirty.is_empty() || !self.light_stale.is_empty() || !self.light_edits.is_empty()
     }
 
     /// Whether storage holds a generated section at `pos`.
@@ -1418,7 +1590,11 @@ pub(crate) mod tests {
         let mut relit = BTreeMap::new();
         for calls in 1.. {
             let some = world.relight(Instant::now()).unwrap();
-            assert!(some.len() <= 1, "out of time, one chunk a call");
+            // The first call also brings what it updates in place.
+            assert!(
+                calls == 1 || some.len() <= 1,
+                "out of time, one chunk a call"
+            );
             relit.extend(some);
             if !world.light_pending() {
                 break;
@@ -1438,15 +1614,22 @@ pub(crate) mod tests {
         light_follows_edits(relight_in_slices);
     }
 
-    fn light_follows_edits(relight: fn(&mut World) -> Vec<(Pos, ChunkLight)>) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut world = open(dir.path());
+    /// A world with a torch block (block light 14, clear); the torch's and
+    /// stone's type ids.
+    fn open_with_torch(dir: &std::path::Path) -> (World, u32, u32) {
+        let mut world = open(dir);
         let mut torch = BlockDefinition::simple("torch", "torch.png");
         torch.physically_solid = false;
         torch.light_source = 14;
         torch.light_absorption = 0;
         let torch = world.register_block(torch).unwrap()[0];
         let stone = world.voxels.get_id("stone").unwrap();
+        (world, torch, stone)
+    }
+
+    fn light_follows_edits(relight: fn(&mut World) -> Vec<(Pos, ChunkLight)>) {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut world, torch, stone) = open_with_torch(dir.path());
         // Each chunk: stone where z < 16 (its first half), air above it.
         generate(&mut world, [0, 0, 0], "stone");
         let light_at = |world: &mut World, p: Pos| {
@@ -1484,6 +1667,81 @@ pub(crate) mod tests {
         world.set_voxel([5, 60, 20], AIR).unwrap();
         relight(&mut world);
         assert_eq!(light::sun(light_at(&mut world, open)), 15);
+    }
+
+    #[test]
+    fn light_updated_in_place_is_the_light_computed_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut world, torch, stone) = open_with_torch(dir.path());
+        // Sections -1..=1 each way (chunks -2..=3): chunks 0..=1 have
+        // every neighbour, so their light can be updated in place.
+        for z in -1..=1 {
+            for y in -1..=1 {
+                for x in -1..=1 {
+                    generate(&mut world, [x, y, z], "stone");
+                }
+            }
+        }
+        let lit: Vec<Pos> = (0..8).map(|i| [i & 1, i >> 1 & 1, i >> 2 & 1]).collect();
+        for &chunk in &lit {
+            world.chunk_light(chunk).unwrap().unwrap();
+        }
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |n: i32| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as i32
+        };
+        for round in 0..12 {
+            for _ in 0..1 + next(3) {
+                let voxel = [4 + next(56), 4 + next(56), 4 + next(56)];
+                let kind = [AIR, stone, torch][next(3) as usize];
+                world.set_voxel(voxel, kind).unwrap();
+            }
+            world.relight(far()).unwrap();
+            for &chunk in &lit {
+                let kept = world.generated_chunk(chunk).unwrap().light.clone().unwrap();
+                let whole = world
+                    .compute_light(chunk, &mut HashMap::new())
+                    .unwrap()
+                    .unwrap();
+                assert!(kept == whole, "round {round}: chunk {chunk:?}");
+            }
+        }
+        assert!(
+            world.light_counts.in_place > 0,
+            "some updates in place: {:?}",
+            world.light_counts
+        );
+    }
+
+    #[test]
+    fn chunks_read_once_go_back_to_their_blob_and_edited_ones_stay_decoded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut world = open(dir.path());
+        let stone = world.voxels.get_id("stone").unwrap();
+        generate(&mut world, [0, 0, 0], "stone");
+        let decoded =
+            |world: &World, chunk: Pos| world.generated_chunk(chunk).unwrap().voxels.is_some();
+        assert_eq!(world.get_voxel([1, 1, 1]).unwrap(), Some(stone));
+        world.set_voxel([40, 1, 1], AIR).unwrap();
+        assert!(decoded(&world, [0, 0, 0]) && decoded(&world, [1, 0, 0]));
+        world.drop_unread_decoded();
+        assert!(decoded(&world, [0, 0, 0]), "read in the last round: kept");
+        world.drop_unread_decoded();
+        world.drop_unread_decoded();
+        assert!(
+            !decoded(&world, [0, 0, 0]),
+            "unread for two rounds: dropped"
+        );
+        assert!(decoded(&world, [1, 0, 0]), "edited, no blob: kept");
+        assert_eq!(
+            world.get_voxel([1, 1, 1]).unwrap(),
+            Some(stone),
+            "read again"
+        );
+        assert_eq!(world.get_voxel([40, 1, 1]).unwrap(), Some(AIR));
     }
 
     /// Turned a quarter round about z.

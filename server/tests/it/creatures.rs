@@ -22,6 +22,9 @@ fn start(scratch: &Scratch) -> Server {
             &format!("creatures.persistent={PERSISTENT}"),
             "--set",
             "creatures.radius=12",
+            // No player joins: every creature is simulated all the same.
+            "--set",
+            "creatures.active_radius=0",
         ]
         .map(String::from),
     );

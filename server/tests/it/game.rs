@@ -4,7 +4,9 @@
 //! a restart, a special voxel (the torch) told of the edits around it.
 
 use buildat_format::Packet;
-use buildat_main_api::{Correct, Dig, Edits, Join, Move, Ping, Place, Pong, Refused, Spawn};
+use buildat_main_api::{
+    Correct, Dig, Edits, Join, Move, Ping, Place, Pong, Refused, Spawn, VAR_PEER, VAR_PLAYER,
+};
 use buildat_replicate_api::{NodeState, NodeUpdates};
 use buildat_voxelworld_api::stream::{Ack, Chunk, Light, Registry, UnloadChunk, VoxelUpdates};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -211,7 +213,7 @@ impl Player {
     fn player_node(&self, peer: u64) -> Option<&NodeState> {
         self.nodes
             .values()
-            .find(|n| n.var("peer") == Some(&peer.to_le_bytes()[..]))
+            .find(|n| n.var(VAR_PEER) == Some(&peer.to_le_bytes()[..]))
     }
 
     fn voxel_name(&self, voxel: Pos) -> Option<&str> {
@@ -266,7 +268,7 @@ fn players_see_each_other_as_nodes_within_a_tick_of_the_truth() {
         .pump_until(Duration::from_secs(30), |p| p.player_node(peer).is_some())
         .expect("the watcher learns the walker's node");
     let node = watcher.player_node(peer).expect("known").clone();
-    assert_eq!(node.var("player"), Some(&b"walker"[..]));
+    assert_eq!(node.var(VAR_PLAYER), Some(&b"walker"[..]));
     assert_eq!(node.position(), walker.position);
     // The walker walks 5 voxels a second; the watcher samples what it
     // knows of it as it goes.

@@ -5,7 +5,7 @@
 //!
 //! Owns: the layouts of the `main:*` packets (raw little-endian, not
 //! bincode, so Lua reads them without a bincode decoder), read with bounds
-//! checks. Does not own: what the game accepts (`modules/main`'s rules:
+//! checks, and the variables of a player's node. Does not own: what the game accepts (`modules/main`'s rules:
 //! name length, move distance, reach).
 
 use buildat_format::payload::{Packet, PayloadError};
@@ -14,6 +14,13 @@ use buildat_format::payload::{Packet, PayloadError};
 pub type PeerId = u64;
 /// A voxel position.
 pub type VoxelPos = [i32; 3];
+
+/// A player's node (transient, made by the game; `replicate` tells the
+/// clients near it) carries this variable: the player's name (UTF-8).
+/// Other modules find the players with `ListNodes { with_var: VAR_PLAYER }`.
+pub const VAR_PLAYER: &str = "player";
+/// A player node's variable holding its peer id (8 bytes, little-endian).
+pub const VAR_PEER: &str = "peer";
 
 /// Bytes of a `main:spawn`.
 pub const SPAWN_BYTES: usize = 32;
@@ -391,11 +398,6 @@ mod tests {
         assert!(Join::decode(&[0xff, 0xfe]).is_err());
     }
 }
-
-/// A player node's variable holding the player's name (UTF-8).
-pub const VAR_PLAYER: &str = "player";
-/// A player node's variable holding its peer id (8 bytes, little-endian).
-pub const VAR_PEER: &str = "peer";
 
 /// The `main` module's name, for its calls.
 pub const MODULE: &str = "main";

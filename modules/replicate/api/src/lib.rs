@@ -325,6 +325,9 @@ pub struct Stats {
     pub peers: u64,
     /// Pairs (peer, node known by it).
     pub known: u64,
+    /// Peers with more nodes in range than they may know (they know the
+    /// nearest).
+    pub crowded: u64,
     /// `replicate:nodes` packets and their payload bytes since the module
     /// was first loaded.
     pub packets_sent: u64,
