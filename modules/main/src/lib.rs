@@ -21,7 +21,7 @@
 //! (a `torch`: no collision, clear, block light 14, placeable from the
 //! hotbar like every registered block; it drops without a solid voxel
 //! below or beside it: `special.rs`). Its `client_lua/` is what clients
-//! run.
+//! run. It times its ticks (`get_tick_stats`, `buildat-main-api`).
 //! Does not own: the world or its stream (`voxelworld`), sockets (`network`).
 
 pub mod rules;
@@ -36,7 +36,8 @@ use buildat_interface::{
     Event, Host, Module, ModuleError, UnloadKind, decode, events, export_module, log,
 };
 use buildat_main_api::{
-    Correct, Dig, Join, Move, Ping, Place, Pong, Refused, Spawn, VAR_PEER, VAR_PLAYER,
+    Correct, Dig, GetTickStats, Join, Move, Ping, Place, Pong, Refused, Spawn, TickStats, VAR_PEER,
+    VAR_PLAYER,
 };
 use buildat_network_api::{
     self as network, ClientConnected, ClientDisconnected, OutgoingPacket, PacketReceived, PeerId,
@@ -138,6 +139,8 @@ struct Game {
     pending_actions: Vec<PendingAction>,
     /// How long a connection may take to join (`main.join_timeout_s`).
     join_timeout: Duration,
+    /// How long the ticks took (`get_tick_stats`).
+    tick_stats: TickStats,
 }
 
 impl Game {
@@ -745,6 +748,7 @@ impl Module for Game {
             pending_moves: Vec::new(),
             pending_actions: Vec::new(),
             join_timeout: Duration::from_secs_f64(host.get_setting("main.join_timeout_s", 120.0)?),
+            tick_stats: TickStats::default(),
         })
     }
 
@@ -785,12 +789,14 @@ impl Module for Game {
             }
             events::Tick::NAME => {
                 let tick: events::Tick = decode(payload)?;
+                let started = Instant::now();
                 self.spawn_waiting()?;
                 self.judge_moves()?;
                 self.judge_actions()?;
                 self.move_player_nodes(tick.dtime)?;
                 self.send_edits();
                 self.drop_unjoined();
+                self.tick_stats.observe(started.elapsed().as_secs_f64());
             }
             ClientConnected::NAME => {
                 let connected: ClientConnected = decode(payload)?;
@@ -821,6 +827,12 @@ impl Module for Game {
             }
         }
         Ok(())
+    }
+
+    fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
+        buildat_interface::answer_calls!(function, payload, {
+            GetTickStats => |_| Ok(self.tick_stats.clone()),
+        })
     }
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {

@@ -5,7 +5,8 @@
 //! `network:client_connected`, `network:client_disconnected` and
 //! `network:packet_received/<name>`, the fire-and-forget event
 //! `network:send_batches`, and the calls `send`, `broadcast`,
-//! `send_batch`, `list_peers`, `disconnect`, `get_backlog`, `listen_address`. On `reload network` the
+//! `send_batch`, `list_peers`, `disconnect`, `get_backlog`, `listen_address`,
+//! `get_stats` (traffic counters, carried across a reload). On `reload network` the
 //! listener and every peer's socket, half-read input, unsent output and
 //! packet-type tables are handed to the next version as raw fds plus state
 //! in tmp data, so clients see no disconnect and nothing lost.
@@ -53,7 +54,7 @@ use buildat_interface::{
 };
 use buildat_network_api::{
     self as network, Broadcast, ClientConnected, ClientDisconnected, Disconnect, GetBacklog,
-    ListPeers, ListenAddress, PeerId, PeerInfo, Send, SendBatch,
+    GetStats, ListPeers, ListenAddress, NetworkStats, PeerId, PeerInfo, Send, SendBatch,
 };
 use peer::{Backlog, Command, Parked, PeerState};
 use serde::{Deserialize, Serialize};
@@ -138,6 +139,57 @@ pub(crate) struct Shared {
     refusal_log: Mutex<LogLimiter<()>>,
     /// The modules' queues, as last looked at.
     queues: QueueWatch,
+    /// Traffic counted for `get_stats`.
+    pub counters: Counters,
+}
+
+/// Traffic counters, bumped by the peer tasks without a lock.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub connections: AtomicU64,
+    pub packets_in: AtomicU64,
+    pub bytes_in: AtomicU64,
+    pub packets_out: AtomicU64,
+    pub bytes_out: AtomicU64,
+}
+
+/// The tmp data name the counters cross a reload under (apart from the
+/// sockets' stash, so its layout does not change).
+const COUNTERS_TMP: &str = "counters";
+
+impl Counters {
+    pub fn add(counter: &AtomicU64, amount: u64) {
+        counter.fetch_add(amount, Ordering::Relaxed);
+    }
+
+    fn all(&self) -> [&AtomicU64; 5] {
+        [
+            &self.connections,
+            &self.packets_in,
+            &self.bytes_in,
+            &self.packets_out,
+            &self.bytes_out,
+        ]
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        self.all()
+            .iter()
+            .flat_map(|c| c.load(Ordering::Relaxed).to_le_bytes())
+            .collect()
+    }
+
+    /// Adds counts a previous version kept (ignored unless well formed).
+    fn restore(&self, bytes: &[u8]) {
+        if bytes.len() != 40 {
+            return;
+        }
+        for (counter, value) in self.all().iter().zip(bytes.chunks_exact(8)) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(value);
+            counter.fetch_add(u64::from_le_bytes(word), Ordering::Relaxed);
+        }
+    }
 }
 
 /// How often the modules' queues are looked at (a core call), in µs.
@@ -328,6 +380,7 @@ impl Shared {
             return;
         }
         let id = self.next_peer.fetch_add(1, Ordering::Relaxed);
+        Counters::add(&self.counters.connections, 1);
         let state = PeerState::new(id, address.to_string(), &self.settings);
         self.start_peer(stream, state, true);
     }
@@ -617,6 +670,7 @@ impl Module for Network {
                 peer_cap,
                 refusal_log: Mutex::new(LogLimiter::new(5, Duration::from_secs(1))),
                 queues: QueueWatch::new(),
+                counters: Counters::default(),
             }),
             running: None,
             listen_address: String::new(),
@@ -640,7 +694,12 @@ impl Module for Network {
                 }
                 None => self.start(),
             },
-            events::Continue::NAME => self.resume(),
+            events::Continue::NAME => {
+                if let Some(bytes) = self.host.tmp_restore_data(COUNTERS_TMP) {
+                    self.shared.counters.restore(&bytes);
+                }
+                self.resume()
+            }
             network::SendBatches::NAME => {
                 let request: network::SendBatches = decode(payload)?;
                 for batch in request.batches {
@@ -709,12 +768,25 @@ impl Module for Network {
                 Ok(handle.backlog.total() as u64)
             },
             ListenAddress => |_| Ok(self.listen_address.clone()),
+            GetStats => |_| {
+                let counters = &self.shared.counters;
+                Ok(NetworkStats {
+                    peers: self.shared.peer_count.load(Ordering::Relaxed) as u64,
+                    connections: counters.connections.load(Ordering::Relaxed),
+                    packets_in: counters.packets_in.load(Ordering::Relaxed),
+                    bytes_in: counters.bytes_in.load(Ordering::Relaxed),
+                    packets_out: counters.packets_out.load(Ordering::Relaxed),
+                    bytes_out: counters.bytes_out.load(Ordering::Relaxed),
+                })
+            },
         })
     }
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
         match kind {
             UnloadKind::Reload => {
+                self.host
+                    .tmp_store_data(COUNTERS_TMP, &self.shared.counters.to_bytes())?;
                 let saved = self.park()?;
                 log::info!(
                     "handing {} peers and the listener to the next version",

@@ -15,7 +15,7 @@
 //! Does not own: accepting connections or the peer table (`lib.rs`).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use buildat_format::Packet;
@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::{Settings, Shared};
+use crate::{Counters, Settings, Shared};
 
 /// Encoded bytes gathered from queued sends before writing them.
 const WRITE_BATCH: usize = 1 << 20;
@@ -295,7 +295,7 @@ async fn run(
     }
     partial = track_partial(partial, state, false);
     loop {
-        if let Err(reason) = flush(stream, state, &mut written) {
+        if let Err(reason) = flush(&shared.counters.bytes_out, stream, state, &mut written) {
             return Exit::Closed(reason);
         }
         let queued = state.outgoing.len() - written;
@@ -334,12 +334,14 @@ async fn run(
                         Command::Send { name, data } => {
                             if let Err(error) = state.types.encode_packet(&name, &data, &mut state.outgoing) {
                                 log::warn!("peer {}: cannot send packet {name}: {error}", state.id);
+                            } else {
+                                Counters::add(&shared.counters.packets_out, 1);
                             }
                             backlog.unsent.store(state.outgoing.len() - written, Ordering::Release);
                             backlog.take(data.len());
                         }
                         Command::Disconnect(reason) => {
-                            say_goodbye(stream, state, &mut written, &reason).await;
+                            say_goodbye(&shared.counters.bytes_out, stream, state, &mut written, &reason).await;
                             return Exit::Closed(reason);
                         }
                         Command::Park(reply) => {
@@ -370,6 +372,7 @@ async fn run(
                 match stream.try_read(&mut buffer) {
                     Ok(0) => return Exit::Closed("connection closed by the client".into()),
                     Ok(read) => {
+                        Counters::add(&shared.counters.bytes_in, read as u64);
                         state.reader.push(buffer.get(..read).unwrap_or_default());
                         let delivered = match deliver_packets(shared, state, &mut budget) {
                             Ok(delivered) => delivered,
@@ -463,6 +466,7 @@ fn deliver_packets(
                 let ReadItem::Packet(packet) = item else {
                     continue;
                 };
+                Counters::add(&shared.counters.packets_in, 1);
                 let event = network::packet_received_event(&packet.name);
                 let received = PacketReceived {
                     peer: state.id,
@@ -479,11 +483,19 @@ fn deliver_packets(
 }
 
 /// Writes what the socket takes without blocking.
-fn flush(stream: &TcpStream, state: &mut PeerState, written: &mut usize) -> Result<(), String> {
+fn flush(
+    bytes_out: &AtomicU64,
+    stream: &TcpStream,
+    state: &mut PeerState,
+    written: &mut usize,
+) -> Result<(), String> {
     while let Some(pending) = state.outgoing.get(*written..).filter(|p| !p.is_empty()) {
         match stream.try_write(pending) {
             Ok(0) => return Err("the connection stopped taking data".into()),
-            Ok(count) => *written += count,
+            Ok(count) => {
+                *written += count;
+                Counters::add(bytes_out, count as u64);
+            }
             Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
             Err(error) => return Err(format!("write error: {error}")),
         }
@@ -502,7 +514,13 @@ fn flush(stream: &TcpStream, state: &mut PeerState, written: &mut usize) -> Resu
 }
 
 /// Queues `core:disconnect` with the reason and gives the output a second to leave.
-async fn say_goodbye(stream: &TcpStream, state: &mut PeerState, written: &mut usize, reason: &str) {
+async fn say_goodbye(
+    bytes_out: &AtomicU64,
+    stream: &TcpStream,
+    state: &mut PeerState,
+    written: &mut usize,
+    reason: &str,
+) {
     let goodbye = DisconnectPacket {
         reason: reason.to_string(),
     };
@@ -513,7 +531,7 @@ async fn say_goodbye(stream: &TcpStream, state: &mut PeerState, written: &mut us
     }
     let deadline = Instant::now() + Duration::from_secs(1);
     while *written < state.outgoing.len() && Instant::now() < deadline {
-        if flush(stream, state, written).is_err() {
+        if flush(bytes_out, stream, state, written).is_err() {
             return;
         }
         let _ = tokio::time::timeout(Duration::from_millis(100), stream.writable()).await;
@@ -531,7 +549,9 @@ pub(crate) async fn refuse(stream: TcpStream, reason: String) {
         heard: false,
     };
     let mut written = 0;
-    say_goodbye(&stream, &mut state, &mut written, &reason).await;
+    // A refusal's goodbye is not counted as traffic.
+    let uncounted = AtomicU64::new(0);
+    say_goodbye(&uncounted, &stream, &mut state, &mut written, &reason).await;
 }
 
 #[cfg(test)]

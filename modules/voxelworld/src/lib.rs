@@ -3,7 +3,9 @@
 //! Owns: the world (`world.rs`: registries, loaded sections, chunks, nodes,
 //! save rules) over its storage (`storage.rs`: `<world>/world.sqlite`), the
 //! events `voxelworld:generation_request` and `voxelworld:node_volume_updated`,
-//! the calls defined in `buildat-voxelworld-api` (`api/`), periodic saving,
+//! the calls defined in `buildat-voxelworld-api` (`api/`; `column_tops`
+//! for maps reads stored sections without loading them: `world/tops.rs`),
+//! periodic saving,
 //! saving on unload and stop (when storage fails: edits stay in memory and
 //! are retried while the stream goes on serving, one warning a minute, a
 //! reload carries them, and `stop` retries, then writes them to a recovery
@@ -47,14 +49,15 @@ use buildat_interface::{
 };
 use buildat_network_api::{self as network, ClientDisconnected, PacketReceived, PeerId, SendBatch};
 use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
+use buildat_voxelworld_api::GetStats;
 use buildat_voxelworld_api::stream::{Ack, Registry};
 use buildat_voxelworld_api::{
-    ApplyGenerated, Commit, CreateNode, CreateNodes, EditOutcome, EditVoxel, EditVoxels, Generate,
-    GeneratedSection, GenerationRequest, GetChunk, GetNode, GetRegistry, GetSizes, GetVoxel,
-    GetVoxels, GetWorldConfig, ListNodes, LoadOrGenerateSection, MoveNodes, NodeVolumeUpdated,
-    NodesChanged, Pregen, PregenReport, RegisterBlock, RemoveNode, RemoveViewer, Replace, Save,
-    SectionStatus, SetNodeParent, SetNodeVar, SetSectionSaveEnabled, SetVoxel, Sizes,
-    SpecialVoxels, Viewer, WorldConfig,
+    ApplyGenerated, ColumnTops, Commit, CreateNode, CreateNodes, EditOutcome, EditVoxel,
+    EditVoxels, Generate, GeneratedSection, GenerationRequest, GetChunk, GetNode, GetRegistry,
+    GetSizes, GetVoxel, GetVoxels, GetWorldConfig, ListNodes, LoadOrGenerateSection, MoveNodes,
+    NodeVolumeUpdated, NodesChanged, Pregen, PregenReport, RegisterBlock, RemoveNode, RemoveViewer,
+    Replace, Save, SectionStatus, SetNodeParent, SetNodeVar, SetSectionSaveEnabled, SetVoxel,
+    Sizes, SpecialVoxels, Viewer, WorldConfig, WorldStats,
 };
 use durability::{SaveHealth, StashedSection};
 use serde::{Deserialize, Serialize};
@@ -211,6 +214,10 @@ struct VoxelWorld {
     /// Commits with more changed voxels than handlers are told of, a few a
     /// minute.
     special_log: LogLimiter<()>,
+    /// Saves finished, sections written and failed saves, for `get_stats`.
+    saves: u64,
+    sections_saved: u64,
+    save_errors: u64,
 }
 
 fn world_error(error: WorldError) -> ModuleError {
@@ -360,6 +367,10 @@ impl VoxelWorld {
 
     fn save(&mut self) -> Result<u32, ModuleError> {
         let saved = self.world.save_all();
+        if let Ok(count) = &saved {
+            self.saves += 1;
+            self.sections_saved += u64::from(*count);
+        }
         self.saved(saved.as_ref().map(|_| ()));
         let saved = saved.map_err(world_error)?;
         if saved > 0 {
@@ -379,6 +390,7 @@ impl VoxelWorld {
                 }
             }
             Err(error) => {
+                self.save_errors += 1;
                 if let Some(line) = self.health.failed(error, self.world.unsaved_count(), now) {
                     log::error!("{line}");
                 }
@@ -743,6 +755,9 @@ impl Module for VoxelWorld {
             peer_log: LogLimiter::new(5, std::time::Duration::from_secs(10)),
             stream_log: LogLimiter::new(3, std::time::Duration::from_secs(60)),
             special_log: LogLimiter::new(3, std::time::Duration::from_secs(60)),
+            saves: 0,
+            sections_saved: 0,
+            save_errors: 0,
         })
     }
 
@@ -783,6 +798,10 @@ impl Module for VoxelWorld {
                     let deadline = Instant::now() + SAVE_SLICE;
                     match self.world.save_some(deadline) {
                         Ok((saved, done)) => {
+                            self.sections_saved += u64::from(saved);
+                            if done {
+                                self.saves += 1;
+                            }
                             self.saved(Ok(()));
                             if saved > 0 {
                                 log::debug!("saved {saved} sections");
@@ -950,6 +969,20 @@ impl Module for VoxelWorld {
                     .map_err(world_error)
             },
             Save => |_| self.save(),
+            ColumnTops => |request: ColumnTops| {
+                self.world.column_tops(&request).map_err(world_error)
+            },
+            GetStats => |_| {
+                Ok(WorldStats {
+                    loaded_sections: self.world.loaded_sections() as u64,
+                    unsaved_sections: self.world.unsaved_count() as u64,
+                    viewers: self.streamer.viewer_count() as u64,
+                    chunks_streamed: self.streamer.chunks_streamed,
+                    saves: self.saves,
+                    sections_saved: self.sections_saved,
+                    save_errors: self.save_errors,
+                })
+            },
             Pregen => |region: Pregen| {
                 self.pregen(
                     region.radius.min(1024) as i32,

@@ -72,6 +72,8 @@ pub struct Streamer {
     /// Where a pump of every viewer starts, turned each time, so the
     /// viewers a deadline cuts off are first the next time.
     rotation: usize,
+    /// Whole chunks sent since the module's instance started.
+    pub chunks_streamed: u64,
 }
 
 /// Encoded packets by chunk, at most [`CACHE_LIMIT`] (emptied when full).
@@ -117,6 +119,7 @@ impl Streamer {
             cache: PacketCache::default(),
             light_cache: PacketCache::default(),
             rotation: 0,
+            chunks_streamed: 0,
         }
     }
 
@@ -425,6 +428,7 @@ impl Streamer {
                             });
                         }
                         sent += 1;
+                        self.chunks_streamed += 1;
                         if let Some(viewer) = self.viewers.get_mut(&peer) {
                             viewer.held.insert(chunk);
                         }

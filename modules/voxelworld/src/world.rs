@@ -44,6 +44,7 @@ use crate::special::{self, Handlers, Pending};
 use crate::storage::{StorageError, StoredSection, WorldStorage};
 
 mod nodes;
+mod tops;
 
 /// Node ids reserved from storage at a time.
 const ID_BLOCK: u64 = 1024;
@@ -75,6 +76,8 @@ pub enum WorldError {
     Payload(#[from] buildat_interface::PayloadError),
     #[error("encoding light: {0}")]
     Light(String),
+    #[error("{0}")]
+    BadRequest(String),
 }
 
 /// A static chunk node. At least one of `voxels` and `blob` is present:

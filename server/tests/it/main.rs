@@ -1,7 +1,7 @@
 //! The server's integration tests, one binary (one link) for all: the module
 //! host in-process with real module libraries (`core`), and the real
 //! `buildat-server` binary over real sockets (`cli`, `network`,
-//! `client_file`, `world`, `game`, `creatures`, `api_reload`). `common` is
+//! `client_file`, `world`, `game`, `creatures`, `api_reload`, `web`). `common` is
 //! what they share; the server driver and the wire client are
 //! `buildat-harness`'s.
 
@@ -13,4 +13,5 @@ mod core;
 mod creatures;
 mod game;
 mod network;
+mod web;
 mod world;

@@ -398,3 +398,75 @@ mod tests {
         assert!(Join::decode(&[0xff, 0xfe]).is_err());
     }
 }
+
+/// The `main` module's name, for its calls.
+pub const MODULE: &str = "main";
+
+/// Upper bounds (seconds) of the buckets of [`TickStats`]; a last bucket
+/// takes the rest.
+pub const TICK_BUCKETS: [f64; 10] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+];
+
+/// Call `get_tick_stats`: how long the game's ticks took (its handler of
+/// `core:tick`: joins, moves, actions, news), since the module's instance
+/// loaded.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GetTickStats {}
+
+/// A histogram of tick durations.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TickStats {
+    /// Ticks counted.
+    pub count: u64,
+    /// Their durations added up, in seconds.
+    pub sum_seconds: f64,
+    /// Ticks per bucket of [`TICK_BUCKETS`] (not cumulative), then those
+    /// longer than the last bound.
+    pub buckets: Vec<u64>,
+    /// The latest tick's duration, in seconds.
+    pub last_seconds: f64,
+}
+
+impl TickStats {
+    /// Counts one tick of `seconds`.
+    pub fn observe(&mut self, seconds: f64) {
+        if self.buckets.len() != TICK_BUCKETS.len() + 1 {
+            self.buckets = vec![0; TICK_BUCKETS.len() + 1];
+        }
+        let bucket = TICK_BUCKETS
+            .iter()
+            .position(|bound| seconds <= *bound)
+            .unwrap_or(TICK_BUCKETS.len());
+        if let Some(slot) = self.buckets.get_mut(bucket) {
+            *slot += 1;
+        }
+        self.count += 1;
+        self.sum_seconds += seconds;
+        self.last_seconds = seconds;
+    }
+}
+
+buildat_interface::calls! {
+    module MODULE;
+    GetTickStats = "get_tick_stats" -> TickStats;
+}
+
+#[cfg(test)]
+mod tick_tests {
+    use super::*;
+
+    #[test]
+    fn ticks_land_in_their_buckets() {
+        let mut stats = TickStats::default();
+        stats.observe(0.0001);
+        stats.observe(0.003);
+        stats.observe(5.0);
+        assert_eq!(stats.count, 3);
+        assert_eq!(stats.buckets.len(), TICK_BUCKETS.len() + 1);
+        assert_eq!(stats.buckets[0], 1);
+        assert_eq!(stats.buckets[3], 1);
+        assert_eq!(stats.buckets[TICK_BUCKETS.len()], 1);
+        assert!((stats.sum_seconds - 5.0031).abs() < 1e-9);
+    }
+}

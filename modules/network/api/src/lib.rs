@@ -4,7 +4,7 @@
 //! Owns: the events (`network:client_connected`, `network:client_disconnected`,
 //! `network:packet_received/<packet name>`, `network:send_batches`), the typed
 //! calls ([`Send`], [`SendBatch`], [`Broadcast`], [`ListPeers`],
-//! [`Disconnect`], [`GetBacklog`], [`ListenAddress`]) and the
+//! [`Disconnect`], [`GetBacklog`], [`ListenAddress`], [`GetStats`]) and the
 //! `core:disconnect` packet. Byte fields use `serde_bytes` (the same bytes on
 //! the wire as a `Vec<u8>`, copied in one go instead of per byte). Does not
 //! own: sockets or framing (the `network` module and `buildat-format`).
@@ -139,6 +139,27 @@ pub struct GetBacklog {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ListenAddress {}
 
+/// Call `get_stats`: the traffic counted since the server started (carried
+/// across `reload network`), for operators' dashboards.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GetStats {}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetworkStats {
+    /// Peers connected now.
+    pub peers: u64,
+    /// Connections admitted (refused ones are not counted).
+    pub connections: u64,
+    /// Packets delivered to modules (packet-type definitions not counted).
+    pub packets_in: u64,
+    /// Bytes read from peers' sockets.
+    pub bytes_in: u64,
+    /// Packets queued to peers.
+    pub packets_out: u64,
+    /// Bytes written to peers' sockets.
+    pub bytes_out: u64,
+}
+
 buildat_interface::calls! {
     module MODULE;
     Send = "send" -> u64;
@@ -148,6 +169,7 @@ buildat_interface::calls! {
     Disconnect = "disconnect" -> ();
     GetBacklog = "get_backlog" -> u64;
     ListenAddress = "listen_address" -> String;
+    GetStats = "get_stats" -> NetworkStats;
 }
 
 /// Event `network:send_batches`: queue packets to peers without waiting

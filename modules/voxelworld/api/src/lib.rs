@@ -429,6 +429,71 @@ pub struct PregenReport {
     pub already_present: u64,
 }
 
+/// Call: the top voxel of each column of a region, from the sections in
+/// memory and those stored (nothing is generated or kept loaded for it),
+/// for maps. Columns `x + i·step`, `z + j·step` for `i < width`, `j <
+/// depth`, answered row by row (`j` outer); at most [`MAX_COLUMNS`]
+/// columns and [`MAX_COLUMN_HEIGHT`] voxels from `y_top` down to
+/// `y_bottom`, so one call stays short on the world's thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnTops {
+    pub x: i32,
+    pub z: i32,
+    pub width: u32,
+    pub depth: u32,
+    /// 1 or more: voxels between two columns.
+    pub step: u32,
+    pub y_top: i32,
+    pub y_bottom: i32,
+}
+
+/// Most columns one [`ColumnTops`] call answers.
+pub const MAX_COLUMNS: u32 = 128 * 128;
+/// Most voxels from `y_top` to `y_bottom` in one [`ColumnTops`] call.
+pub const MAX_COLUMN_HEIGHT: i32 = 1024;
+
+/// The answer to [`ColumnTops`], one entry per column.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tops {
+    /// The top voxel that is not air ([`buildat_voxel::AIR`] where the
+    /// column is all air or nothing of it is generated).
+    pub voxels: Vec<u32>,
+    /// Its y (`i32::MIN` where there is none).
+    pub heights: Vec<i32>,
+    /// Columns not known: a chunk in the range above their top (or above
+    /// their bottom, for a column of air) is not generated yet (a map
+    /// asks again later). Their voxel is air.
+    pub missing: u32,
+}
+
+/// Call: what the world holds and has done, for operators' dashboards
+/// (counts since the module's instance loaded).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GetStats {}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorldStats {
+    pub loaded_sections: u64,
+    /// Sections with changes not written yet.
+    pub unsaved_sections: u64,
+    /// Players (viewers) the world streams to.
+    pub viewers: u64,
+    /// Whole chunks sent to viewers.
+    pub chunks_streamed: u64,
+    /// Saves finished (periodic, asked for, at unload).
+    pub saves: u64,
+    /// Sections written.
+    pub sections_saved: u64,
+    /// Saves that failed.
+    pub save_errors: u64,
+}
+
+buildat_interface::calls! {
+    module MODULE;
+    ColumnTops = "column_tops" -> Tops;
+    GetStats = "get_stats" -> WorldStats;
+}
+
 buildat_interface::calls! {
     module MODULE;
     Viewer = "set_viewer" -> ();

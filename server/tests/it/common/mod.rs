@@ -155,6 +155,17 @@ impl Scratch {
         );
     }
 
+    /// Adds a copy of the `web` module (what it needs: the game, added by
+    /// [`Self::add_game`]).
+    pub fn add_web(&self) {
+        static ONCE: OnceLock<()> = OnceLock::new();
+        ONCE.get_or_init(|| prebuild(&repo_root().join("modules").join("web")));
+        copy_dir(
+            &repo_root().join("modules").join("web"),
+            &self.modules().join("web"),
+        );
+    }
+
     /// Adds a copy of the `probe` fixture named `name`; returns its folder.
     pub fn add_probe(&self, name: &str) -> PathBuf {
         self.add_fixture("probe", name)

@@ -1,0 +1,204 @@
+//! The web page's admin actions and their token.
+//!
+//! Owns: `<world>/web-token.txt` (made on first start: 32 random bytes as
+//! hex, readable by the owner only; the operator may write their own),
+//! reading a request's token (`Authorization: Bearer TOKEN`, or
+//! `?token=TOKEN`), comparing it in constant time, and the actions:
+//! `POST /admin/reload/NAME` (the core's `reload_module`; not `web`
+//! itself, whose page would wait for its own server to stop: reload it from
+//! the console), `POST /admin/kick/NAME` (a player by name or peer id:
+//! network's `disconnect`), `POST /admin/save` (voxelworld's `save`).
+//! Does not own: what the actions do (the core and the modules answering
+//! them).
+
+use std::io::Read;
+use std::path::Path;
+
+use buildat_interface::core_api::ReloadModule;
+use buildat_main_api::{VAR_PEER, VAR_PLAYER};
+use hyper::StatusCode;
+use hyper::header::{AUTHORIZATION, HeaderMap};
+
+use crate::Shared;
+
+/// The token file's name in the world folder.
+pub const TOKEN_FILE: &str = "web-token.txt";
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("cannot read or write {path}: {source}")]
+    TokenFile {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path} holds no token: write one (letters and digits, 16 or more) or delete the file")]
+    EmptyToken { path: String },
+    #[error("no admin action '{0}': reload/NAME, kick/NAME or save")]
+    Unknown(String),
+    #[error("reload web from the console: this page would wait for its own server to stop")]
+    SelfReload,
+    #[error("no player '{0}' is connected")]
+    NoPlayer(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl AdminError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::Unknown(_) => StatusCode::NOT_FOUND,
+            Self::SelfReload | Self::NoPlayer(_) => StatusCode::BAD_REQUEST,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+/// The token in `<world>/web-token.txt`, made first if missing.
+pub fn load_or_create_token(world: &Path) -> Result<String, AdminError> {
+    let path = world.join(TOKEN_FILE);
+    let file_error = |source| AdminError::TokenFile {
+        path: path.display().to_string(),
+        source,
+    };
+    if !path.exists() {
+        std::fs::create_dir_all(world).map_err(file_error)?;
+        let token = new_token().map_err(file_error)?;
+        write_private(&path, &format!("{token}\n")).map_err(file_error)?;
+        buildat_interface::log::info!("wrote a new admin token to {}", path.display());
+    }
+    let token = std::fs::read_to_string(&path)
+        .map_err(file_error)?
+        .trim()
+        .to_string();
+    if token.len() < 16 || !token.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return Err(AdminError::EmptyToken {
+            path: path.display().to_string(),
+        });
+    }
+    Ok(token)
+}
+
+fn new_token() -> std::io::Result<String> {
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(text.as_bytes())
+}
+
+/// The token a request carries, if any.
+pub fn request_token<'a>(headers: &'a HeaderMap, query: &'a str) -> Option<&'a str> {
+    if let Some(value) = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok())
+        && let Some(token) = value.strip_prefix("Bearer ")
+    {
+        return Some(token.trim());
+    }
+    query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("token="))
+}
+
+/// Whether `given` is the token, in time that does not depend on where
+/// they differ.
+pub fn token_matches(token: &str, given: &str) -> bool {
+    let (a, b) = (token.as_bytes(), given.as_bytes());
+    let mut difference = a.len() ^ b.len();
+    for (i, x) in a.iter().enumerate() {
+        let y = b.get(i).copied().unwrap_or(0);
+        difference |= usize::from(x ^ y);
+    }
+    difference == 0
+}
+
+/// Runs the admin action `action` (the path after `/admin/`).
+pub fn run(shared: &Shared, action: &str) -> Result<String, AdminError> {
+    let host = &shared.host;
+    let failed = |e: buildat_interface::ModuleError| AdminError::Failed(e.to_string());
+    match action.split_once('/') {
+        Some(("reload", name)) if !name.is_empty() => {
+            if name == host.module_name() {
+                return Err(AdminError::SelfReload);
+            }
+            buildat_interface::log::info!("admin: reload {name}");
+            host.call(&ReloadModule {
+                name: name.to_string(),
+            })
+            .map_err(failed)?;
+            Ok(format!("reloaded {name}"))
+        }
+        Some(("kick", who)) if !who.is_empty() => {
+            let players = host
+                .call(&buildat_voxelworld_api::ListNodes {
+                    with_var: Some(VAR_PLAYER.into()),
+                })
+                .map_err(failed)?;
+            let peer = players.iter().find_map(|node| {
+                let name = node.vars.get(VAR_PLAYER)?;
+                let peer = node.vars.get(VAR_PEER)?;
+                let peer = u64::from_le_bytes(peer.as_slice().try_into().ok()?);
+                (name.as_slice() == who.as_bytes() || peer.to_string() == who).then_some(peer)
+            });
+            let Some(peer) = peer else {
+                return Err(AdminError::NoPlayer(who.to_string()));
+            };
+            buildat_interface::log::info!("admin: kick {who} (peer {peer})");
+            host.call(&buildat_network_api::Disconnect {
+                peer,
+                reason: "kicked by the operator".into(),
+            })
+            .map_err(failed)?;
+            Ok(format!("kicked {who} (peer {peer})"))
+        }
+        None if action == "save" => {
+            let saved = host
+                .call(&buildat_voxelworld_api::Save {})
+                .map_err(failed)?;
+            buildat_interface::log::info!("admin: save ({saved} sections written)");
+            Ok(format!("saved {saved} sections"))
+        }
+        _ => Err(AdminError::Unknown(action.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_match_only_whole() {
+        assert!(token_matches("abcdef0123456789", "abcdef0123456789"));
+        assert!(!token_matches("abcdef0123456789", "abcdef012345678"));
+        assert!(!token_matches("abcdef0123456789", "abcdef01234567890"));
+        assert!(!token_matches("abcdef0123456789", ""));
+        assert!(!token_matches("abcdef0123456789", "bbcdef0123456789"));
+    }
+
+    #[test]
+    fn a_token_is_made_once_and_kept() {
+        let dir = std::env::temp_dir().join(format!("buildat-web-token-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let first = load_or_create_token(&dir).expect("made");
+        assert_eq!(first.len(), 64);
+        assert_eq!(load_or_create_token(&dir).expect("read"), first);
+        std::fs::write(dir.join(TOKEN_FILE), "short\n").expect("write");
+        assert!(load_or_create_token(&dir).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_token_comes_from_the_header_or_the_query() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(request_token(&headers, "a=1&token=xyz"), Some("xyz"));
+        headers.insert(AUTHORIZATION, "Bearer abc".parse().expect("header"));
+        assert_eq!(request_token(&headers, ""), Some("abc"));
+    }
+}

@@ -1,0 +1,249 @@
+//! `web`: the operator's web page, served by the module itself.
+//!
+//! Owns: an HTTP/1.1 server (hyper, on the module's own tokio runtime:
+//! `http.rs`) listening on `web.listen` (default `127.0.0.1:20080`;
+//! loopback only unless the operator names another address), started on
+//! `core:start` and `core:continue`, shut down and joined on unload, so it
+//! survives `reload web`; the pages it serves: the status page and its JSON
+//! (`status.rs`: uptime, players and their positions, modules with their
+//! state, build id and queue, tick time, world size on disk), `/metrics`
+//! in the Prometheus text format (`metrics.rs`), the live map (`map.rs`:
+//! tiles drawn from the world's column tops, one `column_tops` call per
+//! tile, cached and redrawn when their chunks change; `assets/map.js`
+//! draws them with pan, zoom and player markers), and admin actions
+//! (`admin.rs`: reload a module, kick a player, save the world) behind a
+//! token kept in `<world>/web-token.txt`. Read-only pages are open to
+//! loopback clients; others need the token too unless `web.public=true`.
+//! The module counts the reloads it sees (a module's load time changing in
+//! the core's `list_modules`, looked at every 2 s and for every page) for
+//! `/metrics`.
+//! Does not own: any of the figures it shows (each comes from the module
+//! owning it through that module's API: the core's `list_modules`,
+//! network's, voxelworld's, main's and replicate's `get_stats` calls), the
+//! world, players or sockets of players.
+//!
+//! Settings: `web.listen` (`ADDRESS:PORT`, `off` for no server; no server
+//! runs headless either), `web.public` (default false), `web.map_top` and
+//! `web.map_bottom` (the voxels searched for a column's top, default 127
+//! and -64: the sections `pregen` makes by default).
+
+pub mod admin;
+pub mod http;
+pub mod map;
+pub mod metrics;
+pub mod status;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use buildat_interface::{
+    Event, Host, Module, ModuleError, Stash, UnloadKind, config, decode, events, export_module, log,
+};
+use buildat_voxelworld_api::NodeVolumeUpdated;
+use serde::{Deserialize, Serialize};
+
+/// The default address: loopback only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:20080";
+
+/// What the HTTP side and the module's thread share.
+pub struct Shared {
+    pub host: Host,
+    pub settings: Settings,
+    /// The admin token (from `<world>/web-token.txt`).
+    pub token: String,
+    /// When this module was first started in this server run (kept across
+    /// reloads), for uptime.
+    pub started_unix_ms: AtomicU64,
+    pub started: Instant,
+    pub map: map::MapState,
+    /// Counters the module keeps itself.
+    pub counters: Mutex<Counters>,
+}
+
+impl Shared {
+    pub fn counters(&self) -> MutexGuard<'_, Counters> {
+        self.counters.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// When this module first started in this server run.
+    pub fn started_unix_ms(&self) -> u64 {
+        self.started_unix_ms.load(Ordering::Relaxed)
+    }
+}
+
+/// Counts kept by this module, carried across its reloads.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Counters {
+    /// Reloads of each module seen (its load time changed).
+    pub reloads: BTreeMap<String, u64>,
+    /// Each module's load time as last seen.
+    pub loaded_at: BTreeMap<String, u64>,
+    /// Tiles drawn and the time spent drawing them (seconds).
+    pub tiles_rendered: u64,
+    pub tile_seconds: f64,
+    /// Column tops fetched from the world (calls) and their time.
+    pub tops_calls: u64,
+    pub tops_seconds: f64,
+    /// Requests answered and admin actions done.
+    pub requests: u64,
+    pub admin_actions: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `None`: no server (headless, or `web.listen=off`).
+    pub listen: Option<String>,
+    pub public: bool,
+    pub map_top: i32,
+    pub map_bottom: i32,
+}
+
+pub fn now_unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Counters {
+    /// Counts the modules whose load time changed since last seen loaded
+    /// (one in the middle of a reload is looked at once it is loaded).
+    pub fn note_modules(&mut self, modules: &[buildat_interface::core_api::ModuleInfo]) {
+        let loaded = modules
+            .iter()
+            .filter(|m| m.state == buildat_interface::core_api::ModuleState::Loaded);
+        for module in loaded {
+            let previous = self
+                .loaded_at
+                .insert(module.name.clone(), module.loaded_at_unix_ms);
+            if previous.is_some_and(|at| at != module.loaded_at_unix_ms) {
+                *self.reloads.entry(module.name.clone()).or_default() += 1;
+            }
+        }
+    }
+}
+
+/// What crosses `reload web`.
+#[derive(Serialize, Deserialize)]
+struct WebStash {
+    started_unix_ms: u64,
+    counters: Counters,
+}
+
+impl Stash for WebStash {
+    const LAYOUT: u32 = 1;
+}
+
+struct Web {
+    host: Host,
+    shared: Arc<Shared>,
+    server: Option<http::Server>,
+}
+
+impl Web {
+    fn start_server(&mut self) -> Result<(), ModuleError> {
+        let Some(listen) = self.shared.settings.listen.clone() else {
+            log::info!("no web page: the server runs headless or web.listen is off");
+            return Ok(());
+        };
+        match http::Server::start(self.shared.clone(), &listen) {
+            Ok(server) => {
+                log::info!(
+                    "web page at http://{}/ (map at /map, metrics at /metrics)",
+                    server.address
+                );
+                self.server = Some(server);
+            }
+            // The game goes on without its web page: a port in use is the
+            // operator's to fix, not a reason to stop the server.
+            Err(error) => log::error!("no web page: cannot serve on {listen}: {error}"),
+        }
+        Ok(())
+    }
+}
+
+impl Module for Web {
+    fn create(host: Host) -> Result<Self, ModuleError> {
+        let headless = host.get_config(config::HEADLESS).is_some_and(|v| v == "1");
+        let listen = host
+            .get_config("web.listen")
+            .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
+        let listen = (!headless && listen != "off").then_some(listen);
+        let settings = Settings {
+            listen,
+            public: host.get_setting("web.public", false)?,
+            map_top: host.get_setting("web.map_top", 127)?,
+            map_bottom: host.get_setting("web.map_bottom", -64)?,
+        };
+        if settings.map_top < settings.map_bottom
+            || settings.map_top - settings.map_bottom >= buildat_voxelworld_api::MAX_COLUMN_HEIGHT
+        {
+            return Err(ModuleError::msg(format!(
+                "web.map_top must be above web.map_bottom, by less than {}",
+                buildat_voxelworld_api::MAX_COLUMN_HEIGHT
+            )));
+        }
+        let token = admin::load_or_create_token(&host.world_path())
+            .map_err(|e| ModuleError::msg(e.to_string()))?;
+        Ok(Self {
+            host,
+            shared: Arc::new(Shared {
+                host,
+                settings,
+                token,
+                started_unix_ms: AtomicU64::new(now_unix_ms()),
+                started: Instant::now(),
+                map: map::MapState::default(),
+                counters: Mutex::new(Counters::default()),
+            }),
+            server: None,
+        })
+    }
+
+    fn init(&mut self) -> Result<(), ModuleError> {
+        self.host.sub_event(NodeVolumeUpdated::NAME)?;
+        Ok(())
+    }
+
+    fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
+        match name {
+            events::Start::NAME | events::Continue::NAME => {
+                if let Some(stash) = self.host.take_stash::<WebStash>()? {
+                    // The uptime and counters of the server run go on.
+                    self.shared
+                        .started_unix_ms
+                        .store(stash.started_unix_ms, Ordering::Relaxed);
+                    *self.shared.counters() = stash.counters;
+                }
+                if let Ok(modules) = self.host.call(&buildat_interface::core_api::ListModules {}) {
+                    self.shared.counters().note_modules(&modules);
+                }
+                self.start_server()?;
+            }
+            NodeVolumeUpdated::NAME => {
+                let updated: NodeVolumeUpdated = decode(payload)?;
+                self.shared.map.chunk_changed(updated.chunk);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
+        if let Some(server) = self.server.take() {
+            server.stop();
+        }
+        if kind == UnloadKind::Reload {
+            let counters = self.shared.counters().clone();
+            self.host.store_stash(&WebStash {
+                started_unix_ms: self.shared.started_unix_ms(),
+                counters,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+export_module!(Web);

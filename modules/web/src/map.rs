@@ -1,0 +1,481 @@
+//! The live map's tiles.
+//!
+//! Owns: the map's blocks (a block is 128 × 128 columns, the area of one
+//! tile at level 0: each column's top voxel and its height, fetched with
+//! one `column_tops` call of voxelworld per block, one call at a time, and
+//! kept until a chunk under it changes (`voxelworld:node_volume_updated`)
+//! or, for a block with columns not generated yet, for a few seconds),
+//! the change feed the map page polls (`/api/changes?since=N`: the blocks
+//! changed since N), and drawing a tile (`/tile/Z/X/Y.png`: level Z covers
+//! 128·2^Z voxels with 128 × 128 pixels, X along x and Y along z; each
+//! pixel the colour of its column's top block (`buildat_voxel::colour`)
+//! shaded by the slope and the height, transparent where nothing is
+//! generated). Does not own: the voxels (voxelworld) or the page
+//! (`assets/map.js`).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use buildat_voxel::colour::block_colour;
+use buildat_voxel::geometry::{CHUNK_SIZE, Pos};
+use buildat_voxel::{AIR, VoxelInstance, VoxelRegistry};
+use buildat_voxelworld_api::{ColumnTops, GetRegistry, Tops};
+use serde::Serialize;
+
+use crate::Shared;
+
+/// Columns along each side of a block, and pixels along each side of a
+/// tile.
+pub const TILE: i32 = 128;
+/// The most zoomed-out level (a tile of 128·2^5 = 4096 voxels).
+pub const MAX_LEVEL: u32 = 5;
+/// Changes remembered for the feed.
+const MAX_CHANGES: usize = 4096;
+/// Blocks kept (about 130 KiB each).
+const MAX_BLOCKS: usize = 2048;
+/// How long a block with columns not generated yet is kept before it is
+/// fetched again.
+const INCOMPLETE_TTL: Duration = Duration::from_secs(3);
+
+#[derive(Debug, thiserror::Error)]
+pub enum MapError {
+    #[error("the world did not answer: {0}")]
+    World(String),
+    #[error("encoding the tile: {0}")]
+    Png(String),
+}
+
+/// A tile's address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TileId {
+    pub level: u32,
+    pub x: i32,
+    pub z: i32,
+}
+
+/// `/tile/Z/X/Y.png`.
+pub fn parse_tile_path(path: &str) -> Option<TileId> {
+    let rest = path.strip_prefix("/tile/")?.strip_suffix(".png")?;
+    let mut parts = rest.split('/');
+    let level: u32 = parts.next()?.parse().ok()?;
+    let x: i32 = parts.next()?.parse().ok()?;
+    let z: i32 = parts.next()?.parse().ok()?;
+    if parts.next().is_some() || level > MAX_LEVEL {
+        return None;
+    }
+    // Tiles beyond ±2^24 voxels are no place anyone walks to.
+    let limit = (1i64 << 24) >> (7 + level);
+    (i64::from(x).abs() <= limit && i64::from(z).abs() <= limit).then_some(TileId { level, x, z })
+}
+
+/// One block's columns, row by row (z outer).
+#[derive(Debug, Clone)]
+pub struct Block {
+    pub tops: Tops,
+    fetched: Instant,
+}
+
+#[derive(Default)]
+struct Inner {
+    blocks: HashMap<(i32, i32), Arc<Block>>,
+    /// When a page last asked for each block (the refresher looks only at
+    /// those asked for lately).
+    wanted: HashMap<(i32, i32), Instant>,
+    seq: u64,
+    changes: VecDeque<(u64, (i32, i32))>,
+}
+
+/// The map's state, shared by the module's thread (changes) and the HTTP
+/// side (tiles).
+#[derive(Default)]
+pub struct MapState {
+    inner: Mutex<Inner>,
+    /// Held during each `column_tops` call: the map makes one at a time.
+    fetching: Mutex<()>,
+    /// Colours by voxel type id.
+    palette: Mutex<Option<Arc<Vec<[u8; 3]>>>>,
+}
+
+/// What `/api/changes` answers.
+#[derive(Debug, Clone, Serialize)]
+pub struct Changes {
+    pub seq: u64,
+    /// Blocks (x and z of level-0 tiles) changed after `since`.
+    pub blocks: Vec<[i32; 2]>,
+    /// `since` is older than the feed remembers: redraw everything.
+    pub reset: bool,
+}
+
+impl MapState {
+    fn inner(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A chunk's voxels changed: its block is fetched again when next
+    /// drawn, and the feed tells the pages.
+    pub fn chunk_changed(&self, chunk: Pos) {
+        let key = (
+            (chunk[0] * CHUNK_SIZE).div_euclid(TILE),
+            (chunk[2] * CHUNK_SIZE).div_euclid(TILE),
+        );
+        let mut inner = self.inner();
+        if inner.blocks.remove(&key).is_some() {
+            Self::record(&mut inner, key);
+        }
+    }
+
+    fn record(inner: &mut Inner, key: (i32, i32)) {
+        inner.seq += 1;
+        let seq = inner.seq;
+        inner.changes.push_back((seq, key));
+        while inner.changes.len() > MAX_CHANGES {
+            inner.changes.pop_front();
+        }
+    }
+
+    pub fn changes_since(&self, since: u64) -> Changes {
+        let inner = self.inner();
+        let oldest = inner.changes.front().map_or(inner.seq, |(seq, _)| seq - 1);
+        let mut blocks: Vec<[i32; 2]> = inner
+            .changes
+            .iter()
+            .filter(|(seq, _)| *seq > since)
+            .map(|(_, (x, z))| [*x, *z])
+            .collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        Changes {
+            seq: inner.seq,
+            blocks,
+            reset: since < oldest || since > inner.seq,
+        }
+    }
+
+    /// Blocks cached now.
+    pub fn cached_blocks(&self) -> usize {
+        self.inner().blocks.len()
+    }
+}
+
+/// The block at `key`, from the cache or fetched.
+fn block(shared: &Shared, key: (i32, i32)) -> Result<Arc<Block>, MapError> {
+    block_for(shared, key, true)
+}
+
+/// [`block`]; `asked`: a page asked for it (not the refresher).
+fn block_for(shared: &Shared, key: (i32, i32), asked: bool) -> Result<Arc<Block>, MapError> {
+    let map = &shared.map;
+    let cached = |asked: bool| {
+        let mut inner = map.inner();
+        if asked {
+            inner.wanted.insert(key, Instant::now());
+        }
+        inner
+            .blocks
+            .get(&key)
+            .filter(|b| b.tops.missing == 0 || b.fetched.elapsed() < INCOMPLETE_TTL)
+            .cloned()
+    };
+    if let Some(block) = cached(asked) {
+        return Ok(block);
+    }
+    // One call at a time; another request may have fetched it meanwhile.
+    let _one_at_a_time = map.fetching.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(block) = cached(false) {
+        return Ok(block);
+    }
+    let block = Arc::new(Block {
+        tops: fetch(shared, key)?,
+        fetched: Instant::now(),
+    });
+    let mut inner = map.inner();
+    if inner.blocks.len() >= MAX_BLOCKS {
+        inner.blocks.clear();
+        inner.wanted.clear();
+    }
+    let previous = inner.blocks.insert(key, block.clone());
+    // Columns generated since the last fetch: tell the pages.
+    if previous.is_some_and(|p| p.tops != block.tops) {
+        MapState::record(&mut inner, key);
+    }
+    Ok(block)
+}
+
+/// One `column_tops` call for the block at `key`.
+fn fetch(shared: &Shared, key: (i32, i32)) -> Result<Tops, MapError> {
+    let started = Instant::now();
+    let tops = shared
+        .host
+        .call(&ColumnTops {
+            x: key.0 * TILE,
+            z: key.1 * TILE,
+            width: TILE as u32,
+            depth: TILE as u32,
+            step: 1,
+            y_top: shared.settings.map_top,
+            y_bottom: shared.settings.map_bottom,
+        })
+        .map_err(|e| MapError::World(e.to_string()))?;
+    let mut counters = shared.counters();
+    counters.tops_calls += 1;
+    counters.tops_seconds += started.elapsed().as_secs_f64();
+    Ok(tops)
+}
+
+/// Fetches again the blocks with columns not generated that a page asked
+/// for lately (a few at a time); a block that changed goes in the feed.
+pub fn refresh_incomplete(shared: &Shared) {
+    let due: Vec<(i32, i32)> = {
+        let inner = shared.map.inner();
+        inner
+            .blocks
+            .iter()
+            .filter(|(key, b)| {
+                b.tops.missing > 0
+                    && b.fetched.elapsed() >= INCOMPLETE_TTL
+                    && inner
+                        .wanted
+                        .get(key)
+                        .is_some_and(|w| w.elapsed() < Duration::from_secs(120))
+            })
+            .map(|(key, _)| *key)
+            .take(8)
+            .collect()
+    };
+    for key in due {
+        if block_for(shared, key, false).is_err() {
+            return;
+        }
+    }
+}
+
+/// Colours by voxel type id, fetched again when `type_id` is not in it.
+fn palette(shared: &Shared, type_id: u32) -> Result<Arc<Vec<[u8; 3]>>, MapError> {
+    let mut palette = shared.map.palette.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(known) = palette.as_ref()
+        && (type_id as usize) < known.len()
+    {
+        return Ok(known.clone());
+    }
+    let registry = shared
+        .host
+        .call(&GetRegistry {})
+        .map_err(|e| MapError::World(e.to_string()))?;
+    let colours = Arc::new(colours_of(&registry));
+    *palette = Some(colours.clone());
+    Ok(colours)
+}
+
+/// Each voxel type's map colour.
+pub fn colours_of(registry: &VoxelRegistry) -> Vec<[u8; 3]> {
+    registry
+        .definitions()
+        .iter()
+        .map(|definition| block_colour(&definition.name.block_name))
+        .collect()
+}
+
+/// Draws a tile as a PNG.
+pub fn render_tile(shared: &Shared, tile: TileId) -> Result<Vec<u8>, MapError> {
+    let blocks_per_side = 1i32 << tile.level;
+    let mut blocks = Vec::with_capacity((blocks_per_side * blocks_per_side) as usize);
+    let mut highest = 0;
+    for j in 0..blocks_per_side {
+        for i in 0..blocks_per_side {
+            let key = (tile.x * blocks_per_side + i, tile.z * blocks_per_side + j);
+            let found = block(shared, key)?;
+            if let Some(top) = found.tops.voxels.iter().max() {
+                highest = highest.max(VoxelInstance(*top).type_id());
+            }
+            blocks.push(found);
+        }
+    }
+    let colours = palette(shared, highest)?;
+    let columns = sample(&blocks, tile.level);
+    encode_png(&shade(&columns, &colours))
+}
+
+/// One column of a tile: its top voxel and height (`i32::MIN`: none).
+pub type Column = (u32, i32);
+
+/// The tile's 128 × 128 columns (every 2^level-th one) from its blocks
+/// (2^level × 2^level of them, row by row).
+pub fn sample(blocks: &[Arc<Block>], level: u32) -> Vec<Column> {
+    let step = 1usize << level;
+    let per_side = 1usize << level;
+    let tile = TILE as usize;
+    let mut columns = Vec::with_capacity(tile * tile);
+    for j in 0..tile {
+        for i in 0..tile {
+            let (x, z) = (i * step, j * step);
+            let column = blocks
+                .get((z / tile) * per_side + x / tile)
+                .and_then(|block| {
+                    let index = (z % tile) * tile + x % tile;
+                    Some((
+                        *block.tops.voxels.get(index)?,
+                        *block.tops.heights.get(index)?,
+                    ))
+                })
+                .unwrap_or((AIR, i32::MIN));
+            columns.push(column);
+        }
+    }
+    columns
+}
+
+/// RGBA pixels of 128 × 128 columns: the top block's colour, lit from the
+/// north-west by the slope and a little brighter the higher it is;
+/// transparent where nothing is known.
+pub fn shade(columns: &[Column], colours: &[[u8; 3]]) -> Vec<u8> {
+    let side = TILE as usize;
+    let height = |i: usize, j: usize| -> Option<i32> {
+        if i >= side || j >= side {
+            return None;
+        }
+        columns
+            .get(j * side + i)
+            .map(|c| c.1)
+            .filter(|h| *h != i32::MIN)
+    };
+    let mut pixels = Vec::with_capacity(side * side * 4);
+    for j in 0..side {
+        for i in 0..side {
+            let (voxel, h) = columns
+                .get(j * side + i)
+                .copied()
+                .unwrap_or((AIR, i32::MIN));
+            if h == i32::MIN {
+                pixels.extend_from_slice(&[0, 0, 0, 0]);
+                continue;
+            }
+            let colour = colours
+                .get(VoxelInstance(voxel).type_id() as usize)
+                .copied()
+                .unwrap_or([200, 40, 200]);
+            // The slope towards the light (north-west), one-sided at the
+            // tile's edges.
+            let west = height(i.wrapping_sub(1), j).or_else(|| height(i + 1, j).map(|e| 2 * h - e));
+            let north =
+                height(i, j.wrapping_sub(1)).or_else(|| height(i, j + 1).map(|s| 2 * h - s));
+            let slope = (h - west.unwrap_or(h)) + (h - north.unwrap_or(h));
+            let light = 1.0
+                + (slope as f32 * 0.12).clamp(-0.45, 0.35)
+                + ((h as f32 - 64.0) / 400.0).clamp(-0.15, 0.15);
+            for channel in colour {
+                pixels.push((f32::from(channel) * light).round().clamp(0.0, 255.0) as u8);
+            }
+            pixels.push(255);
+        }
+    }
+    pixels
+}
+
+/// A 128 × 128 RGBA picture as a PNG.
+pub fn encode_png(pixels: &[u8]) -> Result<Vec<u8>, MapError> {
+    let mut out = Vec::new();
+    {
+        let mut encoder = png::Encoder::new(&mut out, TILE as u32, TILE as u32);
+        encoder.set_color(png::ColorType::Rgba);
+        encoder.set_depth(png::BitDepth::Eight);
+        encoder.set_compression(png::Compression::Fast);
+        let mut writer = encoder
+            .write_header()
+            .map_err(|e| MapError::Png(e.to_string()))?;
+        writer
+            .write_image_data(pixels)
+            .map_err(|e| MapError::Png(e.to_string()))?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tile_paths_parse_and_bad_ones_do_not() {
+        assert_eq!(
+            parse_tile_path("/tile/0/-1/2.png"),
+            Some(TileId {
+                level: 0,
+                x: -1,
+                z: 2
+            })
+        );
+        assert_eq!(parse_tile_path("/tile/9/0/0.png"), None);
+        assert_eq!(parse_tile_path("/tile/0/0.png"), None);
+        assert_eq!(parse_tile_path("/tile/0/0/0/0.png"), None);
+        assert_eq!(parse_tile_path("/tile/0/99999999/0.png"), None);
+        assert_eq!(parse_tile_path("/tile/a/0/0.png"), None);
+    }
+
+    fn flat_block(voxel: u32, height: i32) -> Arc<Block> {
+        let count = (TILE * TILE) as usize;
+        Arc::new(Block {
+            tops: Tops {
+                voxels: vec![voxel; count],
+                heights: vec![height; count],
+                missing: 0,
+            },
+            fetched: Instant::now(),
+        })
+    }
+
+    #[test]
+    fn a_flat_tile_is_its_colour_and_nothing_is_transparent() {
+        let columns = sample(&[flat_block(2, 64)], 0);
+        let pixels = shade(&columns, &[[0, 0, 0], [0, 0, 0], [100, 150, 50]]);
+        assert_eq!(pixels.len(), (TILE * TILE * 4) as usize);
+        assert_eq!(&pixels[..4], &[100, 150, 50, 255]);
+        let empty = sample(&[flat_block(AIR, i32::MIN)], 0);
+        assert_eq!(&shade(&empty, &[])[..4], &[0, 0, 0, 0]);
+        let png = encode_png(&pixels).expect("png");
+        assert_eq!(&png[1..4], b"PNG");
+    }
+
+    #[test]
+    fn a_slope_facing_the_light_is_brighter() {
+        let mut columns = vec![(2u32, 64i32); (TILE * TILE) as usize];
+        // A step up at x = 10: its west edge faces the light.
+        for j in 0..TILE as usize {
+            for i in 10..TILE as usize {
+                columns[j * TILE as usize + i].1 = 66;
+            }
+        }
+        let pixels = shade(&columns, &[[0, 0, 0], [0, 0, 0], [100, 100, 100]]);
+        let at = |i: usize, j: usize| pixels[(j * TILE as usize + i) * 4];
+        assert!(at(10, 5) > at(5, 5), "{} {}", at(10, 5), at(5, 5));
+    }
+
+    #[test]
+    fn zoomed_out_tiles_sample_every_block() {
+        let blocks = vec![
+            flat_block(1, 10),
+            flat_block(2, 20),
+            flat_block(3, 30),
+            flat_block(4, 40),
+        ];
+        let columns = sample(&blocks, 1);
+        let side = TILE as usize;
+        assert_eq!(columns[0], (1, 10));
+        assert_eq!(columns[side - 1], (2, 20));
+        assert_eq!(columns[(side - 1) * side], (3, 30));
+        assert_eq!(columns[side * side - 1], (4, 40));
+    }
+
+    #[test]
+    fn the_feed_tells_changed_blocks_once_fetched() {
+        let map = MapState::default();
+        map.inner().blocks.insert((0, 0), flat_block(1, 1));
+        map.chunk_changed([1, 0, 2]);
+        // Not cached: nothing to tell.
+        map.chunk_changed([100, 0, 100]);
+        let changes = map.changes_since(0);
+        assert_eq!(changes.seq, 1);
+        assert_eq!(changes.blocks, vec![[0, 0]]);
+        assert!(!changes.reset);
+        assert!(map.changes_since(1).blocks.is_empty());
+    }
+}

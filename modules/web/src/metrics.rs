@@ -1,0 +1,319 @@
+//! `/metrics`: the server's figures in the Prometheus text format (0.0.4).
+//!
+//! Owns: the metric names (by Prometheus' conventions: the `buildat_`
+//! prefix, `_total` for counters, base units: seconds and bytes), their
+//! help and types, label escaping, and writing them from a [`Status`]
+//! (the same figures as the status page, gathered by `status.rs`).
+//! Counters kept by a module count from that module's start, network's
+//! across its reloads; Prometheus takes a counter reset in its stride.
+//! Does not own: the figures (the modules owning them).
+
+use std::fmt::Write;
+
+use buildat_main_api::TICK_BUCKETS;
+
+use crate::Shared;
+use crate::status::{self, Status};
+
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The figures `/metrics` shows.
+pub struct Snapshot {
+    pub status: Status,
+    pub reloads: Vec<(String, u64)>,
+    pub tops_calls: u64,
+    pub tops_seconds: f64,
+    pub requests: u64,
+    pub admin_actions: u64,
+    pub cached_blocks: u64,
+}
+
+pub fn collect(shared: &Shared) -> Snapshot {
+    let status = status::collect(shared);
+    let counters = shared.counters().clone();
+    Snapshot {
+        reloads: status
+            .modules
+            .iter()
+            .map(|m| (m.name.clone(), m.reloads))
+            .collect(),
+        status,
+        tops_calls: counters.tops_calls,
+        tops_seconds: counters.tops_seconds,
+        requests: counters.requests,
+        admin_actions: counters.admin_actions,
+        cached_blocks: shared.map.cached_blocks() as u64,
+    }
+}
+
+/// A label value escaped for the text format.
+pub fn escape_label(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Writes the metrics in the text format.
+struct Out(String);
+
+impl Out {
+    fn head(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.0, "# HELP {name} {help}");
+        let _ = writeln!(self.0, "# TYPE {name} {kind}");
+    }
+
+    fn one(&mut self, name: &str, kind: &str, help: &str, value: f64) {
+        self.head(name, kind, help);
+        self.sample(name, "", value);
+    }
+
+    fn sample(&mut self, name: &str, labels: &str, value: f64) {
+        let _ = if labels.is_empty() {
+            writeln!(self.0, "{name} {}", number(value))
+        } else {
+            writeln!(self.0, "{name}{{{labels}}} {}", number(value))
+        };
+    }
+}
+
+fn number(value: f64) -> String {
+    if value.is_nan() {
+        "NaN".into()
+    } else if value.is_infinite() {
+        if value > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        }
+    } else if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{}", value as i64)
+    } else {
+        format!("{value}")
+    }
+}
+
+pub fn render(snapshot: &Snapshot) -> String {
+    let status = &snapshot.status;
+    let mut out = Out(String::new());
+    out.one(
+        "buildat_uptime_seconds",
+        "gauge",
+        "Seconds since the server started.",
+        status.uptime_seconds,
+    );
+    out.one(
+        "buildat_players",
+        "gauge",
+        "Players in the world now.",
+        status.players.len() as f64,
+    );
+    if let Some(network) = &status.network {
+        out.one(
+            "buildat_connections",
+            "gauge",
+            "Connections open now.",
+            network.peers as f64,
+        );
+        out.one(
+            "buildat_connections_total",
+            "counter",
+            "Connections admitted.",
+            network.connections as f64,
+        );
+        out.one(
+            "buildat_packets_received_total",
+            "counter",
+            "Packets received from clients.",
+            network.packets_in as f64,
+        );
+        out.one(
+            "buildat_packets_sent_total",
+            "counter",
+            "Packets queued to clients.",
+            network.packets_out as f64,
+        );
+        out.one(
+            "buildat_received_bytes_total",
+            "counter",
+            "Bytes read from clients' connections.",
+            network.bytes_in as f64,
+        );
+        out.one(
+            "buildat_sent_bytes_total",
+            "counter",
+            "Bytes written to clients' connections.",
+            network.bytes_out as f64,
+        );
+    }
+    if let Some(world) = &status.world {
+        out.one(
+            "buildat_chunks_streamed_total",
+            "counter",
+            "Whole chunks sent to players.",
+            world.chunks_streamed as f64,
+        );
+        out.one(
+            "buildat_loaded_sections",
+            "gauge",
+            "World sections in memory.",
+            world.loaded_sections as f64,
+        );
+        out.one(
+            "buildat_unsaved_sections",
+            "gauge",
+            "Sections with changes not written yet.",
+            world.unsaved_sections as f64,
+        );
+        out.one(
+            "buildat_saves_total",
+            "counter",
+            "World saves finished.",
+            world.saves as f64,
+        );
+        out.one(
+            "buildat_save_errors_total",
+            "counter",
+            "World saves that failed.",
+            world.save_errors as f64,
+        );
+        out.one(
+            "buildat_saved_sections_total",
+            "counter",
+            "Sections written to storage.",
+            world.sections_saved as f64,
+        );
+    }
+    out.one(
+        "buildat_world_disk_bytes",
+        "gauge",
+        "Bytes of the world folder on disk.",
+        status.world_disk_bytes as f64,
+    );
+    if let Some(tick) = &status.tick {
+        let name = "buildat_tick_duration_seconds";
+        out.head(name, "histogram", "How long the game's ticks took.");
+        let mut cumulative = 0u64;
+        for (bound, count) in TICK_BUCKETS.iter().zip(&tick.buckets) {
+            cumulative += count;
+            out.sample(
+                &format!("{name}_bucket"),
+                &format!("le=\"{}\"", number(*bound)),
+                cumulative as f64,
+            );
+        }
+        out.sample(&format!("{name}_bucket"), "le=\"+Inf\"", tick.count as f64);
+        out.sample(&format!("{name}_sum"), "", tick.sum_seconds);
+        out.sample(&format!("{name}_count"), "", tick.count as f64);
+    }
+    if let Some(replicate) = &status.replicate {
+        out.one(
+            "buildat_replicated_nodes",
+            "gauge",
+            "Dynamic nodes replication tracks.",
+            replicate.nodes as f64,
+        );
+    }
+    out.head(
+        "buildat_module_queue_depth",
+        "gauge",
+        "Messages waiting in each module's queue.",
+    );
+    for module in &status.modules {
+        out.sample(
+            "buildat_module_queue_depth",
+            &format!("module=\"{}\"", escape_label(&module.name)),
+            module.queued as f64,
+        );
+    }
+    out.head(
+        "buildat_module_loaded",
+        "gauge",
+        "1 for each module loaded and running, 0 for one failed, hung or in transition.",
+    );
+    for module in &status.modules {
+        out.sample(
+            "buildat_module_loaded",
+            &format!("module=\"{}\"", escape_label(&module.name)),
+            if module.state == "loaded" { 1.0 } else { 0.0 },
+        );
+    }
+    out.head(
+        "buildat_module_reloads_total",
+        "counter",
+        "Reloads of each module since the server started.",
+    );
+    for (module, reloads) in &snapshot.reloads {
+        out.sample(
+            "buildat_module_reloads_total",
+            &format!("module=\"{}\"", escape_label(module)),
+            *reloads as f64,
+        );
+    }
+    out.one(
+        "buildat_web_tiles_rendered_total",
+        "counter",
+        "Map tiles drawn by the web module.",
+        status.tiles_rendered as f64,
+    );
+    out.one(
+        "buildat_web_tile_render_seconds_total",
+        "counter",
+        "Seconds spent drawing map tiles, world calls included.",
+        status.tile_seconds,
+    );
+    out.one(
+        "buildat_web_column_tops_calls_total",
+        "counter",
+        "column_tops calls the map made to the world.",
+        snapshot.tops_calls as f64,
+    );
+    out.one(
+        "buildat_web_column_tops_seconds_total",
+        "counter",
+        "Seconds the map waited on column_tops calls.",
+        snapshot.tops_seconds,
+    );
+    out.one(
+        "buildat_web_map_cached_blocks",
+        "gauge",
+        "Map blocks (128 by 128 columns) the web module keeps.",
+        snapshot.cached_blocks as f64,
+    );
+    out.one(
+        "buildat_web_requests_total",
+        "counter",
+        "HTTP requests the web module answered.",
+        snapshot.requests as f64,
+    );
+    out.one(
+        "buildat_web_admin_actions_total",
+        "counter",
+        "Admin actions asked of the web module with the token.",
+        snapshot.admin_actions as f64,
+    );
+    out.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_escaped() {
+        assert_eq!(escape_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+
+    #[test]
+    fn numbers_are_written_plainly() {
+        assert_eq!(number(3.0), "3");
+        assert_eq!(number(0.0025), "0.0025");
+        assert_eq!(number(f64::INFINITY), "+Inf");
+    }
+}

@@ -1,0 +1,410 @@
+//! The status page and its JSON (`/status`, `/api/players`).
+//!
+//! Owns: gathering the server's state from the modules that own it (the
+//! core's `list_modules`; voxelworld's `list_nodes` of players and
+//! `get_stats`; network's, main's and replicate's `get_stats` when those
+//! modules are loaded), the world folder's size on disk, and drawing it as
+//! one HTML page (escaped, refreshed every 5 s, no script). Does not own:
+//! any figure (the modules above), the metrics' names (`metrics.rs`).
+
+use std::fmt::Write;
+use std::path::Path;
+
+use buildat_interface::core_api::{LOADER, ListModules, ModuleState};
+use buildat_main_api::{GetTickStats, TickStats, VAR_PEER, VAR_PLAYER};
+use buildat_network_api::NetworkStats;
+use buildat_voxelworld_api::{ListNodes, WorldStats};
+use serde::Serialize;
+
+use crate::Shared;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Player {
+    pub name: String,
+    pub peer: Option<u64>,
+    pub position: [f64; 3],
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ModuleRow {
+    pub name: String,
+    /// `loaded`, `building`, `failed: why`, ...
+    pub state: String,
+    /// The hash of its build inputs (empty for Lua-only modules).
+    pub build_id: String,
+    /// Messages waiting in its queue.
+    pub queued: u64,
+    pub loaded_at_unix_ms: u64,
+    /// Reloads seen by this module since the server started.
+    pub reloads: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub uptime_seconds: f64,
+    pub players: Vec<Player>,
+    pub modules: Vec<ModuleRow>,
+    /// The game's ticks (`main`), when it is loaded.
+    pub tick: Option<TickStats>,
+    pub world: Option<WorldStats>,
+    /// Bytes of the world folder on disk.
+    pub world_disk_bytes: u64,
+    pub network: Option<NetworkStats>,
+    pub replicate: Option<buildat_replicate_api::Stats>,
+    /// Map tiles drawn by this page and the time they took.
+    pub tiles_rendered: u64,
+    pub tile_seconds: f64,
+    /// What could not be asked (a module not loaded, or failing).
+    pub unavailable: Vec<String>,
+}
+
+/// The players: nodes with the game's `player` variable.
+pub fn players(shared: &Shared) -> Vec<Player> {
+    let Ok(nodes) = shared.host.call(&ListNodes {
+        with_var: Some(VAR_PLAYER.into()),
+    }) else {
+        return Vec::new();
+    };
+    let mut players: Vec<Player> = nodes
+        .into_iter()
+        .filter_map(|node| {
+            let name = String::from_utf8_lossy(node.vars.get(VAR_PLAYER)?).into_owned();
+            let peer = node
+                .vars
+                .get(VAR_PEER)
+                .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
+                .map(u64::from_le_bytes);
+            Some(Player {
+                name,
+                peer,
+                position: node.position,
+            })
+        })
+        .collect();
+    players.sort_by(|a, b| a.name.cmp(&b.name));
+    players
+}
+
+fn state_text(state: &ModuleState) -> String {
+    match state {
+        ModuleState::Building => "building".into(),
+        ModuleState::Loading => "loading".into(),
+        ModuleState::Loaded => "loaded".into(),
+        ModuleState::Reloading => "reloading".into(),
+        ModuleState::Unloading => "unloading".into(),
+        ModuleState::Failed(why) => format!("failed: {why}"),
+        ModuleState::Hung(why) => format!("hung: {why}"),
+    }
+}
+
+/// Bytes of the files under `dir` (two levels down).
+pub fn disk_bytes(dir: &Path) -> u64 {
+    fn walk(dir: &Path, depth: u32) -> u64 {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return 0;
+        };
+        entries
+            .flatten()
+            .map(|entry| match entry.metadata() {
+                Ok(meta) if meta.is_file() => meta.len(),
+                Ok(meta) if meta.is_dir() && depth > 0 => walk(&entry.path(), depth - 1),
+                _ => 0,
+            })
+            .sum()
+    }
+    walk(dir, 2)
+}
+
+pub fn collect(shared: &Shared) -> Status {
+    let host = &shared.host;
+    let mut unavailable = Vec::new();
+    let mut note = |what: &str, error: buildat_interface::ModuleError| {
+        unavailable.push(format!("{what}: {error}"));
+    };
+    let modules = host.call(&ListModules {}).unwrap_or_else(|e| {
+        note("modules", e);
+        Vec::new()
+    });
+    let counters = {
+        let mut counters = shared.counters();
+        counters.note_modules(&modules);
+        counters.clone()
+    };
+    // The server started when it loaded its first module.
+    let started = modules
+        .iter()
+        .find(|m| m.name == LOADER)
+        .map_or(shared.started_unix_ms(), |m| m.loaded_at_unix_ms);
+    let loaded = |name: &str| {
+        modules
+            .iter()
+            .any(|m| m.name == name && m.state == ModuleState::Loaded)
+    };
+    let tick = if loaded(buildat_main_api::MODULE) {
+        host.call(&GetTickStats {})
+            .map_err(|e| note("tick", e))
+            .ok()
+    } else {
+        None
+    };
+    let world = host
+        .call(&buildat_voxelworld_api::GetStats {})
+        .map_err(|e| note("world", e))
+        .ok();
+    let network = if loaded(buildat_network_api::MODULE) {
+        host.call(&buildat_network_api::GetStats {})
+            .map_err(|e| note("network", e))
+            .ok()
+    } else {
+        None
+    };
+    let replicate = if loaded(buildat_replicate_api::MODULE) {
+        host.call(&buildat_replicate_api::GetStats {})
+            .map_err(|e| note("replicate", e))
+            .ok()
+    } else {
+        None
+    };
+    let rows = modules
+        .iter()
+        .map(|m| ModuleRow {
+            name: m.name.clone(),
+            state: state_text(&m.state),
+            build_id: m.build_hash.clone(),
+            queued: m.queued,
+            loaded_at_unix_ms: m.loaded_at_unix_ms,
+            reloads: counters.reloads.get(&m.name).copied().unwrap_or(0),
+        })
+        .collect();
+    Status {
+        uptime_seconds: crate::now_unix_ms().saturating_sub(started) as f64 / 1000.0,
+        players: players(shared),
+        modules: rows,
+        tick,
+        world,
+        world_disk_bytes: disk_bytes(&host.world_path()),
+        network,
+        replicate,
+        tiles_rendered: counters.tiles_rendered,
+        tile_seconds: counters.tile_seconds,
+        unavailable,
+    }
+}
+
+/// `text` safe inside HTML.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn duration_text(seconds: f64) -> String {
+    let s = seconds as u64;
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
+
+fn bytes_text(bytes: u64) -> String {
+    match bytes {
+        0..1024 => format!("{bytes} B"),
+        1024..1_048_576 => format!("{:.1} KiB", bytes as f64 / 1024.0),
+        _ => format!("{:.1} MiB", bytes as f64 / 1_048_576.0),
+    }
+}
+
+const STYLE: &str = "body{font-family:'DejaVu Sans',sans-serif;margin:1.5em;background:#f4f4f0;color:#222}\
+h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.4em}\
+table{border-collapse:collapse;background:#fff}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}\
+th{background:#e4e4dc}.num{text-align:right;font-variant-numeric:tabular-nums}\
+.bad{color:#b00}nav a{margin-right:1em}code{font-size:.9em}";
+
+/// The status page.
+pub fn page(status: &Status) -> String {
+    let mut html = String::new();
+    let _ = write!(
+        html,
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>Buildat status</title>\
+         <meta http-equiv=\"refresh\" content=\"5\"><style>{STYLE}</style></head><body>\
+         <h1>Buildat server</h1><nav><a href=\"/\">status</a><a href=\"/map\">map</a>\
+         <a href=\"/metrics\">metrics</a><a href=\"/status\">status JSON</a></nav>"
+    );
+    let _ = write!(html, "<h2>Server</h2><table>");
+    let mut row = |name: &str, value: String| {
+        let _ = write!(
+            html,
+            "<tr><th>{name}</th><td class=\"num\">{value}</td></tr>"
+        );
+    };
+    row("uptime", duration_text(status.uptime_seconds));
+    row("players", status.players.len().to_string());
+    if let Some(tick) = &status.tick {
+        let mean = if tick.count > 0 {
+            tick.sum_seconds / tick.count as f64
+        } else {
+            0.0
+        };
+        row(
+            "game tick",
+            format!(
+                "{:.2} ms last, {:.2} ms mean over {} ticks",
+                tick.last_seconds * 1000.0,
+                mean * 1000.0,
+                tick.count
+            ),
+        );
+    }
+    row("world on disk", bytes_text(status.world_disk_bytes));
+    if let Some(world) = &status.world {
+        row(
+            "world",
+            format!(
+                "{} sections loaded, {} unsaved, {} chunks streamed, {} saves ({} errors)",
+                world.loaded_sections,
+                world.unsaved_sections,
+                world.chunks_streamed,
+                world.saves,
+                world.save_errors
+            ),
+        );
+    }
+    if let Some(network) = &status.network {
+        row(
+            "network",
+            format!(
+                "{} connected, {} connections; in {} packets / {}; out {} packets / {}",
+                network.peers,
+                network.connections,
+                network.packets_in,
+                bytes_text(network.bytes_in),
+                network.packets_out,
+                bytes_text(network.bytes_out)
+            ),
+        );
+    }
+    if let Some(replicate) = &status.replicate {
+        row(
+            "replication",
+            format!(
+                "{} nodes, {} known by peers, {} packets sent",
+                replicate.nodes, replicate.known, replicate.packets_sent
+            ),
+        );
+    }
+    row(
+        "map tiles drawn",
+        format!(
+            "{} ({:.1} ms each)",
+            status.tiles_rendered,
+            status.tile_seconds * 1000.0 / status.tiles_rendered.max(1) as f64
+        ),
+    );
+    let _ = write!(html, "</table>");
+
+    let _ = write!(
+        html,
+        "<h2>Players</h2><table><tr><th>name</th><th>peer</th><th>x</th><th>y</th><th>z</th></tr>"
+    );
+    for player in &status.players {
+        let [x, y, z] = player.position;
+        let _ = write!(
+            html,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{x:.1}</td>\
+             <td class=\"num\">{y:.1}</td><td class=\"num\">{z:.1}</td></tr>",
+            escape(&player.name),
+            player.peer.map(|p| p.to_string()).unwrap_or_default()
+        );
+    }
+    if status.players.is_empty() {
+        let _ = write!(html, "<tr><td colspan=\"5\">nobody is playing</td></tr>");
+    }
+    let _ = write!(html, "</table>");
+
+    let _ = write!(
+        html,
+        "<h2>Modules</h2><table><tr><th>module</th><th>state</th><th>build</th>\
+         <th>queue</th><th>reloads</th></tr>"
+    );
+    for module in &status.modules {
+        let class = if module.state == "loaded" {
+            ""
+        } else {
+            " class=\"bad\""
+        };
+        let build: String = module.build_id.chars().take(12).collect();
+        let _ = write!(
+            html,
+            "<tr><td>{}</td><td{class}>{}</td><td><code>{}</code></td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            escape(&module.name),
+            escape(&module.state),
+            escape(&build),
+            module.queued,
+            module.reloads
+        );
+    }
+    let _ = write!(html, "</table>");
+    if !status.unavailable.is_empty() {
+        let _ = write!(html, "<h2>Not available</h2><ul>");
+        for what in &status.unavailable {
+            let _ = write!(html, "<li class=\"bad\">{}</li>", escape(what));
+        }
+        let _ = write!(html, "</ul>");
+    }
+    let _ = write!(html, "</body></html>");
+    html
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_escaped() {
+        assert_eq!(escape("<b>&\"'"), "&lt;b&gt;&amp;&quot;&#39;");
+    }
+
+    #[test]
+    fn the_page_shows_players_and_modules() {
+        let status = Status {
+            uptime_seconds: 3725.0,
+            players: vec![Player {
+                name: "<alice>".into(),
+                peer: Some(3),
+                position: [1.0, 2.0, 3.0],
+            }],
+            modules: vec![ModuleRow {
+                name: "voxelworld".into(),
+                state: "loaded".into(),
+                build_id: "0123456789abcdef".into(),
+                queued: 2,
+                loaded_at_unix_ms: 0,
+                reloads: 1,
+            }],
+            tick: None,
+            world: None,
+            world_disk_bytes: 2048,
+            network: None,
+            replicate: None,
+            tiles_rendered: 0,
+            tile_seconds: 0.0,
+            unavailable: vec![],
+        };
+        let html = page(&status);
+        assert!(html.contains("&lt;alice&gt;"));
+        assert!(html.contains("1 h 2 min"));
+        assert!(html.contains("0123456789ab"));
+        assert!(html.contains("2.0 KiB"));
+    }
+}

@@ -1,0 +1,996 @@
+//! The `web` module in the real server: `/metrics` parses as the
+//! Prometheus text format (a strict parser below) and counts what
+//! happened, `/status` lists the player and the modules, tiles show the
+//! terrain, admin actions need the token, and the page survives `reload
+//! web`; then a real headless browser (Debian's `chromium` over the
+//! DevTools protocol, through a pipe) draws the map, sees the terrain and
+//! a walking bot's marker move, and takes the screenshots of
+//! docs/operators.md (written to docs/images/ when
+//! `BUILDAT_DOCS_IMAGES=1`, else to target/web-screenshots/).
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use buildat_harness::raw_client::RawClient;
+use buildat_main_api::Move;
+
+use crate::common::{Scratch, Server, repo_root, start_server, wait_until};
+
+/// A port free now (for a page that must keep its port across a reload).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// The server with the default game and `web`; answers it with the game's
+/// and the page's addresses.
+fn start(scratch: &Scratch) -> (Server, String, String) {
+    scratch.add_game();
+    scratch.add_web();
+    let web = format!("127.0.0.1:{}", free_port());
+    let mut args = scratch.server_args();
+    args.extend(
+        [
+            "--listen",
+            "127.0.0.1:0",
+            "--no-watch",
+            "--set",
+            &format!("web.listen={web}"),
+            "--set",
+            "voxelworld.view_radius=3",
+            "--set",
+            "main.free_movement=true",
+        ]
+        .map(String::from),
+    );
+    let mut server = start_server(&args, Stdio::piped());
+    let address = server.listen_address();
+    let line = server.expect_line("web page at http://", Duration::from_secs(300));
+    assert!(line.contains(&web), "{line}");
+    server.expect_line("server started", Duration::from_secs(120));
+    (server, address, web)
+}
+
+// ---------------------------------------------------------------------
+// A small HTTP/1.1 client.
+
+struct Reply {
+    status: u16,
+    content_type: String,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+fn request(address: &str, method: &str, path: &str, token: Option<&str>) -> std::io::Result<Reply> {
+    let mut stream = TcpStream::connect(address)?;
+    stream.set_read_timeout(Some(Duration::from_secs(60)))?;
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes)?;
+    let split = bytes
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| std::io::Error::other("no end of headers"))?;
+    let head = String::from_utf8_lossy(&bytes[..split]).into_owned();
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("bad status line: {head}")))?;
+    let mut content_type = String::new();
+    let mut length = None;
+    for line in lines {
+        if let Some((name, value)) = line.split_once(':') {
+            match name.to_ascii_lowercase().as_str() {
+                "content-type" => content_type = value.trim().to_string(),
+                "content-length" => length = value.trim().parse::<usize>().ok(),
+                _ => {}
+            }
+        }
+    }
+    let body = bytes[split + 4..].to_vec();
+    if let Some(length) = length {
+        assert_eq!(body.len(), length, "{head}");
+    }
+    Ok(Reply {
+        status,
+        content_type,
+        body,
+    })
+}
+
+fn get(address: &str, path: &str) -> Reply {
+    request(address, "GET", path, None).unwrap_or_else(|e| panic!("GET {path}: {e}"))
+}
+
+fn post(address: &str, path: &str, token: Option<&str>) -> Reply {
+    request(address, "POST", path, token).unwrap_or_else(|e| panic!("POST {path}: {e}"))
+}
+
+// ---------------------------------------------------------------------
+// A strict parser of the Prometheus text format (0.0.4).
+
+#[derive(Debug, Clone, PartialEq)]
+struct Sample {
+    name: String,
+    labels: BTreeMap<String, String>,
+    value: f64,
+}
+
+#[derive(Debug, Default)]
+struct Exposition {
+    /// Family name -> type.
+    types: BTreeMap<String, String>,
+    samples: Vec<Sample>,
+}
+
+impl Exposition {
+    fn value(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        self.samples
+            .iter()
+            .find(|s| {
+                s.name == name
+                    && labels
+                        .iter()
+                        .all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
+            })
+            .map(|s| s.value)
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+}
+
+fn parse_value(text: &str) -> Result<f64, String> {
+    match text {
+        "+Inf" => Ok(f64::INFINITY),
+        "-Inf" => Ok(f64::NEG_INFINITY),
+        "NaN" => Ok(f64::NAN),
+        _ => text.parse().map_err(|_| format!("bad value '{text}'")),
+    }
+}
+
+/// The family a sample belongs to, given the declared types.
+fn family_of<'a>(name: &'a str, types: &BTreeMap<String, String>) -> &'a str {
+    for suffix in ["_bucket", "_sum", "_count"] {
+        if let Some(base) = name.strip_suffix(suffix)
+            && types
+                .get(base)
+                .is_some_and(|t| t == "histogram" || t == "summary")
+        {
+            return base;
+        }
+    }
+    name
+}
+
+fn parse_labels(text: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut labels = BTreeMap::new();
+    let mut chars = text.chars().peekable();
+    loop {
+        let name: String = std::iter::from_fn(|| chars.next_if(|c| *c != '=')).collect();
+        if name.is_empty() && chars.peek().is_none() {
+            return Ok(labels);
+        }
+        let name = name.trim().to_string();
+        if !valid_name(&name) || name.starts_with("__") {
+            return Err(format!("bad label name '{name}'"));
+        }
+        if chars.next() != Some('=') || chars.next() != Some('"') {
+            return Err(format!("label {name}: expected =\""));
+        }
+        let mut value = String::new();
+        loop {
+            match chars.next() {
+                Some('\\') => match chars.next() {
+                    Some('\\') => value.push('\\'),
+                    Some('"') => value.push('"'),
+                    Some('n') => value.push('\n'),
+                    other => return Err(format!("label {name}: bad escape {other:?}")),
+                },
+                Some('"') => break,
+                Some('\n') | None => return Err(format!("label {name}: unterminated")),
+                Some(c) => value.push(c),
+            }
+        }
+        if labels.insert(name.clone(), value).is_some() {
+            return Err(format!("label {name} twice"));
+        }
+        match chars.next() {
+            None => return Ok(labels),
+            Some(',') => continue,
+            Some(c) => return Err(format!("after label {name}: unexpected '{c}'")),
+        }
+    }
+}
+
+fn parse_exposition(text: &str) -> Result<Exposition, String> {
+    let mut exposition = Exposition::default();
+    let mut helps = HashSet::new();
+    // Families seen, to check each one's samples are together.
+    let mut finished: HashSet<String> = HashSet::new();
+    let mut current: Option<String> = None;
+    if !text.ends_with('\n') {
+        return Err("the exposition must end with a newline".into());
+    }
+    for (number, line) in text.lines().enumerate() {
+        let at = |e: String| format!("line {}: {e}: {line}", number + 1);
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(comment) = line.strip_prefix('#') {
+            let mut words = comment.trim_start().splitn(3, ' ');
+            match words.next() {
+                Some("HELP") => {
+                    let name = words
+                        .next()
+                        .ok_or_else(|| at("HELP without a name".into()))?;
+                    if !valid_name(name) || !helps.insert(name.to_string()) {
+                        return Err(at("bad or repeated HELP".into()));
+                    }
+                }
+                Some("TYPE") => {
+                    let name = words
+                        .next()
+                        .ok_or_else(|| at("TYPE without a name".into()))?;
+                    let kind = words
+                        .next()
+                        .ok_or_else(|| at("TYPE without a type".into()))?;
+                    if !["counter", "gauge", "histogram", "summary", "untyped"].contains(&kind) {
+                        return Err(at(format!("unknown type {kind}")));
+                    }
+                    if !valid_name(name) || exposition.types.contains_key(name) {
+                        return Err(at("bad or repeated TYPE".into()));
+                    }
+                    if exposition
+                        .samples
+                        .iter()
+                        .any(|s| family_of(&s.name, &exposition.types) == name)
+                    {
+                        return Err(at("TYPE after the family's samples".into()));
+                    }
+                    exposition.types.insert(name.to_string(), kind.to_string());
+                }
+                _ => {}
+            }
+            continue;
+        }
+        let (name_and_labels, rest) = match line.find('{') {
+            Some(_) => {
+                let close = line
+                    .rfind('}')
+                    .ok_or_else(|| at("unclosed labels".into()))?;
+                (&line[..close + 1], line[close + 1..].trim_start())
+            }
+            None => line.split_once(' ').ok_or_else(|| at("no value".into()))?,
+        };
+        let (name, labels) = match name_and_labels.split_once('{') {
+            Some((name, labels)) => (name, parse_labels(&labels[..labels.len() - 1]).map_err(at)?),
+            None => (name_and_labels, BTreeMap::new()),
+        };
+        if !valid_name(name) {
+            return Err(at(format!("bad metric name '{name}'")));
+        }
+        let mut parts = rest.split(' ');
+        let value = parse_value(parts.next().unwrap_or_default()).map_err(at)?;
+        if let Some(timestamp) = parts.next() {
+            timestamp
+                .parse::<i64>()
+                .map_err(|_| at("bad timestamp".into()))?;
+        }
+        if parts.next().is_some() {
+            return Err(at("trailing text".into()));
+        }
+        let family = family_of(name, &exposition.types).to_string();
+        if current.as_deref() != Some(family.as_str()) {
+            if finished.contains(&family) {
+                return Err(at(format!("the samples of {family} are not together")));
+            }
+            if let Some(previous) = current.take() {
+                finished.insert(previous);
+            }
+            current = Some(family.clone());
+        }
+        let sample = Sample {
+            name: name.to_string(),
+            labels,
+            value,
+        };
+        if exposition
+            .samples
+            .iter()
+            .any(|s| s.name == sample.name && s.labels == sample.labels)
+        {
+            return Err(at("a repeated sample".into()));
+        }
+        exposition.samples.push(sample);
+    }
+    // Each family's type holds: counters, histograms.
+    for (family, kind) in &exposition.types {
+        let samples: Vec<&Sample> = exposition
+            .samples
+            .iter()
+            .filter(|s| family_of(&s.name, &exposition.types) == family)
+            .collect();
+        match kind.as_str() {
+            "counter" => {
+                if !family.ends_with("_total") {
+                    return Err(format!("counter {family} does not end in _total"));
+                }
+                if samples.iter().any(|s| s.value < 0.0 || s.value.is_nan()) {
+                    return Err(format!("counter {family} is negative"));
+                }
+            }
+            "histogram" => {
+                let buckets: Vec<&&Sample> = samples
+                    .iter()
+                    .filter(|s| s.name == format!("{family}_bucket"))
+                    .collect();
+                let mut last = (f64::NEG_INFINITY, 0.0);
+                for bucket in &buckets {
+                    let le = bucket
+                        .labels
+                        .get("le")
+                        .ok_or_else(|| format!("{family}: a bucket without le"))?;
+                    let le = parse_value(le)?;
+                    if le <= last.0 || bucket.value < last.1 {
+                        return Err(format!("{family}: buckets not cumulative and ordered"));
+                    }
+                    last = (le, bucket.value);
+                }
+                let count = exposition
+                    .value(&format!("{family}_count"), &[])
+                    .ok_or_else(|| format!("{family}: no _count"))?;
+                exposition
+                    .value(&format!("{family}_sum"), &[])
+                    .ok_or_else(|| format!("{family}: no _sum"))?;
+                if last.0 != f64::INFINITY || last.1 != count {
+                    return Err(format!("{family}: the +Inf bucket is not the count"));
+                }
+            }
+            _ => {}
+        }
+    }
+    for sample in &exposition.samples {
+        if !exposition
+            .types
+            .contains_key(family_of(&sample.name, &exposition.types))
+        {
+            return Err(format!("{} has no TYPE", sample.name));
+        }
+    }
+    Ok(exposition)
+}
+
+#[test]
+fn the_strict_parser_refuses_what_prometheus_refuses() {
+    let good = "# HELP a_total A.\n# TYPE a_total counter\na_total{x=\"1\\\"\"} 3\n\
+                # TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_sum 3.5\nh_count 2\n";
+    let parsed = parse_exposition(good).expect("valid");
+    assert_eq!(parsed.value("a_total", &[("x", "1\"")]), Some(3.0));
+    for bad in [
+        "a_total 1\n",                                              // no TYPE
+        "# TYPE a counter\na 1\n",                                  // counter without _total
+        "# TYPE a_total counter\na_total{x=\"1} 1\n",               // unterminated label
+        "# TYPE a_total counter\na_total one\n",                    // bad value
+        "# TYPE g gauge\ng 1\n# TYPE k gauge\nk 1\ng{a=\"b\"} 2\n", // family split
+        "# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\nh_count 1\n",
+        "# TYPE g gauge\ng 1", // no final newline
+    ] {
+        assert!(parse_exposition(bad).is_err(), "accepted: {bad}");
+    }
+}
+
+// ---------------------------------------------------------------------
+// A bot walking along +x.
+
+struct Walker {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<RawClient>>,
+}
+
+impl Walker {
+    /// Joins as `name` and walks at 5 voxels a second, to 10 voxels east
+    /// of the spawn and back, again and again.
+    fn start(address: &str, name: &str) -> (Self, [f64; 3]) {
+        let mut client = RawClient::join(address, name, Duration::from_secs(120)).expect("join");
+        let spawn = client.spawn;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut position = spawn;
+            let mut next = Instant::now();
+            let mut step = 0u64;
+            while !stopping.load(Ordering::Relaxed) {
+                if Instant::now() >= next {
+                    // 20 steps east, 20 west.
+                    position[0] += if step % 40 < 20 { 0.5 } else { -0.5 };
+                    step += 1;
+                    if client.send_packet(&Move { position }).is_err() {
+                        break;
+                    }
+                    next += Duration::from_millis(100);
+                }
+                // Drain what the server sends (chunks, nodes).
+                if client.recv(Duration::from_millis(20)).is_err() {
+                    break;
+                }
+            }
+            client
+        });
+        (
+            Self {
+                stop,
+                thread: Some(thread),
+            },
+            spawn,
+        )
+    }
+
+    fn stop(&mut self) -> Option<RawClient> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.take().and_then(|t| t.join().ok())
+    }
+}
+
+impl Drop for Walker {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn players(web: &str) -> serde_json::Value {
+    let reply = get(web, "/api/players");
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    serde_json::from_slice(&reply.body).expect("players JSON")
+}
+
+fn player_x(web: &str, name: &str) -> Option<f64> {
+    players(web)
+        .as_array()?
+        .iter()
+        .find(|p| p["name"] == name)?["position"][0]
+        .as_f64()
+}
+
+/// Opaque pixels and distinct colours of a tile.
+fn tile_terrain(web: &str, path: &str) -> (usize, usize) {
+    let reply = get(web, path);
+    assert_eq!(reply.status, 200, "{path}: {}", reply.text());
+    assert_eq!(reply.content_type, "image/png");
+    let decoder = png::Decoder::new(std::io::Cursor::new(reply.body));
+    let mut reader = decoder.read_info().expect("a PNG");
+    let mut pixels = vec![0; reader.output_buffer_size().expect("size")];
+    let info = reader.next_frame(&mut pixels).expect("a frame");
+    assert_eq!((info.width, info.height), (128, 128));
+    assert_eq!(info.color_type, png::ColorType::Rgba);
+    let mut colours = HashSet::new();
+    let mut opaque = 0;
+    for pixel in pixels.chunks_exact(4) {
+        if pixel[3] == 255 {
+            opaque += 1;
+            colours.insert([pixel[0], pixel[1], pixel[2]]);
+        }
+    }
+    (opaque, colours.len())
+}
+
+/// The level-0 tile holding the voxel column (x, z).
+fn tile_of(x: f64, z: f64) -> String {
+    format!(
+        "/tile/0/{}/{}.png",
+        (x.floor() as i64).div_euclid(128),
+        (z.floor() as i64).div_euclid(128)
+    )
+}
+
+#[test]
+fn web_page_serves_metrics_status_tiles_and_admin_actions_and_survives_a_reload() {
+    let scratch = Scratch::new();
+    let (mut server, address, web) = start(&scratch);
+
+    let metrics = get(&web, "/metrics");
+    assert_eq!(metrics.status, 200);
+    assert!(
+        metrics
+            .content_type
+            .starts_with("text/plain; version=0.0.4")
+    );
+    let parsed =
+        parse_exposition(&metrics.text()).unwrap_or_else(|e| panic!("{e}\n{}", metrics.text()));
+    for (name, kind) in [
+        ("buildat_players", "gauge"),
+        ("buildat_connections", "gauge"),
+        ("buildat_received_bytes_total", "counter"),
+        ("buildat_sent_bytes_total", "counter"),
+        ("buildat_packets_received_total", "counter"),
+        ("buildat_packets_sent_total", "counter"),
+        ("buildat_chunks_streamed_total", "counter"),
+        ("buildat_tick_duration_seconds", "histogram"),
+        ("buildat_module_queue_depth", "gauge"),
+        ("buildat_saves_total", "counter"),
+        ("buildat_save_errors_total", "counter"),
+        ("buildat_module_reloads_total", "counter"),
+    ] {
+        assert_eq!(
+            parsed.types.get(name).map(String::as_str),
+            Some(kind),
+            "{name}:\n{}",
+            metrics.text()
+        );
+    }
+    assert!(
+        parsed
+            .value("buildat_module_queue_depth", &[("module", "voxelworld")])
+            .is_some()
+    );
+
+    // A player walks; the page sees it, and the metrics count it.
+    let (mut walker, spawn) = Walker::start(&address, "walker");
+    let first = wait_until(Duration::from_secs(30), || player_x(&web, "walker"))
+        .unwrap_or_else(|| panic!("the player is listed:\n{}", server.output()));
+    let moved = wait_until(Duration::from_secs(30), || {
+        player_x(&web, "walker").filter(|x| (x - first).abs() > 2.0)
+    });
+    assert!(moved.is_some(), "the player's position moves");
+
+    let status: serde_json::Value =
+        serde_json::from_slice(&get(&web, "/status").body).expect("JSON");
+    let modules = status["modules"].as_array().expect("modules");
+    for name in ["voxelworld", "network", "main", "web"] {
+        let row = modules
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {status}"));
+        assert_eq!(row["state"], "loaded", "{row}");
+        assert!(!row["build_id"].as_str().unwrap_or_default().is_empty());
+    }
+    assert!(
+        status["tick"]["count"].as_u64().unwrap_or(0) > 0,
+        "{status}"
+    );
+    assert!(
+        status["world_disk_bytes"].as_u64().unwrap_or(0) > 0,
+        "{status}"
+    );
+    let html = get(&web, "/").text();
+    assert!(
+        html.contains("walker") && html.contains("voxelworld"),
+        "{html}"
+    );
+
+    let after = parse_exposition(&get(&web, "/metrics").text()).expect("valid");
+    assert_eq!(after.value("buildat_players", &[]), Some(1.0));
+    assert!(after.value("buildat_connections_total", &[]) >= Some(1.0));
+    assert!(after.value("buildat_packets_received_total", &[]) > Some(3.0));
+    assert!(after.value("buildat_sent_bytes_total", &[]) > Some(10_000.0));
+    assert!(after.value("buildat_chunks_streamed_total", &[]) > Some(0.0));
+    assert!(after.value("buildat_tick_duration_seconds_count", &[]) > Some(0.0));
+
+    // The tile under the spawn shows terrain: mostly opaque, in several
+    // colours.
+    let tile = tile_of(spawn[0], spawn[2]);
+    let terrain = wait_until(Duration::from_secs(60), || {
+        let (opaque, colours) = tile_terrain(&web, &tile);
+        (opaque > 128 * 128 / 4 && colours >= 3).then_some((opaque, colours))
+    });
+    assert!(
+        terrain.is_some(),
+        "{tile} shows terrain: {:?}",
+        tile_terrain(&web, &tile)
+    );
+    assert_eq!(get(&web, "/tile/0/1/2/3.png").status, 404);
+    assert_eq!(get(&web, "/map").status, 200);
+    assert!(get(&web, "/map.js").text().contains("buildatMap"));
+
+    // Admin actions: the token of the world folder, nothing else.
+    let token = std::fs::read_to_string(scratch.world().join("web-token.txt")).expect("token");
+    let token = token.trim();
+    assert_eq!(post(&web, "/admin/save", None).status, 401);
+    assert_eq!(post(&web, "/admin/save", Some("not-the-token")).status, 401);
+    assert_eq!(get(&web, "/admin/save").status, 405);
+    let saved = post(&web, "/admin/save", Some(token));
+    assert_eq!(saved.status, 200, "{}", saved.text());
+    assert!(saved.text().starts_with("saved "), "{}", saved.text());
+    let reload = post(&web, "/admin/reload/replicate", Some(token));
+    assert_eq!(reload.status, 200, "{}", reload.text());
+    assert_eq!(post(&web, "/admin/reload/web", Some(token)).status, 400);
+    assert_eq!(post(&web, "/admin/kick/nobody", Some(token)).status, 400);
+    let kicked = post(&web, "/admin/kick/walker", Some(token));
+    assert_eq!(kicked.status, 200, "{}", kicked.text());
+    let client = walker.stop().expect("the walker's connection");
+    assert!(
+        client.is_closed()
+            || wait_until(Duration::from_secs(10), || player_x(&web, "walker")
+                .is_none()
+                .then_some(()))
+            .is_some(),
+        "the kicked player leaves"
+    );
+    let reloads = parse_exposition(&get(&web, "/metrics").text()).expect("valid");
+    assert_eq!(
+        reloads.value("buildat_module_reloads_total", &[("module", "replicate")]),
+        Some(1.0)
+    );
+
+    // The page survives its own reload, on the same address.
+    server.send("reload web");
+    server.expect_line("reloaded web", Duration::from_secs(300));
+    let again = wait_until(Duration::from_secs(10), || {
+        request(&web, "GET", "/status", None)
+            .ok()
+            .filter(|r| r.status == 200)
+    });
+    assert!(again.is_some(), "the page answers after the reload");
+    let metrics = parse_exposition(&get(&web, "/metrics").text()).expect("valid");
+    assert_eq!(
+        metrics.value("buildat_module_reloads_total", &[("module", "web")]),
+        Some(1.0)
+    );
+    server.stop_cleanly();
+    assert!(
+        !server
+            .seen
+            .iter()
+            .any(|l| l.contains(" web") && (l.contains("ERROR") || l.contains("leaked"))),
+        "{}",
+        server.output()
+    );
+}
+
+// ---------------------------------------------------------------------
+// Headless chromium over the DevTools protocol, through a pipe
+// (`--remote-debugging-pipe`: commands on fd 3, answers on fd 4, each a
+// JSON message ended by a NUL byte).
+
+struct Browser {
+    child: std::process::Child,
+    commands: std::io::PipeWriter,
+    answers: std::sync::mpsc::Receiver<serde_json::Value>,
+    next_id: u64,
+    session: String,
+    _profile: tempfile::TempDir,
+}
+
+const WIDTH: u32 = 1100;
+const HEIGHT: u32 = 720;
+
+impl Browser {
+    fn binary() -> Option<&'static str> {
+        ["chromium", "chromium-browser"].into_iter().find(|name| {
+            std::process::Command::new(name)
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+    }
+
+    fn launch(binary: &str) -> Self {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::process::CommandExt;
+        let profile = tempfile::tempdir().expect("a profile dir");
+        let (child_reads, commands) = std::io::pipe().expect("a pipe");
+        let (answers_in, child_writes) = std::io::pipe().expect("a pipe");
+        let (read_fd, write_fd) = (child_reads.as_raw_fd(), child_writes.as_raw_fd());
+        let mut command = std::process::Command::new(binary);
+        command
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--no-first-run",
+                "--hide-scrollbars",
+                "--mute-audio",
+                "--remote-debugging-pipe",
+                &format!("--window-size={WIDTH},{HEIGHT}"),
+                &format!("--user-data-dir={}", profile.path().display()),
+                "about:blank",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // SAFETY: only async-signal-safe calls (fcntl, dup2) between fork
+        // and exec: the pipe ends go to fds 3 and 4, through fds above 10
+        // in case an end already is 3 or 4.
+        unsafe {
+            command.pre_exec(move || {
+                let reads = libc::fcntl(read_fd, libc::F_DUPFD, 10);
+                let writes = libc::fcntl(write_fd, libc::F_DUPFD, 10);
+                if reads < 0 || writes < 0 || libc::dup2(reads, 3) < 0 || libc::dup2(writes, 4) < 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = command.spawn().expect("start chromium");
+        drop(child_reads);
+        drop(child_writes);
+        let (send, answers) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(answers_in);
+            let mut message = Vec::new();
+            while reader.read_until(0, &mut message).is_ok_and(|n| n > 0) {
+                if message.last() == Some(&0) {
+                    message.pop();
+                }
+                if let Ok(value) = serde_json::from_slice(&message)
+                    && send.send(value).is_err()
+                {
+                    return;
+                }
+                message.clear();
+            }
+        });
+        let mut browser = Self {
+            child,
+            commands,
+            answers,
+            next_id: 1,
+            session: String::new(),
+            _profile: profile,
+        };
+        let target = browser.command(
+            "Target.createTarget",
+            serde_json::json!({"url": "about:blank"}),
+        );
+        let target = target["targetId"].as_str().expect("a target").to_string();
+        let attached = browser.command(
+            "Target.attachToTarget",
+            serde_json::json!({"targetId": target, "flatten": true}),
+        );
+        browser.session = attached["sessionId"]
+            .as_str()
+            .expect("a session")
+            .to_string();
+        browser.command(
+            "Emulation.setDeviceMetricsOverride",
+            serde_json::json!({"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": false}),
+        );
+        browser.command("Page.enable", serde_json::json!({}));
+        browser
+    }
+
+    /// Sends a command (to the page once attached) and answers its result.
+    fn command(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut message = serde_json::json!({"id": id, "method": method, "params": params});
+        if !self.session.is_empty() {
+            message["sessionId"] = serde_json::Value::String(self.session.clone());
+        }
+        let mut bytes = serde_json::to_vec(&message).expect("JSON");
+        bytes.push(0);
+        self.commands
+            .write_all(&bytes)
+            .expect("chromium takes commands");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline
+                .checked_duration_since(Instant::now())
+                .unwrap_or_else(|| panic!("chromium did not answer {method}"));
+            let answer = self
+                .answers
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("chromium did not answer {method}"));
+            if answer["id"] == id {
+                if let Some(error) = answer.get("error") {
+                    panic!("{method}: {error}");
+                }
+                return answer["result"].clone();
+            }
+        }
+    }
+
+    fn evaluate(&mut self, expression: &str) -> serde_json::Value {
+        let result = self.command(
+            "Runtime.evaluate",
+            serde_json::json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+        );
+        if let Some(exception) = result.get("exceptionDetails") {
+            panic!("{expression}: {exception}");
+        }
+        result["result"]["value"].clone()
+    }
+
+    fn open(&mut self, url: &str) {
+        self.command("Page.navigate", serde_json::json!({"url": url}));
+        let loaded = wait_until(Duration::from_secs(30), || {
+            (self.evaluate("document.readyState") == "complete").then_some(())
+        });
+        assert!(loaded.is_some(), "{url} loads");
+    }
+
+    fn screenshot(&mut self, name: &str) -> Vec<u8> {
+        let shot = self.command(
+            "Page.captureScreenshot",
+            serde_json::json!({"format": "png"}),
+        );
+        let png = base64_decode(shot["data"].as_str().expect("data")).expect("base64");
+        let dir = if std::env::var_os("BUILDAT_DOCS_IMAGES").is_some_and(|v| v == "1") {
+            repo_root().join("docs").join("images")
+        } else {
+            repo_root().join("target").join("web-screenshots")
+        };
+        std::fs::create_dir_all(&dir).expect("screenshot dir");
+        std::fs::write(dir.join(name), &png).expect("write the screenshot");
+        png
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let value = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let bytes: Vec<u8> = text.bytes().filter(|b| *b != b'=').collect();
+    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
+    for group in bytes.chunks(4) {
+        let mut word = 0u32;
+        for (i, b) in group.iter().enumerate() {
+            word |= value(*b)? << (18 - 6 * i);
+        }
+        let produced = group.len().saturating_sub(1);
+        out.extend_from_slice(&word.to_be_bytes()[1..1 + produced]);
+    }
+    Some(out)
+}
+
+#[test]
+fn base64_decodes() {
+    assert_eq!(base64_decode("aGVsbG8="), Some(b"hello".to_vec()));
+    assert_eq!(base64_decode("aGk="), Some(b"hi".to_vec()));
+    assert_eq!(base64_decode("YWJj"), Some(b"abc".to_vec()));
+}
+
+/// Opaque pixels and colours of the map's tiles as the page has them.
+const TILE_PIXELS: &str = "(() => {
+    const canvas = document.createElement('canvas');
+    const context = canvas.getContext('2d');
+    let opaque = 0;
+    const colours = new Set();
+    for (const img of document.querySelectorAll('#tiles img')) {
+        if (!img.naturalWidth) continue;
+        canvas.width = img.naturalWidth;
+        canvas.height = img.naturalHeight;
+        context.clearRect(0, 0, canvas.width, canvas.height);
+        context.drawImage(img, 0, 0);
+        const data = context.getImageData(0, 0, canvas.width, canvas.height).data;
+        for (let i = 0; i < data.length; i += 4) {
+            if (data[i + 3] > 0) {
+                opaque++;
+                colours.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+            }
+        }
+    }
+    return [opaque, colours.size];
+})()";
+
+#[test]
+fn a_browser_draws_the_map_and_a_walking_players_marker() {
+    let Some(binary) = Browser::binary() else {
+        // CI installs it (scripts/install-browser-deps); elsewhere the
+        // test says why it did nothing.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium is missing: scripts/install-browser-deps installs it"
+        );
+        eprintln!("skipped: no chromium (scripts/install-browser-deps installs it)");
+        return;
+    };
+    let scratch = Scratch::new();
+    let (mut server, address, web) = start(&scratch);
+    let (mut walker, spawn) = Walker::start(&address, "walker");
+    // The terrain around the spawn is there before the pictures are taken.
+    let tile = tile_of(spawn[0], spawn[2]);
+    wait_until(Duration::from_secs(60), || {
+        let (opaque, _) = tile_terrain(&web, &tile);
+        (opaque > 128 * 128 / 4).then_some(())
+    })
+    .unwrap_or_else(|| panic!("terrain under the spawn:\n{}", server.output()));
+
+    let mut browser = Browser::launch(binary);
+    browser.open(&format!("http://{web}/"));
+    let text = browser.evaluate("document.body.innerText");
+    assert!(
+        text.as_str()
+            .is_some_and(|t| t.contains("walker") && t.contains("voxelworld")),
+        "{text}"
+    );
+    browser.screenshot("web-status.png");
+
+    browser.open(&format!(
+        "http://{web}/map?x={:.0}&z={:.0}&scale=4",
+        spawn[0], spawn[2]
+    ));
+    let drawn = wait_until(Duration::from_secs(60), || {
+        let done = browser
+            .evaluate("buildatMap.complete() && buildatMap.loaded() == buildatMap.tileCount()");
+        (done == true).then_some(())
+    });
+    assert!(drawn.is_some(), "every tile in view loads");
+    let pixels = browser.evaluate(TILE_PIXELS);
+    let (opaque, colours) = (
+        pixels[0].as_u64().unwrap_or(0),
+        pixels[1].as_u64().unwrap_or(0),
+    );
+    assert!(
+        opaque > 10_000 && colours >= 3,
+        "the map shows terrain: {pixels}"
+    );
+
+    // The walker's marker moves with it (players are polled every second).
+    let marker = |browser: &mut Browser| {
+        let at = browser.evaluate("buildatMap.markerPosition('walker')");
+        at[0].as_f64().zip(at[1].as_f64())
+    };
+    let first = wait_until(Duration::from_secs(15), || marker(&mut browser))
+        .unwrap_or_else(|| panic!("a marker for the walker"));
+    let later = wait_until(Duration::from_secs(15), || {
+        marker(&mut browser).filter(|(x, _)| (x - first.0).abs() > 8.0)
+    });
+    assert!(later.is_some(), "the marker moves from {first:?}");
+    browser.screenshot("web-map.png");
+
+    // The 1,000 × 1,000 voxel area around the spawn, zoomed out, fully
+    // drawn (tiles of stored and loaded sections; the rest is blank).
+    let started = Instant::now();
+    browser.evaluate(&format!(
+        "buildatMap.moveTo({:.0}, {:.0}, 0.5)",
+        spawn[0], spawn[2]
+    ));
+    let drawn = wait_until(Duration::from_secs(60), || {
+        (browser.evaluate("buildatMap.complete()") == true).then_some(())
+    });
+    assert!(drawn.is_some(), "the zoomed-out map loads");
+    println!(
+        "map of {}x{} voxels drawn in {:.2} s ({} tiles)",
+        WIDTH * 2,
+        HEIGHT * 2,
+        started.elapsed().as_secs_f64(),
+        browser.evaluate("buildatMap.tileCount()")
+    );
+    drop(browser);
+    walker.stop();
+    server.stop_cleanly();
+}
