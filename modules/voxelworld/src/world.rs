@@ -1381,7 +1381,8 @@ pub(crate) mod tests {
         assert_eq!(world.get_voxel([1, 2, 3]).unwrap(), Some(stone));
     }
 
-    fn open(dir: &std::path::Path) -> World {
+    /// A world in `dir` with stone (the first block) and dirt registered.
+    pub(crate) fn open(dir: &std::path::Path) -> World {
         let storage =
             SqliteStorage::open(&dir.join("world.sqlite"), SectionSize::default()).unwrap();
         let mut world = World::new(Box::new(storage), 64);

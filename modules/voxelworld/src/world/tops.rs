@@ -196,20 +196,7 @@ impl World {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::SqliteStorage;
-    use crate::world::tests::generate;
-    use buildat_voxel::BlockDefinition;
-    use buildat_voxel::geometry::SectionSize;
-
-    fn open(dir: &std::path::Path) -> World {
-        let storage =
-            SqliteStorage::open(&dir.join("world.sqlite"), SectionSize::default()).unwrap();
-        let mut world = World::new(Box::new(storage), 64);
-        world
-            .register_block(BlockDefinition::simple("stone", "stone.png"))
-            .unwrap();
-        world
-    }
+    use crate::world::tests::{generate, open};
 
     fn region(x: i32, width: u32) -> ColumnTops {
         ColumnTops {
