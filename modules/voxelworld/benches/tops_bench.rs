@@ -10,12 +10,14 @@
 //!
 //! Run: `cargo bench -p buildat-module-voxelworld --bench tops_bench`
 
+mod support;
+use support::open_world;
+
 use std::time::Instant;
 
 use buildat_format::{decode_voxels, encode_voxels};
 use buildat_module_voxelworld::storage::{SqliteStorage, WorldStorage};
 use buildat_module_voxelworld::world::World;
-use buildat_voxel::BlockDefinition;
 use buildat_voxel::geometry::{Pos, SectionSize};
 use buildat_voxelworld_api::{ColumnTops, StoredNode, StoredNodeKind, VAR_VOXEL_DATA};
 use buildat_worldgen_terrain as terrain;
@@ -25,17 +27,6 @@ const SEED: u64 = 1;
 const R: i32 = 8;
 /// Columns along a tile's side.
 const TILE: i32 = 128;
-
-fn open_world(path: &std::path::Path) -> World {
-    let storage = SqliteStorage::open(path, SectionSize::default()).expect("open");
-    let mut world = World::new(Box::new(storage), 100_000);
-    for (id, name) in terrain::PALETTE.iter().enumerate().skip(1) {
-        let mut block = BlockDefinition::simple(name, name);
-        block.physically_solid = terrain::is_solid(id as u32);
-        world.register_block(block).expect("register");
-    }
-    world
-}
 
 fn sections() -> Vec<Pos> {
     let mut list = Vec::new();

@@ -9,15 +9,15 @@
 //!
 //! Run: `cargo bench -p buildat-module-voxelworld --bench world_bench`
 
+mod support;
+use support::open_world;
+
 use std::io::{Read, Write};
 use std::time::Instant;
 
 use buildat_format::Packet;
 use buildat_format::encode_voxels;
-use buildat_module_voxelworld::storage::SqliteStorage;
 use buildat_module_voxelworld::stream::encode_light_packet;
-use buildat_module_voxelworld::world::World;
-use buildat_voxel::BlockDefinition;
 use buildat_voxel::geometry::{CHUNK_VOLUME, Pos, SectionSize};
 use buildat_voxelworld_api::stream::Chunk;
 use rusqlite::{Connection, params};
@@ -39,18 +39,6 @@ fn sections() -> Vec<Pos> {
         }
     }
     list
-}
-
-fn open_world(path: &std::path::Path) -> World {
-    let storage = SqliteStorage::open(path, SectionSize::default()).expect("open");
-    let mut world = World::new(Box::new(storage), 100_000);
-    for (id, name) in terrain::PALETTE.iter().enumerate().skip(1) {
-        let mut block = BlockDefinition::simple(name, name);
-        block.physically_solid = terrain::is_solid(id as u32);
-        block.light_absorption = terrain::light_absorption(id as u32);
-        world.register_block(block).expect("register");
-    }
-    world
 }
 
 fn raw_chunks(section: Pos) -> Vec<(Pos, Vec<u32>)> {
