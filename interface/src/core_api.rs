@@ -125,4 +125,85 @@ pub struct ModuleInfo {
     pub load_index: u32,
     /// Messages (events and calls) waiting in its queue.
     pub queued: u64,
+    /// How long its messages waited and its handlers ran.
+    pub times: QueueTimes,
+}
+
+/// Upper bounds (seconds) of [`QueueTimes::wait_buckets`] but the last,
+/// which counts the longer waits.
+pub const QUEUE_WAIT_BOUNDS_S: [f64; 9] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0];
+
+/// A module's messages since the server started (the queue belongs to the
+/// module's place in the host, so the counts go on across reloads): how
+/// long each waited in the queue before the module's thread took it, and
+/// how long the module's handlers ran. A message's wait is what a module
+/// busy with something else adds to the latency of everything sent to it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueTimes {
+    /// Messages by wait: `wait_buckets[i]` waited at most
+    /// `QUEUE_WAIT_BOUNDS_S[i]` and more than the bound before it; the
+    /// last, longer than every bound.
+    pub wait_buckets: Vec<u64>,
+    /// The waits added up.
+    pub wait_seconds: f64,
+    /// Events and calls handled.
+    pub handled: u64,
+    /// Time in its handlers (calls it made to others included).
+    pub busy_seconds: f64,
+}
+
+impl QueueTimes {
+    /// The bound under which `percent` of the waits fell (`f64::INFINITY`
+    /// past the last bound); None before any message.
+    pub fn get_wait_percentile_s(&self, percent: f64) -> Option<f64> {
+        let total: u64 = self.wait_buckets.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let wanted = (total as f64 * percent / 100.0).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (i, count) in self.wait_buckets.iter().enumerate() {
+            seen += count;
+            if seen >= wanted {
+                return Some(QUEUE_WAIT_BOUNDS_S.get(i).copied().unwrap_or(f64::INFINITY));
+            }
+        }
+        Some(f64::INFINITY)
+    }
+
+    /// [`Self::get_wait_percentile_s`] for people: `≤ 25 ms`, `> 1 s`, or
+    /// `-` before any message.
+    pub fn wait_percentile_text(&self, percent: f64) -> String {
+        match self.get_wait_percentile_s(percent) {
+            None => "-".to_string(),
+            Some(bound) if bound.is_infinite() => {
+                let last = QUEUE_WAIT_BOUNDS_S[QUEUE_WAIT_BOUNDS_S.len() - 1];
+                format!("> {last} s")
+            }
+            Some(bound) => format!("≤ {} ms", bound * 1000.0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wait_percentiles_are_bucket_bounds() {
+        let mut times = QueueTimes {
+            wait_buckets: vec![0; QUEUE_WAIT_BOUNDS_S.len() + 1],
+            ..QueueTimes::default()
+        };
+        assert_eq!(times.get_wait_percentile_s(99.0), None);
+        times.wait_buckets[0] = 98;
+        times.wait_buckets[4] = 1;
+        times.wait_buckets[QUEUE_WAIT_BOUNDS_S.len()] = 1;
+        assert_eq!(times.get_wait_percentile_s(50.0), Some(0.001));
+        assert_eq!(times.get_wait_percentile_s(99.0), Some(0.025));
+        assert_eq!(times.get_wait_percentile_s(100.0), Some(f64::INFINITY));
+        assert_eq!(times.wait_percentile_text(99.0), "≤ 25 ms");
+        assert_eq!(times.wait_percentile_text(100.0), "> 1 s");
+        assert_eq!(QueueTimes::default().wait_percentile_text(99.0), "-");
+    }
 }

@@ -154,8 +154,8 @@ fn emit(core: &Core, line: &str) -> String {
 fn format_modules(core: &Core) -> String {
     let now = crate::core::unix_ms();
     let mut out = format!(
-        "{:<20} {:<12} {:<22} {:>8} {}",
-        "module", "state", "build", "queued", "loaded"
+        "{:<20} {:<12} {:<22} {:>8} {:>9} {:>10} {}",
+        "module", "state", "build", "queued", "busy s", "wait p99", "loaded"
     );
     for module in core.list_modules() {
         let state = match &module.state {
@@ -177,8 +177,14 @@ fn format_modules(core: &Core) -> String {
             module.build_hash.clone()
         };
         out.push_str(&format!(
-            "\n{:<20} {:<12} {:<22} {:>8} {}",
-            module.name, state, hash, module.queued, age
+            "\n{:<20} {:<12} {:<22} {:>8} {:>9.1} {:>10} {}",
+            module.name,
+            state,
+            hash,
+            module.queued,
+            module.times.busy_seconds,
+            module.times.wait_percentile_text(99.0),
+            age
         ));
     }
     out

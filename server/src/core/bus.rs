@@ -7,6 +7,7 @@
 //! filter and deliver) or the queues themselves (`slot.rs`).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use dashmap::DashMap;
 
@@ -26,6 +27,7 @@ impl Bus {
         let event = Arc::new(EventMsg {
             name: name.to_string(),
             payload,
+            queued_at: Instant::now(),
         });
         for slot in subscribers.iter() {
             // The receiver lives in the slot, so sending cannot fail.

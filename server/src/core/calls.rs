@@ -11,7 +11,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use buildat_interface::core_api::{self, ModuleState};
 use buildat_interface::{Call, CallError, ModuleError};
@@ -139,6 +139,7 @@ impl CoreInner {
                 function: function.to_string(),
                 payload: payload.to_vec(),
                 reply,
+                queued_at: Instant::now(),
             })
             .map_err(|_| CallError::Failed(format!("module {target} is gone")))?;
         match timeout {

@@ -12,6 +12,7 @@
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::encode_core_event;
 use buildat_interface::abi::{
@@ -335,6 +336,7 @@ fn serve_queue(slot: &ModuleSlot, instance: &mut Instance) -> Result<UnloadKind,
     let name = slot.name.as_str();
     let activity = &slot.activity;
     while let Ok(message) = slot.queue_rx.recv() {
+        let taken = Instant::now();
         match message {
             Message::Event(event) => {
                 if !slot.is_subscribed(&event.name) {
@@ -343,6 +345,8 @@ fn serve_queue(slot: &ModuleSlot, instance: &mut Instance) -> Result<UnloadKind,
                 activity.enter(&event.name);
                 let result = instance.event(&event.name, &event.payload);
                 activity.leave();
+                slot.clock
+                    .record(taken.duration_since(event.queued_at), taken.elapsed());
                 if let Err(failure) = result {
                     let reason = failure.describe(&format!("event '{}'", event.name));
                     if failure.panicked() {
@@ -355,10 +359,13 @@ fn serve_queue(slot: &ModuleSlot, instance: &mut Instance) -> Result<UnloadKind,
                 function,
                 payload,
                 reply,
+                queued_at,
             } => {
                 activity.enter(&function);
                 let result = instance.call(&function, &payload);
                 activity.leave();
+                slot.clock
+                    .record(taken.duration_since(queued_at), taken.elapsed());
                 match result {
                     Ok(bytes) => {
                         let _ = reply.send(Ok(bytes));

@@ -484,6 +484,7 @@ impl CoreInner {
                     loaded_at_unix_ms: status.loaded_at_unix_ms,
                     load_index: status.load_index,
                     queued: slot.queue_rx.len() as u64,
+                    times: slot.clock.times(),
                 }
             })
             .collect();

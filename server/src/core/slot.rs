@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use buildat_interface::core_api::ModuleState;
+use buildat_interface::core_api::{ModuleState, QUEUE_WAIT_BOUNDS_S, QueueTimes};
 use buildat_interface::meta::ModuleMeta;
 use buildat_interface::{CallError, UnloadKind};
 use crossbeam_channel::{Receiver, Sender};
@@ -23,6 +23,8 @@ use crossbeam_channel::{Receiver, Sender};
 pub(crate) struct EventMsg {
     pub name: String,
     pub payload: Vec<u8>,
+    /// When it was emitted (each subscriber's wait counts from here).
+    pub queued_at: Instant,
 }
 
 pub(crate) type CallReply = Sender<Result<Vec<u8>, CallError>>;
@@ -33,6 +35,7 @@ pub(crate) enum Message {
         function: String,
         payload: Vec<u8>,
         reply: CallReply,
+        queued_at: Instant,
     },
     /// Stop the running instance after everything queued before this; what
     /// is queued after it waits for the next instance (on a reload).
@@ -70,6 +73,7 @@ pub(crate) struct ModuleSlot {
     pub status: Mutex<SlotStatus>,
     pub running: Mutex<Option<Running>>,
     pub activity: Activity,
+    pub clock: QueueClock,
 }
 
 impl ModuleSlot {
@@ -91,6 +95,7 @@ impl ModuleSlot {
             }),
             running: Mutex::new(None),
             activity: Activity::default(),
+            clock: QueueClock::default(),
         }
     }
 
@@ -115,6 +120,45 @@ impl ModuleSlot {
             if let Message::Call { reply, .. } = message {
                 let _ = reply.send(Err(error.clone()));
             }
+        }
+    }
+}
+
+/// Counts behind [`QueueTimes`], kept with atomics by the module's thread
+/// and read by anyone.
+#[derive(Default)]
+pub(crate) struct QueueClock {
+    wait_buckets: [AtomicU64; QUEUE_WAIT_BOUNDS_S.len() + 1],
+    wait_micros: AtomicU64,
+    handled: AtomicU64,
+    busy_micros: AtomicU64,
+}
+
+impl QueueClock {
+    /// One message that waited `wait` and was handled in `busy`.
+    pub fn record(&self, wait: Duration, busy: Duration) {
+        let seconds = wait.as_secs_f64();
+        let bucket = QUEUE_WAIT_BOUNDS_S
+            .iter()
+            .position(|bound| seconds <= *bound)
+            .unwrap_or(QUEUE_WAIT_BOUNDS_S.len());
+        self.wait_buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        self.wait_micros.fetch_add(micros(wait), Ordering::Relaxed);
+        self.handled.fetch_add(1, Ordering::Relaxed);
+        self.busy_micros.fetch_add(micros(busy), Ordering::Relaxed);
+    }
+
+    pub fn times(&self) -> QueueTimes {
+        QueueTimes {
+            wait_buckets: self
+                .wait_buckets
+                .iter()
+                .map(|b| b.load(Ordering::Relaxed))
+                .collect(),
+            wait_seconds: self.wait_micros.load(Ordering::Relaxed) as f64 / 1e6,
+            handled: self.handled.load(Ordering::Relaxed),
+            busy_seconds: self.busy_micros.load(Ordering::Relaxed) as f64 / 1e6,
         }
     }
 }
