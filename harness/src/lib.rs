@@ -11,14 +11,18 @@
 //! the server or the client.
 
 pub mod abuse;
+pub mod browser;
 pub mod crashtest;
 pub mod fake_server;
 pub mod faulttest;
 pub mod fleet;
 pub mod histogram;
+pub mod http;
 pub mod layout;
 pub mod lightbots;
 pub mod loadtest;
+pub mod map_pages;
+pub mod mapbench;
 pub mod proc_stats;
 pub mod raw_client;
 pub mod server;

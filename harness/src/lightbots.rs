@@ -137,10 +137,13 @@ fn play(session: &str, address: &str, seconds: f64, stderr: &Mutex<()>) -> i32 {
     let mut next_ack = Instant::now();
     let start = Instant::now();
     let every = |s: f64| Duration::from_secs_f64(s);
+    // Players joining together do not act in step: each bot's timers start
+    // at its own phase (spread evenly by its peer id).
+    let phase = (peer * 0.618_034).fract();
     let (mut next_ping, mut next_move, mut next_act, mut next_report) = (
-        start,
-        start + every(MOVE_EVERY),
-        start + every(ACT_EVERY),
+        start + every(PING_EVERY * phase),
+        start + every(MOVE_EVERY * (1.0 + phase)),
+        start + every(ACT_EVERY * (1.0 + phase)),
         start + every(REPORT_EVERY),
     );
     let end = start + every(seconds);

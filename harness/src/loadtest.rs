@@ -1,16 +1,23 @@
 //! `loadtest N SECONDS`: N loadbots (`buildat-client --bots`) play against
 //! a real server for SECONDS; every window prints the ping round trips,
 //! losses, and the server's CPU and memory; the end prints totals and the
-//! verdict against the goal.
+//! verdict against the goal. With `--browsers N`, N headless chromium
+//! pages show the web map from halfway through the steady state on, and
+//! the report compares the two halves.
 //!
 //! Owns: the load run and its report. Does not own: the bots' behaviour
 //! (`scripts/bots/loadbot.lua`) or the parsing of their lines (`fleet`).
 
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
+
+use crate::browser::Browser;
 use crate::fleet::{Counts, Fleet, FleetOptions};
 use crate::histogram::show_ms;
 use crate::layout::Layout;
+use crate::map_pages::MapPages;
+use crate::mapbench::web_address;
 use crate::proc_stats::{Sample, cpu_percent};
 use crate::server::{ONE_ADDRESS_CROWD, Server, ServerOptions};
 
@@ -41,6 +48,17 @@ pub struct LoadOptions {
     /// `--set creatures.count=2000`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub settings: Vec<String>,
+    /// Headless chromium pages showing the web module's map, opened
+    /// halfway through the steady state: the report compares ping and
+    /// server CPU before and after they open.
+    #[arg(long, default_value_t = 0, conflicts_with = "pages")]
+    pub browsers: u32,
+    /// Light map pages (threads asking what the map page asks, drawing
+    /// nothing: the page's cost to the server alone), open and closed in
+    /// turns every 20 s through the steady state: the report compares the
+    /// windows with them open and closed.
+    #[arg(long, default_value_t = 0)]
+    pub pages: u32,
 }
 
 /// One row of the table.
@@ -52,11 +70,14 @@ struct Row {
     clients_cpu: f64,
     /// The module with the most queued messages, and how many.
     deepest_queue: Option<(String, u64)>,
+    /// The module whose thread was busiest in the window, and its share
+    /// of the window (percent of one core's time, calls it made included).
+    busiest: Option<(String, f64)>,
 }
 
 pub fn print_header() {
     println!(
-        "{:>6} {:>6} {:>7} {:>8} {:>8} {:>8} {:>5} {:>8} {:>9} {:>9}  {:<13}",
+        "{:>6} {:>6} {:>7} {:>8} {:>8} {:>8} {:>5} {:>8} {:>9} {:>9}  {:<13} {:<16}",
         "t s",
         "bots",
         "pongs",
@@ -67,14 +88,15 @@ pub fn print_header() {
         "srv CPU%",
         "srv RSS",
         "bots CPU%",
-        "deepest queue"
+        "deepest queue",
+        "busiest module"
     );
 }
 
 fn print_row(spawned: u64, row: &Row) {
     let h = &row.counts.hist;
     println!(
-        "{:>6.0} {:>6} {:>7} {:>8} {:>8} {:>8} {:>5} {:>8.0} {:>6} MiB {:>9.0}  {}",
+        "{:>6.0} {:>6} {:>7} {:>8} {:>8} {:>8} {:>5} {:>8.0} {:>6} MiB {:>9.0}  {:<13} {}",
         row.t,
         spawned,
         row.counts.answered,
@@ -87,16 +109,109 @@ fn print_row(spawned: u64, row: &Row) {
         row.clients_cpu,
         row.deepest_queue
             .as_ref()
-            .map_or("-".to_string(), |(name, n)| format!("{name} {n}"))
+            .map_or("-".to_string(), |(name, n)| format!("{name} {n}")),
+        row.busiest
+            .as_ref()
+            .map_or("-".to_string(), |(name, p)| format!("{name} {p:.0}%"))
     );
 }
 
 /// What a driven run measured besides the fleet's own report.
 struct Driven {
-    /// Counts of the windows after the ramp: the steady state.
+    /// Counts of the windows after the ramp while every bot plays: the
+    /// steady state (before any browser opened).
     steady: Counts,
+    /// The server's CPU seconds and the wall seconds of those windows.
+    steady_cpu: (f64, f64),
+    /// Counts and CPU of the steady windows after the browsers opened
+    /// (`--browsers`; the window in which they opened is in neither).
+    browsing: Counts,
+    browsing_cpu: (f64, f64),
+    /// `--browsers`: the web module's work while they were open.
+    web_work: Option<String>,
     notes: Vec<String>,
     peak_rss_kib: u64,
+}
+
+/// `--browsers`: the pages (idle-priority browsers: on this one machine they
+/// would otherwise take the CPU of the server and bots they measure, which
+/// browsers elsewhere would not), opened by a thread of their own (chromium
+/// starting on a busy machine takes seconds; the fleet's lines are read
+/// meanwhile).
+struct Browsers {
+    /// Where the web module serves its page.
+    web: String,
+    /// When to open them, seconds from the start.
+    open_at: f64,
+    /// The thread opening them, until they are open.
+    opening: Option<std::sync::mpsc::Receiver<anyhow::Result<Vec<Browser>>>>,
+    open: Vec<Browser>,
+    /// Rows not counted in either half: while opening, and the first after.
+    settling: bool,
+    /// The web module's own counters once the pages showed, and when.
+    counters_at_open: Option<(Instant, std::collections::HashMap<String, f64>)>,
+}
+
+/// The web module's `buildat_web_*` counters, read through a page.
+fn web_counters(browser: &mut Browser) -> Option<std::collections::HashMap<String, f64>> {
+    let text = browser
+        .evaluate("fetch('/metrics').then(r => r.text())")
+        .ok()?;
+    Some(
+        text.as_str()?
+            .lines()
+            .filter(|line| line.starts_with("buildat_web_"))
+            .filter_map(|line| {
+                let (name, value) = line.split_once(' ')?;
+                Some((name.to_string(), value.trim().parse().ok()?))
+            })
+            .collect(),
+    )
+}
+
+impl Browsers {
+    /// What the page's server side did while the pages were open.
+    fn web_work(&mut self) -> Option<String> {
+        let (at, before) = self.counters_at_open.take()?;
+        let after = web_counters(self.open.first_mut()?)?;
+        let delta = |name: &str| {
+            after.get(name).copied().unwrap_or(0.0) - before.get(name).copied().unwrap_or(0.0)
+        };
+        let seconds = at.elapsed().as_secs_f64().max(f64::EPSILON);
+        Some(format!(
+            "web module over {seconds:.0} s with the pages open: {:.0} requests, {:.0} tiles drawn ({:.2} s), \
+             {:.0} column_tops calls ({:.2} s of voxelworld's thread, {:.1} %)",
+            delta("buildat_web_requests_total"),
+            delta("buildat_web_tiles_rendered_total"),
+            delta("buildat_web_tile_render_seconds_total"),
+            delta("buildat_web_column_tops_calls_total"),
+            delta("buildat_web_column_tops_seconds_total"),
+            delta("buildat_web_column_tops_seconds_total") / seconds * 100.0
+        ))
+    }
+}
+
+impl Browsers {
+    fn start_opening(&mut self, count: u32) {
+        let (done, opening) = std::sync::mpsc::channel();
+        let url = format!("http://{}/map?x=0&z=0&scale=1", self.web);
+        std::thread::spawn(move || {
+            let open = || -> anyhow::Result<Vec<Browser>> {
+                let binary = Browser::binary()
+                    .context("chromium is missing: scripts/install-browser-deps installs it")?;
+                let mut browsers = Vec::new();
+                for _ in 0..count {
+                    let mut browser = Browser::launch_idle(binary, 1100, 720)?;
+                    browser.navigate(&url)?;
+                    browsers.push(browser);
+                }
+                Ok(browsers)
+            };
+            let _ = done.send(open());
+        });
+        self.opening = Some(opening);
+        self.settling = true;
+    }
 }
 
 /// Runs the fleet against `server` until it is done, printing a row per
@@ -107,18 +222,73 @@ fn drive(server: &mut Server, fleet: &mut Fleet, options: &LoadOptions, ramp: Du
     let limit = Duration::from_secs_f64(options.seconds) + ramp + Duration::from_secs(60);
     let mut driven = Driven {
         steady: Counts::default(),
+        steady_cpu: (0.0, 0.0),
+        browsing: Counts::default(),
+        browsing_cpu: (0.0, 0.0),
+        web_work: None,
         notes: Vec::new(),
         peak_rss_kib: 0,
+    };
+    let mut pages = match options.pages {
+        0 => None,
+        count => match web_address(server) {
+            Ok(web) => Some(MapPages::start(&web, count)),
+            Err(error) => {
+                driven.notes.push(format!("no pages: {error:#}"));
+                None
+            }
+        },
+    };
+    let mut pages_open = false;
+    let mut steady_rows = 0u32;
+    let mut browsers = match options.browsers {
+        0 => None,
+        _ => match web_address(server) {
+            Ok(web) => Some(Browsers {
+                web,
+                open_at: (ramp.as_secs_f64() + window.as_secs_f64() + options.seconds) / 2.0,
+                opening: None,
+                open: Vec::new(),
+                settling: false,
+                counters_at_open: None,
+            }),
+            Err(error) => {
+                driven.notes.push(format!("no browsers: {error:#}"));
+                None
+            }
+        },
     };
     let mut last_server: Option<Sample> = server.sample();
     let mut last_fleet: Option<Sample> = fleet.sample();
     let mut next_row = started + window;
+    let mut last_busy: std::collections::HashMap<String, f64> = Default::default();
+    let mut last_table_at = Instant::now();
     print_header();
     loop {
         std::thread::sleep(Duration::from_millis(250));
         server.pump();
         fleet.pump();
         let t = started.elapsed().as_secs_f64();
+        if let Some(b) = &mut browsers
+            && let Some(opened) = b.opening.as_ref().and_then(|o| o.try_recv().ok())
+        {
+            b.opening = None;
+            match opened {
+                Ok(open) => {
+                    println!("-- {} browsers show the map (t = {t:.0} s) --", open.len());
+                    b.open = open;
+                    b.counters_at_open = b
+                        .open
+                        .first_mut()
+                        .and_then(web_counters)
+                        .map(|counters| (Instant::now(), counters));
+                }
+                Err(error) => {
+                    driven.notes.push(format!("browsers: {error:#}"));
+                    browsers = None;
+                }
+            }
+        }
         if !server.is_running() {
             driven
                 .notes
@@ -144,12 +314,90 @@ fn drive(server: &mut Server, fleet: &mut Fleet, options: &LoadOptions, ramp: Du
                     _ => 0.0,
                 },
                 counts,
-                deepest_queue: deepest_queue(server),
+                deepest_queue: None,
+                busiest: None,
             };
+            let mut row = row;
+            if let Some(modules) = module_table(server) {
+                row.deepest_queue = modules
+                    .iter()
+                    .max_by_key(|m| m.queued)
+                    .map(|m| (m.name.clone(), m.queued));
+                let wall = last_table_at.elapsed().as_secs_f64().max(f64::EPSILON);
+                row.busiest = modules
+                    .iter()
+                    .filter_map(|m| {
+                        let before = last_busy.get(&m.name)?;
+                        Some((m.name.clone(), (m.busy_seconds - before) / wall * 100.0))
+                    })
+                    .max_by(|a, b| a.1.total_cmp(&b.1));
+                last_busy = modules
+                    .into_iter()
+                    .map(|m| (m.name, m.busy_seconds))
+                    .collect();
+                last_table_at = Instant::now();
+            }
             print_row(fleet.report.spawned, &row);
             driven.peak_rss_kib = driven.peak_rss_kib.max(row.server_rss_kib);
-            if started.elapsed() > ramp + window && fleet.all_started() {
-                driven.steady.merge(&row.counts);
+            // The steady state: every bot joined and none gone yet.
+            if started.elapsed() > ramp + window
+                && fleet.all_started()
+                && fleet.report.ended.is_empty()
+            {
+                let cpu = match (&last_server, &server_now) {
+                    (Some(a), Some(b)) => (
+                        b.cpu_seconds - a.cpu_seconds,
+                        b.at.duration_since(a.at).as_secs_f64(),
+                    ),
+                    _ => (0.0, 0.0),
+                };
+                let (counts, total) = match &mut browsers {
+                    _ if pages.is_some() && pages_open => {
+                        (Some(&mut driven.browsing), Some(&mut driven.browsing_cpu))
+                    }
+                    Some(b) if b.settling => {
+                        // Open since the last row: the next counts.
+                        b.settling = b.open.is_empty();
+                        (None, None)
+                    }
+                    Some(b) if !b.open.is_empty() => {
+                        (Some(&mut driven.browsing), Some(&mut driven.browsing_cpu))
+                    }
+                    _ => (Some(&mut driven.steady), Some(&mut driven.steady_cpu)),
+                };
+                if let (Some(counts), Some(total)) = (counts, total) {
+                    counts.merge(&row.counts);
+                    total.0 += cpu.0;
+                    total.1 += cpu.1;
+                }
+                steady_rows += 1;
+                // Light pages: open and closed in turns, two rows each.
+                if let Some(pages) = &pages
+                    && steady_rows.is_multiple_of(2)
+                {
+                    pages_open = !pages_open;
+                    pages.set_open(pages_open);
+                    println!(
+                        "-- {} light pages {} --",
+                        options.pages,
+                        if pages_open { "open" } else { "closed" }
+                    );
+                }
+            } else if let Some(pages) = &pages
+                && pages_open
+            {
+                // The bots are leaving: the comparison is over.
+                pages_open = false;
+                pages.set_open(false);
+            }
+            if let Some(b) = &mut browsers
+                && b.open.is_empty()
+                && b.opening.is_none()
+                && t >= b.open_at
+                && fleet.all_started()
+            {
+                println!("-- opening {} browsers on the map --", options.browsers);
+                b.start_opening(options.browsers);
             }
             last_server = server_now;
             // CPU of the clients: only between samples of the same processes.
@@ -165,6 +413,18 @@ fn drive(server: &mut Server, fleet: &mut Fleet, options: &LoadOptions, ramp: Du
             ));
             break;
         }
+    }
+    if let Some(work) = browsers.as_mut().and_then(Browsers::web_work) {
+        driven.web_work = Some(work);
+    }
+    if let Some(pages) = pages.take() {
+        let (answered, failed) = (
+            pages.answered.load(std::sync::atomic::Ordering::Relaxed),
+            pages.failed.load(std::sync::atomic::Ordering::Relaxed),
+        );
+        driven.web_work = Some(format!(
+            "light pages: {answered} requests answered, {failed} failed"
+        ));
     }
     fleet.wait(Duration::from_secs(30));
     driven
@@ -204,9 +464,46 @@ fn fleet_summary(fleet: &Fleet, bots: u32, seconds: f64, steady: &Counts) -> (bo
     (healthy, lines)
 }
 
-/// The module with the most messages queued, from the console's
-/// `modules` table.
-fn deepest_queue(server: &mut Server) -> Option<(String, u64)> {
+/// Each module's share of the run in its handlers and its messages' wait
+/// p99, busiest first.
+fn busy_summary(start: &(Instant, Vec<ModuleLine>), end: &[ModuleLine]) -> String {
+    let wall = start.0.elapsed().as_secs_f64().max(f64::EPSILON);
+    let mut shares: Vec<(f64, String)> = end
+        .iter()
+        .map(|m| {
+            let before = start
+                .1
+                .iter()
+                .find(|s| s.name == m.name)
+                .map_or(0.0, |s| s.busy_seconds);
+            let share = (m.busy_seconds - before) / wall * 100.0;
+            (
+                share,
+                format!("{} {share:.0}% (wait p99 {})", m.name, m.wait_p99),
+            )
+        })
+        .collect();
+    shares.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let shares: Vec<String> = shares.into_iter().map(|(_, text)| text).collect();
+    format!(
+        "modules, time in handlers over the run: {}",
+        shares.join(", ")
+    )
+}
+
+/// A row of the console's `modules` table.
+struct ModuleLine {
+    name: String,
+    queued: u64,
+    /// Seconds in its handlers since the server started.
+    busy_seconds: f64,
+    /// Its messages' wait p99 since the server started (`≤ 25 ms`, ...).
+    wait_p99: String,
+}
+
+/// The console's `modules` table (the rows of loaded modules; a failed
+/// one's state holds spaces and is skipped).
+fn module_table(server: &mut Server) -> Option<Vec<ModuleLine>> {
     let from = server.seen.len();
     server.send("modules");
     server.wait_for("queued", Duration::from_secs(5))?;
@@ -216,15 +513,24 @@ fn deepest_queue(server: &mut Server) -> Option<(String, u64)> {
         + server.seen[from..]
             .iter()
             .position(|l| l.contains("queued"))?;
-    server.seen[header + 1..]
+    let rows = server.seen[header + 1..]
         .iter()
         .map_while(|line| {
+            // module, state, build, queued, busy s, wait p99, loaded.
             let fields: Vec<&str> = line.split_whitespace().collect();
-            // module, state, build, queued, loaded ("N s ago" or "-").
-            let queued = fields.get(3)?.parse::<u64>().ok()?;
-            Some((fields.first()?.to_string(), queued))
+            // "loaded" is `N s ago` or `-`.
+            let loaded_words = if fields.last() == Some(&"ago") { 3 } else { 1 };
+            Some(ModuleLine {
+                name: fields.first()?.to_string(),
+                queued: fields.get(3)?.parse().ok()?,
+                busy_seconds: fields.get(4)?.parse().ok()?,
+                wait_p99: fields
+                    .get(5..fields.len().checked_sub(loaded_words)?)?
+                    .join(" "),
+            })
         })
-        .max_by_key(|(_, queued)| *queued)
+        .collect();
+    Some(rows)
 }
 
 /// Console commands whose answers end the report (those of the game's
@@ -268,6 +574,11 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
             settings: [format!("voxelworld.view_radius={}", options.view_radius)]
                 .into_iter()
                 .chain(ONE_ADDRESS_CROWD.map(String::from))
+                // The page on a port of its own when browsers will look.
+                .chain(
+                    (options.browsers > 0 || options.pages > 0)
+                        .then(|| "web.listen=127.0.0.1:0".to_string()),
+                )
                 .chain(options.settings.iter().cloned())
                 .collect(),
             tick_ms: 100,
@@ -277,6 +588,10 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
     )?;
     println!("server {} listening on {}", server.pid(), server.address);
     let start_sample = server.sample();
+    let modules_at_start = (
+        Instant::now(),
+        module_table(&mut server).unwrap_or_default(),
+    );
     let mut fleet = Fleet::start(
         layout,
         &server.address,
@@ -290,11 +605,18 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
     )?;
     let Driven {
         steady,
+        steady_cpu,
+        browsing,
+        browsing_cpu,
+        web_work,
         notes,
         peak_rss_kib,
     } = drive(&mut server, &mut fleet, options, ramp);
     let end_sample = server.sample();
-    let told = ask_status(&mut server);
+    let mut told = ask_status(&mut server);
+    if let Some(modules) = module_table(&mut server) {
+        told.push(busy_summary(&modules_at_start, &modules));
+    }
     let problems = server.problems_since(0);
     let status = server.stop(Duration::from_secs(60));
     let (clean, mut lines) = fleet_summary(&fleet, options.bots, options.seconds, &steady);
@@ -316,6 +638,25 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
     ));
     for line in problems.iter().take(5) {
         lines.push(format!("  server: {line}"));
+    }
+    if options.browsers > 0 || options.pages > 0 {
+        let what = if options.pages > 0 {
+            format!("{} light pages open", options.pages)
+        } else {
+            format!("{} browsers open", options.browsers)
+        };
+        let line = |label: &str, counts: &Counts, (seconds, wall): (f64, f64)| {
+            format!(
+                "steady, {label}: p50 {} ms, p99 {} ms ({} pongs); server CPU {:.0} %",
+                show_ms(counts.hist.percentile_ms(50.0)),
+                show_ms(counts.hist.percentile_ms(99.0)),
+                counts.answered,
+                seconds / wall.max(f64::EPSILON) * 100.0
+            )
+        };
+        lines.push(line("none open", &steady, steady_cpu));
+        lines.push(line(&what, &browsing, browsing_cpu));
+        lines.extend(web_work);
     }
     lines.extend(told.iter().map(|t| format!("server: {t}")));
     lines.extend(notes.iter().map(|n| format!("note: {n}")));

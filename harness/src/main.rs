@@ -12,7 +12,7 @@
 use std::process::ExitCode;
 
 use buildat_harness::layout::{CommonOptions, Layout};
-use buildat_harness::{abuse, crashtest, faulttest, lightbots, loadtest};
+use buildat_harness::{abuse, crashtest, faulttest, lightbots, loadtest, mapbench};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -44,6 +44,9 @@ enum Test {
     /// Light bots against a running server (what `loadtest --light` starts):
     /// Rust players, a thread each, report lines on stderr.
     Lightbots(lightbots::LightBotOptions),
+    /// A real browser draws the web map of a pregenerated square area:
+    /// seconds, tiles and server CPU, cold and warm.
+    Mapbench(mapbench::MapOptions),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +71,7 @@ fn main() -> ExitCode {
         Test::Abuse(options) => abuse::run_standalone(&layout, options),
         Test::Crashtest(options) => crashtest::run(&layout, options),
         Test::Lightbots(_) => Ok(true),
+        Test::Mapbench(options) => mapbench::run(&layout, options),
     };
     if cli.common.keep {
         let _ = layout.scratch.keep();

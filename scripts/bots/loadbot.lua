@@ -5,7 +5,8 @@
 --! the spawn, by peer id, up to ~360 voxels out for 500 bots, as players
 --! spread over a world), then walks a square around that home (one step a
 --! second), digs the ground beside it and places stone back (one action
---! every 1.5 s), and pings the server twice a second throughout. Every REPORT_EVERY seconds it logs one
+--! every 1.5 s, each bot at its own phase, as players who joined
+--! together do not act in step), and pings the server twice a second throughout. Every REPORT_EVERY seconds it logs one
 --! `loadbot report` line with the window's counts and a histogram of its
 --! ping round trips, which the harness merges across bots; at exit one
 --! `loadbot final` line with the pings still in flight.
@@ -164,7 +165,7 @@ main.on_spawn(function(_, sx, sy, sz)
 	-- Dig the top voxel of the column beside the player, then place stone
 	-- there on the next turn.
 	local dug = nil
-	buildat.set_interval(ACT_EVERY, function()
+	local function act()
 		local px, py, pz = main.position()
 		if dug ~= nil then
 			main.place(dug[1], dug[2], dug[3], "stone")
@@ -179,6 +180,11 @@ main.on_spawn(function(_, sx, sy, sz)
 			w.digs += 1
 			dug = { x, y, z }
 		end
+	end
+	-- Players who joined together do not act in step: each bot starts its
+	-- actions at its own phase (spread evenly by peer id).
+	buildat.set_timeout(ACT_EVERY * ((peer * 0.618034) % 1), function()
+		buildat.set_interval(ACT_EVERY, act)
 	end)
 end)
 

@@ -25,6 +25,7 @@ use crate::Shared;
 pub const TOKEN_FILE: &str = "web-token.txt";
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AdminError {
     #[error("cannot read or write {path}: {source}")]
     TokenFile {

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use buildat_interface::core_api::ListModules;
+use buildat_interface::log;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
@@ -38,6 +39,7 @@ const MAP_HTML: &str = include_str!("assets/map.html");
 const MAP_JS: &str = include_str!("assets/map.js");
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServeError {
     #[error("'{0}' is not an address (ADDRESS:PORT)")]
     BadAddress(String),
@@ -52,6 +54,19 @@ pub struct Server {
     stop: watch::Sender<bool>,
 }
 
+/// How much lower than the game's threads the page's threads run (a nice
+/// value): on a busy machine the page takes the CPU the game leaves.
+const PAGE_NICENESS: i32 = 10;
+
+/// Lowers the calling thread's priority by [`PAGE_NICENESS`] (on Linux a
+/// nice value is a thread's own). Failing to is harmless: the page then
+/// runs at the game's priority.
+fn yield_to_the_game() {
+    // SAFETY: setpriority on the calling thread (who = 0) with a plain
+    // integer; it touches no memory of ours.
+    let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, PAGE_NICENESS) };
+}
+
 impl Server {
     pub fn start(shared: Arc<Shared>, listen: &str) -> Result<Self, ServeError> {
         let address = listen
@@ -63,6 +78,7 @@ impl Server {
             .worker_threads(2)
             .max_blocking_threads(4)
             .thread_name("web")
+            .on_thread_start(yield_to_the_game)
             .enable_all()
             .build()?;
         let listener = runtime.block_on(async {
@@ -94,19 +110,22 @@ impl Server {
     }
 }
 
-/// Every 2 s: note the modules' reloads, and fetch again the map's blocks
-/// that had columns not generated.
+/// Every 250 ms: fetch again the map's blocks that changed or had
+/// columns not generated (within the refresher's budget); every 2 s, note
+/// the modules' reloads.
 async fn refresh_loop(shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
+    let mut round = 0u64;
     loop {
         tokio::select! {
             _ = stopped.changed() => return,
-            _ = tokio::time::sleep(Duration::from_secs(2)) => {
+            _ = tokio::time::sleep(Duration::from_millis(250)) => {
+                round += 1;
                 let shared = shared.clone();
                 let _ = tokio::task::spawn_blocking(move || {
-                    if let Ok(modules) = shared.host.call(&ListModules {}) {
+                    if round.is_multiple_of(8) && let Ok(modules) = shared.host.call(&ListModules {}) {
                         shared.counters().note_modules(&modules);
                     }
-                    map::refresh_incomplete(&shared);
+                    map::refresh(&shared);
                 })
                 .await;
             }
@@ -189,6 +208,27 @@ async fn blocking(
         .unwrap_or_else(|_| text(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"))
 }
 
+/// Counts a tile that could not be drawn; warns at most every 10 s (the
+/// page asks again, so one cause can fail many requests).
+fn note_tile_failure(shared: &Shared, tile: map::TileId, error: &map::MapError) {
+    let mut counters = shared.counters();
+    counters.tile_failures += 1;
+    let due = counters
+        .tile_failure_warned
+        .is_none_or(|at| at.elapsed() >= Duration::from_secs(10));
+    if due {
+        counters.tile_failure_warned = Some(Instant::now());
+        let failures = counters.tile_failures;
+        drop(counters);
+        log::warn!(
+            "map tile {}/{}/{} not drawn: {error} ({failures} tiles not drawn so far)",
+            tile.level,
+            tile.x,
+            tile.z
+        );
+    }
+}
+
 async fn handle(
     shared: Arc<Shared>,
     peer: SocketAddr,
@@ -259,7 +299,7 @@ async fn handle(
         }
         "/map" => reply(StatusCode::OK, "text/html; charset=utf-8", MAP_HTML),
         "/map.js" => reply(StatusCode::OK, "text/javascript; charset=utf-8", MAP_JS),
-        "/api/players" => blocking(&shared, |shared| json(&status::players(shared))).await,
+        "/api/players" => blocking(&shared, |shared| json(status::players(shared).as_ref())).await,
         "/api/changes" => {
             let since = query
                 .split('&')
@@ -272,15 +312,19 @@ async fn handle(
             Some(tile) => {
                 blocking(&shared, move |shared| {
                     let started = Instant::now();
-                    match map::render_tile(shared, tile) {
-                        Ok(png) => {
-                            let mut counters = shared.counters();
-                            counters.tiles_rendered += 1;
-                            counters.tile_seconds += started.elapsed().as_secs_f64();
-                            drop(counters);
+                    match map::tile_png(shared, tile) {
+                        Ok((png, drawn_now)) => {
+                            if drawn_now {
+                                let mut counters = shared.counters();
+                                counters.tiles_rendered += 1;
+                                counters.tile_seconds += started.elapsed().as_secs_f64();
+                            }
                             reply(StatusCode::OK, "image/png", png)
                         }
-                        Err(error) => text(StatusCode::SERVICE_UNAVAILABLE, format!("{error}\n")),
+                        Err(error) => {
+                            note_tile_failure(shared, tile, &error);
+                            text(StatusCode::SERVICE_UNAVAILABLE, format!("{error}\n"))
+                        }
                     }
                 })
                 .await

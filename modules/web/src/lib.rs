@@ -60,6 +60,9 @@ pub struct Shared {
     pub map: map::MapState,
     /// Counters the module keeps itself.
     pub counters: Mutex<Counters>,
+    /// The players as last asked of the world, and when: every open page
+    /// polls them each second, the world is asked at most twice a second.
+    pub players: Mutex<Option<(Instant, Arc<Vec<status::Player>>)>>,
 }
 
 impl Shared {
@@ -83,6 +86,11 @@ pub struct Counters {
     /// Tiles drawn and the time spent drawing them (seconds).
     pub tiles_rendered: u64,
     pub tile_seconds: f64,
+    /// Tiles that could not be drawn (answered 503), and when the last
+    /// warning about them was logged.
+    pub tile_failures: u64,
+    #[serde(skip)]
+    pub tile_failure_warned: Option<std::time::Instant>,
     /// Column tops fetched from the world (calls) and their time.
     pub tops_calls: u64,
     pub tops_seconds: f64,
@@ -133,7 +141,7 @@ struct WebStash {
 }
 
 impl Stash for WebStash {
-    const LAYOUT: u32 = 1;
+    const LAYOUT: u32 = 2;
 }
 
 struct Web {
@@ -197,6 +205,7 @@ impl Module for Web {
                 started: Instant::now(),
                 map: map::MapState::default(),
                 counters: Mutex::new(Counters::default()),
+                players: Mutex::new(None),
             }),
             server: None,
         })

@@ -2,9 +2,14 @@
 //!
 //! Owns: the map's blocks (a block is 128 × 128 columns, the area of one
 //! tile at level 0: each column's top voxel and its height, fetched with
-//! one `column_tops` call of voxelworld per block, one call at a time, and
-//! kept until a chunk under it changes (`voxelworld:node_volume_updated`)
-//! or, for a block with columns not generated yet, for a few seconds),
+//! one `column_tops` call of voxelworld per block, one call at a time; a
+//! block a page asks for and nobody fetched is fetched at once, a cached
+//! one is served as it is, and one whose chunks changed
+//! (`voxelworld:node_volume_updated`) or with columns not generated yet is
+//! fetched again by the refresher, if a page asked for it lately, within a
+//! budget of the world's time (`REFRESH_SHARE`): however many pages are
+//! open and however fast the world changes, the map costs the world at
+//! most that share of its thread),
 //! the change feed the map page polls (`/api/changes?since=N`: the blocks
 //! changed since N), and drawing a tile (`/tile/Z/X/Y.png`: level Z covers
 //! 128·2^Z voxels with 128 × 128 pixels, X along x and Y along z; each
@@ -37,8 +42,16 @@ const MAX_BLOCKS: usize = 2048;
 /// How long a block with columns not generated yet is kept before it is
 /// fetched again.
 const INCOMPLETE_TTL: Duration = Duration::from_secs(3);
+/// The share of the world's thread the refresher may spend on blocks that
+/// changed, and the most it may save up (seconds of calls).
+const REFRESH_SHARE: f64 = 0.05;
+const REFRESH_BURST_S: f64 = 0.1;
+/// A block no page asked for this long is not refreshed (a changed one is
+/// dropped, to be fetched when asked again).
+const WANTED_FOR: Duration = Duration::from_secs(120);
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MapError {
     #[error("the world did not answer: {0}")]
     World(String),
@@ -47,7 +60,7 @@ pub enum MapError {
 }
 
 /// A tile's address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TileId {
     pub level: u32,
     pub x: i32,
@@ -79,6 +92,8 @@ pub struct Block {
 #[derive(Default)]
 struct Inner {
     blocks: HashMap<(i32, i32), Arc<Block>>,
+    /// Cached blocks with a chunk changed since they were fetched.
+    stale: std::collections::HashSet<(i32, i32)>,
     /// When a page last asked for each block (the refresher looks only at
     /// those asked for lately).
     wanted: HashMap<(i32, i32), Instant>,
@@ -95,7 +110,22 @@ pub struct MapState {
     fetching: Mutex<()>,
     /// Colours by voxel type id.
     palette: Mutex<Option<Arc<Vec<[u8; 3]>>>>,
+    /// The refresher's budget: seconds of calls it may make now, and when
+    /// it was last topped up.
+    refresh_budget: Mutex<Option<(f64, Instant)>>,
+    /// Tiles drawn, with the blocks they were drawn from: served again
+    /// while those are still the cached ones (every open page asks for a
+    /// changed tile; it is drawn once).
+    drawn: Mutex<HashMap<TileId, DrawnTile>>,
 }
+
+struct DrawnTile {
+    blocks: Vec<Arc<Block>>,
+    png: hyper::body::Bytes,
+}
+
+/// Tiles kept drawn (a few KiB to 50 KiB each).
+const MAX_DRAWN: usize = 1024;
 
 /// What `/api/changes` answers.
 #[derive(Debug, Clone, Serialize)]
@@ -112,17 +142,81 @@ impl MapState {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A chunk's voxels changed: its block is fetched again when next
-    /// drawn, and the feed tells the pages.
+    /// A chunk's voxels changed: its block (if cached) is due for the
+    /// refresher, which tells the pages through the feed once it has it.
     pub fn chunk_changed(&self, chunk: Pos) {
         let key = (
             (chunk[0] * CHUNK_SIZE).div_euclid(TILE),
             (chunk[2] * CHUNK_SIZE).div_euclid(TILE),
         );
         let mut inner = self.inner();
-        if inner.blocks.remove(&key).is_some() {
+        if inner.blocks.contains_key(&key) {
+            inner.stale.insert(key);
+        }
+    }
+
+    /// Keeps a fetched block; the feed tells the pages if it differs from
+    /// the one it replaces.
+    fn store(&self, key: (i32, i32), block: Arc<Block>) {
+        let mut inner = self.inner();
+        if inner.blocks.len() >= MAX_BLOCKS {
+            inner.blocks.clear();
+            inner.stale.clear();
+            inner.wanted.clear();
+        }
+        inner.stale.remove(&key);
+        let previous = inner.blocks.insert(key, block.clone());
+        if previous.is_some_and(|p| p.tops != block.tops) {
             Self::record(&mut inner, key);
         }
+    }
+
+    /// The blocks the refresher should fetch again, those a page asked for
+    /// last first: changed ones, and ones with columns not generated that
+    /// are older than [`INCOMPLETE_TTL`]. Changed blocks nobody asked for
+    /// lately are dropped.
+    fn due(&self) -> Vec<(i32, i32)> {
+        let mut inner = self.inner();
+        let Inner {
+            blocks,
+            stale,
+            wanted,
+            ..
+        } = &mut *inner;
+        let asked = |key: &(i32, i32)| wanted.get(key).filter(|at| at.elapsed() < WANTED_FOR);
+        stale.retain(|key| {
+            let keep = asked(key).is_some();
+            if !keep {
+                blocks.remove(key);
+            }
+            keep
+        });
+        let mut due: Vec<(Instant, (i32, i32))> = blocks
+            .iter()
+            .filter(|(key, block)| {
+                stale.contains(key)
+                    || (block.tops.missing > 0 && block.fetched.elapsed() >= INCOMPLETE_TTL)
+            })
+            .filter_map(|(key, _)| Some((*asked(key)?, *key)))
+            .collect();
+        due.sort_unstable_by_key(|(at, _)| std::cmp::Reverse(*at));
+        due.into_iter().map(|(_, key)| key).collect()
+    }
+
+    /// Takes `spent` seconds of calls from the refresher's budget, topped
+    /// up by [`REFRESH_SHARE`] of the time since; whether any is left.
+    fn spend_refresh(&self, spent: f64) -> bool {
+        let mut budget = self
+            .refresh_budget
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let (left, at) = budget.unwrap_or((REFRESH_BURST_S, now));
+        let topped = (left + now.duration_since(at).as_secs_f64() * REFRESH_SHARE)
+            .min(REFRESH_BURST_S)
+            - spent;
+        *budget = Some((topped, now));
+        topped > 0.0
     }
 
     fn record(inner: &mut Inner, key: (i32, i32)) {
@@ -163,42 +257,27 @@ fn block(shared: &Shared, key: (i32, i32)) -> Result<Arc<Block>, MapError> {
     block_for(shared, key, true)
 }
 
-/// [`block`]; `asked`: a page asked for it (not the refresher).
+/// [`block`]; `asked`: a page asked for it (served from the cache if there
+/// at all), else the refresher (fetched again).
 fn block_for(shared: &Shared, key: (i32, i32), asked: bool) -> Result<Arc<Block>, MapError> {
     let map = &shared.map;
-    let cached = |asked: bool| {
-        let mut inner = map.inner();
-        if asked {
-            inner.wanted.insert(key, Instant::now());
+    let cached = || map.inner().blocks.get(&key).cloned();
+    if asked {
+        map.inner().wanted.insert(key, Instant::now());
+        if let Some(block) = cached() {
+            return Ok(block);
         }
-        inner
-            .blocks
-            .get(&key)
-            .filter(|b| b.tops.missing == 0 || b.fetched.elapsed() < INCOMPLETE_TTL)
-            .cloned()
-    };
-    if let Some(block) = cached(asked) {
-        return Ok(block);
     }
     // One call at a time; another request may have fetched it meanwhile.
     let _one_at_a_time = map.fetching.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(block) = cached(false) {
+    if asked && let Some(block) = cached() {
         return Ok(block);
     }
     let block = Arc::new(Block {
         tops: fetch(shared, key)?,
         fetched: Instant::now(),
     });
-    let mut inner = map.inner();
-    if inner.blocks.len() >= MAX_BLOCKS {
-        inner.blocks.clear();
-        inner.wanted.clear();
-    }
-    let previous = inner.blocks.insert(key, block.clone());
-    // Columns generated since the last fetch: tell the pages.
-    if previous.is_some_and(|p| p.tops != block.tops) {
-        MapState::record(&mut inner, key);
-    }
+    map.store(key, block.clone());
     Ok(block)
 }
 
@@ -223,28 +302,17 @@ fn fetch(shared: &Shared, key: (i32, i32)) -> Result<Tops, MapError> {
     Ok(tops)
 }
 
-/// Fetches again the blocks with columns not generated that a page asked
-/// for lately (a few at a time); a block that changed goes in the feed.
-pub fn refresh_incomplete(shared: &Shared) {
-    let due: Vec<(i32, i32)> = {
-        let inner = shared.map.inner();
-        inner
-            .blocks
-            .iter()
-            .filter(|(key, b)| {
-                b.tops.missing > 0
-                    && b.fetched.elapsed() >= INCOMPLETE_TTL
-                    && inner
-                        .wanted
-                        .get(key)
-                        .is_some_and(|w| w.elapsed() < Duration::from_secs(120))
-            })
-            .map(|(key, _)| *key)
-            .take(8)
-            .collect()
-    };
-    for key in due {
-        if block_for(shared, key, false).is_err() {
+/// Fetches again the blocks that changed or have columns not generated,
+/// that a page asked for lately, while the budget lasts; a block that
+/// differs goes in the feed.
+pub fn refresh(shared: &Shared) {
+    if !shared.map.spend_refresh(0.0) {
+        return;
+    }
+    for key in shared.map.due() {
+        let started = Instant::now();
+        let fetched = block_for(shared, key, false);
+        if !shared.map.spend_refresh(started.elapsed().as_secs_f64()) || fetched.is_err() {
             return;
         }
     }
@@ -276,23 +344,61 @@ pub fn colours_of(registry: &VoxelRegistry) -> Vec<[u8; 3]> {
         .collect()
 }
 
-/// Draws a tile as a PNG.
-pub fn render_tile(shared: &Shared, tile: TileId) -> Result<Vec<u8>, MapError> {
+/// A tile as a PNG, drawn again only if a block under it changed; whether
+/// it was drawn now.
+pub fn tile_png(shared: &Shared, tile: TileId) -> Result<(hyper::body::Bytes, bool), MapError> {
+    let blocks = tile_blocks(shared, tile)?;
+    let drawn = |shared: &Shared| {
+        let drawn = shared.map.drawn.lock().unwrap_or_else(|e| e.into_inner());
+        drawn
+            .get(&tile)
+            .filter(|d| {
+                d.blocks.len() == blocks.len()
+                    && d.blocks.iter().zip(&blocks).all(|(a, b)| Arc::ptr_eq(a, b))
+            })
+            .map(|d| d.png.clone())
+    };
+    if let Some(png) = drawn(shared) {
+        return Ok((png, false));
+    }
+    let png = hyper::body::Bytes::from(render_tile(shared, &blocks, tile.level)?);
+    let mut drawn = shared.map.drawn.lock().unwrap_or_else(|e| e.into_inner());
+    if drawn.len() >= MAX_DRAWN {
+        drawn.clear();
+    }
+    drawn.insert(
+        tile,
+        DrawnTile {
+            blocks,
+            png: png.clone(),
+        },
+    );
+    Ok((png, true))
+}
+
+/// The blocks under a tile, row by row.
+fn tile_blocks(shared: &Shared, tile: TileId) -> Result<Vec<Arc<Block>>, MapError> {
     let blocks_per_side = 1i32 << tile.level;
     let mut blocks = Vec::with_capacity((blocks_per_side * blocks_per_side) as usize);
-    let mut highest = 0;
     for j in 0..blocks_per_side {
         for i in 0..blocks_per_side {
             let key = (tile.x * blocks_per_side + i, tile.z * blocks_per_side + j);
-            let found = block(shared, key)?;
-            if let Some(top) = found.tops.voxels.iter().max() {
-                highest = highest.max(VoxelInstance(*top).type_id());
-            }
-            blocks.push(found);
+            blocks.push(block(shared, key)?);
         }
     }
+    Ok(blocks)
+}
+
+/// Draws a tile of `level` from its blocks as a PNG.
+fn render_tile(shared: &Shared, blocks: &[Arc<Block>], level: u32) -> Result<Vec<u8>, MapError> {
+    let highest = blocks
+        .iter()
+        .filter_map(|b| b.tops.voxels.iter().max())
+        .map(|top| VoxelInstance(*top).type_id())
+        .max()
+        .unwrap_or(0);
     let colours = palette(shared, highest)?;
-    let columns = sample(&blocks, tile.level);
+    let columns = sample(blocks, level);
     encode_png(&shade(&columns, &colours))
 }
 
@@ -466,16 +572,37 @@ mod tests {
     }
 
     #[test]
-    fn the_feed_tells_changed_blocks_once_fetched() {
+    fn changed_blocks_are_due_and_the_feed_tells_them_once_fetched_again() {
         let map = MapState::default();
-        map.inner().blocks.insert((0, 0), flat_block(1, 1));
+        map.store((0, 0), flat_block(1, 1));
+        map.store((5, 5), flat_block(1, 1));
+        map.inner().wanted.insert((0, 0), Instant::now());
         map.chunk_changed([1, 0, 2]);
-        // Not cached: nothing to tell.
+        map.chunk_changed([5 * 4, 0, 5 * 4]);
+        // Not cached: nothing to do.
         map.chunk_changed([100, 0, 100]);
+        assert_eq!(map.changes_since(0).seq, 0, "nothing told before a fetch");
+        // Due: the changed block a page asked for; the other is dropped.
+        assert_eq!(map.due(), vec![(0, 0)]);
+        assert_eq!(map.cached_blocks(), 1);
+        // Fetched again, the same: nothing to tell, nothing due.
+        map.store((0, 0), flat_block(1, 1));
+        assert_eq!(map.changes_since(0).seq, 0);
+        assert!(map.due().is_empty());
+        // Changed and fetched again, different: told once.
+        map.chunk_changed([1, 0, 2]);
+        map.store((0, 0), flat_block(2, 1));
         let changes = map.changes_since(0);
-        assert_eq!(changes.seq, 1);
-        assert_eq!(changes.blocks, vec![[0, 0]]);
+        assert_eq!((changes.seq, changes.blocks), (1, vec![[0, 0]]));
         assert!(!changes.reset);
         assert!(map.changes_since(1).blocks.is_empty());
+    }
+
+    #[test]
+    fn the_refresher_spends_a_share_of_the_time() {
+        let map = MapState::default();
+        assert!(map.spend_refresh(0.0), "a full budget to start");
+        assert!(!map.spend_refresh(REFRESH_BURST_S * 2.0), "spent past it");
+        assert!(!map.spend_refresh(0.0), "nothing left at once");
     }
 }

@@ -10,6 +10,7 @@
 
 use std::fmt::Write;
 
+use buildat_interface::core_api::QUEUE_WAIT_BOUNDS_S;
 use buildat_main_api::TICK_BUCKETS;
 
 use crate::Shared;
@@ -72,6 +73,40 @@ impl Out {
     fn one(&mut self, name: &str, kind: &str, help: &str, value: f64) {
         self.head(name, kind, help);
         self.sample(name, "", value);
+    }
+
+    /// A histogram's samples from per-bucket counts (`counts[i]`: at most
+    /// `bounds[i]`, above the one before); `labels` go before `le`.
+    fn histogram(
+        &mut self,
+        name: &str,
+        labels: &str,
+        bounds: &[f64],
+        counts: &[u64],
+        count: u64,
+        sum: f64,
+    ) {
+        let before = if labels.is_empty() {
+            String::new()
+        } else {
+            format!("{labels},")
+        };
+        let mut cumulative = 0u64;
+        for (bound, n) in bounds.iter().zip(counts) {
+            cumulative += n;
+            self.sample(
+                &format!("{name}_bucket"),
+                &format!("{before}le=\"{}\"", number(*bound)),
+                cumulative as f64,
+            );
+        }
+        self.sample(
+            &format!("{name}_bucket"),
+            &format!("{before}le=\"+Inf\""),
+            count as f64,
+        );
+        self.sample(&format!("{name}_sum"), labels, sum);
+        self.sample(&format!("{name}_count"), labels, count as f64);
     }
 
     fn sample(&mut self, name: &str, labels: &str, value: f64) {
@@ -199,18 +234,14 @@ pub fn render(snapshot: &Snapshot) -> String {
     if let Some(tick) = &status.tick {
         let name = "buildat_tick_duration_seconds";
         out.head(name, "histogram", "How long the game's ticks took.");
-        let mut cumulative = 0u64;
-        for (bound, count) in TICK_BUCKETS.iter().zip(&tick.buckets) {
-            cumulative += count;
-            out.sample(
-                &format!("{name}_bucket"),
-                &format!("le=\"{}\"", number(*bound)),
-                cumulative as f64,
-            );
-        }
-        out.sample(&format!("{name}_bucket"), "le=\"+Inf\"", tick.count as f64);
-        out.sample(&format!("{name}_sum"), "", tick.sum_seconds);
-        out.sample(&format!("{name}_count"), "", tick.count as f64);
+        out.histogram(
+            name,
+            "",
+            &TICK_BUCKETS,
+            &tick.buckets,
+            tick.count,
+            tick.sum_seconds,
+        );
     }
     if let Some(replicate) = &status.replicate {
         out.one(
@@ -230,6 +261,35 @@ pub fn render(snapshot: &Snapshot) -> String {
             "buildat_module_queue_depth",
             &format!("module=\"{}\"", escape_label(&module.name)),
             module.queued as f64,
+        );
+    }
+    let name = "buildat_module_queue_wait_seconds";
+    out.head(
+        name,
+        "histogram",
+        "How long each module's events and calls waited in its queue before its thread took them.",
+    );
+    for module in &status.modules {
+        let times = &module.times;
+        out.histogram(
+            name,
+            &format!("module=\"{}\"", escape_label(&module.name)),
+            &QUEUE_WAIT_BOUNDS_S,
+            &times.wait_buckets,
+            times.handled,
+            times.wait_seconds,
+        );
+    }
+    out.head(
+        "buildat_module_busy_seconds_total",
+        "counter",
+        "Seconds each module's thread spent in its handlers (calls to other modules included).",
+    );
+    for module in &status.modules {
+        out.sample(
+            "buildat_module_busy_seconds_total",
+            &format!("module=\"{}\"", escape_label(&module.name)),
+            module.times.busy_seconds,
         );
     }
     out.head(
@@ -261,6 +321,12 @@ pub fn render(snapshot: &Snapshot) -> String {
         "counter",
         "Map tiles drawn by the web module.",
         status.tiles_rendered as f64,
+    );
+    out.one(
+        "buildat_web_tile_failures_total",
+        "counter",
+        "Map tiles the web module could not draw (answered 503).",
+        status.tile_failures as f64,
     );
     out.one(
         "buildat_web_tile_render_seconds_total",

@@ -10,7 +10,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use buildat_interface::core_api::{LOADER, ListModules, ModuleState};
+use buildat_interface::core_api::{LOADER, ListModules, ModuleState, QueueTimes};
 use buildat_main_api::{GetTickStats, TickStats, VAR_PEER, VAR_PLAYER};
 use buildat_network_api::NetworkStats;
 use buildat_voxelworld_api::{ListNodes, WorldStats};
@@ -34,6 +34,8 @@ pub struct ModuleRow {
     pub build_id: String,
     /// Messages waiting in its queue.
     pub queued: u64,
+    /// Its messages' waits and its handlers' time since the server started.
+    pub times: QueueTimes,
     pub loaded_at_unix_ms: u64,
     /// Reloads seen by this module since the server started.
     pub reloads: u64,
@@ -54,12 +56,30 @@ pub struct Status {
     /// Map tiles drawn by this page and the time they took.
     pub tiles_rendered: u64,
     pub tile_seconds: f64,
+    pub tile_failures: u64,
     /// What could not be asked (a module not loaded, or failing).
     pub unavailable: Vec<String>,
 }
 
 /// The players: nodes with the game's `player` variable.
-pub fn players(shared: &Shared) -> Vec<Player> {
+/// How long an answer of [`players`] is served to other pages.
+const PLAYERS_FRESH: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The players, asked of the world at most every [`PLAYERS_FRESH`]
+/// however many pages poll them.
+pub fn players(shared: &Shared) -> std::sync::Arc<Vec<Player>> {
+    let mut cached = shared.players.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((at, players)) = cached.as_ref()
+        && at.elapsed() < PLAYERS_FRESH
+    {
+        return players.clone();
+    }
+    let players = std::sync::Arc::new(ask_players(shared));
+    *cached = Some((std::time::Instant::now(), players.clone()));
+    players
+}
+
+fn ask_players(shared: &Shared) -> Vec<Player> {
     let Ok(nodes) = shared.host.call(&ListNodes {
         with_var: Some(VAR_PLAYER.into()),
     }) else {
@@ -172,13 +192,14 @@ pub fn collect(shared: &Shared) -> Status {
             state: state_text(&m.state),
             build_id: m.build_hash.clone(),
             queued: m.queued,
+            times: m.times.clone(),
             loaded_at_unix_ms: m.loaded_at_unix_ms,
             reloads: counters.reloads.get(&m.name).copied().unwrap_or(0),
         })
         .collect();
     Status {
         uptime_seconds: crate::now_unix_ms().saturating_sub(started) as f64 / 1000.0,
-        players: players(shared),
+        players: players(shared).as_ref().clone(),
         modules: rows,
         tick,
         world,
@@ -187,6 +208,7 @@ pub fn collect(shared: &Shared) -> Status {
         replicate,
         tiles_rendered: counters.tiles_rendered,
         tile_seconds: counters.tile_seconds,
+        tile_failures: counters.tile_failures,
         unavailable,
     }
 }
@@ -305,9 +327,10 @@ pub fn page(status: &Status) -> String {
     row(
         "map tiles drawn",
         format!(
-            "{} ({:.1} ms each)",
+            "{} ({:.1} ms each); {} not drawn",
             status.tiles_rendered,
-            status.tile_seconds * 1000.0 / status.tiles_rendered.max(1) as f64
+            status.tile_seconds * 1000.0 / status.tiles_rendered.max(1) as f64,
+            status.tile_failures
         ),
     );
     let _ = write!(html, "</table>");
@@ -334,7 +357,7 @@ pub fn page(status: &Status) -> String {
     let _ = write!(
         html,
         "<h2>Modules</h2><table><tr><th>module</th><th>state</th><th>build</th>\
-         <th>queue</th><th>reloads</th></tr>"
+         <th>queue</th><th>wait p99</th><th>busy</th><th>reloads</th></tr>"
     );
     for module in &status.modules {
         let class = if module.state == "loaded" {
@@ -346,11 +369,14 @@ pub fn page(status: &Status) -> String {
         let _ = write!(
             html,
             "<tr><td>{}</td><td{class}>{}</td><td><code>{}</code></td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.1} s</td>\
+             <td class=\"num\">{}</td></tr>",
             escape(&module.name),
             escape(&module.state),
             escape(&build),
             module.queued,
+            escape(&module.times.wait_percentile_text(99.0)),
+            module.times.busy_seconds,
             module.reloads
         );
     }
@@ -389,6 +415,7 @@ mod tests {
                 state: "loaded".into(),
                 build_id: "0123456789abcdef".into(),
                 queued: 2,
+                times: QueueTimes::default(),
                 loaded_at_unix_ms: 0,
                 reloads: 1,
             }],
@@ -399,6 +426,7 @@ mod tests {
             replicate: None,
             tiles_rendered: 0,
             tile_seconds: 0.0,
+            tile_failures: 0,
             unavailable: vec![],
         };
         let html = page(&status);

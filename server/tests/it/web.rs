@@ -9,15 +9,15 @@
 //! `BUILDAT_DOCS_IMAGES=1`, else to target/web-screenshots/).
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use buildat_harness::browser::Browser;
+use buildat_harness::http::{Reply, request};
 use buildat_harness::raw_client::RawClient;
-use buildat_main_api::Move;
+use buildat_main_api::{Dig, Move};
 
 use crate::common::{Scratch, Server, repo_root, start_server, wait_until};
 
@@ -59,64 +59,7 @@ fn start(scratch: &Scratch) -> (Server, String, String) {
 }
 
 // ---------------------------------------------------------------------
-// A small HTTP/1.1 client.
-
-struct Reply {
-    status: u16,
-    content_type: String,
-    body: Vec<u8>,
-}
-
-impl Reply {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-}
-
-fn request(address: &str, method: &str, path: &str, token: Option<&str>) -> std::io::Result<Reply> {
-    let mut stream = TcpStream::connect(address)?;
-    stream.set_read_timeout(Some(Duration::from_secs(60)))?;
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {address}\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut bytes = Vec::new();
-    stream.read_to_end(&mut bytes)?;
-    let split = bytes
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| std::io::Error::other("no end of headers"))?;
-    let head = String::from_utf8_lossy(&bytes[..split]).into_owned();
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| std::io::Error::other(format!("bad status line: {head}")))?;
-    let mut content_type = String::new();
-    let mut length = None;
-    for line in lines {
-        if let Some((name, value)) = line.split_once(':') {
-            match name.to_ascii_lowercase().as_str() {
-                "content-type" => content_type = value.trim().to_string(),
-                "content-length" => length = value.trim().parse::<usize>().ok(),
-                _ => {}
-            }
-        }
-    }
-    let body = bytes[split + 4..].to_vec();
-    if let Some(length) = length {
-        assert_eq!(body.len(), length, "{head}");
-    }
-    Ok(Reply {
-        status,
-        content_type,
-        body,
-    })
-}
+// HTTP through the harness's small client.
 
 fn get(address: &str, path: &str) -> Reply {
     request(address, "GET", path, None).unwrap_or_else(|e| panic!("GET {path}: {e}"))
@@ -346,30 +289,45 @@ fn parse_exposition(text: &str) -> Result<Exposition, String> {
                 }
             }
             "histogram" => {
-                let buckets: Vec<&&Sample> = samples
+                // One series per set of labels other than `le`.
+                let mut series: BTreeMap<BTreeMap<String, String>, Vec<&&Sample>> = BTreeMap::new();
+                for bucket in samples
                     .iter()
                     .filter(|s| s.name == format!("{family}_bucket"))
-                    .collect();
-                let mut last = (f64::NEG_INFINITY, 0.0);
-                for bucket in &buckets {
-                    let le = bucket
-                        .labels
-                        .get("le")
-                        .ok_or_else(|| format!("{family}: a bucket without le"))?;
-                    let le = parse_value(le)?;
-                    if le <= last.0 || bucket.value < last.1 {
-                        return Err(format!("{family}: buckets not cumulative and ordered"));
-                    }
-                    last = (le, bucket.value);
+                {
+                    let mut labels = bucket.labels.clone();
+                    labels.remove("le");
+                    series.entry(labels).or_default().push(bucket);
                 }
-                let count = exposition
-                    .value(&format!("{family}_count"), &[])
-                    .ok_or_else(|| format!("{family}: no _count"))?;
-                exposition
-                    .value(&format!("{family}_sum"), &[])
-                    .ok_or_else(|| format!("{family}: no _sum"))?;
-                if last.0 != f64::INFINITY || last.1 != count {
-                    return Err(format!("{family}: the +Inf bucket is not the count"));
+                for (labels, buckets) in &series {
+                    let mut last = (f64::NEG_INFINITY, 0.0);
+                    for bucket in buckets {
+                        let le = bucket
+                            .labels
+                            .get("le")
+                            .ok_or_else(|| format!("{family}: a bucket without le"))?;
+                        let le = parse_value(le)?;
+                        if le <= last.0 || bucket.value < last.1 {
+                            return Err(format!(
+                                "{family}{labels:?}: buckets not cumulative and ordered"
+                            ));
+                        }
+                        last = (le, bucket.value);
+                    }
+                    let of_series = |suffix: &str| {
+                        samples
+                            .iter()
+                            .find(|s| s.name == format!("{family}{suffix}") && s.labels == *labels)
+                            .map(|s| s.value)
+                    };
+                    let count = of_series("_count")
+                        .ok_or_else(|| format!("{family}{labels:?}: no _count"))?;
+                    of_series("_sum").ok_or_else(|| format!("{family}{labels:?}: no _sum"))?;
+                    if last.0 != f64::INFINITY || last.1 != count {
+                        return Err(format!(
+                            "{family}{labels:?}: the +Inf bucket is not the count"
+                        ));
+                    }
                 }
             }
             _ => {}
@@ -392,6 +350,13 @@ fn the_strict_parser_refuses_what_prometheus_refuses() {
                 # TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_sum 3.5\nh_count 2\n";
     let parsed = parse_exposition(good).expect("valid");
     assert_eq!(parsed.value("a_total", &[("x", "1\"")]), Some(3.0));
+    let two_series = "# TYPE w histogram\n\
+        w_bucket{m=\"a\",le=\"1\"} 1\nw_bucket{m=\"a\",le=\"+Inf\"} 2\nw_sum{m=\"a\"} 1\nw_count{m=\"a\"} 2\n\
+        w_bucket{m=\"b\",le=\"1\"} 0\nw_bucket{m=\"b\",le=\"+Inf\"} 1\nw_sum{m=\"b\"} 1\nw_count{m=\"b\"} 1\n";
+    assert!(
+        parse_exposition(two_series).is_ok(),
+        "a histogram per label set"
+    );
     for bad in [
         "a_total 1\n",                                              // no TYPE
         "# TYPE a counter\na 1\n",                                  // counter without _total
@@ -400,6 +365,9 @@ fn the_strict_parser_refuses_what_prometheus_refuses() {
         "# TYPE g gauge\ng 1\n# TYPE k gauge\nk 1\ng{a=\"b\"} 2\n", // family split
         "# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\nh_count 1\n",
         "# TYPE g gauge\ng 1", // no final newline
+        // The second series' +Inf bucket is not its count.
+        "# TYPE w histogram\nw_bucket{m=\"a\",le=\"+Inf\"} 1\nw_sum{m=\"a\"} 1\nw_count{m=\"a\"} 1\n\
+         w_bucket{m=\"b\",le=\"+Inf\"} 1\nw_sum{m=\"b\"} 1\nw_count{m=\"b\"} 2\n",
     ] {
         assert!(parse_exposition(bad).is_err(), "accepted: {bad}");
     }
@@ -461,6 +429,13 @@ impl Drop for Walker {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The change feed's latest change number.
+fn changes_seq(web: &str) -> u64 {
+    let reply = get(web, "/api/changes?since=0");
+    let changes: serde_json::Value = serde_json::from_slice(&reply.body).expect("changes JSON");
+    changes["seq"].as_u64().expect("a change number")
 }
 
 fn players(web: &str) -> serde_json::Value {
@@ -532,6 +507,8 @@ fn web_page_serves_metrics_status_tiles_and_admin_actions_and_survives_a_reload(
         ("buildat_chunks_streamed_total", "counter"),
         ("buildat_tick_duration_seconds", "histogram"),
         ("buildat_module_queue_depth", "gauge"),
+        ("buildat_module_queue_wait_seconds", "histogram"),
+        ("buildat_module_busy_seconds_total", "counter"),
         ("buildat_saves_total", "counter"),
         ("buildat_save_errors_total", "counter"),
         ("buildat_module_reloads_total", "counter"),
@@ -590,6 +567,10 @@ fn web_page_serves_metrics_status_tiles_and_admin_actions_and_survives_a_reload(
     assert!(after.value("buildat_sent_bytes_total", &[]) > Some(10_000.0));
     assert!(after.value("buildat_chunks_streamed_total", &[]) > Some(0.0));
     assert!(after.value("buildat_tick_duration_seconds_count", &[]) > Some(0.0));
+    // The game's module took the walker's packets off its queue.
+    let main = [("module", "main")];
+    assert!(after.value("buildat_module_queue_wait_seconds_count", &main) > Some(3.0));
+    assert!(after.value("buildat_module_busy_seconds_total", &main) > Some(0.0));
 
     // The tile under the spawn shows terrain: mostly opaque, in several
     // colours.
@@ -604,6 +585,36 @@ fn web_page_serves_metrics_status_tiles_and_admin_actions_and_survives_a_reload(
         tile_terrain(&web, &tile)
     );
     assert_eq!(get(&web, "/tile/0/1/2/3.png").status, 404);
+
+    // A voxel dug under the tile: the change feed names its block and the
+    // tile is drawn again, different.
+    let before = get(&web, &tile).body;
+    let seq = changes_seq(&web);
+    let mut digger = RawClient::join(&address, "digger", Duration::from_secs(60)).expect("join");
+    let feet = digger.spawn.map(|c| c.floor() as i32);
+    digger
+        .send_packet(&Dig {
+            voxel: [feet[0], feet[1] - 1, feet[2]],
+        })
+        .expect("dig");
+    let block = [feet[0].div_euclid(128), feet[2].div_euclid(128)];
+    let told = wait_until(Duration::from_secs(60), || {
+        let _ = digger.recv(Duration::from_millis(10));
+        let changes = get(&web, &format!("/api/changes?since={seq}"));
+        let changes: serde_json::Value = serde_json::from_slice(&changes.body).ok()?;
+        changes["blocks"]
+            .as_array()?
+            .iter()
+            .any(|b| b[0] == block[0] && b[1] == block[1])
+            .then_some(())
+    });
+    assert!(
+        told.is_some(),
+        "the feed names block {block:?}:\n{}",
+        server.output()
+    );
+    assert_ne!(get(&web, &tile).body, before, "{tile} is drawn again");
+    digger.close();
     assert_eq!(get(&web, "/map").status, 200);
     assert!(get(&web, "/map.js").text().contains("buildatMap"));
 
@@ -663,224 +674,33 @@ fn web_page_serves_metrics_status_tiles_and_admin_actions_and_survives_a_reload(
 }
 
 // ---------------------------------------------------------------------
-// Headless chromium over the DevTools protocol, through a pipe
-// (`--remote-debugging-pipe`: commands on fd 3, answers on fd 4, each a
-// JSON message ended by a NUL byte).
-
-struct Browser {
-    child: std::process::Child,
-    commands: std::io::PipeWriter,
-    answers: std::sync::mpsc::Receiver<serde_json::Value>,
-    next_id: u64,
-    session: String,
-    _profile: tempfile::TempDir,
-}
+// The headless browser (the harness's `browser`), at the size of the
+// screenshots in docs/operators.md.
 
 const WIDTH: u32 = 1100;
 const HEIGHT: u32 = 720;
 
-impl Browser {
-    fn binary() -> Option<&'static str> {
-        ["chromium", "chromium-browser"].into_iter().find(|name| {
-            std::process::Command::new(name)
-                .arg("--version")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
-        })
-    }
-
-    fn launch(binary: &str) -> Self {
-        use std::os::fd::AsRawFd;
-        use std::os::unix::process::CommandExt;
-        let profile = tempfile::tempdir().expect("a profile dir");
-        let (child_reads, commands) = std::io::pipe().expect("a pipe");
-        let (answers_in, child_writes) = std::io::pipe().expect("a pipe");
-        let (read_fd, write_fd) = (child_reads.as_raw_fd(), child_writes.as_raw_fd());
-        let mut command = std::process::Command::new(binary);
-        command
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-dev-shm-usage",
-                "--no-first-run",
-                "--hide-scrollbars",
-                "--mute-audio",
-                "--remote-debugging-pipe",
-                &format!("--window-size={WIDTH},{HEIGHT}"),
-                &format!("--user-data-dir={}", profile.path().display()),
-                "about:blank",
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        // SAFETY: only async-signal-safe calls (fcntl, dup2) between fork
-        // and exec: the pipe ends go to fds 3 and 4, through fds above 10
-        // in case an end already is 3 or 4.
-        unsafe {
-            command.pre_exec(move || {
-                let reads = libc::fcntl(read_fd, libc::F_DUPFD, 10);
-                let writes = libc::fcntl(write_fd, libc::F_DUPFD, 10);
-                if reads < 0 || writes < 0 || libc::dup2(reads, 3) < 0 || libc::dup2(writes, 4) < 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = command.spawn().expect("start chromium");
-        drop(child_reads);
-        drop(child_writes);
-        let (send, answers) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(answers_in);
-            let mut message = Vec::new();
-            while reader.read_until(0, &mut message).is_ok_and(|n| n > 0) {
-                if message.last() == Some(&0) {
-                    message.pop();
-                }
-                if let Ok(value) = serde_json::from_slice(&message)
-                    && send.send(value).is_err()
-                {
-                    return;
-                }
-                message.clear();
-            }
-        });
-        let mut browser = Self {
-            child,
-            commands,
-            answers,
-            next_id: 1,
-            session: String::new(),
-            _profile: profile,
-        };
-        let target = browser.command(
-            "Target.createTarget",
-            serde_json::json!({"url": "about:blank"}),
-        );
-        let target = target["targetId"].as_str().expect("a target").to_string();
-        let attached = browser.command(
-            "Target.attachToTarget",
-            serde_json::json!({"targetId": target, "flatten": true}),
-        );
-        browser.session = attached["sessionId"]
-            .as_str()
-            .expect("a session")
-            .to_string();
-        browser.command(
-            "Emulation.setDeviceMetricsOverride",
-            serde_json::json!({"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": false}),
-        );
-        browser.command("Page.enable", serde_json::json!({}));
-        browser
-    }
-
-    /// Sends a command (to the page once attached) and answers its result.
-    fn command(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        let mut message = serde_json::json!({"id": id, "method": method, "params": params});
-        if !self.session.is_empty() {
-            message["sessionId"] = serde_json::Value::String(self.session.clone());
-        }
-        let mut bytes = serde_json::to_vec(&message).expect("JSON");
-        bytes.push(0);
-        self.commands
-            .write_all(&bytes)
-            .expect("chromium takes commands");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let left = deadline
-                .checked_duration_since(Instant::now())
-                .unwrap_or_else(|| panic!("chromium did not answer {method}"));
-            let answer = self
-                .answers
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("chromium did not answer {method}"));
-            if answer["id"] == id {
-                if let Some(error) = answer.get("error") {
-                    panic!("{method}: {error}");
-                }
-                return answer["result"].clone();
-            }
-        }
-    }
-
-    fn evaluate(&mut self, expression: &str) -> serde_json::Value {
-        let result = self.command(
-            "Runtime.evaluate",
-            serde_json::json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
-        );
-        if let Some(exception) = result.get("exceptionDetails") {
-            panic!("{expression}: {exception}");
-        }
-        result["result"]["value"].clone()
-    }
-
-    fn open(&mut self, url: &str) {
-        self.command("Page.navigate", serde_json::json!({"url": url}));
-        let loaded = wait_until(Duration::from_secs(30), || {
-            (self.evaluate("document.readyState") == "complete").then_some(())
-        });
-        assert!(loaded.is_some(), "{url} loads");
-    }
-
-    fn screenshot(&mut self, name: &str) -> Vec<u8> {
-        let shot = self.command(
-            "Page.captureScreenshot",
-            serde_json::json!({"format": "png"}),
-        );
-        let png = base64_decode(shot["data"].as_str().expect("data")).expect("base64");
-        let dir = if std::env::var_os("BUILDAT_DOCS_IMAGES").is_some_and(|v| v == "1") {
-            repo_root().join("docs").join("images")
-        } else {
-            repo_root().join("target").join("web-screenshots")
-        };
-        std::fs::create_dir_all(&dir).expect("screenshot dir");
-        std::fs::write(dir.join(name), &png).expect("write the screenshot");
-        png
-    }
+fn launch_browser(binary: &str) -> Browser {
+    Browser::launch(binary, WIDTH, HEIGHT).expect("chromium starts")
 }
 
-impl Drop for Browser {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn evaluate(browser: &mut Browser, expression: &str) -> serde_json::Value {
+    browser
+        .evaluate(expression)
+        .unwrap_or_else(|e| panic!("{e:#}"))
 }
 
-fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let value = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
+/// Saves the page as `name` in docs/images/ when `BUILDAT_DOCS_IMAGES=1`,
+/// else in target/web-screenshots/.
+fn screenshot(browser: &mut Browser, name: &str) {
+    let png = browser.screenshot().expect("a screenshot");
+    let dir = if std::env::var_os("BUILDAT_DOCS_IMAGES").is_some_and(|v| v == "1") {
+        repo_root().join("docs").join("images")
+    } else {
+        repo_root().join("target").join("web-screenshots")
     };
-    let bytes: Vec<u8> = text.bytes().filter(|b| *b != b'=').collect();
-    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
-    for group in bytes.chunks(4) {
-        let mut word = 0u32;
-        for (i, b) in group.iter().enumerate() {
-            word |= value(*b)? << (18 - 6 * i);
-        }
-        let produced = group.len().saturating_sub(1);
-        out.extend_from_slice(&word.to_be_bytes()[1..1 + produced]);
-    }
-    Some(out)
-}
-
-#[test]
-fn base64_decodes() {
-    assert_eq!(base64_decode("aGVsbG8="), Some(b"hello".to_vec()));
-    assert_eq!(base64_decode("aGk="), Some(b"hi".to_vec()));
-    assert_eq!(base64_decode("YWJj"), Some(b"abc".to_vec()));
+    std::fs::create_dir_all(&dir).expect("screenshot dir");
+    std::fs::write(dir.join(name), &png).expect("write the screenshot");
 }
 
 /// Opaque pixels and colours of the map's tiles as the page has them.
@@ -929,27 +749,33 @@ fn a_browser_draws_the_map_and_a_walking_players_marker() {
     })
     .unwrap_or_else(|| panic!("terrain under the spawn:\n{}", server.output()));
 
-    let mut browser = Browser::launch(binary);
-    browser.open(&format!("http://{web}/"));
-    let text = browser.evaluate("document.body.innerText");
+    let mut browser = launch_browser(binary);
+    browser
+        .open(&format!("http://{web}/"))
+        .expect("the status page");
+    let text = evaluate(&mut browser, "document.body.innerText");
     assert!(
         text.as_str()
             .is_some_and(|t| t.contains("walker") && t.contains("voxelworld")),
         "{text}"
     );
-    browser.screenshot("web-status.png");
+    screenshot(&mut browser, "web-status.png");
 
-    browser.open(&format!(
-        "http://{web}/map?x={:.0}&z={:.0}&scale=4",
-        spawn[0], spawn[2]
-    ));
+    browser
+        .open(&format!(
+            "http://{web}/map?x={:.0}&z={:.0}&scale=4",
+            spawn[0], spawn[2]
+        ))
+        .expect("the map page");
     let drawn = wait_until(Duration::from_secs(60), || {
-        let done = browser
-            .evaluate("buildatMap.complete() && buildatMap.loaded() == buildatMap.tileCount()");
+        let done = evaluate(
+            &mut browser,
+            "buildatMap.complete() && buildatMap.loaded() == buildatMap.tileCount()",
+        );
         (done == true).then_some(())
     });
     assert!(drawn.is_some(), "every tile in view loads");
-    let pixels = browser.evaluate(TILE_PIXELS);
+    let pixels = evaluate(&mut browser, TILE_PIXELS);
     let (opaque, colours) = (
         pixels[0].as_u64().unwrap_or(0),
         pixels[1].as_u64().unwrap_or(0),
@@ -961,7 +787,7 @@ fn a_browser_draws_the_map_and_a_walking_players_marker() {
 
     // The walker's marker moves with it (players are polled every second).
     let marker = |browser: &mut Browser| {
-        let at = browser.evaluate("buildatMap.markerPosition('walker')");
+        let at = evaluate(browser, "buildatMap.markerPosition('walker')");
         at[0].as_f64().zip(at[1].as_f64())
     };
     let first = wait_until(Duration::from_secs(15), || marker(&mut browser))
@@ -970,17 +796,17 @@ fn a_browser_draws_the_map_and_a_walking_players_marker() {
         marker(&mut browser).filter(|(x, _)| (x - first.0).abs() > 8.0)
     });
     assert!(later.is_some(), "the marker moves from {first:?}");
-    browser.screenshot("web-map.png");
+    screenshot(&mut browser, "web-map.png");
 
     // The 1,000 × 1,000 voxel area around the spawn, zoomed out, fully
     // drawn (tiles of stored and loaded sections; the rest is blank).
     let started = Instant::now();
-    browser.evaluate(&format!(
-        "buildatMap.moveTo({:.0}, {:.0}, 0.5)",
-        spawn[0], spawn[2]
-    ));
+    evaluate(
+        &mut browser,
+        &format!("buildatMap.moveTo({:.0}, {:.0}, 0.5)", spawn[0], spawn[2]),
+    );
     let drawn = wait_until(Duration::from_secs(60), || {
-        (browser.evaluate("buildatMap.complete()") == true).then_some(())
+        (evaluate(&mut browser, "buildatMap.complete()") == true).then_some(())
     });
     assert!(drawn.is_some(), "the zoomed-out map loads");
     println!(
@@ -988,7 +814,7 @@ fn a_browser_draws_the_map_and_a_walking_players_marker() {
         WIDTH * 2,
         HEIGHT * 2,
         started.elapsed().as_secs_f64(),
-        browser.evaluate("buildatMap.tileCount()")
+        evaluate(&mut browser, "buildatMap.tileCount()")
     );
     drop(browser);
     walker.stop();

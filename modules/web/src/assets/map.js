@@ -2,7 +2,9 @@
 // (/tile/LEVEL/X/Y.png, 128 pixels covering 128 * 2^LEVEL voxels, X along
 // x and Y along z), panned by dragging and zoomed with the wheel or the
 // buttons; players from /api/players every second as markers; tiles whose
-// chunks changed (/api/changes) drawn again. No library, no CDN.
+// chunks changed (/api/changes) drawn again; a tile the server could not
+// draw (the world busy, the module reloading) asked again after 1 s, then
+// 2, 4 ... 30 s while in view. No library, no CDN.
 (function () {
   'use strict';
   const TILE = 128;
@@ -31,13 +33,15 @@
   const map = {
     state: state,
     players: [],
-    // Every tile in view loaded (or failed).
+    // Every tile in view loaded (or failed with no retry due).
     complete: function () {
       for (const img of tiles.values()) {
-        if (!img.complete) return false;
+        if (!img.complete || img.retry) return false;
       }
       return tiles.size > 0;
     },
+    // Tile loads that failed and were retried, since the page opened.
+    retries: 0,
     // Tiles in view that loaded with a picture.
     loaded: function () {
       let count = 0;
@@ -76,6 +80,18 @@
     return '/tile/' + key + '.png' + (version ? '?v=' + version : '');
   }
 
+  // Asks for a failed tile again later, if it is still in view.
+  function retryLater(key, img) {
+    const delay = Math.min(30000, 1000 * (1 << Math.min(img.failures, 5)));
+    img.failures++;
+    img.retry = setTimeout(function () {
+      img.retry = null;
+      if (tiles.get(key) !== img) return;
+      map.retries++;
+      img.src = tileSource(key, 'r' + map.retries);
+    }, delay);
+  }
+
   function draw() {
     const l = level();
     const span = TILE << l;
@@ -96,6 +112,9 @@
           img.dataset.level = l;
           img.dataset.x = tx;
           img.dataset.z = tz;
+          img.failures = 0;
+          img.addEventListener('load', function () { img.failures = 0; });
+          img.addEventListener('error', function () { retryLater(key, img); });
           img.src = tileSource(key, 0);
           layer.appendChild(img);
           tiles.set(key, img);
@@ -109,6 +128,7 @@
     }
     for (const [key, img] of tiles) {
       if (!wanted.has(key)) {
+        clearTimeout(img.retry);
         img.remove();
         tiles.delete(key);
       }
