@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use buildat_format::Packet;
 use buildat_format::{PacketReadError, PacketReader, PacketWriter};
+use buildat_main_api::{LoggedIn, Login};
 use buildat_voxelworld_api::stream::Ack;
 use crossbeam_channel::TryRecvError;
 use thiserror::Error;
@@ -65,6 +66,9 @@ pub struct Config {
     pub map_radius: i32,
     /// The frontend drawing this session, if any (never for bots).
     pub frontend: Option<SessionLink>,
+    /// Log in to the account `name` with this password (`main:login`,
+    /// sent first thing); `None`: join as a guest.
+    pub password: Option<String>,
 }
 
 impl Config {
@@ -86,6 +90,7 @@ impl Config {
             map_png: None,
             map_radius: world::DEFAULT_MAP_RADIUS,
             frontend: None,
+            password: None,
         }
     }
 }
@@ -246,6 +251,7 @@ fn run_inner(config: Config, summary: &mut Summary) -> Result<Outcome, AppError>
         last_progress: None,
         outcome: None,
     };
+    client.login()?;
     let result = client.run();
     client.finish();
     client.tell_frontend(ToFrontend::Ended);
@@ -280,6 +286,25 @@ impl Client {
         }
         // After the maps: drawing them may decode chunks, and count bad ones.
         self.summary.world = world.stats();
+    }
+
+    /// Sends `main:login` when there is a password (before anything
+    /// else, so the game knows who this is before the Lua joins).
+    fn login(&mut self) -> Result<(), AppError> {
+        let Some(password) = self.config.password.clone() else {
+            return Ok(());
+        };
+        let login = Login {
+            name: self.config.name.clone(),
+            password,
+        };
+        let data = login
+            .encode()
+            .map_err(|e| AppError::Protocol(format!("--name: {e}")))?;
+        self.writer
+            .write(Login::NAME, &data)
+            .map(drop)
+            .map_err(|e| AppError::Protocol(e.to_string()))
     }
 
     fn log(&self, level: Level, message: &str) {
@@ -395,6 +420,14 @@ impl Client {
                 }
             }
             Event::Packet { name, data } => {
+                if name == LoggedIn::NAME
+                    && let Ok(logged_in) = LoggedIn::decode(&data)
+                {
+                    self.log(
+                        Level::Info,
+                        &format!("logged in as {}", crate::terminal::escape(&logged_in.name)),
+                    );
+                }
                 if WorldView::is_world_packet(&name) {
                     let mut world = self.runtime.world().borrow_mut();
                     let result = world.handle_packet(&name, &data);

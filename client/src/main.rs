@@ -68,6 +68,11 @@ struct Cli {
     /// buildat-client, or bot with --bots.
     #[arg(long)]
     name: Option<String>,
+    /// Log in to the account --name with the password in FILE (its first
+    /// line); the first login claims the name. BUILDAT_PASSWORD does the
+    /// same. With --bots each bot logs in to its own account NAME-i.
+    #[arg(long, value_name = "FILE")]
+    password_file: Option<PathBuf>,
     /// Run N sessions in this process (one thread each, each with its own
     /// Lua runtime and world view), named NAME-1 .. NAME-N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
@@ -234,6 +239,9 @@ struct Settings {
     map_png: Option<PathBuf>,
     map_radius: i32,
     level: Level,
+    /// The password each session logs in with (`--password-file`,
+    /// `BUILDAT_PASSWORD`).
+    password: Option<String>,
 }
 
 impl Settings {
@@ -259,6 +267,7 @@ impl Settings {
             }
         });
         config.map_radius = self.map_radius;
+        config.password = self.password.clone();
         config
     }
 }
@@ -304,7 +313,19 @@ fn settings_from(cli: &Cli, level: Level) -> anyhow::Result<Settings> {
     {
         anyhow::bail!("--name must not be empty");
     }
+    let password = match &cli.password_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read --password-file {}", path.display()))?;
+            Some(text.lines().next().unwrap_or_default().to_string())
+        }
+        None => std::env::var("BUILDAT_PASSWORD").ok(),
+    };
+    if password.as_deref().is_some_and(str::is_empty) {
+        anyhow::bail!("the password (--password-file or BUILDAT_PASSWORD) is empty");
+    }
     Ok(Settings {
+        password,
         address: cli.connect.clone(),
         cache_dir,
         cache_max_bytes: cli.cache_max_mib.saturating_mul(1 << 20),

@@ -22,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
     use buildat_client_file_api as files;
     use buildat_main_api as game;
     use buildat_voxelworld_api::stream;
-    match which % 24 {
+    match which % 28 {
         0 => check::<game::Join>(data),
         1 => check::<game::Move>(data),
         2 => check::<game::Dig>(data),
@@ -46,6 +46,10 @@ fuzz_target!(|data: &[u8]| {
         20 => check::<stream::UnloadChunk>(data),
         21 => check::<stream::Ack>(data),
         22 => check::<buildat_network_api::DisconnectPacket>(data),
+        23 => check::<game::Login>(data),
+        24 => check::<game::Chat>(data),
+        25 => check::<game::ChatLine>(data),
+        26 => check::<game::LoggedIn>(data),
         _ => check::<buildat_replicate_api::NodeUpdates>(data),
     }
 });

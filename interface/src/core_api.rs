@@ -57,11 +57,44 @@ pub struct RegisterCommand {
     pub usage: String,
     /// One line saying what the command does.
     pub help: String,
+    /// `Some(privilege)`: players holding it may run the command in chat
+    /// too (`/NAME ARGS...`, the game checks the privilege); `None`: the
+    /// console only.
+    pub privilege: Option<String>,
+}
+
+/// `list_commands`: every command modules registered.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListCommands {}
+
+/// One registered command, as [`ListCommands`] answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandInfo {
+    pub name: String,
+    /// The module that registered it.
+    pub module: String,
+    pub usage: String,
+    pub help: String,
+    /// See [`RegisterCommand::privilege`].
+    pub privilege: Option<String>,
+}
+
+/// `run_module_command`: runs a command another module registered, as
+/// [`RunCommand`] with `by` (a game running a player's chat command after
+/// checking the privilege); answers the command's reply. Refused for the
+/// caller's own commands (it runs those itself).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunModuleCommand {
+    pub name: String,
+    pub args: Vec<String>,
+    pub by: Option<String>,
 }
 
 crate::calls! {
     module CORE;
     RegisterCommand = "register_command" -> ();
+    ListCommands = "list_commands" -> Vec<CommandInfo>;
+    RunModuleCommand = "run_module_command" -> String;
 }
 
 /// Answered by a module for each command it registered: run it with the
@@ -71,6 +104,8 @@ crate::calls! {
 pub struct RunCommand {
     pub name: String,
     pub args: Vec<String>,
+    /// Who ran it: a player's name from chat, `None` from the console.
+    pub by: Option<String>,
 }
 
 impl crate::Call for RunCommand {

@@ -930,6 +930,7 @@ impl Module for Creatures {
                     usage: String::new(),
                     help: "how many creatures of each kind, how many moved in the last second"
                         .into(),
+                    privilege: Some("server".into()),
                 })?;
                 let sizes = self.host.call(&GetSizes {})?;
                 self.section_size = SectionSize(sizes.section_size);

@@ -4,7 +4,7 @@
 --! `require("buildat/module/main")`.
 --!
 --! Owns: the protocol glue of the `main:*` packets (docs/protocol.md §10:
---! join, spawn, move, dig, place, batched edits, ping/pong, refusals,
+--! join, spawn, move, dig, place, batched edits, ping/pong, refusals, chat,
 --! corrections of refused moves), what this player knows (its peer id and
 --! position, edits seen; the other players are nodes the server replicates,
 --! read from `buildat.nodes`), telling the client's world view where the player
@@ -21,7 +21,9 @@
 --! ping([fn(rtt_seconds, seq)]) -> seq, edits_seen() -> n,
 --! players() -> { [peer] = { name, x, y, z, node } } (others only),
 --! on_spawn(fn(peer, x, y, z)) (called at once when already spawned),
---! on_edit(fn(who, x, y, z, name)), on_refused(fn(reason)).
+--! on_edit(fn(who, x, y, z, name)), on_refused(fn(reason)),
+--! chat(text) (a line starting with / is a command), on_chat(fn(line))
+--! (each main:chat_line, also printed).
 
 local log = buildat.Logger("main")
 
@@ -32,7 +34,7 @@ local M = {}
 
 local me = { peer = nil, x = nil, y = nil, z = nil }
 local edits = 0
-local spawn_fns, edit_fns, refused_fns = {}, {}, {}
+local spawn_fns, edit_fns, refused_fns, chat_fns = {}, {}, {}, {}
 local pings, ping_seq, pending = {}, 0, 0
 
 local function call_all(fns, ...)
@@ -213,6 +215,13 @@ buildat.sub_packet("main:refused", function(data)
 	call_all(refused_fns, data)
 end)
 
+-- A chat line (someone's message, a command's answer): printed, and
+-- passed to the on_chat callbacks.
+buildat.sub_packet("main:chat_line", function(data)
+	log:info("chat: " .. data)
+	call_all(chat_fns, data)
+end)
+
 buildat.sub_packet("main:pong", function(data)
 	if #data < 4 then
 		return
@@ -296,6 +305,15 @@ end
 
 function M.on_refused(fn)
 	table.insert(refused_fns, fn)
+end
+
+-- Says text in chat (a line starting with / is a command).
+function M.chat(text)
+	buildat.send_packet("main:chat", text)
+end
+
+function M.on_chat(fn)
+	table.insert(chat_fns, fn)
 end
 
 -- The summary line: players counts everyone known, this player included.

@@ -1,12 +1,15 @@
 //! `main`: a small default game, so a new world does something.
 //!
-//! Owns: players (join with a name, spawn on the terrain surface at the
-//! origin, move), where each player is (the server decides: a move too far,
+//! Owns: players (log in to an account or join as a guest: `login.rs`,
+//! `accounts.rs`, `names.rs`; spawn on the terrain surface at the
+//! origin, move), their privileges and chat (`chat.rs`: commands, also on
+//! the console), where each player is (the server decides: a move too far,
 //! too fast over time, through a solid voxel or up into the air is answered
-//! with `main:correct` back to the last accepted position; setting
+//! with `main:correct` back to the last accepted position unless the
+//! player's `fast`, `noclip` or `fly` lifts that rule; setting
 //! `main.max_speed` in voxels a second, default 24, and `main.free_movement`
-//! = true to skip the checks until accounts bring privileges), digging and
-//! placing voxels with validation (`rules.rs`: reach from the server's
+//! = true to skip the checks for everyone), digging and
+//! placing voxels with validation (`interact`; `rules.rs`: reach from the server's
 //! position with line of sight, known voxel names, neither air nor
 //! `unknown` placed, placing into air only, action rate), a deadline to
 //! join (`main.join_timeout_s`, default 120: a connection that has not
@@ -24,20 +27,27 @@
 //! run. It times its ticks (`get_tick_stats`, `buildat-main-api`).
 //! Does not own: the world or its stream (`voxelworld`), sockets (`network`).
 
+pub mod accounts;
+pub mod chat;
+pub mod login;
+pub mod names;
 pub mod rules;
 pub mod special;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
+use accounts::{Accounts, AttemptLimits, Attempts};
 use buildat_client_file_api::FilesTransmitted;
 use buildat_format::Packet;
+use buildat_interface::core_api::RunCommand;
 use buildat_interface::{
     Event, Host, Module, ModuleError, UnloadKind, decode, events, export_module, log,
 };
 use buildat_main_api::{
-    Correct, Dig, GetTickStats, Join, Move, Ping, Place, Pong, Refused, Spawn, TickStats, VAR_PEER,
-    VAR_PLAYER,
+    BUILT_IN_PRIVILEGES, Chat, Correct, DefinePrivilege, Dig, GetPrivileges, GetTickStats,
+    GrantPrivilege, HasPrivilege, Join, Login, Move, Ping, Place, Pong, Refused, RevokePrivilege,
+    Spawn, TickStats, VAR_PEER, VAR_PLAYER,
 };
 use buildat_network_api::{
     self as network, ClientConnected, ClientDisconnected, OutgoingPacket, PacketReceived, PeerId,
@@ -50,6 +60,7 @@ use buildat_voxelworld_api::{
     GetSizes, GetVoxel, GetVoxels, IDENTITY, LoadOrGenerateSection, MAX_VOXELS_PER_CALL, MoveNodes,
     NodeMotion, RegisterBlock, RemoveNode, Replace, Viewer,
 };
+use chat::Caller;
 use rules::{Motion, RateLimit};
 
 /// The game's own blocks (the terrain's are the generator's).
@@ -79,13 +90,33 @@ struct PendingAction {
     replace: Replace,
 }
 
+/// How much faster a player with `fast` may move.
+const FAST: f64 = 4.0;
+
 /// Sections (y) searched for the surface at the spawn column.
 const SPAWN_SECTIONS_Y: [i32; 3] = [1, 0, -1];
 
-struct Player {
+/// Who a player is: its account (or a guest's name).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Account {
+    /// What others see.
     name: String,
+    /// The account's key (`names::PlayerName::key`).
+    key: String,
+    /// Playing without an account (`main.guests`): default privileges,
+    /// nothing stored.
+    guest: bool,
+}
+
+struct Player {
+    account: Account,
+    /// What it may do (`accounts.rs`; kept up to date by `/grant` and
+    /// `/revoke`).
+    privileges: BTreeSet<String>,
     position: [f64; 3],
     actions: RateLimit,
+    /// Chat lines and commands ([`rules::CHAT_LIMIT`]).
+    chat: RateLimit,
     motion: Motion,
     /// Its dynamic node (transient, in voxelworld; `replicate` tells the
     /// clients near it), `None` until made.
@@ -97,11 +128,19 @@ struct Player {
 }
 
 impl Player {
-    fn new(name: String, position: [f64; 3], node: Option<u64>) -> Self {
+    fn new(
+        account: Account,
+        privileges: BTreeSet<String>,
+        position: [f64; 3],
+        node: Option<u64>,
+    ) -> Self {
+        let (limit, window) = rules::CHAT_LIMIT;
         Self {
-            name,
+            account,
+            privileges,
             position,
             actions: RateLimit::default(),
+            chat: RateLimit::new(limit, window),
             motion: Motion::new(Instant::now()),
             node,
             node_position: position,
@@ -113,8 +152,28 @@ impl Player {
 struct Game {
     host: Host,
     players: BTreeMap<PeerId, Player>,
-    /// Names of peers waiting for the spawn area to be generated.
-    joining: BTreeMap<PeerId, String>,
+    /// Peers waiting for the spawn area to be generated.
+    joining: BTreeMap<PeerId, Account>,
+    /// The world's accounts, privileges and bans.
+    accounts: Accounts,
+    /// Login attempts per address and per name.
+    attempts: Attempts,
+    /// Each connected peer's IP address (for bans).
+    addresses: BTreeMap<PeerId, String>,
+    /// Peers that logged in and have not joined yet.
+    logged_in: BTreeMap<PeerId, Account>,
+    /// Every privilege defined, with what it allows.
+    privileges: BTreeMap<String, String>,
+    /// What a new account (and a guest) gets (`main.default_privileges`).
+    default_privileges: BTreeSet<String>,
+    /// The key of the account that gets every privilege (`main.admin`).
+    admin: Option<String>,
+    /// Whether `main:join` without a login plays as a guest
+    /// (`main.guests`: `auto` allows it when the game port is loopback).
+    guests: String,
+    guests_allowed: bool,
+    /// When this instance started (`/status`).
+    started: Instant,
     registry: VoxelRegistry,
     section_size: SectionSize,
     spawn: Option<[f64; 3]>,
@@ -248,10 +307,7 @@ impl Game {
                 "did not join within {} s of connecting",
                 self.join_timeout.as_secs()
             );
-            log::info!("peer {peer}: {reason}; disconnecting it");
-            if let Err(error) = self.host.call(&network::Disconnect { peer, reason }) {
-                log::debug!("disconnecting peer {peer}: {error}");
-            }
+            self.reject(peer, &reason);
         }
     }
 
@@ -306,12 +362,18 @@ impl Game {
         let nodes = self.create_player_nodes(
             joining
                 .iter()
-                .map(|(peer, name)| (*peer, name.as_str(), position)),
+                .map(|(peer, account)| (*peer, account.name.as_str(), position)),
         );
-        for ((peer, name), node) in joining.into_iter().zip(nodes) {
-            log::info!("player {name} (peer {peer}) joined at {position:?}");
+        for ((peer, account), node) in joining.into_iter().zip(nodes) {
+            let guest = if account.guest { " as a guest" } else { "" };
+            log::info!(
+                "player {} (peer {peer}) joined{guest} at {position:?}",
+                account.name
+            );
             self.send(peer, &Spawn { peer, position });
-            self.players.insert(peer, Player::new(name, position, node));
+            let privileges = self.privileges_of(&account);
+            self.players
+                .insert(peer, Player::new(account, privileges, position, node));
             // An event, not a call: a joiner's first chunks are lit and
             // encoded on the world's thread while the game goes on (a
             // hundred joins at once would otherwise hold the game for each
@@ -406,7 +468,7 @@ impl Game {
             .players
             .iter()
             .filter(|(_, p)| p.node.is_none_or(|id| lost.contains(&id)))
-            .map(|(peer, p)| (*peer, p.name.clone(), p.position))
+            .map(|(peer, p)| (*peer, p.account.name.clone(), p.position))
             .collect();
         if orphans.is_empty() {
             return Ok(());
@@ -461,7 +523,9 @@ impl Game {
             };
             let from = chain.get(&peer).copied().unwrap_or(player.position);
             chain.insert(peer, to);
-            let voxels = (!self.free_movement && rules::distance(from, to) <= rules::MAX_MOVE)
+            let checks = self.move_checks(player);
+            let voxels = ((checks.collide || checks.gravity)
+                && rules::distance(from, to) <= rules::MAX_MOVE)
                 .then(|| rules::move_voxels(from, to));
             planned.push((peer, from, to, at, voxels));
         }
@@ -473,13 +537,21 @@ impl Game {
                 .collect(),
         )?;
         let lookup = |v: Pos| solid.get(&v).copied().flatten();
-        let speed = self.max_speed;
         let mut refused: BTreeSet<PeerId> = BTreeSet::new();
         let mut moved: BTreeMap<PeerId, [f64; 3]> = BTreeMap::new();
         for (peer, from, to, at, voxels) in planned {
             if refused.contains(&peer) {
                 continue;
             }
+            let Some(player) = self.players.get(&peer) else {
+                continue;
+            };
+            let checks = self.move_checks(player);
+            let speed = if player.privileges.contains("fast") {
+                self.max_speed * FAST
+            } else {
+                self.max_speed
+            };
             let Some(player) = self.players.get_mut(&peer) else {
                 continue;
             };
@@ -489,7 +561,7 @@ impl Game {
                     rules::MAX_MOVE
                 ))
             } else if let Some(voxels) = &voxels {
-                rules::judge_move(from, to, voxels, lookup)
+                rules::judge_move(from, to, voxels, checks, lookup)
                     .and_then(|()| player.motion.spend(from, to, speed, at))
             } else {
                 Ok(())
@@ -521,6 +593,12 @@ impl Game {
         let Some(player) = self.players.get_mut(&peer) else {
             return self.refuse(peer, "join first");
         };
+        if !player.privileges.contains("interact") {
+            return self.refuse(
+                peer,
+                "you may not dig or place here (no 'interact' privilege)",
+            );
+        }
         if !player.actions.allow(Instant::now()) {
             let reason = format!(
                 "more than {} actions a second",
@@ -671,15 +749,21 @@ impl Game {
             |error: buildat_format::PayloadError| format!("malformed {packet_name}: {error}");
         match packet_name {
             Join::NAME => match packet.packet::<Join>().map_err(malformed) {
-                Ok(join) => match rules::check_name(&join.name) {
-                    Ok(name) if !self.players.contains_key(&peer) => {
-                        self.unjoined.remove(&peer);
-                        self.joining.insert(peer, name);
-                        self.spawn_waiting()
-                    }
-                    Ok(_) => self.refuse(peer, "already joined"),
-                    Err(reason) => self.refuse(peer, &reason),
-                },
+                Ok(join) => self.on_join(peer, &join.name),
+                Err(reason) => self.refuse(peer, &reason),
+            },
+            Login::NAME => match packet.packet::<Login>().map_err(malformed) {
+                Ok(login) => {
+                    self.on_login(peer, login);
+                    Ok(())
+                }
+                Err(reason) => {
+                    self.reject(peer, &reason);
+                    Ok(())
+                }
+            },
+            Chat::NAME => match packet.packet::<Chat>().map_err(malformed) {
+                Ok(chat) => self.on_chat(peer, &chat.text),
                 Err(reason) => self.refuse(peer, &reason),
             },
             Move::NAME => match packet.packet::<Move>().map_err(malformed) {
@@ -713,7 +797,7 @@ impl Game {
                 .iter()
                 .map(|(peer, p)| StashedPlayer {
                     peer: *peer,
-                    name: p.name.clone(),
+                    account: p.account.clone(),
                     position: p.position,
                     node: p.node,
                 })
@@ -722,20 +806,72 @@ impl Game {
             spawn: self.spawn,
             news: self.news.clone(),
             unjoined: self.unjoined.keys().copied().collect(),
+            logged_in: self.logged_in.clone(),
+            addresses: self.addresses.clone(),
+            privileges: self.privileges.clone(),
         }
     }
 }
 
 impl Module for Game {
     fn create(host: Host) -> Result<Self, ModuleError> {
-        let packet_events = [Join::NAME, Move::NAME, Dig::NAME, Place::NAME, Ping::NAME]
-            .into_iter()
-            .map(|name| (network::packet_received_event(name), name))
-            .collect();
+        let packet_events = [
+            Join::NAME,
+            Login::NAME,
+            Chat::NAME,
+            Move::NAME,
+            Dig::NAME,
+            Place::NAME,
+            Ping::NAME,
+        ]
+        .into_iter()
+        .map(|name| (network::packet_received_event(name), name))
+        .collect();
+        let world = host.world_path();
+        std::fs::create_dir_all(&world)
+            .map_err(|e| ModuleError::msg(format!("creating {}: {e}", world.display())))?;
+        let path = world.join("world.sqlite");
+        let accounts = Accounts::open(&path)
+            .map_err(|e| ModuleError::msg(format!("{}: {e}", path.display())))?;
+        let defaults: String =
+            host.get_setting("main.default_privileges", "interact,shout".to_string())?;
+        let admin: String = host.get_setting("main.admin", String::new())?;
+        let admin = if admin.is_empty() {
+            None
+        } else {
+            Some(
+                names::check_name(&admin)
+                    .map_err(|e| ModuleError::msg(format!("main.admin: {e}")))?
+                    .key,
+            )
+        };
+        let attempt_limits = AttemptLimits {
+            per_address: host.get_setting("main.logins_per_address_per_minute", 10u32)?,
+            per_name: host.get_setting("main.logins_per_name_per_minute", 5u32)?,
+            window: Duration::from_secs(60),
+        };
         Ok(Self {
             host,
             players: BTreeMap::new(),
             joining: BTreeMap::new(),
+            accounts,
+            attempts: Attempts::new(attempt_limits),
+            addresses: BTreeMap::new(),
+            logged_in: BTreeMap::new(),
+            privileges: BUILT_IN_PRIVILEGES
+                .iter()
+                .map(|(name, description)| (name.to_string(), description.to_string()))
+                .collect(),
+            default_privileges: defaults
+                .split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(String::from)
+                .collect(),
+            admin,
+            guests: host.get_setting("main.guests", "auto".to_string())?,
+            guests_allowed: false,
+            started: Instant::now(),
             registry: VoxelRegistry::default(),
             section_size: SectionSize::default(),
             spawn: None,
@@ -773,13 +909,21 @@ impl Module for Game {
                     self.host.call(&RegisterBlock { block })?;
                 }
                 self.refresh_registry()?;
+                chat::register_commands(&self.host)?;
+                self.guests_allowed = self.check_guests()?;
                 if let Some(stash) = self.host.take_stash::<GameStash>()? {
                     self.spawn = stash.spawn;
                     self.joining = stash.joining;
                     self.news = stash.news;
+                    self.logged_in = stash.logged_in;
+                    self.addresses = stash.addresses;
+                    self.privileges.extend(stash.privileges);
                     for p in stash.players {
-                        self.players
-                            .insert(p.peer, Player::new(p.name, p.position, p.node));
+                        let privileges = self.privileges_of(&p.account);
+                        self.players.insert(
+                            p.peer,
+                            Player::new(p.account, privileges, p.position, p.node),
+                        );
                     }
                     // Connections waiting to join get a new deadline.
                     let now = Instant::now();
@@ -800,19 +944,22 @@ impl Module for Game {
             }
             ClientConnected::NAME => {
                 let connected: ClientConnected = decode(payload)?;
-                self.unjoined.insert(connected.peer, Instant::now());
+                self.on_connected(connected);
             }
             ClientDisconnected::NAME => {
                 let gone: ClientDisconnected = decode(payload)?;
                 self.unjoined.remove(&gone.peer);
                 self.joining.remove(&gone.peer);
+                self.logged_in.remove(&gone.peer);
+                self.addresses.remove(&gone.peer);
                 if let Some(player) = self.players.remove(&gone.peer) {
                     self.news.forget(gone.peer);
-                    log::info!("player {} (peer {}) left", player.name, gone.peer);
+                    let name = &player.account.name;
+                    log::info!("player {name} (peer {}) left", gone.peer);
                     if let Some(id) = player.node
                         && let Err(error) = self.host.call(&RemoveNode { id })
                     {
-                        log::warn!("removing the node of player {}: {error}", player.name);
+                        log::warn!("removing the node of player {name}: {error}");
                     }
                 }
             }
@@ -832,6 +979,24 @@ impl Module for Game {
     fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
         buildat_interface::answer_calls!(function, payload, {
             GetTickStats => |_| Ok(self.tick_stats.clone()),
+            RunCommand => |command: RunCommand| Ok(self
+                .run_command(Caller::Console, &command.name, &command.args)
+                .unwrap_or_else(|error| error)),
+            DefinePrivilege => |define: DefinePrivilege| self.define_privilege(define),
+            HasPrivilege => |ask: HasPrivilege| Ok(self.has_privilege(&ask.player, &ask.privilege)),
+            GetPrivileges => |ask: GetPrivileges| Ok(names::check_name(&ask.player)
+                .ok()
+                .and_then(|name| self.accounts.get_name(&name.key).ok().flatten().map(|_| name))
+                .and_then(|name| self.accounts.privileges(&name.key).ok())
+                .map(|set| set.into_iter().collect())),
+            GrantPrivilege => |grant: GrantPrivilege| self
+                .run_command(Caller::Console, "grant", &[grant.player, grant.privilege])
+                .map(drop)
+                .map_err(ModuleError::msg),
+            RevokePrivilege => |revoke: RevokePrivilege| self
+                .run_command(Caller::Console, "revoke", &[revoke.player, revoke.privilege])
+                .map(drop)
+                .map_err(ModuleError::msg),
         })
     }
 
@@ -847,23 +1012,27 @@ impl Module for Game {
 #[derive(serde::Serialize, serde::Deserialize)]
 struct GameStash {
     players: Vec<StashedPlayer>,
-    joining: BTreeMap<PeerId, String>,
+    joining: BTreeMap<PeerId, Account>,
     spawn: Option<[f64; 3]>,
     /// News not sent yet: it goes out at the next version's first tick.
     news: rules::News,
     /// Connections that have not joined yet (their deadline starts again).
     unjoined: Vec<PeerId>,
+    logged_in: BTreeMap<PeerId, Account>,
+    addresses: BTreeMap<PeerId, String>,
+    /// Privileges defined (modules define theirs again when they load).
+    privileges: BTreeMap<String, String>,
 }
 
 impl buildat_interface::Stash for GameStash {
-    // 2: `unjoined`; 3: players' nodes.
-    const LAYOUT: u32 = 3;
+    // 2: `unjoined`; 3: players' nodes; 4: accounts.
+    const LAYOUT: u32 = 4;
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct StashedPlayer {
     peer: PeerId,
-    name: String,
+    account: Account,
     position: [f64; 3],
     node: Option<u64>,
 }

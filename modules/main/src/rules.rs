@@ -2,8 +2,7 @@
 //! tick.
 //!
 //! Owns: validation limits (move distance, speed over time, gravity,
-//! collision with solid voxels, reach with line of sight, action rate,
-//! names) and [`News`]. The movement and sight rules name the voxels they
+//! collision with solid voxels, reach with line of sight, action rate) and [`News`]. The movement and sight rules name the voxels they
 //! need ([`move_voxels`], [`sight_voxels`]) and judge from their solidity
 //! ([`judge_move`], [`visible`]), so the game asks the world once per
 //! action. Does not own: the packets' layouts (`buildat-main-api`), the
@@ -21,8 +20,6 @@ pub const MAX_MOVE: f64 = 16.0;
 pub const REACH: f64 = 8.0;
 /// Actions (digs and places) accepted per second.
 pub const MAX_ACTIONS_PER_SECOND: usize = 20;
-/// Longest player name in bytes.
-pub const MAX_NAME: usize = 32;
 /// Longest voxel name a place may carry (longer is never registered).
 pub const MAX_VOXEL_NAME: usize = 256;
 /// Height of a player's body, feet to the top of the head, in voxels.
@@ -34,15 +31,6 @@ pub const EYE_HEIGHT: f64 = 1.6;
 pub const JUMP_HEIGHT: f64 = 3.5;
 /// Default top speed, in voxels a second (setting `main.max_speed`).
 pub const DEFAULT_MAX_SPEED: f64 = 24.0;
-
-/// The name a player joins under, trimmed; why not if it is not acceptable.
-pub fn check_name(name: &str) -> Result<String, String> {
-    let name = name.trim();
-    if name.is_empty() || name.len() > MAX_NAME || name.chars().any(char::is_control) {
-        return Err(format!("a name is 1 to {MAX_NAME} bytes of printable text"));
-    }
-    Ok(name.to_string())
-}
 
 /// Why a position is not in the world, if it is not.
 pub fn check_position(position: [f64; 3]) -> Result<(), String> {
@@ -220,14 +208,17 @@ pub fn judge_move(
     from: [f64; 3],
     to: [f64; 3],
     voxels: &MoveVoxels,
+    checks: MoveChecks,
     solid: impl Fn(Pos) -> Option<bool>,
 ) -> Result<(), String> {
-    if let Some(blocked) = voxels.path.iter().find(|v| solid(**v) == Some(true)) {
+    if checks.collide
+        && let Some(blocked) = voxels.path.iter().find(|v| solid(**v) == Some(true))
+    {
         return Err(format!(
             "the way is blocked by a solid voxel at {blocked:?}"
         ));
     }
-    if to[1] < from[1] {
+    if !checks.gravity || to[1] < from[1] {
         return Ok(());
     }
     let feet = to[1];
@@ -242,6 +233,22 @@ pub fn judge_move(
             "nothing to stand on within {JUMP_HEIGHT} voxels below (no flying)"
         ))
     }
+}
+
+/// Which movement rules hold for a player (its privileges lift them:
+/// `noclip` collisions, `fly` gravity).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MoveChecks {
+    pub collide: bool,
+    pub gravity: bool,
+}
+
+impl MoveChecks {
+    /// Every rule.
+    pub const ALL: Self = Self {
+        collide: true,
+        gravity: true,
+    };
 }
 
 /// The eyes of a player standing at `position`.
@@ -332,23 +339,43 @@ pub fn in_reach(position: [f64; 3], voxel: [i32; 3]) -> bool {
     distance(eyes(position), centre) <= REACH
 }
 
-/// Sliding one-second window of a player's actions.
-#[derive(Default)]
+/// A sliding window of a player's actions (digs and places: one second,
+/// [`MAX_ACTIONS_PER_SECOND`]; chat lines: [`CHAT_LIMIT`]).
 pub struct RateLimit {
     recent: VecDeque<Instant>,
+    limit: usize,
+    window: Duration,
 }
 
+impl Default for RateLimit {
+    fn default() -> Self {
+        Self::new(MAX_ACTIONS_PER_SECOND, Duration::from_secs(1))
+    }
+}
+
+/// Chat lines (and commands) a player may send: this many in this long.
+pub const CHAT_LIMIT: (usize, Duration) = (5, Duration::from_secs(5));
+
 impl RateLimit {
+    /// At most `limit` in any `window`.
+    pub fn new(limit: usize, window: Duration) -> Self {
+        Self {
+            recent: VecDeque::new(),
+            limit,
+            window,
+        }
+    }
+
     /// Records an action now; false if it is over the limit.
     pub fn allow(&mut self, now: Instant) -> bool {
         while self
             .recent
             .front()
-            .is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(1))
+            .is_some_and(|t| now.saturating_duration_since(*t) >= self.window)
         {
             self.recent.pop_front();
         }
-        if self.recent.len() >= MAX_ACTIONS_PER_SECOND {
+        if self.recent.len() >= self.limit {
             return false;
         }
         self.recent.push_back(now);
@@ -405,11 +432,7 @@ mod tests {
     }
 
     #[test]
-    fn names_and_positions_are_checked() {
-        assert_eq!(check_name(" alice "), Ok("alice".into()));
-        assert!(check_name("").is_err());
-        assert!(check_name(&"a".repeat(33)).is_err());
-        assert!(check_name("a\nb").is_err());
+    fn positions_are_checked() {
         assert!(check_position([1.5, -2.0, 3.25]).is_ok());
         assert!(check_position([f64::NAN, 0.0, 0.0]).is_err());
         assert!(check_position([0.0, 1e8, 0.0]).is_err());
@@ -421,7 +444,7 @@ mod tests {
     }
 
     fn check(from: [f64; 3], to: [f64; 3]) -> Result<(), String> {
-        judge_move(from, to, &move_voxels(from, to), world)
+        judge_move(from, to, &move_voxels(from, to), MoveChecks::ALL, world)
     }
 
     #[test]
@@ -457,10 +480,30 @@ mod tests {
                 far,
                 [101.5, 50.0, 0.5],
                 &move_voxels(far, [101.5, 50.0, 0.5]),
+                MoveChecks::ALL,
                 unknown
             ),
             Ok(())
         );
+    }
+
+    #[test]
+    fn fly_and_noclip_lift_their_rules_only() {
+        let ground = [0.5, 10.0, 0.5];
+        let judge =
+            |to: [f64; 3], checks| judge_move(ground, to, &move_voxels(ground, to), checks, world);
+        let fly = MoveChecks {
+            collide: true,
+            gravity: false,
+        };
+        let noclip = MoveChecks {
+            collide: false,
+            gravity: true,
+        };
+        assert_eq!(judge([0.5, 20.0, 0.5], fly), Ok(()));
+        assert!(judge([7.5, 10.0, 0.5], fly).is_err());
+        assert_eq!(judge([7.5, 10.0, 0.5], noclip), Ok(()));
+        assert!(judge([0.5, 20.0, 0.5], noclip).is_err());
     }
 
     #[test]

@@ -106,6 +106,7 @@ impl Module for Replicate {
                     name: "replicate".into(),
                     usage: String::new(),
                     help: "what replication tracks and has sent".into(),
+                    privilege: Some("server".into()),
                 })?;
                 if let Some(stash) = self.host.take_stash::<ReplicateStash>()? {
                     self.replicator = stash.replicator;

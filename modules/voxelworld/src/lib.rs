@@ -533,11 +533,13 @@ impl VoxelWorld {
             usage: "--radius N [--height H]".into(),
             help: "generate and save the sections within N of the origin (y within H, default 1)"
                 .into(),
+            privilege: None,
         })?;
         self.host.call(&RegisterCommand {
             name: "world".into(),
             usage: String::new(),
             help: "sections in memory, changes not saved yet, how light was kept up to date".into(),
+            privilege: Some("server".into()),
         })
     }
 

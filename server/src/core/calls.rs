@@ -62,26 +62,42 @@ impl Core {
         name: &str,
         args: Vec<String>,
     ) -> Option<Result<String, CallError>> {
-        let command = self.inner.commands.get(name)?;
+        self.inner
+            .run_module_command(CONSOLE_CALLER, name, args, None, None)
+    }
+}
+
+impl CoreInner {
+    /// Runs the command `name` on the module that registered it, for
+    /// `caller` (waiting as long as `timeout`); `None` if nobody did.
+    fn run_module_command(
+        self: &Arc<Self>,
+        caller: &str,
+        name: &str,
+        args: Vec<String>,
+        by: Option<String>,
+        timeout: Option<Duration>,
+    ) -> Option<Result<String, CallError>> {
+        let command = self.commands.get(name)?;
         let request = core_api::RunCommand {
             name: name.to_string(),
             args,
+            by,
         };
         Some((|| {
             let payload = buildat_interface::encode(&request)
                 .map_err(|e| CallError::Invalid(e.to_string()))?;
             let reply = self.call_with_timeout(
+                caller,
                 &command.module,
                 core_api::RunCommand::FUNCTION,
                 &payload,
-                None,
+                timeout,
             )?;
             buildat_interface::decode(&reply).map_err(|e| CallError::Invalid(e.to_string()))
         })())
     }
-}
 
-impl CoreInner {
     pub fn call(
         self: &Arc<Self>,
         caller: &str,
@@ -163,7 +179,10 @@ impl CoreInner {
         payload: &[u8],
     ) -> Result<Vec<u8>, CallError> {
         use buildat_interface::call::answer;
-        use core_api::{ListModules, LoadModule, RegisterCommand, ReloadModule, UnloadModule};
+        use core_api::{
+            CommandInfo, ListCommands, ListModules, LoadModule, RegisterCommand, ReloadModule,
+            RunModuleCommand, UnloadModule,
+        };
         let failed = |e: CoreError| ModuleError::msg(e.to_string());
         let check_not_caller = |name: &str| -> Result<(), ModuleError> {
             if name == caller {
@@ -195,6 +214,43 @@ impl CoreInner {
                 self.commands
                     .check_register(caller, request)
                     .map_err(ModuleError::Message)
+            })
+        } else if function == ListCommands::FUNCTION {
+            answer(payload, |_: ListCommands| {
+                Ok(self
+                    .commands
+                    .list()
+                    .into_iter()
+                    .map(|(name, command)| CommandInfo {
+                        name,
+                        module: command.module,
+                        usage: command.usage,
+                        help: command.help,
+                        privilege: command.privilege,
+                    })
+                    .collect::<Vec<_>>())
+            })
+        } else if function == RunModuleCommand::FUNCTION {
+            answer(payload, |request: RunModuleCommand| {
+                if self
+                    .commands
+                    .get(&request.name)
+                    .is_some_and(|c| c.module == caller)
+                {
+                    return Err(ModuleError::Call(CallError::Invalid(format!(
+                        "'{}' is {caller}'s own command: it runs it itself",
+                        request.name
+                    ))));
+                }
+                let timeout = Some(self.config.call_timeout);
+                self.run_module_command(caller, &request.name, request.args, request.by, timeout)
+                    .unwrap_or_else(|| {
+                        Err(CallError::NotFound(format!(
+                            "no command named '{}'",
+                            request.name
+                        )))
+                    })
+                    .map_err(ModuleError::Call)
             })
         } else {
             Err(ModuleError::UnknownFunction(function.to_string()))

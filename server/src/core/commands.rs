@@ -23,6 +23,8 @@ pub struct ModuleCommand {
     pub module: String,
     pub usage: String,
     pub help: String,
+    /// Players holding it may run the command in chat.
+    pub privilege: Option<String>,
 }
 
 #[derive(Default)]
@@ -60,6 +62,7 @@ impl CommandTable {
                 module: module.to_string(),
                 usage: request.usage,
                 help: request.help,
+                privilege: request.privilege,
             },
         );
         Ok(())
@@ -91,6 +94,7 @@ mod tests {
             name: name.into(),
             usage: String::new(),
             help: "does things".into(),
+            privilege: None,
         }
     }
 

@@ -10,10 +10,9 @@ use buildat_main_api::{
 use buildat_replicate_api::{NodeState, NodeUpdates};
 use buildat_voxelworld_api::stream::{Ack, Chunk, Light, Registry, UnloadChunk, VoxelUpdates};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::{Scratch, Server, start_server};
+use crate::common::{Scratch, Server};
 use buildat_format::decode_voxels;
 use buildat_harness::raw_client::RawClient;
 use buildat_voxel::geometry::{self, Pos};
@@ -27,26 +26,11 @@ fn start(scratch: &Scratch) -> (Server, String) {
 }
 
 fn start_with(scratch: &Scratch, settings: &[&str]) -> (Server, String) {
-    let mut args = scratch.server_args();
-    for setting in settings {
-        args.extend(["--set".to_string(), setting.to_string()]);
-    }
-    args.extend(
-        [
-            "--listen",
-            "127.0.0.1:0",
-            "--no-watch",
-            "--set",
-            &format!("voxelworld.view_radius={RADIUS}"),
-            "--set",
-            &format!("voxelworld.stream_budget={BUDGET}"),
-        ]
-        .map(String::from),
-    );
-    let mut server = start_server(&args, Stdio::piped());
-    let address = server.listen_address();
-    server.expect_line("server started", Duration::from_secs(120));
-    (server, address)
+    let radius = format!("voxelworld.view_radius={RADIUS}");
+    let budget = format!("voxelworld.stream_budget={BUDGET}");
+    let mut all = settings.to_vec();
+    all.extend([radius.as_str(), budget.as_str()]);
+    crate::common::start_game(scratch, &all)
 }
 
 /// A player as the test sees it.

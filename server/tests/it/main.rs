@@ -1,10 +1,12 @@
 //! The server's integration tests, one binary (one link) for all: the module
 //! host in-process with real module libraries (`core`), and the real
 //! `buildat-server` binary over real sockets (`cli`, `network`,
-//! `client_file`, `world`, `game`, `creatures`, `api_reload`, `web`). `common` is
+//! `client_file`, `world`, `game`, `accounts`, `creatures`, `api_reload`,
+//! `web`). `common` is
 //! what they share; the server driver and the wire client are
 //! `buildat-harness`'s.
 
+mod accounts;
 mod api_reload;
 mod cli;
 mod client_file;

@@ -152,6 +152,72 @@ bytes_packet!(
     Pong = "main:pong"
 );
 
+text_packet!(
+    /// C→S: a chat line, or a command starting with `/` (at most
+    /// [`MAX_CHAT_BYTES`]).
+    Chat { text } = "main:chat"
+);
+text_packet!(
+    /// S→C: a line for the player's chat view (someone's message, a
+    /// command's answer, a server notice).
+    ChatLine { text } = "main:chat_line"
+);
+text_packet!(
+    /// S→C: the login was accepted; the account's name as the server
+    /// normalised it (what others see).
+    LoggedIn { name } = "main:logged_in"
+);
+
+/// Longest chat line a client may send, in bytes.
+pub const MAX_CHAT_BYTES: usize = 500;
+/// Longest password a login may carry, in bytes.
+pub const MAX_PASSWORD_BYTES: usize = 256;
+
+/// C→S, before `main:join`: log in to the account `name` with `password`,
+/// claiming the name if no account has it (docs/protocol.md §10.1). Layout:
+/// `u8` name length, the name (UTF-8), then the password (UTF-8) to the
+/// end.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Login {
+    pub name: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for Login {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Login")
+            .field("name", &self.name)
+            .field("password", &"…")
+            .finish()
+    }
+}
+
+impl Packet for Login {
+    const NAME: &'static str = "main:login";
+
+    fn encode(&self) -> Result<Vec<u8>, PayloadError> {
+        let len = u8::try_from(self.name.len())
+            .map_err(|_| PayloadError::Encode("a login name is at most 255 bytes".into()))?;
+        let mut out = Vec::with_capacity(1 + self.name.len() + self.password.len());
+        out.push(len);
+        out.extend(self.name.as_bytes());
+        out.extend(self.password.as_bytes());
+        Ok(out)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
+        let mut fields = Fields(bytes);
+        let [len] = fields.take::<1>("a name length")?;
+        let (name, rest) = fields
+            .0
+            .split_at_checked(usize::from(len))
+            .ok_or_else(|| PayloadError::Decode(format!("a {len}-byte name expected")))?;
+        let name = Fields(name).text("the name")?;
+        let password = Fields(rest).text("the password")?;
+        Ok(Self { name, password })
+    }
+}
+
 /// Defines a packet whose payload is one position `[<ddd]`.
 macro_rules! position_packet {
     ($(#[$doc:meta])* $ty:ident = $name:literal) => {
@@ -343,6 +409,9 @@ mod tests {
             idempotent::<Edits>(&data);
             idempotent::<Refused>(&data);
             idempotent::<Ping>(&data);
+            idempotent::<Login>(&data);
+            idempotent::<Chat>(&data);
+            idempotent::<ChatLine>(&data);
         }
     }
 
@@ -375,6 +444,12 @@ mod tests {
         });
         assert_eq!(bytes[20..22], 4u16.to_le_bytes());
         round_trip(Join { name: "ann".into() });
+        let bytes = round_trip(Login {
+            name: "ann".into(),
+            password: "pw".into(),
+        });
+        assert_eq!(bytes, b"\x03annpw");
+        assert!(!format!("{:?}", Login::decode(&bytes).unwrap()).contains("pw"));
         let bytes = round_trip(Correct {
             position: [1.0, -2.5, 3.0],
         });
@@ -396,6 +471,9 @@ mod tests {
         edit.extend(b"abc");
         assert!(Edits::decode(&edit).is_err());
         assert!(Join::decode(&[0xff, 0xfe]).is_err());
+        assert!(Login::decode(&[]).is_err());
+        assert!(Login::decode(&[4, b'a']).is_err());
+        assert!(Login::decode(&[1, 0xff]).is_err());
     }
 }
 
@@ -447,9 +525,68 @@ impl TickStats {
     }
 }
 
+/// The privileges the game knows from the start (docs/operators.md).
+pub const BUILT_IN_PRIVILEGES: &[(&str, &str)] = &[
+    ("interact", "dig and place"),
+    ("shout", "chat"),
+    ("fly", "move without ground below"),
+    ("fast", "move four times as fast"),
+    ("noclip", "move through solid voxels"),
+    ("teleport", "/tp"),
+    ("give", "give items (for modules)"),
+    ("kick", "/kick"),
+    ("ban", "/ban and /unban"),
+    ("privs", "/grant and /revoke"),
+    ("server", "run other modules' commands and see /status"),
+];
+
+/// Call `define_privilege`: a module adds a privilege (a name of 1 to 32
+/// lowercase letters, digits or `_`); defining one again changes its
+/// description.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DefinePrivilege {
+    pub name: String,
+    pub description: String,
+}
+
+/// Call `has_privilege`: whether the account `player` holds `privilege`
+/// (false for unknown players and privileges).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HasPrivilege {
+    pub player: String,
+    pub privilege: String,
+}
+
+/// Call `get_privileges`: an account's privileges, `None` if no account has
+/// that name.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GetPrivileges {
+    pub player: String,
+}
+
+/// Call `grant_privilege`: gives an account a defined privilege (kept in
+/// the world's database); an error names why not.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GrantPrivilege {
+    pub player: String,
+    pub privilege: String,
+}
+
+/// Call `revoke_privilege`: takes a privilege from an account.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RevokePrivilege {
+    pub player: String,
+    pub privilege: String,
+}
+
 buildat_interface::calls! {
     module MODULE;
     GetTickStats = "get_tick_stats" -> TickStats;
+    DefinePrivilege = "define_privilege" -> ();
+    HasPrivilege = "has_privilege" -> bool;
+    GetPrivileges = "get_privileges" -> Option<Vec<String>>;
+    GrantPrivilege = "grant_privilege" -> ();
+    RevokePrivilege = "revoke_privilege" -> ();
 }
 
 #[cfg(test)]

@@ -289,6 +289,21 @@ pub fn wait_until<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Opt
 
 pub use buildat_harness::server::Server;
 
+/// The real server over this scratch's module path with `settings`
+/// (`KEY=VALUE`), listening on a free loopback port, its console piped;
+/// waits until it has started. Its address.
+pub fn start_game(scratch: &Scratch, settings: &[&str]) -> (Server, String) {
+    let mut args = scratch.server_args();
+    for setting in settings {
+        args.extend(["--set".to_string(), setting.to_string()]);
+    }
+    args.extend(["--listen", "127.0.0.1:0", "--no-watch"].map(String::from));
+    let mut server = start_server(&args, Stdio::piped());
+    let address = server.listen_address();
+    server.expect_line("server started", Duration::from_secs(120));
+    (server, address)
+}
+
 /// The real server binary with `args` (its output collected line by line;
 /// killed on drop).
 pub fn start_server(args: &[String], stdin: Stdio) -> Server {

@@ -261,6 +261,7 @@ impl Module for WorldProbe {
                 name: "probe-nodes".into(),
                 usage: "create N | walk DX | at ID X Y Z | save | show ID...".into(),
                 help: "drive dynamic nodes (a test fixture)".into(),
+                privilege: None,
             });
         }
         if name == NodesChanged::NAME {

@@ -1,0 +1,650 @@
+//! Chat and commands: `main:chat` lines to everyone (with `shout`), and the
+//! commands (`/msg`, `/me`, `/kick`, `/ban`, `/unban`, `/grant`,
+//! `/revoke`, `/privs`, `/tp`, `/status`, `/help`), each checked against
+//! the caller's privileges. The same commands run on the server console
+//! (registered with the core's command table, where other modules'
+//! commands are too: a player's `/NAME` that is not the game's runs the
+//! module command `NAME` if its `privilege` allows).
+//!
+//! Owns: parsing a chat line and a command's words, what each command
+//! does, who hears what. Does not own: storing accounts, privileges and
+//! bans (`accounts.rs`), the chat packets' layouts (`buildat-main-api`).
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use buildat_interface::core_api::{ListCommands, RegisterCommand, RunModuleCommand};
+use buildat_interface::{Host, ModuleError, log};
+use buildat_main_api::{ChatLine, Correct, MAX_CHAT_BYTES, PeerId};
+use buildat_network_api as network;
+use buildat_voxelworld_api::Viewer;
+
+use crate::accounts::{AccountError, BanKind, describe_seconds, now_ms};
+use crate::names::check_name;
+use crate::{Game, rules};
+
+/// Who runs a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    /// The operator: every privilege.
+    Console,
+    Player(PeerId),
+}
+
+/// One of the game's commands.
+pub struct CommandSpec {
+    pub name: &'static str,
+    pub usage: &'static str,
+    pub help: &'static str,
+    /// What a player needs to run it; `None`: anyone.
+    pub privilege: Option<&'static str>,
+    /// Also a console command.
+    pub console: bool,
+}
+
+/// The game's commands, as `/help` lists them.
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "msg",
+        usage: "NAME TEXT",
+        help: "say TEXT to NAME only",
+        privilege: Some("shout"),
+        console: true,
+    },
+    CommandSpec {
+        name: "me",
+        usage: "TEXT",
+        help: "say what you do (* NAME TEXT)",
+        privilege: Some("shout"),
+        console: false,
+    },
+    CommandSpec {
+        name: "say",
+        usage: "TEXT",
+        help: "say TEXT to everyone as the server",
+        privilege: Some("server"),
+        console: true,
+    },
+    CommandSpec {
+        name: "kick",
+        usage: "NAME [REASON]",
+        help: "disconnect a player, telling it why",
+        privilege: Some("kick"),
+        console: true,
+    },
+    CommandSpec {
+        name: "ban",
+        usage: "NAME|IP [DURATION] [REASON]",
+        help: "ban a name or an address (DURATION like 30m, 12h, 7d; none: for ever) and disconnect who is on it",
+        privilege: Some("ban"),
+        console: true,
+    },
+    CommandSpec {
+        name: "unban",
+        usage: "NAME|IP",
+        help: "lift a ban",
+        privilege: Some("ban"),
+        console: true,
+    },
+    CommandSpec {
+        name: "grant",
+        usage: "NAME PRIVILEGE|all",
+        help: "give an account a privilege",
+        privilege: Some("privs"),
+        console: true,
+    },
+    CommandSpec {
+        name: "revoke",
+        usage: "NAME PRIVILEGE|all",
+        help: "take a privilege from an account",
+        privilege: Some("privs"),
+        console: true,
+    },
+    CommandSpec {
+        name: "privs",
+        usage: "[NAME]",
+        help: "an account's privileges (yours without NAME), and every privilege defined",
+        privilege: None,
+        console: true,
+    },
+    CommandSpec {
+        name: "tp",
+        usage: "[NAME] X Y Z | [NAME] TO_NAME",
+        help: "move a player (you without NAME) to a position or to another player",
+        privilege: Some("teleport"),
+        console: true,
+    },
+    CommandSpec {
+        name: "status",
+        usage: "",
+        help: "who is playing, for how long the server has run",
+        privilege: None,
+        console: true,
+    },
+    CommandSpec {
+        name: "help",
+        usage: "",
+        help: "the commands you may run",
+        privilege: None,
+        console: false,
+    },
+];
+
+/// Registers the game's console commands with the core.
+pub fn register_commands(host: &Host) -> Result<(), ModuleError> {
+    for command in COMMANDS.iter().filter(|c| c.console) {
+        host.call(&RegisterCommand {
+            name: command.name.into(),
+            usage: command.usage.into(),
+            help: command.help.into(),
+            privilege: Some(command.privilege.unwrap_or_default().into()),
+        })?;
+    }
+    Ok(())
+}
+
+/// `30m` as a duration (`s`, `m`, `h`, `d`).
+pub fn parse_duration(word: &str) -> Option<Duration> {
+    let unit = word.chars().last()?;
+    let number: u64 = word.get(..word.len() - unit.len_utf8())?.parse().ok()?;
+    let seconds = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
+        _ => return None,
+    };
+    Some(Duration::from_secs(number.checked_mul(seconds)?))
+}
+
+/// Why a chat line cannot be sent as it is.
+pub fn check_chat_text(text: &str) -> Result<&str, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err("nothing to say".into());
+    }
+    if text.len() > MAX_CHAT_BYTES {
+        return Err(format!("a chat line is at most {MAX_CHAT_BYTES} bytes"));
+    }
+    if text.chars().any(char::is_control) {
+        return Err("a chat line may not hold control characters".into());
+    }
+    Ok(text)
+}
+
+fn account_error(error: AccountError) -> String {
+    log::error!("{error}");
+    format!("the accounts database failed: {error}")
+}
+
+impl Game {
+    /// Whether `caller` holds `privilege` (the console holds every one).
+    pub(crate) fn may(&self, caller: Caller, privilege: &str) -> bool {
+        match caller {
+            Caller::Console => true,
+            Caller::Player(peer) => self
+                .players
+                .get(&peer)
+                .is_some_and(|p| p.privileges.contains(privilege)),
+        }
+    }
+
+    fn caller_name(&self, caller: Caller) -> String {
+        match caller {
+            Caller::Console => "the server".into(),
+            Caller::Player(peer) => self
+                .players
+                .get(&peer)
+                .map_or_else(|| format!("peer {peer}"), |p| p.account.name.clone()),
+        }
+    }
+
+    /// Tells one player a line.
+    pub(crate) fn tell(&self, peer: PeerId, text: impl Into<String>) {
+        self.send(peer, &ChatLine { text: text.into() });
+    }
+
+    /// Tells every player a line.
+    fn tell_all(&self, text: &str) {
+        let batches = self
+            .players
+            .keys()
+            .filter_map(|peer| {
+                let packet = network::OutgoingPacket::new(&ChatLine {
+                    text: text.to_string(),
+                })
+                .ok()?;
+                Some(network::SendBatch {
+                    peer: *peer,
+                    packets: vec![packet],
+                })
+            })
+            .collect();
+        self.send_batches(batches);
+    }
+
+    /// The peer playing under the name `name` (any case or width).
+    fn find_player(&self, name: &str) -> Result<PeerId, String> {
+        let key = check_name(name)?.key;
+        self.players
+            .iter()
+            .find(|(_, p)| p.account.key == key)
+            .map(|(peer, _)| *peer)
+            .ok_or_else(|| format!("nobody called {name} is playing"))
+    }
+
+    /// A chat line from a player: a command if it starts with `/`, else
+    /// said to everyone.
+    pub(crate) fn on_chat(&mut self, peer: PeerId, text: &str) -> Result<(), ModuleError> {
+        let Some(player) = self.players.get_mut(&peer) else {
+            return self.refuse(peer, "join first");
+        };
+        if !player.chat.allow(Instant::now()) {
+            let (limit, window) = rules::CHAT_LIMIT;
+            self.tell(
+                peer,
+                format!("slow down: at most {limit} lines in {} s", window.as_secs()),
+            );
+            return Ok(());
+        }
+        let text = match check_chat_text(text) {
+            Ok(text) => text,
+            Err(reason) => {
+                self.tell(peer, reason);
+                return Ok(());
+            }
+        };
+        if let Some(command) = text.strip_prefix('/') {
+            let mut words = command.split_whitespace().map(String::from);
+            let name = words.next().unwrap_or_default();
+            let args: Vec<String> = words.collect();
+            let reply = self.run_command(Caller::Player(peer), &name, &args);
+            let reply = reply.unwrap_or_else(|error| error);
+            if !reply.is_empty() {
+                self.tell(peer, reply);
+            }
+            return Ok(());
+        }
+        if !self.may(Caller::Player(peer), "shout") {
+            self.tell(peer, "you may not chat here (no 'shout' privilege)");
+            return Ok(());
+        }
+        let line = format!("<{}> {text}", self.caller_name(Caller::Player(peer)));
+        log::info!("chat: {line}");
+        self.tell_all(&line);
+        Ok(())
+    }
+
+    /// Runs the command `name`, the game's or another module's; its
+    /// answer, or why it was not run.
+    pub(crate) fn run_command(
+        &mut self,
+        caller: Caller,
+        name: &str,
+        args: &[String],
+    ) -> Result<String, String> {
+        let Some(spec) = COMMANDS.iter().find(|c| c.name == name) else {
+            return self.run_module_command(caller, name, args);
+        };
+        if let Some(privilege) = spec.privilege
+            && !self.may(caller, privilege)
+        {
+            return Err(format!("/{name} needs the '{privilege}' privilege"));
+        }
+        let usage = || format!("usage: /{} {}", spec.name, spec.usage);
+        let rest = |from: usize| args.get(from..).unwrap_or_default().join(" ");
+        let by = self.caller_name(caller);
+        match (name, args) {
+            ("msg", [to, _, ..]) => {
+                let text = rest(1);
+                let text = check_chat_text(&text)?;
+                let target = self.find_player(to)?;
+                let to_name = self.caller_name(Caller::Player(target));
+                self.tell(target, format!("[{by} → you] {text}"));
+                Ok(format!("[you → {to_name}] {text}"))
+            }
+            ("me", [_, ..]) => {
+                let text = rest(0);
+                let text = check_chat_text(&text)?;
+                self.tell_all(&format!("* {by} {text}"));
+                Ok(String::new())
+            }
+            ("say", [_, ..]) => {
+                let text = rest(0);
+                let text = check_chat_text(&text)?;
+                self.tell_all(&format!("[server] {text}"));
+                Ok(String::new())
+            }
+            ("kick", [who, ..]) => {
+                let target = self.find_player(who)?;
+                let reason = rest(1);
+                let reason = if reason.is_empty() {
+                    format!("kicked by {by}")
+                } else {
+                    format!("kicked by {by}: {reason}")
+                };
+                self.reject(target, &reason);
+                Ok(format!("{who} was kicked"))
+            }
+            ("ban", [what, ..]) => self.ban(&by, what, args.get(1..).unwrap_or_default()),
+            ("unban", [what]) => {
+                let (kind, value) = ban_target(what)?;
+                match self.accounts.unban(kind, &value) {
+                    Ok(true) => Ok(format!("{what} is no longer banned")),
+                    Ok(false) => Err(format!("{what} was not banned")),
+                    Err(error) => Err(account_error(error)),
+                }
+            }
+            ("grant" | "revoke", [who, privilege]) => {
+                self.set_privilege(&by, who, privilege, name == "grant")
+            }
+            ("privs", []) => match caller {
+                Caller::Console => Ok(self.privileges_defined()),
+                Caller::Player(peer) => {
+                    let mine = self
+                        .players
+                        .get(&peer)
+                        .map(|p| join(&p.privileges))
+                        .unwrap_or_default();
+                    Ok(format!("yours: {mine}\n{}", self.privileges_defined()))
+                }
+            },
+            ("privs", [who]) => {
+                let key = check_name(who)?.key;
+                let privileges = self.account_privileges(&key)?;
+                Ok(format!("{who}: {}", join(&privileges)))
+            }
+            ("tp", [..]) => self.teleport(caller, args).ok_or_else(usage)?,
+            ("status", []) => Ok(self.status(caller)),
+            ("help", []) => Ok(self.help(caller)),
+            _ => Err(usage()),
+        }
+    }
+
+    /// Another module's command (the core's table), if the caller holds
+    /// its privilege.
+    fn run_module_command(
+        &mut self,
+        caller: Caller,
+        name: &str,
+        args: &[String],
+    ) -> Result<String, String> {
+        let commands = self
+            .host
+            .call(&ListCommands {})
+            .map_err(|e| e.to_string())?;
+        let unknown = || format!("no command /{name}; /help lists them");
+        let command = commands
+            .into_iter()
+            .find(|c| c.name == name && c.module != self.host.module_name())
+            .ok_or_else(unknown)?;
+        let Some(privilege) = command.privilege else {
+            return Err(format!("{name} is a console command only"));
+        };
+        if !privilege.is_empty() && !self.may(caller, &privilege) {
+            return Err(format!("/{name} needs the '{privilege}' privilege"));
+        }
+        let by = match caller {
+            Caller::Console => None,
+            Caller::Player(_) => Some(self.caller_name(caller)),
+        };
+        self.host
+            .call(&RunModuleCommand {
+                name: name.to_string(),
+                args: args.to_vec(),
+                by,
+            })
+            .map_err(|e| format!("/{name}: {e}"))
+    }
+
+    fn ban(&mut self, by: &str, what: &str, args: &[String]) -> Result<String, String> {
+        let (kind, value) = ban_target(what)?;
+        let (duration, reason_words) = match args.split_first() {
+            Some((first, rest)) if parse_duration(first).is_some() => (parse_duration(first), rest),
+            _ => (None, args),
+        };
+        let reason = if reason_words.is_empty() {
+            format!("banned by {by}")
+        } else {
+            reason_words.join(" ")
+        };
+        let expires_ms = duration
+            .map(|d| now_ms().saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)));
+        self.accounts
+            .ban(kind, &value, &reason, by, expires_ms)
+            .map_err(account_error)?;
+        let ban = crate::accounts::Ban { reason, expires_ms };
+        let message = ban.message();
+        let banned: Vec<PeerId> = match kind {
+            BanKind::Name => self
+                .players
+                .iter()
+                .filter(|(_, p)| p.account.key == value)
+                .map(|(peer, _)| *peer)
+                .collect(),
+            BanKind::Address => self
+                .addresses
+                .iter()
+                .filter(|(_, address)| **address == value)
+                .map(|(peer, _)| *peer)
+                .collect(),
+        };
+        for peer in &banned {
+            self.reject(*peer, &message);
+        }
+        let how_long = duration.map_or_else(
+            || "for ever".to_string(),
+            |d| format!("for {}", describe_seconds(d.as_secs())),
+        );
+        log::info!("{by} banned {what} {how_long}: {}", ban.reason);
+        Ok(format!(
+            "{what} is banned {how_long}; {} disconnected",
+            banned.len()
+        ))
+    }
+
+    fn set_privilege(
+        &mut self,
+        by: &str,
+        who: &str,
+        privilege: &str,
+        granted: bool,
+    ) -> Result<String, String> {
+        let key = check_name(who)?.key;
+        let name = self
+            .accounts
+            .get_name(&key)
+            .map_err(account_error)?
+            .ok_or_else(|| format!("no account is called {who}"))?;
+        let privileges: Vec<String> = if privilege == "all" {
+            self.privileges.keys().cloned().collect()
+        } else if self.privileges.contains_key(privilege) {
+            vec![privilege.to_string()]
+        } else {
+            return Err(format!("no privilege '{privilege}'; /privs lists them"));
+        };
+        for privilege in &privileges {
+            self.accounts
+                .set_privilege(&key, privilege, granted)
+                .map_err(account_error)?;
+        }
+        self.refresh_privileges(&key);
+        let list = privileges.join(", ");
+        let (verb, word) = if granted {
+            ("granted", "to")
+        } else {
+            ("revoked", "from")
+        };
+        for (peer, player) in &self.players {
+            if player.account.key == key {
+                self.tell(*peer, format!("{by} {verb} {list}"));
+            }
+        }
+        log::info!("{by} {verb} {list} {word} {name}");
+        Ok(format!("{verb} {list} {word} {name}"))
+    }
+
+    /// An account's privileges (a guest playing has the defaults).
+    fn account_privileges(&self, key: &str) -> Result<BTreeSet<String>, String> {
+        if let Some(player) = self.players.values().find(|p| p.account.key == key) {
+            return Ok(player.privileges.clone());
+        }
+        if self
+            .accounts
+            .get_name(key)
+            .map_err(account_error)?
+            .is_none()
+        {
+            return Err("no such account".into());
+        }
+        self.accounts.privileges(key).map_err(account_error)
+    }
+
+    fn privileges_defined(&self) -> String {
+        let all: Vec<String> = self
+            .privileges
+            .iter()
+            .map(|(name, description)| format!("{name} ({description})"))
+            .collect();
+        format!("privileges: {}", all.join(", "))
+    }
+
+    /// `/tp`: `None` for arguments that are not a teleport.
+    fn teleport(&mut self, caller: Caller, args: &[String]) -> Option<Result<String, String>> {
+        let coordinates = |words: &[String]| -> Option<[f64; 3]> {
+            let [x, y, z] = words else { return None };
+            Some([x.parse().ok()?, y.parse().ok()?, z.parse().ok()?])
+        };
+        let me = match caller {
+            Caller::Player(peer) => Ok(peer),
+            Caller::Console => Err("name the player to move".to_string()),
+        };
+        let (who, to) = match args {
+            [_, _, _] => (me, coordinates(args).map(Ok)?),
+            [who, _, _, _] => (self.find_player(who), coordinates(&args[1..]).map(Ok)?),
+            [other] => (me, self.player_position(other)),
+            [who, other] => (self.find_player(who), self.player_position(other)),
+            _ => return None,
+        };
+        Some((|| -> Result<String, String> {
+            let peer = who?;
+            let to = to?;
+            rules::check_position(to)?;
+            let player = self.players.get_mut(&peer).ok_or("that player left")?;
+            player.position = to;
+            player.motion = rules::Motion::new(Instant::now());
+            let name = player.account.name.clone();
+            self.pending_moves.retain(|(p, ..)| *p != peer);
+            self.news.moved(peer, to);
+            self.send(peer, &Correct { position: to });
+            if let Err(error) = self.host.emit(&Viewer { peer, position: to }) {
+                log::debug!("telling the world where {name} went: {error}");
+            }
+            Ok(format!("{name} is at {to:?}"))
+        })())
+    }
+
+    fn player_position(&self, name: &str) -> Result<[f64; 3], String> {
+        let peer = self.find_player(name)?;
+        self.players
+            .get(&peer)
+            .map(|p| p.position)
+            .ok_or_else(|| "that player left".into())
+    }
+
+    fn status(&self, caller: Caller) -> String {
+        let addresses = self.may(caller, "server");
+        let players: Vec<String> = self
+            .players
+            .iter()
+            .map(|(peer, p)| {
+                let mut notes = Vec::new();
+                if let Some(address) = self.addresses.get(peer).filter(|_| addresses) {
+                    notes.push(address.clone());
+                }
+                if p.account.guest {
+                    notes.push("guest".to_string());
+                }
+                if notes.is_empty() {
+                    p.account.name.clone()
+                } else {
+                    format!("{} ({})", p.account.name, notes.join(", "))
+                }
+            })
+            .collect();
+        format!(
+            "up {}; {} playing: {}",
+            describe_seconds(self.started.elapsed().as_secs()),
+            players.len(),
+            players.join(", ")
+        )
+    }
+
+    fn help(&self, caller: Caller) -> String {
+        let mut lines: Vec<String> = COMMANDS
+            .iter()
+            .filter(|c| c.privilege.is_none_or(|p| self.may(caller, p)))
+            .map(|c| format!("/{} {} — {}", c.name, c.usage, c.help))
+            .collect();
+        if let Ok(commands) = self.host.call(&ListCommands {}) {
+            let own = self.host.module_name();
+            lines.extend(
+                commands
+                    .into_iter()
+                    .filter(|c| c.module != own)
+                    .filter(|c| {
+                        c.privilege
+                            .as_ref()
+                            .is_some_and(|p| p.is_empty() || self.may(caller, p))
+                    })
+                    .map(|c| format!("/{} {} — {} ({})", c.name, c.usage, c.help, c.module)),
+            );
+        }
+        lines.join("\n")
+    }
+}
+
+/// What `/ban` and `/unban` name: an address or an account's key.
+fn ban_target(what: &str) -> Result<(BanKind, String), String> {
+    if let Ok(address) = what.parse::<IpAddr>() {
+        return Ok((BanKind::Address, address.to_string()));
+    }
+    Ok((BanKind::Name, check_name(what)?.key))
+}
+
+fn join(set: &BTreeSet<String>) -> String {
+    if set.is_empty() {
+        return "none".into();
+    }
+    set.iter().cloned().collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_chat_lines_are_checked() {
+        assert_eq!(parse_duration("30m"), Some(Duration::from_secs(1800)));
+        assert_eq!(parse_duration("2d"), Some(Duration::from_secs(172_800)));
+        assert_eq!(parse_duration("griefing"), None);
+        assert_eq!(parse_duration("5"), None);
+        assert_eq!(parse_duration("99999999999999999999d"), None);
+        assert_eq!(check_chat_text("  hello "), Ok("hello"));
+        assert!(check_chat_text("").is_err());
+        assert!(check_chat_text("a\u{7}b").is_err());
+        assert!(check_chat_text(&"x".repeat(MAX_CHAT_BYTES + 1)).is_err());
+        assert_eq!(
+            ban_target("10.0.0.1").unwrap(),
+            (BanKind::Address, "10.0.0.1".into())
+        );
+        assert_eq!(ban_target("Eve").unwrap(), (BanKind::Name, "eve".into()));
+    }
+
+    #[test]
+    fn every_command_has_a_distinct_name() {
+        let names: BTreeSet<&str> = COMMANDS.iter().map(|c| c.name).collect();
+        assert_eq!(names.len(), COMMANDS.len());
+    }
+}

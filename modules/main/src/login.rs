@@ -1,0 +1,291 @@
+//! Who may play: admitting a connection (its address not banned), logging
+//! in (`main:login`: a name claimed by its first login, a password checked
+//! against its argon2id verifier, attempts limited per address and per
+//! name, a banned name refused, a name already playing refused so the
+//! first player stays), joining (`main:join`: as the account logged in, or
+//! as a guest where `main.guests` allows it), and what each player may do
+//! (its privileges, the movement rules they lift, the module API's
+//! privilege calls).
+//!
+//! Owns: those decisions and what a refused client is told. Does not own:
+//! the database (`accounts.rs`), names (`names.rs`), the commands that
+//! change privileges and bans (`chat.rs`).
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use buildat_interface::{ModuleError, log};
+use buildat_main_api::{DefinePrivilege, LoggedIn, Login, MAX_PASSWORD_BYTES, PeerId};
+use buildat_network_api::{self as network, ClientConnected};
+
+use crate::accounts::{AccountError, BanKind};
+use crate::{Account, Game, Player, names, rules};
+
+/// What a client that must log in is told.
+const LOG_IN_FIRST: &str = "this server needs a password: run buildat-client with --password-file FILE \
+     (or BUILDAT_PASSWORD); the first login claims the name";
+
+impl Game {
+    /// Closes a connection, telling it why.
+    pub(crate) fn reject(&self, peer: PeerId, reason: &str) {
+        log::info!("peer {peer}: {reason}; disconnecting it");
+        if let Err(error) = self.host.call(&network::Disconnect {
+            peer,
+            reason: reason.to_string(),
+        }) {
+            log::debug!("disconnecting peer {peer}: {error}");
+        }
+    }
+
+    /// Whether guests may play: `main.guests` is `true`, or `auto` (the
+    /// default) and the game port is a loopback address.
+    pub(crate) fn check_guests(&self) -> Result<bool, ModuleError> {
+        match self.guests.as_str() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            "auto" => Ok(self
+                .host
+                .call(&network::ListenAddress {})
+                .ok()
+                .and_then(|address| address.parse::<SocketAddr>().ok())
+                .is_some_and(|address| address.ip().is_loopback())),
+            other => Err(ModuleError::msg(format!(
+                "main.guests is true, false or auto, not {other:?}"
+            ))),
+        }
+    }
+
+    /// A new connection: refused at once if its address is banned.
+    pub(crate) fn on_connected(&mut self, connected: ClientConnected) {
+        let peer = connected.peer;
+        let ip = connected
+            .address
+            .parse::<SocketAddr>()
+            .map_or(connected.address.clone(), |a| a.ip().to_string());
+        self.unjoined.insert(peer, Instant::now());
+        match self.accounts.get_ban(BanKind::Address, &ip) {
+            Ok(Some(ban)) => self.reject(peer, &ban.message()),
+            Ok(None) => {}
+            Err(error) => log::error!("checking the bans of {ip}: {error}"),
+        }
+        self.addresses.insert(peer, ip);
+    }
+
+    /// Whether the account `key` is playing or about to.
+    fn is_playing(&self, key: &str) -> bool {
+        self.players.values().any(|p| p.account.key == key)
+            || self.joining.values().any(|a| a.key == key)
+            || self.logged_in.values().any(|a| a.key == key)
+    }
+
+    /// `main:login`: on success the peer is told `main:logged_in`; on
+    /// failure it is disconnected with the reason.
+    pub(crate) fn on_login(&mut self, peer: PeerId, login: Login) {
+        if self.logged_in.contains_key(&peer)
+            || self.joining.contains_key(&peer)
+            || self.players.contains_key(&peer)
+        {
+            return self.reject(peer, "logged in already");
+        }
+        let name = match names::check_name(&login.name) {
+            Ok(name) => name,
+            Err(reason) => return self.reject(peer, &reason),
+        };
+        if login.password.is_empty() || login.password.len() > MAX_PASSWORD_BYTES {
+            return self.reject(
+                peer,
+                &format!("a password is 1 to {MAX_PASSWORD_BYTES} bytes"),
+            );
+        }
+        let address = self.addresses.get(&peer).cloned().unwrap_or_default();
+        if let Err(reason) = self
+            .attempts
+            .check_attempt(&address, &name.key, Instant::now())
+        {
+            log::info!("login as {} from {address} refused: {reason}", name.display);
+            return self.reject(peer, &reason);
+        }
+        match self.accounts.get_ban(BanKind::Name, &name.key) {
+            Ok(Some(ban)) => return self.reject(peer, &ban.message()),
+            Ok(None) => {}
+            Err(error) => {
+                log::error!("checking the bans of {}: {error}", name.display);
+                return self.reject(peer, "the server cannot check logins now; try later");
+            }
+        }
+        let defaults = self.default_privileges.clone();
+        match self.accounts.login(&name, &login.password, &defaults) {
+            Ok(done) => {
+                if self.is_playing(&name.key) {
+                    return self.reject(peer, &format!("{} is playing already", done.name));
+                }
+                if done.created {
+                    log::info!("peer {peer} ({address}) claimed the name {}", done.name);
+                } else {
+                    log::info!("peer {peer} ({address}) logged in as {}", done.name);
+                }
+                self.send(
+                    peer,
+                    &LoggedIn {
+                        name: done.name.clone(),
+                    },
+                );
+                self.logged_in.insert(
+                    peer,
+                    Account {
+                        name: done.name,
+                        key: name.key,
+                        guest: false,
+                    },
+                );
+            }
+            Err(AccountError::Refused) => {
+                log::info!(
+                    "peer {peer} ({address}): wrong password for {}",
+                    name.display
+                );
+                self.reject(peer, "wrong name or password");
+            }
+            Err(error) => {
+                log::error!("logging {} in: {error}", name.display);
+                self.reject(peer, "the server cannot check logins now; try later");
+            }
+        }
+    }
+
+    /// `main:join`: plays as the account logged in (the name sent is not
+    /// used then), or as a guest if the server allows guests.
+    pub(crate) fn on_join(&mut self, peer: PeerId, name: &str) -> Result<(), ModuleError> {
+        if self.players.contains_key(&peer) || self.joining.contains_key(&peer) {
+            return self.refuse(peer, "already joined");
+        }
+        let account = if let Some(account) = self.logged_in.remove(&peer) {
+            account
+        } else {
+            if !self.guests_allowed {
+                self.reject(peer, LOG_IN_FIRST);
+                return Ok(());
+            }
+            let name = match names::check_name(name) {
+                Ok(name) => name,
+                Err(reason) => return self.refuse(peer, &reason),
+            };
+            match self.accounts.get_name(&name.key) {
+                Ok(None) => {}
+                Ok(Some(_)) => {
+                    self.reject(
+                        peer,
+                        &format!("{} has an account: log in with its password", name.display),
+                    );
+                    return Ok(());
+                }
+                Err(error) => {
+                    log::error!("looking up {}: {error}", name.display);
+                    return self.refuse(peer, "the server cannot check names now");
+                }
+            }
+            if self.is_playing(&name.key) {
+                self.reject(peer, &format!("{} is playing already", name.display));
+                return Ok(());
+            }
+            if let Ok(Some(ban)) = self.accounts.get_ban(BanKind::Name, &name.key) {
+                self.reject(peer, &ban.message());
+                return Ok(());
+            }
+            Account {
+                name: name.display,
+                key: name.key,
+                guest: true,
+            }
+        };
+        self.unjoined.remove(&peer);
+        self.joining.insert(peer, account);
+        self.spawn_waiting()
+    }
+
+    /// What an account may do: a guest the defaults, `main.admin` every
+    /// privilege, others what the database holds.
+    pub(crate) fn privileges_of(&self, account: &Account) -> BTreeSet<String> {
+        if self.admin.as_deref() == Some(account.key.as_str()) {
+            return self.privileges.keys().cloned().collect();
+        }
+        if account.guest {
+            return self.default_privileges.clone();
+        }
+        self.accounts
+            .privileges(&account.key)
+            .unwrap_or_else(|error| {
+                log::error!("reading the privileges of {}: {error}", account.name);
+                BTreeSet::new()
+            })
+    }
+
+    /// Reads again the privileges of the players of account `key`.
+    pub(crate) fn refresh_privileges(&mut self, key: &str) {
+        let peers: Vec<PeerId> = self
+            .players
+            .iter()
+            .filter(|(_, p)| p.account.key == key)
+            .map(|(peer, _)| *peer)
+            .collect();
+        for peer in peers {
+            let Some(account) = self.players.get(&peer).map(|p| p.account.clone()) else {
+                continue;
+            };
+            let privileges = self.privileges_of(&account);
+            if let Some(player) = self.players.get_mut(&peer) {
+                player.privileges = privileges;
+            }
+        }
+    }
+
+    /// The movement rules that hold for a player (`main.free_movement`
+    /// lifts them all).
+    pub(crate) fn move_checks(&self, player: &Player) -> rules::MoveChecks {
+        if self.free_movement {
+            return rules::MoveChecks {
+                collide: false,
+                gravity: false,
+            };
+        }
+        rules::MoveChecks {
+            collide: !player.privileges.contains("noclip"),
+            gravity: !player.privileges.contains("fly"),
+        }
+    }
+
+    /// `define_privilege`.
+    pub(crate) fn define_privilege(&mut self, define: DefinePrivilege) -> Result<(), ModuleError> {
+        let valid = !define.name.is_empty()
+            && define.name.len() <= 32
+            && define
+                .name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !valid || define.name == "all" {
+            return Err(ModuleError::msg(format!(
+                "privilege name {:?}: 1 to 32 lowercase letters, digits or '_' (not 'all')",
+                define.name
+            )));
+        }
+        self.privileges.insert(define.name, define.description);
+        Ok(())
+    }
+
+    /// `has_privilege`: a player playing, or an account.
+    pub(crate) fn has_privilege(&self, player: &str, privilege: &str) -> bool {
+        let Ok(name) = names::check_name(player) else {
+            return false;
+        };
+        if let Some(player) = self.players.values().find(|p| p.account.key == name.key) {
+            return player.privileges.contains(privilege);
+        }
+        if self.admin.as_deref() == Some(name.key.as_str()) {
+            return self.privileges.contains_key(privilege);
+        }
+        self.accounts
+            .privileges(&name.key)
+            .is_ok_and(|set| set.contains(privilege))
+    }
+}
