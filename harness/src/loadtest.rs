@@ -17,7 +17,6 @@ use crate::fleet::{Counts, Fleet, FleetOptions};
 use crate::histogram::show_ms;
 use crate::layout::Layout;
 use crate::map_pages::MapPages;
-use crate::mapbench::web_address;
 use crate::proc_stats::{Sample, cpu_percent};
 use crate::server::{ONE_ADDRESS_CROWD, Server, ServerOptions};
 
@@ -116,17 +115,44 @@ fn print_row(spawned: u64, row: &Row) {
     );
 }
 
+/// Some windows of the table added up: the bots' counts, and the server's
+/// CPU seconds against the wall seconds.
+#[derive(Default)]
+struct Windows {
+    counts: Counts,
+    cpu_seconds: f64,
+    wall_seconds: f64,
+}
+
+impl Windows {
+    fn add(&mut self, counts: &Counts, cpu: Option<(&Sample, &Sample)>) {
+        self.counts.merge(counts);
+        if let Some((a, b)) = cpu {
+            self.cpu_seconds += b.cpu_seconds - a.cpu_seconds;
+            self.wall_seconds += b.at.duration_since(a.at).as_secs_f64();
+        }
+    }
+
+    /// A report line: the pings' p50 and p99, and the server's CPU.
+    fn line(&self, label: &str) -> String {
+        format!(
+            "steady, {label}: p50 {} ms, p99 {} ms ({} pongs); server CPU {:.0} %",
+            show_ms(self.counts.hist.percentile_ms(50.0)),
+            show_ms(self.counts.hist.percentile_ms(99.0)),
+            self.counts.answered,
+            self.cpu_seconds / self.wall_seconds.max(f64::EPSILON) * 100.0
+        )
+    }
+}
+
 /// What a driven run measured besides the fleet's own report.
 struct Driven {
-    /// Counts of the windows after the ramp while every bot plays: the
-    /// steady state (before any browser opened).
-    steady: Counts,
-    /// The server's CPU seconds and the wall seconds of those windows.
-    steady_cpu: (f64, f64),
-    /// Counts and CPU of the steady windows after the browsers opened
-    /// (`--browsers`; the window in which they opened is in neither).
-    browsing: Counts,
-    browsing_cpu: (f64, f64),
+    /// The windows after the ramp while every bot plays: the steady state
+    /// (with `--browsers` or `--pages`, those with none open).
+    steady: Windows,
+    /// The steady windows with the browsers or pages open (the window in
+    /// which browsers opened, and the one after, are in neither).
+    browsing: Windows,
     /// `--browsers`: the web module's work while they were open.
     web_work: Option<String>,
     notes: Vec<String>,
@@ -221,17 +247,15 @@ fn drive(server: &mut Server, fleet: &mut Fleet, options: &LoadOptions, ramp: Du
     let window = Duration::from_secs_f64(options.window.max(1.0));
     let limit = Duration::from_secs_f64(options.seconds) + ramp + Duration::from_secs(60);
     let mut driven = Driven {
-        steady: Counts::default(),
-        steady_cpu: (0.0, 0.0),
-        browsing: Counts::default(),
-        browsing_cpu: (0.0, 0.0),
+        steady: Windows::default(),
+        browsing: Windows::default(),
         web_work: None,
         notes: Vec::new(),
         peak_rss_kib: 0,
     };
     let mut pages = match options.pages {
         0 => None,
-        count => match web_address(server) {
+        count => match server.web_address() {
             Ok(web) => Some(MapPages::start(&web, count)),
             Err(error) => {
                 driven.notes.push(format!("no pages: {error:#}"));
@@ -243,7 +267,7 @@ fn drive(server: &mut Server, fleet: &mut Fleet, options: &LoadOptions, ramp: Du
     let mut steady_rows = 0u32;
     let mut browsers = match options.browsers {
         0 => None,
-        _ => match web_address(server) {
+        _ => match server.web_address() {
             Ok(web) => Some(Browsers {
                 web,
                 open_at: (ramp.as_secs_f64() + window.as_secs_f64() + options.seconds) / 2.0,
@@ -301,7 +325,7 @@ fn drive(server: &mut Server, fleet: &mut Fleet, options: &LoadOptions, ramp: Du
             let server_now = server.sample();
             let fleet_now = fleet.sample();
             let counts = fleet.take_window();
-            let row = Row {
+            let mut row = Row {
                 t,
                 server_cpu: match (&last_server, &server_now) {
                     (Some(a), Some(b)) => cpu_percent(a, b),
@@ -317,7 +341,6 @@ fn drive(server: &mut Server, fleet: &mut Fleet, options: &LoadOptions, ramp: Du
                 deepest_queue: None,
                 busiest: None,
             };
-            let mut row = row;
             if let Some(modules) = module_table(server) {
                 row.deepest_queue = modules
                     .iter()
@@ -344,31 +367,18 @@ fn drive(server: &mut Server, fleet: &mut Fleet, options: &LoadOptions, ramp: Du
                 && fleet.all_started()
                 && fleet.report.ended.is_empty()
             {
-                let cpu = match (&last_server, &server_now) {
-                    (Some(a), Some(b)) => (
-                        b.cpu_seconds - a.cpu_seconds,
-                        b.at.duration_since(a.at).as_secs_f64(),
-                    ),
-                    _ => (0.0, 0.0),
-                };
-                let (counts, total) = match &mut browsers {
-                    _ if pages.is_some() && pages_open => {
-                        (Some(&mut driven.browsing), Some(&mut driven.browsing_cpu))
-                    }
+                let windows = match &mut browsers {
                     Some(b) if b.settling => {
                         // Open since the last row: the next counts.
                         b.settling = b.open.is_empty();
-                        (None, None)
+                        None
                     }
-                    Some(b) if !b.open.is_empty() => {
-                        (Some(&mut driven.browsing), Some(&mut driven.browsing_cpu))
-                    }
-                    _ => (Some(&mut driven.steady), Some(&mut driven.steady_cpu)),
+                    Some(b) if !b.open.is_empty() => Some(&mut driven.browsing),
+                    _ if pages_open => Some(&mut driven.browsing),
+                    _ => Some(&mut driven.steady),
                 };
-                if let (Some(counts), Some(total)) = (counts, total) {
-                    counts.merge(&row.counts);
-                    total.0 += cpu.0;
-                    total.1 += cpu.1;
+                if let Some(windows) = windows {
+                    windows.add(&row.counts, last_server.as_ref().zip(server_now.as_ref()));
                 }
                 steady_rows += 1;
                 // Light pages: open and closed in turns, two rows each.
@@ -605,9 +615,7 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
     )?;
     let Driven {
         steady,
-        steady_cpu,
         browsing,
-        browsing_cpu,
         web_work,
         notes,
         peak_rss_kib,
@@ -619,7 +627,7 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
     }
     let problems = server.problems_since(0);
     let status = server.stop(Duration::from_secs(60));
-    let (clean, mut lines) = fleet_summary(&fleet, options.bots, options.seconds, &steady);
+    let (clean, mut lines) = fleet_summary(&fleet, options.bots, options.seconds, &steady.counts);
     if let (Some(a), Some(b)) = (start_sample, end_sample) {
         lines.push(format!(
             "server: CPU {:.0} % of one core on average, {:.1} CPU s in all; RSS {} MiB at start, {} MiB peak, {} MiB at end ({} KiB per bot)",
@@ -645,17 +653,8 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
         } else {
             format!("{} browsers open", options.browsers)
         };
-        let line = |label: &str, counts: &Counts, (seconds, wall): (f64, f64)| {
-            format!(
-                "steady, {label}: p50 {} ms, p99 {} ms ({} pongs); server CPU {:.0} %",
-                show_ms(counts.hist.percentile_ms(50.0)),
-                show_ms(counts.hist.percentile_ms(99.0)),
-                counts.answered,
-                seconds / wall.max(f64::EPSILON) * 100.0
-            )
-        };
-        lines.push(line("none open", &steady, steady_cpu));
-        lines.push(line(&what, &browsing, browsing_cpu));
+        lines.push(steady.line("none open"));
+        lines.push(browsing.line(&what));
         lines.extend(web_work);
     }
     lines.extend(told.iter().map(|t| format!("server: {t}")));

@@ -28,19 +28,6 @@ pub struct MapOptions {
     pub size: u32,
 }
 
-/// The page's address from the web module's "web page at http://ADDRESS/"
-/// line.
-pub fn web_address(server: &mut Server) -> anyhow::Result<String> {
-    let line = server
-        .wait_for_from(0, "web page at http://", Duration::from_secs(60))
-        .context("the web module never said where its page is")?;
-    let after = line
-        .split_once("web page at http://")
-        .map(|(_, rest)| rest)
-        .unwrap_or_default();
-    Ok(after.split('/').next().unwrap_or_default().to_string())
-}
-
 pub fn run(layout: &Layout, options: &MapOptions) -> anyhow::Result<bool> {
     let Some(binary) = Browser::binary() else {
         bail!("chromium is missing: scripts/install-browser-deps installs it");
@@ -60,7 +47,7 @@ pub fn run(layout: &Layout, options: &MapOptions) -> anyhow::Result<bool> {
             log_file: layout.path("server.log"),
         },
     )?;
-    let web = web_address(&mut server)?;
+    let web = server.web_address()?;
     println!("mapbench: {size} x {size} voxels; pregen --radius {radius} (sections of 64 voxels)");
     server.pump();
     let mut from = server.seen.len();

@@ -176,6 +176,20 @@ impl Server {
         self.address.clone()
     }
 
+    /// Where the web module serves its page, from its "web page at
+    /// http://ADDRESS/" line (waiting up to 60 s for it).
+    pub fn web_address(&mut self) -> anyhow::Result<String> {
+        const SAID: &str = "web page at http://";
+        let line = self
+            .wait_for_from(0, SAID, Duration::from_secs(60))
+            .context("the web module never said where its page is")?;
+        let after = line
+            .split_once(SAID)
+            .map(|(_, rest)| rest)
+            .unwrap_or_default();
+        Ok(after.split('/').next().unwrap_or_default().to_string())
+    }
+
     /// `listen_address`, then waits for "server started"; the address.
     /// Panics with the output if either never comes: for tests.
     pub fn wait_started(&mut self) -> String {

@@ -348,7 +348,7 @@ pub fn colours_of(registry: &VoxelRegistry) -> Vec<[u8; 3]> {
 /// it was drawn now.
 pub fn tile_png(shared: &Shared, tile: TileId) -> Result<(hyper::body::Bytes, bool), MapError> {
     let blocks = tile_blocks(shared, tile)?;
-    let drawn = |shared: &Shared| {
+    let cached_png = {
         let drawn = shared.map.drawn.lock().unwrap_or_else(|e| e.into_inner());
         drawn
             .get(&tile)
@@ -358,7 +358,7 @@ pub fn tile_png(shared: &Shared, tile: TileId) -> Result<(hyper::body::Bytes, bo
             })
             .map(|d| d.png.clone())
     };
-    if let Some(png) = drawn(shared) {
+    if let Some(png) = cached_png {
         return Ok((png, false));
     }
     let png = hyper::body::Bytes::from(render_tile(shared, &blocks, tile.level)?);

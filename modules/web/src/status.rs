@@ -10,7 +10,8 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use buildat_interface::core_api::{LOADER, ListModules, ModuleState, QueueTimes};
+use buildat_interface::core_api::{LOADER, ListModules, ModuleInfo, ModuleState, QueueTimes};
+use buildat_interface::{Call, Host};
 use buildat_main_api::{GetTickStats, TickStats, VAR_PEER, VAR_PLAYER};
 use buildat_network_api::NetworkStats;
 use buildat_voxelworld_api::{ListNodes, WorldStats};
@@ -135,14 +136,28 @@ pub fn disk_bytes(dir: &Path) -> u64 {
     walk(dir, 2)
 }
 
+/// `call`'s answer if the module answering it is loaded; a failure is
+/// noted in `unavailable` as `what`.
+fn ask_loaded<C: Call>(
+    host: &Host,
+    modules: &[ModuleInfo],
+    what: &str,
+    call: &C,
+    unavailable: &mut Vec<String>,
+) -> Option<C::Reply> {
+    modules
+        .iter()
+        .any(|m| m.name == C::MODULE && m.state == ModuleState::Loaded)
+        .then(|| host.call(call))?
+        .map_err(|error| unavailable.push(format!("{what}: {error}")))
+        .ok()
+}
+
 pub fn collect(shared: &Shared) -> Status {
     let host = &shared.host;
     let mut unavailable = Vec::new();
-    let mut note = |what: &str, error: buildat_interface::ModuleError| {
-        unavailable.push(format!("{what}: {error}"));
-    };
-    let modules = host.call(&ListModules {}).unwrap_or_else(|e| {
-        note("modules", e);
+    let modules = host.call(&ListModules {}).unwrap_or_else(|error| {
+        unavailable.push(format!("modules: {error}"));
         Vec::new()
     });
     let counters = {
@@ -155,36 +170,28 @@ pub fn collect(shared: &Shared) -> Status {
         .iter()
         .find(|m| m.name == LOADER)
         .map_or(shared.started_unix_ms(), |m| m.loaded_at_unix_ms);
-    let loaded = |name: &str| {
-        modules
-            .iter()
-            .any(|m| m.name == name && m.state == ModuleState::Loaded)
-    };
-    let tick = if loaded(buildat_main_api::MODULE) {
-        host.call(&GetTickStats {})
-            .map_err(|e| note("tick", e))
-            .ok()
-    } else {
-        None
-    };
-    let world = host
-        .call(&buildat_voxelworld_api::GetStats {})
-        .map_err(|e| note("world", e))
-        .ok();
-    let network = if loaded(buildat_network_api::MODULE) {
-        host.call(&buildat_network_api::GetStats {})
-            .map_err(|e| note("network", e))
-            .ok()
-    } else {
-        None
-    };
-    let replicate = if loaded(buildat_replicate_api::MODULE) {
-        host.call(&buildat_replicate_api::GetStats {})
-            .map_err(|e| note("replicate", e))
-            .ok()
-    } else {
-        None
-    };
+    let tick = ask_loaded(host, &modules, "tick", &GetTickStats {}, &mut unavailable);
+    let world = ask_loaded(
+        host,
+        &modules,
+        "world",
+        &buildat_voxelworld_api::GetStats {},
+        &mut unavailable,
+    );
+    let network = ask_loaded(
+        host,
+        &modules,
+        "network",
+        &buildat_network_api::GetStats {},
+        &mut unavailable,
+    );
+    let replicate = ask_loaded(
+        host,
+        &modules,
+        "replicate",
+        &buildat_replicate_api::GetStats {},
+        &mut unavailable,
+    );
     let rows = modules
         .iter()
         .map(|m| ModuleRow {
