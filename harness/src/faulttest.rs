@@ -71,13 +71,24 @@ impl Timings {
     }
 }
 
-/// `fault_probe NAME from SENDER: received N, next M, gaps G, repeats R`
-fn event_line(
-    server: &Server,
-    from: usize,
-    receiver: &str,
-    sender: &str,
-) -> Option<(u64, u64, u64, u64)> {
+/// What one receiver counted of one sender's events.
+struct EventCounts {
+    first: u64,
+    received: u64,
+    next: u64,
+    gaps: u64,
+    repeats: u64,
+}
+
+impl EventCounts {
+    /// Every event from the first one seen arrived once, in order.
+    fn is_whole(&self) -> bool {
+        self.gaps == 0 && self.repeats == 0 && self.received == self.next - self.first
+    }
+}
+
+/// `fault_probe NAME from SENDER: first F, received N, next M, gaps G, repeats R`
+fn event_line(server: &Server, from: usize, receiver: &str, sender: &str) -> Option<EventCounts> {
     let needle = format!("fault_probe {receiver} from {sender}: ");
     let line = server.lines_with(from, &needle).pop()?;
     let numbers: Vec<u64> = line
@@ -87,7 +98,13 @@ fn event_line(
         .filter_map(|part| part.rsplit(' ').next()?.parse().ok())
         .collect();
     match numbers[..] {
-        [received, next, gaps, repeats] => Some((received, next, gaps, repeats)),
+        [first, received, next, gaps, repeats] if first <= next => Some(EventCounts {
+            first,
+            received,
+            next,
+            gaps,
+            repeats,
+        }),
         _ => None,
     }
 }
@@ -273,11 +290,12 @@ pub fn run(layout: &Layout, options: &FaultOptions) -> anyhow::Result<bool> {
     let mut events_ok = true;
     for (receiver, sender) in [("fault_a", "fault_b"), ("fault_b", "fault_a")] {
         match event_line(&server, from, receiver, sender) {
-            Some((received, next, gaps, repeats)) => {
+            Some(counts) => {
                 println!(
-                    "events {sender} -> {receiver}: {received} received, next expected {next}, gaps {gaps}, repeats {repeats}"
+                    "events {sender} -> {receiver}: from number {} on, {} received, next expected {}, gaps {}, repeats {}",
+                    counts.first, counts.received, counts.next, counts.gaps, counts.repeats
                 );
-                events_ok &= gaps == 0 && repeats == 0 && received == next;
+                events_ok &= counts.is_whole();
             }
             None => {
                 println!("events {sender} -> {receiver}: no report line");
@@ -287,7 +305,13 @@ pub fn run(layout: &Layout, options: &FaultOptions) -> anyhow::Result<bool> {
     }
     if !events_ok {
         // What the server said around it: the probe names each gap as it
-        // sees it, next to the reloads, hangs and warnings.
+        // sees it, next to the reloads, hangs and warnings. The gaps first,
+        // in full, then the most recent context.
+        for line in server.seen.iter().filter(|l| {
+            l.contains("fault_probe") && (l.contains("missing before") || l.contains("first event"))
+        }) {
+            println!("  {}", line.trim());
+        }
         let context: Vec<&String> = server
             .seen
             .iter()

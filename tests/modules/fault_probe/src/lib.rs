@@ -6,10 +6,14 @@
 //! and it counts the `fault:seq` events of every other instance, checking
 //! that each sender's numbers arrive in order with no gap and no repeat. Its
 //! numbering and counts survive reloads (tmp data), so a reload that lost
-//! or doubled an event shows up as a gap or a repeat. Console events (the
-//! server's `emit NAME TEXT`, payload a bincode string):
+//! or doubled an event shows up as a gap or a repeat. A sender's first
+//! event seen is where counting starts: events emitted before this instance
+//! subscribed (an instance loaded a tick after another, or loaded again
+//! after a panic) were never meant for it. Console events (the server's
+//! `emit NAME TEXT`, payload a bincode string):
 //! - `fault:report`: logs `fault_probe NAME sent S` and, per sender,
-//!   `fault_probe NAME from SENDER: received N, next M, gaps G, repeats R`;
+//!   `fault_probe NAME from SENDER: first F, received N, next M, gaps G,
+//!   repeats R` (nothing lost or repeated: `N == M - F`, `G == R == 0`);
 //! - `fault:panic NAME`: the instance of that name panics in the handler;
 //! - `fault:hang NAME MILLIS`: the instance of that name blocks its thread.
 //!
@@ -32,6 +36,8 @@ pub const HANG_EVENT: &str = "fault:hang";
 /// What one sender's events looked like on arrival.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 struct Received {
+    /// The number of the first event seen from this sender.
+    first: u64,
     count: u64,
     next_expected: u64,
     gaps: u64,
@@ -56,7 +62,17 @@ const TMP_STATE: &str = "state";
 
 impl FaultProbe {
     fn count(&mut self, sender: String, seq: u64) {
-        let received = self.state.received.entry(sender.clone()).or_default();
+        let received = self.state.received.entry(sender.clone()).or_insert_with(|| {
+            log::info!(
+                "fault_probe {}: first event from {sender} is number {seq}",
+                self.name
+            );
+            Received {
+                first: seq,
+                next_expected: seq,
+                ..Received::default()
+            }
+        });
         if seq > received.next_expected {
             // Named when it happens, so the server's log shows what it
             // happened next to (a reload, a hang).
@@ -77,8 +93,9 @@ impl FaultProbe {
         log::info!("fault_probe {} sent {}", self.name, self.state.sent);
         for (sender, r) in &self.state.received {
             log::info!(
-                "fault_probe {} from {sender}: received {}, next {}, gaps {}, repeats {}",
+                "fault_probe {} from {sender}: first {}, received {}, next {}, gaps {}, repeats {}",
                 self.name,
+                r.first,
                 r.count,
                 r.next_expected,
                 r.gaps,
