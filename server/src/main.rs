@@ -64,7 +64,13 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Build every module in the module paths (those whose inputs changed) and exit.
-    Build,
+    Build {
+        /// Build each module in a cargo run of its own, as the server did
+        /// before it built a workspace's modules together (to compare the
+        /// two: `scripts/bench-first-start`).
+        #[arg(long)]
+        alone: bool,
+    },
     /// Any other word runs that console command of a module headless (no
     /// player can connect) and exits, e.g. `pregen --radius 4`; `help` on a
     /// running server's console lists the modules' commands.
@@ -249,8 +255,11 @@ fn prepare_world(world: &Path) -> anyhow::Result<()> {
 }
 
 /// `build`: builds every Rust module found in the module paths.
-fn build_all(config: &ServerConfig) -> anyhow::Result<u8> {
-    let builder = Builder::new(config.build_dir.clone(), config.module_profile);
+fn build_all(config: &ServerConfig, alone: bool) -> anyhow::Result<u8> {
+    let mut builder = Builder::new(config.build_dir.clone(), config.module_profile);
+    if !alone {
+        builder = builder.with_module_paths(config.module_paths.clone());
+    }
     let cancel = builder.canceller();
     spawn_signal_handler(move |name| {
         tracing::info!("received {name}: cancelling the build");
@@ -373,7 +382,7 @@ fn stop_on_signal(core: Core) -> anyhow::Result<()> {
 fn run(cli: Cli) -> anyhow::Result<u8> {
     let config = config_from(&cli)?;
     match cli.command {
-        Some(Command::Build) => return build_all(&config),
+        Some(Command::Build { alone }) => return build_all(&config, alone),
         Some(Command::Module(words)) => {
             prepare_world(&config.world_path)?;
             return run_headless(config, words);
@@ -475,7 +484,7 @@ mod tests {
         let after = parse([&["buildat-server", "build"][..], &options].concat());
         let before = parse([&["buildat-server"][..], &options, &["build"]].concat());
         for cli in [after, before] {
-            assert!(matches!(cli.command, Some(Command::Build)));
+            assert!(matches!(cli.command, Some(Command::Build { alone: false })));
             assert_eq!(cli.world, PathBuf::from("w"));
             assert_eq!(cli.modules, [PathBuf::from("m")]);
             assert!(cli.no_default_modules);

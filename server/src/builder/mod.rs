@@ -6,7 +6,10 @@
 //! its own lock), `<build_dir>/artifacts/<hash>.so` (content-addressed: a
 //! fresh artifact is reused untouched, and two folders with the same content
 //! share one), and `<build_dir>/build.lock` (one build at a time across
-//! processes). Does not own: loading (`core`).
+//! processes). Does not own: loading (`core`), which modules build
+//! together in one cargo run (`together.rs`: a module that is a member of a
+//! cargo workspace is built with its peers, so the first start is one run
+//! and a reload keeps the same dependency features).
 //!
 //! Cancellation: cargo runs in a process group of its own (so a Ctrl-C on the
 //! terminal reaches the server, not cargo), and [`BuildCancel::cancel`] kills
@@ -26,6 +29,9 @@
 //! versions from a registry (in `Cargo.lock`) are not hashed: touch the
 //! module's `Cargo.toml` after changing them.
 
+mod together;
+
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -169,6 +175,16 @@ pub struct Builder {
     build_dir: PathBuf,
     profile: ModuleProfile,
     cancel: BuildCancel,
+    /// Where a module's peers are looked for (see `together.rs`).
+    module_paths: Vec<PathBuf>,
+}
+
+/// What one cargo run left: the cdylib of each package it built (by
+/// canonical manifest path), whether it succeeded, and its stderr.
+struct CargoRun {
+    artifacts: HashMap<PathBuf, PathBuf>,
+    success: bool,
+    output: String,
 }
 
 impl Builder {
@@ -177,7 +193,16 @@ impl Builder {
             build_dir,
             profile,
             cancel: BuildCancel::default(),
+            module_paths: Vec::new(),
         }
+    }
+
+    /// Builds each module together with its peers in these module paths
+    /// (one cargo run; see `together.rs`). Without, each module is built
+    /// alone.
+    pub fn with_module_paths(mut self, module_paths: Vec<PathBuf>) -> Self {
+        self.module_paths = module_paths;
+        self
     }
 
     /// The handle that cancels this builder's builds.
@@ -240,11 +265,171 @@ impl Builder {
         if path.exists() {
             return Ok(Artifact { path, hash });
         }
-        let built = self.run_cargo(name, dir, meta)?;
-        let temporary = path.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::copy(&built, &temporary).map_err(store)?;
-        std::fs::rename(&temporary, &path).map_err(store)?;
+        let built = match together::get_workspace(dir) {
+            Some(workspace) => self.build_together(name, dir, meta, &workspace)?,
+            None => self.build_alone(name, dir, meta)?,
+        };
+        self.store(name, &built, &path)?;
         Ok(Artifact { path, hash })
+    }
+
+    /// Copies a cdylib cargo built to `path` (through a temporary file, so a
+    /// half-written artifact is never taken for a fresh one).
+    fn store(&self, name: &str, built: &Path, path: &Path) -> Result<(), BuildError> {
+        let store = |source| BuildError::Store {
+            module: name.to_string(),
+            source,
+        };
+        let temporary = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::copy(built, &temporary).map_err(store)?;
+        std::fs::rename(&temporary, path).map_err(store)
+    }
+
+    /// Builds the crate in `dir` by its own manifest; returns its cdylib.
+    fn build_alone(
+        &self,
+        name: &str,
+        dir: &Path,
+        meta: &ModuleMeta,
+    ) -> Result<PathBuf, BuildError> {
+        let manifest = dir.join("Cargo.toml");
+        let mut command = self.cargo_command(&manifest);
+        if !meta.cargo_features.is_empty() {
+            command.arg("--features").arg(meta.cargo_features.join(","));
+        }
+        tracing::info!(
+            "building module {name} ({} profile)",
+            self.profile.cargo_name()
+        );
+        let run = self.run_cargo(name, command)?;
+        let wanted = manifest.canonicalize().unwrap_or(manifest);
+        match run.artifacts.get(&wanted) {
+            Some(built) => Ok(built.clone()),
+            None if !run.success => Err(BuildError::Compile {
+                module: name.to_string(),
+                output: compile_errors(&run.output),
+            }),
+            None => Err(BuildError::NoArtifact {
+                module: name.to_string(),
+            }),
+        }
+    }
+
+    /// Builds the member in `dir` together with its peers: the stale ones
+    /// and those built together before (see `together.rs`), in one cargo
+    /// run over `workspace`. Stores the peers' artifacts too, so loading
+    /// them next builds nothing; returns the module's cdylib.
+    fn build_together(
+        &self,
+        name: &str,
+        dir: &Path,
+        meta: &ModuleMeta,
+        workspace: &together::Workspace,
+    ) -> Result<PathBuf, BuildError> {
+        let own_manifest = dir.join("Cargo.toml");
+        let own_manifest = own_manifest.canonicalize().unwrap_or(own_manifest);
+        let record_path = self
+            .build_dir
+            .join(format!("together-{}.json", self.profile.cargo_name()));
+        let mut record = together::Together::read(&record_path);
+        // (peer, where its artifact goes if it is stale)
+        let mut selected: Vec<(together::Peer, Option<PathBuf>)> = Vec::new();
+        for peer in together::find_peers(&self.module_paths, workspace) {
+            if peer.manifest == own_manifest {
+                continue;
+            }
+            let stale = self
+                .input_hash(&peer.dir, &peer.meta)
+                .ok()
+                .map(|hash| self.artifact_path(&hash))
+                .filter(|path| !path.exists());
+            if stale.is_some() || record.contains(&workspace.manifest, &peer.manifest) {
+                selected.push((peer, stale));
+            }
+        }
+        let own_package = workspace.get_member(dir).unwrap_or_default().to_string();
+        let mut command = self.cargo_command(&workspace.manifest);
+        command.arg("--keep-going").arg("-p").arg(&own_package);
+        let mut features: Vec<String> = meta
+            .cargo_features
+            .iter()
+            .map(|feature| format!("{own_package}/{feature}"))
+            .collect();
+        for (peer, _) in &selected {
+            command.arg("-p").arg(&peer.package);
+            features.extend(
+                peer.meta
+                    .cargo_features
+                    .iter()
+                    .map(|feature| format!("{}/{feature}", peer.package)),
+            );
+        }
+        if !features.is_empty() {
+            command.arg("--features").arg(features.join(","));
+        }
+        let stale: Vec<&str> = selected
+            .iter()
+            .filter(|(_, stale)| stale.is_some())
+            .map(|(peer, _)| peer.name.as_str())
+            .collect();
+        if selected.is_empty() {
+            tracing::info!(
+                "building module {name} ({} profile)",
+                self.profile.cargo_name()
+            );
+        } else {
+            tracing::info!(
+                "building module {name} ({} profile) in one cargo run with {} other modules of its workspace{}",
+                self.profile.cargo_name(),
+                selected.len(),
+                if stale.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", of which {} need building: {}",
+                        stale.len(),
+                        stale.join(", ")
+                    )
+                }
+            );
+        }
+        let run = self.run_cargo(name, command)?;
+        for (peer, stale) in &selected {
+            match (run.artifacts.get(&peer.manifest), stale) {
+                (Some(built), Some(path)) => {
+                    if let Err(error) = self.store(&peer.name, built, path) {
+                        tracing::warn!("{error}");
+                    }
+                }
+                (Some(_), None) => {}
+                (None, _) => tracing::warn!(
+                    "module {} did not build in the same cargo run as {name}; loading it will say why",
+                    peer.name
+                ),
+            }
+        }
+        let own = run.artifacts.get(&own_manifest).cloned();
+        if own.is_some() {
+            record.add(&workspace.manifest, &own_manifest);
+        }
+        for (peer, _) in &selected {
+            if run.artifacts.contains_key(&peer.manifest) {
+                record.add(&workspace.manifest, &peer.manifest);
+            }
+        }
+        if let Err(error) = record.write(&record_path) {
+            tracing::warn!("cannot write {}: {error}", record_path.display());
+        }
+        match own {
+            Some(built) => Ok(built),
+            None if !run.success => Err(BuildError::Compile {
+                module: name.to_string(),
+                output: compile_errors(&run.output),
+            }),
+            None => Err(BuildError::NoArtifact {
+                module: name.to_string(),
+            }),
+        }
     }
 
     fn artifact_path(&self, hash: &str) -> PathBuf {
@@ -275,15 +460,16 @@ impl Builder {
         Ok(digest[..10].iter().map(|b| format!("{b:02x}")).collect())
     }
 
-    fn run_cargo(&self, name: &str, dir: &Path, meta: &ModuleMeta) -> Result<PathBuf, BuildError> {
-        let manifest = dir.join("Cargo.toml");
+    /// `cargo build --lib` of `manifest` into the modules' target dir, in
+    /// a process group of its own that dies with the server.
+    fn cargo_command(&self, manifest: &Path) -> Command {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut command = Command::new(cargo);
         command
             .arg("build")
             .arg("--lib")
             .arg("--manifest-path")
-            .arg(&manifest)
+            .arg(manifest)
             .arg("--target-dir")
             .arg(self.build_dir.join("target"))
             .arg("--profile")
@@ -308,13 +494,12 @@ impl Builder {
                 Ok(())
             });
         }
-        if !meta.cargo_features.is_empty() {
-            command.arg("--features").arg(meta.cargo_features.join(","));
-        }
-        tracing::info!(
-            "building module {name} ({} profile)",
-            self.profile.cargo_name()
-        );
+        command
+    }
+
+    /// Runs `command` (from [`Self::cargo_command`]), logging its progress
+    /// under `name`, and collects the cdylibs it built.
+    fn run_cargo(&self, name: &str, mut command: Command) -> Result<CargoRun, BuildError> {
         let started = std::time::Instant::now();
         let cancelled = || BuildError::Cancelled {
             module: name.to_string(),
@@ -353,13 +538,12 @@ impl Builder {
             }
             output
         });
-        let wanted_manifest = manifest.canonicalize().unwrap_or(manifest);
-        let mut artifact = None;
+        let mut artifacts = HashMap::new();
         if let Some(stdout) = child.stdout.take() {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                if let Some(path) = get_cdylib(&line, &wanted_manifest) {
-                    artifact = Some(path);
+                if let Some((manifest, path)) = get_cdylib(&line) {
+                    artifacts.insert(manifest, path);
                 }
             }
         }
@@ -372,18 +556,16 @@ impl Builder {
             tracing::info!("module {name}: build cancelled");
             return Err(cancelled());
         }
-        if !status.success() {
-            return Err(BuildError::Compile {
-                module: name.to_string(),
-                output: compile_errors(&output),
-            });
+        if status.success() {
+            tracing::info!(
+                "built module {name} in {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
         }
-        tracing::info!(
-            "built module {name} in {:.1} s",
-            started.elapsed().as_secs_f64()
-        );
-        artifact.ok_or_else(|| BuildError::NoArtifact {
-            module: name.to_string(),
+        Ok(CargoRun {
+            artifacts,
+            success: status.success(),
+            output,
         })
     }
 
@@ -411,23 +593,22 @@ impl Builder {
     }
 }
 
-/// The `.so` named by a cargo `compiler-artifact` message for `manifest`.
-fn get_cdylib(line: &str, manifest: &Path) -> Option<PathBuf> {
+/// The canonical manifest and `.so` named by a cargo `compiler-artifact`
+/// message, if it names a cdylib.
+fn get_cdylib(line: &str) -> Option<(PathBuf, PathBuf)> {
     let message: serde_json::Value = serde_json::from_str(line).ok()?;
     if message.get("reason")?.as_str()? != "compiler-artifact" {
         return None;
     }
     let from = PathBuf::from(message.get("manifest_path")?.as_str()?);
-    if from.canonicalize().unwrap_or(from) != manifest {
-        return None;
-    }
-    message
+    let library = message
         .get("filenames")?
         .as_array()?
         .iter()
         .filter_map(|f| f.as_str())
         .find(|f| f.ends_with(".so"))
-        .map(PathBuf::from)
+        .map(PathBuf::from)?;
+    Some((from.canonicalize().unwrap_or(from), library))
 }
 
 /// Cargo's stderr without the progress lines, so the compiler's errors stand out.
