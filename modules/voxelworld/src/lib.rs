@@ -10,7 +10,8 @@
 //! are retried while the stream goes on serving, one warning a minute, a
 //! reload carries them, and `stop` retries, then writes them to a recovery
 //! file taken back at the next start: `durability.rs`), and `pregen` (generating and saving a region
-//! through the generator module's `generate` call, each section once).
+//! through the generator module's `generate` call, each section once; on a
+//! running server in slices between ticks: `pregen.rs`).
 //! Special voxels (`special.rs`): after each commit of edits, the module
 //! named as a changed voxel's or its face neighbour's `handler_module` is
 //! told in one `voxelworld:special/<module>` event.
@@ -32,6 +33,7 @@
 //! default into a new world and is its only parser (`get_world_config`).
 
 pub mod durability;
+pub mod pregen;
 pub mod special;
 pub mod storage;
 pub mod stream;
@@ -45,7 +47,7 @@ use buildat_format::Packet;
 use buildat_interface::core_api::{RegisterCommand, RunCommand};
 use buildat_interface::log_limit::{LogLimiter, suppressed_note};
 use buildat_interface::{
-    Event, Host, Module, ModuleError, UnloadKind, decode, events, export_module, log,
+    Event, Host, Module, ModuleError, UnloadKind, config, decode, events, export_module, log,
 };
 use buildat_network_api::{self as network, ClientDisconnected, PacketReceived, PeerId, SendBatch};
 use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
@@ -60,6 +62,7 @@ use buildat_voxelworld_api::{
     Sizes, SpecialVoxels, Viewer, WorldConfig, WorldStats,
 };
 use durability::{SaveHealth, StashedSection};
+use pregen::{PregenCommand, PregenRun};
 use serde::{Deserialize, Serialize};
 use storage::SqliteStorage;
 use world::{Committed, Loaded, World, WorldError};
@@ -140,32 +143,6 @@ fn read_world_config(world_path: &Path) -> Result<WorldConfig, ModuleError> {
     })
 }
 
-/// `--radius N [--height H]` (also `--radius=N`), each at most 1024.
-fn parse_pregen(args: &[String]) -> Result<Pregen, String> {
-    let mut radius = None;
-    let mut height = 1;
-    let mut words = args.iter().flat_map(|a| match a.split_once('=') {
-        Some((key, value)) if key.starts_with("--") => vec![key.to_string(), value.to_string()],
-        _ => vec![a.clone()],
-    });
-    while let Some(word) = words.next() {
-        let mut value = |name: &str| -> Result<u32, String> {
-            let text = words.next().ok_or(format!("{name} needs a number"))?;
-            match text.parse::<u32>() {
-                Ok(n) if n <= 1024 => Ok(n),
-                _ => Err(format!("{name} {text}: expected a number from 0 to 1024")),
-            }
-        };
-        match word.as_str() {
-            "--radius" => radius = Some(value("--radius")?),
-            "--height" => height = value("--height")?,
-            other => return Err(format!("unexpected '{other}'")),
-        }
-    }
-    let radius = radius.ok_or("--radius is required")?;
-    Ok(Pregen { radius, height })
-}
-
 /// What crosses a reload: registries and every loaded section.
 #[derive(Serialize, Deserialize)]
 struct WorldStash {
@@ -218,6 +195,10 @@ struct VoxelWorld {
     saves: u64,
     sections_saved: u64,
     save_errors: u64,
+    /// The console's `pregen` on a running server, a slice each tick.
+    pregen_run: Option<PregenRun>,
+    /// Run headless (`buildat-server pregen ...`): nothing else waits.
+    headless: bool,
 }
 
 fn world_error(error: WorldError) -> ModuleError {
@@ -461,68 +442,87 @@ impl VoxelWorld {
         })
     }
 
-    /// Generates and saves every section with x and z within `radius` of the
-    /// origin and y within `height`, skipping those already stored.
-    fn pregen(&mut self, radius: i32, height: i32) -> Result<PregenReport, ModuleError> {
-        let mut report = PregenReport::default();
+    /// A run over every section with x and z within `radius` of the origin
+    /// and y within `height` that is not stored yet.
+    fn plan_pregen(
+        &mut self,
+        radius: i32,
+        height: i32,
+        batch: usize,
+    ) -> Result<PregenRun, ModuleError> {
         let mut missing = Vec::new();
-        for y in -height..=height {
-            for z in -radius..=radius {
-                for x in -radius..=radius {
-                    if self.world.is_stored([x, y, z]).map_err(world_error)? {
-                        report.already_present += 1;
-                    } else {
-                        missing.push([x, y, z]);
-                    }
+        let mut already_present = 0;
+        for section in pregen::region(radius, height) {
+            if self.world.is_stored(section).map_err(world_error)? {
+                already_present += 1;
+            } else {
+                missing.push(section);
+            }
+        }
+        Ok(PregenRun::new(missing, already_present, batch))
+    }
+
+    /// Generates and saves every section of the region not stored yet, at
+    /// once (headless, and the `Pregen` call).
+    fn pregen(&mut self, radius: i32, height: i32) -> Result<PregenReport, ModuleError> {
+        let mut run = self.plan_pregen(radius, height, pregen::HEADLESS_BATCH)?;
+        while let Some(batch) = run.next_batch() {
+            let generated = self.generate_and_save(batch)?;
+            run.generated(generated);
+        }
+        run.finish();
+        Ok(run.report)
+    }
+
+    /// The running server's pregen, until `deadline`: batches while time is
+    /// left. A failure ends the run (logged; what it saved stays).
+    fn pregen_slice(&mut self, deadline: Instant) {
+        let Some(mut run) = self.pregen_run.take() else {
+            return;
+        };
+        while Instant::now() < deadline {
+            let Some(batch) = run.next_batch() else {
+                break;
+            };
+            match self.generate_and_save(batch) {
+                Ok(generated) => run.generated(generated),
+                Err(error) => {
+                    log::error!("pregen stopped at {}: {error}", run.progress());
+                    return;
                 }
             }
         }
-        let total = missing.len();
-        log::info!(
-            "pregen: {total} sections to generate, {} already present",
-            report.already_present
-        );
-        let started = Instant::now();
-        let mut last_report = Instant::now();
-        for batch in missing.chunks(8) {
-            let generated = self.host.call_module(
-                &self.generator,
-                &Generate {
-                    sections: batch.to_vec(),
-                },
-            )?;
-            for section in generated {
-                let chunks = section
-                    .chunks
-                    .into_iter()
-                    .map(|(pos, data)| (pos, data.blob))
-                    .collect();
-                self.world
-                    .apply_generated(section.section, chunks)
-                    .map_err(world_error)?;
-                self.world
-                    .set_section_save_enabled(section.section, true)
-                    .map_err(world_error)?;
-                report.generated += 1;
-            }
-            // Each section is written in its own transaction: an interrupted
-            // run keeps what it finished, and a rerun skips it.
-            self.save()?;
-            if last_report.elapsed().as_secs_f64() >= 1.0 {
-                last_report = Instant::now();
-                log::info!(
-                    "pregen: {}/{total} sections ({:.0}%)",
-                    report.generated,
-                    report.generated as f64 * 100.0 / total.max(1) as f64
-                );
-            }
+        if run.is_finished() {
+            run.finish();
+        } else {
+            self.pregen_run = Some(run);
         }
-        log::info!(
-            "pregen: generated {} sections in {:.1} s",
-            report.generated,
-            started.elapsed().as_secs_f64()
-        );
-        Ok(report)
+    }
+
+    /// Asks the generator for `sections`, applies and saves them (each
+    /// section in its own transaction: an interrupted run keeps what it
+    /// finished, and a rerun skips it). Returns how many were generated.
+    fn generate_and_save(&mut self, sections: Vec<Pos>) -> Result<u64, ModuleError> {
+        let generated = self
+            .host
+            .call_module(&self.generator, &Generate { sections })?;
+        let mut count = 0;
+        for section in generated {
+            let chunks = section
+                .chunks
+                .into_iter()
+                .map(|(pos, data)| (pos, data.blob))
+                .collect();
+            self.world
+                .apply_generated(section.section, chunks)
+                .map_err(world_error)?;
+            self.world
+                .set_section_save_enabled(section.section, true)
+                .map_err(world_error)?;
+            count += 1;
+        }
+        self.save()?;
+        Ok(count)
     }
 
     /// Offers `pregen` on the console (and headless:
@@ -530,8 +530,9 @@ impl VoxelWorld {
     fn register_commands(&self) -> Result<(), ModuleError> {
         self.host.call(&RegisterCommand {
             name: "pregen".into(),
-            usage: "--radius N [--height H]".into(),
-            help: "generate and save the sections within N of the origin (y within H, default 1)"
+            usage: "--radius N [--height H] | stop".into(),
+            help: "generate and save the sections within N of the origin (y within H, default 1); \
+                   on a running server in the background, a slice each tick; `pregen stop` ends it"
                 .into(),
             privilege: None,
         })?;
@@ -546,9 +547,13 @@ impl VoxelWorld {
     /// The `world` command's answer.
     fn describe(&self) -> String {
         let light = self.world.light_counts;
+        let pregen = match &self.pregen_run {
+            Some(run) => format!("; pregen running: {}", run.progress()),
+            None => String::new(),
+        };
         format!(
             "world: {} sections in memory, {} with unsaved changes; light: {} edits updated \
-             in place, {} chunks lit whole, {}",
+             in place, {} chunks lit whole, {}{pregen}",
             self.world.loaded_sections(),
             self.world.unsaved_count(),
             light.in_place,
@@ -568,14 +573,50 @@ impl VoxelWorld {
         if command.name != "pregen" {
             return Err(ModuleError::msg(format!("no command '{}'", command.name)));
         }
-        let region = parse_pregen(&command.args).map_err(|message| {
-            ModuleError::msg(format!("{message}; usage: pregen --radius N [--height H]"))
-        })?;
-        let report = self.pregen(region.radius as i32, region.height as i32)?;
-        Ok(format!(
-            "pregen done: {} sections generated, {} already present",
-            report.generated, report.already_present
-        ))
+        let usage = "usage: pregen --radius N [--height H] | pregen stop";
+        let asked = pregen::parse_command(&command.args)
+            .map_err(|message| ModuleError::msg(format!("{message}; {usage}")))?;
+        let region = match asked {
+            PregenCommand::Stop => {
+                return Ok(match self.pregen_run.take() {
+                    Some(run) => format!(
+                        "pregen stopped at {}; what it generated is saved",
+                        run.progress()
+                    ),
+                    None => "no pregen is running".into(),
+                });
+            }
+            PregenCommand::Start(region) => region,
+        };
+        if let Some(run) = &self.pregen_run {
+            return Err(ModuleError::msg(format!(
+                "a pregen is running ({}); `pregen stop` ends it",
+                run.progress()
+            )));
+        }
+        let (radius, height) = (region.radius as i32, region.height as i32);
+        if self.headless {
+            let report = self.pregen(radius, height)?;
+            return Ok(format!(
+                "pregen done: {} sections generated, {} already present",
+                report.generated, report.already_present
+            ));
+        }
+        let run = self.plan_pregen(radius, height, pregen::LIVE_BATCH)?;
+        if run.is_finished() {
+            return Ok(format!(
+                "pregen: nothing to do, {} sections already present",
+                run.report.already_present
+            ));
+        }
+        let answer = format!(
+            "pregen started: {} sections to generate, {} already present; it runs between \
+             ticks, its progress is logged every second, `pregen stop` ends it",
+            run.total(),
+            run.report.already_present
+        );
+        self.pregen_run = Some(run);
+        Ok(answer)
     }
 
     fn register_block(&mut self, request: RegisterBlock) -> Result<Vec<u32>, ModuleError> {
@@ -760,6 +801,8 @@ impl Module for VoxelWorld {
             saves: 0,
             sections_saved: 0,
             save_errors: 0,
+            pregen_run: None,
+            headless: host.get_config(config::HEADLESS).as_deref() == Some("1"),
         })
     }
 
@@ -819,6 +862,9 @@ impl Module for VoxelWorld {
                             self.since_save = 0.0;
                         }
                     }
+                }
+                if self.pregen_run.is_some() {
+                    self.pregen_slice(Instant::now() + pregen::PREGEN_SLICE);
                 }
                 self.since_drop_decoded += tick.dtime;
                 if self.since_drop_decoded >= DROP_DECODED_INTERVAL {
@@ -996,6 +1042,12 @@ impl Module for VoxelWorld {
     }
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
+        if let Some(run) = &self.pregen_run {
+            log::warn!(
+                "pregen stopped by the unload at {}; what it generated is saved, run it again to finish",
+                run.progress()
+            );
+        }
         if kind == UnloadKind::Reload {
             let stash = self.stash()?;
             self.host.store_stash(&stash)?;
@@ -1007,35 +1059,3 @@ impl Module for VoxelWorld {
 }
 
 export_module!(VoxelWorld);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn words(text: &str) -> Vec<String> {
-        text.split_whitespace().map(str::to_string).collect()
-    }
-
-    #[test]
-    fn pregen_arguments_parse() {
-        assert_eq!(
-            parse_pregen(&words("--radius 4")),
-            Ok(Pregen {
-                radius: 4,
-                height: 1
-            })
-        );
-        assert_eq!(
-            parse_pregen(&words("--height=2 --radius=3")),
-            Ok(Pregen {
-                radius: 3,
-                height: 2
-            })
-        );
-        assert!(parse_pregen(&words("")).is_err());
-        assert!(parse_pregen(&words("--radius")).is_err());
-        assert!(parse_pregen(&words("--radius 5000")).is_err());
-        assert!(parse_pregen(&words("--radius -1")).is_err());
-        assert!(parse_pregen(&words("--radius 1 --what")).is_err());
-    }
-}

@@ -32,13 +32,48 @@ fn pregen_is_a_console_command_of_the_world_listed_by_help() {
         .wait_for("pregen --radius N [--height H]", Duration::from_secs(10))
         .unwrap_or_else(|| panic!("help lists pregen:\n{}", server.output()));
     assert!(line.contains("(voxelworld)"), "{line}");
-    server.send("pregen --radius 0 --height 0");
+    // On a running server pregen goes on between ticks: the console and the
+    // game are answered meanwhile, a second one is refused, `stop` ends it.
+    server.send("pregen --radius 6 --height 0");
     server
         .wait_for(
-            "pregen done: 1 sections generated, 0 already present",
+            "pregen started: 169 sections to generate, 0 already present",
             Duration::from_secs(120),
         )
         .unwrap_or_else(|| panic!("pregen on the console:\n{}", server.output()));
+    server.send("pregen --radius 1");
+    server
+        .wait_for("a pregen is running (", Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("a second pregen refused:\n{}", server.output()));
+    server.send("world");
+    server
+        .wait_for("; pregen running: ", Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("`world` answered during pregen:\n{}", server.output()));
+    server.send("pregen stop");
+    let stopped = server
+        .wait_for("pregen stopped at ", Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("pregen stop:\n{}", server.output()));
+    assert!(stopped.contains("/169 sections"), "{stopped}");
+    // Again: what the first run saved is skipped, the rest generated.
+    server.send("pregen --radius 6 --height 0");
+    let started = server
+        .wait_for("pregen started: ", Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("pregen again:\n{}", server.output()));
+    let counts: Vec<u64> = started
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let [to_generate, present] = counts[counts.len() - 2..] else {
+        panic!("{started}");
+    };
+    assert_eq!(to_generate + present, 169, "{started}");
+    assert!(present > 0, "the stopped run saved its sections: {started}");
+    server
+        .wait_for(
+            &format!("pregen: generated {to_generate} sections in"),
+            Duration::from_secs(300),
+        )
+        .unwrap_or_else(|| panic!("pregen finished:\n{}", server.output()));
     server.send("pregen --radius");
     server
         .wait_for(
