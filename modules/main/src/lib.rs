@@ -81,6 +81,7 @@ const MAX_PENDING_MOVES: usize = 100_000;
 const MAX_PENDING_ACTIONS: usize = 100_000;
 
 /// A dig or a place waiting for the next tick.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct PendingAction {
     peer: PeerId,
     voxel: Pos,
@@ -790,8 +791,14 @@ impl Game {
 }
 
 impl Game {
-    fn stash(&self) -> GameStash {
+    fn stash(&mut self) -> GameStash {
+        let now = Instant::now();
         GameStash {
+            pending_moves: std::mem::take(&mut self.pending_moves)
+                .into_iter()
+                .map(|(peer, to, at)| (peer, to, now.duration_since(at).as_secs_f64()))
+                .collect(),
+            pending_actions: std::mem::take(&mut self.pending_actions),
             players: self
                 .players
                 .iter()
@@ -928,6 +935,15 @@ impl Module for Game {
                     // Connections waiting to join get a new deadline.
                     let now = Instant::now();
                     self.unjoined = stash.unjoined.into_iter().map(|p| (p, now)).collect();
+                    self.pending_moves = stash
+                        .pending_moves
+                        .into_iter()
+                        .map(|(peer, to, age)| {
+                            let age = Duration::try_from_secs_f64(age).unwrap_or_default();
+                            (peer, to, now.checked_sub(age).unwrap_or(now))
+                        })
+                        .collect();
+                    self.pending_actions = stash.pending_actions;
                     log::info!("resumed with {} players", self.players.len());
                 }
             }
@@ -1002,7 +1018,8 @@ impl Module for Game {
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
         if kind == UnloadKind::Reload {
-            self.host.store_stash(&self.stash())?;
+            let stash = self.stash();
+            self.host.store_stash(&stash)?;
         }
         Ok(())
     }
@@ -1022,11 +1039,17 @@ struct GameStash {
     addresses: BTreeMap<PeerId, String>,
     /// Privileges defined (modules define theirs again when they load).
     privileges: BTreeMap<String, String>,
+    /// Moves received and not judged yet, with how long ago each came (in
+    /// seconds), judged at the next version's first tick.
+    pending_moves: Vec<(PeerId, [f64; 3], f64)>,
+    /// Digs and places received and not judged yet.
+    pending_actions: Vec<PendingAction>,
 }
 
 impl buildat_interface::Stash for GameStash {
-    // 2: `unjoined`; 3: players' nodes; 4: accounts.
-    const LAYOUT: u32 = 4;
+    // 2: `unjoined`; 3: players' nodes; 4: accounts; 5: pending moves and
+    // actions.
+    const LAYOUT: u32 = 5;
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]

@@ -573,6 +573,11 @@ fn players_keep_playing_across_reloads_of_every_game_module() {
         .and_then(|_| watcher.player_node(digger_peer))
         .expect("the watcher knows the digger")
         .id;
+    // A place sent just before `reload main` waits for the tick: the
+    // reload carries it to the next version, which judges it.
+    let feet = digger.feet();
+    let beside = [feet[0] - 2, feet[1], feet[2]];
+    digger.place(beside, "stone");
     for module in [
         "main",
         "voxelworld",
@@ -586,13 +591,22 @@ fn players_keep_playing_across_reloads_of_every_game_module() {
             .wait_for(&format!("reloaded {module}"), Duration::from_secs(60))
             .unwrap_or_else(|| panic!("reload {module}:\n{}", server.output()));
     }
-    // Still joined (no "join first" refusal) and still streamed to.
-    let feet = digger.feet();
-    let beside = [feet[0] - 2, feet[1], feet[2]];
-    digger.place(beside, "stone");
     watcher
         .pump_until(Duration::from_secs(30), |p| {
-            p.voxel_name(beside) == Some("stone") && !p.edits.is_empty()
+            p.voxel_name(beside) == Some("stone")
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "the place sent before the reloads was judged:\n{}",
+                server.output()
+            )
+        });
+    // Still joined (no "join first" refusal) and still streamed to.
+    let edits = watcher.edits.len();
+    digger.dig(beside);
+    watcher
+        .pump_until(Duration::from_secs(30), |p| {
+            p.voxel_name(beside) == Some("air") && p.edits.len() > edits
         })
         .unwrap_or_else(|| panic!("the edit after the reloads reaches the watcher"));
     digger.pump_until(Duration::from_millis(300), |_| false);
