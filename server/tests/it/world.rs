@@ -49,6 +49,10 @@ fn pregen_is_a_console_command_of_the_world_listed_by_help() {
     server
         .wait_for("; pregen running: ", Duration::from_secs(10))
         .unwrap_or_else(|| panic!("`world` answered during pregen:\n{}", server.output()));
+    // Its progress, logged each second; then stopped halfway.
+    server
+        .wait_for("] pregen: ", Duration::from_secs(60))
+        .unwrap_or_else(|| panic!("pregen's progress:\n{}", server.output()));
     server.send("pregen stop");
     let stopped = server
         .wait_for("pregen stopped at ", Duration::from_secs(10))
