@@ -7,7 +7,8 @@
 //! (`wander.rs`: walk a while along a heading at 2–3.5 voxels a second,
 //! stop, turn, turn around at a wall or a drop deeper than
 //! [`physics::MAX_DROP`], head back when out of their area; `physics.rs`:
-//! gravity, landing, no walking into solid voxels, stepping up one), the
+//! gravity, landing, no walking into solid voxels, stepping up one;
+//! `crowd.rs`: pushed out of each other and out of players' way), the
 //! voxels they know (`solidity.rs`), and the console command `creatures`
 //! (counts per kind, how many moved in the last second, stand on the
 //! ground, wait for voxels not generated, are still to be placed).
@@ -51,6 +52,7 @@
 //! creatures` carries every creature's state over; unloading the module
 //! removes the transient ones.
 
+pub mod crowd;
 pub mod kinds;
 pub mod physics;
 pub mod solidity;
@@ -279,8 +281,14 @@ struct Creatures {
     active: Option<HashSet<[i32; 2]>>,
     /// Seconds since the players were last looked for.
     since_players: f64,
+    /// Where the players were when last looked for (creatures step out of
+    /// their way).
+    players: Vec<[f64; 3]>,
     /// Creatures that stood still last tick because no player was near.
     dormant: usize,
+    /// Creatures that overlapped others last tick deeper than
+    /// [`crowd::CROWDED_DEPTH`].
+    crowded: usize,
     /// A headless command run: nothing spawns or moves.
     headless: bool,
     creatures: Vec<Creature>,
@@ -596,11 +604,16 @@ impl Creatures {
         let mut moved = 0;
         let mut retry = Vec::new();
         self.dormant = 0;
+        let active = &self.active;
+        let is_dormant = |creature: &Creature| {
+            active.as_ref().is_some_and(|cells| {
+                creature.state.on_ground && !cells.contains(&active_cell(creature.state.position))
+            })
+        };
+        let pushes = self.crowd_pushes(&is_dormant);
+        self.crowded = pushes.iter().filter(|p| crowd::is_crowded(**p)).count();
         for (index, creature) in self.creatures.iter_mut().enumerate() {
-            if let Some(cells) = &self.active
-                && creature.state.on_ground
-                && !cells.contains(&active_cell(creature.state.position))
-            {
+            if is_dormant(creature) {
                 // No player near: it stands (told once, so nobody
                 // extrapolates a walk it no longer makes).
                 self.dormant += 1;
@@ -621,7 +634,7 @@ impl Creatures {
             let home = ((x - centre[0]).hypot(z - centre[1]) > self.radius)
                 .then(|| wander::heading_towards([x, z], centre));
             creature.brain.think(dt, home, &mut self.rng);
-            let mut walk = creature.brain.walk(kind.speed);
+            let mut walk = crowd::steer(creature.brain.walk(kind.speed), pushes[index]);
             let still = walk == [0.0, 0.0]
                 && creature.state.on_ground
                 && creature.state.velocity == [0.0; 3];
@@ -664,6 +677,29 @@ impl Creatures {
             }
         }
         Ok(())
+    }
+
+    /// Each creature's push out of the others and out of the players' way
+    /// (`[0, 0]` for a dormant one, which is left out).
+    fn crowd_pushes(&self, is_dormant: &dyn Fn(&Creature) -> bool) -> Vec<[f64; 2]> {
+        let mut awake = Vec::new();
+        let mut bodies = Vec::new();
+        for (index, creature) in self.creatures.iter().enumerate() {
+            if !is_dormant(creature) {
+                let body = &KINDS[creature.kind].body;
+                awake.push(index);
+                bodies.push(crowd::Occupant {
+                    position: creature.state.position,
+                    half_width: body.half_width,
+                    height: body.height,
+                });
+            }
+        }
+        let mut pushes = vec![[0.0; 2]; self.creatures.len()];
+        for (index, push) in awake.into_iter().zip(crowd::pushes(&bodies, &self.players)) {
+            pushes[index] = push;
+        }
+        pushes
     }
 
     /// Fetches the voxels the creatures planned in `plans` may read and the
@@ -747,6 +783,7 @@ impl Creatures {
         })?;
         let positions: Vec<[f64; 3]> = players.iter().map(|n| n.position).collect();
         self.active = Some(active_cells(&positions, self.active_radius));
+        self.players = positions;
         Ok(())
     }
 
@@ -765,12 +802,13 @@ impl Creatures {
         let grounded = self.creatures.iter().filter(|c| c.state.on_ground).count();
         format!(
             "creatures: {} ({}), {} moved in the last second, {grounded} on the ground, \
-             {waiting} waiting, {} to place, {} standing with no player near",
+             {waiting} waiting, {} to place, {} standing with no player near, {} crowded",
             self.creatures.len(),
             kinds.join(", "),
             self.counters.moved_last_second,
             self.spawns.len(),
-            self.dormant
+            self.dormant,
+            self.crowded
         )
     }
 
@@ -897,6 +935,8 @@ impl Module for Creatures {
             },
             active: None,
             since_players: 0.0,
+            players: Vec::new(),
+            crowded: 0,
             dormant: 0,
             headless: host.get_config(config::HEADLESS).as_deref() == Some("1"),
             host,

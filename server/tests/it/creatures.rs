@@ -12,16 +12,22 @@ const TRANSIENT: usize = 4;
 const PERSISTENT: usize = 3;
 
 fn start(scratch: &Scratch) -> Server {
+    start_with(scratch, TRANSIENT, 12)
+}
+
+/// A server whose creatures are `transient` chickens (and the persistent
+/// ones) within `radius` voxels of the origin.
+fn start_with(scratch: &Scratch, transient: usize, radius: u32) -> Server {
     let mut args = scratch.server_args();
     args.extend(
         [
             "--no-watch",
             "--set",
-            &format!("creatures.count={TRANSIENT}"),
+            &format!("creatures.count={transient}"),
             "--set",
             &format!("creatures.persistent={PERSISTENT}"),
             "--set",
-            "creatures.radius=12",
+            &format!("creatures.radius={radius}"),
             // No player joins: every creature is simulated all the same.
             "--set",
             "creatures.active_radius=0",
@@ -41,6 +47,8 @@ struct Report {
     moved: usize,
     on_ground: usize,
     to_place: usize,
+    /// Creatures overlapping another body last tick.
+    crowded: usize,
 }
 
 impl Report {
@@ -54,7 +62,8 @@ impl Report {
 }
 
 /// Parses `creatures: 7 (chicken 4, cow 2, sheep 1), 5 moved in the last
-/// second, 6 on the ground, 0 waiting, 0 to place`.
+/// second, 6 on the ground, 0 waiting, 0 to place, 0 standing with no
+/// player near, 2 crowded`.
 fn parse(line: &str) -> Option<Report> {
     let rest = line.split("creatures: ").nth(1)?;
     let (total, rest) = rest.split_once(" (")?;
@@ -63,11 +72,13 @@ fn parse(line: &str) -> Option<Report> {
     let mut parts = rest.split(", ");
     let on_ground = parts.next()?.strip_suffix(" on the ground")?;
     let to_place = parts.nth(1)?.strip_suffix(" to place")?;
+    let crowded = parts.nth(1)?.strip_suffix(" crowded")?;
     let mut report = Report {
         total: total.trim().parse().ok()?,
         moved: moved.trim().parse().ok()?,
         on_ground: on_ground.trim().parse().ok()?,
         to_place: to_place.trim().parse().ok()?,
+        crowded: crowded.trim().parse().ok()?,
         ..Report::default()
     };
     for kind in kinds.split(", ") {
@@ -167,4 +178,23 @@ fn creatures_wander_survive_a_reload_and_persist_without_duplicates() {
         "{}",
         server.output()
     );
+}
+
+#[test]
+fn a_crowded_herd_spreads_out() {
+    // 40 chickens (and 3 cows or sheep) made to stay within 3 voxels of the
+    // origin: they spawn on top of each other and push apart.
+    let scratch = Scratch::new();
+    scratch.add_creatures();
+    let mut server = start_with(&scratch, 40, 3);
+    let first = wait_report(&mut server, Duration::from_secs(120), |r| {
+        r.total == 40 + PERSISTENT && r.to_place == 0
+    });
+    // At most a few overlap at any time once they have spread (a walk can
+    // take one into another for a tick or two).
+    let spread = wait_report(&mut server, Duration::from_secs(60), |r| {
+        r.crowded * 4 <= r.total
+    });
+    assert!(spread.total >= first.total, "{spread:?}");
+    server.stop_cleanly();
 }
