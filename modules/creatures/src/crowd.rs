@@ -31,7 +31,7 @@ pub struct Occupant {
 pub const PLAYER: (f64, f64) = (0.3, 1.8);
 
 /// Voxels a second a creature is pushed at when it fully overlaps another.
-pub const PUSH_SPEED: f64 = 4.0;
+pub const PUSH_SPEED: f64 = 8.0;
 
 /// How deep an overlap (a fraction of the two half widths) makes a
 /// creature count as crowded in the `creatures` report.
@@ -173,7 +173,10 @@ mod tests {
         // Pushed towards -x by a neighbour on its +x side, walking +x and +z:
         // the +x part goes, the +z part stays, the push is added.
         let walk = steer([2.0, 1.0], [-0.5, 0.0]);
-        assert!((walk[0] + 0.5).abs() < 1e-9 && (walk[1] - 1.0).abs() < 1e-9, "{walk:?}");
+        assert!(
+            (walk[0] + 0.5).abs() < 1e-9 && (walk[1] - 1.0).abs() < 1e-9,
+            "{walk:?}"
+        );
         // Walking away already: kept whole.
         assert_eq!(steer([-2.0, 0.0], [-0.5, 0.0]), [-2.5, 0.0]);
         assert_eq!(steer([1.0, 1.0], [0.0, 0.0]), [1.0, 1.0]);

@@ -1071,6 +1071,51 @@ mod tests {
         assert_eq!(single.centres(), vec![[0.0, 0.0]]);
     }
 
+    /// The herd's bodies, for [`crowd::pushes`].
+    fn bodies(herd: &[Creature]) -> Vec<crowd::Occupant> {
+        herd.iter()
+            .map(|c| crowd::Occupant {
+                position: c.state.position,
+                half_width: KINDS[c.kind].body.half_width,
+                height: KINDS[c.kind].body.height,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_herd_standing_on_one_point_steps_apart_on_flat_ground() {
+        let mut rng = Rng::new(7);
+        let chicken = KINDS
+            .iter()
+            .position(|k| k.name == "chicken")
+            .expect("chickens");
+        let mut herd: Vec<Creature> = (0..20)
+            .map(|id| Creature::new(id, chicken, [0.5, 10.0, 0.5], &mut rng))
+            .collect();
+        let mut flat = |voxel: Pos| Some(voxel[1] < 10);
+        let crowded = |herd: &[Creature]| {
+            crowd::pushes(&bodies(herd), &[])
+                .into_iter()
+                .filter(|p| crowd::is_crowded(*p))
+                .count()
+        };
+        assert_eq!(crowded(&herd), 20, "all in one point");
+        // Two seconds of ticks, standing (no walk of their own): only the
+        // pushes move them, through the same physics step as a walk.
+        for _ in 0..20 {
+            let pushes = crowd::pushes(&bodies(&herd), &[]);
+            for (creature, push) in herd.iter_mut().zip(pushes) {
+                let mut walk = crowd::steer([0.0; 2], push);
+                advance(creature, &mut walk, 0.1, &mut flat, &mut rng).expect("flat ground");
+            }
+        }
+        assert_eq!(crowded(&herd), 0, "spread out");
+        assert!(
+            herd.iter().all(|c| c.state.position[1] == 10.0),
+            "on the ground"
+        );
+    }
+
     #[test]
     fn settings_out_of_range_are_named() {
         assert!(check_within("creatures.radius", 24.0, 1.0, 512.0).is_ok());
