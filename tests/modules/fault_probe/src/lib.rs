@@ -62,17 +62,21 @@ const TMP_STATE: &str = "state";
 
 impl FaultProbe {
     fn count(&mut self, sender: String, seq: u64) {
-        let received = self.state.received.entry(sender.clone()).or_insert_with(|| {
-            log::info!(
-                "fault_probe {}: first event from {sender} is number {seq}",
-                self.name
-            );
-            Received {
-                first: seq,
-                next_expected: seq,
-                ..Received::default()
-            }
-        });
+        let received = self
+            .state
+            .received
+            .entry(sender.clone())
+            .or_insert_with(|| {
+                log::info!(
+                    "fault_probe {}: first event from {sender} is number {seq}",
+                    self.name
+                );
+                Received {
+                    first: seq,
+                    next_expected: seq,
+                    ..Received::default()
+                }
+            });
         if seq > received.next_expected {
             // Named when it happens, so the server's log shows what it
             // happened next to (a reload, a hang).
