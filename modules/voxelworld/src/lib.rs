@@ -584,7 +584,7 @@ impl VoxelWorld {
             report.source.nodes,
             report.destination.sections,
             report.destination.nodes,
-            location.shown()
+            storage::postgresql::redact_url(to)
         ))
     }
 

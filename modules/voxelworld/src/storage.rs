@@ -37,14 +37,15 @@ pub enum StorageError {
     #[error("world database: {0}")]
     Sqlite(#[from] rusqlite::Error),
     /// A PostgreSQL query failed; `url` is shown without its password.
-    #[error("world database {url}: {source}")]
+    #[error("world database {url}: {}", postgresql::message(source))]
     Postgres {
         url: String,
         source: ::postgres::Error,
     },
     /// No connection could be made; `url` is shown without its password.
     #[error(
-        "cannot connect to the world database {url}: {source} (is PostgreSQL running there, and is the URL right?)"
+        "cannot connect to the world database {url}: {} (is PostgreSQL running there, and is the URL right?)",
+        postgresql::message(source)
     )]
     Unreachable {
         url: String,

@@ -116,6 +116,19 @@ pub fn redact_url(url: &str) -> String {
     out
 }
 
+/// The error with its causes (the `postgres` crate's own text is only
+/// "db error" for what the server said).
+pub fn message(error: &postgres::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(next) = cause {
+        text.push_str(": ");
+        text.push_str(&next.to_string());
+        cause = next.source();
+    }
+    text
+}
+
 /// `url` naming the database `name` instead (for tests, benchmarks and the
 /// harness, which make a database per run on one cluster).
 pub fn with_database(url: &str, name: &str) -> String {
@@ -631,6 +644,24 @@ mod tests {
             .expect("no user")
             .to_string();
         assert!(error.contains("no user"), "{error}");
+    }
+
+    #[test]
+    fn what_the_server_says_is_shown() {
+        let Some(admin) = crate::storage::testing::test_cluster() else {
+            return;
+        };
+        let error = PgStorage::open(
+            &with_database(&admin, "buildat_no_such_database"),
+            SectionSize::default(),
+        )
+        .err()
+        .expect("no such database")
+        .to_string();
+        assert!(
+            error.contains("database \"buildat_no_such_database\" does not exist"),
+            "{error}"
+        );
     }
 
     #[test]
