@@ -5,7 +5,8 @@
 //! client directly, one transaction per section, an insert per chunk. Both
 //! backends: SQLite (rusqlite), and PostgreSQL (the `postgres` crate) when
 //! `BUILDAT_TEST_PG` names a cluster (`eval "$(scripts/pg-cluster start)"`;
-//! fresh databases are made there and dropped). Also the stored bytes per
+//! fresh databases are made there and dropped; its loads, ours and the
+//! floor's, are the best of three passes). Also the stored bytes per
 //! chunk, and what streaming a chunk costs: the bytes of its
 //! `voxelworld:chunk` packet and of its `voxelworld:light` packet, and the
 //! time to light it. Prints a table; asserts nothing.
@@ -162,11 +163,17 @@ fn main() {
         .map(|admin| {
             let ours_url = postgresql::create_database(&admin, "buildat_bench_ours")
                 .expect("a database for the world");
-            let (save, load, _) = ours(&positions, &|| {
+            let open = || {
                 open_world_on(Box::new(
                     postgresql::PgStorage::open(&ours_url, SectionSize::default()).expect("open"),
                 ))
-            });
+            };
+            let (save, first_load, _) = ours(&positions, &open);
+            // Loads are short against a server's round trips: the best of
+            // three, for the floor too.
+            let load = (0..2)
+                .map(|_| load_pass(&positions, &open).0)
+                .fold(first_load, f64::min);
             let mut client =
                 postgres::Client::connect(&ours_url, postgres::NoTls).expect("connect");
             let bytes: i64 = client
@@ -265,7 +272,6 @@ fn main() {
 /// `open`, saved; then loaded, every chunk decoded, in a world opened again.
 /// Returns the save and load times and the loaded world.
 fn ours(positions: &[Pos], open: &dyn Fn() -> World) -> (f64, f64, World) {
-    let chunk_count = positions.len() * 8;
     let mut world = open();
     for pos in positions {
         world.load_section(*pos).expect("load");
@@ -292,6 +298,14 @@ fn ours(positions: &[Pos], open: &dyn Fn() -> World) -> (f64, f64, World) {
     let save = started.elapsed().as_secs_f64();
     assert_eq!(saved as usize, positions.len());
     drop(world);
+    let (load, world) = load_pass(positions, open);
+    (save, load, world)
+}
+
+/// Loads the sections, every chunk decoded, in a world from `open`: the
+/// time, and the world.
+fn load_pass(positions: &[Pos], open: &dyn Fn() -> World) -> (f64, World) {
+    let chunk_count = positions.len() * 8;
     let mut world = open();
     let started = Instant::now();
     let mut loaded_voxels = 0;
@@ -308,7 +322,7 @@ fn ours(positions: &[Pos], open: &dyn Fn() -> World) -> (f64, f64, World) {
     }
     let load = started.elapsed().as_secs_f64();
     assert_eq!(loaded_voxels, chunk_count * CHUNK_VOLUME);
-    (save, load, world)
+    (load, world)
 }
 
 /// The chunk as the raw floors store it: u32 little-endian, zlib level 6.
@@ -332,7 +346,8 @@ fn inflate(blob: &[u8]) -> Vec<u32> {
 
 /// The PostgreSQL floor: the same blobs through the `postgres` crate, one
 /// transaction per section, a prepared insert per chunk; then a prepared
-/// select per section. Returns the save and load times.
+/// select per section (the best of three passes). Returns the save and
+/// load times.
 fn raw_postgres(url: &str, raw: &[RawSection]) -> (f64, f64) {
     let mut client = postgres::Client::connect(url, postgres::NoTls).expect("connect");
     client
@@ -371,17 +386,20 @@ fn raw_postgres(url: &str, raw: &[RawSection]) -> (f64, f64) {
     let select = client
         .prepare("SELECT data FROM chunk WHERE sx = $1 AND sy = $2 AND sz = $3")
         .expect("prepare");
-    let started = Instant::now();
-    let mut loaded = 0;
-    for (section, _) in raw {
-        for row in client
-            .query(&select, &[&section[0], &section[1], &section[2]])
-            .expect("query")
-        {
-            loaded += inflate(row.get(0)).len();
+    let mut load = f64::MAX;
+    for _ in 0..3 {
+        let started = Instant::now();
+        let mut loaded = 0;
+        for (section, _) in raw {
+            for row in client
+                .query(&select, &[&section[0], &section[1], &section[2]])
+                .expect("query")
+            {
+                loaded += inflate(row.get(0)).len();
+            }
         }
+        load = load.min(started.elapsed().as_secs_f64());
+        assert_eq!(loaded, raw.len() * 8 * CHUNK_VOLUME);
     }
-    let load = started.elapsed().as_secs_f64();
-    assert_eq!(loaded, raw.len() * 8 * CHUNK_VOLUME);
     (save, load)
 }

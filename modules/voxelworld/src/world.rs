@@ -402,7 +402,7 @@ impl World {
                         let reason = error.to_string();
                         log::error!(
                             "section {pos:?} is damaged ({reason}): moved to the quarantine table \
-                             of world.sqlite and generated again"
+                             of the world's database and generated again"
                         );
                         self.storage.quarantine_section(pos, &reason)?;
                         None

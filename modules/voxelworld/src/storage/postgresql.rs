@@ -58,11 +58,13 @@ const SCHEMA: &str = "
         sx INTEGER NOT NULL, sy INTEGER NOT NULL, sz INTEGER NOT NULL,
         id BIGINT NOT NULL, data BYTEA NOT NULL, reason TEXT NOT NULL);";
 
-/// A section's row and all its nodes in one round trip (no row: not stored;
-/// a row with a null id: stored without nodes).
-const LOAD: &str = "SELECT s.save_enabled, s.generated, n.id, n.data
-    FROM section s LEFT JOIN node n ON n.sx = s.sx AND n.sy = s.sy AND n.sz = s.sz
-    WHERE s.sx = $1 AND s.sy = $2 AND s.sz = $3 ORDER BY n.id";
+/// A section's row, then its nodes' rows, in one round trip (no row with
+/// flags: not stored). Two plain index scans: cheaper to plan, at each
+/// execution, than a join.
+const LOAD: &str = "SELECT save_enabled, generated, NULL::BIGINT, NULL::BYTEA
+        FROM section WHERE sx = $1 AND sy = $2 AND sz = $3
+    UNION ALL
+    SELECT NULL, NULL, id, data FROM node WHERE sx = $1 AND sy = $2 AND sz = $3";
 
 /// A section saved whole in one statement, so one transaction: its row
 /// upserted by position, its nodes upserted by id (a node that moved here
@@ -473,21 +475,26 @@ impl WorldStorage for PgStorage {
             let statement = c.statement(LOAD)?;
             c.client.query(&statement, &[&x, &y, &z])
         })?;
-        let Some(first) = rows.first() else {
-            return Ok(None);
-        };
-        let mut section = StoredSection {
-            pos,
-            save_enabled: first.get(0),
-            generated: first.get(1),
-            nodes: Vec::with_capacity(rows.len()),
-        };
+        let mut flags = None;
+        let mut nodes = Vec::with_capacity(rows.len());
         for row in &rows {
-            if let Some(id) = row.get::<_, Option<i64>>(2) {
-                section.nodes.push((id as u64, row.get(3)));
+            match row.get::<_, Option<i64>>(2) {
+                Some(id) => nodes.push((id as u64, row.get(3))),
+                None => flags = Some((row.get(0), row.get(1))),
             }
         }
-        Ok(Some(section))
+        let Some((save_enabled, generated)) = flags else {
+            // Nodes without their section row: a section is written whole,
+            // so this is one quarantined or never saved.
+            return Ok(None);
+        };
+        nodes.sort_unstable_by_key(|(id, _)| *id);
+        Ok(Some(StoredSection {
+            pos,
+            save_enabled,
+            generated,
+            nodes,
+        }))
     }
 
     fn save_section(&mut self, section: &StoredSection) -> Result<(), StorageError> {
