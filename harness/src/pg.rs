@@ -76,9 +76,10 @@ impl TestDatabase {
         );
         let mut client = postgres::Client::connect(admin_url, postgres::NoTls)
             .with_context(|| format!("connecting to the test cluster ({TEST_PG})"))?;
-        client.batch_execute(&format!(
-            "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE); CREATE DATABASE \"{name}\""
-        ))?;
+        // One statement a call: several would be one transaction, which
+        // these refuse.
+        client.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))?;
+        client.batch_execute(&format!("CREATE DATABASE \"{name}\""))?;
         Ok(Self {
             url: with_database(admin_url, &name),
             admin: admin_url.to_string(),

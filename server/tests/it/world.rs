@@ -62,7 +62,7 @@ fn an_unknown_headless_command_names_the_ones_there_are() {
     assert!(
         server
             .output()
-            .contains("unknown command 'pregenerate': the loaded modules offer pregen"),
+            .contains("unknown command 'pregenerate': the loaded modules offer migrate, pregen"),
         "{}",
         server.output()
     );
