@@ -41,7 +41,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The advisory lock held while a world's tables are made or checked, so
 /// two servers opening one new database do not race.
-const SCHEMA_LOCK: i64 = 0x6275_696c_6461_74; // "buildat"
+const SCHEMA_LOCK: i64 = 0x62_7569_6c64_6174; // "buildat"
 
 const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL);
