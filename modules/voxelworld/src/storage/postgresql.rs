@@ -190,9 +190,23 @@ fn quote_identifier(name: &str) -> String {
 pub struct PgConnection {
     pub client: Client,
     statements: HashMap<&'static str, Statement>,
+    /// It failed in a way that may have left it unusable: closed when
+    /// handed back.
+    broken: bool,
 }
 
 impl PgConnection {
+    /// Marks the connection broken after `error` unless the server only
+    /// refused a statement (an error it reports below FATAL).
+    fn failed(&mut self, error: &postgres::Error) {
+        let statement_only = error
+            .as_db_error()
+            .is_some_and(|db| !matches!(db.severity(), "FATAL" | "PANIC"));
+        if !statement_only {
+            self.broken = true;
+        }
+    }
+
     /// `sql` prepared on this connection (once).
     fn statement(&mut self, sql: &'static str) -> Result<Statement, postgres::Error> {
         if let Some(statement) = self.statements.get(sql) {
@@ -205,8 +219,8 @@ impl PgConnection {
 }
 
 /// A small pool of connections to one database: at most [`POOL_SIZE`]
-/// open; one that broke is dropped when handed back, and the next `get`
-/// connects anew.
+/// open; one that broke (closed, or an error other than a statement
+/// refused) is dropped when handed back, and the next `get` connects anew.
 pub struct PgPool {
     config: Config,
     /// The URL without its password.
@@ -290,6 +304,7 @@ impl PgPool {
                         connection: Some(PgConnection {
                             client,
                             statements: HashMap::new(),
+                            broken: false,
                         }),
                     }),
                     Err(source) => {
@@ -348,7 +363,7 @@ impl Drop for Pooled {
         let Some(connection) = self.connection.take() else {
             return;
         };
-        if connection.client.is_closed() {
+        if connection.broken || connection.client.is_closed() {
             drop(connection);
             self.pool.forget_one();
             return;
@@ -438,7 +453,10 @@ impl PgStorage {
         work: impl FnOnce(&mut PgConnection) -> Result<T, postgres::Error>,
     ) -> Result<T, StorageError> {
         let mut connection = self.pool.get()?;
-        work(&mut connection).map_err(|source| self.pool.error(source))
+        work(&mut connection).map_err(|source| {
+            connection.failed(&source);
+            self.pool.error(source)
+        })
     }
 }
 
@@ -669,6 +687,43 @@ mod tests {
             error.contains("database \"buildat_no_such_database\" does not exist"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_broken_connection_is_replaced_at_the_next_use() {
+        let Some(world) = crate::storage::testing::postgres_world() else {
+            return;
+        };
+        let crate::storage::StorageLocation::Postgres(url) = &world.location else {
+            unreachable!("a PostgreSQL world");
+        };
+        let mut storage = PgStorage::open(url, SectionSize::default()).unwrap();
+        let section = StoredSection {
+            pos: [4, 5, 6],
+            save_enabled: true,
+            generated: true,
+            nodes: vec![(1, b"one".to_vec())],
+        };
+        storage.save_section(&section).unwrap();
+        // The server ends the world's connection (as a restart would).
+        let mut admin = Client::connect(url, NoTls).unwrap();
+        let ended: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()) AS t",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(ended, 1, "the world's one connection");
+        // The first use may fail on the dead connection; then it is
+        // dropped, and the next use connects again.
+        let first = storage.load_section([4, 5, 6]);
+        if let Err(error) = &first {
+            assert!(error.to_string().contains(&redact_url(url)), "{error}");
+        }
+        assert_eq!(storage.load_section([4, 5, 6]).unwrap(), Some(section));
+        assert_eq!(storage.reserve_node_ids(2).unwrap(), 1..3);
     }
 
     #[test]
