@@ -1,6 +1,9 @@
-//! `crashtest ITERATIONS`: kill -9 the server while it saves under load,
-//! reopen the world, check `PRAGMA integrity_check` and that no
-//! acknowledged save is lost, again and again on the same world.
+//! `crashtest ITERATIONS [--pg URL]`: kill -9 the server while it saves
+//! under load, reopen the world, check its soundness (`PRAGMA
+//! integrity_check`; in PostgreSQL, no node outside a section) and that no
+//! acknowledged save is lost, again and again on the same world. With
+//! `--pg` the world is stored in a fresh database on that cluster, dropped
+//! at the end.
 //!
 //! The saver is the `world_probe` fixture: every tick it writes numbered
 //! rounds into four sections and logs `saved round N` once voxelworld's
@@ -14,13 +17,12 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-use rusqlite::Connection;
-
 use crate::fleet::{Fleet, FleetOptions};
 use crate::layout::Layout;
+use crate::pg::TestDatabase;
 use crate::server::{Server, ServerOptions};
-use crate::world_check::{SECTIONS, integrity, stored_round};
+use crate::world_check::{SECTIONS, WorldDb};
+use anyhow::Context;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct CrashOptions {
@@ -32,6 +34,10 @@ pub struct CrashOptions {
     /// Seed of the kill timing (default: from the clock; printed).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Store the world in PostgreSQL: a fresh database on the cluster this
+    /// URL names (any database there), dropped at the end.
+    #[arg(long, value_name = "URL")]
+    pub pg: Option<String>,
 }
 
 /// xorshift64*: enough to spread kill times, reproducible from its seed.
@@ -63,16 +69,30 @@ pub fn run(layout: &Layout, options: &CrashOptions) -> anyhow::Result<bool> {
             | 1
     });
     let mut random = Random(seed);
+    let database = match &options.pg {
+        Some(url) => Some(TestDatabase::create(url, "buildat_crashtest")?),
+        None => None,
+    };
     println!(
-        "crashtest: {} iterations, {} bots, seed {seed}",
-        options.iterations, options.bots
+        "crashtest: {} iterations, {} bots, seed {seed}, storage {}",
+        options.iterations,
+        options.bots,
+        if database.is_some() {
+            "postgresql"
+        } else {
+            "sqlite"
+        }
     );
     let modules = layout.add_fixtures("world_probe", &["world_probe"])?;
     let world = layout.path("world");
+    let mut settings = vec!["voxelworld.save_interval_s=0.5".to_string()];
+    if let Some(database) = &database {
+        settings.push(format!("voxelworld.storage={}", database.url));
+    }
     let server_options = ServerOptions {
         world: world.clone(),
         extra_module_paths: vec![modules],
-        settings: vec!["voxelworld.save_interval_s=0.5".into()],
+        settings,
         tick_ms: 20,
         watchdog_ms: None,
         log_file: layout.path("server.log"),
@@ -130,16 +150,19 @@ pub fn run(layout: &Layout, options: &CrashOptions) -> anyhow::Result<bool> {
         drop(fleet);
         let acknowledged = last_acknowledged(&server, 0).unwrap_or(start);
         drop(server);
-        let connection =
-            Connection::open(world.join("world.sqlite")).context("reopening the world")?;
-        let verdict = integrity(&connection)?;
+        let mut connection = match &database {
+            Some(database) => WorldDb::postgres(&database.url),
+            None => WorldDb::sqlite(&world.join("world.sqlite")),
+        }
+        .context("reopening the world")?;
+        let verdict = connection.integrity()?;
         if verdict != "ok" {
             integrity_failures += 1;
         }
         let mut rounds = Vec::new();
         let mut lost = 0;
         for section in SECTIONS {
-            let round = stored_round(&connection, section)?;
+            let round = connection.stored_round(section)?;
             match round {
                 Some(r) if r == acknowledged || r == acknowledged + 1 => {}
                 _ => lost += 1,

@@ -5,7 +5,8 @@
 //! binary `buildat-harness` is its command line. The server's and the
 //! client's tests and benchmarks use it too: `server` (the one server
 //! driver), `raw_client` (the one wire client), `fake_server`, `wire`,
-//! `layout` (the scratch module workspace) and `world_check`.
+//! `layout` (the scratch module workspace), `world_check` and `pg` (a
+//! database per run on the PostgreSQL test cluster).
 //!
 //! Owns: driving real processes from outside. Does not own: anything inside
 //! the server or the client.
@@ -23,6 +24,7 @@ pub mod lightbots;
 pub mod loadtest;
 pub mod map_pages;
 pub mod mapbench;
+pub mod pg;
 pub mod proc_stats;
 pub mod raw_client;
 pub mod server;

@@ -1,9 +1,11 @@
 //! Reading back what the `world_probe` fixture saved: the round number each
-//! of its sections holds in a world database, decoded from the voxels.
+//! of its sections holds in a world database (the world's SQLite file or
+//! its PostgreSQL database), decoded from the voxels.
 //!
 //! Owns: the probe's layout mirrored on the reading side (sections, bit
-//! places) and the decoding of a section's stored chunks. Does not own:
-//! writing (the fixture) or the verdicts (`crashtest`).
+//! places), reading a section's node rows and the database's soundness
+//! from either backend, and the decoding of a section's stored chunks.
+//! Does not own: writing (the fixture) or the verdicts (`crashtest`).
 
 use std::collections::HashMap;
 
@@ -27,6 +29,83 @@ pub fn bit_place(section: [i32; 3], bit: i32) -> [i32; 3] {
     ]
 }
 
+/// A world database opened for reading back.
+pub enum WorldDb {
+    Sqlite(Connection),
+    Postgres(postgres::Client),
+}
+
+impl WorldDb {
+    /// The world's SQLite file.
+    pub fn sqlite(path: &std::path::Path) -> anyhow::Result<Self> {
+        Ok(Self::Sqlite(
+            Connection::open(path).with_context(|| format!("opening {}", path.display()))?,
+        ))
+    }
+
+    /// A world's PostgreSQL database.
+    pub fn postgres(url: &str) -> anyhow::Result<Self> {
+        Ok(Self::Postgres(
+            postgres::Client::connect(url, postgres::NoTls)
+                .context("connecting to the world database")?,
+        ))
+    }
+
+    /// "ok" when sound: SQLite's `PRAGMA integrity_check`; in PostgreSQL
+    /// (which keeps its own pages sound), no node outside a stored section.
+    pub fn integrity(&mut self) -> anyhow::Result<String> {
+        match self {
+            Self::Sqlite(connection) => integrity(connection),
+            Self::Postgres(client) => {
+                let orphans: i64 = client
+                    .query_one(
+                        "SELECT count(*) FROM node n WHERE NOT EXISTS (SELECT 1 FROM section s
+                         WHERE s.sx = n.sx AND s.sy = n.sy AND s.sz = n.sz)",
+                        &[],
+                    )
+                    .context("counting nodes outside sections")?
+                    .get(0);
+                Ok(if orphans == 0 {
+                    "ok".into()
+                } else {
+                    format!("{orphans} nodes outside sections")
+                })
+            }
+        }
+    }
+
+    /// The data of a section's node rows.
+    pub fn node_rows(&mut self, section: [i32; 3]) -> anyhow::Result<Vec<Vec<u8>>> {
+        let [x, y, z] = section;
+        match self {
+            Self::Sqlite(connection) => {
+                let mut statement = connection
+                    .prepare("SELECT data FROM node WHERE sx = ?1 AND sy = ?2 AND sz = ?3")
+                    .context("querying nodes")?;
+                let rows = statement
+                    .query_map(params![x, y, z], |r| r.get(0))?
+                    .collect::<Result<_, _>>()
+                    .context("reading nodes")?;
+                Ok(rows)
+            }
+            Self::Postgres(client) => Ok(client
+                .query(
+                    "SELECT data FROM node WHERE sx = $1 AND sy = $2 AND sz = $3",
+                    &[&x, &y, &z],
+                )
+                .context("reading nodes")?
+                .iter()
+                .map(|row| row.get(0))
+                .collect()),
+        }
+    }
+
+    /// The round a section holds (see [`stored_round`]).
+    pub fn stored_round(&mut self, section: [i32; 3]) -> anyhow::Result<Option<u64>> {
+        round_of(self.node_rows(section)?, section)
+    }
+}
+
 /// `PRAGMA integrity_check`'s verdict ("ok" when sound).
 pub fn integrity(connection: &Connection) -> anyhow::Result<String> {
     connection
@@ -45,6 +124,11 @@ pub fn stored_round(connection: &Connection, section: [i32; 3]) -> anyhow::Resul
         .query_map(params![section[0], section[1], section[2]], |r| r.get(0))?
         .collect::<Result<_, _>>()
         .context("reading nodes")?;
+    round_of(rows, section)
+}
+
+/// The round a section's node rows hold (see [`stored_round`]).
+fn round_of(rows: Vec<Vec<u8>>, section: [i32; 3]) -> anyhow::Result<Option<u64>> {
     let mut chunks = HashMap::new();
     for data in rows {
         let node: StoredNode = buildat_interface::decode(&data).context("a node decodes")?;

@@ -1,23 +1,29 @@
 //! World storage benchmark: saving and loading generated terrain sections
-//! through the world (voxel blobs by name, node records, one SQLite
-//! transaction per section) against the raw floor run in the same process:
-//! the same chunks as plain u32 arrays through flate2 level 6 and rusqlite
-//! directly, one transaction per section. Also the stored bytes per chunk,
-//! and what streaming a chunk costs: the bytes of its `voxelworld:chunk`
-//! packet and of its `voxelworld:light` packet, and the time to light it.
-//! Prints a table; asserts nothing.
+//! through the world (voxel blobs by name, node records, one transaction
+//! per section) against the raw floor run in the same process: the same
+//! chunks as plain u32 arrays through flate2 level 6 and the database's
+//! client directly, one transaction per section, an insert per chunk. Both
+//! backends: SQLite (rusqlite), and PostgreSQL (the `postgres` crate) when
+//! `BUILDAT_TEST_PG` names a cluster (`eval "$(scripts/pg-cluster start)"`;
+//! fresh databases are made there and dropped; its loads, ours and the
+//! floor's, are the best of three passes). Also the stored bytes per
+//! chunk, and what streaming a chunk costs: the bytes of its
+//! `voxelworld:chunk` packet and of its `voxelworld:light` packet, and the
+//! time to light it. Prints a table; asserts nothing.
 //!
 //! Run: `cargo bench -p buildat-module-voxelworld --bench world_bench`
 
 mod support;
-use support::open_world;
+use support::{open_world, open_world_on};
 
 use std::io::{Read, Write};
 use std::time::Instant;
 
 use buildat_format::Packet;
 use buildat_format::encode_voxels;
+use buildat_module_voxelworld::storage::postgresql;
 use buildat_module_voxelworld::stream::encode_light_packet;
+use buildat_module_voxelworld::world::World;
 use buildat_voxel::geometry::{CHUNK_VOLUME, Pos, SectionSize};
 use buildat_voxelworld_api::stream::Chunk;
 use rusqlite::{Connection, params};
@@ -56,48 +62,7 @@ fn main() {
 
     // Ours: generate (not timed), save, then load in a fresh world.
     let ours_path = dir.path().join("ours.sqlite");
-    let mut world = open_world(&ours_path);
-    for pos in &positions {
-        world.load_section(*pos).expect("load");
-        let chunks = raw_chunks(*pos)
-            .into_iter()
-            .map(|(chunk, voxels)| {
-                let blob = encode_voxels(&voxels, |id| terrain::PALETTE.get(id as usize).copied())
-                    .expect("encode");
-                (chunk, blob)
-            })
-            .collect();
-        world.apply_generated(*pos, chunks).expect("apply");
-        world.set_section_save_enabled(*pos, true).expect("enable");
-        // Edit every chunk, so saving encodes them all (an unchanged chunk
-        // would be saved with the blob it came with, at no cost).
-        let stone = world.voxels.get_id("stone").expect("stone");
-        for chunk in SectionSize::default().chunks_of_section(*pos) {
-            let origin = buildat_voxel::geometry::chunk_origin(chunk);
-            world.set_voxel(origin, stone).expect("edit");
-        }
-    }
-    let started = Instant::now();
-    let saved = world.save_all().expect("save");
-    let ours_save = started.elapsed().as_secs_f64();
-    assert_eq!(saved as usize, positions.len());
-    drop(world);
-    let mut world = open_world(&ours_path);
-    let started = Instant::now();
-    let mut loaded_voxels = 0;
-    for pos in &positions {
-        world.load_section(*pos).expect("load");
-        // Decode every chunk too, as the raw floor does (the world itself
-        // decodes lazily, on first read).
-        for chunk in SectionSize::default().chunks_of_section(*pos) {
-            loaded_voxels += world
-                .get_chunk_voxels(chunk)
-                .expect("chunk")
-                .map_or(0, |v| v.len());
-        }
-    }
-    let ours_load = started.elapsed().as_secs_f64();
-    assert_eq!(loaded_voxels, chunk_count * CHUNK_VOLUME);
+    let (ours_save, ours_load, mut world) = ours(&positions, &|| open_world(&ours_path));
     // The stream: each chunk's packet, then its light's (lit from the
     // chunks around it, as the server does when it first streams it).
     let (mut chunk_bytes, mut light_bytes) = (0usize, 0usize);
@@ -192,6 +157,39 @@ fn main() {
         .query_row("SELECT SUM(LENGTH(data)) FROM chunk", [], |r| r.get(0))
         .expect("size");
 
+    let postgres = std::env::var("BUILDAT_TEST_PG")
+        .ok()
+        .filter(|url| !url.is_empty())
+        .map(|admin| {
+            let ours_url = postgresql::create_database(&admin, "buildat_bench_ours")
+                .expect("a database for the world");
+            let open = || {
+                open_world_on(Box::new(
+                    postgresql::PgStorage::open(&ours_url, SectionSize::default()).expect("open"),
+                ))
+            };
+            let (save, first_load, _) = ours(&positions, &open);
+            // Loads are short against a server's round trips: the best of
+            // three, for the floor too.
+            let load = (0..2)
+                .map(|_| load_pass(&positions, &open).0)
+                .fold(first_load, f64::min);
+            let mut client =
+                postgres::Client::connect(&ours_url, postgres::NoTls).expect("connect");
+            let bytes: i64 = client
+                .query_one("SELECT SUM(octet_length(data))::BIGINT FROM node", &[])
+                .expect("size")
+                .get(0);
+            drop(client);
+            let raw_url = postgresql::create_database(&admin, "buildat_bench_raw")
+                .expect("a database for the floor");
+            let (raw_save, raw_load) = raw_postgres(&raw_url, &raw);
+            for name in ["buildat_bench_ours", "buildat_bench_raw"] {
+                postgresql::drop_database(&admin, name).expect("drop");
+            }
+            (save, load, raw_save, raw_load, bytes)
+        });
+
     let sections_n = positions.len() as f64;
     println!();
     println!(
@@ -200,22 +198,49 @@ fn main() {
     );
     println!(
         "{:<40} {:>12.0} {:>12.0} {:>7.2}  >= 0.5 of raw",
-        "section save (sections/s)",
+        "sqlite section save (sections/s)",
         sections_n / ours_save,
         sections_n / raw_save,
         raw_save / ours_save
     );
     println!(
         "{:<40} {:>12.0} {:>12.0} {:>7.2}  >= 0.5 of raw",
-        "section load (sections/s)",
+        "sqlite section load (sections/s)",
         sections_n / ours_load,
         sections_n / raw_load,
         raw_load / ours_load
     );
+    match postgres {
+        Some((save, load, raw_save, raw_load, bytes)) => {
+            println!(
+                "{:<40} {:>12.0} {:>12.0} {:>7.2}  >= 0.5 of raw",
+                "postgresql section save (sections/s)",
+                sections_n / save,
+                sections_n / raw_save,
+                raw_save / save
+            );
+            println!(
+                "{:<40} {:>12.0} {:>12.0} {:>7.2}  >= 0.5 of raw",
+                "postgresql section load (sections/s)",
+                sections_n / load,
+                sections_n / raw_load,
+                raw_load / load
+            );
+            println!(
+                "{:<40} {:>12.0}",
+                "postgresql stored bytes per chunk",
+                bytes as f64 / chunk_count as f64
+            );
+        }
+        None => println!(
+            "postgresql: not measured, BUILDAT_TEST_PG is not set \
+             (eval \"$(scripts/pg-cluster start)\")"
+        ),
+    }
     let per_chunk = ours_bytes as f64 / chunk_count as f64;
     println!(
         "{:<40} {:>12.0} {:>12.0} {:>7.4}  (raw u32 chunk: {} bytes; ratio vs u32)",
-        "stored bytes per chunk",
+        "sqlite stored bytes per chunk",
         per_chunk,
         raw_bytes as f64 / chunk_count as f64,
         per_chunk / (CHUNK_VOLUME * 4) as f64,
@@ -241,4 +266,140 @@ fn main() {
         "lighting a chunk (ms, with its margin)",
         1000.0 * light_time / n
     );
+}
+
+/// Ours: the sections generated (not timed) and edited in a world from
+/// `open`, saved; then loaded, every chunk decoded, in a world opened again.
+/// Returns the save and load times and the loaded world.
+fn ours(positions: &[Pos], open: &dyn Fn() -> World) -> (f64, f64, World) {
+    let mut world = open();
+    for pos in positions {
+        world.load_section(*pos).expect("load");
+        let chunks = raw_chunks(*pos)
+            .into_iter()
+            .map(|(chunk, voxels)| {
+                let blob = encode_voxels(&voxels, |id| terrain::PALETTE.get(id as usize).copied())
+                    .expect("encode");
+                (chunk, blob)
+            })
+            .collect();
+        world.apply_generated(*pos, chunks).expect("apply");
+        world.set_section_save_enabled(*pos, true).expect("enable");
+        // Edit every chunk, so saving encodes them all (an unchanged chunk
+        // would be saved with the blob it came with, at no cost).
+        let stone = world.voxels.get_id("stone").expect("stone");
+        for chunk in SectionSize::default().chunks_of_section(*pos) {
+            let origin = buildat_voxel::geometry::chunk_origin(chunk);
+            world.set_voxel(origin, stone).expect("edit");
+        }
+    }
+    let started = Instant::now();
+    let saved = world.save_all().expect("save");
+    let save = started.elapsed().as_secs_f64();
+    assert_eq!(saved as usize, positions.len());
+    drop(world);
+    let (load, world) = load_pass(positions, open);
+    (save, load, world)
+}
+
+/// Loads the sections, every chunk decoded, in a world from `open`: the
+/// time, and the world.
+fn load_pass(positions: &[Pos], open: &dyn Fn() -> World) -> (f64, World) {
+    let chunk_count = positions.len() * 8;
+    let mut world = open();
+    let started = Instant::now();
+    let mut loaded_voxels = 0;
+    for pos in positions {
+        world.load_section(*pos).expect("load");
+        // Decode every chunk too, as the raw floor does (the world itself
+        // decodes lazily, on first read).
+        for chunk in SectionSize::default().chunks_of_section(*pos) {
+            loaded_voxels += world
+                .get_chunk_voxels(chunk)
+                .expect("chunk")
+                .map_or(0, |v| v.len());
+        }
+    }
+    let load = started.elapsed().as_secs_f64();
+    assert_eq!(loaded_voxels, chunk_count * CHUNK_VOLUME);
+    (load, world)
+}
+
+/// The chunk as the raw floors store it: u32 little-endian, zlib level 6.
+fn deflate(voxels: &[u32]) -> Vec<u8> {
+    let bytes: Vec<u8> = voxels.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(6));
+    encoder.write_all(&bytes).expect("deflate");
+    encoder.finish().expect("deflate")
+}
+
+fn inflate(blob: &[u8]) -> Vec<u32> {
+    let mut bytes = Vec::with_capacity(CHUNK_VOLUME * 4);
+    flate2::read::ZlibDecoder::new(blob)
+        .read_to_end(&mut bytes)
+        .expect("inflate");
+    bytes
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+/// The PostgreSQL floor: the same blobs through the `postgres` crate, one
+/// transaction per section, a prepared insert per chunk; then a prepared
+/// select per section (the best of three passes). Returns the save and
+/// load times.
+fn raw_postgres(url: &str, raw: &[RawSection]) -> (f64, f64) {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).expect("connect");
+    client
+        .batch_execute(
+            "CREATE TABLE chunk (sx INTEGER, sy INTEGER, sz INTEGER, cx INTEGER, cy INTEGER,
+                 cz INTEGER, data BYTEA);
+             CREATE INDEX by_section ON chunk (sx, sy, sz);",
+        )
+        .expect("schema");
+    let insert = client
+        .prepare("INSERT INTO chunk VALUES ($1, $2, $3, $4, $5, $6, $7)")
+        .expect("prepare");
+    let started = Instant::now();
+    for (section, chunks) in raw {
+        let mut transaction = client.transaction().expect("tx");
+        for (chunk, voxels) in chunks {
+            let blob = deflate(voxels);
+            transaction
+                .execute(
+                    &insert,
+                    &[
+                        &section[0],
+                        &section[1],
+                        &section[2],
+                        &chunk[0],
+                        &chunk[1],
+                        &chunk[2],
+                        &blob,
+                    ],
+                )
+                .expect("insert");
+        }
+        transaction.commit().expect("commit");
+    }
+    let save = started.elapsed().as_secs_f64();
+    let select = client
+        .prepare("SELECT data FROM chunk WHERE sx = $1 AND sy = $2 AND sz = $3")
+        .expect("prepare");
+    let mut load = f64::MAX;
+    for _ in 0..3 {
+        let started = Instant::now();
+        let mut loaded = 0;
+        for (section, _) in raw {
+            for row in client
+                .query(&select, &[&section[0], &section[1], &section[2]])
+                .expect("query")
+            {
+                loaded += inflate(row.get(0)).len();
+            }
+        }
+        load = load.min(started.elapsed().as_secs_f64());
+        assert_eq!(loaded, raw.len() * 8 * CHUNK_VOLUME);
+    }
+    (save, load)
 }

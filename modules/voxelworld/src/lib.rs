@@ -1,7 +1,8 @@
 //! `voxelworld`: the world players stand in.
 //!
 //! Owns: the world (`world.rs`: registries, loaded sections, chunks, nodes,
-//! save rules) over its storage (`storage.rs`: `<world>/world.sqlite`), the
+//! save rules) over its storage (`storage.rs`: `<world>/world.sqlite` by
+//! default, or a PostgreSQL database, `storage/postgresql.rs`), the
 //! events `voxelworld:generation_request` and `voxelworld:node_volume_updated`,
 //! the calls defined in `buildat-voxelworld-api` (`api/`; `column_tops`
 //! for maps reads stored sections without loading them: `world/tops.rs`),
@@ -11,7 +12,9 @@
 //! reload carries them, and `stop` retries, then writes them to a recovery
 //! file taken back at the next start: `durability.rs`), and `pregen` (generating and saving a region
 //! through the generator module's `generate` call, each section once; on a
-//! running server in slices between ticks: `pregen.rs`).
+//! running server in slices between ticks: `pregen.rs`), and
+//! `migrate --to LOCATION` (copying the world into another, empty storage:
+//! `migrate.rs`).
 //! Special voxels (`special.rs`): after each commit of edits, the module
 //! named as a changed voxel's or its face neighbour's `handler_module` is
 //! told in one `voxelworld:special/<module>` event.
@@ -26,13 +29,18 @@
 //! (default `worldgen`), `voxelworld.view_radius` (chunks streamed around a
 //! player, default 3), `voxelworld.stream_budget` (chunks in flight without
 //! an ack, default 128), `voxelworld.max_database_bytes` (a cap on
-//! `world.sqlite`, default 0: none; past it saves fail as on a full disk).
+//! `world.sqlite`, default 0: none; past it saves fail as on a full disk),
+//! `voxelworld.storage` (where the world is stored for this run, over
+//! `world.toml`'s `storage`).
 //! It owns `<world>/world.toml` (`[world]`: `name`,
 //! `seed`, `section_size = [w, h, d]` in chunks, default [2, 2, 2], used when
-//! the world is created; afterwards the stored size wins): it writes the
+//! the world is created; afterwards the stored size wins; `storage`:
+//! `sqlite` (the default, `<world>/world.sqlite`), `sqlite:PATH` or
+//! `postgresql://USER[:PASSWORD]@HOST[:PORT]/DB`): it writes the
 //! default into a new world and is its only parser (`get_world_config`).
 
 pub mod durability;
+pub mod migrate;
 pub mod pregen;
 pub mod special;
 pub mod storage;
@@ -64,7 +72,7 @@ use buildat_voxelworld_api::{
 use durability::{SaveHealth, StashedSection};
 use pregen::{PregenCommand, PregenRun};
 use serde::{Deserialize, Serialize};
-use storage::SqliteStorage;
+use storage::StorageLocation;
 use world::{Committed, Loaded, World, WorldError};
 
 /// Streams the chunks changed by calls, after the calls have answered: an
@@ -110,11 +118,21 @@ struct WorldSection {
     #[serde(default)]
     seed: u64,
     section_size: Option<[i32; 3]>,
+    /// Where the world is stored (`sqlite`, `sqlite:PATH`, `postgresql://`).
+    #[serde(default)]
+    storage: String,
+}
+
+/// `world.toml` as read: what other modules are told, and where the world
+/// is stored.
+struct ReadConfig {
+    config: WorldConfig,
+    storage: String,
 }
 
 /// Reads `<world>/world.toml`, writing the default first in a new world.
 /// The only parser of the file.
-fn read_world_config(world_path: &Path) -> Result<WorldConfig, ModuleError> {
+fn read_world_config(world_path: &Path) -> Result<ReadConfig, ModuleError> {
     let path = world_path.join("world.toml");
     if !path.exists() {
         std::fs::write(&path, DEFAULT_WORLD_TOML)
@@ -136,10 +154,13 @@ fn read_world_config(world_path: &Path) -> Result<WorldConfig, ModuleError> {
             path.display()
         )));
     }
-    Ok(WorldConfig {
-        name: parsed.world.name,
-        seed: parsed.world.seed,
-        section_size: size.0,
+    Ok(ReadConfig {
+        config: WorldConfig {
+            name: parsed.world.name,
+            seed: parsed.world.seed,
+            section_size: size.0,
+        },
+        storage: parsed.world.storage,
     })
 }
 
@@ -525,6 +546,48 @@ impl VoxelWorld {
         Ok(count)
     }
 
+    /// Copies the world, saved first, into the empty storage at `to`, with
+    /// a progress line a second, and checks the counts on both sides.
+    fn migrate(&mut self, to: &str) -> Result<String, ModuleError> {
+        let location = StorageLocation::parse(to, &self.host.world_path())
+            .map_err(|e| ModuleError::msg(e.to_string()))?;
+        self.save()?;
+        let mut destination = location
+            .open(self.world.section_size(), 0)
+            .map_err(|e| ModuleError::msg(e.to_string()))?;
+        let source = self.world.storage_mut();
+        log::info!(
+            "migrate: copying {} to {}",
+            source.location(),
+            destination.location()
+        );
+        let started = Instant::now();
+        let mut last_report = Instant::now();
+        let report = migrate::migrate(source, destination.as_mut(), |done, total| {
+            if last_report.elapsed().as_secs_f64() >= 1.0 {
+                last_report = Instant::now();
+                log::info!(
+                    "migrate: {done}/{total} sections ({:.0}%)",
+                    done as f64 * 100.0 / total.max(1) as f64
+                );
+            }
+        })
+        .map_err(|e| ModuleError::msg(format!("migrate: {e}")))?;
+        Ok(format!(
+            "migrate done in {:.1} s: {} sections and {} nodes copied; source {} sections, {} \
+             nodes; destination {} sections, {} nodes: they match. To use it, set \
+             storage = \"{}\" under [world] in world.toml (or --set voxelworld.storage=...)",
+            started.elapsed().as_secs_f64(),
+            report.sections,
+            report.nodes,
+            report.source.sections,
+            report.source.nodes,
+            report.destination.sections,
+            report.destination.nodes,
+            storage::postgresql::redact_url(to)
+        ))
+    }
+
     /// Offers `pregen` on the console (and headless:
     /// `buildat-server --world DIR pregen --radius N`), and `world`.
     fn register_commands(&self) -> Result<(), ModuleError> {
@@ -534,6 +597,12 @@ impl VoxelWorld {
             help: "generate and save the sections within N of the origin (y within H, default 1); \
                    on a running server in the background, a slice each tick; `pregen stop` ends it"
                 .into(),
+            privilege: None,
+        })?;
+        self.host.call(&RegisterCommand {
+            name: "migrate".into(),
+            usage: "--to sqlite|sqlite:PATH|postgresql://USER@HOST/DB".into(),
+            help: "copy the world into another, empty storage and verify the copy".into(),
             privilege: None,
         })?;
         self.host.call(&RegisterCommand {
@@ -569,6 +638,14 @@ impl VoxelWorld {
     fn run_command(&mut self, command: RunCommand) -> Result<String, ModuleError> {
         if command.name == "world" {
             return Ok(self.describe());
+        }
+        if command.name == "migrate" {
+            let to = migrate::parse_args(&command.args).map_err(|message| {
+                ModuleError::msg(format!(
+                    "{message}; usage: migrate --to sqlite|sqlite:PATH|postgresql://USER@HOST/DB"
+                ))
+            })?;
+            return self.migrate(&to);
         }
         if command.name != "pregen" {
             return Err(ModuleError::msg(format!("no command '{}'", command.name)));
@@ -767,20 +844,30 @@ impl Module for VoxelWorld {
     fn create(host: Host) -> Result<Self, ModuleError> {
         let world_path = host.world_path();
         std::fs::create_dir_all(&world_path)?;
-        let config = read_world_config(&world_path)?;
+        let ReadConfig { config, storage } = read_world_config(&world_path)?;
         let section_size = SectionSize(config.section_size);
-        let path = world_path.join("world.sqlite");
-        let storage = SqliteStorage::open(&path, section_size)
-            .map_err(|e| ModuleError::msg(format!("{}: {e}", path.display())))?;
-        storage
-            .limit_size(host.get_setting("voxelworld.max_database_bytes", 0u64)?)
-            .map_err(|e| ModuleError::msg(format!("{}: {e}", path.display())))?;
+        // `--set voxelworld.storage=...` for one run wins over world.toml.
+        let setting = host.get_config("voxelworld.storage").unwrap_or(storage);
+        let location = StorageLocation::parse(&setting, &world_path)
+            .map_err(|e| ModuleError::msg(e.to_string()))?;
+        let max_bytes = host.get_setting("voxelworld.max_database_bytes", 0u64)?;
+        if max_bytes > 0 && matches!(location, StorageLocation::Postgres(_)) {
+            log::warn!("voxelworld.max_database_bytes caps SQLite files only: ignored");
+        }
+        let storage = location.open(section_size, max_bytes).map_err(|e| {
+            ModuleError::msg(match &location {
+                // SQLite's errors do not name the file; PostgreSQL's name the URL.
+                StorageLocation::Sqlite(path) => format!("{}: {e}", path.display()),
+                StorageLocation::Postgres(_) => e.to_string(),
+            })
+        })?;
+        log::info!("world storage: {}", location.shown());
         let budget = host.get_setting("voxelworld.max_loaded_sections", 4096usize)?;
         let radius = host.get_setting("voxelworld.view_radius", 3i32)?;
         let stream_budget = host.get_setting("voxelworld.stream_budget", 128u32)?;
         Ok(Self {
             host,
-            world: World::new(Box::new(storage), budget),
+            world: World::new(storage, budget),
             streamer: stream::Streamer::new(radius, stream_budget),
             registry_packet: None,
             changed_holders: BTreeSet::new(),

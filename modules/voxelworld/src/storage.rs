@@ -1,10 +1,16 @@
-//! World storage: the trait the world talks to, and its SQLite backend.
+//! World storage: the trait the world talks to, choosing a backend, and the
+//! SQLite backend.
 //!
-//! Owns: the database file (`<world>/world.sqlite`, WAL), its schema and
-//! schema version, the fixed section size, node id reservation, and saving a
-//! section in one transaction (a crash leaves it either old or new).
-//! Does not own: what node data means (`world.rs`); another backend (e.g.
-//! PostgreSQL) implements [`WorldStorage`] without touching the module.
+//! Owns: [`WorldStorage`] (what every backend keeps alike: the fixed section
+//! size, node ids reserved durably and never reused, a section saved whole
+//! in one transaction, upserts keyed by section position, a schema version
+//! refused when newer than the code), [`StorageLocation`] (the `storage`
+//! setting: `sqlite`, `sqlite:PATH` or a `postgresql://` URL, and opening
+//! it), and the SQLite backend: the database file (`<world>/world.sqlite`,
+//! WAL), its schema and schema version, and saving a section in one
+//! transaction (a crash leaves it either old or new).
+//! Does not own: what node data means (`world.rs`); the PostgreSQL backend
+//! (`storage/postgresql.rs`); copying a world between backends (`migrate.rs`).
 //!
 //! Schema (version 1):
 //! ```sql
@@ -14,8 +20,10 @@
 //! node(id INTEGER PRIMARY KEY, sx, sy, sz, data BLOB)
 //! ```
 
+pub mod postgresql;
+
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use buildat_voxel::geometry::{Pos, SectionSize};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -24,9 +32,28 @@ use rusqlite::{Connection, OptionalExtension, params};
 pub const SCHEMA_VERSION: i64 = 1;
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StorageError {
     #[error("world database: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// A PostgreSQL query failed; `url` is shown without its password.
+    #[error("world database {url}: {}", postgresql::message(source))]
+    Postgres {
+        url: String,
+        source: ::postgres::Error,
+    },
+    /// No connection could be made; `url` is shown without its password.
+    #[error(
+        "cannot connect to the world database {url}: {} (is PostgreSQL running there, and is the URL right?)",
+        postgresql::message(source)
+    )]
+    Unreachable {
+        url: String,
+        source: ::postgres::Error,
+    },
+    /// The `storage` setting names nothing this code can open.
+    #[error("world storage {url}: {reason}")]
+    BadUrl { url: String, reason: String },
     #[error(
         "world database schema version {found} is newer than this server's ({SCHEMA_VERSION}): use a newer server or another world"
     )]
@@ -44,9 +71,18 @@ pub struct StoredSection {
     pub nodes: Vec<(u64, Vec<u8>)>,
 }
 
+/// How much a storage holds (migration's verification).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StorageCounts {
+    pub sections: u64,
+    pub nodes: u64,
+}
+
 pub trait WorldStorage: Send {
     /// The world's section size (fixed when the world was created).
     fn section_size(&self) -> SectionSize;
+    /// Where it is, for messages (a URL without its password, or a path).
+    fn location(&self) -> String;
     fn load_section(&mut self, pos: Pos) -> Result<Option<StoredSection>, StorageError>;
     /// Replaces the section and all its nodes, in one transaction.
     fn save_section(&mut self, section: &StoredSection) -> Result<(), StorageError>;
@@ -58,11 +94,84 @@ pub trait WorldStorage: Send {
     /// into the `quarantine` table, with why), in one transaction: it is
     /// generated again, and the damaged rows are kept for the operator.
     fn quarantine_section(&mut self, pos: Pos, reason: &str) -> Result<(), StorageError>;
+    /// Every stored section's position (migration).
+    fn section_positions(&mut self) -> Result<Vec<Pos>, StorageError>;
+    /// How many sections and nodes are stored.
+    fn counts(&mut self) -> Result<StorageCounts, StorageError>;
+    /// The first id the next reservation hands out.
+    fn next_node_id(&mut self) -> Result<u64, StorageError>;
+    /// Makes the next reservation start at `next` or later, durably (a
+    /// migrated world never hands out an id its source did).
+    fn raise_next_node_id(&mut self, next: u64) -> Result<(), StorageError>;
+}
+
+/// Where a world is stored: the `storage` setting (`[world] storage` in
+/// `world.toml`, or `--set voxelworld.storage=...`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageLocation {
+    /// A SQLite file (`sqlite`: `<world>/world.sqlite`; `sqlite:PATH`,
+    /// relative to the world directory).
+    Sqlite(PathBuf),
+    /// A PostgreSQL database (`postgresql://USER[:PASSWORD]@HOST[:PORT]/DB`,
+    /// also `?host=/socket/dir`).
+    Postgres(String),
+}
+
+impl StorageLocation {
+    /// Reads the setting; empty means `sqlite`.
+    pub fn parse(text: &str, world_path: &Path) -> Result<Self, StorageError> {
+        let text = text.trim();
+        if text.is_empty() || text == "sqlite" {
+            return Ok(Self::Sqlite(world_path.join("world.sqlite")));
+        }
+        if let Some(path) = text.strip_prefix("sqlite:") {
+            if path.is_empty() {
+                return Ok(Self::Sqlite(world_path.join("world.sqlite")));
+            }
+            return Ok(Self::Sqlite(world_path.join(path)));
+        }
+        if text.starts_with("postgresql://") || text.starts_with("postgres://") {
+            return Ok(Self::Postgres(text.to_string()));
+        }
+        Err(StorageError::BadUrl {
+            url: postgresql::redact_url(text),
+            reason: "expected sqlite, sqlite:PATH or postgresql://USER@HOST/DATABASE".into(),
+        })
+    }
+
+    /// For messages: the path, or the URL without its password.
+    pub fn shown(&self) -> String {
+        match self {
+            Self::Sqlite(path) => path.display().to_string(),
+            Self::Postgres(url) => postgresql::redact_url(url),
+        }
+    }
+
+    /// Opens (or creates, with `new_section_size`) the world there;
+    /// `sqlite_max_bytes` caps a SQLite file (0: no cap).
+    pub fn open(
+        &self,
+        new_section_size: SectionSize,
+        sqlite_max_bytes: u64,
+    ) -> Result<Box<dyn WorldStorage>, StorageError> {
+        match self {
+            Self::Sqlite(path) => {
+                let storage = SqliteStorage::open(path, new_section_size)?;
+                storage.limit_size(sqlite_max_bytes)?;
+                Ok(Box::new(storage))
+            }
+            Self::Postgres(url) => Ok(Box::new(postgresql::PgStorage::open(
+                url,
+                new_section_size,
+            )?)),
+        }
+    }
 }
 
 pub struct SqliteStorage {
     connection: Connection,
     section_size: SectionSize,
+    path: PathBuf,
 }
 
 impl SqliteStorage {
@@ -137,6 +246,7 @@ impl SqliteStorage {
         Ok(Self {
             connection,
             section_size,
+            path: path.to_path_buf(),
         })
     }
 
@@ -171,6 +281,51 @@ impl SqliteStorage {
 impl WorldStorage for SqliteStorage {
     fn section_size(&self) -> SectionSize {
         self.section_size
+    }
+
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn section_positions(&mut self) -> Result<Vec<Pos>, StorageError> {
+        let mut statement = self
+            .connection
+            .prepare("SELECT sx, sy, sz FROM section ORDER BY sy, sz, sx")?;
+        let positions = statement
+            .query_map([], |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?]))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(positions)
+    }
+
+    fn counts(&mut self) -> Result<StorageCounts, StorageError> {
+        Ok(self.connection.query_row(
+            "SELECT (SELECT count(*) FROM section), (SELECT count(*) FROM node)",
+            [],
+            |r| {
+                Ok(StorageCounts {
+                    sections: r.get::<_, i64>(0)? as u64,
+                    nodes: r.get::<_, i64>(1)? as u64,
+                })
+            },
+        )?)
+    }
+
+    fn next_node_id(&mut self) -> Result<u64, StorageError> {
+        Ok(self.connection.query_row(
+            "SELECT value FROM meta WHERE key = 'next_node_id'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )? as u64)
+    }
+
+    fn raise_next_node_id(&mut self, next: u64) -> Result<(), StorageError> {
+        let next = i64::try_from(next)
+            .map_err(|_| StorageError::Damaged(format!("node id {next} out of range")))?;
+        self.connection.execute(
+            "UPDATE meta SET value = MAX(value, ?1) WHERE key = 'next_node_id'",
+            params![next],
+        )?;
+        Ok(())
     }
 
     fn load_section(&mut self, pos: Pos) -> Result<Option<StoredSection>, StorageError> {
@@ -275,52 +430,344 @@ impl WorldStorage for SqliteStorage {
     }
 }
 
+/// Test worlds on every backend: the same test bodies run against SQLite
+/// and, when `BUILDAT_TEST_PG` names a cluster (`scripts/pg-cluster`),
+/// PostgreSQL. Without it a run skips PostgreSQL loudly; under CI
+/// (`CI=true`) its absence is a failure.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// The variable naming the test cluster (any database on it).
+    pub const TEST_PG: &str = "BUILDAT_TEST_PG";
+
+    /// A fresh, empty world on one backend; opened as often as wanted (each
+    /// open sees what the last wrote); a PostgreSQL one is dropped with it.
+    pub struct TestWorld {
+        pub backend: &'static str,
+        pub location: StorageLocation,
+        _dir: tempfile::TempDir,
+        database: Option<(String, String)>,
+    }
+
+    impl TestWorld {
+        pub fn open(&self, size: SectionSize) -> Box<dyn WorldStorage> {
+            self.location
+                .open(size, 0)
+                .unwrap_or_else(|e| panic!("{}: {e}", self.backend))
+        }
+
+        /// Sets the stored schema version behind the backend's back.
+        pub fn set_schema_version(&self, version: i64) {
+            match &self.location {
+                StorageLocation::Sqlite(path) => {
+                    Connection::open(path)
+                        .unwrap()
+                        .execute(
+                            "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+                            params![version],
+                        )
+                        .unwrap();
+                }
+                StorageLocation::Postgres(url) => {
+                    let mut client = ::postgres::Client::connect(url, ::postgres::NoTls).unwrap();
+                    client
+                        .execute(
+                            "UPDATE meta SET value = $1 WHERE key = 'schema_version'",
+                            &[&version],
+                        )
+                        .unwrap();
+                }
+            }
+        }
+    }
+
+    impl Drop for TestWorld {
+        fn drop(&mut self) {
+            if let Some((admin, name)) = &self.database {
+                let _ = postgresql::drop_database(admin, name);
+            }
+        }
+    }
+
+    pub fn sqlite_world() -> TestWorld {
+        let dir = tempfile::tempdir().unwrap();
+        TestWorld {
+            backend: "sqlite",
+            location: StorageLocation::Sqlite(dir.path().join("world.sqlite")),
+            _dir: dir,
+            database: None,
+        }
+    }
+
+    /// The test cluster's URL: `None` (after a loud note) when unset
+    /// outside CI; a panic when unset in CI.
+    pub fn test_cluster() -> Option<String> {
+        match std::env::var(TEST_PG) {
+            Ok(url) if !url.is_empty() => Some(url),
+            _ => {
+                let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+                assert!(
+                    !in_ci,
+                    "{TEST_PG} is not set under CI: PostgreSQL storage tests must run \
+                     (.ci/run starts scripts/pg-cluster)"
+                );
+                // Past the test harness's capture (which takes only the
+                // print macros), once per test binary.
+                static ONCE: std::sync::Once = std::sync::Once::new();
+                ONCE.call_once(|| {
+                    use std::io::Write;
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "\n!!! SKIPPING the PostgreSQL backend of the storage tests: {TEST_PG} \
+                         is not set (eval \"$(scripts/pg-cluster start)\" to run it) !!!\n"
+                    );
+                });
+                None
+            }
+        }
+    }
+
+    /// A fresh database on the test cluster, or `None` when there is none.
+    pub fn postgres_world() -> Option<TestWorld> {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let admin = test_cluster()?;
+        let name = format!(
+            "buildat_test_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let url =
+            postgresql::create_database(&admin, &name).unwrap_or_else(|e| panic!("{TEST_PG}: {e}"));
+        Some(TestWorld {
+            backend: "postgresql",
+            location: StorageLocation::Postgres(url),
+            _dir: tempfile::tempdir().unwrap(),
+            database: Some((admin, name)),
+        })
+    }
+
+    /// A fresh world on each backend available.
+    pub fn each_backend() -> Vec<TestWorld> {
+        let mut worlds = vec![sqlite_world()];
+        worlds.extend(postgres_world());
+        worlds
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::testing::each_backend;
     use super::*;
 
     #[test]
     fn sections_round_trip_and_replace_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("world.sqlite");
-        let mut storage = SqliteStorage::open(&path, SectionSize::default()).unwrap();
-        let section = StoredSection {
-            pos: [1, -2, 3],
-            save_enabled: true,
-            generated: true,
-            nodes: vec![(5, b"five".to_vec()), (6, b"six".to_vec())],
-        };
-        storage.save_section(&section).unwrap();
-        assert_eq!(
-            storage.load_section([1, -2, 3]).unwrap(),
-            Some(section.clone())
-        );
-        let smaller = StoredSection {
-            nodes: vec![(6, b"six again".to_vec())],
-            ..section
-        };
-        storage.save_section(&smaller).unwrap();
-        assert_eq!(storage.load_section([1, -2, 3]).unwrap(), Some(smaller));
-        assert_eq!(storage.load_section([0, 0, 0]).unwrap(), None);
-        assert_eq!(storage.integrity_check().unwrap(), "ok");
+        for world in each_backend() {
+            let backend = world.backend;
+            let mut storage = world.open(SectionSize::default());
+            let section = StoredSection {
+                pos: [1, -2, 3],
+                save_enabled: true,
+                generated: true,
+                nodes: vec![(5, b"five".to_vec()), (6, b"six".to_vec())],
+            };
+            storage.save_section(&section).unwrap();
+            assert_eq!(
+                storage.load_section([1, -2, 3]).unwrap(),
+                Some(section.clone()),
+                "{backend}"
+            );
+            let smaller = StoredSection {
+                nodes: vec![(6, b"six again".to_vec())],
+                ..section
+            };
+            storage.save_section(&smaller).unwrap();
+            assert_eq!(
+                storage.load_section([1, -2, 3]).unwrap(),
+                Some(smaller),
+                "{backend}"
+            );
+            assert_eq!(storage.load_section([0, 0, 0]).unwrap(), None, "{backend}");
+            let empty = StoredSection {
+                pos: [0, 0, 0],
+                save_enabled: false,
+                generated: false,
+                nodes: Vec::new(),
+            };
+            storage.save_section(&empty).unwrap();
+            assert_eq!(
+                storage.load_section([0, 0, 0]).unwrap(),
+                Some(empty),
+                "{backend}: a section without nodes"
+            );
+            assert!(!storage.has_generated_section([0, 0, 0]).unwrap());
+            assert!(storage.has_generated_section([1, -2, 3]).unwrap());
+            assert!(!storage.has_generated_section([9, 9, 9]).unwrap());
+            assert_eq!(
+                storage.counts().unwrap(),
+                StorageCounts {
+                    sections: 2,
+                    nodes: 1
+                },
+                "{backend}"
+            );
+            assert_eq!(
+                storage.section_positions().unwrap(),
+                vec![[1, -2, 3], [0, 0, 0]],
+                "{backend}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_node_saved_in_another_section_moves_there() {
+        for world in each_backend() {
+            let backend = world.backend;
+            let mut storage = world.open(SectionSize::default());
+            let mut a = StoredSection {
+                pos: [0, 0, 0],
+                save_enabled: true,
+                generated: true,
+                nodes: vec![(1, b"a".to_vec()), (2, b"walker".to_vec())],
+            };
+            storage.save_section(&a).unwrap();
+            let b = StoredSection {
+                pos: [1, 0, 0],
+                save_enabled: true,
+                generated: true,
+                nodes: vec![(2, b"walker moved".to_vec()), (3, b"b".to_vec())],
+            };
+            storage.save_section(&b).unwrap();
+            a.nodes.truncate(1);
+            assert_eq!(
+                storage.load_section([0, 0, 0]).unwrap(),
+                Some(a),
+                "{backend}"
+            );
+            assert_eq!(
+                storage.load_section([1, 0, 0]).unwrap(),
+                Some(b),
+                "{backend}"
+            );
+            assert_eq!(storage.counts().unwrap().nodes, 3, "{backend}");
+        }
     }
 
     #[test]
     fn node_ids_are_never_reused_across_reopen_and_size_is_fixed() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("world.sqlite");
-        let first = {
-            let mut storage = SqliteStorage::open(&path, SectionSize([4, 2, 4])).unwrap();
-            storage.reserve_node_ids(10).unwrap()
-        };
-        let mut reopened = SqliteStorage::open(&path, SectionSize([2, 2, 2])).unwrap();
+        for world in each_backend() {
+            let backend = world.backend;
+            let first = world
+                .open(SectionSize([4, 2, 4]))
+                .reserve_node_ids(10)
+                .unwrap();
+            assert_eq!(first, 1..11, "{backend}");
+            let mut reopened = world.open(SectionSize([2, 2, 2]));
+            assert_eq!(
+                reopened.section_size(),
+                SectionSize([4, 2, 4]),
+                "{backend}: the stored size wins"
+            );
+            let second = reopened.reserve_node_ids(10).unwrap();
+            assert!(
+                second.start >= first.end,
+                "{backend}: {first:?} then {second:?}"
+            );
+            assert_eq!(reopened.next_node_id().unwrap(), second.end, "{backend}");
+            reopened.raise_next_node_id(100).unwrap();
+            reopened.raise_next_node_id(50).unwrap();
+            assert_eq!(reopened.reserve_node_ids(1).unwrap(), 100..101, "{backend}");
+        }
+    }
+
+    #[test]
+    fn quarantine_moves_a_section_out_of_the_world() {
+        for world in each_backend() {
+            let backend = world.backend;
+            let mut storage = world.open(SectionSize::default());
+            storage
+                .save_section(&StoredSection {
+                    pos: [2, 2, 2],
+                    save_enabled: true,
+                    generated: true,
+                    nodes: vec![(7, b"garbage".to_vec())],
+                })
+                .unwrap();
+            storage
+                .quarantine_section([2, 2, 2], "does not decode")
+                .unwrap();
+            assert_eq!(storage.load_section([2, 2, 2]).unwrap(), None, "{backend}");
+            assert_eq!(
+                storage.counts().unwrap(),
+                StorageCounts::default(),
+                "{backend}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused() {
+        for world in each_backend() {
+            drop(world.open(SectionSize::default()));
+            world.set_schema_version(99);
+            let error = world
+                .location
+                .open(SectionSize::default(), 0)
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(
+                error.contains("schema version 99 is newer"),
+                "{}: {error}",
+                world.backend
+            );
+        }
+    }
+
+    #[test]
+    fn the_storage_setting_names_a_backend() {
+        let world = Path::new("/w");
         assert_eq!(
-            reopened.section_size(),
-            SectionSize([4, 2, 4]),
-            "the stored size wins"
+            StorageLocation::parse("", world).unwrap(),
+            StorageLocation::Sqlite("/w/world.sqlite".into())
         );
-        let second = reopened.reserve_node_ids(10).unwrap();
-        assert!(second.start >= first.end, "{first:?} then {second:?}");
+        assert_eq!(
+            StorageLocation::parse("sqlite", world).unwrap(),
+            StorageLocation::Sqlite("/w/world.sqlite".into())
+        );
+        assert_eq!(
+            StorageLocation::parse("sqlite:other.sqlite", world).unwrap(),
+            StorageLocation::Sqlite("/w/other.sqlite".into())
+        );
+        assert_eq!(
+            StorageLocation::parse("sqlite:/x/y.sqlite", world).unwrap(),
+            StorageLocation::Sqlite("/x/y.sqlite".into())
+        );
+        let url = "postgresql://me:pw@127.0.0.1/w";
+        let location = StorageLocation::parse(url, world).unwrap();
+        assert_eq!(location, StorageLocation::Postgres(url.into()));
+        assert_eq!(location.shown(), "postgresql://me:***@127.0.0.1/w");
+        let error = StorageLocation::parse("mysql://me:pw@h/w", world)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("mysql://me:***@h/w"), "{error}");
+    }
+
+    #[test]
+    fn sqlite_integrity_holds_after_saves() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut storage =
+            SqliteStorage::open(&dir.path().join("world.sqlite"), SectionSize::default()).unwrap();
+        storage
+            .save_section(&StoredSection {
+                pos: [1, 2, 3],
+                save_enabled: true,
+                generated: true,
+                nodes: vec![(1, vec![1; 100])],
+            })
+            .unwrap();
+        assert_eq!(storage.integrity_check().unwrap(), "ok");
     }
 
     #[test]
@@ -342,25 +789,5 @@ mod tests {
             None,
             "nothing half-written"
         );
-    }
-
-    #[test]
-    fn a_newer_schema_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("world.sqlite");
-        drop(SqliteStorage::open(&path, SectionSize::default()).unwrap());
-        let connection = Connection::open(&path).unwrap();
-        connection
-            .execute(
-                "UPDATE meta SET value = 99 WHERE key = 'schema_version'",
-                [],
-            )
-            .unwrap();
-        drop(connection);
-        let error = SqliteStorage::open(&path, SectionSize::default())
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(error.contains("schema version 99 is newer"), "{error}");
     }
 }

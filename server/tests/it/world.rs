@@ -1,11 +1,13 @@
-//! The voxelworld and worldgen modules in the real server: pregen, and
-//! kill -9 while saving under load.
+//! The voxelworld and worldgen modules in the real server: pregen, kill -9
+//! while saving under load (the world in SQLite and in PostgreSQL), and
+//! migrating a world between them.
 
 use std::process::Stdio;
 use std::time::Duration;
 
 use crate::common::{Scratch, start_server};
-use buildat_harness::world_check::{SECTIONS, integrity, stored_round};
+use buildat_harness::pg::TestDatabase;
+use buildat_harness::world_check::{SECTIONS, WorldDb, stored_round};
 use rusqlite::Connection;
 
 /// `buildat-server pregen --radius N --world DIR ...`: the world module's
@@ -99,7 +101,7 @@ fn an_unknown_headless_command_names_the_ones_there_are() {
     assert!(
         server
             .output()
-            .contains("unknown command 'pregenerate': the loaded modules offer pregen"),
+            .contains("unknown command 'pregenerate': the loaded modules offer migrate, pregen"),
         "{}",
         server.output()
     );
@@ -135,12 +137,31 @@ fn pregen_twice_writes_nothing_the_second_time() {
 
 #[test]
 fn kill_9_while_saving_loses_no_acknowledged_save() {
+    kill_9_while_saving(None, 10);
+}
+
+#[test]
+fn kill_9_while_saving_in_postgresql_loses_no_acknowledged_save() {
+    if let Some(database) = TestDatabase::on_test_cluster("buildat_it_kill") {
+        kill_9_while_saving(Some(&database), 5);
+    }
+}
+
+/// Kills the server `iterations` times while the probe saves rounds, the
+/// world in `database` (or in SQLite), checking every acknowledged save.
+fn kill_9_while_saving(database: Option<&TestDatabase>, iterations: u64) {
     let scratch = Scratch::new();
     scratch.add_world(true);
     let mut args = scratch.server_args();
     args.extend(["--no-watch".into(), "--tick-ms".into(), "20".into()]);
+    if let Some(database) = database {
+        args.extend([
+            "--set".into(),
+            format!("voxelworld.storage={}", database.url),
+        ]);
+    }
     let mut previous = 0u64;
-    for iteration in 0..10u64 {
+    for iteration in 0..iterations {
         let mut server = start_server(&args, Stdio::piped());
         let ready = server
             .wait_for("world_probe ready at round ", Duration::from_secs(120))
@@ -171,12 +192,17 @@ fn kill_9_while_saving_loses_no_acknowledged_save() {
             .filter_map(|n| n.trim().parse::<u64>().ok())
             .max()
             .expect("rounds saved");
-        let connection = Connection::open(scratch.world().join("world.sqlite")).expect("open");
-        let verdict = integrity(&connection).expect("integrity_check");
+        let mut connection = match database {
+            Some(database) => WorldDb::postgres(&database.url),
+            None => WorldDb::sqlite(&scratch.world().join("world.sqlite")),
+        }
+        .expect("open");
+        let verdict = connection.integrity().expect("integrity_check");
         assert_eq!(verdict, "ok", "iteration {iteration}");
         let mut rounds = Vec::new();
         for section in SECTIONS {
-            let round = stored_round(&connection, section)
+            let round = connection
+                .stored_round(section)
                 .expect("the section decodes")
                 .expect("a round is stored");
             assert!(
@@ -248,6 +274,111 @@ fn reload_voxelworld_keeps_the_world_and_its_registry() {
             "{section:?} saved on stop: round {round}, last acknowledged {acknowledged}"
         );
     }
+}
+
+/// `buildat-server WORDS... --world DIR ...` headless, to its exit: the
+/// exit status and the output.
+fn run_headless(scratch: &Scratch, words: &[String]) -> (Option<i32>, String) {
+    let mut args = words.to_vec();
+    args.extend(scratch.server_args());
+    let mut server = start_server(&args, Stdio::null());
+    let status = server.wait_exit(Duration::from_secs(300));
+    (status, server.output())
+}
+
+#[test]
+fn a_world_migrates_to_postgresql_and_back_and_plays_there() {
+    let Some(database) = TestDatabase::on_test_cluster("buildat_it_migrate") else {
+        return;
+    };
+    let scratch = Scratch::new();
+    scratch.add_world(false);
+    let words = |text: &str| {
+        text.split_whitespace()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let (status, output) = run_headless(&scratch, &words("pregen --radius 1 --height 0"));
+    assert_eq!(status, Some(0), "{output}");
+    let (status, output) = run_headless(
+        &scratch,
+        &["migrate".to_string(), "--to".into(), database.url.clone()],
+    );
+    assert_eq!(status, Some(0), "{output}");
+    assert!(
+        output.contains("sections and")
+            && output.contains("source 9 sections")
+            && output.contains("destination 9 sections")
+            && output.contains("they match"),
+        "{output}"
+    );
+    // The world now played from PostgreSQL: everything already there.
+    let on_pg = [
+        "--set".to_string(),
+        format!("voxelworld.storage={}", database.url),
+    ];
+    let mut pregen = words("pregen --radius 1 --height 0");
+    pregen.extend(on_pg.clone());
+    let (status, output) = run_headless(&scratch, &pregen);
+    assert_eq!(status, Some(0), "{output}");
+    assert!(
+        output.contains("pregen done: 0 sections generated, 9 already present"),
+        "{output}"
+    );
+    // And back into a new SQLite file, counted alike.
+    let mut back = words("migrate --to sqlite:back.sqlite");
+    back.extend(on_pg);
+    let (status, output) = run_headless(&scratch, &back);
+    assert_eq!(status, Some(0), "{output}");
+    assert!(
+        output.contains("source 9 sections") && output.contains("destination 9 sections"),
+        "{output}"
+    );
+    let original = Connection::open(scratch.world().join("world.sqlite")).expect("open");
+    let copy = Connection::open(scratch.world().join("back.sqlite")).expect("open");
+    let nodes = |c: &Connection| -> Vec<(i64, Vec<u8>)> {
+        c.prepare("SELECT id, data FROM node ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(
+        nodes(&original),
+        nodes(&copy),
+        "node for node, byte for byte"
+    );
+    // Into a database that is not empty: refused.
+    let (status, output) = run_headless(
+        &scratch,
+        &["migrate".to_string(), "--to".into(), database.url.clone()],
+    );
+    assert_ne!(status, Some(0), "{output}");
+    assert!(output.contains("already holds 9 sections"), "{output}");
+}
+
+#[test]
+fn a_postgresql_server_that_is_down_is_named_without_its_password() {
+    let scratch = Scratch::new();
+    scratch.add_world(false);
+    let words: Vec<String> = [
+        "pregen",
+        "--radius",
+        "0",
+        "--set",
+        "voxelworld.storage=postgresql://me:hunter2@127.0.0.1:1/world",
+    ]
+    .map(String::from)
+    .to_vec();
+    let (status, output) = run_headless(&scratch, &words);
+    assert_ne!(status, Some(0), "{output}");
+    assert!(
+        output
+            .contains("cannot connect to the world database postgresql://me:***@127.0.0.1:1/world"),
+        "{output}"
+    );
+    assert!(!output.contains("hunter2"), "{output}");
 }
 
 /// Sends a console line and waits for a line holding `answer`.

@@ -1,0 +1,240 @@
+//! Copying a world from one storage to another (SQLite to PostgreSQL and
+//! back): the `migrate --to LOCATION` console command, also run headless
+//! (`buildat-server --world DIR migrate --to postgresql://...`).
+//!
+//! Owns: the copy (section by section, each written in one transaction of
+//! the destination, so an interrupted run leaves whole sections), the node
+//! id counter carried over before any node (the destination never hands out
+//! an id the source did), the checks before (same section size, an empty
+//! destination, not the source itself) and the verification after (sections
+//! and nodes counted on both sides).
+//! Does not own: the backends (`storage.rs`, `storage/postgresql.rs`), saving
+//! what is in memory first (`lib.rs`), or the quarantine table (damaged
+//! sections set aside stay in the source).
+
+use crate::storage::{StorageCounts, StorageError, WorldStorage};
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MigrateError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error("{destination} is the world's own storage")]
+    SameStorage { destination: String },
+    #[error(
+        "{destination} already holds {} sections and {} nodes: migrate into an empty database",
+        counts.sections,
+        counts.nodes
+    )]
+    NotEmpty {
+        destination: String,
+        counts: StorageCounts,
+    },
+    #[error(
+        "{destination} was made with sections of {destination_size:?} chunks, the world's are {source_size:?}"
+    )]
+    SectionSize {
+        destination: String,
+        source_size: [i32; 3],
+        destination_size: [i32; 3],
+    },
+    #[error(
+        "verification failed: the source holds {} sections and {} nodes, the destination {} and {}",
+        from.sections,
+        from.nodes,
+        to.sections,
+        to.nodes
+    )]
+    Mismatch {
+        from: StorageCounts,
+        to: StorageCounts,
+    },
+}
+
+/// What a migration copied, and the counts that verified it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MigrateReport {
+    pub sections: u64,
+    pub nodes: u64,
+    pub source: StorageCounts,
+    pub destination: StorageCounts,
+}
+
+/// Copies every section of `source` into the empty `destination`, telling
+/// `progress` (sections done, total) after each; verifies the counts.
+pub fn migrate(
+    source: &mut dyn WorldStorage,
+    destination: &mut dyn WorldStorage,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<MigrateReport, MigrateError> {
+    let shown = destination.location();
+    if shown == source.location() {
+        return Err(MigrateError::SameStorage { destination: shown });
+    }
+    if destination.section_size() != source.section_size() {
+        return Err(MigrateError::SectionSize {
+            destination: shown,
+            source_size: source.section_size().0,
+            destination_size: destination.section_size().0,
+        });
+    }
+    let already = destination.counts()?;
+    if already != StorageCounts::default() {
+        return Err(MigrateError::NotEmpty {
+            destination: shown,
+            counts: already,
+        });
+    }
+    destination.raise_next_node_id(source.next_node_id()?)?;
+    let positions = source.section_positions()?;
+    let total = positions.len() as u64;
+    let (mut sections, mut nodes) = (0, 0);
+    for pos in positions {
+        // A section quarantined meanwhile is gone: nothing to copy.
+        if let Some(section) = source.load_section(pos)? {
+            destination.save_section(&section)?;
+            sections += 1;
+            nodes += section.nodes.len() as u64;
+        }
+        progress(sections, total);
+    }
+    let source_counts = source.counts()?;
+    let destination_counts = destination.counts()?;
+    if source_counts != destination_counts
+        || destination_counts != (StorageCounts { sections, nodes })
+    {
+        return Err(MigrateError::Mismatch {
+            from: source_counts,
+            to: destination_counts,
+        });
+    }
+    Ok(MigrateReport {
+        sections,
+        nodes,
+        source: source_counts,
+        destination: destination_counts,
+    })
+}
+
+/// `--to LOCATION` (also `--to=LOCATION`).
+pub fn parse_args(args: &[String]) -> Result<String, String> {
+    let mut to = None;
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        if let Some(value) = word.strip_prefix("--to=") {
+            to = Some(value.to_string());
+        } else if word == "--to" {
+            to = Some(words.next().ok_or("--to needs a location")?.clone());
+        } else {
+            return Err(format!("unexpected '{word}'"));
+        }
+    }
+    to.ok_or_else(|| "--to is required".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::StoredSection;
+    use crate::storage::testing::{each_backend, sqlite_world};
+    use buildat_voxel::geometry::SectionSize;
+
+    fn fill(storage: &mut dyn WorldStorage) {
+        let ids = storage.reserve_node_ids(1000).unwrap();
+        for i in 0..20 {
+            storage
+                .save_section(&StoredSection {
+                    pos: [i % 5, i / 5 - 2, -i],
+                    save_enabled: i % 3 != 0,
+                    generated: true,
+                    nodes: (0..(i as u64 % 4))
+                        .map(|n| {
+                            (
+                                ids.start + i as u64 * 10 + n,
+                                vec![i as u8; 100 + n as usize],
+                            )
+                        })
+                        .collect(),
+                })
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn a_world_goes_there_and_back_whole() {
+        for middle in each_backend() {
+            let backend = middle.backend;
+            let size = SectionSize([2, 1, 2]);
+            let origin = sqlite_world();
+            let mut source = origin.open(size);
+            fill(source.as_mut());
+            let mut there = middle.open(size);
+            let mut seen = Vec::new();
+            let report = migrate(source.as_mut(), there.as_mut(), |done, total| {
+                seen.push((done, total))
+            })
+            .unwrap();
+            assert_eq!(report.sections, 20, "{backend}");
+            assert_eq!(
+                report.nodes,
+                (0..20).map(|i| i % 4).sum::<u64>(),
+                "{backend}"
+            );
+            assert_eq!(report.source, report.destination);
+            assert_eq!(seen.last(), Some(&(20, 20)));
+            assert_eq!(
+                there.next_node_id().unwrap(),
+                1001,
+                "{backend}: ids carried"
+            );
+
+            let back_world = sqlite_world();
+            let mut back = back_world.open(size);
+            migrate(there.as_mut(), back.as_mut(), |_, _| {}).unwrap();
+            for pos in source.section_positions().unwrap() {
+                assert_eq!(
+                    back.load_section(pos).unwrap(),
+                    source.load_section(pos).unwrap(),
+                    "{backend}: {pos:?}"
+                );
+            }
+            assert!(back.reserve_node_ids(1).unwrap().start >= 1001);
+
+            let error = migrate(source.as_mut(), there.as_mut(), |_, _| {})
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains("already holds 20 sections"), "{error}");
+        }
+    }
+
+    #[test]
+    fn another_section_size_or_itself_is_refused() {
+        for other in each_backend() {
+            let origin = sqlite_world();
+            let mut source = origin.open(SectionSize([2, 2, 2]));
+            let mut destination = other.open(SectionSize([4, 4, 4]));
+            let error = migrate(source.as_mut(), destination.as_mut(), |_, _| {})
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains("sections of [4, 4, 4]"), "{error}");
+            let mut again = origin.open(SectionSize([2, 2, 2]));
+            let error = migrate(source.as_mut(), again.as_mut(), |_, _| {})
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains("the world's own storage"), "{error}");
+        }
+    }
+
+    #[test]
+    fn arguments_parse() {
+        let words = |t: &str| t.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(parse_args(&words("--to sqlite")), Ok("sqlite".into()));
+        assert_eq!(
+            parse_args(&words("--to=postgresql://u@h/d")),
+            Ok("postgresql://u@h/d".into())
+        );
+        assert!(parse_args(&words("")).is_err());
+        assert!(parse_args(&words("--to")).is_err());
+        assert!(parse_args(&words("--from x")).is_err());
+    }
+}
