@@ -6,7 +6,8 @@
 //! panic under CI, `CI=true`, where PostgreSQL must be tested), making a
 //! fresh database and dropping it when done. Does not own: the world's
 //! tables (voxelworld's `storage/postgresql.rs`; this side only reads them,
-//! in `world_check`).
+//! in `world_check`). Used by the harness, the server's tests, and
+//! voxelworld's storage tests and world bench.
 
 use anyhow::Context;
 
@@ -25,12 +26,17 @@ pub fn test_cluster() -> Option<String> {
                 "{TEST_PG} is not set under CI: the PostgreSQL tests must run \
                  (.ci/run starts scripts/pg-cluster)"
             );
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
-                "\n!!! SKIPPING a PostgreSQL test: {TEST_PG} is not set \
-                 (eval \"$(scripts/pg-cluster start)\" to run it) !!!\n"
-            );
+            // Past the test harness's capture (which takes only the print
+            // macros), once per process.
+            static ONCE: std::sync::Once = std::sync::Once::new();
+            ONCE.call_once(|| {
+                use std::io::Write;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "\n!!! SKIPPING the PostgreSQL tests: {TEST_PG} is not set \
+                     (eval \"$(scripts/pg-cluster start)\" to run them) !!!\n"
+                );
+            });
             None
         }
     }
@@ -103,5 +109,22 @@ impl Drop for TestDatabase {
                 self.name
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_database_on_the_same_cluster() {
+        assert_eq!(
+            with_database("postgresql://me@/postgres?host=/tmp/x&port=5432", "w1"),
+            "postgresql://me@/w1?host=/tmp/x&port=5432"
+        );
+        assert_eq!(
+            with_database("postgresql://me:pw@127.0.0.1:5433", "w2"),
+            "postgresql://me:pw@127.0.0.1:5433/w2"
+        );
     }
 }

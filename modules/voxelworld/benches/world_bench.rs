@@ -21,6 +21,7 @@ use std::time::Instant;
 
 use buildat_format::Packet;
 use buildat_format::encode_voxels;
+use buildat_harness::pg::TestDatabase;
 use buildat_module_voxelworld::storage::postgresql;
 use buildat_module_voxelworld::stream::encode_light_packet;
 use buildat_module_voxelworld::world::World;
@@ -161,8 +162,9 @@ fn main() {
         .ok()
         .filter(|url| !url.is_empty())
         .map(|admin| {
-            let ours_url = postgresql::create_database(&admin, "buildat_bench_ours")
+            let ours_db = TestDatabase::create(&admin, "buildat_bench_ours")
                 .expect("a database for the world");
+            let ours_url = ours_db.url.clone();
             let open = || {
                 open_world_on(Box::new(
                     postgresql::PgStorage::open(&ours_url, SectionSize::default()).expect("open"),
@@ -181,12 +183,10 @@ fn main() {
                 .expect("size")
                 .get(0);
             drop(client);
-            let raw_url = postgresql::create_database(&admin, "buildat_bench_raw")
+            let raw_db = TestDatabase::create(&admin, "buildat_bench_raw")
                 .expect("a database for the floor");
-            let (raw_save, raw_load) = raw_postgres(&raw_url, &raw);
-            for name in ["buildat_bench_ours", "buildat_bench_raw"] {
-                postgresql::drop_database(&admin, name).expect("drop");
-            }
+            let (raw_save, raw_load) = raw_postgres(&raw_db.url, &raw);
+            drop((ours_db, raw_db));
             (save, load, raw_save, raw_load, bytes)
         });
 

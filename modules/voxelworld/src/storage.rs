@@ -437,10 +437,7 @@ impl WorldStorage for SqliteStorage {
 #[cfg(test)]
 pub(crate) mod testing {
     use super::*;
-    use std::sync::atomic::{AtomicU32, Ordering};
-
-    /// The variable naming the test cluster (any database on it).
-    pub const TEST_PG: &str = "BUILDAT_TEST_PG";
+    use buildat_harness::pg::TestDatabase;
 
     /// A fresh, empty world on one backend; opened as often as wanted (each
     /// open sees what the last wrote); a PostgreSQL one is dropped with it.
@@ -448,7 +445,8 @@ pub(crate) mod testing {
         pub backend: &'static str,
         pub location: StorageLocation,
         _dir: tempfile::TempDir,
-        database: Option<(String, String)>,
+        /// Dropped (database and all) with the world.
+        _database: Option<TestDatabase>,
     }
 
     impl TestWorld {
@@ -483,68 +481,25 @@ pub(crate) mod testing {
         }
     }
 
-    impl Drop for TestWorld {
-        fn drop(&mut self) {
-            if let Some((admin, name)) = &self.database {
-                let _ = postgresql::drop_database(admin, name);
-            }
-        }
-    }
-
     pub fn sqlite_world() -> TestWorld {
         let dir = tempfile::tempdir().unwrap();
         TestWorld {
             backend: "sqlite",
             location: StorageLocation::Sqlite(dir.path().join("world.sqlite")),
             _dir: dir,
-            database: None,
+            _database: None,
         }
     }
 
-    /// The test cluster's URL: `None` (after a loud note) when unset
-    /// outside CI; a panic when unset in CI.
-    pub fn test_cluster() -> Option<String> {
-        match std::env::var(TEST_PG) {
-            Ok(url) if !url.is_empty() => Some(url),
-            _ => {
-                let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-                assert!(
-                    !in_ci,
-                    "{TEST_PG} is not set under CI: PostgreSQL storage tests must run \
-                     (.ci/run starts scripts/pg-cluster)"
-                );
-                // Past the test harness's capture (which takes only the
-                // print macros), once per test binary.
-                static ONCE: std::sync::Once = std::sync::Once::new();
-                ONCE.call_once(|| {
-                    use std::io::Write;
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "\n!!! SKIPPING the PostgreSQL backend of the storage tests: {TEST_PG} \
-                         is not set (eval \"$(scripts/pg-cluster start)\" to run it) !!!\n"
-                    );
-                });
-                None
-            }
-        }
-    }
-
-    /// A fresh database on the test cluster, or `None` when there is none.
+    /// A fresh database on the test cluster, or `None` when there is none
+    /// (`buildat_harness::pg::test_cluster`: a loud skip, a failure in CI).
     pub fn postgres_world() -> Option<TestWorld> {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let admin = test_cluster()?;
-        let name = format!(
-            "buildat_test_{}_{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let url =
-            postgresql::create_database(&admin, &name).unwrap_or_else(|e| panic!("{TEST_PG}: {e}"));
+        let database = TestDatabase::on_test_cluster("buildat_test")?;
         Some(TestWorld {
             backend: "postgresql",
-            location: StorageLocation::Postgres(url),
+            location: StorageLocation::Postgres(database.url.clone()),
             _dir: tempfile::tempdir().unwrap(),
-            database: Some((admin, name)),
+            _database: Some(database),
         })
     }
 

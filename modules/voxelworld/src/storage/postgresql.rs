@@ -131,61 +131,6 @@ pub fn message(error: &postgres::Error) -> String {
     text
 }
 
-/// `url` naming the database `name` instead (for tests, benchmarks and the
-/// harness, which make a database per run on one cluster).
-pub fn with_database(url: &str, name: &str) -> String {
-    let (head, query) = match url.split_once('?') {
-        Some((head, query)) => (head, Some(query)),
-        None => (url, None),
-    };
-    let head = match head.split_once("://") {
-        Some((scheme, rest)) => {
-            let authority = rest.split_once('/').map_or(rest, |(a, _)| a);
-            format!("{scheme}://{authority}/{name}")
-        }
-        None => head.to_string(),
-    };
-    match query {
-        Some(query) => format!("{head}?{query}"),
-        None => head,
-    }
-}
-
-/// Creates the database `name` on the cluster of `admin_url` (which names
-/// any database there it may connect to); an existing one is dropped first.
-pub fn create_database(admin_url: &str, name: &str) -> Result<String, StorageError> {
-    let pool = PgPool::new(admin_url)?;
-    let mut connection = pool.get()?;
-    let quoted = quote_identifier(name);
-    connection
-        .client
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {quoted} WITH (FORCE)"))
-        .and_then(|()| {
-            connection
-                .client
-                .batch_execute(&format!("CREATE DATABASE {quoted}"))
-        })
-        .map_err(|source| pool.error(source))?;
-    Ok(with_database(admin_url, name))
-}
-
-/// Drops the database `name` on the cluster of `admin_url`, if it exists.
-pub fn drop_database(admin_url: &str, name: &str) -> Result<(), StorageError> {
-    let pool = PgPool::new(admin_url)?;
-    let mut connection = pool.get()?;
-    connection
-        .client
-        .batch_execute(&format!(
-            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-            quote_identifier(name)
-        ))
-        .map_err(|source| pool.error(source))
-}
-
-fn quote_identifier(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
 /// A connection and the statements prepared on it.
 pub struct PgConnection {
     pub client: Client,
@@ -645,18 +590,6 @@ mod tests {
     }
 
     #[test]
-    fn another_database_on_the_same_cluster() {
-        assert_eq!(
-            with_database("postgresql://me@/postgres?host=/tmp/x&port=5432", "w1"),
-            "postgresql://me@/w1?host=/tmp/x&port=5432"
-        );
-        assert_eq!(
-            with_database("postgresql://me:pw@127.0.0.1:5433", "w2"),
-            "postgresql://me:pw@127.0.0.1:5433/w2"
-        );
-    }
-
-    #[test]
     fn bad_urls_are_named_without_their_password() {
         let error = PgStorage::open("mysql://me:secret@host/db", SectionSize::default())
             .err()
@@ -673,11 +606,11 @@ mod tests {
 
     #[test]
     fn what_the_server_says_is_shown() {
-        let Some(admin) = crate::storage::testing::test_cluster() else {
+        let Some(admin) = buildat_harness::pg::test_cluster() else {
             return;
         };
         let error = PgStorage::open(
-            &with_database(&admin, "buildat_no_such_database"),
+            &buildat_harness::pg::with_database(&admin, "buildat_no_such_database"),
             SectionSize::default(),
         )
         .err()
