@@ -1329,16 +1329,7 @@ pub(crate) mod tests {
     fn a_saved_world_reopens_whole_on_every_backend() {
         for backend in crate::storage::testing::each_backend() {
             let name = backend.backend;
-            let reopen = || {
-                let mut world = World::new(backend.open(SectionSize::default()), 64);
-                world
-                    .register_block(BlockDefinition::simple("stone", "stone.png"))
-                    .unwrap();
-                world
-                    .register_block(BlockDefinition::simple("dirt", "dirt.png"))
-                    .unwrap();
-                world
-            };
+            let reopen = || world_on(backend.open(SectionSize::default()));
             let mut world = reopen();
             generate(&mut world, [0, 0, 0], "stone");
             generate(&mut world, [1, 0, 0], "stone");
@@ -1452,7 +1443,12 @@ pub(crate) mod tests {
     pub(crate) fn open(dir: &std::path::Path) -> World {
         let storage =
             SqliteStorage::open(&dir.join("world.sqlite"), SectionSize::default()).unwrap();
-        let mut world = World::new(Box::new(storage), 64);
+        world_on(Box::new(storage))
+    }
+
+    /// A world on `storage` with stone (the first block) and dirt registered.
+    pub(crate) fn world_on(storage: Box<dyn WorldStorage>) -> World {
+        let mut world = World::new(storage, 64);
         world
             .register_block(BlockDefinition::simple("stone", "stone.png"))
             .unwrap();
