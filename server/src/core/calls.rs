@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use buildat_interface::core_api::{self, ModuleState};
 use buildat_interface::{Call, CallError, ModuleError};
 
-use super::slot::Message;
+use super::slot::{CallReply, Message};
 use super::{CONSOLE_CALLER, Core, CoreError, CoreInner, commands};
 
 impl Core {
@@ -65,6 +65,30 @@ impl Core {
         self.inner
             .run_module_command(CONSOLE_CALLER, name, args, None, None)
     }
+}
+
+/// A thread's reply channel, made once and reused by every call the
+/// thread makes (a thread waits for one call at a time), so a call costs
+/// no channel of its own. Answers carry their call's number.
+struct Replies {
+    to: crossbeam_channel::Sender<(u64, Result<Vec<u8>, CallError>)>,
+    from: crossbeam_channel::Receiver<(u64, Result<Vec<u8>, CallError>)>,
+    next: std::cell::Cell<u64>,
+}
+
+impl Replies {
+    fn new() -> Self {
+        let (to, from) = crossbeam_channel::unbounded();
+        Self {
+            to,
+            from,
+            next: std::cell::Cell::new(0),
+        }
+    }
+}
+
+thread_local! {
+    static REPLIES: Replies = Replies::new();
 }
 
 impl CoreInner {
@@ -149,26 +173,46 @@ impl CoreInner {
             _ => {}
         }
         let _wait = self.waits.begin(caller, target).map_err(CallError::Cycle)?;
-        let (reply, answer) = crossbeam_channel::bounded(1);
-        slot.queue_tx
-            .send(Message::Call {
-                function: function.to_string(),
-                payload: payload.to_vec(),
-                reply,
-                queued_at: Instant::now(),
-            })
-            .map_err(|_| CallError::Failed(format!("module {target} is gone")))?;
-        match timeout {
-            Some(timeout) => answer.recv_timeout(timeout).map_err(|_| {
-                CallError::Timeout(format!(
-                    "module {target} did not answer '{function}' within {} s",
-                    timeout.as_secs_f64()
-                ))
-            })?,
-            None => answer.recv().map_err(|_| {
-                CallError::Failed(format!("module {target} stopped before answering"))
-            })?,
-        }
+        let send_and_wait = |replies: &Replies| {
+            let call = replies.next.get();
+            replies.next.set(call.wrapping_add(1));
+            slot.queue_tx
+                .send(Message::Call {
+                    function: function.to_string(),
+                    payload: payload.to_vec(),
+                    reply: CallReply {
+                        call,
+                        to: replies.to.clone(),
+                    },
+                    queued_at: Instant::now(),
+                })
+                .map_err(|_| CallError::Failed(format!("module {target} is gone")))?;
+            let deadline = timeout.map(|timeout| Instant::now() + timeout);
+            loop {
+                let received = match deadline {
+                    Some(deadline) => replies.from.recv_deadline(deadline).map_err(|_| {
+                        CallError::Timeout(format!(
+                            "module {target} did not answer '{function}' within {} s",
+                            timeout.unwrap_or_default().as_secs_f64()
+                        ))
+                    })?,
+                    // The sender lives in `replies`: never disconnected here.
+                    None => replies.from.recv().map_err(|_| {
+                        CallError::Failed(format!("module {target} stopped before answering"))
+                    })?,
+                };
+                match received {
+                    (answered, answer) if answered == call => break answer,
+                    // The late answer of a call this thread gave up on.
+                    _ => continue,
+                }
+            }
+        };
+        // A thread whose thread-locals are being destroyed calls with a
+        // channel of its own.
+        REPLIES
+            .try_with(|replies| send_and_wait(replies))
+            .unwrap_or_else(|_| send_and_wait(&Replies::new()))
     }
 
     /// Calls addressed to `__core`.

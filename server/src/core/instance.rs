@@ -368,16 +368,15 @@ fn serve_queue(slot: &ModuleSlot, instance: &mut Instance) -> Result<UnloadKind,
                     .record(taken.duration_since(queued_at), taken.elapsed());
                 match result {
                     Ok(bytes) => {
-                        let _ = reply.send(Ok(bytes));
+                        reply.send(Ok(bytes));
                     }
                     Err(failure) if failure.panicked() => {
                         let reason = failure.describe(&format!("call '{function}'"));
-                        let _ =
-                            reply.send(Err(CallError::Panicked(format!("module {name} {reason}"))));
+                        reply.send(Err(CallError::Panicked(format!("module {name} {reason}"))));
                         return Err(reason);
                     }
                     Err(failure) => {
-                        let _ = reply.send(Err(CallError::from_status(
+                        reply.send(Err(CallError::from_status(
                             failure.status,
                             failure.message.as_bytes(),
                         )));

@@ -27,7 +27,20 @@ pub(crate) struct EventMsg {
     pub queued_at: Instant,
 }
 
-pub(crate) type CallReply = Sender<Result<Vec<u8>, CallError>>;
+/// Where a call's answer goes: the calling thread's reply channel (one per
+/// thread, reused: see `calls.rs`), with the call's number, so an answer
+/// that comes after its caller gave up is told from the next call's.
+pub(crate) struct CallReply {
+    pub call: u64,
+    pub to: Sender<(u64, Result<Vec<u8>, CallError>)>,
+}
+
+impl CallReply {
+    /// Answers the call (a caller that is gone is no error).
+    pub fn send(&self, answer: Result<Vec<u8>, CallError>) {
+        let _ = self.to.send((self.call, answer));
+    }
+}
 
 pub(crate) enum Message {
     Event(Arc<EventMsg>),
@@ -118,7 +131,7 @@ impl ModuleSlot {
     pub fn drain_queue(&self, error: &CallError) {
         while let Ok(message) = self.queue_rx.try_recv() {
             if let Message::Call { reply, .. } = message {
-                let _ = reply.send(Err(error.clone()));
+                reply.send(Err(error.clone()));
             }
         }
     }

@@ -7,62 +7,82 @@
 //! delivering calls.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::slot::lock;
 
 #[derive(Default)]
 pub(crate) struct WaitGraph {
-    /// caller -> targets it is waiting on (several when a module calls from
-    /// more than one of its threads).
-    edges: Mutex<HashMap<String, Vec<String>>>,
+    inner: Mutex<Graph>,
+}
+
+/// Edges as a flat list of (caller, target), with the names interned, so
+/// a call that closes no cycle allocates nothing once both names are known
+/// (a call is on every tick's path; the list is as long as the calls in
+/// flight).
+#[derive(Default)]
+struct Graph {
+    names: HashMap<String, Arc<str>>,
+    edges: Vec<(Arc<str>, Arc<str>)>,
+}
+
+impl Graph {
+    fn intern(&mut self, name: &str) -> Arc<str> {
+        if let Some(interned) = self.names.get(name) {
+            return interned.clone();
+        }
+        let interned: Arc<str> = Arc::from(name);
+        self.names.insert(name.to_string(), interned.clone());
+        interned
+    }
 }
 
 /// Removes its edge when dropped.
 pub(crate) struct WaitGuard<'a> {
     graph: &'a WaitGraph,
-    caller: String,
-    target: String,
+    caller: Arc<str>,
+    target: Arc<str>,
 }
 
 impl WaitGraph {
     /// Records that `caller` waits on `target`, or returns the cycle this
     /// would close, written as "a -> b -> a".
     pub fn begin<'a>(&'a self, caller: &str, target: &str) -> Result<WaitGuard<'a>, String> {
-        let mut edges = lock(&self.edges);
-        if let Some(path) = find_path(&edges, target, caller) {
+        let mut graph = lock(&self.inner);
+        if let Some(path) = find_path(&graph.edges, target, caller) {
             let mut chain = vec![caller.to_string()];
             chain.extend(path);
             return Err(chain.join(" -> "));
         }
-        edges
-            .entry(caller.to_string())
-            .or_default()
-            .push(target.to_string());
+        let (caller, target) = (graph.intern(caller), graph.intern(target));
+        graph.edges.push((caller.clone(), target.clone()));
         Ok(WaitGuard {
             graph: self,
-            caller: caller.to_string(),
-            target: target.to_string(),
+            caller,
+            target,
         })
     }
 }
 
 impl Drop for WaitGuard<'_> {
     fn drop(&mut self) {
-        let mut edges = lock(&self.graph.edges);
-        if let Some(targets) = edges.get_mut(&self.caller) {
-            if let Some(index) = targets.iter().position(|t| *t == self.target) {
-                targets.swap_remove(index);
-            }
-            if targets.is_empty() {
-                edges.remove(&self.caller);
-            }
+        let mut graph = lock(&self.graph.inner);
+        if let Some(index) = graph
+            .edges
+            .iter()
+            .position(|(c, t)| Arc::ptr_eq(c, &self.caller) && Arc::ptr_eq(t, &self.target))
+        {
+            graph.edges.swap_remove(index);
         }
     }
 }
 
-/// A path of waits from `from` to `to` (both included), if any.
-fn find_path(edges: &HashMap<String, Vec<String>>, from: &str, to: &str) -> Option<Vec<String>> {
+/// A path of waits from `from` to `to` (both included), if any. Nothing is
+/// allocated when `from` waits on nobody (the usual case).
+fn find_path(edges: &[(Arc<str>, Arc<str>)], from: &str, to: &str) -> Option<Vec<String>> {
+    if from != to && !edges.iter().any(|(caller, _)| &**caller == from) {
+        return None;
+    }
     let mut stack = vec![vec![from.to_string()]];
     let mut seen = std::collections::HashSet::new();
     while let Some(path) = stack.pop() {
@@ -73,9 +93,9 @@ fn find_path(edges: &HashMap<String, Vec<String>>, from: &str, to: &str) -> Opti
         if !seen.insert(last.clone()) {
             continue;
         }
-        for next in edges.get(&last).into_iter().flatten() {
+        for (_, next) in edges.iter().filter(|(caller, _)| **caller == *last) {
             let mut longer = path.clone();
-            longer.push(next.clone());
+            longer.push(next.to_string());
             stack.push(longer);
         }
     }
@@ -107,6 +127,6 @@ mod tests {
             .expect("no cycle once b stopped waiting");
         drop(ca);
         drop(ab);
-        assert!(lock(&graph.edges).is_empty());
+        assert!(lock(&graph.inner).edges.is_empty());
     }
 }

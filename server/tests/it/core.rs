@@ -426,3 +426,22 @@ fn hundred_reloads_leave_no_stale_image() {
     eprintln!("100 reloads: RSS before {before} KiB, after {after} KiB");
     core.stop_all();
 }
+
+#[test]
+fn an_answer_after_its_timeout_is_not_taken_for_the_next_call() {
+    let scratch = Scratch::new();
+    scratch.add_probe("late");
+    let core = scratch.core(&[]);
+    core.start().expect("start");
+    // The module is held up; a call behind it gives up before it answers.
+    core.emit_event("probe:hang", encode(&400u64).expect("encode"));
+    let error = core
+        .call_with_timeout("late", "ping", b"first", Some(Duration::from_millis(100)))
+        .expect_err("timed out");
+    assert!(matches!(error, CallError::Timeout(_)), "{error:?}");
+    // The late answer to "first" reaches this thread's reply channel
+    // meanwhile; the next call gets its own.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(core.call("late", "ping", b"second").unwrap(), b"second");
+    assert_eq!(core.call("late", "ping", b"third").unwrap(), b"third");
+}
