@@ -307,6 +307,14 @@ async fn run(
     let mut partial: Option<(Instant, Instant)> = None;
     let mut budget = InputBudget::new(settings.max_packets_per_second, settings.packet_burst);
     let handshake_deadline = Instant::now() + settings.handshake_timeout;
+    // Records that came with the end of the TLS handshake wait in the
+    // session: opened now, not at the next read.
+    if state.tls.is_some() {
+        match take_input(state, &[]) {
+            Ok(None) => {}
+            Ok(Some(reason)) | Err((_, reason)) => return Exit::Closed(reason),
+        }
+    }
     if let Err(reason) = deliver_packets(shared, state, &mut budget) {
         return Exit::Closed(reason);
     }

@@ -520,9 +520,10 @@ pub(crate) async fn handshake(
         // Whole records are handed to rustls one at a time, so none is
         // half inside it when the handshake ends and the keys are taken.
         while connection.is_handshaking() {
+            // TLS 1.3 hides the rest of the handshake in application-data records.
             if raw
                 .first()
-                .is_some_and(|&b| b != HANDSHAKE && b != CHANGE_CIPHER_SPEC && b != ALERT)
+                .is_some_and(|b| !(CHANGE_CIPHER_SPEC..=APPLICATION_DATA).contains(b))
             {
                 return Err(if !fed {
                     HandshakeFailure::NotTls
