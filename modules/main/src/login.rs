@@ -35,6 +35,8 @@ pub(crate) struct PendingLogin {
     /// The account's shown name; `None`: the name is free (a claim).
     display: Option<String>,
     address: String,
+    /// A `main:join` that came before the answer: joined once logged in.
+    join: Option<String>,
 }
 
 /// What a client that must log in is told.
@@ -172,6 +174,7 @@ impl Game {
                 name,
                 display,
                 address,
+                join: None,
             },
         );
     }
@@ -218,6 +221,7 @@ impl Game {
             name,
             display,
             address,
+            join,
             ..
         } = pending;
         let (display, created) = match (done.outcome, display) {
@@ -274,6 +278,11 @@ impl Game {
                 guest: false,
             },
         );
+        if let Some(join) = join
+            && let Err(error) = self.on_join(peer, &join)
+        {
+            log::error!("peer {peer} joining after its login: {error}");
+        }
     }
 
     /// `main:join`: plays as the account logged in (the name sent is not
@@ -281,6 +290,11 @@ impl Game {
     pub(crate) fn on_join(&mut self, peer: PeerId, name: &str) -> Result<(), ModuleError> {
         if self.players.contains_key(&peer) || self.joining.contains_key(&peer) {
             return self.refuse(peer, "already joined");
+        }
+        // Its login is being checked: it joins (as the account) once it is.
+        if let Some(pending) = self.pending_logins.get_mut(&peer) {
+            pending.join = Some(name.to_string());
+            return Ok(());
         }
         let account = if let Some(account) = self.logged_in.remove(&peer) {
             account

@@ -13,7 +13,7 @@
 //! (by this version, before a reload hands over). Does not own: the
 //! database or what a result means (`accounts.rs`, `login.rs`).
 
-use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -166,11 +166,9 @@ impl Workers {
     /// The results ready now.
     pub fn take_done(&mut self) -> Vec<Done> {
         let mut results = Vec::new();
-        loop {
-            match self.done.try_recv() {
-                Ok(done) => results.push(done),
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
-            }
+        // Empty or disconnected (every worker gone): nothing more now.
+        while let Ok(done) = self.done.try_recv() {
+            results.push(done);
         }
         self.pending = self.pending.saturating_sub(results.len());
         results
