@@ -166,6 +166,9 @@ pub(crate) struct Shared {
     tls: std::sync::OnceLock<Arc<rustls::ServerConfig>>,
     /// Connections in their TLS handshake (counted against the peer cap).
     handshaking: AtomicUsize,
+    /// Set (under the peer table's lock) when the peers are parked or
+    /// closed: a handshake finishing after that makes no new peer.
+    closing: AtomicBool,
 }
 
 /// Traffic counters, bumped by the peer tasks without a lock.
@@ -373,6 +376,14 @@ impl Shared {
         let backlog = Arc::new(Backlog::default());
         {
             let mut peers = self.peers();
+            if announce && self.closing.load(Ordering::Acquire) {
+                // Its handshake ended as the module stops: never announced,
+                // so nobody is told it left; its socket closes here.
+                log::debug!(
+                    "a connection from {address} finished its TLS handshake as the network module stopped: closed"
+                );
+                return;
+            }
             peers.insert(
                 peer,
                 PeerHandle {
@@ -697,7 +708,11 @@ impl Network {
             let listener = listener
                 .await
                 .map_err(|e| ModuleError::msg(format!("the listener task failed: {e}")))?;
-            let handles: Vec<(PeerId, PeerHandle)> = shared.peers().drain().collect();
+            let handles: Vec<(PeerId, PeerHandle)> = {
+                let mut peers = shared.peers();
+                shared.closing.store(true, Ordering::Release);
+                peers.drain().collect()
+            };
             let mut peers = Vec::with_capacity(handles.len());
             for (peer, handle) in handles {
                 let (reply, parked) = oneshot::channel();
@@ -739,11 +754,11 @@ impl Network {
         runtime.block_on(async move {
             let _ = stop_listener.send(());
             let _ = listener.await;
-            let peers: Vec<mpsc::UnboundedSender<Command>> = shared
-                .peers()
-                .values()
-                .map(|h| h.commands.clone())
-                .collect();
+            let peers: Vec<mpsc::UnboundedSender<Command>> = {
+                let peers = shared.peers();
+                shared.closing.store(true, Ordering::Release);
+                peers.values().map(|h| h.commands.clone()).collect()
+            };
             for commands in &peers {
                 let _ = commands.send(Command::Disconnect(reason.to_string()));
             }
@@ -788,6 +803,7 @@ impl Module for Network {
                 counters: Counters::default(),
                 tls: std::sync::OnceLock::new(),
                 handshaking: AtomicUsize::new(0),
+                closing: AtomicBool::new(false),
             }),
             running: None,
             listen_address: String::new(),
