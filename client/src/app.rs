@@ -142,6 +142,8 @@ pub enum AppError {
         new: String,
         file: PathBuf,
     },
+    #[error("refused by the server: {reason}")]
+    Refused { reason: String },
     #[error("{address} does not speak TLS: {reason}")]
     NotTls { address: String, reason: String },
     #[error("TLS with {address}: {message}")]
@@ -274,6 +276,7 @@ fn secure(stream: TcpStream, config: &Config) -> Result<Conn, AppError> {
                     "it answered in plaintext; connect without --tls".to_string()
                 }),
             },
+            TlsFailure::Refused(reason) => AppError::Refused { reason },
             TlsFailure::KnownHosts(message) => AppError::KnownHosts(message),
             TlsFailure::Handshake(message) => AppError::Tls {
                 address: address.clone(),

@@ -548,7 +548,7 @@ fn report_session(
                     EXIT_PROTOCOL
                 }
                 AppError::KeyChanged { .. } => EXIT_KEY_CHANGED,
-                AppError::ConnectionLost(_) => EXIT_DISCONNECTED,
+                AppError::ConnectionLost(_) | AppError::Refused { .. } => EXIT_DISCONNECTED,
                 _ => EXIT_OTHER,
             }
         }

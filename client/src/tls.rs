@@ -58,6 +58,9 @@ pub enum TlsFailure {
     },
     /// The server answered in plaintext Buildat (its reason, if it gave one).
     NotTls(Option<String>),
+    /// The server refused the connection before any TLS (a plaintext
+    /// `core:disconnect` such as `server full`), with its reason.
+    Refused(String),
     KnownHosts(String),
     Handshake(String),
 }
@@ -256,7 +259,13 @@ pub fn connect(
             return Err(if let Some((new, old)) = changed {
                 TlsFailure::KeyChanged { old, new }
             } else if seen.first().is_some_and(|&b| !(20..=23).contains(&b)) {
-                TlsFailure::NotTls(plaintext_reason(&seen))
+                match plaintext_reason(&seen) {
+                    // Said by a TLS port too, before the handshake.
+                    Some(reason) if !reason.contains("speaks plaintext") => {
+                        TlsFailure::Refused(reason)
+                    }
+                    reason => TlsFailure::NotTls(reason),
+                }
             } else if error.kind() == std::io::ErrorKind::UnexpectedEof && seen.is_empty() {
                 TlsFailure::Handshake(
                     "the server closed the connection during the TLS handshake".into(),

@@ -5,7 +5,8 @@
 //! again in the world folder) with a message naming both keys, and takes
 //! it with `--accept-new-key`; an operator's certificate is used; a
 //! plaintext client on a TLS port and a TLS client on a plaintext port are
-//! told what to do, and the server stays up.
+//! told what to do, and the server stays up; a refusal before TLS (too
+//! many connections) reaches a TLS client as a refusal.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -208,7 +209,10 @@ fn a_client_speaking_the_other_way_is_told_and_the_server_stays_up() {
     let scratch = Scratch::new();
     scratch.add_game();
     let dir = scratch.dir.path();
-    let (mut server, address) = start(&scratch, &["network.tls=on"]);
+    let (mut server, address) = start(
+        &scratch,
+        &["network.tls=on", "network.max_connections_per_ip=1"],
+    );
     // Plaintext to the TLS port: told to use --tls.
     let out = client(&address, dir, false, 30).output().expect("run");
     let said = text(&out);
@@ -221,6 +225,17 @@ fn a_client_speaking_the_other_way_is_told_and_the_server_stays_up() {
     // The server plays on.
     let out = client(&address, dir, true, 3).output().expect("run");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // A refusal before any TLS (here: one connection per address, and one
+    // is open) reaches a TLS client as what it is.
+    let held = std::net::TcpStream::connect(&address).expect("connect");
+    let out = client(&address, dir, true, 3).output().expect("run");
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(5), "{said}");
+    assert!(
+        said.contains("refused by the server: too many connections from 127.0.0.1"),
+        "{said}"
+    );
+    drop(held);
     server.stop_cleanly();
     drop(server);
 
