@@ -134,6 +134,22 @@ fn the_whole_game_works_over_tls_and_across_a_reload_of_network() {
         pinned.contains(&format!("{address} {fingerprint}")),
         "{pinned}"
     );
+    // A kick's reason reaches the client inside TLS, then a clean close.
+    let guest = client(&address, dir, true, 60)
+        .args(["--name", "visitor"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start buildat-client");
+    server.expect_line("player visitor (peer", TIMEOUT);
+    server.send("kick visitor enough for today");
+    let out = guest.wait_with_output().expect("the client's output");
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(5), "{said}");
+    assert!(
+        said.contains("kicked by the server: enough for today"),
+        "{said}"
+    );
     server.stop_cleanly();
 }
 
