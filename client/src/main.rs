@@ -63,6 +63,8 @@ struct Cli {
     tls: bool,
     /// The known-hosts file (default: $BUILDAT_KNOWN_HOSTS, else
     /// $XDG_CONFIG_HOME/buildat/known_hosts or ~/.config/buildat/known_hosts).
+    /// Without --tls, used if the server says it speaks TLS: a headless
+    /// session then connects again over TLS.
     #[arg(long, value_name = "FILE")]
     known_hosts: Option<PathBuf>,
     /// Accept a server key that differs from the one pinned, and pin it
@@ -259,6 +261,8 @@ struct Settings {
     /// `BUILDAT_PASSWORD`).
     password: Option<String>,
     tls: Option<app_tls::TlsOptions>,
+    /// `--known-hosts`, for a session that connects again over TLS.
+    known_hosts: Option<PathBuf>,
 }
 
 impl Settings {
@@ -346,8 +350,8 @@ fn settings_from(cli: &Cli, level: Level) -> anyhow::Result<Settings> {
         Some(address) => (address.to_string(), true),
         None => (cli.connect.clone(), cli.tls),
     };
-    if !tls && (cli.known_hosts.is_some() || cli.accept_new_key) {
-        anyhow::bail!("--known-hosts and --accept-new-key go with --tls (or tls://HOST:PORT)");
+    if !tls && cli.accept_new_key {
+        anyhow::bail!("--accept-new-key goes with --tls (or tls://HOST:PORT)");
     }
     let tls = if tls {
         let known_hosts = match &cli.known_hosts {
@@ -367,6 +371,7 @@ fn settings_from(cli: &Cli, level: Level) -> anyhow::Result<Settings> {
     Ok(Settings {
         password,
         tls,
+        known_hosts: cli.known_hosts.clone(),
         address,
         cache_dir,
         cache_max_bytes: cli.cache_max_mib.saturating_mul(1 << 20),
@@ -390,8 +395,36 @@ fn run_session(settings: &Settings, name: &str, label: &str, bots: bool) -> u8 {
         String::new()
     };
     let config = settings.config(name, &prefix, bots);
-    let (result, summary) = app::run(config);
+    let (result, summary) = run_upgrading(settings, config);
     report_session(settings.level, name, label, bots, result, &summary)
+}
+
+/// Runs a session; one without TLS that the server tells it speaks TLS
+/// (`buildat_network_api::tls::SPEAKS_TLS`) connects again over TLS, once,
+/// pinning the key as `--tls` does. Never the other way: a TLS session is
+/// never retried in plaintext (anyone on the path could ask for that).
+fn run_upgrading(settings: &Settings, config: Config) -> (Result<Outcome, AppError>, Summary) {
+    let retry = config.tls.is_none().then(|| config.clone());
+    let (result, summary) = app::run(config);
+    let told = matches!(&result, Ok(Outcome::DisconnectedByServer { reason })
+        if reason == buildat_network_api::tls::SPEAKS_TLS);
+    let known_hosts = settings
+        .known_hosts
+        .clone()
+        .or_else(buildat_client::known_hosts::default_path);
+    if let (true, Some(mut retry), Some(known_hosts)) = (told, retry, known_hosts) {
+        (retry.log)(
+            Level::Info,
+            "buildat-client",
+            "the server speaks TLS: connecting again over TLS (--tls does so at once)",
+        );
+        retry.tls = Some(app_tls::TlsOptions {
+            known_hosts,
+            accept_new_key: false,
+        });
+        return app::run(retry);
+    }
+    (result, summary)
 }
 
 /// Runs the session on its own thread while `frontend` draws it on this

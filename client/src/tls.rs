@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use buildat_format::{PacketReader, payload::Packet};
 use buildat_network_api::DisconnectPacket;
-use buildat_network_api::tls::{ALPN, spki_fingerprint};
+use buildat_network_api::tls::{ALPN, SPEAKS_PLAINTEXT, spki_fingerprint};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, SignatureScheme, StreamOwned};
@@ -261,9 +261,7 @@ pub fn connect(
             } else if seen.first().is_some_and(|&b| !(20..=23).contains(&b)) {
                 match plaintext_reason(&seen) {
                     // Said by a TLS port too, before the handshake.
-                    Some(reason) if !reason.contains("speaks plaintext") => {
-                        TlsFailure::Refused(reason)
-                    }
+                    Some(reason) if reason != SPEAKS_PLAINTEXT => TlsFailure::Refused(reason),
                     reason => TlsFailure::NotTls(reason),
                 }
             } else if error.kind() == std::io::ErrorKind::UnexpectedEof && seen.is_empty() {

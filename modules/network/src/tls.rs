@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use buildat_network_api::tls::{ALPN, spki_fingerprint};
+pub(crate) use buildat_network_api::tls::{ALPN, SPEAKS_PLAINTEXT, SPEAKS_TLS, spki_fingerprint};
 use ring::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -485,15 +485,6 @@ pub(crate) enum HandshakeFailure {
     NotTls,
     Failed(String),
 }
-
-/// What a plaintext client on a TLS port is told (in a plaintext
-/// `core:disconnect` it can read).
-pub(crate) const SPEAKS_TLS: &str =
-    "this server speaks TLS on its game port: connect with --tls (or tls://HOST:PORT)";
-
-/// What a TLS client on a plaintext port is told.
-pub(crate) const SPEAKS_PLAINTEXT: &str =
-    "this server speaks plaintext on its game port: connect without --tls";
 
 /// Whether `first` bytes start a TLS record (a ClientHello is a handshake
 /// record of version 3.x).

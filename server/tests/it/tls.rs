@@ -5,13 +5,20 @@
 //! again in the world folder) with a message naming both keys, and takes
 //! it with `--accept-new-key`; an operator's certificate is used; a
 //! plaintext client on a TLS port and a TLS client on a plaintext port are
-//! told what to do, and the server stays up; a refusal before TLS (too
+//! told what to do (the real client, told the port speaks TLS, connects
+//! again over TLS; never the other way), and the server stays up; a refusal before TLS (too
 //! many connections) reaches a TLS client as a refusal.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
+
+use buildat_format::Packet;
+use buildat_harness::raw_client::RawClient;
+use buildat_main_api::Ping;
+use buildat_network_api::DisconnectPacket;
+use buildat_network_api::tls::SPEAKS_TLS;
 
 use crate::common::{Scratch, Server, start_game};
 
@@ -46,12 +53,11 @@ fn client(address: &str, dir: &Path, tls: bool, seconds: u32) -> Command {
         .args(["--connect", address, "--cache"])
         .arg(dir.join("cache"))
         .args(["--quit-after", &seconds.to_string(), "--headless"])
+        .arg("--known-hosts")
+        .arg(known_hosts(dir))
         .stdin(Stdio::null());
     if tls {
-        command
-            .arg("--tls")
-            .arg("--known-hosts")
-            .arg(known_hosts(dir));
+        command.arg("--tls");
     }
     command
 }
@@ -229,15 +235,28 @@ fn a_client_speaking_the_other_way_is_told_and_the_server_stays_up() {
         &scratch,
         &["network.tls=on", "network.max_connections_per_ip=1"],
     );
-    // Plaintext to the TLS port: told to use --tls.
-    let out = client(&address, dir, false, 30).output().expect("run");
+    // Plaintext to the TLS port: told, in plaintext, to use --tls.
+    let mut raw = RawClient::connect(&address).expect("connect");
+    raw.send_packet(&Ping {
+        data: b"hello?".to_vec(),
+    })
+    .expect("send");
+    let packets = raw.wait_closed(TIMEOUT).expect("closed");
+    let reason = packets
+        .iter()
+        .find(|p| p.name == DisconnectPacket::NAME)
+        .map(|p| DisconnectPacket::decode(&p.data).expect("a reason").reason);
+    assert_eq!(reason.as_deref(), Some(SPEAKS_TLS));
+    server.expect_line("it does not speak TLS (a plaintext client?)", TIMEOUT);
+    // The real client, told so, connects again over TLS (and pins the key).
+    let out = client(&address, dir, false, 8).output().expect("run");
     let said = text(&out);
-    assert_eq!(out.status.code(), Some(5), "{said}");
+    assert_eq!(out.status.code(), Some(0), "{said}");
     assert!(
-        said.contains("speaks TLS on its game port: connect with --tls"),
+        said.contains("the server speaks TLS: connecting again over TLS"),
         "{said}"
     );
-    server.expect_line("it does not speak TLS (a plaintext client?)", TIMEOUT);
+    assert!(said.contains("is now pinned"), "{said}");
     // The server plays on.
     let out = client(&address, dir, true, 3).output().expect("run");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
