@@ -1,4 +1,5 @@
-//! The client's connection loop: one TCP connection to a server, driving
+//! The client's connection loop: one TCP connection (over TLS with
+//! [`Config::tls`], `tls.rs`) to a server, driving
 //! the [`Session`] (file transfer) and the [`Runtime`] (Lua) until the
 //! server disconnects, Lua calls `buildat.disconnect()`, or `--quit-after`
 //! runs out.
@@ -25,6 +26,7 @@ use buildat_format::{PacketReadError, PacketReader, PacketWriter};
 use buildat_main_api::{LoggedIn, Login};
 use buildat_voxelworld_api::stream::Ack;
 use crossbeam_channel::TryRecvError;
+use rustls::{ClientConnection, StreamOwned};
 use thiserror::Error;
 
 use crate::cache::{Cache, CacheError};
@@ -32,6 +34,7 @@ use crate::frontend::{FromFrontend, SessionLink, ToFrontend};
 use crate::nodes::NodeView;
 use crate::sandbox::{self, Level, LogSink, Runtime, ScriptError};
 use crate::session::{Event, Session, SessionError, Stats};
+use crate::tls::{self, Pinned, TlsFailure, TlsOptions};
 use crate::world::{self, Handled, WorldStats, WorldView};
 
 /// What the client was asked to do.
@@ -69,6 +72,8 @@ pub struct Config {
     /// Log in to the account `name` with this password (`main:login`,
     /// sent first thing); `None`: join as a guest.
     pub password: Option<String>,
+    /// Speak TLS and pin the server's key (`--tls`); `None`: plaintext.
+    pub tls: Option<TlsOptions>,
 }
 
 impl Config {
@@ -91,6 +96,7 @@ impl Config {
             map_radius: world::DEFAULT_MAP_RADIUS,
             frontend: None,
             password: None,
+            tls: None,
         }
     }
 }
@@ -111,6 +117,7 @@ pub enum Outcome {
 
 /// Why the client stopped with an error.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum AppError {
     #[error("cannot resolve {address}: {source}")]
     Resolve {
@@ -124,6 +131,25 @@ pub enum AppError {
     },
     #[error("protocol error: {0}")]
     Protocol(String),
+    #[error(
+        "the key of {host} CHANGED: pinned {old}, now {new}. Someone may be between you and \
+         the server, or the server has a new certificate. If you know it does, run again with \
+         --accept-new-key (or delete the line for {host} in {file}); nothing was sent"
+    )]
+    KeyChanged {
+        host: String,
+        old: String,
+        new: String,
+        file: PathBuf,
+    },
+    #[error("refused by the server: {reason}")]
+    Refused { reason: String },
+    #[error("{address} does not speak TLS: {reason}")]
+    NotTls { address: String, reason: String },
+    #[error("TLS with {address}: {message}")]
+    Tls { address: String, message: String },
+    #[error("the known-hosts file: {0}")]
+    KnownHosts(String),
     #[error("connection lost: {0}")]
     ConnectionLost(std::io::Error),
     #[error(transparent)]
@@ -177,9 +203,114 @@ const MAX_WAIT: Duration = Duration::from_millis(100);
 /// The same with a frontend, whose input must reach Lua within a frame.
 const MAX_WAIT_WITH_FRONTEND: Duration = Duration::from_millis(4);
 
+/// The connection: plain TCP or TLS over it.
+enum Conn {
+    Plain(TcpStream),
+    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
+}
+
+impl Conn {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Self::Plain(stream) => stream,
+            Self::Tls(stream) => stream.get_ref(),
+        }
+    }
+
+    fn set_read_timeout(&self, timeout: Option<Duration>) -> std::io::Result<()> {
+        self.tcp().set_read_timeout(timeout)
+    }
+
+    /// Ends our side: a TLS `close_notify`, then the socket's write side.
+    fn shutdown_write(&mut self) {
+        if let Self::Tls(stream) = self {
+            stream.conn.send_close_notify();
+            let _ = stream.flush();
+        }
+        let _ = self.tcp().shutdown(Shutdown::Write);
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Self::Plain(stream) => stream.read(buf),
+            Self::Tls(stream) => stream.read(buf),
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Self::Plain(stream) => stream.write(buf),
+            Self::Tls(stream) => stream.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Self::Plain(stream) => stream.flush(),
+            Self::Tls(stream) => stream.flush(),
+        }
+    }
+}
+
+/// Speaks TLS on `stream` when asked to; says what became of the key.
+fn secure(stream: TcpStream, config: &Config) -> Result<Conn, AppError> {
+    let Some(options) = &config.tls else {
+        return Ok(Conn::Plain(stream));
+    };
+    let address = config.address.clone();
+    let (stream, pinned) = tls::connect(stream, &address, options, config.connect_timeout)
+        .map_err(|failure| match failure {
+            TlsFailure::KeyChanged { old, new } => AppError::KeyChanged {
+                host: crate::known_hosts::host_key(&address),
+                old,
+                new,
+                file: options.known_hosts.clone(),
+            },
+            TlsFailure::NotTls(reason) => AppError::NotTls {
+                address: address.clone(),
+                reason: reason.unwrap_or_else(|| {
+                    "it answered in plaintext; connect without --tls".to_string()
+                }),
+            },
+            TlsFailure::Refused(reason) => AppError::Refused { reason },
+            TlsFailure::KnownHosts(message) => AppError::KnownHosts(message),
+            TlsFailure::Handshake(message) => AppError::Tls {
+                address: address.clone(),
+                message,
+            },
+        })?;
+    let file = options.known_hosts.display();
+    match pinned {
+        Pinned::Known => (config.log)(
+            Level::Verbose,
+            "buildat-client",
+            &format!("TLS: the key of {address} is the one pinned in {file}"),
+        ),
+        Pinned::New { fingerprint } => (config.log)(
+            Level::Info,
+            "buildat-client",
+            &format!(
+                "TLS: first connection to {address}; its key {fingerprint} is now pinned in {file}"
+            ),
+        ),
+        Pinned::Replaced { old, new } => (config.log)(
+            Level::Warning,
+            "buildat-client",
+            &format!(
+                "TLS: the key of {address} changed from {old} to {new}; accepted (--accept-new-key) and pinned in {file}"
+            ),
+        ),
+    }
+    Ok(Conn::Tls(Box::new(stream)))
+}
+
 struct Client {
     config: Config,
-    stream: TcpStream,
+    stream: Conn,
     reader: PacketReader,
     writer: PacketWriter,
     session: Session,
@@ -231,7 +362,9 @@ fn run_inner(config: Config, summary: &mut Summary) -> Result<Outcome, AppError>
     let started = Instant::now();
     let stream = connect(&config.address, config.connect_timeout)?;
     let _ = stream.set_nodelay(true);
+    let stream = secure(stream, &config)?;
     stream
+        .tcp()
         .set_write_timeout(Some(Duration::from_secs(30)))
         .map_err(AppError::ConnectionLost)?;
     (config.log)(
@@ -615,7 +748,7 @@ impl Client {
     /// (closing with unread data would reset the connection).
     fn close(&mut self) {
         let _ = self.flush();
-        let _ = self.stream.shutdown(Shutdown::Write);
+        self.stream.shutdown_write();
         let until = Instant::now() + Duration::from_millis(500);
         let mut buffer = vec![0u8; READ_BUFFER];
         while Instant::now() < until {

@@ -11,6 +11,8 @@
 //! - [`world`]: the world view kept from the voxelworld stream, and its maps.
 //! - [`nodes`]: the nodes the server replicates to this client.
 //! - [`app`]: the connection loop tying them together.
+//! - [`tls`]: TLS on the game port and pinning the server's key.
+//! - [`known_hosts`]: the file of pinned server keys.
 //! - [`frontend`]: what the session and a graphical frontend tell each other.
 //! - [`render`]: the renderer (window and offscreen), never used by bots.
 //! - [`terminal`]: server text escaped before it is printed.
@@ -18,10 +20,12 @@
 pub mod app;
 pub mod cache;
 pub mod frontend;
+pub mod known_hosts;
 pub mod lua_sources;
 pub mod nodes;
 pub mod render;
 pub mod sandbox;
 pub mod session;
 pub mod terminal;
+pub mod tls;
 pub mod world;

@@ -17,6 +17,7 @@ use buildat_client::render::camera::Camera;
 use buildat_client::render::{offscreen, window};
 use buildat_client::sandbox::{self, Level};
 use buildat_client::terminal::escape;
+use buildat_client::tls as app_tls;
 use buildat_client::world;
 use clap::Parser;
 
@@ -26,6 +27,7 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_UNREACHABLE: u8 = 3;
 const EXIT_PROTOCOL: u8 = 4;
 const EXIT_DISCONNECTED: u8 = 5;
+const EXIT_KEY_CHANGED: u8 = 6;
 
 #[derive(Parser)]
 #[command(
@@ -40,6 +42,7 @@ const EXIT_DISCONNECTED: u8 = 5;
   3  the server could not be reached (refused, unreachable, unknown host)
   4  protocol error (malformed packet, file content not matching its hash)
   5  disconnected by the server (its reason is printed) or connection lost
+  6  the server's key is not the one pinned (see --accept-new-key)
 
 With --bots N the exit code is the highest of the sessions' codes.
 
@@ -50,9 +53,24 @@ session's name instead of buildat-client):
   session ended, exit code C"
 )]
 struct Cli {
-    /// Server address, HOST:PORT.
+    /// Server address, HOST:PORT; tls://HOST:PORT is --tls.
     #[arg(long, value_name = "HOST:PORT")]
     connect: String,
+    /// Speak TLS to the server (a server not on loopback does by default)
+    /// and pin its key: the first connection keeps its fingerprint in the
+    /// known-hosts file, later ones refuse another key.
+    #[arg(long)]
+    tls: bool,
+    /// The known-hosts file (default: $BUILDAT_KNOWN_HOSTS, else
+    /// $XDG_CONFIG_HOME/buildat/known_hosts or ~/.config/buildat/known_hosts).
+    /// Without --tls, used if the server says it speaks TLS: a headless
+    /// session then connects again over TLS.
+    #[arg(long, value_name = "FILE")]
+    known_hosts: Option<PathBuf>,
+    /// Accept a server key that differs from the one pinned, and pin it
+    /// instead (only when you know the server changed its certificate).
+    #[arg(long)]
+    accept_new_key: bool,
     /// Cache folder (default: $XDG_CACHE_HOME/buildat or ~/.cache/buildat).
     #[arg(long, value_name = "DIR")]
     cache: Option<PathBuf>,
@@ -242,6 +260,9 @@ struct Settings {
     /// The password each session logs in with (`--password-file`,
     /// `BUILDAT_PASSWORD`).
     password: Option<String>,
+    tls: Option<app_tls::TlsOptions>,
+    /// `--known-hosts`, for a session that connects again over TLS.
+    known_hosts: Option<PathBuf>,
 }
 
 impl Settings {
@@ -268,6 +289,7 @@ impl Settings {
         });
         config.map_radius = self.map_radius;
         config.password = self.password.clone();
+        config.tls = self.tls.clone();
         config
     }
 }
@@ -324,9 +346,33 @@ fn settings_from(cli: &Cli, level: Level) -> anyhow::Result<Settings> {
     if password.as_deref().is_some_and(str::is_empty) {
         anyhow::bail!("the password (--password-file or BUILDAT_PASSWORD) is empty");
     }
+    let (address, tls) = match cli.connect.strip_prefix("tls://") {
+        Some(address) => (address.to_string(), true),
+        None => (cli.connect.clone(), cli.tls),
+    };
+    if !tls && cli.accept_new_key {
+        anyhow::bail!("--accept-new-key goes with --tls (or tls://HOST:PORT)");
+    }
+    let tls = if tls {
+        let known_hosts = match &cli.known_hosts {
+            Some(path) => path.clone(),
+            None => buildat_client::known_hosts::default_path().context(
+                "no known-hosts file: set BUILDAT_KNOWN_HOSTS, XDG_CONFIG_HOME or HOME, \
+                 or pass --known-hosts FILE",
+            )?,
+        };
+        Some(app_tls::TlsOptions {
+            known_hosts,
+            accept_new_key: cli.accept_new_key,
+        })
+    } else {
+        None
+    };
     Ok(Settings {
         password,
-        address: cli.connect.clone(),
+        tls,
+        known_hosts: cli.known_hosts.clone(),
+        address,
         cache_dir,
         cache_max_bytes: cli.cache_max_mib.saturating_mul(1 << 20),
         script,
@@ -349,8 +395,36 @@ fn run_session(settings: &Settings, name: &str, label: &str, bots: bool) -> u8 {
         String::new()
     };
     let config = settings.config(name, &prefix, bots);
-    let (result, summary) = app::run(config);
+    let (result, summary) = run_upgrading(settings, config);
     report_session(settings.level, name, label, bots, result, &summary)
+}
+
+/// Runs a session; one without TLS that the server tells it speaks TLS
+/// (`buildat_network_api::tls::SPEAKS_TLS`) connects again over TLS, once,
+/// pinning the key as `--tls` does. Never the other way: a TLS session is
+/// never retried in plaintext (anyone on the path could ask for that).
+fn run_upgrading(settings: &Settings, config: Config) -> (Result<Outcome, AppError>, Summary) {
+    let retry = config.tls.is_none().then(|| config.clone());
+    let (result, summary) = app::run(config);
+    let told = matches!(&result, Ok(Outcome::DisconnectedByServer { reason })
+        if reason == buildat_network_api::tls::SPEAKS_TLS);
+    let known_hosts = settings
+        .known_hosts
+        .clone()
+        .or_else(buildat_client::known_hosts::default_path);
+    if let (true, Some(mut retry), Some(known_hosts)) = (told, retry, known_hosts) {
+        (retry.log)(
+            Level::Info,
+            "buildat-client",
+            "the server speaks TLS: connecting again over TLS (--tls does so at once)",
+        );
+        retry.tls = Some(app_tls::TlsOptions {
+            known_hosts,
+            accept_new_key: false,
+        });
+        return app::run(retry);
+    }
+    (result, summary)
 }
 
 /// Runs the session on its own thread while `frontend` draws it on this
@@ -503,9 +577,12 @@ fn report_session(
             eprintln!("{label}: {}", escape(&error.to_string()));
             match error {
                 AppError::Resolve { .. } | AppError::Connect { .. } => EXIT_UNREACHABLE,
-                AppError::Protocol(_) => EXIT_PROTOCOL,
-                AppError::ConnectionLost(_) => EXIT_DISCONNECTED,
-                AppError::Cache(_) | AppError::Runtime(_) => EXIT_OTHER,
+                AppError::Protocol(_) | AppError::NotTls { .. } | AppError::Tls { .. } => {
+                    EXIT_PROTOCOL
+                }
+                AppError::KeyChanged { .. } => EXIT_KEY_CHANGED,
+                AppError::ConnectionLost(_) | AppError::Refused { .. } => EXIT_DISCONNECTED,
+                _ => EXIT_OTHER,
             }
         }
     };

@@ -103,10 +103,32 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// A new salted argon2id verifier of `password` (argon2id, 19 MiB, 2
+/// passes, 1 lane: OWASP's minimum). Slow on purpose: run off the game's
+/// thread (`verify.rs`).
+pub fn hash_password(password: &str) -> Result<String, AccountError> {
+    let mut salt = [0u8; 16];
+    std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut salt)?;
+    let salt = SaltString::encode_b64(&salt).map_err(|e| AccountError::Hash(e.to_string()))?;
+    Ok(Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map_err(|e| AccountError::Hash(e.to_string()))?
+        .to_string())
+}
+
+/// Whether `password` matches `verifier` (a verifier that does not parse
+/// matches nothing). As slow as [`hash_password`].
+pub fn verify_password(verifier: &str, password: &str) -> bool {
+    PasswordHash::new(verifier).is_ok_and(|parsed| {
+        Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok()
+    })
+}
+
 /// The accounts of a world.
 pub struct Accounts {
     db: Connection,
-    hasher: Argon2<'static>,
 }
 
 impl Accounts {
@@ -136,69 +158,76 @@ impl Accounts {
                  PRIMARY KEY (kind, value)
              );",
         )?;
-        Ok(Self {
-            db,
-            // Argon2id, 19 MiB, 2 passes, 1 lane: OWASP's minimum.
-            hasher: Argon2::default(),
-        })
+        Ok(Self { db })
     }
 
-    /// Logs in to `name` with `password`; claims the name (granting
-    /// `defaults`) when no account has it. A wrong password is
-    /// [`AccountError::Refused`], and costs as much time as a right one.
-    pub fn login(
-        &self,
-        name: &PlayerName,
-        password: &str,
-        defaults: &BTreeSet<String>,
-    ) -> Result<LoggedIn, AccountError> {
-        let stored: Option<(String, String)> = self
+    /// The account `name` (its shown name and verifier), if it exists.
+    pub fn lookup(&self, name: &PlayerName) -> Result<Option<(String, String)>, AccountError> {
+        Ok(self
             .db
             .query_row(
                 "SELECT name, verifier FROM main_accounts WHERE key = ?1",
                 params![name.key],
                 |row| Ok((row.get(0)?, row.get(1)?)),
             )
-            .optional()?;
-        let Some((display, verifier)) = stored else {
-            let verifier = self.verifier(password)?;
-            let tx = self.db.unchecked_transaction()?;
+            .optional()?)
+    }
+
+    /// Makes the account `name` with `verifier` (from [`hash_password`]),
+    /// granting `defaults`; `false` when the name was claimed meanwhile.
+    pub fn create(
+        &self,
+        name: &PlayerName,
+        verifier: &str,
+        defaults: &BTreeSet<String>,
+    ) -> Result<bool, AccountError> {
+        let tx = self.db.unchecked_transaction()?;
+        let inserted = tx.execute(
+            "INSERT OR IGNORE INTO main_accounts (key, name, verifier, created_ms) \
+             VALUES (?1, ?2, ?3, ?4)",
+            params![name.key, name.display, verifier, now_ms() as i64],
+        )?;
+        if inserted == 0 {
+            return Ok(false);
+        }
+        for privilege in defaults {
             tx.execute(
-                "INSERT INTO main_accounts (key, name, verifier, created_ms) VALUES (?1, ?2, ?3, ?4)",
-                params![name.key, name.display, verifier, now_ms() as i64],
+                "INSERT OR IGNORE INTO main_privileges (key, privilege) VALUES (?1, ?2)",
+                params![name.key, privilege],
             )?;
-            for privilege in defaults {
-                tx.execute(
-                    "INSERT OR IGNORE INTO main_privileges (key, privilege) VALUES (?1, ?2)",
-                    params![name.key, privilege],
-                )?;
+        }
+        tx.commit()?;
+        Ok(true)
+    }
+
+    /// Logs in to `name` with `password` on this thread (the game does
+    /// the slow part on its workers: `verify.rs`); claims the name
+    /// (granting `defaults`) when no account has it. A wrong password is
+    /// [`AccountError::Refused`], and costs as much time as a right one.
+    #[cfg(test)]
+    pub fn login(
+        &self,
+        name: &PlayerName,
+        password: &str,
+        defaults: &BTreeSet<String>,
+    ) -> Result<LoggedIn, AccountError> {
+        let Some((display, verifier)) = self.lookup(name)? else {
+            let verifier = hash_password(password)?;
+            if !self.create(name, &verifier, defaults)? {
+                return Err(AccountError::Refused);
             }
-            tx.commit()?;
             return Ok(LoggedIn {
                 name: name.display.clone(),
                 created: true,
             });
         };
-        let parsed = PasswordHash::new(&verifier).map_err(|_| AccountError::Refused)?;
-        self.hasher
-            .verify_password(password.as_bytes(), &parsed)
-            .map_err(|_| AccountError::Refused)?;
+        if !verify_password(&verifier, password) {
+            return Err(AccountError::Refused);
+        }
         Ok(LoggedIn {
             name: display,
             created: false,
         })
-    }
-
-    /// A new salted argon2id verifier of `password`.
-    fn verifier(&self, password: &str) -> Result<String, AccountError> {
-        let mut salt = [0u8; 16];
-        std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut salt)?;
-        let salt = SaltString::encode_b64(&salt).map_err(|e| AccountError::Hash(e.to_string()))?;
-        Ok(self
-            .hasher
-            .hash_password(password.as_bytes(), &salt)
-            .map_err(|e| AccountError::Hash(e.to_string()))?
-            .to_string())
     }
 
     /// The shown name of the account with `key`, if there is one.

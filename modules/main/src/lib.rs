@@ -33,6 +33,7 @@ pub mod login;
 pub mod names;
 pub mod rules;
 pub mod special;
+pub mod verify;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -163,6 +164,10 @@ struct Game {
     addresses: BTreeMap<PeerId, String>,
     /// Peers that logged in and have not joined yet.
     logged_in: BTreeMap<PeerId, Account>,
+    /// Logins waiting for their password work, and the workers doing it.
+    pending_logins: BTreeMap<PeerId, login::PendingLogin>,
+    workers: verify::Workers,
+    next_ticket: u64,
     /// Every privilege defined, with what it allows.
     privileges: BTreeMap<String, String>,
     /// What a new account (and a guest) gets (`main.default_privileges`).
@@ -857,8 +862,17 @@ impl Module for Game {
             per_name: host.get_setting("main.logins_per_name_per_minute", 5u32)?,
             window: Duration::from_secs(60),
         };
+        let workers = verify::Workers::start(
+            verify::waker(host),
+            host.get_setting("main.login_threads", 2usize)?,
+            host.get_setting("main.max_pending_logins", 16usize)?,
+        )
+        .map_err(|e| ModuleError::msg(format!("starting the login workers: {e}")))?;
         Ok(Self {
             host,
+            pending_logins: BTreeMap::new(),
+            workers,
+            next_ticket: 0,
             players: BTreeMap::new(),
             joining: BTreeMap::new(),
             accounts,
@@ -904,6 +918,7 @@ impl Module for Game {
         self.host.sub_event(FilesTransmitted::NAME)?;
         self.host.sub_event(events::Tick::NAME)?;
         self.host.sub_event(&special::EVENT)?;
+        self.host.sub_event(verify::CHECKED_EVENT)?;
         Ok(())
     }
 
@@ -967,6 +982,7 @@ impl Module for Game {
                 self.unjoined.remove(&gone.peer);
                 self.joining.remove(&gone.peer);
                 self.logged_in.remove(&gone.peer);
+                self.pending_logins.remove(&gone.peer);
                 self.addresses.remove(&gone.peer);
                 if let Some(player) = self.players.remove(&gone.peer) {
                     self.news.forget(gone.peer);
@@ -980,6 +996,7 @@ impl Module for Game {
                 }
             }
             FilesTransmitted::NAME => {}
+            verify::CHECKED_EVENT => self.on_logins_checked(),
             _ if name == *special::EVENT => self.on_special_voxels(payload)?,
             _ => {
                 let Some(packet_name) = self.packet_events.get(name).copied() else {
@@ -1017,6 +1034,9 @@ impl Module for Game {
     }
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
+        // Every pending login is answered and no worker outlives this
+        // version's code (a reload then hands over who logged in).
+        self.finish_pending_logins();
         if kind == UnloadKind::Reload {
             let stash = self.stash();
             self.host.store_stash(&stash)?;

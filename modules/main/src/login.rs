@@ -1,6 +1,8 @@
 //! Who may play: admitting a connection (its address not banned), logging
 //! in (`main:login`: a name claimed by its first login, a password checked
-//! against its argon2id verifier, attempts limited per address and per
+//! against its argon2id verifier on the login workers (`verify.rs`, so the
+//! game's thread never waits for it; answered when done, "busy" past
+//! `main.max_pending_logins`), attempts limited per address and per
 //! name, a banned name refused, a name already playing refused so the
 //! first player stays), joining (`main:join`: as the account logged in, or
 //! as a guest where `main.guests` allows it), and what each player may do
@@ -19,8 +21,23 @@ use buildat_interface::{ModuleError, log};
 use buildat_main_api::{DefinePrivilege, LoggedIn, Login, MAX_PASSWORD_BYTES, PeerId};
 use buildat_network_api::{self as network, ClientConnected};
 
-use crate::accounts::{AccountError, BanKind};
+use crate::accounts::BanKind;
+use crate::verify::{Done, Job, Outcome, Work};
 use crate::{Account, Game, Player, names, rules};
+
+/// What a login is told when too many wait for their password check.
+const BUSY: &str = "the server is busy checking other logins; try again in a moment";
+
+/// A login waiting for its password work (`verify.rs`).
+pub(crate) struct PendingLogin {
+    ticket: u64,
+    name: names::PlayerName,
+    /// The account's shown name; `None`: the name is free (a claim).
+    display: Option<String>,
+    address: String,
+    /// A `main:join` that came before the answer: joined once logged in.
+    join: Option<String>,
+}
 
 /// What a client that must log in is told.
 const LOG_IN_FIRST: &str = "this server needs a password: run buildat-client with --password-file FILE \
@@ -88,6 +105,9 @@ impl Game {
         {
             return self.reject(peer, "logged in already");
         }
+        if self.pending_logins.contains_key(&peer) {
+            return self.reject(peer, "logging in already");
+        }
         let name = match names::check_name(&login.name) {
             Ok(name) => name,
             Err(reason) => return self.reject(peer, &reason),
@@ -99,6 +119,12 @@ impl Game {
             );
         }
         let address = self.addresses.get(&peer).cloned().unwrap_or_default();
+        // Past the cap of pending password work: refused before any, and
+        // without counting as an attempt.
+        if self.workers.is_full() {
+            log::info!("login as {} from {address} refused: busy", name.display);
+            return self.reject(peer, BUSY);
+        }
         if let Err(reason) = self
             .attempts
             .check_attempt(&address, &name.key, Instant::now())
@@ -114,43 +140,148 @@ impl Game {
                 return self.reject(peer, "the server cannot check logins now; try later");
             }
         }
-        let defaults = self.default_privileges.clone();
-        match self.accounts.login(&name, &login.password, &defaults) {
-            Ok(done) => {
-                if self.is_playing(&name.key) {
-                    return self.reject(peer, &format!("{} is playing already", done.name));
-                }
-                if done.created {
-                    log::info!("peer {peer} ({address}) claimed the name {}", done.name);
-                } else {
-                    log::info!("peer {peer} ({address}) logged in as {}", done.name);
-                }
-                self.send(
-                    peer,
-                    &LoggedIn {
-                        name: done.name.clone(),
-                    },
-                );
-                self.logged_in.insert(
-                    peer,
-                    Account {
-                        name: done.name,
-                        key: name.key,
-                        guest: false,
-                    },
-                );
+        if self.pending_logins.values().any(|p| p.name.key == name.key) {
+            return self.reject(peer, &format!("{} is logging in already", name.display));
+        }
+        let (display, work) = match self.accounts.lookup(&name) {
+            Ok(Some((display, verifier))) => (
+                Some(display),
+                Work::Verify {
+                    verifier,
+                    password: login.password,
+                },
+            ),
+            Ok(None) => (
+                None,
+                Work::Hash {
+                    password: login.password,
+                },
+            ),
+            Err(error) => {
+                log::error!("looking up {}: {error}", name.display);
+                return self.reject(peer, "the server cannot check logins now; try later");
             }
-            Err(AccountError::Refused) => {
+        };
+        self.next_ticket += 1;
+        let ticket = self.next_ticket;
+        if self.workers.submit(Job { peer, ticket, work }).is_err() {
+            return self.reject(peer, BUSY);
+        }
+        self.pending_logins.insert(
+            peer,
+            PendingLogin {
+                ticket,
+                name,
+                display,
+                address,
+                join: None,
+            },
+        );
+    }
+
+    /// Answers the logins whose password work is done (`verify.rs`).
+    pub(crate) fn on_logins_checked(&mut self) {
+        for done in self.workers.take_done() {
+            self.finish_login(done);
+        }
+    }
+
+    /// Answers every pending login, waiting for the workers to finish
+    /// (before an unload: no worker outlives this version).
+    pub(crate) fn finish_pending_logins(&mut self) {
+        let results = self.workers.finish();
+        if !results.is_empty() {
+            log::info!(
+                "answering {} logins checked before the unload",
+                results.len()
+            );
+        }
+        for done in results {
+            self.finish_login(done);
+        }
+        for (peer, pending) in std::mem::take(&mut self.pending_logins) {
+            log::warn!("the login of {} was not checked", pending.name.display);
+            self.reject(peer, BUSY);
+        }
+    }
+
+    /// A login whose password work is done: the peer is told
+    /// `main:logged_in`, or disconnected with the reason.
+    fn finish_login(&mut self, done: Done) {
+        let peer = done.peer;
+        // A peer that left (or a result of an earlier login) is forgotten.
+        let Some(pending) = self
+            .pending_logins
+            .remove(&peer)
+            .filter(|p| p.ticket == done.ticket)
+        else {
+            return;
+        };
+        let PendingLogin {
+            name,
+            display,
+            address,
+            join,
+            ..
+        } = pending;
+        let (display, created) = match (done.outcome, display) {
+            (Outcome::Verified(true), Some(display)) => (display, false),
+            (Outcome::Verified(_), _) => {
                 log::info!(
                     "peer {peer} ({address}): wrong password for {}",
                     name.display
                 );
-                self.reject(peer, "wrong name or password");
+                return self.reject(peer, "wrong name or password");
             }
-            Err(error) => {
-                log::error!("logging {} in: {error}", name.display);
-                self.reject(peer, "the server cannot check logins now; try later");
+            (Outcome::Hashed(Ok(verifier)), _) => {
+                match self
+                    .accounts
+                    .create(&name, &verifier, &self.default_privileges)
+                {
+                    Ok(true) => (name.display.clone(), true),
+                    Ok(false) => {
+                        return self.reject(
+                            peer,
+                            &format!("{} was claimed a moment ago; log in again", name.display),
+                        );
+                    }
+                    Err(error) => {
+                        log::error!("making the account {}: {error}", name.display);
+                        return self.reject(peer, "the server cannot check logins now; try later");
+                    }
+                }
             }
+            (Outcome::Hashed(Err(error)), _) => {
+                log::error!("hashing the password of {}: {error}", name.display);
+                return self.reject(peer, "the server cannot check logins now; try later");
+            }
+        };
+        if self.is_playing(&name.key) {
+            return self.reject(peer, &format!("{display} is playing already"));
+        }
+        if created {
+            log::info!("peer {peer} ({address}) claimed the name {display}");
+        } else {
+            log::info!("peer {peer} ({address}) logged in as {display}");
+        }
+        self.send(
+            peer,
+            &LoggedIn {
+                name: display.clone(),
+            },
+        );
+        self.logged_in.insert(
+            peer,
+            Account {
+                name: display,
+                key: name.key,
+                guest: false,
+            },
+        );
+        if let Some(join) = join
+            && let Err(error) = self.on_join(peer, &join)
+        {
+            log::error!("peer {peer} joining after its login: {error}");
         }
     }
 
@@ -159,6 +290,11 @@ impl Game {
     pub(crate) fn on_join(&mut self, peer: PeerId, name: &str) -> Result<(), ModuleError> {
         if self.players.contains_key(&peer) || self.joining.contains_key(&peer) {
             return self.refuse(peer, "already joined");
+        }
+        // Its login is being checked: it joins (as the account) once it is.
+        if let Some(pending) = self.pending_logins.get_mut(&peer) {
+            pending.join = Some(name.to_string());
+            return Ok(());
         }
         let account = if let Some(account) = self.logged_in.remove(&peer) {
             account

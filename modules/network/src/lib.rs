@@ -6,11 +6,21 @@
 //! `network:packet_received/<name>`, the fire-and-forget event
 //! `network:send_batches`, and the calls `send`, `broadcast`,
 //! `send_batch`, `list_peers`, `disconnect`, `get_backlog`, `listen_address`,
-//! `get_stats` (traffic counters, carried across a reload). On `reload network` the
-//! listener and every peer's socket, half-read input, unsent output and
-//! packet-type tables are handed to the next version as raw fds plus state
-//! in tmp data, so clients see no disconnect and nothing lost.
+//! `get_stats` (traffic counters, carried across a reload), TLS on the game
+//! port (`tls.rs`: a connection becomes a peer once its TLS session is up).
+//! On `reload network` the
+//! listener and every peer's socket, half-read input, unsent output,
+//! packet-type tables and TLS session (keys and sequence numbers) are
+//! handed to the next version as raw fds plus state in tmp data, so clients
+//! see no disconnect and nothing lost (a connection still in its TLS
+//! handshake is closed: it was no peer yet, and its client may retry).
 //! Does not own: the framing codec (`buildat-format`) or what packets mean.
+//!
+//! TLS settings: `network.tls` (`auto`, the default: TLS unless the port is
+//! on a loopback address; `on`; `off`), `network.tls_cert` and
+//! `network.tls_key` (PEM files, relative to the world folder; by default
+//! `<world>/tls/cert.pem` and `key.pem`, made self-signed on the first
+//! start). The key's fingerprint, which clients pin, is logged at start.
 //!
 //! Settings (`--set KEY=VALUE`): `network.max_frame_size` (bytes, default
 //! 16 MiB), `network.max_connections` (default 10000),
@@ -38,6 +48,7 @@
 
 mod admission;
 mod peer;
+mod tls;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
@@ -82,6 +93,11 @@ pub(crate) struct Settings {
     /// Reading from peers pauses while a module has more messages than
     /// this waiting (0: never).
     pub max_queued_events: u64,
+    /// `network.tls`: `auto`, `on` or `off`.
+    pub tls: String,
+    /// `network.tls_cert` and `network.tls_key` (relative to the world).
+    pub tls_cert: Option<String>,
+    pub tls_key: Option<String>,
 }
 
 impl Settings {
@@ -104,6 +120,11 @@ impl Settings {
                 host.get_setting("network.handshake_timeout_ms", 10_000)?,
             ),
             max_queued_events: host.get_setting("network.max_queued_events", 10_000)?,
+            tls: host.get_setting("network.tls", "auto".to_string())?,
+            tls_cert: host
+                .get_config("network.tls_cert")
+                .filter(|p| !p.is_empty()),
+            tls_key: host.get_config("network.tls_key").filter(|p| !p.is_empty()),
             admission: admission::Limits {
                 per_ip: host.get_setting("network.max_connections_per_ip", 64)?,
                 connects_per_second: host
@@ -141,6 +162,13 @@ pub(crate) struct Shared {
     queues: QueueWatch,
     /// Traffic counted for `get_stats`.
     pub counters: Counters,
+    /// The TLS configuration when the port speaks TLS (set once it listens).
+    tls: std::sync::OnceLock<Arc<rustls::ServerConfig>>,
+    /// Connections in their TLS handshake (counted against the peer cap).
+    handshaking: AtomicUsize,
+    /// Set (under the peer table's lock) when the peers are parked or
+    /// closed: a handshake finishing after that makes no new peer.
+    closing: AtomicBool,
 }
 
 /// Traffic counters, bumped by the peer tasks without a lock.
@@ -348,6 +376,14 @@ impl Shared {
         let backlog = Arc::new(Backlog::default());
         {
             let mut peers = self.peers();
+            if announce && self.closing.load(Ordering::Acquire) {
+                // Its handshake ended as the module stops: never announced,
+                // so nobody is told it left; its socket closes here.
+                log::debug!(
+                    "a connection from {address} finished its TLS handshake as the network module stopped: closed"
+                );
+                return;
+            }
             peers.insert(
                 peer,
                 PeerHandle {
@@ -368,7 +404,7 @@ impl Shared {
 
     fn admit(self: &Arc<Self>, stream: TcpStream, address: SocketAddr) {
         let _ = stream.set_nodelay(true);
-        let connected = self.peers().len();
+        let connected = self.peers().len() + self.handshaking.load(Ordering::Relaxed);
         let refusal = if connected >= self.peer_cap {
             Err(format!("server full ({connected} connections)"))
         } else {
@@ -379,9 +415,48 @@ impl Shared {
             tokio::spawn(peer::refuse(stream, reason));
             return;
         }
+        let Some(config) = self.tls.get().cloned() else {
+            self.start_new_peer(stream, address, None);
+            return;
+        };
+        // The peer exists for the modules once its TLS session does.
+        self.handshaking.fetch_add(1, Ordering::Relaxed);
+        let shared = self.clone();
+        tokio::spawn(async move {
+            let deadline = Instant::now() + shared.settings.handshake_timeout;
+            let result = tls::handshake(&stream, config, deadline).await;
+            shared.handshaking.fetch_sub(1, Ordering::Relaxed);
+            match result {
+                Ok(session) => shared.start_new_peer(stream, address, Some(session)),
+                Err(failure) => {
+                    shared.admission().release(address.ip());
+                    match failure {
+                        tls::HandshakeFailure::NotTls => {
+                            shared.log_refusal(&format!(
+                                "closed the connection from {address}: it does not speak TLS \
+                                 (a plaintext client?); told to connect with --tls"
+                            ));
+                            peer::refuse(stream, tls::SPEAKS_TLS.to_string()).await;
+                        }
+                        tls::HandshakeFailure::Failed(reason) => shared.log_refusal(&format!(
+                            "closed the connection from {address}: {reason}"
+                        )),
+                    }
+                }
+            }
+        });
+    }
+
+    fn start_new_peer(
+        self: &Arc<Self>,
+        stream: TcpStream,
+        address: SocketAddr,
+        tls: Option<tls::Session>,
+    ) {
         let id = self.next_peer.fetch_add(1, Ordering::Relaxed);
         Counters::add(&self.counters.connections, 1);
-        let state = PeerState::new(id, address.to_string(), &self.settings);
+        let mut state = PeerState::new(id, address.to_string(), &self.settings);
+        state.tls = tls;
         self.start_peer(stream, state, true);
     }
 }
@@ -419,8 +494,9 @@ struct Saved {
 }
 
 impl Stash for Saved {
-    // 2: peers' readers bound their packet types; `PeerState::heard`.
-    const LAYOUT: u32 = 2;
+    // 2: peers' readers bound their packet types; `PeerState::heard`;
+    // 3: `PeerState::tls`.
+    const LAYOUT: u32 = 3;
 }
 
 struct Running {
@@ -482,6 +558,42 @@ impl Network {
         Ok(backlog)
     }
 
+    /// Decides whether the port speaks TLS (`network.tls`) and, if it
+    /// does, loads (or makes, on the first start) the certificate.
+    fn set_up_tls(&self, listener: &TcpListener) -> Result<(), ModuleError> {
+        let loopback = listener.local_addr().is_ok_and(|a| a.ip().is_loopback());
+        let settings = &self.shared.settings;
+        let wanted =
+            tls::wanted(&settings.tls, loopback).map_err(|e| ModuleError::msg(e.to_string()))?;
+        if !wanted {
+            if !loopback {
+                log::warn!(
+                    "the game port is plaintext (network.tls={}) on an address that is not \
+                     loopback: passwords and play cross it readable by anyone on the path",
+                    settings.tls
+                );
+            }
+            return Ok(());
+        }
+        let world = self.host.world_path();
+        let (cert, key, made) = tls::certificate_files(
+            &world,
+            settings.tls_cert.as_deref(),
+            settings.tls_key.as_deref(),
+        )
+        .map_err(|e| ModuleError::msg(format!("TLS: {e}")))?;
+        let identity =
+            tls::identity(&cert, &key).map_err(|e| ModuleError::msg(format!("TLS: {e}")))?;
+        log::info!(
+            "TLS on the game port: certificate {}{}; key fingerprint {} (clients pin it)",
+            identity.cert_path.display(),
+            if made { " (made now, self-signed)" } else { "" },
+            identity.fingerprint
+        );
+        let _ = self.shared.tls.set(identity.config);
+        Ok(())
+    }
+
     fn run(&mut self, runtime: tokio::runtime::Runtime, listener: TcpListener) {
         self.listen_address = listener
             .local_addr()
@@ -510,6 +622,7 @@ impl Network {
             let _context = runtime.enter();
             bind(&address)?
         };
+        self.set_up_tls(&listener)?;
         self.run(runtime, listener);
         log::info!("listening on {}", self.listen_address);
         Ok(())
@@ -532,6 +645,19 @@ impl Network {
         let listener = unsafe { std::net::TcpListener::from_raw_fd(saved.listener_fd) };
         listener.set_nonblocking(true)?;
         let listener = TcpListener::from_std(listener)?;
+        if let Err(error) = self.set_up_tls(&listener) {
+            // The peers are closed (their fds owned below are dropped);
+            // each is reported gone.
+            for (_, state) in saved.peers.iter() {
+                self.shared
+                    .peer_lost(state.id, format!("lost in the reload: {error}"));
+            }
+            // SAFETY: as below; each fd is reclaimed once, here.
+            for (fd, _) in saved.peers {
+                drop(unsafe { std::net::TcpStream::from_raw_fd(fd) });
+            }
+            return Err(error);
+        }
         self.shared
             .next_peer
             .store(saved.next_peer, Ordering::Relaxed);
@@ -582,7 +708,11 @@ impl Network {
             let listener = listener
                 .await
                 .map_err(|e| ModuleError::msg(format!("the listener task failed: {e}")))?;
-            let handles: Vec<(PeerId, PeerHandle)> = shared.peers().drain().collect();
+            let handles: Vec<(PeerId, PeerHandle)> = {
+                let mut peers = shared.peers();
+                shared.closing.store(true, Ordering::Release);
+                peers.drain().collect()
+            };
             let mut peers = Vec::with_capacity(handles.len());
             for (peer, handle) in handles {
                 let (reply, parked) = oneshot::channel();
@@ -624,11 +754,11 @@ impl Network {
         runtime.block_on(async move {
             let _ = stop_listener.send(());
             let _ = listener.await;
-            let peers: Vec<mpsc::UnboundedSender<Command>> = shared
-                .peers()
-                .values()
-                .map(|h| h.commands.clone())
-                .collect();
+            let peers: Vec<mpsc::UnboundedSender<Command>> = {
+                let peers = shared.peers();
+                shared.closing.store(true, Ordering::Release);
+                peers.values().map(|h| h.commands.clone()).collect()
+            };
             for commands in &peers {
                 let _ = commands.send(Command::Disconnect(reason.to_string()));
             }
@@ -671,6 +801,9 @@ impl Module for Network {
                 refusal_log: Mutex::new(LogLimiter::new(5, Duration::from_secs(1))),
                 queues: QueueWatch::new(),
                 counters: Counters::default(),
+                tls: std::sync::OnceLock::new(),
+                handshaking: AtomicUsize::new(0),
+                closing: AtomicBool::new(false),
             }),
             running: None,
             listen_address: String::new(),

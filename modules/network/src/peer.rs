@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::tls::{self, Opened, Session};
 use crate::{Counters, Settings, Shared};
 
 /// Encoded bytes gathered from queued sends before writing them.
@@ -55,6 +56,9 @@ pub(crate) struct PeerState {
     pub outgoing: Vec<u8>,
     /// Has sent a whole packet: the handshake timeout no longer applies.
     pub heard: bool,
+    /// The TLS session's record layer, on a TLS port (`tls.rs`); its
+    /// keys cross a reload with the rest.
+    pub tls: Option<Session>,
 }
 
 impl PeerState {
@@ -70,7 +74,20 @@ impl PeerState {
             types: SenderPacketTypes::with_max_name_len(settings.max_name_len),
             outgoing: Vec::new(),
             heard: false,
+            tls: None,
         }
+    }
+
+    /// Received bytes not yet a whole packet (or a whole TLS record).
+    pub fn buffered_len(&self) -> usize {
+        self.reader.buffered_len() + self.tls.as_ref().map_or(0, Session::buffered_len)
+    }
+
+    /// Bytes to write: frames not yet sealed or written past `written`,
+    /// plus sealed records not yet written.
+    pub fn unsent(&self, written: usize) -> usize {
+        self.outgoing.len().saturating_sub(written)
+            + self.tls.as_ref().map_or(0, |tls| tls.unsent().len())
     }
 }
 
@@ -290,6 +307,14 @@ async fn run(
     let mut partial: Option<(Instant, Instant)> = None;
     let mut budget = InputBudget::new(settings.max_packets_per_second, settings.packet_burst);
     let handshake_deadline = Instant::now() + settings.handshake_timeout;
+    // Records that came with the end of the TLS handshake wait in the
+    // session: opened now, not at the next read.
+    if state.tls.is_some() {
+        match take_input(state, &[]) {
+            Ok(None) => {}
+            Ok(Some(reason)) | Err((_, reason)) => return Exit::Closed(reason),
+        }
+    }
     if let Err(reason) = deliver_packets(shared, state, &mut budget) {
         return Exit::Closed(reason);
     }
@@ -298,7 +323,7 @@ async fn run(
         if let Err(reason) = flush(&shared.counters.bytes_out, stream, state, &mut written) {
             return Exit::Closed(reason);
         }
-        let queued = state.outgoing.len() - written;
+        let queued = state.unsent(written);
         backlog.unsent.store(queued, Ordering::Release);
         if queued > settings.max_queue_bytes {
             return Exit::Closed(format!(
@@ -316,7 +341,7 @@ async fn run(
                 partial_deadline(
                     started,
                     progress,
-                    state.reader.buffered_len(),
+                    state.buffered_len(),
                     settings.idle_timeout,
                     settings.min_bytes_per_second,
                 )
@@ -337,7 +362,7 @@ async fn run(
                             } else {
                                 Counters::add(&shared.counters.packets_out, 1);
                             }
-                            backlog.unsent.store(state.outgoing.len() - written, Ordering::Release);
+                            backlog.unsent.store(state.unsent(written), Ordering::Release);
                             backlog.take(data.len());
                         }
                         Command::Disconnect(reason) => {
@@ -373,11 +398,21 @@ async fn run(
                     Ok(0) => return Exit::Closed("connection closed by the client".into()),
                     Ok(read) => {
                         Counters::add(&shared.counters.bytes_in, read as u64);
-                        state.reader.push(buffer.get(..read).unwrap_or_default());
+                        let input = buffer.get(..read).unwrap_or_default();
+                        let closing = match take_input(state, input) {
+                            Ok(closing) => closing,
+                            Err((goodbye, reason)) => {
+                                say_goodbye(&shared.counters.bytes_out, stream, state, &mut written, &goodbye).await;
+                                return Exit::Closed(reason);
+                            }
+                        };
                         let delivered = match deliver_packets(shared, state, &mut budget) {
                             Ok(delivered) => delivered,
                             Err(reason) => return Exit::Closed(reason),
                         };
+                        if let Some(reason) = closing {
+                            return Exit::Closed(reason);
+                        }
                         partial = track_partial(partial, state, delivered > 0);
                     }
                     Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
@@ -407,7 +442,7 @@ async fn run(
                     format!(
                         "an incomplete packet arrived slower than {} bytes a second ({} bytes in {:.1} s)",
                         settings.min_bytes_per_second,
-                        state.reader.buffered_len(),
+                        state.buffered_len(),
                         started.elapsed().as_secs_f64()
                     )
                 });
@@ -429,13 +464,41 @@ fn track_partial(
     state: &PeerState,
     restart: bool,
 ) -> Option<(Instant, Instant)> {
-    if state.reader.buffered_len() == 0 {
+    if state.buffered_len() == 0 {
         return None;
     }
     let now = Instant::now();
     match partial {
         Some((started, _)) if !restart => Some((started, now)),
         _ => Some((now, now)),
+    }
+}
+
+/// Takes bytes read from the socket: opened first on a TLS session, and
+/// on a plaintext port a TLS ClientHello is told apart from a first
+/// packet. Answers why to close after delivering what came (the client
+/// ended its TLS session), or what to tell the client and log when closing
+/// at once.
+fn take_input(state: &mut PeerState, input: &[u8]) -> Result<Option<String>, (String, String)> {
+    let Some(session) = &mut state.tls else {
+        if !state.heard && state.reader.buffered_len() == 0 && tls::looks_like_tls(input) {
+            return Err((
+                tls::SPEAKS_PLAINTEXT.to_string(),
+                "sent a TLS ClientHello to a plaintext port; told to connect without --tls".into(),
+            ));
+        }
+        state.reader.push(input);
+        return Ok(None);
+    };
+    let mut plain = Vec::new();
+    let opened = session.open(input, &mut plain).map_err(|e| {
+        let reason = format!("TLS: {e}");
+        (reason.clone(), reason)
+    });
+    state.reader.push(&plain);
+    match opened? {
+        Opened::Data => Ok(None),
+        Opened::Closed(reason) => Ok(Some(reason)),
     }
 }
 
@@ -489,6 +552,29 @@ fn flush(
     state: &mut PeerState,
     written: &mut usize,
 ) -> Result<(), String> {
+    if let Some(tls) = &mut state.tls {
+        // Everything queued is sealed into records now, then written.
+        if let Some(plain) = state.outgoing.get(*written..).filter(|p| !p.is_empty()) {
+            tls.seal(plain).map_err(|e| format!("TLS: {e}"))?;
+        }
+        state.outgoing.clear();
+        *written = 0;
+        while !tls.unsent().is_empty() {
+            match stream.try_write(tls.unsent()) {
+                Ok(0) => return Err("the connection stopped taking data".into()),
+                Ok(count) => {
+                    tls.wrote(count);
+                    Counters::add(bytes_out, count as u64);
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(error) => return Err(format!("write error: {error}")),
+            }
+        }
+        if state.outgoing.capacity() > 256 * 1024 {
+            state.outgoing.shrink_to(16 * 1024);
+        }
+        return Ok(());
+    }
     while let Some(pending) = state.outgoing.get(*written..).filter(|p| !p.is_empty()) {
         match stream.try_write(pending) {
             Ok(0) => return Err("the connection stopped taking data".into()),
@@ -529,8 +615,14 @@ async fn say_goodbye(
             .types
             .encode_packet(DisconnectPacket::NAME, &data, &mut state.outgoing);
     }
+    if state.tls.is_some() {
+        let _ = flush(bytes_out, stream, state, written);
+        if let Some(tls) = &mut state.tls {
+            let _ = tls.seal_close_notify();
+        }
+    }
     let deadline = Instant::now() + Duration::from_secs(1);
-    while *written < state.outgoing.len() && Instant::now() < deadline {
+    while state.unsent(*written) > 0 && Instant::now() < deadline {
         if flush(bytes_out, stream, state, written).is_err() {
             return;
         }
@@ -547,6 +639,7 @@ pub(crate) async fn refuse(stream: TcpStream, reason: String) {
         types: SenderPacketTypes::with_max_name_len(DisconnectPacket::NAME.len()),
         outgoing: Vec::new(),
         heard: false,
+        tls: None,
     };
     let mut written = 0;
     // A refusal's goodbye is not counted as traffic.

@@ -5,7 +5,9 @@
 //! without `interact` cannot dig until granted it; chat and `/msg` reach
 //! whom they should; `kick` on the console disconnects the real client,
 //! which shows the reason; a banned address cannot connect, also after a
-//! restart.
+//! restart; passwords are checked off the game's thread, past a cap the
+//! login is told the server is busy, and logins being checked when `main`
+//! reloads are answered and join as their accounts.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -273,5 +275,87 @@ fn kicks_and_bans_reach_the_client_and_bans_persist() {
         })
         .expect("login");
     wait_for::<LoggedIn>(&mut client, |l| l.name == "frank");
+    server.stop_cleanly();
+}
+
+/// Reads until the login's answer: the account's name, or why the server
+/// closed the connection.
+fn login_answer(client: &mut RawClient) -> Result<String, String> {
+    let deadline = Instant::now() + TIMEOUT;
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match client.recv(left) {
+            Ok(Some(packet)) if packet.name == LoggedIn::NAME => {
+                return Ok(LoggedIn::decode(&packet.data).expect("a name").name);
+            }
+            Ok(Some(packet)) if packet.name == DisconnectPacket::NAME => {
+                return Err(DisconnectPacket::decode(&packet.data)
+                    .expect("a reason")
+                    .reason);
+            }
+            Ok(_) => {}
+            Err(error) => return Err(format!("closed without a reason: {error}")),
+        }
+    }
+    panic!("no answer to the login in time");
+}
+
+#[test]
+fn logins_are_checked_off_the_game_thread_capped_and_answered_across_a_reload() {
+    let scratch = Scratch::new();
+    scratch.add_game();
+    let (mut server, address) = start(
+        &scratch,
+        &[
+            "main.login_threads=1",
+            "main.max_pending_logins=2",
+            "main.logins_per_address_per_minute=100",
+        ],
+    );
+    let login = |name: &str| {
+        let mut client = RawClient::connect(&address).expect("connect");
+        client
+            .send_packet(&Login {
+                name: name.into(),
+                password: format!("{name}'s secret"),
+            })
+            .expect("send the login");
+        client
+    };
+    // Eight claims at once: two wait for the one worker, the others are
+    // told the server is busy; every one is answered, and a player already
+    // on plays on meanwhile.
+    let mut first = log_in(&address, "first", "first's secret");
+    let mut clients: Vec<RawClient> = (0..8).map(|i| login(&format!("user{i}"))).collect();
+    still_playing(&mut first);
+    let answers: Vec<Result<String, String>> = clients.iter_mut().map(login_answer).collect();
+    let busy = answers
+        .iter()
+        .filter(|a| {
+            a.as_ref()
+                .is_err_and(|r| r.contains("busy") && r.contains("try again"))
+        })
+        .count();
+    let logged_in = answers.iter().filter(|a| a.is_ok()).count();
+    assert!(busy >= 1 && logged_in >= 1, "{answers:?}");
+    assert_eq!(busy + logged_in, 8, "{answers:?}");
+    // A busy refusal is no attempt against the name: it logs in now.
+    let refused = answers.iter().position(|a| a.is_err()).expect("one busy");
+    let name = format!("user{refused}");
+    let mut again = login(&name);
+    assert_eq!(login_answer(&mut again), Ok(name.clone()));
+
+    // `reload main` while logins are checked: each is answered by the old
+    // version, and the new one lets them join as their accounts.
+    let mut late = vec![login("late0"), login("late1")];
+    server.send("reload main");
+    for (i, client) in late.drain(..).enumerate() {
+        let mut client = client;
+        let name = format!("late{i}");
+        assert_eq!(login_answer(&mut client), Ok(name.clone()));
+        let mut client = RawClient::join_with(client, "ignored", TIMEOUT).expect("joins");
+        still_playing(&mut client);
+    }
+    server.expect_line("reloaded main", TIMEOUT);
+    still_playing(&mut first);
     server.stop_cleanly();
 }

@@ -1,8 +1,8 @@
 //! The server's integration tests, one binary (one link) for all: the module
 //! host in-process with real module libraries (`core`), and the real
 //! `buildat-server` binary over real sockets (`cli`, `network`,
-//! `client_file`, `world`, `game`, `accounts`, `creatures`, `api_reload`,
-//! `web`). `common` is
+//! `client_file`, `world`, `game`, `accounts`, `tls`, `creatures`,
+//! `api_reload`, `web`). `common` is
 //! what they share; the server driver and the wire client are
 //! `buildat-harness`'s.
 
@@ -15,5 +15,6 @@ mod core;
 mod creatures;
 mod game;
 mod network;
+mod tls;
 mod web;
 mod world;

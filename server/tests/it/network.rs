@@ -491,7 +491,7 @@ fn a_failed_reload_does_not_wedge_the_port() {
     // handed over the listener and the peer.
     let source = scratch.modules().join("network/src/lib.rs");
     let original = std::fs::read_to_string(&source).expect("source");
-    let layout = "const LAYOUT: u32 = 2;";
+    let layout = "const LAYOUT: u32 = 3;";
     assert!(original.contains(layout), "the stash layout line");
     std::fs::write(&source, original.replace(layout, "const LAYOUT: u32 = 99;")).unwrap();
     server.send("reload network");

@@ -258,3 +258,46 @@ mod tests {
         assert_eq!(received.packet::<DisconnectPacket>().unwrap(), packet);
     }
 }
+
+/// The TLS layer of the game port (docs/protocol.md §1.1): what the server
+/// and the client agree on, defined once.
+pub mod tls {
+    use sha2::{Digest, Sha256};
+
+    /// The ALPN protocol name both sides offer.
+    pub const ALPN: &[u8] = b"buildat/1";
+
+    /// What a plaintext client on a TLS port is told (a plaintext
+    /// `core:disconnect`); a client may connect again over TLS on it.
+    pub const SPEAKS_TLS: &str =
+        "this server speaks TLS on its game port: connect with --tls (or tls://HOST:PORT)";
+
+    /// What a TLS client on a plaintext port is told (a plaintext
+    /// `core:disconnect`). A client never drops to plaintext on it by
+    /// itself: that would let anyone on the path turn TLS off.
+    pub const SPEAKS_PLAINTEXT: &str =
+        "this server speaks plaintext on its game port: connect without --tls";
+
+    /// The name a client pins a server's key by: `SHA256:` and the
+    /// lowercase hex SHA-256 of the DER SubjectPublicKeyInfo.
+    pub fn spki_fingerprint(spki: &[u8]) -> String {
+        let digest = Sha256::digest(spki);
+        let mut text = String::with_capacity(7 + 64);
+        text.push_str("SHA256:");
+        for byte in digest {
+            text.push_str(&format!("{byte:02x}"));
+        }
+        text
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn a_fingerprint_is_the_hex_sha256_of_the_key() {
+            assert_eq!(
+                super::spki_fingerprint(b"abc"),
+                "SHA256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+            );
+        }
+    }
+}
