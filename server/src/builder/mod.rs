@@ -266,22 +266,24 @@ impl Builder {
             return Ok(Artifact { path, hash });
         }
         let built = match together::get_workspace(dir) {
-            Some(workspace) => match self.build_together(name, dir, meta, &workspace) {
-                Ok(built) => built,
-                // Cargo may refuse a run over several packages that it takes
-                // one by one (a scratch workspace of copies whose path
-                // dependencies collide in its lock file): built alone, as
-                // before, the module is never worse off.
-                Err(error @ (BuildError::Compile { .. } | BuildError::NoArtifact { .. })) => {
-                    tracing::warn!(
-                        "module {name}: the cargo run with its peers failed; building it alone"
-                    );
-                    tracing::debug!("{error}");
-                    self.build_alone(name, dir, meta)?
+            Some(workspace) if !self.module_paths.is_empty() => {
+                match self.build_together(name, dir, meta, &workspace) {
+                    Ok(built) => built,
+                    // Cargo may refuse a run over several packages that it takes
+                    // one by one (a scratch workspace of copies whose path
+                    // dependencies collide in its lock file): built alone, as
+                    // before, the module is never worse off.
+                    Err(error @ (BuildError::Compile { .. } | BuildError::NoArtifact { .. })) => {
+                        tracing::warn!(
+                            "module {name}: the cargo run with its peers failed; building it alone"
+                        );
+                        tracing::debug!("{error}");
+                        self.build_alone(name, dir, meta)?
+                    }
+                    Err(error) => return Err(error),
                 }
-                Err(error) => return Err(error),
-            },
-            None => self.build_alone(name, dir, meta)?,
+            }
+            _ => self.build_alone(name, dir, meta)?,
         };
         self.store(name, &built, &path)?;
         Ok(Artifact { path, hash })
