@@ -238,3 +238,40 @@ pub fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every module copied into a scratch workspace resolves there: no
+    /// module depends (even for its tests) on a repository crate that pulls
+    /// the repository's module API crates in beside the copies, which cargo
+    /// refuses ("package collision in the lockfile") — found here in
+    /// seconds, not by a server test that reloads a copied module.
+    #[test]
+    fn every_module_copied_into_a_scratch_workspace_resolves() {
+        let scratch = tempfile::tempdir().expect("a temp dir");
+        let modules = scratch.path().join("modules");
+        write_module_workspace(&modules).expect("a scratch workspace");
+        for entry in std::fs::read_dir(repo_root().join("modules")).expect("modules/") {
+            let module = entry.expect("a modules/ entry").path();
+            if module.join("meta.json").is_file()
+                && let Some(name) = module.file_name()
+            {
+                copy_dir(&module, &modules.join(name)).expect("a module copy");
+            }
+        }
+        let output = std::process::Command::new(std::env::var("CARGO").unwrap_or("cargo".into()))
+            // `tree` resolves for this platform only, like a build.
+            .args(["tree", "--edges", "normal,build,dev", "--depth", "1"])
+            .arg("--manifest-path")
+            .arg(scratch.path().join("Cargo.toml"))
+            .output()
+            .expect("cargo tree runs");
+        assert!(
+            output.status.success(),
+            "cargo tree on the scratch workspace: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}

@@ -24,7 +24,8 @@ pub mod lightbots;
 pub mod loadtest;
 pub mod map_pages;
 pub mod mapbench;
-pub mod pg;
+/// PostgreSQL test databases (its own crate, which module tests can use).
+pub use buildat_test_pg as pg;
 pub mod proc_stats;
 pub mod raw_client;
 pub mod server;

@@ -21,10 +21,10 @@ use std::time::Instant;
 
 use buildat_format::Packet;
 use buildat_format::encode_voxels;
-use buildat_harness::pg::TestDatabase;
 use buildat_module_voxelworld::storage::postgresql;
 use buildat_module_voxelworld::stream::encode_light_packet;
 use buildat_module_voxelworld::world::World;
+use buildat_test_pg::TestDatabase;
 use buildat_voxel::geometry::{CHUNK_VOLUME, Pos, SectionSize};
 use buildat_voxelworld_api::stream::Chunk;
 use rusqlite::{Connection, params};

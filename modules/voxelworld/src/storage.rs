@@ -437,7 +437,7 @@ impl WorldStorage for SqliteStorage {
 #[cfg(test)]
 pub(crate) mod testing {
     use super::*;
-    use buildat_harness::pg::TestDatabase;
+    use buildat_test_pg::TestDatabase;
 
     /// A fresh, empty world on one backend; opened as often as wanted (each
     /// open sees what the last wrote); a PostgreSQL one is dropped with it.
@@ -492,7 +492,7 @@ pub(crate) mod testing {
     }
 
     /// A fresh database on the test cluster, or `None` when there is none
-    /// (`buildat_harness::pg::test_cluster`: a loud skip, a failure in CI).
+    /// (`buildat_test_pg::test_cluster`: a loud skip, a failure in CI).
     pub fn postgres_world() -> Option<TestWorld> {
         let database = TestDatabase::on_test_cluster("buildat_test")?;
         Some(TestWorld {

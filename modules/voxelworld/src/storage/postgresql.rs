@@ -606,11 +606,11 @@ mod tests {
 
     #[test]
     fn what_the_server_says_is_shown() {
-        let Some(admin) = buildat_harness::pg::test_cluster() else {
+        let Some(admin) = buildat_test_pg::test_cluster() else {
             return;
         };
         let error = PgStorage::open(
-            &buildat_harness::pg::with_database(&admin, "buildat_no_such_database"),
+            &buildat_test_pg::with_database(&admin, "buildat_no_such_database"),
             SectionSize::default(),
         )
         .err()
