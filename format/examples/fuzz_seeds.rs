@@ -5,10 +5,12 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use buildat_format::backup::{BackupSection, WorldBackup, backup_head};
+use buildat_format::container::PayloadRef;
 use buildat_format::records::{Placement, RecordWriter};
 use buildat_format::section::{Node, NodeKind, NodeOptions, SectionWriter};
 use buildat_format::writer::Writer;
-use buildat_format::{SenderPacketTypes, encode_bundle, encode_cache, encode_voxels};
+use buildat_format::{SenderPacketTypes, encode_voxels};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::args()
@@ -116,20 +118,42 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let section = sw.finish()?;
     put("section", "two_nodes", section.get(4..).unwrap_or_default())?;
 
-    let bundle = encode_bundle(
-        [
-            ("a/init.lua", [1; 32], &b"print(1)"[..]),
-            ("b", [2; 32], &b"xy"[..]),
+    // container: a mode byte, then a world backup (head, then the payloads:
+    // the section record above and two bytes of a scratch section).
+    let payload = |offset: usize, len: usize| PayloadRef {
+        blob: 0,
+        offset: offset as u64,
+        len: len as u64,
+    };
+    let meta = WorldBackup {
+        section_size: [2, 2, 2],
+        chunk_size: [32, 32, 32],
+        next_node_id: 1 << 40,
+        settings: "[world]\nseed = 1\n".into(),
+        source: "world.sqlite".into(),
+        taken_unix_s: 1_800_000_000,
+        sections: vec![
+            BackupSection {
+                pos: [1, -2, 3],
+                save_enabled: true,
+                generated: true,
+                nodes: 2,
+                payload: payload(0, section.len()),
+            },
+            BackupSection {
+                pos: [0, 0, -1],
+                save_enabled: false,
+                generated: false,
+                nodes: 0,
+                payload: payload(section.len(), 2),
+            },
         ],
-        1 << 20,
-    )?;
+    };
     let mut c = vec![0u8];
-    c.extend_from_slice(bundle.first().map(Vec::as_slice).unwrap_or_default());
-    put("container", "bundle", &c)?;
-    let cache = encode_cache([([3; 32], &b"cached"[..])], 1 << 20)?;
-    let mut c = vec![0u8];
-    c.extend_from_slice(cache.first().map(Vec::as_slice).unwrap_or_default());
-    put("container", "cache", &c)?;
+    c.extend_from_slice(&backup_head(&meta)?);
+    c.extend_from_slice(&section);
+    c.extend_from_slice(b"xy");
+    put("container", "backup", &c)?;
 
     let mut tx = SenderPacketTypes::new();
     let mut out = vec![3u8];

@@ -4,11 +4,12 @@
 //!
 //! Owns: the primitive encodings ([`reader`], [`writer`]), the interned string
 //! table ([`strings`]), the record stream with passes ([`records`]), the voxel
-//! data blob ([`voxel_blob`]), the light blob ([`light_blob`]), the section record ([`section`]), the blob
-//! container ([`container`]) and its two kinds ([`bundle`]), packet framing and
-//! packet type tables ([`packet`]), and payload encoding with the typed
-//! [`Packet`] trait ([`payload`]); each packet's definition lives in the
-//! crate that owns it. `docs/formats.md` describes every byte.
+//! data blob ([`voxel_blob`]), the light blob ([`light_blob`]), the section
+//! record ([`section`]), the single-blob container ([`container`]) and its one
+//! kind, the world backup ([`backup`]), packet framing and packet type tables
+//! ([`packet`]), and payload encoding with the typed [`Packet`] trait
+//! ([`payload`]); each packet's definition lives in the crate that owns it.
+//! `docs/formats.md` describes every byte.
 //!
 //! Does not own: I/O of any kind (callers hand in byte slices and take back
 //! byte vectors), storage, networking, registries. Nothing here panics on any
@@ -42,7 +43,7 @@
     clippy::panic
 )]
 
-pub mod bundle;
+pub mod backup;
 pub mod container;
 pub mod light_blob;
 pub mod magic;
@@ -55,12 +56,8 @@ pub mod strings;
 pub mod voxel_blob;
 pub mod writer;
 
-pub use bundle::{
-    BundleEntry, CacheEntry, ContentHash, FileBundle, FileCache, encode_bundle, encode_cache,
-};
-pub use container::{
-    Container, ContainerError, ContainerHeader, ContainerKind, PayloadPacker, PayloadRef,
-};
+pub use backup::{BackupSection, WorldBackup};
+pub use container::{ContainerError, ContainerHeader, ContainerKind, PayloadRef};
 pub use light_blob::{LightBlobError, decode_light, encode_light};
 pub use magic::MagicError;
 pub use packet::{

@@ -3,8 +3,13 @@
 
 use std::collections::BTreeMap;
 
+use buildat_format::backup::{
+    BackupSection, WorldBackup, backup_head, backup_head_len, check_backup_payload,
+    decode_backup_head,
+};
 use buildat_format::container::{
-    self, ContainerError, ContainerKind, PayloadPacker, PayloadRef, decode_primary,
+    self, ContainerError, ContainerKind, HEADER_LEN, MAX_META_LEN, PayloadRef, decode_primary,
+    primary_head,
 };
 use buildat_format::magic::MagicError;
 use buildat_format::packet::*;
@@ -12,7 +17,6 @@ use buildat_format::reader::{ReadError, Reader};
 use buildat_format::records::*;
 use buildat_format::section::*;
 use buildat_format::voxel_blob::*;
-use buildat_format::{Container, FileBundle, FileCache, encode_bundle, encode_cache};
 
 // ---------------------------------------------------------------- reader
 
@@ -483,46 +487,34 @@ fn section_load_order() {
 
 // ---------------------------------------------------------------- container
 
-#[test]
-fn container_kinds_do_not_mix() {
-    let h = [7u8; 32];
-    let bundle = encode_bundle([("x", h, &b"data"[..])], 1024).unwrap();
-    let cache = encode_cache([(h, &b"data"[..])], 1024).unwrap();
-    assert!(matches!(
-        Container::<FileCache>::open(&bundle),
-        Err(ContainerError::WrongMagic { .. })
-    ));
-    assert!(matches!(
-        Container::<FileBundle>::open(&cache),
-        Err(ContainerError::WrongMagic { .. })
-    ));
-    let c = Container::<FileCache>::open(&cache).unwrap();
-    assert_eq!(c.by_hash(&h).unwrap(), Some(&b"data"[..]));
-    assert_eq!(c.by_hash(&[0; 32]).unwrap(), None);
-
-    let mut stale = bundle[0].clone();
-    stale[4] = 2;
-    assert_eq!(
-        decode_primary::<FileBundle>(&stale).unwrap_err(),
-        ContainerError::ValidityToken {
-            expected: 1,
-            found: 2
-        }
-    );
-    assert!(matches!(
-        decode_primary::<FileBundle>(&bundle[0][..10]),
-        Err(ContainerError::Truncated { len: 10 })
-    ));
-    assert!(matches!(
-        decode_primary::<FileBundle>(&bundle[0][..20]),
-        Err(ContainerError::MetaTruncated { .. })
-    ));
-    assert!(matches!(
-        Container::<FileBundle>::open::<Vec<u8>>(&[]),
-        Err(ContainerError::NoBlobs)
-    ));
+/// A backup of two sections whose payloads (`data`, `more!`) follow its head.
+fn backup_file() -> (Vec<u8>, WorldBackup) {
+    let section = |pos, offset, len| BackupSection {
+        pos,
+        save_enabled: true,
+        generated: true,
+        nodes: 1,
+        payload: PayloadRef {
+            blob: 0,
+            offset,
+            len,
+        },
+    };
+    let meta = WorldBackup {
+        section_size: [2, 2, 2],
+        chunk_size: [32, 32, 32],
+        next_node_id: 5,
+        settings: String::new(),
+        source: "w".into(),
+        taken_unix_s: 0,
+        sections: vec![section([0, 0, 0], 0, 4), section([1, 0, 0], 4, 5)],
+    };
+    let mut file = backup_head(&meta).unwrap();
+    file.extend_from_slice(b"datamore!");
+    (file, meta)
 }
 
+/// Another kind, to show kinds do not mix.
 #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
 struct TestMeta {
     refs: Vec<PayloadRef>,
@@ -533,62 +525,124 @@ impl ContainerKind for TestMeta {
 }
 
 #[test]
-fn container_overflow_and_bounds() {
-    let mut p = PayloadPacker::new(10);
-    let payloads: Vec<Vec<u8>> = (0..8u8).map(|i| vec![i; usize::from(i) * 3]).collect();
-    let refs: Vec<PayloadRef> = payloads.iter().map(|b| p.add(b).unwrap()).collect();
-    let blobs = p.finish(&TestMeta { refs: refs.clone() }).unwrap();
-    assert!(blobs.len() > 3);
-    let c = Container::<TestMeta>::open(&blobs).unwrap();
-    assert_eq!(c.meta().refs, refs);
-    for (r, b) in refs.iter().zip(&payloads) {
-        assert_eq!(c.payload(r).unwrap(), b.as_slice());
-        // Each blob's payload section stays within the ceiling unless one
-        // payload alone is bigger.
-        let section_len = blobs[r.blob as usize].len()
-            - container::HEADER_LEN
-            - if r.blob == 0 {
-                container::read_header(&blobs[0]).unwrap().meta_len as usize
-            } else {
-                0
-            };
-        assert!(section_len <= 10 || section_len == b.len());
-    }
+fn container_kinds_do_not_mix() {
+    let (backup, meta) = backup_file();
+    let other = primary_head(&TestMeta {
+        refs: vec![meta.sections[0].payload],
+    })
+    .unwrap();
     assert!(matches!(
-        c.payload(&PayloadRef {
-            blob: 99,
-            offset: 0,
-            len: 1
-        }),
-        Err(ContainerError::MissingBlob { .. })
+        decode_primary::<TestMeta>(&backup),
+        Err(ContainerError::WrongMagic { .. })
     ));
     assert!(matches!(
-        c.payload(&PayloadRef {
-            blob: 0,
-            offset: u64::MAX,
-            len: 2
-        }),
+        decode_primary::<WorldBackup>(&other),
+        Err(ContainerError::WrongMagic { .. })
+    ));
+    assert!(matches!(
+        backup_head_len(&other),
+        Err(ContainerError::WrongMagic {
+            expected: [b'B', b'W', b'B', b'K'],
+            found: [b'T', b'E', b'S', b'T'],
+        })
+    ));
+    assert_eq!(
+        decode_primary::<TestMeta>(&other).unwrap().0.refs,
+        [meta.sections[0].payload]
+    );
+
+    let mut stale = backup.clone();
+    stale[4] = 2;
+    assert_eq!(
+        decode_backup_head(&stale).unwrap_err(),
+        ContainerError::ValidityToken {
+            expected: 1,
+            found: 2
+        }
+    );
+    assert_eq!(
+        backup_head_len(&stale).unwrap_err(),
+        ContainerError::ValidityToken {
+            expected: 1,
+            found: 2
+        }
+    );
+    assert!(matches!(
+        decode_backup_head(&backup[..10]),
+        Err(ContainerError::Truncated { len: 10 })
+    ));
+    assert!(matches!(
+        decode_backup_head(&backup[..20]),
+        Err(ContainerError::MetaTruncated { .. })
+    ));
+}
+
+#[test]
+fn container_head_payloads_and_bounds() {
+    let (file, meta) = backup_file();
+    let h = container::read_header(&file).unwrap();
+    assert_eq!(h.magic, *b"BWBK");
+    assert_eq!(h.validity_token, 1);
+    let head_len = backup_head_len(&file[..HEADER_LEN]).unwrap();
+    assert_eq!(head_len, HEADER_LEN as u64 + h.meta_len);
+    assert_eq!(file.len() as u64, head_len + 9);
+    // The head alone decodes; the payloads are everything after it.
+    assert_eq!(
+        decode_backup_head(&file[..head_len as usize]).unwrap(),
+        meta
+    );
+    let (decoded, payloads) = decode_primary::<WorldBackup>(&file).unwrap();
+    assert_eq!(decoded, meta);
+    assert_eq!(payloads, b"datamore!");
+    let at = check_backup_payload(&meta.sections[1], payloads.len() as u64).unwrap();
+    assert_eq!(at, 4);
+    assert_eq!(&payloads[4..9], b"more!");
+
+    // A payload past the end, overflowing, or in a blob other than 0.
+    let mut s = meta.sections[1].clone();
+    assert!(matches!(
+        check_backup_payload(&s, 8),
+        Err(ContainerError::PayloadOutOfBounds { section_len: 8, .. })
+    ));
+    s.payload.offset = u64::MAX;
+    assert!(matches!(
+        check_backup_payload(&s, u64::MAX),
         Err(ContainerError::PayloadOutOfBounds { .. })
     ));
-    // Only the blobs a payload needs have to be given.
-    let only0 = Container::<TestMeta>::open(&blobs[..1]).unwrap();
-    assert!(only0.payload(&refs[1]).is_ok() || refs[1].blob != 0);
-    // An overflow blob given as blob 0 has no metadata to decode.
-    assert!(Container::<TestMeta>::open(&blobs[1..]).is_err());
-    // Blob 0 in an overflow position carries metadata: refused.
-    let swapped = vec![blobs[0].clone(), blobs[0].clone()];
+    s.payload = PayloadRef {
+        blob: 1,
+        offset: 0,
+        len: 1,
+    };
     assert!(matches!(
-        Container::<TestMeta>::open(&swapped),
-        Err(ContainerError::OverflowHasMeta { blob: 1, .. })
+        check_backup_payload(&s, 9),
+        Err(ContainerError::MissingBlob { blob: 1, count: 1 })
     ));
+    // An empty payload at the very end is in bounds.
+    s.payload = PayloadRef {
+        blob: 0,
+        offset: 9,
+        len: 0,
+    };
+    assert_eq!(check_backup_payload(&s, 9), Ok(9));
+
     // Metadata followed by junk inside meta_len.
-    let mut junk = blobs[0].clone();
-    let h = container::read_header(&junk).unwrap();
+    let mut junk = file.clone();
     junk[8..16].copy_from_slice(&(h.meta_len + 1).to_le_bytes());
-    let r = decode_primary::<TestMeta>(&junk);
     assert!(matches!(
-        r,
+        decode_primary::<WorldBackup>(&junk),
         Err(ContainerError::MetaTrailing { .. }) | Err(ContainerError::Meta(_))
+    ));
+    // meta_len over the limit is refused from the header alone.
+    let mut huge = file[..HEADER_LEN].to_vec();
+    huge[8..16].copy_from_slice(&(MAX_META_LEN as u64 + 1).to_le_bytes());
+    assert!(matches!(
+        backup_head_len(&huge),
+        Err(ContainerError::MetaTooLarge { .. })
+    ));
+    assert!(matches!(
+        decode_backup_head(&huge),
+        Err(ContainerError::MetaTooLarge { .. })
     ));
 }
 

@@ -6,15 +6,18 @@
 
 use std::collections::BTreeMap;
 
+use buildat_format::backup::{
+    BackupSection, WorldBackup, backup_head, backup_head_len, check_backup_payload,
+    decode_backup_head,
+};
+use buildat_format::container::{PayloadRef, decode_primary};
 use buildat_format::packet::{self, DEFINE_PACKET_TYPE};
 use buildat_format::records::{Entry, Pass, Placement, RecordReader, RecordWriter};
 use buildat_format::section::{Node, NodeKind, NodeOptions, SectionReader, SectionWriter};
 use buildat_format::strings::{StringTable, StringTableBuilder};
 use buildat_format::voxel_blob::{decode_voxels, encode_voxels};
 use buildat_format::writer::Writer;
-use buildat_format::{
-    Container, FileBundle, Reader, ReceiverPacketTypes, SenderPacketTypes, encode_bundle,
-};
+use buildat_format::{Reader, ReceiverPacketTypes, SenderPacketTypes};
 
 fn unhex(s: &str) -> Vec<u8> {
     let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
@@ -272,29 +275,74 @@ fn section() {
     }
 }
 
-const BUNDLE0: &str = "4246424e 01000000 5100000000000000 \
-     02 07612f782e6c7561 1111111111111111111111111111111111111111111111111111111111111111 000003 \
-     0162 2222222222222222222222222222222222222222222222222222222222222222 010004 \
-     616263";
-const BUNDLE1: &str = "4246424e 01000000 0000000000000000 64656667";
+/// A world backup (the container's one kind) with two sections whose
+/// payloads are `abc` and `defg` (opaque to the container; in a real backup
+/// each is a section record).
+const BACKUP: &str = "4257424b 01000000 2a00000000000000 \
+     040404 202020 fb2c01 03613d31 04772e6462 fc00d2496b \
+     02 020306 01 01 02 000003 000001 01 00 01 000304 \
+     616263 64656667";
+
+fn backup_meta() -> WorldBackup {
+    WorldBackup {
+        section_size: [2, 2, 2],
+        chunk_size: [32, 32, 32],
+        next_node_id: 300,
+        settings: "a=1".into(),
+        source: "w.db".into(),
+        taken_unix_s: 1_800_000_000,
+        sections: vec![
+            BackupSection {
+                pos: [1, -2, 3],
+                save_enabled: true,
+                generated: true,
+                nodes: 2,
+                payload: PayloadRef {
+                    blob: 0,
+                    offset: 0,
+                    len: 3,
+                },
+            },
+            BackupSection {
+                pos: [0, 0, -1],
+                save_enabled: true,
+                generated: false,
+                nodes: 1,
+                payload: PayloadRef {
+                    blob: 0,
+                    offset: 3,
+                    len: 4,
+                },
+            },
+        ],
+    }
+}
 
 #[test]
 fn container() {
-    let blobs = encode_bundle(
-        [
-            ("a/x.lua", [0x11u8; 32], &b"abc"[..]),
-            ("b", [0x22u8; 32], &b"defg"[..]),
-        ],
-        4,
-    )
-    .unwrap();
-    assert_eq!(blobs, [unhex(BUNDLE0), unhex(BUNDLE1)]);
-    let c = Container::<FileBundle>::open(&blobs).unwrap();
-    assert_eq!(c.blob_count(), 2);
-    let (e, bytes) = c.file("b").unwrap().unwrap();
-    assert_eq!(e.hash, [0x22; 32]);
-    assert_eq!(bytes, b"defg");
-    assert_eq!(c.file("a/x.lua").unwrap().unwrap().1, b"abc");
+    let meta = backup_meta();
+    let mut file = backup_head(&meta).unwrap();
+    file.extend_from_slice(b"abc");
+    file.extend_from_slice(b"defg");
+    let g = unhex(BACKUP);
+    assert_eq!(file, g);
+
+    // The head alone gives the index; the payloads follow it.
+    let head_len = backup_head_len(&g).unwrap();
+    assert_eq!(head_len, 16 + 0x2a);
+    assert_eq!(decode_backup_head(&g[..head_len as usize]).unwrap(), meta);
+    let (decoded, payloads) = decode_primary::<WorldBackup>(&g).unwrap();
+    assert_eq!(decoded, meta);
+    assert_eq!(payloads, b"abcdefg");
+    let got: Vec<&[u8]> = meta
+        .sections
+        .iter()
+        .map(|s| {
+            let at = check_backup_payload(s, payloads.len() as u64).unwrap() as usize;
+            &payloads[at..at + s.payload.len as usize]
+        })
+        .collect();
+    assert_eq!(got, [&b"abc"[..], &b"defg"[..]]);
 }
 
 #[test]

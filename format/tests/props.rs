@@ -5,7 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use buildat_format::container::{Container, ContainerKind, PayloadPacker, PayloadRef};
+use buildat_format::backup::{
+    BackupSection, WorldBackup, backup_head, backup_head_len, check_backup_payload,
+    decode_backup_head,
+};
+use buildat_format::container::{ContainerError, PayloadRef, decode_primary};
 use buildat_format::packet::{FrameDecoder, FrameEncoder, ReceiverPacketTypes, SenderPacketTypes};
 use buildat_format::reader::Reader;
 use buildat_format::records::{Entry, Pass, Placement, RecordReader, RecordWriter};
@@ -13,7 +17,6 @@ use buildat_format::section::{Node, NodeKind, NodeOptions, SectionReader, Sectio
 use buildat_format::strings::StringTable;
 use buildat_format::voxel_blob::{DecodeLimits, decode_voxels_with_limits, encode_voxels};
 use buildat_format::writer::Writer;
-use buildat_format::{FileBundle, FileCache};
 use proptest::prelude::*;
 
 fn cfg() -> ProptestConfig {
@@ -153,14 +156,56 @@ fn voxels() -> impl Strategy<Value = Vec<u32>> {
     })
 }
 
-#[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
-struct PropMeta {
-    names: Vec<String>,
-    refs: Vec<PayloadRef>,
+/// A world backup's sections: index fields and each one's payload bytes.
+type BackupIn = Vec<([i32; 3], bool, bool, u32, Vec<u8>)>;
+
+fn backup_sections() -> impl Strategy<Value = BackupIn> {
+    prop::collection::vec(
+        (
+            any::<[i32; 3]>(),
+            any::<bool>(),
+            any::<bool>(),
+            any::<u32>(),
+            prop::collection::vec(any::<u8>(), 0..64),
+        ),
+        0..10,
+    )
 }
-impl ContainerKind for PropMeta {
-    const MAGIC: [u8; 4] = *b"PROP";
-    const VALIDITY_TOKEN: u32 = 3;
+
+/// A backup file (head, then the payloads in index order) and its index.
+fn backup_file(
+    sections: &BackupIn,
+    next_node_id: u64,
+    settings: &str,
+    taken_unix_s: u64,
+) -> (Vec<u8>, WorldBackup) {
+    let mut payloads = Vec::new();
+    let mut meta = WorldBackup {
+        section_size: [2, 2, 2],
+        chunk_size: [32, 32, 32],
+        next_node_id,
+        settings: settings.to_string(),
+        source: "world.sqlite".into(),
+        taken_unix_s,
+        sections: Vec::new(),
+    };
+    for (pos, save_enabled, generated, nodes, bytes) in sections {
+        meta.sections.push(BackupSection {
+            pos: *pos,
+            save_enabled: *save_enabled,
+            generated: *generated,
+            nodes: *nodes,
+            payload: PayloadRef {
+                blob: 0,
+                offset: payloads.len() as u64,
+                len: bytes.len() as u64,
+            },
+        });
+        payloads.extend_from_slice(bytes);
+    }
+    let mut file = backup_head(&meta).unwrap();
+    file.extend_from_slice(&payloads);
+    (file, meta)
 }
 
 /// A few valid encodings of every format, to mutate.
@@ -185,18 +230,20 @@ fn seeds() -> Vec<Vec<u8>> {
     .unwrap();
     let v: Vec<u32> = (0..300).map(|i| (i / 40) as u32).collect();
     let blob = encode_voxels(&v, |i| Some(format!("v{i}"))).unwrap();
-    let bundle = buildat_format::encode_bundle([("a", [1; 32], &b"xyz"[..])], 100).unwrap();
+    let (backup, _) = backup_file(
+        &vec![
+            ([1, -2, 3], true, true, 2, b"xyz".to_vec()),
+            ([0, 0, 0], false, true, 0, Vec::new()),
+        ],
+        9,
+        "seed = 1",
+        1_800_000_000,
+    );
     let mut frames = Vec::new();
     SenderPacketTypes::new()
         .encode_packet("core:x", b"hello", &mut frames)
         .unwrap();
-    vec![
-        records,
-        s.finish().unwrap(),
-        blob,
-        bundle[0].clone(),
-        frames,
-    ]
+    vec![records, s.finish().unwrap(), blob, backup, frames]
 }
 
 fn garbage() -> impl Strategy<Value = Vec<u8>> {
@@ -269,9 +316,18 @@ fn decode_everything(b: &[u8]) {
     };
     let _ = decode_voxels_with_limits(b, |n| n.len().checked_sub(1).map(|x| x as u32), 0, &limits);
     let _ = buildat_format::decode_light(b, 1 << 16);
-    let _ = Container::<FileBundle>::open(&[b]);
-    let _ = Container::<FileCache>::open(&[b]);
-    let _ = Container::<PropMeta>::open(&[b, b]);
+    let _ = decode_primary::<WorldBackup>(b);
+    if let (Ok(head_len), Ok(meta)) = (backup_head_len(b), decode_backup_head(b)) {
+        let payload_len = (b.len() as u64).saturating_sub(head_len);
+        for s in &meta.sections {
+            if let Ok(at) = check_backup_payload(s, payload_len) {
+                assert!(
+                    at.checked_add(s.payload.len)
+                        .is_some_and(|end| end <= payload_len)
+                );
+            }
+        }
+    }
     let mut d = FrameDecoder::new(1 << 16);
     let mut rx = ReceiverPacketTypes::new();
     d.push(b);
@@ -298,10 +354,15 @@ proptest! {
 
     #[test]
     fn garbage_with_magic_never_panics(
-        which in 0usize..3,
+        which in 0usize..4,
+        meta_len in 0u64..200,
         b in prop::collection::vec(any::<u8>(), 0..200),
     ) {
-        let magic: &[u8] = [&b"BRS\x01"[..], &b"BSN\x01"[..], &[1u8][..]][which];
+        // The fourth is a world backup header whose meta_len mostly lies
+        // within the bytes, so the metadata decoder is reached.
+        let mut backup = b"BWBK\x01\x00\x00\x00".to_vec();
+        backup.extend_from_slice(&meta_len.to_le_bytes());
+        let magic: &[u8] = [&b"BRS\x01"[..], &b"BSN\x01"[..], &[1u8][..], &backup[..]][which];
         let mut v = magic.to_vec();
         v.extend_from_slice(&b);
         decode_everything(&v);
@@ -427,16 +488,45 @@ proptest! {
     }
 
     #[test]
-    fn container_round_trip(files in prop::collection::vec(("[a-z/]{1,10}", prop::collection::vec(any::<u8>(), 0..64)), 0..10),
-                            ceiling in 1usize..200) {
-        let mut p = PayloadPacker::new(ceiling);
-        let refs: Vec<PayloadRef> = files.iter().map(|(_, b)| p.add(b).unwrap()).collect();
-        let meta = PropMeta { names: files.iter().map(|(n, _)| n.clone()).collect(), refs };
-        let blobs = p.finish(&meta).unwrap();
-        let c = Container::<PropMeta>::open(&blobs).unwrap();
-        prop_assert_eq!(c.meta(), &meta);
-        for (r, (_, b)) in meta.refs.iter().zip(&files) {
-            prop_assert_eq!(c.payload(r).unwrap(), b.as_slice());
+    fn container_round_trip(sections in backup_sections(), next_node_id in any::<u64>(),
+                            settings in ".{0,40}", taken_unix_s in any::<u64>()) {
+        let (file, meta) = backup_file(&sections, next_node_id, &settings, taken_unix_s);
+        let head_len = backup_head_len(&file).unwrap();
+        let head = &file[..head_len as usize];
+        prop_assert_eq!(decode_backup_head(head).unwrap(), meta.clone());
+        // The head alone decodes; every cut inside it does not.
+        let cut = head_len as usize / 2;
+        prop_assert!(decode_backup_head(&file[..cut]).is_err());
+        let (decoded, payloads) = decode_primary::<WorldBackup>(&file).unwrap();
+        prop_assert_eq!(&decoded, &meta);
+        prop_assert_eq!(payloads.len() as u64, file.len() as u64 - head_len);
+        for (s, (.., bytes)) in decoded.sections.iter().zip(&sections) {
+            let at = check_backup_payload(s, payloads.len() as u64).unwrap() as usize;
+            prop_assert_eq!(&payloads[at..at + s.payload.len as usize], bytes.as_slice());
+        }
+    }
+
+    #[test]
+    fn payload_refs_are_checked(blob in prop_oneof![Just(0u32), any::<u32>()],
+                                offset in prop_oneof![0u64..100, any::<u64>()],
+                                len in prop_oneof![0u64..100, any::<u64>()],
+                                payload_len in prop_oneof![0u64..200, any::<u64>()]) {
+        let section = BackupSection {
+            pos: [0; 3],
+            save_enabled: true,
+            generated: true,
+            nodes: 0,
+            payload: PayloadRef { blob, offset, len },
+        };
+        let fits = blob == 0 && offset.checked_add(len).is_some_and(|end| end <= payload_len);
+        match check_backup_payload(&section, payload_len) {
+            Ok(at) => {
+                prop_assert!(fits);
+                prop_assert_eq!(at, offset);
+            }
+            Err(ContainerError::MissingBlob { .. }) => prop_assert!(blob != 0),
+            Err(ContainerError::PayloadOutOfBounds { .. }) => prop_assert!(blob == 0 && !fits),
+            Err(e) => prop_assert!(false, "unexpected error {e}"),
         }
     }
 

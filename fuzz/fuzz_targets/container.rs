@@ -1,9 +1,12 @@
-//! Fuzz target: container parsing (both kinds, one or several blobs, payload
-//! lookups) never panics.
+//! Fuzz target: the container read as a world backup (its one kind) never
+//! panics: the header, the head (header and metadata), and every payload ref
+//! of a decoded index checked against the payload bytes there are.
 #![no_main]
 
-use buildat_format::container::{self, Container, PayloadRef};
-use buildat_format::{FileBundle, FileCache};
+use buildat_format::backup::{
+    WorldBackup, backup_head, backup_head_len, check_backup_payload, decode_backup_head,
+};
+use buildat_format::container::{self, HEADER_LEN, decode_primary};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -11,34 +14,41 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let _ = container::read_header(rest);
-    // Give the input a valid bundle header now and then so bincode is reached.
-    let mut framed = b"BFBN\x01\x00\x00\x00".to_vec();
+    check(rest);
+    // Give the input a valid backup header now and then so bincode is reached.
+    let mut framed = b"BWBK\x01\x00\x00\x00".to_vec();
     let meta_len = (rest.len() as u64).min(u64::from(split));
     framed.extend_from_slice(&meta_len.to_le_bytes());
     framed.extend_from_slice(rest);
-    let cut = usize::from(split).min(rest.len());
-    let (a, b) = rest.split_at(cut);
-    let blobs: [&[u8]; 3] = [&framed, a, b];
-    if let Ok(c) = Container::<FileBundle>::open(&blobs[..1]) {
-        for e in &c.meta().entries {
-            let _ = c.payload(&e.payload);
-        }
-        let _ = c.file("a");
-    }
-    let _ = Container::<FileBundle>::open(&blobs);
-    if let Ok(c) = Container::<FileBundle>::open(&[rest, a, b]) {
-        for e in &c.meta().entries {
-            let _ = c.payload(&e.payload);
-        }
-    }
-    if let Ok(c) = Container::<FileCache>::open(&[rest]) {
-        for e in &c.meta().entries {
-            let _ = c.payload(&e.payload);
-        }
-        let _ = c.payload(&PayloadRef {
-            blob: u32::MAX,
-            offset: u64::MAX,
-            len: u64::MAX,
-        });
-    }
+    check(&framed);
 });
+
+fn check(file: &[u8]) {
+    let _ = decode_primary::<WorldBackup>(file);
+    let _ = backup_head_len(file.get(..HEADER_LEN).unwrap_or(file));
+    let Ok(head_len) = backup_head_len(file) else {
+        return;
+    };
+    let Ok(meta) = decode_backup_head(file) else {
+        return;
+    };
+    // The head decoded, so it lies within the bytes; the rest are payloads.
+    let payloads = usize::try_from(head_len)
+        .ok()
+        .and_then(|h| file.get(h..))
+        .expect("a decoded head lies within the file");
+    let payload_len = payloads.len() as u64;
+    for s in &meta.sections {
+        if let Ok(at) = check_backup_payload(s, payload_len) {
+            assert_eq!(at, s.payload.offset);
+            let start = usize::try_from(at).expect("in bounds");
+            let len = usize::try_from(s.payload.len).expect("in bounds");
+            assert!(payloads.get(start..start + len).is_some());
+        }
+        let _ = check_backup_payload(s, u64::MAX);
+        let _ = check_backup_payload(s, 0);
+    }
+    // What decoded encodes and decodes back to the same index.
+    let head = backup_head(&meta).expect("a decoded index encodes");
+    assert_eq!(decode_backup_head(&head).expect("re-decodes"), meta);
+}

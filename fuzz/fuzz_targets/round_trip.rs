@@ -4,12 +4,15 @@
 
 use std::collections::BTreeMap;
 
-use buildat_format::container::{Container, PayloadPacker};
+use buildat_format::backup::{
+    BackupSection, WorldBackup, backup_head, backup_head_len, check_backup_payload,
+    decode_backup_head,
+};
+use buildat_format::container::{PayloadRef, decode_primary};
 use buildat_format::packet::{FrameDecoder, Received, ReceiverPacketTypes, SenderPacketTypes};
 use buildat_format::records::{Entry, Pass, Placement, RecordReader, RecordWriter};
 use buildat_format::section::{Node, NodeKind, NodeOptions, SectionReader, SectionWriter};
 use buildat_format::voxel_blob::{decode_voxels, encode_voxels};
-use buildat_format::{FileBundle, encode_bundle};
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
 
@@ -37,14 +40,26 @@ struct NodeIn {
     range: Option<u16>,
 }
 
+/// One backup section: position, save_enabled, generated, node count, and
+/// its payload bytes.
+type SectionIn = ([i32; 3], bool, bool, u32, Vec<u8>);
+
+#[derive(Debug, Arbitrary)]
+struct BackupIn {
+    next_node_id: u64,
+    settings: String,
+    source: String,
+    taken_unix_s: u64,
+    sections: Vec<SectionIn>,
+}
+
 #[derive(Debug, Arbitrary)]
 struct Input {
     items: Vec<Item>,
     runs: Vec<(u8, u16, u8)>,
     nodes: Vec<NodeIn>,
     section: [i32; 3],
-    files: Vec<(String, Vec<u8>)>,
-    ceiling: u8,
+    backup: BackupIn,
     packets: Vec<(String, Vec<u8>)>,
     piece: u8,
 }
@@ -153,20 +168,45 @@ fuzz_target!(|inp: Input| {
     }
     assert_eq!(sr.load_order([0.0; 3]).unwrap().len(), want.len());
 
-    // Container.
-    let ceiling = usize::from(inp.ceiling);
-    let files: Vec<(&str, [u8; 32], &[u8])> = inp
-        .files
-        .iter()
-        .map(|(n, b)| (n.as_str(), [b.len() as u8; 32], b.as_slice()))
-        .collect();
-    let blobs = encode_bundle(files.iter().copied(), ceiling).unwrap();
-    let c = Container::<FileBundle>::open(&blobs).unwrap();
-    for (e, (n, _, b)) in c.meta().entries.iter().zip(&files) {
-        assert_eq!(e.name, *n);
-        assert_eq!(c.payload(&e.payload).unwrap(), *b);
+    // Container, through its one kind: a world backup's head, then the
+    // payloads in index order.
+    let b = &inp.backup;
+    let mut meta = WorldBackup {
+        section_size: [2, 2, 2],
+        chunk_size: [32, 32, 32],
+        next_node_id: b.next_node_id,
+        settings: b.settings.clone(),
+        source: b.source.clone(),
+        taken_unix_s: b.taken_unix_s,
+        sections: Vec::new(),
+    };
+    let mut payloads = Vec::new();
+    for (pos, save_enabled, generated, nodes, bytes) in b.sections.iter().take(64) {
+        meta.sections.push(BackupSection {
+            pos: *pos,
+            save_enabled: *save_enabled,
+            generated: *generated,
+            nodes: *nodes,
+            payload: PayloadRef {
+                blob: 0,
+                offset: payloads.len() as u64,
+                len: bytes.len() as u64,
+            },
+        });
+        payloads.extend_from_slice(bytes);
     }
-    let _ = PayloadPacker::new(ceiling);
+    let mut file = backup_head(&meta).unwrap();
+    let head_len = file.len();
+    file.extend_from_slice(&payloads);
+    assert_eq!(backup_head_len(&file).unwrap(), head_len as u64);
+    assert_eq!(decode_backup_head(&file[..head_len]).unwrap(), meta);
+    let (decoded, section) = decode_primary::<WorldBackup>(&file).unwrap();
+    assert_eq!(decoded, meta);
+    assert_eq!(section, payloads.as_slice());
+    for (s, (.., bytes)) in decoded.sections.iter().zip(&b.sections) {
+        let at = check_backup_payload(s, section.len() as u64).unwrap() as usize;
+        assert_eq!(&section[at..at + bytes.len()], bytes.as_slice());
+    }
 
     // Packets.
     let mut tx = SenderPacketTypes::new();

@@ -1,0 +1,181 @@
+//! The world backup: one file in the blob container (§6 of docs/formats.md)
+//! whose metadata is an index of sections and whose payloads are section
+//! records (§5), so a reader finds one section (or a region) from the index
+//! and decodes only its bytes.
+//!
+//! Owns: the [`WorldBackup`] metadata kind (magic `BWBK`, validity token 1),
+//! [`BackupSection`] (one index entry), [`backup_head`] (blob 0's header and
+//! metadata, written in front of payloads laid out earlier) and
+//! [`decode_backup_head`] / [`check_backup_payload`] (reading the index from
+//! the head alone and checking an entry against the payload bytes there are).
+//!
+//! Does not own: what a section's nodes mean (the world module maps its
+//! stored nodes to section records), where sections come from, or I/O: the
+//! caller reads and writes the file.
+
+use serde::{Deserialize, Serialize};
+
+use crate::container::{ContainerError, ContainerKind, HEADER_LEN, PayloadRef, read_header};
+
+/// One section in a backup.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackupSection {
+    /// Section coordinates.
+    pub pos: [i32; 3],
+    /// Saved by the world (not a scratch section).
+    pub save_enabled: bool,
+    /// Its terrain was generated.
+    pub generated: bool,
+    /// How many nodes its record holds.
+    pub nodes: u32,
+    /// Its section record (§5).
+    pub payload: PayloadRef,
+}
+
+/// Metadata of a world backup.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct WorldBackup {
+    /// Chunks per section edge, as the world stores them.
+    pub section_size: [i32; 3],
+    /// Voxels per chunk edge.
+    pub chunk_size: [u32; 3],
+    /// The first node id the world would hand out next (a restored world
+    /// never reuses an id the original handed out).
+    pub next_node_id: u64,
+    /// The world's settings file (`world.toml`) as it was.
+    pub settings: String,
+    /// Where the world was stored (a path or a URL without its password).
+    pub source: String,
+    /// When the snapshot was taken, seconds since the Unix epoch.
+    pub taken_unix_s: u64,
+    /// Every section, in the order their payloads follow.
+    pub sections: Vec<BackupSection>,
+}
+
+impl ContainerKind for WorldBackup {
+    const MAGIC: [u8; 4] = *b"BWBK";
+    const VALIDITY_TOKEN: u32 = 1;
+}
+
+/// Blob 0's header and metadata: a backup file is these bytes followed by
+/// the payload section the index addresses (all in blob 0).
+pub fn backup_head(meta: &WorldBackup) -> Result<Vec<u8>, ContainerError> {
+    crate::container::primary_head(meta)
+}
+
+/// How many bytes the head (header and metadata) takes, from the file's
+/// first [`HEADER_LEN`] bytes; checks the magic and validity token.
+pub fn backup_head_len(first: &[u8]) -> Result<u64, ContainerError> {
+    let header = read_header(first)?;
+    crate::container::check_kind::<WorldBackup>(&header)?;
+    if header.meta_len > crate::container::MAX_META_LEN as u64 {
+        return Err(ContainerError::MetaTooLarge {
+            len: header.meta_len,
+        });
+    }
+    Ok(HEADER_LEN as u64 + header.meta_len)
+}
+
+/// The index, from the head's bytes (as many as [`backup_head_len`] said;
+/// more are ignored).
+pub fn decode_backup_head(head: &[u8]) -> Result<WorldBackup, ContainerError> {
+    let (meta, _payloads) = crate::container::decode_primary::<WorldBackup>(head)?;
+    Ok(meta)
+}
+
+/// Checks that `section`'s payload lies within a payload section of
+/// `payload_len` bytes in blob 0; returns its offset from that section's
+/// start.
+pub fn check_backup_payload(
+    section: &BackupSection,
+    payload_len: u64,
+) -> Result<u64, ContainerError> {
+    let r = &section.payload;
+    if r.blob != 0 {
+        return Err(ContainerError::MissingBlob {
+            blob: r.blob,
+            count: 1,
+        });
+    }
+    match r.offset.checked_add(r.len) {
+        Some(end) if end <= payload_len => Ok(r.offset),
+        _ => Err(ContainerError::PayloadOutOfBounds {
+            blob: r.blob,
+            offset: r.offset,
+            len: r.len,
+            section_len: usize::try_from(payload_len).unwrap_or(usize::MAX),
+        }),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    fn sample() -> WorldBackup {
+        WorldBackup {
+            section_size: [2, 2, 2],
+            chunk_size: [32, 32, 32],
+            next_node_id: 77,
+            settings: "[world]\nseed = 1\n".into(),
+            source: "world.sqlite".into(),
+            taken_unix_s: 1_800_000_000,
+            sections: vec![BackupSection {
+                pos: [1, -2, 3],
+                save_enabled: true,
+                generated: true,
+                nodes: 2,
+                payload: PayloadRef {
+                    blob: 0,
+                    offset: 0,
+                    len: 5,
+                },
+            }],
+        }
+    }
+
+    #[test]
+    fn a_head_decodes_to_its_index() {
+        let meta = sample();
+        let mut file = backup_head(&meta).unwrap();
+        let head_len = backup_head_len(&file).unwrap();
+        assert_eq!(head_len, file.len() as u64);
+        file.extend_from_slice(b"abcde");
+        assert_eq!(decode_backup_head(&file).unwrap(), meta);
+        assert_eq!(check_backup_payload(&meta.sections[0], 5), Ok(0));
+        assert!(check_backup_payload(&meta.sections[0], 4).is_err());
+    }
+
+    #[test]
+    fn every_truncation_of_a_head_is_an_error() {
+        let file = backup_head(&sample()).unwrap();
+        for cut in 0..file.len() {
+            let prefix = &file[..cut];
+            assert!(
+                backup_head_len(prefix).is_err() || decode_backup_head(prefix).is_err(),
+                "a head cut at {cut} decoded"
+            );
+        }
+    }
+
+    #[test]
+    fn another_kind_is_refused() {
+        let mut file = backup_head(&sample()).unwrap();
+        file[0] = b'X';
+        assert!(matches!(
+            backup_head_len(&file),
+            Err(ContainerError::WrongMagic { .. })
+        ));
+    }
+
+    #[test]
+    fn a_payload_past_the_end_or_in_another_blob_is_refused() {
+        let mut section = sample().sections.remove(0);
+        section.payload.offset = u64::MAX;
+        assert!(check_backup_payload(&section, 10).is_err());
+        section.payload.offset = 0;
+        section.payload.blob = 1;
+        assert!(check_backup_payload(&section, 10).is_err());
+    }
+}
