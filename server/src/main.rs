@@ -12,6 +12,8 @@ use buildat_server::config::{ModuleProfile, ServerConfig};
 use buildat_server::core::Core;
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
+mod inspect;
+
 #[derive(Parser)]
 #[command(
     name = "buildat-server",
@@ -70,6 +72,15 @@ enum Command {
         /// two: `scripts/bench-first-start`).
         #[arg(long)]
         alone: bool,
+    },
+    /// List what a world backup (written by `backup FILE`) holds: its
+    /// sections and their sizes, or one section's nodes.
+    Inspect {
+        /// The backup file.
+        file: PathBuf,
+        /// One section's nodes, `X,Y,Z` in section coordinates.
+        #[arg(long, value_name = "X,Y,Z", value_parser = inspect::parse_section)]
+        section: Option<[i32; 3]>,
     },
     /// Any other word runs that console command of a module headless (no
     /// player can connect) and exits, e.g. `pregen --radius 4`; `help` on a
@@ -383,6 +394,16 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     let config = config_from(&cli)?;
     match cli.command {
         Some(Command::Build { alone }) => return build_all(&config, alone),
+        Some(Command::Inspect { file, section }) => {
+            let listing = inspect::inspect(&file, section)?;
+            // A reader that stopped early (`| head`) is no failure.
+            match std::io::Write::write_all(&mut std::io::stdout(), listing.as_bytes()) {
+                Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+                    return Err(error).context("writing the listing");
+                }
+                _ => return Ok(0),
+            }
+        }
         Some(Command::Module(words)) => {
             prepare_world(&config.world_path)?;
             return run_headless(config, words);

@@ -39,6 +39,7 @@
 //! `postgresql://USER[:PASSWORD]@HOST[:PORT]/DB`): it writes the
 //! default into a new world and is its only parser (`get_world_config`).
 
+pub mod backup;
 pub mod durability;
 pub mod migrate;
 pub mod pregen;
@@ -49,6 +50,8 @@ pub mod world;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use buildat_format::Packet;
@@ -220,6 +223,55 @@ struct VoxelWorld {
     pregen_run: Option<PregenRun>,
     /// Run headless (`buildat-server pregen ...`): nothing else waits.
     headless: bool,
+    /// The console's `backup` on a running server, on a thread of its own.
+    backup_run: Option<BackupRun>,
+    /// The `storage` setting this run opened (`--set` over `world.toml`).
+    storage_setting: String,
+}
+
+/// A backup writing on its own thread from a storage snapshot.
+struct BackupRun {
+    file: std::path::PathBuf,
+    started: Instant,
+    /// Sections written and the total, as the thread tells them.
+    done: Arc<AtomicU64>,
+    total: Arc<AtomicU64>,
+    cancel: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Result<backup::BackupReport, backup::BackupError>>>,
+    last_report: Instant,
+}
+
+impl BackupRun {
+    fn progress(&self) -> String {
+        let (done, total) = (
+            self.done.load(Ordering::Relaxed),
+            self.total.load(Ordering::Relaxed),
+        );
+        format!(
+            "{done}/{total} sections ({:.0}%) to {}",
+            done as f64 * 100.0 / total.max(1) as f64,
+            self.file.display()
+        )
+    }
+
+    /// Waits for the thread and says how it ended.
+    fn finish(mut self) -> String {
+        let seconds = self.started.elapsed().as_secs_f64();
+        match self.thread.take().map(|thread| thread.join()) {
+            Some(Ok(Ok(report))) => format!(
+                "backup done in {seconds:.1} s: {} sections, {} nodes, {:.1} MB in {}",
+                report.sections,
+                report.nodes,
+                report.bytes as f64 / 1e6,
+                report.file.display()
+            ),
+            Some(Ok(Err(error))) => format!("backup to {} failed: {error}", self.file.display()),
+            Some(Err(_)) | None => format!(
+                "backup to {} failed: its thread panicked",
+                self.file.display()
+            ),
+        }
+    }
 }
 
 fn world_error(error: WorldError) -> ModuleError {
@@ -588,6 +640,174 @@ impl VoxelWorld {
         ))
     }
 
+    /// `backup FILE`: saves, takes a snapshot of the storage, and writes
+    /// it on a thread of its own (headless: at once, on this one).
+    fn backup(&mut self, args: &[String]) -> Result<String, ModuleError> {
+        let [file] = args else {
+            return Err(ModuleError::msg("usage: backup FILE"));
+        };
+        if let Some(run) = &self.backup_run {
+            return Err(ModuleError::msg(format!(
+                "a backup is running ({}); wait for it to finish",
+                run.progress()
+            )));
+        }
+        let file = std::path::PathBuf::from(file);
+        backup::check_new_file(&file).map_err(|e| ModuleError::msg(format!("backup: {e}")))?;
+        let settings_path = self.host.world_path().join("world.toml");
+        let settings = std::fs::read_to_string(&settings_path)
+            .map_err(|e| ModuleError::msg(format!("backup: {}: {e}", settings_path.display())))?;
+        self.save()?;
+        let mut snapshot = self
+            .world
+            .storage_mut()
+            .snapshot()
+            .map_err(|e| ModuleError::msg(format!("backup: {e}")))?;
+        let started = Instant::now();
+        if self.headless {
+            let mut progress = backup::ProgressLog::new("backup");
+            let report = backup::write_backup(
+                snapshot.as_mut(),
+                settings,
+                &file,
+                &AtomicBool::new(false),
+                &mut |done, total| progress.tell(done, total),
+            )
+            .map_err(|e| ModuleError::msg(format!("backup: {e}")))?;
+            return Ok(format!(
+                "backup done in {:.1} s: {} sections, {} nodes, {:.1} MB in {}",
+                started.elapsed().as_secs_f64(),
+                report.sections,
+                report.nodes,
+                report.bytes as f64 / 1e6,
+                report.file.display()
+            ));
+        }
+        let done = Arc::new(AtomicU64::new(0));
+        let total = Arc::new(AtomicU64::new(0));
+        let cancel = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (done, total, cancel, file) = (
+                Arc::clone(&done),
+                Arc::clone(&total),
+                Arc::clone(&cancel),
+                file.clone(),
+            );
+            std::thread::Builder::new()
+                .name("voxelworld-backup".into())
+                .spawn(move || {
+                    backup::write_backup(
+                        snapshot.as_mut(),
+                        settings,
+                        &file,
+                        &cancel,
+                        &mut |sections_done, sections_total| {
+                            done.store(sections_done, Ordering::Relaxed);
+                            total.store(sections_total, Ordering::Relaxed);
+                        },
+                    )
+                })?
+        };
+        self.backup_run = Some(BackupRun {
+            file: file.clone(),
+            started,
+            done,
+            total,
+            cancel,
+            thread: Some(thread),
+            last_report: Instant::now(),
+        });
+        Ok(format!(
+            "backup started into {}: the world as saved now, written while the game goes on; \
+             its progress is logged every second and `world` shows it",
+            file.display()
+        ))
+    }
+
+    /// A running backup's progress, a line a second, and its end.
+    fn watch_backup(&mut self) {
+        let Some(run) = &mut self.backup_run else {
+            return;
+        };
+        if run.thread.as_ref().is_some_and(|t| t.is_finished()) {
+            if let Some(run) = self.backup_run.take() {
+                log::info!("{}", run.finish());
+            }
+            return;
+        }
+        if run.last_report.elapsed().as_secs_f64() >= 1.0 {
+            run.last_report = Instant::now();
+            log::info!("backup: {}", run.progress());
+        }
+    }
+
+    /// `restore FILE`, headless, into this (new, empty) world: its
+    /// sections, node id counter and section size; `world.toml` from the
+    /// backup when this world's is still the default.
+    fn restore_backup(&mut self, args: &[String]) -> Result<String, ModuleError> {
+        let [file] = args else {
+            return Err(ModuleError::msg(
+                "usage: restore FILE (headless: buildat-server restore FILE --world NEWDIR)",
+            ));
+        };
+        if !self.headless {
+            return Err(ModuleError::msg(
+                "restore builds a new world while no server runs on it: \
+                 buildat-server restore FILE --world NEWDIR",
+            ));
+        }
+        let restore_error = |e: backup::BackupError| ModuleError::msg(format!("restore: {e}"));
+        let mut backup = backup::BackupFile::open(Path::new(file)).map_err(restore_error)?;
+        let started = Instant::now();
+        log::info!(
+            "restore: {} sections from {} (taken from {}) into {}",
+            backup.meta().sections.len(),
+            file,
+            backup.meta().source,
+            self.world.storage_mut().location()
+        );
+        let mut progress = backup::ProgressLog::new("restore");
+        let report = backup::restore(&mut backup, self.world.storage_mut(), &mut |done, total| {
+            progress.tell(done, total)
+        })
+        .map_err(restore_error)?;
+        let settings = self.restore_settings(&backup.meta().settings)?;
+        Ok(format!(
+            "restore done in {:.1} s: {} sections and {} nodes written and counted back; {settings}",
+            started.elapsed().as_secs_f64(),
+            report.sections,
+            report.nodes,
+        ))
+    }
+
+    /// Writes the backup's `world.toml` over this world's default one (its
+    /// `storage` line replaced by where this restore wrote); keeps one the
+    /// operator wrote.
+    fn restore_settings(&self, backed_up: &str) -> Result<String, ModuleError> {
+        let path = self.host.world_path().join("world.toml");
+        let current = std::fs::read_to_string(&path).unwrap_or_default();
+        if current != DEFAULT_WORLD_TOML {
+            return Ok(format!("{} kept as it was", path.display()));
+        }
+        let mut text = String::new();
+        for line in backed_up.lines() {
+            let is_storage = line
+                .trim_start()
+                .strip_prefix("storage")
+                .is_some_and(|rest| rest.trim_start().starts_with('='));
+            if !is_storage {
+                text.push_str(line);
+                text.push('\n');
+            }
+            if line.trim() == "[world]" && !self.storage_setting.trim().is_empty() {
+                text.push_str(&format!("storage = {:?}\n", self.storage_setting.trim()));
+            }
+        }
+        std::fs::write(&path, text)
+            .map_err(|e| ModuleError::msg(format!("restore: {}: {e}", path.display())))?;
+        Ok(format!("{} written from the backup", path.display()))
+    }
+
     /// Offers `pregen` on the console (and headless:
     /// `buildat-server --world DIR pregen --radius N`), and `world`.
     fn register_commands(&self) -> Result<(), ModuleError> {
@@ -606,6 +826,21 @@ impl VoxelWorld {
             privilege: None,
         })?;
         self.host.call(&RegisterCommand {
+            name: "backup".into(),
+            usage: "FILE".into(),
+            help: "write the world as saved now into FILE (one file, docs/formats.md §10) while \
+                   players play; its progress is logged every second"
+                .into(),
+            privilege: None,
+        })?;
+        self.host.call(&RegisterCommand {
+            name: "restore".into(),
+            usage: "FILE".into(),
+            help: "headless only, into a new world: buildat-server restore FILE --world NEWDIR"
+                .into(),
+            privilege: None,
+        })?;
+        self.host.call(&RegisterCommand {
             name: "world".into(),
             usage: String::new(),
             help: "sections in memory, changes not saved yet, how light was kept up to date".into(),
@@ -616,10 +851,13 @@ impl VoxelWorld {
     /// The `world` command's answer.
     fn describe(&self) -> String {
         let light = self.world.light_counts;
-        let pregen = match &self.pregen_run {
+        let mut pregen = match &self.pregen_run {
             Some(run) => format!("; pregen running: {}", run.progress()),
             None => String::new(),
         };
+        if let Some(run) = &self.backup_run {
+            pregen.push_str(&format!("; backup running: {}", run.progress()));
+        }
         format!(
             "world: {} sections in memory, {} with unsaved changes; light: {} edits updated \
              in place, {} chunks lit whole, {}{pregen}",
@@ -638,6 +876,12 @@ impl VoxelWorld {
     fn run_command(&mut self, command: RunCommand) -> Result<String, ModuleError> {
         if command.name == "world" {
             return Ok(self.describe());
+        }
+        if command.name == "backup" {
+            return self.backup(&command.args);
+        }
+        if command.name == "restore" {
+            return self.restore_backup(&command.args);
         }
         if command.name == "migrate" {
             let to = migrate::parse_args(&command.args).map_err(|message| {
@@ -890,6 +1134,8 @@ impl Module for VoxelWorld {
             save_errors: 0,
             pregen_run: None,
             headless: host.get_config(config::HEADLESS).as_deref() == Some("1"),
+            backup_run: None,
+            storage_setting: setting,
         })
     }
 
@@ -953,6 +1199,7 @@ impl Module for VoxelWorld {
                 if self.pregen_run.is_some() {
                     self.pregen_slice(Instant::now() + pregen::PREGEN_SLICE);
                 }
+                self.watch_backup();
                 self.since_drop_decoded += tick.dtime;
                 if self.since_drop_decoded >= DROP_DECODED_INTERVAL {
                     self.since_drop_decoded = 0.0;
@@ -1129,6 +1376,15 @@ impl Module for VoxelWorld {
     }
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
+        // Its thread runs this library's code: it ends before the library goes.
+        if let Some(run) = self.backup_run.take() {
+            run.cancel.store(true, Ordering::Relaxed);
+            log::warn!(
+                "backup cancelled by the unload at {}; no file was left, run it again",
+                run.progress()
+            );
+            run.finish();
+        }
         if let Some(run) = &self.pregen_run {
             log::warn!(
                 "pregen stopped by the unload at {}; what it generated is saved, run it again to finish",

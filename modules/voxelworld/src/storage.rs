@@ -103,6 +103,34 @@ pub trait WorldStorage: Send {
     /// Makes the next reservation start at `next` or later, durably (a
     /// migrated world never hands out an id its source did).
     fn raise_next_node_id(&mut self, next: u64) -> Result<(), StorageError>;
+    /// A read-only view of the world as stored at this moment, on a
+    /// connection of its own, for another thread to read while this one
+    /// goes on writing (a backup).
+    fn snapshot(&mut self) -> Result<Box<dyn StorageSnapshot>, StorageError>;
+    /// Sets the section size of a storage that holds no section yet (a
+    /// world restored from a backup takes the backup's size).
+    fn set_empty_section_size(&mut self, size: SectionSize) -> Result<(), StorageError>;
+}
+
+/// The world as stored when [`WorldStorage::snapshot`] was called: later
+/// saves are not seen. Dropping it ends the read.
+pub trait StorageSnapshot: Send {
+    fn section_size(&self) -> SectionSize;
+    /// Where it is, for messages.
+    fn location(&self) -> String;
+    /// Every stored section's position, in storage order.
+    fn section_positions(&mut self) -> Result<Vec<Pos>, StorageError>;
+    fn load_section(&mut self, pos: Pos) -> Result<Option<StoredSection>, StorageError>;
+    /// The first id the next reservation would have handed out.
+    fn next_node_id(&mut self) -> Result<u64, StorageError>;
+}
+
+/// The error a non-empty storage gives [`WorldStorage::set_empty_section_size`].
+fn not_empty(location: &str, counts: StorageCounts) -> StorageError {
+    StorageError::Damaged(format!(
+        "{location} already holds {} sections and {} nodes: its section size stays",
+        counts.sections, counts.nodes
+    ))
 }
 
 /// Where a world is stored: the `storage` setting (`[world] storage` in
@@ -288,13 +316,7 @@ impl WorldStorage for SqliteStorage {
     }
 
     fn section_positions(&mut self) -> Result<Vec<Pos>, StorageError> {
-        let mut statement = self
-            .connection
-            .prepare("SELECT sx, sy, sz FROM section ORDER BY sy, sz, sx")?;
-        let positions = statement
-            .query_map([], |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?]))?
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(positions)
+        sqlite_reads::section_positions(&self.connection)
     }
 
     fn counts(&mut self) -> Result<StorageCounts, StorageError> {
@@ -311,11 +333,7 @@ impl WorldStorage for SqliteStorage {
     }
 
     fn next_node_id(&mut self) -> Result<u64, StorageError> {
-        Ok(self.connection.query_row(
-            "SELECT value FROM meta WHERE key = 'next_node_id'",
-            [],
-            |r| r.get::<_, i64>(0),
-        )? as u64)
+        sqlite_reads::next_node_id(&self.connection)
     }
 
     fn raise_next_node_id(&mut self, next: u64) -> Result<(), StorageError> {
@@ -329,32 +347,7 @@ impl WorldStorage for SqliteStorage {
     }
 
     fn load_section(&mut self, pos: Pos) -> Result<Option<StoredSection>, StorageError> {
-        let [x, y, z] = pos;
-        let flags: Option<(bool, bool)> = self
-            .connection
-            .query_row(
-                "SELECT save_enabled, generated FROM section WHERE sx = ?1 AND sy = ?2 AND sz = ?3",
-                params![x, y, z],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-        let Some((save_enabled, generated)) = flags else {
-            return Ok(None);
-        };
-        let mut statement = self.connection.prepare_cached(
-            "SELECT id, data FROM node WHERE sx = ?1 AND sy = ?2 AND sz = ?3 ORDER BY id",
-        )?;
-        let nodes = statement
-            .query_map(params![x, y, z], |r| {
-                Ok((r.get::<_, i64>(0)? as u64, r.get(1)?))
-            })?
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Some(StoredSection {
-            pos,
-            save_enabled,
-            generated,
-            nodes,
-        }))
+        sqlite_reads::load_section(&self.connection, pos)
     }
 
     fn save_section(&mut self, section: &StoredSection) -> Result<(), StorageError> {
@@ -416,6 +409,40 @@ impl WorldStorage for SqliteStorage {
         Ok(start..start + count)
     }
 
+    fn snapshot(&mut self) -> Result<Box<dyn StorageSnapshot>, StorageError> {
+        let connection = Connection::open_with_flags(
+            &self.path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        connection.busy_timeout(std::time::Duration::from_secs(5))?;
+        // WAL: a read transaction sees the database as of its first read,
+        // whatever commits after.
+        connection.execute_batch("BEGIN DEFERRED")?;
+        sqlite_reads::next_node_id(&connection)?;
+        Ok(Box::new(SqliteSnapshot {
+            connection,
+            section_size: self.section_size,
+            path: self.path.clone(),
+        }))
+    }
+
+    fn set_empty_section_size(&mut self, size: SectionSize) -> Result<(), StorageError> {
+        let counts = self.counts()?;
+        if counts != StorageCounts::default() {
+            return Err(not_empty(&self.location(), counts));
+        }
+        let [w, h, d] = size.0;
+        let transaction = self.connection.transaction()?;
+        transaction.execute("DELETE FROM section_size", [])?;
+        transaction.execute(
+            "INSERT INTO section_size (w, h, d) VALUES (?1, ?2, ?3)",
+            params![w, h, d],
+        )?;
+        transaction.commit()?;
+        self.section_size = size;
+        Ok(())
+    }
+
     fn has_generated_section(&mut self, pos: Pos) -> Result<bool, StorageError> {
         let [x, y, z] = pos;
         let generated: Option<bool> = self
@@ -427,6 +454,89 @@ impl WorldStorage for SqliteStorage {
             )
             .optional()?;
         Ok(generated.unwrap_or(false))
+    }
+}
+
+/// What the SQLite backend and its snapshots read alike.
+mod sqlite_reads {
+    use super::*;
+
+    pub fn section_positions(connection: &Connection) -> Result<Vec<Pos>, StorageError> {
+        let mut statement =
+            connection.prepare_cached("SELECT sx, sy, sz FROM section ORDER BY sy, sz, sx")?;
+        let positions = statement
+            .query_map([], |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?]))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(positions)
+    }
+
+    pub fn load_section(
+        connection: &Connection,
+        pos: Pos,
+    ) -> Result<Option<StoredSection>, StorageError> {
+        let [x, y, z] = pos;
+        let flags: Option<(bool, bool)> = connection
+            .query_row(
+                "SELECT save_enabled, generated FROM section WHERE sx = ?1 AND sy = ?2 AND sz = ?3",
+                params![x, y, z],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let Some((save_enabled, generated)) = flags else {
+            return Ok(None);
+        };
+        let mut statement = connection.prepare_cached(
+            "SELECT id, data FROM node WHERE sx = ?1 AND sy = ?2 AND sz = ?3 ORDER BY id",
+        )?;
+        let nodes = statement
+            .query_map(params![x, y, z], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get(1)?))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(StoredSection {
+            pos,
+            save_enabled,
+            generated,
+            nodes,
+        }))
+    }
+
+    pub fn next_node_id(connection: &Connection) -> Result<u64, StorageError> {
+        Ok(connection.query_row(
+            "SELECT value FROM meta WHERE key = 'next_node_id'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )? as u64)
+    }
+}
+
+/// A read transaction on a connection of its own (WAL lets the world's
+/// connection go on committing meanwhile).
+struct SqliteSnapshot {
+    connection: Connection,
+    section_size: SectionSize,
+    path: PathBuf,
+}
+
+impl StorageSnapshot for SqliteSnapshot {
+    fn section_size(&self) -> SectionSize {
+        self.section_size
+    }
+
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn section_positions(&mut self) -> Result<Vec<Pos>, StorageError> {
+        sqlite_reads::section_positions(&self.connection)
+    }
+
+    fn load_section(&mut self, pos: Pos) -> Result<Option<StoredSection>, StorageError> {
+        sqlite_reads::load_section(&self.connection, pos)
+    }
+
+    fn next_node_id(&mut self) -> Result<u64, StorageError> {
+        sqlite_reads::next_node_id(&self.connection)
     }
 }
 

@@ -1321,6 +1321,15 @@ pub(crate) mod tests {
         fn raise_next_node_id(&mut self, next: u64) -> Result<(), StorageError> {
             self.inner.raise_next_node_id(next)
         }
+        fn snapshot(&mut self) -> Result<Box<dyn crate::storage::StorageSnapshot>, StorageError> {
+            if self.faults.reads.load(Ordering::Relaxed) {
+                return Err(StorageError::Damaged("injected: unreadable".into()));
+            }
+            self.inner.snapshot()
+        }
+        fn set_empty_section_size(&mut self, size: SectionSize) -> Result<(), StorageError> {
+            self.inner.set_empty_section_size(size)
+        }
     }
 
     /// The same world on each backend: voxels, a persistent node and its

@@ -14,10 +14,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{Scratch, start_server};
-use buildat_format::Packet;
-use buildat_harness::raw_client::RawClient;
-use buildat_main_api::{Join, Ping, Pong, Spawn};
+use crate::common::{Scratch, join, ping, start_server};
 
 fn append_after(path: &Path, anchor: &str, addition: &str) {
     let text = std::fs::read_to_string(path).expect("read source");
@@ -106,25 +103,6 @@ fn build_hash(server: &mut buildat_harness::server::Server, module: &str) -> Str
         .to_string()
 }
 
-/// Pings until the pong comes back: the connection is alive and served.
-fn ping(client: &mut RawClient, data: &[u8]) {
-    client
-        .send_packet(&Ping {
-            data: data.to_vec(),
-        })
-        .expect("the connection is open");
-    loop {
-        let packet = client
-            .recv(Duration::from_secs(30))
-            .expect("still connected")
-            .expect("a pong within 30 s");
-        if packet.name == Pong::NAME {
-            assert_eq!(Pong::decode(&packet.data).expect("pong").data, data);
-            return;
-        }
-    }
-}
-
 #[test]
 fn an_api_change_reloads_without_dropping_players() {
     let scratch = Scratch::new();
@@ -137,21 +115,7 @@ fn an_api_change_reloads_without_dropping_players() {
     let mut server = start_server(&args, Stdio::piped());
     let address = server.listen_address();
     server.expect_line("server started", Duration::from_secs(300));
-    let mut client = RawClient::connect(&address).expect("connect");
-    client
-        .send_packet(&Join {
-            name: "stays".into(),
-        })
-        .expect("join");
-    loop {
-        let packet = client
-            .recv(Duration::from_secs(60))
-            .expect("connected")
-            .expect("spawned within 60 s");
-        if packet.name == Spawn::NAME {
-            break;
-        }
-    }
+    let mut client = join(&address, "stays");
     ping(&mut client, b"before");
     let network_before = build_hash(&mut server, "network");
     let world_before = build_hash(&mut server, "voxelworld");

@@ -5,7 +5,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{Scratch, start_server};
+use crate::common::{Scratch, join, ping, start_game, start_server};
 use buildat_harness::pg::TestDatabase;
 use buildat_harness::world_check::{SECTIONS, WorldDb, stored_round};
 use rusqlite::Connection;
@@ -101,7 +101,9 @@ fn an_unknown_headless_command_names_the_ones_there_are() {
     assert!(
         server
             .output()
-            .contains("unknown command 'pregenerate': the loaded modules offer migrate, pregen"),
+            .contains(
+                "unknown command 'pregenerate': the loaded modules offer backup, migrate, pregen, restore"
+            ),
         "{}",
         server.output()
     );
@@ -445,4 +447,135 @@ fn dynamic_nodes_carry_their_riders_into_the_next_section_and_persist() {
     }
     server.send("stop");
     assert_eq!(server.wait_exit(Duration::from_secs(60)), Some(0));
+}
+
+/// `args` with the value after `--world` replaced by `world`.
+fn with_world(mut args: Vec<String>, world: &std::path::Path) -> Vec<String> {
+    let at = args.iter().position(|a| a == "--world").expect("--world");
+    args[at + 1] = world.display().to_string();
+    args
+}
+
+/// A world's sections and nodes as stored, row for row.
+type StoredRows = (
+    Vec<(i32, i32, i32, bool, bool)>,
+    Vec<(i64, i32, i32, i32, Vec<u8>)>,
+);
+
+fn stored_rows(database: &std::path::Path) -> StoredRows {
+    let c = Connection::open(database).expect("open");
+    let sections = c
+        .prepare("SELECT sx, sy, sz, save_enabled, generated FROM section ORDER BY sx, sy, sz")
+        .unwrap()
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let nodes = c
+        .prepare("SELECT id, sx, sy, sz, data FROM node ORDER BY id")
+        .unwrap()
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    (sections, nodes)
+}
+
+#[test]
+fn a_backup_taken_while_a_player_plays_restores_section_for_section_byte_for_byte() {
+    let scratch = Scratch::new();
+    scratch.add_game();
+    let (status, output) = run_headless(
+        &scratch,
+        &["pregen", "--radius", "2", "--height", "0"].map(String::from),
+    );
+    assert_eq!(status, Some(0), "{output}");
+    let (mut server, address) = start_game(&scratch, &[]);
+    let mut player = join(&address, "stays");
+    ping(&mut player, b"before");
+    let file = scratch.dir.path().join("world.backup");
+    console(
+        &mut server,
+        &format!("backup {}", file.display()),
+        "backup started into",
+    );
+    ping(&mut player, b"during");
+    let done = server
+        .wait_for("backup done in", Duration::from_secs(120))
+        .unwrap_or_else(|| panic!("the backup ends:\n{}", server.output()));
+    assert!(done.contains(" sections, "), "{done}");
+    ping(&mut player, b"after");
+    // Never over a file that is there.
+    console(
+        &mut server,
+        &format!("backup {}", file.display()),
+        "exists: remove it or name another file",
+    );
+    server.stop_cleanly();
+
+    let inspected = run_headless_args(&["inspect".to_string(), file.display().to_string()]);
+    assert!(
+        inspected.contains("sections of 2x2x2 chunks of 32x32x32 voxels")
+            && inspected.contains("[0, 0, 0]")
+            && inspected.contains("generated saved"),
+        "{inspected}"
+    );
+    let one = run_headless_args(&[
+        "inspect".to_string(),
+        file.display().to_string(),
+        "--section".into(),
+        "0,0,0".into(),
+    ]);
+    assert!(
+        one.contains("chunk") && one.contains("buildat_voxel_data ("),
+        "{one}"
+    );
+
+    let restored = scratch.dir.path().join("restored");
+    let restore = |scratch: &Scratch| {
+        let mut args = vec!["restore".to_string(), file.display().to_string()];
+        args.extend(with_world(scratch.server_args(), &restored));
+        let mut server = start_server(&args, Stdio::null());
+        let status = server.wait_exit(Duration::from_secs(300));
+        (status, server.output())
+    };
+    let (status, output) = restore(&scratch);
+    assert_eq!(status, Some(0), "{output}");
+    assert!(output.contains("restore done in"), "{output}");
+    // Section for section, byte for byte: what the backup holds is what the
+    // world held (sections generated after it, around the player, aside).
+    let (original_sections, original_nodes) = stored_rows(&scratch.world().join("world.sqlite"));
+    let (sections, nodes) = stored_rows(&restored.join("world.sqlite"));
+    assert!(sections.len() >= 25, "{} sections", sections.len());
+    for section in &sections {
+        assert!(original_sections.contains(section), "{section:?}");
+    }
+    assert!(!nodes.is_empty());
+    for node in &nodes {
+        assert!(
+            original_nodes.iter().any(|n| n == node),
+            "node {} differs or is missing",
+            node.0
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(restored.join("world.toml")).unwrap(),
+        std::fs::read_to_string(scratch.world().join("world.toml")).unwrap()
+    );
+    // Not twice into one world.
+    let (status, output) = restore(&scratch);
+    assert_ne!(status, Some(0), "{output}");
+    assert!(output.contains("restore into a new world"), "{output}");
+}
+
+/// `buildat-server ARGS...` to its exit (status 0), its output.
+fn run_headless_args(args: &[String]) -> String {
+    let mut server = start_server(args, Stdio::null());
+    let status = server.wait_exit(Duration::from_secs(60));
+    assert_eq!(status, Some(0), "{}", server.output());
+    server.output()
 }

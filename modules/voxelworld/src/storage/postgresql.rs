@@ -31,7 +31,9 @@ use std::time::Duration;
 use buildat_voxel::geometry::{Pos, SectionSize};
 use postgres::{Client, Config, NoTls, Statement};
 
-use super::{SCHEMA_VERSION, StorageCounts, StorageError, StoredSection, WorldStorage};
+use super::{
+    SCHEMA_VERSION, StorageCounts, StorageError, StorageSnapshot, StoredSection, WorldStorage,
+};
 
 /// Connections the pool keeps open at most.
 const POOL_SIZE: usize = 4;
@@ -433,31 +435,7 @@ impl WorldStorage for PgStorage {
     }
 
     fn load_section(&mut self, pos: Pos) -> Result<Option<StoredSection>, StorageError> {
-        let [x, y, z] = pos;
-        let rows = self.with(|c| {
-            let statement = c.statement(LOAD)?;
-            c.client.query(&statement, &[&x, &y, &z])
-        })?;
-        let mut flags = None;
-        let mut nodes = Vec::with_capacity(rows.len());
-        for row in &rows {
-            match row.get::<_, Option<i64>>(2) {
-                Some(id) => nodes.push((id as u64, row.get(3))),
-                None => flags = Some((row.get(0), row.get(1))),
-            }
-        }
-        let Some((save_enabled, generated)) = flags else {
-            // Nodes without their section row: a section is written whole,
-            // so this is one quarantined or never saved.
-            return Ok(None);
-        };
-        nodes.sort_unstable_by_key(|(id, _)| *id);
-        Ok(Some(StoredSection {
-            pos,
-            save_enabled,
-            generated,
-            nodes,
-        }))
+        self.with(|c| pg_reads::load_section(c, pos))
     }
 
     fn save_section(&mut self, section: &StoredSection) -> Result<(), StorageError> {
@@ -525,13 +503,7 @@ impl WorldStorage for PgStorage {
     }
 
     fn section_positions(&mut self) -> Result<Vec<Pos>, StorageError> {
-        self.with(|c| {
-            Ok(c.client
-                .query("SELECT sx, sy, sz FROM section ORDER BY sy, sz, sx", &[])?
-                .iter()
-                .map(|row| [row.get(0), row.get(1), row.get(2)])
-                .collect())
-        })
+        self.with(pg_reads::section_positions)
     }
 
     fn counts(&mut self) -> Result<StorageCounts, StorageError> {
@@ -548,11 +520,46 @@ impl WorldStorage for PgStorage {
     }
 
     fn next_node_id(&mut self) -> Result<u64, StorageError> {
+        self.with(pg_reads::next_node_id)
+    }
+
+    fn snapshot(&mut self) -> Result<Box<dyn StorageSnapshot>, StorageError> {
+        let mut connection = self.pool.get()?;
+        // One transaction seeing the database as of its first statement,
+        // whatever commits after.
+        let pinned = connection
+            .client
+            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .and_then(|()| pg_reads::next_node_id(&mut connection).map(|_| ()));
+        if let Err(source) = pinned {
+            connection.failed(&source);
+            connection.broken = true;
+            return Err(self.pool.error(source));
+        }
+        Ok(Box::new(PgSnapshot {
+            pool: Arc::clone(&self.pool),
+            connection,
+            section_size: self.section_size,
+        }))
+    }
+
+    fn set_empty_section_size(&mut self, size: SectionSize) -> Result<(), StorageError> {
+        let counts = self.counts()?;
+        if counts != StorageCounts::default() {
+            return Err(super::not_empty(&self.location(), counts));
+        }
+        let [w, h, d] = size.0;
         self.with(|c| {
-            Ok(c.client
-                .query_one("SELECT value FROM meta WHERE key = 'next_node_id'", &[])?
-                .get::<_, i64>(0) as u64)
-        })
+            let mut transaction = c.client.transaction()?;
+            transaction.execute("DELETE FROM section_size", &[])?;
+            transaction.execute(
+                "INSERT INTO section_size (w, h, d) VALUES ($1, $2, $3)",
+                &[&w, &h, &d],
+            )?;
+            transaction.commit()
+        })?;
+        self.section_size = size;
+        Ok(())
     }
 
     fn raise_next_node_id(&mut self, next: u64) -> Result<(), StorageError> {
@@ -565,6 +572,105 @@ impl WorldStorage for PgStorage {
             )?;
             Ok(())
         })
+    }
+}
+
+/// What the backend and its snapshots read alike.
+mod pg_reads {
+    use super::*;
+
+    pub fn load_section(
+        c: &mut PgConnection,
+        pos: Pos,
+    ) -> Result<Option<StoredSection>, postgres::Error> {
+        let [x, y, z] = pos;
+        let statement = c.statement(LOAD)?;
+        let rows = c.client.query(&statement, &[&x, &y, &z])?;
+        let mut flags = None;
+        let mut nodes = Vec::with_capacity(rows.len());
+        for row in &rows {
+            match row.get::<_, Option<i64>>(2) {
+                Some(id) => nodes.push((id as u64, row.get(3))),
+                None => flags = Some((row.get(0), row.get(1))),
+            }
+        }
+        let Some((save_enabled, generated)) = flags else {
+            // Nodes without their section row: a section is written whole,
+            // so this is one quarantined or never saved.
+            return Ok(None);
+        };
+        nodes.sort_unstable_by_key(|(id, _)| *id);
+        Ok(Some(StoredSection {
+            pos,
+            save_enabled,
+            generated,
+            nodes,
+        }))
+    }
+
+    pub fn section_positions(c: &mut PgConnection) -> Result<Vec<Pos>, postgres::Error> {
+        Ok(c.client
+            .query("SELECT sx, sy, sz FROM section ORDER BY sy, sz, sx", &[])?
+            .iter()
+            .map(|row| [row.get(0), row.get(1), row.get(2)])
+            .collect())
+    }
+
+    pub fn next_node_id(c: &mut PgConnection) -> Result<u64, postgres::Error> {
+        Ok(c.client
+            .query_one("SELECT value FROM meta WHERE key = 'next_node_id'", &[])?
+            .get::<_, i64>(0) as u64)
+    }
+}
+
+/// A repeatable-read, read-only transaction on a pooled connection of its
+/// own; rolled back when dropped.
+struct PgSnapshot {
+    pool: Arc<PgPool>,
+    connection: Pooled,
+    section_size: SectionSize,
+}
+
+impl PgSnapshot {
+    fn read<T>(
+        &mut self,
+        work: impl FnOnce(&mut PgConnection) -> Result<T, postgres::Error>,
+    ) -> Result<T, StorageError> {
+        work(&mut self.connection).map_err(|source| {
+            self.connection.failed(&source);
+            self.pool.error(source)
+        })
+    }
+}
+
+impl StorageSnapshot for PgSnapshot {
+    fn section_size(&self) -> SectionSize {
+        self.section_size
+    }
+
+    fn location(&self) -> String {
+        self.pool.url.clone()
+    }
+
+    fn section_positions(&mut self) -> Result<Vec<Pos>, StorageError> {
+        self.read(pg_reads::section_positions)
+    }
+
+    fn load_section(&mut self, pos: Pos) -> Result<Option<StoredSection>, StorageError> {
+        self.read(|c| pg_reads::load_section(c, pos))
+    }
+
+    fn next_node_id(&mut self) -> Result<u64, StorageError> {
+        self.read(pg_reads::next_node_id)
+    }
+}
+
+impl Drop for PgSnapshot {
+    fn drop(&mut self) {
+        // Back in the pool outside any transaction, or closed.
+        if self.connection.client.batch_execute("ROLLBACK").is_err() {
+            self.connection.broken = true;
+        }
     }
 }
 

@@ -11,7 +11,10 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use buildat_format::Packet;
+use buildat_harness::raw_client::RawClient;
 use buildat_interface::meta::ModuleMeta;
+use buildat_main_api::{Join, Ping, Pong, Spawn};
 use buildat_server::builder::Builder;
 use buildat_server::config::{ModuleProfile, ServerConfig};
 use buildat_server::core::Core;
@@ -308,4 +311,42 @@ pub fn start_game(scratch: &Scratch, settings: &[&str]) -> (Server, String) {
 /// killed on drop).
 pub fn start_server(args: &[String], stdin: Stdio) -> Server {
     Server::spawn(env!("CARGO_BIN_EXE_buildat-server"), args, stdin).expect("start buildat-server")
+}
+
+/// A player joined to the game at `address` (its spawn received).
+pub fn join(address: &str, name: &str) -> RawClient {
+    let mut client = RawClient::connect(address).expect("connect");
+    client
+        .send_packet(&Join {
+            name: name.to_string(),
+        })
+        .expect("join");
+    loop {
+        let packet = client
+            .recv(Duration::from_secs(60))
+            .expect("connected")
+            .expect("spawned within 60 s");
+        if packet.name == Spawn::NAME {
+            return client;
+        }
+    }
+}
+
+/// Pings until the pong comes back: the connection is alive and served.
+pub fn ping(client: &mut RawClient, data: &[u8]) {
+    client
+        .send_packet(&Ping {
+            data: data.to_vec(),
+        })
+        .expect("the connection is open");
+    loop {
+        let packet = client
+            .recv(Duration::from_secs(30))
+            .expect("still connected")
+            .expect("a pong within 30 s");
+        if packet.name == Pong::NAME {
+            assert_eq!(Pong::decode(&packet.data).expect("pong").data, data);
+            return;
+        }
+    }
 }
