@@ -19,6 +19,7 @@ pub mod faulttest;
 pub mod fleet;
 pub mod histogram;
 pub mod http;
+pub mod inflate;
 pub mod layout;
 pub mod lightbots;
 pub mod loadtest;

@@ -58,6 +58,22 @@ pub struct LoadOptions {
     /// windows with them open and closed.
     #[arg(long, default_value_t = 0)]
     pub pages: u32,
+    /// Play in this world (used in place) instead of a new one.
+    #[arg(long, value_name = "DIR")]
+    pub world: Option<std::path::PathBuf>,
+    /// `T:LINE`: at T seconds, send LINE on the server's console (e.g.
+    /// `60:backup /tmp/world.backup`); the table marks the moment
+    /// (repeatable).
+    #[arg(long = "console", value_name = "T:LINE", value_parser = parse_console_line)]
+    pub console: Vec<(f64, String)>,
+}
+
+fn parse_console_line(text: &str) -> Result<(f64, String), String> {
+    let (at, line) = text
+        .split_once(':')
+        .ok_or_else(|| format!("'{text}': expected T:LINE"))?;
+    let at: f64 = at.trim().parse().map_err(|e| format!("'{at}': {e}"))?;
+    Ok((at, line.to_string()))
 }
 
 /// One row of the table.
@@ -287,12 +303,19 @@ fn drive(server: &mut Server, fleet: &mut Fleet, options: &LoadOptions, ramp: Du
     let mut next_row = started + window;
     let mut last_busy: std::collections::HashMap<String, f64> = Default::default();
     let mut last_table_at = Instant::now();
+    let mut console_lines = options.console.clone();
+    console_lines.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut console_lines = console_lines.into_iter().peekable();
     print_header();
     loop {
         std::thread::sleep(Duration::from_millis(250));
         server.pump();
         fleet.pump();
         let t = started.elapsed().as_secs_f64();
+        while let Some((_, line)) = console_lines.next_if(|(at, _)| *at <= t) {
+            println!("-- t = {t:.0} s: `{line}` on the console --");
+            server.send(&line);
+        }
         if let Some(b) = &mut browsers
             && let Some(opened) = b.opening.as_ref().and_then(|o| o.try_recv().ok())
         {
@@ -579,7 +602,10 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
     let mut server = Server::start(
         layout,
         &ServerOptions {
-            world: layout.path("world"),
+            world: options
+                .world
+                .clone()
+                .unwrap_or_else(|| layout.path("world")),
             extra_module_paths: Vec::new(),
             settings: [format!("voxelworld.view_radius={}", options.view_radius)]
                 .into_iter()
@@ -681,4 +707,19 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
     lines.push(format!("loadtest: {}", if pass { "PASS" } else { "FAIL" }));
     println!("\n{}", lines.join("\n"));
     Ok(pass)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_console_line_is_a_time_then_the_line() {
+        assert_eq!(
+            parse_console_line("60:backup /tmp/a:b.backup"),
+            Ok((60.0, "backup /tmp/a:b.backup".to_string()))
+        );
+        assert!(parse_console_line("backup").is_err());
+        assert!(parse_console_line("soon:backup x").is_err());
+    }
 }

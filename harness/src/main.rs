@@ -12,7 +12,7 @@
 use std::process::ExitCode;
 
 use buildat_harness::layout::{CommonOptions, Layout};
-use buildat_harness::{abuse, crashtest, faulttest, lightbots, loadtest, mapbench};
+use buildat_harness::{abuse, crashtest, faulttest, inflate, lightbots, loadtest, mapbench};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -47,10 +47,23 @@ enum Test {
     /// A real browser draws the web map of a pregenerated square area:
     /// seconds, tiles and server CPU, cold and warm.
     Mapbench(mapbench::MapOptions),
+    /// Makes a stopped world's database N bytes big by copying its
+    /// sections (new positions, new ids): a big world for the backup and
+    /// storage figures.
+    Inflate(inflate::InflateOptions),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Test::Inflate(options) = &cli.command {
+        return match inflate::run(options) {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("buildat-harness: {error:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if let Test::Lightbots(options) = &cli.command {
         return if lightbots::run(options) {
             ExitCode::SUCCESS
@@ -70,7 +83,7 @@ fn main() -> ExitCode {
         Test::Faulttest(options) => faulttest::run(&layout, options),
         Test::Abuse(options) => abuse::run_standalone(&layout, options),
         Test::Crashtest(options) => crashtest::run(&layout, options),
-        Test::Lightbots(_) => Ok(true),
+        Test::Lightbots(_) | Test::Inflate(_) => Ok(true),
         Test::Mapbench(options) => mapbench::run(&layout, options),
     };
     if cli.common.keep {

@@ -327,6 +327,10 @@ fn run_headless(mut config: ServerConfig, words: Vec<String>) -> anyhow::Result<
     config
         .extra
         .insert(buildat_interface::config::HEADLESS.to_string(), "1".into());
+    // The command is the one thing running and may take as long as its
+    // work (pregen, migrate or restore of a big world): no watchdog report
+    // for it. Ctrl-C still stops it.
+    config.watchdog_limit = config.watchdog_limit.max(Duration::from_secs(24 * 3600));
     let core = Core::new(config).context("cannot start the module host")?;
     stop_on_signal(core.clone())?;
     let result = (|| -> anyhow::Result<String> {

@@ -395,6 +395,9 @@ impl CoreInner {
         let state = slot.state();
         let timeout = match state {
             ModuleState::Loaded | ModuleState::Failed(_) => self.config.stop_timeout,
+            // Hung until the watchdog's next look; back in no handler now
+            // (a long command that ended): stopped as a loaded one.
+            ModuleState::Hung(_) if slot.activity.get_busy().is_none() => self.config.stop_timeout,
             ModuleState::Hung(_) => Duration::ZERO,
             state => {
                 return Err(CoreError::Busy {
