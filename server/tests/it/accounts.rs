@@ -9,8 +9,8 @@
 //! login is told the server is busy, and logins being checked when `main`
 //! reloads are answered and join as their accounts.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use buildat_format::Packet;
@@ -18,27 +18,9 @@ use buildat_harness::raw_client::RawClient;
 use buildat_main_api::{Chat, ChatLine, Dig, Edits, LoggedIn, Login, Ping, Pong, Refused};
 use buildat_network_api::DisconnectPacket;
 
-use crate::common::{Scratch, Server, start_game};
+use crate::common::{Scratch, client_binary, output_text, start_small_game};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
-
-fn start(scratch: &Scratch, settings: &[&str]) -> (Server, String) {
-    let mut all = settings.to_vec();
-    all.push("voxelworld.view_radius=1");
-    start_game(scratch, &all)
-}
-
-/// The real client, built beside the server (`cargo test --workspace`
-/// builds it; `cargo build -p buildat-client` alone does too).
-fn client_binary() -> PathBuf {
-    let path = Path::new(env!("CARGO_BIN_EXE_buildat-server")).with_file_name("buildat-client");
-    assert!(
-        path.is_file(),
-        "{} is missing: cargo build -p buildat-client",
-        path.display()
-    );
-    path
-}
 
 /// Runs the real client as `name` with `password` until it ends (at most
 /// `seconds`).
@@ -54,10 +36,6 @@ fn real_client(address: &str, dir: &Path, name: &str, password: &str, seconds: u
         .args(["--quit-after", &seconds.to_string()])
         .stdin(Stdio::null());
     command
-}
-
-fn text(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned() + &String::from_utf8_lossy(&output.stdout)
 }
 
 /// Logs in as `name` and joins; waits for `main:spawn`.
@@ -125,7 +103,7 @@ fn still_playing(client: &mut RawClient) {
 fn names_are_claimed_privileges_checked_and_chat_delivered() {
     let scratch = Scratch::new();
     scratch.add_game();
-    let (mut server, address) = start(
+    let (mut server, address) = start_small_game(
         &scratch,
         &[
             "main.guests=false",
@@ -143,7 +121,7 @@ fn names_are_claimed_privileges_checked_and_chat_delivered() {
     let out = real_client(&address, dir, "ANN", "a guess", 60)
         .output()
         .expect("run buildat-client");
-    let said = text(&out);
+    let said = output_text(&out);
     assert_eq!(out.status.code(), Some(5), "disconnected:\n{said}");
     assert!(said.contains("wrong name or password"), "{said}");
     still_playing(&mut ann);
@@ -205,7 +183,7 @@ fn names_are_claimed_privileges_checked_and_chat_delivered() {
 fn kicks_and_bans_reach_the_client_and_bans_persist() {
     let scratch = Scratch::new();
     scratch.add_game();
-    let (mut server, address) = start(&scratch, &[]);
+    let (mut server, address) = start_small_game(&scratch, &[]);
     let dir = scratch.dir.path();
 
     // The real client logs in and plays; `kick` on the console ends it,
@@ -218,7 +196,7 @@ fn kicks_and_bans_reach_the_client_and_bans_persist() {
     server.expect_line("player dave (peer", TIMEOUT);
     server.send("kick dave griefing the spawn");
     let out = dave.wait_with_output().expect("the client's output");
-    let said = text(&out);
+    let said = output_text(&out);
     assert_eq!(
         out.status.code(),
         Some(5),
@@ -260,7 +238,7 @@ fn kicks_and_bans_reach_the_client_and_bans_persist() {
     // Bans are kept in the world's database: after a restart, still banned.
     server.stop_cleanly();
     drop(server);
-    let (mut server, address) = start(&scratch, &[]);
+    let (mut server, address) = start_small_game(&scratch, &[]);
     let mut client = RawClient::connect_from(&address, "127.0.0.2".parse().unwrap())
         .expect("the TCP connection is accepted");
     assert!(disconnect_reason(&mut client).contains("spamming"));
@@ -303,7 +281,7 @@ fn login_answer(client: &mut RawClient) -> Result<String, String> {
 fn logins_are_checked_off_the_game_thread_capped_and_answered_across_a_reload() {
     let scratch = Scratch::new();
     scratch.add_game();
-    let (mut server, address) = start(
+    let (mut server, address) = start_small_game(
         &scratch,
         &[
             "main.login_threads=1",

@@ -11,7 +11,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use buildat_format::Packet;
@@ -20,30 +20,9 @@ use buildat_main_api::Ping;
 use buildat_network_api::DisconnectPacket;
 use buildat_network_api::tls::SPEAKS_TLS;
 
-use crate::common::{Scratch, Server, start_game};
+use crate::common::{Scratch, Server, client_binary, output_text, start_small_game};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
-
-fn start(scratch: &Scratch, settings: &[&str]) -> (Server, String) {
-    let mut all = settings.to_vec();
-    if !settings
-        .iter()
-        .any(|s| s.starts_with("voxelworld.view_radius="))
-    {
-        all.push("voxelworld.view_radius=1");
-    }
-    start_game(scratch, &all)
-}
-
-fn client_binary() -> PathBuf {
-    let path = Path::new(env!("CARGO_BIN_EXE_buildat-server")).with_file_name("buildat-client");
-    assert!(
-        path.is_file(),
-        "{} is missing: cargo build -p buildat-client",
-        path.display()
-    );
-    path
-}
 
 /// The real client against `address` for at most `seconds`, its cache and
 /// known-hosts file in `dir`; `tls` adds `--tls`.
@@ -66,10 +45,6 @@ fn known_hosts(dir: &Path) -> PathBuf {
     dir.join("known_hosts")
 }
 
-fn text(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned() + &String::from_utf8_lossy(&output.stdout)
-}
-
 /// The fingerprint the server logged for its key.
 fn logged_fingerprint(server: &mut Server) -> String {
     let line = server.expect_line("key fingerprint SHA256:", TIMEOUT);
@@ -82,7 +57,8 @@ fn the_whole_game_works_over_tls_and_across_a_reload_of_network() {
     let scratch = Scratch::new();
     scratch.add_game();
     // The builder bot looks for a column's top in the chunks around it.
-    let (mut server, address) = start(&scratch, &["network.tls=on", "voxelworld.view_radius=2"]);
+    let (mut server, address) =
+        start_small_game(&scratch, &["network.tls=on", "voxelworld.view_radius=2"]);
     let fingerprint = logged_fingerprint(&mut server);
     // The certificate was made in the world folder, its key private.
     let tls_dir = scratch.world().join("tls");
@@ -111,7 +87,7 @@ fn the_whole_game_works_over_tls_and_across_a_reload_of_network() {
     server.expect_line("handing 1 peers and the listener", TIMEOUT);
     server.expect_line("with 1 peers kept", TIMEOUT);
     let out = bot.wait_with_output().expect("the client's output");
-    let said = text(&out);
+    let said = output_text(&out);
     assert_eq!(out.status.code(), Some(0), "played to the end:\n{said}");
     assert!(said.contains("logged in as tlsbot"), "{said}");
     assert!(
@@ -150,7 +126,7 @@ fn the_whole_game_works_over_tls_and_across_a_reload_of_network() {
     server.expect_line("player visitor (peer", TIMEOUT);
     server.send("kick visitor enough for today");
     let out = guest.wait_with_output().expect("the client's output");
-    let said = text(&out);
+    let said = output_text(&out);
     assert_eq!(out.status.code(), Some(5), "{said}");
     assert!(
         said.contains("kicked by the server: enough for today"),
@@ -164,13 +140,22 @@ fn a_changed_key_is_refused_until_accepted() {
     let scratch = Scratch::new();
     scratch.add_game();
     let dir = scratch.dir.path();
-    let (mut server, address) = start(&scratch, &["network.tls=on"]);
+    let (mut server, address) = start_small_game(&scratch, &["network.tls=on"]);
     let first = logged_fingerprint(&mut server);
     let out = client(&address, dir, true, 2).output().expect("run");
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
     let out = client(&address, dir, true, 2).output().expect("run");
-    assert_eq!(out.status.code(), Some(0), "known now: {}", text(&out));
-    assert!(!text(&out).contains("pinned in"), "{}", text(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "known now: {}",
+        output_text(&out)
+    );
+    assert!(
+        !output_text(&out).contains("pinned in"),
+        "{}",
+        output_text(&out)
+    );
     server.stop_cleanly();
     drop(server);
 
@@ -178,7 +163,7 @@ fn a_changed_key_is_refused_until_accepted() {
     let tls_dir = scratch.world().join("tls");
     let kept = dir.join("old-tls");
     std::fs::rename(&tls_dir, &kept).expect("move the certificate away");
-    let (mut server, new_address) = start(&scratch, &["network.tls=on"]);
+    let (mut server, new_address) = start_small_game(&scratch, &["network.tls=on"]);
     let second = logged_fingerprint(&mut server);
     assert_ne!(first, second);
     // The same server, as far as the client knows: its pin under the new port.
@@ -186,7 +171,7 @@ fn a_changed_key_is_refused_until_accepted() {
     let pins = std::fs::read_to_string(&file).expect("known hosts");
     std::fs::write(&file, pins.replace(&address, &new_address)).expect("known hosts");
     let out = client(&new_address, dir, true, 2).output().expect("run");
-    let said = text(&out);
+    let said = output_text(&out);
     assert_eq!(out.status.code(), Some(6), "refused:\n{said}");
     for needle in [
         format!("the key of {new_address} CHANGED"),
@@ -202,19 +187,19 @@ fn a_changed_key_is_refused_until_accepted() {
         .arg("--accept-new-key")
         .output()
         .expect("run");
-    let said = text(&out);
+    let said = output_text(&out);
     assert_eq!(out.status.code(), Some(0), "{said}");
     assert!(
         said.contains(&format!("changed from {first} to {second}")),
         "{said}"
     );
     let out = client(&new_address, dir, true, 2).output().expect("run");
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
     server.stop_cleanly();
     drop(server);
 
     // The operator names a certificate: the first key again.
-    let (mut server, _) = start(
+    let (mut server, _) = start_small_game(
         &scratch,
         &[
             "network.tls=on",
@@ -231,7 +216,7 @@ fn a_client_speaking_the_other_way_is_told_and_the_server_stays_up() {
     let scratch = Scratch::new();
     scratch.add_game();
     let dir = scratch.dir.path();
-    let (mut server, address) = start(
+    let (mut server, address) = start_small_game(
         &scratch,
         &["network.tls=on", "network.max_connections_per_ip=1"],
     );
@@ -250,7 +235,7 @@ fn a_client_speaking_the_other_way_is_told_and_the_server_stays_up() {
     server.expect_line("it does not speak TLS (a plaintext client?)", TIMEOUT);
     // The real client, told so, connects again over TLS (and pins the key).
     let out = client(&address, dir, false, 8).output().expect("run");
-    let said = text(&out);
+    let said = output_text(&out);
     assert_eq!(out.status.code(), Some(0), "{said}");
     assert!(
         said.contains("the server speaks TLS: connecting again over TLS"),
@@ -259,12 +244,12 @@ fn a_client_speaking_the_other_way_is_told_and_the_server_stays_up() {
     assert!(said.contains("is now pinned"), "{said}");
     // The server plays on.
     let out = client(&address, dir, true, 3).output().expect("run");
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
     // A refusal before any TLS (here: one connection per address, and one
     // is open) reaches a TLS client as what it is.
     let held = std::net::TcpStream::connect(&address).expect("connect");
     let out = client(&address, dir, true, 3).output().expect("run");
-    let said = text(&out);
+    let said = output_text(&out);
     assert_eq!(out.status.code(), Some(5), "{said}");
     assert!(
         said.contains("refused by the server: too many connections from 127.0.0.1"),
@@ -275,14 +260,14 @@ fn a_client_speaking_the_other_way_is_told_and_the_server_stays_up() {
     drop(server);
 
     // TLS to a plaintext port: told to leave it out.
-    let (mut server, address) = start(&scratch, &["network.tls=off"]);
+    let (mut server, address) = start_small_game(&scratch, &["network.tls=off"]);
     let out = client(&address, dir, true, 30).output().expect("run");
-    let said = text(&out);
+    let said = output_text(&out);
     assert_eq!(out.status.code(), Some(4), "{said}");
     assert!(said.contains("does not speak TLS"), "{said}");
     assert!(said.contains("connect without --tls"), "{said}");
     server.expect_line("sent a TLS ClientHello to a plaintext port", TIMEOUT);
     let out = client(&address, dir, false, 3).output().expect("run");
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
     server.stop_cleanly();
 }

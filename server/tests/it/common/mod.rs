@@ -350,3 +350,33 @@ pub fn ping(client: &mut RawClient, data: &[u8]) {
         }
     }
 }
+
+/// The game with a view radius of one chunk (unless `settings` set one):
+/// what the account and TLS tests need, quick to stream.
+pub fn start_small_game(scratch: &Scratch, settings: &[&str]) -> (Server, String) {
+    let mut all = settings.to_vec();
+    if !settings
+        .iter()
+        .any(|s| s.starts_with("voxelworld.view_radius="))
+    {
+        all.push("voxelworld.view_radius=1");
+    }
+    start_game(scratch, &all)
+}
+
+/// The real client, built beside the server (`cargo test --workspace`
+/// builds it; `cargo build -p buildat-client` alone does too).
+pub fn client_binary() -> PathBuf {
+    let path = Path::new(env!("CARGO_BIN_EXE_buildat-server")).with_file_name("buildat-client");
+    assert!(
+        path.is_file(),
+        "{} is missing: cargo build -p buildat-client",
+        path.display()
+    );
+    path
+}
+
+/// A finished process's stderr then stdout.
+pub fn output_text(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned() + &String::from_utf8_lossy(&output.stdout)
+}
