@@ -116,7 +116,8 @@ impl Core {
         let images = images::ImageStore::new(&config.build_dir)
             .map_err(io("cannot create the loaded-image dir"))?;
         let (reaper, reaper_rx) = crossbeam_channel::unbounded();
-        let builder = Builder::new(config.build_dir.clone(), config.module_profile);
+        let builder = Builder::new(config.build_dir.clone(), config.module_profile)
+            .with_module_paths(config.module_paths.clone());
         let inner = Arc::new(CoreInner {
             build_cancel: builder.canceller(),
             builder,
