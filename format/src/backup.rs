@@ -9,9 +9,16 @@
 //! [`decode_backup_head`] / [`check_backup_payload`] (reading the index from
 //! the head alone and checking an entry against the payload bytes there are).
 //!
+//! Also [`BackupReader`]: the index and one section's record read through
+//! a `Read + Seek` the caller opened, every length checked against the
+//! bytes there are (the world module's restore and the server's `inspect`
+//! read alike).
+//!
 //! Does not own: what a section's nodes mean (the world module maps its
-//! stored nodes to section records), where sections come from, or I/O: the
-//! caller reads and writes the file.
+//! stored nodes to section records), where sections come from, or opening
+//! and writing files.
+
+use std::io::{Read, Seek, SeekFrom};
 
 use serde::{Deserialize, Serialize};
 
@@ -108,6 +115,83 @@ pub fn check_backup_payload(
     }
 }
 
+/// Errors reading a backup through [`BackupReader`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BackupReadError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Container(#[from] ContainerError),
+}
+
+/// A backup's index, read from its head alone, and its section records
+/// read one at a time by their index entries.
+#[derive(Debug)]
+pub struct BackupReader<R> {
+    source: R,
+    meta: WorldBackup,
+    payload_start: u64,
+    payload_len: u64,
+}
+
+impl<R: Read + Seek> BackupReader<R> {
+    /// Reads and checks the head (magic, token, metadata within the file).
+    pub fn open(mut source: R) -> Result<Self, BackupReadError> {
+        let size = source.seek(SeekFrom::End(0))?;
+        source.seek(SeekFrom::Start(0))?;
+        let mut first = Vec::with_capacity(HEADER_LEN);
+        (&mut source)
+            .take(HEADER_LEN as u64)
+            .read_to_end(&mut first)?;
+        let head_len = backup_head_len(&first)?;
+        if head_len > size {
+            return Err(ContainerError::MetaTruncated {
+                meta_len: head_len - HEADER_LEN as u64,
+                available: usize::try_from(size.saturating_sub(HEADER_LEN as u64))
+                    .unwrap_or(usize::MAX),
+            }
+            .into());
+        }
+        // At most the format's metadata limit past the header (checked).
+        let mut head = Vec::new();
+        source.seek(SeekFrom::Start(0))?;
+        (&mut source).take(head_len).read_to_end(&mut head)?;
+        let meta = decode_backup_head(&head)?;
+        Ok(Self {
+            source,
+            meta,
+            payload_start: head_len,
+            payload_len: size - head_len,
+        })
+    }
+
+    pub fn meta(&self) -> &WorldBackup {
+        &self.meta
+    }
+
+    /// The bytes of section records the file holds after its head.
+    pub fn payload_len(&self) -> u64 {
+        self.payload_len
+    }
+
+    /// The section record `entry` addresses, checked against the file
+    /// (so never bigger than what is there).
+    pub fn record(&mut self, entry: &BackupSection) -> Result<Vec<u8>, BackupReadError> {
+        let offset = check_backup_payload(entry, self.payload_len)?;
+        self.source
+            .seek(SeekFrom::Start(self.payload_start + offset))?;
+        let mut record = Vec::new();
+        (&mut self.source)
+            .take(entry.payload.len)
+            .read_to_end(&mut record)?;
+        if record.len() as u64 != entry.payload.len {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+        }
+        Ok(record)
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
@@ -156,6 +240,23 @@ mod tests {
                 backup_head_len(prefix).is_err() || decode_backup_head(prefix).is_err(),
                 "a head cut at {cut} decoded"
             );
+        }
+    }
+
+    #[test]
+    fn a_reader_finds_each_record_and_refuses_a_cut_file() {
+        let mut meta = sample();
+        meta.sections[0].payload.len = 5;
+        let mut file = backup_head(&meta).unwrap();
+        file.extend_from_slice(b"abcde");
+        let mut reader = BackupReader::open(std::io::Cursor::new(file.clone())).unwrap();
+        assert_eq!(reader.meta(), &meta);
+        assert_eq!(reader.payload_len(), 5);
+        assert_eq!(reader.record(&meta.sections[0]).unwrap(), b"abcde");
+        for cut in 0..file.len() {
+            let opened = BackupReader::open(std::io::Cursor::new(file[..cut].to_vec()));
+            let outcome = opened.and_then(|mut r| r.record(&meta.sections[0]));
+            assert!(outcome.is_err(), "a file cut at {cut} read");
         }
     }
 

@@ -56,7 +56,7 @@ pub mod strings;
 pub mod voxel_blob;
 pub mod writer;
 
-pub use backup::{BackupSection, WorldBackup};
+pub use backup::{BackupReadError, BackupReader, BackupSection, WorldBackup};
 pub use container::{ContainerError, ContainerHeader, ContainerKind, PayloadRef};
 pub use light_blob::{LightBlobError, decode_light, encode_light};
 pub use magic::MagicError;

@@ -1,10 +1,12 @@
 //! Fuzz target: the container read as a world backup (its one kind) never
 //! panics: the header, the head (header and metadata), and every payload ref
-//! of a decoded index checked against the payload bytes there are.
+//! of a decoded index checked against the payload bytes there are, and the
+//! `BackupReader` over the same bytes.
 #![no_main]
 
 use buildat_format::backup::{
-    WorldBackup, backup_head, backup_head_len, check_backup_payload, decode_backup_head,
+    BackupReader, WorldBackup, backup_head, backup_head_len, check_backup_payload,
+    decode_backup_head,
 };
 use buildat_format::container::{self, HEADER_LEN, decode_primary};
 use libfuzzer_sys::fuzz_target;
@@ -24,6 +26,14 @@ fuzz_target!(|data: &[u8]| {
 });
 
 fn check(file: &[u8]) {
+    // The reader the server and the world use, over the same bytes.
+    if let Ok(mut reader) = BackupReader::open(std::io::Cursor::new(file)) {
+        for entry in reader.meta().sections.clone() {
+            if let Ok(record) = reader.record(&entry) {
+                assert_eq!(record.len() as u64, entry.payload.len);
+            }
+        }
+    }
     let _ = decode_primary::<WorldBackup>(file);
     let _ = backup_head_len(file.get(..HEADER_LEN).unwrap_or(file));
     let Ok(head_len) = backup_head_len(file) else {

@@ -63,12 +63,11 @@ pub fn run(options: &InflateOptions) -> anyhow::Result<bool> {
         db.query_row("SELECT coalesce(sum(length(data)), 0) FROM node", [], |r| {
             r.get::<_, i64>(0)
         })? as u64;
-    // The highest x any copy holds so far: the next copy starts past it.
-    let mut copy_x = max_x;
+    // Copy k (from 1) sits k spans along x, a gap of one section between.
     let span = max_x - min_x + 2;
     let mut copies = 0;
     while total < options.bytes {
-        let shift = copy_x + 2 - min_x;
+        let shift = span * (copies + 1);
         let transaction = db.transaction()?;
         let mut next_id: i64 = transaction.query_row(
             "SELECT value FROM meta WHERE key = 'next_node_id'",
@@ -100,7 +99,6 @@ pub fn run(options: &InflateOptions) -> anyhow::Result<bool> {
             params![next_id],
         )?;
         transaction.commit()?;
-        copy_x += span;
         copies += 1;
         println!(
             "inflate: {copies} copies, {:.0} of {:.0} MB of node data",

@@ -9,50 +9,19 @@
 //! (voxelworld writes and restores backups).
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::BufReader;
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use buildat_format::backup::{
-    BackupSection, WorldBackup, backup_head_len, check_backup_payload, decode_backup_head,
-};
-use buildat_format::container::HEADER_LEN;
+use buildat_format::backup::{BackupReader, BackupSection, check_backup_payload};
 use buildat_format::section::{NodeKind, SectionReader};
 
-/// A backup's index and where its payloads are.
-struct Backup {
-    file: File,
-    meta: WorldBackup,
-    payload_start: u64,
-    payload_len: u64,
-}
+type Backup = BackupReader<BufReader<File>>;
 
 fn open(path: &Path) -> anyhow::Result<Backup> {
-    let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let size = file.metadata()?.len();
-    let mut first = Vec::with_capacity(HEADER_LEN);
-    (&mut file)
-        .take(HEADER_LEN as u64)
-        .read_to_end(&mut first)?;
-    let head_len = backup_head_len(&first)
-        .with_context(|| format!("{} is not a world backup", path.display()))?;
-    if head_len > size {
-        bail!(
-            "{}: truncated: its index needs {head_len} bytes, the file has {size}",
-            path.display()
-        );
-    }
-    let mut head = Vec::new();
-    file.seek(SeekFrom::Start(0))?;
-    (&mut file).take(head_len).read_to_end(&mut head)?;
-    let meta = decode_backup_head(&head)
-        .with_context(|| format!("{}: its index does not decode", path.display()))?;
-    Ok(Backup {
-        file,
-        meta,
-        payload_start: head_len,
-        payload_len: size - head_len,
-    })
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    BackupReader::open(BufReader::new(file))
+        .with_context(|| format!("{} is not a world backup (or is cut short)", path.display()))
 }
 
 /// `X,Y,Z` section coordinates.
@@ -68,7 +37,7 @@ pub fn parse_section(text: &str) -> Result<[i32; 3], String> {
 /// The listing `inspect` prints.
 pub fn inspect(path: &Path, section: Option<[i32; 3]>) -> anyhow::Result<String> {
     let mut backup = open(path)?;
-    let meta = &backup.meta;
+    let meta = backup.meta().clone();
     let [w, h, d] = meta.section_size;
     let [cx, cy, cz] = meta.chunk_size;
     let nodes: u64 = meta.sections.iter().map(|s| u64::from(s.nodes)).sum();
@@ -85,7 +54,7 @@ pub fn inspect(path: &Path, section: Option<[i32; 3]>) -> anyhow::Result<String>
         meta.source,
         meta.next_node_id,
         meta.sections.len(),
-        backup.payload_len as f64 / 1e6,
+        backup.payload_len() as f64 / 1e6,
     );
     if let Some(pos) = section {
         let Some(entry) = meta.sections.iter().find(|s| s.pos == pos).cloned() else {
@@ -96,7 +65,7 @@ pub fn inspect(path: &Path, section: Option<[i32; 3]>) -> anyhow::Result<String>
     }
     out.push_str("section                    nodes        bytes  flags\n");
     for entry in &meta.sections {
-        let fits = check_backup_payload(entry, backup.payload_len).is_ok();
+        let fits = check_backup_payload(entry, backup.payload_len()).is_ok();
         out.push_str(&format!(
             "{:<24} {:>7} {:>12}  {}{}{}\n",
             format!("{:?}", entry.pos),
@@ -116,14 +85,9 @@ pub fn inspect(path: &Path, section: Option<[i32; 3]>) -> anyhow::Result<String>
 
 /// One section's nodes, from its record alone.
 fn describe_section(backup: &mut Backup, entry: &BackupSection) -> anyhow::Result<String> {
-    let offset = check_backup_payload(entry, backup.payload_len)?;
-    let mut record = Vec::new();
-    backup
-        .file
-        .seek(SeekFrom::Start(backup.payload_start + offset))?;
-    (&mut backup.file)
-        .take(entry.payload.len)
-        .read_to_end(&mut record)?;
+    let record = backup
+        .record(entry)
+        .with_context(|| format!("section {:?}: its record", entry.pos))?;
     let reader = SectionReader::open(&record)
         .with_context(|| format!("section {:?}: its record does not decode", entry.pos))?;
     let mut out = format!(

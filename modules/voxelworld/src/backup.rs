@@ -23,17 +23,16 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use buildat_format::SectionError;
 use buildat_format::backup::{
-    BackupSection, WorldBackup, backup_head, backup_head_len, check_backup_payload,
-    decode_backup_head,
+    BackupReadError, BackupReader, BackupSection, WorldBackup, backup_head,
 };
-use buildat_format::container::{ContainerError, HEADER_LEN, PayloadRef};
+use buildat_format::container::{ContainerError, PayloadRef};
 use buildat_format::section::{Node, NodeKind, NodeOptions, SectionReader, SectionWriter};
 use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
 use buildat_voxelworld_api::{StoredNode, StoredNodeKind};
@@ -60,6 +59,11 @@ pub enum BackupError {
     Container {
         path: PathBuf,
         source: ContainerError,
+    },
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: BackupReadError,
     },
     #[error("section {pos:?}: {source}")]
     Section { pos: Pos, source: SectionError },
@@ -231,6 +235,19 @@ pub struct BackupReport {
     pub bytes: u64,
 }
 
+impl BackupReport {
+    /// The line that ends a backup, `seconds` after it started.
+    pub fn done_line(&self, seconds: f64) -> String {
+        format!(
+            "backup done in {seconds:.1} s: {} sections, {} nodes, {:.1} MB in {}",
+            self.sections,
+            self.nodes,
+            self.bytes as f64 / 1e6,
+            self.file.display()
+        )
+    }
+}
+
 /// `path` with `suffix` appended to its file name.
 fn beside(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
@@ -359,85 +376,42 @@ fn write_parts(
     })
 }
 
-/// A backup file opened for reading: its index read, its sections read one
-/// at a time from their offsets.
+/// A backup file opened for reading (`buildat_format::backup::BackupReader`
+/// over the file): its index read, its sections read one at a time.
 pub struct BackupFile {
     path: PathBuf,
-    file: File,
-    meta: WorldBackup,
-    payload_start: u64,
-    payload_len: u64,
+    reader: BackupReader<BufReader<File>>,
 }
 
 impl BackupFile {
     pub fn open(path: &Path) -> Result<Self, BackupError> {
-        let container = |source| BackupError::Container {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut file = File::open(path).map_err(io(path))?;
-        let size = file.metadata().map_err(io(path))?.len();
-        let mut first = [0u8; HEADER_LEN];
-        let got = read_up_to(&mut file, &mut first).map_err(io(path))?;
-        let head_len = backup_head_len(&first[..got]).map_err(container)?;
-        if head_len > size {
-            return Err(container(ContainerError::MetaTruncated {
-                meta_len: head_len - HEADER_LEN as u64,
-                available: usize::try_from(size.saturating_sub(HEADER_LEN as u64))
-                    .unwrap_or(usize::MAX),
-            }));
-        }
-        // Bounded by the format's metadata limit (checked above).
-        let mut head = vec![0u8; head_len as usize];
-        file.seek(SeekFrom::Start(0)).map_err(io(path))?;
-        file.read_exact(&mut head).map_err(io(path))?;
-        let meta = decode_backup_head(&head).map_err(container)?;
+        let file = File::open(path).map_err(io(path))?;
+        let reader =
+            BackupReader::open(BufReader::new(file)).map_err(|source| BackupError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
         Ok(Self {
             path: path.to_path_buf(),
-            file,
-            meta,
-            payload_start: head_len,
-            payload_len: size - head_len,
+            reader,
         })
     }
 
     pub fn meta(&self) -> &WorldBackup {
-        &self.meta
-    }
-
-    /// The section record `entry` addresses, checked against the file.
-    pub fn record(&mut self, entry: &BackupSection) -> Result<Vec<u8>, BackupError> {
-        let offset = check_backup_payload(entry, self.payload_len).map_err(|source| {
-            BackupError::Container {
-                path: self.path.clone(),
-                source,
-            }
-        })?;
-        // Within the file (checked), so no bigger than what is on disk.
-        let mut record = vec![0u8; entry.payload.len as usize];
-        self.file
-            .seek(SeekFrom::Start(self.payload_start + offset))
-            .map_err(io(&self.path))?;
-        self.file.read_exact(&mut record).map_err(io(&self.path))?;
-        Ok(record)
+        self.reader.meta()
     }
 
     /// The stored section `entry` indexes.
     pub fn section(&mut self, entry: &BackupSection) -> Result<StoredSection, BackupError> {
-        let record = self.record(entry)?;
+        let record = self
+            .reader
+            .record(entry)
+            .map_err(|source| BackupError::Read {
+                path: self.path.clone(),
+                source,
+            })?;
         stored_section(entry, &record)
     }
-}
-
-fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match file.read(&mut buf[got..])? {
-            0 => break,
-            n => got += n,
-        }
-    }
-    Ok(got)
 }
 
 /// What a restore wrote, verified.
@@ -493,7 +467,8 @@ pub fn restore(
     })
 }
 
-/// Logs "`what`: done/total sections (percent)" at most once a second.
+/// Logs "`what`: done/total sections (percent)" at most once a second
+/// (backup and restore headless, and `migrate`).
 pub struct ProgressLog {
     what: &'static str,
     last: Instant,

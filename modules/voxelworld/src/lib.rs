@@ -237,7 +237,7 @@ struct BackupRun {
     done: Arc<AtomicU64>,
     total: Arc<AtomicU64>,
     cancel: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<Result<backup::BackupReport, backup::BackupError>>>,
+    thread: std::thread::JoinHandle<Result<backup::BackupReport, backup::BackupError>>,
     last_report: Instant,
 }
 
@@ -255,18 +255,12 @@ impl BackupRun {
     }
 
     /// Waits for the thread and says how it ended.
-    fn finish(mut self) -> String {
+    fn finish(self) -> String {
         let seconds = self.started.elapsed().as_secs_f64();
-        match self.thread.take().map(|thread| thread.join()) {
-            Some(Ok(Ok(report))) => format!(
-                "backup done in {seconds:.1} s: {} sections, {} nodes, {:.1} MB in {}",
-                report.sections,
-                report.nodes,
-                report.bytes as f64 / 1e6,
-                report.file.display()
-            ),
-            Some(Ok(Err(error))) => format!("backup to {} failed: {error}", self.file.display()),
-            Some(Err(_)) | None => format!(
+        match self.thread.join() {
+            Ok(Ok(report)) => report.done_line(seconds),
+            Ok(Err(error)) => format!("backup to {} failed: {error}", self.file.display()),
+            Err(_) => format!(
                 "backup to {} failed: its thread panicked",
                 self.file.display()
             ),
@@ -614,15 +608,9 @@ impl VoxelWorld {
             destination.location()
         );
         let started = Instant::now();
-        let mut last_report = Instant::now();
+        let mut progress = backup::ProgressLog::new("migrate");
         let report = migrate::migrate(source, destination.as_mut(), |done, total| {
-            if last_report.elapsed().as_secs_f64() >= 1.0 {
-                last_report = Instant::now();
-                log::info!(
-                    "migrate: {done}/{total} sections ({:.0}%)",
-                    done as f64 * 100.0 / total.max(1) as f64
-                );
-            }
+            progress.tell(done, total)
         })
         .map_err(|e| ModuleError::msg(format!("migrate: {e}")))?;
         Ok(format!(
@@ -674,14 +662,7 @@ impl VoxelWorld {
                 &mut |done, total| progress.tell(done, total),
             )
             .map_err(|e| ModuleError::msg(format!("backup: {e}")))?;
-            return Ok(format!(
-                "backup done in {:.1} s: {} sections, {} nodes, {:.1} MB in {}",
-                started.elapsed().as_secs_f64(),
-                report.sections,
-                report.nodes,
-                report.bytes as f64 / 1e6,
-                report.file.display()
-            ));
+            return Ok(report.done_line(started.elapsed().as_secs_f64()));
         }
         let done = Arc::new(AtomicU64::new(0));
         let total = Arc::new(AtomicU64::new(0));
@@ -714,7 +695,7 @@ impl VoxelWorld {
             done,
             total,
             cancel,
-            thread: Some(thread),
+            thread,
             last_report: Instant::now(),
         });
         Ok(format!(
@@ -729,7 +710,7 @@ impl VoxelWorld {
         let Some(run) = &mut self.backup_run else {
             return;
         };
-        if run.thread.as_ref().is_some_and(|t| t.is_finished()) {
+        if run.thread.is_finished() {
             if let Some(run) = self.backup_run.take() {
                 log::info!("{}", run.finish());
             }
@@ -851,16 +832,16 @@ impl VoxelWorld {
     /// The `world` command's answer.
     fn describe(&self) -> String {
         let light = self.world.light_counts;
-        let mut pregen = match &self.pregen_run {
+        let mut running = match &self.pregen_run {
             Some(run) => format!("; pregen running: {}", run.progress()),
             None => String::new(),
         };
         if let Some(run) = &self.backup_run {
-            pregen.push_str(&format!("; backup running: {}", run.progress()));
+            running.push_str(&format!("; backup running: {}", run.progress()));
         }
         format!(
             "world: {} sections in memory, {} with unsaved changes; light: {} edits updated \
-             in place, {} chunks lit whole, {}{pregen}",
+             in place, {} chunks lit whole, {}{running}",
             self.world.loaded_sections(),
             self.world.unsaved_count(),
             light.in_place,
