@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use buildat_format::backup::{BackupSection, WorldBackup, backup_head};
+use buildat_format::backup::{BackupSection, BackupValue, WorldBackup, backup_head};
 use buildat_format::container::PayloadRef;
 use buildat_format::records::{Placement, RecordWriter};
 use buildat_format::section::{Node, NodeKind, NodeOptions, SectionWriter};
@@ -148,11 +148,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 payload: payload(section.len(), 2),
             },
         ],
+        values: vec![BackupValue {
+            space: "main.accounts".into(),
+            key: "ann".into(),
+            payload: payload(section.len() + 2, 3),
+        }],
     };
     let mut c = vec![0u8];
     c.extend_from_slice(&backup_head(&meta)?);
     c.extend_from_slice(&section);
     c.extend_from_slice(b"xy");
+    c.extend_from_slice(b"ann");
     put("container", "backup", &c)?;
 
     let mut tx = SenderPacketTypes::new();

@@ -3,8 +3,10 @@
 //! records (§5), so a reader finds one section (or a region) from the index
 //! and decodes only its bytes.
 //!
-//! Owns: the [`WorldBackup`] metadata kind (magic `BWBK`, validity token 1),
-//! [`BackupSection`] (one index entry), [`backup_head`] (blob 0's header and
+//! Owns: the [`WorldBackup`] metadata kind (magic `BWBK`, validity token 2;
+//! token 1, before modules' values, is still read), [`BackupSection`] (one
+//! index entry), [`BackupValue`] (a module's value: its bytes are a payload
+//! too), [`backup_head`] (blob 0's header and
 //! metadata, written in front of payloads laid out earlier) and
 //! [`decode_backup_head`] / [`check_backup_payload`] (reading the index from
 //! the head alone and checking an entry against the payload bytes there are).
@@ -39,6 +41,15 @@ pub struct BackupSection {
     pub payload: PayloadRef,
 }
 
+/// One module's value in a backup (the world's `module_value` rows: a
+/// game's accounts and bans); its bytes are the payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackupValue {
+    pub space: String,
+    pub key: String,
+    pub payload: PayloadRef,
+}
+
 /// Metadata of a world backup.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct WorldBackup {
@@ -57,11 +68,58 @@ pub struct WorldBackup {
     pub taken_unix_s: u64,
     /// Every section, in the order their payloads follow.
     pub sections: Vec<BackupSection>,
+    /// Every module's value, by space and key; their payloads follow the
+    /// sections'.
+    pub values: Vec<BackupValue>,
 }
 
 impl ContainerKind for WorldBackup {
     const MAGIC: [u8; 4] = *b"BWBK";
+    const VALIDITY_TOKEN: u32 = 2;
+}
+
+/// The first backup layout (validity token 1: no modules' values), read
+/// as a [`WorldBackup`] with none; never written.
+#[derive(Debug, Serialize, Deserialize)]
+struct WorldBackupV1 {
+    section_size: [i32; 3],
+    chunk_size: [u32; 3],
+    next_node_id: u64,
+    settings: String,
+    source: String,
+    taken_unix_s: u64,
+    sections: Vec<BackupSection>,
+}
+
+impl ContainerKind for WorldBackupV1 {
+    const MAGIC: [u8; 4] = *b"BWBK";
     const VALIDITY_TOKEN: u32 = 1;
+}
+
+impl From<WorldBackupV1> for WorldBackup {
+    fn from(v1: WorldBackupV1) -> Self {
+        Self {
+            section_size: v1.section_size,
+            chunk_size: v1.chunk_size,
+            next_node_id: v1.next_node_id,
+            settings: v1.settings,
+            source: v1.source,
+            taken_unix_s: v1.taken_unix_s,
+            sections: v1.sections,
+            values: Vec::new(),
+        }
+    }
+}
+
+/// Whether a header is a backup's of the first layout (checks the magic,
+/// and that the token is one this code reads).
+fn is_first_layout(header: &crate::container::ContainerHeader) -> Result<bool, ContainerError> {
+    if header.validity_token == WorldBackupV1::VALIDITY_TOKEN {
+        crate::container::check_kind::<WorldBackupV1>(header)?;
+        return Ok(true);
+    }
+    crate::container::check_kind::<WorldBackup>(header)?;
+    Ok(false)
 }
 
 /// Blob 0's header and metadata: a backup file is these bytes followed by
@@ -74,7 +132,7 @@ pub fn backup_head(meta: &WorldBackup) -> Result<Vec<u8>, ContainerError> {
 /// first [`HEADER_LEN`] bytes; checks the magic and validity token.
 pub fn backup_head_len(first: &[u8]) -> Result<u64, ContainerError> {
     let header = read_header(first)?;
-    crate::container::check_kind::<WorldBackup>(&header)?;
+    is_first_layout(&header)?;
     if header.meta_len > crate::container::MAX_META_LEN as u64 {
         return Err(ContainerError::MetaTooLarge {
             len: header.meta_len,
@@ -86,6 +144,10 @@ pub fn backup_head_len(first: &[u8]) -> Result<u64, ContainerError> {
 /// The index, from the head's bytes (as many as [`backup_head_len`] said;
 /// more are ignored).
 pub fn decode_backup_head(head: &[u8]) -> Result<WorldBackup, ContainerError> {
+    if is_first_layout(&read_header(head)?)? {
+        let (meta, _payloads) = crate::container::decode_primary::<WorldBackupV1>(head)?;
+        return Ok(meta.into());
+    }
     let (meta, _payloads) = crate::container::decode_primary::<WorldBackup>(head)?;
     Ok(meta)
 }
@@ -97,7 +159,13 @@ pub fn check_backup_payload(
     section: &BackupSection,
     payload_len: u64,
 ) -> Result<u64, ContainerError> {
-    let r = &section.payload;
+    check_payload_ref(&section.payload, payload_len)
+}
+
+/// Checks that a payload (a section's record or a value's bytes) lies
+/// within a payload section of `payload_len` bytes in blob 0; returns its
+/// offset from that section's start.
+pub fn check_payload_ref(r: &PayloadRef, payload_len: u64) -> Result<u64, ContainerError> {
     if r.blob != 0 {
         return Err(ContainerError::MissingBlob {
             blob: r.blob,
@@ -178,17 +246,21 @@ impl<R: Read + Seek> BackupReader<R> {
     /// The section record `entry` addresses, checked against the file
     /// (so never bigger than what is there).
     pub fn record(&mut self, entry: &BackupSection) -> Result<Vec<u8>, BackupReadError> {
-        let offset = check_backup_payload(entry, self.payload_len)?;
+        self.read_payload(&entry.payload)
+    }
+
+    /// The bytes `r` addresses (a section's record, a value), checked
+    /// against the file.
+    pub fn read_payload(&mut self, r: &PayloadRef) -> Result<Vec<u8>, BackupReadError> {
+        let offset = check_payload_ref(r, self.payload_len)?;
         self.source
             .seek(SeekFrom::Start(self.payload_start + offset))?;
-        let mut record = Vec::new();
-        (&mut self.source)
-            .take(entry.payload.len)
-            .read_to_end(&mut record)?;
-        if record.len() as u64 != entry.payload.len {
+        let mut bytes = Vec::new();
+        (&mut self.source).take(r.len).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 != r.len {
             return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
         }
-        Ok(record)
+        Ok(bytes)
     }
 }
 
@@ -216,7 +288,46 @@ mod tests {
                     len: 5,
                 },
             }],
+            values: vec![BackupValue {
+                space: "main.accounts".into(),
+                key: "ann".into(),
+                payload: PayloadRef {
+                    blob: 0,
+                    offset: 5,
+                    len: 0,
+                },
+            }],
         }
+    }
+
+    #[test]
+    fn a_first_layout_head_reads_with_no_values() {
+        let meta = sample();
+        let v1 = WorldBackupV1 {
+            section_size: meta.section_size,
+            chunk_size: meta.chunk_size,
+            next_node_id: meta.next_node_id,
+            settings: meta.settings.clone(),
+            source: meta.source.clone(),
+            taken_unix_s: meta.taken_unix_s,
+            sections: meta.sections.clone(),
+        };
+        let file = crate::container::primary_head(&v1).unwrap();
+        assert_eq!(&file[4..8], &1u32.to_le_bytes());
+        assert_eq!(backup_head_len(&file).unwrap(), file.len() as u64);
+        let read = decode_backup_head(&file).unwrap();
+        assert_eq!(read.sections, meta.sections);
+        assert!(read.values.is_empty());
+        // A token neither layout has is refused, naming the current one.
+        let mut unknown = file.clone();
+        unknown[4] = 3;
+        assert_eq!(
+            decode_backup_head(&unknown).unwrap_err(),
+            ContainerError::ValidityToken {
+                expected: 2,
+                found: 3
+            }
+        );
     }
 
     #[test]

@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use buildat_format::backup::{
-    BackupSection, WorldBackup, backup_head, backup_head_len, check_backup_payload,
-    decode_backup_head,
+    BackupSection, BackupValue, WorldBackup, backup_head, backup_head_len, check_backup_payload,
+    check_payload_ref, decode_backup_head,
 };
 use buildat_format::container::{PayloadRef, decode_primary};
 use buildat_format::packet::{self, DEFINE_PACKET_TYPE};
@@ -277,8 +277,16 @@ fn section() {
 
 /// A world backup (the container's one kind) with two sections whose
 /// payloads are `abc` and `defg` (opaque to the container; in a real backup
-/// each is a section record).
-const BACKUP: &str = "4257424b 01000000 2a00000000000000 \
+/// each is a section record) and one module's value, `hi`.
+const BACKUP: &str = "4257424b 02000000 3400000000000000 \
+     040404 202020 fb2c01 03613d31 04772e6462 fc00d2496b \
+     02 020306 01 01 02 000003 000001 01 00 01 000304 \
+     01 036d2e61 016b 000702 \
+     616263 64656667 6869";
+
+/// The same sections in the first layout (validity token 1, before
+/// modules' values): still read, as a backup with no values.
+const BACKUP_V1: &str = "4257424b 01000000 2a00000000000000 \
      040404 202020 fb2c01 03613d31 04772e6462 fc00d2496b \
      02 020306 01 01 02 000003 000001 01 00 01 000304 \
      616263 64656667";
@@ -315,6 +323,15 @@ fn backup_meta() -> WorldBackup {
                 },
             },
         ],
+        values: vec![BackupValue {
+            space: "m.a".into(),
+            key: "k".into(),
+            payload: PayloadRef {
+                blob: 0,
+                offset: 7,
+                len: 2,
+            },
+        }],
     }
 }
 
@@ -324,16 +341,17 @@ fn container() {
     let mut file = backup_head(&meta).unwrap();
     file.extend_from_slice(b"abc");
     file.extend_from_slice(b"defg");
+    file.extend_from_slice(b"hi");
     let g = unhex(BACKUP);
     assert_eq!(file, g);
 
     // The head alone gives the index; the payloads follow it.
     let head_len = backup_head_len(&g).unwrap();
-    assert_eq!(head_len, 16 + 0x2a);
+    assert_eq!(head_len, 16 + 0x34);
     assert_eq!(decode_backup_head(&g[..head_len as usize]).unwrap(), meta);
     let (decoded, payloads) = decode_primary::<WorldBackup>(&g).unwrap();
     assert_eq!(decoded, meta);
-    assert_eq!(payloads, b"abcdefg");
+    assert_eq!(payloads, b"abcdefghi");
     let got: Vec<&[u8]> = meta
         .sections
         .iter()
@@ -343,6 +361,21 @@ fn container() {
         })
         .collect();
     assert_eq!(got, [&b"abc"[..], &b"defg"[..]]);
+    let value = &meta.values[0].payload;
+    let at = check_payload_ref(value, payloads.len() as u64).unwrap() as usize;
+    assert_eq!(&payloads[at..at + value.len as usize], b"hi");
+}
+
+#[test]
+fn container_first_layout() {
+    let g = unhex(BACKUP_V1);
+    let head_len = backup_head_len(&g).unwrap();
+    assert_eq!(head_len, 16 + 0x2a);
+    let read = decode_backup_head(&g[..head_len as usize]).unwrap();
+    let mut meta = backup_meta();
+    meta.values.clear();
+    assert_eq!(read, meta);
+    assert_eq!(&g[head_len as usize..], b"abcdefg");
 }
 
 #[test]

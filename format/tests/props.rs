@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use buildat_format::backup::{
-    BackupSection, WorldBackup, backup_head, backup_head_len, check_backup_payload,
-    decode_backup_head,
+    BackupSection, BackupValue, WorldBackup, backup_head, backup_head_len, check_backup_payload,
+    check_payload_ref, decode_backup_head,
 };
 use buildat_format::container::{ContainerError, PayloadRef, decode_primary};
 use buildat_format::packet::{FrameDecoder, FrameEncoder, ReceiverPacketTypes, SenderPacketTypes};
@@ -188,6 +188,7 @@ fn backup_file(
         source: "world.sqlite".into(),
         taken_unix_s,
         sections: Vec::new(),
+        values: Vec::new(),
     };
     for (pos, save_enabled, generated, nodes, bytes) in sections {
         meta.sections.push(BackupSection {
@@ -203,6 +204,17 @@ fn backup_file(
         });
         payloads.extend_from_slice(bytes);
     }
+    // The settings' bytes as a module's value, after the sections'.
+    meta.values.push(BackupValue {
+        space: "main.accounts".into(),
+        key: "k".into(),
+        payload: PayloadRef {
+            blob: 0,
+            offset: payloads.len() as u64,
+            len: settings.len() as u64,
+        },
+    });
+    payloads.extend_from_slice(settings.as_bytes());
     let mut file = backup_head(&meta).unwrap();
     file.extend_from_slice(&payloads);
     (file, meta)
@@ -504,6 +516,9 @@ proptest! {
             let at = check_backup_payload(s, payloads.len() as u64).unwrap() as usize;
             prop_assert_eq!(&payloads[at..at + s.payload.len as usize], bytes.as_slice());
         }
+        let value = &decoded.values[0].payload;
+        let at = check_payload_ref(value, payloads.len() as u64).unwrap() as usize;
+        prop_assert_eq!(&payloads[at..at + value.len as usize], settings.as_bytes());
     }
 
     #[test]

@@ -17,8 +17,10 @@ fuzz_target!(|data: &[u8]| {
     };
     let _ = container::read_header(rest);
     check(rest);
-    // Give the input a valid backup header now and then so bincode is reached.
-    let mut framed = b"BWBK\x01\x00\x00\x00".to_vec();
+    // Give the input a valid backup header (of either layout) now and then
+    // so bincode is reached.
+    let mut framed = b"BWBK".to_vec();
+    framed.extend_from_slice(&(1 + u32::from(split & 1)).to_le_bytes());
     let meta_len = (rest.len() as u64).min(u64::from(split));
     framed.extend_from_slice(&meta_len.to_le_bytes());
     framed.extend_from_slice(rest);
@@ -31,6 +33,11 @@ fn check(file: &[u8]) {
         for entry in reader.meta().sections.clone() {
             if let Ok(record) = reader.record(&entry) {
                 assert_eq!(record.len() as u64, entry.payload.len);
+            }
+        }
+        for value in reader.meta().values.clone() {
+            if let Ok(bytes) = reader.read_payload(&value.payload) {
+                assert_eq!(bytes.len() as u64, value.payload.len);
             }
         }
     }

@@ -3,17 +3,19 @@
 //! no module and no server.
 //!
 //! Owns: reading a backup's head and index from the file, listing its
-//! sections with their sizes, and listing one section's nodes from their
-//! markers and bodies. Does not own: the backup's layout
+//! sections with their sizes, counting modules' values by space (never
+//! showing them: they hold password verifiers), and listing one section's
+//! nodes from their markers and bodies. Does not own: the backup's layout
 //! (`buildat_format::backup`, docs/formats.md §10) or what nodes mean
 //! (voxelworld writes and restores backups).
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use buildat_format::backup::{BackupReader, BackupSection, check_backup_payload};
+use buildat_format::backup::{BackupReader, BackupSection, BackupValue, check_backup_payload};
 use buildat_format::section::{NodeKind, SectionReader};
 
 type Backup = BackupReader<BufReader<File>>;
@@ -47,7 +49,8 @@ pub fn inspect(path: &Path, section: Option<[i32; 3]>) -> anyhow::Result<String>
     let mut out = format!(
         "world backup {}: taken {} (unix time {}) from {}\n\
          sections of {w}x{h}x{d} chunks of {cx}x{cy}x{cz} voxels; next node id {}\n\
-         {} sections, {nodes} nodes, {:.1} MB of section records\n",
+         {} sections, {nodes} nodes, {:.1} MB of section records and values\n\
+         {}\n",
         path.display(),
         ago(now.saturating_sub(meta.taken_unix_s)),
         meta.taken_unix_s,
@@ -55,6 +58,7 @@ pub fn inspect(path: &Path, section: Option<[i32; 3]>) -> anyhow::Result<String>
         meta.next_node_id,
         meta.sections.len(),
         backup.payload_len() as f64 / 1e6,
+        describe_values(&meta.values),
     );
     if let Some(pos) = section {
         let Some(entry) = meta.sections.iter().find(|s| s.pos == pos).cloned() else {
@@ -81,6 +85,22 @@ pub fn inspect(path: &Path, section: Option<[i32; 3]>) -> anyhow::Result<String>
         ));
     }
     Ok(out)
+}
+
+/// `3 module values: main.accounts 2, main.bans 1`.
+fn describe_values(values: &[BackupValue]) -> String {
+    let mut spaces: BTreeMap<&str, u64> = BTreeMap::new();
+    for value in values {
+        *spaces.entry(value.space.as_str()).or_default() += 1;
+    }
+    let spaces: Vec<String> = spaces
+        .iter()
+        .map(|(space, count)| format!("{space} {count}"))
+        .collect();
+    if spaces.is_empty() {
+        return "0 module values".into();
+    }
+    format!("{} module values: {}", values.len(), spaces.join(", "))
 }
 
 /// One section's nodes, from its record alone.

@@ -1,32 +1,52 @@
-//! Accounts, privileges and bans, kept in the world's database
-//! (`<world>/world.sqlite`, tables `main_accounts`, `main_privileges`,
-//! `main_bans`; voxelworld's tables are its own), and how often logins may
-//! be tried.
+//! Accounts, privileges and bans, kept with the world as modules' values
+//! (voxelworld's `get_value` / `put_values`: spaces `main.accounts`,
+//! `main.privileges`, `main.bans`), so they live on the world's backend
+//! (SQLite or PostgreSQL), move with `migrate` and are in every backup;
+//! and how often logins may be tried.
 //!
 //! Owns: claiming a name with its first login, the argon2id verifier (a
 //! salted PHC string; the password itself is never stored), checking a
 //! login without telling whether the name exists, the privileges granted
 //! per account, bans by name and by address with a reason and an optional
-//! expiry, and [`Attempts`] (logins tried per address and per name). Does
-//! not own: what names may hold (`names.rs`), what privileges allow
-//! (`lib.rs`, `chat.rs`).
+//! expiry, the values' encodings, taking in the tables an older version
+//! kept in `<world>/world.sqlite` ([`import_old_tables`], read and dropped
+//! through voxelworld, the one module that opens that file), and
+//! [`Attempts`] (logins tried per address and per name). Does not own:
+//! what names may hold (`names.rs`), what privileges allow (`lib.rs`,
+//! `chat.rs`), where values are stored (voxelworld).
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use rusqlite::{Connection, OptionalExtension, params};
+use buildat_interface::{Host, ModuleError};
+use buildat_voxelworld_api::{
+    DropOldTables, GetValue, OldCell, OldTable, PutValues, ReadOldTable, ValueWrite,
+};
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::names::PlayerName;
 
+/// The values' spaces.
+const ACCOUNTS: &str = "main.accounts";
+const PRIVILEGES: &str = "main.privileges";
+const BANS: &str = "main.bans";
+
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum AccountError {
-    #[error("the accounts database: {0}")]
-    Database(#[from] rusqlite::Error),
+    /// The world's values could not be read or written.
+    #[error("the world's values: {0}")]
+    Storage(String),
+    /// A stored value does not decode.
+    #[error("{space}/{key} does not decode: {why}")]
+    Damaged {
+        space: &'static str,
+        key: String,
+        why: String,
+    },
     #[error("hashing a password: {0}")]
     Hash(String),
     #[error("reading random bytes for a salt: {0}")]
@@ -35,6 +55,12 @@ pub enum AccountError {
     /// told the same either way.
     #[error("wrong name or password")]
     Refused,
+}
+
+impl From<ModuleError> for AccountError {
+    fn from(error: ModuleError) -> Self {
+        Self::Storage(error.to_string())
+    }
 }
 
 /// What a login that passed did.
@@ -88,11 +114,14 @@ pub enum BanKind {
 }
 
 impl BanKind {
-    fn column(self) -> &'static str {
-        match self {
+    /// The ban's key in `main.bans`: `name:KEY` or `ip:ADDRESS` (also the
+    /// `kind` column of the old table).
+    fn key(self, value: &str) -> String {
+        let kind = match self {
             Self::Name => "name",
             Self::Address => "ip",
-        }
+        };
+        format!("{kind}:{value}")
     }
 }
 
@@ -126,78 +155,131 @@ pub fn verify_password(verifier: &str, password: &str) -> bool {
     })
 }
 
+/// An account's value in `main.accounts` (keyed by the name's key).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct AccountValue {
+    /// The name as first claimed.
+    name: String,
+    /// The argon2id PHC string.
+    verifier: String,
+    created_ms: u64,
+}
+
+/// A ban's value in `main.bans`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct BanValue {
+    reason: String,
+    by: String,
+    expires_ms: Option<u64>,
+}
+
+/// Where the accounts' values are read and written: the world's values
+/// through voxelworld's calls ([`Host`]); memory in unit tests.
+pub trait ValueStore: Send {
+    fn get_value(&self, space: &str, key: &str) -> Result<Option<Vec<u8>>, ModuleError>;
+    /// All of `writes` in one transaction, or none (see `PutValues`).
+    fn put_values(&self, writes: Vec<ValueWrite>) -> Result<bool, ModuleError>;
+    /// A table an older version kept in `<world>/world.sqlite`.
+    fn read_old_table(&self, table: &str) -> Result<Option<OldTable>, ModuleError>;
+    /// Drops those tables, in one transaction.
+    fn drop_old_tables(&self, tables: &[&str]) -> Result<(), ModuleError>;
+}
+
+impl ValueStore for Host {
+    fn get_value(&self, space: &str, key: &str) -> Result<Option<Vec<u8>>, ModuleError> {
+        self.call(&GetValue {
+            space: space.into(),
+            key: key.into(),
+        })
+    }
+
+    fn put_values(&self, writes: Vec<ValueWrite>) -> Result<bool, ModuleError> {
+        self.call(&PutValues { writes })
+    }
+
+    fn read_old_table(&self, table: &str) -> Result<Option<OldTable>, ModuleError> {
+        self.call(&ReadOldTable {
+            table: table.into(),
+        })
+    }
+
+    fn drop_old_tables(&self, tables: &[&str]) -> Result<(), ModuleError> {
+        self.call(&DropOldTables {
+            tables: tables.iter().map(|t| t.to_string()).collect(),
+        })
+    }
+}
+
+fn write(space: &str, key: &str, value: Option<Vec<u8>>, only_if_absent: bool) -> ValueWrite {
+    ValueWrite {
+        space: space.into(),
+        key: key.into(),
+        value,
+        only_if_absent,
+    }
+}
+
+fn encoded<T: Serialize>(value: &T) -> Result<Vec<u8>, AccountError> {
+    buildat_interface::encode(value).map_err(|e| AccountError::Storage(e.to_string()))
+}
+
 /// The accounts of a world.
 pub struct Accounts {
-    db: Connection,
+    store: Box<dyn ValueStore>,
 }
 
 impl Accounts {
-    /// Opens (creating them if needed) the tables in `path`.
-    pub fn open(path: &Path) -> Result<Self, AccountError> {
-        let db = Connection::open(path)?;
-        db.busy_timeout(Duration::from_secs(5))?;
-        db.pragma_update(None, "journal_mode", "WAL")?;
-        db.execute_batch(
-            "CREATE TABLE IF NOT EXISTS main_accounts (
-                 key TEXT PRIMARY KEY NOT NULL,
-                 name TEXT NOT NULL,
-                 verifier TEXT NOT NULL,
-                 created_ms INTEGER NOT NULL
-             );
-             CREATE TABLE IF NOT EXISTS main_privileges (
-                 key TEXT NOT NULL,
-                 privilege TEXT NOT NULL,
-                 PRIMARY KEY (key, privilege)
-             );
-             CREATE TABLE IF NOT EXISTS main_bans (
-                 kind TEXT NOT NULL,
-                 value TEXT NOT NULL,
-                 reason TEXT NOT NULL,
-                 by TEXT NOT NULL,
-                 expires_ms INTEGER,
-                 PRIMARY KEY (kind, value)
-             );",
-        )?;
-        Ok(Self { db })
+    pub fn new(store: Box<dyn ValueStore>) -> Self {
+        Self { store }
+    }
+
+    /// The value at `space`/`key`, decoded.
+    fn read<T: for<'de> Deserialize<'de>>(
+        &self,
+        space: &'static str,
+        key: &str,
+    ) -> Result<Option<T>, AccountError> {
+        let Some(bytes) = self.store.get_value(space, key)? else {
+            return Ok(None);
+        };
+        buildat_interface::decode(&bytes)
+            .map(Some)
+            .map_err(|e| AccountError::Damaged {
+                space,
+                key: key.to_string(),
+                why: e.to_string(),
+            })
     }
 
     /// The account `name` (its shown name and verifier), if it exists.
     pub fn lookup(&self, name: &PlayerName) -> Result<Option<(String, String)>, AccountError> {
         Ok(self
-            .db
-            .query_row(
-                "SELECT name, verifier FROM main_accounts WHERE key = ?1",
-                params![name.key],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .optional()?)
+            .read::<AccountValue>(ACCOUNTS, &name.key)?
+            .map(|account| (account.name, account.verifier)))
     }
 
     /// Makes the account `name` with `verifier` (from [`hash_password`]),
-    /// granting `defaults`; `false` when the name was claimed meanwhile.
+    /// granting `defaults`, in one transaction; `false` when the name was
+    /// claimed meanwhile.
     pub fn create(
         &self,
         name: &PlayerName,
         verifier: &str,
         defaults: &BTreeSet<String>,
     ) -> Result<bool, AccountError> {
-        let tx = self.db.unchecked_transaction()?;
-        let inserted = tx.execute(
-            "INSERT OR IGNORE INTO main_accounts (key, name, verifier, created_ms) \
-             VALUES (?1, ?2, ?3, ?4)",
-            params![name.key, name.display, verifier, now_ms() as i64],
-        )?;
-        if inserted == 0 {
-            return Ok(false);
-        }
-        for privilege in defaults {
-            tx.execute(
-                "INSERT OR IGNORE INTO main_privileges (key, privilege) VALUES (?1, ?2)",
-                params![name.key, privilege],
-            )?;
-        }
-        tx.commit()?;
-        Ok(true)
+        let account = AccountValue {
+            name: name.display.clone(),
+            verifier: verifier.to_string(),
+            created_ms: now_ms(),
+        };
+        let mut privileges = self.privileges(&name.key)?;
+        privileges.extend(defaults.iter().cloned());
+        self.store
+            .put_values(vec![
+                write(ACCOUNTS, &name.key, Some(encoded(&account)?), true),
+                write(PRIVILEGES, &name.key, Some(encoded(&privileges)?), false),
+            ])
+            .map_err(AccountError::from)
     }
 
     /// Logs in to `name` with `password` on this thread (the game does
@@ -233,22 +315,13 @@ impl Accounts {
     /// The shown name of the account with `key`, if there is one.
     pub fn get_name(&self, key: &str) -> Result<Option<String>, AccountError> {
         Ok(self
-            .db
-            .query_row(
-                "SELECT name FROM main_accounts WHERE key = ?1",
-                params![key],
-                |row| row.get(0),
-            )
-            .optional()?)
+            .read::<AccountValue>(ACCOUNTS, key)?
+            .map(|account| account.name))
     }
 
     /// The privileges granted to the account with `key`.
     pub fn privileges(&self, key: &str) -> Result<BTreeSet<String>, AccountError> {
-        let mut statement = self
-            .db
-            .prepare_cached("SELECT privilege FROM main_privileges WHERE key = ?1")?;
-        let rows = statement.query_map(params![key], |row| row.get(0))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        Ok(self.read(PRIVILEGES, key)?.unwrap_or_default())
     }
 
     /// Grants (`true`) or revokes a privilege; whether that changed anything.
@@ -258,18 +331,21 @@ impl Accounts {
         privilege: &str,
         granted: bool,
     ) -> Result<bool, AccountError> {
+        let mut privileges = self.privileges(key)?;
         let changed = if granted {
-            self.db.execute(
-                "INSERT OR IGNORE INTO main_privileges (key, privilege) VALUES (?1, ?2)",
-                params![key, privilege],
-            )?
+            privileges.insert(privilege.to_string())
         } else {
-            self.db.execute(
-                "DELETE FROM main_privileges WHERE key = ?1 AND privilege = ?2",
-                params![key, privilege],
-            )?
+            privileges.remove(privilege)
         };
-        Ok(changed > 0)
+        if changed {
+            self.store.put_values(vec![write(
+                PRIVILEGES,
+                key,
+                Some(encoded(&privileges)?),
+                false,
+            )])?;
+        }
+        Ok(changed)
     }
 
     /// Bans `value` (replacing a ban of it there was).
@@ -281,48 +357,136 @@ impl Accounts {
         by: &str,
         expires_ms: Option<u64>,
     ) -> Result<(), AccountError> {
-        self.db.execute(
-            "INSERT OR REPLACE INTO main_bans (kind, value, reason, by, expires_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![
-                kind.column(),
-                value,
-                reason,
-                by,
-                expires_ms.map(|ms| ms as i64)
-            ],
-        )?;
+        let ban = BanValue {
+            reason: reason.to_string(),
+            by: by.to_string(),
+            expires_ms,
+        };
+        self.store.put_values(vec![write(
+            BANS,
+            &kind.key(value),
+            Some(encoded(&ban)?),
+            false,
+        )])?;
         Ok(())
     }
 
     /// Lifts a ban; whether there was one.
     pub fn unban(&self, kind: BanKind, value: &str) -> Result<bool, AccountError> {
-        Ok(self.db.execute(
-            "DELETE FROM main_bans WHERE kind = ?1 AND value = ?2",
-            params![kind.column(), value],
-        )? > 0)
+        let key = kind.key(value);
+        if self.store.get_value(BANS, &key)?.is_none() {
+            return Ok(false);
+        }
+        self.store
+            .put_values(vec![write(BANS, &key, None, false)])?;
+        Ok(true)
     }
 
     /// The ban in force on `value`, if any (an expired one is removed).
     pub fn get_ban(&self, kind: BanKind, value: &str) -> Result<Option<Ban>, AccountError> {
-        let ban: Option<(String, Option<i64>)> = self
-            .db
-            .query_row(
-                "SELECT reason, expires_ms FROM main_bans WHERE kind = ?1 AND value = ?2",
-                params![kind.column(), value],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .optional()?;
-        let Some((reason, expires)) = ban else {
+        let Some(ban) = self.read::<BanValue>(BANS, &kind.key(value))? else {
             return Ok(None);
         };
-        let expires_ms = expires.map(|ms| u64::try_from(ms).unwrap_or(0));
-        if expires_ms.is_some_and(|ms| ms <= now_ms()) {
+        if ban.expires_ms.is_some_and(|ms| ms <= now_ms()) {
             self.unban(kind, value)?;
             return Ok(None);
         }
-        Ok(Some(Ban { reason, expires_ms }))
+        Ok(Some(Ban {
+            reason: ban.reason,
+            expires_ms: ban.expires_ms,
+        }))
     }
+}
+
+/// How many rows [`import_old_tables`] took in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Imported {
+    pub accounts: usize,
+    pub privileges: usize,
+    pub bans: usize,
+}
+
+/// The old tables, in the order they are dropped.
+const OLD_TABLES: [&str; 3] = ["main_accounts", "main_privileges", "main_bans"];
+
+/// A row's text cell, or why it is not one.
+fn text(table: &OldTable, row: &[OldCell], column: &str) -> Result<String, AccountError> {
+    match table.get(row, column) {
+        Some(OldCell::Text(text)) => Ok(text.clone()),
+        other => Err(AccountError::Damaged {
+            space: "world.sqlite",
+            key: column.to_string(),
+            why: format!("expected text, found {other:?}"),
+        }),
+    }
+}
+
+/// A row's integer cell (`None` for NULL or missing).
+fn integer(table: &OldTable, row: &[OldCell], column: &str) -> Option<u64> {
+    match table.get(row, column) {
+        Some(OldCell::Integer(n)) => Some(u64::try_from(*n).unwrap_or(0)),
+        _ => None,
+    }
+}
+
+/// Takes in the accounts, privileges and bans an older version of this
+/// module kept in tables of its own in `<world>/world.sqlite`
+/// (`main_accounts`, `main_privileges`, `main_bans`, read through
+/// voxelworld): writes them as the world's values (over any of the same
+/// key: the old tables are what the operator had), then drops the tables.
+/// `None` when there were none. Run at start, before any login: a run cut
+/// short between the two steps takes them in again at the next start.
+pub fn import_old_tables(store: &dyn ValueStore) -> Result<Option<Imported>, AccountError> {
+    let Some(accounts) = store.read_old_table("main_accounts")? else {
+        return Ok(None);
+    };
+    let mut writes = Vec::new();
+    let mut imported = Imported::default();
+    for row in &accounts.rows {
+        let account = AccountValue {
+            name: text(&accounts, row, "name")?,
+            verifier: text(&accounts, row, "verifier")?,
+            created_ms: integer(&accounts, row, "created_ms").unwrap_or(0),
+        };
+        let key = text(&accounts, row, "key")?;
+        writes.push(write(ACCOUNTS, &key, Some(encoded(&account)?), false));
+        imported.accounts += 1;
+    }
+    if let Some(privileges) = store.read_old_table("main_privileges")? {
+        let mut granted: std::collections::BTreeMap<String, BTreeSet<String>> =
+            std::collections::BTreeMap::new();
+        for row in &privileges.rows {
+            granted
+                .entry(text(&privileges, row, "key")?)
+                .or_default()
+                .insert(text(&privileges, row, "privilege")?);
+            imported.privileges += 1;
+        }
+        for (key, privileges) in granted {
+            writes.push(write(PRIVILEGES, &key, Some(encoded(&privileges)?), false));
+        }
+    }
+    if let Some(bans) = store.read_old_table("main_bans")? {
+        for row in &bans.rows {
+            let ban = BanValue {
+                reason: text(&bans, row, "reason")?,
+                by: text(&bans, row, "by")?,
+                expires_ms: integer(&bans, row, "expires_ms"),
+            };
+            let key = format!(
+                "{}:{}",
+                text(&bans, row, "kind")?,
+                text(&bans, row, "value")?
+            );
+            writes.push(write(BANS, &key, Some(encoded(&ban)?), false));
+            imported.bans += 1;
+        }
+    }
+    for batch in writes.chunks(buildat_voxelworld_api::MAX_VALUE_WRITES) {
+        store.put_values(batch.to_vec())?;
+    }
+    store.drop_old_tables(&OLD_TABLES)?;
+    Ok(Some(imported))
 }
 
 /// Login attempts allowed per address and per name in each window.
@@ -400,15 +564,117 @@ impl Attempts {
 mod tests {
     use super::*;
     use crate::names::check_name;
+    use rusqlite::Connection;
+    use rusqlite::types::ValueRef;
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
 
     fn defaults() -> BTreeSet<String> {
         ["interact".to_string(), "shout".to_string()].into()
     }
 
+    /// Values in memory, with `PutValues`' all-or-none rule (voxelworld's
+    /// storage tests cover the real backends; the e2e tests the calls).
+    /// Values by (space, key).
+    type Values = BTreeMap<(String, String), Vec<u8>>;
+
+    #[derive(Clone, Default)]
+    struct MemoryValues {
+        values: Arc<Mutex<Values>>,
+        /// Where its old tables are (voxelworld's `old_tables.rs` in the game).
+        old: Option<std::path::PathBuf>,
+    }
+
+    impl MemoryValues {
+        fn old_file(&self) -> Option<Connection> {
+            self.old
+                .as_ref()
+                .map(|path| Connection::open(path).unwrap())
+        }
+    }
+
+    impl ValueStore for MemoryValues {
+        fn get_value(&self, space: &str, key: &str) -> Result<Option<Vec<u8>>, ModuleError> {
+            let values = self.values.lock().unwrap();
+            Ok(values.get(&(space.to_string(), key.to_string())).cloned())
+        }
+
+        fn put_values(&self, writes: Vec<ValueWrite>) -> Result<bool, ModuleError> {
+            let mut values = self.values.lock().unwrap();
+            if writes
+                .iter()
+                .any(|w| w.only_if_absent && values.contains_key(&(w.space.clone(), w.key.clone())))
+            {
+                return Ok(false);
+            }
+            for w in writes {
+                match w.value {
+                    Some(value) => values.insert((w.space, w.key), value),
+                    None => values.remove(&(w.space, w.key)),
+                };
+            }
+            Ok(true)
+        }
+
+        fn read_old_table(&self, table: &str) -> Result<Option<OldTable>, ModuleError> {
+            let Some(db) = self.old_file() else {
+                return Ok(None);
+            };
+            let present = db
+                .query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE name = ?1",
+                    [table],
+                    |r| r.get::<_, i64>(0),
+                )
+                .unwrap();
+            if present == 0 {
+                return Ok(None);
+            }
+            let mut statement = db.prepare(&format!("SELECT * FROM {table}")).unwrap();
+            let columns: Vec<String> = statement
+                .column_names()
+                .iter()
+                .map(|c| c.to_string())
+                .collect();
+            let width = columns.len();
+            let rows = statement
+                .query_map([], |row| {
+                    Ok((0..width)
+                        .map(|i| match row.get_ref(i).unwrap() {
+                            ValueRef::Null => OldCell::Null,
+                            ValueRef::Integer(n) => OldCell::Integer(n),
+                            ValueRef::Text(t) => {
+                                OldCell::Text(String::from_utf8(t.to_vec()).unwrap())
+                            }
+                            other => panic!("{other:?}"),
+                        })
+                        .collect())
+                })
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            Ok(Some(OldTable { columns, rows }))
+        }
+
+        fn drop_old_tables(&self, tables: &[&str]) -> Result<(), ModuleError> {
+            if let Some(db) = self.old_file() {
+                for table in tables {
+                    db.execute_batch(&format!("DROP TABLE IF EXISTS {table}"))
+                        .unwrap();
+                }
+            }
+            Ok(())
+        }
+    }
+
+    fn accounts(store: &MemoryValues) -> Accounts {
+        Accounts::new(Box::new(store.clone()))
+    }
+
     #[test]
     fn the_first_login_claims_a_name_and_later_ones_need_its_password() {
-        let dir = tempfile::tempdir().unwrap();
-        let accounts = Accounts::open(&dir.path().join("world.sqlite")).unwrap();
+        let store = MemoryValues::default();
+        let accounts = accounts(&store);
         let ann = check_name("Ann").unwrap();
         let first = accounts.login(&ann, "secret", &defaults()).unwrap();
         assert!(first.created);
@@ -423,20 +689,22 @@ mod tests {
         ));
         assert_eq!(accounts.privileges("ann").unwrap(), defaults());
         // Only a verifier is kept.
-        let verifier: String = accounts
-            .db
-            .query_row("SELECT verifier FROM main_accounts", [], |r| r.get(0))
-            .unwrap();
+        let (_, verifier) = accounts.lookup(&ann).unwrap().unwrap();
         assert!(verifier.starts_with("$argon2id$"), "{verifier}");
-        assert!(!verifier.contains("secret"));
+        let stored = store.get_value(ACCOUNTS, "ann").unwrap().unwrap();
+        assert!(!String::from_utf8_lossy(&stored).contains("secret"));
+        // A claim of a taken name changes nothing, its privileges included.
+        accounts.set_privilege("ann", "fly", true).unwrap();
+        assert!(!accounts.create(&ann, "other", &BTreeSet::new()).unwrap());
+        assert!(accounts.privileges("ann").unwrap().contains("fly"));
+        assert_eq!(accounts.lookup(&ann).unwrap().unwrap().1, verifier);
     }
 
     #[test]
     fn privileges_and_bans_persist_and_bans_expire() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("world.sqlite");
+        let store = MemoryValues::default();
         {
-            let accounts = Accounts::open(&path).unwrap();
+            let accounts = accounts(&store);
             assert!(accounts.set_privilege("bob", "fly", true).unwrap());
             assert!(!accounts.set_privilege("bob", "fly", true).unwrap());
             accounts
@@ -446,7 +714,7 @@ mod tests {
                 .ban(BanKind::Name, "eve", "spam", "op", Some(now_ms() - 1))
                 .unwrap();
         }
-        let accounts = Accounts::open(&path).unwrap();
+        let accounts = accounts(&store);
         assert!(accounts.privileges("bob").unwrap().contains("fly"));
         let ban = accounts
             .get_ban(BanKind::Address, "10.0.0.1")
@@ -461,6 +729,79 @@ mod tests {
             None
         );
         assert!(accounts.set_privilege("bob", "fly", false).unwrap());
+    }
+
+    #[test]
+    fn an_older_versions_tables_are_taken_in_and_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("world.sqlite");
+        let verifier = hash_password("secret").unwrap();
+        {
+            let db = Connection::open(&path).unwrap();
+            db.execute_batch(
+                "CREATE TABLE main_accounts (key TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL,
+                     verifier TEXT NOT NULL, created_ms INTEGER NOT NULL);
+                 CREATE TABLE main_privileges (key TEXT NOT NULL, privilege TEXT NOT NULL,
+                     PRIMARY KEY (key, privilege));
+                 CREATE TABLE main_bans (kind TEXT NOT NULL, value TEXT NOT NULL,
+                     reason TEXT NOT NULL, by TEXT NOT NULL, expires_ms INTEGER,
+                     PRIMARY KEY (kind, value));
+                 INSERT INTO main_privileges VALUES ('ann', 'fly'), ('ann', 'interact');
+                 INSERT INTO main_bans VALUES ('ip', '10.0.0.9', 'griefing', 'op', NULL),
+                     ('name', 'eve', 'spam', 'op', 99999999999999);
+                 CREATE TABLE section (sx INTEGER);",
+            )
+            .unwrap();
+            db.execute(
+                "INSERT INTO main_accounts VALUES ('ann', 'Ann', ?1, 5)",
+                [&verifier],
+            )
+            .unwrap();
+        }
+        let store = MemoryValues {
+            old: Some(path.clone()),
+            ..MemoryValues::default()
+        };
+        let imported = import_old_tables(&store).unwrap();
+        assert_eq!(
+            imported,
+            Some(Imported {
+                accounts: 1,
+                privileges: 2,
+                bans: 2
+            })
+        );
+        let accounts = accounts(&store);
+        let ann = check_name("ann").unwrap();
+        let logged_in = accounts.login(&ann, "secret", &defaults()).unwrap();
+        assert_eq!(logged_in.name, "Ann");
+        assert!(!logged_in.created);
+        assert_eq!(
+            accounts.privileges("ann").unwrap(),
+            ["fly".to_string(), "interact".to_string()].into()
+        );
+        assert_eq!(
+            accounts
+                .get_ban(BanKind::Address, "10.0.0.9")
+                .unwrap()
+                .unwrap()
+                .reason,
+            "griefing"
+        );
+        assert!(accounts.get_ban(BanKind::Name, "eve").unwrap().is_some());
+        // The old tables are gone, the world's own stay; a second start
+        // finds nothing to take in.
+        let db = Connection::open(&path).unwrap();
+        let tables: Vec<String> = db
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(tables, ["section"]);
+        assert_eq!(import_old_tables(&store).unwrap(), None);
+        assert_eq!(import_old_tables(&MemoryValues::default()).unwrap(), None);
     }
 
     #[test]

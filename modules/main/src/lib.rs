@@ -842,9 +842,24 @@ impl Module for Game {
         let world = host.world_path();
         std::fs::create_dir_all(&world)
             .map_err(|e| ModuleError::msg(format!("creating {}: {e}", world.display())))?;
-        let path = world.join("world.sqlite");
-        let accounts = Accounts::open(&path)
-            .map_err(|e| ModuleError::msg(format!("{}: {e}", path.display())))?;
+        // Accounts an older version kept in tables of its own.
+        match accounts::import_old_tables(&host) {
+            Ok(Some(imported)) => log::info!(
+                "took in {} accounts, {} privileges and {} bans from the main_* tables of \
+                 world.sqlite (they are the world's values now, on its storage; the tables \
+                 are dropped)",
+                imported.accounts,
+                imported.privileges,
+                imported.bans,
+            ),
+            Ok(None) => {}
+            Err(error) => {
+                return Err(ModuleError::msg(format!(
+                    "taking in the accounts of world.sqlite's main_* tables: {error}"
+                )));
+            }
+        }
+        let accounts = Accounts::new(Box::new(host));
         let defaults: String =
             host.get_setting("main.default_privileges", "interact,shout".to_string())?;
         let admin: String = host.get_setting("main.admin", String::new())?;

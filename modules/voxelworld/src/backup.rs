@@ -4,9 +4,10 @@
 //! (headless, into a new world: `buildat-server restore FILE --world DIR`).
 //!
 //! A backup is one file in the format crate's container (`WorldBackup`:
-//! header, an index of sections in the metadata, then one section record per
-//! section, docs/formats.md §5 and §10), so a reader finds a section from
-//! the index and decodes only its record.
+//! header, an index of sections and modules' values in the metadata, then
+//! one section record per section and each value's bytes, docs/formats.md
+//! §5 and §10), so a reader finds a section from the index and decodes only
+//! its record.
 //!
 //! Owns: mapping a stored section to a section record and back, byte for
 //! byte (each node's record carries the node's kind, position and
@@ -16,7 +17,8 @@
 //! then head and payloads to `FILE.partial`, synced, renamed: a backup cut
 //! short never leaves a file under its name), reading it, and restoring
 //! (into an empty storage, taking the backup's section size and node id
-//! counter, then counting what was written).
+//! counter, then counting what was written). Modules' values (accounts,
+//! bans) come from the same snapshot as the sections.
 //! Does not own: the snapshot (each backend's `WorldStorage::snapshot`),
 //! the container layout (`buildat_format::backup`), when a backup runs or
 //! how its progress is told (`lib.rs`).
@@ -30,14 +32,17 @@ use std::time::Instant;
 
 use buildat_format::SectionError;
 use buildat_format::backup::{
-    BackupReadError, BackupReader, BackupSection, WorldBackup, backup_head,
+    BackupReadError, BackupReader, BackupSection, BackupValue, WorldBackup, backup_head,
 };
 use buildat_format::container::{ContainerError, PayloadRef};
 use buildat_format::section::{Node, NodeKind, NodeOptions, SectionReader, SectionWriter};
 use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
 use buildat_voxelworld_api::{StoredNode, StoredNodeKind};
 
-use crate::storage::{StorageCounts, StorageError, StorageSnapshot, StoredSection, WorldStorage};
+use crate::storage::{
+    StorageCounts, StorageError, StorageSnapshot, StoredSection, StoredValue, ValueWrite,
+    WorldStorage,
+};
 
 /// A node's stored form without its variables (kind, save flag).
 pub const VAR_STORED: &str = "buildat:stored";
@@ -78,9 +83,8 @@ pub enum BackupError {
     #[error("{} exists: remove it or name another file", path.display())]
     Exists { path: PathBuf },
     #[error(
-        "{destination} already holds {} sections and {} nodes: restore into a new world (buildat-server restore FILE --world NEWDIR)",
-        counts.sections,
-        counts.nodes
+        "{destination} already holds {}: restore into a new world (buildat-server restore FILE --world NEWDIR)",
+        counts.describe()
     )]
     NotEmpty {
         destination: String,
@@ -89,11 +93,9 @@ pub enum BackupError {
     #[error("the backup's chunks are {found:?} voxels, this server's {expected:?}")]
     ChunkSize { found: [u32; 3], expected: [u32; 3] },
     #[error(
-        "verification failed: the backup holds {} sections and {} nodes, the restored world {} and {}",
-        expected.sections,
-        expected.nodes,
-        found.sections,
-        found.nodes
+        "verification failed: the backup holds {}, the restored world {}",
+        expected.describe(),
+        found.describe()
     )]
     Mismatch {
         expected: StorageCounts,
@@ -232,6 +234,7 @@ pub struct BackupReport {
     pub file: PathBuf,
     pub sections: u64,
     pub nodes: u64,
+    pub values: u64,
     pub bytes: u64,
 }
 
@@ -239,9 +242,10 @@ impl BackupReport {
     /// The line that ends a backup, `seconds` after it started.
     pub fn done_line(&self, seconds: f64) -> String {
         format!(
-            "backup done in {seconds:.1} s: {} sections, {} nodes, {:.1} MB in {}",
+            "backup done in {seconds:.1} s: {} sections, {} nodes, {} values, {:.1} MB in {}",
             self.sections,
             self.nodes,
+            self.values,
             self.bytes as f64 / 1e6,
             self.file.display()
         )
@@ -339,6 +343,20 @@ fn write_parts(
         nodes += section.nodes.len() as u64;
         progress(sections.len() as u64, total);
     }
+    let mut values = Vec::new();
+    for StoredValue { space, key, value } in snapshot.all_values()? {
+        payloads.write_all(&value).map_err(io(payload_path))?;
+        values.push(BackupValue {
+            space,
+            key,
+            payload: PayloadRef {
+                blob: 0,
+                offset,
+                len: value.len() as u64,
+            },
+        });
+        offset += value.len() as u64;
+    }
     payloads.flush().map_err(io(payload_path))?;
     drop(payloads);
     let meta = WorldBackup {
@@ -351,6 +369,7 @@ fn write_parts(
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
         sections,
+        values,
     };
     let head = backup_head(&meta).map_err(|source| BackupError::Container {
         path: file.to_path_buf(),
@@ -372,6 +391,7 @@ fn write_parts(
         file: file.to_path_buf(),
         sections: meta.sections.len() as u64,
         nodes,
+        values: meta.values.len() as u64,
         bytes: head.len() as u64 + offset,
     })
 }
@@ -412,23 +432,33 @@ impl BackupFile {
             })?;
         stored_section(entry, &record)
     }
-}
 
-/// What a restore wrote, verified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RestoreReport {
-    pub sections: u64,
-    pub nodes: u64,
+    /// The module's value `entry` indexes.
+    pub fn value(&mut self, entry: &BackupValue) -> Result<StoredValue, BackupError> {
+        let value =
+            self.reader
+                .read_payload(&entry.payload)
+                .map_err(|source| BackupError::Read {
+                    path: self.path.clone(),
+                    source,
+                })?;
+        Ok(StoredValue {
+            space: entry.space.clone(),
+            key: entry.key.clone(),
+            value,
+        })
+    }
 }
 
 /// Writes every section of `backup` into the empty `storage` (taking the
 /// backup's section size and node id counter first), telling `progress`
-/// (sections done, total) after each; then counts what the storage holds.
+/// (sections done, total) after each, then every module's value; then
+/// counts what the storage holds and answers it (what was written).
 pub fn restore(
     backup: &mut BackupFile,
     storage: &mut dyn WorldStorage,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<RestoreReport, BackupError> {
+) -> Result<StorageCounts, BackupError> {
     let already = storage.counts()?;
     if already != StorageCounts::default() {
         return Err(BackupError::NotEmpty {
@@ -457,14 +487,25 @@ pub fn restore(
         expected.nodes += section.nodes.len() as u64;
         progress(expected.sections, total);
     }
+    for batch in meta.values.chunks(buildat_voxelworld_api::MAX_VALUE_WRITES) {
+        let mut writes = Vec::with_capacity(batch.len());
+        for entry in batch {
+            let StoredValue { space, key, value } = backup.value(entry)?;
+            writes.push(ValueWrite {
+                space,
+                key,
+                value: Some(value),
+                only_if_absent: false,
+            });
+        }
+        storage.put_values(&writes)?;
+        expected.values += writes.len() as u64;
+    }
     let found = storage.counts()?;
     if found != expected {
         return Err(BackupError::Mismatch { expected, found });
     }
-    Ok(RestoreReport {
-        sections: expected.sections,
-        nodes: expected.nodes,
-    })
+    Ok(found)
 }
 
 /// Logs "`what`: done/total sections (percent)" at most once a second
@@ -593,6 +634,17 @@ mod tests {
             }
             storage.save_section(&section).unwrap();
         }
+        let account = |key: &str, value: &[u8]| ValueWrite {
+            space: "main.accounts".into(),
+            key: key.into(),
+            value: Some(value.to_vec()),
+            only_if_absent: false,
+        };
+        assert!(
+            storage
+                .put_values(&[account("ann", b"verifier"), account("bob", b"")])
+                .unwrap()
+        );
     }
 
     #[test]
@@ -609,6 +661,14 @@ mod tests {
             later.nodes.truncate(0);
             original.save_section(&later).unwrap();
             original.reserve_node_ids(100).unwrap();
+            original
+                .put_values(&[ValueWrite {
+                    space: "main.accounts".into(),
+                    key: "late".into(),
+                    value: Some(b"after".to_vec()),
+                    only_if_absent: true,
+                }])
+                .unwrap();
             let file = dir.path().join("world.backup");
             let mut told = Vec::new();
             let report = write_backup(
@@ -620,7 +680,11 @@ mod tests {
             )
             .unwrap();
             drop(snapshot);
-            assert_eq!((report.sections, report.nodes), (6, 18), "{backend}");
+            assert_eq!(
+                (report.sections, report.nodes, report.values),
+                (6, 18, 2),
+                "{backend}"
+            );
             assert_eq!(told.last(), Some(&(6, 6)));
             assert_eq!(report.bytes, std::fs::metadata(&file).unwrap().len());
             assert!(!beside(&file, ".partial").exists());
@@ -631,7 +695,13 @@ mod tests {
             assert_eq!(backup.meta().settings, "[world]\nseed = 5\n");
             let mut restored = to.open(SectionSize::default());
             let done = restore(&mut backup, restored.as_mut(), &mut |_, _| {}).unwrap();
-            assert_eq!((done.sections, done.nodes), (6, 18));
+            assert_eq!((done.sections, done.nodes, done.values), (6, 18, 2));
+            assert_eq!(
+                restored.get_value("main.accounts", "ann").unwrap(),
+                Some(b"verifier".to_vec()),
+                "{backend}"
+            );
+            assert_eq!(restored.get_value("main.accounts", "late").unwrap(), None);
             assert_eq!(restored.section_size(), SectionSize([2, 3, 4]), "{backend}");
             assert_eq!(
                 to.open(SectionSize::default()).section_size(),

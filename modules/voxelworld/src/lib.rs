@@ -14,7 +14,12 @@
 //! through the generator module's `generate` call, each section once; on a
 //! running server in slices between ticks: `pregen.rs`), and
 //! `migrate --to LOCATION` (copying the world into another, empty storage:
-//! `migrate.rs`).
+//! `migrate.rs`), and modules' values kept with the world (`get_value`,
+//! `put_values`, `list_values`: a game's accounts and bans, on the world's
+//! backend, moved by `migrate`, in every backup; each `put_values` is one
+//! storage transaction, done before the call answers; tables modules kept
+//! in `world.sqlite` before values are read and dropped for them through
+//! this module's SQLite: `old_tables.rs`).
 //! Special voxels (`special.rs`): after each commit of edits, the module
 //! named as a changed voxel's or its face neighbour's `handler_module` is
 //! told in one `voxelworld:special/<module>` event.
@@ -42,6 +47,7 @@
 pub mod backup;
 pub mod durability;
 pub mod migrate;
+pub mod old_tables;
 pub mod pregen;
 pub mod special;
 pub mod storage;
@@ -49,7 +55,7 @@ pub mod stream;
 pub mod world;
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
@@ -62,7 +68,6 @@ use buildat_interface::{
 };
 use buildat_network_api::{self as network, ClientDisconnected, PacketReceived, PeerId, SendBatch};
 use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
-use buildat_voxelworld_api::GetStats;
 use buildat_voxelworld_api::stream::{Ack, Registry};
 use buildat_voxelworld_api::{
     ApplyGenerated, ColumnTops, Commit, CreateNode, CreateNodes, EditOutcome, EditVoxel,
@@ -71,6 +76,10 @@ use buildat_voxelworld_api::{
     NodeVolumeUpdated, NodesChanged, Pregen, PregenReport, RegisterBlock, RemoveNode, RemoveViewer,
     Replace, Save, SectionStatus, SetNodeParent, SetNodeVar, SetSectionSaveEnabled, SetVoxel,
     Sizes, SpecialVoxels, Viewer, WorldConfig, WorldStats,
+};
+use buildat_voxelworld_api::{
+    DropOldTables, GetStats, GetValue, ListValues, MAX_VALUE_BYTES, MAX_VALUE_WRITES, PutValues,
+    ReadOldTable, ValueWrite, check_value_key,
 };
 use durability::{SaveHealth, StashedSection};
 use pregen::{PregenCommand, PregenRun};
@@ -614,16 +623,15 @@ impl VoxelWorld {
         })
         .map_err(|e| ModuleError::msg(format!("migrate: {e}")))?;
         Ok(format!(
-            "migrate done in {:.1} s: {} sections and {} nodes copied; source {} sections, {} \
-             nodes; destination {} sections, {} nodes: they match. To use it, set \
+            "migrate done in {:.1} s: {} sections, {} nodes and {} values copied; source {}; \
+             destination {}: they match. To use it, set \
              storage = \"{}\" under [world] in world.toml (or --set voxelworld.storage=...)",
             started.elapsed().as_secs_f64(),
             report.sections,
             report.nodes,
-            report.source.sections,
-            report.source.nodes,
-            report.destination.sections,
-            report.destination.nodes,
+            report.values,
+            report.source.describe(),
+            report.destination.describe(),
             storage::postgresql::redact_url(to)
         ))
     }
@@ -754,11 +762,16 @@ impl VoxelWorld {
         .map_err(restore_error)?;
         let settings = self.restore_settings(&backup.meta().settings)?;
         Ok(format!(
-            "restore done in {:.1} s: {} sections and {} nodes written and counted back; {settings}",
+            "restore done in {:.1} s: {} written and counted back; {settings}",
             started.elapsed().as_secs_f64(),
-            report.sections,
-            report.nodes,
+            report.describe(),
         ))
+    }
+
+    /// `<world>/world.sqlite`, where modules kept tables of their own
+    /// before modules' values (`old_tables.rs`).
+    fn old_tables_path(&self) -> PathBuf {
+        self.host.world_path().join("world.sqlite")
     }
 
     /// Writes the backup's `world.toml` over this world's default one (its
@@ -1352,6 +1365,36 @@ impl Module for VoxelWorld {
                     region.height.min(1024) as i32,
                 )
             },
+            GetValue => |request: GetValue| {
+                check_value_key(&request.space, &request.key).map_err(ModuleError::msg)?;
+                self.world
+                    .storage_mut()
+                    .get_value(&request.space, &request.key)
+                    .map_err(value_error)
+            },
+            PutValues => |request: PutValues| {
+                check_value_writes(&request.writes)?;
+                self.world
+                    .storage_mut()
+                    .put_values(&request.writes)
+                    .map_err(value_error)
+            },
+            ListValues => |request: ListValues| {
+                let probe = request.after.as_deref().unwrap_or("-");
+                check_value_key(&request.space, probe).map_err(ModuleError::msg)?;
+                self.world
+                    .storage_mut()
+                    .list_values(&request)
+                    .map_err(value_error)
+            },
+            ReadOldTable => |request: ReadOldTable| {
+                old_tables::read_old_table(&self.old_tables_path(), &request.table)
+                    .map_err(ModuleError::msg)
+            },
+            DropOldTables => |request: DropOldTables| {
+                old_tables::drop_old_tables(&self.old_tables_path(), &request.tables)
+                    .map_err(ModuleError::msg)
+            },
             RunCommand => |command: RunCommand| self.run_command(command),
         })
     }
@@ -1380,6 +1423,35 @@ impl Module for VoxelWorld {
         }
         Ok(())
     }
+}
+
+/// Checks a [`PutValues`] call's writes against the limits of
+/// `buildat_voxelworld_api` before storage sees them.
+fn check_value_writes(writes: &[ValueWrite]) -> Result<(), ModuleError> {
+    if writes.len() > MAX_VALUE_WRITES {
+        return Err(ModuleError::msg(format!(
+            "put_values of {} writes: at most {MAX_VALUE_WRITES}",
+            writes.len()
+        )));
+    }
+    for write in writes {
+        check_value_key(&write.space, &write.key).map_err(ModuleError::msg)?;
+        if let Some(value) = &write.value
+            && value.len() > MAX_VALUE_BYTES
+        {
+            return Err(ModuleError::msg(format!(
+                "the value {}/{} is {} bytes: at most {MAX_VALUE_BYTES}",
+                write.space,
+                write.key,
+                value.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn value_error(error: storage::StorageError) -> ModuleError {
+    ModuleError::msg(format!("modules' values: {error}"))
 }
 
 export_module!(VoxelWorld);

@@ -3,16 +3,17 @@
 //! (`buildat-server --world DIR migrate --to postgresql://...`).
 //!
 //! Owns: the copy (section by section, each written in one transaction of
-//! the destination, so an interrupted run leaves whole sections), the node
+//! the destination, so an interrupted run leaves whole sections; then
+//! modules' values, a thousand to a transaction), the node
 //! id counter carried over before any node (the destination never hands out
 //! an id the source did), the checks before (same section size, an empty
 //! destination, not the source itself) and the verification after (sections
-//! and nodes counted on both sides).
+//! nodes and values counted on both sides).
 //! Does not own: the backends (`storage.rs`, `storage/postgresql.rs`), saving
 //! what is in memory first (`lib.rs`), or the quarantine table (damaged
 //! sections set aside stay in the source).
 
-use crate::storage::{StorageCounts, StorageError, WorldStorage};
+use crate::storage::{StorageCounts, StorageError, ValueWrite, WorldStorage};
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -22,9 +23,8 @@ pub enum MigrateError {
     #[error("{destination} is the world's own storage")]
     SameStorage { destination: String },
     #[error(
-        "{destination} already holds {} sections and {} nodes: migrate into an empty database",
-        counts.sections,
-        counts.nodes
+        "{destination} already holds {}: migrate into an empty database",
+        counts.describe()
     )]
     NotEmpty {
         destination: String,
@@ -39,11 +39,9 @@ pub enum MigrateError {
         destination_size: [i32; 3],
     },
     #[error(
-        "verification failed: the source holds {} sections and {} nodes, the destination {} and {}",
-        from.sections,
-        from.nodes,
-        to.sections,
-        to.nodes
+        "verification failed: the source holds {}, the destination {}",
+        from.describe(),
+        to.describe()
     )]
     Mismatch {
         from: StorageCounts,
@@ -56,6 +54,7 @@ pub enum MigrateError {
 pub struct MigrateReport {
     pub sections: u64,
     pub nodes: u64,
+    pub values: u64,
     pub source: StorageCounts,
     pub destination: StorageCounts,
 }
@@ -98,11 +97,31 @@ pub fn migrate(
         }
         progress(sections, total);
     }
+    let mut values = 0;
+    for batch in source
+        .all_values()?
+        .chunks(buildat_voxelworld_api::MAX_VALUE_WRITES)
+    {
+        let writes: Vec<ValueWrite> = batch
+            .iter()
+            .map(|value| ValueWrite {
+                space: value.space.clone(),
+                key: value.key.clone(),
+                value: Some(value.value.clone()),
+                only_if_absent: false,
+            })
+            .collect();
+        destination.put_values(&writes)?;
+        values += writes.len() as u64;
+    }
     let source_counts = source.counts()?;
     let destination_counts = destination.counts()?;
-    if source_counts != destination_counts
-        || destination_counts != (StorageCounts { sections, nodes })
-    {
+    let copied = StorageCounts {
+        sections,
+        nodes,
+        values,
+    };
+    if source_counts != destination_counts || destination_counts != copied {
         return Err(MigrateError::Mismatch {
             from: source_counts,
             to: destination_counts,
@@ -111,6 +130,7 @@ pub fn migrate(
     Ok(MigrateReport {
         sections,
         nodes,
+        values,
         source: source_counts,
         destination: destination_counts,
     })
@@ -158,6 +178,17 @@ mod tests {
                 })
                 .unwrap();
         }
+        let values: Vec<ValueWrite> = (0..1500)
+            .map(|i| ValueWrite {
+                space: "main.accounts".into(),
+                key: format!("player{i}"),
+                value: Some(vec![i as u8; i % 7]),
+                only_if_absent: true,
+            })
+            .collect();
+        for batch in values.chunks(1000) {
+            assert!(storage.put_values(batch).unwrap());
+        }
     }
 
     #[test]
@@ -180,6 +211,7 @@ mod tests {
                 (0..20).map(|i| i % 4).sum::<u64>(),
                 "{backend}"
             );
+            assert_eq!(report.values, 1500, "{backend}");
             assert_eq!(report.source, report.destination);
             assert_eq!(seen.last(), Some(&(20, 20)));
             assert_eq!(
@@ -198,12 +230,16 @@ mod tests {
                     "{backend}: {pos:?}"
                 );
             }
+            assert_eq!(back.all_values().unwrap(), source.all_values().unwrap());
             assert!(back.reserve_node_ids(1).unwrap().start >= 1001);
 
             let error = migrate(source.as_mut(), there.as_mut(), |_, _| {})
                 .unwrap_err()
                 .to_string();
-            assert!(error.contains("already holds 20 sections"), "{error}");
+            assert!(
+                error.contains("already holds 20 sections, 30 nodes and 1500 values"),
+                "{error}"
+            );
         }
     }
 

@@ -8,16 +8,20 @@
 //! setting: `sqlite`, `sqlite:PATH` or a `postgresql://` URL, and opening
 //! it), and the SQLite backend: the database file (`<world>/world.sqlite`,
 //! WAL), its schema and schema version, and saving a section in one
-//! transaction (a crash leaves it either old or new).
+//! transaction (a crash leaves it either old or new). Also modules' values
+//! kept with the world ([`StoredValue`]: accounts, bans), written in one
+//! transaction per call.
 //! Does not own: what node data means (`world.rs`); the PostgreSQL backend
 //! (`storage/postgresql.rs`); copying a world between backends (`migrate.rs`).
 //!
-//! Schema (version 1):
+//! Schema (version 2; version 1 had no `module_value`, and is upgraded by
+//! adding it):
 //! ```sql
 //! meta(key TEXT PRIMARY KEY, value INTEGER)     -- schema_version, next_node_id
 //! section_size(w, h, d)                           -- one row, fixed at creation
 //! section(sx, sy, sz, save_enabled, generated)    -- PRIMARY KEY (sx, sy, sz)
 //! node(id INTEGER PRIMARY KEY, sx, sy, sz, data BLOB)
+//! module_value(space, key, data BLOB)             -- PRIMARY KEY (space, key)
 //! ```
 
 pub mod postgresql;
@@ -26,10 +30,13 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use buildat_voxel::geometry::{Pos, SectionSize};
+pub use buildat_voxelworld_api::{ListValues, StoredValue, ValueWrite};
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// The schema this code writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
+/// The oldest schema this code upgrades (1: before modules' values).
+const OLDEST_SCHEMA_VERSION: i64 = 1;
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -76,6 +83,8 @@ pub struct StoredSection {
 pub struct StorageCounts {
     pub sections: u64,
     pub nodes: u64,
+    /// Modules' values.
+    pub values: u64,
 }
 
 pub trait WorldStorage: Send {
@@ -110,6 +119,16 @@ pub trait WorldStorage: Send {
     /// Sets the section size of a storage that holds no section yet (a
     /// world restored from a backup takes the backup's size).
     fn set_empty_section_size(&mut self, size: SectionSize) -> Result<(), StorageError>;
+    /// A module's value, if there is one.
+    fn get_value(&mut self, space: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError>;
+    /// Applies `writes` in one transaction: all, or none when a write
+    /// `only_if_absent` finds its key taken; whether they were applied.
+    fn put_values(&mut self, writes: &[ValueWrite]) -> Result<bool, StorageError>;
+    /// Values of one space by key prefix, in bytewise key order (paged by
+    /// `after`, at most `limit`).
+    fn list_values(&mut self, query: &ListValues) -> Result<Vec<StoredValue>, StorageError>;
+    /// Every module's value (migration).
+    fn all_values(&mut self) -> Result<Vec<StoredValue>, StorageError>;
 }
 
 /// The world as stored when [`WorldStorage::snapshot`] was called: later
@@ -123,14 +142,47 @@ pub trait StorageSnapshot: Send {
     fn load_section(&mut self, pos: Pos) -> Result<Option<StoredSection>, StorageError>;
     /// The first id the next reservation would have handed out.
     fn next_node_id(&mut self) -> Result<u64, StorageError>;
+    /// Every module's value, by space and key.
+    fn all_values(&mut self) -> Result<Vec<StoredValue>, StorageError>;
 }
 
 /// The error a non-empty storage gives [`WorldStorage::set_empty_section_size`].
 fn not_empty(location: &str, counts: StorageCounts) -> StorageError {
     StorageError::Damaged(format!(
-        "{location} already holds {} sections and {} nodes: its section size stays",
-        counts.sections, counts.nodes
+        "{location} already holds {}: its section size stays",
+        counts.describe()
     ))
+}
+
+impl StorageCounts {
+    /// `3 sections, 40 nodes and 2 values`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} sections, {} nodes and {} values",
+            self.sections, self.nodes, self.values
+        )
+    }
+}
+
+/// Whether a write of [`WorldStorage::put_values`] that changed `changed`
+/// rows claimed a key that was taken (so the whole call is undone).
+fn refused_claim(write: &ValueWrite, changed: usize) -> bool {
+    write.only_if_absent && write.value.is_some() && changed == 0
+}
+
+/// The `schema_version` found in a world's `meta` table against this code:
+/// `Ok(true)` when it is older and upgraded by creating what is missing
+/// (the schema's `CREATE ... IF NOT EXISTS` did) and writing the new
+/// version.
+fn check_schema_version(found: i64) -> Result<bool, StorageError> {
+    match found {
+        SCHEMA_VERSION => Ok(false),
+        found if found > SCHEMA_VERSION => Err(StorageError::NewerSchema { found }),
+        found if found >= OLDEST_SCHEMA_VERSION => Ok(true),
+        found => Err(StorageError::Damaged(format!(
+            "unknown old schema version {found}"
+        ))),
+    }
 }
 
 /// Where a world is stored: the `storage` setting (`[world] storage` in
@@ -222,7 +274,10 @@ impl SqliteStorage {
              CREATE INDEX IF NOT EXISTS node_by_section ON node (sx, sy, sz);
              CREATE TABLE IF NOT EXISTS quarantine (
                  sx INTEGER NOT NULL, sy INTEGER NOT NULL, sz INTEGER NOT NULL,
-                 id INTEGER NOT NULL, data BLOB NOT NULL, reason TEXT NOT NULL);",
+                 id INTEGER NOT NULL, data BLOB NOT NULL, reason TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS module_value (
+                 space TEXT NOT NULL, key TEXT NOT NULL, data BLOB NOT NULL,
+                 PRIMARY KEY (space, key)) WITHOUT ROWID;",
         )?;
         let version: Option<i64> = connection
             .query_row(
@@ -238,16 +293,14 @@ impl SqliteStorage {
                     params![SCHEMA_VERSION],
                 )?;
             }
-            Some(found) if found > SCHEMA_VERSION => {
-                return Err(StorageError::NewerSchema { found });
+            Some(found) => {
+                if check_schema_version(found)? {
+                    connection.execute(
+                        "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+                        params![SCHEMA_VERSION],
+                    )?;
+                }
             }
-            Some(found) if found < SCHEMA_VERSION => {
-                // No older schema exists yet; migrations go here, in order.
-                return Err(StorageError::Damaged(format!(
-                    "unknown old schema version {found}"
-                )));
-            }
-            Some(_) => {}
         }
         let stored: Option<[i32; 3]> = connection
             .query_row("SELECT w, h, d FROM section_size", [], |r| {
@@ -321,12 +374,14 @@ impl WorldStorage for SqliteStorage {
 
     fn counts(&mut self) -> Result<StorageCounts, StorageError> {
         Ok(self.connection.query_row(
-            "SELECT (SELECT count(*) FROM section), (SELECT count(*) FROM node)",
+            "SELECT (SELECT count(*) FROM section), (SELECT count(*) FROM node),
+                    (SELECT count(*) FROM module_value)",
             [],
             |r| {
                 Ok(StorageCounts {
                     sections: r.get::<_, i64>(0)? as u64,
                     nodes: r.get::<_, i64>(1)? as u64,
+                    values: r.get::<_, i64>(2)? as u64,
                 })
             },
         )?)
@@ -455,6 +510,48 @@ impl WorldStorage for SqliteStorage {
             .optional()?;
         Ok(generated.unwrap_or(false))
     }
+
+    fn get_value(&mut self, space: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        Ok(self
+            .connection
+            .prepare_cached("SELECT data FROM module_value WHERE space = ?1 AND key = ?2")?
+            .query_row(params![space, key], |r| r.get(0))
+            .optional()?)
+    }
+
+    fn put_values(&mut self, writes: &[ValueWrite]) -> Result<bool, StorageError> {
+        let transaction = self.connection.transaction()?;
+        for write in writes {
+            let changed = match (&write.value, write.only_if_absent) {
+                (Some(value), true) => transaction.execute(
+                    "INSERT OR IGNORE INTO module_value (space, key, data) VALUES (?1, ?2, ?3)",
+                    params![write.space, write.key, value],
+                )?,
+                (Some(value), false) => transaction.execute(
+                    "INSERT OR REPLACE INTO module_value (space, key, data) VALUES (?1, ?2, ?3)",
+                    params![write.space, write.key, value],
+                )?,
+                (None, _) => transaction.execute(
+                    "DELETE FROM module_value WHERE space = ?1 AND key = ?2",
+                    params![write.space, write.key],
+                )?,
+            };
+            if refused_claim(write, changed) {
+                // Dropped uncommitted: rolled back.
+                return Ok(false);
+            }
+        }
+        transaction.commit()?;
+        Ok(true)
+    }
+
+    fn list_values(&mut self, query: &ListValues) -> Result<Vec<StoredValue>, StorageError> {
+        sqlite_reads::values(&self.connection, Some(query))
+    }
+
+    fn all_values(&mut self) -> Result<Vec<StoredValue>, StorageError> {
+        sqlite_reads::values(&self.connection, None)
+    }
 }
 
 /// What the SQLite backend and its snapshots read alike.
@@ -508,6 +605,42 @@ mod sqlite_reads {
             |r| r.get::<_, i64>(0),
         )? as u64)
     }
+
+    /// The values `query` asks for, or every value (by space and key).
+    /// Keys compare bytewise (SQLite's default collation).
+    pub fn values(
+        connection: &Connection,
+        query: Option<&ListValues>,
+    ) -> Result<Vec<StoredValue>, StorageError> {
+        let row = |r: &rusqlite::Row<'_>| {
+            Ok(StoredValue {
+                space: r.get(0)?,
+                key: r.get(1)?,
+                value: r.get(2)?,
+            })
+        };
+        let Some(query) = query else {
+            let mut statement = connection
+                .prepare_cached("SELECT space, key, data FROM module_value ORDER BY space, key")?;
+            return Ok(statement.query_map([], row)?.collect::<Result<_, _>>()?);
+        };
+        let mut statement = connection.prepare_cached(
+            "SELECT space, key, data FROM module_value
+             WHERE space = ?1 AND key > ?2 AND substr(key, 1, length(?3)) = ?3
+             ORDER BY key LIMIT ?4",
+        )?;
+        let limit = query.limit.min(buildat_voxelworld_api::MAX_VALUES_LISTED);
+        let rows = statement.query_map(
+            params![
+                query.space,
+                query.after.as_deref().unwrap_or(""),
+                query.key_prefix,
+                limit
+            ],
+            row,
+        )?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
 }
 
 /// A read transaction on a connection of its own (WAL lets the world's
@@ -537,6 +670,10 @@ impl StorageSnapshot for SqliteSnapshot {
 
     fn next_node_id(&mut self) -> Result<u64, StorageError> {
         sqlite_reads::next_node_id(&self.connection)
+    }
+
+    fn all_values(&mut self) -> Result<Vec<StoredValue>, StorageError> {
+        sqlite_reads::values(&self.connection, None)
     }
 }
 
@@ -568,24 +705,38 @@ pub(crate) mod testing {
 
         /// Sets the stored schema version behind the backend's back.
         pub fn set_schema_version(&self, version: i64) {
+            self.run_sql(&format!(
+                "UPDATE meta SET value = {version} WHERE key = 'schema_version'"
+            ));
+        }
+
+        /// The schema version the world's `meta` table holds.
+        pub fn stored_schema_version(&self) -> i64 {
+            let sql = "SELECT value FROM meta WHERE key = 'schema_version'";
+            match &self.location {
+                StorageLocation::Sqlite(path) => Connection::open(path)
+                    .unwrap()
+                    .query_row(sql, [], |r| r.get(0))
+                    .unwrap(),
+                StorageLocation::Postgres(url) => {
+                    ::postgres::Client::connect(url, ::postgres::NoTls)
+                        .unwrap()
+                        .query_one(sql, &[])
+                        .unwrap()
+                        .get(0)
+                }
+            }
+        }
+
+        /// Runs `sql` (plain SQL both backends take) behind the backend's back.
+        pub fn run_sql(&self, sql: &str) {
             match &self.location {
                 StorageLocation::Sqlite(path) => {
-                    Connection::open(path)
-                        .unwrap()
-                        .execute(
-                            "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
-                            params![version],
-                        )
-                        .unwrap();
+                    Connection::open(path).unwrap().execute_batch(sql).unwrap();
                 }
                 StorageLocation::Postgres(url) => {
                     let mut client = ::postgres::Client::connect(url, ::postgres::NoTls).unwrap();
-                    client
-                        .execute(
-                            "UPDATE meta SET value = $1 WHERE key = 'schema_version'",
-                            &[&version],
-                        )
-                        .unwrap();
+                    client.batch_execute(sql).unwrap();
                 }
             }
         }
@@ -673,7 +824,8 @@ mod tests {
                 storage.counts().unwrap(),
                 StorageCounts {
                     sections: 2,
-                    nodes: 1
+                    nodes: 1,
+                    values: 0
                 },
                 "{backend}"
             );
@@ -786,6 +938,132 @@ mod tests {
                 error.contains("schema version 99 is newer"),
                 "{}: {error}",
                 world.backend
+            );
+        }
+    }
+
+    fn write(space: &str, key: &str, value: Option<&[u8]>, only_if_absent: bool) -> ValueWrite {
+        ValueWrite {
+            space: space.into(),
+            key: key.into(),
+            value: value.map(<[u8]>::to_vec),
+            only_if_absent,
+        }
+    }
+
+    fn listed(storage: &mut dyn WorldStorage, prefix: &str, after: Option<&str>) -> Vec<String> {
+        storage
+            .list_values(&ListValues {
+                space: "game.things".into(),
+                key_prefix: prefix.into(),
+                after: after.map(str::to_string),
+                limit: 2,
+            })
+            .unwrap()
+            .into_iter()
+            .map(|v| v.key)
+            .collect()
+    }
+
+    #[test]
+    fn module_values_are_written_all_or_none_and_listed_in_key_order() {
+        for world in each_backend() {
+            let backend = world.backend;
+            let mut storage = world.open(SectionSize::default());
+            assert!(
+                storage
+                    .put_values(&[
+                        write("game.things", "b:2", Some(b"two"), false),
+                        write("game.things", "a:1", Some(b"one"), true),
+                        write("game.things", "b:10", Some(b"ten"), false),
+                        write("game.things", "b:3", Some(b""), false),
+                        write("game.other", "b:9", Some(b"elsewhere"), false),
+                    ])
+                    .unwrap()
+            );
+            // A claim of a taken key undoes the whole call.
+            assert!(
+                !storage
+                    .put_values(&[
+                        write("game.things", "c:1", Some(b"new"), false),
+                        write("game.things", "a:1", Some(b"again"), true),
+                    ])
+                    .unwrap(),
+                "{backend}"
+            );
+            assert_eq!(storage.get_value("game.things", "c:1").unwrap(), None);
+            assert_eq!(
+                storage.get_value("game.things", "a:1").unwrap(),
+                Some(b"one".to_vec()),
+                "{backend}"
+            );
+            assert_eq!(
+                storage.get_value("game.things", "b:3").unwrap(),
+                Some(Vec::new())
+            );
+            // Bytewise order, paged, by prefix, one space only.
+            assert_eq!(listed(storage.as_mut(), "b:", None), ["b:10", "b:2"]);
+            assert_eq!(
+                listed(storage.as_mut(), "b:", Some("b:2")),
+                ["b:3"],
+                "{backend}"
+            );
+            assert_eq!(listed(storage.as_mut(), "", None), ["a:1", "b:10"]);
+            assert!(
+                storage
+                    .put_values(&[write("game.things", "b:2", None, false)])
+                    .unwrap()
+            );
+            assert_eq!(storage.get_value("game.things", "b:2").unwrap(), None);
+            assert_eq!(storage.counts().unwrap().values, 4, "{backend}");
+            let all = storage.all_values().unwrap();
+            assert_eq!(all.len(), 4);
+            assert_eq!(all[0].space, "game.other");
+            // Durable: another open sees them.
+            drop(storage);
+            let mut again = world.open(SectionSize::default());
+            assert_eq!(again.all_values().unwrap(), all, "{backend}");
+        }
+    }
+
+    #[test]
+    fn a_version_1_world_is_upgraded_to_hold_values() {
+        for world in each_backend() {
+            let backend = world.backend;
+            let mut storage = world.open(SectionSize::default());
+            storage
+                .save_section(&StoredSection {
+                    pos: [0, 0, 0],
+                    save_enabled: true,
+                    generated: true,
+                    nodes: vec![(1, b"one".to_vec())],
+                })
+                .unwrap();
+            drop(storage);
+            // What a version 1 world looked like.
+            world.run_sql("DROP TABLE module_value");
+            world.set_schema_version(1);
+            let mut storage = world.open(SectionSize::default());
+            assert!(
+                storage
+                    .put_values(&[write("main.accounts", "ann", Some(b"a"), true)])
+                    .unwrap(),
+                "{backend}"
+            );
+            assert_eq!(storage.counts().unwrap().sections, 1);
+            drop(storage);
+            assert_eq!(
+                world.stored_schema_version(),
+                2,
+                "{backend}: upgraded in place"
+            );
+            assert_eq!(
+                world
+                    .open(SectionSize::default())
+                    .get_value("main.accounts", "ann")
+                    .unwrap(),
+                Some(b"a".to_vec()),
+                "{backend}"
             );
         }
     }

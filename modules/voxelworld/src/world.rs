@@ -1330,6 +1330,27 @@ pub(crate) mod tests {
         fn set_empty_section_size(&mut self, size: SectionSize) -> Result<(), StorageError> {
             self.inner.set_empty_section_size(size)
         }
+        fn get_value(&mut self, space: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+            self.inner.get_value(space, key)
+        }
+        fn put_values(
+            &mut self,
+            writes: &[crate::storage::ValueWrite],
+        ) -> Result<bool, StorageError> {
+            if self.faults.writes.load(Ordering::Relaxed) {
+                return Err(StorageError::Damaged("injected: disk full".into()));
+            }
+            self.inner.put_values(writes)
+        }
+        fn list_values(
+            &mut self,
+            query: &crate::storage::ListValues,
+        ) -> Result<Vec<crate::storage::StoredValue>, StorageError> {
+            self.inner.list_values(query)
+        }
+        fn all_values(&mut self) -> Result<Vec<crate::storage::StoredValue>, StorageError> {
+            self.inner.all_values()
+        }
     }
 
     /// The same world on each backend: voxels, a persistent node and its

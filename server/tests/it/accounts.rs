@@ -7,7 +7,8 @@
 //! which shows the reason; a banned address cannot connect, also after a
 //! restart; passwords are checked off the game's thread, past a cap the
 //! login is told the server is busy, and logins being checked when `main`
-//! reloads are answered and join as their accounts.
+//! reloads are answered and join as their accounts; accounts, privileges
+//! and bans move with the world to PostgreSQL and come back from a backup.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -18,7 +19,12 @@ use buildat_harness::raw_client::RawClient;
 use buildat_main_api::{Chat, ChatLine, Dig, Edits, LoggedIn, Login, Ping, Pong, Refused};
 use buildat_network_api::DisconnectPacket;
 
-use crate::common::{Scratch, client_binary, output_text, start_small_game};
+use buildat_harness::pg::TestDatabase;
+
+use crate::common::{
+    Scratch, Server, client_binary, console, output_text, run_headless, run_headless_args,
+    start_small_game,
+};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -38,8 +44,8 @@ fn real_client(address: &str, dir: &Path, name: &str, password: &str, seconds: u
     command
 }
 
-/// Logs in as `name` and joins; waits for `main:spawn`.
-fn log_in(address: &str, name: &str, password: &str) -> RawClient {
+/// A new connection that has sent a login for `name`.
+fn send_login(address: &str, name: &str, password: &str) -> RawClient {
     let mut client = RawClient::connect(address).expect("connect");
     client
         .send_packet(&Login {
@@ -47,7 +53,12 @@ fn log_in(address: &str, name: &str, password: &str) -> RawClient {
             password: password.into(),
         })
         .expect("send the login");
-    RawClient::join_with(client, name, TIMEOUT).expect("joined")
+    client
+}
+
+/// Logs in as `name` and joins; waits for `main:spawn`.
+fn log_in(address: &str, name: &str, password: &str) -> RawClient {
+    RawClient::join_with(send_login(address, name, password), name, TIMEOUT).expect("joined")
 }
 
 /// Reads until a packet `P` whose decoded form passes `wanted`; the chat
@@ -226,13 +237,7 @@ fn kicks_and_bans_reach_the_client_and_bans_persist() {
     // A banned name cannot log in, with the right password either.
     server.send("ban Eve cheating");
     assert!(disconnect_reason(&mut eve).contains("cheating"));
-    let mut again = RawClient::connect(&address).expect("connect");
-    again
-        .send_packet(&Login {
-            name: "eve".into(),
-            password: "eve's secret".into(),
-        })
-        .expect("login");
+    let mut again = send_login(&address, "eve", "eve's secret");
     assert!(disconnect_reason(&mut again).contains("cheating"));
 
     // Bans are kept in the world's database: after a restart, still banned.
@@ -289,16 +294,7 @@ fn logins_are_checked_off_the_game_thread_capped_and_answered_across_a_reload() 
             "main.logins_per_address_per_minute=100",
         ],
     );
-    let login = |name: &str| {
-        let mut client = RawClient::connect(&address).expect("connect");
-        client
-            .send_packet(&Login {
-                name: name.into(),
-                password: format!("{name}'s secret"),
-            })
-            .expect("send the login");
-        client
-    };
+    let login = |name: &str| send_login(&address, name, &format!("{name}'s secret"));
     // Eight claims at once: two wait for the one worker, the others are
     // told the server is busy; every one is answered, and a player already
     // on plays on meanwhile.
@@ -336,4 +332,142 @@ fn logins_are_checked_off_the_game_thread_capped_and_answered_across_a_reload() 
     server.expect_line("reloaded main", TIMEOUT);
     still_playing(&mut first);
     server.stop_cleanly();
+}
+
+/// Sends a login for `name` and reads its answer.
+fn try_login(address: &str, name: &str, password: &str) -> Result<String, String> {
+    login_answer(&mut send_login(address, name, password))
+}
+
+/// What a world's accounts must still be wherever it went: Gina's
+/// password (and only hers), her granted `fly`, the address ban.
+fn check_accounts_kept(server: &mut Server, address: &str, where_: &str) {
+    assert_eq!(
+        try_login(address, "gina", "gina's secret"),
+        Ok("Gina".to_string()),
+        "{where_}"
+    );
+    let refused = try_login(address, "gina", "a guess").expect_err("a wrong password");
+    assert!(
+        refused.contains("wrong name or password"),
+        "{where_}: {refused}"
+    );
+    let privileges = console(server, "privs gina", "gina: ");
+    assert!(privileges.contains("fly"), "{where_}: {privileges}");
+    let mut banned = RawClient::connect_from(address, "127.0.0.3".parse().unwrap())
+        .expect("the TCP connection is accepted");
+    assert!(
+        disconnect_reason(&mut banned).contains("spamming"),
+        "{where_}"
+    );
+}
+
+#[test]
+fn accounts_move_with_the_world_to_postgresql_and_into_backups() {
+    let Some(database) = TestDatabase::on_test_cluster("buildat_it_accounts") else {
+        return;
+    };
+    let scratch = Scratch::new();
+    scratch.add_game();
+    // On SQLite: a name claimed, a privilege granted, an address banned.
+    let (mut server, address) = start_small_game(&scratch, &["main.guests=false"]);
+    let mut gina = log_in(&address, "Gina", "gina's secret");
+    still_playing(&mut gina);
+    console(&mut server, "grant gina fly", "granted fly to Gina");
+    console(&mut server, "ban 127.0.0.3 spamming", "127.0.0.3 is banned");
+    drop(gina);
+    server.stop_cleanly();
+    drop(server);
+
+    // `migrate` takes them to PostgreSQL with the sections.
+    let to_pg = ["migrate".to_string(), "--to".into(), database.url.clone()];
+    let (status, output) = run_headless(&scratch, &to_pg);
+    assert_eq!(status, Some(0), "{output}");
+    assert!(output.contains("and 3 values copied"), "{output}");
+    let on_pg = format!("voxelworld.storage={}", database.url);
+    let (mut server, address) = start_small_game(&scratch, &["main.guests=false", &on_pg]);
+    check_accounts_kept(&mut server, &address, "on PostgreSQL");
+    server.stop_cleanly();
+    drop(server);
+
+    // A backup of the PostgreSQL world holds them; restored into a new
+    // SQLite world, they are there.
+    let file = scratch.dir.path().join("accounts.backup");
+    let backup = [
+        "backup".to_string(),
+        file.display().to_string(),
+        "--set".into(),
+        on_pg,
+    ];
+    let (status, output) = run_headless(&scratch, &backup);
+    assert_eq!(status, Some(0), "{output}");
+    assert!(output.contains(" nodes, 3 values, "), "{output}");
+    let inspected = run_headless_args(&["inspect".to_string(), file.display().to_string()]);
+    assert!(
+        inspected.contains("3 module values: main.accounts 1, main.bans 1, main.privileges 1"),
+        "{inspected}"
+    );
+    assert!(!inspected.contains("argon2"), "values are never shown");
+    std::fs::remove_dir_all(scratch.world()).expect("remove the world");
+    let (status, output) = run_headless(
+        &scratch,
+        &["restore".to_string(), file.display().to_string()],
+    );
+    assert_eq!(status, Some(0), "{output}");
+    assert!(output.contains(" nodes and 3 values written"), "{output}");
+    let (mut server, address) = start_small_game(&scratch, &["main.guests=false"]);
+    check_accounts_kept(&mut server, &address, "restored into SQLite");
+    server.stop_cleanly();
+}
+
+#[test]
+fn an_older_worlds_account_tables_are_taken_in_at_start() {
+    let scratch = Scratch::new();
+    scratch.add_game();
+    // A world as the version before values left it: main's own tables in
+    // world.sqlite.
+    std::fs::create_dir_all(scratch.world()).expect("the world's folder");
+    let old = rusqlite::Connection::open(scratch.world().join("world.sqlite")).expect("open");
+    old.execute_batch(
+        "CREATE TABLE main_accounts (key TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL,
+             verifier TEXT NOT NULL, created_ms INTEGER NOT NULL);
+         CREATE TABLE main_privileges (key TEXT NOT NULL, privilege TEXT NOT NULL,
+             PRIMARY KEY (key, privilege));
+         CREATE TABLE main_bans (kind TEXT NOT NULL, value TEXT NOT NULL, reason TEXT NOT NULL,
+             by TEXT NOT NULL, expires_ms INTEGER, PRIMARY KEY (kind, value));
+         INSERT INTO main_accounts VALUES ('olga', 'Olga', '$argon2id$v=19$m=19456,t=2,p=1$x$y', 1);
+         INSERT INTO main_privileges VALUES ('olga', 'fly');
+         INSERT INTO main_bans VALUES ('ip', '127.0.0.4', 'an old ban', 'op', NULL);",
+    )
+    .expect("the old tables");
+    drop(old);
+    let (mut server, address) = start_small_game(&scratch, &[]);
+    server.expect_line("took in 1 accounts, 1 privileges and 1 bans", TIMEOUT);
+    let mut banned = RawClient::connect_from(&address, "127.0.0.4".parse().unwrap())
+        .expect("the TCP connection is accepted");
+    assert!(disconnect_reason(&mut banned).contains("an old ban"));
+    let mut guest = RawClient::connect(&address).expect("connect");
+    guest
+        .send_packet(&buildat_main_api::Join {
+            name: "olga".into(),
+        })
+        .expect("join");
+    let reason = disconnect_reason(&mut guest);
+    assert!(
+        reason.contains("olga has an account: log in with its password"),
+        "{reason}"
+    );
+    console(&mut server, "privs olga", "olga: fly");
+    server.stop_cleanly();
+    drop(server);
+    // Taken in once: the next start finds no old table.
+    let tables: Vec<String> = rusqlite::Connection::open(scratch.world().join("world.sqlite"))
+        .expect("open")
+        .prepare("SELECT name FROM sqlite_master WHERE name LIKE 'main_%'")
+        .expect("query")
+        .query_map([], |r| r.get(0))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("names");
+    assert!(tables.is_empty(), "{tables:?}");
 }

@@ -5,7 +5,10 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{Scratch, join, ping, start_game, start_server};
+use crate::common::{
+    Scratch, console, join, ping, run_headless, run_headless_args, start_game, start_server,
+    with_world,
+};
 use buildat_harness::pg::TestDatabase;
 use buildat_harness::world_check::{SECTIONS, WorldDb, stored_round};
 use rusqlite::Connection;
@@ -278,16 +281,6 @@ fn reload_voxelworld_keeps_the_world_and_its_registry() {
     }
 }
 
-/// `buildat-server WORDS... --world DIR ...` headless, to its exit: the
-/// exit status and the output.
-fn run_headless(scratch: &Scratch, words: &[String]) -> (Option<i32>, String) {
-    let mut args = words.to_vec();
-    args.extend(scratch.server_args());
-    let mut server = start_server(&args, Stdio::null());
-    let status = server.wait_exit(Duration::from_secs(300));
-    (status, server.output())
-}
-
 #[test]
 fn a_world_migrates_to_postgresql_and_back_and_plays_there() {
     let Some(database) = TestDatabase::on_test_cluster("buildat_it_migrate") else {
@@ -308,7 +301,7 @@ fn a_world_migrates_to_postgresql_and_back_and_plays_there() {
     );
     assert_eq!(status, Some(0), "{output}");
     assert!(
-        output.contains("sections and")
+        output.contains("values copied")
             && output.contains("source 9 sections")
             && output.contains("destination 9 sections")
             && output.contains("they match"),
@@ -383,16 +376,6 @@ fn a_postgresql_server_that_is_down_is_named_without_its_password() {
     assert!(!output.contains("hunter2"), "{output}");
 }
 
-/// Sends a console line and waits for a line holding `answer`.
-fn console(server: &mut buildat_harness::server::Server, line: &str, answer: &str) -> String {
-    server.pump();
-    let from = server.seen.len();
-    server.send(line);
-    server
-        .wait_for_from(from, answer, Duration::from_secs(60))
-        .unwrap_or_else(|| panic!("'{line}' answers '{answer}':\n{}", server.output()))
-}
-
 #[test]
 fn dynamic_nodes_carry_their_riders_into_the_next_section_and_persist() {
     let scratch = Scratch::new();
@@ -447,13 +430,6 @@ fn dynamic_nodes_carry_their_riders_into_the_next_section_and_persist() {
     }
     server.send("stop");
     assert_eq!(server.wait_exit(Duration::from_secs(60)), Some(0));
-}
-
-/// `args` with the value after `--world` replaced by `world`.
-fn with_world(mut args: Vec<String>, world: &std::path::Path) -> Vec<String> {
-    let at = args.iter().position(|a| a == "--world").expect("--world");
-    args[at + 1] = world.display().to_string();
-    args
 }
 
 /// A world's sections and nodes as stored, row for row.
@@ -570,12 +546,4 @@ fn a_backup_taken_while_a_player_plays_restores_section_for_section_byte_for_byt
     let (status, output) = restore(&scratch);
     assert_ne!(status, Some(0), "{output}");
     assert!(output.contains("restore into a new world"), "{output}");
-}
-
-/// `buildat-server ARGS...` to its exit (status 0), its output.
-fn run_headless_args(args: &[String]) -> String {
-    let mut server = start_server(args, Stdio::null());
-    let status = server.wait_exit(Duration::from_secs(60));
-    assert_eq!(status, Some(0), "{}", server.output());
-    server.output()
 }

@@ -4,7 +4,8 @@
 //! Owns: the events (`voxelworld:generation_request`,
 //! `voxelworld:node_volume_updated`, `voxelworld:viewer_moved`,
 //! `voxelworld:nodes_changed`, `voxelworld:special/<module>`: [`SpecialVoxels`]), the typed
-//! calls, the generator's call ([`Generate`]), the stored node record and
+//! calls (among them modules' values kept with the world: [`GetValue`],
+//! [`PutValues`], [`ListValues`]), the generator's call ([`Generate`]), the stored node record and
 //! the world stream's packets ([`stream`]). Does not own: the world itself
 //! (the `voxelworld` module) or voxel types (`buildat-voxel`).
 //!
@@ -488,6 +489,132 @@ pub struct WorldStats {
     pub save_errors: u64,
 }
 
+/// A module's value kept in the world's storage with the world (on its
+/// backend, moved by `migrate`, in every backup): what a module keeps
+/// that is not in a section (accounts, bans, a shop's prices). Keyed by a
+/// space (by convention `module.what`, as `main.accounts`) and a key, both
+/// text; the value is bytes the module encodes as it likes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredValue {
+    pub space: String,
+    pub key: String,
+    pub value: Vec<u8>,
+}
+
+/// One write of [`PutValues`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValueWrite {
+    pub space: String,
+    pub key: String,
+    /// The new value; `None` removes the key.
+    pub value: Option<Vec<u8>>,
+    /// Only when the key holds nothing yet (claiming a name).
+    pub only_if_absent: bool,
+}
+
+/// Longest space name, in bytes.
+pub const MAX_VALUE_SPACE: usize = 64;
+/// Longest key, in bytes.
+pub const MAX_VALUE_KEY: usize = 512;
+/// Largest value, in bytes.
+pub const MAX_VALUE_BYTES: usize = 1 << 20;
+/// Most writes in one [`PutValues`].
+pub const MAX_VALUE_WRITES: usize = 1000;
+/// Most values one [`ListValues`] answers.
+pub const MAX_VALUES_LISTED: u32 = 1000;
+
+/// Checks a space and key: non-empty, not too long, no control character.
+pub fn check_value_key(space: &str, key: &str) -> Result<(), String> {
+    if space.is_empty() || space.len() > MAX_VALUE_SPACE {
+        return Err(format!(
+            "a value's space must be 1 to {MAX_VALUE_SPACE} bytes, '{space}' is {}",
+            space.len()
+        ));
+    }
+    if key.is_empty() || key.len() > MAX_VALUE_KEY {
+        return Err(format!(
+            "a value's key must be 1 to {MAX_VALUE_KEY} bytes, the key in '{space}' is {}",
+            key.len()
+        ));
+    }
+    if space.chars().chain(key.chars()).any(char::is_control) {
+        return Err(format!(
+            "a value's space and key may not hold control characters ('{space}')"
+        ));
+    }
+    Ok(())
+}
+
+/// Call: the value at `space`/`key`, if any (read from storage).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GetValue {
+    pub space: String,
+    pub key: String,
+}
+
+/// Call: writes values in one storage transaction, durably before the
+/// answer: all of them, or none when a write `only_if_absent` finds its key
+/// taken; answers whether they were written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PutValues {
+    pub writes: Vec<ValueWrite>,
+}
+
+/// Call: the values of `space` whose key starts with `key_prefix`, after
+/// the key `after` (paging), in key order (bytewise), at most `limit`
+/// (capped at [`MAX_VALUES_LISTED`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListValues {
+    pub space: String,
+    pub key_prefix: String,
+    pub after: Option<String>,
+    pub limit: u32,
+}
+
+/// Call: a table another module kept in `<world>/world.sqlite` before
+/// modules' values existed, read whole (`None`: there is no such table),
+/// so that module can move its rows into values. Only voxelworld opens
+/// that file: each cdylib links its own SQLite, and a second copy opening
+/// and closing the file in the same process drops the first one's locks
+/// (and may delete its WAL). The world's own tables are refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadOldTable {
+    /// Letters, digits and `_`.
+    pub table: String,
+}
+
+/// The rows of an old table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OldTable {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<OldCell>>,
+}
+
+/// One SQLite value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum OldCell {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+impl OldTable {
+    /// The cell of `column` in `row`, if both exist.
+    pub fn get<'a>(&'a self, row: &'a [OldCell], column: &str) -> Option<&'a OldCell> {
+        let at = self.columns.iter().position(|c| c == column)?;
+        row.get(at)
+    }
+}
+
+/// Call: drops old tables (see [`ReadOldTable`]) in one transaction, once
+/// their rows are values; the world's own tables are refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DropOldTables {
+    pub tables: Vec<String>,
+}
+
 buildat_interface::calls! {
     module MODULE;
     ColumnTops = "column_tops" -> Tops;
@@ -522,6 +649,11 @@ buildat_interface::calls! {
     SetNodeParent = "set_node_parent" -> ();
     Save = "save" -> u32;
     Pregen = "pregen" -> PregenReport;
+    GetValue = "get_value" -> Option<Vec<u8>>;
+    PutValues = "put_values" -> bool;
+    ListValues = "list_values" -> Vec<StoredValue>;
+    ReadOldTable = "read_old_table" -> Option<OldTable>;
+    DropOldTables = "drop_old_tables" -> ();
 }
 
 /// The generator's call (answered by the module named by

@@ -13,13 +13,15 @@
 //! Does not own: what sections and nodes mean (`world.rs`), when saves
 //! happen, TLS (connections use `NoTls`: a Unix socket or loopback).
 //!
-//! Schema (version 1, the same tables as SQLite's):
+//! Schema (version 2, the same tables as SQLite's; keys compare bytewise,
+//! `COLLATE "C"`, as in SQLite):
 //! ```sql
 //! meta(key TEXT PRIMARY KEY, value BIGINT)          -- schema_version, next_node_id
 //! section_size(w, h, d)                             -- one row, fixed at creation
 //! section(sx, sy, sz, save_enabled BOOLEAN, generated BOOLEAN) -- PRIMARY KEY (sx, sy, sz)
 //! node(id BIGINT PRIMARY KEY, sx, sy, sz, data BYTEA)
 //! quarantine(sx, sy, sz, id, data, reason)
+//! module_value(space, key, data BYTEA)               -- PRIMARY KEY (space, key)
 //! ```
 
 use std::collections::HashMap;
@@ -32,7 +34,8 @@ use buildat_voxel::geometry::{Pos, SectionSize};
 use postgres::{Client, Config, NoTls, Statement};
 
 use super::{
-    SCHEMA_VERSION, StorageCounts, StorageError, StorageSnapshot, StoredSection, WorldStorage,
+    ListValues, SCHEMA_VERSION, StorageCounts, StorageError, StorageSnapshot, StoredSection,
+    StoredValue, ValueWrite, WorldStorage,
 };
 
 /// Connections the pool keeps open at most.
@@ -58,7 +61,10 @@ const SCHEMA: &str = "
     CREATE INDEX IF NOT EXISTS node_by_section ON node (sx, sy, sz);
     CREATE TABLE IF NOT EXISTS quarantine (
         sx INTEGER NOT NULL, sy INTEGER NOT NULL, sz INTEGER NOT NULL,
-        id BIGINT NOT NULL, data BYTEA NOT NULL, reason TEXT NOT NULL);";
+        id BIGINT NOT NULL, data BYTEA NOT NULL, reason TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS module_value (
+        space TEXT COLLATE \"C\" NOT NULL, key TEXT COLLATE \"C\" NOT NULL, data BYTEA NOT NULL,
+        PRIMARY KEY (space, key));";
 
 /// A section's row, then its nodes' rows, in one round trip (no row with
 /// flags: not stored). Two plain index scans: cheaper to plan, at each
@@ -86,6 +92,8 @@ const SAVE: &str = "WITH s AS (
 
 const RESERVE: &str = "UPDATE meta SET value = value + $1 WHERE key = 'next_node_id'
     RETURNING value - $1";
+
+const GET_VALUE: &str = "SELECT data FROM module_value WHERE space = $1 AND key = $2";
 
 const GENERATED: &str = "SELECT generated FROM section WHERE sx = $1 AND sy = $2 AND sz = $3";
 
@@ -363,15 +371,14 @@ impl PgStorage {
                     &[&SCHEMA_VERSION],
                 )?;
             }
-            Some(found) if found > SCHEMA_VERSION => {
-                return Err(StorageError::NewerSchema { found }.into());
+            Some(found) => {
+                if super::check_schema_version(found)? {
+                    transaction.execute(
+                        "UPDATE meta SET value = $1 WHERE key = 'schema_version'",
+                        &[&SCHEMA_VERSION],
+                    )?;
+                }
             }
-            Some(found) if found < SCHEMA_VERSION => {
-                return Err(
-                    StorageError::Damaged(format!("unknown old schema version {found}")).into(),
-                );
-            }
-            Some(_) => {}
         }
         let stored = transaction
             .query_opt("SELECT w, h, d FROM section_size", &[])?
@@ -509,12 +516,14 @@ impl WorldStorage for PgStorage {
     fn counts(&mut self) -> Result<StorageCounts, StorageError> {
         self.with(|c| {
             let row = c.client.query_one(
-                "SELECT (SELECT count(*) FROM section), (SELECT count(*) FROM node)",
+                "SELECT (SELECT count(*) FROM section), (SELECT count(*) FROM node),
+                        (SELECT count(*) FROM module_value)",
                 &[],
             )?;
             Ok(StorageCounts {
                 sections: row.get::<_, i64>(0) as u64,
                 nodes: row.get::<_, i64>(1) as u64,
+                values: row.get::<_, i64>(2) as u64,
             })
         })
     }
@@ -573,6 +582,53 @@ impl WorldStorage for PgStorage {
             Ok(())
         })
     }
+
+    fn get_value(&mut self, space: &str, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        self.with(|c| {
+            let statement = c.statement(GET_VALUE)?;
+            Ok(c.client
+                .query_opt(&statement, &[&space, &key])?
+                .map(|row| row.get(0)))
+        })
+    }
+
+    fn put_values(&mut self, writes: &[ValueWrite]) -> Result<bool, StorageError> {
+        self.with(|c| {
+            let mut transaction = c.client.transaction()?;
+            for write in writes {
+                let changed = match (&write.value, write.only_if_absent) {
+                    (Some(value), true) => transaction.execute(
+                        "INSERT INTO module_value (space, key, data) VALUES ($1, $2, $3)
+                         ON CONFLICT (space, key) DO NOTHING",
+                        &[&write.space, &write.key, value],
+                    )?,
+                    (Some(value), false) => transaction.execute(
+                        "INSERT INTO module_value (space, key, data) VALUES ($1, $2, $3)
+                         ON CONFLICT (space, key) DO UPDATE SET data = EXCLUDED.data",
+                        &[&write.space, &write.key, value],
+                    )?,
+                    (None, _) => transaction.execute(
+                        "DELETE FROM module_value WHERE space = $1 AND key = $2",
+                        &[&write.space, &write.key],
+                    )?,
+                };
+                if super::refused_claim(write, changed as usize) {
+                    // Dropped uncommitted: rolled back.
+                    return Ok(false);
+                }
+            }
+            transaction.commit()?;
+            Ok(true)
+        })
+    }
+
+    fn list_values(&mut self, query: &ListValues) -> Result<Vec<StoredValue>, StorageError> {
+        self.with(|c| pg_reads::values(c, Some(query)))
+    }
+
+    fn all_values(&mut self) -> Result<Vec<StoredValue>, StorageError> {
+        self.with(|c| pg_reads::values(c, None))
+    }
 }
 
 /// What the backend and its snapshots read alike.
@@ -621,6 +677,41 @@ mod pg_reads {
             .query_one("SELECT value FROM meta WHERE key = 'next_node_id'", &[])?
             .get::<_, i64>(0) as u64)
     }
+
+    /// The values `query` asks for, or every value (by space and key).
+    pub fn values(
+        c: &mut PgConnection,
+        query: Option<&ListValues>,
+    ) -> Result<Vec<StoredValue>, postgres::Error> {
+        let rows = match query {
+            None => c.client.query(
+                "SELECT space, key, data FROM module_value ORDER BY space, key",
+                &[],
+            )?,
+            Some(query) => {
+                let limit = i64::from(query.limit.min(buildat_voxelworld_api::MAX_VALUES_LISTED));
+                c.client.query(
+                    "SELECT space, key, data FROM module_value
+                     WHERE space = $1 AND key > $2 AND substr(key, 1, length($3)) = $3
+                     ORDER BY key LIMIT $4",
+                    &[
+                        &query.space,
+                        &query.after.as_deref().unwrap_or(""),
+                        &query.key_prefix,
+                        &limit,
+                    ],
+                )?
+            }
+        };
+        Ok(rows
+            .iter()
+            .map(|row| StoredValue {
+                space: row.get(0),
+                key: row.get(1),
+                value: row.get(2),
+            })
+            .collect())
+    }
 }
 
 /// A repeatable-read, read-only transaction on a pooled connection of its
@@ -662,6 +753,10 @@ impl StorageSnapshot for PgSnapshot {
 
     fn next_node_id(&mut self) -> Result<u64, StorageError> {
         self.read(pg_reads::next_node_id)
+    }
+
+    fn all_values(&mut self) -> Result<Vec<StoredValue>, StorageError> {
+        self.read(|c| pg_reads::values(c, None))
     }
 }
 

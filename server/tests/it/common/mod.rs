@@ -380,3 +380,38 @@ pub fn client_binary() -> PathBuf {
 pub fn output_text(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned() + &String::from_utf8_lossy(&output.stdout)
 }
+
+/// `buildat-server WORDS... --world DIR ...` headless, to its exit: the
+/// exit status and the output.
+pub fn run_headless(scratch: &Scratch, words: &[String]) -> (Option<i32>, String) {
+    let mut args = words.to_vec();
+    args.extend(scratch.server_args());
+    let mut server = start_server(&args, Stdio::null());
+    let status = server.wait_exit(Duration::from_secs(300));
+    (status, server.output())
+}
+
+/// Sends a console line and waits for a line holding `answer`.
+pub fn console(server: &mut buildat_harness::server::Server, line: &str, answer: &str) -> String {
+    server.pump();
+    let from = server.seen.len();
+    server.send(line);
+    server
+        .wait_for_from(from, answer, Duration::from_secs(60))
+        .unwrap_or_else(|| panic!("'{line}' answers '{answer}':\n{}", server.output()))
+}
+
+/// `args` with the value after `--world` replaced by `world`.
+pub fn with_world(mut args: Vec<String>, world: &std::path::Path) -> Vec<String> {
+    let at = args.iter().position(|a| a == "--world").expect("--world");
+    args[at + 1] = world.display().to_string();
+    args
+}
+
+/// `buildat-server ARGS...` to its exit (status 0), its output.
+pub fn run_headless_args(args: &[String]) -> String {
+    let mut server = start_server(args, Stdio::null());
+    let status = server.wait_exit(Duration::from_secs(60));
+    assert_eq!(status, Some(0), "{}", server.output());
+    server.output()
+}
