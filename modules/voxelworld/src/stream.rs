@@ -7,7 +7,9 @@
 //! again when a relight changed it.
 //!
 //! Owns: viewers (peer → what it holds, what it still wants, what is in
-//! flight) and the caches of encoded chunk and light packets (valid until
+//! flight), who holds each chunk (the viewers' held chunks inverted, kept
+//! with them: a change looks at the chunk's holders, not at every viewer)
+//! and the caches of encoded chunk and light packets (valid until
 //! the chunk, or its light, changes). Invariant: what a pump records as sent (the registry, a held
 //! chunk, one in flight) is in the packets it returns; a chunk that cannot
 //! be read now (a storage error) stays queued and the error is reported in
@@ -65,6 +67,8 @@ pub struct Outbox {
 
 pub struct Streamer {
     viewers: HashMap<PeerId, Viewer>,
+    /// Who holds each chunk: exactly the viewers whose `held` has it.
+    holders: HoldersIndex,
     radius: i32,
     budget: u32,
     cache: PacketCache,
@@ -74,6 +78,43 @@ pub struct Streamer {
     rotation: usize,
     /// Whole chunks sent since the module's instance started.
     pub chunks_streamed: u64,
+}
+
+/// The viewers holding each chunk (their `held` sets, inverted).
+#[derive(Default)]
+struct HoldersIndex(HashMap<Pos, BTreeSet<PeerId>>);
+
+impl HoldersIndex {
+    fn hold(&mut self, chunk: Pos, peer: PeerId) {
+        self.0.entry(chunk).or_default().insert(peer);
+    }
+
+    fn release(&mut self, chunk: Pos, peer: PeerId) {
+        if let Some(peers) = self.0.get_mut(&chunk) {
+            peers.remove(&peer);
+            if peers.is_empty() {
+                self.0.remove(&chunk);
+            }
+        }
+    }
+
+    /// The holders of `chunk`, in peer order.
+    fn of(&self, chunk: &Pos) -> Vec<PeerId> {
+        self.0
+            .get(chunk)
+            .map(|peers| peers.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    fn rebuild(viewers: &HashMap<PeerId, Viewer>) -> Self {
+        let mut index = Self::default();
+        for (peer, viewer) in viewers {
+            for chunk in &viewer.held {
+                index.hold(*chunk, *peer);
+            }
+        }
+        index
+    }
 }
 
 /// Encoded packets by chunk, at most [`CACHE_LIMIT`] (emptied when full).
@@ -114,6 +155,7 @@ impl Streamer {
     pub fn new(radius: i32, budget: u32) -> Self {
         Self {
             viewers: HashMap::new(),
+            holders: HoldersIndex::default(),
             radius: radius.clamp(0, 32),
             budget: budget.max(1),
             cache: PacketCache::default(),
@@ -129,12 +171,14 @@ impl Streamer {
 
     /// The viewers, to carry across a reload of the module.
     pub fn take_viewers(&mut self) -> HashMap<PeerId, Viewer> {
+        self.holders = HoldersIndex::default();
         std::mem::take(&mut self.viewers)
     }
 
     /// Puts back viewers from [`Streamer::take_viewers`] (acks sent during
     /// the reload wait in the module's queue and arrive afterwards).
     pub fn restore_viewers(&mut self, viewers: HashMap<PeerId, Viewer>) {
+        self.holders = HoldersIndex::rebuild(&viewers);
         self.viewers = viewers;
     }
 
@@ -173,6 +217,7 @@ impl Streamer {
             .collect();
         for chunk in leaving {
             viewer.held.remove(&chunk);
+            self.holders.release(chunk, peer);
             viewer.resend.remove(&chunk);
             viewer.lights.retain(|(lit, _)| *lit != chunk);
             if let Ok(packet) = OutgoingPacket::new(&UnloadChunk { chunk }) {
@@ -196,7 +241,11 @@ impl Streamer {
     }
 
     pub fn remove_viewer(&mut self, peer: PeerId) {
-        self.viewers.remove(&peer);
+        if let Some(viewer) = self.viewers.remove(&peer) {
+            for chunk in viewer.held {
+                self.holders.release(chunk, peer);
+            }
+        }
     }
 
     pub fn ack(&mut self, peer: PeerId, chunks: u32) {
@@ -209,10 +258,10 @@ impl Streamer {
     /// who are added to `holders`.
     pub fn chunk_changed(&mut self, chunk: Pos, holders: &mut BTreeSet<PeerId>) {
         self.cache.remove(&chunk);
-        for (peer, viewer) in &mut self.viewers {
-            if viewer.held.contains(&chunk) {
+        for peer in self.holders.of(&chunk) {
+            if let Some(viewer) = self.viewers.get_mut(&peer) {
                 viewer.resend.insert(chunk);
-                holders.insert(*peer);
+                holders.insert(peer);
             }
         }
     }
@@ -238,10 +287,12 @@ impl Streamer {
             return self.chunk_changed(chunk, holders);
         };
         let packet = Arc::new(packet);
-        for (peer, viewer) in &mut self.viewers {
-            if viewer.held.contains(&chunk) && !viewer.resend.contains(&chunk) {
+        for peer in self.holders.of(&chunk) {
+            if let Some(viewer) = self.viewers.get_mut(&peer)
+                && !viewer.resend.contains(&chunk)
+            {
                 viewer.updates.push(packet.clone());
-                holders.insert(*peer);
+                holders.insert(peer);
             }
         }
     }
@@ -257,11 +308,13 @@ impl Streamer {
         holders: &mut BTreeSet<PeerId>,
     ) {
         self.light_cache.insert(chunk, packet.clone());
-        for (peer, viewer) in &mut self.viewers {
-            if viewer.held.contains(&chunk) && !viewer.resend.contains(&chunk) {
+        for peer in self.holders.of(&chunk) {
+            if let Some(viewer) = self.viewers.get_mut(&peer)
+                && !viewer.resend.contains(&chunk)
+            {
                 viewer.lights.retain(|(lit, _)| *lit != chunk);
                 viewer.lights.push((chunk, packet.clone()));
-                holders.insert(*peer);
+                holders.insert(peer);
             }
         }
     }
@@ -431,6 +484,7 @@ impl Streamer {
                         self.chunks_streamed += 1;
                         if let Some(viewer) = self.viewers.get_mut(&peer) {
                             viewer.held.insert(chunk);
+                            self.holders.hold(chunk, peer);
                         }
                     }
                     Ok(None) => {}
@@ -483,6 +537,52 @@ mod tests {
             .filter(|p| p.name == Chunk::NAME)
             .map(|p| Chunk::decode(&p.data).unwrap().chunk)
             .collect()
+    }
+
+    /// The index of holders is the viewers' `held` sets, inverted.
+    fn check_holders(streamer: &Streamer) {
+        let inverted = HoldersIndex::rebuild(&streamer.viewers);
+        assert_eq!(streamer.holders.0, inverted.0);
+    }
+
+    #[test]
+    fn who_holds_a_chunk_follows_moves_pumps_leaves_and_reloads() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut world, _) = faulty(dir.path(), 256);
+        for x in -2..=2 {
+            generate(&mut world, [x, 0, 0], "stone");
+            generate(&mut world, [x, -1, 0], "stone");
+        }
+        let mut streamer = Streamer::new(1, 64);
+        streamer.set_viewer(1, [0.5, 0.5, 0.5]);
+        streamer.set_viewer(2, [40.5, 0.5, 0.5]);
+        streamer.pump(&mut world, b"registry", None, far());
+        check_holders(&streamer);
+        let shared = [0, 0, 0];
+        assert_eq!(streamer.holders.of(&shared), [1, 2]);
+        // A change reaches the holders only.
+        let mut told = BTreeSet::new();
+        streamer.voxels_changed(shared, Some(&[(0, 1)]), &mut told);
+        assert_eq!(told, BTreeSet::from([1, 2]));
+        let far_chunk = [-3, 0, 0];
+        told.clear();
+        streamer.chunk_changed(far_chunk, &mut told);
+        assert!(told.is_empty(), "nobody holds {far_chunk:?}");
+        // Viewer 1 walks away: what it withdrew it no longer holds.
+        streamer.set_viewer(1, [-150.5, 0.5, 0.5]);
+        check_holders(&streamer);
+        assert_eq!(streamer.holders.of(&[-1, 0, 0]), Vec::<PeerId>::new());
+        streamer.pump(&mut world, b"registry", None, far());
+        check_holders(&streamer);
+        // Across a reload, then viewer 2 leaves.
+        let viewers = streamer.take_viewers();
+        assert!(streamer.holders.0.is_empty());
+        streamer.restore_viewers(viewers);
+        check_holders(&streamer);
+        assert_eq!(streamer.holders.of(&[1, 0, 0]), [2]);
+        streamer.remove_viewer(2);
+        check_holders(&streamer);
+        assert_eq!(streamer.holders.of(&[1, 0, 0]), Vec::<PeerId>::new());
     }
 
     #[test]
