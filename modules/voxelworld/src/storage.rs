@@ -170,6 +170,15 @@ fn refused_claim(write: &ValueWrite, changed: usize) -> bool {
     write.only_if_absent && write.value.is_some() && changed == 0
 }
 
+/// Tells the operator a world's tables were upgraded (an older server
+/// refuses the world from now on).
+fn log_upgrade(location: &str, found: i64) {
+    buildat_interface::log::info!(
+        "{location}: world database upgraded from schema version {found} to {SCHEMA_VERSION} \
+         (modules' values: table module_value); servers older than this one refuse it now"
+    );
+}
+
 /// The `schema_version` found in a world's `meta` table against this code:
 /// `Ok(true)` when it is older and upgraded by creating what is missing
 /// (the schema's `CREATE ... IF NOT EXISTS` did) and writing the new
@@ -299,6 +308,7 @@ impl SqliteStorage {
                         "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
                         params![SCHEMA_VERSION],
                     )?;
+                    log_upgrade(&path.display().to_string(), found);
                 }
             }
         }

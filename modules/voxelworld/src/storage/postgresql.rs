@@ -341,7 +341,7 @@ impl PgStorage {
     pub fn open(url: &str, new_section_size: SectionSize) -> Result<Self, StorageError> {
         let pool = PgPool::new(url)?;
         let mut connection = pool.get()?;
-        let section_size =
+        let (section_size, upgraded_from) =
             Self::prepare_schema(&mut connection.client, new_section_size).map_err(|error| {
                 match error {
                     SchemaError::Postgres(source) => pool.error(source),
@@ -349,13 +349,18 @@ impl PgStorage {
                 }
             })?;
         drop(connection);
+        if let Some(found) = upgraded_from {
+            super::log_upgrade(pool.url(), found);
+        }
         Ok(Self { pool, section_size })
     }
 
+    /// The tables made or checked (and upgraded: the version they had),
+    /// in one transaction; the world's section size.
     fn prepare_schema(
         client: &mut Client,
         new_section_size: SectionSize,
-    ) -> Result<SectionSize, SchemaError> {
+    ) -> Result<(SectionSize, Option<i64>), SchemaError> {
         let mut transaction = client.transaction()?;
         transaction.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
         // Quiet the "already exists, skipping" notices of a second open.
@@ -364,6 +369,7 @@ impl PgStorage {
         let version: Option<i64> = transaction
             .query_opt("SELECT value FROM meta WHERE key = 'schema_version'", &[])?
             .map(|row| row.get(0));
+        let mut upgraded_from = None;
         match version {
             None => {
                 transaction.execute(
@@ -377,6 +383,7 @@ impl PgStorage {
                         "UPDATE meta SET value = $1 WHERE key = 'schema_version'",
                         &[&SCHEMA_VERSION],
                     )?;
+                    upgraded_from = Some(found);
                 }
             }
         }
@@ -398,7 +405,7 @@ impl PgStorage {
             return Err(StorageError::Damaged(format!("section size {:?}", section_size.0)).into());
         }
         transaction.commit()?;
-        Ok(section_size)
+        Ok((section_size, upgraded_from))
     }
 
     /// Runs `work` on a pooled connection, naming the database in errors.
