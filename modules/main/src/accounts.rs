@@ -22,7 +22,8 @@ use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use buildat_interface::{Host, ModuleError};
 use buildat_voxelworld_api::{
-    DropOldTables, GetValue, OldCell, OldTable, PutValues, ReadOldTable, ValueWrite,
+    DropOldTables, GetValue, ListValues, MAX_VALUES_LISTED, OldCell, OldTable, PutValues,
+    ReadOldTable, StoredValue, ValueWrite,
 };
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -183,6 +184,12 @@ pub trait ValueStore: Send {
     fn read_old_table(&self, table: &str) -> Result<Option<OldTable>, ModuleError>;
     /// Drops those tables, in one transaction.
     fn drop_old_tables(&self, tables: &[&str]) -> Result<(), ModuleError>;
+    /// Values of `space` after the key `after`, in key order (a page).
+    fn list_values(
+        &self,
+        space: &str,
+        after: Option<String>,
+    ) -> Result<Vec<StoredValue>, ModuleError>;
 }
 
 impl ValueStore for Host {
@@ -208,6 +215,19 @@ impl ValueStore for Host {
             tables: tables.iter().map(|t| t.to_string()).collect(),
         })
     }
+
+    fn list_values(
+        &self,
+        space: &str,
+        after: Option<String>,
+    ) -> Result<Vec<StoredValue>, ModuleError> {
+        self.call(&ListValues {
+            space: space.into(),
+            key_prefix: String::new(),
+            after,
+            limit: MAX_VALUES_LISTED,
+        })
+    }
 }
 
 fn write(space: &str, key: &str, value: Option<Vec<u8>>, only_if_absent: bool) -> ValueWrite {
@@ -226,11 +246,35 @@ fn encoded<T: Serialize>(value: &T) -> Result<Vec<u8>, AccountError> {
 /// The accounts of a world.
 pub struct Accounts {
     store: Box<dyn ValueStore>,
+    /// Every ban, by its key in `main.bans`: read once at start and kept
+    /// with the store (this module is its only writer), so checking a
+    /// connection or a login costs no call to the world.
+    bans: HashMap<String, BanValue>,
 }
 
 impl Accounts {
-    pub fn new(store: Box<dyn ValueStore>) -> Self {
-        Self { store }
+    /// The accounts in `store`, with every ban read.
+    pub fn new(store: Box<dyn ValueStore>) -> Result<Self, AccountError> {
+        let mut bans = HashMap::new();
+        let mut after = None;
+        loop {
+            let page = store.list_values(BANS, after.take())?;
+            let full = page.len() >= MAX_VALUES_LISTED as usize;
+            for value in page {
+                let ban =
+                    buildat_interface::decode(&value.value).map_err(|e| AccountError::Damaged {
+                        space: BANS,
+                        key: value.key.clone(),
+                        why: e.to_string(),
+                    })?;
+                after = Some(value.key.clone());
+                bans.insert(value.key, ban);
+            }
+            if !full {
+                break;
+            }
+        }
+        Ok(Self { store, bans })
     }
 
     /// The value at `space`/`key`, decoded.
@@ -350,7 +394,7 @@ impl Accounts {
 
     /// Bans `value` (replacing a ban of it there was).
     pub fn ban(
-        &self,
+        &mut self,
         kind: BanKind,
         value: &str,
         reason: &str,
@@ -362,29 +406,28 @@ impl Accounts {
             by: by.to_string(),
             expires_ms,
         };
-        self.store.put_values(vec![write(
-            BANS,
-            &kind.key(value),
-            Some(encoded(&ban)?),
-            false,
-        )])?;
+        let key = kind.key(value);
+        self.store
+            .put_values(vec![write(BANS, &key, Some(encoded(&ban)?), false)])?;
+        self.bans.insert(key, ban);
         Ok(())
     }
 
     /// Lifts a ban; whether there was one.
-    pub fn unban(&self, kind: BanKind, value: &str) -> Result<bool, AccountError> {
+    pub fn unban(&mut self, kind: BanKind, value: &str) -> Result<bool, AccountError> {
         let key = kind.key(value);
-        if self.store.get_value(BANS, &key)?.is_none() {
+        if !self.bans.contains_key(&key) {
             return Ok(false);
         }
         self.store
             .put_values(vec![write(BANS, &key, None, false)])?;
+        self.bans.remove(&key);
         Ok(true)
     }
 
     /// The ban in force on `value`, if any (an expired one is removed).
-    pub fn get_ban(&self, kind: BanKind, value: &str) -> Result<Option<Ban>, AccountError> {
-        let Some(ban) = self.read::<BanValue>(BANS, &kind.key(value))? else {
+    pub fn get_ban(&mut self, kind: BanKind, value: &str) -> Result<Option<Ban>, AccountError> {
+        let Some(ban) = self.bans.get(&kind.key(value)).cloned() else {
             return Ok(None);
         };
         if ban.expires_ms.is_some_and(|ms| ms <= now_ms()) {
@@ -656,6 +699,23 @@ mod tests {
             Ok(Some(OldTable { columns, rows }))
         }
 
+        fn list_values(
+            &self,
+            space: &str,
+            after: Option<String>,
+        ) -> Result<Vec<StoredValue>, ModuleError> {
+            let values = self.values.lock().unwrap();
+            Ok(values
+                .iter()
+                .filter(|((s, k), _)| s == space && after.as_ref().is_none_or(|a| k > a))
+                .map(|((space, key), value)| StoredValue {
+                    space: space.clone(),
+                    key: key.clone(),
+                    value: value.clone(),
+                })
+                .collect())
+        }
+
         fn drop_old_tables(&self, tables: &[&str]) -> Result<(), ModuleError> {
             if let Some(db) = self.old_file() {
                 for table in tables {
@@ -668,7 +728,7 @@ mod tests {
     }
 
     fn accounts(store: &MemoryValues) -> Accounts {
-        Accounts::new(Box::new(store.clone()))
+        Accounts::new(Box::new(store.clone())).unwrap()
     }
 
     #[test]
@@ -704,7 +764,7 @@ mod tests {
     fn privileges_and_bans_persist_and_bans_expire() {
         let store = MemoryValues::default();
         {
-            let accounts = accounts(&store);
+            let mut accounts = accounts(&store);
             assert!(accounts.set_privilege("bob", "fly", true).unwrap());
             assert!(!accounts.set_privilege("bob", "fly", true).unwrap());
             accounts
@@ -714,7 +774,7 @@ mod tests {
                 .ban(BanKind::Name, "eve", "spam", "op", Some(now_ms() - 1))
                 .unwrap();
         }
-        let accounts = accounts(&store);
+        let mut accounts = accounts(&store);
         assert!(accounts.privileges("bob").unwrap().contains("fly"));
         let ban = accounts
             .get_ban(BanKind::Address, "10.0.0.1")
@@ -771,7 +831,7 @@ mod tests {
                 bans: 2
             })
         );
-        let accounts = accounts(&store);
+        let mut accounts = accounts(&store);
         let ann = check_name("ann").unwrap();
         let logged_in = accounts.login(&ann, "secret", &defaults()).unwrap();
         assert_eq!(logged_in.name, "Ann");

@@ -859,7 +859,8 @@ impl Module for Game {
                 )));
             }
         }
-        let accounts = Accounts::new(Box::new(host));
+        let accounts = Accounts::new(Box::new(host))
+            .map_err(|e| ModuleError::msg(format!("reading the bans: {e}")))?;
         let defaults: String =
             host.get_setting("main.default_privileges", "interact,shout".to_string())?;
         let admin: String = host.get_setting("main.admin", String::new())?;

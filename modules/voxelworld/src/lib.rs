@@ -79,7 +79,7 @@ use buildat_voxelworld_api::{
 };
 use buildat_voxelworld_api::{
     DropOldTables, GetStats, GetValue, ListValues, MAX_VALUE_BYTES, MAX_VALUE_WRITES, PutValues,
-    ReadOldTable, ValueWrite, check_value_key,
+    ReadOldTable, ValueWrite, check_value_key, check_value_space,
 };
 use durability::{SaveHealth, StashedSection};
 use pregen::{PregenCommand, PregenRun};
@@ -1380,8 +1380,7 @@ impl Module for VoxelWorld {
                     .map_err(value_error)
             },
             ListValues => |request: ListValues| {
-                let probe = request.after.as_deref().unwrap_or("-");
-                check_value_key(&request.space, probe).map_err(ModuleError::msg)?;
+                check_value_space(&request.space).map_err(ModuleError::msg)?;
                 self.world
                     .storage_mut()
                     .list_values(&request)

@@ -97,23 +97,20 @@ pub fn migrate(
         }
         progress(sections, total);
     }
-    let mut values = 0;
-    for batch in source
+    let writes: Vec<ValueWrite> = source
         .all_values()?
-        .chunks(buildat_voxelworld_api::MAX_VALUE_WRITES)
-    {
-        let writes: Vec<ValueWrite> = batch
-            .iter()
-            .map(|value| ValueWrite {
-                space: value.space.clone(),
-                key: value.key.clone(),
-                value: Some(value.value.clone()),
-                only_if_absent: false,
-            })
-            .collect();
-        destination.put_values(&writes)?;
-        values += writes.len() as u64;
+        .into_iter()
+        .map(|value| ValueWrite {
+            space: value.space,
+            key: value.key,
+            value: Some(value.value),
+            only_if_absent: false,
+        })
+        .collect();
+    for batch in writes.chunks(buildat_voxelworld_api::MAX_VALUE_WRITES) {
+        destination.put_values(batch)?;
     }
+    let values = writes.len() as u64;
     let source_counts = source.counts()?;
     let destination_counts = destination.counts()?;
     let copied = StorageCounts {

@@ -523,23 +523,34 @@ pub const MAX_VALUE_WRITES: usize = 1000;
 /// Most values one [`ListValues`] answers.
 pub const MAX_VALUES_LISTED: u32 = 1000;
 
-/// Checks a space and key: non-empty, not too long, no control character.
-pub fn check_value_key(space: &str, key: &str) -> Result<(), String> {
+/// Checks a space: non-empty, not too long, no control character.
+pub fn check_value_space(space: &str) -> Result<(), String> {
     if space.is_empty() || space.len() > MAX_VALUE_SPACE {
         return Err(format!(
             "a value's space must be 1 to {MAX_VALUE_SPACE} bytes, '{space}' is {}",
             space.len()
         ));
     }
+    if space.chars().any(char::is_control) {
+        return Err(format!(
+            "a value's space may not hold control characters ('{space}')"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a space and key: non-empty, not too long, no control character.
+pub fn check_value_key(space: &str, key: &str) -> Result<(), String> {
+    check_value_space(space)?;
     if key.is_empty() || key.len() > MAX_VALUE_KEY {
         return Err(format!(
             "a value's key must be 1 to {MAX_VALUE_KEY} bytes, the key in '{space}' is {}",
             key.len()
         ));
     }
-    if space.chars().chain(key.chars()).any(char::is_control) {
+    if key.chars().any(char::is_control) {
         return Err(format!(
-            "a value's space and key may not hold control characters ('{space}')"
+            "a value's key may not hold control characters (in '{space}')"
         ));
     }
     Ok(())
