@@ -455,7 +455,9 @@ impl Client {
             }
             self.run_timers(now);
             self.pump_frontend();
-            self.flush()?;
+            if let Err(error) = self.flush() {
+                return self.after_write_error(error);
+            }
             if let Some(outcome) = self.outcome.take() {
                 if matches!(
                     outcome,
@@ -741,6 +743,39 @@ impl Client {
                 .map_err(AppError::ConnectionLost)?;
         }
         Ok(())
+    }
+
+    /// A write failed: the server may have closed the connection after
+    /// saying why (a kick, a ban, a shutdown), and its goodbye may still be
+    /// unread. Reads what is left for a moment and reports the server's
+    /// reason when one is there, else the write's error.
+    fn after_write_error(&mut self, error: AppError) -> Result<Outcome, AppError> {
+        if !matches!(error, AppError::ConnectionLost(_)) {
+            return Err(error);
+        }
+        let until = Instant::now() + Duration::from_millis(200);
+        let mut buffer = vec![0u8; READ_BUFFER];
+        while self.outcome.is_none() && Instant::now() < until {
+            let _ = self
+                .stream
+                .set_read_timeout(Some(Duration::from_millis(20)));
+            match self.stream.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => {
+                    self.reader.push(buffer.get(..n).unwrap_or_default());
+                    if self.process().is_err() {
+                        break;
+                    }
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        match self.outcome.take() {
+            Some(outcome @ Outcome::DisconnectedByServer { .. }) => Ok(outcome),
+            _ => Err(error),
+        }
     }
 
     /// Ends the connection from our side: what is queued is sent, then the

@@ -33,6 +33,15 @@ impl Conn {
         self.send(P::NAME, &encoded(packet));
     }
 
+    /// Sends packets in one write (the client reads them together).
+    pub fn send_together(&mut self, packets: &[(&str, &[u8])]) {
+        for (name, data) in packets {
+            self.writer.write(name, data).expect("encode");
+        }
+        let bytes = self.writer.take();
+        let _ = self.stream.write_all(&bytes);
+    }
+
     /// Sends raw bytes under a packet name (for malformed input).
     pub fn send(&mut self, name: &str, data: &[u8]) {
         self.writer.write(name, data).expect("encode");
@@ -70,6 +79,13 @@ impl Conn {
                 }
             }
         }
+    }
+
+    /// Closes the connection with a reset (`SO_LINGER` 0), as a server
+    /// does that closes with the client's bytes unread: the client's next
+    /// write fails.
+    pub fn reset(self) {
+        let _ = socket2::SockRef::from(&self.stream).set_linger(Some(Duration::ZERO));
     }
 
     /// Waits until the client closes its side; true if it did.

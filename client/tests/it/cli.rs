@@ -159,6 +159,52 @@ fn disconnect_by_server_exits_5_with_the_reason() {
 }
 
 #[test]
+fn a_reason_sent_before_a_reset_is_reported_though_a_write_failed_first() {
+    // The kick arrives together with a packet whose handler keeps the
+    // client busy and then sends; by then the server has reset the
+    // connection, so the client's write fails before it acts on the kick.
+    let files: Vec<(&str, Vec<u8>)> = vec![(
+        "game/client_lua/init.lua",
+        br#"buildat.sub_packet("test:hold", function()
+                local n = 0
+                for i = 1, 20000000 do n = n + i end
+                buildat.send_packet("test:late", tostring(n))
+            end)
+            buildat.send_packet("test:ready", "")"#
+            .to_vec(),
+    )];
+    let (address, server) = fake_server(move |mut conn| {
+        serve_files(&mut conn, &files);
+        let ready = conn.recv(Duration::from_secs(30)).expect("ready");
+        assert_eq!(ready.name, "test:ready");
+        // Both in one write, so the client reads the kick before the reset
+        // (a reset makes the client's kernel drop what it has not read).
+        conn.send_together(&[
+            ("test:hold", b""),
+            (DisconnectPacket::NAME, b"kicked: bye for now"),
+        ]);
+        std::thread::sleep(Duration::from_millis(20));
+        conn.reset();
+    });
+    let dir = tempfile::tempdir().expect("temp");
+    let out = client(&[
+        "--connect",
+        &address,
+        "--cache",
+        dir.path().to_str().expect("utf8"),
+        "--lua-time-ms",
+        "10000",
+    ]);
+    server.join().expect("server");
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(5), "{text}");
+    assert!(
+        text.contains("disconnected by the server: kicked: bye for now"),
+        "{text}"
+    );
+}
+
+#[test]
 fn protocol_errors_exit_4() {
     // A packet of a type never defined.
     let (address, server) = fake_server(|mut conn| {

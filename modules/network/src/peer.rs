@@ -316,7 +316,7 @@ async fn run(
         }
     }
     if let Err(reason) = deliver_packets(shared, state, &mut budget) {
-        return Exit::Closed(reason);
+        return refuse_input(shared, stream, state, &mut written, reason).await;
     }
     partial = track_partial(partial, state, false);
     loop {
@@ -408,7 +408,7 @@ async fn run(
                         };
                         let delivered = match deliver_packets(shared, state, &mut budget) {
                             Ok(delivered) => delivered,
-                            Err(reason) => return Exit::Closed(reason),
+                            Err(reason) => return refuse_input(shared, stream, state, &mut written, reason).await,
                         };
                         if let Some(reason) = closing {
                             return Exit::Closed(reason);
@@ -426,7 +426,7 @@ async fn run(
             }
             _ = tokio::time::sleep_until(throttled_until.unwrap_or(far).into()), if throttled_until.is_some() => {
                 if let Err(reason) = deliver_packets(shared, state, &mut budget) {
-                    return Exit::Closed(reason);
+                    return refuse_input(shared, stream, state, &mut written, reason).await;
                 }
                 // The wait was ours, not the peer's: its frame starts afresh.
                 partial = track_partial(None, state, true);
@@ -599,6 +599,18 @@ fn flush(
     Ok(())
 }
 
+/// Ends a connection whose input broke the protocol, telling the peer why.
+async fn refuse_input(
+    shared: &Shared,
+    stream: &TcpStream,
+    state: &mut PeerState,
+    written: &mut usize,
+    reason: String,
+) -> Exit {
+    say_goodbye(&shared.counters.bytes_out, stream, state, written, &reason).await;
+    Exit::Closed(reason)
+}
+
 /// Queues `core:disconnect` with the reason and gives the output a second to leave.
 async fn say_goodbye(
     bytes_out: &AtomicU64,
@@ -627,6 +639,42 @@ async fn say_goodbye(
             return;
         }
         let _ = tokio::time::timeout(Duration::from_millis(100), stream.writable()).await;
+    }
+    if state.unsent(*written) == 0 {
+        linger_for_the_reader(stream).await;
+    }
+}
+
+/// How long a goodbye waits for the peer to close after it, and how much of
+/// the peer's input it throws away meanwhile.
+const GOODBYE_LINGER: Duration = Duration::from_millis(500);
+const GOODBYE_DISCARD_BYTES: usize = 64 * 1024;
+
+/// Ends our side with a FIN and reads (and drops) what the peer still sends
+/// until it closes too, briefly. Closing a socket with the peer's bytes
+/// unread sends a reset instead, and a reset makes the peer's kernel drop
+/// what it had received but not yet read: the goodbye itself.
+async fn linger_for_the_reader(stream: &TcpStream) {
+    if socket2::SockRef::from(stream)
+        .shutdown(std::net::Shutdown::Write)
+        .is_err()
+    {
+        return;
+    }
+    let deadline = tokio::time::Instant::now() + GOODBYE_LINGER;
+    let mut discarded = 0;
+    let mut buffer = [0u8; 4096];
+    while discarded < GOODBYE_DISCARD_BYTES {
+        match tokio::time::timeout_at(deadline, stream.readable()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) | Err(_) => return,
+        }
+        match stream.try_read(&mut buffer) {
+            Ok(0) => return,
+            Ok(read) => discarded += read,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => return,
+        }
     }
 }
 

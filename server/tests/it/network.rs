@@ -180,6 +180,25 @@ fn bad_input_costs_only_its_sender() {
         assert!(line.contains("disconnected"), "{case}: {line}");
     }
 
+    // A sender of a bad packet is told why, even with more of its bytes
+    // unread behind the bad one and a write of its own after the server
+    // closed. (The server ends its side and drains briefly before closing
+    // rather than resetting the connection.)
+    let mut bad = RawClient::connect(&address).expect("connect");
+    bad.send_raw(&[header(150, 0), vec![0u8; 32 * 1024]].concat())
+        .expect("send bad bytes and more");
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = bad.send_raw(&[0u8; 16]);
+    let before_close = bad
+        .wait_closed(Duration::from_secs(10))
+        .expect("the sender is disconnected");
+    let goodbye = before_close
+        .iter()
+        .find(|packet| packet.name == DisconnectPacket::NAME)
+        .and_then(|packet| DisconnectPacket::decode(&packet.data).ok())
+        .expect("the goodbye was read before the close");
+    assert!(goodbye.reason.contains("150"), "{}", goodbye.reason);
+
     // A client that never reads: its outgoing queue passes the limit.
     with_bystanders(&address, || {
         let mut lazy = RawClient::connect(&address).expect("connect");
