@@ -30,5 +30,6 @@ pub use buildat_test_pg as pg;
 pub mod proc_stats;
 pub mod raw_client;
 pub mod server;
+pub mod walkgen;
 pub mod wire;
 pub mod world_check;

@@ -12,7 +12,9 @@
 use std::process::ExitCode;
 
 use buildat_harness::layout::{CommonOptions, Layout};
-use buildat_harness::{abuse, crashtest, faulttest, inflate, lightbots, loadtest, mapbench};
+use buildat_harness::{
+    abuse, crashtest, faulttest, inflate, lightbots, loadtest, mapbench, walkgen,
+};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -47,6 +49,9 @@ enum Test {
     /// A real browser draws the web map of a pregenerated square area:
     /// seconds, tiles and server CPU, cold and warm.
     Mapbench(mapbench::MapOptions),
+    /// Players walk into terrain never generated: how long each waits for
+    /// its full view after entering a chunk, against headless pregen.
+    Walkgen(walkgen::WalkOptions),
     /// Makes a stopped world's database N bytes big by copying its
     /// sections (new positions, new ids): a big world for the backup and
     /// storage figures.
@@ -85,6 +90,7 @@ fn main() -> ExitCode {
         Test::Crashtest(options) => crashtest::run(&layout, options),
         Test::Lightbots(_) | Test::Inflate(_) => Ok(true),
         Test::Mapbench(options) => mapbench::run(&layout, options),
+        Test::Walkgen(options) => walkgen::run(&layout, options),
     };
     if cli.common.keep {
         let _ = layout.scratch.keep();

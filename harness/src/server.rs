@@ -115,6 +115,33 @@ impl Server {
 
     /// Starts the server and waits until it listens and every module started.
     pub fn start(layout: &Layout, options: &ServerOptions) -> anyhow::Result<Self> {
+        let args = Self::start_args(layout, options);
+        let mut server = Self::spawn(&layout.server_bin, &args, Stdio::piped())?;
+        server.log_to(&options.log_file)?;
+        // Building the modules may take minutes on a fresh machine: show
+        // which module is being built meanwhile.
+        let deadline = Instant::now() + Duration::from_secs(900);
+        let listening = loop {
+            let Some(line) = server.next_line(deadline) else {
+                anyhow::bail!(server.failure("the server never listened"));
+            };
+            if let Some(progress) = build_progress(&line) {
+                println!("server: {progress}");
+            }
+            if line.contains("listening on ") {
+                break line;
+            }
+        };
+        server.address = listened_address(&listening);
+        server
+            .wait_for("server started", Duration::from_secs(300))
+            .with_context(|| server.failure("the server never finished starting"))?;
+        Ok(server)
+    }
+
+    /// The command line [`Server::start`] runs the server with (a headless
+    /// command such as `pregen` may follow it).
+    pub fn start_args(layout: &Layout, options: &ServerOptions) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec![
             "--world".into(),
             options.world.clone().into(),
@@ -142,27 +169,7 @@ impl Server {
         for setting in &options.settings {
             args.extend(["--set".into(), setting.into()]);
         }
-        let mut server = Self::spawn(&layout.server_bin, &args, Stdio::piped())?;
-        server.log_to(&options.log_file)?;
-        // Building the modules may take minutes on a fresh machine: show
-        // which module is being built meanwhile.
-        let deadline = Instant::now() + Duration::from_secs(900);
-        let listening = loop {
-            let Some(line) = server.next_line(deadline) else {
-                anyhow::bail!(server.failure("the server never listened"));
-            };
-            if let Some(progress) = build_progress(&line) {
-                println!("server: {progress}");
-            }
-            if line.contains("listening on ") {
-                break line;
-            }
-        };
-        server.address = listened_address(&listening);
-        server
-            .wait_for("server started", Duration::from_secs(300))
-            .with_context(|| server.failure("the server never finished starting"))?;
-        Ok(server)
+        args
     }
 
     /// Waits for the network module's "listening on ADDRESS" line (up to

@@ -60,6 +60,22 @@ pub fn chunk_of_voxel(voxel: Pos) -> Pos {
     voxel.map(|v| v.div_euclid(CHUNK_SIZE))
 }
 
+/// The chunks a player in chunk `center` sees with a view radius of
+/// `radius` chunks: a sphere (the world stream's, and its tests').
+pub fn chunks_in_view(center: Pos, radius: i32) -> Vec<Pos> {
+    let mut chunks = Vec::new();
+    for dz in -radius..=radius {
+        for dy in -radius..=radius {
+            for dx in -radius..=radius {
+                if dx * dx + dy * dy + dz * dz <= radius * radius {
+                    chunks.push([center[0] + dx, center[1] + dy, center[2] + dz]);
+                }
+            }
+        }
+    }
+    chunks
+}
+
 /// A voxel's index in its chunk's array (x fastest, then y, then z).
 pub fn index_in_chunk(voxel: Pos) -> usize {
     let [x, y, z] = voxel.map(|v| v.rem_euclid(CHUNK_SIZE) as usize);
@@ -75,6 +91,14 @@ pub fn chunk_origin(chunk: Pos) -> Pos {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_view_is_a_sphere_of_chunks() {
+        assert_eq!(chunks_in_view([0, 0, 0], 0), vec![[0, 0, 0]]);
+        assert_eq!(chunks_in_view([0, 0, 0], 1).len(), 7);
+        assert_eq!(chunks_in_view([5, 5, 5], 3).len(), 123);
+        assert!(chunks_in_view([5, 5, 5], 3).contains(&[8, 5, 5]));
+    }
 
     #[test]
     fn negative_positions_floor_correctly() {

@@ -46,6 +46,7 @@
 
 pub mod backup;
 pub mod durability;
+pub mod generation;
 pub mod migrate;
 pub mod old_tables;
 pub mod pregen;
@@ -71,11 +72,11 @@ use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
 use buildat_voxelworld_api::stream::{Ack, Registry};
 use buildat_voxelworld_api::{
     ApplyGenerated, ColumnTops, Commit, CreateNode, CreateNodes, EditOutcome, EditVoxel,
-    EditVoxels, Generate, GeneratedSection, GenerationRequest, GetChunk, GetNode, GetRegistry,
-    GetSizes, GetVoxel, GetVoxels, GetWorldConfig, ListNodes, LoadOrGenerateSection, MoveNodes,
-    NodeVolumeUpdated, NodesChanged, Pregen, PregenReport, RegisterBlock, RemoveNode, RemoveViewer,
-    Replace, Save, SectionStatus, SetNodeParent, SetNodeVar, SetSectionSaveEnabled, SetVoxel,
-    Sizes, SpecialVoxels, Viewer, WorldConfig, WorldStats,
+    EditVoxels, Generate, GeneratedSection, GenerationCancel, GenerationRequest, GetChunk, GetNode,
+    GetRegistry, GetSizes, GetVoxel, GetVoxels, GetWorldConfig, ListNodes, LoadOrGenerateSection,
+    MoveNodes, NodeVolumeUpdated, NodesChanged, Pregen, PregenReport, RegisterBlock, RemoveNode,
+    RemoveViewer, Replace, Save, SectionStatus, SetNodeParent, SetNodeVar, SetSectionSaveEnabled,
+    SetVoxel, Sizes, SpecialVoxels, Viewer, WorldConfig, WorldStats,
 };
 use buildat_voxelworld_api::{
     DropOldTables, GetStats, GetValue, ListValues, MAX_VALUE_BYTES, MAX_VALUE_WRITES, PutValues,
@@ -106,8 +107,9 @@ impl Event for MoreWork {
 /// the module's thread goes back to the calls and events waiting on it
 /// (a game module's movement checks call the world).
 const WORK_SLICE: std::time::Duration = std::time::Duration::from_millis(3);
-/// How long before a section requested of the generator is asked again.
-const GENERATION_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
+/// Seconds between two comparisons of the sections asked of the generator
+/// with what players want (cancelling what nobody wants any more).
+const GENERATION_REVIEW_INTERVAL: f64 = 0.5;
 /// How long one tick may spend on the periodic save before going on.
 const SAVE_SLICE: std::time::Duration = std::time::Duration::from_millis(15);
 /// Seconds between two drops of the decoded voxels of chunks nobody read
@@ -203,9 +205,11 @@ struct VoxelWorld {
     /// A [`MoreWork`] is on its way (one at a time).
     more_work_pending: bool,
     ack_event: String,
-    /// Sections asked of the generator, and when (asked again after a while
-    /// in case the generator was down).
-    requested: HashMap<Pos, Instant>,
+    /// Sections asked of the generator (`generation.rs`).
+    generation: generation::GenerationBook,
+    /// Seconds since the sections asked of the generator were last
+    /// compared with what players want.
+    since_generation_review: f64,
     save_interval: f64,
     /// Seconds since the last periodic save finished.
     since_save: f64,
@@ -384,8 +388,8 @@ impl VoxelWorld {
                 suppressed_note(suppressed)
             );
         }
-        for section in outbox.generate {
-            self.request_generation(section)?;
+        for (section, distance) in outbox.generate {
+            self.request_generation(section, Some(distance))?;
         }
         let batches = outbox
             .packets
@@ -490,25 +494,47 @@ impl VoxelWorld {
         }
     }
 
-    /// Asks the generator for a section, once (again after a while).
-    fn request_generation(&mut self, section: Pos) -> Result<(), ModuleError> {
-        let now = Instant::now();
-        if self
-            .requested
-            .get(&section)
-            .is_some_and(|asked| now.duration_since(*asked) < GENERATION_RETRY)
-        {
+    /// Asks the generator for a section, once (again after a while, or
+    /// when a player comes nearer). `distance`: from the player who wants
+    /// it; `None` when a call waits on it.
+    fn request_generation(
+        &mut self,
+        section: Pos,
+        distance: Option<u32>,
+    ) -> Result<(), ModuleError> {
+        if let Some(distance) = self.generation.ask(section, distance, Instant::now()) {
+            self.host.emit(&GenerationRequest { section, distance })?;
+        }
+        Ok(())
+    }
+
+    /// Cancels the generation of sections no player wants any more and
+    /// brings forward those a player came nearer to.
+    fn review_generation(&mut self) -> Result<(), ModuleError> {
+        if !self.generation.has_player_requests() {
             return Ok(());
         }
-        self.requested.insert(section, now);
-        self.host.emit(&GenerationRequest { section })?;
+        let wanted = self.streamer.wanted_sections(self.world.section_size());
+        let review = self.generation.review(&wanted, Instant::now());
+        for (section, distance) in review.nearer {
+            self.host.emit(&GenerationRequest { section, distance })?;
+        }
+        if !review.cancel.is_empty() {
+            log::debug!(
+                "{} sections nobody wants any more: generation cancelled",
+                review.cancel.len()
+            );
+            self.host.emit(&GenerationCancel {
+                sections: review.cancel,
+            })?;
+        }
         Ok(())
     }
 
     fn load_or_generate(&mut self, section: Pos) -> Result<SectionStatus, ModuleError> {
         let loaded = self.world.load_section(section).map_err(world_error)?;
         if loaded != Loaded::Ready {
-            self.request_generation(section)?;
+            self.request_generation(section, None)?;
         }
         let (generated, save_enabled) =
             self.world.section_status(section).unwrap_or((false, false));
@@ -854,7 +880,8 @@ impl VoxelWorld {
         }
         format!(
             "world: {} sections in memory, {} with unsaved changes; light: {} edits updated \
-             in place, {} chunks lit whole, {}{running}",
+             in place, {} chunks lit whole, {}; generation: {} sections asked, {} cancelled \
+             (nobody wanted them any more){running}",
             self.world.loaded_sections(),
             self.world.unsaved_count(),
             light.in_place,
@@ -863,7 +890,9 @@ impl VoxelWorld {
                 "more to light"
             } else {
                 "up to date"
-            }
+            },
+            self.generation.len(),
+            self.generation.cancelled
         )
     }
 
@@ -1028,7 +1057,7 @@ impl VoxelWorld {
             .world
             .apply_generated(generated.section, chunks)
             .map_err(world_error)?;
-        self.requested.remove(&generated.section);
+        self.generation.done(&generated.section);
         let updated: Vec<Committed> = updated
             .into_iter()
             .map(|(node_id, chunk)| Committed {
@@ -1111,7 +1140,8 @@ impl Module for VoxelWorld {
             changed_holders: BTreeSet::new(),
             more_work_pending: false,
             ack_event: network::received::<Ack>(),
-            requested: HashMap::new(),
+            generation: generation::GenerationBook::default(),
+            since_generation_review: 0.0,
             save_interval: host.get_setting("voxelworld.save_interval_s", 5.0)?,
             since_save: 0.0,
             since_drop_decoded: 0.0,
@@ -1204,6 +1234,11 @@ impl Module for VoxelWorld {
                 }
                 self.relight();
                 self.pump()?;
+                self.since_generation_review += tick.dtime;
+                if self.since_generation_review >= GENERATION_REVIEW_INTERVAL {
+                    self.since_generation_review = 0.0;
+                    self.review_generation()?;
+                }
                 self.tell_node_changes()?;
             }
             ClientDisconnected::NAME => {

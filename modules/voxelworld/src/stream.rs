@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use buildat_format::Packet;
 use buildat_network_api::{OutgoingPacket, PeerId};
-use buildat_voxel::geometry::{self, Pos};
+use buildat_voxel::geometry::{self, Pos, SectionSize};
 use buildat_voxelworld_api::stream::{self, Chunk, Light, UnloadChunk, VoxelUpdates};
 use serde::{Deserialize, Serialize};
 
@@ -56,7 +56,9 @@ pub struct Viewer {
 #[derive(Default)]
 pub struct Outbox {
     pub packets: Vec<(PeerId, Vec<OutgoingPacket>)>,
-    pub generate: Vec<Pos>,
+    /// Sections to generate, with the distance of the player waiting
+    /// (squared, in chunks, from its chunk to the section's chunk it wants).
+    pub generate: Vec<(Pos, u32)>,
     /// The first error met reading the world (what it concerned stays queued
     /// for the next pump).
     pub failure: Option<WorldError>,
@@ -189,16 +191,7 @@ impl Streamer {
             return Vec::new();
         }
         viewer.center = Some(center);
-        let mut wanted = Vec::new();
-        for dz in -radius..=radius {
-            for dy in -radius..=radius {
-                for dx in -radius..=radius {
-                    if dx * dx + dy * dy + dz * dz <= radius * radius {
-                        wanted.push([center[0] + dx, center[1] + dy, center[2] + dz]);
-                    }
-                }
-            }
-        }
+        let mut wanted = geometry::chunks_in_view(center, radius);
         // Chunks are withdrawn only past radius + 1, so walking back and forth
         // over a chunk border does not unload and resend the same chunks.
         let keep = (radius + 1) * (radius + 1);
@@ -222,12 +215,25 @@ impl Streamer {
             }
         }
         wanted.retain(|c| !viewer.held.contains(c));
-        wanted.sort_by_key(|c| {
-            let d = [c[0] - center[0], c[1] - center[1], c[2] - center[2]];
-            (d[0] * d[0] + d[1] * d[1] + d[2] * d[2], *c)
-        });
+        wanted.sort_by_key(|c| (distance(Some(center), *c), *c));
         viewer.queue = wanted.into();
         packets
+    }
+
+    /// Every section holding a chunk some viewer still wants and does not
+    /// hold, with the smallest distance of a viewer wanting it.
+    pub fn wanted_sections(&self, section_size: SectionSize) -> HashMap<Pos, u32> {
+        let mut wanted: HashMap<Pos, u32> = HashMap::new();
+        for viewer in self.viewers.values() {
+            for &chunk in &viewer.queue {
+                let d = distance(viewer.center, chunk);
+                wanted
+                    .entry(section_size.section_of_chunk(chunk))
+                    .and_modify(|nearest| *nearest = (*nearest).min(d))
+                    .or_insert(d);
+            }
+        }
+        wanted
     }
 
     /// Blocks were registered: every viewer gets the registry again.
@@ -439,7 +445,7 @@ impl Streamer {
                         budget -= 1;
                     }
                     Ok(_) => {
-                        waiting_sections.push(section);
+                        waiting_sections.push((section, distance(viewer.center, chunk)));
                         index += 1;
                     }
                     Err(error) => {
@@ -508,6 +514,15 @@ impl Streamer {
         }
         outbox
     }
+}
+
+/// Squared distance in chunks from a viewer's chunk to `chunk` (0 for a
+/// viewer not placed yet).
+fn distance(center: Option<Pos>, chunk: Pos) -> u32 {
+    center.map_or(0, |c| {
+        let d = [chunk[0] - c[0], chunk[1] - c[1], chunk[2] - c[2]];
+        (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).unsigned_abs()
+    })
 }
 
 /// A chunk's light as an encoded `voxelworld:light` packet.

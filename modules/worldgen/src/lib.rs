@@ -2,7 +2,8 @@
 //!
 //! Owns: registering the blocks its terrain uses with `voxelworld`,
 //! answering `voxelworld:generation_request` on a pool of worker threads
-//! (`pool.rs`: one per core, nearest-to-request order is voxelworld's; each
+//! (`pool.rs`: one per core, nearest to a player first, dropping what
+//! `voxelworld:generation_cancel` says nobody wants any more; each
 //! worker generates a section and hands it to voxelworld's
 //! `apply_generated`, so no module's thread waits on generation, this one's
 //! included), and the `generate` call used by `pregen` (several sections at
@@ -19,8 +20,8 @@ use buildat_interface::{
 };
 use buildat_voxel::geometry::{Pos, SectionSize};
 use buildat_voxelworld_api::{
-    BlockDefinition, ChunkData, Generate, GeneratedSection, GenerationRequest, GetWorldConfig,
-    RegisterBlock,
+    BlockDefinition, ChunkData, Generate, GeneratedSection, GenerationCancel, GenerationRequest,
+    GetWorldConfig, RegisterBlock,
 };
 use buildat_worldgen_terrain as terrain;
 
@@ -58,6 +59,7 @@ impl Module for Worldgen {
 
     fn init(&mut self) -> Result<(), ModuleError> {
         self.host.sub_event(GenerationRequest::NAME)?;
+        self.host.sub_event(GenerationCancel::NAME)?;
         Ok(())
     }
 
@@ -94,7 +96,13 @@ impl Module for Worldgen {
                     .pool
                     .as_ref()
                     .ok_or_else(|| ModuleError::msg("a generation request before core:start"))?;
-                pool.request(request.section);
+                pool.request(request.section, request.distance);
+            }
+            GenerationCancel::NAME => {
+                let cancel: GenerationCancel = decode(payload)?;
+                if let Some(pool) = &self.pool {
+                    pool.cancel(&cancel.sections);
+                }
             }
             _ => {}
         }

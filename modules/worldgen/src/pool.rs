@@ -1,13 +1,15 @@
 //! The generation workers: sections asked for by `voxelworld` are generated
 //! here, several at once, and handed back with its `apply_generated`.
 //!
-//! Owns: the request queue (first asked, first generated; a section asked
-//! again while queued is queued once) and the worker threads, stopped and
-//! joined by [`GenerationPool::stop`] (queued requests are dropped then:
-//! voxelworld asks again for what it did not get). Does not own: the
-//! terrain (`buildat-worldgen-terrain`) or what voxelworld does with it.
+//! Owns: the request queue (nearest first: the smallest distance the
+//! request carries, then first asked; a section asked again while queued is
+//! queued once, at the smaller distance; a cancelled one leaves it) and the
+//! worker threads, stopped and joined by [`GenerationPool::stop`] (queued
+//! requests are dropped then: voxelworld asks again for what it did not
+//! get). Does not own: the terrain (`buildat-worldgen-terrain`) or what
+//! voxelworld does with it.
 
-use std::collections::VecDeque;
+use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
@@ -15,10 +17,30 @@ use buildat_interface::{Host, log};
 use buildat_voxel::geometry::{Pos, SectionSize};
 use buildat_voxelworld_api::ApplyGenerated;
 
+/// The sections waiting for a worker: section → (distance, order asked).
 #[derive(Default)]
 struct Queue {
-    sections: VecDeque<Pos>,
+    sections: HashMap<Pos, (u32, u64)>,
+    asked: u64,
     stopping: bool,
+}
+
+impl Queue {
+    fn request(&mut self, section: Pos, distance: u32) {
+        self.asked += 1;
+        let asked = self.asked;
+        self.sections
+            .entry(section)
+            .and_modify(|queued| queued.0 = queued.0.min(distance))
+            .or_insert((distance, asked));
+    }
+
+    /// The nearest section, first asked among the nearest.
+    fn take_nearest(&mut self) -> Option<Pos> {
+        let (&section, _) = self.sections.iter().min_by_key(|(_, queued)| **queued)?;
+        self.sections.remove(&section);
+        Some(section)
+    }
 }
 
 #[derive(Default)]
@@ -44,27 +66,31 @@ impl GenerationPool {
         Self { shared, workers }
     }
 
-    /// Queues `section` unless it is queued already.
-    pub fn request(&self, section: Pos) {
-        let mut queue = self
-            .shared
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.shared
             .queue
             .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if !queue.sections.contains(&section) {
-            queue.sections.push_back(section);
-            self.shared.wake.notify_one();
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `section` at `distance`, or moves it nearer if queued.
+    pub fn request(&self, section: Pos, distance: u32) {
+        self.queue().request(section, distance);
+        self.shared.wake.notify_one();
+    }
+
+    /// Drops `sections` from the queue (one being generated is finished).
+    pub fn cancel(&self, sections: &[Pos]) {
+        let mut queue = self.queue();
+        for section in sections {
+            queue.sections.remove(section);
         }
     }
 
     /// Drops what is queued, lets each worker finish its section, joins them.
     pub fn stop(self) {
         {
-            let mut queue = self
-                .shared
-                .queue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut queue = self.queue();
             queue.stopping = true;
             queue.sections.clear();
         }
@@ -85,7 +111,7 @@ fn work(shared: &Shared, host: Host, seed: u64, section_size: SectionSize) {
                 if queue.stopping {
                     return;
                 }
-                if let Some(section) = queue.sections.pop_front() {
+                if let Some(section) = queue.take_nearest() {
                     break section;
                 }
                 queue = shared
@@ -98,5 +124,24 @@ fn work(shared: &Shared, host: Host, seed: u64, section_size: SectionSize) {
         if let Err(error) = host.call(&ApplyGenerated { section: generated }) {
             log::warn!("handing section {section:?} to voxelworld: {error}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nearest_goes_first_then_the_first_asked_and_cancelled_ones_never() {
+        let mut queue = Queue::default();
+        queue.request([5, 0, 0], 25);
+        queue.request([1, 0, 0], 4);
+        queue.request([2, 0, 0], 4);
+        queue.request([9, 0, 0], 81);
+        queue.request([5, 0, 0], 1); // a player came nearer
+        queue.request([2, 0, 0], 9); // farther: stays at 4
+        queue.sections.remove(&[9, 0, 0]); // as `cancel` does
+        let order: Vec<Pos> = std::iter::from_fn(|| queue.take_nearest()).collect();
+        assert_eq!(order, vec![[5, 0, 0], [1, 0, 0], [2, 0, 0]]);
     }
 }

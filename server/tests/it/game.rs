@@ -351,17 +351,9 @@ fn a_player_sees_a_node_enter_its_view_and_leave_it() {
 }
 
 fn chunks_in_radius(center: Pos) -> HashSet<Pos> {
-    let mut set = HashSet::new();
-    for dz in -RADIUS..=RADIUS {
-        for dy in -RADIUS..=RADIUS {
-            for dx in -RADIUS..=RADIUS {
-                if dx * dx + dy * dy + dz * dz <= RADIUS * RADIUS {
-                    set.insert([center[0] + dx, center[1] + dy, center[2] + dz]);
-                }
-            }
-        }
-    }
-    set
+    buildat_voxel::geometry::chunks_in_view(center, RADIUS)
+        .into_iter()
+        .collect()
 }
 
 #[test]

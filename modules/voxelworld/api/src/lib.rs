@@ -27,12 +27,29 @@ pub use buildat_voxel::{BlockDefinition, VoxelDefinition, VoxelRegistry};
 pub const MODULE: &str = "voxelworld";
 
 /// A section needs its voxels: a generator answers with [`ApplyGenerated`].
+/// A generator with a queue serves the smallest `distance` first: the
+/// squared distance, in chunks, from the section's chunk a player wants to
+/// that player's chunk (0 when a call, not a player, waits on it). The same
+/// section asked again while queued takes the new distance when smaller
+/// (voxelworld asks again as players come nearer).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GenerationRequest {
     pub section: Pos,
+    pub distance: u32,
 }
 impl Event for GenerationRequest {
     const NAME: &'static str = "voxelworld:generation_request";
+}
+
+/// Sections asked for that nobody wants any more (the players who wanted
+/// them moved away or left): a generator drops them from its queue. One
+/// already being generated is still handed back (and stored).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenerationCancel {
+    pub sections: Vec<Pos>,
+}
+impl Event for GenerationCancel {
+    const NAME: &'static str = "voxelworld:generation_cancel";
 }
 
 /// A chunk's voxels changed (committed edits or generation).
