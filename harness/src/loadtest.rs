@@ -525,18 +525,18 @@ fn busy_summary(start: &(Instant, Vec<ModuleLine>), end: &[ModuleLine]) -> Strin
 }
 
 /// A row of the console's `modules` table.
-struct ModuleLine {
-    name: String,
+pub(crate) struct ModuleLine {
+    pub(crate) name: String,
     queued: u64,
     /// Seconds in its handlers since the server started.
-    busy_seconds: f64,
+    pub(crate) busy_seconds: f64,
     /// Its messages' wait p99 since the server started (`≤ 25 ms`, ...).
-    wait_p99: String,
+    pub(crate) wait_p99: String,
 }
 
 /// The console's `modules` table (the rows of loaded modules; a failed
 /// one's state holds spaces and is skipped).
-fn module_table(server: &mut Server) -> Option<Vec<ModuleLine>> {
+pub(crate) fn module_table(server: &mut Server) -> Option<Vec<ModuleLine>> {
     let from = server.seen.len();
     server.send("modules");
     server.wait_for("queued", Duration::from_secs(5))?;

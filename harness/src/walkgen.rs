@@ -31,6 +31,7 @@ use buildat_voxel::geometry::{self, Pos};
 use buildat_voxelworld_api::stream::{Ack, Chunk, UnloadChunk};
 
 use crate::layout::Layout;
+use crate::proc_stats::cpu_percent;
 use crate::raw_client::RawClient;
 use crate::server::{Server, ServerOptions};
 
@@ -292,6 +293,7 @@ pub fn run(layout: &Layout, options: &WalkOptions) -> anyhow::Result<bool> {
         options.view_radius,
         geometry::chunks_in_view([0, 0, 0], options.view_radius).len()
     );
+    let cpu_before = server.sample();
     let walkers: Vec<_> = (0..options.walkers)
         .map(|index| {
             let (address, options) = (address.clone(), options.clone());
@@ -350,6 +352,27 @@ pub fn run(layout: &Layout, options: &WalkOptions) -> anyhow::Result<bool> {
         "chunks received {received}, corrections {corrections}; the views took {} distinct sections, {per_walk_second:.1} a second",
         sections.len()
     );
+    // Where the server's threads went: each module's handlers (worldgen's
+    // pool threads are not in its figure).
+    if let Some(modules) = crate::loadtest::module_table(&mut server) {
+        let busy: Vec<String> = modules
+            .iter()
+            .filter(|m| m.busy_seconds >= 0.1)
+            .map(|m| {
+                format!(
+                    "{} {:.1} s (wait p99 {})",
+                    m.name, m.busy_seconds, m.wait_p99
+                )
+            })
+            .collect();
+        println!("server: busy in handlers since start: {}", busy.join(", "));
+    }
+    if let (Some(first), Some(last)) = (cpu_before, server.sample()) {
+        println!(
+            "server: CPU during the walk {:.0} % of one core",
+            cpu_percent(&first, &last)
+        );
+    }
     match server.command("world", &["world: "], Duration::from_secs(30)) {
         Ok(line) => println!("server: {}", line.trim()),
         Err(error) => println!("server: `world`: {error:#}"),

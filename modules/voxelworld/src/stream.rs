@@ -598,6 +598,42 @@ mod tests {
     }
 
     #[test]
+    fn sections_waited_on_carry_their_distance_and_are_let_go_when_nobody_wants_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut world, _) = faulty(dir.path(), 256);
+        let size = world.section_size();
+        let mut streamer = Streamer::new(1, 64);
+        let mut book = crate::generation::GenerationBook::default();
+        let now = Instant::now();
+        streamer.set_viewer(1, [0.5, 0.5, 0.5]);
+        streamer.set_viewer(2, [0.5, 0.5, 0.5]);
+        let outbox = streamer.pump(&mut world, b"registry", None, far());
+        assert!(chunks_sent(&outbox).is_empty(), "nothing is generated");
+        let home = size.section_of_chunk([0, 0, 0]);
+        let west = size.section_of_chunk([-1, 0, 0]);
+        assert!(outbox.generate.contains(&(home, 0)));
+        assert!(
+            outbox.generate.contains(&(west, 1)),
+            "{:?}",
+            outbox.generate
+        );
+        for (section, distance) in &outbox.generate {
+            book.ask(*section, Some(*distance), now);
+        }
+        let asked: BTreeSet<Pos> = outbox.generate.iter().map(|(s, _)| *s).collect();
+        assert_eq!(streamer.wanted_sections(size).get(&home), Some(&0));
+        // One flies far away: the other still wants everything.
+        streamer.set_viewer(1, [3200.5, 0.5, 0.5]);
+        let review = book.review(&streamer.wanted_sections(size), now);
+        assert!(review.cancel.is_empty(), "{review:?}");
+        // Then the other leaves: nobody wants what they asked for.
+        streamer.remove_viewer(2);
+        let review = book.review(&streamer.wanted_sections(size), now);
+        let cancelled: BTreeSet<Pos> = review.cancel.into_iter().collect();
+        assert_eq!(cancelled, asked);
+    }
+
+    #[test]
     fn a_pump_out_of_time_sends_one_chunk_and_keeps_the_rest_queued() {
         let dir = tempfile::tempdir().unwrap();
         let (mut world, _) = faulty(dir.path(), 64);

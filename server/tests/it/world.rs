@@ -9,11 +9,8 @@ use crate::common::{
     Scratch, console, join, ping, run_headless, run_headless_args, start_game, start_server,
     with_world,
 };
-use buildat_format::Packet;
 use buildat_harness::pg::TestDatabase;
-use buildat_harness::raw_client::RawClient;
 use buildat_harness::world_check::{SECTIONS, WorldDb, stored_round};
-use buildat_voxelworld_api::stream::{Ack, Chunk};
 use rusqlite::Connection;
 
 /// `buildat-server pregen --radius N --world DIR ...`: the world module's
@@ -549,77 +546,4 @@ fn a_backup_taken_while_a_player_plays_restores_section_for_section_byte_for_byt
     let (status, output) = restore(&scratch);
     assert_ne!(status, Some(0), "{output}");
     assert!(output.contains("restore into a new world"), "{output}");
-}
-
-#[test]
-fn generation_nobody_waits_for_any_more_is_cancelled() {
-    let scratch = Scratch::new();
-    scratch.add_game();
-    let (mut server, address) = start_game(
-        &scratch,
-        &["voxelworld.view_radius=5", "main.free_movement=true"],
-    );
-    let mut player =
-        RawClient::join(&address, "hasty", Duration::from_secs(60)).expect("joins the game");
-    // The first chunk streamed: the sections around the spawn point are
-    // asked of the generator. Away at once, before the hundreds of them
-    // are generated: those still queued are wanted by nobody now.
-    let first = std::time::Instant::now();
-    while player
-        .recv(Duration::from_secs(30))
-        .expect("still connected")
-        .is_none_or(|packet| packet.name != Chunk::NAME)
-    {
-        assert!(
-            first.elapsed() < Duration::from_secs(60),
-            "no chunk streamed"
-        );
-    }
-    let mut position = player.spawn;
-    for _ in 0..60 {
-        position[0] += 15.0;
-        player
-            .send_packet(&buildat_main_api::Move { position })
-            .expect("the connection is open");
-    }
-    let cancelled = |line: &str| -> u64 {
-        line.split(" cancelled")
-            .next()
-            .and_then(|before| before.rsplit(' ').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no count of cancelled sections in: {line}"))
-    };
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        // Acknowledged as a client does, so the stream (and the generation
-        // it asks for) goes on.
-        let until = std::time::Instant::now() + Duration::from_millis(500);
-        let mut chunks = 0;
-        while let Some(packet) = player.recv_some(
-            until
-                .saturating_duration_since(std::time::Instant::now())
-                .max(Duration::from_millis(1)),
-        ) {
-            chunks += u32::from(packet.name == Chunk::NAME);
-            if std::time::Instant::now() >= until {
-                break;
-            }
-        }
-        if chunks > 0 {
-            player
-                .send_packet(&Ack { chunks })
-                .expect("the connection is open");
-        }
-        let line = console(&mut server, "world", "generation: ");
-        if cancelled(&line) > 0 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "nothing cancelled in 60 s: {line}"
-        );
-    }
-    // The player's new surroundings still arrive.
-    ping(&mut player, b"still here");
-    server.stop_cleanly();
 }
