@@ -26,7 +26,7 @@ use buildat_voxel::geometry::{self, Pos, SectionSize};
 use buildat_voxelworld_api::stream::{self, Chunk, Light, UnloadChunk, VoxelUpdates};
 use serde::{Deserialize, Serialize};
 
-use crate::world::{Loaded, World, WorldError};
+use crate::world::{LIGHT_THREADS, Loaded, World, WorldError};
 
 /// How many queued chunks one pump looks at per viewer (bounds the work of
 /// a pump when nearby sections are still generating).
@@ -457,7 +457,7 @@ impl Streamer {
             outbox.generate.extend(waiting_sections);
             let mut sent = 0;
             let mut unread = Vec::new();
-            for chunk in picked {
+            for (index, &chunk) in picked.iter().enumerate() {
                 if encoded_any && Instant::now() >= deadline {
                     // Out of time: back in line, like a chunk not read.
                     outbox.unfinished = true;
@@ -465,6 +465,12 @@ impl Streamer {
                     continue;
                 }
                 encoded_any = true;
+                if index % LIGHT_THREADS == 0 {
+                    // This chunk and the next lit together (a failure is
+                    // met again, and reported, lighting this one alone).
+                    let batch = picked.get(index..).unwrap_or_default();
+                    let _ = world.prelight(batch.get(..LIGHT_THREADS).unwrap_or(batch));
+                }
                 let encoded = self.encoded(world, chunk).and_then(|packet| {
                     Ok(match packet {
                         Some(packet) => Some((packet, self.encoded_light(world, chunk)?)),

@@ -32,7 +32,7 @@ use buildat_format::{decode_voxels, encode_voxels};
 use buildat_interface::log;
 use buildat_voxel::VoxelLight;
 use buildat_voxel::geometry::{self, CHUNK_VOLUME, Pos, SectionSize};
-use buildat_voxel::light::{self, LightTable, Surroundings};
+use buildat_voxel::light::{self, LightTable};
 use buildat_voxel::relight::{LitWorld, relight_in_place};
 use buildat_voxel::{AIR, BlockDefinition, BlockRegistry, RegistryError, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
@@ -53,6 +53,25 @@ const BLOB_VERSION: &str = "1";
 /// Chunks kept only as their blob that lighting keeps decoded at a time
 /// (128 KiB each).
 const LIGHT_DECODE_CACHE: usize = 128;
+/// Threads lighting chunks at once (the world's thread and helpers for
+/// the length of one batch).
+pub const LIGHT_THREADS: usize = 2;
+/// Chunks of voxels a [`LightMemo`] keeps at most (128 KiB each).
+const LIGHT_MEMO_LIMIT: usize = 128;
+
+/// What one relight, or one batch of chunks lit, remembers about the
+/// chunks around those it lights.
+#[derive(Default)]
+struct LightMemo {
+    /// Whether full sunlight comes down into each column of a chunk.
+    sun_in: HashMap<Pos, Arc<Vec<bool>>>,
+    /// A chunk's voxels (`None`: not in memory).
+    voxels: HashMap<Pos, Option<Arc<[u32]>>>,
+}
+
+/// A chunk's 27 chunks of voxels and the 9 sunlight masks above, as
+/// [`light::Surroundings`] borrows them.
+type LightInput = ([Option<Arc<[u32]>>; 27], [Option<Arc<Vec<bool>>>; 9]);
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorldError {
@@ -1006,6 +1025,26 @@ impl World {
         self.light_decoded.remove(&chunk);
     }
 
+    /// [`World::light_voxels`] remembered for one relight or one batch of
+    /// chunks lit (the voxels cannot change meanwhile: the world's thread
+    /// is the caller's), so a chunk's voxels are copied out once, not once
+    /// for each neighbour lit.
+    fn memo_voxels(
+        &mut self,
+        chunk: Pos,
+        memo: &mut LightMemo,
+    ) -> Result<Option<Arc<[u32]>>, WorldError> {
+        if let Some(voxels) = memo.voxels.get(&chunk) {
+            return Ok(voxels.clone());
+        }
+        let voxels = self.light_voxels(chunk)?;
+        if memo.voxels.len() >= LIGHT_MEMO_LIMIT {
+            memo.voxels.clear();
+        }
+        memo.voxels.insert(chunk, voxels.clone());
+        Ok(voxels)
+    }
+
     /// Which columns full sunlight comes down into the top of `chunk` (x +
     /// 32·z): all of them when the chunk above is not in memory (open sky
     /// above the loaded world), else what leaves the chunk above's bottom.
@@ -1013,13 +1052,13 @@ impl World {
     fn sun_in(
         &mut self,
         chunk: Pos,
-        memo: &mut HashMap<Pos, Arc<Vec<bool>>>,
+        memo: &mut LightMemo,
     ) -> Result<Arc<Vec<bool>>, WorldError> {
         // Up to the first chunk not in memory or already known.
         let mut chain = Vec::new();
         let mut at = chunk;
         let mut known = loop {
-            if let Some(mask) = memo.get(&at) {
+            if let Some(mask) = memo.sun_in.get(&at) {
                 break mask.clone();
             }
             let above = [at[0], at[1] + 1, at[2]];
@@ -1030,14 +1069,16 @@ impl World {
             at = above;
         };
         if chain.is_empty() {
-            memo.insert(chunk, known.clone());
+            memo.sun_in.insert(chunk, known.clone());
         }
         // Back down: each chunk's sunlight is what leaves the one above.
         for &below in chain.iter().rev() {
             let above = [below[0], below[1] + 1, below[2]];
-            let voxels = self.light_voxels(above)?.unwrap_or_else(|| Arc::from([]));
+            let voxels = self
+                .memo_voxels(above, memo)?
+                .unwrap_or_else(|| Arc::from([]));
             known = Arc::new(light::sun_exits(&voxels, &self.light_table, Some(&known)));
-            memo.insert(below, known.clone());
+            memo.sun_in.insert(below, known.clone());
         }
         Ok(known)
     }
@@ -1047,39 +1088,98 @@ impl World {
     fn compute_light(
         &mut self,
         chunk: Pos,
-        memo: &mut HashMap<Pos, Arc<Vec<bool>>>,
+        memo: &mut LightMemo,
     ) -> Result<Option<ChunkLight>, WorldError> {
+        Ok(self.light_chunks(&[chunk], memo)?.pop().flatten())
+    }
+
+    /// Computes the light of `chunks` (each `None` if not in memory) from
+    /// what is in memory around them, keeps it and answers it, in order.
+    /// The inputs are gathered here; the light itself is computed on up to
+    /// [`LIGHT_THREADS`] threads at once (this one included).
+    fn light_chunks(
+        &mut self,
+        chunks: &[Pos],
+        memo: &mut LightMemo,
+    ) -> Result<Vec<Option<ChunkLight>>, WorldError> {
         self.refresh_light_table();
-        if self.generated_chunk(chunk).is_none() {
-            return Ok(None);
-        }
         let offsets: [Pos; 27] =
             std::array::from_fn(|i| [i % 3, i / 3 % 3, i / 9].map(|o| o as i32 - 1));
-        let at = |o: Pos| [chunk[0] + o[0], chunk[1] + o[1], chunk[2] + o[2]];
-        let mut chunks: [Option<Arc<[u32]>>; 27] = Default::default();
-        for (slot, offset) in chunks.iter_mut().zip(offsets) {
-            *slot = self.light_voxels(at(offset))?;
-        }
-        let mut masks: [Option<Arc<Vec<bool>>>; 9] = Default::default();
-        for (i, mask) in masks.iter_mut().enumerate() {
-            let above = at([(i % 3) as i32 - 1, 1, (i / 3) as i32 - 1]);
-            if self.generated_chunk(above).is_some() {
-                let sun_in = self.sun_in(above, memo)?;
-                if let Some(found) = self.generated_chunk_mut(above) {
-                    found.sun_in = Some(sun_in.as_ref().clone());
+        let mut inputs = Vec::with_capacity(chunks.len());
+        for &chunk in chunks {
+            if self.generated_chunk(chunk).is_none() {
+                inputs.push(None);
+                continue;
+            }
+            let at = |o: Pos| [chunk[0] + o[0], chunk[1] + o[1], chunk[2] + o[2]];
+            let mut voxels: [Option<Arc<[u32]>>; 27] = Default::default();
+            for (slot, offset) in voxels.iter_mut().zip(offsets) {
+                *slot = self.memo_voxels(at(offset), memo)?;
+            }
+            let mut masks: [Option<Arc<Vec<bool>>>; 9] = Default::default();
+            for (i, mask) in masks.iter_mut().enumerate() {
+                let above = at([(i % 3) as i32 - 1, 1, (i / 3) as i32 - 1]);
+                if self.generated_chunk(above).is_some() {
+                    let sun_in = self.sun_in(above, memo)?;
+                    if let Some(found) = self.generated_chunk_mut(above) {
+                        found.sun_in = Some(sun_in.as_ref().clone());
+                    }
+                    *mask = Some(sun_in);
                 }
-                *mask = Some(sun_in);
+            }
+            inputs.push(Some((voxels, masks)));
+        }
+        let table = &self.light_table;
+        let light_one = |input: &Option<LightInput>| {
+            input.as_ref().map(|(voxels, masks)| {
+                let around = light::Surroundings {
+                    chunks: std::array::from_fn(|i| voxels[i].as_deref()),
+                    sun_in: std::array::from_fn(|i| masks[i].as_ref().map(|m| m.as_slice())),
+                };
+                Arc::new(light::light_chunk(&around, table))
+            })
+        };
+        let per_thread = inputs.len().div_ceil(LIGHT_THREADS).max(1);
+        let lit: Vec<Option<ChunkLight>> = std::thread::scope(|scope| {
+            let mut parts = inputs.chunks(per_thread);
+            let own = parts.next().unwrap_or_default();
+            let others: Vec<_> = parts
+                .map(|part| scope.spawn(move || part.iter().map(light_one).collect::<Vec<_>>()))
+                .collect();
+            let mut lit: Vec<Option<ChunkLight>> = own.iter().map(light_one).collect();
+            for other in others {
+                match other.join() {
+                    Ok(part) => lit.extend(part),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            lit
+        });
+        for (&chunk, light) in chunks.iter().zip(&lit) {
+            if let Some(light) = light
+                && let Some(found) = self.generated_chunk_mut(chunk)
+            {
+                found.light = Some(light.clone());
             }
         }
-        let around = Surroundings {
-            chunks: std::array::from_fn(|i| chunks[i].as_deref()),
-            sun_in: std::array::from_fn(|i| masks[i].as_ref().map(|m| m.as_slice())),
-        };
-        let lit = Arc::new(light::light_chunk(&around, &self.light_table));
-        if let Some(found) = self.generated_chunk_mut(chunk) {
-            found.light = Some(lit.clone());
+        Ok(lit)
+    }
+
+    /// Lights those of `chunks` whose light is not computed yet, together
+    /// (several threads at once), so a pump sending them finds it ready.
+    pub fn prelight(&mut self, chunks: &[Pos]) -> Result<(), WorldError> {
+        let missing: Vec<Pos> = chunks
+            .iter()
+            .copied()
+            .filter(|&chunk| {
+                self.generated_chunk(chunk)
+                    .is_some_and(|found| found.light.is_none())
+            })
+            .collect();
+        if missing.len() > 1 {
+            self.light_chunks(&missing, &mut LightMemo::default())?;
         }
-        Ok(Some(lit))
+        Ok(())
     }
 
     /// A chunk's light (one byte per voxel, `buildat_voxel::light`),
@@ -1094,7 +1194,7 @@ impl World {
         if let Some(lit) = self.generated_chunk(chunk).and_then(|c| c.light.clone()) {
             return Ok(Some(lit));
         }
-        self.compute_light(chunk, &mut HashMap::new())
+        self.compute_light(chunk, &mut LightMemo::default())
     }
 
     /// Recomputes the kept light of every chunk the voxels changed since
@@ -1113,7 +1213,7 @@ impl World {
         let mut dirty: Vec<Pos> = std::mem::take(&mut self.light_dirty).into_iter().collect();
         // Top first: a change above is followed down through those below.
         dirty.sort_by_key(|c| (std::cmp::Reverse(c[1]), c[0], c[2]));
-        let mut memo = HashMap::new();
+        let mut memo = LightMemo::default();
         let around = |c: Pos, dy: std::ops::RangeInclusive<i32>| {
             let mut out = Vec::new();
             for z in -1..=1 {
@@ -1143,24 +1243,41 @@ impl World {
             }
         }
         let mut computed_any = false;
-        while let Some(chunk) = self.light_stale.pop_first() {
-            let Some(old) = self.generated_chunk(chunk).and_then(|c| c.light.clone()) else {
-                continue; // never asked for: computed when it is
-            };
+        loop {
             if computed_any && Instant::now() >= deadline {
-                self.light_stale.insert(chunk);
+                break;
+            }
+            // The next few stale chunks that have light, lit together.
+            let mut batch = Vec::with_capacity(LIGHT_THREADS);
+            let mut old = Vec::with_capacity(LIGHT_THREADS);
+            while batch.len() < LIGHT_THREADS {
+                let Some(chunk) = self.light_stale.pop_first() else {
+                    break;
+                };
+                // Never asked for: computed when it is.
+                if let Some(light) = self.generated_chunk(chunk).and_then(|c| c.light.clone()) {
+                    batch.push(chunk);
+                    old.push(light);
+                }
+            }
+            if batch.is_empty() {
                 break;
             }
             computed_any = true;
-            self.light_counts.whole += 1;
-            match self.compute_light(chunk, &mut memo) {
-                Ok(Some(new)) if new != old => {
-                    relit.insert(chunk, new);
+            self.light_counts.whole += batch.len() as u64;
+            match self.light_chunks(&batch, &mut memo) {
+                Ok(lit) => {
+                    for ((chunk, old), new) in batch.into_iter().zip(old).zip(lit) {
+                        if let Some(new) = new
+                            && new != old
+                        {
+                            relit.insert(chunk, new);
+                        }
+                    }
                 }
-                Ok(_) => {}
                 Err(error) => {
                     // Relit by a later call: nothing is dropped.
-                    self.light_stale.insert(chunk);
+                    self.light_stale.extend(batch);
                     return Err(error);
                 }
             }
@@ -1797,7 +1914,7 @@ pub(crate) mod tests {
             for &chunk in &lit {
                 let kept = world.generated_chunk(chunk).unwrap().light.clone().unwrap();
                 let whole = world
-                    .compute_light(chunk, &mut HashMap::new())
+                    .compute_light(chunk, &mut LightMemo::default())
                     .unwrap()
                     .unwrap();
                 assert!(kept == whole, "round {round}: chunk {chunk:?}");
