@@ -23,7 +23,11 @@
 //! distance: a creature further than this from every player, in x and z,
 //! rounded up to 32-voxel cells, stands still and costs nothing but a
 //! look-up a tick; default 128, above replication's radius so nobody sees
-//! one stand; 0 simulates every creature), and for measuring, a second,
+//! one stand; a transient one alone so for [`SLEEP_AFTER`] falls asleep:
+//! its node is removed, this module keeps it, and it is made a node again
+//! where it stood when a player comes near; a herd with no player near its
+//! area is placed when one comes; 0 simulates every creature, always,
+//! and places every herd at once), and for measuring, a second,
 //! transient herd far away: `creatures.far_count` (default 0) creatures
 //! within `creatures.radius` of x = `creatures.far_distance` (default
 //! 2048), z = 0 (on the ground, or on the sea floor where that is sea).
@@ -101,6 +105,11 @@ const SURFACE_SECTIONS_Y: [i32; 3] = [1, 0, -1];
 const PLAYERS_INTERVAL: f64 = 1.0;
 /// Voxels along a side of the cells (x, z) that are active near players.
 const ACTIVE_CELL: f64 = 32.0;
+/// Seconds a transient creature stands with no player near before it
+/// falls asleep (its node removed, its state kept here).
+const SLEEP_AFTER: f64 = 10.0;
+/// Most sleeping creatures woken (a node made for each) a second.
+const WAKES_PER_SECOND: usize = 512;
 /// The file in the world folder counting the persistent creatures made.
 const MARKER_FILE: &str = "creatures.txt";
 const MARKER_KEY: &str = "persistent_created";
@@ -159,6 +168,9 @@ struct Creature {
     moved_in: u64,
     /// It needed a voxel not known at its last step.
     waiting: bool,
+    /// Seconds it has stood with no player near (it falls asleep after
+    /// [`SLEEP_AFTER`]).
+    alone_for: f64,
 }
 
 impl Creature {
@@ -170,6 +182,7 @@ impl Creature {
             brain: Brain::new(rng),
             moved_in: u64::MAX,
             waiting: false,
+            alone_for: 0.0,
         }
     }
 }
@@ -255,6 +268,8 @@ struct Kept {
     /// Each creature, its kind by name (a kind this version lacks is
     /// dropped from the table; its node stays).
     creatures: Vec<(String, Creature)>,
+    /// The sleeping ones (no node), the same way.
+    asleep: Vec<(String, Creature)>,
     spawns: Vec<String>,
     rng: Rng,
     counters: Counters,
@@ -262,7 +277,7 @@ struct Kept {
     persistent_created: u32,
 }
 impl Stash for Kept {
-    const LAYOUT: u32 = 1;
+    const LAYOUT: u32 = 2;
 }
 
 struct Creatures {
@@ -292,6 +307,10 @@ struct Creatures {
     /// A headless command run: nothing spawns or moves.
     headless: bool,
     creatures: Vec<Creature>,
+    /// Transient creatures asleep: no player came near for
+    /// [`SLEEP_AFTER`], so they have no node and cost nothing until one
+    /// does (they wake where they stood).
+    asleep: Vec<Creature>,
     ids: HashSet<u64>,
     spawns: Vec<Spawn>,
     rng: Rng,
@@ -441,7 +460,8 @@ impl Creatures {
         for (far, wanted) in [(false, self.count), (true, herds.far_count)] {
             let in_herd =
                 |c: &&Creature| !KINDS[c.kind].persistent && herds.is_far(c.state.position) == far;
-            let alive = self.creatures.iter().filter(in_herd).count();
+            let sleeping = self.asleep.iter().filter(in_herd).count();
+            let alive = self.creatures.iter().filter(in_herd).count() + sleeping;
             let queued = self
                 .spawns
                 .iter()
@@ -454,6 +474,18 @@ impl Creatures {
                 });
             }
             if alive > wanted {
+                // The sleeping ones first: they have no node to remove.
+                let mut extra_sleeping = (alive - wanted).min(sleeping);
+                self.asleep.retain(|c| {
+                    let drop = extra_sleeping > 0 && in_herd(&c);
+                    extra_sleeping -= usize::from(drop);
+                    !drop
+                });
+                let alive = self.creatures.iter().filter(in_herd).count();
+                let wanted = wanted.saturating_sub(self.asleep.iter().filter(in_herd).count());
+                if alive <= wanted {
+                    continue;
+                }
                 let extra: Vec<u64> = self
                     .creatures
                     .iter()
@@ -496,11 +528,23 @@ impl Creatures {
         if self.spawns.is_empty() || self.spawn_backoff > 0.0 {
             return Ok(());
         }
+        // A herd with no player near is placed when one comes: placing
+        // reads (and so generates) its ground, and it would only sleep.
+        let near = [false, true].map(|far| self.herd_has_player_near(far));
+        let (mut ready, waiting): (Vec<Spawn>, Vec<Spawn>) = self
+            .spawns
+            .drain(..)
+            .partition(|s| near[usize::from(s.far)]);
+        self.spawns = waiting;
+        if ready.is_empty() {
+            return Ok(());
+        }
         let [_, h, _] = self.section_size.0;
         let top = (SURFACE_SECTIONS_Y[0] + 1) * h * geometry::CHUNK_SIZE - 1;
         let bottom = SURFACE_SECTIONS_Y[2] * h * geometry::CHUNK_SIZE;
-        let tries = self.spawns.len().min(SPAWNS_PER_TICK);
-        let batch = self.spawns.split_off(self.spawns.len() - tries);
+        let tries = ready.len().min(SPAWNS_PER_TICK);
+        let batch = ready.split_off(ready.len() - tries);
+        self.spawns.extend(ready);
         let mut columns: Vec<[i32; 2]> = Vec::with_capacity(tries);
         for spawn in &batch {
             // Uniform in the disc.
@@ -782,8 +826,62 @@ impl Creatures {
             with_var: Some(VAR_PLAYER.to_string()),
         })?;
         let positions: Vec<[f64; 3]> = players.iter().map(|n| n.position).collect();
+        let interval = if self.active.is_some() {
+            PLAYERS_INTERVAL
+        } else {
+            0.0
+        };
         self.active = Some(active_cells(&positions, self.active_radius));
         self.players = positions;
+        self.sleep_and_wake(interval)
+    }
+
+    /// Whether any cell of a herd's area is near a player (always, when
+    /// every creature is simulated).
+    fn herd_has_player_near(&self, far: bool) -> bool {
+        let Some(cells) = &self.active else {
+            return self.active_radius <= 0.0;
+        };
+        let [cx, cz] = self.herds.centre(far);
+        let low = active_cell([cx - self.radius, 0.0, cz - self.radius]);
+        let high = active_cell([cx + self.radius, 0.0, cz + self.radius]);
+        cells
+            .iter()
+            .any(|c| (low[0]..=high[0]).contains(&c[0]) && (low[1]..=high[1]).contains(&c[1]))
+    }
+
+    /// Transient creatures alone for [`SLEEP_AFTER`] fall asleep (their
+    /// node removed); sleeping ones with a player near again wake (a node
+    /// made where they stood), at most [`WAKES_PER_SECOND`] at a time.
+    fn sleep_and_wake(&mut self, interval: f64) -> Result<(), ModuleError> {
+        let Some(cells) = &self.active else {
+            return Ok(());
+        };
+        let (sleepers, waking) =
+            who_sleeps_and_wakes(&mut self.creatures, &mut self.asleep, cells, interval);
+        for id in sleepers {
+            if let Err(error) = self.host.call(&RemoveNode { id }) {
+                log::debug!("creature {id} falling asleep: {error}");
+            }
+            if let Some(at) = self.creatures.iter().position(|c| c.id == id) {
+                let mut creature = self.creatures.swap_remove(at);
+                self.ids.remove(&id);
+                creature.state.velocity = [0.0; 3];
+                self.asleep.push(creature);
+            }
+        }
+        for mut creature in waking {
+            let kind = &KINDS[creature.kind];
+            let id = self.host.call(&CreateNode {
+                position: creature.state.position,
+                save_enabled: kind.persistent,
+                vars: kind.vars(),
+            })?;
+            creature.id = id;
+            creature.alone_for = 0.0;
+            self.ids.insert(id);
+            self.creatures.push(creature);
+        }
         Ok(())
     }
 
@@ -802,13 +900,15 @@ impl Creatures {
         let grounded = self.creatures.iter().filter(|c| c.state.on_ground).count();
         format!(
             "creatures: {} ({}), {} moved in the last second, {grounded} on the ground, \
-             {waiting} waiting, {} to place, {} standing with no player near, {} crowded",
+             {waiting} waiting, {} to place, {} standing with no player near, {} crowded, \
+             {} asleep (no player near for {SLEEP_AFTER} s: no node)",
             self.creatures.len(),
             kinds.join(", "),
             self.counters.moved_last_second,
             self.spawns.len(),
             self.dormant,
-            self.crowded
+            self.crowded,
+            self.asleep.len()
         )
     }
 
@@ -816,6 +916,11 @@ impl Creatures {
         Kept {
             creatures: self
                 .creatures
+                .iter()
+                .map(|c| (KINDS[c.kind].name.to_string(), c.clone()))
+                .collect(),
+            asleep: self
+                .asleep
                 .iter()
                 .map(|c| (KINDS[c.kind].name.to_string(), c.clone()))
                 .collect(),
@@ -842,6 +947,12 @@ impl Creatures {
                 self.creatures.push(creature);
             }
         }
+        for (name, mut creature) in kept.asleep {
+            if let Some(kind) = index(&name) {
+                creature.kind = kind;
+                self.asleep.push(creature);
+            }
+        }
         self.spawns = kept
             .spawns
             .iter()
@@ -852,6 +963,41 @@ impl Creatures {
         self.prepared = kept.prepared;
         self.persistent_created = kept.persistent_created;
     }
+}
+
+/// Counts each creature's time alone (on the ground, no player near) one
+/// `interval` on; answers the transient ones alone for [`SLEEP_AFTER`]
+/// (to put to sleep) and takes out of `asleep` those with a player near
+/// again (to wake), at most [`WAKES_PER_SECOND`].
+fn who_sleeps_and_wakes(
+    creatures: &mut [Creature],
+    asleep: &mut Vec<Creature>,
+    cells: &HashSet<[i32; 2]>,
+    interval: f64,
+) -> (Vec<u64>, Vec<Creature>) {
+    let mut sleepers = Vec::new();
+    for creature in creatures {
+        let alone =
+            creature.state.on_ground && !cells.contains(&active_cell(creature.state.position));
+        creature.alone_for = if alone {
+            creature.alone_for + interval
+        } else {
+            0.0
+        };
+        if alone && !KINDS[creature.kind].persistent && creature.alone_for >= SLEEP_AFTER {
+            sleepers.push(creature.id);
+        }
+    }
+    let mut waking = Vec::new();
+    let mut index = 0;
+    while index < asleep.len() && waking.len() < WAKES_PER_SECOND {
+        if cells.contains(&active_cell(asleep[index].state.position)) {
+            waking.push(asleep.swap_remove(index));
+        } else {
+            index += 1;
+        }
+    }
+    (sleepers, waking)
 }
 
 /// One creature's step with the voxels `read` knows: the drop ahead (a
@@ -941,6 +1087,7 @@ impl Module for Creatures {
             headless: host.get_config(config::HEADLESS).as_deref() == Some("1"),
             host,
             creatures: Vec::new(),
+            asleep: Vec::new(),
             ids: HashSet::new(),
             spawns: Vec::new(),
             rng: Rng::new(seed),
@@ -1052,6 +1199,49 @@ mod tests {
         // Absurd positions stay in edge cells instead of overflowing.
         let edge = active_cells(&[[f64::MAX, 0.0, f64::MIN]], 64.0);
         assert!(edge.contains(&[i32::MAX, i32::MIN]));
+    }
+
+    #[test]
+    fn a_transient_creature_alone_falls_asleep_and_wakes_when_a_player_comes() {
+        let mut rng = Rng::new(7);
+        let chicken = KINDS.iter().position(|k| !k.persistent).unwrap();
+        let cow = KINDS.iter().position(|k| k.persistent).unwrap();
+        let far = [5000.5, 10.0, 0.5];
+        let mut creatures = vec![
+            Creature::new(1, chicken, far, &mut rng),
+            Creature::new(2, cow, far, &mut rng),
+            Creature::new(3, chicken, [0.5, 10.0, 0.5], &mut rng),
+        ];
+        for creature in &mut creatures {
+            creature.state.on_ground = true;
+        }
+        let mut asleep = Vec::new();
+        let near_origin = active_cells(&[[0.0, 10.0, 0.0]], 64.0);
+        let mut slept = Vec::new();
+        let mut seconds = 0.0;
+        while slept.is_empty() {
+            let (sleepers, waking) =
+                who_sleeps_and_wakes(&mut creatures, &mut asleep, &near_origin, 1.0);
+            assert!(waking.is_empty());
+            slept = sleepers;
+            seconds += 1.0;
+            assert!(seconds <= SLEEP_AFTER + 1.0);
+        }
+        assert_eq!(
+            slept,
+            vec![1],
+            "the far chicken; never a cow, never one near"
+        );
+        assert_eq!(creatures[2].alone_for, 0.0);
+        // Asleep where it stood; a player comes near it: it wakes.
+        asleep.push(creatures.remove(0));
+        let (_, waking) = who_sleeps_and_wakes(&mut creatures, &mut asleep, &near_origin, 1.0);
+        assert!(waking.is_empty() && asleep.len() == 1);
+        let near_it = active_cells(&[far], 64.0);
+        let (_, waking) = who_sleeps_and_wakes(&mut creatures, &mut asleep, &near_it, 1.0);
+        assert_eq!(waking.len(), 1);
+        assert_eq!(waking[0].state.position, far);
+        assert!(asleep.is_empty());
     }
 
     #[test]

@@ -1049,11 +1049,7 @@ impl World {
     /// 32·z): all of them when the chunk above is not in memory (open sky
     /// above the loaded world), else what leaves the chunk above's bottom.
     /// Computed up the column, remembered in `memo` for one relight.
-    fn sun_in(
-        &mut self,
-        chunk: Pos,
-        memo: &mut LightMemo,
-    ) -> Result<Arc<Vec<bool>>, WorldError> {
+    fn sun_in(&mut self, chunk: Pos, memo: &mut LightMemo) -> Result<Arc<Vec<bool>>, WorldError> {
         // Up to the first chunk not in memory or already known.
         let mut chain = Vec::new();
         let mut at = chunk;

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::{Scratch, Server, start_server};
+use crate::common::{Scratch, Server, start_game, start_server};
+use buildat_harness::raw_client::RawClient;
 
 const TRANSIENT: usize = 4;
 const PERSISTENT: usize = 3;
@@ -49,6 +50,8 @@ struct Report {
     to_place: usize,
     /// Creatures overlapping another body last tick.
     crowded: usize,
+    /// Transient creatures asleep (no player near: no node).
+    asleep: usize,
 }
 
 impl Report {
@@ -63,7 +66,7 @@ impl Report {
 
 /// Parses `creatures: 7 (chicken 4, cow 2, sheep 1), 5 moved in the last
 /// second, 6 on the ground, 0 waiting, 0 to place, 0 standing with no
-/// player near, 2 crowded`.
+/// player near, 2 crowded, 0 asleep (...)`.
 fn parse(line: &str) -> Option<Report> {
     let rest = line.split("creatures: ").nth(1)?;
     let (total, rest) = rest.split_once(" (")?;
@@ -73,12 +76,14 @@ fn parse(line: &str) -> Option<Report> {
     let on_ground = parts.next()?.strip_suffix(" on the ground")?;
     let to_place = parts.nth(1)?.strip_suffix(" to place")?;
     let crowded = parts.nth(1)?.strip_suffix(" crowded")?;
+    let asleep = parts.next()?.split(' ').next()?;
     let mut report = Report {
         total: total.trim().parse().ok()?,
         moved: moved.trim().parse().ok()?,
         on_ground: on_ground.trim().parse().ok()?,
         to_place: to_place.trim().parse().ok()?,
         crowded: crowded.trim().parse().ok()?,
+        asleep: asleep.trim().parse().ok()?,
         ..Report::default()
     };
     for kind in kinds.split(", ") {
@@ -197,5 +202,49 @@ fn a_crowded_herd_reports_how_crowded_it_is() {
         r.crowded < r.total / 2 && r.on_ground == r.total
     });
     assert!(later.total >= first.total, "{later:?}");
+    server.stop_cleanly();
+}
+
+#[test]
+fn creatures_wait_for_a_player_and_sleep_when_left_alone() {
+    let scratch = Scratch::new();
+    scratch.add_game();
+    scratch.add_creatures();
+    let (mut server, address) = start_game(
+        &scratch,
+        &[
+            "creatures.count=4",
+            "creatures.persistent=0",
+            "creatures.radius=12",
+            "creatures.active_radius=64",
+            "main.free_movement=true",
+        ],
+    );
+    // Nobody near: the herd waits to be placed.
+    wait_report(&mut server, Duration::from_secs(60), |r| r.to_place == 4);
+    std::thread::sleep(Duration::from_secs(2));
+    let waiting = report(&mut server);
+    assert_eq!((waiting.total, waiting.to_place), (0, 4), "{waiting:?}");
+    let mut player = RawClient::join(&address, "shepherd", Duration::from_secs(60)).expect("joins");
+    let placed = wait_report(&mut server, Duration::from_secs(60), |r| r.total == 4);
+    assert_eq!(placed.asleep, 0, "{placed:?}");
+    // Away: alone for 10 s, they fall asleep (no nodes left)...
+    let home = player.spawn;
+    let mut position = home;
+    let mut go = |player: &mut RawClient, to_x: f64| {
+        while (position[0] - to_x).abs() > 0.1 {
+            position[0] += (to_x - position[0]).clamp(-15.0, 15.0);
+            player
+                .send_packet(&buildat_main_api::Move { position })
+                .expect("the connection is open");
+        }
+    };
+    go(&mut player, home[0] + 600.0);
+    let slept = wait_report(&mut server, Duration::from_secs(60), |r| r.asleep == 4);
+    assert_eq!(slept.total, 0, "{slept:?}");
+    // ...and back: they wake where they stood.
+    go(&mut player, home[0]);
+    let woken = wait_report(&mut server, Duration::from_secs(60), |r| r.total == 4);
+    assert_eq!((woken.asleep, woken.to_place), (0, 0), "{woken:?}");
     server.stop_cleanly();
 }
