@@ -21,8 +21,8 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use buildat_client_file_api::{
-    AllFilesTransferred, AnnounceFile, ContentHash, FileContent, FileError, RemoveFilePacket,
-    RequestFile, RunScript, TellAfterAllFilesTransferred,
+    AllFilesTransferred, AnnounceFile, ContentHash, FileContent, FileContentRef, FileError,
+    RemoveFilePacket, RequestFile, RunScript, TellAfterAllFilesTransferred,
 };
 use buildat_format::Packet;
 use buildat_format::RawPacket;
@@ -165,10 +165,14 @@ pub struct Session {
 }
 
 fn decode<P: Packet>(data: &[u8]) -> Result<P, SessionError> {
-    P::decode(data).map_err(|e| SessionError::Malformed {
-        packet: P::NAME.to_string(),
-        message: e.to_string(),
-    })
+    P::decode(data).map_err(|e| malformed(P::NAME, &e))
+}
+
+fn malformed(packet: &str, error: &buildat_format::PayloadError) -> SessionError {
+    SessionError::Malformed {
+        packet: packet.to_string(),
+        message: error.to_string(),
+    }
 }
 
 /// The event sending `packet` to the server.
@@ -253,7 +257,11 @@ impl Session {
         match name {
             AnnounceFile::NAME => self.announce(decode(data)?, &mut events)?,
             TellAfterAllFilesTransferred::NAME => self.told = true,
-            FileContent::NAME => self.content(decode(data)?, &mut events)?,
+            FileContent::NAME => {
+                let piece =
+                    FileContentRef::decode(data).map_err(|e| malformed(FileContent::NAME, &e))?;
+                self.content(piece, &mut events)?
+            }
             FileError::NAME => self.refused(decode(data)?, &mut events),
             RemoveFilePacket::NAME => {
                 let RemoveFilePacket { name } = decode(data)?;
@@ -378,10 +386,14 @@ impl Session {
         Ok(())
     }
 
-    fn content(&mut self, piece: FileContent, events: &mut Vec<Event>) -> Result<(), SessionError> {
+    fn content(
+        &mut self,
+        piece: FileContentRef<'_>,
+        events: &mut Vec<Event>,
+    ) -> Result<(), SessionError> {
         let Some(&(_, asked_size)) = self
             .outstanding
-            .get(&piece.name)
+            .get(piece.name)
             .and_then(|q| q.iter().find(|(h, _)| *h == piece.hash))
         else {
             events.push(Event::Warning(format!(
@@ -393,12 +405,12 @@ impl Session {
         };
         if piece.size != asked_size {
             return Err(SessionError::SizeChanged {
-                name: piece.name,
+                name: piece.name.to_string(),
                 size: piece.size,
                 announced: asked_size,
             });
         }
-        let key = (piece.name.clone(), piece.hash);
+        let key = (piece.name.to_string(), piece.hash);
         let download = self
             .downloads
             .entry(key.clone())
@@ -410,20 +422,20 @@ impl Session {
         let received = download.data.len() as u64;
         if piece.offset != received {
             return Err(SessionError::OutOfOrder {
-                name: piece.name,
+                name: piece.name.to_string(),
                 offset: piece.offset,
                 received,
             });
         }
         if piece.offset + piece.data.len() as u64 > download.size {
             return Err(SessionError::PastEnd {
-                name: piece.name,
+                name: piece.name.to_string(),
                 offset: piece.offset,
                 len: piece.data.len(),
                 size: download.size,
             });
         }
-        download.data.extend_from_slice(&piece.data);
+        download.data.extend_from_slice(piece.data);
         self.stats.bytes_received += piece.data.len() as u64;
         if (download.data.len() as u64) < download.size {
             return Ok(());
@@ -434,15 +446,15 @@ impl Session {
         let actual = sha256(&content);
         if actual != piece.hash {
             return Err(SessionError::HashMismatch {
-                name: piece.name,
+                name: piece.name.to_string(),
                 expected: hex(&piece.hash),
                 actual: hex(&actual),
             });
         }
-        if let Some(queue) = self.outstanding.get_mut(&piece.name) {
+        if let Some(queue) = self.outstanding.get_mut(piece.name) {
             queue.retain(|(h, _)| *h != piece.hash);
             if queue.is_empty() {
-                self.outstanding.remove(&piece.name);
+                self.outstanding.remove(piece.name);
             }
         }
         if let Err(error) = self.cache.store(&piece.hash, &content) {
@@ -452,12 +464,12 @@ impl Session {
                 piece.name
             )));
         }
-        if let Some(entry) = self.announced.get_mut(&piece.name)
+        if let Some(entry) = self.announced.get_mut(piece.name)
             && entry.hash == piece.hash
         {
             entry.state = FileState::Present;
             events.push(Event::FileReady {
-                name: piece.name,
+                name: piece.name.to_string(),
                 content,
             });
         }

@@ -204,12 +204,17 @@ fn parse_header(b: &[u8]) -> Option<(u16, u32)> {
 
 /// Appends one frame to `out`.
 pub fn encode_frame(out: &mut Vec<u8>, ty: u16, data: &[u8]) -> Result<(), FrameError> {
-    let size =
-        u32::try_from(data.len()).map_err(|_| FrameError::DataTooLong { len: data.len() })?;
     out.reserve(FRAME_HEADER_LEN + data.len());
+    encode_frame_header(out, ty, data.len())?;
+    out.extend_from_slice(data);
+    Ok(())
+}
+
+/// Appends the header of a frame of `len` bytes; its data follows.
+fn encode_frame_header(out: &mut Vec<u8>, ty: u16, len: usize) -> Result<(), FrameError> {
+    let size = u32::try_from(len).map_err(|_| FrameError::DataTooLong { len })?;
     out.extend_from_slice(&ty.to_le_bytes());
     out.extend_from_slice(&size.to_le_bytes());
-    out.extend_from_slice(data);
     Ok(())
 }
 
@@ -415,11 +420,26 @@ impl SenderPacketTypes {
         data: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<u16, PacketTypeError> {
-        if u32::try_from(data.len()).is_err() {
-            return Err(FrameError::DataTooLong { len: data.len() }.into());
+        self.encode_packet_head(name, data, data.len(), out)
+    }
+
+    /// Appends the start of the packet `name` whose payload is `len` bytes,
+    /// of which `head` is the first ones (its definition first on first
+    /// use, then the frame header and `head`); the caller sends the other
+    /// `len - head.len()` bytes right after. Nothing is written on an error.
+    pub fn encode_packet_head(
+        &mut self,
+        name: &str,
+        head: &[u8],
+        len: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<u16, PacketTypeError> {
+        if u32::try_from(len).is_err() || head.len() > len {
+            return Err(FrameError::DataTooLong { len }.into());
         }
         let ty = self.type_for(name, out)?;
-        encode_frame(out, ty, data)?;
+        encode_frame_header(out, ty, len)?;
+        out.extend_from_slice(head);
         Ok(ty)
     }
 }
@@ -760,5 +780,35 @@ mod tests {
         );
         let frame = decoder.try_next_frame().expect("valid").expect("whole");
         assert_eq!(frame.data, b"next");
+    }
+
+    #[test]
+    fn a_packet_head_then_its_rest_is_the_same_frame_as_whole() {
+        let (mut whole, mut parted) = (Vec::new(), Vec::new());
+        let mut types = SenderPacketTypes::default();
+        let mut types_parted = SenderPacketTypes::default();
+        types
+            .encode_packet("core:file_content", b"headbody", &mut whole)
+            .expect("encodes");
+        types_parted
+            .encode_packet_head("core:file_content", b"head", 8, &mut parted)
+            .expect("encodes");
+        parted.extend_from_slice(b"body");
+        assert_eq!(whole, parted, "the definition, then one frame");
+        let mut decoder = FrameDecoder::new(1024);
+        decoder.push(&parted);
+        let mut receiver = ReceiverPacketTypes::default();
+        let mut seen = Vec::new();
+        while let Some(frame) = decoder.try_next_frame().expect("valid") {
+            if let Received::Packet { name, data, .. } =
+                receiver.receive(frame.ty, &frame.data).expect("known")
+            {
+                seen.push((name.to_string(), data.to_vec()));
+            }
+        }
+        assert_eq!(
+            seen,
+            [("core:file_content".to_string(), b"headbody".to_vec())]
+        );
     }
 }

@@ -3,7 +3,7 @@
 //! byte fields as length + bytes) with a decode limit, and the [`Packet`]
 //! trait every packet definition implements.
 //!
-//! Owns: [`encode`], [`decode`], [`decode_limited`], [`PayloadError`], the
+//! Owns: [`encode`], [`decode`], [`decode_limited`], [`decode_borrowed`], [`PayloadError`], the
 //! [`Packet`] trait and the [`bincode_packet!`](crate::bincode_packet) macro.
 //! Does not own: framing ([`crate::packet`]) or any packet's definition: each
 //! lives in the crate that owns it (a module's API crate), so that server
@@ -50,6 +50,19 @@ pub fn decode_limited<T: DeserializeOwned, const LIMIT: usize>(
 ) -> Result<T, PayloadError> {
     let config = bincode::config::standard().with_limit::<LIMIT>();
     let (value, used) = bincode::serde::decode_from_slice(bytes, config)
+        .map_err(|e| PayloadError::Decode(e.to_string()))?;
+    if used != bytes.len() {
+        return Err(PayloadError::TrailingBytes(bytes.len() - used));
+    }
+    Ok(value)
+}
+
+/// Decodes a whole payload into a value that borrows from it (`&str`,
+/// `&[u8]` fields: no copy of their bytes), with the limit of
+/// [`decode_limited`]; trailing bytes are an error.
+pub fn decode_borrowed<'a, T: serde::Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, PayloadError> {
+    let config = bincode::config::standard().with_limit::<MAX_PACKET_PAYLOAD>();
+    let (value, used) = bincode::serde::borrow_decode_from_slice(bytes, config)
         .map_err(|e| PayloadError::Decode(e.to_string()))?;
     if used != bytes.len() {
         return Err(PayloadError::TrailingBytes(bytes.len() - used));

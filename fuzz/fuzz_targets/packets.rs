@@ -1,6 +1,7 @@
 //! Fuzz target: every packet definition of the module API crates decodes
 //! any bytes without panicking, and what it decodes encodes to bytes that
-//! decode to the same encoding again (encode ∘ decode is idempotent).
+//! decode to the same encoding again (encode ∘ decode is idempotent); a
+//! file piece read in place agrees with the owned decode.
 #![no_main]
 
 use buildat_format::Packet;
@@ -13,6 +14,24 @@ fn check<P: Packet>(data: &[u8]) {
     let once = packet.encode().expect("a decoded packet encodes");
     let again = P::decode(&once).expect("an encoded packet decodes");
     assert_eq!(again.encode().expect("encodes"), once, "{}", P::NAME);
+}
+
+/// A file piece read in place decodes exactly when it decodes owned, to
+/// the same fields.
+fn check_file_content_in_place(data: &[u8]) {
+    use buildat_client_file_api::{FileContent, FileContentRef};
+    match (FileContentRef::decode(data), FileContent::decode(data)) {
+        (Ok(borrowed), Ok(owned)) => {
+            assert_eq!(borrowed.name, owned.name);
+            assert_eq!(borrowed.data, owned.data.as_slice());
+            assert_eq!(
+                (borrowed.hash, borrowed.size, borrowed.offset),
+                (owned.hash, owned.size, owned.offset)
+            );
+        }
+        (Err(_), Err(_)) => {}
+        (borrowed, owned) => panic!("in place {borrowed:?}, owned {owned:?}"),
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -36,7 +55,10 @@ fuzz_target!(|data: &[u8]| {
         10 => check::<game::Refused>(data),
         11 => check::<files::AnnounceFile>(data),
         12 => check::<files::RequestFile>(data),
-        13 => check::<files::FileContent>(data),
+        13 => {
+            check::<files::FileContent>(data);
+            check_file_content_in_place(data);
+        }
         14 => check::<files::FileError>(data),
         15 => check::<files::RemoveFilePacket>(data),
         16 => check::<files::RunScript>(data),

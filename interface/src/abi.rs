@@ -20,7 +20,7 @@ use std::ffi::c_void;
 /// `b"BUILDAT\x01"` read as little-endian: identifies a Buildat module descriptor.
 pub const ABI_MAGIC: u64 = u64::from_le_bytes(*b"BUILDAT\x01");
 /// Bumped whenever the layout of any type in this file changes.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 /// The interface crate's version plus a hash of its sources: a module built
 /// against any other interface is refused.
 pub const INTERFACE_VERSION: &str = concat!(
@@ -176,6 +176,29 @@ pub struct HostTable {
     /// `STATUS_NOT_FOUND` if unset.
     pub get_config:
         unsafe extern "C" fn(ctx: *const c_void, key: RawSlice, out: *const ByteSink) -> Status,
+    /// Copies `data` into a buffer the host owns, shared by id (see
+    /// [`crate::shared`]): writes the id and the address of its first byte,
+    /// valid while this instance holds a reference (it holds one now).
+    pub share_bytes: unsafe extern "C" fn(
+        ctx: *const c_void,
+        data: RawSlice,
+        id: *mut u64,
+        address: *mut *const u8,
+    ) -> Status,
+    /// Takes one more reference to the shared buffer `id` for this
+    /// instance: writes its address and length; `STATUS_NOT_FOUND` when no
+    /// buffer has that id any more.
+    pub acquire_bytes: unsafe extern "C" fn(
+        ctx: *const c_void,
+        id: u64,
+        address: *mut *const u8,
+        len: *mut usize,
+    ) -> Status,
+    /// Gives back one of this instance's references to `id`
+    /// (`STATUS_INVALID` if it holds none); the buffer is freed with its
+    /// last reference. What an instance still holds when it ends is given
+    /// back for it.
+    pub release_bytes: unsafe extern "C" fn(ctx: *const c_void, id: u64) -> Status,
 }
 
 /// What a module library exports through [`ENTRY_SYMBOL`]. A `'static` in

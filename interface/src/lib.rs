@@ -23,6 +23,7 @@ pub mod log_limit;
 pub mod meta;
 pub mod module;
 pub mod payload;
+pub mod shared;
 pub mod stash;
 
 pub use call::Call;
@@ -30,4 +31,5 @@ pub use events::Event;
 pub use log;
 pub use module::{CallError, Host, HostError, Module, ModuleError, UnloadKind};
 pub use payload::{PayloadError, decode, encode};
+pub use shared::SharedBytes;
 pub use stash::{Stash, StashError};

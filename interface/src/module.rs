@@ -16,6 +16,7 @@ use std::sync::{Mutex, OnceLock};
 use crate::abi::{self, ByteSink, HostTable, ModuleDescriptor, RawSlice, Status};
 use crate::call::Call;
 use crate::payload::{self, PayloadError};
+use crate::shared::SharedBytes;
 use crate::stash::{self, Stash, StashError};
 
 /// An error a module returns from a handler. The host logs it with the
@@ -347,6 +348,45 @@ impl Host {
         }
     }
 
+    /// Copies `data` once into a buffer the host owns, to hand to other
+    /// modules by id (see [`crate::shared`]).
+    pub fn share_bytes(&self, data: &[u8]) -> Result<SharedBytes, HostError> {
+        let mut id = 0;
+        let mut address = std::ptr::null();
+        // SAFETY: valid table; the slice lives for the call, the outputs are ours.
+        let status = unsafe {
+            (self.table.share_bytes)(
+                self.table.ctx,
+                RawSlice::from_bytes(data),
+                &mut id,
+                &mut address,
+            )
+        };
+        check(status, "share_bytes")?;
+        // SAFETY: the host made a buffer of `data.len()` bytes at `address`
+        // that this instance holds one reference to, given to the value.
+        Ok(unsafe { SharedBytes::from_reference(*self, id, address, data.len()) })
+    }
+
+    /// One more reference to the shared buffer `id`: its address and length.
+    pub(crate) fn acquire_bytes(&self, id: u64) -> Result<(*const u8, usize), HostError> {
+        let (mut address, mut len) = (std::ptr::null(), 0);
+        // SAFETY: valid table; the outputs are ours.
+        let status =
+            unsafe { (self.table.acquire_bytes)(self.table.ctx, id, &mut address, &mut len) };
+        check(status, "acquire_bytes")?;
+        Ok((address, len))
+    }
+
+    /// Gives back one reference to the shared buffer `id`.
+    pub(crate) fn release_bytes(&self, id: u64) -> Result<(), HostError> {
+        // SAFETY: valid table.
+        check(
+            unsafe { (self.table.release_bytes)(self.table.ctx, id) },
+            "release_bytes",
+        )
+    }
+
     /// This module's name (its folder's name).
     pub fn module_name(&self) -> String {
         self.get_config(crate::config::MODULE_NAME)
@@ -408,6 +448,12 @@ static HOST: OnceLock<Host> = OnceLock::new();
 /// Where the panic hook leaves the location of the latest panic, so the
 /// reported message says where it happened.
 static LAST_PANIC_LOCATION: Mutex<Option<String>> = Mutex::new(None);
+
+/// The host of this library copy, once the module is created (`None` in
+/// a process that is not a module: the server, a tool, a test).
+pub(crate) fn library_host() -> Option<Host> {
+    HOST.get().copied()
+}
 
 struct HostLogger;
 

@@ -187,5 +187,10 @@ fn format_modules(core: &Core) -> String {
             age
         ));
     }
+    let (buffers, bytes) = core.shared_buffers();
+    out.push_str(&format!(
+        "\nshared buffers: {buffers} ({:.1} MiB)",
+        bytes as f64 / (1 << 20) as f64
+    ));
     out
 }

@@ -48,7 +48,7 @@ use buildat_interface::{
 };
 use buildat_network_api::{
     self as network, ClientConnected, ClientDisconnected, GetBacklog, OutgoingPacket,
-    PacketReceived, PeerId, SendBatch,
+    PacketReceived, PeerId, SendBatch, SendShared, SharedPacket,
 };
 pub use registry::{Registry, check_name};
 use serde::{Deserialize, Serialize};
@@ -143,24 +143,15 @@ impl Shared {
         }
     }
 
-    /// The next piece for `peer`, or an error packet for a transfer whose
-    /// file changed or vanished since it was requested.
-    fn next_piece(state: &mut State, peer: PeerId) -> Option<OutgoingPacket> {
+    /// The next piece for `peer` (its data a range of the file's shared
+    /// buffer, not a copy), or an error packet for a transfer whose file
+    /// changed or vanished since it was requested.
+    fn next_piece(host: &Host, state: &mut State, peer: PeerId) -> Option<SharedPacket> {
         let State { registry, peers } = state;
         let transfer = peers.get_mut(&peer)?.queue.front_mut()?;
-        let piece = match registry.get(&transfer.name) {
-            Some(entry) if entry.hash == transfer.hash => {
-                let start = transfer.offset.min(entry.content.len());
-                let end = (start + MAX_FILE_PIECE).min(entry.content.len());
-                transfer.offset = end;
-                let piece = FileContent {
-                    name: transfer.name.clone(),
-                    hash: entry.hash,
-                    size: entry.content.len() as u64,
-                    offset: start as u64,
-                    data: entry.content.get(start..end).unwrap_or_default().to_vec(),
-                };
-                OutgoingPacket::new(&piece)
+        let piece = match registry.get(&transfer.name).map(|entry| entry.hash) {
+            Some(hash) if hash == transfer.hash => {
+                Self::piece(host, registry, transfer).map_err(|e| e.to_string())
             }
             _ => {
                 transfer.offset = usize::MAX;
@@ -169,7 +160,7 @@ impl Shared {
                     message: "the file changed or was withdrawn during the transfer; its new state was announced"
                         .into(),
                 };
-                OutgoingPacket::new(&error)
+                SharedPacket::whole(&error).map_err(|e| e.to_string())
             }
         };
         let finished = registry
@@ -185,6 +176,35 @@ impl Shared {
                 None
             }
         }
+    }
+
+    /// The piece of `transfer`'s file at its offset, which it moves past.
+    fn piece(
+        host: &Host,
+        registry: &mut Registry,
+        transfer: &mut Transfer,
+    ) -> Result<SharedPacket, ModuleError> {
+        let content = registry
+            .share(&transfer.name, |bytes| host.share_bytes(bytes))
+            .ok_or_else(|| ModuleError::msg(format!("{} is not registered", transfer.name)))??;
+        let start = transfer.offset.min(content.len());
+        let end = (start + MAX_FILE_PIECE).min(content.len());
+        transfer.offset = end;
+        let head = FileContent::encode_head(
+            &transfer.name,
+            &transfer.hash,
+            content.len() as u64,
+            start as u64,
+            end - start,
+        )?;
+        let body = content
+            .get(start..end)
+            .ok_or_else(|| ModuleError::msg("a piece past the file's end"))??;
+        Ok(SharedPacket {
+            name: FileContent::NAME.to_string(),
+            head,
+            body: Some(body),
+        })
     }
 
     /// Sends file pieces until told to stop: up to [`ROUND_BYTES`] per client
@@ -203,7 +223,7 @@ impl Shared {
                 }
                 still
             });
-            let batches: Vec<(PeerId, Vec<OutgoingPacket>)> = {
+            let batches: Vec<(PeerId, Vec<SharedPacket>)> = {
                 let mut state = self.state();
                 let peers: Vec<PeerId> = state
                     .peers
@@ -222,11 +242,11 @@ impl Shared {
                 }
                 peers
                     .into_iter()
-                    .map(|peer| (peer, Self::next_batch(&mut state, peer)))
+                    .map(|peer| (peer, Self::next_batch(&self.host, &mut state, peer)))
                     .collect()
             };
             for (peer, packets) in batches {
-                let sent = self.host.call(&SendBatch { peer, packets });
+                let sent = self.host.call(&SendShared { peer, packets });
                 match sent {
                     Ok(backlog) if backlog > self.high_water => {
                         paused.insert(peer, Instant::now());
@@ -258,14 +278,14 @@ impl Shared {
     }
 
     /// Pieces for `peer` up to [`ROUND_BYTES`], possibly of several files.
-    fn next_batch(state: &mut State, peer: PeerId) -> Vec<OutgoingPacket> {
+    fn next_batch(host: &Host, state: &mut State, peer: PeerId) -> Vec<SharedPacket> {
         let mut packets = Vec::new();
         let mut bytes = 0;
         while bytes < ROUND_BYTES {
-            let Some(packet) = Self::next_piece(state, peer) else {
+            let Some(packet) = Self::next_piece(host, state, peer) else {
                 break;
             };
-            bytes += packet.data.len();
+            bytes += packet.len();
             packets.push(packet);
         }
         packets

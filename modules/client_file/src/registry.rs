@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use buildat_client_file_api::ContentHash;
-use buildat_interface::log;
+use buildat_interface::{SharedBytes, log};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -22,10 +22,45 @@ pub const MAX_NAME_LEN: usize = 256;
 /// The folders of a module whose files go to clients.
 pub const CLIENT_DIRS: [&str; 2] = ["client_lua", "client_data"];
 
+/// A file's bytes: as read, or moved into a host buffer the first time
+/// they are sent ([`Registry::share`]), after which every transfer hands the
+/// network module references to them instead of copies. Kept across a
+/// reload as the bytes themselves (a shared buffer's references end with
+/// the instance), shared again on the next transfer.
+#[derive(Debug, Clone)]
+pub enum Content {
+    Local(Arc<[u8]>),
+    Shared(Arc<SharedBytes>),
+}
+
+impl std::ops::Deref for Content {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Self::Local(bytes) => bytes,
+            Self::Shared(bytes) => bytes,
+        }
+    }
+}
+
+impl Serialize for Content {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let bytes: serde_bytes::ByteBuf = Deserialize::deserialize(deserializer)?;
+        Ok(Self::Local(bytes.into_vec().into()))
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FileEntry {
     pub hash: ContentHash,
-    pub content: Arc<[u8]>,
+    pub content: Content,
     /// The module whose folder the file came from, if any.
     pub owner: Option<String>,
 }
@@ -98,7 +133,7 @@ impl Registry {
         check_name(name)?;
         let entry = FileEntry {
             hash: hash(&content),
-            content: content.into(),
+            content: Content::Local(content.into()),
             owner: owner.map(str::to_string),
         };
         let change = match self.files.get(name) {
@@ -108,6 +143,25 @@ impl Registry {
         };
         self.files.insert(name.to_string(), entry);
         Ok(change)
+    }
+
+    /// `name`'s bytes in a host buffer, moved there by `share` the first
+    /// time (the registry's own copy is dropped then); `None` if no such
+    /// file.
+    pub fn share<E>(
+        &mut self,
+        name: &str,
+        share: impl FnOnce(&[u8]) -> Result<SharedBytes, E>,
+    ) -> Option<Result<Arc<SharedBytes>, E>> {
+        let entry = self.files.get_mut(name)?;
+        Some(match &entry.content {
+            Content::Shared(bytes) => Ok(bytes.clone()),
+            Content::Local(bytes) => share(bytes).map(|shared| {
+                let shared = Arc::new(shared);
+                entry.content = Content::Shared(shared.clone());
+                shared
+            }),
+        })
     }
 
     pub fn remove(&mut self, name: &str) -> Option<FileEntry> {

@@ -5,7 +5,8 @@
 //! `network:client_connected`, `network:client_disconnected` and
 //! `network:packet_received/<name>`, the fire-and-forget event
 //! `network:send_batches`, and the calls `send`, `broadcast`,
-//! `send_batch`, `list_peers`, `disconnect`, `get_backlog`, `listen_address`,
+//! `send_batch`, `send_shared` (bodies framed from shared buffers, not
+//! copied into the call), `list_peers`, `disconnect`, `get_backlog`, `listen_address`,
 //! `get_stats` (traffic counters, carried across a reload), TLS on the game
 //! port (`tls.rs`: a connection becomes a peer once its TLS session is up).
 //! On `reload network` the
@@ -47,6 +48,7 @@
 //! (`admission.rs`), so "server full" comes long before `EMFILE`.
 
 mod admission;
+mod outgoing;
 mod peer;
 mod tls;
 
@@ -66,8 +68,9 @@ use buildat_interface::{
 use buildat_network_api::{
     self as network, Broadcast, ClientConnected, ClientDisconnected, Disconnect, GetBacklog,
     GetStats, ListPeers, ListenAddress, NetworkStats, PeerId, PeerInfo, Send, SendBatch,
+    SendShared,
 };
-use peer::{Backlog, Command, Parked, PeerState};
+use peer::{Backlog, Command, Parked, Payload, PeerState};
 use serde::{Deserialize, Serialize};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, oneshot};
@@ -544,16 +547,39 @@ fn bind(address: &str) -> Result<TcpListener, ModuleError> {
 impl Network {
     /// Queues a batch of packets to one peer, in order; answers its backlog.
     fn queue_batch(&self, batch: SendBatch) -> Result<u64, ModuleError> {
+        let packets = batch.packets.into_iter();
+        self.queue_packets(
+            batch.peer,
+            packets.map(|p| (p.name, Payload::Whole(Arc::new(p.data)))),
+        )
+    }
+
+    /// Queues packets with shared bodies to one peer, in order; answers its
+    /// backlog. The bodies are not copied here: the peer's task frames
+    /// them straight from the shared buffers.
+    fn queue_shared(&self, batch: SendShared) -> Result<u64, ModuleError> {
+        let packets = batch.packets.into_iter().map(|p| {
+            let data = Payload::Parts {
+                head: p.head,
+                body: p.body,
+            };
+            (p.name, data)
+        });
+        self.queue_packets(batch.peer, packets)
+    }
+
+    /// Queues (name, payload) packets to one peer, in order; answers its
+    /// backlog.
+    fn queue_packets(
+        &self,
+        peer: PeerId,
+        packets: impl Iterator<Item = (String, Payload)>,
+    ) -> Result<u64, ModuleError> {
         let mut backlog = 0;
-        for packet in batch.packets {
-            check_name(&packet.name, self.shared.settings.max_name_len)?;
-            backlog = self.shared.command(
-                batch.peer,
-                Command::Send {
-                    name: packet.name.into(),
-                    data: Arc::new(packet.data),
-                },
-            )?;
+        for (name, data) in packets {
+            check_name(&name, self.shared.settings.max_name_len)?;
+            let name = name.into();
+            backlog = self.shared.command(peer, Command::Send { name, data })?;
         }
         Ok(backlog)
     }
@@ -856,6 +882,7 @@ impl Module for Network {
                 })
             },
             SendBatch => |batch| self.queue_batch(batch),
+            SendShared => |batch| self.queue_shared(batch),
             Broadcast => |request: Broadcast| {
                 let packet = request.packet;
                 check_name(&packet.name, self.shared.settings.max_name_len)?;
@@ -866,7 +893,7 @@ impl Module for Network {
                 for handle in peers.values() {
                     let command = Command::Send {
                         name: name.clone(),
-                        data: data.clone(),
+                        data: Payload::Whole(data.clone()),
                     };
                     handle.backlog.add(data.len());
                     if handle.commands.send(command).is_ok() {

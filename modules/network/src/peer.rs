@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use buildat_format::Packet;
 use buildat_format::{PacketReader, ReadItem, SenderPacketTypes};
-use buildat_interface::{encode, log};
+use buildat_interface::{SharedBytes, encode, log};
 use buildat_network_api::{
     self as network, ClientDisconnected, DisconnectPacket, PacketReceived, PeerId,
 };
@@ -28,17 +28,38 @@ use serde::{Deserialize, Serialize};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::outgoing::Outgoing;
 use crate::tls::{self, Opened, Session};
 use crate::{Counters, Settings, Shared};
 
 /// Encoded bytes gathered from queued sends before writing them.
 const WRITE_BATCH: usize = 1 << 20;
 
+/// A packet's payload as queued for a peer.
+pub(crate) enum Payload {
+    /// Encoded whole (one buffer for every peer of a broadcast).
+    Whole(Arc<Vec<u8>>),
+    /// A head, then a body shared by reference: copied once, when framed.
+    Parts {
+        head: Vec<u8>,
+        body: Option<SharedBytes>,
+    },
+}
+
+impl Payload {
+    pub fn len(&self) -> usize {
+        match self {
+            Self::Whole(data) => data.len(),
+            Self::Parts { head, body } => head.len() + body.as_ref().map_or(0, |b| b.len()),
+        }
+    }
+}
+
 /// What the module thread asks of a peer task.
 pub(crate) enum Command {
     Send {
         name: Arc<str>,
-        data: Arc<Vec<u8>>,
+        data: Payload,
     },
     Disconnect(String),
     /// Stop and hand back the socket and state (for a reload).
@@ -83,11 +104,10 @@ impl PeerState {
         self.reader.buffered_len() + self.tls.as_ref().map_or(0, Session::buffered_len)
     }
 
-    /// Bytes to write: frames not yet sealed or written past `written`,
-    /// plus sealed records not yet written.
-    pub fn unsent(&self, written: usize) -> usize {
-        self.outgoing.len().saturating_sub(written)
-            + self.tls.as_ref().map_or(0, |tls| tls.unsent().len())
+    /// Bytes to write: frames not yet sealed or written (`out`, the
+    /// running task's queue), plus sealed records not yet written.
+    pub fn unsent(&self, out: &Outgoing) -> usize {
+        out.len() + self.tls.as_ref().map_or(0, |tls| tls.unsent().len())
     }
 }
 
@@ -301,8 +321,8 @@ async fn run(
     backlog: &Backlog,
 ) -> Exit {
     let settings = &shared.settings;
-    // Bytes of `state.outgoing` already written.
-    let mut written = 0;
+    // What is queued for the socket; `state.outgoing` only while parked.
+    let out = &mut Outgoing::from_bytes(std::mem::take(&mut state.outgoing));
     // When the first and the latest bytes of a still incomplete frame arrived.
     let mut partial: Option<(Instant, Instant)> = None;
     let mut budget = InputBudget::new(settings.max_packets_per_second, settings.packet_burst);
@@ -316,14 +336,14 @@ async fn run(
         }
     }
     if let Err(reason) = deliver_packets(shared, state, &mut budget) {
-        return refuse_input(shared, stream, state, &mut written, reason).await;
+        return refuse_input(shared, stream, state, out, reason).await;
     }
     partial = track_partial(partial, state, false);
     loop {
-        if let Err(reason) = flush(&shared.counters.bytes_out, stream, state, &mut written) {
+        if let Err(reason) = flush(&shared.counters.bytes_out, stream, state, out) {
             return Exit::Closed(reason);
         }
-        let queued = state.unsent(written);
+        let queued = state.unsent(out);
         backlog.unsent.store(queued, Ordering::Release);
         if queued > settings.max_queue_bytes {
             return Exit::Closed(format!(
@@ -357,27 +377,32 @@ async fn run(
                 loop {
                     match command {
                         Command::Send { name, data } => {
-                            if let Err(error) = state.types.encode_packet(&name, &data, &mut state.outgoing) {
+                            let len = data.len();
+                            let queued = match data {
+                                Payload::Whole(data) => out.push_packet(&mut state.types, &name, &data, None),
+                                Payload::Parts { head, body } => out.push_packet(&mut state.types, &name, &head, body),
+                            };
+                            if let Err(error) = queued {
                                 log::warn!("peer {}: cannot send packet {name}: {error}", state.id);
                             } else {
                                 Counters::add(&shared.counters.packets_out, 1);
                             }
-                            backlog.unsent.store(state.unsent(written), Ordering::Release);
-                            backlog.take(data.len());
+                            backlog.unsent.store(state.unsent(out), Ordering::Release);
+                            backlog.take(len);
                         }
                         Command::Disconnect(reason) => {
-                            say_goodbye(&shared.counters.bytes_out, stream, state, &mut written, &reason).await;
+                            say_goodbye(&shared.counters.bytes_out, stream, state, out, &reason).await;
                             return Exit::Closed(reason);
                         }
                         Command::Park(reply) => {
-                            state.outgoing.drain(..written);
+                            state.outgoing = out.take_bytes();
                             return Exit::Parked(reply);
                         }
                     }
                     // Batch what is already queued into one write, but go
                     // write once a batch is big: a sender that keeps the
                     // channel full must not grow the buffer unseen.
-                    if state.outgoing.len() - written >= WRITE_BATCH {
+                    if out.len() >= WRITE_BATCH {
                         break;
                     }
                     match commands.try_recv() {
@@ -402,13 +427,13 @@ async fn run(
                         let closing = match take_input(state, input) {
                             Ok(closing) => closing,
                             Err((goodbye, reason)) => {
-                                say_goodbye(&shared.counters.bytes_out, stream, state, &mut written, &goodbye).await;
+                                say_goodbye(&shared.counters.bytes_out, stream, state, out, &goodbye).await;
                                 return Exit::Closed(reason);
                             }
                         };
                         let delivered = match deliver_packets(shared, state, &mut budget) {
                             Ok(delivered) => delivered,
-                            Err(reason) => return refuse_input(shared, stream, state, &mut written, reason).await,
+                            Err(reason) => return refuse_input(shared, stream, state, out, reason).await,
                         };
                         if let Some(reason) = closing {
                             return Exit::Closed(reason);
@@ -426,7 +451,7 @@ async fn run(
             }
             _ = tokio::time::sleep_until(throttled_until.unwrap_or(far).into()), if throttled_until.is_some() => {
                 if let Err(reason) = deliver_packets(shared, state, &mut budget) {
-                    return refuse_input(shared, stream, state, &mut written, reason).await;
+                    return refuse_input(shared, stream, state, out, reason).await;
                 }
                 // The wait was ours, not the peer's: its frame starts afresh.
                 partial = track_partial(None, state, true);
@@ -545,20 +570,21 @@ fn deliver_packets(
     }
 }
 
-/// Writes what the socket takes without blocking.
+/// Writes what the socket takes without blocking: the queued frames
+/// straight from their bytes and shared buffers (or, on TLS, sealed first).
 fn flush(
     bytes_out: &AtomicU64,
     stream: &TcpStream,
     state: &mut PeerState,
-    written: &mut usize,
+    out: &mut Outgoing,
 ) -> Result<(), String> {
     if let Some(tls) = &mut state.tls {
-        // Everything queued is sealed into records now, then written.
-        if let Some(plain) = state.outgoing.get(*written..).filter(|p| !p.is_empty()) {
-            tls.seal(plain).map_err(|e| format!("TLS: {e}"))?;
+        // Everything queued is sealed into records now, then out.
+        if !out.is_empty() {
+            let plain = out.take_bytes();
+            tls.seal(&plain).map_err(|e| format!("TLS: {e}"))?;
+            out.recycle(plain);
         }
-        state.outgoing.clear();
-        *written = 0;
         while !tls.unsent().is_empty() {
             match stream.try_write(tls.unsent()) {
                 Ok(0) => return Err("the connection stopped taking data".into()),
@@ -570,31 +596,18 @@ fn flush(
                 Err(error) => return Err(format!("write error: {error}")),
             }
         }
-        if state.outgoing.capacity() > 256 * 1024 {
-            state.outgoing.shrink_to(16 * 1024);
-        }
         return Ok(());
     }
-    while let Some(pending) = state.outgoing.get(*written..).filter(|p| !p.is_empty()) {
-        match stream.try_write(pending) {
+    while !out.is_empty() {
+        match stream.try_write_vectored(&out.slices()) {
             Ok(0) => return Err("the connection stopped taking data".into()),
             Ok(count) => {
-                *written += count;
+                out.advance(count);
                 Counters::add(bytes_out, count as u64);
             }
             Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
             Err(error) => return Err(format!("write error: {error}")),
         }
-    }
-    if *written == state.outgoing.len() {
-        state.outgoing.clear();
-        *written = 0;
-        if state.outgoing.capacity() > 256 * 1024 {
-            state.outgoing.shrink_to(16 * 1024);
-        }
-    } else if *written > 1024 * 1024 {
-        state.outgoing.drain(..*written);
-        *written = 0;
     }
     Ok(())
 }
@@ -604,10 +617,10 @@ async fn refuse_input(
     shared: &Shared,
     stream: &TcpStream,
     state: &mut PeerState,
-    written: &mut usize,
+    out: &mut Outgoing,
     reason: String,
 ) -> Exit {
-    say_goodbye(&shared.counters.bytes_out, stream, state, written, &reason).await;
+    say_goodbye(&shared.counters.bytes_out, stream, state, out, &reason).await;
     Exit::Closed(reason)
 }
 
@@ -616,31 +629,29 @@ async fn say_goodbye(
     bytes_out: &AtomicU64,
     stream: &TcpStream,
     state: &mut PeerState,
-    written: &mut usize,
+    out: &mut Outgoing,
     reason: &str,
 ) {
     let goodbye = DisconnectPacket {
         reason: reason.to_string(),
     };
     if let Ok(data) = goodbye.encode() {
-        let _ = state
-            .types
-            .encode_packet(DisconnectPacket::NAME, &data, &mut state.outgoing);
+        let _ = out.push_packet(&mut state.types, DisconnectPacket::NAME, &data, None);
     }
     if state.tls.is_some() {
-        let _ = flush(bytes_out, stream, state, written);
+        let _ = flush(bytes_out, stream, state, out);
         if let Some(tls) = &mut state.tls {
             let _ = tls.seal_close_notify();
         }
     }
     let deadline = Instant::now() + Duration::from_secs(1);
-    while state.unsent(*written) > 0 && Instant::now() < deadline {
-        if flush(bytes_out, stream, state, written).is_err() {
+    while state.unsent(out) > 0 && Instant::now() < deadline {
+        if flush(bytes_out, stream, state, out).is_err() {
             return;
         }
         let _ = tokio::time::timeout(Duration::from_millis(100), stream.writable()).await;
     }
-    if state.unsent(*written) == 0 {
+    if state.unsent(out) == 0 {
         linger_for_the_reader(stream).await;
     }
 }
@@ -689,10 +700,10 @@ pub(crate) async fn refuse(stream: TcpStream, reason: String) {
         heard: false,
         tls: None,
     };
-    let mut written = 0;
+    let mut out = Outgoing::default();
     // A refusal's goodbye is not counted as traffic.
     let uncounted = AtomicU64::new(0);
-    say_goodbye(&uncounted, &stream, &mut state, &mut written, &reason).await;
+    say_goodbye(&uncounted, &stream, &mut state, &mut out, &reason).await;
 }
 
 #[cfg(test)]

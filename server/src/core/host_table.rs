@@ -2,7 +2,9 @@
 //! per-instance context.
 //!
 //! Owns: [`HostCtx`] (which module is calling, which subscriptions this
-//! instance made) and the table handed to the module. Invariant: no panic
+//! instance made, which shared buffers it holds: given back when the
+//! context is dropped, after the instance ends) and the table handed to
+//! the module. Invariant: no panic
 //! crosses back into the module: every function runs under `catch_unwind`
 //! and reports failure as a status. Does not own: the operations themselves
 //! (`core/mod.rs`).
@@ -16,6 +18,7 @@ use buildat_interface::abi::{self, ByteSink, HostTable, RawSlice, Status};
 use buildat_interface::config;
 
 use super::CoreInner;
+use super::shared::{Holdings, SharedRefusal};
 use super::slot::{ModuleSlot, lock};
 
 /// What the host knows about the instance calling it.
@@ -25,6 +28,20 @@ pub(crate) struct HostCtx {
     /// Subscriptions made by this instance (the slot's set may still hold the
     /// previous instance's until init finishes).
     instance_subs: Mutex<HashSet<String>>,
+    /// The shared buffers this instance holds references to.
+    holdings: Holdings,
+}
+
+impl Drop for HostCtx {
+    fn drop(&mut self) {
+        let given_back = self.core.shared.release_all(&self.holdings);
+        if given_back > 0 {
+            tracing::debug!(
+                "module {}: {given_back} shared buffer references given back as it ended",
+                self.slot.name
+            );
+        }
+    }
 }
 
 impl HostCtx {
@@ -33,6 +50,7 @@ impl HostCtx {
             core,
             slot,
             instance_subs: Mutex::new(HashSet::new()),
+            holdings: Holdings::default(),
         }
     }
 
@@ -103,6 +121,9 @@ pub(crate) fn table_for(ctx: &HostCtx) -> HostTable {
         tmp_restore_data: host_tmp_restore_data,
         shutdown: host_shutdown,
         get_config: host_get_config,
+        share_bytes: host_share_bytes,
+        acquire_bytes: host_acquire_bytes,
+        release_bytes: host_release_bytes,
     }
 }
 
@@ -281,6 +302,61 @@ unsafe extern "C" fn host_get_config(
                 abi::STATUS_OK
             }
             None => abi::STATUS_NOT_FOUND,
+        }
+    })
+}
+
+unsafe extern "C" fn host_share_bytes(
+    ctx: *const c_void,
+    data: RawSlice,
+    id: *mut u64,
+    address: *mut *const u8,
+) -> Status {
+    with_ctx(ctx, |ctx| {
+        if id.is_null() || address.is_null() {
+            return abi::STATUS_INVALID;
+        }
+        // SAFETY: valid for the call.
+        let data = unsafe { data.as_bytes() };
+        let (shared, start) = ctx.core.shared.share(&ctx.holdings, data);
+        // SAFETY: checked non-null; the module passes places valid for the call.
+        unsafe {
+            *id = shared;
+            *address = start;
+        }
+        abi::STATUS_OK
+    })
+}
+
+unsafe extern "C" fn host_acquire_bytes(
+    ctx: *const c_void,
+    id: u64,
+    address: *mut *const u8,
+    len: *mut usize,
+) -> Status {
+    with_ctx(ctx, |ctx| {
+        if address.is_null() || len.is_null() {
+            return abi::STATUS_INVALID;
+        }
+        match ctx.core.shared.acquire(&ctx.holdings, id) {
+            Ok((start, length)) => {
+                // SAFETY: checked non-null; valid for the call.
+                unsafe {
+                    *address = start;
+                    *len = length;
+                }
+                abi::STATUS_OK
+            }
+            Err(_) => abi::STATUS_NOT_FOUND,
+        }
+    })
+}
+
+unsafe extern "C" fn host_release_bytes(ctx: *const c_void, id: u64) -> Status {
+    with_ctx(ctx, |ctx| {
+        match ctx.core.shared.release(&ctx.holdings, id) {
+            Ok(()) => abi::STATUS_OK,
+            Err(SharedRefusal::NotHeld | SharedRefusal::NotFound) => abi::STATUS_INVALID,
         }
     })
 }

@@ -24,6 +24,7 @@ mod host_table;
 mod images;
 mod instance;
 mod lifecycle;
+mod shared;
 mod slot;
 mod waits;
 
@@ -83,6 +84,8 @@ pub(crate) struct CoreInner {
     pub config: ServerConfig,
     pub bus: bus::Bus,
     pub tmp_data: Mutex<HashMap<(String, String), Vec<u8>>>,
+    /// Bulk bytes modules hand each other by id (`shared.rs`).
+    pub shared: shared::SharedBuffers,
     waits: waits::WaitGraph,
     modules: RwLock<HashMap<String, Arc<ModuleSlot>>>,
     load_order: Mutex<Vec<String>>,
@@ -105,6 +108,11 @@ pub struct Core {
 }
 
 impl Core {
+    /// The shared buffers modules hold now: how many, and their bytes.
+    pub fn shared_buffers(&self) -> (usize, usize) {
+        self.inner.shared.totals()
+    }
+
     /// Prepares the host (build dir, loaded-image dir, supervisor and tick
     /// threads). Loads nothing yet: see [`Core::start`].
     pub fn new(config: ServerConfig) -> Result<Self, CoreError> {
@@ -124,6 +132,7 @@ impl Core {
             config,
             bus: bus::Bus::default(),
             tmp_data: Mutex::new(HashMap::new()),
+            shared: shared::SharedBuffers::default(),
             waits: waits::WaitGraph::default(),
             modules: RwLock::new(HashMap::new()),
             load_order: Mutex::new(Vec::new()),

@@ -88,6 +88,67 @@ fn files_reach_clients_verified_and_a_warm_cache_requests_nothing() {
     server.stop_cleanly();
 }
 
+/// The console's `modules` footer: `shared buffers: N (X MiB)`.
+fn shared_buffers(server: &mut Server) -> String {
+    server.send("modules");
+    let line = server
+        .wait_for("shared buffers: ", Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("modules shows shared buffers:\n{}", server.output()));
+    line.split("shared buffers: ")
+        .nth(1)
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn file_content_is_shared_once_and_given_back_when_its_holder_reloads() {
+    let scratch = Scratch::new();
+    add_lua_module(&scratch, "lua_a", None);
+    let big: Vec<u8> = (0..3u32 << 20).map(|i| (i % 251) as u8).collect();
+    std::fs::write(scratch.modules().join("lua_a/client_data/big.bin"), &big).unwrap();
+    let (mut server, address) = start(&scratch, &["--no-watch"]);
+    assert_eq!(
+        shared_buffers(&mut server),
+        "0 (0.0 MiB)",
+        "nothing sent yet"
+    );
+
+    let mut first = HashMap::new();
+    let mut client = RawClient::connect(&address).expect("connect");
+    let sync = client.sync_files(&mut first, QUIET);
+    let hash = sync.announced["lua_a/client_data/big.bin"];
+    assert_eq!(first[&hash], big, "3 MiB through shared buffers, intact");
+    drop(client);
+    // Each file's bytes are in one host buffer held by client_file's
+    // registry; the network module held ranges of them only until it
+    // framed them.
+    assert_eq!(shared_buffers(&mut server), "4 (3.0 MiB)");
+
+    // A second client is served from the same buffers: none is added.
+    let mut second = HashMap::new();
+    let mut client = RawClient::connect(&address).expect("connect");
+    client.sync_files(&mut second, QUIET);
+    assert_eq!(second, first);
+    drop(client);
+    assert_eq!(shared_buffers(&mut server), "4 (3.0 MiB)");
+
+    // The old instance's references end with it; the new one keeps the
+    // files as bytes (from its stash) until it sends them again.
+    server.send("reload client_file");
+    server
+        .wait_for("reloaded client_file", Duration::from_secs(60))
+        .expect("client_file reloaded");
+    assert_eq!(shared_buffers(&mut server), "0 (0.0 MiB)");
+    let mut third = HashMap::new();
+    let mut client = RawClient::connect(&address).expect("connect");
+    client.sync_files(&mut third, QUIET);
+    assert_eq!(third, first, "the same files after the reload");
+    drop(client);
+    assert_eq!(shared_buffers(&mut server), "4 (3.0 MiB)");
+    server.stop_cleanly();
+}
+
 #[test]
 fn only_registered_names_are_served() {
     let scratch = Scratch::new();

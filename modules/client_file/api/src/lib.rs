@@ -13,6 +13,7 @@
 //! Versioned on its own: a change here rebuilds the modules that depend on
 //! it (and only them) when they are next loaded or reloaded.
 
+use buildat_format::PayloadError;
 use buildat_interface::Event;
 use buildat_network_api::PeerId;
 use serde::{Deserialize, Serialize};
@@ -108,6 +109,56 @@ pub struct FileContent {
     pub data: Vec<u8>,
 }
 
+/// A [`FileContent`] read in place: its name and data borrowed from the
+/// packet's bytes (a client hashes and stores the data without copying it
+/// out of the packet first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct FileContentRef<'a> {
+    pub name: &'a str,
+    pub hash: ContentHash,
+    pub size: u64,
+    pub offset: u64,
+    pub data: &'a [u8],
+}
+
+impl<'a> FileContentRef<'a> {
+    /// Reads a whole `core:file_content` payload; never panics.
+    pub fn decode(bytes: &'a [u8]) -> Result<Self, PayloadError> {
+        buildat_format::payload::decode_borrowed(bytes)
+    }
+}
+
+impl FileContent {
+    /// The payload of a piece of `data_len` bytes up to its data: the data
+    /// follows it (so the data can be sent from a shared buffer without
+    /// being copied into the packet; `head ++ data` is the whole payload).
+    pub fn encode_head(
+        name: &str,
+        hash: &ContentHash,
+        size: u64,
+        offset: u64,
+        data_len: usize,
+    ) -> Result<Vec<u8>, PayloadError> {
+        /// The fields of [`FileContent`] in order, the data's length last:
+        /// bincode writes a byte field as its length, then the bytes.
+        #[derive(Serialize)]
+        struct Head<'a> {
+            name: &'a str,
+            hash: &'a ContentHash,
+            size: u64,
+            offset: u64,
+            data_len: u64,
+        }
+        buildat_format::payload::encode(&Head {
+            name,
+            hash,
+            size,
+            offset,
+            data_len: data_len as u64,
+        })
+    }
+}
+
 /// Server → client: a request could not be served.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileError {
@@ -167,5 +218,39 @@ mod tests {
         // Empty packets are empty payloads.
         assert!(AllFilesTransferred {}.encode().unwrap().is_empty());
         assert!(TellAfterAllFilesTransferred::decode(&[]).is_ok());
+    }
+
+    #[test]
+    fn a_head_then_its_data_is_the_whole_piece() {
+        // Around the data lengths where the length's varint grows.
+        for len in [0, 1, 250, 251, 252, 65_535, 65_536, MAX_FILE_PIECE] {
+            let content = FileContent {
+                name: "m/client_data/big.bin".into(),
+                hash: [9; 32],
+                size: 1 << 40,
+                offset: 300_000,
+                data: (0..len).map(|i| i as u8).collect(),
+            };
+            let mut parted = FileContent::encode_head(
+                &content.name,
+                &content.hash,
+                content.size,
+                content.offset,
+                len,
+            )
+            .unwrap();
+            parted.extend_from_slice(&content.data);
+            assert_eq!(parted, content.encode().unwrap(), "{len} bytes");
+            let borrowed = FileContentRef::decode(&parted).unwrap();
+            assert_eq!(
+                (borrowed.name, borrowed.data, borrowed.offset),
+                (
+                    content.name.as_str(),
+                    content.data.as_slice(),
+                    content.offset
+                )
+            );
+            assert!(FileContentRef::decode(&parted[..parted.len() - 1]).is_err());
+        }
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! Owns: the events (`network:client_connected`, `network:client_disconnected`,
 //! `network:packet_received/<packet name>`, `network:send_batches`), the typed
-//! calls ([`Send`], [`SendBatch`], [`Broadcast`], [`ListPeers`],
+//! calls ([`Send`], [`SendBatch`], [`SendShared`], [`Broadcast`], [`ListPeers`],
 //! [`Disconnect`], [`GetBacklog`], [`ListenAddress`], [`GetStats`]) and the
 //! `core:disconnect` packet. Byte fields use `serde_bytes` (the same bytes on
 //! the wire as a `Vec<u8>`, copied in one go instead of per byte). Does not
@@ -13,7 +13,7 @@
 //! it (and only them) when they are next loaded or reloaded.
 
 use buildat_format::payload::{Packet, PayloadError};
-use buildat_interface::{Event, Host, ModuleError};
+use buildat_interface::{Event, Host, ModuleError, SharedBytes};
 use serde::{Deserialize, Serialize};
 
 /// The network module's name.
@@ -105,6 +105,51 @@ pub struct SendBatch {
     pub packets: Vec<OutgoingPacket>,
 }
 
+/// One packet whose payload is `head` then `body`, where `body` is bulk
+/// bytes shared by reference ([`SharedBytes`]: a file's content, say).
+/// The network module keeps the reference until the frame is written, so
+/// the bytes are copied once, into the socket's buffer, however many
+/// peers they go to. The peer sees one ordinary packet. With no body, the
+/// head is the whole payload (so one call can carry a transfer's other
+/// packets in order with its pieces).
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+pub struct SharedPacket {
+    pub name: String,
+    #[serde(with = "serde_bytes")]
+    pub head: Vec<u8>,
+    pub body: Option<SharedBytes>,
+}
+
+impl SharedPacket {
+    /// `packet` encoded whole by its definition, with no shared body.
+    pub fn whole<P: Packet>(packet: &P) -> Result<Self, PayloadError> {
+        Ok(Self {
+            name: P::NAME.to_string(),
+            head: packet.encode()?,
+            body: None,
+        })
+    }
+
+    /// The payload's length.
+    pub fn len(&self) -> usize {
+        self.head.len() + self.body.as_ref().map_or(0, |body| body.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Call `send_shared`: queue packets with shared bodies to one peer, in
+/// order; answers the peer's backlog like [`Send`]. A call, not an event:
+/// a shared body stays alive only while its sender holds it (see
+/// `buildat_interface::shared`).
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+pub struct SendShared {
+    pub peer: PeerId,
+    pub packets: Vec<SharedPacket>,
+}
+
 /// Call `broadcast`: queue a packet to every peer; answers how many.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Broadcast {
@@ -164,6 +209,7 @@ buildat_interface::calls! {
     module MODULE;
     Send = "send" -> u64;
     SendBatch = "send_batch" -> u64;
+    SendShared = "send_shared" -> u64;
     Broadcast = "broadcast" -> u64;
     ListPeers = "list_peers" -> Vec<PeerInfo>;
     Disconnect = "disconnect" -> ();
