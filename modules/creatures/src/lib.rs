@@ -217,15 +217,6 @@ impl Herds {
             [0.0, 0.0]
         }
     }
-
-    /// The middles of the herds there are.
-    fn centres(self) -> Vec<[f64; 2]> {
-        let mut centres = vec![self.centre(false)];
-        if self.far_count > 0 {
-            centres.push(self.centre(true));
-        }
-        centres
-    }
 }
 
 /// The (x, z) cell a position is in, for the simulation distance.
@@ -384,20 +375,21 @@ impl Creatures {
             .section_of_chunk(geometry::chunk_of_voxel(voxel))
     }
 
-    /// The sections spawning searches: every column within the radius of
-    /// each herd's middle, in [`SURFACE_SECTIONS_Y`].
+    /// The sections the main herd's spawning searches, made ready before
+    /// anything spawns (so the persistent creatures stored there are found
+    /// first): every column within the radius of the origin, in
+    /// [`SURFACE_SECTIONS_Y`] (the main herd's middle is the origin). The
+    /// far herd's are read (and generated)
+    /// when a player comes near it and its creatures are placed.
     fn area_sections(&self) -> Vec<Pos> {
         let r = self.radius.ceil() as i32;
+        let low = self.section_of([-r, 0, -r]);
+        let high = self.section_of([r, 0, r]);
         let mut sections = Vec::new();
-        for [x, z] in self.herds.centres() {
-            let [x, z] = [x as i32, z as i32];
-            let low = self.section_of([x - r, 0, z - r]);
-            let high = self.section_of([x + r, 0, z + r]);
-            for sy in SURFACE_SECTIONS_Y {
-                for sz in low[2]..=high[2] {
-                    for sx in low[0]..=high[0] {
-                        sections.push([sx, sy, sz]);
-                    }
+        for sy in SURFACE_SECTIONS_Y {
+            for sz in low[2]..=high[2] {
+                for sx in low[0]..=high[0] {
+                    sections.push([sx, sy, sz]);
                 }
             }
         }
@@ -1252,13 +1244,15 @@ mod tests {
         };
         assert!(!herds.is_far([20.0, 0.0, 0.0]));
         assert!(herds.is_far([2000.0, 0.0, 30.0]));
-        assert_eq!(herds.centres(), vec![[0.0, 0.0], [2048.0, 0.0]]);
+        assert_eq!(
+            [herds.centre(false), herds.centre(true)],
+            [[0.0, 0.0], [2048.0, 0.0]]
+        );
         let single = Herds {
             far_count: 0,
             ..herds
         };
         assert!(!single.is_far([2000.0, 0.0, 30.0]), "no far herd");
-        assert_eq!(single.centres(), vec![[0.0, 0.0]]);
     }
 
     /// The herd's bodies, for [`crowd::pushes`].
