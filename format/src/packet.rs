@@ -795,20 +795,5 @@ mod tests {
             .expect("encodes");
         parted.extend_from_slice(b"body");
         assert_eq!(whole, parted, "the definition, then one frame");
-        let mut decoder = FrameDecoder::new(1024);
-        decoder.push(&parted);
-        let mut receiver = ReceiverPacketTypes::default();
-        let mut seen = Vec::new();
-        while let Some(frame) = decoder.try_next_frame().expect("valid") {
-            if let Received::Packet { name, data, .. } =
-                receiver.receive(frame.ty, &frame.data).expect("known")
-            {
-                seen.push((name.to_string(), data.to_vec()));
-            }
-        }
-        assert_eq!(
-            seen,
-            [("core:file_content".to_string(), b"headbody".to_vec())]
-        );
     }
 }

@@ -63,11 +63,6 @@ impl SharedBytes {
         }
     }
 
-    /// The host buffer's id (the same for every range of it).
-    pub fn id(&self) -> u64 {
-        self.id
-    }
-
     pub fn len(&self) -> usize {
         self.range.len()
     }
@@ -163,23 +158,20 @@ impl<'de> Deserialize<'de> for SharedBytes {
         let (address, len) = host
             .acquire_bytes(wire.id)
             .map_err(|_| D::Error::custom(format!("shared buffer {} no longer exists", wire.id)))?;
+        // SAFETY: the host just handed this instance a reference to `len`
+        // bytes at `address`; the value owns it, and dropping it (below, on
+        // a bad range) gives it back.
+        let whole = unsafe { SharedBytes::from_reference(host, wire.id, address, len) };
         let (start, end) = (wire.start as usize, wire.end as usize);
         if wire.start > wire.end || end > len {
-            if let Err(error) = host.release_bytes(wire.id) {
-                log::error!("giving back shared buffer {}: {error}", wire.id);
-            }
             return Err(D::Error::custom(format!(
                 "shared buffer {}: range {}..{} outside its {len} bytes",
                 wire.id, wire.start, wire.end
             )));
         }
-        // The reference taken above is the value's: dropping it gives it back.
-        Ok(SharedBytes {
-            host,
-            id: wire.id,
-            address,
-            range: start..end,
-        })
+        let mut value = whole;
+        value.range = start..end;
+        Ok(value)
     }
 }
 

@@ -112,15 +112,11 @@ impl Outgoing {
 
     /// Up to [`MAX_SLICES`] slices of what is unsent, in order.
     pub fn slices(&self) -> Vec<IoSlice<'_>> {
-        let mut slices = Vec::with_capacity(self.chunks.len().min(MAX_SLICES));
-        for (index, chunk) in self.chunks.iter().take(MAX_SLICES).enumerate() {
-            let bytes = chunk.as_slice();
-            let start = if index == 0 { self.front_written } else { 0 };
-            if let Some(unsent) = bytes.get(start..).filter(|b| !b.is_empty()) {
-                slices.push(IoSlice::new(unsent));
-            }
-        }
-        slices
+        self.chunks_unsent()
+            .filter(|unsent| !unsent.is_empty())
+            .take(MAX_SLICES)
+            .map(IoSlice::new)
+            .collect()
     }
 
     /// `count` bytes were written: drops what is done.

@@ -18,7 +18,7 @@ use buildat_interface::abi::{self, ByteSink, HostTable, RawSlice, Status};
 use buildat_interface::config;
 
 use super::CoreInner;
-use super::shared::{Holdings, SharedRefusal};
+use super::shared::Holdings;
 use super::slot::{ModuleSlot, lock};
 
 /// What the host knows about the instance calling it.
@@ -356,7 +356,7 @@ unsafe extern "C" fn host_release_bytes(ctx: *const c_void, id: u64) -> Status {
     with_ctx(ctx, |ctx| {
         match ctx.core.shared.release(&ctx.holdings, id) {
             Ok(()) => abi::STATUS_OK,
-            Err(SharedRefusal::NotHeld | SharedRefusal::NotFound) => abi::STATUS_INVALID,
+            Err(_) => abi::STATUS_INVALID,
         }
     })
 }
