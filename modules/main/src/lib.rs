@@ -51,15 +51,15 @@ use buildat_main_api::{
     Spawn, TickStats, VAR_PEER, VAR_PLAYER,
 };
 use buildat_network_api::{
-    self as network, ClientConnected, ClientDisconnected, OutgoingPacket, PacketReceived, PeerId,
-    SendBatch,
+    self as network, ClientConnected, ClientDisconnected, Multicast, OutgoingPacket,
+    PacketReceived, PeerId, SendBatch,
 };
 use buildat_voxel::geometry::{self, Pos, SectionSize};
 use buildat_voxel::{AIR, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
     BlockDefinition, CreateNode, CreateNodes, EditOutcome, EditVoxel, EditVoxels, GetRegistry,
     GetSizes, GetVoxel, GetVoxels, IDENTITY, LoadOrGenerateSection, MAX_VOXELS_PER_CALL, MoveNodes,
-    NodeMotion, RegisterBlock, RemoveNode, Replace, Viewer,
+    NodeMotion, RegisterBlock, RemoveNode, Replace, Viewer, Viewers,
 };
 use chat::Caller;
 use rules::{Motion, RateLimit};
@@ -206,6 +206,36 @@ struct Game {
     join_timeout: Duration,
     /// How long the ticks took (`get_tick_stats`).
     tick_stats: TickStats,
+    /// The tick whose steps are under way, if one is.
+    tick: Option<TickInProgress>,
+    /// Time of ticks that came while one was under way, for the next.
+    owed_dtime: f64,
+}
+
+/// A tick's steps, each its own run of the handler: pings and packets
+/// that come during a step are handled before the next one, so they wait
+/// for one step (and the world's calls in it), not the whole tick.
+/// `main` emits each step to itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+enum TickStep {
+    /// Digs and places: their sight and the edits (two calls to the world).
+    Actions,
+    /// The players' nodes moved, the edits shared, late joiners dropped.
+    Share,
+}
+
+impl Event for TickStep {
+    const NAME: &'static str = "main:tick_step";
+}
+
+/// What the steps of a tick carry from one to the next.
+#[derive(Debug, Clone, Copy)]
+struct TickInProgress {
+    /// Seconds since the tick before.
+    dtime: f64,
+    /// Time spent in the steps so far (the tick's duration counts only
+    /// this, not the packets handled between them).
+    busy: Duration,
 }
 
 impl Game {
@@ -584,9 +614,14 @@ impl Game {
                 }
             }
         }
-        // Events, not calls: moving never waits for the world.
-        for (peer, position) in moved {
-            self.host.emit(&Viewer { peer, position })?;
+        // An event, not a call: moving never waits for the world. One for
+        // everyone: the world's next call waits behind one event.
+        if !moved.is_empty() {
+            let viewers = moved
+                .into_iter()
+                .map(|(peer, position)| Viewer { peer, position })
+                .collect();
+            self.host.emit(&Viewers { viewers })?;
         }
         Ok(())
     }
@@ -687,32 +722,99 @@ impl Game {
         Ok(())
     }
 
+    /// Starts a tick with its first step (joins and moves); the rest
+    /// follow as [`TickStep`]s. A `core:tick` that comes while a tick is
+    /// under way (the world slow to answer) is folded into the next.
+    fn start_tick(&mut self, dtime: f64) -> Result<(), ModuleError> {
+        if self.tick.is_some() {
+            self.owed_dtime += dtime;
+            return Ok(());
+        }
+        let started = Instant::now();
+        let dtime = dtime + std::mem::take(&mut self.owed_dtime);
+        self.tick = Some(TickInProgress {
+            dtime,
+            busy: Duration::ZERO,
+        });
+        let done = self.spawn_waiting().and_then(|()| self.judge_moves());
+        self.end_step(started, Some(TickStep::Actions))?;
+        done
+    }
+
+    /// Runs one step of the tick under way; nothing if none is (a step
+    /// that reached a reloaded instance: what it would have done waits,
+    /// stashed, for the next tick).
+    fn tick_step(&mut self, step: TickStep) -> Result<(), ModuleError> {
+        let Some(tick) = self.tick else {
+            return Ok(());
+        };
+        let started = Instant::now();
+        let (done, next) = match step {
+            TickStep::Actions => (self.judge_actions(), Some(TickStep::Share)),
+            TickStep::Share => {
+                let done = self.move_player_nodes(tick.dtime);
+                self.send_edits();
+                self.drop_unjoined();
+                (done, None)
+            }
+        };
+        self.end_step(started, next)?;
+        done
+    }
+
+    /// Counts a step's time and queues the next step, or ends the tick
+    /// (counted in `get_tick_stats`). A step that failed still passes the
+    /// tick on, so one error never stops the game's ticks.
+    fn end_step(&mut self, started: Instant, next: Option<TickStep>) -> Result<(), ModuleError> {
+        let Some(tick) = self.tick.as_mut() else {
+            return Ok(());
+        };
+        tick.busy += started.elapsed();
+        match next {
+            Some(step) => {
+                if let Err(error) = self.host.emit(&step) {
+                    self.tick = None;
+                    return Err(error);
+                }
+            }
+            None => {
+                let busy = tick.busy;
+                self.tick = None;
+                self.tick_stats.observe(busy.as_secs_f64());
+            }
+        }
+        Ok(())
+    }
+
     /// Sends the edits gathered since the last tick: each player gets one
     /// `main:edits` of those near it (`main.news_radius`). A packet per
     /// edit per player, or all edits to everyone, would grow with the
-    /// square of the player count.
+    /// square of the player count. Players that get the same edits (all
+    /// of them, on a crowded server) share one encoded packet.
     fn send_edits(&mut self) {
         let players: Vec<(PeerId, [f64; 3])> = self
             .players
             .iter()
             .map(|(peer, player)| (*peer, player.position))
             .collect();
-        let batches = self
+        let multicasts = self
             .news
             .share_edits(&players, self.news_radius)
             .into_iter()
-            .filter_map(|(peer, edits)| match OutgoingPacket::new(&edits) {
-                Ok(packet) => Some(SendBatch {
-                    peer,
-                    packets: vec![packet],
+            .filter_map(|share| match OutgoingPacket::new(&share.edits) {
+                Ok(packet) => Some(Multicast {
+                    peers: share.peers,
+                    packet,
                 }),
                 Err(error) => {
-                    log::error!("encoding edits for peer {peer}: {error}");
+                    log::error!("encoding edits for {} peers: {error}", share.peers.len());
                     None
                 }
             })
             .collect();
-        self.send_batches(batches);
+        if let Err(error) = network::queue_multicasts(&self.host, multicasts) {
+            log::debug!("sending edits: {error}");
+        }
     }
 
     fn on_dig(&mut self, peer: PeerId, packet: Dig) -> Result<(), ModuleError> {
@@ -922,6 +1024,8 @@ impl Module for Game {
             pending_actions: Vec::new(),
             join_timeout: Duration::from_secs_f64(host.get_setting("main.join_timeout_s", 120.0)?),
             tick_stats: TickStats::default(),
+            tick: None,
+            owed_dtime: 0.0,
         })
     }
 
@@ -933,6 +1037,7 @@ impl Module for Game {
         self.host.sub_event(ClientDisconnected::NAME)?;
         self.host.sub_event(FilesTransmitted::NAME)?;
         self.host.sub_event(events::Tick::NAME)?;
+        self.host.sub_event(TickStep::NAME)?;
         self.host.sub_event(&special::EVENT)?;
         self.host.sub_event(verify::CHECKED_EVENT)?;
         Ok(())
@@ -980,14 +1085,11 @@ impl Module for Game {
             }
             events::Tick::NAME => {
                 let tick: events::Tick = decode(payload)?;
-                let started = Instant::now();
-                self.spawn_waiting()?;
-                self.judge_moves()?;
-                self.judge_actions()?;
-                self.move_player_nodes(tick.dtime)?;
-                self.send_edits();
-                self.drop_unjoined();
-                self.tick_stats.observe(started.elapsed().as_secs_f64());
+                self.start_tick(tick.dtime)?;
+            }
+            TickStep::NAME => {
+                let step: TickStep = decode(payload)?;
+                self.tick_step(step)?;
             }
             ClientConnected::NAME => {
                 let connected: ClientConnected = decode(payload)?;

@@ -8,7 +8,7 @@
 //! action. Does not own: the packets' layouts (`buildat-main-api`), the
 //! world or the network (`lib.rs`).
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use buildat_main_api::{Edit, Edits};
@@ -78,29 +78,66 @@ impl News {
 
     /// Takes the edits and shares them out: each of `players` (peer,
     /// position) gets the edits within `radius` voxels of it (x and z;
-    /// infinite: everything). Players with no news are left out.
-    pub fn share_edits(&mut self, players: &[(u64, [f64; 3])], radius: f64) -> Vec<(u64, Edits)> {
+    /// infinite: everything). Players that get the same edits are one
+    /// share (so the packet is made once for all of them, however many
+    /// stand in one place); players with no news are left out. Shares
+    /// come in the order of their first player, each's peers in the order
+    /// given.
+    pub fn share_edits(&mut self, players: &[(u64, [f64; 3])], radius: f64) -> Vec<EditShare> {
         let edits = std::mem::take(&mut self.edits);
         if edits.is_empty() {
             return Vec::new();
         }
-        let mut shares = Vec::new();
+        let centres: Vec<[f64; 3]> = edits
+            .iter()
+            .map(|(_, voxel, _)| voxel.map(|v| f64::from(v) + 0.5))
+            .collect();
+        // Which edits each player gets, as their indices: the key of its
+        // share.
+        let mut share_of: HashMap<Vec<usize>, usize> = HashMap::new();
+        let mut shares: Vec<(Vec<usize>, Vec<u64>)> = Vec::new();
         for (peer, position) in players {
-            let near_edits: Vec<Edit> = edits
-                .iter()
-                .filter(|(_, voxel, _)| near(*position, voxel.map(|v| f64::from(v) + 0.5), radius))
-                .map(|(peer, voxel, name)| Edit {
-                    peer: *peer,
-                    voxel: *voxel,
-                    name: name.clone(),
-                })
+            let near_edits: Vec<usize> = (0..edits.len())
+                .filter(|i| near(*position, centres[*i], radius))
                 .collect();
-            if !near_edits.is_empty() {
-                shares.push((*peer, Edits { edits: near_edits }));
+            if near_edits.is_empty() {
+                continue;
+            }
+            match share_of.get(&near_edits) {
+                Some(&share) => shares[share].1.push(*peer),
+                None => {
+                    share_of.insert(near_edits.clone(), shares.len());
+                    shares.push((near_edits, vec![*peer]));
+                }
             }
         }
         shares
+            .into_iter()
+            .map(|(indices, peers)| EditShare {
+                peers,
+                edits: Edits {
+                    edits: indices
+                        .into_iter()
+                        .map(|i| {
+                            let (peer, voxel, name) = &edits[i];
+                            Edit {
+                                peer: *peer,
+                                voxel: *voxel,
+                                name: name.clone(),
+                            }
+                        })
+                        .collect(),
+                },
+            })
+            .collect()
     }
+}
+
+/// Edits that go alike to several players ([`News::share_edits`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EditShare {
+    pub peers: Vec<u64>,
+    pub edits: Edits,
 }
 
 /// A player's movement allowance: distance earned at the top speed over
@@ -403,10 +440,11 @@ mod tests {
             [(5, [0.0, 0.0, 0.0]), (7, [4.0, 5.0, 6.0])]
         );
         let shares = news.share_edits(&[(5, [0.0; 3]), (7, [4.0, 5.0, 6.0])], f64::INFINITY);
-        assert_eq!(shares.len(), 2, "everyone gets everything");
+        assert_eq!(shares.len(), 1, "everyone gets everything, in one share");
+        assert_eq!(shares[0].peers, [5, 7]);
         assert_eq!(
             shares[0]
-                .1
+                .edits
                 .edits
                 .iter()
                 .map(|e| (e.peer, e.voxel, e.name.as_str()))
@@ -426,9 +464,42 @@ mod tests {
             (3, [-100.0, 5.0, 90.0]), // over 64 away: nothing
             (4, [70.0, 90.0, 20.0]),  // within 64 on the ground
         ];
-        let shares: BTreeMap<u64, Edits> = news.share_edits(&players, 64.0).into_iter().collect();
-        assert_eq!(shares.keys().copied().collect::<Vec<_>>(), [1, 4]);
-        assert_eq!(shares[&4].edits.len(), 1);
+        let shares = news.share_edits(&players, 64.0);
+        assert_eq!(shares.len(), 1);
+        assert_eq!(shares[0].peers, [1, 4]);
+        assert_eq!(shares[0].edits.edits.len(), 1);
+    }
+
+    #[test]
+    fn players_with_the_same_news_share_one_packet() {
+        let mut news = News::default();
+        news.edit(1, [0, 0, 0], "stone");
+        news.edit(2, [1000, 0, 0], "air");
+        news.edit(3, [2, 0, 2], "dirt");
+        let players = [
+            (10, [1.0, 0.0, 1.0]),    // near the first and the third
+            (11, [1000.0, 0.0, 5.0]), // near the second
+            (12, [-3.0, 9.0, 0.0]),   // near the first and the third
+            (13, [500.0, 0.0, 0.0]),  // near none
+            (14, [1003.0, 0.0, 0.0]), // near the second
+        ];
+        let shares = news.share_edits(&players, 64.0);
+        let seen: Vec<(Vec<u64>, Vec<[i32; 3]>)> = shares
+            .iter()
+            .map(|s| {
+                (
+                    s.peers.clone(),
+                    s.edits.edits.iter().map(|e| e.voxel).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (vec![10, 12], vec![[0, 0, 0], [2, 0, 2]]),
+                (vec![11, 14], vec![[1000, 0, 0]]),
+            ]
+        );
     }
 
     #[test]

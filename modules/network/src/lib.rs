@@ -67,8 +67,8 @@ use buildat_interface::{
 };
 use buildat_network_api::{
     self as network, Broadcast, ClientConnected, ClientDisconnected, Disconnect, GetBacklog,
-    GetStats, ListPeers, ListenAddress, NetworkStats, PeerId, PeerInfo, Send, SendBatch,
-    SendShared,
+    GetStats, ListPeers, ListenAddress, NetworkStats, OutgoingPacket, PeerId, PeerInfo, Send,
+    SendBatch, SendShared,
 };
 use peer::{Backlog, Command, Parked, Payload, PeerState};
 use serde::{Deserialize, Serialize};
@@ -554,6 +554,37 @@ impl Network {
         )
     }
 
+    /// Queues one packet to each of `peers` (`None`: every peer), its
+    /// payload shared by all; answers how many it was queued to (peers
+    /// that left are skipped).
+    fn queue_to_many(
+        &self,
+        packet: OutgoingPacket,
+        peers: Option<&[PeerId]>,
+    ) -> Result<u64, ModuleError> {
+        check_name(&packet.name, self.shared.settings.max_name_len)?;
+        let name: Arc<str> = packet.name.into();
+        let data = Arc::new(packet.data);
+        let handles = self.shared.peers();
+        let queue_to = |handle: &PeerHandle| {
+            let command = Command::Send {
+                name: name.clone(),
+                data: Payload::Whole(data.clone()),
+            };
+            handle.backlog.add(data.len());
+            handle.commands.send(command).is_ok()
+        };
+        let queued = match peers {
+            None => handles.values().filter(|handle| queue_to(handle)).count(),
+            Some(peers) => peers
+                .iter()
+                .filter_map(|peer| handles.get(peer))
+                .filter(|handle| queue_to(handle))
+                .count(),
+        };
+        Ok(queued as u64)
+    }
+
     /// Queues packets with shared bodies to one peer, in order; answers its
     /// backlog. The bodies are not copied here: the peer's task frames
     /// them straight from the shared buffers.
@@ -867,6 +898,12 @@ impl Module for Network {
                         log::debug!("send_batches to peer {peer}: {error}");
                     }
                 }
+                for multicast in request.multicasts {
+                    let peers = multicast.peers;
+                    if let Err(error) = self.queue_to_many(multicast.packet, Some(&peers)) {
+                        log::debug!("send_batches to {} peers: {error}", peers.len());
+                    }
+                }
                 Ok(())
             }
             _ => Ok(()),
@@ -884,23 +921,7 @@ impl Module for Network {
             SendBatch => |batch| self.queue_batch(batch),
             SendShared => |batch| self.queue_shared(batch),
             Broadcast => |request: Broadcast| {
-                let packet = request.packet;
-                check_name(&packet.name, self.shared.settings.max_name_len)?;
-                let name: Arc<str> = packet.name.into();
-                let data = Arc::new(packet.data);
-                let peers = self.shared.peers();
-                let mut count = 0u64;
-                for handle in peers.values() {
-                    let command = Command::Send {
-                        name: name.clone(),
-                        data: Payload::Whole(data.clone()),
-                    };
-                    handle.backlog.add(data.len());
-                    if handle.commands.send(command).is_ok() {
-                        count += 1;
-                    }
-                }
-                Ok(count)
+                self.queue_to_many(request.packet, None)
             },
             ListPeers => |_| {
                 let mut peers: Vec<PeerInfo> = self

@@ -7,7 +7,7 @@
 //! once a tick in one packet, positions quantised to 1/64 voxel, stamped
 //! with the server's time for interpolation; at most the nearest
 //! `replicate.max_known` nodes (default 256) at once. It listens to the world's
-//! `voxelworld:nodes_changed` (what changed) and `voxelworld:viewer_moved`
+//! `voxelworld:nodes_changed` (what changed) and `voxelworld:viewer_moved` and `viewers_moved`
 //! (where each client looks from), and `network:client_disconnected`. Its
 //! calls (`buildat-replicate-api`): the peers knowing a node, a forced
 //! resend, statistics; the console command `replicate` prints them. What
@@ -27,7 +27,7 @@ use buildat_interface::{
 };
 use buildat_network_api::{self as network, ClientDisconnected, OutgoingPacket, SendBatch};
 use buildat_replicate_api::{ForceSync, GetStats, KnowingPeers, NodeUpdates};
-use buildat_voxelworld_api::{GetNode, ListNodes, NodesChanged, Viewer};
+use buildat_voxelworld_api::{GetNode, ListNodes, NodesChanged, Viewer, Viewers};
 use interest::Replicator;
 
 /// The default radius in voxels.
@@ -94,6 +94,7 @@ impl Module for Replicate {
     fn init(&mut self) -> Result<(), ModuleError> {
         self.host.sub_event(NodesChanged::NAME)?;
         self.host.sub_event(Viewer::NAME)?;
+        self.host.sub_event(Viewers::NAME)?;
         self.host.sub_event(ClientDisconnected::NAME)?;
         self.host.sub_event(events::Tick::NAME)?;
         Ok(())
@@ -138,6 +139,11 @@ impl Module for Replicate {
             Viewer::NAME => {
                 let viewer: Viewer = decode(payload)?;
                 self.replicator.set_viewer(viewer.peer, viewer.position);
+            }
+            Viewers::NAME => {
+                for viewer in decode::<Viewers>(payload)?.viewers {
+                    self.replicator.set_viewer(viewer.peer, viewer.position);
+                }
             }
             ClientDisconnected::NAME => {
                 let gone: ClientDisconnected = decode(payload)?;

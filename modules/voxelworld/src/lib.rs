@@ -76,7 +76,7 @@ use buildat_voxelworld_api::{
     GetRegistry, GetSizes, GetVoxel, GetVoxels, GetWorldConfig, ListNodes, LoadOrGenerateSection,
     MoveNodes, NodeVolumeUpdated, NodesChanged, Pregen, PregenReport, RegisterBlock, RemoveNode,
     RemoveViewer, Replace, Save, SectionStatus, SetNodeParent, SetNodeVar, SetSectionSaveEnabled,
-    SetVoxel, Sizes, SpecialVoxels, Viewer, WorldConfig, WorldStats,
+    SetVoxel, Sizes, SpecialVoxels, Viewer, Viewers, WorldConfig, WorldStats,
 };
 use buildat_voxelworld_api::{
     DropOldTables, GetStats, GetValue, ListValues, MAX_VALUE_BYTES, MAX_VALUE_WRITES, PutValues,
@@ -408,16 +408,32 @@ impl VoxelWorld {
     }
 
     fn set_viewer(&mut self, viewer: Viewer) -> Result<(), ModuleError> {
-        if viewer
-            .position
-            .iter()
-            .any(|p| !p.is_finite() || p.abs() > 1e8)
-        {
-            return Err(ModuleError::msg("viewer position out of the world"));
+        self.set_viewers(vec![viewer])
+    }
+
+    /// Moves each viewer (one whose position is out of the world is
+    /// refused, the others still move), then streams to all of them in
+    /// one pump.
+    fn set_viewers(&mut self, viewers: Vec<Viewer>) -> Result<(), ModuleError> {
+        let mut moved = Vec::with_capacity(viewers.len());
+        let mut refused = None;
+        for viewer in viewers {
+            if viewer
+                .position
+                .iter()
+                .any(|p| !p.is_finite() || p.abs() > 1e8)
+            {
+                refused = Some(ModuleError::msg("viewer position out of the world"));
+                continue;
+            }
+            let packets = self.streamer.set_viewer(viewer.peer, viewer.position);
+            self.send_packets(viewer.peer, packets);
+            moved.push(viewer.peer);
         }
-        let packets = self.streamer.set_viewer(viewer.peer, viewer.position);
-        self.send_packets(viewer.peer, packets);
-        self.pump_viewers(Some(&[viewer.peer]))
+        if !moved.is_empty() {
+            self.pump_viewers(Some(&moved))?;
+        }
+        refused.map_or(Ok(()), Err)
     }
 
     fn send_packets(&self, peer: PeerId, packets: Vec<network::OutgoingPacket>) {
@@ -1168,6 +1184,7 @@ impl Module for VoxelWorld {
         self.host.sub_event(ClientDisconnected::NAME)?;
         self.host.sub_event(&self.ack_event)?;
         self.host.sub_event(Viewer::NAME)?;
+        self.host.sub_event(Viewers::NAME)?;
         self.host.sub_event(StreamChanges::NAME)?;
         self.host.sub_event(MoreWork::NAME)?;
         Ok(())
@@ -1247,6 +1264,7 @@ impl Module for VoxelWorld {
                 self.peer_log.forget(&gone.peer);
             }
             Viewer::NAME => self.set_viewer(decode(payload)?)?,
+            Viewers::NAME => self.set_viewers(decode::<Viewers>(payload)?.viewers)?,
             MoreWork::NAME => {
                 self.more_work_pending = false;
                 self.relight();

@@ -486,9 +486,9 @@ pub const TICK_BUCKETS: [f64; 10] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
 ];
 
-/// Call `get_tick_stats`: how long the game's ticks took (its handler of
-/// `core:tick`: joins, moves, actions, news), since the module's instance
-/// loaded.
+/// Call `get_tick_stats`: how long the game's ticks took (the steps of
+/// each `core:tick`: joins, moves, actions, news; not the packets handled
+/// between the steps), since the module's instance loaded.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GetTickStats {}
 

@@ -224,12 +224,24 @@ buildat_interface::calls! {
 /// never waits on the network module's thread; packets to peers that left
 /// are dropped. Callers that need the backlog (to pace bulk data) call
 /// [`Send`] or [`SendBatch`].
+///
+/// A packet that goes to many peers alike (news shared by the players in
+/// one place) is a [`Multicast`]: encoded and carried once, queued to each.
+/// The batches are queued first, then the multicasts.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SendBatches {
     pub batches: Vec<SendBatch>,
+    pub multicasts: Vec<Multicast>,
 }
 impl Event for SendBatches {
     const NAME: &'static str = "network:send_batches";
+}
+
+/// One packet to several peers, its payload shared by all of them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Multicast {
+    pub peers: Vec<PeerId>,
+    pub packet: OutgoingPacket,
 }
 
 /// Queues packets to peers without waiting on the network module (emits
@@ -238,7 +250,22 @@ pub fn queue(host: &Host, batches: Vec<SendBatch>) -> Result<(), ModuleError> {
     if batches.is_empty() {
         return Ok(());
     }
-    host.emit(&SendBatches { batches })
+    host.emit(&SendBatches {
+        batches,
+        multicasts: Vec::new(),
+    })
+}
+
+/// Queues packets each to several peers without waiting (see [`queue`]
+/// and [`Multicast`]); nothing to do for none.
+pub fn queue_multicasts(host: &Host, multicasts: Vec<Multicast>) -> Result<(), ModuleError> {
+    if multicasts.is_empty() {
+        return Ok(());
+    }
+    host.emit(&SendBatches {
+        batches: Vec::new(),
+        multicasts,
+    })
 }
 
 /// Queues one packet to one peer without waiting (see [`queue`]).

@@ -2,7 +2,8 @@
 //! games, generators, tools, the client and tests.
 //!
 //! Owns: the events (`voxelworld:generation_request`,
-//! `voxelworld:node_volume_updated`, `voxelworld:viewer_moved`,
+//! `voxelworld:node_volume_updated`, `voxelworld:viewer_moved` and
+//! `voxelworld:viewers_moved`,
 //! `voxelworld:nodes_changed`, `voxelworld:special/<module>`: [`SpecialVoxels`]), the typed
 //! calls (among them modules' values kept with the world: [`GetValue`],
 //! [`PutValues`], [`ListValues`]), the generator's call ([`Generate`]), the stored node record and
@@ -73,6 +74,17 @@ pub struct Viewer {
 }
 impl Event for Viewer {
     const NAME: &'static str = "voxelworld:viewer_moved";
+}
+
+/// Many [`Viewer`]s at once (`voxelworld:viewers_moved`): a game tells the
+/// world where every player that moved in a tick is in one event, so a
+/// call behind it waits for one event, not one per player.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Viewers {
+    pub viewers: Vec<Viewer>,
+}
+impl Event for Viewers {
+    const NAME: &'static str = "voxelworld:viewers_moved";
 }
 
 /// Call: stop streaming to a peer.
