@@ -6,7 +6,9 @@
 //! instead of standing inside itself, and a creature steps aside from a
 //! player rather than through them. Players are pushed by nothing here (the
 //! game moves them). Pure: bodies in, pushes out, a grid of one-voxel cells
-//! so the cost follows the creatures, not their pairs.
+//! so the cost follows the creatures, not their pairs (players are in
+//! a grid of their own: a creature looks at the players in its nine cells,
+//! not at every player).
 //!
 //! [`steer`] takes out of a walk the part that heads into the bodies
 //! pushing it (a creature slides along another as along a wall) and adds
@@ -67,28 +69,20 @@ pub fn is_crowded(push: [f64; 2]) -> bool {
 /// width) do and their heights meet. Two at the very same point are pushed
 /// apart along a direction that depends on their order.
 pub fn pushes(creatures: &[Occupant], players: &[[f64; 3]]) -> Vec<[f64; 2]> {
-    let cell = |p: [f64; 3]| (p[0].floor() as i64, p[2].floor() as i64);
-    let mut grid: HashMap<(i64, i64), Vec<usize>> = HashMap::new();
-    for (index, body) in creatures.iter().enumerate() {
-        grid.entry(cell(body.position)).or_default().push(index);
-    }
+    let creature_grid = grid(creatures.iter().map(|body| body.position));
+    let player_grid = grid(players.iter().copied());
     let mut out = vec![[0.0; 2]; creatures.len()];
     for (index, body) in creatures.iter().enumerate() {
-        let (cx, cz) = cell(body.position);
         let mut push = [0.0; 2];
-        for dx in -1..=1 {
-            for dz in -1..=1 {
-                for &other in grid.get(&(cx + dx, cz + dz)).into_iter().flatten() {
-                    if other != index {
-                        let apart = push_from(body, &creatures[other], index, other);
-                        push = [push[0] + apart[0], push[1] + apart[1]];
-                    }
-                }
+        for other in near(&creature_grid, body.position) {
+            if other != index {
+                let apart = push_from(body, &creatures[other], index, other);
+                push = [push[0] + apart[0], push[1] + apart[1]];
             }
         }
-        for &position in players {
+        for player in near(&player_grid, body.position) {
             let player = Occupant {
-                position,
+                position: players[player],
                 half_width: PLAYER.0,
                 height: PLAYER.1,
             };
@@ -98,6 +92,30 @@ pub fn pushes(creatures: &[Occupant], players: &[[f64; 3]]) -> Vec<[f64; 2]> {
         out[index] = [push[0] * PUSH_SPEED, push[1] * PUSH_SPEED];
     }
     out
+}
+
+/// The one-voxel cell (x, z) a position is in.
+fn cell(position: [f64; 3]) -> (i64, i64) {
+    (position[0].floor() as i64, position[2].floor() as i64)
+}
+
+/// The indices of `positions` by the cell they are in.
+fn grid(positions: impl Iterator<Item = [f64; 3]>) -> HashMap<(i64, i64), Vec<usize>> {
+    let mut grid: HashMap<(i64, i64), Vec<usize>> = HashMap::new();
+    for (index, position) in positions.enumerate() {
+        grid.entry(cell(position)).or_default().push(index);
+    }
+    grid
+}
+
+/// The indices in `grid` of the cell of `position` and its eight
+/// neighbours: every body that can reach one at `position` (two half
+/// widths are below one voxel).
+fn near(grid: &HashMap<(i64, i64), Vec<usize>>, position: [f64; 3]) -> impl Iterator<Item = usize> {
+    let (cx, cz) = cell(position);
+    (-1..=1)
+        .flat_map(move |dx| (-1..=1).map(move |dz| (cx + dx, cz + dz)))
+        .flat_map(|key| grid.get(&key).into_iter().flatten().copied())
 }
 
 /// The push on `body` away from `other`: the direction from `other` to it,
@@ -166,6 +184,57 @@ mod tests {
     fn a_creature_steps_aside_from_a_player_across_a_cell_border() {
         let pushes = pushes(&[chicken(0.95, 0.0)], &[[1.1, 10.0, 0.0]]);
         assert!(pushes[0][0] < 0.0, "{pushes:?}");
+    }
+
+    #[test]
+    fn the_grids_find_every_push_a_look_at_every_pair_finds() {
+        // A tight crowd of creatures and players, every pair looked at.
+        let mut seed = 7_u64;
+        let mut next = move || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 11) as f64 / (1_u64 << 53) as f64
+        };
+        let creatures: Vec<Occupant> = (0..300)
+            .map(|i| Occupant {
+                position: [next() * 12.0 - 6.0, 10.0 + next(), next() * 12.0 - 6.0],
+                half_width: [0.2, 0.45, 0.35][i % 3],
+                height: 1.0,
+            })
+            .collect();
+        let players: Vec<[f64; 3]> = (0..60)
+            .map(|_| [next() * 12.0 - 6.0, 10.0, next() * 12.0 - 6.0])
+            .collect();
+        let every_pair: Vec<[f64; 2]> = creatures
+            .iter()
+            .enumerate()
+            .map(|(index, body)| {
+                let mut push = [0.0; 2];
+                for (other, them) in creatures.iter().enumerate() {
+                    if other != index {
+                        let apart = push_from(body, them, index, other);
+                        push = [push[0] + apart[0], push[1] + apart[1]];
+                    }
+                }
+                for &position in &players {
+                    let player = Occupant {
+                        position,
+                        half_width: PLAYER.0,
+                        height: PLAYER.1,
+                    };
+                    let apart = push_from(body, &player, index, usize::MAX);
+                    push = [push[0] + apart[0], push[1] + apart[1]];
+                }
+                [push[0] * PUSH_SPEED, push[1] * PUSH_SPEED]
+            })
+            .collect();
+        let found = pushes(&creatures, &players);
+        assert!(found.iter().filter(|p| **p != [0.0; 2]).count() > 100);
+        for (index, (a, b)) in found.iter().zip(&every_pair).enumerate() {
+            assert!(
+                (a[0] - b[0]).abs() < 1e-9 && (a[1] - b[1]).abs() < 1e-9,
+                "creature {index}: {a:?} against {b:?}"
+            );
+        }
     }
 
     #[test]

@@ -46,7 +46,9 @@
 //! near a player thinks and steps with the voxels the cache
 //! knows; for those that could not, the voxels their step may read and
 //! the cache lacks are fetched in one or a few `GetVoxels` calls and they
-//! step again; all that moved go in one `MoveNodes` call. A creature
+//! step again; all that moved go in one `MoveNodes` call (and the
+//! creatures placed, falling asleep or waking go in one `CreateNodes` or
+//! `RemoveNodes` each, never a call per creature). A creature
 //! standing on the ground asks nothing (it checks its ground every 1.6 s);
 //! one needing a voxel of a section not generated waits (and the section
 //! is asked for). Persistent creatures are found again with
@@ -74,8 +76,8 @@ use buildat_main_api::VAR_PLAYER;
 use buildat_voxel::geometry::{self, Pos, SectionSize};
 use buildat_voxel::{AIR, VoxelInstance, VoxelRegistry};
 use buildat_voxelworld_api::{
-    CreateNode, GetRegistry, GetSizes, GetVoxels, ListNodes, LoadOrGenerateSection,
-    MAX_VOXELS_PER_CALL, MoveNodes, NodeMotion, NodeVolumeUpdated, RemoveNode,
+    CreateNode, CreateNodes, GetRegistry, GetSizes, GetVoxels, ListNodes, LoadOrGenerateSection,
+    MAX_VOXELS_PER_CALL, MoveNodes, NodeMotion, NodeVolumeUpdated, RemoveNodes,
 };
 use serde::{Deserialize, Serialize};
 
@@ -485,12 +487,10 @@ impl Creatures {
                     .take((alive - wanted).min(REMOVALS_PER_TICK))
                     .map(|c| c.id)
                     .collect();
-                for id in extra {
-                    if let Err(error) = self.host.call(&RemoveNode { id }) {
-                        log::debug!("removing creature {id}: {error}");
-                    }
-                    self.forget(id);
-                }
+                self.remove_nodes(&extra, "past creatures.count");
+                let extra: HashSet<u64> = extra.into_iter().collect();
+                self.creatures.retain(|c| !extra.contains(&c.id));
+                self.ids.retain(|id| !extra.contains(id));
             }
         }
         let queued = self
@@ -559,33 +559,57 @@ impl Creatures {
             })?);
         }
         let height = (top - bottom + 1) as usize;
-        let mut placed = 0;
         let mut unplaced = Vec::new();
+        let mut placing = Vec::new();
         for ((column, [x, z]), spawn) in voxels.chunks(height).zip(columns).zip(batch) {
             // The far herd is for measuring: it stands on the sea floor
             // too, wherever its area happens to be in this world.
-            let Some(surface) = self.surface(column, top, spawn.far)? else {
+            match self.surface(column, top, spawn.far)? {
+                Some(surface) => placing.push((
+                    spawn,
+                    [f64::from(x) + 0.5, f64::from(surface), f64::from(z) + 0.5],
+                )),
+                None => unplaced.push(spawn),
+            }
+        }
+        // One call for the tick's creatures.
+        let nodes = placing
+            .iter()
+            .map(|(spawn, position)| {
+                let kind = &KINDS[spawn.kind];
+                CreateNode {
+                    position: *position,
+                    save_enabled: kind.persistent,
+                    vars: kind.vars(),
+                }
+            })
+            .collect();
+        let ids = if placing.is_empty() {
+            Vec::new()
+        } else {
+            self.host.call(&CreateNodes { nodes })?
+        };
+        let mut placed = 0;
+        let mut persistent_made = false;
+        for ((spawn, position), id) in placing.into_iter().zip(ids) {
+            let Some(id) = id else {
                 unplaced.push(spawn);
                 continue;
             };
-            let kind = &KINDS[spawn.kind];
-            let position = [f64::from(x) + 0.5, f64::from(surface), f64::from(z) + 0.5];
-            let id = self.host.call(&CreateNode {
-                position,
-                save_enabled: kind.persistent,
-                vars: kind.vars(),
-            })?;
-            if kind.persistent {
+            if KINDS[spawn.kind].persistent {
                 self.persistent_created = self.persistent_created.saturating_add(1);
-                if let Err(error) = write_marker(&self.host.world_path(), self.persistent_created) {
-                    log::error!("creatures: recording the persistent creatures made: {error}");
-                }
+                persistent_made = true;
             }
             let mut creature = Creature::new(id, spawn.kind, position, &mut self.rng);
             creature.state.on_ground = true;
             self.ids.insert(id);
             self.creatures.push(creature);
             placed += 1;
+        }
+        if persistent_made
+            && let Err(error) = write_marker(&self.host.world_path(), self.persistent_created)
+        {
+            log::error!("creatures: recording the persistent creatures made: {error}");
         }
         // Tried again after the others waiting.
         self.spawns.splice(0..0, unplaced);
@@ -851,30 +875,61 @@ impl Creatures {
         };
         let (sleepers, waking) =
             who_sleeps_and_wakes(&mut self.creatures, &mut self.asleep, cells, interval);
-        for id in sleepers {
-            if let Err(error) = self.host.call(&RemoveNode { id }) {
-                log::debug!("creature {id} falling asleep: {error}");
-            }
-            if let Some(at) = self.creatures.iter().position(|c| c.id == id) {
-                let mut creature = self.creatures.swap_remove(at);
-                self.ids.remove(&id);
+        if !sleepers.is_empty() {
+            // One call for all of them (a herd falls asleep together).
+            self.remove_nodes(&sleepers, "falling asleep");
+            let sleepers: HashSet<u64> = sleepers.into_iter().collect();
+            let (falling, awake) = std::mem::take(&mut self.creatures)
+                .into_iter()
+                .partition(|c| sleepers.contains(&c.id));
+            self.creatures = awake;
+            for mut creature in falling {
+                self.ids.remove(&creature.id);
                 creature.state.velocity = [0.0; 3];
                 self.asleep.push(creature);
             }
         }
-        for mut creature in waking {
-            let kind = &KINDS[creature.kind];
-            let id = self.host.call(&CreateNode {
-                position: creature.state.position,
-                save_enabled: kind.persistent,
-                vars: kind.vars(),
-            })?;
-            creature.id = id;
-            creature.alone_for = 0.0;
-            self.ids.insert(id);
-            self.creatures.push(creature);
+        if waking.is_empty() {
+            return Ok(());
+        }
+        let nodes = waking
+            .iter()
+            .map(|creature| {
+                let kind = &KINDS[creature.kind];
+                CreateNode {
+                    position: creature.state.position,
+                    save_enabled: kind.persistent,
+                    vars: kind.vars(),
+                }
+            })
+            .collect();
+        let ids = self.host.call(&CreateNodes { nodes })?;
+        for (mut creature, id) in waking.into_iter().zip(ids) {
+            match id {
+                Some(id) => {
+                    creature.id = id;
+                    creature.alone_for = 0.0;
+                    self.ids.insert(id);
+                    self.creatures.push(creature);
+                }
+                // Its place could not be loaded: it sleeps on, and is
+                // tried again the next second.
+                None => self.asleep.push(creature),
+            }
         }
         Ok(())
+    }
+
+    /// Removes these creatures' nodes in one call (`why` for the log of
+    /// one that was gone already).
+    fn remove_nodes(&mut self, ids: &[u64], why: &str) {
+        match self.host.call(&RemoveNodes { ids: ids.to_vec() }) {
+            Ok(gone) if !gone.is_empty() => {
+                log::debug!("creatures {why}: {} had no node any more", gone.len());
+            }
+            Ok(_) => {}
+            Err(error) => log::debug!("creatures {why}: {error}"),
+        }
     }
 
     /// The `creatures` command's answer.
@@ -1154,13 +1209,13 @@ impl Module for Creatures {
             // Unloaded for good: the transient creatures go with it (they
             // are never saved; at a stop they simply are not written).
             UnloadKind::ForGood => {
-                for creature in &self.creatures {
-                    if !KINDS[creature.kind].persistent
-                        && let Err(error) = self.host.call(&RemoveNode { id: creature.id })
-                    {
-                        log::debug!("removing creature {}: {error}", creature.id);
-                    }
-                }
+                let transient: Vec<u64> = self
+                    .creatures
+                    .iter()
+                    .filter(|c| !KINDS[c.kind].persistent)
+                    .map(|c| c.id)
+                    .collect();
+                self.remove_nodes(&transient, "unloaded");
             }
             _ => {}
         }

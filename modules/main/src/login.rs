@@ -336,8 +336,12 @@ impl Game {
             }
         };
         self.unjoined.remove(&peer);
+        // Spawned by the next tick with every other joiner of that tick:
+        // one call to the world for all of them, not one per login (a
+        // crowd logging in while the world is busy would hold the game,
+        // and every ping behind it, for each one's call).
         self.joining.insert(peer, account);
-        self.spawn_waiting()
+        Ok(())
     }
 
     /// What an account may do: a guest the defaults, `main.admin` every

@@ -453,15 +453,21 @@ impl Replicator {
         let from = view.position;
         let crowded = candidates.len() > self.max_known;
         if crowded {
-            let distance = |id: &u64| {
-                self.nodes.get(id).map_or(f64::INFINITY, |t| {
-                    let p = t.state.position();
-                    (0..3).map(|i| (p[i] - from[i]).powi(2)).sum::<f64>()
+            // Each candidate's distance is worked out once, not at every
+            // comparison of the selection.
+            let mut by_distance: Vec<(f64, u64)> = candidates
+                .iter()
+                .map(|&id| {
+                    let distance = self.nodes.get(&id).map_or(f64::INFINITY, |t| {
+                        let p = t.state.position();
+                        (0..3).map(|i| (p[i] - from[i]).powi(2)).sum::<f64>()
+                    });
+                    (distance, id)
                 })
-            };
-            candidates
-                .select_nth_unstable_by(self.max_known, |a, b| distance(a).total_cmp(&distance(b)));
-            candidates.truncate(self.max_known);
+                .collect();
+            by_distance.select_nth_unstable_by(self.max_known, |a, b| a.0.total_cmp(&b.0));
+            by_distance.truncate(self.max_known);
+            candidates = by_distance.into_iter().map(|(_, id)| id).collect();
         }
         let chosen: HashSet<u64> = candidates.iter().copied().collect();
         let dropped: Vec<u64> = view

@@ -75,8 +75,9 @@ use buildat_voxelworld_api::{
     EditVoxels, Generate, GeneratedSection, GenerationCancel, GenerationRequest, GetChunk, GetNode,
     GetRegistry, GetSizes, GetVoxel, GetVoxels, GetWorldConfig, ListNodes, LoadOrGenerateSection,
     MoveNodes, NodeVolumeUpdated, NodesChanged, Pregen, PregenReport, RegisterBlock, RemoveNode,
-    RemoveViewer, Replace, Save, SectionStatus, SetNodeParent, SetNodeVar, SetSectionSaveEnabled,
-    SetVoxel, Sizes, SpecialVoxels, Viewer, Viewers, WorldConfig, WorldStats,
+    RemoveNodes, RemoveViewer, Replace, Save, SectionStatus, SetNodeParent, SetNodeVar,
+    SetSectionSaveEnabled, SetVoxel, Sizes, SpecialVoxels, Viewer, Viewers, WorldConfig,
+    WorldStats,
 };
 use buildat_voxelworld_api::{
     DropOldTables, GetStats, GetValue, ListValues, MAX_VALUE_BYTES, MAX_VALUE_WRITES, PutValues,
@@ -1384,6 +1385,13 @@ impl Module for VoxelWorld {
             GetNode => |request: GetNode| Ok(self.world.get_node(request.id)),
             ListNodes => |request: ListNodes| Ok(self.world.list_nodes(request.with_var.as_deref())),
             RemoveNode => |request: RemoveNode| self.world.remove_node(request.id).map_err(world_error),
+            RemoveNodes => |request: RemoveNodes| {
+                Ok(request
+                    .ids
+                    .into_iter()
+                    .filter(|&id| self.world.remove_node(id).is_err())
+                    .collect::<Vec<u64>>())
+            },
             SetNodeVar => |request: SetNodeVar| {
                 self.world
                     .set_node_var(request.id, request.name, request.value)

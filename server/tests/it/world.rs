@@ -428,6 +428,25 @@ fn dynamic_nodes_carry_their_riders_into_the_next_section_and_persist() {
             "'{line}' after a restart:\n{output}"
         );
     }
+    // Several removed in one call: the one not there is named.
+    let remove = format!("probe-nodes remove {} {} 999999999", ids[1], ids[2]);
+    console(
+        &mut server,
+        &remove,
+        "removed 2 of 3 nodes, not there: [999999999]",
+    );
+    console(
+        &mut server,
+        &format!("probe-nodes show {} {}", ids[1], ids[2]),
+        &format!("node {} unknown", ids[2]),
+    );
+    assert!(
+        server
+            .output()
+            .contains(&format!("node {} unknown", ids[1])),
+        "{}",
+        server.output()
+    );
     server.send("stop");
     assert_eq!(server.wait_exit(Duration::from_secs(60)), Some(0));
 }

@@ -432,6 +432,13 @@ pub struct RemoveNode {
     pub id: u64,
 }
 
+/// Call: remove several dynamic nodes in one call (a herd falling
+/// asleep, a crowd gone); answers the ids that were not there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RemoveNodes {
+    pub ids: Vec<u64>,
+}
+
 /// Call: set a dynamic node's variable.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SetNodeVar {
@@ -684,6 +691,7 @@ buildat_interface::calls! {
     GetNode = "get_node" -> Option<DynamicNode>;
     ListNodes = "list_nodes" -> Vec<DynamicNode>;
     RemoveNode = "remove_node" -> ();
+    RemoveNodes = "remove_nodes" -> Vec<u64>;
     SetNodeVar = "set_node_var" -> ();
     MoveNodes = "move_nodes" -> Vec<u64>;
     SetNodeParent = "set_node_parent" -> ();

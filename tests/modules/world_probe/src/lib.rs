@@ -10,7 +10,8 @@
 //! command `probe-nodes` drives dynamic nodes for the node tests (`create
 //! N`: N persistent nodes in section (0, 4, 0), each after the first
 //! attached to the first; `walk DX`: moves the first DX voxels along x;
-//! `at ID X Y Z`: puts a node there; `save`; `show ID...`), and it logs
+//! `at ID X Y Z`: puts a node there; `remove ID...`: one `RemoveNodes`;
+//! `save`; `show ID...`), and it logs
 //! each `voxelworld:nodes_changed`.
 
 use std::collections::BTreeMap;
@@ -19,7 +20,7 @@ use buildat_interface::core_api::{RegisterCommand, RunCommand};
 use buildat_interface::{Event, Host, Module, ModuleError, decode, events, export_module, log};
 use buildat_voxelworld_api::{
     Commit, CreateNode, GetNode, GetRegistry, GetVoxel, IDENTITY, LoadOrGenerateSection, MoveNodes,
-    NodeMotion, NodesChanged, Save, SetNodeParent, SetSectionSaveEnabled, SetVoxel,
+    NodeMotion, NodesChanged, RemoveNodes, Save, SetNodeParent, SetSectionSaveEnabled, SetVoxel,
 };
 use serde::{Deserialize, Serialize};
 
@@ -191,6 +192,21 @@ impl WorldProbe {
                 })?;
                 Ok(format!("put node {id} there, {} unknown", unknown.len()))
             }
+            ["remove", ids @ ..] => {
+                let ids = ids
+                    .iter()
+                    .map(|id| id.parse())
+                    .collect::<Result<Vec<u64>, _>>()
+                    .map_err(|_| "remove ID...: IDs are numbers")?;
+                let asked = ids.len();
+                let absent = self.host.call(&RemoveNodes { ids })?;
+                let absent: Vec<String> = absent.iter().map(u64::to_string).collect();
+                Ok(format!(
+                    "removed {} of {asked} nodes, not there: [{}]",
+                    asked - absent.len(),
+                    absent.join(" ")
+                ))
+            }
             ["save"] => Ok(format!("saved {} sections", self.host.call(&Save {})?)),
             ["show", ids @ ..] => {
                 for section in [[0, 4, 0], [1, 4, 0], [2, 4, 0]] {
@@ -211,7 +227,7 @@ impl WorldProbe {
                 Ok(lines.join("\n"))
             }
             _ => Err(ModuleError::msg(
-                "usage: probe-nodes create N | walk DX | at ID X Y Z | save | show ID...",
+                "usage: probe-nodes create N | walk DX | at ID X Y Z | remove ID... | save | show ID...",
             )),
         }
     }
