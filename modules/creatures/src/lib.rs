@@ -30,7 +30,10 @@
 //! and places every herd at once), and for measuring, a second,
 //! transient herd far away: `creatures.far_count` (default 0) creatures
 //! within `creatures.radius` of x = `creatures.far_distance` (default
-//! 2048), z = 0 (on the ground, or on the sea floor where that is sea).
+//! 2048), z = 0 (on the ground, or on the sea floor where that is sea);
+//! `creatures.seed` (default 0: from the clock, so each start differs)
+//! seeds where they are placed and how they wander, so two measuring runs
+//! can place and move the same herd.
 //!
 //! A creature's node carries the variables (see `kinds.rs`):
 //! - `creature`: its kind's name, UTF-8 (`chicken`, `cow`, `sheep`);
@@ -1108,9 +1111,12 @@ fn check_within(name: &str, value: f64, low: f64, high: f64) -> Result<(), Modul
 
 impl Module for Creatures {
     fn create(host: Host) -> Result<Self, ModuleError> {
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
+        let seed = match host.get_setting("creatures.seed", 0u64)? {
+            0 => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64),
+            seed => seed,
+        };
         let radius: f64 = host.get_setting("creatures.radius", 24.0)?;
         check_within("creatures.radius", radius, 1.0, 512.0)?;
         let active_radius: f64 = host.get_setting("creatures.active_radius", 128.0)?;

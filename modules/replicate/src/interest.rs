@@ -546,7 +546,7 @@ impl Replicator {
             let Some(delta) = NodeDelta::between(&tracked.sent, &tracked.state) else {
                 continue;
             };
-            tracked.sent = tracked.state.clone();
+            tracked.sent.catch_up(&tracked.state);
             deltas.insert(id, encode_piece(&delta)?);
             for peer in &tracked.knowers {
                 per_peer.entry(*peer).or_default().push(id);
@@ -556,7 +556,7 @@ impl Replicator {
         for pending in self.pending.values() {
             for id in &pending.added {
                 if let Some(tracked) = self.nodes.get_mut(id) {
-                    tracked.sent = tracked.state.clone();
+                    tracked.sent.catch_up(&tracked.state);
                 }
             }
         }

@@ -97,6 +97,28 @@ impl NodeState {
         state
     }
 
+    /// Becomes `new` (the same node's later state), copying the variables
+    /// only when they differ: a node that only moved costs no allocation.
+    pub fn catch_up(&mut self, new: &NodeState) {
+        // Every field named: a new one cannot be forgotten here.
+        let NodeState {
+            id,
+            position,
+            orientation,
+            velocity,
+            parent,
+            vars,
+        } = new;
+        self.id = *id;
+        self.position = *position;
+        self.orientation = *orientation;
+        self.velocity = *velocity;
+        self.parent = *parent;
+        if self.vars != *vars {
+            self.vars.clone_from(vars);
+        }
+    }
+
     /// Takes a move of the node (quantised; no allocation).
     pub fn set_motion(&mut self, motion: &NodeMotion) {
         self.position = motion.position.map(|p| quantise_f64(p, POSITION_STEPS));
@@ -372,6 +394,21 @@ mod tests {
         assert_eq!(state.var("_secret"), None);
         assert_eq!(state.var("big"), None);
         assert_eq!(state.orientation(), [0.0, 0.0, 0.0, 1.0]);
+    }
+
+    #[test]
+    fn catching_up_gives_the_later_state_moved_or_changed() {
+        let old = NodeState::of(&node(1, [0.0, 5.0, 0.0], &[("a", b"1"), ("b", b"2")]));
+        let mut moved = node(1, [0.25, 5.0, -0.5], &[("a", b"1"), ("b", b"2")]);
+        moved.velocity = [4.0, 0.0, -8.0];
+        moved.parent = Some(9);
+        let moved = NodeState::of(&moved);
+        let mut sent = old.clone();
+        sent.catch_up(&moved);
+        assert_eq!(sent, moved);
+        let changed = NodeState::of(&node(1, [0.25, 5.0, -0.5], &[("b", b"3"), ("c", b"4")]));
+        sent.catch_up(&changed);
+        assert_eq!(sent, changed);
     }
 
     #[test]
