@@ -906,7 +906,16 @@ impl Creatures {
                 }
             })
             .collect();
-        let ids = self.host.call(&CreateNodes { nodes })?;
+        let ids = match self.host.call(&CreateNodes { nodes }) {
+            Ok(ids) => ids,
+            Err(error) => {
+                // The world is away (a reload): they sleep on and wake
+                // the next second.
+                self.asleep.extend(waking);
+                return Err(error);
+            }
+        };
+        let ids = ids.into_iter().chain(std::iter::repeat(None));
         for (mut creature, id) in waking.into_iter().zip(ids) {
             match id {
                 Some(id) => {
