@@ -81,17 +81,21 @@ pub fn pushes(creatures: &[Occupant], players: &[[f64; 3]]) -> Vec<[f64; 2]> {
             }
         }
         for player in near(&player_grid, body.position) {
-            let player = Occupant {
-                position: players[player],
-                half_width: PLAYER.0,
-                height: PLAYER.1,
-            };
-            let apart = push_from(body, &player, index, usize::MAX);
+            let apart = push_from(body, &player_body(players[player]), index, usize::MAX);
             push = [push[0] + apart[0], push[1] + apart[1]];
         }
         out[index] = [push[0] * PUSH_SPEED, push[1] * PUSH_SPEED];
     }
     out
+}
+
+/// A player's body standing at `position`.
+fn player_body(position: [f64; 3]) -> Occupant {
+    Occupant {
+        position,
+        half_width: PLAYER.0,
+        height: PLAYER.1,
+    }
 }
 
 /// The one-voxel cell (x, z) a position is in.
@@ -216,12 +220,7 @@ mod tests {
                     }
                 }
                 for &position in &players {
-                    let player = Occupant {
-                        position,
-                        half_width: PLAYER.0,
-                        height: PLAYER.1,
-                    };
-                    let apart = push_from(body, &player, index, usize::MAX);
+                    let apart = push_from(body, &player_body(position), index, usize::MAX);
                     push = [push[0] + apart[0], push[1] + apart[1]];
                 }
                 [push[0] * PUSH_SPEED, push[1] * PUSH_SPEED]

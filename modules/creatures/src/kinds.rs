@@ -3,10 +3,12 @@
 //!
 //! Owns: [`KINDS`] (name, persistence, body, speed, colour) and the
 //! variables a creature's node carries ([`Kind::vars`], read back with
-//! [`kind_of`]). Does not own: how a creature moves (`physics.rs`,
+//! [`kind_of`]; [`Kind::node_at`] the node to create). Does not own: how a creature moves (`physics.rs`,
 //! `wander.rs`) or how many there are (`lib.rs`).
 
 use std::collections::BTreeMap;
+
+use buildat_voxelworld_api::CreateNode;
 
 use crate::physics::Body;
 
@@ -89,6 +91,16 @@ impl Kind {
             (VAR_COLOUR.to_string(), self.colour.to_vec()),
             (VAR_SIZE.to_string(), size),
         ])
+    }
+
+    /// The node a creature of this kind standing at `position` is made
+    /// as (saved with its section if the kind is persistent).
+    pub fn node_at(&self, position: [f64; 3]) -> CreateNode {
+        CreateNode {
+            position,
+            save_enabled: self.persistent,
+            vars: self.vars(),
+        }
     }
 }
 

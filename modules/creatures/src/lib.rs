@@ -79,7 +79,7 @@ use buildat_main_api::VAR_PLAYER;
 use buildat_voxel::geometry::{self, Pos, SectionSize};
 use buildat_voxel::{AIR, VoxelInstance, VoxelRegistry};
 use buildat_voxelworld_api::{
-    CreateNode, CreateNodes, GetRegistry, GetSizes, GetVoxels, ListNodes, LoadOrGenerateSection,
+    CreateNodes, GetRegistry, GetSizes, GetVoxels, ListNodes, LoadOrGenerateSection,
     MAX_VOXELS_PER_CALL, MoveNodes, NodeMotion, NodeVolumeUpdated, RemoveNodes,
 };
 use serde::{Deserialize, Serialize};
@@ -578,14 +578,7 @@ impl Creatures {
         // One call for the tick's creatures.
         let nodes = placing
             .iter()
-            .map(|(spawn, position)| {
-                let kind = &KINDS[spawn.kind];
-                CreateNode {
-                    position: *position,
-                    save_enabled: kind.persistent,
-                    vars: kind.vars(),
-                }
-            })
+            .map(|(spawn, position)| KINDS[spawn.kind].node_at(*position))
             .collect();
         let ids = if placing.is_empty() {
             Vec::new()
@@ -897,14 +890,7 @@ impl Creatures {
         }
         let nodes = waking
             .iter()
-            .map(|creature| {
-                let kind = &KINDS[creature.kind];
-                CreateNode {
-                    position: creature.state.position,
-                    save_enabled: kind.persistent,
-                    vars: kind.vars(),
-                }
-            })
+            .map(|creature| KINDS[creature.kind].node_at(creature.state.position))
             .collect();
         let ids = match self.host.call(&CreateNodes { nodes }) {
             Ok(ids) => ids,

@@ -1386,11 +1386,15 @@ impl Module for VoxelWorld {
             ListNodes => |request: ListNodes| Ok(self.world.list_nodes(request.with_var.as_deref())),
             RemoveNode => |request: RemoveNode| self.world.remove_node(request.id).map_err(world_error),
             RemoveNodes => |request: RemoveNodes| {
-                Ok(request
-                    .ids
-                    .into_iter()
-                    .filter(|&id| self.world.remove_node(id).is_err())
-                    .collect::<Vec<u64>>())
+                let mut absent = Vec::new();
+                for id in request.ids {
+                    match self.world.remove_node(id) {
+                        Ok(()) => {}
+                        Err(WorldError::NoNode(id)) => absent.push(id),
+                        Err(error) => return Err(world_error(error)),
+                    }
+                }
+                Ok(absent)
             },
             SetNodeVar => |request: SetNodeVar| {
                 self.world
