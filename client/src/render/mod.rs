@@ -13,6 +13,7 @@
 //! - `mesh`: the chunk mesher and its worker thread.
 //! - `atlas`: textures into layers, per-type layers per face.
 //! - `camera`: matrices and the frustum.
+//! - `easing`: where the window draws the boxes between their updates.
 //! - `player`: client-side movement, collision and the crosshair's ray.
 //! - `gpu`: the device, pipelines, buffers and one frame's drawing.
 //! - `overlay`: the 2D layer: crosshair, text, hotbar.
@@ -22,6 +23,7 @@
 
 pub mod atlas;
 pub mod camera;
+pub mod easing;
 pub mod gpu;
 pub mod mesh;
 pub mod offscreen;
@@ -96,6 +98,8 @@ pub struct Scene {
     /// Meshes ready to upload (`None`: the chunk is gone).
     ready: Vec<(Pos, Option<ChunkMesh>)>,
     pub ui: UiState,
+    /// Where the window draws the boxes (eased toward `ui.boxes`).
+    pub eased_boxes: easing::EasedBoxes,
     /// The session ended.
     pub ended: bool,
     /// When the last chunk arrived.
@@ -115,9 +119,11 @@ pub struct Scene {
 impl Scene {
     /// The triangles of the boxes Lua set (`buildat.ui.set_box`: players,
     /// creatures, any node the game draws), for a frame of either frontend.
+    /// Each where the window eased it ([`Self::ease_boxes`]), or where
+    /// Lua set it.
     pub fn box_triangles(&self, out: &mut Vec<gpu::FlatVertex>) {
-        for b in self.ui.boxes.values() {
-            let [x, y, z] = b.position.map(|v| v as f32);
+        for (id, b) in &self.ui.boxes {
+            let [x, y, z] = self.eased_boxes.position(id, b).map(|v| v as f32);
             let [w, h] = b.size;
             gpu::box_triangles(
                 glam::Vec3::new(x - w / 2.0, y, z - w / 2.0),
@@ -126,6 +132,12 @@ impl Scene {
                 out,
             );
         }
+    }
+
+    /// Moves the drawn boxes toward where Lua set them, `seconds` after
+    /// the last frame (the window; a screenshot draws them where they are).
+    pub fn ease_boxes(&mut self, seconds: f64) {
+        self.eased_boxes.ease(&self.ui.boxes, seconds);
     }
 
     pub fn new() -> Result<Self, RenderError> {
@@ -146,6 +158,7 @@ impl Scene {
             focus: None,
             ready: Vec::new(),
             ui: UiState::default(),
+            eased_boxes: easing::EasedBoxes::default(),
             ended: false,
             last_chunk_at: None,
             chunks_received: 0,

@@ -340,6 +340,7 @@ impl App {
             gfx.renderer.set_chunk(chunk, mesh.as_ref());
         }
         let mut extras = FrameExtras::default();
+        self.scene.ease_boxes(seconds);
         self.scene.box_triangles(&mut extras.world_triangles);
         if let Some(target) = self.target {
             let min = Vec3::from(target.voxel.map(|c| c as f32)) - Vec3::splat(0.002);

@@ -76,7 +76,8 @@ impl Action {
     }
 }
 
-/// A coloured box in the world (other players, until entities land).
+/// A coloured box in the world (the game draws other players and creatures
+/// as boxes).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct UiBox {
     /// Bottom centre.

@@ -1,31 +1,44 @@
 //! Replication benchmark: what `replicate` sends and what a tick of it
 //! costs, against the naive floor run in the same process: every node's
 //! whole state (`DynamicNode`, bincode) to every peer in range every tick.
-//! Three worlds: creatures moving among the peers; the same with ten times
-//! as many creatures moving far from every peer (the cost must follow what
-//! peers see, not the world's size); and idle creatures. Columns: nodes
+//! Four worlds of 100 peers: creatures moving among the peers; the same
+//! with ten times as many creatures moving far from every peer (the cost
+//! must follow what peers see, not the world's size); the first with every
+//! knower told every change (no rates by distance); and idle creatures.
+//! Then the game's shape (`loadtest 500 --set creatures.count=2000 --set
+//! creatures.radius=100`): 500 peers among 2,000 creatures, each knowing
+//! its nearest 256, with rates by distance and without (no naive floor:
+//! its whole states to 500 peers are the same for both). Columns: nodes
 //! each peer knows; bytes a peer gets a second per node it knows, sent by
 //! `replicate` and by the naive floor, and their ratio; the median time of
 //! a tick (taking the moves, then `Replicator::tick`) and of the floor's
-//! encoding for every peer.
-//! Prints a table; asserts nothing.
-//!
-//! Run: `cargo bench -p buildat-module-replicate --bench replicate_bench`
+//! encoding.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use buildat_format::payload;
-use buildat_module_replicate::interest::Replicator;
+use buildat_module_replicate::interest::{DEFAULT_FULL_RATE_RADIUS, Replicator};
 use buildat_voxelworld_api::{DynamicNode, NodeMotion};
 
 const TICK_S: f64 = 0.1;
 const TICKS: u32 = 100;
-const PEERS: u64 = 100;
 const NEAR_CREATURES: u64 = 2_000;
 const RADIUS: f64 = 96.0;
-/// The peers and the near creatures share a square this wide.
-const AREA: f64 = 400.0;
+
+/// One world: `peers` viewers and the near creatures in a square `area`
+/// voxels wide, `far` more creatures far from every peer.
+struct Case {
+    name: &'static str,
+    peers: u64,
+    area: f64,
+    max_known: usize,
+    far: u64,
+    moving: bool,
+    full_rate_radius: f64,
+    /// Whether to run the naive floor beside it.
+    naive: bool,
+}
 
 /// A small deterministic generator (xorshift).
 struct Rng(u64);
@@ -90,19 +103,26 @@ struct Figures {
     known_per_peer: f64,
     tick: Duration,
     naive_tick: Duration,
+    naive: bool,
 }
 
-fn run(far_creatures: u64, moving: bool) -> Figures {
+fn run(case: &Case) -> Figures {
+    let Case {
+        peers,
+        area,
+        moving,
+        ..
+    } = *case;
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let mut replicator = Replicator::new(RADIUS, usize::MAX);
-    let peers: Vec<(u64, [f64; 3])> = (0..PEERS)
-        .map(|p| (p + 1, [rng.next() * AREA, 20.0, rng.next() * AREA]))
+    let mut replicator = Replicator::new(RADIUS, case.max_known, case.full_rate_radius);
+    let peers: Vec<(u64, [f64; 3])> = (0..peers)
+        .map(|p| (p + 1, [rng.next() * area, 20.0, rng.next() * area]))
         .collect();
     let mut creatures: Vec<Creature> = (0..NEAR_CREATURES)
-        .map(|i| creature(i + 1, rng.next() * AREA, rng.next() * AREA, &mut rng))
+        .map(|i| creature(i + 1, rng.next() * area, rng.next() * area, &mut rng))
         .collect();
     // Far away: a band 10,000 voxels out, never within anyone's radius.
-    for i in 0..far_creatures {
+    for i in 0..case.far {
         let c = creature(
             1_000_000 + i,
             10_000.0 + rng.next() * 20_000.0,
@@ -145,6 +165,9 @@ fn run(far_creatures: u64, moving: bool) -> Figures {
         tick_times.push(started.elapsed());
         std::hint::black_box(out);
         known += replicator.stats().known;
+        if !case.naive {
+            continue;
+        }
         // The naive floor: each peer gets every node in its range whole.
         let started = Instant::now();
         for (_, at) in &peers {
@@ -162,52 +185,105 @@ fn run(far_creatures: u64, moving: bool) -> Figures {
         naive_times.push(started.elapsed());
     }
     let seconds = f64::from(TICKS) * TICK_S;
-    let known_per_peer = known as f64 / f64::from(TICKS) / PEERS as f64;
+    let peer_count = peers.len() as f64;
+    let known_per_peer = known as f64 / f64::from(TICKS) / peer_count;
     let per = |bytes: u64, known_per_peer: f64| {
-        bytes as f64 / PEERS as f64 / seconds / known_per_peer.max(1.0)
+        bytes as f64 / peer_count / seconds / known_per_peer.max(1.0)
     };
-    let naive_known_per_peer = naive_known as f64 / f64::from(TICKS) / PEERS as f64;
+    let naive_known_per_peer = naive_known as f64 / f64::from(TICKS) / peer_count;
     Figures {
         bytes_per_peer_s_node: per(replicator.stats().bytes_sent - start_bytes, known_per_peer),
         naive_bytes_per_peer_s_node: per(naive_bytes, naive_known_per_peer),
         known_per_peer,
         tick: median(tick_times),
         naive_tick: median(naive_times),
+        naive: case.naive,
     }
 }
 
 fn main() {
+    println!("measure: creatures walking 3 voxels/s, radius {RADIUS}, {TICKS} ticks of {TICK_S} s");
     println!(
-        "measure: {PEERS} peers and {NEAR_CREATURES} creatures in a {AREA}-voxel square, radius {RADIUS}, {TICKS} ticks of {TICK_S} s"
-    );
-    println!(
-        "{:<28} {:>10} {:>14} {:>14} {:>7} {:>12} {:>12}",
+        "{:<40} {:>10} {:>14} {:>14} {:>7} {:>12} {:>12}",
         "case", "known/peer", "B/peer/s/node", "naive B", "ratio", "tick µs", "naive µs"
     );
+    let full = DEFAULT_FULL_RATE_RADIUS;
+    let among = |name, far, moving, full_rate_radius| Case {
+        name,
+        peers: 100,
+        area: 400.0,
+        max_known: usize::MAX,
+        far,
+        moving,
+        full_rate_radius,
+        naive: true,
+    };
+    let game = |name, full_rate_radius| Case {
+        name,
+        peers: 500,
+        area: 200.0,
+        max_known: 256,
+        far: 0,
+        moving: true,
+        full_rate_radius,
+        naive: false,
+    };
+    let cases = [
+        among("100 peers, 2,000 moving", 0, true, full),
+        among("... 10x more far away", NEAR_CREATURES * 10, true, full),
+        among("... all at the full rate", 0, true, f64::INFINITY),
+        among("... idle", 0, false, full),
+        game("500 peers knowing 256 of 2,000", full),
+        game("... all at the full rate", f64::INFINITY),
+    ];
     let mut rows = Vec::new();
-    for (name, far, moving) in [
-        ("moving", 0, true),
-        ("moving, 10x more far away", NEAR_CREATURES * 10, true),
-        ("idle", 0, false),
-    ] {
-        let f = run(far, moving);
+    for case in &cases {
+        let f = run(case);
+        let (naive_bytes, ratio, naive_tick) = if f.naive {
+            (
+                format!("{:.1}", f.naive_bytes_per_peer_s_node),
+                format!(
+                    "{:.3}",
+                    f.bytes_per_peer_s_node / f.naive_bytes_per_peer_s_node.max(f64::MIN_POSITIVE)
+                ),
+                format!("{:.0}", f.naive_tick.as_secs_f64() * 1e6),
+            )
+        } else {
+            ("-".into(), "-".into(), "-".into())
+        };
         println!(
-            "{:<28} {:>10.0} {:>14.1} {:>14.1} {:>7.3} {:>12.0} {:>12.0}",
-            name,
+            "{:<40} {:>10.0} {:>14.1} {:>14} {:>7} {:>12.0} {:>12}",
+            case.name,
             f.known_per_peer,
             f.bytes_per_peer_s_node,
-            f.naive_bytes_per_peer_s_node,
-            f.bytes_per_peer_s_node / f.naive_bytes_per_peer_s_node.max(f64::MIN_POSITIVE),
+            naive_bytes,
+            ratio,
             f.tick.as_secs_f64() * 1e6,
-            f.naive_tick.as_secs_f64() * 1e6,
+            naive_tick,
         );
         rows.push(f);
     }
-    if let [near, far, ..] = rows.as_slice() {
+    let ratio = |a: &Figures, b: &Figures| {
+        (
+            a.bytes_per_peer_s_node / b.bytes_per_peer_s_node,
+            a.tick.as_secs_f64() / b.tick.as_secs_f64(),
+        )
+    };
+    if let [near, far, full_rate, _, game, game_full_rate] = rows.as_slice() {
+        let (bytes, tick) = ratio(far, near);
         println!(
             "far creatures change: bytes {:+.1} %, tick time {:+.1} %",
-            (far.bytes_per_peer_s_node / near.bytes_per_peer_s_node - 1.0) * 100.0,
-            (far.tick.as_secs_f64() / near.tick.as_secs_f64() - 1.0) * 100.0
+            (bytes - 1.0) * 100.0,
+            (tick - 1.0) * 100.0
         );
+        for (name, rates, every) in [
+            ("100 peers", near, full_rate),
+            ("the game's shape", game, game_full_rate),
+        ] {
+            let (bytes, tick) = ratio(rates, every);
+            println!(
+                "{name}: rates by distance (full rate within {full} voxels) against every change to every knower: bytes {bytes:.3}x, tick time {tick:.3}x"
+            );
+        }
     }
 }

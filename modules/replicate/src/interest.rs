@@ -18,9 +18,24 @@
 //! looked at again once in [`REFRESH_TICKS`] ticks (a few each tick, in
 //! turn), and when it changes cell, so the nearest stay the ones it knows.
 //!
+//! Update rates follow distance (as games cut far entities' rates): a
+//! knower within `full_rate_radius` voxels of a node is told its changes
+//! every tick, one within twice that every 2nd tick, one further every
+//! 4th ([`RATE_TIERS`]). Each rate has its own baseline, so a delta is
+//! still encoded once per rate whoever gets it; a node's ticks are
+//! staggered by its id, so the quarter-rate work is spread over four ticks.
+//! A knower changes rate only when it holds the baseline of the new one:
+//! at the node's sync tick (every rate due, every baseline caught up), or
+//! when a node at rest starts to change. Added, removed and forced nodes
+//! go at once, whatever the rate.
+//!
 //! Invariants: `peer.known` and `node.knowers` mirror each other; every
-//! peer that knows a node holds the state [`Tracked::sent`] (it got every
-//! delta since it was added); a tick tells a peer a node at most once.
+//! peer that knows a node holds the baseline of its rate,
+//! [`Tracked::sent`]`[rate]` (it got every delta of its rate since it was
+//! added or moved to that rate); a node whose baselines may lag its state
+//! (`stale`) and that has knowers is in `dirty`; a tick tells a peer a node
+//! at most once; peers learn and forget nodes only within [`Replicator::tick`]
+//! (so no knower is re-rated while its node's whole state is on its way).
 //! Does not own: the nodes (`voxelworld`), sockets (`network`).
 
 use std::collections::{HashMap as StdHashMap, HashSet as StdHashSet, VecDeque};
@@ -41,6 +56,33 @@ pub const CELL: f64 = 32.0;
 
 /// A crowded peer's nearest nodes are chosen again once in this many ticks.
 pub const REFRESH_TICKS: usize = 10;
+
+/// The default distance (voxels) within which a knower is told every
+/// change (`replicate.full_rate_radius`).
+pub const DEFAULT_FULL_RATE_RADIUS: f64 = 16.0;
+
+/// Update rates: rate `k` is told a node's changes every `2^k`-th tick.
+pub const RATE_TIERS: usize = 3;
+
+/// All of a node's baselines may lag its state.
+const ALL_STALE: u8 = (1 << RATE_TIERS) - 1;
+
+/// Whether rate `rate` is told a node's changes at `tick`.
+fn rate_due(rate: usize, tick: u64, id: u64) -> bool {
+    tick.wrapping_add(id).is_multiple_of(1 << rate)
+}
+
+/// The rate of a knower `distance_sq` (squared voxels) from a node.
+fn rate_at(distance_sq: f64, full_rate_radius: f64) -> usize {
+    let full = full_rate_radius * full_rate_radius;
+    if distance_sq <= full {
+        0
+    } else if distance_sq <= 4.0 * full {
+        1
+    } else {
+        2
+    }
+}
 
 pub type Cell = [i32; 3];
 
@@ -73,15 +115,102 @@ fn cells_around(center: Cell, radius: i32) -> impl Iterator<Item = Cell> {
     })
 }
 
+/// The peers knowing a node, each with its update rate.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Knowers {
+    rates: HashMap<PeerId, u8>,
+    /// Knowers at each rate.
+    counts: [u32; RATE_TIERS],
+}
+
+impl Knowers {
+    fn is_empty(&self) -> bool {
+        self.rates.is_empty()
+    }
+
+    fn peers(&self) -> impl Iterator<Item = PeerId> + '_ {
+        self.rates.keys().copied()
+    }
+
+    /// A new knower is at the full rate (its baseline is caught up by the
+    /// tick that tells it the node whole).
+    fn insert(&mut self, peer: PeerId) {
+        if let Some(old) = self.rates.insert(peer, 0) {
+            self.uncount(usize::from(old));
+        }
+        self.counts[0] += 1;
+    }
+
+    fn remove(&mut self, peer: PeerId) {
+        if let Some(old) = self.rates.remove(&peer) {
+            self.uncount(usize::from(old));
+        }
+    }
+
+    fn uncount(&mut self, rate: usize) {
+        if let Some(count) = self.counts.get_mut(rate) {
+            *count = count.saturating_sub(1);
+        }
+    }
+
+    /// Every knower at the full rate (each is told the node whole).
+    fn all_full_rate(&mut self) {
+        for rate in self.rates.values_mut() {
+            *rate = 0;
+        }
+        self.counts = [0; RATE_TIERS];
+        self.counts[0] = self.rates.len() as u32;
+    }
+}
+
 /// A node as replication holds it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Tracked {
     /// The latest state from the world (quantised).
     state: NodeState,
-    /// What every peer knowing it holds.
-    sent: NodeState,
+    /// What the knowers at each rate hold.
+    sent: [NodeState; RATE_TIERS],
+    /// Bit `k`: `sent[k]` may lag `state`.
+    stale: u8,
     cell: Cell,
-    knowers: HashSet<PeerId>,
+    knowers: Knowers,
+}
+
+impl Tracked {
+    fn new(state: NodeState, cell: Cell) -> Self {
+        Self {
+            sent: std::array::from_fn(|_| state.clone()),
+            state,
+            stale: 0,
+            cell,
+            knowers: Knowers::default(),
+        }
+    }
+
+    /// Rate `rate`'s baseline becomes the state (its knowers are told it).
+    fn catch_up(&mut self, rate: usize) {
+        if let Some(sent) = self.sent.get_mut(rate) {
+            sent.catch_up(&self.state);
+        }
+        self.stale &= !(1 << rate);
+    }
+
+    /// Each knower's rate from its distance. Only while every knower
+    /// holds the state (no baseline stale).
+    fn rerate(&mut self, peers: &HashMap<PeerId, PeerView>, full_rate_radius: f64) {
+        debug_assert_eq!(self.stale, 0, "a knower would skip changes");
+        let at = self.state.position();
+        let mut counts = [0u32; RATE_TIERS];
+        for (peer, rate) in &mut self.knowers.rates {
+            let new = peers.get(peer).map_or(0, |view| {
+                let d: f64 = (0..3).map(|i| (view.position[i] - at[i]).powi(2)).sum();
+                rate_at(d, full_rate_radius)
+            });
+            *rate = new as u8;
+            counts[new] += 1;
+        }
+        self.knowers.counts = counts;
+    }
 }
 
 /// A viewer.
@@ -109,6 +238,10 @@ pub struct Replicator {
     radius_cells: i32,
     /// Most nodes a peer knows at once.
     max_known: usize,
+    /// Knowers within this many voxels of a node are told every change.
+    full_rate_radius: f64,
+    /// Ticks so far (the rates' schedule).
+    ticks: u64,
     /// Crowded peers, in the order their nearest nodes are chosen again.
     refresh: VecDeque<PeerId>,
     nodes: HashMap<u64, Tracked>,
@@ -129,12 +262,16 @@ pub struct Replicator {
 
 impl Replicator {
     /// Peers know nodes within `radius` voxels (rounded up to cells), at
-    /// most the nearest `max_known` of them.
-    pub fn new(radius: f64, max_known: usize) -> Self {
+    /// most the nearest `max_known` of them, told every change of those
+    /// within `full_rate_radius` voxels and fewer of those further
+    /// (module doc; `f64::INFINITY`: every change to every knower).
+    pub fn new(radius: f64, max_known: usize, full_rate_radius: f64) -> Self {
         let radius_cells = (radius.max(0.0) / CELL).ceil().min(64.0) as i32;
         Self {
             radius_cells,
             max_known,
+            full_rate_radius: full_rate_radius.max(0.0),
+            ticks: 0,
             refresh: VecDeque::new(),
             nodes: HashMap::default(),
             node_cells: HashMap::default(),
@@ -171,39 +308,44 @@ impl Replicator {
     /// A node moved; false if it is not tracked (its whole state is
     /// needed: [`Self::node_changed`]).
     pub fn node_moved(&mut self, motion: &NodeMotion) -> bool {
-        let Some(tracked) = self.nodes.get_mut(&motion.id) else {
+        if !self.nodes.contains_key(&motion.id) {
             return false;
+        }
+        self.mark_changed(motion.id, |state| state.set_motion(motion));
+        self.recell(motion.id, cell_of(motion.position));
+        true
+    }
+
+    /// A tracked node's state changes: its baselines lag it.
+    fn mark_changed(&mut self, id: u64, change: impl FnOnce(&mut NodeState)) {
+        let Some(tracked) = self.nodes.get_mut(&id) else {
+            return;
         };
-        tracked.state.set_motion(motion);
+        // At rest, every knower holds the state: the moment to move each
+        // to the rate of its distance now.
+        if tracked.stale == 0 && !tracked.knowers.is_empty() {
+            tracked.rerate(&self.peers, self.full_rate_radius);
+        }
+        change(&mut tracked.state);
+        tracked.stale = ALL_STALE;
         // Nobody knows it: no delta to work out (a peer learning it gets
         // it whole).
         if !tracked.knowers.is_empty() {
-            self.dirty.insert(motion.id);
+            self.dirty.insert(id);
         }
-        self.recell(motion.id, cell_of(motion.position));
-        true
     }
 
     /// A node created or changed (its whole state).
     pub fn node_changed(&mut self, node: &DynamicNode) {
         let state = NodeState::of(node);
         let cell = cell_of(node.position);
-        match self.nodes.get_mut(&node.id) {
-            Some(tracked) => {
-                tracked.state = state;
+        match self.nodes.get(&node.id) {
+            Some(_) => {
+                self.mark_changed(node.id, |old| *old = state);
                 self.recell(node.id, cell);
-                self.dirty.insert(node.id);
             }
             None => {
-                self.nodes.insert(
-                    node.id,
-                    Tracked {
-                        sent: state.clone(),
-                        state,
-                        cell,
-                        knowers: HashSet::default(),
-                    },
-                );
+                self.nodes.insert(node.id, Tracked::new(state, cell));
                 self.node_cells.entry(cell).or_default().insert(node.id);
                 self.moved_nodes.insert(node.id);
             }
@@ -221,7 +363,7 @@ impl Replicator {
                 self.node_cells.remove(&tracked.cell);
             }
         }
-        for peer in tracked.knowers {
+        for peer in tracked.knowers.peers() {
             if let Some(view) = self.peers.get_mut(&peer) {
                 view.known.remove(&id);
             }
@@ -281,7 +423,7 @@ impl Replicator {
         }
         for id in view.known {
             if let Some(tracked) = self.nodes.get_mut(&id) {
-                tracked.knowers.remove(&peer);
+                tracked.knowers.remove(peer);
             }
         }
         self.pending.remove(&peer);
@@ -294,7 +436,7 @@ impl Replicator {
         let mut peers: Vec<PeerId> = self
             .nodes
             .get(&id)
-            .map(|t| t.knowers.iter().copied().collect())
+            .map(|t| t.knowers.peers().collect())
             .unwrap_or_default();
         peers.sort_unstable();
         peers
@@ -313,6 +455,12 @@ impl Replicator {
             peers: self.peers.len() as u64,
             known: self.peers.values().map(|v| v.known.len() as u64).sum(),
             crowded: self.peers.values().filter(|v| v.crowded).count() as u64,
+            known_by_rate: self.nodes.values().fold([0; RATE_TIERS], |mut sum, t| {
+                for (s, c) in sum.iter_mut().zip(t.knowers.counts) {
+                    *s += u64::from(c);
+                }
+                sum
+            }),
             ..self.stats.clone()
         }
     }
@@ -345,7 +493,7 @@ impl Replicator {
             return;
         };
         if view.known.remove(&id) {
-            tracked.knowers.remove(&peer);
+            tracked.knowers.remove(peer);
             let pending = self.pending.entry(peer).or_default();
             let was_added = pending.added.len();
             pending.added.retain(|a| *a != id);
@@ -376,13 +524,12 @@ impl Replicator {
         let cell = tracked.cell;
         let far: Vec<PeerId> = tracked
             .knowers
-            .iter()
+            .peers()
             .filter(|p| {
                 self.peers
                     .get(p)
                     .is_none_or(|v| self.gone_out(v.cell, cell))
             })
-            .copied()
             .collect();
         for peer in far {
             self.forget(peer, id);
@@ -511,9 +658,11 @@ impl Replicator {
     }
 
     /// What each peer is told this tick: `replicate:nodes` payloads.
-    /// Every changed node's delta and every added node's state are
-    /// encoded once, whoever gets them.
+    /// Every changed node's delta (one per rate due) and every added
+    /// node's state are encoded once, whoever gets them.
     pub fn tick(&mut self, time_ms: u64) -> Result<Vec<(PeerId, Vec<u8>)>, PayloadError> {
+        let tick = self.ticks;
+        self.ticks = self.ticks.wrapping_add(1);
         for id in std::mem::take(&mut self.moved_nodes) {
             self.update_node_interest(id);
         }
@@ -522,8 +671,11 @@ impl Replicator {
         }
         self.refresh_crowded();
         for id in std::mem::take(&mut self.forced) {
-            if let Some(tracked) = self.nodes.get(&id) {
-                for peer in tracked.knowers.clone() {
+            if let Some(tracked) = self.nodes.get_mut(&id) {
+                // Told whole: every knower holds the state, at the full
+                // rate, whose baseline this tick catches up.
+                tracked.knowers.all_full_rate();
+                for peer in tracked.knowers.peers() {
                     let pending = self.pending.entry(peer).or_default();
                     if !pending.added.contains(&id) {
                         pending.added.push(id);
@@ -531,9 +683,10 @@ impl Replicator {
                 }
             }
         }
-        // Deltas from what knowers hold, each encoded once.
-        let mut deltas: HashMap<u64, Vec<u8>> = HashMap::default();
-        let mut per_peer: HashMap<PeerId, Vec<u64>> = HashMap::default();
+        // Deltas from what each rate's knowers hold, each encoded once.
+        let mut deltas: Vec<Vec<u8>> = Vec::new();
+        let mut per_peer: HashMap<PeerId, Vec<(u64, usize)>> = HashMap::default();
+        let mut lagging = Vec::new();
         for id in std::mem::take(&mut self.dirty) {
             let Some(tracked) = self.nodes.get_mut(&id) else {
                 continue;
@@ -543,20 +696,50 @@ impl Replicator {
             if tracked.knowers.is_empty() {
                 continue;
             }
-            let Some(delta) = NodeDelta::between(&tracked.sent, &tracked.state) else {
-                continue;
-            };
-            tracked.sent.catch_up(&tracked.state);
-            deltas.insert(id, encode_piece(&delta)?);
-            for peer in &tracked.knowers {
-                per_peer.entry(*peer).or_default().push(id);
+            // Each due rate's delta, then one pass over the knowers.
+            let mut pieces: [Option<usize>; RATE_TIERS] = [None; RATE_TIERS];
+            for (rate, piece) in pieces.iter_mut().enumerate() {
+                if tracked.stale & (1 << rate) == 0 || !rate_due(rate, tick, id) {
+                    continue;
+                }
+                let has_knowers = tracked.knowers.counts.get(rate).is_some_and(|c| *c > 0);
+                let delta = has_knowers
+                    .then(|| tracked.sent.get(rate))
+                    .flatten()
+                    .and_then(|sent| NodeDelta::between(sent, &tracked.state));
+                tracked.catch_up(rate);
+                if let Some(delta) = delta {
+                    *piece = Some(deltas.len());
+                    deltas.push(encode_piece(&delta)?);
+                }
+            }
+            if pieces.iter().any(Option::is_some) {
+                for (peer, rate) in &tracked.knowers.rates {
+                    if let Some(Some(piece)) = pieces.get(usize::from(*rate)) {
+                        per_peer.entry(*peer).or_default().push((id, *piece));
+                    }
+                }
+            }
+            if tracked.stale == 0 {
+                // The sync tick (every rate was due): every knower holds
+                // the state, so each moves to the rate of its distance.
+                tracked.rerate(&self.peers, self.full_rate_radius);
+            } else {
+                lagging.push(id);
             }
         }
-        // A node added this tick goes whole, in its latest state.
+        // Baselines not due yet: told at their rate's tick.
+        self.dirty.extend(lagging);
+        // A node added this tick goes whole, in its latest state, to a
+        // knower at the full rate.
         for pending in self.pending.values() {
             for id in &pending.added {
                 if let Some(tracked) = self.nodes.get_mut(id) {
-                    tracked.sent.catch_up(&tracked.state);
+                    for rate in 0..RATE_TIERS {
+                        if rate == 0 || tracked.knowers.counts.get(rate) == Some(&0) {
+                            tracked.catch_up(rate);
+                        }
+                    }
                 }
             }
         }
@@ -569,7 +752,7 @@ impl Replicator {
             let mut changed_ids = per_peer.remove(&peer).unwrap_or_default();
             if !pending.added.is_empty() {
                 let added: HashSet<u64> = pending.added.iter().copied().collect();
-                changed_ids.retain(|id| !added.contains(id));
+                changed_ids.retain(|(id, _)| !added.contains(id));
             }
             for id in &pending.added {
                 if !states.contains_key(id)
@@ -585,7 +768,7 @@ impl Replicator {
                 .collect();
             let changed: Vec<&[u8]> = changed_ids
                 .iter()
-                .filter_map(|id| deltas.get(id).map(Vec::as_slice))
+                .filter_map(|(_, piece)| deltas.get(*piece).map(Vec::as_slice))
                 .collect();
             if added.is_empty() && changed.is_empty() && pending.removed.is_empty() {
                 continue;
@@ -648,7 +831,7 @@ mod tests {
 
     #[test]
     fn a_peer_learns_the_nodes_near_it_follows_them_and_forgets_them() {
-        let mut r = Replicator::new(64.0, usize::MAX);
+        let mut r = Replicator::new(64.0, usize::MAX, f64::INFINITY);
         let mut clients = BTreeMap::new();
         r.node_changed(&node(1, [10.0, 0.0, 10.0]));
         r.node_changed(&node(2, [1000.0, 0.0, 10.0]));
@@ -708,7 +891,7 @@ mod tests {
 
     #[test]
     fn a_crowded_peer_knows_the_nearest_nodes_and_follows_as_they_move() {
-        let mut r = Replicator::new(96.0, 4);
+        let mut r = Replicator::new(96.0, 4, f64::INFINITY);
         let mut clients = BTreeMap::new();
         // Ten nodes in a row, 5 voxels apart, all in range.
         for id in 1..=10 {
@@ -757,7 +940,7 @@ mod tests {
 
     #[test]
     fn pacing_along_the_edge_does_not_flap() {
-        let mut r = Replicator::new(32.0, usize::MAX);
+        let mut r = Replicator::new(32.0, usize::MAX, f64::INFINITY);
         let mut clients = BTreeMap::new();
         r.set_viewer(1, [0.0, 0.0, 0.0]);
         r.node_changed(&node(5, [63.0, 0.0, 0.0]));
@@ -778,7 +961,7 @@ mod tests {
 
     #[test]
     fn a_node_added_and_gone_within_a_tick_is_never_told_and_force_sync_resends() {
-        let mut r = Replicator::new(64.0, usize::MAX);
+        let mut r = Replicator::new(64.0, usize::MAX, f64::INFINITY);
         let mut clients = BTreeMap::new();
         r.set_viewer(1, [0.0; 3]);
         r.set_viewer(2, [0.0; 3]);
@@ -802,7 +985,7 @@ mod tests {
 
     #[test]
     fn deltas_cost_a_fraction_of_whole_states() {
-        let mut r = Replicator::new(64.0, usize::MAX);
+        let mut r = Replicator::new(64.0, usize::MAX, f64::INFINITY);
         let mut clients = BTreeMap::new();
         r.set_viewer(1, [0.0; 3]);
         for id in 0..50 {
@@ -831,5 +1014,173 @@ mod tests {
             (deltas as f64) < 0.3 * whole as f64,
             "{deltas} bytes of deltas against {whole} of whole states"
         );
+    }
+
+    fn motion(id: u64, position: [f64; 3]) -> NodeMotion {
+        NodeMotion {
+            id,
+            position,
+            orientation: [0.0, 0.0, 0.0, 1.0],
+            velocity: [1.0, 0.0, 0.0],
+        }
+    }
+
+    #[test]
+    fn far_knowers_are_told_less_often_and_catch_up_exactly() {
+        let mut r = Replicator::new(96.0, usize::MAX, 16.0);
+        let mut clients = BTreeMap::new();
+        r.set_viewer(1, [0.0; 3]);
+        // Near (every tick), middle (every 2nd), far (every 4th).
+        let starts = [(1, 5.0), (2, 24.0), (3, 60.0)];
+        for (id, x) in starts {
+            r.node_changed(&node(id, [x, 0.0, 0.0]));
+        }
+        run(&mut r, &mut clients);
+        let mut told = BTreeMap::<u64, usize>::new();
+        let mut truth = BTreeMap::new();
+        for step in 1..=16u32 {
+            for (id, x) in starts {
+                let m = motion(id, [x + f64::from(step) * 0.1, 0.0, 0.0]);
+                r.node_moved(&m);
+                truth.insert(id, m);
+            }
+            for (peer, payload) in r.tick(u64::from(step)).unwrap() {
+                let updates = clients.get_mut(&peer).unwrap().apply(&payload);
+                for delta in updates.changed {
+                    *told.entry(delta.id).or_default() += 1;
+                }
+            }
+            // The near node is always where it is.
+            let near = &clients[&1].nodes[&1];
+            assert_eq!(
+                near.position(),
+                truth[&1].position.map(|p| (p * 64.0).round() / 64.0)
+            );
+        }
+        // The first move comes from rest: each knower takes the rate of its
+        // distance then.
+        assert_eq!(told[&1], 16);
+        assert_eq!(told[&2], 8);
+        assert_eq!(told[&3], 4);
+        assert_eq!(r.stats().known_by_rate, [1, 1, 1]);
+        // Stopped: within four ticks every knower holds the truth.
+        for tick in 17..=20 {
+            for (peer, payload) in r.tick(tick).unwrap() {
+                clients.get_mut(&peer).unwrap().apply(&payload);
+            }
+        }
+        for (id, m) in &truth {
+            let state = &clients[&1].nodes[id];
+            let mut expected = state.clone();
+            expected.set_motion(m);
+            assert_eq!(*state, expected, "node {id}");
+        }
+        // Nothing left to tell.
+        assert!(r.tick(21).unwrap().is_empty());
+        // The viewer walks up to the far node: at its next sync tick it
+        // is told every change.
+        r.set_viewer(1, [62.0, 0.0, 0.0]);
+        let mut far_told = 0;
+        for step in 22..=37u32 {
+            // A tenth of a voxel a tick: every move shows once quantised.
+            r.node_moved(&motion(3, [59.5 + f64::from(step) * 0.1, 0.0, 0.0]));
+            for (peer, payload) in r.tick(u64::from(step)).unwrap() {
+                let updates = clients.get_mut(&peer).unwrap().apply(&payload);
+                if step >= 26 {
+                    far_told += updates.changed.iter().filter(|d| d.id == 3).count();
+                }
+            }
+        }
+        assert_eq!(far_told, 12, "every tick once re-rated");
+    }
+
+    /// A small deterministic generator (xorshift).
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    #[test]
+    fn whatever_moves_learns_forgets_and_is_forced_every_client_converges() {
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut r = Replicator::new(64.0, 12, 10.0);
+        let mut clients: BTreeMap<PeerId, Client> = BTreeMap::new();
+        let mut truth: BTreeMap<u64, DynamicNode> = BTreeMap::new();
+        let mut viewers: BTreeMap<PeerId, [f64; 3]> = BTreeMap::new();
+        let at = |rng: &mut Rng| [rng.below(200) as f64, 0.0, rng.below(200) as f64];
+        for id in 1..=40 {
+            let n = node(id, at(&mut rng));
+            r.node_changed(&n);
+            truth.insert(id, n);
+        }
+        for peer in 1..=6 {
+            let position = at(&mut rng);
+            r.set_viewer(peer, position);
+            viewers.insert(peer, position);
+        }
+        let step = |p: f64, rng: &mut Rng| p + rng.below(9) as f64 * 0.25 - 1.0;
+        for tick in 0..400 {
+            let moving = tick < 380;
+            for (id, n) in truth.iter_mut() {
+                if moving && rng.below(3) > 0 {
+                    n.position = [
+                        step(n.position[0], &mut rng),
+                        0.0,
+                        step(n.position[2], &mut rng),
+                    ];
+                    n.velocity = [rng.below(4) as f32, 0.0, 0.0];
+                    if rng.below(50) == 0 {
+                        n.vars.insert("mood".into(), vec![rng.below(255) as u8]);
+                        r.node_changed(n);
+                    } else {
+                        r.node_moved(&NodeMotion {
+                            id: *id,
+                            position: n.position,
+                            orientation: n.orientation,
+                            velocity: n.velocity,
+                        });
+                    }
+                }
+            }
+            for (peer, position) in viewers.iter_mut() {
+                if moving && rng.below(2) == 0 {
+                    *position = [
+                        step(position[0], &mut rng),
+                        0.0,
+                        step(position[2], &mut rng),
+                    ];
+                    r.set_viewer(*peer, *position);
+                }
+            }
+            if moving && rng.below(7) == 0 {
+                r.force_sync(1 + rng.below(40));
+            }
+            if moving && rng.below(40) == 0 {
+                let id = 1 + rng.below(40);
+                if truth.remove(&id).is_some() {
+                    r.node_removed(id);
+                }
+            }
+            for (peer, payload) in r.tick(tick).unwrap() {
+                clients.entry(peer).or_default().apply(&payload);
+            }
+        }
+        // Everyone still: every client holds exactly what it knows.
+        let mut checked = 0;
+        for (peer, client) in &clients {
+            for (id, state) in &client.nodes {
+                assert_eq!(*state, NodeState::of(&truth[id]), "peer {peer} node {id}");
+                assert!(r.knowing_peers(*id).contains(peer));
+                checked += 1;
+            }
+        }
+        assert_eq!(checked as u64, r.stats().known);
+        assert!(checked > 20, "the test knew {checked} pairs");
+        assert!(r.tick(400).unwrap().is_empty(), "nothing left to tell");
     }
 }

@@ -6,7 +6,9 @@
 //! told when one enters (its whole state), changes (a delta) or leaves,
 //! once a tick in one packet, positions quantised to 1/64 voxel, stamped
 //! with the server's time for interpolation; at most the nearest
-//! `replicate.max_known` nodes (default 256) at once. It listens to the world's
+//! `replicate.max_known` nodes (default 256) at once; the changes of a
+//! node within `replicate.full_rate_radius` voxels (default 16) every
+//! tick, within twice that every 2nd tick, further every 4th. It listens to the world's
 //! `voxelworld:nodes_changed` (what changed) and `voxelworld:viewer_moved` and `viewers_moved`
 //! (where each client looks from), and `network:client_disconnected`. Its
 //! calls (`buildat-replicate-api`): the peers knowing a node, a forced
@@ -28,7 +30,7 @@ use buildat_interface::{
 use buildat_network_api::{self as network, ClientDisconnected, OutgoingPacket, SendBatch};
 use buildat_replicate_api::{ForceSync, GetStats, KnowingPeers, NodeUpdates};
 use buildat_voxelworld_api::{GetNode, ListNodes, NodesChanged, Viewer, Viewers};
-use interest::Replicator;
+use interest::{DEFAULT_FULL_RATE_RADIUS, Replicator};
 
 /// The default radius in voxels.
 const DEFAULT_RADIUS: f64 = 96.0;
@@ -69,8 +71,10 @@ impl Replicate {
 
     fn describe(&self) -> String {
         let s = self.replicator.stats();
+        let [full, half, quarter] = s.known_by_rate;
         format!(
-            "replicate: {} nodes, {} peers ({} crowded), {} known, {} packets / {} bytes sent",
+            "replicate: {} nodes, {} peers ({} crowded), {} known ({full} told every tick, \
+             {half} every 2nd, {quarter} every 4th), {} packets / {} bytes sent",
             s.nodes, s.peers, s.crowded, s.known, s.packets_sent, s.bytes_sent
         )
     }
@@ -85,9 +89,17 @@ impl Module for Replicate {
                 "setting replicate.max_known: 0 would tell clients nothing; at least 1",
             ));
         }
+        let full_rate_radius =
+            host.get_setting("replicate.full_rate_radius", DEFAULT_FULL_RATE_RADIUS)?;
+        if full_rate_radius.is_nan() || full_rate_radius < 0.0 {
+            return Err(ModuleError::msg(format!(
+                "setting replicate.full_rate_radius: {full_rate_radius} is not a distance; \
+                 0 or more voxels (inf: every change to every client)"
+            )));
+        }
         Ok(Self {
             host,
-            replicator: Replicator::new(radius, max_known),
+            replicator: Replicator::new(radius, max_known, full_rate_radius),
         })
     }
 
@@ -184,7 +196,7 @@ struct ReplicateStash {
 }
 
 impl buildat_interface::Stash for ReplicateStash {
-    const LAYOUT: u32 = 2;
+    const LAYOUT: u32 = 3;
 }
 
 export_module!(Replicate);

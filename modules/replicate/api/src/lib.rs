@@ -350,6 +350,9 @@ pub struct Stats {
     /// Peers with more nodes in range than they may know (they know the
     /// nearest).
     pub crowded: u64,
+    /// Of `known`, the pairs told every change, every 2nd tick's and every
+    /// 4th tick's (by distance: `replicate.full_rate_radius`).
+    pub known_by_rate: [u64; 3],
     /// `replicate:nodes` packets and their payload bytes since the module
     /// was first loaded.
     pub packets_sent: u64,
