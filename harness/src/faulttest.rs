@@ -109,6 +109,74 @@ fn event_line(server: &Server, from: usize, receiver: &str, sender: &str) -> Opt
     }
 }
 
+/// The game's nodes as its modules count them, from the console's
+/// `creatures` and `replicate` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct NodeCensus {
+    /// Creatures the creatures module keeps, with a node or asleep.
+    creatures: u64,
+    /// Of them, asleep (no node while no player is near).
+    asleep: u64,
+    /// Creatures still to place (a herd not placed yet).
+    to_place: u64,
+    /// The nodes `replicate` tracks.
+    replicated: u64,
+}
+
+/// The number just after `prefix` in `line`.
+fn number_after(line: &str, prefix: &str) -> Option<u64> {
+    let rest = line.split_once(prefix)?.1;
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The number just before `suffix` in `line`.
+fn number_before(line: &str, suffix: &str) -> Option<u64> {
+    let head = line.split_once(suffix)?.0;
+    head.rsplit(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// `creatures: N (...), ..., P to place, ..., A asleep (...)` and
+/// `replicate: N nodes, ...`.
+fn node_census(server: &mut Server) -> anyhow::Result<NodeCensus> {
+    let creatures = server.command("creatures", &["creatures: "], TIMEOUT)?;
+    let replicate = server.command("replicate", &["replicate: "], TIMEOUT)?;
+    let parsed = (|| {
+        Some(NodeCensus {
+            creatures: number_after(&creatures, "creatures: ")?,
+            asleep: number_before(&creatures, " asleep")?,
+            to_place: number_before(&creatures, " to place")?,
+            replicated: number_after(&replicate, "replicate: ")?,
+        })
+    })();
+    parsed.ok_or_else(|| {
+        anyhow::anyhow!("cannot read the census from {creatures:?} and {replicate:?}")
+    })
+}
+
+/// Asks for the census until `done` holds or `timeout` passes; the last one.
+fn census_until(
+    server: &mut Server,
+    fleet: &mut Fleet,
+    timeout: Duration,
+    done: impl Fn(&NodeCensus) -> bool,
+) -> anyhow::Result<NodeCensus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let census = node_census(server)?;
+        if done(&census) || Instant::now() >= deadline {
+            return Ok(census);
+        }
+        fleet.pump();
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
 fn pump_both(server: &mut Server, fleet: &mut Fleet) {
     server.pump();
     fleet.pump();
@@ -150,6 +218,13 @@ pub fn run(layout: &Layout, options: &FaultOptions) -> anyhow::Result<bool> {
     }
     println!("{} of {} bots spawned", fleet.report.spawned, options.bots);
 
+    // The nodes before the reloads (once the herd is placed): after them,
+    // no creature is gone and `replicate` tracks at least every creature
+    // with a node and every player.
+    let census_before = census_until(&mut server, &mut fleet, Duration::from_secs(60), |c| {
+        c.creatures > 0 && c.to_place == 0
+    })?;
+
     // 1. Reloads.
     let mut timings: Vec<Timings> = RELOADED.iter().map(|_| Timings::default()).collect();
     let reloads_started = Instant::now();
@@ -181,6 +256,27 @@ pub fn run(layout: &Layout, options: &FaultOptions) -> anyhow::Result<bool> {
     }
     for (module, timing) in RELOADED.iter().zip(&mut timings) {
         println!("  reload {module:<12} {}", timing.summary());
+    }
+    let players = fleet.report.spawned - fleet.report.ended.len() as u64;
+    let whole = |c: &NodeCensus| {
+        c.creatures >= census_before.creatures
+            && c.replicated >= c.creatures - c.asleep.min(c.creatures) + players
+    };
+    // Creatures fall asleep and wake as the bots walk: a few tries.
+    let census_after = census_until(&mut server, &mut fleet, Duration::from_secs(30), whole)?;
+    println!(
+        "nodes: creatures {} before the reloads, {} after ({} asleep); replicate tracks {} \
+         (at least {} creatures with a node and {players} players)",
+        census_before.creatures,
+        census_after.creatures,
+        census_after.asleep,
+        census_after.replicated,
+        census_after.creatures - census_after.asleep.min(census_after.creatures),
+    );
+    if !whole(&census_after) {
+        failures.push(format!(
+            "nodes lost across the reloads: before {census_before:?}, after {census_after:?}, {players} players"
+        ));
     }
 
     // 2. Panics: each must be contained, named, and the module loadable again.
