@@ -15,6 +15,7 @@
 use std::time::{Duration, Instant};
 
 use crate::abuse;
+use crate::creatures_report::CreaturesReport;
 use crate::fleet::{Fleet, FleetOptions};
 use crate::histogram::show_ms;
 use crate::layout::Layout;
@@ -109,54 +110,27 @@ fn event_line(server: &Server, from: usize, receiver: &str, sender: &str) -> Opt
     }
 }
 
-/// The game's nodes as its modules count them, from the console's
-/// `creatures` and `replicate` answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The game's nodes as its modules count them: the console's `creatures`
+/// and the nodes `replicate` tracks (`replicate: N nodes, ...`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct NodeCensus {
-    /// Creatures the creatures module keeps, with a node or asleep.
-    creatures: u64,
-    /// Of them, asleep (no node while no player is near).
-    asleep: u64,
-    /// Creatures still to place (a herd not placed yet).
-    to_place: u64,
-    /// The nodes `replicate` tracks.
-    replicated: u64,
+    creatures: CreaturesReport,
+    replicated: usize,
 }
 
-/// The number just after `prefix` in `line`.
-fn number_after(line: &str, prefix: &str) -> Option<u64> {
-    let rest = line.split_once(prefix)?.1;
-    rest.split(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()
-}
-
-/// The number just before `suffix` in `line`.
-fn number_before(line: &str, suffix: &str) -> Option<u64> {
-    let head = line.split_once(suffix)?.0;
-    head.rsplit(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()
-}
-
-/// `creatures: N (...), ..., P to place, ..., A asleep (...)` and
-/// `replicate: N nodes, ...`.
 fn node_census(server: &mut Server) -> anyhow::Result<NodeCensus> {
     let creatures = server.command("creatures", &["creatures: "], TIMEOUT)?;
     let replicate = server.command("replicate", &["replicate: "], TIMEOUT)?;
-    let parsed = (|| {
-        Some(NodeCensus {
-            creatures: number_after(&creatures, "creatures: ")?,
-            asleep: number_before(&creatures, " asleep")?,
-            to_place: number_before(&creatures, " to place")?,
-            replicated: number_after(&replicate, "replicate: ")?,
-        })
-    })();
-    parsed.ok_or_else(|| {
-        anyhow::anyhow!("cannot read the census from {creatures:?} and {replicate:?}")
-    })
+    let replicated = replicate
+        .split_once("replicate: ")
+        .and_then(|(_, rest)| rest.split(' ').next()?.parse().ok());
+    match (CreaturesReport::parse(&creatures), replicated) {
+        (Some(creatures), Some(replicated)) => Ok(NodeCensus {
+            creatures,
+            replicated,
+        }),
+        _ => anyhow::bail!("cannot read the census from {creatures:?} and {replicate:?}"),
+    }
 }
 
 /// Asks for the census until `done` holds or `timeout` passes; the last one.
@@ -222,7 +196,7 @@ pub fn run(layout: &Layout, options: &FaultOptions) -> anyhow::Result<bool> {
     // no creature is gone and `replicate` tracks at least every creature
     // with a node and every player.
     let census_before = census_until(&mut server, &mut fleet, Duration::from_secs(60), |c| {
-        c.creatures > 0 && c.to_place == 0
+        c.creatures.total > 0 && c.creatures.to_place == 0
     })?;
 
     // 1. Reloads.
@@ -257,21 +231,21 @@ pub fn run(layout: &Layout, options: &FaultOptions) -> anyhow::Result<bool> {
     for (module, timing) in RELOADED.iter().zip(&mut timings) {
         println!("  reload {module:<12} {}", timing.summary());
     }
-    let players = fleet.report.spawned - fleet.report.ended.len() as u64;
+    let players = fleet.report.spawned as usize - fleet.report.ended.len();
     let whole = |c: &NodeCensus| {
-        c.creatures >= census_before.creatures
-            && c.replicated >= c.creatures - c.asleep.min(c.creatures) + players
+        c.creatures.total >= census_before.creatures.total
+            && c.replicated >= c.creatures.with_node() + players
     };
     // Creatures fall asleep and wake as the bots walk: a few tries.
     let census_after = census_until(&mut server, &mut fleet, Duration::from_secs(30), whole)?;
     println!(
         "nodes: creatures {} before the reloads, {} after ({} asleep); replicate tracks {} \
          (at least {} creatures with a node and {players} players)",
-        census_before.creatures,
-        census_after.creatures,
-        census_after.asleep,
+        census_before.creatures.total,
+        census_after.creatures.total,
+        census_after.creatures.asleep,
         census_after.replicated,
-        census_after.creatures - census_after.asleep.min(census_after.creatures),
+        census_after.creatures.with_node(),
     );
     if !whole(&census_after) {
         failures.push(format!(

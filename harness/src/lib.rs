@@ -14,6 +14,7 @@
 pub mod abuse;
 pub mod browser;
 pub mod crashtest;
+pub mod creatures_report;
 pub mod fake_server;
 pub mod faulttest;
 pub mod fleet;

@@ -35,7 +35,12 @@ impl EasedBoxes {
         let share = 1.0 - (-seconds.max(0.0) / EASE_SECONDS).exp();
         for (id, target) in boxes {
             let target = target.position;
-            let drawn = self.drawn.entry(id.clone()).or_insert(target);
+            // A new box is drawn where it is (its id copied once, not
+            // every frame).
+            let Some(drawn) = self.drawn.get_mut(id) else {
+                self.drawn.insert(id.clone(), target);
+                continue;
+            };
             let distance_sq: f64 = (0..3).map(|i| (target[i] - drawn[i]).powi(2)).sum();
             if distance_sq > SNAP_VOXELS * SNAP_VOXELS {
                 *drawn = target;

@@ -42,7 +42,7 @@ use std::collections::{HashMap as StdHashMap, HashSet as StdHashSet, VecDeque};
 
 use buildat_format::payload::PayloadError;
 use buildat_network_api::PeerId;
-use buildat_replicate_api::{NodeDelta, NodeState, Stats, encode_piece, write_updates};
+use buildat_replicate_api::{NodeDelta, NodeState, RATE_TIERS, Stats, encode_piece, write_updates};
 use buildat_voxelworld_api::{DynamicNode, NodeMotion};
 use serde::{Deserialize, Serialize};
 
@@ -60,9 +60,6 @@ pub const REFRESH_TICKS: usize = 10;
 /// The default distance (voxels) within which a knower is told every
 /// change (`replicate.full_rate_radius`).
 pub const DEFAULT_FULL_RATE_RADIUS: f64 = 16.0;
-
-/// Update rates: rate `k` is told a node's changes every `2^k`-th tick.
-pub const RATE_TIERS: usize = 3;
 
 /// All of a node's baselines may lag its state.
 const ALL_STALE: u8 = (1 << RATE_TIERS) - 1;

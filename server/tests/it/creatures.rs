@@ -2,11 +2,11 @@
 //! terrain and move, a reload keeps every one of them, and a restart
 //! brings the persistent ones back without making them again.
 
-use std::collections::BTreeMap;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::{Scratch, Server, start_game, start_server};
+use buildat_harness::creatures_report::CreaturesReport as Report;
 use buildat_harness::raw_client::RawClient;
 
 const TRANSIENT: usize = 4;
@@ -40,57 +40,9 @@ fn start_with(scratch: &Scratch, transient: usize, radius: u32) -> Server {
     server
 }
 
-/// The `creatures` command's answer.
-#[derive(Debug, Default)]
-struct Report {
-    total: usize,
-    kinds: BTreeMap<String, usize>,
-    moved: usize,
-    on_ground: usize,
-    to_place: usize,
-    /// Creatures overlapping another body last tick.
-    crowded: usize,
-    /// Transient creatures asleep (no player near: no node).
-    asleep: usize,
-}
-
-impl Report {
-    fn kind(&self, name: &str) -> usize {
-        self.kinds.get(name).copied().unwrap_or(0)
-    }
-
-    fn persistent(&self) -> usize {
-        self.kind("cow") + self.kind("sheep")
-    }
-}
-
-/// Parses `creatures: 7 (chicken 4, cow 2, sheep 1), 5 moved in the last
-/// second, 6 on the ground, 0 waiting, 0 to place, 0 standing with no
-/// player near, 2 crowded, 0 asleep (...)`.
-fn parse(line: &str) -> Option<Report> {
-    let rest = line.split("creatures: ").nth(1)?;
-    let (total, rest) = rest.split_once(" (")?;
-    let (kinds, rest) = rest.split_once("), ")?;
-    let (moved, rest) = rest.split_once(" moved in the last second, ")?;
-    let mut parts = rest.split(", ");
-    let on_ground = parts.next()?.strip_suffix(" on the ground")?;
-    let to_place = parts.nth(1)?.strip_suffix(" to place")?;
-    let crowded = parts.nth(1)?.strip_suffix(" crowded")?;
-    let asleep = parts.next()?.split(' ').next()?;
-    let mut report = Report {
-        total: total.trim().parse().ok()?,
-        moved: moved.trim().parse().ok()?,
-        on_ground: on_ground.trim().parse().ok()?,
-        to_place: to_place.trim().parse().ok()?,
-        crowded: crowded.trim().parse().ok()?,
-        asleep: asleep.trim().parse().ok()?,
-        ..Report::default()
-    };
-    for kind in kinds.split(", ") {
-        let (name, count) = kind.split_once(' ')?;
-        report.kinds.insert(name.to_string(), count.parse().ok()?);
-    }
-    Some(report)
+/// The persistent kinds' creatures (cows and sheep).
+fn persistent(report: &Report) -> usize {
+    report.kind("cow") + report.kind("sheep")
 }
 
 fn report(server: &mut Server) -> Report {
@@ -100,7 +52,7 @@ fn report(server: &mut Server) -> Report {
     let line = server
         .wait_for_from(from, "moved in the last second", Duration::from_secs(30))
         .unwrap_or_else(|| panic!("the creatures command answers:\n{}", server.output()));
-    parse(&line).unwrap_or_else(|| panic!("a report: {line}"))
+    Report::parse(&line).unwrap_or_else(|| panic!("a report: {line}"))
 }
 
 /// Asks for reports until one satisfies `done`.
@@ -121,7 +73,7 @@ fn wait_report(server: &mut Server, timeout: Duration, done: impl Fn(&Report) ->
 }
 
 fn all_there(report: &Report) -> bool {
-    report.kind("chicken") == TRANSIENT && report.persistent() == PERSISTENT && report.to_place == 0
+    report.kind("chicken") == TRANSIENT && persistent(report) == PERSISTENT && report.to_place == 0
 }
 
 /// Reports for a while (past an adoption round, every 5 s): the counts
@@ -133,7 +85,7 @@ fn never_more_than_asked(server: &mut Server, seconds: u64) -> Report {
         std::thread::sleep(Duration::from_millis(700));
         last = report(server);
         assert!(
-            last.kind("chicken") <= TRANSIENT && last.persistent() <= PERSISTENT,
+            last.kind("chicken") <= TRANSIENT && persistent(&last) <= PERSISTENT,
             "duplicated: {last:?}:\n{}",
             server.output()
         );

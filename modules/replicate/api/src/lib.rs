@@ -339,6 +339,10 @@ pub struct ForceSync {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GetStats {}
 
+/// Update rates by distance: rate `k` tells a knower a node's changes
+/// every `2^k`-th tick (`replicate.full_rate_radius`, docs/protocol.md §11).
+pub const RATE_TIERS: usize = 3;
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
     /// Nodes tracked.
@@ -352,7 +356,7 @@ pub struct Stats {
     pub crowded: u64,
     /// Of `known`, the pairs told every change, every 2nd tick's and every
     /// 4th tick's (by distance: `replicate.full_rate_radius`).
-    pub known_by_rate: [u64; 3],
+    pub known_by_rate: [u64; RATE_TIERS],
     /// `replicate:nodes` packets and their payload bytes since the module
     /// was first loaded.
     pub packets_sent: u64,
