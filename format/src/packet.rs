@@ -349,9 +349,12 @@ fn check_name(name: &str, max: usize) -> Result<(), PacketTypeError> {
 }
 
 /// The sending side's table: name → number, assigned from 100 on first use.
+/// Looked up for every packet sent, so hashed with foldhash: the names are
+/// the sender's own, never an attacker's, so SipHash's flood resistance
+/// buys nothing here (it was a few percent of a loaded server's time).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SenderPacketTypes {
-    by_name: HashMap<String, u16>,
+    by_name: HashMap<String, u16, foldhash::fast::RandomState>,
     next: u32,
     max_name_len: usize,
 }
@@ -371,7 +374,7 @@ impl SenderPacketTypes {
     /// An empty table accepting names up to `max` bytes.
     pub fn with_max_name_len(max: usize) -> Self {
         Self {
-            by_name: HashMap::new(),
+            by_name: HashMap::default(),
             next: u32::from(FIRST_ASSIGNED_TYPE),
             max_name_len: max,
         }
