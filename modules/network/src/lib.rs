@@ -41,7 +41,12 @@
 //! packet must arrive at least this fast after the first
 //! `network.idle_timeout_ms`, default 4096), `network.handshake_timeout_ms`
 //! (a peer that sends no whole packet this long after connecting is closed,
-//! default 10000), `network.max_connections_per_ip` (default 64),
+//! default 10000), `network.write_delay_ms` and `network.write_delay_peers`
+//! (with at least that many peers connected, default 200, a peer's output
+//! waits that long from its first packet before it is written, default 10,
+//! so a tick's packets from several modules leave in one write; 0 writes
+//! at once; output of 16 KiB or more is written at once),
+//! `network.max_connections_per_ip` (default 64),
 //! `network.connects_per_ip_per_second` and `network.connect_burst` (new
 //! connections from one address, default 10 a second with bursts of 64; 0
 //! turns a limit off). Peers are also capped below the descriptor limit
@@ -63,14 +68,14 @@ use admission::Admission;
 use buildat_interface::core_api::{ListModules, ModuleState};
 use buildat_interface::log_limit::{LogLimiter, suppressed_note};
 use buildat_interface::{
-    Event, Host, Module, ModuleError, Stash, UnloadKind, config, decode, events, export_module, log,
+    Event, Host, Module, ModuleError, Stash, UnloadKind, config, events, export_module, log,
 };
 use buildat_network_api::{
     self as network, Broadcast, ClientConnected, ClientDisconnected, Disconnect, GetBacklog,
-    GetStats, ListPeers, ListenAddress, NetworkStats, OutgoingPacket, PeerId, PeerInfo, Send,
+    GetStats, ListPeers, ListenAddress, NetworkStats, PacketView, PeerId, PeerInfo, Send,
     SendBatch, SendShared,
 };
-use peer::{Backlog, Command, Parked, Payload, PeerState};
+use peer::{Backlog, Batch, Command, Parked, Payload, PeerState};
 use serde::{Deserialize, Serialize};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, oneshot};
@@ -92,6 +97,13 @@ pub(crate) struct Settings {
     /// Slowest an incomplete packet may arrive, after the idle timeout.
     pub min_bytes_per_second: u32,
     pub handshake_timeout: Duration,
+    /// How long a peer's task holds small output before writing it, so
+    /// what a tick's modules send it at moments apart leaves in one write
+    /// (`network.write_delay_ms`; zero: at once)...
+    pub write_delay: Duration,
+    /// ... once at least this many peers are connected
+    /// (`network.write_delay_peers`).
+    pub write_delay_peers: usize,
     pub admission: admission::Limits,
     /// Reading from peers pauses while a module has more messages than
     /// this waiting (0: never).
@@ -122,6 +134,8 @@ impl Settings {
             handshake_timeout: Duration::from_millis(
                 host.get_setting("network.handshake_timeout_ms", 10_000)?,
             ),
+            write_delay: Duration::from_millis(host.get_setting("network.write_delay_ms", 10)?),
+            write_delay_peers: host.get_setting("network.write_delay_peers", 200)?,
             max_queued_events: host.get_setting("network.max_queued_events", 10_000)?,
             tls: host.get_setting("network.tls", "auto".to_string())?,
             tls_cert: host
@@ -151,7 +165,7 @@ pub(crate) struct Shared {
     pub settings: Settings,
     peers: Mutex<HashMap<PeerId, PeerHandle>>,
     /// `peers`' length, read by every peer task for its fair share.
-    peer_count: AtomicUsize,
+    pub peer_count: AtomicUsize,
     next_peer: AtomicU64,
     /// Connections and connect rates per address.
     admission: Mutex<Admission>,
@@ -358,9 +372,7 @@ impl Shared {
         let handle = peers
             .get(&peer)
             .ok_or_else(|| ModuleError::msg(format!("no peer {peer} is connected")))?;
-        if let Command::Send { data, .. } = &command {
-            handle.backlog.add(data.len());
-        }
+        handle.backlog.add(command.cost());
         handle
             .commands
             .send(command)
@@ -545,13 +557,22 @@ fn bind(address: &str) -> Result<TcpListener, ModuleError> {
 }
 
 impl Network {
-    /// Queues a batch of packets to one peer, in order; answers its backlog.
-    fn queue_batch(&self, batch: SendBatch) -> Result<u64, ModuleError> {
-        let packets = batch.packets.into_iter();
-        self.queue_packets(
-            batch.peer,
-            packets.map(|p| (p.name, Payload::Whole(Arc::new(p.data)))),
-        )
+    /// Queues packets to one peer, in order, as one command to its task;
+    /// answers its backlog. Nothing is queued if a name is refused.
+    fn queue_batch<'a>(
+        &self,
+        peer: PeerId,
+        packets: impl IntoIterator<Item = PacketView<'a>>,
+    ) -> Result<u64, ModuleError> {
+        let mut batch = Batch::default();
+        for packet in packets {
+            check_name(packet.name, self.shared.settings.max_name_len)?;
+            batch.push(packet.name, packet.data);
+        }
+        if batch.is_empty() {
+            return Ok(0);
+        }
+        self.shared.command(peer, Command::Batch(batch))
     }
 
     /// Queues one packet to each of `peers` (`None`: every peer), its
@@ -559,19 +580,19 @@ impl Network {
     /// that left are skipped).
     fn queue_to_many(
         &self,
-        packet: OutgoingPacket,
+        packet: PacketView,
         peers: Option<&[PeerId]>,
     ) -> Result<u64, ModuleError> {
-        check_name(&packet.name, self.shared.settings.max_name_len)?;
+        check_name(packet.name, self.shared.settings.max_name_len)?;
         let name: Arc<str> = packet.name.into();
-        let data = Arc::new(packet.data);
+        let data = Arc::new(packet.data.to_vec());
         let handles = self.shared.peers();
         let queue_to = |handle: &PeerHandle| {
             let command = Command::Send {
                 name: name.clone(),
                 data: Payload::Whole(data.clone()),
             };
-            handle.backlog.add(data.len());
+            handle.backlog.add(command.cost());
             handle.commands.send(command).is_ok()
         };
         let queued = match peers {
@@ -891,11 +912,11 @@ impl Module for Network {
                 self.resume()
             }
             network::SendBatches::NAME => {
-                let request: network::SendBatches = decode(payload)?;
+                let request: network::SendBatchesView =
+                    buildat_format::payload::decode_borrowed(payload)?;
                 for batch in request.batches {
-                    let peer = batch.peer;
-                    if let Err(error) = self.queue_batch(batch) {
-                        log::debug!("send_batches to peer {peer}: {error}");
+                    if let Err(error) = self.queue_batch(batch.peer, batch.packets) {
+                        log::debug!("send_batches to peer {}: {error}", batch.peer);
                     }
                 }
                 for multicast in request.multicasts {
@@ -913,15 +934,14 @@ impl Module for Network {
     fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
         buildat_interface::answer_calls!(function, payload, {
             Send => |request: Send| {
-                self.queue_batch(SendBatch {
-                    peer: request.peer,
-                    packets: vec![request.packet],
-                })
+                self.queue_batch(request.peer, [PacketView::from(&request.packet)])
             },
-            SendBatch => |batch| self.queue_batch(batch),
+            SendBatch => |batch: SendBatch| {
+                self.queue_batch(batch.peer, batch.packets.iter().map(PacketView::from))
+            },
             SendShared => |batch| self.queue_shared(batch),
             Broadcast => |request: Broadcast| {
-                self.queue_to_many(request.packet, None)
+                self.queue_to_many(PacketView::from(&request.packet), None)
             },
             ListPeers => |_| {
                 let mut peers: Vec<PeerInfo> = self

@@ -34,6 +34,9 @@ use crate::{Counters, Settings, Shared};
 
 /// Encoded bytes gathered from queued sends before writing them.
 const WRITE_BATCH: usize = 1 << 20;
+/// Output this big is written at once, whatever `network.write_delay_ms`
+/// says: the delay saves a write per small packet, not for bulk data.
+const WRITE_AT_ONCE: usize = 16 * 1024;
 
 /// A packet's payload as queued for a peer.
 pub(crate) enum Payload {
@@ -55,15 +58,71 @@ impl Payload {
     }
 }
 
+/// Packets to one peer handed over as one command, in order: every name
+/// and payload back to back in one buffer, so a tick's packets to a peer
+/// cost its task one wake-up and the module two allocations, not two per
+/// packet.
+#[derive(Default)]
+pub(crate) struct Batch {
+    bytes: Vec<u8>,
+    /// Each packet's (name length, payload length), in order.
+    lengths: Vec<(usize, usize)>,
+    /// What the packets add to the peer's backlog ([`Backlog::cost`]).
+    cost: usize,
+}
+
+impl Batch {
+    pub fn push(&mut self, name: &str, data: &[u8]) {
+        self.bytes.reserve(name.len() + data.len());
+        self.bytes.extend_from_slice(name.as_bytes());
+        self.bytes.extend_from_slice(data);
+        self.lengths.push((name.len(), data.len()));
+        self.cost += Backlog::cost(data.len());
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lengths.is_empty()
+    }
+
+    pub fn cost(&self) -> usize {
+        self.cost
+    }
+
+    /// The packets as (name, payload), in order.
+    pub fn packets(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        let mut rest = self.bytes.as_slice();
+        self.lengths.iter().map(move |&(name_len, data_len)| {
+            let (name, after) = rest.split_at(name_len.min(rest.len()));
+            let (data, after) = after.split_at(data_len.min(after.len()));
+            rest = after;
+            // Pushed from a `&str`: always valid.
+            (std::str::from_utf8(name).unwrap_or_default(), data)
+        })
+    }
+}
+
 /// What the module thread asks of a peer task.
 pub(crate) enum Command {
     Send {
         name: Arc<str>,
         data: Payload,
     },
+    /// Several packets, in order (see [`Batch`]).
+    Batch(Batch),
     Disconnect(String),
     /// Stop and hand back the socket and state (for a reload).
     Park(oneshot::Sender<Parked>),
+}
+
+impl Command {
+    /// What the command adds to the peer's backlog until its task takes it.
+    pub fn cost(&self) -> usize {
+        match self {
+            Self::Send { data, .. } => Backlog::cost(data.len()),
+            Self::Batch(batch) => batch.cost(),
+            Self::Disconnect(_) | Self::Park(_) => 0,
+        }
+    }
 }
 
 /// Everything about a peer but its socket; crosses a reload in tmp data.
@@ -147,13 +206,13 @@ impl Backlog {
         data_len + buildat_format::packet::FRAME_HEADER_LEN
     }
 
-    pub fn add(&self, data_len: usize) {
-        self.in_channel
-            .fetch_add(Self::cost(data_len), Ordering::AcqRel);
+    /// A command costing `cost` ([`Command::cost`]) was handed to the task.
+    pub fn add(&self, cost: usize) {
+        self.in_channel.fetch_add(cost, Ordering::AcqRel);
     }
 
-    fn take(&self, data_len: usize) {
-        let cost = Self::cost(data_len);
+    /// The task took a command costing `cost` off its channel.
+    fn take(&self, cost: usize) {
         let _ = self
             .in_channel
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
@@ -339,8 +398,18 @@ async fn run(
         return refuse_input(shared, stream, state, out, reason).await;
     }
     partial = track_partial(partial, state, false);
+    // When output held back is due to be written (`network.write_delay_ms`:
+    // with many peers connected, output waits that long from its first
+    // packet, so a tick's packets from several modules leave in one write,
+    // not one each); `None` while nothing is held.
+    let mut write_at: Option<Instant> = None;
     loop {
-        if let Err(reason) = flush(&shared.counters.bytes_out, stream, state, out) {
+        if write_at.is_some_and(|at| at <= Instant::now()) || out.len() >= WRITE_AT_ONCE {
+            write_at = None;
+        }
+        if write_at.is_none()
+            && let Err(reason) = flush(&shared.counters.bytes_out, stream, state, out)
+        {
             return Exit::Closed(reason);
         }
         let queued = state.unsent(out);
@@ -351,7 +420,7 @@ async fn run(
                 settings.max_queue_bytes
             ));
         }
-        let want_write = queued > 0;
+        let want_write = queued > 0 && write_at.is_none();
         // Out of budget: whole packets wait in the reader and the socket is
         // not read; the idle timeout (for incomplete packets) is off meanwhile.
         let throttled_until = budget.exhausted_until();
@@ -374,21 +443,29 @@ async fn run(
                 let Some(mut command) = command else {
                     return Exit::Closed("the network module is stopping".into());
                 };
+                if state.unsent(out) == 0 {
+                    let peers = shared.peer_count.load(Ordering::Relaxed);
+                    write_at = hold_until(settings.write_delay, settings.write_delay_peers, peers, Instant::now());
+                }
                 loop {
+                    let cost = command.cost();
                     match command {
                         Command::Send { name, data } => {
-                            let len = data.len();
                             let queued = match data {
                                 Payload::Whole(data) => out.push_packet(&mut state.types, &name, &data, None),
                                 Payload::Parts { head, body } => out.push_packet(&mut state.types, &name, &head, body),
                             };
-                            if let Err(error) = queued {
-                                log::warn!("peer {}: cannot send packet {name}: {error}", state.id);
-                            } else {
-                                Counters::add(&shared.counters.packets_out, 1);
+                            count_queued(shared, state.id, &name, queued);
+                            backlog.unsent.store(state.unsent(out), Ordering::Release);
+                            backlog.take(cost);
+                        }
+                        Command::Batch(batch) => {
+                            for (name, data) in batch.packets() {
+                                let queued = out.push_packet(&mut state.types, name, data, None);
+                                count_queued(shared, state.id, name, queued);
                             }
                             backlog.unsent.store(state.unsent(out), Ordering::Release);
-                            backlog.take(len);
+                            backlog.take(cost);
                         }
                         Command::Disconnect(reason) => {
                             say_goodbye(&shared.counters.bytes_out, stream, state, out, &reason).await;
@@ -449,6 +526,7 @@ async fn run(
                     return Exit::Closed(format!("write error: {error}"));
                 }
             }
+            _ = tokio::time::sleep_until(write_at.unwrap_or(far).into()), if write_at.is_some() => {}
             _ = tokio::time::sleep_until(throttled_until.unwrap_or(far).into()), if throttled_until.is_some() => {
                 if let Err(reason) = deliver_packets(shared, state, &mut budget) {
                     return refuse_input(shared, stream, state, out, reason).await;
@@ -479,6 +557,27 @@ async fn run(
                 ));
             }
         }
+    }
+}
+
+/// Until when output that starts at `now` is held with `peers` connected:
+/// `network.write_delay_ms` from now once at least
+/// `network.write_delay_peers` are connected, else not at all (with few
+/// peers the writes cost little and a pong leaves at once).
+fn hold_until(delay: Duration, from_peers: usize, peers: usize, now: Instant) -> Option<Instant> {
+    (peers >= from_peers && !delay.is_zero()).then(|| now + delay)
+}
+
+/// Counts a packet queued for the socket, or logs why it could not be.
+fn count_queued(
+    shared: &Shared,
+    peer: PeerId,
+    name: &str,
+    queued: Result<(), buildat_format::PacketTypeError>,
+) {
+    match queued {
+        Ok(()) => Counters::add(&shared.counters.packets_out, 1),
+        Err(error) => log::warn!("peer {peer}: cannot send packet {name}: {error}"),
     }
 }
 
@@ -709,6 +808,42 @@ pub(crate) async fn refuse(stream: TcpStream, reason: String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batch_gives_back_its_packets_in_order() {
+        let mut batch = Batch::default();
+        assert!(batch.is_empty());
+        batch.push("main:a", b"first");
+        batch.push("main:empty", b"");
+        batch.push("x", &[0, 1, 2]);
+        let packets: Vec<(&str, &[u8])> = batch.packets().collect();
+        assert_eq!(
+            packets,
+            [
+                ("main:a", &b"first"[..]),
+                ("main:empty", &b""[..]),
+                ("x", &[0, 1, 2][..])
+            ]
+        );
+        assert_eq!(
+            batch.cost(),
+            Backlog::cost(5) + Backlog::cost(0) + Backlog::cost(3)
+        );
+        assert_eq!(Command::Batch(batch).cost(), 8 + 3 * Backlog::cost(0));
+    }
+
+    #[test]
+    fn output_is_held_only_with_many_peers() {
+        let delay = Duration::from_millis(10);
+        let now = Instant::now();
+        assert_eq!(hold_until(delay, 200, 199, now), None, "few peers: at once");
+        assert_eq!(hold_until(delay, 200, 200, now), Some(now + delay));
+        assert_eq!(
+            hold_until(Duration::ZERO, 200, 5000, now),
+            None,
+            "no delay: at once"
+        );
+    }
 
     #[test]
     fn a_hold_stops_delivery_until_it_ends() {

@@ -244,6 +244,52 @@ pub struct Multicast {
     pub packet: OutgoingPacket,
 }
 
+/// [`SendBatches`] as the network module reads it: the same encoding,
+/// with every name and payload borrowed from the event's bytes instead of
+/// copied into a `String` and a `Vec` of its own (a tick's sends to a
+/// thousand players are thousands of packets). Senders encode
+/// [`SendBatches`]; this is only decoded.
+#[derive(Debug, PartialEq, Deserialize)]
+pub struct SendBatchesView<'a> {
+    #[serde(borrow)]
+    pub batches: Vec<SendBatchView<'a>>,
+    #[serde(borrow)]
+    pub multicasts: Vec<MulticastView<'a>>,
+}
+
+/// A [`SendBatch`] inside a [`SendBatchesView`].
+#[derive(Debug, PartialEq, Deserialize)]
+pub struct SendBatchView<'a> {
+    pub peer: PeerId,
+    #[serde(borrow)]
+    pub packets: Vec<PacketView<'a>>,
+}
+
+/// A [`Multicast`] inside a [`SendBatchesView`].
+#[derive(Debug, PartialEq, Deserialize)]
+pub struct MulticastView<'a> {
+    pub peers: Vec<PeerId>,
+    #[serde(borrow)]
+    pub packet: PacketView<'a>,
+}
+
+/// An [`OutgoingPacket`] borrowed from the bytes it was decoded from.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct PacketView<'a> {
+    pub name: &'a str,
+    #[serde(with = "serde_bytes")]
+    pub data: &'a [u8],
+}
+
+impl<'a> From<&'a OutgoingPacket> for PacketView<'a> {
+    fn from(packet: &'a OutgoingPacket) -> Self {
+        Self {
+            name: &packet.name,
+            data: &packet.data,
+        }
+    }
+}
+
 /// Queues packets to peers without waiting on the network module (emits
 /// [`SendBatches`]); nothing to do for no batches.
 pub fn queue(host: &Host, batches: Vec<SendBatch>) -> Result<(), ModuleError> {
@@ -329,6 +375,56 @@ mod tests {
             data: outgoing.data,
         };
         assert_eq!(received.packet::<DisconnectPacket>().unwrap(), packet);
+    }
+
+    #[test]
+    fn the_view_of_send_batches_reads_what_senders_encode() {
+        let packet = |name: &str, data: &[u8]| OutgoingPacket {
+            name: name.into(),
+            data: data.to_vec(),
+        };
+        let sent = SendBatches {
+            batches: vec![
+                SendBatch {
+                    peer: 7,
+                    packets: vec![packet("main:a", b"one"), packet("main:b", b"")],
+                },
+                SendBatch {
+                    peer: 9,
+                    packets: Vec::new(),
+                },
+            ],
+            multicasts: vec![Multicast {
+                peers: vec![1, 2, 3],
+                packet: packet("main:edits", &[0, 255, 7]),
+            }],
+        };
+        let bytes = buildat_interface::encode(&sent).unwrap();
+        let view: SendBatchesView = buildat_format::payload::decode_borrowed(&bytes).unwrap();
+        let expected = SendBatchesView {
+            batches: sent
+                .batches
+                .iter()
+                .map(|batch| SendBatchView {
+                    peer: batch.peer,
+                    packets: batch.packets.iter().map(PacketView::from).collect(),
+                })
+                .collect(),
+            multicasts: sent
+                .multicasts
+                .iter()
+                .map(|multicast| MulticastView {
+                    peers: multicast.peers.clone(),
+                    packet: PacketView::from(&multicast.packet),
+                })
+                .collect(),
+        };
+        assert_eq!(view, expected);
+        // A cut event is an error, not a panic.
+        for end in 0..bytes.len() {
+            let cut = bytes.get(..end).unwrap_or_default();
+            assert!(buildat_format::payload::decode_borrowed::<SendBatchesView>(cut).is_err());
+        }
     }
 }
 
