@@ -2,7 +2,8 @@
 //! `network:packet_received/<name>` events (within the peer's input budget:
 //! a token bucket charged for every frame, definitions included; when it is
 //! empty the socket is not read, so TCP pushes back on that sender alone),
-//! and writes queued packets in batches.
+//! and writes queued packets in batches (with many peers connected, held
+//! `network.write_delay_ms` from the first so a tick's leave together).
 //!
 //! Owns: a peer's socket, its packet reader (half-read input and the
 //! client's packet-type table, bounded in count), its packet-type table for
