@@ -575,34 +575,69 @@ impl Network {
         self.shared.command(peer, Command::Batch(batch))
     }
 
-    /// Queues one packet to each of `peers` (`None`: every peer), its
-    /// payload shared by all; answers how many it was queued to (peers
-    /// that left are skipped).
-    fn queue_to_many(
-        &self,
-        packet: PacketView,
-        peers: Option<&[PeerId]>,
-    ) -> Result<u64, ModuleError> {
+    /// Queues a `send_batches` event's packets: per peer its batches, then
+    /// the multicasts it is among, in the event's order, handed over as one
+    /// [`Batch`] command (one wake-up of its task, however many packets).
+    /// A packet with a bad name drops its batch, or its multicast; packets
+    /// to peers that left are dropped.
+    fn queue_send_batches(&self, request: network::SendBatchesView) {
+        let mut by_peer: HashMap<PeerId, Batch> = HashMap::new();
+        let max_name_len = self.shared.settings.max_name_len;
+        for batch in request.batches {
+            if let Some(error) = batch
+                .packets
+                .iter()
+                .find_map(|packet| check_name(packet.name, max_name_len).err())
+            {
+                log::debug!("send_batches to peer {}: {error}", batch.peer);
+                continue;
+            }
+            let queued = by_peer.entry(batch.peer).or_default();
+            for packet in &batch.packets {
+                queued.push(packet.name, packet.data);
+            }
+        }
+        for multicast in request.multicasts {
+            let packet = multicast.packet;
+            if let Err(error) = check_name(packet.name, max_name_len) {
+                log::debug!("send_batches to {} peers: {error}", multicast.peers.len());
+                continue;
+            }
+            for peer in multicast.peers {
+                by_peer
+                    .entry(peer)
+                    .or_default()
+                    .push(packet.name, packet.data);
+            }
+        }
+        for (peer, batch) in by_peer {
+            if batch.is_empty() {
+                continue;
+            }
+            if let Err(error) = self.shared.command(peer, Command::Batch(batch)) {
+                log::debug!("send_batches to peer {peer}: {error}");
+            }
+        }
+    }
+
+    /// Queues one packet to every peer, its payload shared by all;
+    /// answers how many it was queued to.
+    fn broadcast(&self, packet: PacketView) -> Result<u64, ModuleError> {
         check_name(packet.name, self.shared.settings.max_name_len)?;
         let name: Arc<str> = packet.name.into();
         let data = Arc::new(packet.data.to_vec());
         let handles = self.shared.peers();
-        let queue_to = |handle: &PeerHandle| {
-            let command = Command::Send {
-                name: name.clone(),
-                data: Payload::Whole(data.clone()),
-            };
-            handle.backlog.add(command.cost());
-            handle.commands.send(command).is_ok()
-        };
-        let queued = match peers {
-            None => handles.values().filter(|handle| queue_to(handle)).count(),
-            Some(peers) => peers
-                .iter()
-                .filter_map(|peer| handles.get(peer))
-                .filter(|handle| queue_to(handle))
-                .count(),
-        };
+        let queued = handles
+            .values()
+            .filter(|handle| {
+                let command = Command::Send {
+                    name: name.clone(),
+                    data: Payload::Whole(data.clone()),
+                };
+                handle.backlog.add(command.cost());
+                handle.commands.send(command).is_ok()
+            })
+            .count();
         Ok(queued as u64)
     }
 
@@ -914,17 +949,7 @@ impl Module for Network {
             network::SendBatches::NAME => {
                 let request: network::SendBatchesView =
                     buildat_format::payload::decode_borrowed(payload)?;
-                for batch in request.batches {
-                    if let Err(error) = self.queue_batch(batch.peer, batch.packets) {
-                        log::debug!("send_batches to peer {}: {error}", batch.peer);
-                    }
-                }
-                for multicast in request.multicasts {
-                    let peers = multicast.peers;
-                    if let Err(error) = self.queue_to_many(multicast.packet, Some(&peers)) {
-                        log::debug!("send_batches to {} peers: {error}", peers.len());
-                    }
-                }
+                self.queue_send_batches(request);
                 Ok(())
             }
             _ => Ok(()),
@@ -941,7 +966,7 @@ impl Module for Network {
             },
             SendShared => |batch| self.queue_shared(batch),
             Broadcast => |request: Broadcast| {
-                self.queue_to_many(PacketView::from(&request.packet), None)
+                self.broadcast(PacketView::from(&request.packet))
             },
             ListPeers => |_| {
                 let mut peers: Vec<PeerInfo> = self

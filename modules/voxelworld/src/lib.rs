@@ -67,7 +67,10 @@ use buildat_interface::log_limit::{LogLimiter, suppressed_note};
 use buildat_interface::{
     Event, Host, Module, ModuleError, UnloadKind, config, decode, events, export_module, log,
 };
-use buildat_network_api::{self as network, ClientDisconnected, PacketReceived, PeerId, SendBatch};
+use buildat_network_api::{
+    self as network, ClientDisconnected, Multicast, OutgoingPacket, PacketReceived, PeerId,
+    SendBatch, SendBatches,
+};
 use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
 use buildat_voxelworld_api::stream::{Ack, Registry};
 use buildat_voxelworld_api::{
@@ -191,7 +194,8 @@ struct WorldStash {
 
 impl buildat_interface::Stash for WorldStash {
     /// 2: voxel definitions carry their light; viewers their light updates.
-    const LAYOUT: u32 = 2;
+    /// 3: viewers' queued changes carry their chunk and order.
+    const LAYOUT: u32 = 3;
 }
 
 struct VoxelWorld {
@@ -392,18 +396,41 @@ impl VoxelWorld {
         for (section, distance) in outbox.generate {
             self.request_generation(section, Some(distance))?;
         }
-        let batches = outbox
-            .packets
+        // Two events, so every peer gets the registry and the changes
+        // before the chunks (the network queues an event's batches, then its
+        // multicasts): an update after a chunk sent whole with it, or with a
+        // newer change, would set a voxel back.
+        let batches = |packets: Vec<(PeerId, Vec<OutgoingPacket>)>| {
+            packets
+                .into_iter()
+                .map(|(peer, packets)| SendBatch { peer, packets })
+                .collect()
+        };
+        let multicasts = outbox
+            .alike
             .into_iter()
-            .map(|(peer, packets)| SendBatch { peer, packets })
+            .map(|alike| Multicast {
+                peers: alike.peers,
+                packet: OutgoingPacket {
+                    name: alike.name.to_string(),
+                    data: Arc::unwrap_or_clone(alike.data),
+                },
+            })
             .collect();
-        self.send_batches(batches);
+        self.send(SendBatches {
+            batches: batches(outbox.first),
+            multicasts,
+        });
+        self.send(SendBatches {
+            batches: batches(outbox.packets),
+            multicasts: Vec::new(),
+        });
         Ok(())
     }
 
     /// Queues packets to peers without waiting on the network module.
-    fn send_batches(&self, batches: Vec<SendBatch>) {
-        if let Err(error) = network::queue(&self.host, batches) {
+    fn send(&self, sends: SendBatches) {
+        if let Err(error) = network::queue_sends(&self.host, sends) {
             log::debug!("streaming: {error}");
         }
     }
@@ -437,9 +464,12 @@ impl VoxelWorld {
         refused.map_or(Ok(()), Err)
     }
 
-    fn send_packets(&self, peer: PeerId, packets: Vec<network::OutgoingPacket>) {
+    fn send_packets(&self, peer: PeerId, packets: Vec<OutgoingPacket>) {
         if !packets.is_empty() {
-            self.send_batches(vec![SendBatch { peer, packets }]);
+            self.send(SendBatches {
+                batches: vec![SendBatch { peer, packets }],
+                multicasts: Vec::new(),
+            });
         }
     }
 

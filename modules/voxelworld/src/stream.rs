@@ -4,7 +4,8 @@
 //! and for chunks that change: the single voxels that changed
 //! (`voxelworld:voxels`), or the whole chunk again when many did. Each chunk
 //! is followed by its light (`voxelworld:light`), and a held chunk's light
-//! again when a relight changed it.
+//! again when a relight changed it. A change is encoded once and goes to
+//! all its holders as one packet ([`Outbox::alike`]).
 //!
 //! Owns: viewers (peer → what it holds, what it still wants, what is in
 //! flight), who holds each chunk (the viewers' held chunks inverted, kept
@@ -16,7 +17,7 @@
 //! the outbox, so nothing is recorded as sent that was dropped. Does not own: the world (`world.rs`), sockets (`network`), or
 //! where players are (a game module tells us with `set_viewer`).
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -44,17 +45,38 @@ pub struct Viewer {
     /// Held chunks that changed and must be sent again.
     resend: BTreeSet<Pos>,
     /// Encoded `voxelworld:voxels` packets for held chunks, to send next.
-    updates: Vec<Arc<Vec<u8>>>,
+    updates: Vec<Queued>,
     /// Encoded `voxelworld:light` packets for held chunks whose light
-    /// changed, to send after the voxel updates.
-    lights: Vec<(Pos, Arc<Vec<u8>>)>,
+    /// changed (one per chunk, the newest), to send after the voxel updates.
+    lights: Vec<Queued>,
     in_flight: u32,
     registry_sent: bool,
 }
 
-/// What a pump wants done: packets per peer, sections it waits on.
+/// A change's packet waiting for a viewer: the same `packet` (one encoding)
+/// waits for every holder of `chunk` it concerns, under one `order`, so a
+/// pump sends it once to all of them.
+#[derive(Serialize, Deserialize)]
+struct Queued {
+    chunk: Pos,
+    /// When the change was made, among every viewer's queued packets.
+    order: u64,
+    packet: Arc<Vec<u8>>,
+}
+
+/// What a pump wants done: packets per peer, sections it waits on. Each
+/// peer is sent its `first` packets, then the `alike` ones it is among, then
+/// its `packets`, in that order.
 #[derive(Default)]
 pub struct Outbox {
+    /// Per peer, what goes before the changes (the registry).
+    pub first: Vec<(PeerId, Vec<OutgoingPacket>)>,
+    /// The changes to held chunks (voxel updates, then relit light), in the
+    /// order they were made, each encoded once for all the peers it goes
+    /// to: a change seen by a thousand players costs one packet here, not
+    /// a thousand.
+    pub alike: Vec<Alike>,
+    /// Per peer, the chunks sent whole (each followed by its light).
     pub packets: Vec<(PeerId, Vec<OutgoingPacket>)>,
     /// Sections to generate, with the distance of the player waiting
     /// (squared, in chunks, from its chunk to the section's chunk it wants).
@@ -67,8 +89,18 @@ pub struct Outbox {
     pub unfinished: bool,
 }
 
+/// One packet several peers get alike (see [`Outbox::alike`]).
+#[derive(Debug)]
+pub struct Alike {
+    pub name: &'static str,
+    pub data: Arc<Vec<u8>>,
+    pub peers: Vec<PeerId>,
+}
+
 pub struct Streamer {
     viewers: HashMap<PeerId, Viewer>,
+    /// Changes' packets queued so far (the next one's [`Queued::order`]).
+    queued_changes: u64,
     /// Who holds each chunk: exactly the viewers whose `held` has it.
     holders: HoldersIndex,
     radius: i32,
@@ -155,6 +187,7 @@ impl Streamer {
         Self {
             viewers: HashMap::new(),
             holders: HoldersIndex::default(),
+            queued_changes: 0,
             radius: radius.clamp(0, 32),
             budget: budget.max(1),
             cache: PacketCache::default(),
@@ -178,6 +211,12 @@ impl Streamer {
     /// the reload wait in the module's queue and arrive afterwards).
     pub fn restore_viewers(&mut self, viewers: HashMap<PeerId, Viewer>) {
         self.holders = HoldersIndex::rebuild(&viewers);
+        let newest = viewers
+            .values()
+            .flat_map(|viewer| viewer.updates.iter().chain(&viewer.lights))
+            .map(|queued| queued.order + 1)
+            .max();
+        self.queued_changes = self.queued_changes.max(newest.unwrap_or(0));
         self.viewers = viewers;
     }
 
@@ -209,7 +248,8 @@ impl Streamer {
             viewer.held.remove(&chunk);
             self.holders.release(chunk, peer);
             viewer.resend.remove(&chunk);
-            viewer.lights.retain(|(lit, _)| *lit != chunk);
+            viewer.updates.retain(|queued| queued.chunk != chunk);
+            viewer.lights.retain(|queued| queued.chunk != chunk);
             if let Ok(packet) = OutgoingPacket::new(&UnloadChunk { chunk }) {
                 packets.push(packet);
             }
@@ -290,11 +330,16 @@ impl Streamer {
             return self.chunk_changed(chunk, holders);
         };
         let packet = Arc::new(packet);
+        let order = self.next_order();
         for peer in self.holders.of(&chunk) {
             if let Some(viewer) = self.viewers.get_mut(&peer)
                 && !viewer.resend.contains(&chunk)
             {
-                viewer.updates.push(packet.clone());
+                viewer.updates.push(Queued {
+                    chunk,
+                    order,
+                    packet: packet.clone(),
+                });
                 holders.insert(peer);
             }
         }
@@ -311,15 +356,26 @@ impl Streamer {
         holders: &mut BTreeSet<PeerId>,
     ) {
         self.light_cache.insert(chunk, packet.clone());
+        let order = self.next_order();
         for peer in self.holders.of(&chunk) {
             if let Some(viewer) = self.viewers.get_mut(&peer)
                 && !viewer.resend.contains(&chunk)
             {
-                viewer.lights.retain(|(lit, _)| *lit != chunk);
-                viewer.lights.push((chunk, packet.clone()));
+                viewer.lights.retain(|queued| queued.chunk != chunk);
+                viewer.lights.push(Queued {
+                    chunk,
+                    order,
+                    packet: packet.clone(),
+                });
                 holders.insert(peer);
             }
         }
+    }
+
+    /// The order of a change queued now.
+    fn next_order(&mut self) -> u64 {
+        self.queued_changes += 1;
+        self.queued_changes - 1
     }
 
     /// A chunk's encoded `voxelworld:light`, cached until its light changes.
@@ -388,6 +444,8 @@ impl Streamer {
             }
         };
         let mut encoded_any = false;
+        // By (voxel updates before light, order made).
+        let mut alike: BTreeMap<(bool, u64), Alike> = BTreeMap::new();
         for peer in peers {
             let mut packets = Vec::new();
             let Some(viewer) = self.viewers.get_mut(&peer) else {
@@ -395,24 +453,29 @@ impl Streamer {
             };
             if !viewer.registry_sent {
                 viewer.registry_sent = true;
-                packets.push(OutgoingPacket {
+                let registry = OutgoingPacket {
                     name: stream::Registry::NAME.to_string(),
                     data: registry.to_vec(),
-                });
+                };
+                outbox.first.push((peer, vec![registry]));
             }
             // Voxel updates (not counted against the budget: they are
             // small), then changed chunks, then new ones nearest first.
-            for update in viewer.updates.drain(..) {
-                packets.push(OutgoingPacket {
-                    name: VoxelUpdates::NAME.to_string(),
-                    data: update.as_ref().clone(),
-                });
-            }
-            for (_, light) in viewer.lights.drain(..) {
-                packets.push(OutgoingPacket {
-                    name: Light::NAME.to_string(),
-                    data: light.as_ref().clone(),
-                });
+            let updates = viewer
+                .updates
+                .drain(..)
+                .map(|q| (false, VoxelUpdates::NAME, q));
+            let lights = viewer.lights.drain(..).map(|q| (true, Light::NAME, q));
+            for (is_light, name, queued) in updates.chain(lights) {
+                alike
+                    .entry((is_light, queued.order))
+                    .or_insert_with(|| Alike {
+                        name,
+                        data: queued.packet,
+                        peers: Vec::new(),
+                    })
+                    .peers
+                    .push(peer);
             }
             let mut picked = Vec::new();
             // Out of time: this viewer's chunks wait for the next slice
@@ -518,6 +581,7 @@ impl Streamer {
                 outbox.packets.push((peer, packets));
             }
         }
+        outbox.alike = alike.into_values().collect();
         outbox
     }
 }
@@ -675,12 +739,16 @@ mod tests {
         assert_eq!(sent.into_iter().collect::<HashSet<_>>(), all);
     }
 
-    /// The names of the packets a pump sent, in order.
+    /// The names of the packets a pump sent, in the order a peer gets them
+    /// (with one peer: every packet).
     fn names(outbox: &Outbox) -> Vec<&str> {
-        outbox
-            .packets
-            .iter()
-            .flat_map(|(_, packets)| packets.iter().map(|p| p.name.as_str()))
+        let first = outbox.first.iter().flat_map(|(_, packets)| packets);
+        let alike = outbox.alike.iter().map(|alike| alike.name);
+        let last = outbox.packets.iter().flat_map(|(_, packets)| packets);
+        first
+            .map(|p| p.name.as_str())
+            .chain(alike)
+            .chain(last.map(|p| p.name.as_str()))
             .collect()
     }
 
@@ -729,11 +797,66 @@ mod tests {
         assert_eq!(holders, BTreeSet::from([1]));
         let outbox = streamer.pump(&mut world, b"registry", Some(&[1]), far());
         assert_eq!(names(&outbox), [Light::NAME]);
-        let light = Light::decode(&outbox.packets[0].1[0].data).unwrap();
+        assert_eq!(outbox.alike[0].peers, [1]);
+        let light = Light::decode(&outbox.alike[0].data).unwrap();
         assert_eq!(light.chunk, [0, 0, 0]);
         assert_eq!(
             buildat_format::decode_light(&light.light, CHUNK_VOLUME).unwrap(),
             vec![0; CHUNK_VOLUME]
         );
+    }
+
+    #[test]
+    fn a_change_is_one_packet_for_all_its_holders_in_the_order_changes_were_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut world, _) = faulty(dir.path(), 64);
+        for x in -2..=2 {
+            generate(&mut world, [x, 0, 0], "stone");
+            generate(&mut world, [x, -1, 0], "stone");
+        }
+        let mut streamer = Streamer::new(1, 64);
+        // 1 holds [-1..=1, _, _], 2 holds [1..=3, _, _]: they share [1, 0, 0].
+        streamer.set_viewer(1, [0.5, 0.5, 0.5]);
+        streamer.set_viewer(2, [64.5, 0.5, 0.5]);
+        streamer.pump(&mut world, b"registry", None, far());
+        let (own, shared) = ([0, 0, 0], [1, 0, 0]);
+        let mut told = BTreeSet::new();
+        streamer.voxels_changed(own, Some(&[(0, 1)]), &mut told);
+        streamer.voxels_changed(shared, Some(&[(1, 1)]), &mut told);
+        streamer.voxels_changed(own, Some(&[(2, 1)]), &mut told);
+        let light = Arc::new(encode_light_packet(shared, &[0; CHUNK_VOLUME]).unwrap());
+        streamer.light_changed(shared, light, &mut told);
+        let outbox = streamer.pump(&mut world, b"registry", None, far());
+        let sent: Vec<(&str, Pos, Vec<PeerId>)> = outbox
+            .alike
+            .iter()
+            .map(|alike| {
+                let chunk = match alike.name {
+                    VoxelUpdates::NAME => VoxelUpdates::decode(&alike.data).unwrap().chunk,
+                    _ => Light::decode(&alike.data).unwrap().chunk,
+                };
+                (alike.name, chunk, alike.peers.clone())
+            })
+            .collect();
+        assert_eq!(
+            sent,
+            [
+                (VoxelUpdates::NAME, own, vec![1]),
+                (VoxelUpdates::NAME, shared, vec![1, 2]),
+                (VoxelUpdates::NAME, own, vec![1]),
+                (Light::NAME, shared, vec![1, 2]),
+            ],
+            "one packet per change, to every holder, in order"
+        );
+        assert!(outbox.packets.is_empty(), "no chunk is resent");
+        // Sent once: the next pump has nothing.
+        let outbox = streamer.pump(&mut world, b"registry", None, far());
+        assert!(outbox.alike.is_empty());
+        // A holder walking away is not sent what changed in what it let go.
+        streamer.voxels_changed(shared, Some(&[(3, 1)]), &mut told);
+        streamer.set_viewer(1, [-100.5, 0.5, 0.5]);
+        let outbox = streamer.pump(&mut world, b"registry", Some(&[1, 2]), far());
+        let peers: Vec<&[PeerId]> = outbox.alike.iter().map(|a| a.peers.as_slice()).collect();
+        assert_eq!(peers, [&[2][..]]);
     }
 }

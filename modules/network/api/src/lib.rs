@@ -237,6 +237,13 @@ impl Event for SendBatches {
     const NAME: &'static str = "network:send_batches";
 }
 
+impl SendBatches {
+    /// Nothing to send.
+    pub fn is_empty(&self) -> bool {
+        self.batches.is_empty() && self.multicasts.is_empty()
+    }
+}
+
 /// One packet to several peers, its payload shared by all of them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Multicast {
@@ -293,25 +300,34 @@ impl<'a> From<&'a OutgoingPacket> for PacketView<'a> {
 /// Queues packets to peers without waiting on the network module (emits
 /// [`SendBatches`]); nothing to do for no batches.
 pub fn queue(host: &Host, batches: Vec<SendBatch>) -> Result<(), ModuleError> {
-    if batches.is_empty() {
-        return Ok(());
-    }
-    host.emit(&SendBatches {
-        batches,
-        multicasts: Vec::new(),
-    })
+    queue_sends(
+        host,
+        SendBatches {
+            batches,
+            multicasts: Vec::new(),
+        },
+    )
 }
 
 /// Queues packets each to several peers without waiting (see [`queue`]
 /// and [`Multicast`]); nothing to do for none.
 pub fn queue_multicasts(host: &Host, multicasts: Vec<Multicast>) -> Result<(), ModuleError> {
-    if multicasts.is_empty() {
+    queue_sends(
+        host,
+        SendBatches {
+            batches: Vec::new(),
+            multicasts,
+        },
+    )
+}
+
+/// Queues batches, then multicasts, without waiting (emits `sends`);
+/// nothing to do when it is empty.
+pub fn queue_sends(host: &Host, sends: SendBatches) -> Result<(), ModuleError> {
+    if sends.is_empty() {
         return Ok(());
     }
-    host.emit(&SendBatches {
-        batches: Vec::new(),
-        multicasts,
-    })
+    host.emit(&sends)
 }
 
 /// Queues one packet to one peer without waiting (see [`queue`]).
