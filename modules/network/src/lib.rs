@@ -152,6 +152,10 @@ impl Settings {
     }
 }
 
+/// A map by peer. Peer ids are the server's own counter, not chosen by
+/// anyone outside, so there is no flood to resist: the fast hash.
+type PeerMap<V> = HashMap<PeerId, V, foldhash::fast::RandomState>;
+
 struct PeerHandle {
     address: String,
     ip: Option<IpAddr>,
@@ -163,7 +167,7 @@ struct PeerHandle {
 pub(crate) struct Shared {
     pub host: Host,
     pub settings: Settings,
-    peers: Mutex<HashMap<PeerId, PeerHandle>>,
+    peers: Mutex<PeerMap<PeerHandle>>,
     /// `peers`' length, read by every peer task for its fair share.
     pub peer_count: AtomicUsize,
     next_peer: AtomicU64,
@@ -263,7 +267,7 @@ impl QueueWatch {
 }
 
 impl Shared {
-    fn peers(&self) -> MutexGuard<'_, HashMap<PeerId, PeerHandle>> {
+    fn peers(&self) -> MutexGuard<'_, PeerMap<PeerHandle>> {
         self.peers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -368,7 +372,15 @@ impl Shared {
 
     /// Hands `command` to the peer's task; answers the peer's backlog in bytes.
     fn command(&self, peer: PeerId, command: Command) -> Result<u64, ModuleError> {
-        let peers = self.peers();
+        Self::command_in(&self.peers(), peer, command)
+    }
+
+    /// [`Self::command`] with the peers already locked.
+    fn command_in(
+        peers: &PeerMap<PeerHandle>,
+        peer: PeerId,
+        command: Command,
+    ) -> Result<u64, ModuleError> {
         let handle = peers
             .get(&peer)
             .ok_or_else(|| ModuleError::msg(format!("no peer {peer} is connected")))?;
@@ -581,7 +593,8 @@ impl Network {
     /// A packet with a bad name drops its batch, or its multicast; packets
     /// to peers that left are dropped.
     fn queue_send_batches(&self, request: network::SendBatchesView) {
-        let mut by_peer: HashMap<PeerId, Batch> = HashMap::new();
+        let mut by_peer: PeerMap<Batch> =
+            PeerMap::with_capacity_and_hasher(request.batches.len(), Default::default());
         let max_name_len = self.shared.settings.max_name_len;
         for batch in request.batches {
             if let Some(error) = batch
@@ -610,11 +623,12 @@ impl Network {
                     .push(packet.name, packet.data);
             }
         }
+        let peers = self.shared.peers();
         for (peer, batch) in by_peer {
             if batch.is_empty() {
                 continue;
             }
-            if let Err(error) = self.shared.command(peer, Command::Batch(batch)) {
+            if let Err(error) = Shared::command_in(&peers, peer, Command::Batch(batch)) {
                 log::debug!("send_batches to peer {peer}: {error}");
             }
         }
@@ -906,7 +920,7 @@ impl Module for Network {
             shared: Arc::new(Shared {
                 host,
                 settings,
-                peers: Mutex::new(HashMap::new()),
+                peers: Mutex::new(PeerMap::default()),
                 peer_count: AtomicUsize::new(0),
                 next_peer: AtomicU64::new(1),
                 admission: Mutex::new(admission),
