@@ -576,53 +576,18 @@ impl Network {
         peer: PeerId,
         packets: impl IntoIterator<Item = PacketView<'a>>,
     ) -> Result<u64, ModuleError> {
-        let mut batch = Batch::default();
-        for packet in packets {
-            check_name(packet.name, self.shared.settings.max_name_len)?;
-            batch.push(packet.name, packet.data);
-        }
+        let batch = batch_of(packets, self.shared.settings.max_name_len)?;
         if batch.is_empty() {
             return Ok(0);
         }
         self.shared.command(peer, Command::Batch(batch))
     }
 
-    /// Queues a `send_batches` event's packets: per peer its batches, then
-    /// the multicasts it is among, in the event's order, handed over as one
-    /// [`Batch`] command (one wake-up of its task, however many packets).
-    /// A packet with a bad name drops its batch, or its multicast; packets
-    /// to peers that left are dropped.
+    /// Queues a `send_batches` event's packets ([`batches_by_peer`]), one
+    /// [`Batch`] command per peer (one wake-up of its task, however many
+    /// packets); packets to peers that left are dropped.
     fn queue_send_batches(&self, request: network::SendBatchesView) {
-        let mut by_peer: PeerMap<Batch> =
-            PeerMap::with_capacity_and_hasher(request.batches.len(), Default::default());
-        let max_name_len = self.shared.settings.max_name_len;
-        for batch in request.batches {
-            if let Some(error) = batch
-                .packets
-                .iter()
-                .find_map(|packet| check_name(packet.name, max_name_len).err())
-            {
-                log::debug!("send_batches to peer {}: {error}", batch.peer);
-                continue;
-            }
-            let queued = by_peer.entry(batch.peer).or_default();
-            for packet in &batch.packets {
-                queued.push(packet.name, packet.data);
-            }
-        }
-        for multicast in request.multicasts {
-            let packet = multicast.packet;
-            if let Err(error) = check_name(packet.name, max_name_len) {
-                log::debug!("send_batches to {} peers: {error}", multicast.peers.len());
-                continue;
-            }
-            for peer in multicast.peers {
-                by_peer
-                    .entry(peer)
-                    .or_default()
-                    .push(packet.name, packet.data);
-            }
-        }
+        let by_peer = batches_by_peer(request, self.shared.settings.max_name_len);
         let peers = self.shared.peers();
         for (peer, batch) in by_peer {
             if batch.is_empty() {
@@ -1041,6 +1006,55 @@ impl Module for Network {
     }
 }
 
+/// `packets` as one [`Batch`], in order; an error, and no batch, if a name
+/// is refused.
+fn batch_of<'a>(
+    packets: impl IntoIterator<Item = PacketView<'a>>,
+    max_name_len: usize,
+) -> Result<Batch, ModuleError> {
+    let mut batch = Batch::default();
+    for packet in packets {
+        check_name(packet.name, max_name_len)?;
+        batch.push(packet.name, packet.data);
+    }
+    Ok(batch)
+}
+
+/// What a `send_batches` event gives each peer, in order: its batches, then
+/// the multicasts it is among. A packet with a refused name drops its
+/// batch, or its multicast, and nothing else.
+fn batches_by_peer(request: network::SendBatchesView, max_name_len: usize) -> PeerMap<Batch> {
+    let mut by_peer: PeerMap<Batch> =
+        PeerMap::with_capacity_and_hasher(request.batches.len(), Default::default());
+    for batch in request.batches {
+        match batch_of(batch.packets, max_name_len) {
+            Ok(packets) => match by_peer.entry(batch.peer) {
+                std::collections::hash_map::Entry::Vacant(entry) => {
+                    entry.insert(packets);
+                }
+                std::collections::hash_map::Entry::Occupied(mut entry) => {
+                    entry.get_mut().append(&packets);
+                }
+            },
+            Err(error) => log::debug!("send_batches to peer {}: {error}", batch.peer),
+        }
+    }
+    for multicast in request.multicasts {
+        let packet = multicast.packet;
+        if let Err(error) = check_name(packet.name, max_name_len) {
+            log::debug!("send_batches to {} peers: {error}", multicast.peers.len());
+            continue;
+        }
+        for peer in multicast.peers {
+            by_peer
+                .entry(peer)
+                .or_default()
+                .push(packet.name, packet.data);
+        }
+    }
+    by_peer
+}
+
 fn check_name(name: &str, max: usize) -> Result<(), ModuleError> {
     if name.is_empty() || name.len() > max {
         return Err(ModuleError::msg(format!(
@@ -1051,3 +1065,87 @@ fn check_name(name: &str, max: usize) -> Result<(), ModuleError> {
 }
 
 export_module!(Network);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use buildat_network_api::{Multicast, OutgoingPacket, SendBatch, SendBatches};
+
+    fn packet(name: &str, data: &[u8]) -> OutgoingPacket {
+        OutgoingPacket {
+            name: name.to_string(),
+            data: data.to_vec(),
+        }
+    }
+
+    #[test]
+    fn an_event_gives_each_peer_its_batches_then_its_multicasts_in_order() {
+        let event = SendBatches {
+            batches: vec![
+                SendBatch {
+                    peer: 1,
+                    packets: vec![packet("a:first", b"1"), packet("a:second", b"2")],
+                },
+                SendBatch {
+                    peer: 2,
+                    packets: vec![packet("a:first", b"3")],
+                },
+                SendBatch {
+                    peer: 1,
+                    packets: vec![packet("a:third", b"4")],
+                },
+                SendBatch {
+                    peer: 2,
+                    packets: vec![packet("a:ok", b"5"), packet("", b"refused")],
+                },
+            ],
+            multicasts: vec![
+                Multicast {
+                    peers: vec![2, 1, 3],
+                    packet: packet("a:news", b"6"),
+                },
+                Multicast {
+                    peers: vec![1],
+                    packet: packet(&"x".repeat(300), b"refused"),
+                },
+                Multicast {
+                    peers: vec![1],
+                    packet: packet("a:news", b"7"),
+                },
+            ],
+        };
+        let bytes = buildat_interface::encode(&event).unwrap();
+        let view: network::SendBatchesView =
+            buildat_format::payload::decode_borrowed(&bytes).unwrap();
+        let by_peer = batches_by_peer(view, 256);
+        let got = |peer: PeerId| -> Vec<(String, Vec<u8>)> {
+            by_peer[&peer]
+                .packets()
+                .map(|(name, data)| (name.to_string(), data.to_vec()))
+                .collect()
+        };
+        let want = |packets: &[(&str, &[u8])]| -> Vec<(String, Vec<u8>)> {
+            packets
+                .iter()
+                .map(|(name, data)| (name.to_string(), data.to_vec()))
+                .collect()
+        };
+        assert_eq!(
+            got(1),
+            want(&[
+                ("a:first", b"1"),
+                ("a:second", b"2"),
+                ("a:third", b"4"),
+                ("a:news", b"6"),
+                ("a:news", b"7"),
+            ])
+        );
+        assert_eq!(
+            got(2),
+            want(&[("a:first", b"3"), ("a:news", b"6")]),
+            "the batch with a refused name is dropped whole, nothing else"
+        );
+        assert_eq!(got(3), want(&[("a:news", b"6")]));
+        assert_eq!(by_peer.len(), 3);
+    }
+}

@@ -81,6 +81,13 @@ impl Batch {
         self.cost += Backlog::cost(data.len());
     }
 
+    /// Adds `other`'s packets after these.
+    pub fn append(&mut self, other: &Batch) {
+        self.bytes.extend_from_slice(&other.bytes);
+        self.lengths.extend_from_slice(&other.lengths);
+        self.cost += other.cost;
+    }
+
     pub fn is_empty(&self) -> bool {
         self.lengths.is_empty()
     }

@@ -627,14 +627,20 @@ mod tests {
         assert_eq!(streamer.holders.0, inverted.0);
     }
 
-    #[test]
-    fn who_holds_a_chunk_follows_moves_pumps_leaves_and_reloads() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut world, _) = faulty(dir.path(), 256);
+    /// A world whose sections x -2..=2, y -1..=0, z 0 are stone.
+    fn stone_row(dir: &std::path::Path, budget: usize) -> World {
+        let (mut world, _) = faulty(dir, budget);
         for x in -2..=2 {
             generate(&mut world, [x, 0, 0], "stone");
             generate(&mut world, [x, -1, 0], "stone");
         }
+        world
+    }
+
+    #[test]
+    fn who_holds_a_chunk_follows_moves_pumps_leaves_and_reloads() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut world = stone_row(dir.path(), 256);
         let mut streamer = Streamer::new(1, 64);
         streamer.set_viewer(1, [0.5, 0.5, 0.5]);
         streamer.set_viewer(2, [40.5, 0.5, 0.5]);
@@ -809,11 +815,7 @@ mod tests {
     #[test]
     fn a_change_is_one_packet_for_all_its_holders_in_the_order_changes_were_made() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut world, _) = faulty(dir.path(), 64);
-        for x in -2..=2 {
-            generate(&mut world, [x, 0, 0], "stone");
-            generate(&mut world, [x, -1, 0], "stone");
-        }
+        let mut world = stone_row(dir.path(), 64);
         let mut streamer = Streamer::new(1, 64);
         // 1 holds [-1..=1, _, _], 2 holds [1..=3, _, _]: they share [1, 0, 0].
         streamer.set_viewer(1, [0.5, 0.5, 0.5]);
