@@ -261,14 +261,24 @@ impl Server {
         needle: &str,
         timeout: Duration,
     ) -> Option<String> {
+        self.wait_for_line(from, |line| line.contains(needle), timeout)
+    }
+
+    /// Waits for a line, from the `from`-th on, that `wanted` accepts.
+    pub fn wait_for_line(
+        &mut self,
+        from: usize,
+        wanted: impl Fn(&str) -> bool,
+        timeout: Duration,
+    ) -> Option<String> {
         // Lines are taken one at a time up to the match, not all that are
         // waiting: `output` then holds what came up to it, no more.
-        if let Some(line) = self.seen.get(from..)?.iter().find(|l| l.contains(needle)) {
+        if let Some(line) = self.seen.get(from..)?.iter().find(|l| wanted(l)) {
             return Some(line.clone());
         }
         let deadline = Instant::now() + timeout;
         while let Some(line) = self.next_line(deadline) {
-            if line.contains(needle) {
+            if wanted(&line) {
                 return Some(line);
             }
         }
