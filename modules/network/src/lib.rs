@@ -1024,17 +1024,17 @@ fn batch_of<'a>(
 /// the multicasts it is among. A packet with a refused name drops its
 /// batch, or its multicast, and nothing else.
 fn batches_by_peer(request: network::SendBatchesView, max_name_len: usize) -> PeerMap<Batch> {
+    use std::collections::hash_map::Entry;
     let mut by_peer: PeerMap<Batch> =
         PeerMap::with_capacity_and_hasher(request.batches.len(), Default::default());
     for batch in request.batches {
         match batch_of(batch.packets, max_name_len) {
+            // The first batch for a peer is moved in, later ones appended.
             Ok(packets) => match by_peer.entry(batch.peer) {
-                std::collections::hash_map::Entry::Vacant(entry) => {
+                Entry::Vacant(entry) => {
                     entry.insert(packets);
                 }
-                std::collections::hash_map::Entry::Occupied(mut entry) => {
-                    entry.get_mut().append(&packets);
-                }
+                Entry::Occupied(mut entry) => entry.get_mut().append(&packets),
             },
             Err(error) => log::debug!("send_batches to peer {}: {error}", batch.peer),
         }
@@ -1072,10 +1072,7 @@ mod tests {
     use buildat_network_api::{Multicast, OutgoingPacket, SendBatch, SendBatches};
 
     fn packet(name: &str, data: &[u8]) -> OutgoingPacket {
-        OutgoingPacket {
-            name: name.to_string(),
-            data: data.to_vec(),
-        }
+        OutgoingPacket::named(name, data)
     }
 
     #[test]

@@ -79,6 +79,14 @@ pub struct OutgoingPacket {
 }
 
 impl OutgoingPacket {
+    /// A packet already encoded, under `name`.
+    pub fn named(name: impl Into<String>, data: impl Into<Vec<u8>>) -> Self {
+        Self {
+            name: name.into(),
+            data: data.into(),
+        }
+    }
+
     /// Encodes `packet` by its definition.
     pub fn new<P: Packet>(packet: &P) -> Result<Self, PayloadError> {
         Ok(Self {
@@ -395,10 +403,7 @@ mod tests {
 
     #[test]
     fn the_view_of_send_batches_reads_what_senders_encode() {
-        let packet = |name: &str, data: &[u8]| OutgoingPacket {
-            name: name.into(),
-            data: data.to_vec(),
-        };
+        let packet = |name: &str, data: &[u8]| OutgoingPacket::named(name, data);
         let sent = SendBatches {
             batches: vec![
                 SendBatch {
