@@ -242,7 +242,7 @@ fn play(session: &str, address: &str, seconds: f64, stderr: &Mutex<()>) -> i32 {
                     unacked += 1;
                 }
                 Edits::NAME => {
-                    window.edits += Edits::decode(&packet.data).map_or(0, |e| e.edits.len() as u64);
+                    window.edits += Edits::count(&packet.data).map_or(0, |n| n as u64);
                 }
                 Refused::NAME => window.refused += 1,
                 Correct::NAME => {

@@ -170,6 +170,8 @@ pub(crate) struct Shared {
     peers: Mutex<PeerMap<PeerHandle>>,
     /// `peers`' length, read by every peer task for its fair share.
     pub peer_count: AtomicUsize,
+    /// Where every peer's write slots are counted from (`peer::write_hold`).
+    pub epoch: Instant,
     next_peer: AtomicU64,
     /// Connections and connect rates per address.
     admission: Mutex<Admission>,
@@ -887,6 +889,7 @@ impl Module for Network {
                 settings,
                 peers: Mutex::new(PeerMap::default()),
                 peer_count: AtomicUsize::new(0),
+                epoch: Instant::now(),
                 next_peer: AtomicU64::new(1),
                 admission: Mutex::new(admission),
                 peer_cap,

@@ -3,7 +3,8 @@
 //! a token bucket charged for every frame, definitions included; when it is
 //! empty the socket is not read, so TCP pushes back on that sender alone),
 //! and writes queued packets in batches (with many peers connected, held
-//! `network.write_delay_ms` from the first so a tick's leave together).
+//! until the peer's own slot in every `network.write_delay_ms`, so a tick's
+//! leave together and the peers' writes do not all come at once).
 //!
 //! Owns: a peer's socket, its packet reader (half-read input and the
 //! client's packet-type table, bounded in count), its packet-type table for
@@ -453,7 +454,15 @@ async fn run(
                 };
                 if state.unsent(out) == 0 {
                     let peers = shared.peer_count.load(Ordering::Relaxed);
-                    write_at = hold_until(settings.write_delay, settings.write_delay_peers, peers, Instant::now());
+                    let now = Instant::now();
+                    write_at = write_hold(
+                        settings.write_delay,
+                        settings.write_delay_peers,
+                        peers,
+                        state.id,
+                        now.saturating_duration_since(shared.epoch),
+                    )
+                    .map(|hold| now + hold);
                 }
                 loop {
                     let cost = command.cost();
@@ -568,12 +577,33 @@ async fn run(
     }
 }
 
-/// Until when output that starts at `now` is held with `peers` connected:
-/// `network.write_delay_ms` from now once at least
-/// `network.write_delay_peers` are connected, else not at all (with few
-/// peers the writes cost little and a pong leaves at once).
-fn hold_until(delay: Duration, from_peers: usize, peers: usize, now: Instant) -> Option<Instant> {
-    (peers >= from_peers && !delay.is_zero()).then(|| now + delay)
+/// How long output that starts `since_epoch` after the network's epoch is
+/// held with `peers` connected: not at all below
+/// `network.write_delay_peers` (with few peers the writes cost little and a
+/// pong leaves at once), else until the peer's next write slot. Slots come
+/// every `network.write_delay_ms`, each peer's at its own phase (spread by
+/// its id), so a tick's output, which reaches every peer at once, leaves as
+/// a stream of writes over the delay rather than as one burst of a thousand
+/// writes when a common hold ends. Output held less than the delay still
+/// leaves in one write per slot, as much as a full hold gathers.
+fn write_hold(
+    delay: Duration,
+    from_peers: usize,
+    peers: usize,
+    peer: PeerId,
+    since_epoch: Duration,
+) -> Option<Duration> {
+    let period = delay.as_nanos();
+    if peers < from_peers || period == 0 {
+        return None;
+    }
+    // Fibonacci hashing: consecutive ids land far apart in the period.
+    let spread = u128::from(peer.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let phase = (spread * period) >> 64;
+    let wait = (phase + period - since_epoch.as_nanos() % period) % period;
+    Some(Duration::from_nanos(
+        u64::try_from(wait).unwrap_or(u64::MAX),
+    ))
 }
 
 /// Counts a packet queued for the socket, or logs why it could not be.
@@ -843,14 +873,45 @@ mod tests {
     #[test]
     fn output_is_held_only_with_many_peers() {
         let delay = Duration::from_millis(10);
-        let now = Instant::now();
-        assert_eq!(hold_until(delay, 200, 199, now), None, "few peers: at once");
-        assert_eq!(hold_until(delay, 200, 200, now), Some(now + delay));
+        let now = Duration::from_millis(1234);
         assert_eq!(
-            hold_until(Duration::ZERO, 200, 5000, now),
+            write_hold(delay, 200, 199, 1, now),
+            None,
+            "few peers: at once"
+        );
+        assert!(write_hold(delay, 200, 200, 1, now).is_some());
+        assert_eq!(
+            write_hold(Duration::ZERO, 200, 5000, 1, now),
             None,
             "no delay: at once"
         );
+    }
+
+    #[test]
+    fn each_peer_writes_at_its_own_phase_of_the_delay() {
+        let delay = Duration::from_millis(10);
+        let due = |peer: PeerId, since: Duration| {
+            since + write_hold(delay, 1, 1, peer, since).expect("held")
+        };
+        let mut phases = Vec::new();
+        for peer in 1..=1000 {
+            let since = Duration::from_micros(5_000_123);
+            let hold = write_hold(delay, 1, 1, peer, since).expect("held");
+            assert!(hold < delay, "peer {peer} held {hold:?}");
+            // Output that starts at its slot leaves at once; just after,
+            // at the next slot, a period later.
+            let slot = due(peer, since);
+            assert_eq!(due(peer, slot), slot);
+            assert_eq!(due(peer, slot + Duration::from_nanos(1)), slot + delay);
+            phases.push(slot.as_nanos() % delay.as_nanos());
+        }
+        // A thousand peers' slots cover the period evenly: every tenth of
+        // it holds between 80 and 120 of them, not one burst.
+        let mut tenths = [0u32; 10];
+        for phase in phases {
+            tenths[(phase * 10 / delay.as_nanos()) as usize] += 1;
+        }
+        assert!(tenths.iter().all(|n| (80..=120).contains(n)), "{tenths:?}");
     }
 
     #[test]

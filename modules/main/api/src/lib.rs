@@ -367,18 +367,42 @@ impl Packet for Edits {
         let mut fields = Fields(bytes);
         let mut edits = Vec::new();
         while !fields.0.is_empty() {
-            let peer = fields.u64("a peer id")?;
-            let voxel = fields.voxel()?;
-            let len = usize::from(u16::from_le_bytes(fields.take::<2>("a name length")?));
-            let (name, rest) = fields
-                .0
-                .split_at_checked(len)
-                .ok_or_else(|| PayloadError::Decode(format!("a {len}-byte name expected")))?;
-            fields.0 = rest;
+            let (peer, voxel, name) = fields.edit()?;
             let name = String::from_utf8_lossy(name).into_owned();
             edits.push(Edit { peer, voxel, name });
         }
         Ok(Self { edits })
+    }
+}
+
+impl Edits {
+    /// How many edits a `main:edits` payload holds, checked as
+    /// [`Packet::decode`] checks it but without copying a name (for
+    /// clients that only count them, such as the load test's bots).
+    pub fn count(bytes: &[u8]) -> Result<usize, PayloadError> {
+        let mut fields = Fields(bytes);
+        let mut count = 0;
+        while !fields.0.is_empty() {
+            fields.edit()?;
+            count += 1;
+        }
+        Ok(count)
+    }
+}
+
+impl<'a> Fields<'a> {
+    /// One edit of a `main:edits`: who made it, where, and the new voxel's
+    /// name as it was sent.
+    fn edit(&mut self) -> Result<(PeerId, VoxelPos, &'a [u8]), PayloadError> {
+        let peer = self.u64("a peer id")?;
+        let voxel = self.voxel()?;
+        let len = usize::from(u16::from_le_bytes(self.take::<2>("a name length")?));
+        let (name, rest) = self
+            .0
+            .split_at_checked(len)
+            .ok_or_else(|| PayloadError::Decode(format!("a {len}-byte name expected")))?;
+        self.0 = rest;
+        Ok((peer, voxel, name))
     }
 }
 
@@ -413,6 +437,12 @@ mod tests {
             idempotent::<Chat>(&data);
             idempotent::<ChatLine>(&data);
         }
+
+        #[test]
+        fn edits_count_agrees_with_decode(data in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let decoded = Edits::decode(&data).map(|edits| edits.edits.len());
+            prop_assert_eq!(Edits::count(&data).ok(), decoded.ok());
+        }
     }
 
     fn round_trip<P: Packet + PartialEq + std::fmt::Debug>(packet: P) -> Vec<u8> {
@@ -443,6 +473,9 @@ mod tests {
             }],
         });
         assert_eq!(bytes[20..22], 4u16.to_le_bytes());
+        let three = [bytes.as_slice(), &bytes, &bytes].concat();
+        assert_eq!(Edits::count(&three).ok(), Some(3));
+        assert!(Edits::count(&three[..three.len() - 1]).is_err());
         round_trip(Join { name: "ann".into() });
         let bytes = round_trip(Login {
             name: "ann".into(),
