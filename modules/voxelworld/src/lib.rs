@@ -1064,6 +1064,44 @@ impl VoxelWorld {
 
     /// One edit: check, set, mark for saving, commit.
     fn edit_voxel(&mut self, edit: EditVoxel) -> Result<EditOutcome, ModuleError> {
+        self.edit_voxels(vec![edit])?
+            .pop()
+            .ok_or_else(|| ModuleError::msg("an edit went unanswered"))
+    }
+
+    /// Edits in turn (each checked against the voxels the ones before it
+    /// set), then one commit for all of them: a chunk that several edits
+    /// changed is announced, and its change queued for each of its
+    /// holders, once, not once per edit (with a thousand players holding
+    /// the chunks a tick's digs and places change, that was most of the
+    /// world's time). An error stops the edits, but those made before it
+    /// are still committed. A commit covers at most
+    /// [`special::MAX_SPECIAL_CHANGES`] edits, so handler modules are told
+    /// of every one.
+    fn edit_voxels(&mut self, edits: Vec<EditVoxel>) -> Result<Vec<EditOutcome>, ModuleError> {
+        let mut outcomes = Vec::with_capacity(edits.len());
+        let mut failed = None;
+        for edit in edits {
+            if !outcomes.is_empty() && outcomes.len() % special::MAX_SPECIAL_CHANGES == 0 {
+                self.commit()?;
+            }
+            match self.set_checked(edit) {
+                Ok(outcome) => outcomes.push(outcome),
+                Err(error) => {
+                    failed = Some(error);
+                    break;
+                }
+            }
+        }
+        self.commit()?;
+        match failed {
+            Some(error) => Err(error),
+            None => Ok(outcomes),
+        }
+    }
+
+    /// One edit's check and set, marked for saving; not committed.
+    fn set_checked(&mut self, edit: EditVoxel) -> Result<EditOutcome, ModuleError> {
         let Some(current) = self.world.get_voxel(edit.pos).map_err(world_error)? else {
             return Ok(EditOutcome::NotGenerated);
         };
@@ -1089,7 +1127,6 @@ impl VoxelWorld {
                 .set_section_save_enabled(section, true)
                 .map_err(world_error)?;
         }
-        self.commit()?;
         Ok(EditOutcome::Edited { previous: current })
     }
 
@@ -1375,13 +1412,7 @@ impl Module for VoxelWorld {
             },
             Commit => |_| self.commit(),
             EditVoxel => |edit| self.edit_voxel(edit),
-            EditVoxels => |request: EditVoxels| {
-                request
-                    .edits
-                    .into_iter()
-                    .map(|edit| self.edit_voxel(edit))
-                    .collect::<Result<Vec<_>, _>>()
-            },
+            EditVoxels => |request: EditVoxels| self.edit_voxels(request.edits),
             LoadOrGenerateSection => |request: LoadOrGenerateSection| {
                 self.load_or_generate(request.section)
             },

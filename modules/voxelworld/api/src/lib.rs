@@ -311,7 +311,9 @@ pub struct CreateNode {
 }
 
 /// Call: several [`EditVoxel`]s in one call, each checked and set in turn
-/// (a tick's digs and places of every player); answers each one's outcome.
+/// (a tick's digs and places of every player), then committed together: a
+/// chunk several of them change is streamed to its holders once, as one
+/// `voxelworld:voxel_updates`. Answers each one's outcome.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EditVoxels {
     pub edits: Vec<EditVoxel>,
