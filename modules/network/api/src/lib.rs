@@ -250,6 +250,49 @@ impl SendBatches {
     pub fn is_empty(&self) -> bool {
         self.batches.is_empty() && self.multicasts.is_empty()
     }
+
+    /// The same sends as several, each for at most `max_peers` peers (in
+    /// the order they first appear); a multicast reaching peers of several
+    /// parts is carried, copied, in each. Each peer gets what it got
+    /// before, in the same order, all from one part. Unsplit when it is
+    /// that small already.
+    pub fn split_by_peers(self, max_peers: usize) -> Vec<SendBatches> {
+        let max_peers = max_peers.max(1);
+        let mut part_of: std::collections::HashMap<PeerId, usize> =
+            std::collections::HashMap::new();
+        let peers = self
+            .batches
+            .iter()
+            .map(|batch| batch.peer)
+            .chain(self.multicasts.iter().flat_map(|m| m.peers.iter().copied()));
+        for peer in peers {
+            let next = part_of.len() / max_peers;
+            part_of.entry(peer).or_insert(next);
+        }
+        let parts = part_of.len().div_ceil(max_peers);
+        if parts <= 1 {
+            return vec![self];
+        }
+        let mut split = vec![SendBatches::default(); parts];
+        for batch in self.batches {
+            split[part_of[&batch.peer]].batches.push(batch);
+        }
+        for multicast in self.multicasts {
+            let mut peers_by_part = vec![Vec::new(); parts];
+            for peer in multicast.peers {
+                peers_by_part[part_of[&peer]].push(peer);
+            }
+            for (part, peers) in peers_by_part.into_iter().enumerate() {
+                if !peers.is_empty() {
+                    split[part].multicasts.push(Multicast {
+                        peers,
+                        packet: multicast.packet.clone(),
+                    });
+                }
+            }
+        }
+        split
+    }
 }
 
 /// One packet to several peers, its payload shared by all of them.
@@ -329,13 +372,23 @@ pub fn queue_multicasts(host: &Host, multicasts: Vec<Multicast>) -> Result<(), M
     )
 }
 
-/// Queues batches, then multicasts, without waiting (emits `sends`);
-/// nothing to do when it is empty.
+/// Peers one [`SendBatches`] event reaches at most: a tick's sends to a
+/// thousand players are several events, so a packet another module queues
+/// meanwhile (a pong) waits behind one part on the network module's
+/// thread, not behind the whole tick.
+pub const MAX_PEERS_PER_EVENT: usize = 128;
+
+/// Queues batches, then multicasts, without waiting (emits `sends`, in
+/// parts of at most [`MAX_PEERS_PER_EVENT`] peers); nothing to do when it
+/// is empty.
 pub fn queue_sends(host: &Host, sends: SendBatches) -> Result<(), ModuleError> {
     if sends.is_empty() {
         return Ok(());
     }
-    host.emit(&sends)
+    for part in sends.split_by_peers(MAX_PEERS_PER_EVENT) {
+        host.emit(&part)?;
+    }
+    Ok(())
 }
 
 /// Queues one packet to one peer without waiting (see [`queue`]).
@@ -380,7 +433,81 @@ impl Packet for DisconnectPacket {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
     use super::*;
+
+    /// A peer's packets as (name, payload), in order.
+    type Received = Vec<(String, Vec<u8>)>;
+
+    /// What each peer gets from `sends`, in order, and in how many parts.
+    fn per_peer(parts: &[SendBatches]) -> BTreeMap<PeerId, (Received, usize)> {
+        let mut got: BTreeMap<PeerId, (Received, BTreeSet<usize>)> = BTreeMap::new();
+        for (index, part) in parts.iter().enumerate() {
+            let mut add = |peer: PeerId, packet: &OutgoingPacket| {
+                let entry = got.entry(peer).or_default();
+                entry.0.push((packet.name.clone(), packet.data.clone()));
+                entry.1.insert(index);
+            };
+            for batch in &part.batches {
+                batch
+                    .packets
+                    .iter()
+                    .for_each(|packet| add(batch.peer, packet));
+            }
+            for multicast in &part.multicasts {
+                multicast
+                    .peers
+                    .iter()
+                    .for_each(|peer| add(*peer, &multicast.packet));
+            }
+        }
+        got.into_iter()
+            .map(|(peer, (packets, parts))| (peer, (packets, parts.len())))
+            .collect()
+    }
+
+    #[test]
+    fn sends_split_by_peers_keep_each_peers_packets_in_order() {
+        let sends = SendBatches {
+            batches: (1..=10)
+                .chain([3, 7])
+                .map(|peer| SendBatch {
+                    peer,
+                    packets: vec![OutgoingPacket::named("a:b", vec![peer as u8])],
+                })
+                .collect(),
+            multicasts: vec![
+                Multicast {
+                    peers: (1..=12).rev().collect(),
+                    packet: OutgoingPacket::named("a:news", b"n1".to_vec()),
+                },
+                Multicast {
+                    peers: vec![2, 11],
+                    packet: OutgoingPacket::named("a:news", b"n2".to_vec()),
+                },
+            ],
+        };
+        let whole = per_peer(std::slice::from_ref(&sends));
+        let parts = sends.clone().split_by_peers(4);
+        assert_eq!(parts.len(), 3, "12 peers, 4 a part");
+        for part in &parts {
+            let peers: BTreeSet<PeerId> = part
+                .batches
+                .iter()
+                .map(|b| b.peer)
+                .chain(part.multicasts.iter().flat_map(|m| m.peers.clone()))
+                .collect();
+            assert!(peers.len() <= 4, "{peers:?}");
+        }
+        let split = per_peer(&parts);
+        assert_eq!(split.len(), 12);
+        for (peer, (packets, in_parts)) in &split {
+            assert_eq!(in_parts, &1, "peer {peer} in one part");
+            assert_eq!(packets, &whole[peer].0, "peer {peer}");
+        }
+        assert_eq!(sends.clone().split_by_peers(12), vec![sends]);
+    }
 
     #[test]
     fn packets_and_events_are_named_by_their_definitions() {
