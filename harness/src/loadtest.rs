@@ -574,12 +574,9 @@ const STATUS_COMMANDS: [&str; 3] = ["world", "replicate", "creatures"];
 fn ask_status(server: &mut Server) -> Vec<String> {
     let mut told = Vec::new();
     for command in STATUS_COMMANDS {
-        server.send(command);
-        if let Some(line) = server.wait_for(&format!("{command}: "), Duration::from_secs(10)) {
-            let answer = line
-                .find(&format!("{command}: "))
-                .map_or(line.as_str(), |at| &line[at..]);
-            told.push(answer.to_string());
+        let answer = format!("{command}: ");
+        if let Ok(line) = server.command(command, &[&answer], Duration::from_secs(10)) {
+            told.push(line);
         }
     }
     told

@@ -344,7 +344,9 @@ impl Server {
     }
 
     /// Runs a console command and waits for its answer: the first new line
-    /// containing one of `answers` (an `error:` line fails).
+    /// that starts with one of `answers` (an `error:` line fails). Answers
+    /// are bare lines; a log line that merely contains an answer's words
+    /// (`[creatures] creatures: area ready`) is not one.
     pub fn command(
         &mut self,
         command: &str,
@@ -361,7 +363,7 @@ impl Server {
         loop {
             self.pump();
             for line in &self.seen[checked..] {
-                if answers.iter().any(|a| line.contains(a)) {
+                if answers.iter().any(|a| line.starts_with(a)) {
                     return Ok(line.clone());
                 }
                 if line.starts_with("error: ") {
@@ -524,4 +526,23 @@ pub fn build_modules(layout: &Layout, module_path: &Path) -> anyhow::Result<()> 
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A console whose module logs a line holding the answer's words before
+    /// the answer itself, as `creatures` does when its area is ready.
+    #[test]
+    fn a_command_takes_the_answer_not_a_log_line_with_its_words() {
+        let script = "read command; \
+            echo \"2026-12-05T17:35:23Z  INFO [creatures] creatures: area ready\" >&2; \
+            sleep 0.2; echo \"creatures: 3 ($command)\"; read done";
+        let mut server = Server::spawn("sh", ["-c", script], Stdio::piped()).expect("sh");
+        let answer = server
+            .command("creatures", &["creatures: "], Duration::from_secs(10))
+            .expect("an answer");
+        assert_eq!(answer, "creatures: 3 (creatures)");
+    }
 }
