@@ -44,6 +44,9 @@ pub struct ServerConfig {
     pub call_timeout: Duration,
     /// How long a module may stay in one handler before the watchdog reports it.
     pub watchdog_limit: Duration,
+    /// A handler that runs at least this long is logged, with its module,
+    /// event or call and its time in the queue; `None`: none is.
+    pub slow_handler_limit: Option<Duration>,
     /// How long loading (constructor, init, `core:start`) may take.
     pub init_timeout: Duration,
     /// How long a module may take to stop (`core:unload`) before it is abandoned.
@@ -65,6 +68,7 @@ impl ServerConfig {
             tick_interval: Duration::from_millis(100),
             call_timeout: Duration::from_secs(30),
             watchdog_limit: Duration::from_secs(10),
+            slow_handler_limit: None,
             init_timeout: Duration::from_secs(60),
             stop_timeout: Duration::from_secs(10),
             extra: BTreeMap::new(),

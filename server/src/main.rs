@@ -62,6 +62,10 @@ struct Cli {
     /// How long a module may stay in one handler before the watchdog reports it, in milliseconds.
     #[arg(long, default_value_t = 10_000, global = true)]
     watchdog_ms: u64,
+    /// Log every module handler (event or call) that runs at least this
+    /// many milliseconds, with how long it waited in its module's queue.
+    #[arg(long, value_name = "MS", global = true)]
+    slow_handler_ms: Option<u64>,
     /// Do not watch module folders (by default a saved source file rebuilds
     /// and reloads its module, and a changed client file is re-announced).
     #[arg(long, global = true)]
@@ -289,6 +293,7 @@ fn config_from(cli: &Cli) -> anyhow::Result<ServerConfig> {
     config.tick_interval = Duration::from_millis(cli.tick_ms.max(1));
     config.call_timeout = Duration::from_millis(cli.call_timeout_ms);
     config.watchdog_limit = Duration::from_millis(cli.watchdog_ms);
+    config.slow_handler_limit = cli.slow_handler_ms.map(Duration::from_millis);
     for setting in &cli.set {
         let Some((key, value)) = setting.split_once('=') else {
             bail!("--set {setting}: expected KEY=VALUE");

@@ -12,7 +12,7 @@
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::encode_core_event;
 use buildat_interface::abi::{
@@ -301,7 +301,7 @@ fn thread_main(args: ThreadArgs) -> Option<Library> {
     let (unload_kind, serve_failure) = match started {
         Ok(()) => {
             let _ = ready.send(Ok(()));
-            match serve_queue(&slot, &mut instance) {
+            match serve_queue(&slot, &mut instance, core.config.slow_handler_limit) {
                 Ok(kind) => (kind, None),
                 Err(reason) => (UnloadKind::AfterFailure, Some(reason)),
             }
@@ -330,11 +330,42 @@ fn thread_main(args: ThreadArgs) -> Option<Library> {
     Some(library)
 }
 
+/// Where a handled message's times go: the module's queue clock, and the
+/// log when it ran at least the slow-handler limit.
+struct HandledTimes<'a> {
+    slot: &'a ModuleSlot,
+    slow_limit: Option<Duration>,
+}
+
+impl HandledTimes<'_> {
+    /// A `kind` ("event" or "call") named `name`, queued at `queued_at`,
+    /// taken from the queue at `taken` and just handled.
+    fn record(&self, kind: &str, name: &str, queued_at: Instant, taken: Instant) {
+        let wait = taken.duration_since(queued_at);
+        let run = taken.elapsed();
+        self.slot.clock.record(wait, run);
+        if self.slow_limit.is_some_and(|limit| run >= limit) {
+            tracing::info!(
+                "slow handler: module {} ran {kind} '{name}' for {:.1} ms, after {:.1} ms in its queue",
+                self.slot.name,
+                run.as_secs_f64() * 1e3,
+                wait.as_secs_f64() * 1e3
+            );
+        }
+    }
+}
+
 /// Delivers queued events and calls until a stop message (returns its kind)
-/// or a panic (returns the reason).
-fn serve_queue(slot: &ModuleSlot, instance: &mut Instance) -> Result<UnloadKind, String> {
+/// or a panic (returns the reason). Handlers that run at least `slow_limit`
+/// are logged.
+fn serve_queue(
+    slot: &ModuleSlot,
+    instance: &mut Instance,
+    slow_limit: Option<Duration>,
+) -> Result<UnloadKind, String> {
     let name = slot.name.as_str();
     let activity = &slot.activity;
+    let handled = HandledTimes { slot, slow_limit };
     while let Ok(message) = slot.queue_rx.recv() {
         let taken = Instant::now();
         match message {
@@ -345,8 +376,7 @@ fn serve_queue(slot: &ModuleSlot, instance: &mut Instance) -> Result<UnloadKind,
                 activity.enter(&event.name);
                 let result = instance.event(&event.name, &event.payload);
                 activity.leave();
-                slot.clock
-                    .record(taken.duration_since(event.queued_at), taken.elapsed());
+                handled.record("event", &event.name, event.queued_at, taken);
                 if let Err(failure) = result {
                     let reason = failure.describe(&format!("event '{}'", event.name));
                     if failure.panicked() {
@@ -364,8 +394,7 @@ fn serve_queue(slot: &ModuleSlot, instance: &mut Instance) -> Result<UnloadKind,
                 activity.enter(&function);
                 let result = instance.call(&function, &payload);
                 activity.leave();
-                slot.clock
-                    .record(taken.duration_since(queued_at), taken.elapsed());
+                handled.record("call", &function, queued_at, taken);
                 match result {
                     Ok(bytes) => {
                         reply.send(Ok(bytes));

@@ -393,6 +393,32 @@ fn watchdog_names_a_stuck_module() {
     core.stop_all();
 }
 
+#[test]
+fn slow_handlers_are_logged_with_their_module_and_wait() {
+    let scratch = Scratch::new();
+    scratch.add_probe("slowpoke");
+    scratch.add_probe("quick");
+    let core =
+        scratch.core_with(|config| config.slow_handler_limit = Some(Duration::from_millis(200)));
+    core.start().expect("start");
+    core.call("quick", "incr", &[]).expect("incr");
+    core.emit_event("probe:hang", encode(&300u64).expect("encode"));
+    let line = wait_until(Duration::from_secs(5), || {
+        logs()
+            .lines()
+            .find(|l| l.contains("slow handler: module slowpoke ran event 'probe:hang' for "))
+            .map(str::to_string)
+    });
+    let line = line.unwrap_or_else(|| panic!("no slow-handler line:\n{}", logs()));
+    assert!(line.contains("in its queue"), "{line}");
+    assert!(
+        !logs().contains("slow handler: module quick ran call 'incr'"),
+        "a fast handler is not logged:\n{}",
+        logs()
+    );
+    core.stop_all();
+}
+
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .unwrap_or_default()
