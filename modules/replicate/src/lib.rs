@@ -59,10 +59,7 @@ impl Replicate {
             .into_iter()
             .map(|(peer, data)| SendBatch {
                 peer,
-                packets: vec![OutgoingPacket {
-                    name: NodeUpdates::NAME.to_string(),
-                    data,
-                }],
+                packets: vec![OutgoingPacket::named(NodeUpdates::NAME, data)],
             })
             .collect();
         // An event, not a call: replication never waits on sockets.

@@ -411,10 +411,7 @@ impl VoxelWorld {
             .into_iter()
             .map(|alike| Multicast {
                 peers: alike.peers,
-                packet: OutgoingPacket {
-                    name: alike.name.to_string(),
-                    data: Arc::unwrap_or_clone(alike.data),
-                },
+                packet: OutgoingPacket::named(alike.name, Arc::unwrap_or_clone(alike.data)),
             })
             .collect();
         self.send(SendBatches {

@@ -453,10 +453,7 @@ impl Streamer {
             };
             if !viewer.registry_sent {
                 viewer.registry_sent = true;
-                let registry = OutgoingPacket {
-                    name: stream::Registry::NAME.to_string(),
-                    data: registry.to_vec(),
-                };
+                let registry = OutgoingPacket::named(stream::Registry::NAME, registry.to_vec());
                 outbox.first.push((peer, vec![registry]));
             }
             // Voxel updates (not counted against the budget: they are
@@ -542,15 +539,10 @@ impl Streamer {
                 });
                 match encoded {
                     Ok(Some((packet, light))) => {
-                        packets.push(OutgoingPacket {
-                            name: Chunk::NAME.to_string(),
-                            data: packet.as_ref().clone(),
-                        });
+                        packets.push(OutgoingPacket::named(Chunk::NAME, packet.as_ref().clone()));
                         if let Some(light) = light {
-                            packets.push(OutgoingPacket {
-                                name: Light::NAME.to_string(),
-                                data: light.as_ref().clone(),
-                            });
+                            packets
+                                .push(OutgoingPacket::named(Light::NAME, light.as_ref().clone()));
                         }
                         sent += 1;
                         self.chunks_streamed += 1;
