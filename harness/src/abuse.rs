@@ -884,6 +884,7 @@ pub fn server_options(
         settings: SERVER_SETTINGS.iter().map(|s| s.to_string()).collect(),
         tick_ms: 100,
         watchdog_ms: None,
+        slow_handler_ms: None,
         log_file: layout.path("server.log"),
     }
 }

@@ -95,6 +95,7 @@ pub fn run(layout: &Layout, options: &CrashOptions) -> anyhow::Result<bool> {
         settings,
         tick_ms: 20,
         watchdog_ms: None,
+        slow_handler_ms: None,
         log_file: layout.path("server.log"),
     };
     println!(

@@ -31,6 +31,7 @@ pub use buildat_test_pg as pg;
 pub mod proc_stats;
 pub mod raw_client;
 pub mod server;
+pub mod slow_handlers;
 pub mod walkgen;
 pub mod wire;
 pub mod world_check;

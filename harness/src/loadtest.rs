@@ -19,6 +19,7 @@ use crate::layout::Layout;
 use crate::map_pages::MapPages;
 use crate::proc_stats::{Sample, cpu_percent};
 use crate::server::{ONE_ADDRESS_CROWD, Server, ServerOptions};
+use crate::slow_handlers::{SlowHandlers, seconds_of_day};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct LoadOptions {
@@ -58,6 +59,10 @@ pub struct LoadOptions {
     /// windows with them open and closed.
     #[arg(long, default_value_t = 0)]
     pub pages: u32,
+    /// Have the server log every handler that runs at least this many
+    /// milliseconds (`--slow-handler-ms`); the report ends with the slowest.
+    #[arg(long, value_name = "MS")]
+    pub slow_handler_ms: Option<u64>,
     /// Play in this world (used in place) instead of a new one.
     #[arg(long, value_name = "DIR")]
     pub world: Option<std::path::PathBuf>,
@@ -524,6 +529,23 @@ fn busy_summary(start: &(Instant, Vec<ModuleLine>), end: &[ModuleLine]) -> Strin
     )
 }
 
+/// The handlers that ran at least `limit_ms`, most time first, with the
+/// worst run's time in seconds after the server said where it listens.
+fn slow_handler_lines(server: &Server, limit_ms: u64) -> Vec<String> {
+    let sums = SlowHandlers::from_lines(&server.seen);
+    let epoch = server
+        .seen
+        .iter()
+        .find(|l| l.contains("listening on "))
+        .and_then(|l| seconds_of_day(l));
+    let mut lines = vec![format!(
+        "server: handlers that ran {limit_ms} ms or more ({} of them; worst t: seconds after the server listened):",
+        sums.handlers.len()
+    )];
+    lines.extend(sums.table(12, epoch).into_iter().map(|l| format!("  {l}")));
+    lines
+}
+
 /// A row of the console's `modules` table.
 pub(crate) struct ModuleLine {
     pub(crate) name: String,
@@ -616,6 +638,7 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
                 .collect(),
             tick_ms: 100,
             watchdog_ms: None,
+            slow_handler_ms: options.slow_handler_ms,
             log_file: layout.path("server.log"),
         },
     )?;
@@ -681,6 +704,9 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
         lines.extend(web_work);
     }
     lines.extend(told.iter().map(|t| format!("server: {t}")));
+    if let Some(limit) = options.slow_handler_ms {
+        lines.extend(slow_handler_lines(&server, limit));
+    }
     lines.extend(notes.iter().map(|n| format!("note: {n}")));
     let pass = clean && status == Some(0) && notes.is_empty();
     let p99 = fleet.report.total.hist.percentile_ms(99.0);

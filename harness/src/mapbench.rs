@@ -44,6 +44,7 @@ pub fn run(layout: &Layout, options: &MapOptions) -> anyhow::Result<bool> {
             settings: vec!["web.listen=127.0.0.1:0".to_string()],
             tick_ms: 100,
             watchdog_ms: None,
+            slow_handler_ms: None,
             log_file: layout.path("server.log"),
         },
     )?;

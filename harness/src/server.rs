@@ -38,6 +38,8 @@ pub struct ServerOptions {
     pub settings: Vec<String>,
     pub tick_ms: u64,
     pub watchdog_ms: Option<u64>,
+    /// `--slow-handler-ms`: log handlers that run at least this long.
+    pub slow_handler_ms: Option<u64>,
     /// Where the server's log is copied.
     pub log_file: PathBuf,
 }
@@ -165,6 +167,9 @@ impl Server {
         ]);
         if let Some(ms) = options.watchdog_ms {
             args.extend(["--watchdog-ms".into(), ms.to_string().into()]);
+        }
+        if let Some(ms) = options.slow_handler_ms {
+            args.extend(["--slow-handler-ms".into(), ms.to_string().into()]);
         }
         for setting in &options.settings {
             args.extend(["--set".into(), setting.into()]);

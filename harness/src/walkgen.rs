@@ -281,6 +281,7 @@ pub fn run(layout: &Layout, options: &WalkOptions) -> anyhow::Result<bool> {
         settings,
         tick_ms: 100,
         watchdog_ms: None,
+        slow_handler_ms: None,
         log_file: layout.path("server.log"),
     };
     let mut server = Server::start(layout, &server_options)?;
