@@ -129,6 +129,7 @@ pub fn run(layout: &Layout, options: &CrashOptions) -> anyhow::Result<bool> {
                 ramp: Duration::ZERO,
                 seconds: 600.0,
                 light: false,
+                nice: 0,
             },
         )?;
         // Let the bots join and play for 1-3 s, then kill at a save.

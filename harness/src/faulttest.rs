@@ -181,6 +181,7 @@ pub fn run(layout: &Layout, options: &FaultOptions) -> anyhow::Result<bool> {
             ramp: Duration::ZERO,
             seconds: 24.0 * 3600.0,
             light: false,
+            nice: 0,
         },
     )?;
     let mut failures: Vec<String> = Vec::new();

@@ -31,6 +31,10 @@ pub struct FleetOptions {
     /// Rust light bots (`buildat-harness lightbots`, this binary) instead
     /// of `buildat-client --bots` with the Lua bot.
     pub light: bool,
+    /// Run the client processes under `nice -n` this (0: as the harness
+    /// runs), so a server sharing the machine with its bots gets the CPU
+    /// first, as it would on a machine of its own.
+    pub nice: u8,
 }
 
 /// Counts of a `loadbot report` or `loadbot final` line, summed.
@@ -162,6 +166,20 @@ pub struct Fleet {
     last_words: std::collections::HashMap<String, String>,
 }
 
+/// A command running `program` with its `leading` arguments first, under
+/// `nice -n nice` unless `nice` is 0.
+fn niced(program: std::ffi::OsString, leading: &[&str], nice: u8) -> Command {
+    let mut command = if nice == 0 {
+        Command::new(program)
+    } else {
+        let mut command = Command::new("nice");
+        command.arg("-n").arg(nice.to_string()).arg(program);
+        command
+    };
+    command.args(leading);
+    command
+}
+
 fn read_lines(stream: impl std::io::Read + Send + 'static, send: Sender<String>) {
     std::thread::spawn(move || {
         for line in BufReader::new(stream).lines().map_while(Result::ok) {
@@ -184,25 +202,29 @@ impl Fleet {
         let mut pending = std::collections::VecDeque::new();
         for p in 0..processes {
             let bots = per_process.min(options.bots - p * per_process);
-            let (mut command, own_args) = if options.light {
-                let harness = std::env::current_exe().context("the harness binary")?;
-                let mut command = Command::new(harness);
-                command.arg("lightbots");
-                (
-                    command,
-                    vec!["--seconds".into(), options.seconds.to_string().into()],
-                )
-            } else {
-                let own: Vec<std::ffi::OsString> = vec![
-                    "--script".into(),
-                    script.clone().into(),
-                    "--cache".into(),
-                    layout.path(&format!("cache-{p}")).into(),
-                    "--quit-after".into(),
-                    options.seconds.to_string().into(),
-                ];
-                (Command::new(&layout.client_bin), own)
-            };
+            let (program, own_args): (std::ffi::OsString, Vec<std::ffi::OsString>) =
+                if options.light {
+                    let harness = std::env::current_exe().context("the harness binary")?;
+                    (
+                        harness.into(),
+                        vec!["--seconds".into(), options.seconds.to_string().into()],
+                    )
+                } else {
+                    (
+                        layout.client_bin.clone().into(),
+                        vec![
+                            "--script".into(),
+                            script.clone().into(),
+                            "--cache".into(),
+                            layout.path(&format!("cache-{p}")).into(),
+                            "--quit-after".into(),
+                            options.seconds.to_string().into(),
+                        ],
+                    )
+                };
+            // The harness's subcommand comes before its options.
+            let subcommand: &[&str] = if options.light { &["lightbots"] } else { &[] };
+            let mut command = niced(program, subcommand, options.nice);
             command
                 .arg("--connect")
                 .arg(address)
@@ -400,6 +422,18 @@ mod tests {
         };
         fleet.pump();
         fleet
+    }
+
+    #[test]
+    fn a_niced_fleet_runs_its_program_under_nice_and_a_plain_one_as_is() {
+        let niced_command = niced("buildat-harness".into(), &["lightbots"], 15);
+        assert_eq!(niced_command.get_program(), "nice");
+        let args: Vec<_> = niced_command.get_args().collect();
+        assert_eq!(args, ["-n", "15", "buildat-harness", "lightbots"]);
+        let plain = niced("buildat-harness".into(), &["lightbots"], 0);
+        assert_eq!(plain.get_program(), "buildat-harness");
+        let args: Vec<_> = plain.get_args().collect();
+        assert_eq!(args, ["lightbots"]);
     }
 
     #[test]

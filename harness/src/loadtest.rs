@@ -44,6 +44,12 @@ pub struct LoadOptions {
     /// measured) instead of `buildat-client --bots` with the Lua bot.
     #[arg(long)]
     pub light: bool,
+    /// Run the bots' processes under `nice -n N` (1 to 19), so the server
+    /// gets the CPU first, as on a machine of its own: on one small
+    /// machine the Lua bots otherwise take the cores the server's threads
+    /// wait for, and the ping measures that wait.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=19))]
+    pub bots_nice: u8,
     /// More server settings, `KEY=VALUE` (repeatable), e.g.
     /// `--set creatures.count=2000`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -612,11 +618,16 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
             .unwrap_or(5.0 * f64::from(processes.saturating_sub(1))),
     );
     println!(
-        "loadtest: {} bots in {processes} client processes (ramp {:.0} s), {} s each, view radius {}",
+        "loadtest: {} bots in {processes} client processes (ramp {:.0} s), {} s each, view radius {}{}",
         options.bots,
         ramp.as_secs_f64(),
         options.seconds,
-        options.view_radius
+        options.view_radius,
+        if options.bots_nice > 0 {
+            format!(", bots under nice -n {}", options.bots_nice)
+        } else {
+            String::new()
+        }
     );
     let mut server = Server::start(
         layout,
@@ -657,6 +668,7 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
             ramp,
             seconds: options.seconds,
             light: options.light,
+            nice: options.bots_nice,
         },
     )?;
     let Driven {
