@@ -202,28 +202,32 @@ impl Fleet {
         let mut pending = std::collections::VecDeque::new();
         for p in 0..processes {
             let bots = per_process.min(options.bots - p * per_process);
-            let (program, own_args): (std::ffi::OsString, Vec<std::ffi::OsString>) =
-                if options.light {
-                    let harness = std::env::current_exe().context("the harness binary")?;
-                    (
-                        harness.into(),
-                        vec!["--seconds".into(), options.seconds.to_string().into()],
-                    )
-                } else {
-                    (
-                        layout.client_bin.clone().into(),
-                        vec![
-                            "--script".into(),
-                            script.clone().into(),
-                            "--cache".into(),
-                            layout.path(&format!("cache-{p}")).into(),
-                            "--quit-after".into(),
-                            options.seconds.to_string().into(),
-                        ],
-                    )
-                };
             // The harness's subcommand comes before its options.
-            let subcommand: &[&str] = if options.light { &["lightbots"] } else { &[] };
+            let (program, subcommand, own_args): (
+                std::ffi::OsString,
+                &[&str],
+                Vec<std::ffi::OsString>,
+            ) = if options.light {
+                let harness = std::env::current_exe().context("the harness binary")?;
+                (
+                    harness.into(),
+                    &["lightbots"],
+                    vec!["--seconds".into(), options.seconds.to_string().into()],
+                )
+            } else {
+                (
+                    layout.client_bin.clone().into(),
+                    &[],
+                    vec![
+                        "--script".into(),
+                        script.clone().into(),
+                        "--cache".into(),
+                        layout.path(&format!("cache-{p}")).into(),
+                        "--quit-after".into(),
+                        options.seconds.to_string().into(),
+                    ],
+                )
+            };
             let mut command = niced(program, subcommand, options.nice);
             command
                 .arg("--connect")

@@ -44,7 +44,8 @@ pub struct LoadOptions {
     /// measured) instead of `buildat-client --bots` with the Lua bot.
     #[arg(long)]
     pub light: bool,
-    /// Run the bots' processes under `nice -n N` (1 to 19), so the server
+    /// Run the bots' processes under `nice -n N` (1 to 19; 0, the
+    /// default, runs them as the harness runs), so the server
     /// gets the CPU first, as on a machine of its own: on one small
     /// machine the Lua bots otherwise take the cores the server's threads
     /// wait for, and the ping measures that wait.
