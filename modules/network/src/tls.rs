@@ -428,8 +428,15 @@ impl Session {
             let record = at + HEADER_LEN..end;
             at = end;
             match kind {
-                // Middlebox compatibility: ignored (RFC 8446 §5).
-                CHANGE_CIPHER_SPEC => continue,
+                // RFC 8446 §5: a ChangeCipherSpec is dropped only before the
+                // peer's Finished (rustls does, in `handshake`); after it,
+                // it is an unexpected_message.
+                CHANGE_CIPHER_SPEC => {
+                    break Err(
+                        "unexpected_message: a TLS ChangeCipherSpec record after the handshake"
+                            .into(),
+                    );
+                }
                 APPLICATION_DATA => {}
                 other => break Err(format!("an unprotected TLS record of type {other}")),
             }
@@ -663,6 +670,26 @@ mod tests {
         wire = a.unsent().to_vec();
         wire[7] ^= 1;
         assert!(b.open(&wire, &mut plain).is_err(), "tampered");
+    }
+
+    #[test]
+    fn a_change_cipher_spec_after_the_handshake_closes_the_session() {
+        let (mut a, mut b) = pair(Suite::Aes128Gcm);
+        a.seal(b"before").expect("seal");
+        let mut wire = a.unsent().to_vec();
+        // The middlebox-compatibility record (RFC 8446 §5, D.4): type 20,
+        // legacy version 3.3, one byte of value 1.
+        wire.extend_from_slice(&[CHANGE_CIPHER_SPEC, 3, 3, 0, 1, 1]);
+        a.wrote(a.unsent().len());
+        a.seal(b"after").expect("seal");
+        wire.extend_from_slice(a.unsent());
+        let mut plain = Vec::new();
+        let refused = b.open(&wire, &mut plain).expect_err("refused");
+        assert!(
+            refused.contains("unexpected_message") && refused.contains("ChangeCipherSpec"),
+            "{refused}"
+        );
+        assert_eq!(plain, b"before", "nothing after it is opened");
     }
 
     #[test]
