@@ -85,7 +85,10 @@ pub fn run(layout: &Layout, options: &CrashOptions) -> anyhow::Result<bool> {
     );
     let modules = layout.add_fixtures("world_probe", &["world_probe"])?;
     let world = layout.path("world");
-    let mut settings = vec!["voxelworld.save_interval_s=0.5".to_string()];
+    let mut settings = vec![
+        "voxelworld.save_interval_s=0.5".to_string(),
+        crate::fleet::BOTS_MAX_SPEED.to_string(),
+    ];
     if let Some(database) = &database {
         settings.push(format!("voxelworld.storage={}", database.url));
     }

@@ -163,6 +163,9 @@ pub fn run(layout: &Layout, options: &FaultOptions) -> anyhow::Result<bool> {
     server_options
         .settings
         .extend(ONE_ADDRESS_CROWD.map(String::from));
+    server_options
+        .settings
+        .push(crate::fleet::BOTS_MAX_SPEED.to_string());
     let mut server = Server::start(layout, &server_options)?;
     println!(
         "faulttest: server {} on {}; {} bots; {} reloads of each of {}",

@@ -17,6 +17,13 @@ use crate::histogram::Histogram;
 use crate::layout::Layout;
 use crate::proc_stats::{self, Sample};
 
+/// The server setting a fleet's server needs: the bots (`loadbot.lua`,
+/// `lightbots`) travel home 12 voxels a move, a move a second, faster than
+/// a player walks (the default `main.max_speed` is 6.75, 1.5× the
+/// client's walk); their server allows the 24 it allowed before, so the
+/// load is what it was.
+pub const BOTS_MAX_SPEED: &str = "main.max_speed=24";
+
 /// How a fleet is made.
 #[derive(Debug, Clone)]
 pub struct FleetOptions {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use crate::browser::Browser;
-use crate::fleet::{Counts, Fleet, FleetOptions};
+use crate::fleet::{BOTS_MAX_SPEED, Counts, Fleet, FleetOptions};
 use crate::histogram::show_ms;
 use crate::layout::Layout;
 use crate::map_pages::MapPages;
@@ -641,6 +641,7 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
             settings: [format!("voxelworld.view_radius={}", options.view_radius)]
                 .into_iter()
                 .chain(ONE_ADDRESS_CROWD.map(String::from))
+                .chain([BOTS_MAX_SPEED.to_string()])
                 // The page on a port of its own when browsers will look.
                 .chain(
                     (options.browsers > 0 || options.pages > 0)

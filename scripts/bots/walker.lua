@@ -1,6 +1,7 @@
 --! walker.lua: a buildat-client bot (`--script scripts/bots/walker.lua`)
 --! that walks a square around its spawn point, forever: one step every
---! 0.2 s, each step at most 4 voxels, feet kept on the highest voxel the
+--! 0.5 s, each step at most 3 voxels (6 a second: under the server's
+--! default `main.max_speed`, 6.75), feet kept on the highest voxel the
 --! client holds under it. Logs each lap. Uses the default game's client
 --! module (`require("buildat/module/main")`) and the client's world view.
 
@@ -8,8 +9,8 @@ local main = require("buildat/module/main")
 local log = buildat.Logger("walker")
 
 local HALF_SIDE = 8 -- the square's corners are this far from the spawn point
-local STEP = 4 -- longest step, in voxels
-local EVERY = 0.2 -- seconds between steps
+local STEP = 3 -- longest step, in voxels
+local EVERY = 0.5 -- seconds between steps
 
 -- The feet height on the column (x, z): one above the highest held
 -- non-air voxel within a few voxels of `near`, or nil.

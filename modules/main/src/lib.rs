@@ -7,7 +7,7 @@
 //! too fast over time, through a solid voxel or up into the air is answered
 //! with `main:correct` back to the last accepted position unless the
 //! player's `fast`, `noclip` or `fly` lifts that rule; setting
-//! `main.max_speed` in voxels a second, default 24, and `main.free_movement`
+//! `main.max_speed` in voxels a second, default 6.75, and `main.free_movement`
 //! = true to skip the checks for everyone), digging and
 //! placing voxels with validation (`interact`; `rules.rs`: reach from the server's
 //! position with line of sight, known voxel names, neither air nor

@@ -2,7 +2,8 @@
 //! tick.
 //!
 //! Owns: validation limits (move distance, speed over time, gravity,
-//! collision with solid voxels, reach with line of sight, action rate) and [`News`]. The movement and sight rules name the voxels they
+//! collision of the player's box with solid voxels, reach with line of
+//! sight, action rate) and [`News`]. The movement and sight rules name the voxels they
 //! need ([`move_voxels`], [`sight_voxels`]) and judge from their solidity
 //! ([`judge_move`], [`visible`]), so the game asks the world once per
 //! action. Does not own: the packets' layouts (`buildat-main-api`), the
@@ -22,15 +23,29 @@ pub const REACH: f64 = 8.0;
 pub const MAX_ACTIONS_PER_SECOND: usize = 20;
 /// Longest voxel name a place may carry (longer is never registered).
 pub const MAX_VOXEL_NAME: usize = 256;
-/// Height of a player's body, feet to the top of the head, in voxels.
+/// Height of a player's body, feet to the top of the head, in voxels (the
+/// client's box: `client/src/render/player.rs` `HEIGHT`).
 pub const BODY_HEIGHT: f64 = 1.8;
+/// Width of a player's body on x and z, centred on the position (the
+/// client's box: `WIDTH` there).
+pub const BODY_WIDTH: f64 = 0.6;
+/// How far the box may sink into a voxel's face and not be in it: a
+/// client touching a wall stands a hair off it; rounding is forgiven.
+const BODY_SLACK: f64 = 1e-3;
 /// Height of the eyes above the feet.
 pub const EYE_HEIGHT: f64 = 1.6;
 /// Highest the feet may be above the ground below them at the end of a
 /// move that does not go down (a jump or a step up); higher is flying.
 pub const JUMP_HEIGHT: f64 = 3.5;
-/// Default top speed, in voxels a second (setting `main.max_speed`).
-pub const DEFAULT_MAX_SPEED: f64 = 24.0;
+/// How fast the default client walks, in voxels a second
+/// (`client/src/render/player.rs` `WALK_SPEED`; it has no sprint). Its
+/// jump (8 voxels a second up, gravity 24) rises 1.33 voxels.
+pub const CLIENT_WALK_SPEED: f64 = 4.5;
+/// Default top speed, in voxels a second (setting `main.max_speed`): 1.5×
+/// the client's walk, so a player walking and jumping at every landing,
+/// on the flat or up stairs (5.5–5.8 voxels a second of path), is never
+/// corrected, and a cheat gains at most half again.
+pub const DEFAULT_MAX_SPEED: f64 = 1.5 * CLIENT_WALK_SPEED;
 
 /// Why a position is not in the world, if it is not.
 pub fn check_position(position: [f64; 3]) -> Result<(), String> {
@@ -157,11 +172,12 @@ impl Motion {
         }
     }
 
-    /// The distance a move from `from` to `to` costs: on the ground plane
-    /// and upwards; going down costs nothing.
+    /// The distance a move from `from` to `to` costs: its length, with
+    /// going down free (gravity does it).
     fn cost(from: [f64; 3], to: [f64; 3]) -> f64 {
         let (dx, dz) = (to[0] - from[0], to[2] - from[2]);
-        (dx * dx + dz * dz).sqrt() + (to[1] - from[1]).max(0.0)
+        let up = (to[1] - from[1]).max(0.0);
+        (dx * dx + dz * dz + up * up).sqrt()
     }
 
     /// Spends the move's cost if the allowance covers it at `max_speed`
@@ -189,18 +205,30 @@ fn voxel_at(position: [f64; 3]) -> Pos {
     position.map(|p| p.floor() as i32)
 }
 
-/// The voxels a body with its feet at `position` is in.
+/// The columns (x, z) the body's box stands in with its feet at
+/// `position`: one to four.
+fn footprint(position: [f64; 3]) -> impl Iterator<Item = (i32, i32)> {
+    let half = BODY_WIDTH / 2.0 - BODY_SLACK;
+    let span = |c: f64| (c - half).floor() as i32..=(c + half).floor() as i32;
+    let zs = span(position[2]);
+    span(position[0]).flat_map(move |x| zs.clone().map(move |z| (x, z)))
+}
+
+/// The voxels a body (its box, [`BODY_WIDTH`] × [`BODY_HEIGHT`]) with its
+/// feet at `position` is in.
 fn body_at(position: [f64; 3], out: &mut BTreeSet<Pos>) {
-    let [x, y, z] = voxel_at(position);
-    let top = (position[1] + BODY_HEIGHT - 0.01).floor() as i32;
-    for vy in y..=top {
-        out.insert([x, vy, z]);
+    let bottom = (position[1] + BODY_SLACK).floor() as i32;
+    let top = (position[1] + BODY_HEIGHT - BODY_SLACK).floor() as i32;
+    for (x, z) in footprint(position) {
+        for y in bottom..=top {
+            out.insert([x, y, z]);
+        }
     }
 }
 
-/// The voxels a move needs checked: the body along the way (at the higher
-/// of the two heights: a step up is taken first, a step down last) and at
-/// the end, and the ground below the end.
+/// The voxels a move needs checked: the body's box along the way (at the
+/// higher of the two heights: a step up is taken first, a step down last)
+/// and at the end, and the ground below the end under the whole box.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MoveVoxels {
     pub path: BTreeSet<Pos>,
@@ -229,9 +257,9 @@ pub fn move_voxels(from: [f64; 3], to: [f64; 3]) -> MoveVoxels {
         body_at(at, &mut path);
     }
     body_at(to, &mut path);
-    let [x, y, z] = voxel_at(to);
-    let ground = (1..=JUMP_HEIGHT.ceil() as i32 + 1)
-        .map(|below| [x, y - below, z])
+    let y = (to[1] + BODY_SLACK).floor() as i32;
+    let ground = footprint(to)
+        .flat_map(|(x, z)| (1..=JUMP_HEIGHT.ceil() as i32 + 1).map(move |below| [x, y - below, z]))
         .collect();
     MoveVoxels { path, ground }
 }
@@ -601,6 +629,113 @@ mod tests {
         motion
             .spend(next, [next[0], 0.0, next[2]], 10.0, later)
             .expect("a fall");
+    }
+
+    #[test]
+    fn the_body_is_its_box_not_one_column() {
+        let ground = [4.5, 10.0, 0.5];
+        // The box's edge (x + 0.3) in the wall at x = 5, the centre not:
+        // one column (x = 4) would let it through.
+        let edge = check(ground, [4.75, 10.0, 0.5]).expect_err("the edge in the wall");
+        assert!(
+            edge.contains("blocked by a solid voxel at [5, 10, 0]"),
+            "{edge}"
+        );
+        let up_to_it = [5.0 - BODY_WIDTH / 2.0 - 1e-7, 10.0, 0.5];
+        assert_eq!(
+            check(ground, up_to_it),
+            Ok(()),
+            "touching, as the client stops"
+        );
+        // A head under a ledge: the box at the side of a column reaching
+        // over it (x = 6 is free below y = 11, solid at y = 11).
+        let ledge = |v: Pos| Some(v[1] < 10 || (v[0] == 6 && v[1] == 11));
+        let from = [5.5, 10.0, 3.5];
+        let to = [5.75, 10.0, 3.5];
+        assert!(judge_move(from, to, &move_voxels(from, to), MoveChecks::ALL, ledge).is_err());
+        // Standing on the edge of a cliff (the centre over the drop, the
+        // box on the ground at x < 5) holds the player up for a jump.
+        let cliff = |v: Pos| Some(v[0] < 5 && v[1] < 10);
+        let edge = [5.2, 10.0, 0.5];
+        let jump = [5.2, 11.2, 0.5];
+        assert_eq!(
+            judge_move(edge, jump, &move_voxels(edge, jump), MoveChecks::ALL, cliff),
+            Ok(()),
+            "the box stands on the cliff's edge"
+        );
+        let beyond = [5.4, 11.2, 0.5];
+        assert!(
+            judge_move(
+                edge,
+                beyond,
+                &move_voxels(edge, beyond),
+                MoveChecks::ALL,
+                cliff
+            )
+            .is_err()
+        );
+    }
+
+    /// The default client's movement (`client/src/render/player.rs`):
+    /// walking at its speed along x, jumping at every landing, over ground
+    /// that rises one voxel every `stair` voxels (`None`: flat), its
+    /// position sent every frame for `seconds`. Answers the moves refused.
+    fn walk_like_the_client(speed: f64, stair: Option<f64>, seconds: f64) -> usize {
+        const GRAVITY: f64 = 24.0;
+        const JUMP_SPEED: f64 = 8.0;
+        let start = Instant::now();
+        let mut motion = Motion::new(start);
+        let ground = |x: f64| stair.map_or(0.0, |s| (x / s).floor());
+        let (mut x, mut y, mut vy) = (0.0, 0.0, 0.0);
+        let mut accepted = [x, y, 0.5];
+        let mut refused = 0;
+        let dt = 1.0 / 60.0;
+        for frame in 1..=(seconds / dt) as u32 {
+            if y <= ground(x) {
+                vy = JUMP_SPEED;
+            }
+            vy -= GRAVITY * dt;
+            y = (y + vy * dt).max(ground(x));
+            x += speed * dt;
+            let at = start + Duration::from_secs_f64(f64::from(frame) * dt);
+            match motion.spend(accepted, [x, y, 0.5], DEFAULT_MAX_SPEED, at) {
+                Ok(()) => accepted = [x, y, 0.5],
+                // Corrected: the client is put back where it was accepted.
+                Err(_) => {
+                    refused += 1;
+                    (x, y) = (accepted[0], accepted[1]);
+                }
+            }
+        }
+        refused
+    }
+
+    #[test]
+    fn the_default_speed_lets_the_client_walk_and_jump_but_not_half_again_faster() {
+        assert!(DEFAULT_MAX_SPEED <= 1.5 * CLIENT_WALK_SPEED);
+        assert_eq!(walk_like_the_client(CLIENT_WALK_SPEED, None, 60.0), 0);
+        // Up stairs, jumping at every landing (the steepest the client
+        // climbs without stopping: 1.33 voxels of jump, 2.25 of walk).
+        for stair in [2.25, 3.0] {
+            assert_eq!(
+                walk_like_the_client(CLIENT_WALK_SPEED, Some(stair), 60.0),
+                0
+            );
+        }
+        assert!(walk_like_the_client(1.6 * CLIENT_WALK_SPEED, None, 60.0) > 0);
+        // A straight run at 1.6× is refused once the saved allowance is spent.
+        let start = Instant::now();
+        let mut motion = Motion::new(start);
+        let mut at = [0.0, 10.0, 0.0];
+        let step = 1.6 * CLIENT_WALK_SPEED * 0.05;
+        let refused = (1..=1200).find(|i| {
+            let next = [at[0] + step, at[1], at[2]];
+            let now = start + Duration::from_millis(50 * i);
+            let ok = motion.spend(at, next, DEFAULT_MAX_SPEED, now).is_ok();
+            at = next;
+            !ok
+        });
+        assert!(refused.is_some(), "a minute at 1.6× was never refused");
     }
 
     #[test]
