@@ -303,9 +303,30 @@ fn config_from(cli: &Cli) -> anyhow::Result<ServerConfig> {
     Ok(config)
 }
 
+/// Makes the world directory with mode 0700 (other local users read none
+/// of it); warns about an existing one others can enter, which is the
+/// operator's to change (its secrets are 0600 either way).
 fn prepare_world(world: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(world)
-        .with_context(|| format!("cannot create the world directory {}", world.display()))
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(world)
+        .with_context(|| format!("cannot create the world directory {}", world.display()))?;
+    let mode = std::fs::metadata(world)
+        .with_context(|| format!("cannot read the world directory {}", world.display()))?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        tracing::warn!(
+            "the world directory {} is open to other users (mode {:o}); its secret files \
+             are 0600, but `chmod 700 {}` keeps the rest private too",
+            world.display(),
+            mode & 0o777,
+            world.display()
+        );
+    }
+    Ok(())
 }
 
 /// `build`: builds every Rust module found in the module paths.

@@ -14,8 +14,10 @@
 //! variables, and in `buildat:stored` the rest of its stored form; a node
 //! whose stored bytes would not come back the same is kept whole in
 //! `buildat:raw`), writing the file (payloads to `FILE.payload.partial`,
-//! then head and payloads to `FILE.partial`, synced, renamed: a backup cut
-//! short never leaves a file under its name), reading it, and restoring
+//! then head and payloads to `FILE.partial`, synced, then linked to `FILE`:
+//! a backup cut short never leaves a file under its name; every file made
+//! new, mode 0600, never through a symlink, never over an existing file:
+//! `files.rs`), reading it, and restoring
 //! (into an empty storage, taking the backup's section size and node id
 //! counter, then counting what was written). Modules' values (accounts,
 //! bans) come from the same snapshot as the sections.
@@ -25,7 +27,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -259,9 +261,10 @@ fn beside(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Refuses a backup over an existing file before any work.
+/// Refuses a backup over an existing file (or symlink, even a dangling
+/// one) before any work.
 pub fn check_new_file(file: &Path) -> Result<(), BackupError> {
-    if file.exists() {
+    if std::fs::symlink_metadata(file).is_ok() {
         return Err(BackupError::Exists {
             path: file.to_path_buf(),
         });
@@ -283,12 +286,21 @@ pub fn write_backup(
     check_new_file(file)?;
     let payload_path = beside(file, ".payload.partial");
     let partial_path = beside(file, ".partial");
+    // Created here, so removed here; never a file found there.
+    let payloads = create_part(&payload_path)?;
+    let out = match create_part(&partial_path) {
+        Ok(out) => out,
+        Err(error) => {
+            let _ = std::fs::remove_file(&payload_path);
+            return Err(error);
+        }
+    };
     let result = write_parts(
         snapshot,
         settings,
         file,
-        &payload_path,
-        &partial_path,
+        (payloads, &payload_path),
+        (out, &partial_path),
         cancel,
         progress,
     );
@@ -299,19 +311,33 @@ pub fn write_backup(
     result
 }
 
+/// A part of a backup being written: a new file, mode 0600, never a
+/// symlink followed nor a file there replaced.
+fn create_part(path: &Path) -> Result<File, BackupError> {
+    crate::files::create_new_private(path).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::AlreadyExists {
+            BackupError::Exists {
+                path: path.to_path_buf(),
+            }
+        } else {
+            io(path)(source)
+        }
+    })
+}
+
 fn write_parts(
     snapshot: &mut dyn StorageSnapshot,
     settings: String,
     file: &Path,
-    payload_path: &Path,
-    partial_path: &Path,
+    (payloads, payload_path): (File, &Path),
+    (mut out, partial_path): (File, &Path),
     cancel: &AtomicBool,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<BackupReport, BackupError> {
     let next_node_id = snapshot.next_node_id()?;
     let positions = snapshot.section_positions()?;
     let total = positions.len() as u64;
-    let mut payloads = BufWriter::new(File::create(payload_path).map_err(io(payload_path))?);
+    let mut payloads = BufWriter::new(payloads);
     let mut sections = Vec::with_capacity(positions.len());
     let (mut offset, mut nodes) = (0u64, 0u64);
     for pos in positions {
@@ -357,8 +383,9 @@ fn write_parts(
         });
         offset += value.len() as u64;
     }
-    payloads.flush().map_err(io(payload_path))?;
-    drop(payloads);
+    let mut payloads = payloads
+        .into_inner()
+        .map_err(|e| io(payload_path)(e.into_error()))?;
     let meta = WorldBackup {
         section_size: snapshot.section_size().0,
         chunk_size: chunk_size(),
@@ -375,13 +402,23 @@ fn write_parts(
         path: file.to_path_buf(),
         source,
     })?;
-    let mut out = File::create(partial_path).map_err(io(partial_path))?;
     out.write_all(&head).map_err(io(partial_path))?;
-    let mut payloads = File::open(payload_path).map_err(io(payload_path))?;
+    payloads
+        .seek(SeekFrom::Start(0))
+        .map_err(io(payload_path))?;
     std::io::copy(&mut payloads, &mut out).map_err(io(partial_path))?;
     out.sync_all().map_err(io(partial_path))?;
     drop(out);
-    std::fs::rename(partial_path, file).map_err(io(file))?;
+    // Never over a file made there meanwhile.
+    crate::files::place_new(partial_path, file).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::AlreadyExists {
+            BackupError::Exists {
+                path: file.to_path_buf(),
+            }
+        } else {
+            io(file)(source)
+        }
+    })?;
     if let Some(parent) = file.parent().filter(|p| !p.as_os_str().is_empty())
         && let Ok(dir) = File::open(parent)
     {
@@ -735,6 +772,47 @@ mod tests {
                 Err(BackupError::Exists { .. })
             ));
         }
+    }
+
+    #[test]
+    fn a_backup_is_private_and_never_written_over_a_file_or_through_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let test_world = sqlite_world();
+        let mut world = test_world.open(SectionSize::default());
+        fill(world.as_mut());
+        let mut backup = |file: &Path| {
+            let mut snapshot = world.snapshot().unwrap();
+            write_backup(
+                snapshot.as_mut(),
+                String::new(),
+                file,
+                &AtomicBool::new(false),
+                &mut |_, _| {},
+            )
+        };
+        let theirs = dir.path().join("theirs");
+        std::fs::write(&theirs, b"someone else's").unwrap();
+        let link = dir.path().join("link.backup");
+        std::os::unix::fs::symlink(&theirs, &link).unwrap();
+        let dangling = dir.path().join("dangling.backup");
+        let nowhere = dir.path().join("nowhere");
+        std::os::unix::fs::symlink(&nowhere, &dangling).unwrap();
+        // A symlink planted where the parts are written.
+        let planted = dir.path().join("planted.backup");
+        std::os::unix::fs::symlink(&theirs, beside(&planted, ".partial")).unwrap();
+        let payload_planted = dir.path().join("payload.backup");
+        std::os::unix::fs::symlink(&nowhere, beside(&payload_planted, ".payload.partial")).unwrap();
+        for file in [&theirs, &link, &dangling, &planted, &payload_planted] {
+            let error = backup(file).expect_err("refused");
+            assert!(matches!(error, BackupError::Exists { .. }), "{error}");
+        }
+        assert_eq!(std::fs::read(&theirs).unwrap(), b"someone else's");
+        assert!(!nowhere.exists());
+        assert!(std::fs::symlink_metadata(beside(&planted, ".partial")).is_ok());
+        assert!(!planted.exists() && !payload_planted.exists());
+        let fresh = dir.path().join("fresh.backup");
+        backup(&fresh).unwrap();
+        assert_eq!(crate::files::get_mode(&fresh), Some(0o600));
     }
 
     #[test]

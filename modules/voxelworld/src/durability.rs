@@ -4,7 +4,7 @@
 //!
 //! Owns: [`SaveHealth`] (one clear warning repeated every
 //! [`WARN_EVERY`], not one per tick, and a line when saving works again)
-//! and the recovery files `<world>/recovery-<ms>.bin` (the unsaved
+//! and the recovery files `<world>/recovery-<ms>.bin` (mode 0600; the unsaved
 //! sections as storage records, voxels by name). Does not own: when to
 //! save (`lib.rs`) or sections (`world.rs`).
 
@@ -110,7 +110,7 @@ pub fn write_recovery(dir: &Path, world: &World) -> Result<Option<PathBuf>, Stri
     let path = dir.join(format!("{RECOVERY_PREFIX}{millis}{RECOVERY_SUFFIX}"));
     let bytes = encode(&sections).map_err(|e| e.to_string())?;
     let temporary = path.with_extension("tmp");
-    std::fs::write(&temporary, bytes)
+    crate::files::rewrite_private(&temporary, &bytes)
         .and_then(|()| std::fs::rename(&temporary, &path))
         .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(Some(path))

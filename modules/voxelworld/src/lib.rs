@@ -46,6 +46,7 @@
 
 pub mod backup;
 pub mod durability;
+pub mod files;
 pub mod generation;
 pub mod migrate;
 pub mod old_tables;
@@ -54,6 +55,7 @@ pub mod special;
 pub mod storage;
 pub mod stream;
 pub mod world;
+pub mod world_toml;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -91,6 +93,7 @@ use pregen::{PregenCommand, PregenRun};
 use serde::{Deserialize, Serialize};
 use storage::StorageLocation;
 use world::{Committed, Loaded, World, WorldError};
+use world_toml::{DEFAULT_WORLD_TOML, ReadConfig, read_world_config};
 
 /// Streams the chunks changed by calls, after the calls have answered: an
 /// event voxelworld emits to itself, so an edit's caller never waits on
@@ -119,68 +122,6 @@ const SAVE_SLICE: std::time::Duration = std::time::Duration::from_millis(15);
 /// Seconds between two drops of the decoded voxels of chunks nobody read
 /// (a chunk is kept decoded for two to three of these after its last read).
 const DROP_DECODED_INTERVAL: f64 = 15.0;
-
-/// The default `world.toml`, written into a new world directory.
-const DEFAULT_WORLD_TOML: &str = include_str!("../world.toml");
-
-#[derive(Debug, Default, Deserialize)]
-struct WorldToml {
-    #[serde(default)]
-    world: WorldSection,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct WorldSection {
-    #[serde(default)]
-    name: String,
-    #[serde(default)]
-    seed: u64,
-    section_size: Option<[i32; 3]>,
-    /// Where the world is stored (`sqlite`, `sqlite:PATH`, `postgresql://`).
-    #[serde(default)]
-    storage: String,
-}
-
-/// `world.toml` as read: what other modules are told, and where the world
-/// is stored.
-struct ReadConfig {
-    config: WorldConfig,
-    storage: String,
-}
-
-/// Reads `<world>/world.toml`, writing the default first in a new world.
-/// The only parser of the file.
-fn read_world_config(world_path: &Path) -> Result<ReadConfig, ModuleError> {
-    let path = world_path.join("world.toml");
-    if !path.exists() {
-        std::fs::write(&path, DEFAULT_WORLD_TOML)
-            .map_err(|e| ModuleError::msg(format!("cannot write {}: {e}", path.display())))?;
-        log::info!("new world: wrote {}", path.display());
-    }
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| ModuleError::msg(format!("cannot read {}: {e}", path.display())))?;
-    let parsed: WorldToml =
-        toml::from_str(&text).map_err(|e| ModuleError::msg(format!("{}: {e}", path.display())))?;
-    let size = parsed
-        .world
-        .section_size
-        .map(SectionSize)
-        .unwrap_or_default();
-    if size.0.iter().any(|s| !(1..=64).contains(s)) {
-        return Err(ModuleError::msg(format!(
-            "{}: section_size must be 1 to 64 chunks on each side",
-            path.display()
-        )));
-    }
-    Ok(ReadConfig {
-        config: WorldConfig {
-            name: parsed.world.name,
-            seed: parsed.world.seed,
-            section_size: size.0,
-        },
-        storage: parsed.world.storage,
-    })
-}
 
 /// What crosses a reload: registries and every loaded section.
 #[derive(Serialize, Deserialize)]
@@ -844,32 +785,27 @@ impl VoxelWorld {
         self.host.world_path().join("world.sqlite")
     }
 
-    /// Writes the backup's `world.toml` over this world's default one (its
-    /// `storage` line replaced by where this restore wrote); keeps one the
-    /// operator wrote.
+    /// Writes `world.toml` from the backup's copy over this world's
+    /// default one: the world's own fields only (name, seed, section
+    /// size), parsed as TOML, and `storage` where this restore wrote
+    /// (`world_toml::restored_world_toml`: a backup cannot redirect the
+    /// world); keeps one the operator wrote.
     fn restore_settings(&self, backed_up: &str) -> Result<String, ModuleError> {
         let path = self.host.world_path().join("world.toml");
         let current = std::fs::read_to_string(&path).unwrap_or_default();
         if current != DEFAULT_WORLD_TOML {
             return Ok(format!("{} kept as it was", path.display()));
         }
-        let mut text = String::new();
-        for line in backed_up.lines() {
-            let is_storage = line
-                .trim_start()
-                .strip_prefix("storage")
-                .is_some_and(|rest| rest.trim_start().starts_with('='));
-            if !is_storage {
-                text.push_str(line);
-                text.push('\n');
-            }
-            if line.trim() == "[world]" && !self.storage_setting.trim().is_empty() {
-                text.push_str(&format!("storage = {:?}\n", self.storage_setting.trim()));
-            }
-        }
-        std::fs::write(&path, text)
+        let (text, why) = world_toml::restored_world_toml(backed_up, &self.storage_setting);
+        files::rewrite_private(&path, text.as_bytes())
             .map_err(|e| ModuleError::msg(format!("restore: {}: {e}", path.display())))?;
-        Ok(format!("{} written from the backup", path.display()))
+        Ok(match why {
+            None => format!(
+                "{} written from the backup (name, seed, section size)",
+                path.display()
+            ),
+            Some(why) => format!("{} written: {why}", path.display()),
+        })
     }
 
     /// Offers `pregen` on the console (and headless:
@@ -1191,7 +1127,12 @@ impl VoxelWorld {
 impl Module for VoxelWorld {
     fn create(host: Host) -> Result<Self, ModuleError> {
         let world_path = host.world_path();
-        std::fs::create_dir_all(&world_path)?;
+        files::create_private_dir(&world_path).map_err(|e| {
+            ModuleError::msg(format!(
+                "cannot create the world directory {}: {e}",
+                world_path.display()
+            ))
+        })?;
         let ReadConfig { config, storage } = read_world_config(&world_path)?;
         let section_size = SectionSize(config.section_size);
         // `--set voxelworld.storage=...` for one run wins over world.toml.

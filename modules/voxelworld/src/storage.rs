@@ -7,7 +7,8 @@
 //! refused when newer than the code), [`StorageLocation`] (the `storage`
 //! setting: `sqlite`, `sqlite:PATH` or a `postgresql://` URL, and opening
 //! it), and the SQLite backend: the database file (`<world>/world.sqlite`,
-//! WAL), its schema and schema version, and saving a section in one
+//! WAL; made 0600 before SQLite opens it, its `-wal` and `-shm` follow),
+//! its schema and schema version, and saving a section in one
 //! transaction (a crash leaves it either old or new). Also modules' values
 //! kept with the world ([`StoredValue`]: accounts, bans), written in one
 //! transaction per call.
@@ -257,6 +258,29 @@ impl StorageLocation {
     }
 }
 
+/// Makes a new database file at `path` with mode 0600 before SQLite
+/// opens it (SQLite gives its `-wal` and `-shm` the database's mode), or
+/// takes group and other access away from one an older server made (and
+/// its `-wal` and `-shm`).
+fn prepare_private_file(path: &Path) -> Result<(), StorageError> {
+    let private_error = |file: &Path, e: std::io::Error| {
+        StorageError::Damaged(format!("{}: cannot make it private: {e}", file.display()))
+    };
+    match crate::files::create_new_private(path) {
+        Ok(_) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        // A directory SQLite will name in its own error, or no parent.
+        Err(_) => return Ok(()),
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        let file = PathBuf::from(name);
+        crate::files::tighten_logged(&file).map_err(|e| private_error(&file, e))?;
+    }
+    Ok(())
+}
+
 pub struct SqliteStorage {
     connection: Connection,
     section_size: SectionSize,
@@ -266,6 +290,7 @@ pub struct SqliteStorage {
 impl SqliteStorage {
     /// Opens (or creates, with `new_section_size`) the database at `path`.
     pub fn open(path: &Path, new_section_size: SectionSize) -> Result<Self, StorageError> {
+        prepare_private_file(path)?;
         let connection = Connection::open(path)?;
         connection.pragma_update(None, "journal_mode", "WAL")?;
         connection.pragma_update(None, "synchronous", "NORMAL")?;
@@ -1105,6 +1130,42 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("mysql://me:***@h/w"), "{error}");
+    }
+
+    #[test]
+    fn the_sqlite_database_and_its_wal_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("world.sqlite");
+        let with = |suffix: &str| dir.path().join(format!("world.sqlite{suffix}"));
+        let mut storage = SqliteStorage::open(&path, SectionSize::default()).unwrap();
+        storage
+            .save_section(&StoredSection {
+                pos: [0, 0, 0],
+                save_enabled: true,
+                generated: true,
+                nodes: vec![(1, vec![1; 100])],
+            })
+            .unwrap();
+        for suffix in ["", "-wal", "-shm"] {
+            assert_eq!(
+                crate::files::get_mode(&with(suffix)),
+                Some(0o600),
+                "{suffix}"
+            );
+        }
+        drop(storage);
+        // One an older server left readable is tightened, WAL and all.
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::set_permissions(with(suffix), std::fs::Permissions::from_mode(0o644));
+        }
+        let storage = SqliteStorage::open(&path, SectionSize::default()).unwrap();
+        for suffix in ["", "-wal", "-shm"] {
+            if let Some(mode) = crate::files::get_mode(&with(suffix)) {
+                assert_eq!(mode, 0o600, "{suffix}");
+            }
+        }
+        drop(storage);
     }
 
     #[test]

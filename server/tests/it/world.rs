@@ -566,3 +566,140 @@ fn a_backup_taken_while_a_player_plays_restores_section_for_section_byte_for_byt
     assert_ne!(status, Some(0), "{output}");
     assert!(output.contains("restore into a new world"), "{output}");
 }
+
+/// The permission bits of `path`, not following a symlink.
+fn mode_of(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::symlink_metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// The world's directory is 0700 and its secrets 0600 (whatever the
+/// umask: the tests run under the usual 022).
+fn assert_private(world: &std::path::Path) {
+    assert_eq!(mode_of(world), 0o700, "{}", world.display());
+    for name in ["world.toml", "world.sqlite"] {
+        assert_eq!(mode_of(&world.join(name)), 0o600, "{name}");
+    }
+    for name in ["world.sqlite-wal", "world.sqlite-shm", "tls/key.pem"] {
+        if world.join(name).exists() {
+            assert_eq!(mode_of(&world.join(name)), 0o600, "{name}");
+        }
+    }
+}
+
+#[test]
+fn a_world_is_private_and_its_backups_never_replace_a_file() {
+    let scratch = Scratch::new();
+    scratch.add_game();
+    let (status, output) = run_headless(
+        &scratch,
+        &["pregen", "--radius", "1", "--height", "0"].map(String::from),
+    );
+    assert_eq!(status, Some(0), "{output}");
+    let (mut server, _) = start_game(&scratch, &["network.tls=on"]);
+    assert_private(&scratch.world());
+    assert_eq!(mode_of(&scratch.world().join("tls/key.pem")), 0o600);
+
+    let theirs = scratch.dir.path().join("theirs.txt");
+    std::fs::write(&theirs, b"someone else's").unwrap();
+    let link = scratch.dir.path().join("link.backup");
+    std::os::unix::fs::symlink(&theirs, &link).unwrap();
+    for taken in [&theirs, &link] {
+        console(
+            &mut server,
+            &format!("backup {}", taken.display()),
+            "exists: remove it or name another file",
+        );
+    }
+    assert_eq!(std::fs::read(&theirs).unwrap(), b"someone else's");
+    let file = scratch.dir.path().join("fresh.backup");
+    console(
+        &mut server,
+        &format!("backup {}", file.display()),
+        "backup started into",
+    );
+    server
+        .wait_for("backup done in", Duration::from_secs(120))
+        .unwrap_or_else(|| panic!("the backup ends:\n{}", server.output()));
+    server.stop_cleanly();
+    assert_eq!(mode_of(&file), 0o600);
+    assert_private(&scratch.world());
+}
+
+#[test]
+fn a_backup_cannot_redirect_the_world_it_restores() {
+    let scratch = Scratch::new();
+    scratch.add_world(false);
+    let (status, output) = run_headless(
+        &scratch,
+        &["pregen", "--radius", "1", "--height", "0"].map(String::from),
+    );
+    assert_eq!(status, Some(0), "{output}");
+    // A crafted world.toml in the backup: its storage elsewhere (dotted
+    // keys, which a line by line filter of `storage = ` misses).
+    let elsewhere = scratch.dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let elsewhere_db = elsewhere.join("stolen.sqlite");
+    std::fs::write(
+        scratch.world().join("world.toml"),
+        format!(
+            "world.name = \"Crafted\"\nworld.seed = 7\nworld.storage = \"sqlite:{}\"\n",
+            elsewhere_db.display()
+        ),
+    )
+    .unwrap();
+    let file = scratch.dir.path().join("crafted.backup");
+    let (status, output) = run_headless(
+        &scratch,
+        &[
+            "backup".to_string(),
+            file.display().to_string(),
+            "--set".into(),
+            "voxelworld.storage=sqlite".into(),
+        ],
+    );
+    assert_eq!(status, Some(0), "{output}");
+    assert!(!elsewhere_db.exists());
+
+    let restored = scratch.dir.path().join("restored");
+    let mut args = vec!["restore".to_string(), file.display().to_string()];
+    args.extend(with_world(scratch.server_args(), &restored));
+    let mut server = start_server(&args, Stdio::null());
+    assert_eq!(
+        server.wait_exit(Duration::from_secs(300)),
+        Some(0),
+        "{}",
+        server.output()
+    );
+    let settings = std::fs::read_to_string(restored.join("world.toml")).unwrap();
+    assert!(settings.contains("name = \"Crafted\""), "{settings}");
+    assert!(!settings.contains("elsewhere"), "{settings}");
+    // The restored world, started again, stores in its own folder.
+    let mut args = vec!["pregen".to_string(), "--radius".into(), "2".into()];
+    args.extend(with_world(scratch.server_args(), &restored));
+    let mut server = start_server(&args, Stdio::null());
+    assert_eq!(
+        server.wait_exit(Duration::from_secs(300)),
+        Some(0),
+        "{}",
+        server.output()
+    );
+    assert!(
+        server.output().contains(&format!(
+            "world storage: {}",
+            restored.join("world.sqlite").display()
+        )),
+        "{}",
+        server.output()
+    );
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "nothing written elsewhere"
+    );
+    assert_private(&restored);
+}
