@@ -1,5 +1,5 @@
-//! The client's connection loop: one TCP connection (over TLS with
-//! [`Config::tls`], `tls.rs`) to a server, driving
+//! The client's connection loop: one TCP connection (over TLS or not as
+//! `transport.rs` decides, the handshake in `tls.rs`) to a server, driving
 //! the [`Session`] (file transfer) and the [`Runtime`] (Lua) until the
 //! server disconnects, Lua calls `buildat.disconnect()`, or `--quit-after`
 //! runs out.
@@ -35,6 +35,7 @@ use crate::nodes::NodeView;
 use crate::sandbox::{self, Level, LogSink, Runtime, ScriptError};
 use crate::session::{Event, Session, SessionError, Stats};
 use crate::tls::{self, Pinned, TlsFailure, TlsOptions};
+use crate::transport::{self, Decision, Security, SecurityError};
 use crate::world::{self, Handled, WorldStats, WorldView};
 
 /// What the client was asked to do.
@@ -70,10 +71,19 @@ pub struct Config {
     /// The frontend drawing this session, if any (never for bots).
     pub frontend: Option<SessionLink>,
     /// Log in to the account `name` with this password (`main:login`,
-    /// sent first thing); `None`: join as a guest.
+    /// sent first thing, after the TLS handshake and the pin check when
+    /// there is one); `None`: join as a guest.
     pub password: Option<String>,
-    /// Speak TLS and pin the server's key (`--tls`); `None`: plaintext.
-    pub tls: Option<TlsOptions>,
+    /// `tls://HOST:PORT` or `--tls`: TLS even to a loopback address
+    /// (`transport.rs` has the rule).
+    pub force_tls: bool,
+    /// `--insecure-plaintext`: plaintext to an address that is not loopback
+    /// (refused with a password).
+    pub insecure_plaintext: bool,
+    /// The known-hosts file and `--accept-new-key`, for pinning the key of
+    /// a server that is not loopback; `None`: no file could be named, and
+    /// such a server is refused.
+    pub pins: Option<TlsOptions>,
 }
 
 impl Config {
@@ -96,7 +106,18 @@ impl Config {
             map_radius: world::DEFAULT_MAP_RADIUS,
             frontend: None,
             password: None,
-            tls: None,
+            force_tls: false,
+            insecure_plaintext: false,
+            pins: None,
+        }
+    }
+
+    /// What [`transport`] decides with.
+    pub fn security(&self) -> Security {
+        Security {
+            force_tls: self.force_tls,
+            insecure_plaintext: self.insecure_plaintext,
+            has_password: self.password.is_some(),
         }
     }
 }
@@ -144,8 +165,10 @@ pub enum AppError {
     },
     #[error("refused by the server: {reason}")]
     Refused { reason: String },
-    #[error("{address} does not speak TLS: {reason}")]
+    #[error("{address} does not speak TLS: {reason}; nothing was sent")]
     NotTls { address: String, reason: String },
+    #[error(transparent)]
+    Insecure(#[from] SecurityError),
     #[error("TLS with {address}: {message}")]
     Tls { address: String, message: String },
     #[error("the known-hosts file: {0}")]
@@ -256,25 +279,58 @@ impl Write for Conn {
     }
 }
 
-/// Speaks TLS on `stream` when asked to; says what became of the key.
+/// Speaks TLS on `stream` or not, as [`transport`]'s rule decides for
+/// the address it is connected to; says what became of the key. Nothing
+/// has been sent yet, and with TLS nothing is until the handshake and the
+/// pin check are done.
 fn secure(stream: TcpStream, config: &Config) -> Result<Conn, AppError> {
-    let Some(options) = &config.tls else {
-        return Ok(Conn::Plain(stream));
-    };
+    let peer = stream.peer_addr().map_err(AppError::ConnectionLost)?;
+    let loopback = transport::counts_as_loopback(peer);
     let address = config.address.clone();
-    let (stream, pinned) = tls::connect(stream, &address, options, config.connect_timeout)
-        .map_err(|failure| match failure {
+    let pin = match config.security().decide(loopback)? {
+        Decision::Plaintext => {
+            if loopback {
+                (config.log)(
+                    Level::Verbose,
+                    "buildat-client",
+                    &format!("plaintext to {address} ({peer}, loopback)"),
+                );
+            } else {
+                (config.log)(
+                    Level::Warning,
+                    "buildat-client",
+                    &format!(
+                        "plaintext to {address} ({peer}) as --insecure-plaintext asks: anyone \
+                         on the path can read and change what is said"
+                    ),
+                );
+            }
+            return Ok(Conn::Plain(stream));
+        }
+        Decision::Tls { pin: false } => None,
+        Decision::Tls { pin: true } => Some(config.pins.as_ref().ok_or_else(|| {
+            AppError::KnownHosts(
+                "no known-hosts file to pin the server's key in: set BUILDAT_KNOWN_HOSTS, \
+                 XDG_CONFIG_HOME or HOME, or pass --known-hosts FILE"
+                    .into(),
+            )
+        })?),
+    };
+    let (stream, pinned) = tls::connect(stream, &address, pin, config.connect_timeout).map_err(
+        |failure| match failure {
             TlsFailure::KeyChanged { old, new } => AppError::KeyChanged {
                 host: crate::known_hosts::host_key(&address),
                 old,
                 new,
-                file: options.known_hosts.clone(),
+                file: pin.map(|p| p.known_hosts.clone()).unwrap_or_default(),
             },
             TlsFailure::NotTls(reason) => AppError::NotTls {
                 address: address.clone(),
-                reason: reason.unwrap_or_else(|| {
-                    "it answered in plaintext; connect without --tls".to_string()
-                }),
+                reason: format!(
+                    "{} (the client speaks TLS to any address but loopback; plaintext to one \
+                     needs --insecure-plaintext, never with a password)",
+                    reason.unwrap_or_else(|| "it answered in plaintext".to_string())
+                ),
             },
             TlsFailure::Refused(reason) => AppError::Refused { reason },
             TlsFailure::KnownHosts(message) => AppError::KnownHosts(message),
@@ -282,9 +338,17 @@ fn secure(stream: TcpStream, config: &Config) -> Result<Conn, AppError> {
                 address: address.clone(),
                 message,
             },
-        })?;
-    let file = options.known_hosts.display();
+        },
+    )?;
+    let file = pin
+        .map(|p| p.known_hosts.display().to_string())
+        .unwrap_or_default();
     match pinned {
+        Pinned::Unpinned { fingerprint } => (config.log)(
+            Level::Verbose,
+            "buildat-client",
+            &format!("TLS to {address} ({peer}, loopback): its key {fingerprint} is not pinned"),
+        ),
         Pinned::Known => (config.log)(
             Level::Verbose,
             "buildat-client",
@@ -360,6 +424,7 @@ fn run_inner(config: Config, summary: &mut Summary) -> Result<Outcome, AppError>
     })?;
     runtime.set_graphical(config.frontend.is_some());
     let started = Instant::now();
+    config.security().check()?;
     let stream = connect(&config.address, config.connect_timeout)?;
     let _ = stream.set_nodelay(true);
     let stream = secure(stream, &config)?;

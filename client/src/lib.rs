@@ -11,6 +11,7 @@
 //! - [`world`]: the world view kept from the voxelworld stream, and its maps.
 //! - [`nodes`]: the nodes the server replicates to this client.
 //! - [`app`]: the connection loop tying them together.
+//! - [`transport`]: the one rule for TLS or plaintext, and pinning or not.
 //! - [`tls`]: TLS on the game port and pinning the server's key.
 //! - [`known_hosts`]: the file of pinned server keys.
 //! - [`frontend`]: what the session and a graphical frontend tell each other.
@@ -28,4 +29,5 @@ pub mod sandbox;
 pub mod session;
 pub mod terminal;
 pub mod tls;
+pub mod transport;
 pub mod world;

@@ -46,6 +46,11 @@ const EXIT_KEY_CHANGED: u8 = 6;
 
 With --bots N the exit code is the highest of the sessions' codes.
 
+A password never crosses the network in plaintext: any address but
+loopback speaks TLS (HOST:PORT as well as tls://HOST:PORT) and the login
+is sent only after the handshake and the key pin check; plaintext to such
+an address needs --insecure-plaintext and is refused with a password.
+
 At exit a summary goes to stderr (with --bots, each line starts with the
 session's name instead of buildat-client):
   files: N announced, M requested, B bytes received; scripts: S run, E Lua errors
@@ -53,18 +58,24 @@ session's name instead of buildat-client):
   session ended, exit code C"
 )]
 struct Cli {
-    /// Server address, HOST:PORT; tls://HOST:PORT is --tls.
+    /// Server address, HOST:PORT or tls://HOST:PORT. Any address but
+    /// loopback speaks TLS either way, its key pinned; loopback speaks
+    /// plaintext unless tls:// or --tls.
     #[arg(long, value_name = "HOST:PORT")]
     connect: String,
-    /// Speak TLS to the server (a server not on loopback does by default)
-    /// and pin its key: the first connection keeps its fingerprint in the
-    /// known-hosts file, later ones refuse another key.
-    #[arg(long)]
+    /// Speak TLS even to a loopback address (its key is not pinned). Any
+    /// other address speaks TLS without it: the first connection keeps the
+    /// key's fingerprint in the known-hosts file, later ones refuse
+    /// another key. There is never a fallback to plaintext.
+    #[arg(long, conflicts_with = "insecure_plaintext")]
     tls: bool,
-    /// The known-hosts file (default: $BUILDAT_KNOWN_HOSTS, else
-    /// $XDG_CONFIG_HOME/buildat/known_hosts or ~/.config/buildat/known_hosts).
-    /// Without --tls, used if the server says it speaks TLS: a headless
-    /// session then connects again over TLS.
+    /// Speak plaintext to an address that is not loopback, where anyone on
+    /// the path reads and can change what is said. Refused with a password.
+    #[arg(long)]
+    insecure_plaintext: bool,
+    /// The known-hosts file of pinned server keys (default:
+    /// $BUILDAT_KNOWN_HOSTS, else $XDG_CONFIG_HOME/buildat/known_hosts or
+    /// ~/.config/buildat/known_hosts).
     #[arg(long, value_name = "FILE")]
     known_hosts: Option<PathBuf>,
     /// Accept a server key that differs from the one pinned, and pin it
@@ -260,9 +271,12 @@ struct Settings {
     /// The password each session logs in with (`--password-file`,
     /// `BUILDAT_PASSWORD`).
     password: Option<String>,
-    tls: Option<app_tls::TlsOptions>,
-    /// `--known-hosts`, for a session that connects again over TLS.
-    known_hosts: Option<PathBuf>,
+    /// `tls://` or `--tls`.
+    force_tls: bool,
+    insecure_plaintext: bool,
+    /// The known-hosts file and `--accept-new-key` (`None`: no file could
+    /// be named; a server that is not loopback is then refused).
+    pins: Option<app_tls::TlsOptions>,
 }
 
 impl Settings {
@@ -289,7 +303,9 @@ impl Settings {
         });
         config.map_radius = self.map_radius;
         config.password = self.password.clone();
-        config.tls = self.tls.clone();
+        config.force_tls = self.force_tls;
+        config.insecure_plaintext = self.insecure_plaintext;
+        config.pins = self.pins.clone();
         config
     }
 }
@@ -346,33 +362,33 @@ fn settings_from(cli: &Cli, level: Level) -> anyhow::Result<Settings> {
     if password.as_deref().is_some_and(str::is_empty) {
         anyhow::bail!("the password (--password-file or BUILDAT_PASSWORD) is empty");
     }
-    let (address, tls) = match cli.connect.strip_prefix("tls://") {
-        Some(address) => (address.to_string(), true),
-        None => (cli.connect.clone(), cli.tls),
-    };
-    if !tls && cli.accept_new_key {
-        anyhow::bail!("--accept-new-key goes with --tls (or tls://HOST:PORT)");
+    let (address, force_tls) = buildat_client::transport::split_scheme(&cli.connect);
+    let force_tls = force_tls || cli.tls;
+    // Refused before connecting: a password never goes out in plaintext
+    // off loopback.
+    buildat_client::transport::Security {
+        force_tls,
+        insecure_plaintext: cli.insecure_plaintext,
+        has_password: password.is_some(),
     }
-    let tls = if tls {
-        let known_hosts = match &cli.known_hosts {
-            Some(path) => path.clone(),
-            None => buildat_client::known_hosts::default_path().context(
-                "no known-hosts file: set BUILDAT_KNOWN_HOSTS, XDG_CONFIG_HOME or HOME, \
-                 or pass --known-hosts FILE",
-            )?,
-        };
-        Some(app_tls::TlsOptions {
+    .check()?;
+    if cli.insecure_plaintext && cli.accept_new_key {
+        anyhow::bail!("--accept-new-key goes with TLS, not --insecure-plaintext");
+    }
+    let pins = cli
+        .known_hosts
+        .clone()
+        .or_else(buildat_client::known_hosts::default_path)
+        .map(|known_hosts| app_tls::TlsOptions {
             known_hosts,
             accept_new_key: cli.accept_new_key,
-        })
-    } else {
-        None
-    };
+        });
     Ok(Settings {
         password,
-        tls,
-        known_hosts: cli.known_hosts.clone(),
-        address,
+        force_tls,
+        insecure_plaintext: cli.insecure_plaintext,
+        pins,
+        address: address.to_string(),
         cache_dir,
         cache_max_bytes: cli.cache_max_mib.saturating_mul(1 << 20),
         script,
@@ -395,36 +411,8 @@ fn run_session(settings: &Settings, name: &str, label: &str, bots: bool) -> u8 {
         String::new()
     };
     let config = settings.config(name, &prefix, bots);
-    let (result, summary) = run_upgrading(settings, config);
-    report_session(settings.level, name, label, bots, result, &summary)
-}
-
-/// Runs a session; one without TLS that the server tells it speaks TLS
-/// (`buildat_network_api::tls::SPEAKS_TLS`) connects again over TLS, once,
-/// pinning the key as `--tls` does. Never the other way: a TLS session is
-/// never retried in plaintext (anyone on the path could ask for that).
-fn run_upgrading(settings: &Settings, config: Config) -> (Result<Outcome, AppError>, Summary) {
-    let retry = config.tls.is_none().then(|| config.clone());
     let (result, summary) = app::run(config);
-    let told = matches!(&result, Ok(Outcome::DisconnectedByServer { reason })
-        if reason == buildat_network_api::tls::SPEAKS_TLS);
-    let known_hosts = settings
-        .known_hosts
-        .clone()
-        .or_else(buildat_client::known_hosts::default_path);
-    if let (true, Some(mut retry), Some(known_hosts)) = (told, retry, known_hosts) {
-        (retry.log)(
-            Level::Info,
-            "buildat-client",
-            "the server speaks TLS: connecting again over TLS (--tls does so at once)",
-        );
-        retry.tls = Some(app_tls::TlsOptions {
-            known_hosts,
-            accept_new_key: false,
-        });
-        return app::run(retry);
-    }
-    (result, summary)
+    report_session(settings.level, name, label, bots, result, &summary)
 }
 
 /// Runs the session on its own thread while `frontend` draws it on this
@@ -580,6 +568,7 @@ fn report_session(
                 AppError::Protocol(_) | AppError::NotTls { .. } | AppError::Tls { .. } => {
                     EXIT_PROTOCOL
                 }
+                AppError::Insecure(_) => EXIT_USAGE,
                 AppError::KeyChanged { .. } => EXIT_KEY_CHANGED,
                 AppError::ConnectionLost(_) | AppError::Refused { .. } => EXIT_DISCONNECTED,
                 _ => EXIT_OTHER,

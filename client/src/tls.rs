@@ -4,7 +4,8 @@
 //! to a server keeps the SHA-256 of its public key in the known-hosts file
 //! (`known_hosts.rs`) and says so; a later one with another key is refused
 //! before anything is sent, naming the server, both fingerprints and how
-//! to accept the new key (`--accept-new-key`, or deleting its line).
+//! to accept the new key (`--accept-new-key`, or deleting its line). A
+//! loopback server's key is not pinned (`transport.rs` decides).
 //!
 //! Owns: the pinning verifier (the handshake's signature is still checked
 //! with the certificate's key, by rustls' helpers; no certificate
@@ -40,6 +41,9 @@ pub struct TlsOptions {
 /// What became of the server's key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pinned {
+    /// Not pinned: a loopback server (`transport.rs`), its key neither
+    /// checked nor recorded.
+    Unpinned { fingerprint: String },
     /// The key pinned for this server.
     Known,
     /// A server not seen before: its key is pinned now.
@@ -206,23 +210,28 @@ fn plaintext_reason(seen: &[u8]) -> Option<String> {
 }
 
 /// Runs the handshake on `stream` (connected to `address`) within
-/// `timeout`, checks and pins the server's key; answers the TLS stream and
-/// what became of the key.
+/// `timeout`; with `pin`, checks and pins the server's key (without, a
+/// loopback server's, nothing is checked or recorded). Answers the TLS
+/// stream and what became of the key.
 pub fn connect(
     mut stream: TcpStream,
     address: &str,
-    options: &TlsOptions,
+    pin: Option<&TlsOptions>,
     timeout: Duration,
 ) -> Result<(StreamOwned<ClientConnection, TcpStream>, Pinned), TlsFailure> {
     let host = known_hosts::host_key(address);
-    let pinned = {
-        let _lock = FILE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        let (_, known) = read_known_hosts(&options.known_hosts)?;
-        known.lookup(&host).map(str::to_string)
+    let pinned = match pin {
+        Some(options) => {
+            let _lock = FILE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+            let (_, known) = read_known_hosts(&options.known_hosts)?;
+            known.lookup(&host).map(str::to_string)
+        }
+        None => None,
     };
+    let accept_new_key = pin.is_some_and(|options| options.accept_new_key);
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier = Arc::new(PinningVerifier {
-        expected: pinned.clone().filter(|_| !options.accept_new_key),
+        expected: pinned.clone().filter(|_| !accept_new_key),
         seen: Mutex::new(None),
         algorithms: provider.signature_verification_algorithms,
     });
@@ -280,6 +289,12 @@ pub fn connect(
         .unwrap_or_else(|e| e.into_inner())
         .clone()
         .ok_or_else(|| TlsFailure::Handshake("the server showed no certificate".into()))?;
+    let Some(options) = pin else {
+        return Ok((
+            StreamOwned::new(connection, stream),
+            Pinned::Unpinned { fingerprint },
+        ));
+    };
     let outcome = match pinned {
         Some(old) if old == fingerprint => Pinned::Known,
         Some(old) => Pinned::Replaced {

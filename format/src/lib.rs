@@ -7,8 +7,9 @@
 //! data blob ([`voxel_blob`]), the light blob ([`light_blob`]), the section
 //! record ([`section`]), the single-blob container ([`container`]) and its one
 //! kind, the world backup ([`backup`]), packet framing and packet type tables
-//! ([`packet`]), and payload encoding with the typed [`Packet`] trait
-//! ([`payload`]); each packet's definition lives in the crate that owns it.
+//! ([`packet`]), payload encoding with the typed [`Packet`] trait
+//! ([`payload`]), and the PROXY protocol v2 header a forwarder sends
+//! ([`proxy`]); each packet's definition lives in the crate that owns it.
 //! `docs/formats.md` describes every byte.
 //!
 //! Does not own: I/O of any kind (callers hand in byte slices and take back
@@ -49,6 +50,7 @@ pub mod light_blob;
 pub mod magic;
 pub mod packet;
 pub mod payload;
+pub mod proxy;
 pub mod reader;
 pub mod records;
 pub mod section;

@@ -66,6 +66,11 @@ pub enum RenderError {
     Readback(String),
     #[error("cannot write the screenshot: {0}")]
     Screenshot(#[from] crate::world::MapError),
+    #[error(
+        "no screenshot written: nothing of the world arrived before {0} (the session's own \
+         error, if any, says why)"
+    )]
+    NothingArrived(&'static str),
     #[error("window: {0}")]
     Window(String),
 }

@@ -3,7 +3,8 @@
 //! The shot is taken once the view radius has arrived (no new chunk for
 //! [`SETTLE`] and every mesh done), or when the time runs out with what is
 //! there; by default from the player's eyes at spawn, looking at the
-//! horizon.
+//! horizon. When nothing of the world arrived (the session could not
+//! connect or was refused) no picture is written: an error says so.
 //!
 //! Owns: waiting for the world to settle, the default camera, timing the
 //! frame, the PNG. Does not own: drawing (`gpu`), the session (which it
@@ -78,6 +79,15 @@ pub fn run(link: FrontendLink, options: &ShotOptions) -> Result<ShotReport, Rend
         }
         std::thread::sleep(Duration::from_millis(10));
     };
+    // A picture of nothing is no screenshot: the session could not
+    // connect, was refused, or the world never came.
+    if scene.chunks_received == 0 {
+        return Err(RenderError::NothingArrived(if scene.ended {
+            "the session ended"
+        } else {
+            "the time ran out"
+        }));
+    }
     if let Some(atlas) = scene.atlas() {
         renderer.set_atlas(atlas, scene.atlas_version);
     }

@@ -2,13 +2,15 @@
 //! sandbox (`sandbox`), the world view (`world`), the client binary against
 //! `buildat-harness`'s fake server (`cli`, `world_cli`), and against the
 //! real `buildat-server` (`e2e`, `world_e2e`, and the renderer's
-//! `render_e2e`). `common` is what they share.
+//! `render_e2e`); the rule that keeps a password off a readable path
+//! (`security`). `common` is what they share.
 
 mod cli;
 mod common;
 mod e2e;
 mod render_e2e;
 mod sandbox;
+mod security;
 mod world;
 mod world_cli;
 mod world_e2e;

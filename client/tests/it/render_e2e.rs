@@ -5,6 +5,9 @@
 //!   (most pixels below the horizon are not sky, and many colours appear);
 //!   then, with the camera aimed at a ground voxel near spawn, a bot digs
 //!   that voxel and the next screenshot differs around the crosshair;
+//!   against a TLS port a screenshot follows the client's one rule
+//!   (loopback plaintext; as a remote server TLS with its key pinned), and
+//!   with nothing to connect to it fails without writing a picture;
 //! - window: under Xvfb, the window mode starts and survives 10 s of
 //!   scripted input (keys, mouse motion, clicks, the wheel) from xdotool.
 //!
@@ -178,16 +181,9 @@ fn digger(setup: &Setup, address: &str, dig: bool) -> [i32; 3] {
     [v[0], v[1], v[2]]
 }
 
-#[test]
-fn a_screenshot_from_spawn_shows_terrain_and_a_dig_changes_the_next() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let setup = Setup::new();
-    let (_server, address) = setup.start(&[]);
-    let shots = setup.scratch.path();
-
-    let spawn_shot = shots.join("spawn.png");
-    let line = screenshot(&setup, &address, &spawn_shot, &[]);
-    let image = Image::read(&spawn_shot);
+/// A screenshot from spawn shows terrain: most pixels below the horizon
+/// are not sky, and many colours appear.
+fn assert_terrain(image: &Image, line: &str) {
     assert_eq!((image.width, image.height), (320, 180));
     let mut below = 0;
     let mut sky = 0;
@@ -212,6 +208,18 @@ fn a_screenshot_from_spawn_shows_terrain_and_a_dig_changes_the_next() {
         "only {} colours below the horizon ({line})",
         colours.len()
     );
+}
+
+#[test]
+fn a_screenshot_from_spawn_shows_terrain_and_a_dig_changes_the_next() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let setup = Setup::new();
+    let (_server, address) = setup.start(&[]);
+    let shots = setup.scratch.path();
+
+    let spawn_shot = shots.join("spawn.png");
+    let line = screenshot(&setup, &address, &spawn_shot, &[]);
+    assert_terrain(&Image::read(&spawn_shot), &line);
 
     // Aim at the top voxel two voxels along +x of spawn, shoot, dig, shoot.
     let eye = camera_eye(&line);
@@ -246,6 +254,50 @@ fn a_screenshot_from_spawn_shows_terrain_and_a_dig_changes_the_next() {
         changed * 4 > total,
         "only {changed} of {total} pixels around the crosshair changed"
     );
+}
+
+#[test]
+fn a_screenshot_follows_the_clients_rule_against_a_tls_server() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let setup = Setup::new();
+    let (server, address) = setup.start(&["--set", "network.tls=on"]);
+    let shots = setup.scratch.path();
+    // Loopback: plaintext, which the TLS port serves to a loopback peer.
+    let plain = shots.join("plain.png");
+    let line = screenshot(&setup, &address, &plain, &[]);
+    assert_terrain(&Image::read(&plain), &line);
+    // The same server as a remote one: TLS and its key pinned, as the
+    // headless client does.
+    let known_hosts = shots.join("known_hosts");
+    let remote = shots.join("remote.png");
+    let out = Command::new(CLIENT)
+        .args(["--connect", &address, "--cache"])
+        .arg(setup.cache())
+        .arg("--known-hosts")
+        .arg(&known_hosts)
+        .args(["--size", "320x180", "--quit-after", "150", "--screenshot"])
+        .arg(&remote)
+        .env("BUILDAT_TEST_TREAT_AS_REMOTE", "1")
+        .output()
+        .expect("run buildat-client --screenshot");
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("is now pinned"), "{said}");
+    assert_terrain(&Image::read(&remote), &said);
+    drop(server);
+    // Nothing to connect to: it fails, and writes no picture of nothing.
+    let nothing = shots.join("nothing.png");
+    let out = Command::new(CLIENT)
+        .args(["--connect", &address, "--cache"])
+        .arg(setup.cache())
+        .args(["--size", "320x180", "--quit-after", "30", "--screenshot"])
+        .arg(&nothing)
+        .output()
+        .expect("run buildat-client --screenshot");
+    let said = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("no screenshot written"), "{said}");
+    assert!(!nothing.exists(), "{said}");
 }
 
 /// Whether `program` runs (`program -version` or `--version`).

@@ -22,6 +22,13 @@
 //! `network.tls_key` (PEM files, relative to the world folder; by default
 //! `<world>/tls/cert.pem` and `key.pem`, made self-signed on the first
 //! start). The key's fingerprint, which clients pin, is logged at start.
+//! On a TLS port a loopback peer that speaks plaintext is served
+//! plaintext; any other is told the port speaks TLS and closed.
+//!
+//! Forwarders: `network.proxy_protocol` (default false): every connection
+//! starts with a PROXY protocol v2 header, whose address is the peer's for
+//! everything (`forwarded.rs`); one without it is closed, logged. Off, no
+//! header is looked for or trusted.
 //!
 //! Settings (`--set KEY=VALUE`): `network.max_frame_size` (bytes, default
 //! 16 MiB), `network.max_connections` (default 10000),
@@ -53,6 +60,7 @@
 //! (`admission.rs`), so "server full" comes long before `EMFILE`.
 
 mod admission;
+mod forwarded;
 mod outgoing;
 mod peer;
 mod tls;
@@ -113,6 +121,9 @@ pub(crate) struct Settings {
     /// `network.tls_cert` and `network.tls_key` (relative to the world).
     pub tls_cert: Option<String>,
     pub tls_key: Option<String>,
+    /// `network.proxy_protocol`: every connection starts with a PROXY
+    /// protocol v2 header naming the peer's address (`forwarded.rs`).
+    pub proxy_protocol: bool,
 }
 
 impl Settings {
@@ -142,6 +153,7 @@ impl Settings {
                 .get_config("network.tls_cert")
                 .filter(|p| !p.is_empty()),
             tls_key: host.get_config("network.tls_key").filter(|p| !p.is_empty()),
+            proxy_protocol: host.get_setting("network.proxy_protocol", false)?,
             admission: admission::Limits {
                 per_ip: host.get_setting("network.max_connections_per_ip", 64)?,
                 connects_per_second: host
@@ -395,7 +407,15 @@ impl Shared {
     }
 
     /// Registers a peer and starts its task (inside the runtime).
-    fn start_peer(self: &Arc<Self>, stream: TcpStream, state: PeerState, announce: bool) {
+    /// `first`: bytes already read from a new peer (after a PROXY header,
+    /// or a plaintext peer's start on a TLS port), taken as its first input.
+    fn start_peer(
+        self: &Arc<Self>,
+        stream: TcpStream,
+        state: PeerState,
+        announce: bool,
+        first: Vec<u8>,
+    ) {
         let (commands, receiver) = mpsc::unbounded_channel();
         let (peer, address) = (state.id, state.address.clone());
         let ip = address.parse::<SocketAddr>().ok().map(|a| a.ip());
@@ -428,52 +448,137 @@ impl Shared {
             log::info!("peer {peer} connected from {address}");
             let _ = self.host.emit(&ClientConnected { peer, address });
         }
-        tokio::spawn(peer::serve(self.clone(), stream, state, receiver, backlog));
+        tokio::spawn(peer::serve(
+            self.clone(),
+            stream,
+            state,
+            receiver,
+            backlog,
+            first,
+        ));
     }
 
-    fn admit(self: &Arc<Self>, stream: TcpStream, address: SocketAddr) {
+    /// A new connection from `connection` (the socket's own address):
+    /// refused at once when the server is full; otherwise checked against
+    /// the per-address limits (by the address a forwarder's PROXY header
+    /// names, with `network.proxy_protocol`), made a TLS session on a TLS
+    /// port (or served plaintext, for a loopback peer speaking it), and
+    /// started as a peer.
+    fn admit(self: &Arc<Self>, stream: TcpStream, connection: SocketAddr) {
         let _ = stream.set_nodelay(true);
         let connected = self.peers().len() + self.handshaking.load(Ordering::Relaxed);
+        let forwarded = self.settings.proxy_protocol;
         let refusal = if connected >= self.peer_cap {
             Err(format!("server full ({connected} connections)"))
+        } else if forwarded {
+            // Limited once the header names the peer.
+            Ok(())
         } else {
-            self.admission().admit(address.ip(), Instant::now())
+            self.admission().admit(connection.ip(), Instant::now())
         };
         if let Err(reason) = refusal {
-            self.log_refusal(&format!("refused connection from {address}: {reason}"));
+            self.log_refusal(&format!("refused connection from {connection}: {reason}"));
             tokio::spawn(peer::refuse(stream, reason));
             return;
         }
-        let Some(config) = self.tls.get().cloned() else {
-            self.start_new_peer(stream, address, None);
+        let tls = self.tls.get().cloned();
+        if tls.is_none() && !forwarded {
+            self.start_new_peer(stream, connection, None, Vec::new());
             return;
-        };
-        // The peer exists for the modules once its TLS session does.
+        }
+        // The peer exists for the modules once its header is read and its
+        // TLS session is up.
         self.handshaking.fetch_add(1, Ordering::Relaxed);
         let shared = self.clone();
         tokio::spawn(async move {
-            let deadline = Instant::now() + shared.settings.handshake_timeout;
-            let result = tls::handshake(&stream, config, deadline).await;
+            let opened = shared.open(&stream, connection, tls).await;
             shared.handshaking.fetch_sub(1, Ordering::Relaxed);
-            match result {
-                Ok(session) => shared.start_new_peer(stream, address, Some(session)),
-                Err(failure) => {
-                    shared.admission().release(address.ip());
-                    match failure {
-                        tls::HandshakeFailure::NotTls => {
-                            shared.log_refusal(&format!(
-                                "closed the connection from {address}: it does not speak TLS \
-                                 (a plaintext client?); told to connect with --tls"
-                            ));
-                            peer::refuse(stream, tls::SPEAKS_TLS.to_string()).await;
-                        }
-                        tls::HandshakeFailure::Failed(reason) => shared.log_refusal(&format!(
-                            "closed the connection from {address}: {reason}"
-                        )),
+            match opened {
+                Ok((address, session, first)) => {
+                    shared.start_new_peer(stream, address, session, first);
+                }
+                Err(Unopened { admitted, goodbye }) => {
+                    if let Some(ip) = admitted {
+                        shared.admission().release(ip);
+                    }
+                    if let Some(goodbye) = goodbye {
+                        peer::refuse(stream, goodbye).await;
                     }
                 }
             }
         });
+    }
+
+    /// Reads a forwarder's PROXY header (with `network.proxy_protocol`),
+    /// admits the address it names, and runs the TLS handshake (on a TLS
+    /// port): the peer's address, its TLS session (`None`: plaintext) and
+    /// the bytes already read of what it said. Refusals are logged here.
+    async fn open(
+        &self,
+        stream: &TcpStream,
+        connection: SocketAddr,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> Result<(SocketAddr, Option<tls::Session>, Vec<u8>), Unopened> {
+        let deadline = Instant::now() + self.settings.handshake_timeout;
+        let (address, first) = if self.settings.proxy_protocol {
+            let (source, first) =
+                forwarded::read_header(stream, deadline)
+                    .await
+                    .map_err(|reason| {
+                        self.log_refusal(&format!(
+                            "closed the connection from {connection}: {reason}"
+                        ));
+                        Unopened {
+                            admitted: None,
+                            goodbye: None,
+                        }
+                    })?;
+            let address = source.unwrap_or(connection);
+            if let Err(reason) = self.admission().admit(address.ip(), Instant::now()) {
+                self.log_refusal(&format!(
+                    "refused connection from {address} (forwarded by {connection}): {reason}"
+                ));
+                return Err(Unopened {
+                    admitted: None,
+                    goodbye: Some(reason),
+                });
+            }
+            (address, first)
+        } else {
+            (connection, Vec::new())
+        };
+        let Some(config) = tls else {
+            return Ok((address, None, first));
+        };
+        let plaintext_ok = forwarded::is_loopback(address.ip());
+        match tls::handshake(stream, config, deadline, first, plaintext_ok).await {
+            Ok(tls::Opening::Tls(session)) => Ok((address, Some(*session), Vec::new())),
+            Ok(tls::Opening::Plaintext(first)) => {
+                log::debug!("{address} is loopback and speaks plaintext: served plaintext");
+                Ok((address, None, first))
+            }
+            Err(failure) => {
+                let goodbye = match failure {
+                    tls::HandshakeFailure::NotTls => {
+                        self.log_refusal(&format!(
+                            "closed the connection from {address}: it does not speak TLS \
+                             (a plaintext client?); told to connect with tls://"
+                        ));
+                        Some(tls::SPEAKS_TLS.to_string())
+                    }
+                    tls::HandshakeFailure::Failed(reason) => {
+                        self.log_refusal(&format!(
+                            "closed the connection from {address}: {reason}"
+                        ));
+                        None
+                    }
+                };
+                Err(Unopened {
+                    admitted: Some(address.ip()),
+                    goodbye,
+                })
+            }
+        }
     }
 
     fn start_new_peer(
@@ -481,13 +586,21 @@ impl Shared {
         stream: TcpStream,
         address: SocketAddr,
         tls: Option<tls::Session>,
+        first: Vec<u8>,
     ) {
         let id = self.next_peer.fetch_add(1, Ordering::Relaxed);
         Counters::add(&self.counters.connections, 1);
         let mut state = PeerState::new(id, address.to_string(), &self.settings);
         state.tls = tls;
-        self.start_peer(stream, state, true);
+        self.start_peer(stream, state, true, first);
     }
+}
+
+/// A connection that did not become a peer: the address whose admission
+/// to give back, and what to tell it.
+struct Unopened {
+    admitted: Option<IpAddr>,
+    goodbye: Option<String>,
 }
 
 /// Accepts connections until told to stop; hands the listener back.
@@ -770,7 +883,7 @@ impl Network {
                 .set_nonblocking(true)
                 .and_then(|()| TcpStream::from_std(stream));
             match taken {
-                Ok(stream) => self.shared.start_peer(stream, state, false),
+                Ok(stream) => self.shared.start_peer(stream, state, false, Vec::new()),
                 Err(error) => self
                     .shared
                     .peer_lost(state.id, format!("lost in the reload: {error}")),

@@ -361,8 +361,9 @@ pub(crate) async fn serve(
     mut state: PeerState,
     mut commands: mpsc::UnboundedReceiver<Command>,
     backlog: Arc<Backlog>,
+    first: Vec<u8>,
 ) {
-    match run(&shared, &stream, &mut state, &mut commands, &backlog).await {
+    match run(&shared, &stream, &mut state, &mut commands, &backlog, first).await {
         Exit::Parked(reply) => {
             let _ = reply.send(Parked { state, stream });
         }
@@ -387,6 +388,7 @@ async fn run(
     state: &mut PeerState,
     commands: &mut mpsc::UnboundedReceiver<Command>,
     backlog: &Backlog,
+    first: Vec<u8>,
 ) -> Exit {
     let settings = &shared.settings;
     // What is queued for the socket; `state.outgoing` only while parked.
@@ -396,11 +398,18 @@ async fn run(
     let mut budget = InputBudget::new(settings.max_packets_per_second, settings.packet_burst);
     let handshake_deadline = Instant::now() + settings.handshake_timeout;
     // Records that came with the end of the TLS handshake wait in the
-    // session: opened now, not at the next read.
-    if state.tls.is_some() {
-        match take_input(state, &[]) {
+    // session, and bytes read before the peer started (after a PROXY
+    // header, or a loopback peer's plaintext on a TLS port) in `first`:
+    // taken now, not at the next read.
+    if state.tls.is_some() || !first.is_empty() {
+        Counters::add(&shared.counters.bytes_in, first.len() as u64);
+        match take_input(state, &first) {
             Ok(None) => {}
-            Ok(Some(reason)) | Err((_, reason)) => return Exit::Closed(reason),
+            Ok(Some(reason)) => return Exit::Closed(reason),
+            Err((goodbye, reason)) => {
+                say_goodbye(&shared.counters.bytes_out, stream, state, out, &goodbye).await;
+                return Exit::Closed(reason);
+            }
         }
     }
     if let Err(reason) = deliver_packets(shared, state, &mut budget) {
@@ -646,7 +655,7 @@ fn take_input(state: &mut PeerState, input: &[u8]) -> Result<Option<String>, (St
         if !state.heard && state.reader.buffered_len() == 0 && tls::looks_like_tls(input) {
             return Err((
                 tls::SPEAKS_PLAINTEXT.to_string(),
-                "sent a TLS ClientHello to a plaintext port; told to connect without --tls".into(),
+                "sent a TLS ClientHello to a plaintext port; told so".into(),
             ));
         }
         state.reader.push(input);

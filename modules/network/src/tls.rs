@@ -16,7 +16,9 @@
 //! `network.tls_key` name others), the server's rustls configuration, the
 //! handshake of one connection, sealing and opening records, telling a
 //! plaintext client on a TLS port (and, in `peer.rs`, a TLS client on a
-//! plaintext port) why it is refused. Does not own: the socket's life, the
+//! plaintext port) why it is refused; a loopback peer speaking plaintext
+//! on a TLS port is served plaintext instead (nothing it says crosses a
+//! network). Does not own: the socket's life, the
 //! peer table, framing (`peer.rs`, `lib.rs`).
 //!
 //! Limits: a session whose client sends a TLS 1.3 `KeyUpdate` (rustls does
@@ -484,6 +486,9 @@ impl Session {
 /// the port speaks TLS (a TLS client sends its ClientHello at once; a
 /// plaintext one may wait for the server to speak first).
 const FIRST_BYTES: Duration = Duration::from_secs(3);
+/// The same for a loopback peer, which is then served plaintext: a guest's
+/// plaintext client says nothing until the server does.
+const LOOPBACK_FIRST_BYTES: Duration = Duration::from_secs(1);
 
 /// Why a connection to a TLS port did not become a session.
 #[derive(Debug)]
@@ -493,27 +498,47 @@ pub(crate) enum HandshakeFailure {
     Failed(String),
 }
 
+/// What a connection to a TLS port became.
+#[derive(Debug)]
+pub(crate) enum Opening {
+    /// A TLS session.
+    Tls(Box<Session>),
+    /// A loopback peer that speaks plaintext (its first bytes are not a TLS
+    /// record, or it said nothing for [`LOOPBACK_FIRST_BYTES`]): served
+    /// plaintext, starting with these bytes.
+    Plaintext(Vec<u8>),
+}
+
 /// Whether `first` bytes start a TLS record (a ClientHello is a handshake
 /// record of version 3.x).
 pub(crate) fn looks_like_tls(first: &[u8]) -> bool {
     matches!(first, [HANDSHAKE, 3, ..] | [HANDSHAKE])
 }
 
-/// Runs the server side of the handshake on `stream` until `deadline`;
-/// answers the session, its record layer taking over.
+/// Runs the server side of the handshake on `stream` until `deadline`,
+/// `raw` being what was already read from it (after a PROXY protocol
+/// header); answers the session, its record layer taking over. With
+/// `plaintext_ok` (a loopback peer), a peer whose first bytes are not a
+/// TLS record, or that says nothing for a moment, is served plaintext.
 pub(crate) async fn handshake(
     stream: &TcpStream,
     config: Arc<ServerConfig>,
     deadline: Instant,
-) -> Result<Session, HandshakeFailure> {
+    mut raw: Vec<u8>,
+    plaintext_ok: bool,
+) -> Result<Opening, HandshakeFailure> {
     let failed = HandshakeFailure::Failed;
     let mut connection =
         ServerConnection::new(config).map_err(|e| failed(format!("starting TLS: {e}")))?;
-    let mut raw: Vec<u8> = Vec::new();
     let mut out: Vec<u8> = Vec::new();
     let mut buffer = [0u8; 4096];
     let mut fed = false;
-    let first_bytes = Instant::now() + FIRST_BYTES;
+    let first_bytes = Instant::now()
+        + if plaintext_ok {
+            LOOPBACK_FIRST_BYTES
+        } else {
+            FIRST_BYTES
+        };
     loop {
         // Whole records are handed to rustls one at a time, so none is
         // half inside it when the handshake ends and the keys are taken.
@@ -523,6 +548,9 @@ pub(crate) async fn handshake(
                 .first()
                 .is_some_and(|b| !(CHANGE_CIPHER_SPEC..=APPLICATION_DATA).contains(b))
             {
+                if !fed && plaintext_ok {
+                    return Ok(Opening::Plaintext(raw));
+                }
                 return Err(if !fed {
                     HandshakeFailure::NotTls
                 } else {
@@ -579,7 +607,9 @@ pub(crate) async fn handshake(
             if connection.alpn_protocol().is_some_and(|p| p != ALPN) {
                 return Err(failed("the client asked for another protocol".into()));
             }
-            return Session::from_connection(connection, raw).map_err(failed);
+            return Session::from_connection(connection, raw)
+                .map(|session| Opening::Tls(Box::new(session)))
+                .map_err(failed);
         }
         // A TLS client speaks first, at once; a silent one is most likely
         // a plaintext client waiting for the server: told so soon.
@@ -595,6 +625,7 @@ pub(crate) async fn handshake(
         )
         .await
         {
+            Err(_) if silent && plaintext_ok => return Ok(Opening::Plaintext(Vec::new())),
             Err(_) if silent => return Err(HandshakeFailure::NotTls),
             Err(_) => return Err(failed("the TLS handshake took too long".into())),
             Ok(Err(error)) => return Err(failed(format!("read error: {error}"))),

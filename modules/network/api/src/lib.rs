@@ -585,15 +585,17 @@ pub mod tls {
     pub const ALPN: &[u8] = b"buildat/1";
 
     /// What a plaintext client on a TLS port is told (a plaintext
-    /// `core:disconnect`); a client may connect again over TLS on it.
-    pub const SPEAKS_TLS: &str =
-        "this server speaks TLS on its game port: connect with --tls (or tls://HOST:PORT)";
+    /// `core:disconnect`), unless it is on loopback (then it is served
+    /// plaintext). `buildat-client` never gets it but with
+    /// `--insecure-plaintext`: any other address speaks TLS from the start.
+    pub const SPEAKS_TLS: &str = "this server speaks TLS on its game port: connect with \
+         tls://HOST:PORT (buildat-client speaks TLS to any address but loopback unless told \
+         --insecure-plaintext)";
 
     /// What a TLS client on a plaintext port is told (a plaintext
     /// `core:disconnect`). A client never drops to plaintext on it by
     /// itself: that would let anyone on the path turn TLS off.
-    pub const SPEAKS_PLAINTEXT: &str =
-        "this server speaks plaintext on its game port: connect without --tls";
+    pub const SPEAKS_PLAINTEXT: &str = "this server speaks plaintext on its game port";
 
     /// The name a client pins a server's key by: `SHA256:` and the
     /// lowercase hex SHA-256 of the DER SubjectPublicKeyInfo.
