@@ -1,7 +1,7 @@
 //! The server's integration tests, one binary (one link) for all: the module
 //! host in-process with real module libraries (`core`), and the real
 //! `buildat-server` binary over real sockets (`cli`, `network`,
-//! `client_file`, `world`, `game`, `accounts`, `tls`, `creatures`,
+//! `client_file`, `world`, `game`, `accounts`, `tls`, `forwarded`, `creatures`,
 //! `api_reload`, `web`). `common` is
 //! what they share; the server driver and the wire client are
 //! `buildat-harness`'s.
@@ -13,6 +13,7 @@ mod client_file;
 mod common;
 mod core;
 mod creatures;
+mod forwarded;
 mod game;
 mod network;
 mod tls;
