@@ -42,7 +42,10 @@
 //! the world is created; afterwards the stored size wins; `storage`:
 //! `sqlite` (the default, `<world>/world.sqlite`), `sqlite:PATH` or
 //! `postgresql://USER[:PASSWORD]@HOST[:PORT]/DB`): it writes the
-//! default into a new world and is its only parser (`get_world_config`).
+//! default into a new world and is its only parser (`get_world_config`;
+//! `world_toml.rs`, which also writes the one a restore makes from a
+//! backup's). The world's files are private to the server's user
+//! (`files.rs`).
 
 pub mod backup;
 pub mod durability;

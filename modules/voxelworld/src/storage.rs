@@ -203,7 +203,8 @@ pub enum StorageLocation {
     /// relative to the world directory).
     Sqlite(PathBuf),
     /// A PostgreSQL database (`postgresql://USER[:PASSWORD]@HOST[:PORT]/DB`,
-    /// also `?host=/socket/dir`).
+    /// also `?host=/socket/dir`; `passfile=` and `sslrootcert=` relative
+    /// to the world directory).
     Postgres(String),
 }
 
@@ -221,7 +222,7 @@ impl StorageLocation {
             return Ok(Self::Sqlite(world_path.join(path)));
         }
         if text.starts_with("postgresql://") || text.starts_with("postgres://") {
-            return Ok(Self::Postgres(text.to_string()));
+            return Ok(Self::Postgres(postgresql::resolve_files(text, world_path)));
         }
         Err(StorageError::BadUrl {
             url: postgresql::redact_url(text),

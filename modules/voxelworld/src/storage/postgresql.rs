@@ -10,8 +10,16 @@
 //! pool of connections (a broken one is dropped and a new one made at the
 //! next use, so the world rides out a database restart by retrying its
 //! saves), and the URL as shown in messages (its password hidden).
+//! Also how a connection is made: the password from a file rather than
+//! the URL (`passfile=PATH` in the URL, else `PGPASSFILE`, else
+//! `~/.pgpass`, in libpq's format and with its rule that a file others
+//! can read is ignored; a relative path is the world directory's), and
+//! TLS (rustls, the server's certificate checked against the system's
+//! roots or `sslrootcert=PATH`) to every server that is not local (a Unix
+//! socket or a loopback address): plaintext there only with
+//! `sslmode=disable`, said aloud in a warning.
 //! Does not own: what sections and nodes mean (`world.rs`), when saves
-//! happen, TLS (connections use `NoTls`: a Unix socket or loopback).
+//! happen.
 //!
 //! Schema (version 2, the same tables as SQLite's; keys compare bytewise,
 //! `COLLATE "C"`, as in SQLite):
@@ -30,8 +38,13 @@ use std::str::FromStr;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
 use buildat_voxel::geometry::{Pos, SectionSize};
+use postgres::config::{Host, SslMode};
 use postgres::{Client, Config, NoTls, Statement};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::{
     ListValues, SCHEMA_VERSION, StorageCounts, StorageError, StorageSnapshot, StoredSection,
@@ -128,6 +141,327 @@ pub fn redact_url(url: &str) -> String {
     out
 }
 
+/// Whether connections to a database speak TLS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsChoice {
+    /// A Unix socket or a loopback address: plaintext (unless
+    /// `sslmode=require` over loopback).
+    Local,
+    /// Another machine (or `sslmode=require`): TLS, the certificate
+    /// checked, or no connection.
+    Tls,
+    /// Another machine in plaintext: `sslmode=disable`, asked for.
+    PlaintextAskedFor,
+}
+
+/// Whether a connection to `config`'s hosts speaks TLS, with the URL's
+/// `sslmode` (`None`: not given). Local: every host a Unix socket or a
+/// loopback name or address (and every `hostaddr` loopback). A local
+/// server speaks plaintext unless `sslmode=require` (or `verify-*`) over
+/// TCP; any other speaks TLS, `prefer` taken as `require` (an attacker on
+/// the path would otherwise answer "no TLS"), unless `sslmode=disable`.
+pub fn get_tls_choice(config: &Config, sslmode: Option<&str>) -> TlsChoice {
+    let unix_only = !config.get_hosts().is_empty()
+        && config.get_hostaddrs().is_empty()
+        && config
+            .get_hosts()
+            .iter()
+            .all(|h| !matches!(h, Host::Tcp(_)));
+    let local = config.get_hosts().iter().all(|host| match host {
+        Host::Tcp(name) => is_loopback_name(name),
+        Host::Unix(_) => true,
+    }) && config
+        .get_hostaddrs()
+        .iter()
+        .all(|addr| addr.to_canonical().is_loopback());
+    match sslmode {
+        Some("disable") if !local => TlsChoice::PlaintextAskedFor,
+        Some("disable") => TlsChoice::Local,
+        // PostgreSQL speaks no TLS on a Unix socket.
+        _ if unix_only => TlsChoice::Local,
+        None | Some("prefer") if local => TlsChoice::Local,
+        _ => TlsChoice::Tls,
+    }
+}
+
+/// `localhost`, a name under `.localhost`, or a loopback address.
+fn is_loopback_name(name: &str) -> bool {
+    let name = name.trim_start_matches('[').trim_end_matches(']');
+    if name.eq_ignore_ascii_case("localhost") || name.to_ascii_lowercase().ends_with(".localhost") {
+        return true;
+    }
+    name.parse::<IpAddr>()
+        .is_ok_and(|addr| addr.to_canonical().is_loopback())
+}
+
+/// A `postgresql://` URL taken apart: the driver's config, and what the
+/// driver does not read itself.
+struct ParsedUrl {
+    config: Config,
+    sslmode: Option<String>,
+    sslrootcert: Option<PathBuf>,
+    passfile: Option<PathBuf>,
+}
+
+/// `%XX` escapes decoded (a URL's parameter value).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(hex) = text.get(i + 1..i + 3)
+            && let Ok(byte) = u8::from_str_radix(hex, 16)
+        {
+            out.push(byte);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn parse_url(url: &str, shown: &str) -> Result<ParsedUrl, StorageError> {
+    let (head, query) = match url.split_once('?') {
+        Some((head, query)) => (head, query),
+        None => (url, ""),
+    };
+    let (mut sslmode, mut sslrootcert, mut passfile) = (None, None, None);
+    let mut kept = Vec::new();
+    for param in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = param.split_once('=').unwrap_or((param, ""));
+        match key {
+            "passfile" => passfile = Some(PathBuf::from(percent_decoded(value))),
+            "sslrootcert" => sslrootcert = Some(PathBuf::from(percent_decoded(value))),
+            "sslmode" => {
+                let mode = percent_decoded(value);
+                // The certificate is always checked: libpq's verify modes
+                // are the driver's require.
+                let driver = match mode.as_str() {
+                    "verify-ca" | "verify-full" => "require",
+                    other => other,
+                };
+                kept.push(format!("sslmode={driver}"));
+                sslmode = Some(mode);
+            }
+            _ => kept.push(param.to_string()),
+        }
+    }
+    let rebuilt = if kept.is_empty() {
+        head.to_string()
+    } else {
+        format!("{head}?{}", kept.join("&"))
+    };
+    let config = Config::from_str(&rebuilt).map_err(|error| StorageError::BadUrl {
+        url: shown.to_string(),
+        reason: error.to_string(),
+    })?;
+    Ok(ParsedUrl {
+        config,
+        sslmode,
+        sslrootcert,
+        passfile,
+    })
+}
+
+/// `url` with a relative `passfile=` or `sslrootcert=` made relative to
+/// `world` (the directory of the world whose setting it is).
+pub fn resolve_files(url: &str, world: &Path) -> String {
+    let Some((head, query)) = url.split_once('?') else {
+        return url.to_string();
+    };
+    let params: Vec<String> = query
+        .split('&')
+        .map(|param| match param.split_once('=') {
+            Some((key @ ("passfile" | "sslrootcert"), value))
+                if !value.is_empty() && Path::new(&percent_decoded(value)).is_relative() =>
+            {
+                let path = world.join(percent_decoded(value));
+                let text = path.display().to_string();
+                format!("{key}={}", text.replace('%', "%25").replace('&', "%26"))
+            }
+            _ => param.to_string(),
+        })
+        .collect();
+    format!("{head}?{}", params.join("&"))
+}
+
+/// The password file to read: `passfile=` in the URL, else
+/// `PGPASSFILE`, else `~/.pgpass` (libpq's order).
+fn password_file(named: Option<&Path>) -> Option<PathBuf> {
+    if let Some(path) = named {
+        return Some(path.to_path_buf());
+    }
+    if let Some(path) = std::env::var_os("PGPASSFILE").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|home| PathBuf::from(home).join(".pgpass"))
+}
+
+/// One field of a password file's line, `\:` and `\\` unescaped; the
+/// rest of the line.
+fn pgpass_field(line: &str) -> (String, Option<&str>) {
+    let mut field = String::new();
+    let mut chars = line.char_indices();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some((_, next)) = chars.next() {
+                    field.push(next);
+                }
+            }
+            ':' => return (field, Some(&line[at + 1..])),
+            c => field.push(c),
+        }
+    }
+    (field, None)
+}
+
+/// The password for `host`, `port`, `database`, `user` in a password
+/// file's `text` (`HOST:PORT:DATABASE:USER:PASSWORD` lines, `*` matching
+/// anything in the first four, the first match wins).
+pub fn get_pgpass_password(
+    text: &str,
+    host: &str,
+    port: u16,
+    database: &str,
+    user: &str,
+) -> Option<String> {
+    let port = port.to_string();
+    for line in text.lines() {
+        let line = line.trim_end_matches('\r');
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let mut rest = Some(line);
+        let mut fields = Vec::with_capacity(5);
+        while let Some(remaining) = rest {
+            if fields.len() == 4 {
+                // The password is the rest, unescaped.
+                let mut password = String::new();
+                let mut chars = remaining.chars();
+                while let Some(c) = chars.next() {
+                    if c == '\\' {
+                        if let Some(next) = chars.next() {
+                            password.push(next);
+                        }
+                    } else {
+                        password.push(c);
+                    }
+                }
+                fields.push(password);
+                break;
+            }
+            let (field, next) = pgpass_field(remaining);
+            fields.push(field);
+            rest = next;
+        }
+        let [h, p, d, u, password] = fields.as_slice() else {
+            continue;
+        };
+        let matches = |pattern: &str, value: &str| pattern == "*" || pattern == value;
+        if matches(h, host) && matches(p, &port) && matches(d, database) && matches(u, user) {
+            return Some(password.clone());
+        }
+    }
+    None
+}
+
+/// The password a password file holds for `config`'s first host (a
+/// Unix socket in the default directory is `localhost`, as for libpq);
+/// `None` when there is no file or no line for it. A file that group or
+/// others can read is ignored with a warning, as libpq does.
+fn password_from_file(config: &Config, named: Option<&Path>) -> Option<String> {
+    let path = password_file(named)?;
+    let metadata = std::fs::metadata(&path).ok()?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if metadata.permissions().mode() & 0o077 != 0 {
+            buildat_interface::log::warn!(
+                "password file {} is readable by other users: ignored (chmod 600 it)",
+                path.display()
+            );
+            return None;
+        }
+    }
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) => {
+            buildat_interface::log::warn!("password file {}: {error}", path.display());
+            return None;
+        }
+    };
+    let host = match (config.get_hosts().first(), config.get_hostaddrs().first()) {
+        (Some(Host::Tcp(name)), _) => name.clone(),
+        (Some(Host::Unix(dir)), _) => {
+            let dir = dir.display().to_string();
+            if ["/run/postgresql", "/var/run/postgresql", "/tmp"].contains(&dir.as_str()) {
+                "localhost".to_string()
+            } else {
+                dir
+            }
+        }
+        (None, Some(addr)) => addr.to_string(),
+        (None, None) => "localhost".to_string(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let user = config.get_user()?;
+    let database = config.get_dbname().unwrap_or(user);
+    get_pgpass_password(&text, &host, port, database, user)
+}
+
+/// The rustls connector for TLS to a database: the system's trusted
+/// roots, or those in `sslrootcert`.
+fn tls_connector(
+    sslrootcert: Option<&Path>,
+    shown: &str,
+) -> Result<MakeRustlsConnect, StorageError> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let bad = |reason: String| StorageError::BadUrl {
+        url: shown.to_string(),
+        reason,
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    match sslrootcert {
+        Some(path) => {
+            let certs = CertificateDer::pem_file_iter(path)
+                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| bad(format!("sslrootcert {}: {e}", path.display())))?;
+            let (added, _) = roots.add_parsable_certificates(certs);
+            if added == 0 {
+                return Err(bad(format!(
+                    "sslrootcert {}: no certificate in it",
+                    path.display()
+                )));
+            }
+        }
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            roots.add_parsable_certificates(found.certs);
+            if roots.is_empty() {
+                return Err(bad(
+                    "TLS to a server that is not local needs trusted roots, and this system has \
+                     none: name the server's CA with sslrootcert=PATH"
+                        .into(),
+                ));
+            }
+        }
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| bad(format!("TLS: {e}")))?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Ok(MakeRustlsConnect::new(config))
+}
+
 /// The error with its causes (the `postgres` crate's own text is only
 /// "db error" for what the server said).
 pub fn message(error: &postgres::Error) -> String {
@@ -178,6 +512,8 @@ impl PgConnection {
 /// refused) is dropped when handed back, and the next `get` connects anew.
 pub struct PgPool {
     config: Config,
+    /// `None`: plaintext (a local server, or `sslmode=disable`).
+    tls: Option<MakeRustlsConnect>,
     /// The URL without its password.
     url: String,
     state: Mutex<PoolState>,
@@ -200,10 +536,12 @@ impl PgPool {
                 reason: "expected postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE".into(),
             });
         }
-        let mut config = Config::from_str(url).map_err(|error| StorageError::BadUrl {
-            url: shown.clone(),
-            reason: error.to_string(),
-        })?;
+        let ParsedUrl {
+            mut config,
+            sslmode,
+            sslrootcert,
+            passfile,
+        } = parse_url(url, &shown)?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -216,8 +554,32 @@ impl PgPool {
         if config.get_application_name().is_none() {
             config.application_name("buildat");
         }
+        if config.get_password().is_none()
+            && let Some(password) = password_from_file(&config, passfile.as_deref())
+        {
+            config.password(password);
+        }
+        let tls = match get_tls_choice(&config, sslmode.as_deref()) {
+            TlsChoice::Local => {
+                config.ssl_mode(SslMode::Disable);
+                None
+            }
+            TlsChoice::PlaintextAskedFor => {
+                buildat_interface::log::warn!(
+                    "{shown}: plaintext to a server that is not local (sslmode=disable): \
+                     anyone on the path reads the password and the world"
+                );
+                config.ssl_mode(SslMode::Disable);
+                None
+            }
+            TlsChoice::Tls => {
+                config.ssl_mode(SslMode::Require);
+                Some(tls_connector(sslrootcert.as_deref(), &shown)?)
+            }
+        };
         Ok(Arc::new(Self {
             config,
+            tls,
             url: shown,
             state: Mutex::new(PoolState {
                 idle: Vec::new(),
@@ -230,6 +592,11 @@ impl PgPool {
     /// The URL without its password.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// Whether its connections speak TLS.
+    pub fn uses_tls(&self) -> bool {
+        self.tls.is_some()
     }
 
     fn error(&self, source: postgres::Error) -> StorageError {
@@ -253,7 +620,11 @@ impl PgPool {
             if state.open < POOL_SIZE {
                 state.open += 1;
                 drop(state);
-                return match self.config.connect(NoTls) {
+                let connected = match &self.tls {
+                    Some(tls) => self.config.connect(tls.clone()),
+                    None => self.config.connect(NoTls),
+                };
+                return match connected {
                     Ok(client) => Ok(Pooled {
                         pool: Arc::clone(self),
                         connection: Some(PgConnection {
@@ -779,6 +1150,7 @@ impl Drop for PgSnapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::StorageCounts;
 
     #[test]
     fn passwords_never_show() {
@@ -795,6 +1167,154 @@ mod tests {
             "postgres://me:***@host/db"
         );
         assert_eq!(redact_url("postgresql://host/db"), "postgresql://host/db");
+    }
+
+    fn choice(url: &str) -> TlsChoice {
+        let parsed = parse_url(url, url).unwrap();
+        get_tls_choice(&parsed.config, parsed.sslmode.as_deref())
+    }
+
+    #[test]
+    fn tls_is_spoken_to_every_server_that_is_not_local() {
+        for local in [
+            "postgresql://me@/w?host=/run/postgresql",
+            "postgresql://me@localhost/w",
+            "postgresql://me@127.0.0.1:5433/w",
+            "postgresql://me@127.9.9.9/w",
+            "postgresql://me@[::1]/w",
+            "postgresql://me@/w?host=/run/postgresql&sslmode=require",
+            "postgresql://me@localhost/w?sslmode=prefer",
+            "postgresql://me@/w?host=/run/postgresql&sslmode=disable",
+        ] {
+            assert_eq!(choice(local), TlsChoice::Local, "{local}");
+        }
+        for remote in [
+            "postgresql://me@db.example/w",
+            "postgresql://me:pw@10.0.0.5/w",
+            "postgresql://me@[2001:db8::1]/w",
+            "postgresql://me@db.example/w?sslmode=prefer",
+            "postgresql://me@db.example/w?sslmode=verify-full",
+            "postgresql://me@localhost/w?sslmode=require",
+            // A loopback address under a name that is not: TLS.
+            "postgresql://me@db.example/w?hostaddr=127.0.0.1",
+            "postgresql://me@localhost,db.example/w",
+        ] {
+            assert_eq!(choice(remote), TlsChoice::Tls, "{remote}");
+        }
+        assert_eq!(
+            choice("postgresql://me@db.example/w?sslmode=disable"),
+            TlsChoice::PlaintextAskedFor
+        );
+        let pool = PgPool::new("postgresql://me@db.example/w").unwrap();
+        assert!(pool.uses_tls());
+        assert_eq!(pool.config.get_ssl_mode(), SslMode::Require);
+        assert!(
+            !PgPool::new("postgresql://me@127.0.0.1/w")
+                .unwrap()
+                .uses_tls()
+        );
+    }
+
+    #[test]
+    fn a_server_that_is_not_local_never_reads_the_password_in_plaintext() {
+        use std::io::{Read, Write};
+        // A server on loopback under a name that is not local, answering
+        // "no TLS" to the client's request for it (as an attacker on the
+        // path would).
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut request = [0u8; 8];
+            stream.read_exact(&mut request).unwrap();
+            stream.write_all(b"N").unwrap();
+            let mut rest = Vec::new();
+            let _ = stream.read_to_end(&mut rest);
+            (request, rest)
+        });
+        let error = PgStorage::open(
+            &format!("postgresql://me:secret@db.example:{port}/w?hostaddr=127.0.0.1"),
+            SectionSize::default(),
+        )
+        .err()
+        .expect("refused without TLS")
+        .to_string();
+        let (request, rest) = server.join().unwrap();
+        // SSLRequest: length 8, code 80877103; then nothing.
+        assert_eq!(request, [0, 0, 0, 8, 4, 210, 22, 47]);
+        assert!(rest.is_empty(), "sent after the refusal: {rest:?}");
+        assert!(!error.contains("secret"), "{error}");
+        assert!(error.contains("TLS"), "{error}");
+    }
+
+    #[test]
+    fn password_file_lines_match_as_libpq_reads_them() {
+        let text = "# comment\n\
+                    other:5432:w:me:wrong\n\
+                    db.example:5433:w:me:not this port\n\
+                    db.example:*:w:me:pa\\:ss\\\\word:x\n\
+                    *:*:*:*:fallback\n";
+        assert_eq!(
+            get_pgpass_password(text, "db.example", 5432, "w", "me").as_deref(),
+            Some("pa:ss\\word:x")
+        );
+        assert_eq!(
+            get_pgpass_password(text, "elsewhere", 1, "d", "u").as_deref(),
+            Some("fallback")
+        );
+        assert_eq!(
+            get_pgpass_password("h\\:x:1:d:u:p\n", "h:x", 1, "d", "u").as_deref(),
+            Some("p")
+        );
+        assert_eq!(get_pgpass_password("a:b:c\n", "a", 1, "c", "u"), None);
+    }
+
+    #[test]
+    fn the_password_comes_from_a_file_not_the_url() {
+        use std::os::unix::fs::PermissionsExt;
+        let Some(world) = crate::storage::testing::postgres_world() else {
+            return;
+        };
+        let crate::storage::StorageLocation::Postgres(url) = &world.location else {
+            unreachable!("a PostgreSQL world");
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let parsed = parse_url(url, url).unwrap();
+        let Some(Host::Unix(socket)) = parsed.config.get_hosts().first() else {
+            panic!("the test cluster is on a Unix socket: {url}");
+        };
+        let user = parsed.config.get_user().unwrap();
+        let database = parsed.config.get_dbname().unwrap();
+        let port = parsed.config.get_ports().first().copied().unwrap_or(5432);
+        let passfile = dir.path().join("pgpass");
+        std::fs::write(
+            &passfile,
+            format!(
+                "{}:{port}:{database}:{user}:from the file\n",
+                socket.display().to_string().replace(':', "\\:")
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(0o600)).unwrap();
+        // Relative to the world directory.
+        let setting = format!("{url}&passfile=pgpass");
+        let location = crate::storage::StorageLocation::parse(&setting, dir.path()).unwrap();
+        let crate::storage::StorageLocation::Postgres(resolved) = &location else {
+            unreachable!("a PostgreSQL location");
+        };
+        let pool = PgPool::new(resolved).unwrap();
+        assert_eq!(pool.config.get_password(), Some(&b"from the file"[..]));
+        assert!(!pool.url().contains("from the file"), "{}", pool.url());
+        assert!(!location.shown().contains("from the file"));
+        // It connects (the test cluster trusts; a server asking would get
+        // this password).
+        let mut storage = location.open(SectionSize::default(), 0).unwrap();
+        assert_eq!(storage.counts().unwrap(), StorageCounts::default());
+        // A password in the URL wins; a file others can read is ignored.
+        let pool = PgPool::new(&format!("{resolved}&password=url")).unwrap();
+        assert_eq!(pool.config.get_password(), Some(&b"url"[..]));
+        std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(PgPool::new(resolved).unwrap().config.get_password(), None);
     }
 
     #[test]
