@@ -205,6 +205,7 @@ mod tests {
         let path = write_recovery(dir.path(), &world)
             .unwrap()
             .expect("a recovery file");
+        assert_eq!(crate::files::get_mode(&path), Some(0o600), "private");
         drop(world);
 
         // The next start: storage still fails, so the file stays.
