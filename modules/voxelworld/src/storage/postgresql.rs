@@ -184,10 +184,11 @@ pub fn get_tls_choice(config: &Config, sslmode: Option<&str>) -> TlsChoice {
     }
 }
 
-/// `localhost`, a name under `.localhost`, or a loopback address.
+/// `localhost` or a loopback address (a name under `.localhost` is not
+/// trusted to resolve to loopback everywhere).
 fn is_loopback_name(name: &str) -> bool {
     let name = name.trim_start_matches('[').trim_end_matches(']');
-    if name.eq_ignore_ascii_case("localhost") || name.to_ascii_lowercase().ends_with(".localhost") {
+    if name.eq_ignore_ascii_case("localhost") {
         return true;
     }
     name.parse::<IpAddr>()
@@ -1198,6 +1199,7 @@ mod tests {
             // A loopback address under a name that is not: TLS.
             "postgresql://me@db.example/w?hostaddr=127.0.0.1",
             "postgresql://me@localhost,db.example/w",
+            "postgresql://me@db.localhost/w",
         ] {
             assert_eq!(choice(remote), TlsChoice::Tls, "{remote}");
         }
