@@ -1,6 +1,7 @@
 //! The voxelworld and worldgen modules in the real server: pregen, kill -9
-//! while saving under load (the world in SQLite and in PostgreSQL), and
-//! migrating a world between them.
+//! while saving under load (the world in SQLite and in PostgreSQL),
+//! migrating a world between them, backups and restores, and the world's
+//! files kept from other local users.
 
 use std::process::Stdio;
 use std::time::Duration;
