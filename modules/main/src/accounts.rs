@@ -1,19 +1,25 @@
 //! Accounts, privileges and bans, kept with the world as modules' values
 //! (voxelworld's `get_value` / `put_values`: spaces `main.accounts`,
-//! `main.privileges`, `main.bans`), so they live on the world's backend
-//! (SQLite or PostgreSQL), move with `migrate` and are in every backup;
-//! and how often logins may be tried.
+//! `main.privileges`, `main.logins`, `main.bans`), so they live on the
+//! world's backend (SQLite or PostgreSQL), move with `migrate` and are in
+//! every backup; and how often logins may be tried.
 //!
 //! Owns: claiming a name with its first login, the argon2id verifier (a
 //! salted PHC string; the password itself is never stored), checking a
-//! login without telling whether the name exists, the privileges granted
-//! per account, bans by name and by address with a reason and an optional
-//! expiry, the values' encodings, taking in the tables an older version
-//! kept in `<world>/world.sqlite` ([`import_old_tables`], read and dropped
-//! through voxelworld, the one module that opens that file), and
-//! [`Attempts`] (logins tried per address and per name). Does not own:
-//! what names may hold (`names.rs`), what privileges allow (`lib.rs`,
-//! `chat.rs`), where values are stored (voxelworld).
+//! login without telling whether the name exists, changing, resetting
+//! (a one-time password to change at the next login) and deleting an
+//! account (with its privileges and what is known of its logins, so the
+//! next claim of the name inherits nothing), the address groups each
+//! account logged in from (the last [`MAX_KNOWN_ADDRESSES`]), the
+//! privileges granted per account, bans by name and by address with a
+//! reason and an optional expiry, the values' encodings, taking in the
+//! tables an older version kept in `<world>/world.sqlite`
+//! ([`import_old_tables`], read and dropped through voxelworld, the one
+//! module that opens that file), and [`Attempts`] (logins per address
+//! group, failed logins per name, new accounts per minute). Does not own:
+//! what names may hold (`names.rs`), address groups (`addresses.rs`), what
+//! privileges allow (`lib.rs`, `chat.rs`), where values are stored
+//! (voxelworld).
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -33,7 +39,11 @@ use crate::names::PlayerName;
 /// The values' spaces.
 const ACCOUNTS: &str = "main.accounts";
 const PRIVILEGES: &str = "main.privileges";
+const LOGINS: &str = "main.logins";
 const BANS: &str = "main.bans";
+
+/// Address groups remembered per account (the most recent).
+pub const MAX_KNOWN_ADDRESSES: usize = 16;
 
 #[derive(Debug, Error)]
 #[non_exhaustive]
@@ -164,6 +174,19 @@ struct AccountValue {
     /// The argon2id PHC string.
     verifier: String,
     created_ms: u64,
+}
+
+/// What is known of an account's logins, in `main.logins` (keyed by the
+/// name's key).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoginState {
+    /// Address groups (`addresses::limit_group`) that logged in to it,
+    /// the most recent last, at most [`MAX_KNOWN_ADDRESSES`]: the failed
+    /// logins of strangers never keep them out.
+    pub addresses: Vec<String>,
+    /// Its password was reset by the operator: it plays without
+    /// privileges until the player sets its own (`/password`).
+    pub must_change: bool,
 }
 
 /// A ban's value in `main.bans`.
@@ -303,27 +326,92 @@ impl Accounts {
     }
 
     /// Makes the account `name` with `verifier` (from [`hash_password`]),
-    /// granting `defaults`, in one transaction; `false` when the name was
+    /// granting `defaults` and nothing else (whatever a deleted account
+    /// of that name held is gone), remembering `address_group` as one it
+    /// logged in from, in one transaction; `false` when the name was
     /// claimed meanwhile.
     pub fn create(
         &self,
         name: &PlayerName,
         verifier: &str,
         defaults: &BTreeSet<String>,
+        address_group: &str,
     ) -> Result<bool, AccountError> {
         let account = AccountValue {
             name: name.display.clone(),
             verifier: verifier.to_string(),
             created_ms: now_ms(),
         };
-        let mut privileges = self.privileges(&name.key)?;
-        privileges.extend(defaults.iter().cloned());
+        let logins = LoginState {
+            addresses: vec![address_group.to_string()],
+            must_change: false,
+        };
         self.store
             .put_values(vec![
                 write(ACCOUNTS, &name.key, Some(encoded(&account)?), true),
-                write(PRIVILEGES, &name.key, Some(encoded(&privileges)?), false),
+                write(PRIVILEGES, &name.key, Some(encoded(defaults)?), false),
+                write(LOGINS, &name.key, Some(encoded(&logins)?), false),
             ])
             .map_err(AccountError::from)
+    }
+
+    /// What is known of the logins of the account `key` (nothing for
+    /// none).
+    pub fn login_state(&self, key: &str) -> Result<LoginState, AccountError> {
+        Ok(self.read(LOGINS, key)?.unwrap_or_default())
+    }
+
+    /// Remembers that `address_group` logged in to the account `key` (the
+    /// most recent last; the oldest forgotten past
+    /// [`MAX_KNOWN_ADDRESSES`]).
+    pub fn remember_address(&self, key: &str, address_group: &str) -> Result<(), AccountError> {
+        let mut state = self.login_state(key)?;
+        if state.addresses.last().is_some_and(|a| a == address_group) {
+            return Ok(());
+        }
+        state.addresses.retain(|a| a != address_group);
+        state.addresses.push(address_group.to_string());
+        let excess = state.addresses.len().saturating_sub(MAX_KNOWN_ADDRESSES);
+        state.addresses.drain(..excess);
+        self.store
+            .put_values(vec![write(LOGINS, key, Some(encoded(&state)?), false)])?;
+        Ok(())
+    }
+
+    /// Sets the verifier of the account `key` (from [`hash_password`]);
+    /// `must_change`: a one-time password, to change at the next login.
+    /// `false` when there is no such account.
+    pub fn set_verifier(
+        &self,
+        key: &str,
+        verifier: &str,
+        must_change: bool,
+    ) -> Result<bool, AccountError> {
+        let Some(mut account) = self.read::<AccountValue>(ACCOUNTS, key)? else {
+            return Ok(false);
+        };
+        account.verifier = verifier.to_string();
+        let mut state = self.login_state(key)?;
+        state.must_change = must_change;
+        self.store.put_values(vec![
+            write(ACCOUNTS, key, Some(encoded(&account)?), false),
+            write(LOGINS, key, Some(encoded(&state)?), false),
+        ])?;
+        Ok(true)
+    }
+
+    /// Deletes the account `key` with its privileges and what is known of
+    /// its logins (its bans stay); its shown name if there was one.
+    pub fn delete(&self, key: &str) -> Result<Option<String>, AccountError> {
+        let Some(name) = self.get_name(key)? else {
+            return Ok(None);
+        };
+        self.store.put_values(vec![
+            write(ACCOUNTS, key, None, false),
+            write(PRIVILEGES, key, None, false),
+            write(LOGINS, key, None, false),
+        ])?;
+        Ok(Some(name))
     }
 
     /// Logs in to `name` with `password` on this thread (the game does
@@ -339,7 +427,7 @@ impl Accounts {
     ) -> Result<LoggedIn, AccountError> {
         let Some((display, verifier)) = self.lookup(name)? else {
             let verifier = hash_password(password)?;
-            if !self.create(name, &verifier, defaults)? {
+            if !self.create(name, &verifier, defaults, "test")? {
                 return Err(AccountError::Refused);
             }
             return Ok(LoggedIn {
@@ -354,6 +442,13 @@ impl Accounts {
             name: display,
             created: false,
         })
+    }
+
+    /// The verifier of the account with `key`, if there is one.
+    pub fn get_verifier(&self, key: &str) -> Result<Option<String>, AccountError> {
+        Ok(self
+            .read::<AccountValue>(ACCOUNTS, key)?
+            .map(|account| account.verifier))
     }
 
     /// The shown name of the account with `key`, if there is one.
@@ -532,11 +627,14 @@ pub fn import_old_tables(store: &dyn ValueStore) -> Result<Option<Imported>, Acc
     Ok(Some(imported))
 }
 
-/// Login attempts allowed per address and per name in each window.
+/// Logins allowed in each window: per address group, failed ones per
+/// name (from addresses that never logged in to it), and new accounts
+/// (from everyone together).
 #[derive(Debug, Clone, Copy)]
 pub struct AttemptLimits {
     pub per_address: u32,
-    pub per_name: u32,
+    pub failures_per_name: u32,
+    pub new_accounts: u32,
     pub window: Duration,
 }
 
@@ -544,62 +642,121 @@ impl Default for AttemptLimits {
     fn default() -> Self {
         Self {
             per_address: 10,
-            per_name: 5,
+            failures_per_name: 5,
+            new_accounts: 20,
             window: Duration::from_secs(60),
         }
     }
 }
 
-/// Most keys [`Attempts`] remembers (an address flood cannot grow it).
+/// Most keys [`Attempts`] remembers per kind (an address flood cannot
+/// grow it).
 const MAX_TRACKED: usize = 100_000;
 
-/// Login attempts counted per address and per name, in fixed windows.
+/// Counts in fixed windows, per key.
+#[derive(Debug, Default)]
+struct Windows {
+    counts: HashMap<String, (Instant, u32)>,
+}
+
+impl Windows {
+    /// How long until `key` may go again, if it is at `limit` now.
+    fn get_wait(&self, key: &str, limit: u32, window: Duration, now: Instant) -> Option<Duration> {
+        let (since, count) = self.counts.get(key)?;
+        let age = now.saturating_duration_since(*since);
+        (age < window && *count >= limit).then(|| window.saturating_sub(age))
+    }
+
+    fn count(&mut self, key: &str, window: Duration, now: Instant) {
+        if self.counts.len() >= MAX_TRACKED && !self.counts.contains_key(key) {
+            self.counts
+                .retain(|_, (since, _)| now.saturating_duration_since(*since) < window);
+        }
+        let entry = self.counts.entry(key.to_string()).or_insert((now, 0));
+        if now.saturating_duration_since(entry.0) >= window {
+            *entry = (now, 0);
+        }
+        entry.1 = entry.1.saturating_add(1);
+    }
+}
+
+fn wait_message(what: &str, wait: Duration) -> String {
+    format!("{what}; try again in {} s", wait.as_secs().max(1))
+}
+
+/// Login attempts counted per address group and failures per name, and
+/// new accounts, in fixed windows. Checking counts nothing: the caller
+/// counts once the login goes ahead ([`Attempts::count_attempt`]), so a
+/// refusal (busy, limited) costs no attempt.
 #[derive(Debug, Default)]
 pub struct Attempts {
     limits: AttemptLimits,
-    counts: HashMap<(bool, String), (Instant, u32)>,
+    addresses: Windows,
+    failures: Windows,
+    created: Windows,
 }
 
 impl Attempts {
     pub fn new(limits: AttemptLimits) -> Self {
         Self {
             limits,
-            counts: HashMap::new(),
+            ..Self::default()
         }
     }
 
-    /// Counts an attempt from `address` at `name`; why not if either is
-    /// over its limit (nothing is counted then).
-    pub fn check_attempt(&mut self, address: &str, name: &str, now: Instant) -> Result<(), String> {
-        let window = self.limits.window;
-        if self.counts.len() >= MAX_TRACKED {
-            self.counts
-                .retain(|_, (since, _)| now.saturating_duration_since(*since) < window);
+    /// Whether `group` (`addresses::limit_group`) may try a login now.
+    pub fn check_address(&self, group: &str, now: Instant) -> Result<(), String> {
+        match self
+            .addresses
+            .get_wait(group, self.limits.per_address, self.limits.window, now)
+        {
+            Some(wait) => Err(wait_message("too many login attempts", wait)),
+            None => Ok(()),
         }
-        let keys = [
-            ((true, address.to_string()), self.limits.per_address),
-            ((false, name.to_string()), self.limits.per_name),
-        ];
-        for (key, limit) in &keys {
-            if let Some((since, count)) = self.counts.get(key)
-                && now.saturating_duration_since(*since) < window
-                && *count >= *limit
-            {
-                let wait = window.saturating_sub(now.saturating_duration_since(*since));
-                return Err(format!(
-                    "too many login attempts; try again in {} s",
-                    wait.as_secs().max(1)
-                ));
-            }
+    }
+
+    /// Whether the account `name` may be tried now: failures count only
+    /// from strangers, and an address group that logged in to it before
+    /// (`known`) is never held back by them.
+    pub fn check_name(&self, name: &str, known: bool, now: Instant) -> Result<(), String> {
+        if known {
+            return Ok(());
         }
-        for (key, _) in keys {
-            let entry = self.counts.entry(key).or_insert((now, 0));
-            if now.saturating_duration_since(entry.0) >= window {
-                *entry = (now, 0);
-            }
-            entry.1 += 1;
+        match self
+            .failures
+            .get_wait(name, self.limits.failures_per_name, self.limits.window, now)
+        {
+            Some(wait) => Err(wait_message(
+                "too many failed logins to this name from new addresses",
+                wait,
+            )),
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    /// Whether a new account may be made now (all addresses together).
+    pub fn check_new_account(&self, now: Instant) -> Result<(), String> {
+        match self
+            .created
+            .get_wait("", self.limits.new_accounts, self.limits.window, now)
+        {
+            Some(wait) => Err(wait_message("too many new accounts right now", wait)),
+            None => Ok(()),
+        }
+    }
+
+    /// Counts a login from `group` going ahead (a claim: also a new account).
+    pub fn count_attempt(&mut self, group: &str, claim: bool, now: Instant) {
+        self.addresses.count(group, self.limits.window, now);
+        if claim {
+            self.created.count("", self.limits.window, now);
+        }
+    }
+
+    /// Counts a wrong password for `name` from an address group that
+    /// never logged in to it.
+    pub fn count_failure(&mut self, name: &str, now: Instant) {
+        self.failures.count(name, self.limits.window, now);
     }
 }
 
@@ -755,7 +912,11 @@ mod tests {
         assert!(!String::from_utf8_lossy(&stored).contains("secret"));
         // A claim of a taken name changes nothing, its privileges included.
         accounts.set_privilege("ann", "fly", true).unwrap();
-        assert!(!accounts.create(&ann, "other", &BTreeSet::new()).unwrap());
+        assert!(
+            !accounts
+                .create(&ann, "other", &BTreeSet::new(), "x")
+                .unwrap()
+        );
         assert!(accounts.privileges("ann").unwrap().contains("fly"));
         assert_eq!(accounts.lookup(&ann).unwrap().unwrap().1, verifier);
     }
@@ -865,23 +1026,77 @@ mod tests {
     }
 
     #[test]
-    fn attempts_are_limited_per_address_and_per_name() {
+    fn failures_limit_a_name_for_strangers_only_and_addresses_are_limited() {
         let mut attempts = Attempts::new(AttemptLimits {
             per_address: 3,
-            per_name: 2,
+            failures_per_name: 2,
+            new_accounts: 2,
             window: Duration::from_secs(60),
         });
         let now = Instant::now();
-        assert!(attempts.check_attempt("a", "ann", now).is_ok());
-        assert!(attempts.check_attempt("b", "ann", now).is_ok());
-        // The name is used up, from any address.
-        assert!(attempts.check_attempt("c", "ann", now).is_err());
-        assert!(attempts.check_attempt("a", "bob", now).is_ok());
-        assert!(attempts.check_attempt("a", "cat", now).is_ok());
-        // The address is used up, for any name.
-        assert!(attempts.check_attempt("a", "dan", now).is_err());
+        // Successful logins do not use up the name.
+        for _ in 0..5 {
+            assert!(attempts.check_name("ann", false, now).is_ok());
+        }
+        attempts.count_failure("ann", now);
+        attempts.count_failure("ann", now);
+        // Strangers are held back; an address that logged in before is not.
+        let refused = attempts.check_name("ann", false, now).unwrap_err();
+        assert!(refused.contains("failed logins"), "{refused}");
+        assert!(attempts.check_name("ann", true, now).is_ok());
+        assert!(attempts.check_name("bob", false, now).is_ok());
+        // The address group is used up, for any name; checking counts nothing.
+        for _ in 0..3 {
+            assert!(attempts.check_address("a", now).is_ok());
+            attempts.count_attempt("a", false, now);
+        }
+        assert!(attempts.check_address("a", now).is_err());
+        assert!(attempts.check_address("b", now).is_ok());
+        // New accounts, from everyone together.
+        attempts.count_attempt("b", true, now);
+        attempts.count_attempt("c", true, now);
+        let refused = attempts.check_new_account(now).unwrap_err();
+        assert!(refused.contains("new accounts"), "{refused}");
         let later = now + Duration::from_secs(61);
-        assert!(attempts.check_attempt("a", "ann", later).is_ok());
+        assert!(attempts.check_address("a", later).is_ok());
+        assert!(attempts.check_name("ann", false, later).is_ok());
+        assert!(attempts.check_new_account(later).is_ok());
+    }
+
+    #[test]
+    fn accounts_are_reset_deleted_and_remember_their_addresses() {
+        let store = MemoryValues::default();
+        let accounts = accounts(&store);
+        let ann = check_name("Ann").unwrap();
+        accounts.login(&ann, "secret", &defaults()).unwrap();
+        accounts.set_privilege("ann", "fly", true).unwrap();
+        for n in 0..20 {
+            accounts
+                .remember_address("ann", &format!("10.0.0.{n}"))
+                .unwrap();
+        }
+        accounts.remember_address("ann", "10.0.0.5").unwrap();
+        let state = accounts.login_state("ann").unwrap();
+        assert_eq!(state.addresses.len(), MAX_KNOWN_ADDRESSES);
+        assert_eq!(state.addresses.last().unwrap(), "10.0.0.5");
+        assert!(!state.addresses.contains(&"10.0.0.0".to_string()));
+        // A reset password: the old one no longer logs in, the new one does,
+        // and it is marked to change.
+        let verifier = hash_password("one-time").unwrap();
+        assert!(accounts.set_verifier("ann", &verifier, true).unwrap());
+        assert!(accounts.login(&ann, "secret", &defaults()).is_err());
+        assert!(accounts.login(&ann, "one-time", &defaults()).is_ok());
+        assert!(accounts.login_state("ann").unwrap().must_change);
+        assert!(!accounts.set_verifier("nobody", &verifier, false).unwrap());
+        // Deleted: the next claim of the name inherits nothing.
+        assert_eq!(accounts.delete("ann").unwrap(), Some("Ann".to_string()));
+        assert_eq!(accounts.delete("ann").unwrap(), None);
+        assert_eq!(accounts.lookup(&ann).unwrap(), None);
+        assert_eq!(accounts.login_state("ann").unwrap(), LoginState::default());
+        let again = accounts.login(&ann, "mine now", &defaults()).unwrap();
+        assert!(again.created);
+        assert_eq!(accounts.privileges("ann").unwrap(), defaults());
+        assert_eq!(accounts.login_state("ann").unwrap().addresses, ["test"]);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Chat and commands: `main:chat` lines to everyone (with `shout`), and the
 //! commands (`/msg`, `/me`, `/kick`, `/ban`, `/unban`, `/grant`,
-//! `/revoke`, `/privs`, `/tp`, `/status`, `/help`), each checked against
-//! the caller's privileges. The same commands run on the server console
+//! `/revoke`, `/privs`, `/password`, `/resetpassword`, `/deleteaccount`,
+//! `/tp`, `/status`, `/help`, and the console's `admin`), each checked
+//! against the caller's privileges. The same commands run on the server console
 //! (registered with the core's command table, where other modules'
 //! commands are too: a player's `/NAME` that is not the game's runs the
 //! module command `NAME` if its `privilege` allows).
@@ -20,7 +21,7 @@ use buildat_main_api::{ChatLine, Correct, MAX_CHAT_BYTES, PeerId};
 use buildat_network_api as network;
 use buildat_voxelworld_api::Viewer;
 
-use crate::accounts::{AccountError, BanKind, describe_seconds, now_ms};
+use crate::accounts::{AccountError, BanKind, describe_seconds, hash_password, now_ms};
 use crate::names::check_name;
 use crate::{Game, rules};
 
@@ -41,6 +42,8 @@ pub struct CommandSpec {
     pub privilege: Option<&'static str>,
     /// Also a console command.
     pub console: bool,
+    /// Also a player's (`/NAME`).
+    pub player: bool,
 }
 
 /// The game's commands, as `/help` lists them.
@@ -51,6 +54,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         help: "say TEXT to NAME only",
         privilege: Some("shout"),
         console: true,
+        player: true,
     },
     CommandSpec {
         name: "me",
@@ -58,6 +62,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         help: "say what you do (* NAME TEXT)",
         privilege: Some("shout"),
         console: false,
+        player: true,
     },
     CommandSpec {
         name: "say",
@@ -65,6 +70,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         help: "say TEXT to everyone as the server",
         privilege: Some("server"),
         console: true,
+        player: true,
     },
     CommandSpec {
         name: "kick",
@@ -72,6 +78,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         help: "disconnect a player, telling it why",
         privilege: Some("kick"),
         console: true,
+        player: true,
     },
     CommandSpec {
         name: "ban",
@@ -79,6 +86,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         help: "ban a name or an address (DURATION like 30m, 12h, 7d; none: for ever) and disconnect who is on it",
         privilege: Some("ban"),
         console: true,
+        player: true,
     },
     CommandSpec {
         name: "unban",
@@ -86,6 +94,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         help: "lift a ban",
         privilege: Some("ban"),
         console: true,
+        player: true,
     },
     CommandSpec {
         name: "grant",
@@ -93,6 +102,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         help: "give an account a privilege",
         privilege: Some("privs"),
         console: true,
+        player: true,
     },
     CommandSpec {
         name: "revoke",
@@ -100,6 +110,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         help: "take a privilege from an account",
         privilege: Some("privs"),
         console: true,
+        player: true,
     },
     CommandSpec {
         name: "privs",
@@ -107,6 +118,39 @@ pub const COMMANDS: &[CommandSpec] = &[
         help: "an account's privileges (yours without NAME), and every privilege defined",
         privilege: None,
         console: true,
+        player: true,
+    },
+    CommandSpec {
+        name: "admin",
+        usage: "NAME",
+        help: "give an existing account every privilege defined (the operator's act; never a guest)",
+        privilege: Some("privs"),
+        console: true,
+        player: false,
+    },
+    CommandSpec {
+        name: "password",
+        usage: "OLD NEW",
+        help: "change your password (no spaces in either)",
+        privilege: None,
+        console: false,
+        player: true,
+    },
+    CommandSpec {
+        name: "resetpassword",
+        usage: "NAME",
+        help: "give an account a new one-time password, shown to you; its player sets its own with /password",
+        privilege: Some("privs"),
+        console: true,
+        player: true,
+    },
+    CommandSpec {
+        name: "deleteaccount",
+        usage: "NAME",
+        help: "delete an account with its privileges; whoever claims the name next inherits nothing",
+        privilege: Some("privs"),
+        console: true,
+        player: true,
     },
     CommandSpec {
         name: "tp",
@@ -114,6 +158,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         help: "move a player (you without NAME) to a position or to another player",
         privilege: Some("teleport"),
         console: true,
+        player: true,
     },
     CommandSpec {
         name: "status",
@@ -121,6 +166,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         help: "who is playing, for how long the server has run",
         privilege: None,
         console: true,
+        player: true,
     },
     CommandSpec {
         name: "help",
@@ -128,6 +174,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         help: "the commands you may run",
         privilege: None,
         console: false,
+        player: true,
     },
 ];
 
@@ -287,6 +334,16 @@ impl Game {
         let Some(spec) = COMMANDS.iter().find(|c| c.name == name) else {
             return self.run_module_command(caller, name, args);
         };
+        let allowed_here = match caller {
+            Caller::Console => spec.console,
+            Caller::Player(_) => spec.player,
+        };
+        if !allowed_here {
+            return Err(match caller {
+                Caller::Console => format!("{name} is a player's command (/{name} in chat)"),
+                Caller::Player(_) => format!("{name} is a console command only"),
+            });
+        }
         if let Some(privilege) = spec.privilege
             && !self.may(caller, privilege)
         {
@@ -355,6 +412,23 @@ impl Game {
                 let privileges = self.account_privileges(&key)?;
                 Ok(format!("{who}: {}", join(&privileges)))
             }
+            ("admin", [who]) => self.make_admin(&by, who),
+            ("password", [old, new]) => {
+                let Caller::Player(peer) = caller else {
+                    return Err(usage());
+                };
+                let account = self
+                    .players
+                    .get(&peer)
+                    .map(|p| p.account.clone())
+                    .ok_or("join first")?;
+                if account.guest {
+                    return Err("you play as a guest: there is no password to change".into());
+                }
+                self.start_password_change(peer, &account.key, old.clone(), new.clone())
+            }
+            ("resetpassword", [who]) => self.reset_password(&by, who),
+            ("deleteaccount", [who]) => self.delete_account(&by, who),
             ("tp", [..]) => self.teleport(caller, args).ok_or_else(usage)?,
             ("status", []) => Ok(self.status(caller)),
             ("help", []) => Ok(self.help(caller)),
@@ -441,6 +515,93 @@ impl Game {
         Ok(format!(
             "{what} is banned {how_long}; {} disconnected",
             banned.len()
+        ))
+    }
+
+    /// `admin NAME`: every privilege to an existing account.
+    fn make_admin(&mut self, by: &str, who: &str) -> Result<String, String> {
+        let key = check_name(who)?.key;
+        if self
+            .accounts
+            .get_name(&key)
+            .map_err(account_error)?
+            .is_none()
+        {
+            return Err(format!(
+                "no account is called {who}: its player logs in once with a password \
+                 (a guest has no account), then run admin {who} again"
+            ));
+        }
+        self.set_privilege(by, who, "all", true)
+    }
+
+    /// Closes the connections of the account `key` (playing, joining or
+    /// logged in), telling them `reason`; how many.
+    fn disconnect_account(&mut self, key: &str, reason: &str) -> usize {
+        let peers: Vec<PeerId> = self
+            .players
+            .iter()
+            .filter(|(_, p)| !p.account.guest && p.account.key == key)
+            .map(|(peer, _)| *peer)
+            .chain(
+                self.joining
+                    .iter()
+                    .chain(self.logged_in.iter())
+                    .filter(|(_, a)| !a.guest && a.key == key)
+                    .map(|(peer, _)| *peer),
+            )
+            .collect();
+        for peer in &peers {
+            self.logged_in.remove(peer);
+            self.joining.remove(peer);
+            self.reject(*peer, reason);
+            // Its account is free now, not when the network says it left.
+            self.remove_player(*peer);
+        }
+        peers.len()
+    }
+
+    /// `resetpassword NAME`: a new one-time password, in the answer only
+    /// (never logged); the account has no privileges until its player sets
+    /// its own, and whoever plays it now is disconnected.
+    fn reset_password(&mut self, by: &str, who: &str) -> Result<String, String> {
+        let key = check_name(who)?.key;
+        let name = self
+            .accounts
+            .get_name(&key)
+            .map_err(account_error)?
+            .ok_or_else(|| format!("no account is called {who}"))?;
+        let password = one_time_password().map_err(|e| format!("reading random bytes: {e}"))?;
+        // Hashed here, not on the login workers: an operator's act, rare.
+        let verifier = hash_password(&password).map_err(account_error)?;
+        if !self
+            .accounts
+            .set_verifier(&key, &verifier, true)
+            .map_err(account_error)?
+        {
+            return Err(format!("no account is called {who}"));
+        }
+        self.disconnect_account(&key, &format!("{by} reset your password"));
+        log::info!("{by} reset the password of {name}");
+        Ok(format!(
+            "the password of {name} is now {password} (one-time: its player logs in with it and \
+             sets its own with /password {password} NEW; no privileges until then)"
+        ))
+    }
+
+    /// `deleteaccount NAME`: the account, its privileges and its known
+    /// addresses gone; whoever plays it is disconnected.
+    fn delete_account(&mut self, by: &str, who: &str) -> Result<String, String> {
+        let key = check_name(who)?.key;
+        let name = self
+            .accounts
+            .delete(&key)
+            .map_err(account_error)?
+            .ok_or_else(|| format!("no account is called {who}"))?;
+        let dropped = self.disconnect_account(&key, &format!("{by} deleted your account"));
+        log::info!("{by} deleted the account {name}");
+        Ok(format!(
+            "deleted the account {name} with its privileges; {dropped} disconnected"
         ))
     }
 
@@ -584,6 +745,7 @@ impl Game {
     fn help(&self, caller: Caller) -> String {
         let mut lines: Vec<String> = COMMANDS
             .iter()
+            .filter(|c| c.player)
             .filter(|c| c.privilege.is_none_or(|p| self.may(caller, p)))
             .map(|c| format!("/{} {} — {}", c.name, c.usage, c.help))
             .collect();
@@ -605,12 +767,26 @@ impl Game {
     }
 }
 
-/// What `/ban` and `/unban` name: an address or an account's key.
+/// What `/ban` and `/unban` name: an address (in its one form:
+/// `::ffff:1.2.3.4` is `1.2.3.4`) or an account's key. No name reads as
+/// an address nor holds a space (`names.rs`), so the first word is one or
+/// the other, never both.
 fn ban_target(what: &str) -> Result<(BanKind, String), String> {
     if let Ok(address) = what.parse::<IpAddr>() {
-        return Ok((BanKind::Address, address.to_string()));
+        return Ok((BanKind::Address, address.to_canonical().to_string()));
     }
     Ok((BanKind::Name, check_name(what)?.key))
+}
+
+/// 16 letters and digits (about 82 bits), none of them easily confused.
+fn one_time_password() -> std::io::Result<String> {
+    const ALPHABET: &[u8] = b"abcdefghjkmnpqrstuvwxyz23456789";
+    let mut bytes = [0u8; 16];
+    std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut bytes)?;
+    Ok(bytes
+        .iter()
+        .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
+        .collect())
 }
 
 fn join(set: &BTreeSet<String>) -> String {
@@ -640,6 +816,22 @@ mod tests {
             (BanKind::Address, "10.0.0.1".into())
         );
         assert_eq!(ban_target("Eve").unwrap(), (BanKind::Name, "eve".into()));
+        // A mapped address is its IPv4 form; an IPv6 address is one form.
+        assert_eq!(
+            ban_target("::ffff:10.0.0.1").unwrap(),
+            (BanKind::Address, "10.0.0.1".into())
+        );
+        assert_eq!(
+            ban_target("FD00:0::2").unwrap(),
+            (BanKind::Address, "fd00::2".into())
+        );
+    }
+
+    #[test]
+    fn one_time_passwords_differ() {
+        let a = one_time_password().unwrap();
+        assert_eq!(a.len(), 16);
+        assert_ne!(a, one_time_password().unwrap());
     }
 
     #[test]

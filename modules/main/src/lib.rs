@@ -28,6 +28,7 @@
 //! Does not own: the world or its stream (`voxelworld`), sockets (`network`).
 
 pub mod accounts;
+pub mod addresses;
 pub mod chat;
 pub mod login;
 pub mod names;
@@ -166,18 +167,23 @@ struct Game {
     logged_in: BTreeMap<PeerId, Account>,
     /// Logins waiting for their password work, and the workers doing it.
     pending_logins: BTreeMap<PeerId, login::PendingLogin>,
+    /// `/password`s waiting for theirs.
+    pending_changes: BTreeMap<PeerId, login::PendingChange>,
+    /// Logins from one address group checked at once at most
+    /// (`main.pending_logins_per_address`).
+    pending_per_address: usize,
     workers: verify::Workers,
     next_ticket: u64,
     /// Every privilege defined, with what it allows.
     privileges: BTreeMap<String, String>,
     /// What a new account (and a guest) gets (`main.default_privileges`).
     default_privileges: BTreeSet<String>,
-    /// The key of the account that gets every privilege (`main.admin`).
-    admin: Option<String>,
     /// Whether `main:join` without a login plays as a guest
-    /// (`main.guests`: `auto` allows it when the game port is loopback).
+    /// (`main.guests`: `auto` allows it for loopback peers).
     guests: String,
-    guests_allowed: bool,
+    /// Running a command headless (`buildat-server admin NAME`): a refused
+    /// command is an error.
+    headless: bool,
     /// When this instance started (`/status`).
     started: Instant,
     registry: VoxelRegistry,
@@ -328,6 +334,23 @@ impl Game {
         Ok(())
     }
 
+    /// Takes a player out of the game (it left, or is being disconnected:
+    /// its account is free at once), with its node.
+    fn remove_player(&mut self, peer: PeerId) {
+        let Some(player) = self.players.remove(&peer) else {
+            return;
+        };
+        self.news.forget(peer);
+        self.pending_moves.retain(|(p, ..)| *p != peer);
+        let name = &player.account.name;
+        log::info!("player {name} (peer {peer}) left");
+        if let Some(id) = player.node
+            && let Err(error) = self.host.call(&RemoveNode { id })
+        {
+            log::warn!("removing the node of player {name}: {error}");
+        }
+    }
+
     /// Closes connections that have not joined within the deadline.
     fn drop_unjoined(&mut self) {
         let now = Instant::now();
@@ -408,6 +431,13 @@ impl Game {
             );
             self.send(peer, &Spawn { peer, position });
             let privileges = self.privileges_of(&account);
+            if !account.guest && self.must_change_password(&account.key) {
+                self.tell(
+                    peer,
+                    "the operator reset your password: set your own with /password OLD NEW \
+                     (you have no privileges until then)",
+                );
+            }
             self.players
                 .insert(peer, Player::new(account, privileges, position, node));
             // An event, not a call: a joiner's first chunks are lit and
@@ -965,30 +995,40 @@ impl Module for Game {
             .map_err(|e| ModuleError::msg(format!("reading the bans: {e}")))?;
         let defaults: String =
             host.get_setting("main.default_privileges", "interact,shout".to_string())?;
+        // Whoever claimed the name first (a guest too) got every
+        // privilege: the operator makes an admin of an account instead.
         let admin: String = host.get_setting("main.admin", String::new())?;
-        let admin = if admin.is_empty() {
-            None
-        } else {
-            Some(
-                names::check_name(&admin)
-                    .map_err(|e| ModuleError::msg(format!("main.admin: {e}")))?
-                    .key,
-            )
-        };
+        if !admin.is_empty() {
+            return Err(ModuleError::msg(format!(
+                "main.admin is no longer read: it gave every privilege to whoever claimed the \
+                 name {admin:?} first. Remove it from world.toml (or --set), let that player log \
+                 in once with a password, then run `admin {admin}` on the console (or \
+                 `buildat-server --world DIR admin {admin}`, or `grant {admin} all`)"
+            )));
+        }
+        let guests: String = host.get_setting("main.guests", "auto".to_string())?;
+        login::check_guests(&guests, None).map_err(ModuleError::msg)?;
         let attempt_limits = AttemptLimits {
             per_address: host.get_setting("main.logins_per_address_per_minute", 10u32)?,
-            per_name: host.get_setting("main.logins_per_name_per_minute", 5u32)?,
+            failures_per_name: host.get_setting("main.logins_per_name_per_minute", 5u32)?,
+            new_accounts: host.get_setting("main.new_accounts_per_minute", 20u32)?,
             window: Duration::from_secs(60),
         };
+        let max_pending_logins = host.get_setting("main.max_pending_logins", 16usize)?;
         let workers = verify::Workers::start(
             verify::waker(host),
             host.get_setting("main.login_threads", 2usize)?,
-            host.get_setting("main.max_pending_logins", 16usize)?,
+            max_pending_logins,
         )
         .map_err(|e| ModuleError::msg(format!("starting the login workers: {e}")))?;
         Ok(Self {
             host,
             pending_logins: BTreeMap::new(),
+            pending_changes: BTreeMap::new(),
+            pending_per_address: host.get_setting(
+                "main.pending_logins_per_address",
+                (max_pending_logins / 4).max(1),
+            )?,
             workers,
             next_ticket: 0,
             players: BTreeMap::new(),
@@ -1007,9 +1047,11 @@ impl Module for Game {
                 .filter(|p| !p.is_empty())
                 .map(String::from)
                 .collect(),
-            admin,
-            guests: host.get_setting("main.guests", "auto".to_string())?,
-            guests_allowed: false,
+            guests,
+            headless: host
+                .get_config(buildat_interface::config::HEADLESS)
+                .as_deref()
+                == Some("1"),
             started: Instant::now(),
             registry: VoxelRegistry::default(),
             section_size: SectionSize::default(),
@@ -1053,7 +1095,6 @@ impl Module for Game {
                 }
                 self.refresh_registry()?;
                 chat::register_commands(&self.host)?;
-                self.guests_allowed = self.check_guests()?;
                 if let Some(stash) = self.host.take_stash::<GameStash>()? {
                     self.spawn = stash.spawn;
                     self.joining = stash.joining;
@@ -1101,17 +1142,9 @@ impl Module for Game {
                 self.joining.remove(&gone.peer);
                 self.logged_in.remove(&gone.peer);
                 self.pending_logins.remove(&gone.peer);
+                self.pending_changes.remove(&gone.peer);
                 self.addresses.remove(&gone.peer);
-                if let Some(player) = self.players.remove(&gone.peer) {
-                    self.news.forget(gone.peer);
-                    let name = &player.account.name;
-                    log::info!("player {name} (peer {}) left", gone.peer);
-                    if let Some(id) = player.node
-                        && let Err(error) = self.host.call(&RemoveNode { id })
-                    {
-                        log::warn!("removing the node of player {name}: {error}");
-                    }
-                }
+                self.remove_player(gone.peer);
             }
             FilesTransmitted::NAME => {}
             verify::CHECKED_EVENT => self.on_logins_checked(),
@@ -1130,9 +1163,15 @@ impl Module for Game {
     fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
         buildat_interface::answer_calls!(function, payload, {
             GetTickStats => |_| Ok(self.tick_stats.clone()),
-            RunCommand => |command: RunCommand| Ok(self
+            // On the console a refusal is an answer; headless, a failure
+            // (the process exits non-zero).
+            RunCommand => |command: RunCommand| match self
                 .run_command(Caller::Console, &command.name, &command.args)
-                .unwrap_or_else(|error| error)),
+            {
+                Ok(answer) => Ok(answer),
+                Err(error) if self.headless => Err(ModuleError::msg(error)),
+                Err(error) => Ok(error),
+            },
             DefinePrivilege => |define: DefinePrivilege| self.define_privilege(define),
             HasPrivilege => |ask: HasPrivilege| Ok(self.has_privilege(&ask.player, &ask.privilege)),
             GetPrivileges => |ask: GetPrivileges| Ok(names::check_name(&ask.player)

@@ -1,20 +1,27 @@
-//! Who may play: admitting a connection (its address not banned), logging
-//! in (`main:login`: a name claimed by its first login, a password checked
-//! against its argon2id verifier on the login workers (`verify.rs`, so the
-//! game's thread never waits for it; answered when done, "busy" past
-//! `main.max_pending_logins`), attempts limited per address and per
-//! name, a banned name refused, a name already playing refused so the
-//! first player stays), joining (`main:join`: as the account logged in, or
-//! as a guest where `main.guests` allows it), and what each player may do
-//! (its privileges, the movement rules they lift, the module API's
-//! privilege calls).
+//! Who may play: admitting a connection (its address, in its one form,
+//! not banned), logging in (`main:login`: a name claimed by its first
+//! login, a password checked against its argon2id verifier on the login
+//! workers (`verify.rs`, so the game's thread never waits for it; answered
+//! when done), in this order: attempts per address group, logins being
+//! checked per address group (`main.pending_logins_per_address`), a
+//! banned name, failed logins per name from strangers (an address group
+//! that logged in to the account before is never held back), new accounts
+//! per minute, and only then "busy" past `main.max_pending_logins`, so one
+//! source cannot fill the queue; a name already playing refused so the
+//! first player stays), `/password`'s work and answer, joining
+//! (`main:join`: as the account logged in, or as a guest where
+//! `main.guests` allows it: `auto` for loopback peers), and what each
+//! player may do (its privileges, none while a reset password waits to be
+//! changed, the movement rules they lift, the module API's privilege
+//! calls).
 //!
 //! Owns: those decisions and what a refused client is told. Does not own:
-//! the database (`accounts.rs`), names (`names.rs`), the commands that
-//! change privileges and bans (`chat.rs`).
+//! the database (`accounts.rs`), names (`names.rs`), address groups
+//! (`addresses.rs`), the commands that change privileges, passwords and
+//! bans (`chat.rs`).
 
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
+use std::net::IpAddr;
 use std::time::Instant;
 
 use buildat_interface::{ModuleError, log};
@@ -23,7 +30,7 @@ use buildat_network_api::{self as network, ClientConnected};
 
 use crate::accounts::BanKind;
 use crate::verify::{Done, Job, Outcome, Work};
-use crate::{Account, Game, Player, names, rules};
+use crate::{Account, Game, Player, addresses, names, rules};
 
 /// What a login is told when too many wait for their password check.
 const BUSY: &str = "the server is busy checking other logins; try again in a moment";
@@ -32,11 +39,36 @@ const BUSY: &str = "the server is busy checking other logins; try again in a mom
 pub(crate) struct PendingLogin {
     ticket: u64,
     name: names::PlayerName,
-    /// The account's shown name; `None`: the name is free (a claim).
-    display: Option<String>,
+    /// The account's shown name and the verifier being checked; `None`:
+    /// the name is free (a claim).
+    account: Option<(String, String)>,
     address: String,
+    /// Its `addresses::limit_group`.
+    group: String,
+    /// That group logged in to the account before.
+    known: bool,
     /// A `main:join` that came before the answer: joined once logged in.
     join: Option<String>,
+}
+
+/// A `/password` waiting for its work (`verify.rs`).
+pub(crate) struct PendingChange {
+    ticket: u64,
+    key: String,
+    /// The verifier the old password is checked against.
+    verifier: String,
+}
+
+/// Whether a peer at `ip` plays as a guest without logging in, under
+/// `main.guests` (`setting`): `true`, `false`, or `auto`: a loopback
+/// peer only (the machine's own user; anyone else needs an account).
+pub(crate) fn check_guests(setting: &str, ip: Option<IpAddr>) -> Result<bool, String> {
+    match setting {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        "auto" => Ok(ip.is_some_and(|ip| ip.to_canonical().is_loopback())),
+        other => Err(format!("main.guests is true, false or auto, not {other:?}")),
+    }
 }
 
 /// What a client that must log in is told.
@@ -55,31 +87,20 @@ impl Game {
         }
     }
 
-    /// Whether guests may play: `main.guests` is `true`, or `auto` (the
-    /// default) and the game port is a loopback address.
-    pub(crate) fn check_guests(&self) -> Result<bool, ModuleError> {
-        match self.guests.as_str() {
-            "true" => Ok(true),
-            "false" => Ok(false),
-            "auto" => Ok(self
-                .host
-                .call(&network::ListenAddress {})
-                .ok()
-                .and_then(|address| address.parse::<SocketAddr>().ok())
-                .is_some_and(|address| address.ip().is_loopback())),
-            other => Err(ModuleError::msg(format!(
-                "main.guests is true, false or auto, not {other:?}"
-            ))),
-        }
+    /// Whether `peer` may play as a guest (`main.guests`, checked at start).
+    fn guests_allowed(&self, peer: PeerId) -> bool {
+        let ip = self
+            .addresses
+            .get(&peer)
+            .and_then(|a| addresses::peer_ip(a));
+        check_guests(&self.guests, ip).unwrap_or(false)
     }
 
     /// A new connection: refused at once if its address is banned.
     pub(crate) fn on_connected(&mut self, connected: ClientConnected) {
         let peer = connected.peer;
-        let ip = connected
-            .address
-            .parse::<SocketAddr>()
-            .map_or(connected.address.clone(), |a| a.ip().to_string());
+        let ip = addresses::peer_ip(&connected.address)
+            .map_or(connected.address.clone(), |ip| ip.to_string());
         self.unjoined.insert(peer, Instant::now());
         match self.accounts.get_ban(BanKind::Address, &ip) {
             Ok(Some(ban)) => self.reject(peer, &ban.message()),
@@ -119,18 +140,28 @@ impl Game {
             );
         }
         let address = self.addresses.get(&peer).cloned().unwrap_or_default();
-        // Past the cap of pending password work: refused before any, and
-        // without counting as an attempt.
-        if self.workers.is_full() {
-            log::info!("login as {} from {address} refused: busy", name.display);
-            return self.reject(peer, BUSY);
-        }
-        if let Err(reason) = self
-            .attempts
-            .check_attempt(&address, &name.key, Instant::now())
-        {
+        let group = addresses::limit_group_of(&address);
+        let now = Instant::now();
+        let refused = |reason: &str| {
             log::info!("login as {} from {address} refused: {reason}", name.display);
+        };
+        // The per-address limits come first, "busy" last: one source is
+        // refused by its own limits before it can fill the queue, and a
+        // refusal counts as no attempt.
+        if let Err(reason) = self.attempts.check_address(&group, now) {
+            refused(&reason);
             return self.reject(peer, &reason);
+        }
+        let checking = self
+            .pending_logins
+            .values()
+            .filter(|p| p.group == group)
+            .count();
+        if checking >= self.pending_per_address {
+            let reason =
+                "too many logins from your address are being checked; try again in a moment";
+            refused(reason);
+            return self.reject(peer, reason);
         }
         match self.accounts.get_ban(BanKind::Name, &name.key) {
             Ok(Some(ban)) => return self.reject(peer, &ban.message()),
@@ -140,49 +171,165 @@ impl Game {
                 return self.reject(peer, "the server cannot check logins now; try later");
             }
         }
-        if self.pending_logins.values().any(|p| p.name.key == name.key) {
-            return self.reject(peer, &format!("{} is logging in already", name.display));
-        }
-        let (display, work) = match self.accounts.lookup(&name) {
-            Ok(Some((display, verifier))) => (
-                Some(display),
-                Work::Verify {
-                    verifier,
-                    password: login.password,
-                },
-            ),
-            Ok(None) => (
-                None,
-                Work::Hash {
-                    password: login.password,
-                },
-            ),
+        let looked_up = self.accounts.lookup(&name).and_then(|account| {
+            let known = match &account {
+                Some(_) => self
+                    .accounts
+                    .login_state(&name.key)?
+                    .addresses
+                    .contains(&group),
+                None => false,
+            };
+            Ok((account, known))
+        });
+        let (account, known) = match looked_up {
+            Ok(found) => found,
             Err(error) => {
                 log::error!("looking up {}: {error}", name.display);
                 return self.reject(peer, "the server cannot check logins now; try later");
             }
+        };
+        let limit = match &account {
+            Some(_) => self.attempts.check_name(&name.key, known, now),
+            None => self.attempts.check_new_account(now),
+        };
+        if let Err(reason) = limit {
+            refused(&reason);
+            return self.reject(peer, &reason);
+        }
+        // A stranger's login waits for the one being checked (its failure
+        // counts before the next); one from a known address goes ahead.
+        if !known && self.pending_logins.values().any(|p| p.name.key == name.key) {
+            return self.reject(peer, &format!("{} is logging in already", name.display));
+        }
+        if self.workers.is_full() {
+            refused("busy");
+            return self.reject(peer, BUSY);
+        }
+        let work = match &account {
+            Some((_, verifier)) => Work::Verify {
+                verifier: verifier.clone(),
+                password: login.password,
+            },
+            None => Work::Hash {
+                password: login.password,
+            },
         };
         self.next_ticket += 1;
         let ticket = self.next_ticket;
         if self.workers.submit(Job { peer, ticket, work }).is_err() {
             return self.reject(peer, BUSY);
         }
+        self.attempts.count_attempt(&group, account.is_none(), now);
         self.pending_logins.insert(
             peer,
             PendingLogin {
                 ticket,
                 name,
-                display,
+                account,
                 address,
+                group,
+                known,
                 join: None,
             },
         );
     }
 
+    /// `/password OLD NEW` from `peer`, playing as the account `key`: the
+    /// work goes to the login workers; the player is told when it is done.
+    pub(crate) fn start_password_change(
+        &mut self,
+        peer: PeerId,
+        key: &str,
+        old: String,
+        new: String,
+    ) -> Result<String, String> {
+        if new.is_empty() || new.len() > MAX_PASSWORD_BYTES {
+            return Err(format!("a password is 1 to {MAX_PASSWORD_BYTES} bytes"));
+        }
+        if self.pending_changes.contains_key(&peer) {
+            return Err("your last /password is being checked".into());
+        }
+        let verifier = match self.accounts.get_verifier(key) {
+            Ok(Some(verifier)) => verifier,
+            Ok(None) => return Err("you play as a guest: there is no password to change".into()),
+            Err(error) => {
+                log::error!("looking up {key}: {error}");
+                return Err("the server cannot change passwords now; try later".into());
+            }
+        };
+        if self.workers.is_full() {
+            return Err(BUSY.into());
+        }
+        self.next_ticket += 1;
+        let ticket = self.next_ticket;
+        let work = Work::Change {
+            verifier: verifier.clone(),
+            old,
+            new,
+        };
+        self.workers
+            .submit(Job { peer, ticket, work })
+            .map_err(|_| BUSY.to_string())?;
+        self.pending_changes.insert(
+            peer,
+            PendingChange {
+                ticket,
+                key: key.to_string(),
+                verifier,
+            },
+        );
+        Ok("checking your old password...".into())
+    }
+
+    /// A `/password` whose work is done: the new verifier stored if the
+    /// old password matched and nobody changed the account meanwhile.
+    fn finish_change(&mut self, done: Done) {
+        let peer = done.peer;
+        let Some(pending) = self
+            .pending_changes
+            .remove(&peer)
+            .filter(|p| p.ticket == done.ticket)
+        else {
+            return;
+        };
+        let Outcome::Changed(outcome) = done.outcome else {
+            return;
+        };
+        let answer = match outcome {
+            Ok(None) => "wrong password: yours is unchanged".to_string(),
+            Ok(Some(verifier)) => match self.accounts.get_verifier(&pending.key) {
+                Ok(Some(current)) if current == pending.verifier => {
+                    match self.accounts.set_verifier(&pending.key, &verifier, false) {
+                        Ok(_) => {
+                            log::info!("the account {} changed its password", pending.key);
+                            self.refresh_privileges(&pending.key);
+                            "your password is changed".to_string()
+                        }
+                        Err(error) => {
+                            log::error!("changing the password of {}: {error}", pending.key);
+                            "the server cannot change passwords now; try later".to_string()
+                        }
+                    }
+                }
+                Ok(_) => "your account changed meanwhile: your password is unchanged".into(),
+                Err(error) => {
+                    log::error!("looking up {}: {error}", pending.key);
+                    "the server cannot change passwords now; try later".to_string()
+                }
+            },
+            Err(error) => {
+                log::error!("hashing a new password of {}: {error}", pending.key);
+                "the server cannot change passwords now; try later".to_string()
+            }
+        };
+        self.tell(peer, answer);
+    }
+
     /// Answers the logins whose password work is done (`verify.rs`).
     pub(crate) fn on_logins_checked(&mut self) {
         for done in self.workers.take_done() {
-            self.finish_login(done);
+            self.finish_work(done);
         }
     }
 
@@ -197,11 +344,20 @@ impl Game {
             );
         }
         for done in results {
-            self.finish_login(done);
+            self.finish_work(done);
         }
         for (peer, pending) in std::mem::take(&mut self.pending_logins) {
             log::warn!("the login of {} was not checked", pending.name.display);
             self.reject(peer, BUSY);
+        }
+    }
+
+    /// Password work done: a login's or a `/password`'s.
+    fn finish_work(&mut self, done: Done) {
+        if matches!(done.outcome, Outcome::Changed(_)) {
+            self.finish_change(done);
+        } else {
+            self.finish_login(done);
         }
     }
 
@@ -219,24 +375,45 @@ impl Game {
         };
         let PendingLogin {
             name,
-            display,
+            account,
             address,
+            group,
+            known,
             join,
             ..
         } = pending;
-        let (display, created) = match (done.outcome, display) {
-            (Outcome::Verified(true), Some(display)) => (display, false),
+        let (display, created) = match (done.outcome, account) {
+            (Outcome::Verified(true), Some((display, verifier))) => {
+                // Reset, changed or deleted while it was checked: the
+                // password checked is no longer the account's.
+                match self.accounts.get_verifier(&name.key) {
+                    Ok(Some(current)) if current == verifier => {}
+                    Ok(_) => return self.reject(peer, "wrong name or password"),
+                    Err(error) => {
+                        log::error!("looking up {}: {error}", name.display);
+                        return self.reject(peer, "the server cannot check logins now; try later");
+                    }
+                }
+                if let Err(error) = self.accounts.remember_address(&name.key, &group) {
+                    log::error!("remembering where {} logged in from: {error}", name.display);
+                }
+                (display, false)
+            }
             (Outcome::Verified(_), _) => {
                 log::info!(
                     "peer {peer} ({address}): wrong password for {}",
                     name.display
                 );
+                if !known {
+                    self.attempts.count_failure(&name.key, Instant::now());
+                }
                 return self.reject(peer, "wrong name or password");
             }
+            (Outcome::Changed(_), _) => return,
             (Outcome::Hashed(Ok(verifier)), _) => {
                 match self
                     .accounts
-                    .create(&name, &verifier, &self.default_privileges)
+                    .create(&name, &verifier, &self.default_privileges, &group)
                 {
                     Ok(true) => (name.display.clone(), true),
                     Ok(false) => {
@@ -299,7 +476,7 @@ impl Game {
         let account = if let Some(account) = self.logged_in.remove(&peer) {
             account
         } else {
-            if !self.guests_allowed {
+            if !self.guests_allowed(peer) {
                 self.reject(peer, LOG_IN_FIRST);
                 return Ok(());
             }
@@ -344,21 +521,32 @@ impl Game {
         Ok(())
     }
 
-    /// What an account may do: a guest the defaults, `main.admin` every
-    /// privilege, others what the database holds.
+    /// What an account may do: a guest the defaults, an account whose
+    /// password was reset nothing until its player sets its own, others
+    /// what the database holds.
     pub(crate) fn privileges_of(&self, account: &Account) -> BTreeSet<String> {
-        if self.admin.as_deref() == Some(account.key.as_str()) {
-            return self.privileges.keys().cloned().collect();
-        }
         if account.guest {
             return self.default_privileges.clone();
         }
+        let held = self.accounts.login_state(&account.key).and_then(|state| {
+            if state.must_change {
+                Ok(BTreeSet::new())
+            } else {
+                self.accounts.privileges(&account.key)
+            }
+        });
+        held.unwrap_or_else(|error| {
+            log::error!("reading the privileges of {}: {error}", account.name);
+            BTreeSet::new()
+        })
+    }
+
+    /// Whether the account `key` must set its own password first (a reset
+    /// one-time password).
+    pub(crate) fn must_change_password(&self, key: &str) -> bool {
         self.accounts
-            .privileges(&account.key)
-            .unwrap_or_else(|error| {
-                log::error!("reading the privileges of {}: {error}", account.name);
-                BTreeSet::new()
-            })
+            .login_state(key)
+            .is_ok_and(|state| state.must_change)
     }
 
     /// Reads again the privileges of the players of account `key`.
@@ -421,11 +609,31 @@ impl Game {
         if let Some(player) = self.players.values().find(|p| p.account.key == name.key) {
             return player.privileges.contains(privilege);
         }
-        if self.admin.as_deref() == Some(name.key.as_str()) {
-            return self.privileges.contains_key(privilege);
+        if self.must_change_password(&name.key) {
+            return false;
         }
         self.accounts
             .privileges(&name.key)
             .is_ok_and(|set| set.contains(privilege))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_allows_guests_from_loopback_peers_only() {
+        let ip = |a: &str| a.parse::<IpAddr>().ok();
+        for loopback in ["127.0.0.1", "127.0.0.2", "::1", "::ffff:127.0.0.1"] {
+            assert_eq!(check_guests("auto", ip(loopback)), Ok(true), "{loopback}");
+        }
+        for stranger in ["192.0.2.2", "fd00::2", "::ffff:192.0.2.2"] {
+            assert_eq!(check_guests("auto", ip(stranger)), Ok(false), "{stranger}");
+        }
+        assert_eq!(check_guests("auto", None), Ok(false));
+        assert_eq!(check_guests("true", ip("192.0.2.2")), Ok(true));
+        assert_eq!(check_guests("false", ip("127.0.0.1")), Ok(false));
+        assert!(check_guests("yes", None).is_err());
     }
 }

@@ -4,8 +4,10 @@
 //! Owns: normalising a name (NFC for showing it, NFKC and lowercase for the
 //! account's key, so `Ann`, `ANN` and `Ａｎｎ` are one account) and refusing
 //! control, bidi and zero-width characters (and other invisible format
-//! characters), which would let one name pass for another. Does not own:
-//! storing accounts (`accounts.rs`).
+//! characters), which would let one name pass for another; refusing
+//! whitespace and names that read as an IP address, so a command's
+//! `NAME|ADDRESS` word (`/ban`, `/unban`) and the words after it mean one
+//! thing each. Does not own: storing accounts (`accounts.rs`).
 
 use unicode_normalization::UnicodeNormalization;
 
@@ -60,13 +62,20 @@ pub fn check_name(name: &str) -> Result<PlayerName, String> {
             u32::from(c)
         ));
     }
-    if display.chars().any(|c| c.is_whitespace() && c != ' ') {
-        return Err("a name's only spaces are plain ones".into());
+    if display.chars().any(char::is_whitespace) {
+        return Err("a name may not hold spaces".into());
     }
     if display.starts_with('/') {
         return Err("a name may not start with '/'".into());
     }
     let key: String = display.nfkc().collect::<String>().to_lowercase();
+    // `１.２.３.４` is one in its key: both forms are checked.
+    if [&display, &key]
+        .iter()
+        .any(|form| form.parse::<std::net::IpAddr>().is_ok())
+    {
+        return Err("a name may not be an IP address".into());
+    }
     Ok(PlayerName { display, key })
 }
 
@@ -85,9 +94,31 @@ mod tests {
         let decomposed = check_name("Jose\u{301}").unwrap();
         assert_eq!(composed, decomposed);
         assert_eq!(
-            check_name("bob the builder").unwrap().key,
-            "bob the builder"
+            check_name("bob_the_builder").unwrap().key,
+            "bob_the_builder"
         );
+    }
+
+    #[test]
+    fn names_are_never_addresses_nor_hold_spaces() {
+        for bad in [
+            "alice x",
+            "bob the builder",
+            "a\u{3000}b",
+            "a\u{A0}b",
+            "10.0.0.1",
+            "127.0.0.1",
+            "::1",
+            "::ffff:10.0.0.1",
+            "fd00::2",
+            "FD00::2",
+            "１０.０.０.１",
+        ] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+        for good in ["10.0.0", "1.2.3.4.5", "cafe", "dead:beef:", "x10.0.0.1"] {
+            assert!(check_name(good).is_ok(), "{good:?}");
+        }
     }
 
     #[test]

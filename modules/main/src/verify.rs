@@ -1,5 +1,6 @@
-//! Password work off the game's thread: argon2id hashing (a name claimed)
-//! and verification (a login) on a few worker threads, so a login costs
+//! Password work off the game's thread: argon2id hashing (a name claimed),
+//! verification (a login) and both (`/password`: the old one checked, the
+//! new one hashed) on a few worker threads, so a login costs
 //! the game's tick nothing. A finished job wakes the game with the event
 //! [`CHECKED_EVENT`]; the game then takes the results ([`Workers::take_done`])
 //! and answers the logins (`login.rs`).
@@ -40,6 +41,12 @@ pub enum Work {
     Verify { verifier: String, password: String },
     /// A verifier for a new account's password.
     Hash { password: String },
+    /// A verifier for `new` if `old` matches `verifier` (`/password`).
+    Change {
+        verifier: String,
+        old: String,
+        new: String,
+    },
 }
 
 pub struct Job {
@@ -52,6 +59,8 @@ pub struct Job {
 pub enum Outcome {
     Verified(bool),
     Hashed(Result<String, String>),
+    /// The new verifier; `Ok(None)`: the old password did not match.
+    Changed(Result<Option<String>, String>),
 }
 
 pub struct Done {
@@ -80,6 +89,13 @@ fn work(job: Job) -> Done {
         }
         Work::Hash { password } => {
             Outcome::Hashed(hash_password(&password).map_err(|e| e.to_string()))
+        }
+        Work::Change { verifier, old, new } => {
+            Outcome::Changed(if verify_password(&verifier, &old) {
+                hash_password(&new).map(Some).map_err(|e| e.to_string())
+            } else {
+                Ok(None)
+            })
         }
     };
     Done {

@@ -1,14 +1,26 @@
 //! Admission: whether a new connection may become a peer, before anything
 //! is spent on it. Pure bookkeeping, driven by `lib.rs`'s accept path.
 //!
-//! Owns: the count of connections per IP address and each address's
-//! connect-rate token bucket (forgotten once the address has no connection
-//! and a full bucket), the cap on peers derived from the descriptor limit.
+//! Owns: the count of connections per address group and each group's
+//! connect-rate token bucket (forgotten once the group has no connection
+//! and a full bucket), the group itself ([`limit_group`]: an IPv4 address
+//! alone, IPv4-mapped IPv6 as IPv4, an IPv6 address's /64, so one host
+//! cannot take a fresh share per address of its /64; `main` groups logins
+//! the same way), the cap on peers derived from the descriptor limit.
 //! Does not own: sockets, refusing them (`peer::refuse`) or the peer table.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::time::Instant;
+
+/// What the per-address limits count `ip` under: an IPv4 address (also
+/// as `::ffff:a.b.c.d`) alone, an IPv6 address's /64.
+pub(crate) fn limit_group(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !(u128::MAX >> 64))),
+    }
+}
 
 /// Descriptors kept free of peers for everything else the process opens
 /// (module images, the world database, log files, refusals in progress).
@@ -63,10 +75,15 @@ impl Admission {
         }
     }
 
-    /// Counts a connection from `ip` if its limits allow one now; why not
-    /// otherwise (said to the client, so it names no other peer).
+    /// Counts a connection from `ip` if its group's limits allow one now;
+    /// why not otherwise (said to the client, so it names no other peer).
     pub fn admit(&mut self, ip: IpAddr, now: Instant) -> Result<(), String> {
         let limits = self.limits;
+        let ip = limit_group(ip);
+        let from = match ip {
+            IpAddr::V4(_) => ip.to_string(),
+            IpAddr::V6(_) => format!("{ip}/64"),
+        };
         let address = self.addresses.entry(ip).or_insert(Address {
             connections: 0,
             tokens: limits.connect_burst,
@@ -81,14 +98,14 @@ impl Admission {
             address.refilled = now;
             if address.tokens < 1.0 {
                 return Err(format!(
-                    "too many connections from {ip} (at most {} a second)",
+                    "too many connections from {from} (at most {} a second)",
                     limits.connects_per_second
                 ));
             }
         }
         if limits.per_ip > 0 && address.connections >= limits.per_ip {
             return Err(format!(
-                "too many connections from {ip} (at most {} at once)",
+                "too many connections from {from} (at most {} at once)",
                 limits.per_ip
             ));
         }
@@ -103,7 +120,7 @@ impl Admission {
     pub fn readmit(&mut self, ip: IpAddr, now: Instant) {
         let burst = self.limits.connect_burst;
         self.addresses
-            .entry(ip)
+            .entry(limit_group(ip))
             .or_insert(Address {
                 connections: 0,
                 tokens: burst,
@@ -114,7 +131,7 @@ impl Admission {
 
     /// A connection from `ip` ended.
     pub fn release(&mut self, ip: IpAddr) {
-        if let Some(address) = self.addresses.get_mut(&ip) {
+        if let Some(address) = self.addresses.get_mut(&limit_group(ip)) {
             address.connections = address.connections.saturating_sub(1);
         }
         self.forget_idle(Instant::now());
@@ -192,6 +209,39 @@ mod tests {
         admission
             .admit(ip(1), now + Duration::from_millis(500))
             .expect("refilled at 2 a second");
+    }
+
+    #[test]
+    fn an_ipv6_64_is_one_address_and_mapped_ipv4_is_ipv4() {
+        let mut admission = Admission::new(Limits {
+            per_ip: 2,
+            connects_per_second: 0.0,
+            connect_burst: 0.0,
+        });
+        let now = Instant::now();
+        let v6 = |a: &str| a.parse::<IpAddr>().unwrap();
+        admission.admit(v6("2001:db8:1:2::1"), now).expect("first");
+        admission
+            .admit(v6("2001:db8:1:2:ffff::9"), now)
+            .expect("second, same /64");
+        let refused = admission
+            .admit(v6("2001:db8:1:2::3"), now)
+            .expect_err("a third from that /64");
+        assert!(refused.contains("from 2001:db8:1:2::/64"), "{refused}");
+        admission
+            .admit(v6("2001:db8:1:3::1"), now)
+            .expect("another /64 is not held up");
+        admission.release(v6("2001:db8:1:2::1"));
+        admission
+            .admit(v6("2001:db8:1:2::7"), now)
+            .expect("a slot of the /64 came free");
+        // `::ffff:10.0.0.1` is 10.0.0.1.
+        admission.admit(ip(1), now).expect("first");
+        admission.admit(v6("::ffff:10.0.0.1"), now).expect("second");
+        admission
+            .admit(ip(1), now)
+            .expect_err("a third, counted with the mapped ones");
+        assert_eq!(limit_group(v6("::ffff:10.0.0.1")), ip(1));
     }
 
     #[test]

@@ -1,0 +1,76 @@
+//! Peer addresses as bans and limits see them, pure.
+//!
+//! Owns: an address's one form (an IPv4-mapped IPv6 address,
+//! `::ffff:1.2.3.4`, is `1.2.3.4`: one address for bans and limits),
+//! taken where an address enters the game ([`peer_ip`]), and the group
+//! the per-address limits count together ([`limit_group`]: an IPv4
+//! address alone, an IPv6 address's /64, which one subscriber usually
+//! holds whole). Does not own: the bans (`accounts.rs`) nor the limits
+//! (`accounts::Attempts`, `login.rs`); the network module groups its own
+//! connection limits the same way (`modules/network/src/admission.rs`).
+
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+
+/// The IP address of a peer's `HOST:PORT` (or of a bare address), in its
+/// one form; `None` when it is neither.
+pub fn peer_ip(address: &str) -> Option<IpAddr> {
+    let ip = address
+        .parse::<SocketAddr>()
+        .map(|a| a.ip())
+        .or_else(|_| address.parse::<IpAddr>())
+        .ok()?;
+    Some(ip.to_canonical())
+}
+
+/// What the per-address limits count `ip` under: the address itself for
+/// IPv4, its /64 (`2001:db8:1:2::/64`) for IPv6.
+pub fn limit_group(ip: IpAddr) -> String {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !(u128::MAX >> 64);
+            format!("{}/64", Ipv6Addr::from(bits))
+        }
+    }
+}
+
+/// [`limit_group`] of an address as the game keeps it (a peer's IP); the
+/// text itself if it is no address.
+pub fn limit_group_of(address: &str) -> String {
+    peer_ip(address).map_or_else(|| address.to_string(), limit_group)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mapped_addresses_are_their_ipv4_form() {
+        assert_eq!(
+            peer_ip("[::ffff:10.0.0.1]:4000"),
+            Some("10.0.0.1".parse().unwrap())
+        );
+        assert_eq!(
+            peer_ip("::ffff:127.0.0.1").map(|ip| ip.is_loopback()),
+            Some(true)
+        );
+        assert_eq!(peer_ip("10.0.0.1:1"), peer_ip("::ffff:10.0.0.1"));
+        assert_eq!(peer_ip("[fd00::2]:1"), Some("fd00::2".parse().unwrap()));
+        assert_eq!(peer_ip("alice"), None);
+    }
+
+    #[test]
+    fn ipv6_is_grouped_by_its_64_and_ipv4_by_address() {
+        let group = |a: &str| limit_group(a.parse().unwrap());
+        assert_eq!(group("2001:db8:1:2::1"), "2001:db8:1:2::/64");
+        assert_eq!(
+            group("2001:db8:1:2:ffff:ffff:ffff:ffff"),
+            "2001:db8:1:2::/64"
+        );
+        assert_ne!(group("2001:db8:1:3::1"), group("2001:db8:1:2::1"));
+        assert_eq!(group("10.0.0.1"), "10.0.0.1");
+        assert_ne!(group("10.0.0.2"), group("10.0.0.1"));
+        assert_eq!(group("::ffff:10.0.0.1"), "10.0.0.1");
+        assert_eq!(limit_group_of("2001:db8::5"), "2001:db8::/64");
+    }
+}
