@@ -1,12 +1,15 @@
 //! TLS on the game port against the real server and the real
 //! `buildat-client`: the whole game (files, world stream, edits, a login)
-//! over TLS, also across `reload network`; the client pins the server's
-//! key on its first connection, refuses a changed one (the certificate made
-//! again in the world folder) with a message naming both keys, and takes
-//! it with `--accept-new-key`; an operator's certificate is used; a
-//! plaintext client on a TLS port and a TLS client on a plaintext port are
-//! told what to do (the real client, told the port speaks TLS, connects
-//! again over TLS; never the other way), and the server stays up; a refusal before TLS (too
+//! over TLS, also across `reload network`; the client pins the key of a
+//! server that is not loopback (`BUILDAT_TEST_TREAT_AS_REMOTE=1` makes it
+//! treat 127.0.0.1 so) on its first connection, refuses a changed one (the
+//! certificate made again in the world folder) with a message naming both
+//! keys, and takes it with `--accept-new-key`; a loopback server's key is
+//! not pinned, so a world made again is no refusal; an operator's
+//! certificate is used. On a TLS port a loopback peer speaking plaintext is
+//! served plaintext, and one that is not loopback (a PROXY header says so)
+//! is told the port speaks TLS; a TLS client on a plaintext port is told
+//! so and never falls back; the server stays up; a refusal before TLS (too
 //! many connections) reaches a TLS client as a refusal.
 
 use std::os::unix::fs::PermissionsExt;
@@ -25,8 +28,9 @@ use crate::common::{Scratch, Server, client_binary, output_text, start_small_gam
 const TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The real client against `address` for at most `seconds`, its cache and
-/// known-hosts file in `dir`; `tls` adds `--tls`.
-fn client(address: &str, dir: &Path, tls: bool, seconds: u32) -> Command {
+/// known-hosts file in `dir`; `remote`: it treats the address as not
+/// loopback, so speaks TLS and pins the key as it would off this machine.
+fn client(address: &str, dir: &Path, remote: bool, seconds: u32) -> Command {
     let mut command = Command::new(client_binary());
     command
         .args(["--connect", address, "--cache"])
@@ -34,9 +38,10 @@ fn client(address: &str, dir: &Path, tls: bool, seconds: u32) -> Command {
         .args(["--quit-after", &seconds.to_string(), "--headless"])
         .arg("--known-hosts")
         .arg(known_hosts(dir))
+        .env_remove("BUILDAT_PASSWORD")
         .stdin(Stdio::null());
-    if tls {
-        command.arg("--tls");
+    if remote {
+        command.env("BUILDAT_TEST_TREAT_AS_REMOTE", "1");
     }
     command
 }
@@ -182,6 +187,14 @@ fn a_changed_key_is_refused_until_accepted() {
         assert!(said.contains(&needle), "{needle:?} in:\n{said}");
     }
     assert!(!said.contains("files: 1"), "nothing was exchanged:\n{said}");
+    // On loopback no key is pinned: the world's new key is no refusal,
+    // over TLS (tls://) as in plaintext.
+    for connect in [new_address.clone(), format!("tls://{new_address}")] {
+        let out = client(&connect, dir, false, 2).output().expect("run");
+        let said = output_text(&out);
+        assert_eq!(out.status.code(), Some(0), "{connect}:\n{said}");
+        assert!(!said.contains("pinned"), "{connect}:\n{said}");
+    }
     // Accepted on request, and pinned from then on.
     let out = client(&new_address, dir, true, 2)
         .arg("--accept-new-key")
@@ -220,31 +233,26 @@ fn a_client_speaking_the_other_way_is_told_and_the_server_stays_up() {
         &scratch,
         &["network.tls=on", "network.max_connections_per_ip=1"],
     );
-    // Plaintext to the TLS port: told, in plaintext, to use --tls.
+    // Plaintext from loopback to the TLS port: served plaintext (the
+    // server speaks first: its files), not told to use TLS.
     let mut raw = RawClient::connect(&address).expect("connect");
-    raw.send_packet(&Ping {
-        data: b"hello?".to_vec(),
-    })
-    .expect("send");
-    let packets = raw.wait_closed(TIMEOUT).expect("closed");
-    let reason = packets
-        .iter()
-        .find(|p| p.name == DisconnectPacket::NAME)
-        .map(|p| DisconnectPacket::decode(&p.data).expect("a reason").reason);
-    assert_eq!(reason.as_deref(), Some(SPEAKS_TLS));
-    server.expect_line("it does not speak TLS (a plaintext client?)", TIMEOUT);
-    // The real client, told so, connects again over TLS (and pins the key).
-    let out = client(&address, dir, false, 8).output().expect("run");
+    let first = raw.recv(TIMEOUT).expect("read").expect("a packet");
+    assert_ne!(first.name, DisconnectPacket::NAME, "served plaintext");
+    raw.close();
+    drop(raw);
+    // (Its connection counted against the one allowed until it is gone.)
+    server.expect_line(") disconnected: ", TIMEOUT);
+    // The real client: plaintext on loopback, pinning nothing.
+    let out = client(&address, dir, false, 3).output().expect("run");
     let said = output_text(&out);
     assert_eq!(out.status.code(), Some(0), "{said}");
-    assert!(
-        said.contains("the server speaks TLS: connecting again over TLS"),
-        "{said}"
-    );
-    assert!(said.contains("is now pinned"), "{said}");
-    // The server plays on.
+    assert!(!said.contains("pinned"), "{said}");
+    assert!(!said.contains("world: held 0 chunks"), "{said}");
+    // As a remote server: TLS at once, the key pinned.
     let out = client(&address, dir, true, 3).output().expect("run");
-    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
+    let said = output_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("is now pinned"), "{said}");
     // A refusal before any TLS (here: one connection per address, and one
     // is open) reaches a TLS client as what it is.
     let held = std::net::TcpStream::connect(&address).expect("connect");
@@ -259,13 +267,41 @@ fn a_client_speaking_the_other_way_is_told_and_the_server_stays_up() {
     server.stop_cleanly();
     drop(server);
 
-    // TLS to a plaintext port: told to leave it out.
+    // A peer that is not loopback (a forwarder's PROXY header says so)
+    // speaking plaintext to the TLS port: told, in plaintext, to use TLS.
+    let (mut server, address) =
+        start_small_game(&scratch, &["network.tls=on", "network.proxy_protocol=true"]);
+    let mut raw = RawClient::connect(&address).expect("connect");
+    let at: std::net::SocketAddr = address.parse().expect("an address");
+    let stranger: std::net::SocketAddr = "203.0.113.7:4444".parse().expect("an address");
+    raw.send_raw(&buildat_format::proxy::encode(Some((stranger, at))))
+        .expect("send");
+    raw.send_packet(&Ping {
+        data: b"hello?".to_vec(),
+    })
+    .expect("send");
+    let packets = raw.wait_closed(TIMEOUT).expect("closed");
+    let reason = packets
+        .iter()
+        .find(|p| p.name == DisconnectPacket::NAME)
+        .map(|p| DisconnectPacket::decode(&p.data).expect("a reason").reason);
+    assert_eq!(reason.as_deref(), Some(SPEAKS_TLS));
+    server.expect_line(
+        "closed the connection from 203.0.113.7:4444: it does not speak TLS",
+        TIMEOUT,
+    );
+    server.stop_cleanly();
+    drop(server);
+
+    // TLS to a plaintext port: told so; never a fallback to plaintext.
     let (mut server, address) = start_small_game(&scratch, &["network.tls=off"]);
-    let out = client(&address, dir, true, 30).output().expect("run");
+    let out = client(&format!("tls://{address}"), dir, false, 30)
+        .output()
+        .expect("run");
     let said = output_text(&out);
     assert_eq!(out.status.code(), Some(4), "{said}");
     assert!(said.contains("does not speak TLS"), "{said}");
-    assert!(said.contains("connect without --tls"), "{said}");
+    assert!(said.contains("nothing was sent"), "{said}");
     server.expect_line("sent a TLS ClientHello to a plaintext port", TIMEOUT);
     let out = client(&address, dir, false, 3).output().expect("run");
     assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
