@@ -3,15 +3,34 @@
 //!
 //! Owns: the subscription map. Invariants: an event is queued once per
 //! subscribing slot; delivery order per subscriber is emission order (one
-//! FIFO queue per slot). Does not own: running handlers (the module threads
-//! filter and deliver) or the queues themselves (`slot.rs`).
+//! FIFO queue per slot). A subscriber whose queue stays full (its bound in
+//! bytes, `slot.rs`) does not get the event: the emitter is told which
+//! ([`EmitRefused`]) and the server logs it; the others get it. Does not
+//! own: running handlers (the module threads filter and deliver) or the
+//! queues themselves (`slot.rs`).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 
-use super::slot::{EventMsg, Message, ModuleSlot};
+use super::slot::{EventMsg, FULL_QUEUE_WAIT, Message, ModuleSlot, QueueFull};
+
+/// An event some subscribers did not get: their queues stayed full.
+#[derive(Debug, thiserror::Error)]
+#[error("{} of {subscribers} subscribers refused the event: {}", refused.len(), list(refused))]
+pub(crate) struct EmitRefused {
+    pub subscribers: usize,
+    pub refused: Vec<QueueFull>,
+}
+
+fn list(refused: &[QueueFull]) -> String {
+    refused
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
 
 #[derive(Default)]
 pub(crate) struct Bus {
@@ -19,21 +38,45 @@ pub(crate) struct Bus {
 }
 
 impl Bus {
-    /// Queues the event to every subscriber; returns how many.
-    pub fn emit(&self, name: &str, payload: Vec<u8>) -> usize {
-        let Some(subscribers) = self.subs.get(name) else {
-            return 0;
+    /// Queues the event to every subscriber; returns how many. `from` is
+    /// the emitting module: it waits up to [`FULL_QUEUE_WAIT`] in all for
+    /// room in full queues (never for its own, which only it could
+    /// empty); the core (`None`) does not wait.
+    pub fn emit(
+        &self,
+        name: &str,
+        payload: Vec<u8>,
+        from: Option<&ModuleSlot>,
+    ) -> Result<usize, EmitRefused> {
+        // Cloned out of the map, so no shard lock is held while waiting.
+        let Some(subscribers) = self.subs.get(name).map(|s| s.clone()) else {
+            return Ok(0);
         };
         let event = Arc::new(EventMsg {
             name: name.to_string(),
             payload,
             queued_at: Instant::now(),
         });
-        for slot in subscribers.iter() {
-            // The receiver lives in the slot, so sending cannot fail.
-            let _ = slot.queue_tx.send(Message::Event(event.clone()));
+        let deadline = from.map(|_| Instant::now() + FULL_QUEUE_WAIT);
+        let mut refused = Vec::new();
+        for slot in &subscribers {
+            let wait = match deadline {
+                Some(_) if from.is_some_and(|f| std::ptr::eq(f, &**slot)) => Duration::ZERO,
+                Some(deadline) => deadline.saturating_duration_since(Instant::now()),
+                None => Duration::ZERO,
+            };
+            if let Err(full) = slot.push(Message::Event(event.clone()), wait) {
+                refused.push(full);
+            }
         }
-        subscribers.len()
+        if refused.is_empty() {
+            Ok(subscribers.len())
+        } else {
+            Err(EmitRefused {
+                subscribers: subscribers.len(),
+                refused,
+            })
+        }
     }
 
     pub fn subscribe(&self, name: &str, slot: &Arc<ModuleSlot>) {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use buildat_interface::core_api::{self, ModuleState};
 use buildat_interface::{Call, CallError, ModuleError};
 
-use super::slot::{CallReply, Message};
+use super::slot::{CallReply, FULL_QUEUE_WAIT, Message};
 use super::{CONSOLE_CALLER, Core, CoreError, CoreInner, commands};
 
 impl Core {
@@ -176,8 +176,8 @@ impl CoreInner {
         let send_and_wait = |replies: &Replies| {
             let call = replies.next.get();
             replies.next.set(call.wrapping_add(1));
-            slot.queue_tx
-                .send(Message::Call {
+            slot.push(
+                Message::Call {
                     function: function.to_string(),
                     payload: payload.to_vec(),
                     reply: CallReply {
@@ -185,8 +185,10 @@ impl CoreInner {
                         to: replies.to.clone(),
                     },
                     queued_at: Instant::now(),
-                })
-                .map_err(|_| CallError::Failed(format!("module {target} is gone")))?;
+                },
+                timeout.map_or(FULL_QUEUE_WAIT, |t| t.min(FULL_QUEUE_WAIT)),
+            )
+            .map_err(|full| CallError::Failed(full.to_string()))?;
             let deadline = timeout.map(|timeout| Instant::now() + timeout);
             loop {
                 let received = match deadline {

@@ -182,8 +182,12 @@ unsafe extern "C" fn host_emit_event(
         };
         // SAFETY: valid for the call.
         let payload = unsafe { payload.as_bytes() }.to_vec();
-        ctx.core.bus.emit(name, payload);
-        abi::STATUS_OK
+        // A subscriber whose queue stayed full is logged by its slot; the
+        // emitter gets an error status.
+        match ctx.core.bus.emit(name, payload, Some(ctx.slot.as_ref())) {
+            Ok(_) => abi::STATUS_OK,
+            Err(_) => abi::STATUS_ERROR,
+        }
     })
 }
 

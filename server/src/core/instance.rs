@@ -366,7 +366,7 @@ fn serve_queue(
     let name = slot.name.as_str();
     let activity = &slot.activity;
     let handled = HandledTimes { slot, slow_limit };
-    while let Ok(message) = slot.queue_rx.recv() {
+    while let Some(message) = slot.recv() {
         let taken = Instant::now();
         match message {
             Message::Event(event) => {

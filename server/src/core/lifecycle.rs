@@ -23,7 +23,7 @@ use buildat_interface::meta::ModuleMeta;
 use buildat_interface::{Call, CallError, UnloadKind, events};
 
 use super::instance::{self, StartKind};
-use super::slot::{Message, ModuleSlot, lock, now_ms};
+use super::slot::{ModuleSlot, lock, now_ms};
 use super::{
     CONSOLE_CALLER, Core, CoreError, CoreInner, check_module_name, images, read_modules,
     write_modules,
@@ -407,7 +407,7 @@ impl CoreInner {
             }
         };
         slot.set_state(ModuleState::Unloading);
-        let _ = slot.queue_tx.send(Message::Stop(kind));
+        slot.push_stop(kind);
         self.finish_thread(&slot, timeout);
         self.bus.unsubscribe_all(&slot);
         slot.drain_queue(&CallError::Failed(format!("module {name} was unloaded")));
@@ -447,7 +447,7 @@ impl CoreInner {
         };
         slot.set_state(ModuleState::Reloading);
         let start = if previous == ModuleState::Loaded {
-            let _ = slot.queue_tx.send(Message::Stop(UnloadKind::Reload));
+            slot.push_stop(UnloadKind::Reload);
             if !self.finish_thread(&slot, self.config.stop_timeout) && lock(&slot.running).is_none()
             {
                 tracing::warn!("module {name}: reloading over a leaked image");
@@ -486,7 +486,7 @@ impl CoreInner {
                     build_hash: status.build_hash,
                     loaded_at_unix_ms: status.loaded_at_unix_ms,
                     load_index: status.load_index,
-                    queued: slot.queue_rx.len() as u64,
+                    queued: slot.queued() as u64,
                     times: slot.clock.times(),
                 }
             })

@@ -162,9 +162,13 @@ impl Core {
         self.inner.config.module_paths.clone()
     }
 
-    /// Emits an event on the bus as the core.
+    /// Emits an event on the bus as the core; answers how many subscribers
+    /// got it (one whose queue is full does not: its slot logs that).
     pub fn emit_event(&self, name: &str, payload: Vec<u8>) -> usize {
-        self.inner.bus.emit(name, payload)
+        match self.inner.bus.emit(name, payload, None) {
+            Ok(count) => count,
+            Err(refused) => refused.subscribers - refused.refused.len(),
+        }
     }
 
     /// Asks the server to stop: [`Core::wait_for_shutdown`] returns, and a
@@ -272,7 +276,8 @@ impl CoreInner {
     }
 
     fn emit<E: Event>(&self, event: &E) {
-        self.bus.emit(E::NAME, encode_core_event(event));
+        // A subscriber whose queue is full is logged by its slot.
+        let _ = self.bus.emit(E::NAME, encode_core_event(event), None);
     }
 
     /// Reaps failed modules' threads and runs the watchdog until stopped.

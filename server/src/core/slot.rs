@@ -3,8 +3,13 @@
 //!
 //! Owns: [`ModuleSlot`] and the [`Message`]s queued to a module. The queue
 //! belongs to the slot, not to a loaded instance, so events sent while a
-//! module reloads wait in it and reach the next instance in order.
-//! Does not own: what runs on the thread (`instance.rs`).
+//! module reloads wait in it and reach the next instance in order. The
+//! queue is bounded in bytes ([`MAX_QUEUE_BYTES`]): a message that would
+//! take it past the bound waits for room a little ([`FULL_QUEUE_WAIT`]),
+//! then is refused with [`QueueFull`], which its sender is told (an
+//! emitter gets an error status, a caller a `CallError`) and the server
+//! logs with the module's name. What is queued is never dropped or
+//! reordered. Does not own: what runs on the thread (`instance.rs`).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -17,6 +22,31 @@ use buildat_interface::core_api::{ModuleState, QUEUE_WAIT_BOUNDS_S, QueueTimes};
 use buildat_interface::meta::ModuleMeta;
 use buildat_interface::{CallError, UnloadKind};
 use crossbeam_channel::{Receiver, Sender};
+
+/// Bytes a module's queue may hold (names and payloads, plus
+/// [`MESSAGE_OVERHEAD`] each): a flood of events to a module that
+/// cannot keep up costs the server this much at most, not all its memory.
+pub(crate) const MAX_QUEUE_BYTES: u64 = 64 << 20;
+/// What one queued message is counted as besides its name and payload
+/// (the message itself, the channel's slot, the event's `Arc`).
+const MESSAGE_OVERHEAD: u64 = 128;
+/// How long a module's emit or call waits for room in a full queue before
+/// it is refused: long enough to ride out a burst, short enough that a
+/// stuck module does not stall the others for long.
+pub(crate) const FULL_QUEUE_WAIT: Duration = Duration::from_millis(500);
+
+/// A message refused because the module's queue stayed full.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "module {module}'s queue is full ({queued} bytes waiting, at most {bound}): {what} refused"
+)]
+pub(crate) struct QueueFull {
+    pub module: String,
+    pub queued: u64,
+    pub bound: u64,
+    /// `event 'NAME'` or `call 'NAME'`.
+    pub what: String,
+}
 
 /// An event as queued to subscribers (shared, not copied, per subscriber).
 #[derive(Debug)]
@@ -42,6 +72,12 @@ impl CallReply {
     }
 }
 
+impl EventMsg {
+    fn bytes(&self) -> u64 {
+        (self.name.len() + self.payload.len()) as u64 + MESSAGE_OVERHEAD
+    }
+}
+
 pub(crate) enum Message {
     Event(Arc<EventMsg>),
     Call {
@@ -53,6 +89,27 @@ pub(crate) enum Message {
     /// Stop the running instance after everything queued before this; what
     /// is queued after it waits for the next instance (on a reload).
     Stop(UnloadKind),
+}
+
+impl Message {
+    /// What the message counts for against [`MAX_QUEUE_BYTES`].
+    fn bytes(&self) -> u64 {
+        match self {
+            Self::Event(event) => event.bytes(),
+            Self::Call {
+                function, payload, ..
+            } => (function.len() + payload.len()) as u64 + MESSAGE_OVERHEAD,
+            Self::Stop(_) => 0,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Self::Event(event) => format!("event '{}'", event.name),
+            Self::Call { function, .. } => format!("call '{function}'"),
+            Self::Stop(_) => "stop".into(),
+        }
+    }
 }
 
 /// What the running instance's thread hands back when joined.
@@ -79,8 +136,14 @@ pub(crate) struct ModuleSlot {
     pub lua_only: bool,
     /// The module's meta.json as of its latest load or reload.
     pub meta: Mutex<ModuleMeta>,
-    pub queue_tx: Sender<Message>,
-    pub queue_rx: Receiver<Message>,
+    queue_tx: Sender<Message>,
+    queue_rx: Receiver<Message>,
+    /// Bytes queued now ([`Message::bytes`]), and the bound.
+    queued_bytes: AtomicU64,
+    max_queue_bytes: u64,
+    /// Messages refused since the last warning, and when it was logged.
+    refused: AtomicU64,
+    refusal_logged_ms: AtomicU64,
     /// Names this module's current instance receives (delivery filter).
     pub subs: RwLock<HashSet<String>>,
     pub status: Mutex<SlotStatus>,
@@ -91,6 +154,16 @@ pub(crate) struct ModuleSlot {
 
 impl ModuleSlot {
     pub fn new(name: &str, dir: PathBuf, meta: ModuleMeta) -> Self {
+        Self::with_queue_bound(name, dir, meta, MAX_QUEUE_BYTES)
+    }
+
+    /// A slot whose queue holds at most `max_queue_bytes`.
+    pub fn with_queue_bound(
+        name: &str,
+        dir: PathBuf,
+        meta: ModuleMeta,
+        max_queue_bytes: u64,
+    ) -> Self {
         let (queue_tx, queue_rx) = crossbeam_channel::unbounded();
         Self {
             name: name.to_string(),
@@ -99,6 +172,10 @@ impl ModuleSlot {
             meta: Mutex::new(meta),
             queue_tx,
             queue_rx,
+            queued_bytes: AtomicU64::new(0),
+            max_queue_bytes,
+            refused: AtomicU64::new(0),
+            refusal_logged_ms: AtomicU64::new(0),
             subs: RwLock::new(HashSet::new()),
             status: Mutex::new(SlotStatus {
                 state: ModuleState::Loading,
@@ -127,9 +204,96 @@ impl ModuleSlot {
             .unwrap_or(false)
     }
 
+    /// Queues `message` after everything queued before it. If that would
+    /// take the queue past its bound, waits up to `wait` for the module to
+    /// make room, then refuses it (logged with the module's name, at most
+    /// once a second with the count since). A queue holding nothing takes
+    /// any one message, however big. A stop is never refused.
+    pub fn push(&self, message: Message, wait: Duration) -> Result<(), QueueFull> {
+        let size = message.bytes();
+        let deadline = Instant::now() + wait;
+        loop {
+            let reserved =
+                self.queued_bytes
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |queued| {
+                        (queued == 0
+                            || size == 0
+                            || queued.saturating_add(size) <= self.max_queue_bytes)
+                            .then(|| queued.saturating_add(size))
+                    });
+            match reserved {
+                Ok(_) => {
+                    // The receiver lives in the slot, so sending cannot fail.
+                    let _ = self.queue_tx.send(message);
+                    return Ok(());
+                }
+                Err(queued) if Instant::now() >= deadline => {
+                    let full = QueueFull {
+                        module: self.name.clone(),
+                        queued,
+                        bound: self.max_queue_bytes,
+                        what: message.describe(),
+                    };
+                    self.log_refusal(&full);
+                    return Err(full);
+                }
+                // Rare (the module is far behind): polled, so the hot path
+                // (`recv`) needs no lock or wake-up.
+                Err(_) => std::thread::sleep(Duration::from_millis(1)),
+            }
+        }
+    }
+
+    fn log_refusal(&self, full: &QueueFull) {
+        let refused = self.refused.fetch_add(1, Ordering::AcqRel) + 1;
+        let now = now_ms();
+        let last = self.refusal_logged_ms.load(Ordering::Acquire);
+        if now.saturating_sub(last) >= 1000
+            && self
+                .refusal_logged_ms
+                .compare_exchange(last, now, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            self.refused.fetch_sub(refused, Ordering::AcqRel);
+            tracing::warn!("{full} ({refused} refused since the last such warning)");
+        }
+    }
+
+    /// Queues a stop (never refused: it carries nothing).
+    pub fn push_stop(&self, kind: UnloadKind) {
+        let _ = self.push(Message::Stop(kind), Duration::ZERO);
+    }
+
+    /// The next message, waiting for one; `None` never happens while the
+    /// slot lives (it holds the sender).
+    pub fn recv(&self) -> Option<Message> {
+        let message = self.queue_rx.recv().ok()?;
+        self.queued_bytes
+            .fetch_sub(message.bytes(), Ordering::AcqRel);
+        Some(message)
+    }
+
+    fn try_recv(&self) -> Option<Message> {
+        let message = self.queue_rx.try_recv().ok()?;
+        self.queued_bytes
+            .fetch_sub(message.bytes(), Ordering::AcqRel);
+        Some(message)
+    }
+
+    /// Messages waiting.
+    pub fn queued(&self) -> usize {
+        self.queue_rx.len()
+    }
+
+    /// Bytes waiting, as counted against the bound.
+    #[cfg(test)]
+    pub fn queued_bytes(&self) -> u64 {
+        self.queued_bytes.load(Ordering::Acquire)
+    }
+
     /// Answers every queued call with `error` and drops queued events.
     pub fn drain_queue(&self, error: &CallError) {
-        while let Ok(message) = self.queue_rx.try_recv() {
+        while let Some(message) = self.try_recv() {
             if let Message::Call { reply, .. } = message {
                 reply.send(Err(error.clone()));
             }
@@ -233,4 +397,135 @@ pub(crate) fn now_ms() -> u64 {
 /// before they reach them).
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::bus::Bus;
+
+    fn slot(name: &str, bound: u64) -> Arc<ModuleSlot> {
+        Arc::new(ModuleSlot::with_queue_bound(
+            name,
+            PathBuf::from(name),
+            ModuleMeta::default(),
+            bound,
+        ))
+    }
+
+    fn event(n: u32) -> Message {
+        Message::Event(Arc::new(EventMsg {
+            name: "test:flood".into(),
+            payload: [n.to_le_bytes().to_vec(), vec![0; 996]].concat(),
+            queued_at: Instant::now(),
+        }))
+    }
+
+    fn number(message: &Message) -> u32 {
+        match message {
+            Message::Event(event) => u32::from_le_bytes([
+                event.payload[0],
+                event.payload[1],
+                event.payload[2],
+                event.payload[3],
+            ]),
+            _ => u32::MAX,
+        }
+    }
+
+    #[test]
+    fn a_full_queue_refuses_what_is_over_its_bound_and_keeps_the_rest_in_order() {
+        let slot = slot("slow", 100_000);
+        let mut accepted = 0u32;
+        let full = loop {
+            match slot.push(event(accepted), Duration::ZERO) {
+                Ok(()) => accepted += 1,
+                Err(full) => break full,
+            }
+            assert!(accepted < 1000, "the queue never filled");
+        };
+        // Each is 1,000 bytes of payload, 10 of name and 128 of overhead.
+        assert_eq!(accepted, 87);
+        assert!(slot.queued_bytes() <= 100_000, "{}", slot.queued_bytes());
+        assert_eq!(full.module, "slow");
+        let text = full.to_string();
+        assert!(
+            text.contains("module slow's queue is full") && text.contains("event 'test:flood'"),
+            "{text}"
+        );
+        // A call is refused alike, with the reason its caller will read.
+        let (to, _from) = crossbeam_channel::unbounded();
+        let call = Message::Call {
+            function: "get".into(),
+            payload: vec![0; 1000],
+            reply: CallReply { call: 1, to },
+            queued_at: Instant::now(),
+        };
+        let refused = slot.push(call, Duration::ZERO).expect_err("full");
+        assert!(
+            refused.to_string().contains("call 'get' refused"),
+            "{refused}"
+        );
+        // A stop always gets in (an unload is never refused).
+        slot.push_stop(UnloadKind::Reload);
+        // A message waits for room a little: the module takes one meanwhile.
+        let taker = {
+            let slot = slot.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                slot.recv().map(|m| number(&m))
+            })
+        };
+        slot.push(event(accepted), Duration::from_secs(5))
+            .expect("room was made");
+        assert_eq!(taker.join().expect("taker"), Some(0));
+        // Everything queued arrives, in order, nothing refused among it.
+        let mut seen = Vec::new();
+        while let Some(message) = slot.try_recv() {
+            seen.push(number(&message));
+        }
+        let mut expected: Vec<u32> = (1..accepted).collect();
+        expected.push(u32::MAX); // the stop
+        expected.push(accepted);
+        assert_eq!(seen, expected);
+        assert_eq!(slot.queued_bytes(), 0);
+        // An empty queue takes one message bigger than its bound.
+        let big = Message::Event(Arc::new(EventMsg {
+            name: "test:big".into(),
+            payload: vec![0; 200_000],
+            queued_at: Instant::now(),
+        }));
+        slot.push(big, Duration::ZERO).expect("an empty queue");
+    }
+
+    #[test]
+    fn an_event_reaches_the_subscribers_with_room_and_names_the_full_one() {
+        let bus = Bus::default();
+        let (slow, quick) = (slot("slow", 10_000), slot("quick", 10_000));
+        bus.subscribe("test:flood", &slow);
+        bus.subscribe("test:flood", &quick);
+        let mut delivered = 0;
+        let refused = loop {
+            match bus.emit("test:flood", vec![0; 1000], None) {
+                Ok(count) => {
+                    assert_eq!(count, 2);
+                    delivered += 1;
+                }
+                Err(refused) => break refused,
+            }
+            // The quick module keeps up.
+            while quick.try_recv().is_some() {}
+        };
+        assert_eq!(delivered, 8);
+        assert_eq!(refused.subscribers, 2);
+        assert_eq!(refused.refused.len(), 1);
+        assert_eq!(refused.refused[0].module, "slow");
+        assert_eq!(quick.queued(), 1, "the quick one got the refused event");
+        assert_eq!(slow.queued(), 8);
+        // Emitted by the slow module itself, it does not wait for its own
+        // queue (only it could empty it).
+        let started = Instant::now();
+        assert!(bus.emit("test:flood", vec![0; 1000], Some(&*slow)).is_err());
+        assert!(started.elapsed() < FULL_QUEUE_WAIT);
+    }
 }
