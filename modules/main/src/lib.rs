@@ -1,7 +1,7 @@
 //! `main`: a small default game, so a new world does something.
 //!
 //! Owns: players (log in to an account or join as a guest: `login.rs`,
-//! `accounts.rs`, `names.rs`; spawn on the terrain surface at the
+//! `accounts.rs`, `names.rs`, `addresses.rs`; spawn on the terrain surface at the
 //! origin, move), their privileges and chat (`chat.rs`: commands, also on
 //! the console), where each player is (the server decides: a move too far,
 //! too fast over time, through a solid voxel or up into the air is answered
