@@ -12,8 +12,19 @@
 //! tile, cached and redrawn when their chunks change; `assets/map.js`
 //! draws them with pan, zoom and player markers), and admin actions
 //! (`admin.rs`: reload a module, kick a player, save the world) behind a
-//! token kept in `<world>/web-token.txt`. Read-only pages are open to
-//! loopback clients; others need the token too unless `web.public=true`.
+//! token kept in `<world>/web-token.txt`, sent only as `Authorization:
+//! Bearer TOKEN`. Who may see what (`access.rs`): every request's `Host`
+//! must name this server (a loopback name, an IP address, the listen
+//! address's name or one of `web.hostnames`), so a stranger's web page
+//! cannot rebind its own name to this address; read-only pages are open to
+//! loopback clients, others need the token (as the header, or the cookie
+//! `/login` sets for a browser) unless `web.public=true`. What a client
+//! may cost (`limits.rs`): at most `web.max_connections` connections (16
+//! for one address off loopback; more are closed at once), a request rate
+//! for each address off loopback, and the map's share of the world's time
+//! (`map.rs`), spent by pages' new blocks and refreshes alike. Off
+//! loopback the page speaks HTTPS (`tls.rs`: the game port's certificate
+//! or `web.tls_cert`/`web.tls_key`) unless `web.insecure_http=true`.
 //! The module counts the reloads it sees (a module's load time changing in
 //! the core's `list_modules`, looked at every 2 s and for every page) for
 //! `/metrics`.
@@ -23,15 +34,23 @@
 //! world, players or sockets of players.
 //!
 //! Settings: `web.listen` (`ADDRESS:PORT`, `off` for no server; no server
-//! runs headless either), `web.public` (default false), `web.map_top` and
+//! runs headless either), `web.public` (default false), `web.hostnames`
+//! (names besides loopback's and the listen address's the page answers
+//! to, comma-separated), `web.max_connections` (default 64),
+//! `web.insecure_http` (default false), `web.tls_cert` and `web.tls_key`
+//! (PEM files, relative to the world folder), `web.map_share` (default
+//! 0.1), `web.map_top` and
 //! `web.map_bottom` (the voxels searched for a column's top, default 127
 //! and -64: the sections `pregen` makes by default).
 
+pub mod access;
 pub mod admin;
 pub mod http;
+pub mod limits;
 pub mod map;
 pub mod metrics;
 pub mod status;
+pub mod tls;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,6 +72,9 @@ pub struct Shared {
     pub settings: Settings,
     /// The admin token (from `<world>/web-token.txt`).
     pub token: String,
+    /// The value of the cookie `/login` sets (derived from the token; it
+    /// opens the read-only pages, never an admin action).
+    pub view_key: String,
     /// When this module was first started in this server run (kept across
     /// reloads), for uptime.
     pub started_unix_ms: AtomicU64,
@@ -104,8 +126,19 @@ pub struct Settings {
     /// `None`: no server (headless, or `web.listen=off`).
     pub listen: Option<String>,
     pub public: bool,
+    /// `web.hostnames`: more names the page answers to.
+    pub hostnames: Vec<String>,
+    /// `web.max_connections`.
+    pub max_connections: usize,
+    /// `web.insecure_http`: plain HTTP off loopback.
+    pub insecure_http: bool,
+    /// `web.tls_cert` and `web.tls_key` (relative to the world folder).
+    pub tls_cert: Option<String>,
+    pub tls_key: Option<String>,
     pub map_top: i32,
     pub map_bottom: i32,
+    /// `web.map_share`: the share of the world's time the map may spend.
+    pub map_share: f64,
 }
 
 pub fn now_unix_ms() -> u64 {
@@ -159,7 +192,8 @@ impl Web {
         match http::Server::start(self.shared.clone(), &listen) {
             Ok(server) => {
                 log::info!(
-                    "web page at http://{}/ (map at /map, metrics at /metrics)",
+                    "web page at {}://{}/ (map at /map, metrics at /metrics)",
+                    server.scheme,
                     server.address
                 );
                 self.server = Some(server);
@@ -182,8 +216,16 @@ impl Module for Web {
         let settings = Settings {
             listen,
             public: host.get_setting("web.public", false)?,
+            hostnames: access::parse_hostnames(
+                &host.get_config("web.hostnames").unwrap_or_default(),
+            ),
+            max_connections: host.get_setting("web.max_connections", 64)?,
+            insecure_http: host.get_setting("web.insecure_http", false)?,
+            tls_cert: host.get_config("web.tls_cert").filter(|p| !p.is_empty()),
+            tls_key: host.get_config("web.tls_key").filter(|p| !p.is_empty()),
             map_top: host.get_setting("web.map_top", 127)?,
             map_bottom: host.get_setting("web.map_bottom", -64)?,
+            map_share: host.get_setting("web.map_share", map::MAP_SHARE)?,
         };
         if settings.map_top < settings.map_bottom
             || settings.map_top - settings.map_bottom >= buildat_voxelworld_api::MAX_COLUMN_HEIGHT
@@ -193,17 +235,33 @@ impl Module for Web {
                 buildat_voxelworld_api::MAX_COLUMN_HEIGHT
             )));
         }
+        if !(settings.map_share > 0.0 && settings.map_share <= 1.0) {
+            return Err(ModuleError::msg(
+                "web.map_share is a share of the world's time: above 0, at most 1",
+            ));
+        }
+        if settings.max_connections == 0 {
+            return Err(ModuleError::msg("web.max_connections must be 1 or more"));
+        }
+        if settings.tls_cert.is_some() != settings.tls_key.is_some() {
+            return Err(ModuleError::msg(
+                "web.tls_cert and web.tls_key are set together",
+            ));
+        }
         let token = admin::load_or_create_token(&host.world_path())
             .map_err(|e| ModuleError::msg(e.to_string()))?;
+        let view_key = access::view_key(&token);
+        let map = map::MapState::new(settings.map_share);
         Ok(Self {
             host,
             shared: Arc::new(Shared {
                 host,
                 settings,
                 token,
+                view_key,
                 started_unix_ms: AtomicU64::new(now_unix_ms()),
                 started: Instant::now(),
-                map: map::MapState::default(),
+                map,
                 counters: Mutex::new(Counters::default()),
                 players: Mutex::new(None),
             }),

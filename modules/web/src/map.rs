@@ -3,13 +3,17 @@
 //! Owns: the map's blocks (a block is 128 × 128 columns, the area of one
 //! tile at level 0: each column's top voxel and its height, fetched with
 //! one `column_tops` call of voxelworld per block, one call at a time; a
-//! block a page asks for and nobody fetched is fetched at once, a cached
-//! one is served as it is, and one whose chunks changed
+//! block a page asks for and nobody fetched is fetched then, a cached one
+//! is served as it is, and one whose chunks changed
 //! (`voxelworld:node_volume_updated`) or with columns not generated yet is
-//! fetched again by the refresher, if a page asked for it lately, within a
-//! budget of the world's time (`REFRESH_SHARE`): however many pages are
-//! open and however fast the world changes, the map costs the world at
-//! most that share of its thread),
+//! fetched again by the refresher, if a page asked for it lately), the
+//! map's budget of the world's time (`web.map_share`, with up to
+//! `MAP_BURST_S` saved): pages' new blocks and the refresher's spend the
+//! same budget, the refresher only while more than `REFRESH_FLOOR_S` is
+//! left (the rest is for pages), and a tile needing a block when none is
+//! left is answered 503 with `Retry-After`: however many pages ask, for
+//! whatever tiles, and however fast the world changes, the map costs the
+//! world at most that share of its thread over time,
 //! the change feed the map page polls (`/api/changes?since=N`: the blocks
 //! changed since N), and drawing a tile (`/tile/Z/X/Y.png`: level Z covers
 //! 128·2^Z voxels with 128 × 128 pixels, X along x and Y along z; each
@@ -42,10 +46,15 @@ const MAX_BLOCKS: usize = 2048;
 /// How long a block with columns not generated yet is kept before it is
 /// fetched again.
 const INCOMPLETE_TTL: Duration = Duration::from_secs(3);
-/// The share of the world's thread the refresher may spend on blocks that
-/// changed, and the most it may save up (seconds of calls).
-const REFRESH_SHARE: f64 = 0.05;
-const REFRESH_BURST_S: f64 = 0.1;
+/// The share of the world's thread the map may spend on `column_tops`
+/// calls by default (`web.map_share`), and the most it may save up
+/// (seconds of calls: about 400 blocks of a release build, a map of 2,500
+/// × 2,500 voxels drawn at once).
+pub const MAP_SHARE: f64 = 0.1;
+pub const MAP_BURST_S: f64 = 2.0;
+/// The refresher fetches only while more than this is saved: the rest is
+/// for the blocks pages ask for.
+const REFRESH_FLOOR_S: f64 = 1.0;
 /// A block no page asked for this long is not refreshed (a changed one is
 /// dropped, to be fetched when asked again).
 const WANTED_FOR: Duration = Duration::from_secs(120);
@@ -57,6 +66,17 @@ pub enum MapError {
     World(String),
     #[error("encoding the tile: {0}")]
     Png(String),
+    #[error("the map's share of the world's time is spent for now: try again in {} s", .0.as_secs().max(1))]
+    Busy(Duration),
+}
+
+/// Who spends the map's budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spender {
+    /// A page asking for a block not cached.
+    Page,
+    /// The refresher, fetching changed blocks again.
+    Refresher,
 }
 
 /// A tile's address.
@@ -103,20 +123,27 @@ struct Inner {
 
 /// The map's state, shared by the module's thread (changes) and the HTTP
 /// side (tiles).
-#[derive(Default)]
 pub struct MapState {
+    /// The share of the world's time the map may spend.
+    share: f64,
     inner: Mutex<Inner>,
     /// Held during each `column_tops` call: the map makes one at a time.
     fetching: Mutex<()>,
     /// Colours by voxel type id.
     palette: Mutex<Option<Arc<Vec<[u8; 3]>>>>,
-    /// The refresher's budget: seconds of calls it may make now, and when
-    /// it was last topped up.
-    refresh_budget: Mutex<Option<(f64, Instant)>>,
+    /// The map's budget: seconds of calls it may make now, and when it
+    /// was last topped up.
+    budget: Mutex<Option<(f64, Instant)>>,
     /// Tiles drawn, with the blocks they were drawn from: served again
     /// while those are still the cached ones (every open page asks for a
     /// changed tile; it is drawn once).
     drawn: Mutex<HashMap<TileId, DrawnTile>>,
+}
+
+impl Default for MapState {
+    fn default() -> Self {
+        Self::new(MAP_SHARE)
+    }
 }
 
 struct DrawnTile {
@@ -138,6 +165,18 @@ pub struct Changes {
 }
 
 impl MapState {
+    /// A map spending at most `share` of the world's time.
+    pub fn new(share: f64) -> Self {
+        Self {
+            share,
+            inner: Mutex::default(),
+            fetching: Mutex::default(),
+            palette: Mutex::default(),
+            budget: Mutex::default(),
+            drawn: Mutex::default(),
+        }
+    }
+
     fn inner(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -203,20 +242,41 @@ impl MapState {
         due.into_iter().map(|(_, key)| key).collect()
     }
 
-    /// Takes `spent` seconds of calls from the refresher's budget, topped
-    /// up by [`REFRESH_SHARE`] of the time since; whether any is left.
-    fn spend_refresh(&self, spent: f64) -> bool {
-        let mut budget = self
-            .refresh_budget
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        let (left, at) = budget.unwrap_or((REFRESH_BURST_S, now));
-        let topped = (left + now.duration_since(at).as_secs_f64() * REFRESH_SHARE)
-            .min(REFRESH_BURST_S)
+    /// Takes `spent` seconds of calls from the budget at `now`, after
+    /// topping it up by its share of the time since; answers what is
+    /// left.
+    fn spend_at(&self, spent: f64, now: Instant) -> f64 {
+        let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());
+        let (left, at) = budget.unwrap_or((MAP_BURST_S, now));
+        let topped = (left + now.saturating_duration_since(at).as_secs_f64() * self.share)
+            .min(MAP_BURST_S)
             - spent;
         *budget = Some((topped, now));
-        topped > 0.0
+        topped
+    }
+
+    /// Takes `spent` seconds of calls from the budget.
+    pub fn spend(&self, spent: f64) {
+        self.spend_at(spent, Instant::now());
+    }
+
+    /// Whether `who` may make a call at `now`; if not, how long until it
+    /// may.
+    pub fn may_fetch_at(&self, who: Spender, now: Instant) -> Result<(), Duration> {
+        let floor = match who {
+            Spender::Page => 0.0,
+            Spender::Refresher => REFRESH_FLOOR_S,
+        };
+        let left = self.spend_at(0.0, now);
+        if left > floor {
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((floor - left) / self.share + 0.05))
+        }
+    }
+
+    pub fn may_fetch(&self, who: Spender) -> Result<(), Duration> {
+        self.may_fetch_at(who, Instant::now())
     }
 
     fn record(inner: &mut Inner, key: (i32, i32)) {
@@ -273,8 +333,17 @@ fn block_for(shared: &Shared, key: (i32, i32), asked: bool) -> Result<Arc<Block>
     if asked && let Some(block) = cached() {
         return Ok(block);
     }
+    let who = if asked {
+        Spender::Page
+    } else {
+        Spender::Refresher
+    };
+    map.may_fetch(who).map_err(MapError::Busy)?;
+    let started = Instant::now();
+    let fetched = fetch(shared, key);
+    map.spend(started.elapsed().as_secs_f64());
     let block = Arc::new(Block {
-        tops: fetch(shared, key)?,
+        tops: fetched?,
         fetched: Instant::now(),
     });
     map.store(key, block.clone());
@@ -303,16 +372,14 @@ fn fetch(shared: &Shared, key: (i32, i32)) -> Result<Tops, MapError> {
 }
 
 /// Fetches again the blocks that changed or have columns not generated,
-/// that a page asked for lately, while the budget lasts; a block that
-/// differs goes in the feed.
+/// that a page asked for lately, while the refresher's part of the budget
+/// lasts; a block that differs goes in the feed.
 pub fn refresh(shared: &Shared) {
-    if !shared.map.spend_refresh(0.0) {
+    if shared.map.may_fetch(Spender::Refresher).is_err() {
         return;
     }
     for key in shared.map.due() {
-        let started = Instant::now();
-        let fetched = block_for(shared, key, false);
-        if !shared.map.spend_refresh(started.elapsed().as_secs_f64()) || fetched.is_err() {
+        if block_for(shared, key, false).is_err() {
             return;
         }
     }
@@ -599,10 +666,52 @@ mod tests {
     }
 
     #[test]
-    fn the_refresher_spends_a_share_of_the_time() {
+    fn pages_and_the_refresher_spend_one_budget() {
         let map = MapState::default();
-        assert!(map.spend_refresh(0.0), "a full budget to start");
-        assert!(!map.spend_refresh(REFRESH_BURST_S * 2.0), "spent past it");
-        assert!(!map.spend_refresh(0.0), "nothing left at once");
+        let start = Instant::now();
+        assert_eq!(map.may_fetch_at(Spender::Page, start), Ok(()));
+        assert_eq!(map.may_fetch_at(Spender::Refresher, start), Ok(()));
+        // Pages spend past the refresher's floor: the refresher waits, a
+        // page may go on.
+        map.spend_at(MAP_BURST_S - REFRESH_FLOOR_S + 0.01, start);
+        let wait = map
+            .may_fetch_at(Spender::Refresher, start)
+            .expect_err("below the refresher's floor");
+        assert!(
+            wait >= Duration::from_secs_f64(0.01 / MAP_SHARE),
+            "{wait:?}"
+        );
+        assert_eq!(map.may_fetch_at(Spender::Page, start), Ok(()));
+        // Pages spend the rest: a page waits too, for the time the share
+        // takes to give back what is missing.
+        map.spend_at(REFRESH_FLOOR_S + 0.5, start);
+        let wait = map
+            .may_fetch_at(Spender::Page, start)
+            .expect_err("nothing left");
+        let expected = 0.51 / MAP_SHARE;
+        assert!(
+            (wait.as_secs_f64() - expected).abs() < 0.2,
+            "{wait:?}, not about {expected} s"
+        );
+        assert!(map.may_fetch_at(Spender::Page, start + wait).is_ok());
+    }
+
+    #[test]
+    fn over_a_long_run_the_map_costs_its_share() {
+        // Pages asking without pause, each call 5 ms: over 100 s the calls
+        // made take the burst and 5 % of the time, not more.
+        let map = MapState::default();
+        let start = Instant::now();
+        let mut spent = 0.0;
+        for step in 0..100_000u64 {
+            let now = start + Duration::from_millis(step);
+            if map.may_fetch_at(Spender::Page, now).is_ok() {
+                map.spend_at(0.005, now);
+                spent += 0.005;
+            }
+        }
+        let allowed = MAP_BURST_S + 100.0 * MAP_SHARE;
+        assert!(spent <= allowed + 0.01, "{spent} s of calls in 100 s");
+        assert!(spent >= allowed - 0.1, "{spent} s: the budget is used");
     }
 }

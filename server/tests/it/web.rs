@@ -32,9 +32,15 @@ fn free_port() -> u16 {
 /// The server with the default game and `web`; answers it with the game's
 /// and the page's addresses.
 fn start(scratch: &Scratch) -> (Server, String, String) {
+    let web = format!("127.0.0.1:{}", free_port());
+    start_with(scratch, &web, &[])
+}
+
+/// [`start`] with the page on `web` (`ADDRESS:PORT`) and more `settings`
+/// (`KEY=VALUE`).
+fn start_with(scratch: &Scratch, web: &str, settings: &[&str]) -> (Server, String, String) {
     scratch.add_game();
     scratch.add_web();
-    let web = format!("127.0.0.1:{}", free_port());
     let mut args = scratch.server_args();
     args.extend(
         [
@@ -50,12 +56,15 @@ fn start(scratch: &Scratch) -> (Server, String, String) {
         ]
         .map(String::from),
     );
+    for setting in settings {
+        args.extend(["--set".to_string(), setting.to_string()]);
+    }
     let mut server = start_server(&args, Stdio::piped());
     let address = server.listen_address();
-    let line = server.expect_line("web page at http://", Duration::from_secs(300));
-    assert!(line.contains(&web), "{line}");
+    let line = server.expect_line("web page at ", Duration::from_secs(300));
+    assert!(line.contains(web), "{line}");
     server.expect_line("server started", Duration::from_secs(120));
-    (server, address, web)
+    (server, address, web.to_string())
 }
 
 // ---------------------------------------------------------------------
@@ -739,7 +748,12 @@ fn a_browser_draws_the_map_and_a_walking_players_marker() {
         return;
     };
     let scratch = Scratch::new();
-    let (mut server, address, web) = start(&scratch);
+    // The zoomed-out view below asks for about 280 blocks: in the tests'
+    // dev builds a `column_tops` call takes about 26 ms (5 ms in release),
+    // 7 s of the world's time, which the default share (10 %) would spread
+    // over a minute. The share is the map's budget's own test's (map.rs).
+    let web = format!("127.0.0.1:{}", free_port());
+    let (mut server, address, web) = start_with(&scratch, &web, &["web.map_share=0.5"]);
     let (mut walker, spawn) = Walker::start(&address, "walker");
     // The terrain around the spawn is there before the pictures are taken.
     let tile = tile_of(spawn[0], spawn[2]);
@@ -818,5 +832,485 @@ fn a_browser_draws_the_map_and_a_walking_players_marker() {
     );
     drop(browser);
     walker.stop();
+    server.stop_cleanly();
+}
+
+// ---------------------------------------------------------------------
+// Who may see the page (issue 43, item 8).
+
+/// A reply read off a raw connection: status, headers (lower-case names)
+/// and body.
+#[derive(Debug)]
+struct RawReply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl RawReply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Writes `request` as it is on `stream` and reads the reply to the end.
+fn exchange(mut stream: impl std::io::Read + std::io::Write, request: &str) -> RawReply {
+    stream.write_all(request.as_bytes()).expect("write");
+    let mut bytes = Vec::new();
+    // A reset after the reply (the server closing first) is an end too.
+    let _ = stream.read_to_end(&mut bytes);
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("no reply to {request:?}: {text:?}"));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("a status line: {head}"));
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    RawReply {
+        status,
+        headers,
+        body: body.to_string(),
+    }
+}
+
+/// `request` over a new plain connection to `address`.
+fn raw(address: &str, request: &str) -> RawReply {
+    let stream = std::net::TcpStream::connect(address).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    exchange(stream, request)
+}
+
+/// A GET of `path` naming `host`, with more header lines `extra`.
+fn get_as(address: &str, host: &str, path: &str, extra: &str) -> RawReply {
+    raw(
+        address,
+        &format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n{extra}Connection: close\r\n\r\n"),
+    )
+}
+
+/// This machine's address that is not loopback (the one it would reach
+/// the world by), to be a client off loopback; `None` if it has none.
+fn address_off_loopback() -> Option<std::net::IpAddr> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    // No packet is sent: connecting a UDP socket only picks the route.
+    socket.connect("192.0.2.1:9").ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+/// The address off loopback, or a loud skip (a failure under CI).
+fn require_address_off_loopback() -> Option<std::net::IpAddr> {
+    let ip = address_off_loopback();
+    if ip.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "this machine has no address off loopback to test from"
+        );
+        eprintln!("skipped: this machine has no address off loopback to test from");
+    }
+    ip
+}
+
+#[test]
+fn the_page_answers_only_to_its_own_names_and_takes_the_token_only_as_a_header() {
+    let scratch = Scratch::new();
+    let port = free_port();
+    let (mut server, address, web) = start_with(
+        &scratch,
+        &format!("127.0.0.1:{port}"),
+        &["web.hostnames=map.example.org"],
+    );
+    let (mut player, _) = Walker::start(&address, "watched");
+    let listed = wait_until(Duration::from_secs(30), || {
+        let reply = get_as(&web, &format!("localhost:{port}"), "/api/players", "");
+        (reply.status == 200 && reply.body.contains("watched")).then_some(())
+    });
+    assert!(listed.is_some(), "localhost:PORT sees the player");
+
+    // A stranger's page whose name was made to point here (DNS rebinding)
+    // names itself in Host: refused, the positions not read.
+    for path in ["/api/players", "/", "/status", "/map", "/tile/0/0/0.png"] {
+        let refused = get_as(&web, "evil.example", path, "");
+        assert_eq!(refused.status, 421, "{path}: {refused:?}");
+        assert!(!refused.body.contains("watched"), "{path}: {refused:?}");
+        let refused = get_as(&web, &format!("evil.example:{port}"), path, "");
+        assert_eq!(refused.status, 421, "{path}: {refused:?}");
+    }
+    // An absolute URI naming another host, and no Host at all (HTTP/1.0).
+    let absolute = raw(
+        &web,
+        &format!(
+            "GET http://evil.example/api/players HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+        ),
+    );
+    assert_eq!(absolute.status, 421, "{absolute:?}");
+    let no_host = raw(&web, "GET /api/players HTTP/1.0\r\n\r\n");
+    assert_eq!(no_host.status, 421, "{no_host:?}");
+    assert!(!no_host.body.contains("watched"));
+    // The names it answers to.
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("[::1]:{port}"),
+        "localhost".to_string(),
+        "map.example.org".to_string(),
+        format!("MAP.example.org:{port}"),
+    ] {
+        let reply = get_as(&web, &host, "/api/players", "");
+        assert_eq!(reply.status, 200, "{host}: {reply:?}");
+    }
+
+    // Admin actions: the token as a header, nowhere else.
+    let token = std::fs::read_to_string(scratch.world().join("web-token.txt")).expect("token");
+    let token = token.trim();
+    let in_query = raw(
+        &web,
+        &format!(
+            "POST /admin/save?token={token} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        ),
+    );
+    assert_eq!(in_query.status, 401, "{in_query:?}");
+    let form = format!("token={token}");
+    let in_form = raw(
+        &web,
+        &format!(
+            "POST /admin/save HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
+            form.len()
+        ),
+    );
+    assert_eq!(in_form.status, 401, "{in_form:?}");
+    // The view cookie opens no admin action.
+    let login = raw(
+        &web,
+        &format!(
+            "POST /login HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        ),
+    );
+    assert_eq!(login.status, 200, "{login:?}");
+    let cookie = login
+        .header("set-cookie")
+        .and_then(|c| c.split(';').next())
+        .expect("a cookie")
+        .to_string();
+    assert!(!cookie.contains(token), "the cookie is not the token");
+    let with_cookie = raw(
+        &web,
+        &format!(
+            "POST /admin/save HTTP/1.1\r\nHost: localhost\r\nCookie: {cookie}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        ),
+    );
+    assert_eq!(with_cookie.status, 401, "{with_cookie:?}");
+    let in_header = raw(
+        &web,
+        &format!(
+            "POST /admin/save HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        ),
+    );
+    assert_eq!(in_header.status, 200, "{in_header:?}");
+
+    // The token file is the owner's only.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(scratch.world().join("web-token.txt"))
+        .expect("token file")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    player.stop();
+    server.stop_cleanly();
+}
+
+#[test]
+fn connections_over_the_cap_are_closed_at_once() {
+    use std::io::{Read, Write};
+    let scratch = Scratch::new();
+    let web = format!("127.0.0.1:{}", free_port());
+    let (mut server, _address, web) = start_with(&scratch, &web, &["web.max_connections=4"]);
+    // Four idle connections hold the cap.
+    let held: Vec<std::net::TcpStream> = (0..4)
+        .map(|_| std::net::TcpStream::connect(&web).expect("connect"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    for stream in &held {
+        stream
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .expect("timeout");
+        let mut byte = [0u8; 1];
+        let read = (&*stream).read(&mut byte);
+        assert!(
+            matches!(&read, Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)),
+            "a connection within the cap stays open: {read:?}"
+        );
+    }
+    // A fifth: closed at once, unanswered.
+    let started = Instant::now();
+    let mut fifth = std::net::TcpStream::connect(&web).expect("connect");
+    fifth
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let _ = fifth.write_all(b"GET /status HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    let mut bytes = Vec::new();
+    let _ = fifth.read_to_end(&mut bytes);
+    assert!(bytes.is_empty(), "no answer over the cap: {bytes:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "closed at once, not after a timeout: {:?}",
+        started.elapsed()
+    );
+    // One closed makes room.
+    drop(held);
+    let answered = wait_until(Duration::from_secs(10), || {
+        request(&web, "GET", "/status", None)
+            .ok()
+            .filter(|r| r.status == 200)
+    });
+    assert!(answered.is_some(), "room again once they close");
+    server.stop_cleanly();
+}
+
+/// Accepts the one certificate it is given (the world's), checking the
+/// handshake's signatures with it.
+#[derive(Debug)]
+struct ThisCertificate {
+    expected: Vec<u8>,
+    algorithms: rustls::crypto::WebPkiSupportedAlgorithms,
+}
+
+impl rustls::client::danger::ServerCertVerifier for ThisCertificate {
+    fn verify_server_cert(
+        &self,
+        end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        if end_entity.as_ref() == self.expected.as_slice() {
+            Ok(rustls::client::danger::ServerCertVerified::assertion())
+        } else {
+            Err(rustls::Error::General("not the world's certificate".into()))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
+}
+
+/// `request` over TLS to `address`, trusting only the certificate in
+/// `cert_pem`.
+fn https(address: &str, cert_pem: &std::path::Path, request: &str) -> RawReply {
+    use rustls::pki_types::pem::PemObject;
+    let expected = rustls::pki_types::CertificateDer::from_pem_file(cert_pem)
+        .expect("the world's certificate")
+        .to_vec();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = Arc::new(ThisCertificate {
+        expected,
+        algorithms: provider.signature_verification_algorithms,
+    });
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("buildat").expect("a name");
+    let connection = rustls::ClientConnection::new(Arc::new(config), name).expect("a client");
+    let socket = std::net::TcpStream::connect(address).expect("connect");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    exchange(rustls::StreamOwned::new(connection, socket), request)
+}
+
+#[test]
+fn off_loopback_the_page_speaks_https_and_keeps_positions_behind_the_token() {
+    let Some(ip) = require_address_off_loopback() else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let port = free_port();
+    let (mut server, address, _) = start_with(&scratch, &format!("0.0.0.0:{port}"), &[]);
+    assert!(
+        server
+            .seen
+            .iter()
+            .any(|l| l.contains(&format!("web page at https://0.0.0.0:{port}/"))),
+        "{}",
+        server.output()
+    );
+    let (mut player, _) = Walker::start(&address, "watched");
+    let cert = scratch.world().join("tls").join("cert.pem");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let key = std::fs::metadata(scratch.world().join("tls").join("key.pem")).expect("key");
+        assert_eq!(key.permissions().mode() & 0o777, 0o600);
+    }
+    // From loopback it stays open (over HTTPS: the port speaks it).
+    let listed = wait_until(Duration::from_secs(30), || {
+        let local = https(
+            &format!("127.0.0.1:{port}"),
+            &cert,
+            &format!(
+                "GET /api/players HTTP/1.1\r\nHost: localhost:{port}\r\nConnection: close\r\n\r\n"
+            ),
+        );
+        (local.status == 200 && local.body.contains("watched")).then_some(())
+    });
+    assert!(listed.is_some(), "loopback sees the player");
+    let remote = format!("{ip}:{port}");
+    // Plain HTTP gets no page.
+    let stream = std::net::TcpStream::connect(&remote).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut plain = stream;
+    {
+        use std::io::{Read, Write};
+        let _ = plain.write_all(
+            format!("GET /api/players HTTP/1.1\r\nHost: {remote}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        );
+        let mut bytes = Vec::new();
+        let _ = plain.read_to_end(&mut bytes);
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.starts_with("HTTP/") && !text.contains("watched"),
+            "plain HTTP answered: {text}"
+        );
+    }
+    let token = std::fs::read_to_string(scratch.world().join("web-token.txt")).expect("token");
+    let token = token.trim();
+    let ask = |path: &str, extra: &str| {
+        https(
+            &remote,
+            &cert,
+            &format!("GET {path} HTTP/1.1\r\nHost: {remote}\r\n{extra}Connection: close\r\n\r\n"),
+        )
+    };
+    // Off loopback, no token: no positions, in no form.
+    for path in ["/api/players", "/status", "/tile/0/0/0.png", "/metrics"] {
+        let refused = ask(path, "");
+        assert_eq!(refused.status, 401, "{path}: {refused:?}");
+        assert!(!refused.body.contains("watched"));
+    }
+    let refused = ask(&format!("/api/players?token={token}"), "");
+    assert_eq!(refused.status, 401, "not in the address: {refused:?}");
+    let refused = ask("/api/players", "Cookie: buildat_web=0123456789abcdef\r\n");
+    assert_eq!(refused.status, 401, "{refused:?}");
+    // A browser is sent to the login page, which sets the cookie for the
+    // token sent as a header.
+    let sent = ask("/map?x=1", "");
+    assert_eq!(sent.status, 303, "{sent:?}");
+    assert_eq!(sent.header("location"), Some("/login?next=/map%3Fx%3D1"));
+    assert_eq!(ask("/login", "").status, 200);
+    let login = https(
+        &remote,
+        &cert,
+        &format!(
+            "POST /login HTTP/1.1\r\nHost: {remote}\r\nAuthorization: Bearer {token}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        ),
+    );
+    assert_eq!(login.status, 200, "{login:?}");
+    let set_cookie = login.header("set-cookie").expect("a cookie").to_string();
+    assert!(
+        set_cookie.contains("HttpOnly") && set_cookie.contains("Secure"),
+        "{set_cookie}"
+    );
+    let cookie = set_cookie.split(';').next().expect("a value").to_string();
+    let seen = ask("/api/players", &format!("Cookie: {cookie}\r\n"));
+    assert_eq!(seen.status, 200, "{seen:?}");
+    assert!(seen.body.contains("watched"), "{seen:?}");
+    let seen = ask(
+        "/api/players",
+        &format!("Authorization: Bearer {token}\r\n"),
+    );
+    assert_eq!(seen.status, 200, "{seen:?}");
+    assert!(seen.body.contains("watched"), "{seen:?}");
+    // A name it does not answer to, even with the token.
+    let refused = https(
+        &remote,
+        &cert,
+        &format!(
+            "GET /api/players HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+        ),
+    );
+    assert_eq!(refused.status, 421, "{refused:?}");
+    player.stop();
+    server.stop_cleanly();
+}
+
+#[test]
+fn off_loopback_with_insecure_http_the_page_is_plain_http_and_still_needs_the_token() {
+    let Some(ip) = require_address_off_loopback() else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let port = free_port();
+    let (mut server, _address, _) = start_with(
+        &scratch,
+        &format!("0.0.0.0:{port}"),
+        &["web.insecure_http=true"],
+    );
+    let remote = format!("{ip}:{port}");
+    assert!(
+        server
+            .seen
+            .iter()
+            .any(|l| l.contains(&format!("web page at http://0.0.0.0:{port}/"))),
+        "{}",
+        server.output()
+    );
+    assert!(
+        server
+            .seen
+            .iter()
+            .any(|l| l.contains("WARN") && l.contains("web.insecure_http")),
+        "{}",
+        server.output()
+    );
+    let refused = get_as(&remote, &remote, "/api/players", "");
+    assert_eq!(refused.status, 401, "{refused:?}");
+    let token = std::fs::read_to_string(scratch.world().join("web-token.txt")).expect("token");
+    let seen = get_as(
+        &remote,
+        &remote,
+        "/api/players",
+        &format!("Authorization: Bearer {}\r\n", token.trim()),
+    );
+    assert_eq!(seen.status, 200, "{seen:?}");
+    assert!(
+        !scratch.world().join("tls").exists(),
+        "no certificate needed"
+    );
     server.stop_cleanly();
 }

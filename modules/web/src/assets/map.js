@@ -4,7 +4,9 @@
 // buttons; players from /api/players every second as markers; tiles whose
 // chunks changed (/api/changes) drawn again; a tile the server could not
 // draw (the world busy, the module reloading) asked again after 1 s, then
-// 2, 4 ... 30 s while in view. No library, no CDN.
+// 2, 4 ... 30 s while in view (also when the map's share of the world's
+// time is spent for now: 503 with Retry-After). Off loopback the page
+// needs the cookie /login sets. No library, no CDN.
 (function () {
   'use strict';
   const TILE = 128;
@@ -213,6 +215,12 @@
   async function pollPlayers() {
     try {
       const response = await fetch('/api/players', { cache: 'no-store' });
+      // Off loopback the page needs the login's cookie: a server restarted
+      // with a new token, say, asks for it again.
+      if (response.status === 401) {
+        location.replace('/login?next=' + encodeURIComponent(location.pathname + location.search));
+        return;
+      }
       if (response.ok) {
         map.players = await response.json();
         drawMarkers();
