@@ -30,7 +30,10 @@ use buildat_interface::core_api::ListModules;
 use buildat_interface::log;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue, LOCATION, RETRY_AFTER, SET_COOKIE};
+use hyper::header::{
+    CACHE_CONTROL, CONTENT_TYPE, HeaderValue, LOCATION, REFERRER_POLICY, RETRY_AFTER, SET_COOKIE,
+    X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
+};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpSocket};
@@ -273,9 +276,13 @@ pub fn reply(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> 
     if let Ok(value) = HeaderValue::from_str(content_type) {
         response.headers_mut().insert(CONTENT_TYPE, value);
     }
-    response
-        .headers_mut()
-        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    let headers = response.headers_mut();
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // No other site frames the pages (the login form among them), guesses
+    // a type for them, or learns their addresses from a link.
+    headers.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     response
 }
 

@@ -19,8 +19,9 @@
 //! cannot rebind its own name to this address; read-only pages are open to
 //! loopback clients, others need the token (as the header, or the cookie
 //! `/login` sets for a browser) unless `web.public=true`. What a client
-//! may cost (`limits.rs`): at most `web.max_connections` connections (16
-//! for one address off loopback; more are closed at once), a request rate
+//! may cost (`limits.rs`): at most `web.max_connections` connections
+//! (three quarters of them for clients off loopback, 16 for one address
+//! off loopback; more are closed at once), a request rate
 //! for each address off loopback, and the map's share of the world's time
 //! (`map.rs`), spent by pages' new blocks and refreshes alike. Off
 //! loopback the page speaks HTTPS (`tls.rs`: the game port's certificate

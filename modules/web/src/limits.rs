@@ -2,9 +2,11 @@
 //!
 //! Owns: the address a limit counts by ([`address_key`]: an IPv4 address,
 //! an IPv6 one by its /64, an IPv4-mapped IPv6 one as its IPv4 form), the
-//! connection cap ([`Connections`]: `web.max_connections` in all, and
+//! connection cap ([`Connections`]: `web.max_connections` in all, of which
+//! clients off loopback together hold at most three quarters, so strangers
+//! cannot shut the operator's own browser out, and
 //! [`PER_ADDRESS_CONNECTIONS`] for one address off loopback; a connection
-//! over either is closed at once), and the request rate of an address off
+//! over any is closed at once), and the request rate of an address off
 //! loopback ([`RequestRate`]: a bucket of [`RATE_BURST`] requests refilled
 //! at [`RATE_PER_SECOND`]; over it, 429). Loopback clients (the operator's
 //! machine, the harness's load tests) count in the cap in all only. Does
@@ -41,6 +43,8 @@ pub fn address_key(ip: IpAddr) -> IpAddr {
 #[derive(Default)]
 struct Open {
     total: usize,
+    /// Of `total`, those off loopback.
+    remote: usize,
     by_address: HashMap<IpAddr, usize>,
 }
 
@@ -77,11 +81,15 @@ impl Connections {
             return None;
         }
         if let Some(key) = key {
+            if open.remote >= self.max - self.max / 4 {
+                return None;
+            }
             let count = open.by_address.entry(key).or_default();
             if *count >= PER_ADDRESS_CONNECTIONS {
                 return None;
             }
             *count += 1;
+            open.remote += 1;
         }
         open.total += 1;
         Some(Admitted {
@@ -100,6 +108,9 @@ impl Drop for Admitted {
     fn drop(&mut self) {
         let mut open = self.connections.open();
         open.total = open.total.saturating_sub(1);
+        if self.key.is_some() {
+            open.remote = open.remote.saturating_sub(1);
+        }
         if let Some(key) = self.key
             && let Some(count) = open.by_address.get_mut(&key)
         {
@@ -180,15 +191,45 @@ mod tests {
     }
 
     #[test]
+    fn strangers_leave_a_quarter_of_the_cap_to_loopback() {
+        let connections = Connections::new(8);
+        let strangers: Vec<Admitted> = (0..6)
+            .map(|i| {
+                connections
+                    .admit(ip(&format!("192.0.2.{i}")))
+                    .expect("three quarters")
+            })
+            .collect();
+        assert!(
+            connections.admit(ip("198.51.100.1")).is_none(),
+            "a seventh stranger"
+        );
+        let _local: Vec<Admitted> = (0..2)
+            .map(|_| {
+                connections
+                    .admit(ip("127.0.0.1"))
+                    .expect("loopback's quarter")
+            })
+            .collect();
+        assert!(
+            connections.admit(ip("127.0.0.1")).is_none(),
+            "the cap in all"
+        );
+        drop(strangers);
+        assert!(connections.admit(ip("198.51.100.1")).is_some());
+    }
+
+    #[test]
     fn the_cap_closes_one_too_many_and_a_closed_one_makes_room() {
-        let connections = Connections::new(3);
+        let connections = Connections::new(4);
         let a = connections.admit(ip("127.0.0.1")).expect("1");
         let _b = connections.admit(ip("127.0.0.1")).expect("2");
         let _c = connections.admit(ip("192.0.2.1")).expect("3");
+        let _d = connections.admit(ip("127.0.0.1")).expect("4");
         assert!(connections.admit(ip("127.0.0.1")).is_none(), "over the cap");
         assert!(connections.admit(ip("192.0.2.9")).is_none(), "over the cap");
         drop(a);
-        assert_eq!(connections.count(), 2);
+        assert_eq!(connections.count(), 3);
         assert!(connections.admit(ip("192.0.2.9")).is_some(), "room again");
     }
 

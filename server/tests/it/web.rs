@@ -998,6 +998,7 @@ fn the_page_answers_only_to_its_own_names_and_takes_the_token_only_as_a_header()
         ),
     );
     assert_eq!(login.status, 200, "{login:?}");
+    assert_eq!(login.header("x-frame-options"), Some("DENY"), "{login:?}");
     let cookie = login
         .header("set-cookie")
         .and_then(|c| c.split(';').next())
