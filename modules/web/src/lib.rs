@@ -21,8 +21,8 @@
 //! `/login` sets for a browser) unless `web.public=true`. What a client
 //! may cost (`limits.rs`): at most `web.max_connections` connections
 //! (three quarters of them for clients off loopback, 16 for one address
-//! off loopback; more are closed at once), a request rate
-//! for each address off loopback, and the map's share of the world's time
+//! off loopback; more are closed at once), a request rate for each
+//! address off loopback, and the map's share of the world's time
 //! (`map.rs`), spent by pages' new blocks and refreshes alike. Off
 //! loopback the page speaks HTTPS (`tls.rs`: the game port's certificate
 //! or `web.tls_cert`/`web.tls_key`) unless `web.insecure_http=true`.
@@ -40,9 +40,9 @@
 //! to, comma-separated), `web.max_connections` (default 64),
 //! `web.insecure_http` (default false), `web.tls_cert` and `web.tls_key`
 //! (PEM files, relative to the world folder), `web.map_share` (default
-//! 0.1), `web.map_top` and
-//! `web.map_bottom` (the voxels searched for a column's top, default 127
-//! and -64: the sections `pregen` makes by default).
+//! 0.1), `web.map_top` and `web.map_bottom` (the voxels searched for a
+//! column's top, default 127 and -64: the sections `pregen` makes by
+//! default).
 
 pub mod access;
 pub mod admin;
