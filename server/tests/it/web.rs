@@ -1313,5 +1313,27 @@ fn off_loopback_with_insecure_http_the_page_is_plain_http_and_still_needs_the_to
         !scratch.world().join("tls").exists(),
         "no certificate needed"
     );
+
+    // One address asking without pause is slowed down (600 at once, 60 a
+    // second after), and told when to come back; loopback is not.
+    let slowed = (0..3000).find_map(|_| {
+        let reply = get_as(&remote, &remote, "/api/changes?since=0", "");
+        (reply.status == 429).then_some(reply)
+    });
+    let slowed = slowed.expect("429 within 3000 requests");
+    assert!(
+        slowed
+            .header("retry-after")
+            .and_then(|v| v.parse::<u64>().ok())
+            .is_some_and(|s| s >= 1),
+        "{slowed:?}"
+    );
+    let local = get_as(
+        &format!("127.0.0.1:{port}"),
+        "localhost",
+        "/api/changes?since=0",
+        "",
+    );
+    assert_eq!(local.status, 200, "loopback is not slowed: {local:?}");
     server.stop_cleanly();
 }
