@@ -327,9 +327,14 @@ fn secure(stream: TcpStream, config: &Config) -> Result<Conn, AppError> {
             TlsFailure::NotTls(reason) => AppError::NotTls {
                 address: address.clone(),
                 reason: format!(
-                    "{} (the client speaks TLS to any address but loopback; plaintext to one \
-                     needs --insecure-plaintext, never with a password)",
-                    reason.unwrap_or_else(|| "it answered in plaintext".to_string())
+                    "{} ({})",
+                    reason.unwrap_or_else(|| "it answered in plaintext".to_string()),
+                    if loopback {
+                        "on loopback, connect without tls:// or --tls"
+                    } else {
+                        "the client speaks TLS to any address but loopback; plaintext to one \
+                         needs --insecure-plaintext, never with a password"
+                    }
                 ),
             },
             TlsFailure::Refused(reason) => AppError::Refused { reason },
