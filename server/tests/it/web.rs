@@ -1337,3 +1337,89 @@ fn off_loopback_with_insecure_http_the_page_is_plain_http_and_still_needs_the_to
     assert_eq!(local.status, 200, "loopback is not slowed: {local:?}");
     server.stop_cleanly();
 }
+
+#[test]
+fn a_browser_off_loopback_logs_in_with_the_token_and_sees_the_players() {
+    let Some(binary) = Browser::binary() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium is missing: scripts/install-browser-deps installs it"
+        );
+        eprintln!("skipped: no chromium (scripts/install-browser-deps installs it)");
+        return;
+    };
+    let Some(ip) = require_address_off_loopback() else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let port = free_port();
+    // As an operator opens it to other machines: HTTPS, the self-signed
+    // certificate made for the world.
+    let (mut server, address, _) = start_with(&scratch, &format!("0.0.0.0:{port}"), &[]);
+    let (mut walker, spawn) = Walker::start(&address, "walker");
+    let token = std::fs::read_to_string(scratch.world().join("web-token.txt")).expect("token");
+    let token = token.trim();
+
+    let mut browser = launch_browser(binary);
+    // The one thing a person does by hand: accept the self-signed
+    // certificate.
+    browser
+        .command(
+            "Security.setIgnoreCertificateErrors",
+            serde_json::json!({"ignore": true}),
+        )
+        .expect("certificate errors ignored");
+    let map = format!(
+        "https://{ip}:{port}/map?x={:.0}&z={:.0}&scale=4",
+        spawn[0], spawn[2]
+    );
+    browser.open(&map).expect("the map page");
+    // Sent to the login page.
+    let at_login = browser
+        .wait_true("location.pathname === '/login'", Duration::from_secs(30))
+        .expect("evaluate");
+    assert!(at_login.is_some(), "the map sends to /login");
+    // A wrong token: told, and still there.
+    evaluate(
+        &mut browser,
+        "document.getElementById('token').value = 'not-the-token'; \
+         document.getElementById('login').requestSubmit(); true",
+    );
+    let told = browser
+        .wait_true(
+            "document.getElementById('error').textContent.includes('not the token')",
+            Duration::from_secs(30),
+        )
+        .expect("evaluate");
+    assert!(told.is_some(), "a wrong token is refused");
+    // The token: back to the map, which shows the walker.
+    evaluate(
+        &mut browser,
+        &format!(
+            "document.getElementById('token').value = '{token}'; \
+             document.getElementById('login').requestSubmit(); true"
+        ),
+    );
+    let on_map = browser
+        .wait_true(
+            "location.pathname === '/map' && !!window.buildatMap \
+             && buildatMap.markerPosition('walker') !== null",
+            Duration::from_secs(60),
+        )
+        .expect("evaluate");
+    assert!(
+        on_map.is_some(),
+        "logged in, the map shows the walker: {}",
+        evaluate(&mut browser, "location.href")
+    );
+    assert!(
+        (evaluate(&mut browser, "location.search")
+            == format!("?x={:.0}&z={:.0}&scale=4", spawn[0], spawn[2])),
+        "back where it was"
+    );
+    // The page's scripts cannot read the cookie, nor the token.
+    assert_eq!(evaluate(&mut browser, "document.cookie"), "");
+    drop(browser);
+    walker.stop();
+    server.stop_cleanly();
+}
