@@ -4,7 +4,10 @@
 //! bystanders are never disconnected and every ping of theirs is answered.
 //! Cases that break the protocol must also get their sender disconnected;
 //! bad game or file requests may instead be refused or ignored (the report
-//! says which, with the server's logged reason).
+//! says which, with the server's logged reason). Run on a server of its
+//! own (`abuse`), the issue-15 goals are asserted too ([`Goals`]): each
+//! attack costs the server under 8 MiB, the bystanders' worst ping stays
+//! under 50 ms, and a dropped attacker is dropped within 30 s.
 //!
 //! Owns: the corpus and its table. Does not own: the server (`server`) or
 //! the wire codec (`buildat-format`, through `raw_client`).
@@ -34,9 +37,131 @@ pub const SERVER_SETTINGS: [&str; 4] = [
     "client_file.stall_timeout_ms=5000",
 ];
 
-/// A bystander ping slower than this fails the corpus: an attack that holds
+/// A bystander ping slower than this fails the corpus even where the goals
+/// are not judged (under the fault test's load): an attack that holds
 /// other players for seconds did not cost only its sender.
 const BYSTANDER_MAX_MS: f64 = 5000.0;
+
+/// Goal: what one attack may cost the server, in MiB of RSS (its peak
+/// during the case over its RSS before): a few hundred attackers must not
+/// exhaust a small machine's memory.
+const GOAL_RSS_MIB: f64 = 8.0;
+/// Goal: a bystander's worst ping during any attack, in ms, release build:
+/// a player under 50 ms feels no attack (a tick is 100 ms).
+const GOAL_PING_MS: f64 = 50.0;
+/// The ping goal's factor in a debug build (`BUILDAT_PROFILE=dev`, CI):
+/// unoptimised code does the same work several times slower, so its
+/// figure is judged against this many times the goal; the goal itself is
+/// judged on the release build.
+const DEBUG_PING_FACTOR: f64 = 4.0;
+/// Goal: an attacker that is dropped is dropped within this many seconds
+/// of the attack's start: a slow attack holds a connection no longer.
+const GOAL_DROP_S: f64 = 30.0;
+
+/// The goals [`run_corpus_judged`] asserts, with their limits for this
+/// build.
+#[derive(Debug, Clone, Copy)]
+pub struct Goals {
+    pub rss_mib: f64,
+    pub ping_ms: f64,
+    pub drop_s: f64,
+}
+
+impl Goals {
+    /// The goals for this build: the ping goal scaled by
+    /// [`DEBUG_PING_FACTOR`] in a debug build.
+    pub fn for_this_build() -> Self {
+        Self {
+            rss_mib: GOAL_RSS_MIB,
+            ping_ms: if cfg!(debug_assertions) {
+                GOAL_PING_MS * DEBUG_PING_FACTOR
+            } else {
+                GOAL_PING_MS
+            },
+            drop_s: GOAL_DROP_S,
+        }
+    }
+}
+
+/// One case's figures, judged against the goals.
+struct Figures {
+    case: &'static str,
+    rss_mib: f64,
+    worst_ping_ms: f64,
+    /// Seconds from the attack's start to its sender being dropped (an
+    /// upper bound: when the corpus saw it closed); `None`: kept.
+    dropped_after_s: Option<f64>,
+    expect: Expect,
+}
+
+/// Prints a verdict line per goal; answers whether all were met.
+fn judge(figures: &[Figures], goals: Goals) -> bool {
+    let worst = |value: fn(&Figures) -> f64| {
+        figures
+            .iter()
+            .max_by(|a, b| value(a).total_cmp(&value(b)))
+            .map_or(("none".to_string(), 0.0), |f| {
+                (f.case.to_string(), value(f))
+            })
+    };
+    let verdict =
+        |goal: String, failures: Vec<String>, (case, figure): (String, f64), unit: &str| {
+            let met = failures.is_empty();
+            println!(
+                "goal: {goal}: {}",
+                if met {
+                    format!("met (worst {figure:.1} {unit}: {case})")
+                } else {
+                    format!("NOT MET: {}", failures.join("; "))
+                }
+            );
+            met
+        };
+    let rss = verdict(
+        format!("each attack costs the server < {} MiB", goals.rss_mib),
+        figures
+            .iter()
+            .filter(|f| f.rss_mib >= goals.rss_mib)
+            .map(|f| format!("{} {:.1} MiB", f.case, f.rss_mib))
+            .collect(),
+        worst(|f| f.rss_mib),
+        "MiB",
+    );
+    let scaled = if cfg!(debug_assertions) {
+        format!(
+            " (debug build: {GOAL_PING_MS} ms × {DEBUG_PING_FACTOR}; release is judged at {GOAL_PING_MS} ms)"
+        )
+    } else {
+        String::new()
+    };
+    let ping = verdict(
+        format!("a bystander's worst ping < {} ms{scaled}", goals.ping_ms),
+        figures
+            .iter()
+            .filter(|f| f.worst_ping_ms >= goals.ping_ms)
+            .map(|f| format!("{} {:.1} ms", f.case, f.worst_ping_ms))
+            .collect(),
+        worst(|f| f.worst_ping_ms),
+        "ms",
+    );
+    let drop = verdict(
+        format!(
+            "an attacker that must be dropped is dropped within {} s",
+            goals.drop_s
+        ),
+        figures
+            .iter()
+            .filter_map(|f| match f.dropped_after_s {
+                Some(s) if s >= goals.drop_s => Some(format!("{} dropped after {s:.1} s", f.case)),
+                None if f.expect == Expect::Dropped => Some(format!("{} kept", f.case)),
+                _ => None,
+            })
+            .collect(),
+        worst(|f| f.dropped_after_s.unwrap_or(0.0)),
+        "s",
+    );
+    rss && ping && drop
+}
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct AbuseOptions {}
@@ -746,8 +871,15 @@ fn announced_files(address: &str) -> Vec<AnnounceFile> {
 
 /// Runs every case against `server` with two bystanders; prints a table
 /// (with the bystanders' slowest ping during each case) and returns
-/// whether every case cost only its sender.
+/// whether every case cost only its sender. The goals are not judged
+/// (the fault test runs the corpus under its bots' load).
 pub fn run_corpus(server: &mut Server) -> anyhow::Result<bool> {
+    run_corpus_judged(server, None)
+}
+
+/// [`run_corpus`], and with `goals` each goal's verdict line: the corpus
+/// fails if one is not met.
+pub fn run_corpus_judged(server: &mut Server, goals: Option<Goals>) -> anyhow::Result<bool> {
     let address = server.address.clone();
     let mut target = Target {
         big_file: announced_files(&address).into_iter().max_by_key(|f| f.size),
@@ -773,6 +905,7 @@ pub fn run_corpus(server: &mut Server) -> anyhow::Result<bool> {
     }
     let mut all_ok = true;
     let mut count = 0u8;
+    let mut figures = Vec::new();
     // ABUSE_CASES=text|text... runs only the cases whose name holds one of
     // them (to look into a few).
     let only = std::env::var("ABUSE_CASES").ok();
@@ -788,7 +921,9 @@ pub fn run_corpus(server: &mut Server) -> anyhow::Result<bool> {
         server.pump();
         let from = server.seen.len();
         let rss_before = rss.reset();
+        let started = Instant::now();
         let outcome = attack(&target);
+        let attack_s = started.elapsed().as_secs_f64();
         std::thread::sleep(Duration::from_millis(100));
         server.pump();
         let up = server.is_running();
@@ -823,6 +958,13 @@ pub fn run_corpus(server: &mut Server) -> anyhow::Result<bool> {
             .map(Bystander::take_worst_ms)
             .fold(0.0, f64::max);
         let rss_growth = rss.peak().saturating_sub(rss_before) as f64 / 1024.0;
+        figures.push(Figures {
+            case: name,
+            rss_mib: rss_growth,
+            worst_ping_ms: others_worst,
+            dropped_after_s: (dropped == Some(true)).then_some(attack_s),
+            expect,
+        });
         println!(
             "{:<42} {:<8} {:<8} {:<4} {:>9.1} {:>8.1} {}",
             name,
@@ -871,7 +1013,8 @@ pub fn run_corpus(server: &mut Server) -> anyhow::Result<bool> {
         if bystanders_ok { "yes" } else { "NO" },
         if all_ok { "yes" } else { "NO" }
     );
-    Ok(all_ok && bystanders_ok && up)
+    let goals_met = goals.is_none_or(|goals| judge(&figures, goals));
+    Ok(all_ok && bystanders_ok && up && goals_met)
 }
 
 pub fn server_options(
@@ -893,7 +1036,7 @@ pub fn server_options(
 pub fn run_standalone(layout: &Layout, _options: &AbuseOptions) -> anyhow::Result<bool> {
     let mut server = Server::start(layout, &server_options(layout, Vec::new()))?;
     println!("server {} listening on {}", server.pid(), server.address);
-    let ok = run_corpus(&mut server)?;
+    let ok = run_corpus_judged(&mut server, Some(Goals::for_this_build()))?;
     let status = server.stop(Duration::from_secs(60));
     println!(
         "server exit status after `stop`: {}",
