@@ -1,7 +1,8 @@
 //! Forwarders: `network.proxy_protocol` against the real server and game.
 //! With it on, the address a PROXY protocol v2 header names is the peer's
-//! for everything: the log and `network:client_connected`, the game's
-//! guest rule (`main.guests=auto`: loopback peers only) and its bans; a
+//! for everything: the log and `network:client_connected`, the
+//! per-address connection limit, the game's guest rule
+//! (`main.guests=auto`: loopback peers only) and its bans; a
 //! LOCAL header keeps the connection's own address; a connection without a
 //! header is closed with the reason logged. With it off, a header is never
 //! trusted.
@@ -44,7 +45,11 @@ fn a_forwarders_header_names_the_peer_for_everything() {
     scratch.add_game();
     let (mut server, address) = start_small_game(
         &scratch,
-        &["network.proxy_protocol=true", "network.tls=off"],
+        &[
+            "network.proxy_protocol=true",
+            "network.tls=off",
+            "network.max_connections_per_ip=2",
+        ],
     );
     // A stranger through the forwarder: its address in the log, and not a
     // loopback guest (main.guests=auto).
@@ -78,6 +83,29 @@ fn a_forwarders_header_names_the_peer_for_everything() {
     // Not banned; not loopback either, so refused as a guest only.
     let reason = goodbye(&mut other).expect("a reason");
     assert!(reason.contains("needs a password"), "{reason}");
+    // The per-address limit counts the named address, not the forwarder's:
+    // two from one stranger are held, a third is refused, another
+    // stranger is not.
+    let held = [
+        forwarded(&address, Some("203.0.113.9:1")),
+        forwarded(&address, Some("203.0.113.9:2")),
+    ];
+    server.expect_line("connected from 203.0.113.9:2", TIMEOUT);
+    let mut third = forwarded(&address, Some("203.0.113.9:3"));
+    let reason = goodbye(&mut third).expect("a reason");
+    assert!(
+        reason.contains("too many connections from 203.0.113.9"),
+        "{reason}"
+    );
+    let mut fourth = forwarded(&address, Some("203.0.113.10:4"));
+    fourth
+        .send_packet(&Join {
+            name: "fourth".into(),
+        })
+        .expect("send");
+    let reason = goodbye(&mut fourth).expect("a reason");
+    assert!(reason.contains("needs a password"), "{reason}");
+    drop(held);
     // A connection with no header: closed, the reason logged.
     let mut bare = RawClient::connect(&address).expect("connect");
     bare.send_packet(&buildat_main_api::Ping {
