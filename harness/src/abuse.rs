@@ -785,6 +785,11 @@ fn cases() -> Vec<(&'static str, Expect, Attack)> {
     ]
 }
 
+/// The bystanders' world settles for at least this long before the cases.
+const SETTLE_MIN: Duration = Duration::from_secs(5);
+/// ... and until the RSS has been this many seconds without growing.
+const SETTLE_QUIET: u32 = 3;
+
 /// The server's peak RSS, sampled every 20 ms on a thread of its own: what
 /// a case cost the server is the peak during it over the RSS before it.
 struct RssWatch {
@@ -824,16 +829,26 @@ impl RssWatch {
         self.peak_kib.load(Ordering::Relaxed)
     }
 
-    /// Waits (at most `limit`) until the RSS grew by less than 256 KiB in
-    /// the last second: the bystanders' own world has been streamed, so
-    /// the first case is not charged for it. Answers the growth waited out.
+    /// Waits (at least [`SETTLE_MIN`], at most `limit`) until the RSS grew
+    /// by less than 256 KiB in each of the last [`SETTLE_QUIET`] seconds:
+    /// the bystanders' own world has been generated and streamed, so the
+    /// first case is not charged for it (its generation starts a moment
+    /// after the join and comes in bursts). Answers the growth waited out.
     fn settle(&self, limit: Duration) -> u64 {
         let start = self.reset();
-        let deadline = Instant::now() + limit;
+        let started = Instant::now();
+        let deadline = started + limit;
+        let mut quiet = 0;
         loop {
             let before = self.reset();
             std::thread::sleep(Duration::from_secs(1));
-            if self.peak().saturating_sub(before) < 256 || Instant::now() >= deadline {
+            quiet = if self.peak().saturating_sub(before) < 256 {
+                quiet + 1
+            } else {
+                0
+            };
+            let settled = quiet >= SETTLE_QUIET && started.elapsed() >= SETTLE_MIN;
+            if settled || Instant::now() >= deadline {
                 return self.peak().saturating_sub(start);
             }
         }
@@ -891,7 +906,7 @@ pub fn run_corpus_judged(server: &mut Server, goals: Option<Goals>) -> anyhow::R
         Bystander::start(&address, "bystander2", Duration::from_millis(50))?,
     ];
     let rss = RssWatch::start(server.pid());
-    let joined_kib = rss.settle(Duration::from_secs(20));
+    let joined_kib = rss.settle(Duration::from_secs(30));
     println!(
         "bystanders joined; the server grew {:.1} MiB streaming their world",
         joined_kib as f64 / 1024.0

@@ -350,21 +350,23 @@ impl VoxelWorld {
                 .map(|(peer, packets)| SendBatch { peer, packets })
                 .collect()
         };
-        let multicasts = outbox
-            .alike
-            .into_iter()
-            .map(|alike| Multicast {
-                peers: alike.peers,
-                packet: OutgoingPacket::named(alike.name, Arc::unwrap_or_clone(alike.data)),
-            })
-            .collect();
+        let multicasts = |alike: Vec<stream::Alike>| {
+            alike
+                .into_iter()
+                .map(|alike| Multicast {
+                    peers: alike.peers,
+                    packet: OutgoingPacket::named(alike.name, Arc::unwrap_or_clone(alike.data)),
+                })
+                .collect()
+        };
         self.send(SendBatches {
             batches: batches(outbox.first),
-            multicasts,
+            multicasts: multicasts(outbox.alike),
         });
+        // The chunks sent whole: each once for all the peers it goes to.
         self.send(SendBatches {
-            batches: batches(outbox.packets),
-            multicasts: Vec::new(),
+            batches: Vec::new(),
+            multicasts: multicasts(outbox.packets),
         });
         Ok(())
     }

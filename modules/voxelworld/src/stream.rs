@@ -66,7 +66,7 @@ struct Queued {
 
 /// What a pump wants done: packets per peer, sections it waits on. Each
 /// peer is sent its `first` packets, then the `alike` ones it is among, then
-/// its `packets`, in that order.
+/// the `packets` it is among, in that order.
 #[derive(Default)]
 pub struct Outbox {
     /// Per peer, what goes before the changes (the registry).
@@ -76,8 +76,12 @@ pub struct Outbox {
     /// to: a change seen by a thousand players costs one packet here, not
     /// a thousand.
     pub alike: Vec<Alike>,
-    /// Per peer, the chunks sent whole (each followed by its light).
-    pub packets: Vec<(PeerId, Vec<OutgoingPacket>)>,
+    /// The chunks sent whole, each followed by its light, each encoded
+    /// once for all the peers it goes to in this pump (a crowd joining at
+    /// one spot shares one copy of each chunk, not one each); a peer's
+    /// chunks come in the order it was to get them, unless two peers were
+    /// to get the same two in opposite orders.
+    pub packets: Vec<Alike>,
     /// Sections to generate, with the distance of the player waiting
     /// (squared, in chunks, from its chunk to the section's chunk it wants).
     pub generate: Vec<(Pos, u32)>,
@@ -446,8 +450,10 @@ impl Streamer {
         let mut encoded_any = false;
         // By (voxel updates before light, order made).
         let mut alike: BTreeMap<(bool, u64), Alike> = BTreeMap::new();
+        // Where each chunk sent whole is in `outbox.packets` (its light, if
+        // any, right after it).
+        let mut sent_at: HashMap<Pos, usize> = HashMap::new();
         for peer in peers {
-            let mut packets = Vec::new();
             let Some(viewer) = self.viewers.get_mut(&peer) else {
                 continue;
             };
@@ -539,10 +545,33 @@ impl Streamer {
                 });
                 match encoded {
                     Ok(Some((packet, light))) => {
-                        packets.push(OutgoingPacket::named(Chunk::NAME, packet.as_ref().clone()));
-                        if let Some(light) = light {
-                            packets
-                                .push(OutgoingPacket::named(Light::NAME, light.as_ref().clone()));
+                        let at = *sent_at.entry(chunk).or_insert_with(|| {
+                            let at = outbox.packets.len();
+                            outbox.packets.push(Alike {
+                                name: Chunk::NAME,
+                                data: packet,
+                                peers: Vec::new(),
+                            });
+                            if let Some(light) = light {
+                                outbox.packets.push(Alike {
+                                    name: Light::NAME,
+                                    data: light,
+                                    peers: Vec::new(),
+                                });
+                            }
+                            at
+                        });
+                        // The chunk, then its light if it has one (the
+                        // entry after it is then a light, not a chunk).
+                        if let Some(entry) = outbox.packets.get_mut(at) {
+                            entry.peers.push(peer);
+                        }
+                        if let Some(entry) = outbox
+                            .packets
+                            .get_mut(at + 1)
+                            .filter(|entry| entry.name == Light::NAME)
+                        {
+                            entry.peers.push(peer);
                         }
                         sent += 1;
                         self.chunks_streamed += 1;
@@ -568,9 +597,6 @@ impl Streamer {
                         viewer.queue.push_front(chunk);
                     }
                 }
-            }
-            if !packets.is_empty() {
-                outbox.packets.push((peer, packets));
             }
         }
         outbox.alike = alike.into_values().collect();
@@ -607,9 +633,11 @@ mod tests {
         outbox
             .packets
             .iter()
-            .flat_map(|(_, packets)| packets)
             .filter(|p| p.name == Chunk::NAME)
-            .map(|p| Chunk::decode(&p.data).unwrap().chunk)
+            .flat_map(|p| {
+                let chunk = Chunk::decode(&p.data).unwrap().chunk;
+                p.peers.iter().map(move |_| chunk)
+            })
             .collect()
     }
 
@@ -663,6 +691,42 @@ mod tests {
         streamer.remove_viewer(2);
         check_holders(&streamer);
         assert_eq!(streamer.holders.of(&[1, 0, 0]).count(), 0);
+    }
+
+    #[test]
+    fn a_crowd_at_one_spot_gets_one_copy_of_each_chunk() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut world = stone_row(dir.path(), 256);
+        let mut streamer = Streamer::new(1, 64);
+        for peer in 1..=3 {
+            streamer.set_viewer(peer, [0.5, 0.5, 0.5]);
+        }
+        let outbox = streamer.pump(&mut world, b"registry", None, far());
+        let chunks: Vec<Pos> = outbox
+            .packets
+            .iter()
+            .filter(|p| p.name == Chunk::NAME)
+            .map(|p| Chunk::decode(&p.data).unwrap().chunk)
+            .collect();
+        assert!(chunks.len() > 1, "{chunks:?}");
+        assert_eq!(
+            chunks.len(),
+            chunks.iter().collect::<HashSet<_>>().len(),
+            "each chunk encoded once for the crowd"
+        );
+        for (index, packet) in outbox.packets.iter().enumerate() {
+            let mut peers = packet.peers.clone();
+            peers.sort_unstable();
+            assert_eq!(peers, [1, 2, 3], "{} to everyone", packet.name);
+            if packet.name == Light::NAME {
+                assert_eq!(
+                    outbox.packets.get(index.wrapping_sub(1)).map(|p| p.name),
+                    Some(Chunk::NAME),
+                    "a light right after its chunk"
+                );
+            }
+        }
+        check_holders(&streamer);
     }
 
     #[test]
@@ -742,11 +806,11 @@ mod tests {
     fn names(outbox: &Outbox) -> Vec<&str> {
         let first = outbox.first.iter().flat_map(|(_, packets)| packets);
         let alike = outbox.alike.iter().map(|alike| alike.name);
-        let last = outbox.packets.iter().flat_map(|(_, packets)| packets);
+        let last = outbox.packets.iter().map(|alike| alike.name);
         first
             .map(|p| p.name.as_str())
             .chain(alike)
-            .chain(last.map(|p| p.name.as_str()))
+            .chain(last)
             .collect()
     }
 
