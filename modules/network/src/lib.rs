@@ -53,9 +53,10 @@
 //! waits that long from its first packet before it is written, default 10,
 //! so a tick's packets from several modules leave in one write; 0 writes
 //! at once; output of 16 KiB or more is written at once),
-//! `network.max_connections_per_ip` (default 64),
+//! `network.max_connections_per_ip` (default 16: a LAN party behind one
+//! address raises it; one address's 64 players cost 15-20 MiB),
 //! `network.connects_per_ip_per_second` and `network.connect_burst` (new
-//! connections from one address, default 10 a second with bursts of 64; 0
+//! connections from one address, default 10 a second with bursts of 16; 0
 //! turns a limit off). Peers are also capped below the descriptor limit
 //! (`admission.rs`), so "server full" comes long before `EMFILE`.
 
@@ -155,10 +156,10 @@ impl Settings {
             tls_key: host.get_config("network.tls_key").filter(|p| !p.is_empty()),
             proxy_protocol: host.get_setting("network.proxy_protocol", false)?,
             admission: admission::Limits {
-                per_ip: host.get_setting("network.max_connections_per_ip", 64)?,
+                per_ip: host.get_setting("network.max_connections_per_ip", 16)?,
                 connects_per_second: host
                     .get_setting("network.connects_per_ip_per_second", 10.0)?,
-                connect_burst: host.get_setting("network.connect_burst", 64.0)?,
+                connect_burst: host.get_setting("network.connect_burst", 16.0)?,
             },
         })
     }

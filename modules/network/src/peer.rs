@@ -837,6 +837,13 @@ async fn linger_for_the_reader(stream: &TcpStream) {
 
 /// Tells a connection the server cannot take it, then closes it.
 pub(crate) async fn refuse(stream: TcpStream, reason: String) {
+    // Each refusal in flight holds its socket and a few KiB for up to
+    // 1.5 s (the goodbye, then the linger): past `REFUSALS_IN_FLIGHT` at
+    // once (a connection flood) the rest are closed unanswered, so a flood
+    // costs the server a bounded amount, not a few KiB per connection.
+    let Some(_slot) = RefusalSlot::take() else {
+        return;
+    };
     let mut state = PeerState {
         id: 0,
         address: String::new(),
@@ -852,9 +859,43 @@ pub(crate) async fn refuse(stream: TcpStream, reason: String) {
     say_goodbye(&uncounted, &stream, &mut state, &mut out, &reason).await;
 }
 
+/// At most this many refused connections are told why at once.
+const REFUSALS_IN_FLIGHT: usize = 64;
+
+static REFUSALS: AtomicUsize = AtomicUsize::new(0);
+
+/// One of the [`REFUSALS_IN_FLIGHT`] places, given back on drop.
+struct RefusalSlot;
+
+impl RefusalSlot {
+    fn take() -> Option<Self> {
+        REFUSALS
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < REFUSALS_IN_FLIGHT).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| RefusalSlot)
+    }
+}
+
+impl Drop for RefusalSlot {
+    fn drop(&mut self) {
+        REFUSALS.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refusals_in_flight_are_bounded_and_given_back() {
+        let slots: Vec<RefusalSlot> = std::iter::from_fn(RefusalSlot::take).collect();
+        assert!(slots.len() <= REFUSALS_IN_FLIGHT);
+        assert!(RefusalSlot::take().is_none(), "one past the bound is refused");
+        drop(slots);
+        assert!(RefusalSlot::take().is_some(), "dropped slots are given back");
+    }
 
     #[test]
     fn a_batch_gives_back_its_packets_in_order() {
