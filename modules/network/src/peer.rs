@@ -892,9 +892,15 @@ mod tests {
     fn refusals_in_flight_are_bounded_and_given_back() {
         let slots: Vec<RefusalSlot> = std::iter::from_fn(RefusalSlot::take).collect();
         assert!(slots.len() <= REFUSALS_IN_FLIGHT);
-        assert!(RefusalSlot::take().is_none(), "one past the bound is refused");
+        assert!(
+            RefusalSlot::take().is_none(),
+            "one past the bound is refused"
+        );
         drop(slots);
-        assert!(RefusalSlot::take().is_some(), "dropped slots are given back");
+        assert!(
+            RefusalSlot::take().is_some(),
+            "dropped slots are given back"
+        );
     }
 
     #[test]
