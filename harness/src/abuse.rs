@@ -54,6 +54,11 @@ const GOAL_PING_MS: f64 = 50.0;
 /// figure is judged against this many times the goal; the goal itself is
 /// judged on the release build.
 const DEBUG_PING_FACTOR: f64 = 4.0;
+/// The RSS goal's factor in a debug build: slower handlers let an attack's
+/// backlog (its events queued for client_file and network) pile higher
+/// before it drains; the file-request case measured 0.0–8.7 MiB in debug
+/// builds against 0.0–4.9 MiB in release (2026-12-06). Judged on release.
+const DEBUG_RSS_FACTOR: f64 = 2.0;
 /// Goal: an attacker that is dropped is dropped within this many seconds
 /// of the attack's start: a slow attack holds a connection no longer.
 const GOAL_DROP_S: f64 = 30.0;
@@ -68,11 +73,15 @@ pub struct Goals {
 }
 
 impl Goals {
-    /// The goals for this build: the ping goal scaled by
-    /// [`DEBUG_PING_FACTOR`] in a debug build.
+    /// The goals for this build: the ping and RSS goals scaled by
+    /// [`DEBUG_PING_FACTOR`] and [`DEBUG_RSS_FACTOR`] in a debug build.
     pub fn for_this_build() -> Self {
         Self {
-            rss_mib: GOAL_RSS_MIB,
+            rss_mib: if cfg!(debug_assertions) {
+                GOAL_RSS_MIB * DEBUG_RSS_FACTOR
+            } else {
+                GOAL_RSS_MIB
+            },
             ping_ms: if cfg!(debug_assertions) {
                 GOAL_PING_MS * DEBUG_PING_FACTOR
             } else {
@@ -117,8 +126,18 @@ fn judge(figures: &[Figures], goals: Goals) -> bool {
             );
             met
         };
+    let rss_scaled = if cfg!(debug_assertions) {
+        format!(
+            " (debug build: {GOAL_RSS_MIB} MiB × {DEBUG_RSS_FACTOR}; release is judged at {GOAL_RSS_MIB} MiB)"
+        )
+    } else {
+        String::new()
+    };
     let rss = verdict(
-        format!("each attack costs the server < {} MiB", goals.rss_mib),
+        format!(
+            "each attack costs the server < {} MiB{rss_scaled}",
+            goals.rss_mib
+        ),
         figures
             .iter()
             .filter(|f| f.rss_mib >= goals.rss_mib)
