@@ -20,7 +20,7 @@
 //! Owns: the decision (a pure function) and the flags' consistency. Does
 //! not own: the handshake and pinning (`tls.rs`), connecting (`app.rs`).
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
 use thiserror::Error;
 
@@ -89,10 +89,7 @@ impl Security {
     }
 }
 
-/// Whether `ip` is loopback (127.0.0.0/8, ::1, or either mapped into IPv6).
-pub fn is_loopback(ip: IpAddr) -> bool {
-    ip.to_canonical().is_loopback()
-}
+pub use buildat_network_api::address::is_loopback;
 
 /// Whether the server at `address` (where the socket is connected) counts
 /// as loopback: it is, and [`TREAT_AS_REMOTE_VAR`] is not `1`.
@@ -177,22 +174,6 @@ mod tests {
             if let Ok(Decision::Plaintext) = s.decide(false) {
                 assert!(!s.has_password, "{s:?}");
             }
-        }
-    }
-
-    #[test]
-    fn loopback_covers_v4_v6_and_mapped_addresses() {
-        for ip in ["127.0.0.1", "127.3.2.1", "::1", "::ffff:127.0.0.1"] {
-            assert!(is_loopback(ip.parse().expect("an ip")), "{ip}");
-        }
-        for ip in [
-            "10.0.0.1",
-            "0.0.0.0",
-            "203.0.113.7",
-            "::ffff:10.0.0.1",
-            "::",
-        ] {
-            assert!(!is_loopback(ip.parse().expect("an ip")), "{ip}");
         }
     }
 

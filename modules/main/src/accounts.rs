@@ -180,7 +180,7 @@ struct AccountValue {
 /// name's key).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoginState {
-    /// Address groups (`addresses::limit_group`) that logged in to it,
+    /// Address groups (`addresses::limit_group_of`) that logged in to it,
     /// the most recent last, at most [`MAX_KNOWN_ADDRESSES`]: the failed
     /// logins of strangers never keep them out.
     pub addresses: Vec<String>,
@@ -704,7 +704,7 @@ impl Attempts {
         }
     }
 
-    /// Whether `group` (`addresses::limit_group`) may try a login now.
+    /// Whether `group` (`addresses::limit_group_of`) may try a login now.
     pub fn check_address(&self, group: &str, now: Instant) -> Result<(), String> {
         match self
             .addresses

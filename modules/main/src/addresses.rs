@@ -3,13 +3,15 @@
 //! Owns: an address's one form (an IPv4-mapped IPv6 address,
 //! `::ffff:1.2.3.4`, is `1.2.3.4`: one address for bans and limits),
 //! taken where an address enters the game ([`peer_ip`]), and the group
-//! the per-address limits count together ([`limit_group`]: an IPv4
-//! address alone, an IPv6 address's /64, which one subscriber usually
-//! holds whole). Does not own: the bans (`accounts.rs`) nor the limits
-//! (`accounts::Attempts`, `login.rs`); the network module groups its own
-//! connection limits the same way (`modules/network/src/admission.rs`).
+//! the per-address limits count together as the game keeps it, as text
+//! ([`limit_group_of`], over `buildat_network_api::address`'s grouping:
+//! an IPv4 address alone, an IPv6 address's /64). Does not own: the bans (`accounts.rs`) nor the limits
+//! (`accounts::Attempts`, `login.rs`); the network module and the web page
+//! group with the same function.
 
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
+
+use buildat_network_api::address::show_limit_group;
 
 /// The IP address of a peer's `HOST:PORT` (or of a bare address), in its
 /// one form; `None` when it is neither.
@@ -22,22 +24,10 @@ pub fn peer_ip(address: &str) -> Option<IpAddr> {
     Some(ip.to_canonical())
 }
 
-/// What the per-address limits count `ip` under: the address itself for
-/// IPv4, its /64 (`2001:db8:1:2::/64`) for IPv6.
-pub fn limit_group(ip: IpAddr) -> String {
-    match ip.to_canonical() {
-        IpAddr::V4(v4) => v4.to_string(),
-        IpAddr::V6(v6) => {
-            let bits = u128::from(v6) & !(u128::MAX >> 64);
-            format!("{}/64", Ipv6Addr::from(bits))
-        }
-    }
-}
-
-/// [`limit_group`] of an address as the game keeps it (a peer's IP); the
+/// The limit group of an address as the game keeps it (a peer's IP); the
 /// text itself if it is no address.
 pub fn limit_group_of(address: &str) -> String {
-    peer_ip(address).map_or_else(|| address.to_string(), limit_group)
+    peer_ip(address).map_or_else(|| address.to_string(), show_limit_group)
 }
 
 #[cfg(test)]
@@ -61,7 +51,7 @@ mod tests {
 
     #[test]
     fn ipv6_is_grouped_by_its_64_and_ipv4_by_address() {
-        let group = |a: &str| limit_group(a.parse().unwrap());
+        let group = limit_group_of;
         assert_eq!(group("2001:db8:1:2::1"), "2001:db8:1:2::/64");
         assert_eq!(
             group("2001:db8:1:2:ffff:ffff:ffff:ffff"),

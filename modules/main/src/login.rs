@@ -43,7 +43,7 @@ pub(crate) struct PendingLogin {
     /// the name is free (a claim).
     account: Option<(String, String)>,
     address: String,
-    /// Its `addresses::limit_group`.
+    /// Its `addresses::limit_group_of`.
     group: String,
     /// That group logged in to the account before.
     known: bool,
@@ -66,7 +66,7 @@ pub(crate) fn check_guests(setting: &str, ip: Option<IpAddr>) -> Result<bool, St
     match setting {
         "true" => Ok(true),
         "false" => Ok(false),
-        "auto" => Ok(ip.is_some_and(|ip| ip.to_canonical().is_loopback())),
+        "auto" => Ok(ip.is_some_and(buildat_network_api::address::is_loopback)),
         other => Err(format!("main.guests is true, false or auto, not {other:?}")),
     }
 }

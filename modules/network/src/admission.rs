@@ -3,24 +3,16 @@
 //!
 //! Owns: the count of connections per address group and each group's
 //! connect-rate token bucket (forgotten once the group has no connection
-//! and a full bucket), the group itself ([`limit_group`]: an IPv4 address
-//! alone, IPv4-mapped IPv6 as IPv4, an IPv6 address's /64, so one host
-//! cannot take a fresh share per address of its /64; `main` groups logins
-//! the same way), the cap on peers derived from the descriptor limit.
+//! and a full bucket), counted by `buildat_network_api::address`'s
+//! `limit_group` (an IPv6 /64 is one address, as for `main` and `web`),
+//! the cap on peers derived from the descriptor limit.
 //! Does not own: sockets, refusing them (`peer::refuse`) or the peer table.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv6Addr};
-use std::time::Instant;
+use std::net::IpAddr;
 
-/// What the per-address limits count `ip` under: an IPv4 address (also
-/// as `::ffff:a.b.c.d`) alone, an IPv6 address's /64.
-pub(crate) fn limit_group(ip: IpAddr) -> IpAddr {
-    match ip.to_canonical() {
-        IpAddr::V4(v4) => IpAddr::V4(v4),
-        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !(u128::MAX >> 64))),
-    }
-}
+use buildat_network_api::address::{limit_group, show_limit_group};
+use std::time::Instant;
 
 /// Descriptors kept free of peers for everything else the process opens
 /// (module images, the world database, log files, refusals in progress).
@@ -79,11 +71,8 @@ impl Admission {
     /// why not otherwise (said to the client, so it names no other peer).
     pub fn admit(&mut self, ip: IpAddr, now: Instant) -> Result<(), String> {
         let limits = self.limits;
+        let from = show_limit_group(ip);
         let ip = limit_group(ip);
-        let from = match ip {
-            IpAddr::V4(_) => ip.to_string(),
-            IpAddr::V6(_) => format!("{ip}/64"),
-        };
         let address = self.addresses.entry(ip).or_insert(Address {
             connections: 0,
             tokens: limits.connect_burst,

@@ -551,7 +551,7 @@ impl Shared {
         let Some(config) = tls else {
             return Ok((address, None, first));
         };
-        let plaintext_ok = forwarded::is_loopback(address.ip());
+        let plaintext_ok = buildat_network_api::address::is_loopback(address.ip());
         match tls::handshake(stream, config, deadline, first, plaintext_ok).await {
             Ok(tls::Opening::Tls(session)) => Ok((address, Some(*session), Vec::new())),
             Ok(tls::Opening::Plaintext(first)) => {

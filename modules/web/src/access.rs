@@ -19,8 +19,6 @@
 //! own. Names are what rebinding takes over, and only names this server is
 //! told of are answered.
 
-use std::net::IpAddr;
-
 use hyper::header::{COOKIE, HOST, HeaderMap};
 
 /// The cookie `/login` sets.
@@ -132,11 +130,7 @@ impl AllowedHosts {
     }
 }
 
-/// Whether `ip` is a loopback address (an IPv4-mapped one as its IPv4
-/// form).
-pub fn is_loopback(ip: IpAddr) -> bool {
-    ip.to_canonical().is_loopback()
-}
+pub use buildat_network_api::address::is_loopback;
 
 /// What the view cookie holds for `token`: the hex SHA-256 of a label and
 /// the token.
@@ -244,13 +238,6 @@ mod tests {
         let hosts = AllowedHosts::new("box.lan:20080", &[]);
         assert_eq!(hosts.check_name("box.lan:20080"), Ok(()));
         assert!(hosts.check_name("evil.example").is_err());
-    }
-
-    #[test]
-    fn mapped_loopback_is_loopback() {
-        assert!(is_loopback("::ffff:127.0.0.1".parse().expect("ip")));
-        assert!(is_loopback("::1".parse().expect("ip")));
-        assert!(!is_loopback("::ffff:192.0.2.1".parse().expect("ip")));
     }
 
     #[test]

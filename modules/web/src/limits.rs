@@ -1,7 +1,7 @@
 //! What one client may cost the web page: connections and requests.
 //!
-//! Owns: the address a limit counts by ([`address_key`]: an IPv4 address,
-//! an IPv6 one by its /64, an IPv4-mapped IPv6 one as its IPv4 form), the
+//! Owns (counting an address by `buildat_network_api::address`'s
+//! `limit_group`, an IPv6 /64 as one, as the game port does): the
 //! connection cap ([`Connections`]: `web.max_connections` in all, of which
 //! clients off loopback together hold at most three quarters, so strangers
 //! cannot shut the operator's own browser out, and
@@ -14,8 +14,10 @@
 //! what (`access.rs`).
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
+
+use buildat_network_api::address::limit_group;
 use std::time::{Duration, Instant};
 
 /// Connections one address off loopback may hold (a browser opens 6).
@@ -28,17 +30,6 @@ pub const RATE_PER_SECOND: f64 = 60.0;
 /// Addresses the rate remembers before forgetting those with a full
 /// allowance.
 const RATE_TABLE: usize = 4096;
-
-/// The address limits count `ip` as.
-pub fn address_key(ip: IpAddr) -> IpAddr {
-    match ip.to_canonical() {
-        IpAddr::V4(v4) => IpAddr::V4(v4),
-        IpAddr::V6(v6) => {
-            let prefix = u128::from(v6) & !((1u128 << 64) - 1);
-            IpAddr::V6(Ipv6Addr::from(prefix))
-        }
-    }
-}
 
 #[derive(Default)]
 struct Open {
@@ -75,7 +66,7 @@ impl Connections {
     /// Counts a connection from `ip`, or `None` if it is one too many.
     pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Admitted> {
         let loopback = crate::access::is_loopback(ip);
-        let key = (!loopback).then(|| address_key(ip));
+        let key = (!loopback).then(|| limit_group(ip));
         let mut open = self.open();
         if open.total >= self.max {
             return None;
@@ -147,7 +138,7 @@ impl RequestRate {
     /// Takes one request of `ip`'s allowance at `now`; when none is left,
     /// how long until one is.
     pub fn check(&self, ip: IpAddr, now: Instant) -> Result<(), Duration> {
-        let key = address_key(ip);
+        let key = limit_group(ip);
         let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
         if buckets.len() >= RATE_TABLE && !buckets.contains_key(&key) {
             let (burst, per_second) = (self.burst, self.per_second);
@@ -180,14 +171,14 @@ mod tests {
     #[test]
     fn ipv6_counts_by_its_64_and_mapped_ipv4_as_ipv4() {
         assert_eq!(
-            address_key(ip("2001:db8:1:2:aaaa::1")),
-            address_key(ip("2001:db8:1:2:bbbb::9"))
+            limit_group(ip("2001:db8:1:2:aaaa::1")),
+            limit_group(ip("2001:db8:1:2:bbbb::9"))
         );
         assert_ne!(
-            address_key(ip("2001:db8:1:2::1")),
-            address_key(ip("2001:db8:1:3::1"))
+            limit_group(ip("2001:db8:1:2::1")),
+            limit_group(ip("2001:db8:1:3::1"))
         );
-        assert_eq!(address_key(ip("::ffff:192.0.2.1")), ip("192.0.2.1"));
+        assert_eq!(limit_group(ip("::ffff:192.0.2.1")), ip("192.0.2.1"));
     }
 
     #[test]

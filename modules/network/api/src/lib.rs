@@ -576,6 +576,86 @@ mod tests {
     }
 }
 
+/// Peer addresses as limits, bans and the loopback rule see them, defined
+/// once for the network module, the game, the web page and the client.
+pub mod address {
+    use std::net::{IpAddr, Ipv6Addr};
+
+    /// Whether `ip` is this machine's own (an IPv4-mapped loopback address,
+    /// `::ffff:127.0.0.1`, too): served plaintext on a TLS port, a guest
+    /// under `main.guests=auto`, never pinned by the client.
+    pub fn is_loopback(ip: IpAddr) -> bool {
+        ip.to_canonical().is_loopback()
+    }
+
+    /// What per-address limits count `ip` under: an IPv4 address (also as
+    /// `::ffff:a.b.c.d`) alone, an IPv6 address's /64 (one subscriber
+    /// usually holds a whole /64).
+    pub fn limit_group(ip: IpAddr) -> IpAddr {
+        match ip.to_canonical() {
+            IpAddr::V4(v4) => IpAddr::V4(v4),
+            IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !(u128::MAX >> 64))),
+        }
+    }
+
+    /// [`limit_group`] as text: `10.0.0.1`, `2001:db8:1:2::/64`.
+    pub fn show_limit_group(ip: IpAddr) -> String {
+        match limit_group(ip) {
+            IpAddr::V4(v4) => v4.to_string(),
+            IpAddr::V6(v6) => format!("{v6}/64"),
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        fn ip(text: &str) -> IpAddr {
+            text.parse().expect("an address")
+        }
+
+        #[test]
+        fn ipv6_is_grouped_by_its_64_and_ipv4_by_address() {
+            assert_eq!(show_limit_group(ip("2001:db8:1:2::1")), "2001:db8:1:2::/64");
+            assert_eq!(
+                limit_group(ip("2001:db8:1:2:ffff:ffff:ffff:ffff")),
+                limit_group(ip("2001:db8:1:2::1"))
+            );
+            assert_ne!(
+                limit_group(ip("2001:db8:1:3::1")),
+                limit_group(ip("2001:db8:1:2::1"))
+            );
+            assert_eq!(show_limit_group(ip("10.0.0.1")), "10.0.0.1");
+            assert_ne!(limit_group(ip("10.0.0.2")), limit_group(ip("10.0.0.1")));
+            assert_eq!(limit_group(ip("::ffff:10.0.0.1")), ip("10.0.0.1"));
+        }
+
+        #[test]
+        fn loopback_includes_mapped_addresses() {
+            for text in [
+                "127.0.0.1",
+                "127.9.9.9",
+                "127.3.2.1",
+                "::1",
+                "::ffff:127.0.0.1",
+            ] {
+                assert!(is_loopback(ip(text)), "{text}");
+            }
+            for text in [
+                "203.0.113.7",
+                "::ffff:203.0.113.7",
+                "0.0.0.0",
+                "192.0.2.2",
+                "10.0.0.1",
+                "::ffff:10.0.0.1",
+                "::",
+            ] {
+                assert!(!is_loopback(ip(text)), "{text}");
+            }
+        }
+    }
+}
+
 /// The TLS layer of the game port (docs/protocol.md §1.1): what the server
 /// and the client agree on, defined once.
 pub mod tls {
