@@ -535,6 +535,18 @@ impl Game {
         self.set_privilege(by, who, "all", true)
     }
 
+    /// The key and shown name of the account `who` names; an error when
+    /// the name is malformed or no account holds it.
+    fn check_account(&self, who: &str) -> Result<(String, String), String> {
+        let key = check_name(who)?.key;
+        let name = self
+            .accounts
+            .get_name(&key)
+            .map_err(account_error)?
+            .ok_or_else(|| format!("no account is called {who}"))?;
+        Ok((key, name))
+    }
+
     /// Closes the connections of the account `key` (playing, joining or
     /// logged in), telling them `reason`; how many.
     fn disconnect_account(&mut self, key: &str, reason: &str) -> usize {
@@ -565,12 +577,7 @@ impl Game {
     /// (never logged); the account has no privileges until its player sets
     /// its own, and whoever plays it now is disconnected.
     fn reset_password(&mut self, by: &str, who: &str) -> Result<String, String> {
-        let key = check_name(who)?.key;
-        let name = self
-            .accounts
-            .get_name(&key)
-            .map_err(account_error)?
-            .ok_or_else(|| format!("no account is called {who}"))?;
+        let (key, name) = self.check_account(who)?;
         let password = one_time_password().map_err(|e| format!("reading random bytes: {e}"))?;
         // Hashed here, not on the login workers: an operator's act, rare.
         let verifier = hash_password(&password).map_err(account_error)?;
@@ -612,12 +619,7 @@ impl Game {
         privilege: &str,
         granted: bool,
     ) -> Result<String, String> {
-        let key = check_name(who)?.key;
-        let name = self
-            .accounts
-            .get_name(&key)
-            .map_err(account_error)?
-            .ok_or_else(|| format!("no account is called {who}"))?;
+        let (key, name) = self.check_account(who)?;
         let privileges: Vec<String> = if privilege == "all" {
             self.privileges.keys().cloned().collect()
         } else if self.privileges.contains_key(privilege) {
