@@ -48,32 +48,43 @@ impl Bus {
         payload: Vec<u8>,
         from: Option<&ModuleSlot>,
     ) -> Result<usize, EmitRefused> {
-        // Cloned out of the map, so no shard lock is held while waiting.
-        let Some(subscribers) = self.subs.get(name).map(|s| s.clone()) else {
-            return Ok(0);
+        // Every subscriber first without waiting, under the map's read
+        // lock; only the full ones are kept (no copy of the list per event)
+        // and waited for after the lock is let go.
+        let mut full = Vec::new();
+        let (subscribers, event) = {
+            let Some(subscribers) = self.subs.get(name) else {
+                return Ok(0);
+            };
+            let event = Arc::new(EventMsg {
+                name: name.to_string(),
+                payload,
+                queued_at: Instant::now(),
+            });
+            for slot in subscribers.iter() {
+                if slot.try_push(Message::Event(event.clone())).is_err() {
+                    full.push(slot.clone());
+                }
+            }
+            (subscribers.len(), event)
         };
-        let event = Arc::new(EventMsg {
-            name: name.to_string(),
-            payload,
-            queued_at: Instant::now(),
-        });
         let deadline = from.map(|_| Instant::now() + FULL_QUEUE_WAIT);
         let mut refused = Vec::new();
-        for slot in &subscribers {
+        for slot in &full {
             let wait = match deadline {
                 Some(_) if from.is_some_and(|f| std::ptr::eq(f, &**slot)) => Duration::ZERO,
                 Some(deadline) => deadline.saturating_duration_since(Instant::now()),
                 None => Duration::ZERO,
             };
-            if let Err(full) = slot.push(Message::Event(event.clone()), wait) {
-                refused.push(full);
+            if let Err(queue_full) = slot.push(Message::Event(event.clone()), wait) {
+                refused.push(queue_full);
             }
         }
         if refused.is_empty() {
-            Ok(subscribers.len())
+            Ok(subscribers)
         } else {
             Err(EmitRefused {
-                subscribers: subscribers.len(),
+                subscribers,
                 refused,
             })
         }

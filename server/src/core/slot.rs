@@ -209,38 +209,51 @@ impl ModuleSlot {
     /// make room, then refuses it (logged with the module's name, at most
     /// once a second with the count since). A queue holding nothing takes
     /// any one message, however big. A stop is never refused.
-    pub fn push(&self, message: Message, wait: Duration) -> Result<(), QueueFull> {
-        let size = message.bytes();
+    pub fn push(&self, mut message: Message, wait: Duration) -> Result<(), QueueFull> {
         let deadline = Instant::now() + wait;
         loop {
-            let reserved =
-                self.queued_bytes
-                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |queued| {
-                        (queued == 0
-                            || size == 0
-                            || queued.saturating_add(size) <= self.max_queue_bytes)
-                            .then(|| queued.saturating_add(size))
-                    });
-            match reserved {
-                Ok(_) => {
-                    // The receiver lives in the slot, so sending cannot fail.
-                    let _ = self.queue_tx.send(message);
-                    return Ok(());
-                }
-                Err(queued) if Instant::now() >= deadline => {
+            match self.try_push(message) {
+                Ok(()) => return Ok(()),
+                Err((refused, queued)) if Instant::now() >= deadline => {
                     let full = QueueFull {
                         module: self.name.clone(),
                         queued,
                         bound: self.max_queue_bytes,
-                        what: message.describe(),
+                        what: refused.describe(),
                     };
                     self.log_refusal(&full);
                     return Err(full);
                 }
                 // Rare (the module is far behind): polled, so the hot path
                 // (`recv`) needs no lock or wake-up.
-                Err(_) => std::thread::sleep(Duration::from_millis(1)),
+                Err((refused, _)) => {
+                    message = refused;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
             }
+        }
+    }
+
+    /// Queues `message` if it fits now; otherwise gives it back with the
+    /// bytes queued, neither waiting nor logging (the bus tries every
+    /// subscriber this way first, then waits only for the full ones).
+    pub fn try_push(&self, message: Message) -> Result<(), (Message, u64)> {
+        let size = message.bytes();
+        let reserved =
+            self.queued_bytes
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |queued| {
+                    (queued == 0
+                        || size == 0
+                        || queued.saturating_add(size) <= self.max_queue_bytes)
+                        .then(|| queued.saturating_add(size))
+                });
+        match reserved {
+            Ok(_) => {
+                // The receiver lives in the slot, so sending cannot fail.
+                let _ = self.queue_tx.send(message);
+                Ok(())
+            }
+            Err(queued) => Err((message, queued)),
         }
     }
 
