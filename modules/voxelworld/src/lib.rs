@@ -26,8 +26,12 @@
 //! Light is derived from the voxels (`buildat_voxel::light`): computed when
 //! a chunk is first streamed, relit once a tick for everything changed in
 //! it, streamed after each chunk and when it changes, never stored.
+//! Streaming (`stream.rs`): each player gets the registry, then the chunks
+//! around where the game says it is (`voxelworld:viewer_moved`,
+//! `voxelworld:viewers_moved`) nearest first, each followed by its light,
+//! and the changes to the chunks it holds.
 //! Does not own: terrain (a generator module, `worldgen` by default) or
-//! sending chunks to players (a game or streaming module).
+//! where players are and what they may do (the game module).
 //!
 //! Settings (`--set KEY=VALUE`): `voxelworld.max_loaded_sections` (default
 //! 4096), `voxelworld.save_interval_s` (default 5), `voxelworld.generator`
@@ -80,12 +84,11 @@ use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
 use buildat_voxelworld_api::stream::{Ack, Registry};
 use buildat_voxelworld_api::{
     ApplyGenerated, ColumnTops, Commit, CreateNode, CreateNodes, EditOutcome, EditVoxel,
-    EditVoxels, Generate, GeneratedSection, GenerationCancel, GenerationRequest, GetChunk, GetNode,
+    EditVoxels, Generate, GeneratedSection, GenerationCancel, GenerationRequest, GetNode,
     GetRegistry, GetSizes, GetVoxel, GetVoxels, GetWorldConfig, ListNodes, LoadOrGenerateSection,
     MoveNodes, NodeVolumeUpdated, NodesChanged, Pregen, PregenReport, RegisterBlock, RemoveNode,
-    RemoveNodes, RemoveViewer, Replace, Save, SectionStatus, SetNodeParent, SetNodeVar,
-    SetSectionSaveEnabled, SetVoxel, Sizes, SpecialVoxels, Viewer, Viewers, WorldConfig,
-    WorldStats,
+    RemoveNodes, Replace, Save, SectionStatus, SetNodeParent, SetNodeVar, SetSectionSaveEnabled,
+    SetVoxel, Sizes, SpecialVoxels, Viewer, Viewers, WorldConfig, WorldStats,
 };
 use buildat_voxelworld_api::{
     DropOldTables, GetStats, GetValue, ListValues, MAX_VALUE_BYTES, MAX_VALUE_WRITES, PutValues,
@@ -133,7 +136,7 @@ struct WorldStash {
     blocks: buildat_voxel::BlockRegistry,
     sections: Vec<StashedSection>,
     /// Who is streamed what, so players keep their world across the reload.
-    viewers: HashMap<PeerId, stream::Viewer>,
+    viewers: HashMap<PeerId, stream::ViewerState>,
 }
 
 impl buildat_interface::Stash for WorldStash {
@@ -1314,11 +1317,6 @@ impl Module for VoxelWorld {
     fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
         buildat_interface::answer_calls!(function, payload, {
             RegisterBlock => |request: RegisterBlock| self.register_block(request),
-            Viewer => |viewer| self.set_viewer(viewer),
-            RemoveViewer => |request: RemoveViewer| {
-                self.streamer.remove_viewer(request.peer);
-                Ok(())
-            },
             GetRegistry => |_| Ok(self.world.voxels.clone()),
             GetWorldConfig => |_| {
                 Ok(WorldConfig {
@@ -1365,7 +1363,6 @@ impl Module for VoxelWorld {
                     .map_err(world_error)
             },
             ApplyGenerated => |request: ApplyGenerated| self.apply_generated(request.section),
-            GetChunk => |request: GetChunk| self.world.get_chunk(request.chunk).map_err(world_error),
             CreateNode => |request: CreateNode| {
                 self.world
                     .create_node(request.position, request.save_enabled, request.vars)

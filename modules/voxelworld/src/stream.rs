@@ -15,7 +15,8 @@
 //! chunk, one in flight) is in the packets it returns; a chunk that cannot
 //! be read now (a storage error) stays queued and the error is reported in
 //! the outbox, so nothing is recorded as sent that was dropped. Does not own: the world (`world.rs`), sockets (`network`), or
-//! where players are (a game module tells us with `set_viewer`).
+//! where players are (a game module tells us with `voxelworld:viewer_moved`
+//! and `voxelworld:viewers_moved`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -36,7 +37,7 @@ const SCAN_LIMIT: usize = 64;
 const CACHE_LIMIT: usize = 20_000;
 
 #[derive(Default, Serialize, Deserialize)]
-pub struct Viewer {
+pub struct ViewerState {
     center: Option<Pos>,
     /// Chunks the client holds (sent and not withdrawn).
     held: HashSet<Pos>,
@@ -102,7 +103,7 @@ pub struct Alike {
 }
 
 pub struct Streamer {
-    viewers: HashMap<PeerId, Viewer>,
+    viewers: HashMap<PeerId, ViewerState>,
     /// Changes' packets queued so far (the next one's [`Queued::order`]).
     queued_changes: u64,
     /// Who holds each chunk: exactly the viewers whose `held` has it.
@@ -141,7 +142,7 @@ impl HoldersIndex {
         self.0.get(chunk).into_iter().flatten().copied()
     }
 
-    fn rebuild(viewers: &HashMap<PeerId, Viewer>) -> Self {
+    fn rebuild(viewers: &HashMap<PeerId, ViewerState>) -> Self {
         let mut index = Self::default();
         for (peer, viewer) in viewers {
             for chunk in &viewer.held {
@@ -206,14 +207,14 @@ impl Streamer {
     }
 
     /// The viewers, to carry across a reload of the module.
-    pub fn take_viewers(&mut self) -> HashMap<PeerId, Viewer> {
+    pub fn take_viewers(&mut self) -> HashMap<PeerId, ViewerState> {
         self.holders = HoldersIndex::default();
         std::mem::take(&mut self.viewers)
     }
 
     /// Puts back viewers from [`Streamer::take_viewers`] (acks sent during
     /// the reload wait in the module's queue and arrive afterwards).
-    pub fn restore_viewers(&mut self, viewers: HashMap<PeerId, Viewer>) {
+    pub fn restore_viewers(&mut self, viewers: HashMap<PeerId, ViewerState>) {
         self.holders = HoldersIndex::rebuild(&viewers);
         let newest = viewers
             .values()

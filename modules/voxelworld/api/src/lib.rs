@@ -64,9 +64,9 @@ impl Event for NodeVolumeUpdated {
 }
 
 /// Stream the world around `position` to `peer` (registry first, then
-/// chunks nearest first; see [`stream`]). A call (`set_viewer`), and the
-/// same as an event (`voxelworld:viewer_moved`): a game emits it on every
-/// move without waiting for the world.
+/// chunks nearest first; see [`stream`]): an event a game emits on every
+/// move without waiting for the world. A peer that disconnects stops being
+/// streamed to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Viewer {
     pub peer: PeerId,
@@ -85,12 +85,6 @@ pub struct Viewers {
 }
 impl Event for Viewers {
     const NAME: &'static str = "voxelworld:viewers_moved";
-}
-
-/// Call: stop streaming to a peer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RemoveViewer {
-    pub peer: PeerId,
 }
 
 /// Call: register a block; answers the voxel ids it uses.
@@ -287,12 +281,6 @@ pub struct GeneratedSection {
     pub section: Pos,
     /// Each chunk's voxel blob (`buildat_format::encode_voxels`, voxels by name).
     pub chunks: Vec<(Pos, ChunkData)>,
-}
-
-/// Call: a chunk's voxel blob (voxels by name); `None` where not generated.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GetChunk {
-    pub chunk: Pos,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -672,8 +660,6 @@ buildat_interface::calls! {
 
 buildat_interface::calls! {
     module MODULE;
-    Viewer = "set_viewer" -> ();
-    RemoveViewer = "remove_viewer" -> ();
     RegisterBlock = "register_block" -> Vec<u32>;
     GetRegistry = "get_registry" -> VoxelRegistry;
     GetSizes = "get_sizes" -> Sizes;
@@ -687,7 +673,6 @@ buildat_interface::calls! {
     LoadOrGenerateSection = "load_or_generate_section" -> SectionStatus;
     SetSectionSaveEnabled = "set_section_save_enabled" -> ();
     ApplyGenerated = "apply_generated" -> ();
-    GetChunk = "get_chunk" -> Option<ChunkData>;
     CreateNode = "create_node" -> u64;
     CreateNodes = "create_nodes" -> Vec<Option<u64>>;
     GetNode = "get_node" -> Option<DynamicNode>;
