@@ -97,6 +97,43 @@ crate::calls! {
     RunModuleCommand = "run_module_command" -> String;
 }
 
+/// `declare_settings`: the calling module's settings under `namespace`
+/// ([`crate::settings::Settings::declare`], on `core:start` and
+/// `core:continue`), replacing what it declared before under it; kept
+/// until the module unloads. The core warns about `--set` keys in the
+/// namespace that none declares.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeclareSettings {
+    pub namespace: String,
+    pub settings: Vec<crate::settings::SettingInfo>,
+}
+
+/// `list_settings`: every loaded module's declared settings, in load order,
+/// with their current values.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListSettings {}
+
+/// One module's settings, as [`ListSettings`] answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModuleSettings {
+    pub module: String,
+    pub settings: Vec<CurrentSetting>,
+}
+
+/// A declared setting and its value now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CurrentSetting {
+    pub info: crate::settings::SettingInfo,
+    /// The value set (`--set KEY=VALUE`); `None`: unset, the default holds.
+    pub value: Option<String>,
+}
+
+crate::calls! {
+    module CORE;
+    DeclareSettings = "declare_settings" -> ();
+    ListSettings = "list_settings" -> Vec<ModuleSettings>;
+}
+
 /// Answered by a module for each command it registered: run it with the
 /// words after its name; the reply is what the console prints. Addressed to
 /// the registering module with `Host::call_module` (the core does this).

@@ -23,6 +23,7 @@ pub mod log_limit;
 pub mod meta;
 pub mod module;
 pub mod payload;
+pub mod settings;
 pub mod shared;
 pub mod stash;
 
