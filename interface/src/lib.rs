@@ -3,7 +3,9 @@
 //! Owns the contract between the server and its modules: the C ABI
 //! ([`abi`]), the safe [`Module`] trait and [`Host`] handle with the
 //! [`export_module!`] macro ([`module`]), payload encoding ([`payload`]),
-//! typed calls ([`call`]) and events ([`events`]), the reload stash
+//! typed calls ([`call`]) and events ([`events`]), the table of what a
+//! module receives ([`receive`]), an in-process host for module tests
+//! ([`testing`]), the reload stash
 //! ([`stash`]), the core's own events and calls ([`core_api`]),
 //! configuration keys ([`config`]), `meta.json` ([`meta`]) and rate-limited
 //! logging of what outsiders cause ([`log_limit`]).
@@ -23,14 +25,17 @@ pub mod log_limit;
 pub mod meta;
 pub mod module;
 pub mod payload;
-pub mod settings;
+pub mod receive;
 pub mod shared;
 pub mod stash;
+pub mod testing;
 
 pub use call::Call;
 pub use events::Event;
+pub use clap;
 pub use log;
 pub use module::{CallError, Host, HostError, Module, ModuleError, UnloadKind};
 pub use payload::{PayloadError, decode, encode};
+pub use receive::Receive;
 pub use shared::SharedBytes;
 pub use stash::{Stash, StashError};

@@ -16,6 +16,7 @@ use std::sync::{Mutex, OnceLock};
 use crate::abi::{self, ByteSink, HostTable, ModuleDescriptor, RawSlice, Status};
 use crate::call::Call;
 use crate::payload::{self, PayloadError};
+use crate::receive::{Dispatch, Receive};
 use crate::shared::SharedBytes;
 use crate::stash::{self, Stash, StashError};
 
@@ -38,6 +39,13 @@ pub enum ModuleError {
     Host(#[from] HostError),
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// A payload that does not decode as what the receive table expects
+    /// (`what`: "event NAME" or "call NAME").
+    #[error("malformed {what}: {error}")]
+    Malformed { what: String, error: PayloadError },
+    /// A command's words that do not parse: clap's message and usage.
+    #[error("{0}")]
+    Usage(String),
 }
 
 impl ModuleError {
@@ -419,15 +427,24 @@ impl Host {
 pub trait Module: Sized + 'static {
     fn create(host: Host) -> Result<Self, ModuleError>;
 
+    /// Declares what the module receives (see [`crate::receive`]): events,
+    /// calls, commands and its reload stash, each with its handler. Runs
+    /// once per instance, right after [`Module::create`].
+    fn receive(table: &mut Receive<Self>) {
+        let _ = table;
+    }
+
     fn init(&mut self) -> Result<(), ModuleError> {
         Ok(())
     }
 
+    /// An event the table does not handle.
     fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
         let _ = (name, payload);
         Ok(())
     }
 
+    /// A call the table does not answer.
     fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
         let _ = payload;
         Err(ModuleError::UnknownFunction(function.to_string()))
@@ -520,6 +537,9 @@ fn guard(out: *const ByteSink, f: impl FnOnce() -> Result<Vec<u8>, ModuleError>)
             abi::STATUS_NOT_FOUND,
             format!("unknown function '{name}'").into_bytes(),
         ),
+        Ok(Err(error @ ModuleError::Malformed { .. })) => {
+            (abi::STATUS_INVALID, error.to_string().into_bytes())
+        }
         Ok(Err(error)) => (abi::STATUS_ERROR, error.to_string().into_bytes()),
         Err(panic) => {
             let message = panic_message(&*panic);
@@ -555,7 +575,7 @@ pub mod glue {
             let host = unsafe { Host::from_raw(host) }
                 .ok_or_else(|| ModuleError::msg("host table missing or of another ABI version"))?;
             install_host_hooks(host);
-            let module = M::create(host)?;
+            let module = Dispatch::<M>::create(host)?;
             // SAFETY: the host passes a valid out pointer.
             unsafe { *instance = Box::into_raw(Box::new(module)).cast() };
             Ok(Vec::new())
@@ -564,9 +584,9 @@ pub mod glue {
 
     /// # Safety
     /// `instance` must come from `create::<M>` and not be destroyed.
-    unsafe fn module<'a, M: Module>(instance: *mut c_void) -> &'a mut M {
+    unsafe fn module<'a, M: Module>(instance: *mut c_void) -> &'a mut Dispatch<M> {
         // SAFETY: guaranteed by the caller; calls are serialised on one thread.
-        unsafe { &mut *instance.cast::<M>() }
+        unsafe { &mut *instance.cast::<Dispatch<M>>() }
     }
 
     /// # Safety
@@ -644,7 +664,7 @@ pub mod glue {
     ) -> Status {
         guard(err, || {
             // SAFETY: `instance` came from Box::into_raw in `create::<M>`.
-            drop(unsafe { Box::from_raw(instance.cast::<M>()) });
+            drop(unsafe { Box::from_raw(instance.cast::<Dispatch<M>>()) });
             Ok(Vec::new())
         })
     }
