@@ -26,6 +26,7 @@ pub mod meta;
 pub mod module;
 pub mod payload;
 pub mod receive;
+pub mod settings;
 pub mod shared;
 pub mod stash;
 pub mod testing;
