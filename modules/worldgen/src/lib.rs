@@ -14,7 +14,7 @@
 
 mod pool;
 
-use buildat_format::encode_voxels;
+use buildat_format::{VoxelBlobError, encode_voxels};
 use buildat_interface::{
     Event, Host, Module, ModuleError, UnloadKind, decode, events, export_module, log,
 };
@@ -25,19 +25,80 @@ use buildat_voxelworld_api::{
 };
 use buildat_worldgen_terrain as terrain;
 
+/// Why a section could not be generated. Never an empty or partial
+/// section in its place: the error names the section, is logged, and
+/// answers the `generate` call that asked for it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GenerateError {
+    #[error("section {section:?}: chunk {chunk:?} does not encode: {source}")]
+    Encode {
+        section: Pos,
+        chunk: Pos,
+        #[source]
+        source: VoxelBlobError,
+    },
+    #[error("section {section:?}: generating it panicked: {message}")]
+    Panicked { section: Pos, message: String },
+}
+
+impl From<GenerateError> for ModuleError {
+    fn from(error: GenerateError) -> Self {
+        ModuleError::msg(error.to_string())
+    }
+}
+
 /// A section's chunks, generated and encoded as voxel blobs.
-pub fn generate_section(seed: u64, section_size: SectionSize, section: Pos) -> GeneratedSection {
-    let chunks = section_size
-        .chunks_of_section(section)
-        .into_iter()
-        .map(|chunk| {
-            let voxels = terrain::generate_chunk(seed, chunk);
-            let blob = encode_voxels(&voxels, |id| terrain::PALETTE.get(id as usize).copied())
-                .unwrap_or_default();
-            (chunk, ChunkData { node_id: 0, blob })
-        })
-        .collect();
-    GeneratedSection { section, chunks }
+pub fn generate_section(
+    seed: u64,
+    section_size: SectionSize,
+    section: Pos,
+) -> Result<GeneratedSection, GenerateError> {
+    generate_section_with(section_size, section, |chunk| {
+        terrain::generate_chunk(seed, chunk)
+    })
+}
+
+/// A section's chunks from `chunk_voxels` (ids into [`terrain::PALETTE`]),
+/// encoded; a panic in `chunk_voxels` is an error naming the section.
+pub fn generate_section_with(
+    section_size: SectionSize,
+    section: Pos,
+    chunk_voxels: impl Fn(Pos) -> Vec<u32>,
+) -> Result<GeneratedSection, GenerateError> {
+    let generate = || {
+        section_size
+            .chunks_of_section(section)
+            .into_iter()
+            .map(|chunk| {
+                let voxels = chunk_voxels(chunk);
+                let blob = encode_voxels(&voxels, |id| terrain::PALETTE.get(id as usize).copied())
+                    .map_err(|source| GenerateError::Encode {
+                        section,
+                        chunk,
+                        source,
+                    })?;
+                Ok((chunk, ChunkData { node_id: 0, blob }))
+            })
+            .collect::<Result<Vec<_>, GenerateError>>()
+    };
+    let chunks =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(generate)).map_err(|panic| {
+            GenerateError::Panicked {
+                section,
+                message: panic_message(panic.as_ref()),
+            }
+        })??;
+    Ok(GeneratedSection { section, chunks })
+}
+
+/// What a panic said, if it said it as text.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_string())
 }
 
 struct Worldgen {
@@ -111,7 +172,7 @@ impl Module for Worldgen {
 
     fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
         buildat_interface::answer_calls!(function, payload, {
-            Generate => |request: Generate| Ok(self.generate(&request.sections)),
+            Generate => |request: Generate| Ok(self.generate(&request.sections)?),
         })
     }
 
@@ -131,27 +192,98 @@ fn workers() -> usize {
 }
 
 impl Worldgen {
-    /// Generates sections on every core at once.
-    fn generate(&self, sections: &[Pos]) -> Vec<GeneratedSection> {
+    /// Generates sections on every core at once; the first that fails is
+    /// the answer (logged with its section).
+    fn generate(&self, sections: &[Pos]) -> Result<Vec<GeneratedSection>, GenerateError> {
         let (seed, size) = (self.seed, self.section_size);
-        let per_worker = sections.len().div_ceil(workers()).max(1);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = sections
-                .chunks(per_worker)
-                .map(|batch| {
-                    scope.spawn(move || {
-                        batch
-                            .iter()
-                            .map(|s| generate_section(seed, size, *s))
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_default())
-                .collect()
+        generate_sections(sections, workers(), |section| {
+            generate_section(seed, size, section)
         })
+        .inspect_err(|error| log::error!("generate: {error}"))
+    }
+}
+
+/// `generate` for each of `sections`, on `threads` threads at once, in
+/// order; the first error of any (a panic included) is the answer.
+pub fn generate_sections(
+    sections: &[Pos],
+    threads: usize,
+    generate: impl Fn(Pos) -> Result<GeneratedSection, GenerateError> + Sync,
+) -> Result<Vec<GeneratedSection>, GenerateError> {
+    let per_thread = sections.len().div_ceil(threads.max(1)).max(1);
+    let generate = &generate;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = sections
+            .chunks(per_thread)
+            .map(|batch| {
+                let handle = scope.spawn(move || {
+                    batch
+                        .iter()
+                        .map(|section| generate(*section))
+                        .collect::<Result<Vec<_>, _>>()
+                });
+                (batch, handle)
+            })
+            .collect();
+        let mut generated = Vec::with_capacity(sections.len());
+        for (batch, handle) in handles {
+            // `generate` catches its own panics; this one is anything else.
+            let sections = handle.join().map_err(|panic| GenerateError::Panicked {
+                section: batch[0],
+                message: panic_message(panic.as_ref()),
+            })??;
+            generated.extend(sections);
+        }
+        Ok(generated)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SIZE: SectionSize = SectionSize([1, 1, 1]);
+
+    #[test]
+    fn a_chunk_that_does_not_encode_is_an_error_naming_its_section_not_an_empty_chunk() {
+        let section = [3, -1, 2];
+        let error = generate_section_with(SIZE, section, |_| vec![u32::MAX; 16])
+            .expect_err("a voxel id outside the palette has no name");
+        assert!(
+            matches!(error, GenerateError::Encode { section: s, .. } if s == section),
+            "{error}"
+        );
+        assert!(error.to_string().contains("[3, -1, 2]"), "{error}");
+    }
+
+    #[test]
+    fn a_panicking_generator_is_an_error_naming_its_section_not_fewer_sections() {
+        let sections = [[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]];
+        let result = generate_sections(&sections, 2, |section| {
+            generate_section_with(SIZE, section, |chunk| {
+                assert_ne!(chunk, [2, 0, 0], "the generator's bug");
+                vec![1; 8]
+            })
+        });
+        let error = result.expect_err("one of four sections panicked");
+        assert!(
+            matches!(&error, GenerateError::Panicked { section, message }
+                if *section == [2, 0, 0] && message.contains("the generator's bug")),
+            "{error}"
+        );
+        let all = generate_sections(&sections, 3, |section| {
+            generate_section_with(SIZE, section, |_| vec![1; 8])
+        })
+        .expect("all four generate");
+        let order: Vec<Pos> = all.iter().map(|s| s.section).collect();
+        assert_eq!(order, sections, "every section, in order");
+    }
+
+    #[test]
+    fn the_terrain_generates_a_section() {
+        let generated = generate_section(1, SIZE, [0, 0, 0]).expect("terrain encodes");
+        assert_eq!(generated.chunks.len(), 1);
+        assert!(!generated.chunks[0].1.blob.is_empty());
     }
 }
 

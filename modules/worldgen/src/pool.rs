@@ -6,7 +6,9 @@
 //! queued once, at the smaller distance; a cancelled one leaves it) and the
 //! worker threads, stopped and joined by [`GenerationPool::stop`] (queued
 //! requests are dropped then: voxelworld asks again for what it did not
-//! get). Does not own: the terrain (`buildat-worldgen-terrain`) or what
+//! get). A section that fails to generate (does not encode, or its
+//! generation panics) is logged with its name and not handed over; the
+//! worker goes on. Does not own: the terrain (`buildat-worldgen-terrain`) or what
 //! voxelworld does with it.
 
 use std::collections::HashMap;
@@ -120,9 +122,15 @@ fn work(shared: &Shared, host: Host, seed: u64, section_size: SectionSize) {
                     .unwrap_or_else(PoisonError::into_inner);
             }
         };
-        let generated = crate::generate_section(seed, section_size, section);
-        if let Err(error) = host.call(&ApplyGenerated { section: generated }) {
-            log::warn!("handing section {section:?} to voxelworld: {error}");
+        // A section that fails is not handed over (nor an empty one in its
+        // place): voxelworld asks again for what it did not get.
+        match crate::generate_section(seed, section_size, section) {
+            Ok(generated) => {
+                if let Err(error) = host.call(&ApplyGenerated { section: generated }) {
+                    log::warn!("handing section {section:?} to voxelworld: {error}");
+                }
+            }
+            Err(error) => log::error!("{error}; not handed to voxelworld"),
         }
     }
 }
