@@ -56,11 +56,13 @@
 //! one needing a voxel of a section not generated waits (and the section
 //! is asked for). Persistent creatures are found again with
 //! `ListNodes { with_var: "creature" }` at start and every 5 s (their
-//! sections load later); how many were ever made is in
-//! `<world>/creatures.txt`, so a restart never makes them again. `reload
+//! sections load later); how many were ever made is kept in the world's
+//! storage (`count.rs`), so neither a restart nor a restored backup makes
+//! them again. `reload
 //! creatures` carries every creature's state over; unloading the module
 //! removes the transient ones.
 
+pub mod count;
 pub mod crowd;
 pub mod kinds;
 pub mod physics;
@@ -68,7 +70,6 @@ pub mod solidity;
 pub mod wander;
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use buildat_interface::core_api::{RegisterCommand, RunCommand};
@@ -115,52 +116,6 @@ const ACTIVE_CELL: f64 = 32.0;
 const SLEEP_AFTER: f64 = 10.0;
 /// Most sleeping creatures woken (a node made for each) a second.
 const WAKES_PER_SECOND: usize = 512;
-/// The file in the world folder counting the persistent creatures made.
-const MARKER_FILE: &str = "creatures.txt";
-const MARKER_KEY: &str = "persistent_created";
-
-/// Why the count of persistent creatures made could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum MarkerError {
-    #[error("reading {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{path}: no line '{MARKER_KEY} = N'")]
-    Malformed { path: PathBuf },
-}
-
-/// How many persistent creatures were ever made in the world whose folder
-/// is `world` (0 when the file is not there).
-pub fn read_marker(world: &Path) -> Result<u32, MarkerError> {
-    let path = world.join(MARKER_FILE);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(source) => return Err(MarkerError::Read { path, source }),
-    };
-    text.lines()
-        .filter_map(|line| line.split_once('='))
-        .find(|(key, _)| key.trim() == MARKER_KEY)
-        .and_then(|(_, value)| value.trim().parse().ok())
-        .ok_or(MarkerError::Malformed { path })
-}
-
-/// Records `created` (written aside and renamed: the file is either the
-/// old or the new count).
-pub fn write_marker(world: &Path, created: u32) -> std::io::Result<()> {
-    let path = world.join(MARKER_FILE);
-    let aside = world.join(format!("{MARKER_FILE}.new"));
-    let text = format!(
-        "# The creatures module: how many persistent creatures it has made in this world\n\
-         # (it never makes them again; remove this file to have them made once more).\n\
-         {MARKER_KEY} = {created}\n"
-    );
-    std::fs::write(&aside, text)?;
-    std::fs::rename(aside, path)
-}
-
 /// One creature: its node and its mind.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Creature {
@@ -315,7 +270,8 @@ struct Creatures {
     section_size: SectionSize,
     /// The spawn area's sections are generated (and their creatures found).
     prepared: bool,
-    /// Persistent creatures made in this world (the marker file's count).
+    /// Persistent creatures made in this world (kept in the world's
+    /// storage: `count.rs`).
     persistent_created: u32,
     /// Sections asked for, and when.
     asked: HashMap<Pos, Instant>,
@@ -603,7 +559,7 @@ impl Creatures {
             placed += 1;
         }
         if persistent_made
-            && let Err(error) = write_marker(&self.host.world_path(), self.persistent_created)
+            && let Err(error) = count::write_count(&mut self.host, self.persistent_created)
         {
             log::error!("creatures: recording the persistent creatures made: {error}");
         }
@@ -1174,7 +1130,8 @@ impl Module for Creatures {
                     self.restore(kept);
                     log::info!("creatures: resumed with {}", self.creatures.len());
                 } else if !self.headless {
-                    self.persistent_created = match read_marker(&self.host.world_path()) {
+                    let world = self.host.world_path();
+                    self.persistent_created = match count::read_count(&mut self.host, &world) {
                         Ok(created) => created,
                         Err(error) => {
                             // Better none made than made twice.
