@@ -16,6 +16,9 @@ use buildat_format::payload::{Packet, PayloadError};
 use buildat_interface::{Event, Host, ModuleError, SharedBytes};
 use serde::{Deserialize, Serialize};
 
+pub mod receive;
+pub use receive::ReceivePackets;
+
 /// The network module's name.
 pub const MODULE: &str = "network";
 
