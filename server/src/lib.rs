@@ -3,11 +3,16 @@
 //!
 //! Owns: [`core`] (module host, event bus, calls, watchdog), [`builder`]
 //! (cargo builds of modules), [`console`], [`watch`] (module file
-//! watching) and [`config`]. Does not own any
+//! watching), [`module_paths`] (a module path added while running),
+//! [`scaffold`] (`new-module`),
+//! [`config`] and the `settings` listing ([`settings`]). Does not own any
 //! game behaviour: that lives in modules.
 
 pub mod builder;
 pub mod config;
 pub mod console;
 pub mod core;
+pub mod module_paths;
+pub mod scaffold;
+pub mod settings;
 pub mod watch;

@@ -96,6 +96,9 @@ enum Command {
         #[arg(long, value_name = "X,Y,Z", value_parser = inspect::parse_section)]
         section: Option<[i32; 3]>,
     },
+    /// List every loaded module's settings (loaded headless, as for a
+    /// command): key, type, default, current value and help.
+    Settings,
     /// Any other word runs that console command of a module headless (no
     /// player can connect) and exits, e.g. `pregen --radius 4`; `help` on a
     /// running server's console lists the modules' commands.
@@ -384,23 +387,11 @@ fn build_all(config: &ServerConfig, alone: bool) -> anyhow::Result<u8> {
 /// `NAME ARGS...`: a module's console command, run headless: every module
 /// loads with `headless` set (nothing listens for players), the command
 /// runs, the server stops.
-fn run_headless(mut config: ServerConfig, words: Vec<String>) -> anyhow::Result<u8> {
+fn run_headless(config: ServerConfig, words: Vec<String>) -> anyhow::Result<u8> {
     let Some((name, args)) = words.split_first() else {
         bail!("no command given");
     };
-    config
-        .extra
-        .insert(buildat_interface::config::HEADLESS.to_string(), "1".into());
-    // The command is the one thing running and may take as long as its
-    // work (pregen, migrate or restore of a big world): no watchdog report
-    // for it. Ctrl-C still stops it.
-    config.watchdog_limit = config.watchdog_limit.max(Duration::from_secs(24 * 3600));
-    let core = Core::new(config).context("cannot start the module host")?;
-    stop_on_signal(core.clone())?;
-    let result = (|| -> anyhow::Result<String> {
-        core.start()
-            .map_err(|e| anyhow::anyhow!("{e}"))
-            .context("the modules did not load")?;
+    headless(config, |core| {
         match core.run_module_command(name, args.to_vec()) {
             Some(answer) => answer.map_err(|e| anyhow::anyhow!("{name}: {e}")),
             None => {
@@ -416,6 +407,41 @@ fn run_headless(mut config: ServerConfig, words: Vec<String>) -> anyhow::Result<
                 )
             }
         }
+    })
+}
+
+/// `settings`: every loaded module's settings, the modules loaded headless.
+fn list_settings(config: ServerConfig) -> anyhow::Result<u8> {
+    headless(config, |core| {
+        let modules = core
+            .call_typed(&buildat_interface::core_api::ListSettings {}, None)
+            .map_err(|e| anyhow::anyhow!("list_settings: {e}"))?;
+        Ok(buildat_server::settings::format_table(&modules)
+            .trim_end()
+            .to_string())
+    })
+}
+
+/// Loads every module with `headless` set, runs `job` and stops the
+/// server; prints what `job` answered.
+fn headless(
+    mut config: ServerConfig,
+    job: impl FnOnce(&Core) -> anyhow::Result<String>,
+) -> anyhow::Result<u8> {
+    config
+        .extra
+        .insert(buildat_interface::config::HEADLESS.to_string(), "1".into());
+    // The command is the one thing running and may take as long as its
+    // work (pregen, migrate or restore of a big world): no watchdog report
+    // for it. Ctrl-C still stops it.
+    config.watchdog_limit = config.watchdog_limit.max(Duration::from_secs(24 * 3600));
+    let core = Core::new(config).context("cannot start the module host")?;
+    stop_on_signal(core.clone())?;
+    let result = (|| -> anyhow::Result<String> {
+        core.start()
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .context("the modules did not load")?;
+        job(&core)
     })();
     core.stop_all();
     let answer = result?;
@@ -476,6 +502,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Some(Command::Module(words)) => {
             prepare_world(&config.world_path)?;
             return run_headless(config, words);
+        }
+        Some(Command::Settings) => {
+            prepare_world(&config.world_path)?;
+            return list_settings(config);
         }
         None => {}
     }

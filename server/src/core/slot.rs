@@ -1,5 +1,5 @@
 //! One module's place in the host: its queue, subscriptions, state, running
-//! thread and activity (for the watchdog).
+//! thread, activity (for the watchdog) and declared settings.
 //!
 //! Owns: [`ModuleSlot`] and the [`Message`]s queued to a module. The queue
 //! belongs to the slot, not to a loaded instance, so events sent while a
@@ -11,7 +11,7 @@
 //! logs with the module's name. What is queued is never dropped or
 //! reordered. Does not own: what runs on the thread (`instance.rs`).
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -20,6 +20,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use buildat_interface::core_api::{ModuleState, QUEUE_WAIT_BOUNDS_S, QueueTimes};
 use buildat_interface::meta::ModuleMeta;
+use buildat_interface::settings::SettingInfo;
 use buildat_interface::{CallError, UnloadKind};
 use crossbeam_channel::{Receiver, Sender};
 
@@ -150,6 +151,9 @@ pub(crate) struct ModuleSlot {
     pub running: Mutex<Option<Running>>,
     pub activity: Activity,
     pub clock: QueueClock,
+    /// The settings the module declared (`declare_settings`), by
+    /// namespace; they go with the slot when the module unloads.
+    pub settings: Mutex<BTreeMap<String, Vec<SettingInfo>>>,
 }
 
 impl ModuleSlot {
@@ -186,6 +190,7 @@ impl ModuleSlot {
             running: Mutex::new(None),
             activity: Activity::default(),
             clock: QueueClock::default(),
+            settings: Mutex::new(BTreeMap::new()),
         }
     }
 

@@ -2,7 +2,7 @@
 //! host in-process with real module libraries (`core`), and the real
 //! `buildat-server` binary over real sockets (`cli`, `network`,
 //! `client_file`, `world`, `game`, `accounts`, `tls`, `forwarded`, `creatures`,
-//! `api_reload`, `web`). `common` is
+//! `api_reload`, `web`, `settings`). `common` is
 //! what they share; the server driver and the wire client are
 //! `buildat-harness`'s.
 
@@ -16,6 +16,7 @@ mod creatures;
 mod forwarded;
 mod game;
 mod network;
+mod settings;
 mod tls;
 mod web;
 mod world;

@@ -1,0 +1,69 @@
+//! `buildat-server settings` on the real binary: every loaded module's
+//! declared settings with their type, default, current value and help; a
+//! `--set` key no module declares warned about; a bad value refused with
+//! its key.
+
+use crate::common::{Scratch, run_headless};
+
+fn words(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
+}
+
+/// The row of `key` in the listing, split into words.
+fn row<'a>(output: &'a str, key: &str) -> Vec<&'a str> {
+    output
+        .lines()
+        .find(|line| line.split_whitespace().next() == Some(key))
+        .unwrap_or_else(|| panic!("no row for {key}:\n{output}"))
+        .split_whitespace()
+        .collect()
+}
+
+#[test]
+fn settings_lists_the_network_modules_settings_with_current_values() {
+    let scratch = Scratch::new();
+    scratch.add_network();
+    let (status, output) = run_headless(
+        &scratch,
+        &words(&[
+            "settings",
+            "--set",
+            "network.max_connections_per_ip=3",
+            "--set",
+            "network.max_conections=5",
+        ]),
+    );
+    assert_eq!(status, Some(0), "{output}");
+    let set = row(&output, "network.max_connections_per_ip");
+    assert_eq!(&set[1..5], ["usize", "16", "3", "(set)"], "{output}");
+    assert_eq!(
+        set[5..].join(" "),
+        "Connections one address may hold at once (0: unlimited).",
+        "{output}"
+    );
+    let unset = row(&output, "network.max_frame_size");
+    assert_eq!(&unset[1..4], ["u32", "16777216", "16777216"], "{output}");
+    assert!(
+        output.lines().any(|line| line == "network"),
+        "the module's name heads its settings:\n{output}"
+    );
+    assert!(
+        output.contains("--set network.max_conections: module network has no such setting"),
+        "a misspelt key is warned about:\n{output}"
+    );
+}
+
+#[test]
+fn a_bad_setting_value_is_refused_naming_the_key_and_type() {
+    let scratch = Scratch::new();
+    scratch.add_network();
+    let (status, output) = run_headless(
+        &scratch,
+        &words(&["settings", "--set", "network.max_connections_per_ip=many"]),
+    );
+    assert_ne!(status, Some(0), "{output}");
+    assert!(
+        output.contains("setting network.max_connections_per_ip: 'many' is not a valid usize"),
+        "{output}"
+    );
+}
