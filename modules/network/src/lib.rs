@@ -30,34 +30,18 @@
 //! everything (`forwarded.rs`); one without it is closed, logged. Off, no
 //! header is looked for or trusted.
 //!
-//! Settings (`--set KEY=VALUE`): `network.max_frame_size` (bytes, default
-//! 16 MiB), `network.max_connections` (default 10000),
-//! `network.max_queue_bytes` (unsent bytes per peer before it is dropped as
-//! not reading, default 32 MiB), `network.idle_timeout_ms` (how long an
-//! incomplete packet may sit without progress, default 10000),
-//! `network.max_name_len` (packet name bytes, default 256),
-//! `network.max_packets_per_second` and `network.packet_burst` (a peer's
-//! input budget, default 2000 a second with bursts of 4000; past it the
-//! peer's socket is not read until the budget refills, so a flooding client
-//! slows only itself; 0 turns the budget off; packet-type definitions count
-//! against it like packets), `network.max_packets_per_second_total` (all
-//! peers together, default 10000: each peer's budget is at most an equal
-//! share of it, so a few hundred flooding peers cannot bury the game's
-//! thread; 0 turns it off), `network.max_packet_types` (definitions a peer
-//! may make, default 512), `network.min_bytes_per_second` (an incomplete
-//! packet must arrive at least this fast after the first
-//! `network.idle_timeout_ms`, default 4096), `network.handshake_timeout_ms`
-//! (a peer that sends no whole packet this long after connecting is closed,
-//! default 10000), `network.write_delay_ms` and `network.write_delay_peers`
-//! (with at least that many peers connected, default 200, a peer's output
-//! waits that long from its first packet before it is written, default 10,
-//! so a tick's packets from several modules leave in one write; 0 writes
-//! at once; output of 16 KiB or more is written at once),
-//! `network.max_connections_per_ip` (default 16: a LAN party behind one
-//! address raises it; one address's 64 players cost 15-20 MiB),
-//! `network.connects_per_ip_per_second` and `network.connect_burst` (new
-//! connections from one address, default 10 a second with bursts of 16; 0
-//! turns a limit off). Peers are also capped below the descriptor limit
+//! Settings: [`NetworkSettings`] declares every `network.*` key with its
+//! type, default and help (`buildat-server settings` lists them). A
+//! flooding peer slows only itself: past its packet budget its socket is
+//! not read until the budget refills (packet-type definitions count
+//! against it like packets), and each peer's budget is at most an equal
+//! share of `network.max_packets_per_second_total`, so a few hundred
+//! flooding peers cannot bury the game's thread. With at least
+//! `network.write_delay_peers` connected, a tick's packets from several
+//! modules leave in one write (output of 16 KiB or more is written at
+//! once). A LAN party behind one address raises
+//! `network.max_connections_per_ip` (one address's 64 players cost 15-20
+//! MiB). Peers are also capped below the descriptor limit
 //! (`admission.rs`), so "server full" comes long before `EMFILE`.
 
 mod admission;
@@ -76,6 +60,7 @@ use std::time::{Duration, Instant};
 use admission::Admission;
 use buildat_interface::core_api::{ListModules, ModuleState};
 use buildat_interface::log_limit::{LogLimiter, suppressed_note};
+use buildat_interface::settings::Settings as _;
 use buildat_interface::{
     Event, Host, Module, ModuleError, Stash, UnloadKind, config, events, export_module, log,
 };
@@ -127,41 +112,88 @@ pub(crate) struct Settings {
     pub proxy_protocol: bool,
 }
 
+buildat_interface::settings! {
+    /// What operators set (`--set network.KEY=VALUE`); read into
+    /// [`Settings`].
+    pub(crate) struct NetworkSettings in "network" {
+        /// Largest frame a peer may send, in bytes.
+        max_frame_size: u32 = 16 << 20,
+        /// Longest packet name, in bytes.
+        max_name_len: usize = 256,
+        /// Peers at once (lowered to fit the descriptor limit).
+        max_connections: usize = 10_000,
+        /// Unsent bytes a peer may have queued before it is dropped as not reading.
+        max_queue_bytes: usize = 32 << 20,
+        /// How long an incomplete packet may sit without progress, in ms.
+        idle_timeout_ms: u64 = 10_000,
+        /// Packets a second one peer may deliver (0: unlimited); past it its socket waits.
+        max_packets_per_second: u32 = 2000,
+        /// Packets one peer may deliver in a burst.
+        packet_burst: u32 = 4000,
+        /// Packets a second all peers together may deliver (0: unlimited).
+        max_packets_per_second_total: u32 = 10_000,
+        /// Packet-type definitions one peer may make.
+        max_packet_types: usize = 512,
+        /// Slowest an incomplete packet may arrive after the idle timeout, in bytes a second.
+        min_bytes_per_second: u32 = 4096,
+        /// A peer that sends no whole packet this long after connecting is closed, in ms.
+        handshake_timeout_ms: u64 = 10_000,
+        /// How long a peer's small output waits to leave in one write, in ms (0: at once).
+        write_delay_ms: u64 = 10,
+        /// Peers connected from which output waits `write_delay_ms`.
+        write_delay_peers: usize = 200,
+        /// Reading from peers pauses while a module has more messages waiting (0: never).
+        max_queued_events: u64 = 10_000,
+        /// TLS on the game port: auto (TLS unless on a loopback address), on or off.
+        tls: String = "auto".to_string(),
+        /// TLS certificate (PEM) relative to the world; unset: tls/cert.pem, made self-signed.
+        tls_cert: Option<String> = None,
+        /// TLS key (PEM) relative to the world; unset: tls/key.pem.
+        tls_key: Option<String> = None,
+        /// Every connection starts with a PROXY protocol v2 header naming the peer's address.
+        proxy_protocol: bool = false,
+        /// Connections one address may hold at once (0: unlimited).
+        max_connections_per_ip: usize = 16,
+        /// New connections a second from one address (0: unlimited).
+        connects_per_ip_per_second: f64 = 10.0,
+        /// New connections one address may make in a burst.
+        connect_burst: f64 = 16.0,
+    }
+}
+
 impl Settings {
     fn from_host(host: &Host) -> Result<Self, ModuleError> {
-        Ok(Self {
-            max_frame_size: host.get_setting("network.max_frame_size", 16 << 20)?,
-            max_name_len: host.get_setting("network.max_name_len", 256)?,
-            max_connections: host.get_setting("network.max_connections", 10_000)?,
-            max_queue_bytes: host.get_setting("network.max_queue_bytes", 32 << 20)?,
-            idle_timeout: Duration::from_millis(
-                host.get_setting("network.idle_timeout_ms", 10_000)?,
-            ),
-            max_packets_per_second: host.get_setting("network.max_packets_per_second", 2000)?,
-            packet_burst: host.get_setting("network.packet_burst", 4000)?,
-            max_packets_per_second_total: host
-                .get_setting("network.max_packets_per_second_total", 10_000)?,
-            max_packet_types: host.get_setting("network.max_packet_types", 512)?,
-            min_bytes_per_second: host.get_setting("network.min_bytes_per_second", 4096)?,
-            handshake_timeout: Duration::from_millis(
-                host.get_setting("network.handshake_timeout_ms", 10_000)?,
-            ),
-            write_delay: Duration::from_millis(host.get_setting("network.write_delay_ms", 10)?),
-            write_delay_peers: host.get_setting("network.write_delay_peers", 200)?,
-            max_queued_events: host.get_setting("network.max_queued_events", 10_000)?,
-            tls: host.get_setting("network.tls", "auto".to_string())?,
-            tls_cert: host
-                .get_config("network.tls_cert")
-                .filter(|p| !p.is_empty()),
-            tls_key: host.get_config("network.tls_key").filter(|p| !p.is_empty()),
-            proxy_protocol: host.get_setting("network.proxy_protocol", false)?,
+        Ok(Self::from(NetworkSettings::read(host)?))
+    }
+}
+
+impl From<NetworkSettings> for Settings {
+    fn from(set: NetworkSettings) -> Self {
+        Self {
+            max_frame_size: set.max_frame_size,
+            max_name_len: set.max_name_len,
+            max_connections: set.max_connections,
+            max_queue_bytes: set.max_queue_bytes,
+            idle_timeout: Duration::from_millis(set.idle_timeout_ms),
+            max_packets_per_second: set.max_packets_per_second,
+            packet_burst: set.packet_burst,
+            max_packets_per_second_total: set.max_packets_per_second_total,
+            max_packet_types: set.max_packet_types,
+            min_bytes_per_second: set.min_bytes_per_second,
+            handshake_timeout: Duration::from_millis(set.handshake_timeout_ms),
+            write_delay: Duration::from_millis(set.write_delay_ms),
+            write_delay_peers: set.write_delay_peers,
+            max_queued_events: set.max_queued_events,
+            tls: set.tls,
+            tls_cert: set.tls_cert,
+            tls_key: set.tls_key,
+            proxy_protocol: set.proxy_protocol,
             admission: admission::Limits {
-                per_ip: host.get_setting("network.max_connections_per_ip", 16)?,
-                connects_per_second: host
-                    .get_setting("network.connects_per_ip_per_second", 10.0)?,
-                connect_burst: host.get_setting("network.connect_burst", 16.0)?,
+                per_ip: set.max_connections_per_ip,
+                connects_per_second: set.connects_per_ip_per_second,
+                connect_burst: set.connect_burst,
             },
-        })
+        }
     }
 }
 
@@ -1029,14 +1061,18 @@ impl Module for Network {
             // A stash on a fresh start was left by a reload whose next
             // version failed: take its listener and peers back rather than
             // leave the port held by an fd nobody owns.
-            events::Start::NAME => match self.host.take_stash::<Saved>()? {
-                Some(saved) => {
-                    log::warn!("taking back the sockets a failed reload left behind");
-                    self.resume_from(saved)
+            events::Start::NAME => {
+                NetworkSettings::declare(&self.host)?;
+                match self.host.take_stash::<Saved>()? {
+                    Some(saved) => {
+                        log::warn!("taking back the sockets a failed reload left behind");
+                        self.resume_from(saved)
+                    }
+                    None => self.start(),
                 }
-                None => self.start(),
-            },
+            }
             events::Continue::NAME => {
+                NetworkSettings::declare(&self.host)?;
                 if let Some(bytes) = self.host.tmp_restore_data(COUNTERS_TMP) {
                     self.shared.counters.restore(&bytes);
                 }
@@ -1190,6 +1226,37 @@ mod tests {
 
     fn packet(name: &str, data: &[u8]) -> OutgoingPacket {
         OutgoingPacket::named(name, data)
+    }
+
+    #[test]
+    fn settings_are_declared_with_help_and_read_by_key() {
+        use buildat_interface::settings::Settings as _;
+        let declared = NetworkSettings::describe();
+        assert_eq!(declared.len(), 21);
+        for setting in &declared {
+            assert!(setting.key.starts_with("network."), "{setting:?}");
+            assert!(!setting.help.is_empty(), "{} has help", setting.key);
+        }
+        let set = |key: &str| match key {
+            "network.max_connections_per_ip" => Some("3".to_string()),
+            "network.idle_timeout_ms" => Some("250".to_string()),
+            "network.tls_cert" => Some(String::new()),
+            _ => None,
+        };
+        let settings = Settings::from(NetworkSettings::read_with(set).unwrap());
+        assert_eq!(settings.admission.per_ip, 3);
+        assert_eq!(settings.idle_timeout, Duration::from_millis(250));
+        assert_eq!(settings.tls_cert, None, "empty is unset");
+        assert_eq!(settings.max_frame_size, 16 << 20);
+        assert_eq!(settings.write_delay, Duration::from_millis(10));
+        let bad = NetworkSettings::read_with(|key| {
+            (key == "network.proxy_protocol").then(|| "maybe".to_string())
+        });
+        assert!(
+            bad.unwrap_err()
+                .to_string()
+                .contains("network.proxy_protocol")
+        );
     }
 
     #[test]
