@@ -55,6 +55,7 @@ pub mod backup;
 pub mod durability;
 pub mod files;
 pub mod generation;
+pub mod ground;
 pub mod migrate;
 pub mod old_tables;
 pub mod pregen;
@@ -91,8 +92,8 @@ use buildat_voxelworld_api::{
     SetVoxel, Sizes, SpecialVoxels, Viewer, Viewers, WorldConfig, WorldStats,
 };
 use buildat_voxelworld_api::{
-    DropOldTables, GetStats, GetValue, ListValues, MAX_VALUE_BYTES, MAX_VALUE_WRITES, PutValues,
-    ReadOldTable, ValueWrite, check_value_key, check_value_space,
+    DropOldTables, GetGround, GetSpawn, GetStats, GetValue, Ground, ListValues, MAX_VALUE_BYTES,
+    MAX_VALUE_WRITES, PutValues, ReadOldTable, ValueWrite, check_value_key, check_value_space,
 };
 use durability::{SaveHealth, StashedSection};
 use pregen::{PregenCommand, PregenRun};
@@ -231,6 +232,13 @@ impl BackupRun {
             ),
         }
     }
+}
+
+/// Whether `voxel` is physically solid (a type the registry lacks is not).
+fn world_solid(voxels: &buildat_voxel::VoxelRegistry, voxel: u32) -> bool {
+    voxels
+        .get(buildat_voxel::VoxelInstance(voxel).type_id())
+        .is_some_and(|d| d.physically_solid)
 }
 
 fn world_error(error: WorldError) -> ModuleError {
@@ -522,6 +530,30 @@ impl VoxelWorld {
             })?;
         }
         Ok(())
+    }
+
+    /// The ground of the column at `x`, `z` (`ground.rs`), its band's
+    /// sections loaded, or asked of the generator when not generated.
+    fn ground(&mut self, x: i32, z: i32) -> Result<Ground, ModuleError> {
+        let size = self.world.section_size();
+        for section in ground::band_sections(size, x, z) {
+            if self.world.load_section(section).map_err(world_error)? != Loaded::Ready {
+                self.request_generation(section, None)?;
+                return Ok(Ground::NotGenerated);
+            }
+        }
+        let (top, bottom) = ground::band(size);
+        let column = (bottom..=top)
+            .rev()
+            .map(|y| self.world.get_voxel([x, y, z]))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(world_error)?;
+        ground::ground_in(
+            top,
+            bottom,
+            |y| Ok::<_, ModuleError>(column.get((top - y) as usize).copied().flatten()),
+            |voxel| world_solid(&self.world.voxels, voxel),
+        )
     }
 
     fn load_or_generate(&mut self, section: Pos) -> Result<SectionStatus, ModuleError> {
@@ -1413,6 +1445,11 @@ impl Module for VoxelWorld {
             Save => |_| self.save(),
             ColumnTops => |request: ColumnTops| {
                 self.world.column_tops(&request).map_err(world_error)
+            },
+            GetGround => |request: GetGround| self.ground(request.x, request.z),
+            GetSpawn => |_| {
+                let ground = self.ground(0, 0)?;
+                Ok(ground::spawn_on(ground, ground::band(self.world.section_size()).0))
             },
             GetStats => |_| {
                 Ok(WorldStats {

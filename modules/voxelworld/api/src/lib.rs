@@ -493,6 +493,41 @@ pub struct Tops {
     pub missing: u32,
 }
 
+/// Call: the ground of the column at `x`, `z`: its highest physically
+/// solid voxel within the surface band (the sections at y = -1, 0 and 1,
+/// [`GROUND_SECTIONS_Y`], where the default terrain keeps its surface),
+/// loading the band's sections or asking for their generation. What a
+/// module placing something on the terrain asks (an entity near spawn, a
+/// creature); stand at `y + 1`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GetGround {
+    pub x: i32,
+    pub z: i32,
+}
+
+/// The sections (y) [`GetGround`] and [`GetSpawn`] search, top first.
+pub const GROUND_SECTIONS_Y: [i32; 3] = [1, 0, -1];
+
+/// The answer to [`GetGround`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Ground {
+    /// The highest physically solid voxel is at `y`; `above` is the voxel
+    /// on it (air, or water, say).
+    Solid { y: i32, above: u32 },
+    /// The band holds no physically solid voxel in this column.
+    NoGround,
+    /// A section of the band is not generated yet: its generation is asked
+    /// for; ask again in a moment.
+    NotGenerated,
+}
+
+/// Call: where players spawn: on the ground of the column x = 0, z = 0
+/// (its middle, `[0.5, y + 1, 0.5]`), or at the band's top where it has
+/// none; `None` while its sections are not generated (asked for: ask
+/// again). The same for every module: the game puts players there.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GetSpawn {}
+
 /// Call: what the world holds and has done, for operators' dashboards
 /// (counts since the module's instance loaded).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -656,6 +691,8 @@ buildat_interface::calls! {
     module MODULE;
     ColumnTops = "column_tops" -> Tops;
     GetStats = "get_stats" -> WorldStats;
+    GetGround = "get_ground" -> Ground;
+    GetSpawn = "get_spawn" -> Option<[f64; 3]>;
 }
 
 buildat_interface::calls! {
