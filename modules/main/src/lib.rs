@@ -36,15 +36,17 @@ pub mod rules;
 pub mod special;
 pub mod verify;
 
+#[cfg(test)]
+mod glue_tests;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use accounts::{Accounts, AttemptLimits, Attempts};
-use buildat_client_file_api::FilesTransmitted;
 use buildat_format::Packet;
 use buildat_interface::core_api::RunCommand;
 use buildat_interface::{
-    Event, Host, Module, ModuleError, UnloadKind, decode, events, export_module, log,
+    Event, Host, Module, ModuleError, Receive, UnloadKind, events, export_module, log,
 };
 use buildat_main_api::{
     BUILT_IN_PRIVILEGES, Chat, Correct, DefinePrivilege, Dig, GetPrivileges, GetTickStats,
@@ -52,15 +54,15 @@ use buildat_main_api::{
     Spawn, TickStats, VAR_PEER, VAR_PLAYER,
 };
 use buildat_network_api::{
-    self as network, ClientConnected, ClientDisconnected, Multicast, OutgoingPacket,
-    PacketReceived, PeerId, SendBatch,
+    self as network, ClientConnected, ClientDisconnected, Multicast, OutgoingPacket, PeerId,
+    ReceivePackets, SendBatch,
 };
 use buildat_voxel::geometry::{self, Pos, SectionSize};
 use buildat_voxel::{AIR, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
     BlockDefinition, CreateNode, CreateNodes, EditOutcome, EditVoxel, EditVoxels, GetRegistry,
     GetSizes, GetVoxel, GetVoxels, IDENTITY, LoadOrGenerateSection, MAX_VOXELS_PER_CALL, MoveNodes,
-    NodeMotion, RegisterBlock, RemoveNode, Replace, Viewer, Viewers,
+    NodeMotion, RegisterBlock, RemoveNode, Replace, SpecialVoxels, Viewer, Viewers,
 };
 use chat::Caller;
 use rules::{Motion, RateLimit};
@@ -189,8 +191,6 @@ struct Game {
     registry: VoxelRegistry,
     section_size: SectionSize,
     spawn: Option<[f64; 3]>,
-    /// The `network:packet_received/...` event of each packet the game takes.
-    packet_events: BTreeMap<String, &'static str>,
     /// News for the players near it at the next tick: the latest position
     /// of each player that moved, and the edits in the order they were made.
     news: rules::News,
@@ -733,6 +733,7 @@ impl Game {
                 voxel: a.id,
                 replace: a.replace,
                 save: true,
+                by: None,
             })
             .collect();
         let outcomes = self.host.call(&EditVoxels { edits })?;
@@ -879,52 +880,6 @@ impl Game {
             replace: Replace::OnlyAir,
         })
     }
-
-    /// A received packet of the game's, `packet_name` being its name.
-    fn on_packet(&mut self, packet_name: &str, packet: PacketReceived) -> Result<(), ModuleError> {
-        let peer = packet.peer;
-        let malformed =
-            |error: buildat_format::PayloadError| format!("malformed {packet_name}: {error}");
-        match packet_name {
-            Join::NAME => match packet.packet::<Join>().map_err(malformed) {
-                Ok(join) => self.on_join(peer, &join.name),
-                Err(reason) => self.refuse(peer, &reason),
-            },
-            Login::NAME => match packet.packet::<Login>().map_err(malformed) {
-                Ok(login) => {
-                    self.on_login(peer, login);
-                    Ok(())
-                }
-                Err(reason) => {
-                    self.reject(peer, &reason);
-                    Ok(())
-                }
-            },
-            Chat::NAME => match packet.packet::<Chat>().map_err(malformed) {
-                Ok(chat) => self.on_chat(peer, &chat.text),
-                Err(reason) => self.refuse(peer, &reason),
-            },
-            Move::NAME => match packet.packet::<Move>().map_err(malformed) {
-                Ok(moved) => self.on_move(peer, moved),
-                Err(reason) => self.refuse(peer, &reason),
-            },
-            Dig::NAME => match packet.packet::<Dig>().map_err(malformed) {
-                Ok(dig) => self.on_dig(peer, dig),
-                Err(reason) => self.refuse(peer, &reason),
-            },
-            Place::NAME => match packet.packet::<Place>().map_err(malformed) {
-                Ok(place) => self.on_place(peer, place),
-                Err(reason) => self.refuse(peer, &reason),
-            },
-            Ping::NAME => {
-                let mut data = packet.data;
-                data.truncate(64);
-                self.send(peer, &Pong { data });
-                Ok(())
-            }
-            _ => Ok(()),
-        }
-    }
 }
 
 impl Game {
@@ -959,18 +914,6 @@ impl Game {
 
 impl Module for Game {
     fn create(host: Host) -> Result<Self, ModuleError> {
-        let packet_events = [
-            Join::NAME,
-            Login::NAME,
-            Chat::NAME,
-            Move::NAME,
-            Dig::NAME,
-            Place::NAME,
-            Ping::NAME,
-        ]
-        .into_iter()
-        .map(|name| (network::packet_received_event(name), name))
-        .collect();
         let world = host.world_path();
         std::fs::create_dir_all(&world)
             .map_err(|e| ModuleError::msg(format!("creating {}: {e}", world.display())))?;
@@ -1056,7 +999,6 @@ impl Module for Game {
             registry: VoxelRegistry::default(),
             section_size: SectionSize::default(),
             spawn: None,
-            packet_events,
             news: rules::News::default(),
             news_radius: host.get_setting("main.news_radius", 128.0)?,
             max_speed: host.get_setting("main.max_speed", rules::DEFAULT_MAX_SPEED)?,
@@ -1071,123 +1013,69 @@ impl Module for Game {
         })
     }
 
-    fn init(&mut self) -> Result<(), ModuleError> {
-        for name in self.packet_events.keys() {
-            self.host.sub_event(name)?;
-        }
-        self.host.sub_event(ClientConnected::NAME)?;
-        self.host.sub_event(ClientDisconnected::NAME)?;
-        self.host.sub_event(FilesTransmitted::NAME)?;
-        self.host.sub_event(events::Tick::NAME)?;
-        self.host.sub_event(TickStep::NAME)?;
-        self.host.sub_event(&special::EVENT)?;
-        self.host.sub_event(verify::CHECKED_EVENT)?;
-        Ok(())
-    }
-
-    fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
-        match name {
-            events::Start::NAME | events::Continue::NAME => {
-                let sizes = self.host.call(&GetSizes {})?;
-                self.section_size = SectionSize(sizes.section_size);
-                for block in game_blocks() {
-                    self.host.call(&RegisterBlock { block })?;
-                }
-                self.refresh_registry()?;
-                chat::register_commands(&self.host)?;
-                if let Some(stash) = self.host.take_stash::<GameStash>()? {
-                    self.spawn = stash.spawn;
-                    self.joining = stash.joining;
-                    self.news = stash.news;
-                    self.logged_in = stash.logged_in;
-                    self.addresses = stash.addresses;
-                    self.privileges.extend(stash.privileges);
-                    for p in stash.players {
-                        let privileges = self.privileges_of(&p.account);
-                        self.players.insert(
-                            p.peer,
-                            Player::new(p.account, privileges, p.position, p.node),
-                        );
-                    }
-                    // Connections waiting to join get a new deadline.
-                    let now = Instant::now();
-                    self.unjoined = stash.unjoined.into_iter().map(|p| (p, now)).collect();
-                    self.pending_moves = stash
-                        .pending_moves
-                        .into_iter()
-                        .map(|(peer, to, age)| {
-                            let age = Duration::try_from_secs_f64(age).unwrap_or_default();
-                            (peer, to, now.checked_sub(age).unwrap_or(now))
-                        })
-                        .collect();
-                    self.pending_actions = stash.pending_actions;
-                    log::info!("resumed with {} players", self.players.len());
-                }
-            }
-            events::Tick::NAME => {
-                let tick: events::Tick = decode(payload)?;
-                self.start_tick(tick.dtime)?;
-            }
-            TickStep::NAME => {
-                let step: TickStep = decode(payload)?;
-                self.tick_step(step)?;
-            }
-            ClientConnected::NAME => {
-                let connected: ClientConnected = decode(payload)?;
-                self.on_connected(connected);
-            }
-            ClientDisconnected::NAME => {
-                let gone: ClientDisconnected = decode(payload)?;
-                self.unjoined.remove(&gone.peer);
-                self.joining.remove(&gone.peer);
-                self.logged_in.remove(&gone.peer);
-                self.pending_logins.remove(&gone.peer);
-                self.pending_changes.remove(&gone.peer);
-                self.addresses.remove(&gone.peer);
-                self.remove_player(gone.peer);
-            }
-            FilesTransmitted::NAME => {}
-            verify::CHECKED_EVENT => self.on_logins_checked(),
-            _ if name == *special::EVENT => self.on_special_voxels(payload)?,
-            _ => {
-                let Some(packet_name) = self.packet_events.get(name).copied() else {
-                    return Ok(());
-                };
-                let packet: PacketReceived = decode(payload)?;
-                self.on_packet(packet_name, packet)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
-        buildat_interface::answer_calls!(function, payload, {
-            GetTickStats => |_| Ok(self.tick_stats.clone()),
+    fn receive(table: &mut Receive<Self>) {
+        table
+            .event(|game, _: events::Start| game.start(None))
+            .event(|game, _: events::Continue| game.start(game.host.take_stash::<GameStash>()?))
+            .event(|game, tick: events::Tick| game.start_tick(tick.dtime))
+            .event(|game, step: TickStep| game.tick_step(step))
+            .event(|game, connected: ClientConnected| {
+                game.on_connected(connected);
+                Ok(())
+            })
+            .event(|game, gone: ClientDisconnected| {
+                game.on_disconnected(gone.peer);
+                Ok(())
+            })
+            .event_raw(verify::CHECKED_EVENT, |game, _| {
+                game.on_logins_checked();
+                Ok(())
+            })
+            .event_named(special::EVENT.clone(), |game, told: SpecialVoxels| {
+                game.on_special_voxels(told)
+            })
+            .packet(|game, peer, join: Join| game.on_join(peer, &join.name))
+            .packet(|game, peer, login: Login| {
+                game.on_login(peer, login);
+                Ok(())
+            })
+            .packet(|game, peer, chat: Chat| game.on_chat(peer, &chat.text))
+            .packet(|game, peer, moved: Move| game.on_move(peer, moved))
+            .packet(|game, peer, dig: Dig| game.on_dig(peer, dig))
+            .packet(|game, peer, place: Place| game.on_place(peer, place))
+            .packet(|game, peer, ping: Ping| {
+                let mut data = ping.data;
+                data.truncate(64);
+                game.send(peer, &Pong { data });
+                Ok(())
+            })
+            .call(|game, _: GetTickStats| Ok(game.tick_stats.clone()))
             // On the console a refusal is an answer; headless, a failure
             // (the process exits non-zero).
-            RunCommand => |command: RunCommand| match self
-                .run_command(Caller::Console, &command.name, &command.args)
-            {
-                Ok(answer) => Ok(answer),
-                Err(error) if self.headless => Err(ModuleError::msg(error)),
-                Err(error) => Ok(error),
-            },
-            DefinePrivilege => |define: DefinePrivilege| self.define_privilege(define),
-            HasPrivilege => |ask: HasPrivilege| Ok(self.has_privilege(&ask.player, &ask.privilege)),
-            GetPrivileges => |ask: GetPrivileges| Ok(names::check_name(&ask.player)
-                .ok()
-                .and_then(|name| self.accounts.get_name(&name.key).ok().flatten().map(|_| name))
-                .and_then(|name| self.accounts.privileges(&name.key).ok())
-                .map(|set| set.into_iter().collect())),
-            GrantPrivilege => |grant: GrantPrivilege| self
-                .run_command(Caller::Console, "grant", &[grant.player, grant.privilege])
+            .call(|game, command: RunCommand| {
+                match game.run_command(Caller::Console, &command.name, &command.args) {
+                    Ok(answer) => Ok(answer),
+                    Err(error) if game.headless => Err(ModuleError::msg(error)),
+                    Err(error) => Ok(error),
+                }
+            })
+            .call(|game, define: DefinePrivilege| game.define_privilege(define))
+            .call(|game, ask: HasPrivilege| Ok(game.has_privilege(&ask.player, &ask.privilege)))
+            .call(|game, ask: GetPrivileges| Ok(game.privileges_of_name(&ask.player)))
+            .call(|game, grant: GrantPrivilege| {
+                game.run_command(Caller::Console, "grant", &[grant.player, grant.privilege])
+                    .map(drop)
+                    .map_err(ModuleError::msg)
+            })
+            .call(|game, revoke: RevokePrivilege| {
+                game.run_command(
+                    Caller::Console,
+                    "revoke",
+                    &[revoke.player, revoke.privilege],
+                )
                 .map(drop)
-                .map_err(ModuleError::msg),
-            RevokePrivilege => |revoke: RevokePrivilege| self
-                .run_command(Caller::Console, "revoke", &[revoke.player, revoke.privilege])
-                .map(drop)
-                .map_err(ModuleError::msg),
-        })
+                .map_err(ModuleError::msg)
+            });
     }
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
@@ -1199,6 +1087,70 @@ impl Module for Game {
             self.host.store_stash(&stash)?;
         }
         Ok(())
+    }
+}
+
+impl Game {
+    /// `core:start` and `core:continue` (with what the previous version
+    /// stashed): the world's sizes, the game's blocks and commands.
+    fn start(&mut self, stash: Option<GameStash>) -> Result<(), ModuleError> {
+        let sizes = self.host.call(&GetSizes {})?;
+        self.section_size = SectionSize(sizes.section_size);
+        for block in game_blocks() {
+            self.host.call(&RegisterBlock { block })?;
+        }
+        self.refresh_registry()?;
+        chat::register_commands(&self.host)?;
+        let Some(stash) = stash else {
+            return Ok(());
+        };
+        self.spawn = stash.spawn;
+        self.joining = stash.joining;
+        self.news = stash.news;
+        self.logged_in = stash.logged_in;
+        self.addresses = stash.addresses;
+        self.privileges.extend(stash.privileges);
+        for p in stash.players {
+            let privileges = self.privileges_of(&p.account);
+            self.players.insert(
+                p.peer,
+                Player::new(p.account, privileges, p.position, p.node),
+            );
+        }
+        // Connections waiting to join get a new deadline.
+        let now = Instant::now();
+        self.unjoined = stash.unjoined.into_iter().map(|p| (p, now)).collect();
+        self.pending_moves = stash
+            .pending_moves
+            .into_iter()
+            .map(|(peer, to, age)| {
+                let age = Duration::try_from_secs_f64(age).unwrap_or_default();
+                (peer, to, now.checked_sub(age).unwrap_or(now))
+            })
+            .collect();
+        self.pending_actions = stash.pending_actions;
+        log::info!("resumed with {} players", self.players.len());
+        Ok(())
+    }
+
+    /// A connection closed: whatever it was doing ends.
+    fn on_disconnected(&mut self, peer: PeerId) {
+        self.unjoined.remove(&peer);
+        self.joining.remove(&peer);
+        self.logged_in.remove(&peer);
+        self.pending_logins.remove(&peer);
+        self.pending_changes.remove(&peer);
+        self.addresses.remove(&peer);
+        self.remove_player(peer);
+    }
+
+    /// The privileges of the account named `player`, `None` if there is
+    /// no such account.
+    fn privileges_of_name(&self, player: &str) -> Option<Vec<String>> {
+        let name = names::check_name(player).ok()?;
+        self.accounts.get_name(&name.key).ok().flatten()?;
+        let set = self.accounts.privileges(&name.key).ok()?;
+        Some(set.into_iter().collect())
     }
 }
 

@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
-use buildat_interface::{ModuleError, decode, log};
+use buildat_interface::{ModuleError, log};
 use buildat_voxel::geometry::Pos;
 use buildat_voxel::{AIR, VoxelInstance};
 use buildat_voxelworld_api::{
@@ -69,8 +69,7 @@ pub fn is_held(pos: Pos, solid: impl Fn(Pos) -> Option<bool>) -> bool {
 
 impl Game {
     /// `voxelworld:special/main`: drops the torches that lost their support.
-    pub(crate) fn on_special_voxels(&mut self, payload: &[u8]) -> Result<(), ModuleError> {
-        let told: SpecialVoxels = decode(payload)?;
+    pub(crate) fn on_special_voxels(&mut self, told: SpecialVoxels) -> Result<(), ModuleError> {
         let mut candidates = Vec::new();
         let mut seen = BTreeSet::new();
         for special in told.voxels {
@@ -105,6 +104,7 @@ impl Game {
                     voxel: AIR,
                     replace: Replace::Exactly(voxel),
                     save: true,
+                    by: None,
                 })?;
                 match outcome {
                     EditOutcome::Edited { .. } => log::debug!("a torch at {pos:?} dropped"),
@@ -134,6 +134,7 @@ mod tests {
             voxel: TORCH,
             previous: TORCH,
             cause,
+            by: None,
         }
     }
 

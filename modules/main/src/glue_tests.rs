@@ -1,0 +1,236 @@
+//! The game's glue on the test kit: a flat fake world answering its calls,
+//! players joining, digging, placing and sending what does not decode, and
+//! a reload in the middle, with no server.
+//!
+//! Owns: these tests and their fake world. Does not own: the rules judged
+//! (`rules.rs` has their own unit tests), the real world (server e2e).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use buildat_interface::core_api::ListCommands;
+use buildat_interface::events::Tick;
+use buildat_interface::testing::{TestHost, TestModule};
+use buildat_main_api::{Dig, Edits, Join, Place, Refused, Spawn};
+use buildat_network_api::receive::testing::{DeliverPackets, disconnected, sent};
+use buildat_network_api::{ClientConnected, Disconnect};
+use buildat_voxel::geometry::Pos;
+use buildat_voxel::{AIR, VoxelName, VoxelRegistry};
+use buildat_voxelworld_api::{
+    CreateNodes, DropOldTables, EditOutcome, EditVoxels, GetRegistry, GetSizes, GetValue, GetVoxel,
+    GetVoxels, ListValues, LoadOrGenerateSection, MoveNodes, PutValues, ReadOldTable,
+    RegisterBlock, RemoveNode, SectionStatus, Sizes,
+};
+
+use buildat_format::Packet;
+use buildat_interface::Event;
+
+use crate::{Game, TickStep};
+
+/// A flat world: stone below y = 0, air from there up, every section
+/// generated; the values of accounts kept in memory.
+#[derive(Default)]
+struct FakeWorld {
+    edited: HashMap<Pos, u32>,
+    values: BTreeMap<(String, String), Vec<u8>>,
+    next_node: u64,
+}
+
+fn registry() -> VoxelRegistry {
+    let mut registry = VoxelRegistry::default();
+    for (name, solid) in [("stone", true), ("torch", false)] {
+        registry
+            .add(
+                VoxelName::simple(name),
+                [""; 6].map(String::from),
+                "",
+                solid,
+            )
+            .expect("a fresh registry takes two voxels");
+    }
+    registry
+}
+
+impl FakeWorld {
+    fn voxel(&self, pos: Pos) -> u32 {
+        let stone = registry().get_id("stone").expect("registered");
+        *self
+            .edited
+            .get(&pos)
+            .unwrap_or(if pos[1] < 0 { &stone } else { &AIR })
+    }
+}
+
+/// A kit whose world is a [`FakeWorld`], with the game loaded on it.
+fn game() -> (TestHost, Arc<Mutex<FakeWorld>>, TestModule<Game>) {
+    let world_dir = tempfile::tempdir().expect("a temp dir");
+    let kit = TestHost::new()
+        .name("main")
+        .world_path(world_dir.path())
+        .config("main.guests", "true");
+    // The directory stays for the test process (the game may write there).
+    std::mem::forget(world_dir);
+    let world = Arc::new(Mutex::new(FakeWorld::default()));
+    answer_world(&kit, &world);
+    let game = kit.load::<Game>().expect("the game loads on the kit");
+    (kit, world, game)
+}
+
+fn answer_world(kit: &TestHost, world: &Arc<Mutex<FakeWorld>>) {
+    let at = |world: &Arc<Mutex<FakeWorld>>| Arc::clone(world);
+    kit.answer(|_: GetSizes| {
+        Ok(Sizes {
+            chunk_size: 16,
+            section_size: [2, 2, 2],
+        })
+    })
+    .answer(|_: GetRegistry| Ok(registry()))
+    .answer(|_: RegisterBlock| Ok(Vec::new()))
+    .answer(|_: ListCommands| Ok(Vec::new()))
+    .answer(|_: Disconnect| Ok(()))
+    .answer(|_: ReadOldTable| Ok(None))
+    .answer(|_: DropOldTables| Ok(()))
+    .answer(|_: ListValues| Ok(Vec::new()))
+    .answer(|_: LoadOrGenerateSection| {
+        Ok(SectionStatus {
+            generated: true,
+            save_enabled: false,
+        })
+    })
+    .answer(|_: RemoveNode| Ok(()))
+    .answer(|moves: MoveNodes| Ok(moves.moves.iter().map(|m| m.id).collect()));
+    let w = at(world);
+    kit.answer(move |get: GetVoxel| Ok(Some(w.lock().unwrap().voxel(get.pos))));
+    let w = at(world);
+    kit.answer(move |get: GetVoxels| {
+        let world = w.lock().unwrap();
+        Ok(get
+            .positions
+            .iter()
+            .map(|p| Some(world.voxel(*p)))
+            .collect())
+    });
+    let w = at(world);
+    kit.answer(move |edits: EditVoxels| {
+        let mut world = w.lock().unwrap();
+        Ok(edits
+            .edits
+            .iter()
+            .map(|edit| {
+                let previous = world.voxel(edit.pos);
+                world.edited.insert(edit.pos, edit.voxel);
+                EditOutcome::Edited { previous }
+            })
+            .collect())
+    });
+    let w = at(world);
+    kit.answer(move |create: CreateNodes| {
+        let mut world = w.lock().unwrap();
+        Ok(create
+            .nodes
+            .iter()
+            .map(|_| {
+                world.next_node += 1;
+                Some(world.next_node)
+            })
+            .collect())
+    });
+    let w = at(world);
+    kit.answer(move |get: GetValue| {
+        Ok(w.lock().unwrap().values.get(&(get.space, get.key)).cloned())
+    });
+    let w = at(world);
+    kit.answer(move |put: PutValues| {
+        let mut world = w.lock().unwrap();
+        for write in put.writes {
+            let key = (write.space, write.key);
+            match write.value {
+                Some(value) => world.values.insert(key, value),
+                None => world.values.remove(&key),
+            };
+        }
+        Ok(true)
+    });
+}
+
+/// A loopback guest `name` as peer `peer`, joined and spawned.
+fn join(kit: &TestHost, game: &mut TestModule<Game>, peer: u64, name: &str) -> [f64; 3] {
+    game.emit(&ClientConnected {
+        peer,
+        address: format!("127.0.0.1:{}", 40000 + peer),
+    })
+    .expect("connected");
+    game.packet(peer, &Join { name: name.into() })
+        .expect("join");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    let spawns: Vec<_> = sent::<Spawn>(kit)
+        .into_iter()
+        .filter(|(to, _)| *to == peer)
+        .collect();
+    assert_eq!(spawns.len(), 1, "{name} is spawned once: {spawns:?}");
+    spawns[0].1.position
+}
+
+#[test]
+fn a_guest_joins_on_the_ground_and_digs_within_reach() {
+    let (kit, world, mut game) = game();
+    assert!(kit.subscriptions().contains(&TickStep::NAME.to_string()));
+    let position = join(&kit, &mut game, 1, "ann");
+    assert_eq!(position, [0.5, 0.0, 0.5], "standing on the stone at y = -1");
+
+    game.packet(1, &Dig { voxel: [0, -1, 0] }).expect("dig");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert_eq!(world.lock().unwrap().voxel([0, -1, 0]), AIR, "dug");
+    assert_eq!(kit.calls::<EditVoxels>().len(), 1);
+    assert!(!sent::<Edits>(&kit).is_empty(), "the dig is news");
+
+    // Far out of reach: refused, the world unchanged.
+    game.packet(1, &Dig { voxel: [40, -1, 0] }).expect("dig");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert_ne!(world.lock().unwrap().voxel([40, -1, 0]), AIR);
+    assert!(
+        sent::<Refused>(&kit).iter().any(|(to, _)| *to == 1),
+        "told why"
+    );
+}
+
+#[test]
+fn a_malformed_packet_drops_only_its_sender() {
+    let (kit, _world, mut game) = game();
+    join(&kit, &mut game, 1, "ann");
+    join(&kit, &mut game, 2, "bob");
+    game.packet_bytes(2, Place::NAME, &[0xff, 0xff])
+        .expect("handled");
+    let dropped = disconnected(&kit);
+    assert_eq!(dropped.len(), 1, "{dropped:?}");
+    assert_eq!(dropped[0].0, 2);
+    assert!(dropped[0].1.starts_with("malformed main:place packet"));
+    assert_eq!(
+        game.module().players.len(),
+        2,
+        "until the network says it left"
+    );
+    game.packet(1, &Dig { voxel: [0, -1, 0] })
+        .expect("ann still plays");
+}
+
+#[test]
+fn players_stay_across_a_reload() {
+    let (kit, _world, mut game) = game();
+    join(&kit, &mut game, 1, "ann");
+    game.packet(1, &Dig { voxel: [0, -1, 0] }).expect("dig");
+    let game = game.reload::<Game>().expect("reloaded");
+    assert_eq!(game.module().players.len(), 1);
+    assert_eq!(
+        game.module().pending_actions.len(),
+        1,
+        "the dig waits for the next tick"
+    );
+    let mut game = game;
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert_eq!(
+        kit.calls::<EditVoxels>().len(),
+        1,
+        "judged by the new version"
+    );
+}
