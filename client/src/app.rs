@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 
 use buildat_format::Packet;
 use buildat_format::{PacketReadError, PacketReader, PacketWriter};
-use buildat_main_api::{LoggedIn, Login};
-use buildat_voxelworld_api::stream::Ack;
+use buildat_main_protocol::{LoggedIn, Login};
+use buildat_voxelworld_protocol::stream::Ack;
 use crossbeam_channel::TryRecvError;
 use rustls::{ClientConnection, StreamOwned};
 use thiserror::Error;

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use buildat_client_file_api::ContentHash;
+use buildat_client_file_protocol::ContentHash;
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 

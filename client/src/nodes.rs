@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use buildat_format::{Packet, PayloadError};
-use buildat_replicate_api::{NodeState, NodeUpdates};
+use buildat_replicate_protocol::{NodeState, NodeUpdates};
 use thiserror::Error;
 
 /// Nodes a client holds at most; more added are ignored with a warning.
@@ -131,8 +131,8 @@ impl NodeView {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use buildat_replicate_api::NodeDelta;
-    use buildat_voxelworld_api::DynamicNode;
+    use buildat_replicate_protocol::NodeDelta;
+    use buildat_voxelworld_protocol::DynamicNode;
 
     fn state(id: u64, x: f64) -> NodeState {
         NodeState::of(&DynamicNode::at_rest(

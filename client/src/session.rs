@@ -20,13 +20,13 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use buildat_client_file_api::{
+use buildat_client_file_protocol::{
     AllFilesTransferred, AnnounceFile, ContentHash, FileContent, FileContentRef, FileError,
     RemoveFilePacket, RequestFile, RunScript, TellAfterAllFilesTransferred,
 };
 use buildat_format::Packet;
 use buildat_format::RawPacket;
-use buildat_network_api::DisconnectPacket;
+use buildat_network_protocol::DisconnectPacket;
 use thiserror::Error;
 
 use crate::cache::{Cache, CacheError, Lookup, hex, sha256};
@@ -585,7 +585,8 @@ mod tests {
             let mut out = Vec::new();
             let mut offset = 0;
             loop {
-                let end = (offset + buildat_client_file_api::MAX_FILE_PIECE).min(content.len());
+                let end =
+                    (offset + buildat_client_file_protocol::MAX_FILE_PIECE).min(content.len());
                 out.push(encoded(&FileContent {
                     name: name.to_string(),
                     hash,
@@ -653,7 +654,7 @@ mod tests {
     }
 
     fn big_file() -> Vec<u8> {
-        (0..(buildat_client_file_api::MAX_FILE_PIECE * 2 + 1000))
+        (0..(buildat_client_file_protocol::MAX_FILE_PIECE * 2 + 1000))
             .map(|i| (i * 31 % 251) as u8)
             .collect()
     }

@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use buildat_format::{PacketReader, payload::Packet};
-use buildat_network_api::DisconnectPacket;
-use buildat_network_api::tls::{ALPN, SPEAKS_PLAINTEXT, spki_fingerprint};
+use buildat_network_protocol::DisconnectPacket;
+use buildat_network_protocol::tls::{ALPN, SPEAKS_PLAINTEXT, spki_fingerprint};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, SignatureScheme, StreamOwned};

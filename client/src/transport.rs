@@ -89,7 +89,7 @@ impl Security {
     }
 }
 
-pub use buildat_network_api::address::is_loopback;
+pub use buildat_network_protocol::address::is_loopback;
 
 /// Whether the server at `address` (where the socket is connected) counts
 /// as loopback: it is, and [`TREAT_AS_REMOTE_VAR`] is not `1`.

@@ -1,4 +1,4 @@
-//! Fuzz target: every packet definition of the module API crates decodes
+//! Fuzz target: every packet definition of the modules' protocol crates decodes
 //! any bytes without panicking, and what it decodes encodes to bytes that
 //! decode to the same encoding again (encode ∘ decode is idempotent); a
 //! file piece read in place agrees with the owned decode.
@@ -19,7 +19,7 @@ fn check<P: Packet>(data: &[u8]) {
 /// A file piece read in place decodes exactly when it decodes owned, to
 /// the same fields.
 fn check_file_content_in_place(data: &[u8]) {
-    use buildat_client_file_api::{FileContent, FileContentRef};
+    use buildat_client_file_protocol::{FileContent, FileContentRef};
     match (FileContentRef::decode(data), FileContent::decode(data)) {
         (Ok(borrowed), Ok(owned)) => {
             assert_eq!(borrowed.name, owned.name);
@@ -38,9 +38,9 @@ fuzz_target!(|data: &[u8]| {
     let Some((&which, data)) = data.split_first() else {
         return;
     };
-    use buildat_client_file_api as files;
-    use buildat_main_api as game;
-    use buildat_voxelworld_api::stream;
+    use buildat_client_file_protocol as files;
+    use buildat_main_protocol as game;
+    use buildat_voxelworld_protocol::stream;
     match which % 28 {
         0 => check::<game::Join>(data),
         1 => check::<game::Move>(data),
@@ -48,7 +48,7 @@ fuzz_target!(|data: &[u8]| {
         3 => check::<game::Place>(data),
         4 => check::<game::Ping>(data),
         5 => check::<game::Spawn>(data),
-        6 => check::<buildat_replicate_api::NodeUpdates>(data),
+        6 => check::<buildat_replicate_protocol::NodeUpdates>(data),
         7 => check::<game::Correct>(data),
         8 => check::<game::Pong>(data),
         9 => check::<game::Edits>(data),
@@ -67,11 +67,11 @@ fuzz_target!(|data: &[u8]| {
         19 => check::<stream::VoxelUpdates>(data),
         20 => check::<stream::UnloadChunk>(data),
         21 => check::<stream::Ack>(data),
-        22 => check::<buildat_network_api::DisconnectPacket>(data),
+        22 => check::<buildat_network_protocol::DisconnectPacket>(data),
         23 => check::<game::Login>(data),
         24 => check::<game::Chat>(data),
         25 => check::<game::ChatLine>(data),
         26 => check::<game::LoggedIn>(data),
-        _ => check::<buildat_replicate_api::NodeUpdates>(data),
+        _ => check::<buildat_replicate_protocol::NodeUpdates>(data),
     }
 });

@@ -30,7 +30,7 @@ use buildat_format::{LightBlobError, Packet, PayloadError, decode_light};
 use buildat_format::{VoxelBlobError, decode_voxels};
 use buildat_voxel::geometry::{self, CHUNK_VOLUME, Pos};
 use buildat_voxel::{AIR, MAX_TYPE_ID, UNKNOWN, UNKNOWN_NAME, VoxelRegistry};
-use buildat_voxelworld_api::stream::{Ack, Chunk, Light, Registry, UnloadChunk, VoxelUpdates};
+use buildat_voxelworld_protocol::stream::{Ack, Chunk, Light, Registry, UnloadChunk, VoxelUpdates};
 use thiserror::Error;
 
 pub use map::{

@@ -4,11 +4,11 @@
 //! that does not stop the others. (The same flow against the real server
 //! is `tests/e2e.rs`.)
 
-use buildat_client_file_api::{
+use buildat_client_file_protocol::{
     AnnounceFile, FileContent, RequestFile, TellAfterAllFilesTransferred,
 };
 use buildat_format::Packet;
-use buildat_network_api::DisconnectPacket;
+use buildat_network_protocol::DisconnectPacket;
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::Path;

@@ -3,10 +3,12 @@
 //! `buildat-harness`'s fake server (`cli`, `world_cli`), and against the
 //! real `buildat-server` (`e2e`, `world_e2e`, and the renderer's
 //! `render_e2e`); the rule that keeps a password off a readable path
-//! (`security`). `common` is what they share.
+//! (`security`); that the client links no module ABI (`deps`). `common`
+//! is what they share.
 
 mod cli;
 mod common;
+mod deps;
 mod e2e;
 mod render_e2e;
 mod sandbox;

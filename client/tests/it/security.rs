@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use buildat_format::{Packet, PacketWriter};
-use buildat_network_api::DisconnectPacket;
-use buildat_network_api::tls::{SPEAKS_PLAINTEXT, SPEAKS_TLS};
+use buildat_network_protocol::DisconnectPacket;
+use buildat_network_protocol::tls::{SPEAKS_PLAINTEXT, SPEAKS_TLS};
 
 use crate::common::game::{CLIENT, SERIAL, Setup, text};
 use crate::common::{Server, server_binary};

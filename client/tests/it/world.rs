@@ -7,7 +7,7 @@
 //! back with the `png` crate).
 
 use buildat_format::Packet;
-use buildat_voxelworld_api::stream::{Chunk, Light, Registry, UnloadChunk, VoxelUpdates};
+use buildat_voxelworld_protocol::stream::{Chunk, Light, Registry, UnloadChunk, VoxelUpdates};
 use std::rc::Rc;
 
 use crate::common::world_data::*;
@@ -29,7 +29,7 @@ fn chunks_are_held_updated_and_unloaded() {
     let registry = registry();
     let mut view = WorldView::new();
     assert_eq!(
-        feed(&mut view, buildat_main_api::Edits::NAME, b"whatever"),
+        feed(&mut view, buildat_main_protocol::Edits::NAME, b"whatever"),
         Handled::NotWorld,
         "other packets are not the view's"
     );

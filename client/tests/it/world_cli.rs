@@ -6,11 +6,11 @@
 //! `bot-1..3`, each with its own world view, the worst exit code).
 
 use buildat_format::Packet;
-use buildat_main_api::{Dig, Edit, Edits, Join, Move, Ping, Place, Pong, Refused, Spawn};
-use buildat_network_api::DisconnectPacket;
-use buildat_replicate_api::{NodeDelta, NodeState, NodeUpdates};
-use buildat_voxelworld_api::DynamicNode;
-use buildat_voxelworld_api::stream::{Ack, Chunk, Registry, UnloadChunk};
+use buildat_main_protocol::{Dig, Edit, Edits, Join, Move, Ping, Place, Pong, Refused, Spawn};
+use buildat_network_protocol::DisconnectPacket;
+use buildat_replicate_protocol::{NodeDelta, NodeState, NodeUpdates};
+use buildat_voxelworld_protocol::DynamicNode;
+use buildat_voxelworld_protocol::stream::{Ack, Chunk, Registry, UnloadChunk};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};

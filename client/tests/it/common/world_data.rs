@@ -8,7 +8,7 @@ use buildat_format::Packet;
 use buildat_format::encode_voxels;
 use buildat_voxel::geometry::{CHUNK_SIZE, CHUNK_VOLUME, Pos, chunk_origin};
 use buildat_voxel::{BlockDefinition, BlockRegistry, VoxelRegistry};
-use buildat_voxelworld_api::stream::{Chunk, Registry, UnloadChunk};
+use buildat_voxelworld_protocol::stream::{Chunk, Registry, UnloadChunk};
 
 pub const BLOCKS: [&str; 7] = [
     "stone", "dirt", "grass", "sand", "water", "coal_ore", "lamp",

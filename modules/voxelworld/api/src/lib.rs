@@ -6,14 +6,18 @@
 //! `voxelworld:viewers_moved`,
 //! `voxelworld:nodes_changed`, `voxelworld:special/<module>`: [`SpecialVoxels`]), the typed
 //! calls (among them modules' values kept with the world: [`GetValue`],
-//! [`PutValues`], [`ListValues`]), the generator's call ([`Generate`]), the stored node record and
-//! the world stream's packets ([`stream`]). Does not own: the world itself
-//! (the `voxelworld` module) or voxel types (`buildat-voxel`).
+//! [`PutValues`], [`ListValues`]), the generator's call ([`Generate`]) and
+//! the stored node record. Re-exports the world stream's packets
+//! ([`stream`]) and dynamic nodes ([`DynamicNode`]) from
+//! `buildat-voxelworld-protocol`, which the client uses without this crate.
+//! Does not own: the world itself (the `voxelworld` module) or voxel types
+//! (`buildat-voxel`).
 //!
 //! Versioned on its own: a change here rebuilds the modules that depend on
 //! it (and only them) when they are next loaded or reloaded.
 
-pub mod stream;
+pub use buildat_voxelworld_protocol::node::{DynamicNode, IDENTITY, NodeMotion};
+pub use buildat_voxelworld_protocol::stream;
 
 use std::collections::BTreeMap;
 
@@ -328,58 +332,6 @@ pub struct GetNode {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ListNodes {
     pub with_var: Option<String>,
-}
-
-/// A dynamic node: anything that moves (a player, a creature, an item).
-/// Persistent (`save_enabled`) ones are saved with the section they are in
-/// and move between sections as they move; the others are never written.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DynamicNode {
-    pub id: u64,
-    /// World position (an attached node's too).
-    pub position: [f64; 3],
-    /// Unit quaternion (x, y, z, w).
-    pub orientation: [f32; 4],
-    /// Voxels a second.
-    pub velocity: [f32; 3],
-    /// The node it is attached to: it moves with it, keeping its offset.
-    pub parent: Option<u64>,
-    pub save_enabled: bool,
-    pub vars: BTreeMap<String, Vec<u8>>,
-}
-
-/// The orientation of a node that was never turned.
-pub const IDENTITY: [f32; 4] = [0.0, 0.0, 0.0, 1.0];
-
-impl DynamicNode {
-    /// A node at `position`, never turned, still, attached to nothing.
-    pub fn at_rest(
-        id: u64,
-        position: [f64; 3],
-        save_enabled: bool,
-        vars: BTreeMap<String, Vec<u8>>,
-    ) -> Self {
-        Self {
-            id,
-            position,
-            orientation: IDENTITY,
-            velocity: [0.0; 3],
-            parent: None,
-            save_enabled,
-            vars,
-        }
-    }
-}
-
-/// Where a dynamic node goes and how it moves (see [`MoveNodes`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NodeMotion {
-    pub id: u64,
-    pub position: [f64; 3],
-    /// Unit quaternion (x, y, z, w).
-    pub orientation: [f32; 4],
-    /// Voxels a second.
-    pub velocity: [f32; 3],
 }
 
 /// Call: move dynamic nodes, all of a module's in one call a tick; the

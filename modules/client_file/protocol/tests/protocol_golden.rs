@@ -1,7 +1,7 @@
 //! Golden bytes of the worked example in docs/protocol.md §3, built with the
 //! real codec, so the page and the code cannot drift apart.
 
-use buildat_client_file_api::{ContentHash, RequestFile};
+use buildat_client_file_protocol::{ContentHash, RequestFile};
 use buildat_format::{Packet, PacketWriter};
 
 const SHA256_OF_PRINT_1: &str = "cc42155088fca5730758db72b2a5bca33112a941dfaa2d43098ec422ce4ea213";
