@@ -1089,7 +1089,7 @@ impl VoxelWorld {
             return Ok(EditOutcome::Refused { current });
         }
         self.world
-            .set_voxel(edit.pos, edit.voxel)
+            .set_voxel_by(edit.pos, edit.voxel, edit.by.as_deref())
             .map_err(world_error)?;
         if edit.save {
             let section = self

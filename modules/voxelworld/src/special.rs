@@ -22,13 +22,15 @@ pub use buildat_voxelworld_api::MAX_SPECIAL_CHANGES;
 use buildat_voxelworld_api::{SpecialCause, SpecialVoxel};
 
 /// A voxel changed by the edits of one commit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
     pub pos: Pos,
     /// What was there before the commit's first edit of it.
     pub before: u32,
     /// What is there now.
     pub after: u32,
+    /// The player whose edit set it last (`EditVoxel::by`).
+    pub by: Option<String>,
 }
 
 /// The voxel types whose definition names a handler module.
@@ -78,10 +80,11 @@ pub struct Pending {
 }
 
 impl Pending {
-    /// `pos` changed from `before` to `after`.
-    pub fn record(&mut self, pos: Pos, before: u32, after: u32) {
+    /// `pos` changed from `before` to `after` (by the player `by`).
+    pub fn record(&mut self, pos: Pos, before: u32, after: u32, by: Option<&str>) {
         if let Some(&at) = self.index.get(&pos) {
             self.changes[at].after = after;
+            self.changes[at].by = by.map(str::to_string);
             return;
         }
         if self.changes.len() >= MAX_SPECIAL_CHANGES {
@@ -89,7 +92,12 @@ impl Pending {
             return;
         }
         self.index.insert(pos, self.changes.len());
-        self.changes.push(Change { pos, before, after });
+        self.changes.push(Change {
+            pos,
+            before,
+            after,
+            by: by.map(str::to_string),
+        });
     }
 
     /// The changes recorded (those ending where they started left out),
@@ -129,6 +137,7 @@ pub fn notifications(
             voxel: change.after,
             previous: change.before,
             cause,
+            by: change.by.clone(),
         };
         if retyped {
             if let Some(module) = handlers.of(change.before) {
@@ -159,6 +168,7 @@ pub fn notifications(
                         was: change.before,
                         now: change.after,
                     },
+                    by: change.by.clone(),
                 },
             );
         }
@@ -222,6 +232,7 @@ mod tests {
             pos: at,
             before: AIR,
             after: torch,
+            by: None,
         }];
         let told = notifications(&placed, &handlers, world(&[(at, torch)]));
         assert_eq!(told.len(), 1);
@@ -231,7 +242,8 @@ mod tests {
                 pos: at,
                 voxel: torch,
                 previous: AIR,
-                cause: SpecialCause::Placed
+                cause: SpecialCause::Placed,
+                by: None,
             }]
         );
         // Replaced by stone: the torch's handler hears it was dug; stone
@@ -240,6 +252,7 @@ mod tests {
             pos: at,
             before: torch,
             after: stone,
+            by: None,
         }];
         let told = notifications(&replaced, &handlers, world(&[(at, stone)]));
         assert_eq!(
@@ -248,7 +261,8 @@ mod tests {
                 pos: at,
                 voxel: stone,
                 previous: torch,
-                cause: SpecialCause::Dug
+                cause: SpecialCause::Dug,
+                by: None,
             }]
         );
         // Game bits alone: no Placed nor Dug.
@@ -257,6 +271,7 @@ mod tests {
             pos: at,
             before: torch,
             after: bits,
+            by: None,
         }];
         assert!(notifications(&retouched, &handlers, world(&[(at, bits)])).is_empty());
     }
@@ -274,6 +289,7 @@ mod tests {
             pos: below,
             before: stone,
             after: AIR,
+            by: None,
         }];
         let told = notifications(&dug, &handlers, world(&around));
         let cause = SpecialCause::NeighbourChanged {
@@ -287,7 +303,8 @@ mod tests {
                 pos: torch_at,
                 voxel: torch,
                 previous: torch,
-                cause
+                cause,
+                by: None,
             }],
             "the torch above; not the one two voxels away"
         );
@@ -297,7 +314,8 @@ mod tests {
                 pos: lamp_at,
                 voxel: lamp,
                 previous: lamp,
-                cause
+                cause,
+                by: None,
             }]
         );
     }
@@ -310,12 +328,12 @@ mod tests {
         let a = [0, 0, 0];
         let b = [0, 1, 0];
         // A torch placed and taken away again within the commit: nothing.
-        pending.record(a, AIR, torch);
-        pending.record(a, torch, AIR);
+        pending.record(a, AIR, torch, None);
+        pending.record(a, torch, AIR, None);
         // A torch on stone, both placed in the commit.
-        pending.record(b, AIR, stone);
-        pending.record(b, stone, torch);
-        pending.record(a, AIR, stone);
+        pending.record(b, AIR, stone, None);
+        pending.record(b, stone, torch, None);
+        pending.record(a, AIR, stone, None);
         let (changes, dropped) = pending.take();
         assert_eq!(dropped, 0);
         assert_eq!(
@@ -324,12 +342,14 @@ mod tests {
                 Change {
                     pos: a,
                     before: AIR,
-                    after: stone
+                    after: stone,
+                    by: None,
                 },
                 Change {
                     pos: b,
                     before: AIR,
-                    after: torch
+                    after: torch,
+                    by: None,
                 }
             ],
             "one per position, in the order first changed"
@@ -348,13 +368,15 @@ mod tests {
                         neighbour: a,
                         was: AIR,
                         now: stone
-                    }
+                    },
+                    by: None,
                 },
                 SpecialVoxel {
                     pos: b,
                     voxel: torch,
                     previous: AIR,
-                    cause: SpecialCause::Placed
+                    cause: SpecialCause::Placed,
+                    by: None,
                 },
             ]
         );
@@ -365,7 +387,7 @@ mod tests {
     fn the_work_of_one_commit_is_bounded_and_nothing_without_handlers() {
         let mut pending = Pending::default();
         for x in 0..MAX_SPECIAL_CHANGES as i32 + 10 {
-            pending.record([x, 0, 0], AIR, 5);
+            pending.record([x, 0, 0], AIR, 5, None);
         }
         let (changes, dropped) = pending.take();
         assert_eq!(changes.len(), MAX_SPECIAL_CHANGES);
@@ -386,6 +408,7 @@ mod tests {
             pos: edge,
             before: AIR,
             after: torch,
+            by: None,
         }];
         let told = notifications(&change, &super::Handlers::default(), |_| None);
         assert!(told.is_empty());

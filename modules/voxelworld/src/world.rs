@@ -761,6 +761,16 @@ impl World {
     }
 
     pub fn set_voxel(&mut self, pos: Pos, voxel: u32) -> Result<(), WorldError> {
+        self.set_voxel_by(pos, voxel, None)
+    }
+
+    /// [`World::set_voxel`] for the player `by` (handler modules are told).
+    pub fn set_voxel_by(
+        &mut self,
+        pos: Pos,
+        voxel: u32,
+        by: Option<&str>,
+    ) -> Result<(), WorldError> {
         let type_id = buildat_voxel::VoxelInstance(voxel).type_id();
         if self.voxels.get(type_id).is_none() {
             return Err(WorldError::UnknownVoxel(type_id));
@@ -780,7 +790,7 @@ impl World {
         if let Some(previous) = previous
             && !self.handlers.is_empty()
         {
-            self.special.record(pos, previous, voxel);
+            self.special.record(pos, previous, voxel, by);
         }
         if changed {
             let entry = self
@@ -1723,7 +1733,7 @@ pub(crate) mod tests {
         assert!(world.take_special().0.is_empty());
         let (ground, at) = ([4, 4, 4], [4, 5, 4]);
         world.set_voxel(at, AIR).unwrap();
-        world.set_voxel(at, torch).unwrap();
+        world.set_voxel_by(at, torch, Some("ann")).unwrap();
         let (told, dropped) = world.take_special();
         assert_eq!(dropped, 0);
         assert_eq!(
@@ -1732,8 +1742,10 @@ pub(crate) mod tests {
                 pos: at,
                 voxel: torch,
                 previous: stone,
-                cause: SpecialCause::Placed
-            }]
+                cause: SpecialCause::Placed,
+                by: Some("ann".into()),
+            }],
+            "the handler is told who placed it"
         );
         assert!(world.take_special().0.is_empty(), "taken once");
         world.set_voxel(ground, AIR).unwrap();
@@ -1748,7 +1760,8 @@ pub(crate) mod tests {
                     neighbour: ground,
                     was: stone,
                     now: AIR
-                }
+                },
+                by: None,
             }]
         );
         // A neighbour across a chunk border, and one in a section that is

@@ -181,6 +181,9 @@ pub struct EditVoxel {
     pub voxel: u32,
     pub replace: Replace,
     pub save: bool,
+    /// The player the edit is made for (a dig, a place), if any: handler
+    /// modules are told it ([`SpecialVoxel::by`]).
+    pub by: Option<String>,
 }
 
 /// What an [`EditVoxel`] did.
@@ -224,7 +227,7 @@ pub struct SpecialVoxels {
 }
 
 /// Something happened to or beside a voxel with a handler module.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpecialVoxel {
     /// Where the voxel is.
     pub pos: Pos,
@@ -235,6 +238,10 @@ pub struct SpecialVoxel {
     /// neighbour changed).
     pub previous: u32,
     pub cause: SpecialCause,
+    /// The player whose edit this was ([`EditVoxel::by`]: for `Placed` and
+    /// `Dug`, who changed the voxel; for `NeighbourChanged`, who changed
+    /// the neighbour); `None` for a module's or the console's edit.
+    pub by: Option<String>,
 }
 
 /// Why a handler module is told about a voxel.
