@@ -1,0 +1,237 @@
+//! `buildat-modkit`: a module in a few lines. A modder declares chat and
+//! console commands, blocks with behaviour and kinds of entity in one
+//! `setup`, each with a closure; the modkit turns that into the module's
+//! receive table ([`buildat_interface::Receive`]): the subscriptions, the
+//! registrations on `core:start` and `core:continue`, the dispatch.
+//!
+//! ```ignore
+//! use buildat_modkit::prelude::*;
+//!
+//! #[derive(Default, Serialize, Deserialize)]
+//! struct Hello { count: u64 }
+//!
+//! impl Mod for Hello {
+//!     fn setup(m: &mut Setup<Self>) {
+//!         m.command("hello", "Greets you", Some("interact"), |hello, _ctx, _args| {
+//!             hello.count += 1;
+//!             Ok(format!("hello #{}", hello.count))
+//!         });
+//!     }
+//! }
+//!
+//! export_mod!(Hello);
+//! ```
+//!
+//! The mod's own type is its state: it starts as `Default`, and a reload
+//! carries it over (bincode, checked against the type's name and
+//! [`Mod::VERSION`]: a state of another layout is dropped with a warning
+//! and the new version starts fresh). Entities the modkit spawned are
+//! carried over too.
+//!
+//! Owns: [`Mod`], [`Modkit`] (the [`Module`] a mod is loaded as),
+//! [`export_mod!`], the setup ([`Setup`], `setup.rs`), what handlers may do
+//! ([`Ctx`], `ctx.rs`), entities (`entity.rs`), the kept state
+//! (`state.rs`) and a fake world for tests ([`testing`]). Does not own:
+//! the table and its dispatch (`buildat_interface::receive`), the world
+//! (`voxelworld`), chat (`main` routes `/NAME` to a command).
+
+mod ctx;
+mod entity;
+mod setup;
+mod state;
+pub mod testing;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use buildat_interface::core_api::RunCommand;
+use buildat_interface::events::{Continue, Start, Tick};
+use buildat_interface::{Host, Module, ModuleError, Receive, UnloadKind, log};
+use buildat_voxel::VoxelInstance;
+use buildat_voxelworld_api::{SpecialCause, SpecialVoxels, special_voxel_event};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+pub use buildat_interface as interface;
+pub use buildat_main_api as main_api;
+pub use buildat_network_api as network_api;
+pub use buildat_voxel as voxel;
+pub use buildat_voxelworld_api as voxelworld_api;
+pub use serde;
+
+pub use ctx::Ctx;
+pub use entity::Entity;
+pub use setup::{BlockSetup, EntitySetup, Setup};
+
+/// What a modder writes most modules with.
+pub mod prelude {
+    pub use crate::{Ctx, Entity, Mod, Modkit, Setup, export_mod};
+    pub use buildat_interface::settings::Settings;
+    pub use buildat_interface::{ModuleError, log, settings};
+    pub use buildat_voxel::BlockDefinition;
+    pub use buildat_voxel::geometry::Pos;
+    pub use serde::{Deserialize, Serialize};
+}
+
+/// A mod: its state (this type) and what it declares ([`Mod::setup`]).
+pub trait Mod: Default + Serialize + DeserializeOwned + 'static {
+    /// The state's layout version: bump it when a change of the type would
+    /// misread the previous version's state (a reload then starts fresh,
+    /// with a warning, instead of misreading it).
+    const VERSION: u32 = 1;
+
+    /// Declares the mod's commands, blocks, entities and settings.
+    fn setup(m: &mut Setup<Self>);
+}
+
+/// A [`Mod`] loaded as a module: its state, its handlers' context, the
+/// entities it keeps. What [`export_mod!`] exports.
+pub struct Modkit<M: Mod> {
+    state: M,
+    ctx: Ctx,
+    /// Voxel type id → index of its block in the setup (filled on start).
+    block_ids: HashMap<u32, usize>,
+    entities: Vec<Entity>,
+    /// Seconds until entities missing are looked for a place again.
+    spawn_wait: f64,
+}
+
+impl<M: Mod> Modkit<M> {
+    /// The mod's state.
+    pub fn state(&self) -> &M {
+        &self.state
+    }
+
+    pub fn state_mut(&mut self) -> &mut M {
+        &mut self.state
+    }
+
+    /// The entities it keeps now.
+    pub fn entities(&self) -> &[Entity] {
+        &self.entities
+    }
+}
+
+/// Exports a [`Mod`] as this library's module: `export_mod!(Hello);`.
+#[macro_export]
+macro_rules! export_mod {
+    ($mod:ty) => {
+        $crate::interface::export_module!($crate::Modkit<$mod>);
+    };
+}
+
+impl<M: Mod> Module for Modkit<M> {
+    fn create(host: Host) -> Result<Self, ModuleError> {
+        Ok(Self {
+            state: M::default(),
+            ctx: Ctx::new(host),
+            block_ids: HashMap::new(),
+            entities: Vec::new(),
+            spawn_wait: 0.0,
+        })
+    }
+
+    fn receive(table: &mut Receive<Self>) {
+        let module = table.host().module_name();
+        let mut setup = Setup::new();
+        M::setup(&mut setup);
+        let setup::Parts {
+            start,
+            commands,
+            blocks,
+            kinds,
+            ticks,
+        } = setup.into_parts(&module);
+        let start = Rc::new(RefCell::new(start));
+        let on_continue = Rc::clone(&start);
+        table
+            .event(move |kit: &mut Self, _: Start| start.borrow_mut().run(kit))
+            .event(move |kit: &mut Self, _: Continue| on_continue.borrow_mut().run(kit))
+            .stash(state::save, state::restore);
+        if !commands.is_empty() {
+            let mut commands = commands;
+            table.call(move |kit: &mut Self, run: RunCommand| {
+                let Some(command) = commands.get_mut(&run.name) else {
+                    return Err(ModuleError::UnknownFunction(format!(
+                        "run_command {}",
+                        run.name
+                    )));
+                };
+                kit.ctx.player = run.by;
+                let reply = (command.run)(&mut kit.state, &mut kit.ctx, &run.args);
+                kit.ctx.player = None;
+                reply
+            });
+        }
+        if !blocks.is_empty() {
+            let mut blocks = blocks;
+            table.event_named(
+                special_voxel_event(&module),
+                move |kit: &mut Self, told: SpecialVoxels| {
+                    kit.on_special(&mut blocks, told);
+                    Ok(())
+                },
+            );
+        }
+        if !kinds.is_empty() || !ticks.is_empty() {
+            let (mut kinds, mut ticks) = (kinds, ticks);
+            table.event(move |kit: &mut Self, tick: Tick| {
+                for on_tick in &mut ticks {
+                    on_tick(&mut kit.state, &mut kit.ctx, tick.dtime)?;
+                }
+                entity::tick(kit, &mut kinds, tick.dtime)
+            });
+        }
+    }
+
+    fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
+        if matches!(kind, UnloadKind::ForGood | UnloadKind::AfterFailure) {
+            entity::remove_all(self);
+        }
+        Ok(())
+    }
+}
+
+impl<M: Mod> Modkit<M> {
+    /// `voxelworld:special/<module>`: each voxel's block's closure, with
+    /// the player who made the edit. A closure's error is logged; the
+    /// others still run.
+    fn on_special(&mut self, blocks: &mut [setup::Block<M>], told: SpecialVoxels) {
+        for special in told.voxels {
+            let of = match special.cause {
+                SpecialCause::Dug => special.previous,
+                SpecialCause::Placed | SpecialCause::NeighbourChanged { .. } => special.voxel,
+            };
+            let Some(block) = self
+                .block_ids
+                .get(&VoxelInstance(of).type_id())
+                .and_then(|&index| blocks.get_mut(index))
+            else {
+                continue;
+            };
+            let (what, handler) = match special.cause {
+                SpecialCause::Placed => ("placed", block.on_place.as_mut()),
+                SpecialCause::Dug => ("dug", block.on_dig.as_mut()),
+                SpecialCause::NeighbourChanged { .. } => ("touched", block.on_touch.as_mut()),
+            };
+            let Some(handler) = handler else {
+                continue;
+            };
+            self.ctx.player = special.by;
+            if let Err(error) = handler(&mut self.state, &mut self.ctx, special.pos) {
+                self.ctx.host().log(
+                    log::Level::Warn,
+                    &format!(
+                        "{} {what} at {:?}: {error}",
+                        block.definition.name, special.pos
+                    ),
+                );
+            }
+            self.ctx.player = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

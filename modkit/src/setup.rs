@@ -1,0 +1,326 @@
+//! What a mod declares in [`crate::Mod::setup`]: commands, blocks, kinds
+//! of entity, settings, and closures for start and each tick.
+//!
+//! Owns: [`Setup`] and its builders ([`BlockSetup`], [`EntitySetup`]), and
+//! splitting the declarations into the parts the receive table's handlers
+//! own ([`Parts`]); what runs on `core:start` and `core:continue`
+//! ([`StartPlan`]: settings declared, commands and blocks registered).
+//! Does not own: when the parts run (`lib.rs`, the table).
+
+use std::collections::HashMap;
+
+use buildat_interface::core_api::RegisterCommand;
+use buildat_interface::settings::Settings;
+use buildat_interface::{Host, ModuleError};
+use buildat_voxel::geometry::Pos;
+use buildat_voxel::{BlockDefinition, VoxelInstance};
+use buildat_voxelworld_api::RegisterBlock;
+
+use crate::{Ctx, Entity, Mod, Modkit};
+
+pub(crate) type CommandFn<M> =
+    Box<dyn FnMut(&mut M, &mut Ctx, &[String]) -> Result<String, ModuleError>>;
+pub(crate) type VoxelFn<M> = Box<dyn FnMut(&mut M, &mut Ctx, Pos) -> Result<(), ModuleError>>;
+pub(crate) type StepFn<M> =
+    Box<dyn FnMut(&mut M, &mut Ctx, &mut Entity, f64) -> Result<(), ModuleError>>;
+pub(crate) type PlaceFn<M> =
+    Box<dyn FnMut(&mut M, &mut Ctx) -> Result<Option<[f64; 3]>, ModuleError>>;
+pub(crate) type TickFn<M> = Box<dyn FnMut(&mut M, &mut Ctx, f64) -> Result<(), ModuleError>>;
+type StartFn<M> = Box<dyn FnMut(&mut M, &mut Ctx) -> Result<(), ModuleError>>;
+type DeclareFn = fn(&Host) -> Result<(), ModuleError>;
+
+/// A chat or console command.
+pub(crate) struct Command<M> {
+    pub register: RegisterCommand,
+    pub run: CommandFn<M>,
+}
+
+/// A block and what it does.
+pub(crate) struct Block<M> {
+    pub definition: BlockDefinition,
+    pub on_place: Option<VoxelFn<M>>,
+    pub on_dig: Option<VoxelFn<M>>,
+    pub on_touch: Option<VoxelFn<M>>,
+}
+
+/// A kind of entity.
+pub(crate) struct Kind<M> {
+    pub name: String,
+    pub step: StepFn<M>,
+    /// How many the modkit keeps in the world.
+    pub keep: usize,
+    /// Where a new one goes (`None`: the world's spawn point).
+    pub place: Option<PlaceFn<M>>,
+    pub colour: [u8; 3],
+    pub size: [f32; 3],
+}
+
+/// What a mod declares (see [`crate::Mod::setup`]).
+pub struct Setup<M> {
+    commands: Vec<Command<M>>,
+    blocks: Vec<Block<M>>,
+    kinds: Vec<Kind<M>>,
+    ticks: Vec<TickFn<M>>,
+    starts: Vec<StartFn<M>>,
+    declares: Vec<DeclareFn>,
+}
+
+impl<M: Mod> Setup<M> {
+    pub(crate) fn new() -> Self {
+        Self {
+            commands: Vec::new(),
+            blocks: Vec::new(),
+            kinds: Vec::new(),
+            ticks: Vec::new(),
+            starts: Vec::new(),
+            declares: Vec::new(),
+        }
+    }
+
+    /// A command `name` for the console, and with `privilege` for players
+    /// holding it in chat as `/name ...` too. `run` gets the words after
+    /// the name and answers the reply; [`Ctx::player`] says who ran it
+    /// (`None`: the console).
+    pub fn command(
+        &mut self,
+        name: &str,
+        help: &str,
+        privilege: Option<&str>,
+        run: impl FnMut(&mut M, &mut Ctx, &[String]) -> Result<String, ModuleError> + 'static,
+    ) -> &mut Self {
+        assert!(
+            self.commands.iter().all(|c| c.register.name != name),
+            "the mod declares the command '{name}' twice"
+        );
+        self.commands.push(Command {
+            register: RegisterCommand {
+                name: name.to_string(),
+                usage: String::new(),
+                help: help.to_string(),
+                privilege: privilege.map(str::to_string),
+            },
+            run: Box::new(run),
+        });
+        self
+    }
+
+    /// A block, registered with the world on start with this module as its
+    /// handler; its `on_place`, `on_dig` and `on_touch` closures run when
+    /// one of its voxels is placed, dug, or a neighbour of one changes.
+    pub fn block(&mut self, definition: BlockDefinition) -> BlockSetup<'_, M> {
+        assert!(
+            self.blocks
+                .iter()
+                .all(|b| b.definition.name != definition.name),
+            "the mod declares the block '{}' twice",
+            definition.name
+        );
+        self.blocks.push(Block {
+            definition,
+            on_place: None,
+            on_dig: None,
+            on_touch: None,
+        });
+        let block = self.blocks.last_mut().expect("just pushed");
+        BlockSetup { block }
+    }
+
+    /// A kind of entity: `step` moves each one every tick (set
+    /// [`Entity::position`]; its age and the seconds since the last tick
+    /// are given). The modkit keeps one in the world (see
+    /// [`EntitySetup::keep`]), made at the world's spawn point unless
+    /// [`EntitySetup::place`] says where.
+    pub fn entity(
+        &mut self,
+        name: &str,
+        step: impl FnMut(&mut M, &mut Ctx, &mut Entity, f64) -> Result<(), ModuleError> + 'static,
+    ) -> EntitySetup<'_, M> {
+        assert!(
+            self.kinds.iter().all(|k| k.name != name),
+            "the mod declares the entity '{name}' twice"
+        );
+        self.kinds.push(Kind {
+            name: name.to_string(),
+            step: Box::new(step),
+            keep: 1,
+            place: None,
+            colour: [200, 60, 60],
+            size: [0.6, 0.6, 0.6],
+        });
+        let kind = self.kinds.last_mut().expect("just pushed");
+        EntitySetup { kind }
+    }
+
+    /// Declares the settings `S` (`settings!`): checked on start (a value
+    /// that does not parse fails the load, naming it) and listed by
+    /// `buildat-server settings`; read them with [`Ctx::settings`].
+    pub fn settings<S: Settings>(&mut self) -> &mut Self {
+        self.declares.push(|host| {
+            S::read(host)?;
+            S::declare(host)
+        });
+        self
+    }
+
+    /// Runs on every start (`core:start`, and `core:continue` after a
+    /// reload), after the commands and blocks are registered.
+    pub fn on_start(
+        &mut self,
+        run: impl FnMut(&mut M, &mut Ctx) -> Result<(), ModuleError> + 'static,
+    ) -> &mut Self {
+        self.starts.push(Box::new(run));
+        self
+    }
+
+    /// Runs every tick with the seconds since the last one.
+    pub fn on_tick(
+        &mut self,
+        run: impl FnMut(&mut M, &mut Ctx, f64) -> Result<(), ModuleError> + 'static,
+    ) -> &mut Self {
+        self.ticks.push(Box::new(run));
+        self
+    }
+
+    /// The declarations split for the handlers that own them.
+    pub(crate) fn into_parts(self, module: &str) -> Parts<M> {
+        let start = StartPlan {
+            declares: self.declares,
+            commands: self.commands.iter().map(|c| c.register.clone()).collect(),
+            blocks: self
+                .blocks
+                .iter()
+                .map(|b| BlockDefinition {
+                    handler_module: module.to_string(),
+                    ..b.definition.clone()
+                })
+                .collect(),
+            starts: self.starts,
+        };
+        Parts {
+            start,
+            commands: self
+                .commands
+                .into_iter()
+                .map(|c| (c.register.name.clone(), c))
+                .collect(),
+            blocks: self.blocks,
+            kinds: self.kinds,
+            ticks: self.ticks,
+        }
+    }
+}
+
+/// A block being declared: what it does.
+pub struct BlockSetup<'a, M> {
+    block: &'a mut Block<M>,
+}
+
+impl<M> BlockSetup<'_, M> {
+    /// When one of its voxels is placed (at the given position).
+    pub fn on_place(
+        self,
+        run: impl FnMut(&mut M, &mut Ctx, Pos) -> Result<(), ModuleError> + 'static,
+    ) -> Self {
+        self.block.on_place = Some(Box::new(run));
+        self
+    }
+
+    /// When one of its voxels is dug or replaced.
+    pub fn on_dig(
+        self,
+        run: impl FnMut(&mut M, &mut Ctx, Pos) -> Result<(), ModuleError> + 'static,
+    ) -> Self {
+        self.block.on_dig = Some(Box::new(run));
+        self
+    }
+
+    /// When a voxel beside one of its voxels (one of the six faces)
+    /// changes: somebody touched it.
+    pub fn on_touch(
+        self,
+        run: impl FnMut(&mut M, &mut Ctx, Pos) -> Result<(), ModuleError> + 'static,
+    ) -> Self {
+        self.block.on_touch = Some(Box::new(run));
+        self
+    }
+}
+
+/// A kind of entity being declared.
+pub struct EntitySetup<'a, M> {
+    kind: &'a mut Kind<M>,
+}
+
+impl<M> EntitySetup<'_, M> {
+    /// How many the modkit keeps in the world (default 1): one missing
+    /// (never made yet, or lost with its section) is made again.
+    pub fn keep(self, count: usize) -> Self {
+        self.kind.keep = count;
+        self
+    }
+
+    /// Where a new one goes (`Ok(None)`: not yet, asked again in a second;
+    /// the world's ground may not be generated).
+    pub fn place(
+        self,
+        run: impl FnMut(&mut M, &mut Ctx) -> Result<Option<[f64; 3]>, ModuleError> + 'static,
+    ) -> Self {
+        self.kind.place = Some(Box::new(run));
+        self
+    }
+
+    /// How clients draw it: a box of `size` voxels (width, height, depth;
+    /// its position is the middle of its bottom) in `colour`.
+    pub fn looks(self, colour: [u8; 3], size: [f32; 3]) -> Self {
+        self.kind.colour = colour;
+        self.kind.size = size;
+        self
+    }
+}
+
+/// The declarations, each part owned by the handler that uses it.
+pub(crate) struct Parts<M> {
+    pub start: StartPlan<M>,
+    pub commands: HashMap<String, Command<M>>,
+    pub blocks: Vec<Block<M>>,
+    pub kinds: Vec<Kind<M>>,
+    pub ticks: Vec<TickFn<M>>,
+}
+
+/// What runs on `core:start` and on `core:continue`.
+pub(crate) struct StartPlan<M> {
+    declares: Vec<DeclareFn>,
+    commands: Vec<RegisterCommand>,
+    /// With this module as their handler.
+    blocks: Vec<BlockDefinition>,
+    starts: Vec<StartFn<M>>,
+}
+
+impl<M: Mod> StartPlan<M> {
+    pub fn run(&mut self, kit: &mut Modkit<M>) -> Result<(), ModuleError> {
+        let host = kit.ctx.host();
+        for declare in &self.declares {
+            declare(&host)?;
+        }
+        for command in &self.commands {
+            host.call(command)?;
+        }
+        kit.block_ids.clear();
+        for (index, block) in self.blocks.iter().enumerate() {
+            let ids = host
+                .call(&RegisterBlock {
+                    block: block.clone(),
+                })
+                .map_err(|e| ModuleError::msg(format!("registering block {}: {e}", block.name)))?;
+            for id in ids {
+                kit.block_ids.insert(VoxelInstance(id).type_id(), index);
+            }
+        }
+        if !self.blocks.is_empty() {
+            kit.ctx.forget_registry();
+        }
+        for start in &mut self.starts {
+            start(&mut kit.state, &mut kit.ctx)?;
+        }
+        Ok(())
+    }
+}

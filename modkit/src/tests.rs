@@ -1,0 +1,275 @@
+//! The modkit's own tests, on the test kit and [`crate::testing::TestWorld`].
+
+use buildat_interface::events::Tick;
+use buildat_interface::testing::TestHost;
+use buildat_interface::{ModuleError, UnloadKind};
+use buildat_main_api::ChatLine;
+use buildat_network_api::receive::testing::sent;
+use buildat_voxelworld_api::{CreateNodes, MoveNodes, RemoveNodes};
+
+use crate::prelude::*;
+use crate::testing::TestWorld;
+
+settings! {
+    /// The greeter's settings.
+    pub struct GreeterSettings in "test" {
+        /// What it says.
+        pub greeting: String = "hello".to_string(),
+    }
+}
+
+#[derive(Default, Serialize, Deserialize)]
+struct Greeter {
+    count: u64,
+}
+
+impl Mod for Greeter {
+    fn setup(m: &mut Setup<Self>) {
+        m.settings::<GreeterSettings>();
+        m.command("hello", "Greets you", Some("interact"), |s, ctx, args| {
+            s.count += 1;
+            let greeting = ctx.settings::<GreeterSettings>()?.greeting;
+            let to = ctx.player().unwrap_or("console").to_string();
+            Ok(format!("{greeting} {to} #{} {args:?}", s.count))
+        });
+    }
+}
+
+/// The same state under another type: another layout.
+#[derive(Default, Serialize, Deserialize)]
+struct Renamed {
+    count: u64,
+}
+
+impl Mod for Renamed {
+    fn setup(_: &mut Setup<Self>) {}
+}
+
+#[test]
+fn a_command_counts_across_a_reload_with_its_setting() {
+    let world = TestWorld::on(TestHost::new().config("test.greeting", "hi"));
+    let kit = world.kit().clone();
+    let mut m = world.load::<Greeter>().unwrap();
+    let registered = kit.commands();
+    assert_eq!(registered.len(), 1);
+    assert_eq!(registered[0].name, "hello");
+    assert_eq!(registered[0].privilege.as_deref(), Some("interact"));
+    assert_eq!(world.declared()[0].namespace, "test");
+    assert_eq!(
+        m.command("hello", &["x"], Some("ann")).unwrap(),
+        "hi ann #1 [\"x\"]"
+    );
+    assert_eq!(m.command("hello", &[], None).unwrap(), "hi console #2 []");
+
+    let mut m = m.reload::<Modkit<Greeter>>().unwrap();
+    assert_eq!(m.module().state().count, 2, "the state is kept");
+    assert_eq!(kit.commands().len(), 2, "registered again");
+    assert_eq!(m.command("hello", &[], None).unwrap(), "hi console #3 []");
+
+    // A state of another type is not misread: the new one starts fresh.
+    let m = m.reload::<Modkit<Renamed>>().unwrap();
+    assert_eq!(m.module().state().count, 0);
+    assert!(
+        kit.logs()
+            .iter()
+            .any(|(_, line)| line.contains("another layout")),
+        "{:?}",
+        kit.logs()
+    );
+}
+
+#[test]
+fn a_bad_setting_fails_the_start_naming_it() {
+    let world = TestWorld::on(TestHost::new().config("test.greeting", "hi"));
+    assert!(world.load::<Greeter>().is_ok());
+    #[derive(Default, Serialize, Deserialize)]
+    struct Strict;
+    settings! {
+        struct StrictSettings in "strict" {
+            /// A number.
+            pub n: u32 = 1,
+        }
+    }
+    impl Mod for Strict {
+        fn setup(m: &mut Setup<Self>) {
+            m.settings::<StrictSettings>();
+        }
+    }
+    let world = TestWorld::on(TestHost::new().config("strict.n", "many"));
+    let error = world.load::<Strict>().err().expect("refused");
+    assert!(error.to_string().contains("strict.n"), "{error}");
+}
+
+/// A block that puts a torch on itself, counts digs and tells who touched it.
+#[derive(Default, Serialize, Deserialize)]
+struct Bouncer {
+    dug: u32,
+    touched_by: Vec<String>,
+}
+
+impl Mod for Bouncer {
+    fn setup(m: &mut Setup<Self>) {
+        m.block(BlockDefinition::simple("bouncer", "bouncer.png"))
+            .on_place(|_, ctx, [x, y, z]| ctx.set_voxel([x, y + 1, z], "torch").map(drop))
+            .on_dig(|s, _, _| {
+                s.dug += 1;
+                Ok(())
+            })
+            .on_touch(|s, ctx, _| {
+                s.touched_by
+                    .push(ctx.player().unwrap_or("nobody").to_string());
+                Ok(())
+            });
+    }
+}
+
+#[test]
+fn a_placed_block_changes_the_voxel_above_and_hears_digs_and_touches() {
+    let world = TestWorld::new();
+    world.fill([-2, 0, -2], [2, 0, 2], "stone");
+    let mut m = world.load::<Bouncer>().unwrap();
+    assert_eq!(
+        world.kit().subscriptions(),
+        vec!["voxelworld:special/test".to_string()]
+    );
+    world
+        .place(&mut m, [0, 1, 0], "bouncer", Some("ann"))
+        .unwrap();
+    assert_eq!(world.voxel([0, 2, 0]).as_deref(), Some("torch"));
+    let edits = world.edits();
+    assert_eq!(edits.len(), 1, "{edits:?}");
+    assert_eq!(edits[0].pos, [0, 2, 0]);
+    assert_eq!(edits[0].voxel, world.id("torch"));
+    // Its own torch touched it (a module's edit: nobody).
+    assert_eq!(m.module().state().touched_by, ["nobody"]);
+
+    world.dig(&mut m, [1, 1, 0], Some("bob")).unwrap();
+    world.place(&mut m, [1, 1, 0], "dirt", Some("bob")).unwrap();
+    assert_eq!(m.module().state().touched_by, ["nobody", "bob"]);
+    world.dig(&mut m, [0, 1, 0], Some("ann")).unwrap();
+    assert_eq!(m.module().state().dug, 1);
+    assert_eq!(world.edits().len(), 1, "nothing more edited");
+}
+
+/// An entity walking a circle of 3 voxels around where it was made.
+#[derive(Default, Serialize, Deserialize)]
+struct Circler;
+
+impl Mod for Circler {
+    fn setup(m: &mut Setup<Self>) {
+        m.entity("circler", |_, _, e, _| {
+            let angle = e.age;
+            e.position = [
+                e.home[0] + 3.0 * angle.cos(),
+                e.home[1],
+                e.home[2] + 3.0 * angle.sin(),
+            ];
+            Ok(())
+        });
+    }
+}
+
+fn tick(m: &mut buildat_interface::testing::TestModule<Modkit<Circler>>) {
+    m.emit(&Tick { dtime: 0.25 }).unwrap();
+}
+
+#[test]
+fn an_entity_is_made_at_spawn_and_moves_every_tick_in_one_call() {
+    let world = TestWorld::new();
+    world.set_spawn(None);
+    let kit = world.kit().clone();
+    let mut m = world.load::<Circler>().unwrap();
+    tick(&mut m);
+    assert!(kit.calls::<CreateNodes>().is_empty(), "no spawn point yet");
+    world.set_spawn(Some([0.5, 5.0, 0.5]));
+    for _ in 0..4 {
+        tick(&mut m);
+    }
+    let made = kit.calls::<CreateNodes>();
+    assert_eq!(made.len(), 1, "looked again after a second");
+    assert_eq!(made[0].nodes[0].position, [0.5, 5.0, 0.5]);
+    assert_eq!(made[0].nodes[0].vars["entity"], b"circler");
+    let moves = kit.calls::<MoveNodes>();
+    assert!(!moves.is_empty());
+    assert!(moves.iter().all(|m| m.moves.len() == 1), "one call a tick");
+    let node = world
+        .nodes()
+        .into_iter()
+        .find(|n| n.vars.contains_key("entity"))
+        .unwrap();
+    let age = m.module().entities()[0].age;
+    assert!((node.position[0] - (0.5 + 3.0 * age.cos())).abs() < 1e-9);
+    assert!((node.position[2] - (0.5 + 3.0 * age.sin())).abs() < 1e-9);
+
+    // Kept over a reload: the same node moves on.
+    let mut m = m.reload::<Modkit<Circler>>().unwrap();
+    assert_eq!(m.module().entities().len(), 1);
+    assert_eq!(m.module().entities()[0].id, node.id);
+    tick(&mut m);
+    assert_eq!(kit.calls::<CreateNodes>().len(), 1, "none made again");
+
+    // A node the world lost is made again.
+    world.lose_node(node.id);
+    for _ in 0..5 {
+        tick(&mut m);
+    }
+    assert_eq!(kit.calls::<CreateNodes>().len(), 2);
+    let id = m.module().entities()[0].id;
+    assert_ne!(id, node.id);
+
+    // Unloaded for good: its node goes.
+    m.unload(UnloadKind::ForGood).unwrap();
+    assert_eq!(kit.calls::<RemoveNodes>().last().unwrap().ids, [id]);
+}
+
+#[derive(Default, Serialize, Deserialize)]
+struct Crier;
+
+impl Mod for Crier {
+    fn setup(m: &mut Setup<Self>) {
+        m.command("cry", "Tells everyone", None, |_, ctx, args| {
+            let told = ctx.announce(&args.join(" "))?;
+            let ann = ctx.tell("ANN", "psst")?;
+            Ok(format!("{told} {ann}"))
+        });
+    }
+}
+
+#[test]
+fn chat_reaches_one_player_or_every_player() {
+    let world = TestWorld::new();
+    world.join("ann", 7);
+    world.join("bob", 8);
+    let mut m = world.load::<Crier>().unwrap();
+    assert_eq!(m.command("cry", &["hi", "all"], None).unwrap(), "2 true");
+    let lines: Vec<(u64, String)> = sent::<ChatLine>(world.kit())
+        .into_iter()
+        .map(|(peer, line)| (peer, line.text))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            (7, "hi all".to_string()),
+            (8, "hi all".to_string()),
+            (7, "psst".to_string())
+        ]
+    );
+}
+
+#[test]
+fn an_unknown_block_name_is_an_error_naming_it() {
+    #[derive(Default, Serialize, Deserialize)]
+    struct Wrong;
+    impl Mod for Wrong {
+        fn setup(m: &mut Setup<Self>) {
+            m.command("wrong", "", None, |_, ctx, _| {
+                ctx.set_voxel([0, 0, 0], "unobtainium")?;
+                Ok(String::new())
+            });
+        }
+    }
+    let world = TestWorld::new();
+    let mut m = world.load::<Wrong>().unwrap();
+    let error: ModuleError = m.command("wrong", &[], None).unwrap_err();
+    assert!(error.to_string().contains("unobtainium"), "{error}");
+}
