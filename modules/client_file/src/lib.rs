@@ -18,9 +18,9 @@
 //! limit is malformed (the client is dropped and the name is never echoed),
 //! refusals are logged a few per client per 10 s, and a client whose
 //! backlog stays over the high-water mark for `client_file.stall_timeout_ms`
-//! (default 20000) is dropped as not reading. Settings:
-//! `client_file.max_backlog_bytes` (the high-water mark, default 4 MiB,
-//! never over a third of `network.max_queue_bytes`).
+//! is dropped as not reading. Settings: `ClientFileSettings` declares them
+//! with their defaults (the high-water mark `client_file.max_backlog_bytes`
+//! is never over a third of `network.max_queue_bytes`).
 //! Does not own: sockets (`network`) or the packet bytes
 //! (`buildat_format::protocol`, documented in docs/protocol.md).
 //!
@@ -43,6 +43,7 @@ use buildat_client_file_api::{
 use buildat_format::Packet;
 use buildat_interface::core_api::{ListModules, ModuleInfo, ModuleState};
 use buildat_interface::log_limit::{LogLimiter, suppressed_note};
+use buildat_interface::settings::Settings as _;
 use buildat_interface::{
     Event, Host, Module, ModuleError, Stash, UnloadKind, decode, events, export_module, log,
 };
@@ -58,8 +59,16 @@ use serde::{Deserialize, Serialize};
 const NETWORK_QUEUE_LIMIT: u64 = 32 << 20;
 /// Bytes sent to one client per round of the pump (one network call).
 const ROUND_BYTES: usize = 1 << 20;
-/// Default high-water mark of a client's backlog (`client_file.max_backlog_bytes`).
-const MAX_BACKLOG: u64 = 4 << 20;
+
+buildat_interface::settings! {
+    /// What operators set (`--set client_file.KEY=VALUE`).
+    struct ClientFileSettings in "client_file" {
+        /// High-water mark of a client's backlog, in bytes (never over a third of network.max_queue_bytes).
+        max_backlog_bytes: u64 = 4 << 20,
+        /// A client whose backlog stays over the high-water mark this long is dropped, in ms.
+        stall_timeout_ms: u64 = 20_000,
+    }
+}
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Transfer {
@@ -537,13 +546,12 @@ impl ClientFile {
 
 impl Module for ClientFile {
     fn create(host: Host) -> Result<Self, ModuleError> {
+        let settings = ClientFileSettings::read(&host)?;
         let queue_limit = host.get_setting("network.max_queue_bytes", NETWORK_QUEUE_LIMIT)?;
-        let max_backlog = host.get_setting("client_file.max_backlog_bytes", MAX_BACKLOG)?;
         let high_water = (queue_limit / 3)
-            .min(max_backlog)
+            .min(settings.max_backlog_bytes)
             .max(MAX_FILE_PIECE as u64);
-        let stall_timeout =
-            Duration::from_millis(host.get_setting("client_file.stall_timeout_ms", 20_000)?);
+        let stall_timeout = Duration::from_millis(settings.stall_timeout_ms);
         Ok(Self {
             host,
             shared: Arc::new(Shared {
@@ -580,12 +588,14 @@ impl Module for ClientFile {
     fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
         match name {
             events::Start::NAME => {
+                ClientFileSettings::declare(&self.host)?;
                 for module in self.modules()? {
                     self.register_module(&module.name, &PathBuf::from(&module.path));
                 }
                 self.start_pump()?;
             }
             events::Continue::NAME => {
+                ClientFileSettings::declare(&self.host)?;
                 if let Some(state) = self.host.take_stash::<State>()? {
                     *self.shared.state() = state;
                 }
@@ -665,3 +675,29 @@ impl Module for ClientFile {
 }
 
 export_module!(ClientFile);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_are_declared_with_their_defaults() {
+        let declared = ClientFileSettings::describe();
+        let keys: Vec<(&str, &str)> = declared
+            .iter()
+            .map(|s| (s.key.as_str(), s.default.as_str()))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("client_file.max_backlog_bytes", "4194304"),
+                ("client_file.stall_timeout_ms", "20000")
+            ]
+        );
+        let set = ClientFileSettings::read_with(|key| {
+            (key == "client_file.stall_timeout_ms").then(|| "5".to_string())
+        })
+        .unwrap();
+        assert_eq!((set.stall_timeout_ms, set.max_backlog_bytes), (5, 4 << 20));
+    }
+}

@@ -2,12 +2,13 @@
 //!
 //! Owns: interest management and the `replicate:nodes` stream
 //! (`interest.rs`): a client knows the nodes within `replicate.radius`
-//! voxels of its viewer (default 96, rounded up to 32-voxel cells), is
+//! voxels of its viewer (rounded up to 32-voxel cells; the settings and
+//! their defaults are declared in `ReplicateSettings`), is
 //! told when one enters (its whole state), changes (a delta) or leaves,
 //! once a tick in one packet, positions quantised to 1/64 voxel, stamped
 //! with the server's time for interpolation; at most the nearest
-//! `replicate.max_known` nodes (default 256) at once; the changes of a
-//! node within `replicate.full_rate_radius` voxels (default 16) every
+//! `replicate.max_known` nodes at once; the changes of a
+//! node within `replicate.full_rate_radius` voxels every
 //! tick, within twice that every 2nd tick, further every 4th. It listens to the world's
 //! `voxelworld:nodes_changed` (what changed) and `voxelworld:viewer_moved` and `viewers_moved`
 //! (where each client looks from), and `network:client_disconnected`. Its
@@ -24,6 +25,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use buildat_format::Packet;
 use buildat_interface::core_api::{RegisterCommand, RunCommand};
+use buildat_interface::settings::Settings as _;
 use buildat_interface::{
     Event, Host, Module, ModuleError, UnloadKind, decode, events, export_module, log,
 };
@@ -32,10 +34,17 @@ use buildat_replicate_api::{ForceSync, GetStats, KnowingPeers, NodeUpdates};
 use buildat_voxelworld_api::{GetNode, ListNodes, NodesChanged, Viewer, Viewers};
 use interest::{DEFAULT_FULL_RATE_RADIUS, Replicator};
 
-/// The default radius in voxels.
-const DEFAULT_RADIUS: f64 = 96.0;
-/// The default for the most nodes a client knows at once.
-const DEFAULT_MAX_KNOWN: usize = 256;
+buildat_interface::settings! {
+    /// What operators set (`--set replicate.KEY=VALUE`).
+    struct ReplicateSettings in "replicate" {
+        /// Voxels around a client's viewer within which it knows the nodes (rounded up to 32-voxel cells).
+        radius: f64 = 96.0,
+        /// Most nodes a client knows at once, the nearest (at least 1).
+        max_known: usize = 256,
+        /// Voxels within which a client is told every change of a node; further, every 2nd or 4th tick (inf: all).
+        full_rate_radius: f64 = DEFAULT_FULL_RATE_RADIUS,
+    }
+}
 
 struct Replicate {
     host: Host,
@@ -79,15 +88,16 @@ impl Replicate {
 
 impl Module for Replicate {
     fn create(host: Host) -> Result<Self, ModuleError> {
-        let radius = host.get_setting("replicate.radius", DEFAULT_RADIUS)?;
-        let max_known = host.get_setting("replicate.max_known", DEFAULT_MAX_KNOWN)?;
+        let ReplicateSettings {
+            radius,
+            max_known,
+            full_rate_radius,
+        } = ReplicateSettings::read(&host)?;
         if max_known == 0 {
             return Err(ModuleError::msg(
                 "setting replicate.max_known: 0 would tell clients nothing; at least 1",
             ));
         }
-        let full_rate_radius =
-            host.get_setting("replicate.full_rate_radius", DEFAULT_FULL_RATE_RADIUS)?;
         if full_rate_radius.is_nan() || full_rate_radius < 0.0 {
             return Err(ModuleError::msg(format!(
                 "setting replicate.full_rate_radius: {full_rate_radius} is not a distance; \
@@ -112,6 +122,7 @@ impl Module for Replicate {
     fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
         match name {
             events::Start::NAME | events::Continue::NAME => {
+                ReplicateSettings::declare(&self.host)?;
                 self.host.call(&RegisterCommand {
                     name: "replicate".into(),
                     usage: String::new(),
@@ -197,3 +208,33 @@ impl buildat_interface::Stash for ReplicateStash {
 }
 
 export_module!(Replicate);
+
+#[cfg(test)]
+mod tests {
+    use buildat_interface::settings::Settings as _;
+
+    use super::*;
+
+    #[test]
+    fn settings_are_declared_with_their_defaults() {
+        let declared = ReplicateSettings::describe();
+        let defaults: Vec<(&str, &str)> = declared
+            .iter()
+            .map(|s| (s.key.as_str(), s.default.as_str()))
+            .collect();
+        assert_eq!(
+            defaults,
+            [
+                ("replicate.radius", "96"),
+                ("replicate.max_known", "256"),
+                ("replicate.full_rate_radius", "16")
+            ]
+        );
+        let set = ReplicateSettings::read_with(|key| {
+            (key == "replicate.full_rate_radius").then(|| "inf".to_string())
+        })
+        .unwrap();
+        assert!(set.full_rate_radius.is_infinite());
+        assert_eq!(set.radius, 96.0);
+    }
+}

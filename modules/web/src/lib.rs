@@ -34,15 +34,9 @@
 //! network's, voxelworld's, main's and replicate's `get_stats` calls), the
 //! world, players or sockets of players.
 //!
-//! Settings: `web.listen` (`ADDRESS:PORT`, `off` for no server; no server
-//! runs headless either), `web.public` (default false), `web.hostnames`
-//! (names besides loopback's and the listen address's the page answers
-//! to, comma-separated), `web.max_connections` (default 64),
-//! `web.insecure_http` (default false), `web.tls_cert` and `web.tls_key`
-//! (PEM files, relative to the world folder), `web.map_share` (default
-//! 0.1), `web.map_top` and `web.map_bottom` (the voxels searched for a
-//! column's top, default 127 and -64: the sections `pregen` makes by
-//! default).
+//! Settings: [`WebSettings`] declares every `web.*` key with its type,
+//! default and help (`buildat-server settings` lists them); no server runs
+//! headless.
 
 pub mod access;
 pub mod admin;
@@ -58,6 +52,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use buildat_interface::settings::Settings as _;
 use buildat_interface::{
     Event, Host, Module, ModuleError, Stash, UnloadKind, config, decode, events, export_module, log,
 };
@@ -122,6 +117,33 @@ pub struct Counters {
     pub admin_actions: u64,
 }
 
+buildat_interface::settings! {
+    /// What operators set (`--set web.KEY=VALUE`); checked into
+    /// [`Settings`].
+    pub struct WebSettings in "web" {
+        /// Address the page listens on (loopback only unless named); off: none.
+        pub listen: String = DEFAULT_LISTEN.to_string(),
+        /// true: the read-only pages open to everyone, not only loopback and token holders.
+        pub public: bool = false,
+        /// More names the page answers to, comma-separated.
+        pub hostnames: String = String::new(),
+        /// Connections open at once (1 or more).
+        pub max_connections: usize = 64,
+        /// true: plain HTTP off loopback too (the token crosses readable).
+        pub insecure_http: bool = false,
+        /// HTTPS certificate (PEM) relative to the world; unset: the game port's.
+        pub tls_cert: Option<String> = None,
+        /// HTTPS key (PEM) relative to the world, set with web.tls_cert.
+        pub tls_key: Option<String> = None,
+        /// Highest voxel searched for a column's top on the map.
+        pub map_top: i32 = 127,
+        /// Lowest voxel searched for a column's top on the map.
+        pub map_bottom: i32 = -64,
+        /// Share of the world module's time the map may spend (above 0, at most 1).
+        pub map_share: f64 = map::MAP_SHARE,
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// `None`: no server (headless, or `web.listen=off`).
@@ -140,6 +162,47 @@ pub struct Settings {
     pub map_bottom: i32,
     /// `web.map_share`: the share of the world's time the map may spend.
     pub map_share: f64,
+}
+
+impl Settings {
+    /// The settings `set` declares, checked; no server when `headless`.
+    pub fn check_from(set: WebSettings, headless: bool) -> Result<Self, ModuleError> {
+        let listen = (!headless && set.listen != "off").then_some(set.listen);
+        let settings = Settings {
+            listen,
+            public: set.public,
+            hostnames: access::parse_hostnames(&set.hostnames),
+            max_connections: set.max_connections,
+            insecure_http: set.insecure_http,
+            tls_cert: set.tls_cert,
+            tls_key: set.tls_key,
+            map_top: set.map_top,
+            map_bottom: set.map_bottom,
+            map_share: set.map_share,
+        };
+        if settings.map_top < settings.map_bottom
+            || settings.map_top - settings.map_bottom >= buildat_voxelworld_api::MAX_COLUMN_HEIGHT
+        {
+            return Err(ModuleError::msg(format!(
+                "web.map_top must be above web.map_bottom, by less than {}",
+                buildat_voxelworld_api::MAX_COLUMN_HEIGHT
+            )));
+        }
+        if !(settings.map_share > 0.0 && settings.map_share <= 1.0) {
+            return Err(ModuleError::msg(
+                "web.map_share is a share of the world's time: above 0, at most 1",
+            ));
+        }
+        if settings.max_connections == 0 {
+            return Err(ModuleError::msg("web.max_connections must be 1 or more"));
+        }
+        if settings.tls_cert.is_some() != settings.tls_key.is_some() {
+            return Err(ModuleError::msg(
+                "web.tls_cert and web.tls_key are set together",
+            ));
+        }
+        Ok(settings)
+    }
 }
 
 pub fn now_unix_ms() -> u64 {
@@ -210,45 +273,7 @@ impl Web {
 impl Module for Web {
     fn create(host: Host) -> Result<Self, ModuleError> {
         let headless = host.get_config(config::HEADLESS).is_some_and(|v| v == "1");
-        let listen = host
-            .get_config("web.listen")
-            .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
-        let listen = (!headless && listen != "off").then_some(listen);
-        let settings = Settings {
-            listen,
-            public: host.get_setting("web.public", false)?,
-            hostnames: access::parse_hostnames(
-                &host.get_config("web.hostnames").unwrap_or_default(),
-            ),
-            max_connections: host.get_setting("web.max_connections", 64)?,
-            insecure_http: host.get_setting("web.insecure_http", false)?,
-            tls_cert: host.get_config("web.tls_cert").filter(|p| !p.is_empty()),
-            tls_key: host.get_config("web.tls_key").filter(|p| !p.is_empty()),
-            map_top: host.get_setting("web.map_top", 127)?,
-            map_bottom: host.get_setting("web.map_bottom", -64)?,
-            map_share: host.get_setting("web.map_share", map::MAP_SHARE)?,
-        };
-        if settings.map_top < settings.map_bottom
-            || settings.map_top - settings.map_bottom >= buildat_voxelworld_api::MAX_COLUMN_HEIGHT
-        {
-            return Err(ModuleError::msg(format!(
-                "web.map_top must be above web.map_bottom, by less than {}",
-                buildat_voxelworld_api::MAX_COLUMN_HEIGHT
-            )));
-        }
-        if !(settings.map_share > 0.0 && settings.map_share <= 1.0) {
-            return Err(ModuleError::msg(
-                "web.map_share is a share of the world's time: above 0, at most 1",
-            ));
-        }
-        if settings.max_connections == 0 {
-            return Err(ModuleError::msg("web.max_connections must be 1 or more"));
-        }
-        if settings.tls_cert.is_some() != settings.tls_key.is_some() {
-            return Err(ModuleError::msg(
-                "web.tls_cert and web.tls_key are set together",
-            ));
-        }
+        let settings = Settings::check_from(WebSettings::read(&host)?, headless)?;
         let token = admin::load_or_create_token(&host.world_path())
             .map_err(|e| ModuleError::msg(e.to_string()))?;
         let view_key = access::view_key(&token);
@@ -278,6 +303,7 @@ impl Module for Web {
     fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
         match name {
             events::Start::NAME | events::Continue::NAME => {
+                WebSettings::declare(&self.host)?;
                 if let Some(stash) = self.host.take_stash::<WebStash>()? {
                     // The uptime and counters of the server run go on.
                     self.shared
@@ -315,3 +341,54 @@ impl Module for Web {
 }
 
 export_module!(Web);
+
+#[cfg(test)]
+mod tests {
+    use buildat_interface::settings::Settings as _;
+
+    use super::*;
+
+    fn read(values: &[(&str, &str)]) -> Result<WebSettings, ModuleError> {
+        Ok(WebSettings::read_with(|key| {
+            values
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.to_string())
+        })?)
+    }
+
+    #[test]
+    fn settings_are_declared_read_and_checked() {
+        let declared = WebSettings::describe();
+        assert_eq!(declared.len(), 10);
+        assert!(declared.iter().all(|s| !s.help.is_empty()));
+        let defaults = Settings::check_from(read(&[]).unwrap(), false).unwrap();
+        assert_eq!(defaults.listen.as_deref(), Some(DEFAULT_LISTEN));
+        assert_eq!(defaults.max_connections, 64);
+        assert_eq!((defaults.map_top, defaults.map_bottom), (127, -64));
+        assert_eq!(
+            Settings::check_from(read(&[]).unwrap(), true)
+                .unwrap()
+                .listen,
+            None
+        );
+        let off = read(&[("web.listen", "off"), ("web.hostnames", "a.org, b:1")]).unwrap();
+        let off = Settings::check_from(off, false).unwrap();
+        assert_eq!(off.listen, None);
+        assert_eq!(off.hostnames, ["a.org", "b"]);
+        for bad in [
+            ("web.max_connections", "0"),
+            ("web.map_share", "2"),
+            ("web.map_top", "-100"),
+            ("web.tls_cert", "cert.pem"),
+        ] {
+            let set = read(&[bad]).unwrap();
+            assert!(Settings::check_from(set, false).is_err(), "{bad:?}");
+        }
+        let error = read(&[("web.public", "yes")]).unwrap_err().to_string();
+        assert!(
+            error.contains("web.public") && error.contains("bool"),
+            "{error}"
+        );
+    }
+}
