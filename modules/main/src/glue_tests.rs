@@ -17,9 +17,9 @@ use buildat_network_api::{ClientConnected, Disconnect};
 use buildat_voxel::geometry::Pos;
 use buildat_voxel::{AIR, VoxelName, VoxelRegistry};
 use buildat_voxelworld_api::{
-    CreateNodes, DropOldTables, EditOutcome, EditVoxels, GetRegistry, GetSizes, GetValue, GetVoxel,
-    GetVoxels, ListValues, LoadOrGenerateSection, MoveNodes, PutValues, ReadOldTable,
-    RegisterBlock, RemoveNode, SectionStatus, Sizes,
+    CreateNodes, DropOldTables, EditOutcome, EditVoxels, GetRegistry, GetSizes, GetSpawn, GetValue,
+    GetVoxel, GetVoxels, ListValues, MoveNodes, PutValues, ReadOldTable, RegisterBlock, RemoveNode,
+    Sizes,
 };
 
 use buildat_format::Packet;
@@ -91,12 +91,7 @@ fn answer_world(kit: &TestHost, world: &Arc<Mutex<FakeWorld>>) {
     .answer(|_: ReadOldTable| Ok(None))
     .answer(|_: DropOldTables| Ok(()))
     .answer(|_: ListValues| Ok(Vec::new()))
-    .answer(|_: LoadOrGenerateSection| {
-        Ok(SectionStatus {
-            generated: true,
-            save_enabled: false,
-        })
-    })
+    .answer(|_: GetSpawn| Ok(Some([0.5, 0.0, 0.5])))
     .answer(|_: RemoveNode| Ok(()))
     .answer(|moves: MoveNodes| Ok(moves.moves.iter().map(|m| m.id).collect()));
     let w = at(world);
@@ -176,7 +171,7 @@ fn a_guest_joins_on_the_ground_and_digs_within_reach() {
     let (kit, world, mut game) = game();
     assert!(kit.subscriptions().contains(&TickStep::NAME.to_string()));
     let position = join(&kit, &mut game, 1, "ann");
-    assert_eq!(position, [0.5, 0.0, 0.5], "standing on the stone at y = -1");
+    assert_eq!(position, [0.5, 0.0, 0.5], "at the world's spawn");
 
     game.packet(1, &Dig { voxel: [0, -1, 0] }).expect("dig");
     game.emit(&Tick { dtime: 0.05 }).expect("a tick");

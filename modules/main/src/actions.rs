@@ -1,0 +1,322 @@
+//! What players do, judged at the tick: moves (speed, collisions, flying)
+//! and digs and places (reach, sight, the edit in one world call).
+//!
+//! Owns: the moves and actions waiting for the tick and their judging.
+//! Does not own: the rules themselves (`rules.rs`, pure), the world's
+//! edits (voxelworld), the tick's steps (`tick.rs`).
+
+use super::*;
+
+/// Moves waiting for the next tick at most (the network's input budgets
+/// keep far below it; past it a move is refused).
+pub(crate) const MAX_PENDING_MOVES: usize = 100_000;
+
+/// Digs and places waiting for the next tick at most.
+pub(crate) const MAX_PENDING_ACTIONS: usize = 100_000;
+
+/// A dig or a place waiting for the next tick.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct PendingAction {
+    pub(crate) peer: PeerId,
+    pub(crate) voxel: Pos,
+    /// The voxel to set (air to dig) and its name.
+    pub(crate) id: u32,
+    pub(crate) name: String,
+    pub(crate) replace: Replace,
+}
+
+/// How much faster a player with `fast` may move.
+pub(crate) const FAST: f64 = 4.0;
+
+impl Game {
+    /// Whether each voxel is physically solid (`None`: not generated);
+    /// repeats looked up once, in as few calls to the world as the call's
+    /// limit allows (none for no voxel).
+    pub(crate) fn solidity(
+        &mut self,
+        mut positions: Vec<Pos>,
+    ) -> Result<HashMap<Pos, Option<bool>>, ModuleError> {
+        positions.sort_unstable();
+        positions.dedup();
+        if positions.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut voxels = Vec::with_capacity(positions.len());
+        for batch in positions.chunks(MAX_VOXELS_PER_CALL) {
+            voxels.extend(self.host.call(&GetVoxels {
+                positions: batch.to_vec(),
+            })?);
+        }
+        let known = |registry: &VoxelRegistry, id: u32| {
+            registry
+                .get(buildat_voxel::VoxelInstance(id).type_id())
+                .is_some()
+        };
+        if voxels
+            .iter()
+            .flatten()
+            .any(|id| !known(&self.registry, *id))
+        {
+            self.refresh_registry()?;
+        }
+        Ok(positions
+            .into_iter()
+            .zip(voxels)
+            .map(|(pos, voxel)| {
+                let solid = voxel.map(|id| {
+                    self.registry
+                        .get(buildat_voxel::VoxelInstance(id).type_id())
+                        .is_some_and(|d| d.physically_solid)
+                });
+                (pos, solid)
+            })
+            .collect())
+    }
+
+    /// Refuses a move: says why and puts the player back where the server
+    /// last accepted it.
+    pub(crate) fn correct(
+        &self,
+        peer: PeerId,
+        position: [f64; 3],
+        reason: &str,
+    ) -> Result<(), ModuleError> {
+        self.refuse(peer, reason)?;
+        self.send(peer, &Correct { position });
+        Ok(())
+    }
+
+    /// Takes a move to judge at the next tick, with every other move of
+    /// the tick, in one lookup of the world: the game never waits on the
+    /// world for a move (the world may be busy lighting new terrain, and
+    /// pings and everyone else's packets would wait behind it).
+    pub(crate) fn on_move(&mut self, peer: PeerId, packet: Move) -> Result<(), ModuleError> {
+        let position = packet.position;
+        if let Err(reason) = rules::check_position(position) {
+            return self.refuse(peer, &reason);
+        }
+        if !self.players.contains_key(&peer) {
+            return self.refuse(peer, "join first");
+        }
+        if self.pending_moves.len() >= MAX_PENDING_MOVES {
+            return self.refuse(peer, "too many moves at once on this server; move again");
+        }
+        self.pending_moves.push((peer, position, Instant::now()));
+        Ok(())
+    }
+
+    /// Judges the moves received since the last tick, in order: each from
+    /// where the one before it went, all their voxels in one lookup. A
+    /// refused move is corrected and the player's later moves of the tick
+    /// are dropped (they start from where the correction takes it back
+    /// from). Each player that moved tells the world once.
+    pub(crate) fn judge_moves(&mut self) -> Result<(), ModuleError> {
+        let moves = std::mem::take(&mut self.pending_moves);
+        if moves.is_empty() {
+            return Ok(());
+        }
+        let mut chain: HashMap<PeerId, [f64; 3]> = HashMap::new();
+        let mut planned = Vec::with_capacity(moves.len());
+        for (peer, to, at) in moves {
+            let Some(player) = self.players.get(&peer) else {
+                continue; // left meanwhile
+            };
+            let from = chain.get(&peer).copied().unwrap_or(player.position);
+            chain.insert(peer, to);
+            let checks = self.move_checks(player);
+            let voxels = ((checks.collide || checks.gravity)
+                && rules::distance(from, to) <= rules::MAX_MOVE)
+                .then(|| rules::move_voxels(from, to));
+            planned.push((peer, from, to, at, voxels));
+        }
+        let solid = self.solidity(
+            planned
+                .iter()
+                .filter_map(|(.., voxels)| voxels.as_ref())
+                .flat_map(rules::MoveVoxels::all)
+                .collect(),
+        )?;
+        let lookup = |v: Pos| solid.get(&v).copied().flatten();
+        let mut refused: BTreeSet<PeerId> = BTreeSet::new();
+        let mut moved: BTreeMap<PeerId, [f64; 3]> = BTreeMap::new();
+        for (peer, from, to, at, voxels) in planned {
+            if refused.contains(&peer) {
+                continue;
+            }
+            let Some(player) = self.players.get(&peer) else {
+                continue;
+            };
+            let checks = self.move_checks(player);
+            let speed = if player.privileges.contains("fast") {
+                self.max_speed * FAST
+            } else {
+                self.max_speed
+            };
+            let Some(player) = self.players.get_mut(&peer) else {
+                continue;
+            };
+            let judged = if rules::distance(from, to) > rules::MAX_MOVE {
+                Err(format!(
+                    "moved more than {} voxels at once",
+                    rules::MAX_MOVE
+                ))
+            } else if let Some(voxels) = &voxels {
+                rules::judge_move(from, to, voxels, checks, lookup)
+                    .and_then(|()| player.motion.spend(from, to, speed, at))
+            } else {
+                Ok(())
+            };
+            match judged {
+                Ok(()) => {
+                    player.position = to;
+                    self.news.moved(peer, to);
+                    moved.insert(peer, to);
+                }
+                Err(reason) => {
+                    refused.insert(peer);
+                    self.correct(peer, from, &reason)?;
+                }
+            }
+        }
+        // An event, not a call: moving never waits for the world. One for
+        // everyone: the world's next call waits behind one event.
+        if !moved.is_empty() {
+            let viewers = moved
+                .into_iter()
+                .map(|(peer, position)| Viewer { peer, position })
+                .collect();
+            self.host.emit(&Viewers { viewers })?;
+        }
+        Ok(())
+    }
+
+    /// Takes a dig or a place to judge at the next tick with the tick's
+    /// others (reach, sight and the edits themselves in one lookup and one
+    /// call to the world). The action rate is counted when it comes.
+    pub(crate) fn queue_action(&mut self, action: PendingAction) -> Result<(), ModuleError> {
+        let peer = action.peer;
+        let Some(player) = self.players.get_mut(&peer) else {
+            return self.refuse(peer, "join first");
+        };
+        if !player.privileges.contains("interact") {
+            return self.refuse(
+                peer,
+                "you may not dig or place here (no 'interact' privilege)",
+            );
+        }
+        if !player.actions.allow(Instant::now()) {
+            let reason = format!(
+                "more than {} actions a second",
+                rules::MAX_ACTIONS_PER_SECOND
+            );
+            return self.refuse(peer, &reason);
+        }
+        if self.pending_actions.len() >= MAX_PENDING_ACTIONS {
+            return self.refuse(peer, "too many actions at once on this server; try again");
+        }
+        self.pending_actions.push(action);
+        Ok(())
+    }
+
+    /// Judges the actions received since the last tick, in order: reach
+    /// and line of sight from the server's position of each player (after
+    /// the tick's moves), the sight of all of them in one lookup, then
+    /// every edit that passed in one `EditVoxels` call (the world checks
+    /// and sets each in turn, saves its section from then on and streams
+    /// the change); each edit done goes to the news of the players near it.
+    pub(crate) fn judge_actions(&mut self) -> Result<(), ModuleError> {
+        let actions = std::mem::take(&mut self.pending_actions);
+        if actions.is_empty() {
+            return Ok(());
+        }
+        let mut sighted = Vec::with_capacity(actions.len());
+        for action in actions {
+            let Some(player) = self.players.get(&action.peer) else {
+                continue; // left meanwhile
+            };
+            if !rules::in_reach(player.position, action.voxel) {
+                let reason = format!("{:?} is out of reach", action.voxel);
+                self.refuse(action.peer, &reason)?;
+                continue;
+            }
+            let rays = rules::sight_voxels(rules::eyes(player.position), action.voxel);
+            sighted.push((action, rays));
+        }
+        let solid = self.solidity(
+            sighted
+                .iter()
+                .flat_map(|(_, rays)| rays.iter().flatten().copied())
+                .collect(),
+        )?;
+        let mut allowed = Vec::with_capacity(sighted.len());
+        for (action, rays) in sighted {
+            if rules::visible(&rays, |v| solid.get(&v).copied().flatten()) {
+                allowed.push(action);
+            } else {
+                let reason = format!("{:?} is out of sight", action.voxel);
+                self.refuse(action.peer, &reason)?;
+            }
+        }
+        if allowed.is_empty() {
+            return Ok(());
+        }
+        let edits = allowed
+            .iter()
+            .map(|a| EditVoxel {
+                pos: a.voxel,
+                voxel: a.id,
+                replace: a.replace,
+                save: true,
+                by: None,
+            })
+            .collect();
+        let outcomes = self.host.call(&EditVoxels { edits })?;
+        for (action, outcome) in allowed.into_iter().zip(outcomes) {
+            let peer = action.peer;
+            match outcome {
+                EditOutcome::Edited { .. } => self.news.edit(peer, action.voxel, &action.name),
+                EditOutcome::NotGenerated => {
+                    self.refuse(peer, "that part of the world is not generated yet")?
+                }
+                EditOutcome::Refused { .. } if action.replace == Replace::OnlyAir => {
+                    self.refuse(peer, "that place is not empty")?
+                }
+                EditOutcome::Refused { .. } => self.refuse(peer, "nothing to dig there")?,
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn on_dig(&mut self, peer: PeerId, packet: Dig) -> Result<(), ModuleError> {
+        self.queue_action(PendingAction {
+            peer,
+            voxel: packet.voxel,
+            id: AIR,
+            name: buildat_voxel::AIR_NAME.to_string(),
+            replace: Replace::NotAir,
+        })
+    }
+
+    pub(crate) fn on_place(&mut self, peer: PeerId, packet: Place) -> Result<(), ModuleError> {
+        let name = packet.name;
+        if name.len() > rules::MAX_VOXEL_NAME {
+            return self.refuse(peer, "a voxel name that long is never registered");
+        }
+        if self.registry.get_id(&name).is_none() {
+            self.refresh_registry()?;
+        }
+        // Neither air (that is digging) nor `unknown` (what a voxel whose
+        // type is gone loads as) can be placed.
+        let placeable = |id: &u32| *id != AIR && *id != UNKNOWN;
+        let Some(id) = self.registry.get_id(&name).filter(placeable) else {
+            return self.refuse(peer, &format!("{name:?} cannot be placed"));
+        };
+        self.queue_action(PendingAction {
+            peer,
+            voxel: packet.voxel,
+            id,
+            name,
+            replace: Replace::OnlyAir,
+        })
+    }
+}
