@@ -1,0 +1,625 @@
+//! Light kept with the chunks: computed when a chunk is first asked for
+//! (a batch lit at once on this thread and [`LIGHT_THREADS`]` - 1`
+//! helpers, the inputs gathered here and each chunk's voxels copied out
+//! once per batch), and relit once a tick for what changed
+//! ([`World::relight`]): single edits updated in place on staged copies of
+//! the chunks they reach, the rest (and an edit whose change reaches a
+//! chunk at the edge of what is loaded) relit whole, in slices.
+//!
+//! Owns: the light caches (decoded voxels, sunlight masks), staging and
+//! the counts of how light was kept up to date. Does not own: the light
+//! rules (`buildat_voxel::light`, `relight`) or when light is sent
+//! (`stream.rs`).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+
+use buildat_voxel::VoxelLight;
+use buildat_voxel::geometry::{self, Pos};
+use buildat_voxel::light::{self, LightTable};
+use buildat_voxel::relight::{LitWorld, relight_in_place};
+
+use buildat_interface::log;
+
+use super::{ChunkLight, Loaded, World, WorldError, decode_blob};
+
+/// Chunks kept only as their blob that lighting keeps decoded at a time
+/// (128 KiB each).
+const LIGHT_DECODE_CACHE: usize = 128;
+/// Threads lighting chunks at once (the world's thread and helpers for
+/// the length of one batch).
+pub const LIGHT_THREADS: usize = 2;
+/// Chunks of voxels a [`LightMemo`] keeps at most (128 KiB each).
+const LIGHT_MEMO_LIMIT: usize = 128;
+/// What one relight, or one batch of chunks lit, remembers about the
+/// chunks around those it lights.
+#[derive(Default)]
+struct LightMemo {
+    /// Whether full sunlight comes down into each column of a chunk.
+    sun_in: HashMap<Pos, Arc<Vec<bool>>>,
+    /// A chunk's voxels (`None`: not in memory).
+    voxels: HashMap<Pos, Option<Arc<[u32]>>>,
+}
+
+/// A chunk's 27 chunks of voxels and the 9 sunlight masks above, as
+/// [`light::Surroundings`] borrows them.
+type LightInput = ([Option<Arc<[u32]>>; 27], [Option<Arc<Vec<bool>>>; 9]);
+/// Most voxels an update of light in place visits per channel before the
+/// chunks are relit whole instead.
+const IN_PLACE_LIMIT: usize = 200_000;
+/// How light was brought up to date since the world was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LightCounts {
+    /// Relights whose edits were all updated in place.
+    pub in_place: u64,
+    /// Chunks lit whole by a relight.
+    pub whole: u64,
+}
+
+/// A chunk staged for an update of light in place.
+struct StagedChunk {
+    voxels: Arc<[u32]>,
+    light: Vec<u8>,
+    changed: bool,
+}
+
+/// The world as an update in place sees it: the chunks it touched,
+/// staged (`None`: it may not touch that chunk), kept only if it
+/// finishes.
+struct StagedLight<'w> {
+    world: &'w mut World,
+    chunks: HashMap<Pos, Option<StagedChunk>>,
+}
+
+impl LitWorld for StagedLight<'_> {
+    fn get(&mut self, voxel: Pos) -> Option<(VoxelLight, u8)> {
+        let chunk = geometry::chunk_of_voxel(voxel);
+        if !self.chunks.contains_key(&chunk) {
+            let staged = self.world.stage_light(chunk);
+            self.chunks.insert(chunk, staged);
+        }
+        let staged = self.chunks.get(&chunk)?.as_ref()?;
+        let index = geometry::index_in_chunk(voxel);
+        let props = self.world.light_table.get(*staged.voxels.get(index)?);
+        Some((props, *staged.light.get(index)?))
+    }
+
+    fn set(&mut self, voxel: Pos, light: u8) {
+        let chunk = geometry::chunk_of_voxel(voxel);
+        if let Some(Some(staged)) = self.chunks.get_mut(&chunk)
+            && let Some(slot) = staged.light.get_mut(geometry::index_in_chunk(voxel))
+            && *slot != light
+        {
+            *slot = light;
+            staged.changed = true;
+        }
+    }
+}
+
+impl World {
+    /// The light table, rebuilt if the registry grew since it was built.
+    pub(super) fn refresh_light_table(&mut self) {
+        if self.light_table_len == self.voxels.len() && !self.voxels.is_empty() {
+            return;
+        }
+        self.light_table = LightTable::new(&self.voxels);
+        self.light_table_len = self.voxels.len();
+    }
+
+    /// A chunk's voxels for lighting (`None` if not in memory), without
+    /// keeping a chunk decoded that is kept as its blob: those are decoded
+    /// into a small cache of the last [`LIGHT_DECODE_CACHE`], so lighting
+    /// every streamed chunk does not decode every chunk in memory for good.
+    fn light_voxels(&mut self, chunk: Pos) -> Result<Option<Arc<[u32]>>, WorldError> {
+        let Some(found) = self.generated_chunk(chunk) else {
+            return Ok(None);
+        };
+        if let Some(voxels) = &found.voxels {
+            return Ok(Some(Arc::from(voxels.as_slice())));
+        }
+        if let Some(hit) = self.light_decoded.get(&chunk) {
+            return Ok(Some(hit.clone()));
+        }
+        let (node_id, blob) = (found.node_id, found.blob.clone().unwrap_or_default());
+        let voxels: Arc<[u32]> =
+            decode_blob(&self.voxels, &mut self.unknown_names, node_id, &blob)?.into();
+        while self.light_decoded_order.len() >= LIGHT_DECODE_CACHE {
+            if let Some(old) = self.light_decoded_order.pop_front() {
+                self.light_decoded.remove(&old);
+            }
+        }
+        self.light_decoded.insert(chunk, voxels.clone());
+        self.light_decoded_order.push_back(chunk);
+        Ok(Some(voxels))
+    }
+
+    /// A chunk's voxels changed: its cached decoding for light is stale.
+    pub(super) fn forget_light_voxels(&mut self, chunk: Pos) {
+        self.light_decoded.remove(&chunk);
+    }
+
+    /// [`World::light_voxels`] remembered for one relight or one batch of
+    /// chunks lit (the voxels cannot change meanwhile: the world's thread
+    /// is the caller's), so a chunk's voxels are copied out once, not once
+    /// for each neighbour lit.
+    fn memo_voxels(
+        &mut self,
+        chunk: Pos,
+        memo: &mut LightMemo,
+    ) -> Result<Option<Arc<[u32]>>, WorldError> {
+        if let Some(voxels) = memo.voxels.get(&chunk) {
+            return Ok(voxels.clone());
+        }
+        let voxels = self.light_voxels(chunk)?;
+        if memo.voxels.len() >= LIGHT_MEMO_LIMIT {
+            memo.voxels.clear();
+        }
+        memo.voxels.insert(chunk, voxels.clone());
+        Ok(voxels)
+    }
+
+    /// Which columns full sunlight comes down into the top of `chunk` (x +
+    /// 32·z): all of them when the chunk above is not in memory (open sky
+    /// above the loaded world), else what leaves the chunk above's bottom.
+    /// Computed up the column, remembered in `memo` for one relight.
+    fn sun_in(&mut self, chunk: Pos, memo: &mut LightMemo) -> Result<Arc<Vec<bool>>, WorldError> {
+        // Up to the first chunk not in memory or already known.
+        let mut chain = Vec::new();
+        let mut at = chunk;
+        let mut known = loop {
+            if let Some(mask) = memo.sun_in.get(&at) {
+                break mask.clone();
+            }
+            let above = [at[0], at[1] + 1, at[2]];
+            if self.generated_chunk(above).is_none() {
+                break Arc::new(vec![true; light::COLUMNS]);
+            }
+            chain.push(at);
+            at = above;
+        };
+        if chain.is_empty() {
+            memo.sun_in.insert(chunk, known.clone());
+        }
+        // Back down: each chunk's sunlight is what leaves the one above.
+        for &below in chain.iter().rev() {
+            let above = [below[0], below[1] + 1, below[2]];
+            let voxels = self
+                .memo_voxels(above, memo)?
+                .unwrap_or_else(|| Arc::from([]));
+            known = Arc::new(light::sun_exits(&voxels, &self.light_table, Some(&known)));
+            memo.sun_in.insert(below, known.clone());
+        }
+        Ok(known)
+    }
+
+    /// Computes a chunk's light from what is in memory around it, keeps
+    /// it, and answers it (`None` if the chunk is not in memory).
+    fn compute_light(
+        &mut self,
+        chunk: Pos,
+        memo: &mut LightMemo,
+    ) -> Result<Option<ChunkLight>, WorldError> {
+        Ok(self.light_chunks(&[chunk], memo)?.pop().flatten())
+    }
+
+    /// Computes the light of `chunks` (each `None` if not in memory) from
+    /// what is in memory around them, keeps it and answers it, in order.
+    /// The inputs are gathered here; the light itself is computed on up to
+    /// [`LIGHT_THREADS`] threads at once (this one included).
+    fn light_chunks(
+        &mut self,
+        chunks: &[Pos],
+        memo: &mut LightMemo,
+    ) -> Result<Vec<Option<ChunkLight>>, WorldError> {
+        self.refresh_light_table();
+        let offsets: [Pos; 27] =
+            std::array::from_fn(|i| [i % 3, i / 3 % 3, i / 9].map(|o| o as i32 - 1));
+        let mut inputs = Vec::with_capacity(chunks.len());
+        for &chunk in chunks {
+            if self.generated_chunk(chunk).is_none() {
+                inputs.push(None);
+                continue;
+            }
+            let at = |o: Pos| [chunk[0] + o[0], chunk[1] + o[1], chunk[2] + o[2]];
+            let mut voxels: [Option<Arc<[u32]>>; 27] = Default::default();
+            for (slot, offset) in voxels.iter_mut().zip(offsets) {
+                *slot = self.memo_voxels(at(offset), memo)?;
+            }
+            let mut masks: [Option<Arc<Vec<bool>>>; 9] = Default::default();
+            for (i, mask) in masks.iter_mut().enumerate() {
+                let above = at([(i % 3) as i32 - 1, 1, (i / 3) as i32 - 1]);
+                if self.generated_chunk(above).is_some() {
+                    let sun_in = self.sun_in(above, memo)?;
+                    if let Some(found) = self.generated_chunk_mut(above) {
+                        found.sun_in = Some(sun_in.as_ref().clone());
+                    }
+                    *mask = Some(sun_in);
+                }
+            }
+            inputs.push(Some((voxels, masks)));
+        }
+        let table = &self.light_table;
+        let light_one = |input: &Option<LightInput>| {
+            input.as_ref().map(|(voxels, masks)| {
+                let around = light::Surroundings {
+                    chunks: std::array::from_fn(|i| voxels[i].as_deref()),
+                    sun_in: std::array::from_fn(|i| masks[i].as_ref().map(|m| m.as_slice())),
+                };
+                Arc::new(light::light_chunk(&around, table))
+            })
+        };
+        let per_thread = inputs.len().div_ceil(LIGHT_THREADS).max(1);
+        let lit: Vec<Option<ChunkLight>> = std::thread::scope(|scope| {
+            let mut parts = inputs.chunks(per_thread);
+            let own = parts.next().unwrap_or_default();
+            let others: Vec<_> = parts
+                .map(|part| scope.spawn(move || part.iter().map(light_one).collect::<Vec<_>>()))
+                .collect();
+            let mut lit: Vec<Option<ChunkLight>> = own.iter().map(light_one).collect();
+            for other in others {
+                match other.join() {
+                    Ok(part) => lit.extend(part),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            lit
+        });
+        for (&chunk, light) in chunks.iter().zip(&lit) {
+            if let Some(light) = light
+                && let Some(found) = self.generated_chunk_mut(chunk)
+            {
+                found.light = Some(light.clone());
+            }
+        }
+        Ok(lit)
+    }
+
+    /// Lights those of `chunks` whose light is not computed yet, together
+    /// (several threads at once), so a pump sending them finds it ready.
+    pub fn prelight(&mut self, chunks: &[Pos]) -> Result<(), WorldError> {
+        let missing: Vec<Pos> = chunks
+            .iter()
+            .copied()
+            .filter(|&chunk| {
+                self.generated_chunk(chunk)
+                    .is_some_and(|found| found.light.is_none())
+            })
+            .collect();
+        if missing.len() > 1 {
+            self.light_chunks(&missing, &mut LightMemo::default())?;
+        }
+        Ok(())
+    }
+
+    /// A chunk's light (one byte per voxel, `buildat_voxel::light`),
+    /// computed on first use; `None` if its section is not generated. Light
+    /// kept while changes wait for the next [`World::relight`] is answered
+    /// as it is.
+    pub fn chunk_light(&mut self, chunk: Pos) -> Result<Option<ChunkLight>, WorldError> {
+        let section_pos = self.section_size.section_of_chunk(chunk);
+        if self.load_section(section_pos)? != Loaded::Ready {
+            return Ok(None);
+        }
+        if let Some(lit) = self.generated_chunk(chunk).and_then(|c| c.light.clone()) {
+            return Ok(Some(lit));
+        }
+        self.compute_light(chunk, &mut LightMemo::default())
+    }
+
+    /// Recomputes the kept light of every chunk the voxels changed since
+    /// the last call can reach; answers the chunks whose light changed,
+    /// with their new light. Once a tick: the changes of a tick are lit
+    /// together, across chunk borders. Relighting stops at `deadline`
+    /// (after at least one chunk); [`World::light_pending`] then says more
+    /// is to do, and the next call goes on where this one stopped.
+    pub fn relight(&mut self, deadline: Instant) -> Result<Vec<(Pos, ChunkLight)>, WorldError> {
+        if !self.light_pending() {
+            return Ok(Vec::new());
+        }
+        self.refresh_light_table();
+        let mut relit: BTreeMap<Pos, ChunkLight> =
+            self.relight_edits_in_place().into_iter().collect();
+        let mut dirty: Vec<Pos> = std::mem::take(&mut self.light_dirty).into_iter().collect();
+        // Top first: a change above is followed down through those below.
+        dirty.sort_by_key(|c| (std::cmp::Reverse(c[1]), c[0], c[2]));
+        let mut memo = LightMemo::default();
+        let around = |c: Pos, dy: std::ops::RangeInclusive<i32>| {
+            let mut out = Vec::new();
+            for z in -1..=1 {
+                for y in dy.clone() {
+                    for x in -1..=1 {
+                        out.push([c[0] + x, c[1] + y, c[2] + z]);
+                    }
+                }
+            }
+            out
+        };
+        for changed in dirty {
+            self.light_stale.extend(around(changed, -1..=1));
+            // Down the column while the sunlight coming down changes.
+            let mut below = [changed[0], changed[1] - 1, changed[2]];
+            while self.generated_chunk(below).is_some() {
+                let sun_in = self.sun_in(below, &mut memo)?;
+                let Some(found) = self.generated_chunk_mut(below) else {
+                    break;
+                };
+                if found.sun_in.as_deref() == Some(sun_in.as_slice()) {
+                    break;
+                }
+                found.sun_in = Some(sun_in.as_ref().clone());
+                self.light_stale.extend(around(below, -1..=-1));
+                below[1] -= 1;
+            }
+        }
+        let mut computed_any = false;
+        loop {
+            if computed_any && Instant::now() >= deadline {
+                break;
+            }
+            // The next few stale chunks that have light, lit together.
+            let mut batch = Vec::with_capacity(LIGHT_THREADS);
+            let mut old = Vec::with_capacity(LIGHT_THREADS);
+            while batch.len() < LIGHT_THREADS {
+                let Some(chunk) = self.light_stale.pop_first() else {
+                    break;
+                };
+                // Never asked for: computed when it is.
+                if let Some(light) = self.generated_chunk(chunk).and_then(|c| c.light.clone()) {
+                    batch.push(chunk);
+                    old.push(light);
+                }
+            }
+            if batch.is_empty() {
+                break;
+            }
+            computed_any = true;
+            self.light_counts.whole += batch.len() as u64;
+            match self.light_chunks(&batch, &mut memo) {
+                Ok(lit) => {
+                    for ((chunk, old), new) in batch.into_iter().zip(old).zip(lit) {
+                        if let Some(new) = new
+                            && new != old
+                        {
+                            relit.insert(chunk, new);
+                        }
+                    }
+                }
+                Err(error) => {
+                    // Relit by a later call: nothing is dropped.
+                    self.light_stale.extend(batch);
+                    return Err(error);
+                }
+            }
+        }
+        Ok(relit.into_iter().collect())
+    }
+
+    /// Updates the light around the voxels set since the last relight in
+    /// place (`buildat_voxel::relight`), touching only the voxels whose
+    /// light they can change; answers the chunks whose light changed. An
+    /// edit in a chunk not lit yet, or whose change reaches a chunk that
+    /// cannot be updated in place ([`World::stage_light`]), has its chunks
+    /// relit whole instead (with all of this call's edits, which are
+    /// lit together).
+    fn relight_edits_in_place(&mut self) -> Vec<(Pos, ChunkLight)> {
+        let edits: BTreeSet<Pos> = std::mem::take(&mut self.light_edits).into_iter().collect();
+        if edits.is_empty() {
+            return Vec::new();
+        }
+        let (in_place, whole): (Vec<Pos>, Vec<Pos>) = edits.into_iter().partition(|&voxel| {
+            self.generated_chunk(geometry::chunk_of_voxel(voxel))
+                .is_some_and(|c| c.light.is_some())
+        });
+        self.light_dirty
+            .extend(whole.iter().map(|&v| geometry::chunk_of_voxel(v)));
+        if in_place.is_empty() {
+            return Vec::new();
+        }
+        let mut staged = StagedLight {
+            world: self,
+            chunks: HashMap::new(),
+        };
+        let outcome = relight_in_place(&mut staged, &in_place, IN_PLACE_LIMIT);
+        let chunks = staged.chunks;
+        if let Err(error) = outcome {
+            log::debug!("light: {error}; relighting whole chunks");
+            self.light_dirty
+                .extend(in_place.iter().map(|&v| geometry::chunk_of_voxel(v)));
+            return Vec::new();
+        }
+        self.light_counts.in_place += 1;
+        let mut relit = Vec::new();
+        for (pos, chunk) in chunks {
+            let Some(StagedChunk {
+                light,
+                changed: true,
+                ..
+            }) = chunk
+            else {
+                continue;
+            };
+            let light: ChunkLight = Arc::new(light);
+            if let Some(found) = self.generated_chunk_mut(pos) {
+                found.light = Some(light.clone());
+            }
+            relit.push((pos, light));
+        }
+        relit
+    }
+
+    /// A chunk's voxels and a copy of its light for an update in place;
+    /// `None` if its light cannot be updated in place: not lit, waiting to
+    /// be relit whole, or a neighbour is not generated (its light is then
+    /// lit by the rules at the edge of the world, open sky above and rock
+    /// beside, which an update in place does not follow).
+    fn stage_light(&mut self, chunk: Pos) -> Option<StagedChunk> {
+        if self.light_dirty.contains(&chunk) || self.light_stale.contains(&chunk) {
+            return None;
+        }
+        let light = self.generated_chunk(chunk)?.light.clone()?;
+        for i in 0..27i32 {
+            let offset = [i % 3, i / 3 % 3, i / 9].map(|o| o - 1);
+            let near = [0, 1, 2].map(|a| chunk[a] + offset[a]);
+            self.generated_chunk(near)?;
+        }
+        let voxels = self.light_voxels(chunk).ok()??;
+        Some(StagedChunk {
+            voxels,
+            light: light.to_vec(),
+            changed: false,
+        })
+    }
+
+    /// Whether the last [`World::relight`] ran out of time (or changes
+    /// came since): call it again.
+    pub fn light_pending(&self) -> bool {
+        !self.light_dirty.is_empty() || !self.light_stale.is_empty() || !self.light_edits.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::tests::{far, generate, open};
+    use buildat_voxel::{AIR, BlockDefinition};
+
+    /// Relights in one call.
+    fn relight_at_once(world: &mut World) -> Vec<(Pos, ChunkLight)> {
+        let relit = world.relight(far()).unwrap();
+        assert!(!world.light_pending());
+        relit
+    }
+
+    /// Relights in calls always out of time: one chunk each, the last
+    /// light of each chunk kept.
+    fn relight_in_slices(world: &mut World) -> Vec<(Pos, ChunkLight)> {
+        let mut relit = BTreeMap::new();
+        for calls in 1.. {
+            let some = world.relight(Instant::now()).unwrap();
+            // The first call also brings what it updates in place.
+            assert!(
+                calls == 1 || some.len() <= 1,
+                "out of time, one chunk a call"
+            );
+            relit.extend(some);
+            if !world.light_pending() {
+                break;
+            }
+            assert!(calls < 1000, "every call makes progress");
+        }
+        relit.into_iter().collect()
+    }
+
+    #[test]
+    fn light_is_computed_when_asked_and_relit_once_for_a_batch_of_edits() {
+        light_follows_edits(relight_at_once);
+    }
+
+    #[test]
+    fn light_relit_in_slices_ends_as_light_relit_at_once() {
+        light_follows_edits(relight_in_slices);
+    }
+
+    /// A world with a torch block (block light 14, clear); the torch's and
+    /// stone's type ids.
+    fn open_with_torch(dir: &std::path::Path) -> (World, u32, u32) {
+        let mut world = open(dir);
+        let mut torch = BlockDefinition::simple("torch", "torch.png");
+        torch.physically_solid = false;
+        torch.light_source = 14;
+        torch.light_absorption = 0;
+        let torch = world.register_block(torch).unwrap()[0];
+        let stone = world.voxels.get_id("stone").unwrap();
+        (world, torch, stone)
+    }
+
+    fn light_follows_edits(relight: fn(&mut World) -> Vec<(Pos, ChunkLight)>) {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut world, torch, stone) = open_with_torch(dir.path());
+        // Each chunk: stone where z < 16 (its first half), air above it.
+        generate(&mut world, [0, 0, 0], "stone");
+        let light_at = |world: &mut World, p: Pos| {
+            let light = world
+                .chunk_light(geometry::chunk_of_voxel(p))
+                .unwrap()
+                .unwrap();
+            light[geometry::index_in_chunk(p)]
+        };
+        let open = [5, 5, 20];
+        assert_eq!(light_at(&mut world, open), light::FULL_SUN, "open sky");
+        assert_eq!(light_at(&mut world, [5, 5, 10]), 0, "inside the stone");
+        assert!(
+            world
+                .generated_chunk([1, 1, 1])
+                .is_some_and(|c| c.voxels.is_none()),
+            "lighting keeps no chunk decoded for good"
+        );
+        assert!(relight(&mut world).is_empty(), "nothing changed yet");
+        // Two edits in one batch: a roof high above, a torch below.
+        world.set_voxel([5, 60, 20], stone).unwrap();
+        world.set_voxel([5, 5, 17], torch).unwrap();
+        let relit = relight(&mut world);
+        let chunks: BTreeSet<Pos> = relit.iter().map(|(c, _)| *c).collect();
+        assert!(chunks.contains(&[0, 0, 0]), "{chunks:?}");
+        let lit = light_at(&mut world, open);
+        assert_eq!(light::sun(lit), 14, "shaded by the roof, lit from beside");
+        assert_eq!(light::block(light_at(&mut world, [5, 5, 17])), 14);
+        assert_eq!(light::block(light_at(&mut world, [6, 5, 17])), 13);
+        // Across the border into the chunk beside it.
+        world.set_voxel([31, 5, 17], torch).unwrap();
+        relight(&mut world);
+        assert_eq!(light::block(light_at(&mut world, [33, 5, 17])), 12);
+        // Removing the roof lets the sun back down.
+        world.set_voxel([5, 60, 20], AIR).unwrap();
+        relight(&mut world);
+        assert_eq!(light::sun(light_at(&mut world, open)), 15);
+    }
+
+    #[test]
+    fn light_updated_in_place_is_the_light_computed_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut world, torch, stone) = open_with_torch(dir.path());
+        // Sections -1..=1 each way (chunks -2..=3): chunks 0..=1 have
+        // every neighbour, so their light can be updated in place.
+        for z in -1..=1 {
+            for y in -1..=1 {
+                for x in -1..=1 {
+                    generate(&mut world, [x, y, z], "stone");
+                }
+            }
+        }
+        let lit: Vec<Pos> = (0..8).map(|i| [i & 1, i >> 1 & 1, i >> 2 & 1]).collect();
+        for &chunk in &lit {
+            world.chunk_light(chunk).unwrap().unwrap();
+        }
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |n: i32| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as i32
+        };
+        for round in 0..12 {
+            for _ in 0..1 + next(3) {
+                let voxel = [4 + next(56), 4 + next(56), 4 + next(56)];
+                let kind = [AIR, stone, torch][next(3) as usize];
+                world.set_voxel(voxel, kind).unwrap();
+            }
+            world.relight(far()).unwrap();
+            for &chunk in &lit {
+                let kept = world.generated_chunk(chunk).unwrap().light.clone().unwrap();
+                let whole = world
+                    .compute_light(chunk, &mut LightMemo::default())
+                    .unwrap()
+                    .unwrap();
+                assert!(kept == whole, "round {round}: chunk {chunk:?}");
+            }
+        }
+        assert!(
+            world.light_counts.in_place > 0,
+            "some updates in place: {:?}",
+            world.light_counts
+        );
+    }
+}
