@@ -49,6 +49,8 @@ pub struct Receive<M> {
     calls: BTreeMap<&'static str, CallFn<M>>,
     commands: BTreeMap<String, Command<M>>,
     stash: Option<StashHooks<M>>,
+    /// Each settings struct's declaration to the core (`declare_settings`).
+    settings: Vec<fn(&Host) -> Result<(), ModuleError>>,
 }
 
 /// Panics on a second handler for one name: a module's table is its own
@@ -69,6 +71,7 @@ impl<M: 'static> Receive<M> {
             calls: BTreeMap::new(),
             commands: BTreeMap::new(),
             stash: None,
+            settings: Vec::new(),
         }
     }
 
@@ -194,6 +197,14 @@ impl<M: 'static> Receive<M> {
         self
     }
 
+    /// Declares the settings `S` to the core on `core:start` and
+    /// `core:continue` (`buildat-server settings` lists them); the module
+    /// reads them with [`crate::settings::Settings::read`].
+    pub fn settings<S: crate::settings::Settings>(&mut self) -> &mut Self {
+        self.settings.push(S::declare);
+        self
+    }
+
     /// The names of the events the table handles, for subscribing.
     pub fn event_names(&self) -> impl Iterator<Item = &str> {
         self.events.keys().map(String::as_str)
@@ -254,7 +265,7 @@ impl<M: Module> Dispatch<M> {
 
     /// One event: the table's handler or `Module::event`. On `core:start`
     /// and `core:continue`, the stash comes back first and the commands
-    /// are registered after.
+    /// and the settings are declared after.
     pub fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
         let starting = name == Start::NAME || name == Continue::NAME;
         if name == Continue::NAME {
@@ -265,6 +276,9 @@ impl<M: Module> Dispatch<M> {
             None => self.module.event(name, payload)?,
         }
         if starting {
+            for declare in &self.table.settings {
+                declare(&self.table.host)?;
+            }
             for command in self.table.commands.values() {
                 self.table.host.call(&command.register)?;
             }

@@ -153,10 +153,13 @@ unsafe extern "C" fn call_module(
     status
 }
 
-/// What the core answers by default: registering a command succeeds (the
-/// record is [`TestHost::commands`]).
+/// What the core answers by default: registering a command and declaring
+/// settings succeed (the records are [`TestHost::commands`] and
+/// [`TestHost::calls`]).
 fn core_answer(function: &str) -> Result<Vec<u8>, CallError> {
-    if function == <RegisterCommand as Call>::FUNCTION {
+    if function == <RegisterCommand as Call>::FUNCTION
+        || function == <crate::core_api::DeclareSettings as Call>::FUNCTION
+    {
         return payload::encode(&()).map_err(|e| CallError::Failed(e.to_string()));
     }
     Err(CallError::NotFound(format!(
@@ -621,25 +624,40 @@ mod tests {
         amount: u64,
     }
 
+    crate::settings! {
+        /// The counter's settings.
+        struct CounterSettings in "counter" {
+            /// Added by each tick.
+            step: u64 = 1,
+        }
+    }
+
     struct Counter {
         host: Host,
         count: u64,
+        step: u64,
     }
 
     impl Module for Counter {
         fn create(host: Host) -> Result<Self, ModuleError> {
-            Ok(Self { host, count: 0 })
+            let step = CounterSettings::read(&host)?.step;
+            Ok(Self {
+                host,
+                count: 0,
+                step,
+            })
         }
 
         fn receive(table: &mut Receive<Self>) {
             table
                 .event(|counter, tick: Tick| {
-                    counter.count += (tick.dtime * 10.0) as u64;
+                    counter.count += (tick.dtime * 10.0) as u64 * counter.step;
                     counter.host.emit(&Counted {
                         count: counter.count,
                     })
                 })
                 .call(|counter, _: GetCount| Ok(counter.count))
+                .settings::<CounterSettings>()
                 .command(Some("server"), |counter, by, add: Add| {
                     let doubled = counter.host.call(&Double(add.amount as u32))?;
                     counter.count += u64::from(doubled);
@@ -669,6 +687,9 @@ mod tests {
         assert_eq!(registered[0].usage, "<AMOUNT>");
         assert_eq!(registered[0].help, "Adds to the count");
         assert_eq!(registered[0].privilege.as_deref(), Some("server"));
+        let declared = kit.calls::<crate::core_api::DeclareSettings>();
+        assert_eq!(declared.len(), 1);
+        assert_eq!(declared[0].settings[0].key, "counter.step");
 
         counter.emit(&Tick { dtime: 0.5 }).unwrap();
         assert_eq!(kit.emitted::<Counted>(), vec![Counted { count: 5 }]);
