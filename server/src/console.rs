@@ -21,7 +21,9 @@ commands:
   modules         every module: state, build hash, when loaded
   load NAME       load a module from the module paths
   unload NAME     unload a module
-  reload NAME     rebuild if changed, then reload keeping queued events
+  reload NAME     rebuild if changed, then reload keeping queued events;
+                  the modules built against its changed API are rebuilt
+                  and reloaded with it (all or none)
   emit NAME [TEXT]  emit an event; its payload is TEXT as a bincode string
                   (modules document which events take one), else empty
   stop            unload every module in reverse load order and exit
@@ -109,7 +111,7 @@ pub fn run_command(core: &Core, line: &str) -> String {
             .map(|()| format!("unloaded {name}")),
         ("reload", Some(name)) => core
             .reload_module(name)
-            .map(|()| format!("reloaded {name}")),
+            .map(|reloaded| reloaded.to_string()),
         ("load" | "unload" | "reload", None) => return format!("usage: {command} NAME"),
         (other, _) => {
             let args = line

@@ -1,7 +1,9 @@
 //! Module file watching: a change to a loaded module's server code
-//! (`src/`, `Cargo.toml`, `build.rs`, `meta.json`) rebuilds and reloads it
-//! after a quiet second; a change under `client_lua/` or `client_data/`
-//! emits `core:module_modified` for the file service. A module folder that
+//! (`src/`, `Cargo.toml`, `build.rs`, `meta.json`, or those of a library
+//! crate in its folder such as `api/`) rebuilds and reloads it after a
+//! quiet second, with the modules built against its changed API; a change
+//! under `client_lua/` or `client_data/` emits `core:module_modified` for
+//! the file service. A module folder that
 //! appears in a module path (moved or copied in, or given its `meta.json`
 //! later) is loaded with what it needs once its files stopped changing; a
 //! loaded module whose folder (or `meta.json`) disappears is unloaded after
@@ -66,6 +68,15 @@ fn classify(module_paths: &[PathBuf], path: &Path) -> Option<(String, Change)> {
         }
         "src" => Some((module, Change::Source)),
         "meta.json" | "Cargo.toml" | "build.rs" if rest.len() == 1 => {
+            Some((module, Change::Source))
+        }
+        // A library crate of the module (its API crate, `api/`): the module
+        // is reloaded, and those built against the crate with it.
+        library
+            if library != "target"
+                && (rest.get(1) == Some(&"src")
+                    || (rest.len() == 2 && matches!(rest[1], "Cargo.toml" | "build.rs"))) =>
+        {
             Some((module, Change::Source))
         }
         _ => None,
@@ -320,6 +331,17 @@ mod tests {
                 Change::ClientFile("client_lua/init.lua".into())
             ))
         );
+        assert_eq!(
+            at("/srv/modules/net/api/src/lib.rs"),
+            Some(("net".into(), Change::Source)),
+            "an API crate's change reloads its module"
+        );
+        assert_eq!(
+            at("/srv/modules/net/api/Cargo.toml"),
+            Some(("net".into(), Change::Source))
+        );
+        assert_eq!(at("/srv/modules/net/api/README.md"), None);
+        assert_eq!(at("/srv/modules/net/target/debug/src/x"), None);
         assert_eq!(at("/srv/modules/net/src/.lib.rs.swp"), None);
         assert_eq!(at("/srv/modules/net/target/debug/x"), None);
         assert_eq!(at("/srv/modules/net"), Some(("net".into(), Change::Folder)));

@@ -218,6 +218,14 @@ impl Builder {
         path.exists().then_some(Artifact { path, hash })
     }
 
+    /// Whether the module in `dir` would build to something other than the
+    /// artifact of `hash` (the one it was loaded with): its inputs, or those
+    /// of a crate it depends on by path (an API crate), changed since. A
+    /// module whose sources cannot be read is stale (building it says why).
+    pub fn is_stale(&self, dir: &Path, meta: &ModuleMeta, hash: &str) -> bool {
+        !self.input_hash(dir, meta).is_ok_and(|now| now == hash)
+    }
+
     /// The module's artifact, building it first if its inputs changed.
     /// Cargo's progress and errors are logged with the module's name.
     /// After [`BuildCancel::cancel`], fails with [`BuildError::Cancelled`].

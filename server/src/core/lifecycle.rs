@@ -89,13 +89,79 @@ impl Core {
         self.inner.unload_with_dependents(name)
     }
 
-    pub fn reload_module(&self, name: &str) -> Result<(), CoreError> {
-        self.inner.reload_module(name)
+    /// Rebuilds `name` if its inputs changed, with every loaded module
+    /// whose build depends on a crate in its folder (its API crate) and
+    /// changed with it; builds them all before swapping any (a dependent
+    /// that does not build leaves every one on its old code, with the
+    /// compiler's message in the error), then swaps them in load order,
+    /// each keeping its queue and the tmp data it stored. Answers which
+    /// were reloaded and how long building and swapping took.
+    pub fn reload_module(&self, name: &str) -> Result<Reloaded, CoreError> {
+        self.inner.reload(name)
     }
 
     pub fn list_modules(&self) -> Vec<ModuleInfo> {
         self.inner.list_modules()
     }
+}
+
+/// What a reload did: the module, the dependents reloaded with it (in
+/// load order), and how long building and swapping took.
+#[derive(Debug, Clone)]
+pub struct Reloaded {
+    pub name: String,
+    pub dependents: Vec<String>,
+    pub build: Duration,
+    pub swap: Duration,
+}
+
+impl Reloaded {
+    /// `reloaded` without the module's name, as the log says it:
+    /// "reloaded with main, creatures in 12.3 s (build 11.9 s, swap 0.4 s)".
+    fn describe_without_name(&self) -> String {
+        let with = if self.dependents.is_empty() {
+            String::new()
+        } else {
+            format!(" with {}", self.dependents.join(", "))
+        };
+        format!(
+            "reloaded{with} in {} (build {}, swap {})",
+            seconds(self.build + self.swap),
+            seconds(self.build),
+            seconds(self.swap)
+        )
+    }
+}
+
+/// "12.3 s", or "0.04 s" under a second.
+fn seconds(duration: Duration) -> String {
+    let seconds = duration.as_secs_f64();
+    if seconds < 1.0 {
+        format!("{seconds:.2} s")
+    } else {
+        format!("{seconds:.1} s")
+    }
+}
+
+impl std::fmt::Display for Reloaded {
+    /// "reloaded voxelworld with main, creatures in 12.3 s (build 11.9 s, swap 0.4 s)".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = self.describe_without_name();
+        let rest = text.strip_prefix("reloaded").unwrap_or(&text);
+        write!(f, "reloaded {}{rest}", self.name)
+    }
+}
+
+/// One module of a reload, built and waiting to be swapped in.
+struct Swap {
+    slot: Arc<ModuleSlot>,
+    /// Its meta.json as built, kept once it runs.
+    meta: ModuleMeta,
+    /// `None` for a Lua-only module.
+    artifact: Option<Artifact>,
+    /// Its state when the reload began (loaded, or failed for the module
+    /// reloaded by name).
+    previous: ModuleState,
 }
 
 impl CoreInner {
@@ -421,7 +487,15 @@ impl CoreInner {
         Ok(())
     }
 
+    /// Reloads `name` for the host's own callers (a reply of `()`).
     pub(super) fn reload_module(self: &Arc<Self>, name: &str) -> Result<(), CoreError> {
+        self.reload(name).map(drop)
+    }
+
+    /// Rebuilds `name` and every loaded module built against an older
+    /// version of its crates (its API), then swaps them all; see
+    /// [`Core::reload_module`].
+    pub(super) fn reload(self: &Arc<Self>, name: &str) -> Result<Reloaded, CoreError> {
         let slot = self
             .get_slot(name)
             .ok_or_else(|| CoreError::NotFound(name.to_string()))?;
@@ -439,39 +513,164 @@ impl CoreInner {
             )));
         }
         let started = Instant::now();
-        // Build while the old version keeps running: a compile error leaves it serving.
+        // Built while the old versions keep running: a compile error, the
+        // module's or a dependent's, leaves every one of them serving.
         let artifact = if slot.lua_only {
             None
         } else {
             Some(self.builder.build(name, &slot.dir, &parsed.meta)?)
         };
-        slot.set_state(ModuleState::Reloading);
-        let start = if previous == ModuleState::Loaded {
-            slot.push_stop(UnloadKind::Reload);
-            if !self.finish_thread(&slot, self.config.stop_timeout) && lock(&slot.running).is_none()
-            {
-                tracing::warn!("module {name}: reloading over a leaked image");
-            }
-            StartKind::Continue
-        } else {
-            lock(&self.load_order).push(name.to_string());
-            StartKind::Start
+        let mut group = vec![Swap {
+            slot: slot.clone(),
+            meta: parsed.meta,
+            artifact,
+            previous,
+        }];
+        for (dependent, meta) in self.get_stale_dependents(&slot)? {
+            // Cargo built most of them with the module (its stale peers are
+            // in the same run, see `builder/together.rs`): found by hash.
+            let artifact = self
+                .builder
+                .build(&dependent.name, &dependent.dir, &meta)
+                .map_err(|source| CoreError::DependentBuild {
+                    name: name.to_string(),
+                    dependent: dependent.name.clone(),
+                    source,
+                })?;
+            group.push(Swap {
+                slot: dependent,
+                meta,
+                artifact: Some(artifact),
+                previous: ModuleState::Loaded,
+            });
+        }
+        let build = started.elapsed();
+        let swapping = Instant::now();
+        let result = self.swap(&mut group);
+        let reloaded = Reloaded {
+            name: name.to_string(),
+            dependents: group
+                .iter()
+                .map(|swap| swap.slot.name.clone())
+                .filter(|n| n != name)
+                .collect(),
+            build,
+            swap: swapping.elapsed(),
         };
-        match self.run_instance(&slot, artifact.as_ref(), start) {
-            Ok(()) => {
-                slot.set_state(ModuleState::Loaded);
-                *lock(&slot.meta) = parsed.meta;
-                tracing::info!(
-                    "module {name} reloaded in {} ms",
-                    started.elapsed().as_millis()
-                );
-                Ok(())
+        result?;
+        tracing::info!("module {name} {}", reloaded.describe_without_name());
+        Ok(reloaded)
+    }
+
+    /// Loaded modules other than `owner` that depend by path on a crate in
+    /// `owner`'s folder (its API crate, transitively) and whose build
+    /// inputs changed since they were loaded, in load order. A module that
+    /// has failed is left out (reloading it builds it); one that is busy
+    /// (loading, reloading, hung) refuses the reload.
+    fn get_stale_dependents(
+        &self,
+        owner: &ModuleSlot,
+    ) -> Result<Vec<(Arc<ModuleSlot>, ModuleMeta)>, CoreError> {
+        let Ok(owner_dir) = std::fs::canonicalize(&owner.dir) else {
+            return Ok(Vec::new());
+        };
+        let mut slots: Vec<Arc<ModuleSlot>> =
+            read_modules(&self.modules).values().cloned().collect();
+        slots.sort_by_key(|slot| (lock(&slot.status).load_index, slot.name.clone()));
+        let mut stale = Vec::new();
+        for slot in slots {
+            if slot.name == owner.name || slot.lua_only {
+                continue;
             }
-            Err(error) => {
-                self.mark_failed(&slot, error.to_string());
-                Err(error)
+            let uses_owner = crate::builder::path_dependencies(&slot.dir)
+                .is_ok_and(|crates| crates.iter().any(|c| c.starts_with(&owner_dir)));
+            if !uses_owner {
+                continue;
+            }
+            let meta = ModuleMeta::read(&slot.dir)
+                .map(|parsed| parsed.meta)
+                .unwrap_or_else(|_| lock(&slot.meta).clone());
+            let (state, hash) = {
+                let status = lock(&slot.status);
+                (status.state.clone(), status.build_hash.clone())
+            };
+            if !self.builder.is_stale(&slot.dir, &meta, &hash) {
+                continue;
+            }
+            match state {
+                ModuleState::Loaded => stale.push((slot, meta)),
+                ModuleState::Failed(_) => {}
+                state => {
+                    return Err(CoreError::Refused(format!(
+                        "cannot reload {}: {} depends on its API and must be reloaded with it, \
+                         but it is {state:?}; nothing was reloaded",
+                        owner.name, slot.name
+                    )));
+                }
             }
         }
+        Ok(stale)
+    }
+
+    /// Swaps every module of `group` (built) to its new artifact: each is
+    /// marked reloading (or none is, if one is no longer in the state it
+    /// was built in), the running instances are stopped one after the
+    /// other in reverse load order (a dependent's last calls still reach
+    /// the old version of what it calls), then the new instances start in
+    /// load order, each getting `core:continue`, the queue that waited
+    /// and the tmp data its predecessor stored. One that fails to start is
+    /// marked failed and the others still start; the first failure is
+    /// returned.
+    fn swap(self: &Arc<Self>, group: &mut [Swap]) -> Result<(), CoreError> {
+        group.sort_by_key(|swap| (lock(&swap.slot.status).load_index, swap.slot.name.clone()));
+        for (at, swap) in group.iter().enumerate() {
+            let mut status = lock(&swap.slot.status);
+            if status.state != swap.previous {
+                let state = status.state.clone();
+                drop(status);
+                for earlier in &group[..at] {
+                    earlier.slot.set_state(earlier.previous.clone());
+                }
+                return Err(CoreError::Busy {
+                    name: swap.slot.name.clone(),
+                    state,
+                });
+            }
+            status.state = ModuleState::Reloading;
+        }
+        for swap in group.iter().rev() {
+            let slot = &swap.slot;
+            if swap.previous == ModuleState::Loaded {
+                slot.push_stop(UnloadKind::Reload);
+                if !self.finish_thread(slot, self.config.stop_timeout)
+                    && lock(&slot.running).is_none()
+                {
+                    tracing::warn!("module {}: reloading over a leaked image", slot.name);
+                }
+            }
+        }
+        let mut first_error = None;
+        for swap in group.iter_mut() {
+            let slot = &swap.slot;
+            let start = if swap.previous == ModuleState::Loaded {
+                StartKind::Continue
+            } else {
+                lock(&self.load_order).push(slot.name.clone());
+                StartKind::Start
+            };
+            match self.run_instance(slot, swap.artifact.as_ref(), start) {
+                Ok(()) => {
+                    slot.set_state(ModuleState::Loaded);
+                    *lock(&slot.meta) = std::mem::take(&mut swap.meta);
+                }
+                Err(error) => {
+                    tracing::error!("reloading: {error}");
+                    self.mark_failed(slot, error.to_string());
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
     }
 
     pub(super) fn list_modules(&self) -> Vec<ModuleInfo> {
@@ -493,5 +692,30 @@ impl CoreInner {
             .collect();
         modules.sort_by(|a, b| (a.load_index, &a.name).cmp(&(b.load_index, &b.name)));
         modules
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reload_names_its_dependents_and_its_build_and_swap_times() {
+        let mut reloaded = Reloaded {
+            name: "voxelworld".into(),
+            dependents: vec!["main".into(), "creatures".into()],
+            build: Duration::from_millis(11_900),
+            swap: Duration::from_millis(420),
+        };
+        assert_eq!(
+            reloaded.to_string(),
+            "reloaded voxelworld with main, creatures in 12.3 s (build 11.9 s, swap 0.42 s)"
+        );
+        reloaded.dependents.clear();
+        reloaded.build = Duration::from_millis(30);
+        assert_eq!(
+            reloaded.to_string(),
+            "reloaded voxelworld in 0.45 s (build 0.03 s, swap 0.42 s)"
+        );
     }
 }

@@ -28,6 +28,8 @@ mod shared;
 mod slot;
 mod waits;
 
+pub use lifecycle::Reloaded;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -59,6 +61,17 @@ pub enum CoreError {
     Meta(#[from] MetaError),
     #[error(transparent)]
     Build(#[from] BuildError),
+    /// A module that depends on the API of the module being reloaded did
+    /// not build: nothing was reloaded.
+    #[error(
+        "cannot reload {name}: {dependent} depends on its API and does not build with it; \
+         nothing was reloaded, every module keeps its old code: {source}"
+    )]
+    DependentBuild {
+        name: String,
+        dependent: String,
+        source: BuildError,
+    },
     #[error("module {name}: {reason}")]
     LoadFailed { name: String, reason: String },
     #[error("{0}")]
@@ -76,7 +89,14 @@ impl CoreError {
     /// Whether this is a build cancelled because the server is stopping
     /// (expected then, not worth an error in the log).
     pub fn is_cancelled(&self) -> bool {
-        matches!(self, Self::Build(BuildError::Cancelled { .. }))
+        matches!(
+            self,
+            Self::Build(BuildError::Cancelled { .. })
+                | Self::DependentBuild {
+                    source: BuildError::Cancelled { .. },
+                    ..
+                }
+        )
     }
 }
 
