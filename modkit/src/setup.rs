@@ -130,10 +130,10 @@ impl<M: Mod> Setup<M> {
     /// are given). The modkit keeps one in the world (see
     /// [`EntitySetup::keep`]), made at the world's spawn point unless
     /// [`EntitySetup::place`] says where.
-    pub fn entity(
+    pub fn entity<R>(
         &mut self,
         name: &str,
-        step: impl FnMut(&mut M, &mut Ctx, &mut Entity, f64) -> Result<(), ModuleError> + 'static,
+        mut step: impl FnMut(&mut M, &mut Ctx, &mut Entity, f64) -> Result<R, ModuleError> + 'static,
     ) -> EntitySetup<'_, M> {
         assert!(
             self.kinds.iter().all(|k| k.name != name),
@@ -141,7 +141,7 @@ impl<M: Mod> Setup<M> {
         );
         self.kinds.push(Kind {
             name: name.to_string(),
-            step: Box::new(step),
+            step: Box::new(move |m, ctx, entity, dtime| step(m, ctx, entity, dtime).map(drop)),
             keep: 1,
             place: None,
             colour: [200, 60, 60],
@@ -164,20 +164,22 @@ impl<M: Mod> Setup<M> {
 
     /// Runs on every start (`core:start`, and `core:continue` after a
     /// reload), after the commands and blocks are registered.
-    pub fn on_start(
+    pub fn on_start<R>(
         &mut self,
-        run: impl FnMut(&mut M, &mut Ctx) -> Result<(), ModuleError> + 'static,
+        mut run: impl FnMut(&mut M, &mut Ctx) -> Result<R, ModuleError> + 'static,
     ) -> &mut Self {
-        self.starts.push(Box::new(run));
+        self.starts
+            .push(Box::new(move |m, ctx| run(m, ctx).map(drop)));
         self
     }
 
     /// Runs every tick with the seconds since the last one.
-    pub fn on_tick(
+    pub fn on_tick<R>(
         &mut self,
-        run: impl FnMut(&mut M, &mut Ctx, f64) -> Result<(), ModuleError> + 'static,
+        mut run: impl FnMut(&mut M, &mut Ctx, f64) -> Result<R, ModuleError> + 'static,
     ) -> &mut Self {
-        self.ticks.push(Box::new(run));
+        self.ticks
+            .push(Box::new(move |m, ctx, dtime| run(m, ctx, dtime).map(drop)));
         self
     }
 
@@ -216,31 +218,33 @@ pub struct BlockSetup<'a, M> {
 }
 
 impl<M> BlockSetup<'_, M> {
-    /// When one of its voxels is placed (at the given position).
-    pub fn on_place(
+    /// When one of its voxels is placed (at the given position). Each
+    /// closure answers a `Result` of anything (what `ctx` answered, say):
+    /// an error is logged, a value dropped.
+    pub fn on_place<R>(
         self,
-        run: impl FnMut(&mut M, &mut Ctx, Pos) -> Result<(), ModuleError> + 'static,
+        mut run: impl FnMut(&mut M, &mut Ctx, Pos) -> Result<R, ModuleError> + 'static,
     ) -> Self {
-        self.block.on_place = Some(Box::new(run));
+        self.block.on_place = Some(Box::new(move |m, ctx, pos| run(m, ctx, pos).map(drop)));
         self
     }
 
     /// When one of its voxels is dug or replaced.
-    pub fn on_dig(
+    pub fn on_dig<R>(
         self,
-        run: impl FnMut(&mut M, &mut Ctx, Pos) -> Result<(), ModuleError> + 'static,
+        mut run: impl FnMut(&mut M, &mut Ctx, Pos) -> Result<R, ModuleError> + 'static,
     ) -> Self {
-        self.block.on_dig = Some(Box::new(run));
+        self.block.on_dig = Some(Box::new(move |m, ctx, pos| run(m, ctx, pos).map(drop)));
         self
     }
 
     /// When a voxel beside one of its voxels (one of the six faces)
     /// changes: somebody touched it.
-    pub fn on_touch(
+    pub fn on_touch<R>(
         self,
-        run: impl FnMut(&mut M, &mut Ctx, Pos) -> Result<(), ModuleError> + 'static,
+        mut run: impl FnMut(&mut M, &mut Ctx, Pos) -> Result<R, ModuleError> + 'static,
     ) -> Self {
-        self.block.on_touch = Some(Box::new(run));
+        self.block.on_touch = Some(Box::new(move |m, ctx, pos| run(m, ctx, pos).map(drop)));
         self
     }
 }
