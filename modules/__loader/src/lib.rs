@@ -23,7 +23,7 @@ use buildat_interface::core_api::{
     self, ListModules, LoadAll, LoadModule, LoadWithDependencies, ModuleState,
 };
 use buildat_interface::meta::{META_FILE, MetaError, ModuleMeta};
-use buildat_interface::{Host, Module, ModuleError, config, export_module, log};
+use buildat_interface::{Host, Module, ModuleError, Receive, config, export_module, log};
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -332,13 +332,10 @@ impl Module for Loader {
         Ok(Self { host })
     }
 
-    fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
-        buildat_interface::answer_calls!(function, payload, {
-            LoadAll => |_| self.load_all(),
-            LoadWithDependencies => |request: LoadWithDependencies| {
-                self.load_with_dependencies(&request.name)
-            },
-        })
+    fn receive(table: &mut Receive<Self>) {
+        table.call(|loader, _: LoadAll| loader.load_all()).call(
+            |loader, request: LoadWithDependencies| loader.load_with_dependencies(&request.name),
+        );
     }
 }
 
@@ -367,6 +364,75 @@ mod tests {
                 ..ModuleMeta::default()
             },
         }
+    }
+
+    /// A module path holding `modules` (name, meta.json), removed on drop.
+    struct Folder(PathBuf);
+
+    impl Folder {
+        fn new(modules: &[(&str, &str)]) -> Self {
+            let dir = std::env::temp_dir().join(format!(
+                "buildat-loader-test-{}-{:?}",
+                std::process::id(),
+                std::thread::current().id()
+            ));
+            for (name, meta) in modules {
+                std::fs::create_dir_all(dir.join(name)).unwrap();
+                std::fs::write(dir.join(name).join(META_FILE), meta).unwrap();
+            }
+            Self(dir)
+        }
+    }
+
+    impl Drop for Folder {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn its_calls_ask_the_core_to_load_in_order_through_the_table() {
+        use buildat_interface::testing::TestHost;
+        let folder = Folder::new(&[
+            ("game", r#"{"dependencies": [{"module": "net"}]}"#),
+            ("net", "{}"),
+            ("__loader", "{}"),
+        ]);
+        let kit = TestHost::new().config(config::MODULE_PATHS, &folder.0.display().to_string());
+        kit.answer(|_: LoadModule| Ok(()));
+        kit.answer(|_: ListModules| {
+            Ok(vec![core_api::ModuleInfo {
+                name: "net".into(),
+                path: String::new(),
+                state: ModuleState::Loaded,
+                build_hash: String::new(),
+                loaded_at_unix_ms: 0,
+                load_index: 0,
+                queued: 0,
+                times: Default::default(),
+            }])
+        });
+        let mut loader = kit.load::<Loader>().unwrap();
+        loader.call(&LoadAll {}).unwrap();
+        let loaded = |kit: &TestHost| -> Vec<String> {
+            kit.calls::<LoadModule>()
+                .into_iter()
+                .map(|l| l.name)
+                .collect()
+        };
+        assert_eq!(loaded(&kit), ["net", "game"]);
+        assert_eq!(
+            kit.calls::<LoadModule>()[0].path,
+            folder.0.join("net").display().to_string()
+        );
+        kit.clear();
+        let order = loader
+            .call(&LoadWithDependencies {
+                name: "game".into(),
+            })
+            .unwrap();
+        assert_eq!(order, ["game"], "net is loaded already");
+        assert_eq!(loaded(&kit), ["game"]);
     }
 
     #[test]
