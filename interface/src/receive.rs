@@ -28,6 +28,8 @@ type EventFn<M> = Box<dyn FnMut(&mut M, &[u8]) -> Result<(), ModuleError>>;
 type CallFn<M> = Box<dyn FnMut(&mut M, &[u8]) -> Result<Vec<u8>, ModuleError>>;
 type CommandFn<M> = Box<dyn FnMut(&mut M, Option<&str>, &[String]) -> Result<String, ModuleError>>;
 
+/// Tells the core what a settings struct declares.
+type DeclareFn = fn(&Host) -> Result<(), ModuleError>;
 type SaveFn<M> = Box<dyn FnMut(&mut M) -> Result<Vec<u8>, ModuleError>>;
 
 /// What carries a module's state over its own reload.
@@ -50,7 +52,7 @@ pub struct Receive<M> {
     commands: BTreeMap<String, Command<M>>,
     stash: Option<StashHooks<M>>,
     /// Each settings struct's declaration to the core (`declare_settings`).
-    settings: Vec<fn(&Host) -> Result<(), ModuleError>>,
+    settings: Vec<DeclareFn>,
 }
 
 /// Panics on a second handler for one name: a module's table is its own

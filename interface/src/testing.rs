@@ -590,6 +590,7 @@ mod tests {
     use super::*;
     use crate::Receive;
     use crate::events::Tick;
+    use crate::settings::Settings;
 
     /// A call of another module the test answers.
     #[derive(Serialize, Deserialize)]
