@@ -311,3 +311,247 @@ impl World {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::StoredSection;
+    use crate::world::tests::*;
+    use buildat_voxel::geometry::SectionSize;
+    use buildat_voxelworld_api::{NodesChanged, StoredNode, StoredNodeKind};
+
+    /// A move of node `id` to `position`, turned a quarter round and going
+    /// along x.
+    fn motion(id: u64, position: [f64; 3]) -> buildat_voxelworld_api::NodeMotion {
+        buildat_voxelworld_api::NodeMotion {
+            id,
+            position,
+            orientation: QUARTER_TURN,
+            velocity: [1.0, 0.0, 0.0],
+        }
+    }
+
+    /// The loaded sections holding node `id`.
+    fn sections_holding(world: &World, id: u64) -> Vec<Pos> {
+        let mut found: Vec<Pos> = world
+            .sections
+            .iter()
+            .filter(|(_, s)| s.dynamic.contains_key(&id))
+            .map(|(pos, _)| *pos)
+            .collect();
+        found.sort_unstable();
+        found
+    }
+
+    #[test]
+    fn a_node_moves_into_the_next_section_and_is_saved_there_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let next_x = f64::from(SectionSize::default().0[0] * geometry::CHUNK_SIZE);
+        let id = {
+            let mut world = open(dir.path());
+            generate(&mut world, [0, 0, 0], "stone");
+            generate(&mut world, [1, 0, 0], "stone");
+            let vars = BTreeMap::from([("kind".to_string(), b"cow".to_vec())]);
+            let id = world.create_node([1.5, 40.5, 1.5], true, vars).unwrap();
+            world.save_all().unwrap();
+            let missing = world
+                .move_nodes(vec![motion(id, [next_x + 1.5, 40.5, 1.5])])
+                .unwrap();
+            assert!(missing.is_empty());
+            assert_eq!(sections_holding(&world, id), [[1, 0, 0]]);
+            let changes = world.take_node_changes();
+            assert_eq!(changes.changed.len(), 1, "created and moved: told once");
+            assert!(changes.moved.is_empty(), "told whole");
+            assert!(changes.removed.is_empty());
+            assert_eq!(
+                world.take_node_changes(),
+                NodesChanged::default(),
+                "told once"
+            );
+            world
+                .move_nodes(vec![motion(id, [next_x + 1.5, 40.5, 1.5])])
+                .unwrap();
+            let changes = world.take_node_changes();
+            assert!(changes.changed.is_empty());
+            assert_eq!(
+                changes.moved,
+                [motion(id, [next_x + 1.5, 40.5, 1.5])],
+                "a move is told as one"
+            );
+            world.save_all().unwrap();
+            id
+        };
+        // Its first section was rewritten without it: one copy, where it is.
+        let mut world = open(dir.path());
+        world.load_section([0, 0, 0]).unwrap();
+        world.load_section([1, 0, 0]).unwrap();
+        assert_eq!(sections_holding(&world, id), [[1, 0, 0]]);
+        let node = world.get_node(id).expect("back after a restart");
+        let appeared = world.take_node_changes().changed;
+        assert_eq!(
+            appeared,
+            std::slice::from_ref(&node),
+            "a node loaded from storage is told"
+        );
+        assert_eq!(world.list_nodes(Some("kind")), std::slice::from_ref(&node));
+        assert!(world.list_nodes(Some("colour")).is_empty());
+        assert_eq!(node.position, [next_x + 1.5, 40.5, 1.5]);
+        assert_eq!(node.orientation, QUARTER_TURN);
+        assert_eq!(node.velocity, [1.0, 0.0, 0.0]);
+        assert_eq!(node.vars.get("kind").map(Vec::as_slice), Some(&b"cow"[..]));
+        assert_eq!(
+            world.move_nodes(vec![motion(id + 1000, [0.0; 3])]).unwrap(),
+            [id + 1000],
+            "an unknown node is answered, not an error"
+        );
+    }
+
+    #[test]
+    fn a_transient_node_is_never_written_nor_evicted() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = {
+            let (mut world, _) = faulty(dir.path(), 2);
+            generate(&mut world, [0, 0, 0], "stone");
+            world.set_section_save_enabled([0, 0, 0], true).unwrap();
+            let id = world
+                .create_node([1.5, 40.5, 1.5], false, BTreeMap::new())
+                .unwrap();
+            for x in 1..5 {
+                generate(&mut world, [x, 0, 0], "stone");
+            }
+            assert!(
+                world.get_node(id).is_some(),
+                "its section stays loaded over the budget of 2"
+            );
+            world.save_all().unwrap();
+            id
+        };
+        let mut world = open(dir.path());
+        world.load_section([0, 0, 0]).unwrap();
+        assert!(world.get_node(id).is_none(), "never written");
+        assert!(sections_holding(&world, id).is_empty());
+    }
+
+    #[test]
+    fn a_persistent_node_leaving_memory_with_its_section_is_told_as_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut world, _) = faulty(dir.path(), 2);
+        generate(&mut world, [0, 0, 0], "stone");
+        let id = world
+            .create_node([1.5, 40.5, 1.5], true, BTreeMap::new())
+            .unwrap();
+        world.take_node_changes();
+        for x in 1..5 {
+            generate(&mut world, [x, 0, 0], "stone");
+        }
+        assert!(world.get_node(id).is_none(), "evicted with its section");
+        assert_eq!(
+            world.take_node_changes(),
+            NodesChanged {
+                removed: vec![id],
+                ..NodesChanged::default()
+            }
+        );
+        world.load_section([0, 0, 0]).unwrap();
+        let NodesChanged {
+            changed: appeared,
+            removed,
+            ..
+        } = world.take_node_changes();
+        assert_eq!(appeared.iter().map(|n| n.id).collect::<Vec<_>>(), [id]);
+        assert!(removed.is_empty(), "back again: not removed any more");
+    }
+
+    #[test]
+    fn attached_nodes_move_with_their_parent_and_no_node_carries_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut world = open(dir.path());
+        generate(&mut world, [0, 0, 0], "stone");
+        let cart = world
+            .create_node([1.0, 40.0, 1.0], true, BTreeMap::new())
+            .unwrap();
+        let rider = world
+            .create_node([1.0, 41.0, 1.0], true, BTreeMap::new())
+            .unwrap();
+        let hat = world
+            .create_node([1.0, 42.0, 1.0], false, BTreeMap::new())
+            .unwrap();
+        world.set_node_parent(rider, Some(cart)).unwrap();
+        world.set_node_parent(hat, Some(rider)).unwrap();
+        world
+            .move_nodes(vec![motion(cart, [3.0, 40.0, 1.5])])
+            .unwrap();
+        let at = |world: &World, id| world.get_node(id).unwrap().position;
+        assert_eq!(at(&world, rider), [3.0, 41.0, 1.5]);
+        assert_eq!(
+            at(&world, hat),
+            [3.0, 42.0, 1.5],
+            "and what is attached to it"
+        );
+        for (id, parent) in [(cart, hat), (cart, rider), (rider, rider)] {
+            assert!(
+                matches!(
+                    world.set_node_parent(id, Some(parent)),
+                    Err(WorldError::NodeCycle { .. })
+                ),
+                "{id} on {parent}"
+            );
+        }
+        // The rider gets off: the cart moves on without it.
+        world.set_node_parent(rider, None).unwrap();
+        world
+            .move_nodes(vec![motion(cart, [5.0, 40.0, 1.5])])
+            .unwrap();
+        assert_eq!(at(&world, rider), [3.0, 41.0, 1.5]);
+        world.take_node_changes();
+        // Removing a node detaches what was on it.
+        world.remove_node(rider).unwrap();
+        assert_eq!(world.get_node(hat).unwrap().parent, None);
+        let NodesChanged {
+            changed, removed, ..
+        } = world.take_node_changes();
+        assert_eq!(removed, [rider]);
+        assert_eq!(
+            changed.iter().map(|n| n.id).collect::<Vec<_>>(),
+            [hat],
+            "the hat was detached"
+        );
+        // Attachments survive a restart (the cart's rider is gone).
+        world.set_node_parent(hat, Some(cart)).unwrap();
+        world.save_all().unwrap();
+        drop(world);
+        let mut world = open(dir.path());
+        world.load_section([0, 0, 0]).unwrap();
+        assert!(world.get_node(hat).is_none(), "transient");
+        world
+            .move_nodes(vec![motion(cart, [6.0, 40.0, 1.5])])
+            .unwrap();
+        assert_eq!(at(&world, cart), [6.0, 40.0, 1.5]);
+    }
+
+    #[test]
+    fn a_node_stored_before_nodes_moved_still_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut world = open(dir.path());
+        let old = StoredNode {
+            kind: StoredNodeKind::Dynamic {
+                position: [1.0, 2.0, 3.0],
+            },
+            save_enabled: true,
+            vars: BTreeMap::new(),
+        };
+        world
+            .write_stored(&StoredSection {
+                pos: [0, 0, 0],
+                save_enabled: false,
+                generated: false,
+                nodes: vec![(77, buildat_interface::encode(&old).unwrap())],
+            })
+            .unwrap();
+        world.load_section([0, 0, 0]).unwrap();
+        let node = world.get_node(77).expect("loaded");
+        assert_eq!(node.position, [1.0, 2.0, 3.0]);
+        assert_eq!(node.orientation, buildat_voxelworld_api::IDENTITY);
+        assert_eq!(node.parent, None);
+    }
+}
