@@ -791,6 +791,9 @@ mod tests {
             "buildat-voxelworld-api",
             "buildat-network-api",
             "buildat-main-api",
+            // Through its API crate: a changed packet rebuilds the module.
+            "buildat-main-protocol",
+            "buildat-voxelworld-protocol",
             "buildat-interface",
             "buildat-format",
             "buildat-voxel",
