@@ -54,7 +54,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use buildat_interface::settings::Settings as _;
 use buildat_interface::{
-    Event, Host, Module, ModuleError, Stash, UnloadKind, config, decode, events, export_module, log,
+    Host, Module, ModuleError, Receive, Stash, UnloadKind, config, events, export_module, log,
 };
 use buildat_voxelworld_api::NodeVolumeUpdated;
 use serde::{Deserialize, Serialize};
@@ -248,6 +248,22 @@ struct Web {
 }
 
 impl Web {
+    /// On `core:start` and `core:continue`: the counters of the server run
+    /// go on, then the page is served.
+    fn start(&mut self) -> Result<(), ModuleError> {
+        if let Some(stash) = self.host.take_stash::<WebStash>()? {
+            // The uptime and counters of the server run go on.
+            self.shared
+                .started_unix_ms
+                .store(stash.started_unix_ms, Ordering::Relaxed);
+            *self.shared.counters() = stash.counters;
+        }
+        if let Ok(modules) = self.host.call(&buildat_interface::core_api::ListModules {}) {
+            self.shared.counters().note_modules(&modules);
+        }
+        self.start_server()
+    }
+
     fn start_server(&mut self) -> Result<(), ModuleError> {
         let Some(listen) = self.shared.settings.listen.clone() else {
             log::info!("no web page: the server runs headless or web.listen is off");
@@ -295,34 +311,15 @@ impl Module for Web {
         })
     }
 
-    fn init(&mut self) -> Result<(), ModuleError> {
-        self.host.sub_event(NodeVolumeUpdated::NAME)?;
-        Ok(())
-    }
-
-    fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
-        match name {
-            events::Start::NAME | events::Continue::NAME => {
-                WebSettings::declare(&self.host)?;
-                if let Some(stash) = self.host.take_stash::<WebStash>()? {
-                    // The uptime and counters of the server run go on.
-                    self.shared
-                        .started_unix_ms
-                        .store(stash.started_unix_ms, Ordering::Relaxed);
-                    *self.shared.counters() = stash.counters;
-                }
-                if let Ok(modules) = self.host.call(&buildat_interface::core_api::ListModules {}) {
-                    self.shared.counters().note_modules(&modules);
-                }
-                self.start_server()?;
-            }
-            NodeVolumeUpdated::NAME => {
-                let updated: NodeVolumeUpdated = decode(payload)?;
-                self.shared.map.chunk_changed(updated.chunk);
-            }
-            _ => {}
-        }
-        Ok(())
+    fn receive(table: &mut Receive<Self>) {
+        table
+            .settings::<WebSettings>()
+            .event(|web, _: events::Start| web.start())
+            .event(|web, _: events::Continue| web.start())
+            .event(|web, updated: NodeVolumeUpdated| {
+                web.shared.map.chunk_changed(updated.chunk);
+                Ok(())
+            });
     }
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
@@ -355,6 +352,54 @@ mod tests {
                 .find(|(k, _)| *k == key)
                 .map(|(_, v)| v.to_string())
         })?)
+    }
+
+    #[test]
+    fn the_table_subscribes_declares_and_carries_the_run_over_a_reload() {
+        use buildat_interface::Event as _;
+        use buildat_interface::core_api::DeclareSettings;
+        use buildat_interface::testing::TestHost;
+        let world = std::env::temp_dir().join(format!("buildat-web-kit-{}", std::process::id()));
+        std::fs::create_dir_all(&world).unwrap();
+        let kit = TestHost::new()
+            .config("web.listen", "off")
+            .world_path(&world);
+        let mut web = kit.load::<Web>().unwrap();
+        assert!(
+            kit.subscriptions()
+                .contains(&NodeVolumeUpdated::NAME.to_string())
+        );
+        let declared = kit.calls::<DeclareSettings>();
+        assert_eq!(declared.len(), 1);
+        assert_eq!(declared[0].namespace, "web");
+        assert_eq!(declared[0].settings, WebSettings::describe());
+        web.emit(&NodeVolumeUpdated {
+            node_id: 1,
+            chunk: [0, 0, 0],
+        })
+        .unwrap();
+        let malformed = web.emit_raw(NodeVolumeUpdated::NAME, &[1]).unwrap_err();
+        assert!(
+            malformed.to_string().contains(NodeVolumeUpdated::NAME),
+            "{malformed}"
+        );
+        web.module()
+            .shared
+            .started_unix_ms
+            .store(42, Ordering::Relaxed);
+        let web = web.reload::<Web>().unwrap();
+        assert_eq!(
+            web.module().shared.started_unix_ms(),
+            42,
+            "the run's uptime goes on"
+        );
+        assert_eq!(
+            kit.calls::<DeclareSettings>().len(),
+            2,
+            "declared again on continue"
+        );
+        drop(web);
+        let _ = std::fs::remove_dir_all(&world);
     }
 
     #[test]
