@@ -229,3 +229,21 @@ fn players_stay_across_a_reload() {
         "judged by the new version"
     );
 }
+
+#[test]
+fn settings_are_declared_and_a_bad_value_is_named() {
+    let (kit, _world, _game) = game();
+    let declared = kit.calls::<buildat_interface::core_api::DeclareSettings>();
+    let keys: Vec<_> = declared[0]
+        .settings
+        .iter()
+        .map(|s| s.key.as_str())
+        .collect();
+    assert!(keys.contains(&"main.max_speed"), "{keys:?}");
+
+    let kit = TestHost::new()
+        .name("main")
+        .config("main.max_speed", "fast");
+    let error = kit.load::<Game>().err().expect("refused");
+    assert!(error.to_string().contains("main.max_speed"), "{error}");
+}

@@ -50,6 +50,7 @@ use accounts::{Accounts, AttemptLimits, Attempts};
 use actions::PendingAction;
 use buildat_format::Packet;
 use buildat_interface::core_api::RunCommand;
+use buildat_interface::settings::Settings;
 use buildat_interface::{
     Event, Host, Module, ModuleError, Receive, UnloadKind, events, export_module, log,
 };
@@ -74,6 +75,36 @@ use players::{Account, Player};
 use rules::{Motion, RateLimit};
 use stash::GameStash;
 use tick::{TickInProgress, TickStep};
+
+buildat_interface::settings! {
+    /// The game's settings (`--set main.KEY=VALUE`).
+    struct MainSettings in "main" {
+        /// Privileges a new account (and a guest) gets, separated by commas.
+        default_privileges: String = "interact,shout".to_string(),
+        /// Whether joining without a login plays as a guest: true, false, or auto (only from loopback).
+        guests: String = "auto".to_string(),
+        /// Logins one address group may try a minute.
+        logins_per_address_per_minute: u32 = 10,
+        /// Failed logins a minute one account name takes from addresses that never logged in to it.
+        logins_per_name_per_minute: u32 = 5,
+        /// Accounts made a minute, all addresses together.
+        new_accounts_per_minute: u32 = 20,
+        /// Logins whose password is being checked at once.
+        max_pending_logins: usize = 16,
+        /// Threads checking passwords.
+        login_threads: usize = 2,
+        /// Logins of one address group checked at once (empty: a quarter of max_pending_logins).
+        pending_logins_per_address: Option<usize> = None,
+        /// How far edits and moves are told to players, in voxels.
+        news_radius: f64 = 128.0,
+        /// Top speed in voxels a second (moves faster are corrected).
+        max_speed: f64 = rules::DEFAULT_MAX_SPEED,
+        /// Skip the movement checks for everyone.
+        free_movement: bool = false,
+        /// Seconds a connection may take to join before it is closed.
+        join_timeout_s: f64 = 120.0,
+    }
+}
 
 /// The game's own blocks (the terrain's are the generator's).
 fn game_blocks() -> Vec<BlockDefinition> {
@@ -186,6 +217,7 @@ impl Game {
 
 impl Module for Game {
     fn create(host: Host) -> Result<Self, ModuleError> {
+        let settings = MainSettings::read(&host)?;
         let world = host.world_path();
         std::fs::create_dir_all(&world)
             .map_err(|e| ModuleError::msg(format!("creating {}: {e}", world.display())))?;
@@ -208,11 +240,10 @@ impl Module for Game {
         }
         let accounts = Accounts::new(Box::new(host))
             .map_err(|e| ModuleError::msg(format!("reading the bans: {e}")))?;
-        let defaults: String =
-            host.get_setting("main.default_privileges", "interact,shout".to_string())?;
+        let defaults = settings.default_privileges;
         // Whoever claimed the name first (a guest too) got every
         // privilege: the operator makes an admin of an account instead.
-        let admin: String = host.get_setting("main.admin", String::new())?;
+        let admin = host.get_config("main.admin").unwrap_or_default();
         if !admin.is_empty() {
             return Err(ModuleError::msg(format!(
                 "main.admin is no longer read: it gave every privilege to whoever claimed the \
@@ -221,18 +252,18 @@ impl Module for Game {
                  `buildat-server --world DIR admin {admin}`, or `grant {admin} all`)"
             )));
         }
-        let guests: String = host.get_setting("main.guests", "auto".to_string())?;
+        let guests = settings.guests;
         login::check_guests(&guests, None).map_err(ModuleError::msg)?;
         let attempt_limits = AttemptLimits {
-            per_address: host.get_setting("main.logins_per_address_per_minute", 10u32)?,
-            failures_per_name: host.get_setting("main.logins_per_name_per_minute", 5u32)?,
-            new_accounts: host.get_setting("main.new_accounts_per_minute", 20u32)?,
+            per_address: settings.logins_per_address_per_minute,
+            failures_per_name: settings.logins_per_name_per_minute,
+            new_accounts: settings.new_accounts_per_minute,
             window: Duration::from_secs(60),
         };
-        let max_pending_logins = host.get_setting("main.max_pending_logins", 16usize)?;
+        let max_pending_logins = settings.max_pending_logins;
         let workers = verify::Workers::start(
             verify::waker(host),
-            host.get_setting("main.login_threads", 2usize)?,
+            settings.login_threads,
             max_pending_logins,
         )
         .map_err(|e| ModuleError::msg(format!("starting the login workers: {e}")))?;
@@ -240,10 +271,9 @@ impl Module for Game {
             host,
             pending_logins: BTreeMap::new(),
             pending_changes: BTreeMap::new(),
-            pending_per_address: host.get_setting(
-                "main.pending_logins_per_address",
-                (max_pending_logins / 4).max(1),
-            )?,
+            pending_per_address: settings
+                .pending_logins_per_address
+                .unwrap_or((max_pending_logins / 4).max(1)),
             workers,
             next_ticket: 0,
             players: BTreeMap::new(),
@@ -272,13 +302,14 @@ impl Module for Game {
             section_size: SectionSize::default(),
             spawn: None,
             news: rules::News::default(),
-            news_radius: host.get_setting("main.news_radius", 128.0)?,
-            max_speed: host.get_setting("main.max_speed", rules::DEFAULT_MAX_SPEED)?,
-            free_movement: host.get_setting("main.free_movement", false)?,
+            news_radius: settings.news_radius,
+            max_speed: settings.max_speed,
+            free_movement: settings.free_movement,
             unjoined: BTreeMap::new(),
             pending_moves: Vec::new(),
             pending_actions: Vec::new(),
-            join_timeout: Duration::from_secs_f64(host.get_setting("main.join_timeout_s", 120.0)?),
+            join_timeout: Duration::try_from_secs_f64(settings.join_timeout_s)
+                .map_err(|e| ModuleError::msg(format!("setting main.join_timeout_s: {e}")))?,
             tick_stats: TickStats::default(),
             tick: None,
             owed_dtime: 0.0,
@@ -321,6 +352,7 @@ impl Module for Game {
                 game.send(peer, &Pong { data });
                 Ok(())
             })
+            .settings::<MainSettings>()
             .call(|game, _: GetTickStats| Ok(game.tick_stats.clone()))
             // On the console a refusal is an answer; headless, a failure
             // (the process exits non-zero).
