@@ -8,8 +8,12 @@
 //! band's top where there is none). Does not own: loading or generating
 //! the band's sections (`lib.rs` asks the world and the generator).
 
+use buildat_interface::ModuleError;
 use buildat_voxel::geometry::{self, CHUNK_SIZE, Pos, SectionSize};
 use buildat_voxelworld_api::{GROUND_SECTIONS_Y, Ground};
+
+use crate::world::Loaded;
+use crate::world_error;
 
 /// The band's sections holding the column at `x`, `z`, top first.
 pub fn band_sections(size: SectionSize, x: i32, z: i32) -> [Pos; 3] {
@@ -53,6 +57,39 @@ pub fn spawn_on(ground: Ground, top: i32) -> Option<[f64; 3]> {
         Ground::Solid { y, .. } => Some([0.5, f64::from(y) + 1.0, 0.5]),
         Ground::NoGround => Some([0.5, f64::from(top), 0.5]),
         Ground::NotGenerated => None,
+    }
+}
+
+/// Whether `voxel` is physically solid (a type the registry lacks is not).
+pub(crate) fn world_solid(voxels: &buildat_voxel::VoxelRegistry, voxel: u32) -> bool {
+    voxels
+        .get(buildat_voxel::VoxelInstance(voxel).type_id())
+        .is_some_and(|d| d.physically_solid)
+}
+
+impl crate::VoxelWorld {
+    /// The ground of the column at `x`, `z` (`ground.rs`), its band's
+    /// sections loaded, or asked of the generator when not generated.
+    pub(crate) fn ground(&mut self, x: i32, z: i32) -> Result<Ground, ModuleError> {
+        let size = self.world.section_size();
+        for section in band_sections(size, x, z) {
+            if self.world.load_section(section).map_err(world_error)? != Loaded::Ready {
+                self.request_generation(section, None)?;
+                return Ok(Ground::NotGenerated);
+            }
+        }
+        let (top, bottom) = band(size);
+        let column = (bottom..=top)
+            .rev()
+            .map(|y| self.world.get_voxel([x, y, z]))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(world_error)?;
+        ground_in(
+            top,
+            bottom,
+            |y| Ok::<_, ModuleError>(column.get((top - y) as usize).copied().flatten()),
+            |voxel| world_solid(&self.world.voxels, voxel),
+        )
     }
 }
 

@@ -1,0 +1,155 @@
+//! Edits: blocks registered, voxels set and committed (each edit checked
+//! against the voxel there, one commit for a call's edits), the chunks
+//! changed announced (`voxelworld:node_volume_updated`) and queued for
+//! their holders, and handler modules told (`voxelworld:special/<module>`).
+//!
+//! Owns: the one-call edit (`edit_voxel`, `edit_voxels`). Does not own:
+//! the voxels themselves (`world.rs`), what handlers are told (`special.rs`).
+
+use super::*;
+
+impl VoxelWorld {
+    pub(crate) fn register_block(
+        &mut self,
+        request: RegisterBlock,
+    ) -> Result<Vec<u32>, ModuleError> {
+        let known = self.world.voxels.len();
+        let ids = self
+            .world
+            .register_block(request.block)
+            .map_err(world_error)?;
+        if self.world.voxels.len() != known {
+            self.registry_packet = None;
+            self.streamer.registry_changed();
+        }
+        Ok(ids)
+    }
+
+    /// Announces changed chunks (with the single voxels set in them, if
+    /// known) and queues them for their viewers; returns those viewers.
+    pub(crate) fn announce(&mut self, updated: &[Committed]) -> Result<Vec<PeerId>, ModuleError> {
+        let mut holders = BTreeSet::new();
+        for committed in updated {
+            self.streamer.voxels_changed(
+                committed.chunk,
+                committed.voxels.as_deref(),
+                &mut holders,
+            );
+            self.host.emit(&NodeVolumeUpdated {
+                node_id: committed.node_id,
+                chunk: committed.chunk,
+            })?;
+        }
+        Ok(holders.into_iter().collect())
+    }
+
+    /// Announces the chunks changed since the last commit and streams them
+    /// to their holders once the current call has answered.
+    pub(crate) fn commit(&mut self) -> Result<u32, ModuleError> {
+        let updated = self.world.commit();
+        let holders = self.announce(&updated)?;
+        if !holders.is_empty() {
+            if self.changed_holders.is_empty() {
+                self.host.emit(&StreamChanges {})?;
+            }
+            self.changed_holders.extend(holders);
+        }
+        self.tell_special()?;
+        Ok(updated.len() as u32)
+    }
+
+    /// Tells each handler module what the commit did to its voxels and
+    /// their neighbours: one `voxelworld:special/<module>` event each.
+    pub(crate) fn tell_special(&mut self) -> Result<(), ModuleError> {
+        let (told, dropped) = self.world.take_special();
+        if dropped > 0
+            && let Some(suppressed) = self.special_log.allow((), Instant::now())
+        {
+            log::warn!(
+                "a commit changed more than {} voxels: their handler modules were not told of \
+                 the last {dropped}{}",
+                special::MAX_SPECIAL_CHANGES,
+                suppressed_note(suppressed)
+            );
+        }
+        for (module, voxels) in told {
+            let payload = buildat_interface::encode(&SpecialVoxels { voxels })?;
+            self.host.emit_event(
+                &buildat_voxelworld_api::special_voxel_event(&module),
+                &payload,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// One edit: check, set, mark for saving, commit.
+    pub(crate) fn edit_voxel(&mut self, edit: EditVoxel) -> Result<EditOutcome, ModuleError> {
+        self.edit_voxels(vec![edit])?
+            .pop()
+            .ok_or_else(|| ModuleError::msg("an edit went unanswered"))
+    }
+
+    /// Edits in turn (each checked against the voxels the ones before it
+    /// set), then one commit for all of them: a chunk that several edits
+    /// changed is announced, and its change queued for each of its
+    /// holders, once, not once per edit (with a thousand players holding
+    /// the chunks a tick's digs and places change, that was most of the
+    /// world's time). An error stops the edits, but those made before it
+    /// are still committed. A commit covers at most
+    /// [`special::MAX_SPECIAL_CHANGES`] edits, so handler modules are told
+    /// of every one.
+    pub(crate) fn edit_voxels(
+        &mut self,
+        edits: Vec<EditVoxel>,
+    ) -> Result<Vec<EditOutcome>, ModuleError> {
+        let mut outcomes = Vec::with_capacity(edits.len());
+        let mut failed = None;
+        for edit in edits {
+            if !outcomes.is_empty() && outcomes.len() % special::MAX_SPECIAL_CHANGES == 0 {
+                self.commit()?;
+            }
+            match self.set_checked(edit) {
+                Ok(outcome) => outcomes.push(outcome),
+                Err(error) => {
+                    failed = Some(error);
+                    break;
+                }
+            }
+        }
+        self.commit()?;
+        match failed {
+            Some(error) => Err(error),
+            None => Ok(outcomes),
+        }
+    }
+
+    /// One edit's check and set, marked for saving; not committed.
+    pub(crate) fn set_checked(&mut self, edit: EditVoxel) -> Result<EditOutcome, ModuleError> {
+        let Some(current) = self.world.get_voxel(edit.pos).map_err(world_error)? else {
+            return Ok(EditOutcome::NotGenerated);
+        };
+        let is_air = buildat_voxel::VoxelInstance(current).type_id() == buildat_voxel::AIR;
+        let allowed = match edit.replace {
+            Replace::Any => true,
+            Replace::OnlyAir => is_air,
+            Replace::NotAir => !is_air,
+            Replace::Exactly(voxel) => current == voxel,
+        };
+        if !allowed {
+            return Ok(EditOutcome::Refused { current });
+        }
+        self.world
+            .set_voxel_by(edit.pos, edit.voxel, edit.by.as_deref())
+            .map_err(world_error)?;
+        if edit.save {
+            let section = self
+                .world
+                .section_size()
+                .section_of_chunk(buildat_voxel::geometry::chunk_of_voxel(edit.pos));
+            self.world
+                .set_section_save_enabled(section, true)
+                .map_err(world_error)?;
+        }
+        Ok(EditOutcome::Edited { previous: current })
+    }
+}

@@ -1,0 +1,172 @@
+//! Asking the generator: a section loaded or asked for, requests reviewed
+//! against what players want, a generator's answer applied and streamed,
+//! and `pregen` (a region generated and saved, headless at once or on a
+//! running server a slice a tick).
+//!
+//! Owns: those calls to and from the generator module. Does not own: the
+//! bookkeeping of what was asked (`generation.rs`), a pregen's plan
+//! (`pregen.rs`), the terrain (the generator module).
+
+use super::*;
+
+impl VoxelWorld {
+    /// Asks the generator for a section, once (again after a while, or
+    /// when a player comes nearer). `distance`: from the player who wants
+    /// it; `None` when a call waits on it.
+    pub(crate) fn request_generation(
+        &mut self,
+        section: Pos,
+        distance: Option<u32>,
+    ) -> Result<(), ModuleError> {
+        if let Some(distance) = self.generation.ask(section, distance, Instant::now()) {
+            self.host.emit(&GenerationRequest { section, distance })?;
+        }
+        Ok(())
+    }
+
+    /// Cancels the generation of sections no player wants any more and
+    /// brings forward those a player came nearer to.
+    pub(crate) fn review_generation(&mut self) -> Result<(), ModuleError> {
+        if !self.generation.has_player_requests() {
+            return Ok(());
+        }
+        let wanted = self.streamer.wanted_sections(self.world.section_size());
+        let review = self.generation.review(&wanted, Instant::now());
+        for (section, distance) in review.nearer {
+            self.host.emit(&GenerationRequest { section, distance })?;
+        }
+        if !review.cancel.is_empty() {
+            log::debug!(
+                "{} sections nobody wants any more: generation cancelled",
+                review.cancel.len()
+            );
+            self.host.emit(&GenerationCancel {
+                sections: review.cancel,
+            })?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn load_or_generate(&mut self, section: Pos) -> Result<SectionStatus, ModuleError> {
+        let loaded = self.world.load_section(section).map_err(world_error)?;
+        if loaded != Loaded::Ready {
+            self.request_generation(section, None)?;
+        }
+        let (generated, save_enabled) =
+            self.world.section_status(section).unwrap_or((false, false));
+        Ok(SectionStatus {
+            generated,
+            save_enabled,
+        })
+    }
+
+    /// A generator's answer: store it and stream it.
+    pub(crate) fn apply_generated(
+        &mut self,
+        generated: GeneratedSection,
+    ) -> Result<(), ModuleError> {
+        let chunks = generated
+            .chunks
+            .into_iter()
+            .map(|(pos, data)| (pos, data.blob))
+            .collect();
+        let updated = self
+            .world
+            .apply_generated(generated.section, chunks)
+            .map_err(world_error)?;
+        self.generation.done(&generated.section);
+        let updated: Vec<Committed> = updated
+            .into_iter()
+            .map(|(node_id, chunk)| Committed {
+                node_id,
+                chunk,
+                voxels: None,
+            })
+            .collect();
+        self.announce(&updated)?;
+        self.pump()
+    }
+
+    /// A run over every section with x and z within `radius` of the origin
+    /// and y within `height` that is not stored yet.
+    pub(crate) fn plan_pregen(
+        &mut self,
+        radius: i32,
+        height: i32,
+        batch: usize,
+    ) -> Result<PregenRun, ModuleError> {
+        let mut missing = Vec::new();
+        let mut already_present = 0;
+        for section in pregen::region(radius, height) {
+            if self.world.is_stored(section).map_err(world_error)? {
+                already_present += 1;
+            } else {
+                missing.push(section);
+            }
+        }
+        Ok(PregenRun::new(missing, already_present, batch))
+    }
+
+    /// Generates and saves every section of the region not stored yet, at
+    /// once (headless, and the `Pregen` call).
+    pub(crate) fn pregen(&mut self, radius: i32, height: i32) -> Result<PregenReport, ModuleError> {
+        let mut run = self.plan_pregen(radius, height, pregen::HEADLESS_BATCH)?;
+        while let Some(batch) = run.next_batch() {
+            let generated = self.generate_and_save(batch)?;
+            run.generated(generated);
+        }
+        run.finish();
+        Ok(run.report)
+    }
+
+    /// The running server's pregen, until `deadline`: batches while time is
+    /// left. A failure ends the run (logged; what it saved stays).
+    pub(crate) fn pregen_slice(&mut self, deadline: Instant) {
+        let Some(mut run) = self.pregen_run.take() else {
+            return;
+        };
+        while Instant::now() < deadline {
+            let Some(batch) = run.next_batch() else {
+                break;
+            };
+            match self.generate_and_save(batch) {
+                Ok(generated) => run.generated(generated),
+                Err(error) => {
+                    log::error!("pregen stopped at {}: {error}", run.progress());
+                    return;
+                }
+            }
+        }
+        if run.is_finished() {
+            run.finish();
+        } else {
+            self.pregen_run = Some(run);
+        }
+    }
+
+    /// Asks the generator for `sections`, applies and saves them (each
+    /// section in its own transaction: an interrupted run keeps what it
+    /// finished, and a rerun skips it). Returns how many were generated.
+    pub(crate) fn generate_and_save(&mut self, sections: Vec<Pos>) -> Result<u64, ModuleError> {
+        let generated = self
+            .host
+            .call_module(&self.generator, &Generate { sections })?;
+        let mut count = 0;
+        for section in generated {
+            let chunks = section
+                .chunks
+                .into_iter()
+                .map(|(pos, data)| (pos, data.blob))
+                .collect();
+            self.world
+                .apply_generated(section.section, chunks)
+                .map_err(world_error)?;
+            self.world
+                .set_section_save_enabled(section.section, true)
+                .map_err(world_error)?;
+            count += 1;
+        }
+        self.save()?;
+        Ok(count)
+    }
+}
