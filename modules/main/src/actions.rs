@@ -267,7 +267,8 @@ impl Game {
                 voxel: a.id,
                 replace: a.replace,
                 save: true,
-                by: None,
+                // Handler modules are told who dug or placed.
+                by: self.players.get(&a.peer).map(|p| p.account.name.clone()),
             })
             .collect();
         let outcomes = self.host.call(&EditVoxels { edits })?;
