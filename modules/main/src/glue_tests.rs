@@ -176,7 +176,9 @@ fn a_guest_joins_on_the_ground_and_digs_within_reach() {
     game.packet(1, &Dig { voxel: [0, -1, 0] }).expect("dig");
     game.emit(&Tick { dtime: 0.05 }).expect("a tick");
     assert_eq!(world.lock().unwrap().voxel([0, -1, 0]), AIR, "dug");
-    assert_eq!(kit.calls::<EditVoxels>().len(), 1);
+    let edits = kit.calls::<EditVoxels>();
+    assert_eq!(edits.len(), 1);
+    assert_eq!(edits[0].edits[0].by.as_deref(), Some("ann"), "made for ann");
     assert!(!sent::<Edits>(&kit).is_empty(), "the dig is news");
 
     // Far out of reach: refused, the world unchanged.
