@@ -67,6 +67,7 @@ pub use setup::{BlockSetup, EntitySetup, Setup};
 /// What a modder writes most modules with.
 pub mod prelude {
     pub use crate::{Ctx, Entity, Mod, Modkit, Setup, export_mod};
+    pub use buildat_interface::clap;
     pub use buildat_interface::settings::Settings;
     pub use buildat_interface::{ModuleError, log, settings};
     pub use buildat_voxel::BlockDefinition;

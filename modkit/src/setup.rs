@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 
+use buildat_interface::clap;
 use buildat_interface::core_api::RegisterCommand;
 use buildat_interface::settings::Settings;
 use buildat_interface::{Host, ModuleError};
@@ -101,6 +102,42 @@ impl<M: Mod> Setup<M> {
             },
             run: Box::new(run),
         });
+        self
+    }
+
+    /// A command whose arguments `A` parses (`#[derive(clap::Parser)]` with
+    /// `#[command(name = "...", about = "...")]`: its name, usage and help
+    /// come from there); otherwise as [`Setup::command`]. Words that do not
+    /// parse are answered with clap's message and usage.
+    pub fn command_args<A: clap::Parser + 'static>(
+        &mut self,
+        privilege: Option<&str>,
+        mut run: impl FnMut(&mut M, &mut Ctx, A) -> Result<String, ModuleError> + 'static,
+    ) -> &mut Self {
+        let definition = A::command();
+        let name = definition.get_name().to_string();
+        let help = definition
+            .get_about()
+            .map(|about| about.to_string())
+            .unwrap_or_default();
+        let usage = definition.clone().render_usage().to_string();
+        let usage = usage.trim().trim_start_matches("Usage:").trim();
+        let usage = usage.strip_prefix(name.as_str()).unwrap_or(usage).trim();
+        let usage = usage.to_string();
+        let word = name.clone();
+        self.command(&name, &help, privilege, move |m, ctx, words| {
+            let parsed = A::try_parse_from(
+                std::iter::once(word.as_str()).chain(words.iter().map(String::as_str)),
+            );
+            match parsed {
+                Ok(args) => run(m, ctx, args),
+                Err(error) if !error.use_stderr() => Ok(error.render().to_string()),
+                Err(error) => Err(ModuleError::Usage(error.render().to_string())),
+            }
+        });
+        if let Some(command) = self.commands.last_mut() {
+            command.register.usage = usage;
+        }
         self
     }
 

@@ -273,3 +273,37 @@ fn an_unknown_block_name_is_an_error_naming_it() {
     let error: ModuleError = m.command("wrong", &[], None).unwrap_err();
     assert!(error.to_string().contains("unobtainium"), "{error}");
 }
+
+#[derive(clap::Parser)]
+#[command(name = "jump", about = "Jumps")]
+struct Jump {
+    /// How high.
+    height: u32,
+}
+
+#[derive(Default, Serialize, Deserialize)]
+struct Jumper;
+
+impl Mod for Jumper {
+    fn setup(m: &mut Setup<Self>) {
+        m.command_args(None, |_, _, jump: Jump| Ok(format!("up {}", jump.height)));
+    }
+}
+
+#[test]
+fn a_typed_command_takes_its_name_usage_and_help_from_its_definition() {
+    let world = TestWorld::new();
+    let mut m = world.load::<Jumper>().unwrap();
+    let registered = &world.kit().commands()[0];
+    assert_eq!(
+        (registered.name.as_str(), registered.usage.as_str()),
+        ("jump", "<HEIGHT>")
+    );
+    assert_eq!(registered.help, "Jumps");
+    assert_eq!(m.command("jump", &["3"], None).unwrap(), "up 3");
+    let error = m.command("jump", &["high"], None).unwrap_err();
+    assert!(
+        matches!(error, ModuleError::Usage(ref text) if text.contains("<HEIGHT>")),
+        "{error}"
+    );
+}
