@@ -24,10 +24,9 @@ pub mod interest;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use buildat_format::Packet;
-use buildat_interface::core_api::{RegisterCommand, RunCommand};
 use buildat_interface::settings::Settings as _;
 use buildat_interface::{
-    Event, Host, Module, ModuleError, UnloadKind, decode, events, export_module, log,
+    Host, Module, ModuleError, Receive, UnloadKind, clap, events, export_module, log,
 };
 use buildat_network_api::{self as network, ClientDisconnected, OutgoingPacket, SendBatch};
 use buildat_replicate_api::{ForceSync, GetStats, KnowingPeers, NodeUpdates};
@@ -45,6 +44,11 @@ buildat_interface::settings! {
         full_rate_radius: f64 = DEFAULT_FULL_RATE_RADIUS,
     }
 }
+
+/// The console and chat command `replicate`.
+#[derive(clap::Parser)]
+#[command(name = "replicate", about = "what replication tracks and has sent")]
+struct Report {}
 
 struct Replicate {
     host: Host,
@@ -73,6 +77,39 @@ impl Replicate {
             .collect();
         // An event, not a call: replication never waits on sockets.
         network::queue(&self.host, batches)
+    }
+
+    /// On `core:start` and `core:continue`: what the previous version knew,
+    /// or else the world's loaded nodes.
+    fn start(&mut self) -> Result<(), ModuleError> {
+        if let Some(stash) = self.host.take_stash::<ReplicateStash>()? {
+            self.replicator = stash.replicator;
+            log::info!("resumed: {}", self.describe());
+        } else {
+            for node in self.host.call(&ListNodes::default())? {
+                self.replicator.node_changed(&node);
+            }
+        }
+        Ok(())
+    }
+
+    fn nodes_changed(&mut self, changes: NodesChanged) -> Result<(), ModuleError> {
+        for node in &changes.changed {
+            self.replicator.node_changed(node);
+        }
+        for motion in &changes.moved {
+            // A node moved before this module knew it (loaded between the
+            // world's list and its first event).
+            if !self.replicator.node_moved(motion)
+                && let Some(node) = self.host.call(&GetNode { id: motion.id })?
+            {
+                self.replicator.node_changed(&node);
+            }
+        }
+        for id in changes.removed {
+            self.replicator.node_removed(id);
+        }
+        Ok(())
     }
 
     fn describe(&self) -> String {
@@ -110,81 +147,42 @@ impl Module for Replicate {
         })
     }
 
-    fn init(&mut self) -> Result<(), ModuleError> {
-        self.host.sub_event(NodesChanged::NAME)?;
-        self.host.sub_event(Viewer::NAME)?;
-        self.host.sub_event(Viewers::NAME)?;
-        self.host.sub_event(ClientDisconnected::NAME)?;
-        self.host.sub_event(events::Tick::NAME)?;
-        Ok(())
-    }
-
-    fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
-        match name {
-            events::Start::NAME | events::Continue::NAME => {
-                ReplicateSettings::declare(&self.host)?;
-                self.host.call(&RegisterCommand {
-                    name: "replicate".into(),
-                    usage: String::new(),
-                    help: "what replication tracks and has sent".into(),
-                    privilege: Some("server".into()),
-                })?;
-                if let Some(stash) = self.host.take_stash::<ReplicateStash>()? {
-                    self.replicator = stash.replicator;
-                    log::info!("resumed: {}", self.describe());
-                } else {
-                    for node in self.host.call(&ListNodes::default())? {
-                        self.replicator.node_changed(&node);
-                    }
-                }
-            }
-            NodesChanged::NAME => {
-                let changes: NodesChanged = decode(payload)?;
-                for node in &changes.changed {
-                    self.replicator.node_changed(node);
-                }
-                for motion in &changes.moved {
-                    // A node moved before this module knew it (loaded
-                    // between the world's list and its first event).
-                    if !self.replicator.node_moved(motion)
-                        && let Some(node) = self.host.call(&GetNode { id: motion.id })?
-                    {
-                        self.replicator.node_changed(&node);
-                    }
-                }
-                for id in changes.removed {
-                    self.replicator.node_removed(id);
-                }
-            }
-            Viewer::NAME => {
-                let viewer: Viewer = decode(payload)?;
-                self.replicator.set_viewer(viewer.peer, viewer.position);
-            }
-            Viewers::NAME => {
-                for viewer in decode::<Viewers>(payload)?.viewers {
-                    self.replicator.set_viewer(viewer.peer, viewer.position);
-                }
-            }
-            ClientDisconnected::NAME => {
-                let gone: ClientDisconnected = decode(payload)?;
-                self.replicator.remove_peer(gone.peer);
-            }
-            events::Tick::NAME => self.send_updates()?,
-            _ => {}
-        }
-        Ok(())
-    }
-
-    fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
-        buildat_interface::answer_calls!(function, payload, {
-            KnowingPeers => |request: KnowingPeers| Ok(self.replicator.knowing_peers(request.node)),
-            ForceSync => |request: ForceSync| {
-                self.replicator.force_sync(request.node);
+    fn receive(table: &mut Receive<Self>) {
+        table
+            .settings::<ReplicateSettings>()
+            .event(|replicate, _: events::Start| replicate.start())
+            .event(|replicate, _: events::Continue| replicate.start())
+            .event(|replicate, changes: NodesChanged| replicate.nodes_changed(changes))
+            .event(|replicate, viewer: Viewer| {
+                replicate
+                    .replicator
+                    .set_viewer(viewer.peer, viewer.position);
                 Ok(())
-            },
-            GetStats => |_| Ok(self.replicator.stats()),
-            RunCommand => |_: RunCommand| Ok(self.describe()),
-        })
+            })
+            .event(|replicate, moved: Viewers| {
+                for viewer in moved.viewers {
+                    replicate
+                        .replicator
+                        .set_viewer(viewer.peer, viewer.position);
+                }
+                Ok(())
+            })
+            .event(|replicate, gone: ClientDisconnected| {
+                replicate.replicator.remove_peer(gone.peer);
+                Ok(())
+            })
+            .event(|replicate, _: events::Tick| replicate.send_updates())
+            .call(|replicate, request: KnowingPeers| {
+                Ok(replicate.replicator.knowing_peers(request.node))
+            })
+            .call(|replicate, request: ForceSync| {
+                replicate.replicator.force_sync(request.node);
+                Ok(())
+            })
+            .call(|replicate, _: GetStats| Ok(replicate.replicator.stats()))
+            .command(Some("server"), |replicate, _, _: Report| {
+                Ok(replicate.describe())
+            });
     }
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
@@ -214,6 +212,73 @@ mod tests {
     use buildat_interface::settings::Settings as _;
 
     use super::*;
+
+    #[test]
+    fn on_the_kit_a_viewer_is_told_of_the_nodes_near_it_each_tick() {
+        use std::collections::BTreeMap;
+
+        use buildat_interface::testing::TestHost;
+        use buildat_network_api::receive::testing::sent;
+        use buildat_voxelworld_api::DynamicNode;
+
+        let kit = TestHost::new();
+        kit.answer(|_: ListNodes| {
+            let near = DynamicNode::at_rest(1, [10.0, 0.0, 10.0], false, BTreeMap::new());
+            let far = DynamicNode::at_rest(2, [5000.0, 0.0, 10.0], false, BTreeMap::new());
+            Ok(vec![near, far])
+        });
+        let mut replicate = kit.load::<Replicate>().unwrap();
+        let registered = kit.commands();
+        assert_eq!(registered.len(), 1);
+        assert_eq!(registered[0].name, "replicate");
+        assert_eq!(registered[0].privilege.as_deref(), Some("server"));
+        let viewer = Viewer {
+            peer: 5,
+            position: [0.0; 3],
+        };
+        replicate.emit(&viewer).unwrap();
+        replicate.emit(&events::Tick { dtime: 0.1 }).unwrap();
+        let told = sent::<NodeUpdates>(&kit);
+        assert_eq!(told.len(), 1);
+        assert_eq!(told[0].0, 5);
+        let added: Vec<u64> = told[0].1.added.iter().map(|n| n.id).collect();
+        assert_eq!(added, [1], "the near node, not the far one");
+        assert_eq!(
+            replicate.call(&KnowingPeers { node: 1 }).unwrap(),
+            [5],
+            "the call through the table"
+        );
+
+        kit.clear();
+        let removed = NodesChanged {
+            changed: Vec::new(),
+            moved: Vec::new(),
+            removed: vec![1],
+        };
+        replicate.emit(&removed).unwrap();
+        replicate.emit(&events::Tick { dtime: 0.1 }).unwrap();
+        let told = sent::<NodeUpdates>(&kit);
+        assert_eq!(told.len(), 1);
+        assert_eq!(told[0].1.removed, [1]);
+
+        let report = replicate.command("replicate", &[], Some("admin")).unwrap();
+        assert!(
+            report.starts_with("replicate: 1 nodes, 1 peers"),
+            "{report}"
+        );
+
+        // What it knows crosses a reload: no second list, the peer still known.
+        let listed = kit.calls::<ListNodes>().len();
+        let mut replicate = replicate.reload::<Replicate>().unwrap();
+        assert_eq!(kit.calls::<ListNodes>().len(), listed);
+        assert_eq!(replicate.call(&GetStats {}).unwrap().peers, 1);
+        let gone = ClientDisconnected {
+            peer: 5,
+            reason: String::new(),
+        };
+        replicate.emit(&gone).unwrap();
+        assert_eq!(replicate.call(&GetStats {}).unwrap().peers, 0);
+    }
 
     #[test]
     fn settings_are_declared_with_their_defaults() {
