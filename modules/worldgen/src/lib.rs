@@ -16,7 +16,7 @@ mod pool;
 
 use buildat_format::{VoxelBlobError, encode_voxels};
 use buildat_interface::{
-    Event, Host, Module, ModuleError, UnloadKind, decode, events, export_module, log,
+    Host, Module, ModuleError, Receive, UnloadKind, events, export_module, log,
 };
 use buildat_voxel::geometry::{Pos, SectionSize};
 use buildat_voxelworld_api::{
@@ -118,62 +118,25 @@ impl Module for Worldgen {
         })
     }
 
-    fn init(&mut self) -> Result<(), ModuleError> {
-        self.host.sub_event(GenerationRequest::NAME)?;
-        self.host.sub_event(GenerationCancel::NAME)?;
-        Ok(())
-    }
-
-    fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
-        match name {
-            events::Start::NAME | events::Continue::NAME => {
-                for (id, name) in terrain::PALETTE.iter().enumerate().skip(1) {
-                    let mut block = BlockDefinition::simple(name, &format!("{name}.png"));
-                    block.physically_solid = terrain::is_solid(id as u32);
-                    block.light_absorption = terrain::light_absorption(id as u32);
-                    self.host.call(&RegisterBlock { block })?;
-                }
-                let world = self.host.call(&GetWorldConfig {})?;
-                self.section_size = SectionSize(world.section_size);
-                self.seed = world.seed;
-                if let Some(pool) = self.pool.take() {
-                    pool.stop();
-                }
-                self.pool = Some(pool::GenerationPool::start(
-                    self.host,
-                    self.seed,
-                    self.section_size,
-                    workers(),
-                ));
-                log::info!(
-                    "terrain seed {}, {} generation workers",
-                    self.seed,
-                    workers()
-                );
-            }
-            GenerationRequest::NAME => {
-                let request: GenerationRequest = decode(payload)?;
-                let pool = self
+    fn receive(table: &mut Receive<Self>) {
+        table
+            .event(|worldgen, _: events::Start| worldgen.start())
+            .event(|worldgen, _: events::Continue| worldgen.start())
+            .event(|worldgen, request: GenerationRequest| {
+                let pool = worldgen
                     .pool
                     .as_ref()
                     .ok_or_else(|| ModuleError::msg("a generation request before core:start"))?;
                 pool.request(request.section, request.distance);
-            }
-            GenerationCancel::NAME => {
-                let cancel: GenerationCancel = decode(payload)?;
-                if let Some(pool) = &self.pool {
+                Ok(())
+            })
+            .event(|worldgen, cancel: GenerationCancel| {
+                if let Some(pool) = &worldgen.pool {
                     pool.cancel(&cancel.sections);
                 }
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
-    fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
-        buildat_interface::answer_calls!(function, payload, {
-            Generate => |request: Generate| Ok(self.generate(&request.sections)?),
-        })
+                Ok(())
+            })
+            .call(|worldgen, request: Generate| Ok(worldgen.generate(&request.sections)?));
     }
 
     fn unload(&mut self, _kind: UnloadKind) -> Result<(), ModuleError> {
@@ -192,6 +155,35 @@ fn workers() -> usize {
 }
 
 impl Worldgen {
+    /// Registers the terrain's blocks, reads the seed and starts the
+    /// workers (again after a reload of voxelworld or of this module).
+    fn start(&mut self) -> Result<(), ModuleError> {
+        for (id, name) in terrain::PALETTE.iter().enumerate().skip(1) {
+            let mut block = BlockDefinition::simple(name, &format!("{name}.png"));
+            block.physically_solid = terrain::is_solid(id as u32);
+            block.light_absorption = terrain::light_absorption(id as u32);
+            self.host.call(&RegisterBlock { block })?;
+        }
+        let world = self.host.call(&GetWorldConfig {})?;
+        self.section_size = SectionSize(world.section_size);
+        self.seed = world.seed;
+        if let Some(pool) = self.pool.take() {
+            pool.stop();
+        }
+        self.pool = Some(pool::GenerationPool::start(
+            self.host,
+            self.seed,
+            self.section_size,
+            workers(),
+        ));
+        log::info!(
+            "terrain seed {}, {} generation workers",
+            self.seed,
+            workers()
+        );
+        Ok(())
+    }
+
     /// Generates sections on every core at once; the first that fails is
     /// the answer (logged with its section).
     fn generate(&self, sections: &[Pos]) -> Result<Vec<GeneratedSection>, GenerateError> {
@@ -277,6 +269,63 @@ mod tests {
         .expect("all four generate");
         let order: Vec<Pos> = all.iter().map(|s| s.section).collect();
         assert_eq!(order, sections, "every section, in order");
+    }
+
+    /// The module on the test kit: what its table subscribes, a request
+    /// handed back through `apply_generated` by a worker, the `generate`
+    /// call, and a malformed request refused naming the event.
+    #[test]
+    fn requests_are_generated_on_the_workers_and_handed_back() {
+        use buildat_interface::Event;
+        use buildat_interface::testing::TestHost;
+        use buildat_voxelworld_api::{ApplyGenerated, WorldConfig};
+        let kit = TestHost::new();
+        kit.answer(|_: RegisterBlock| Ok(vec![1]));
+        kit.answer(|_: GetWorldConfig| {
+            Ok(WorldConfig {
+                name: "test".into(),
+                seed: 1,
+                section_size: [1, 1, 1],
+            })
+        });
+        let (handed, received) = std::sync::mpsc::channel();
+        kit.answer(move |applied: ApplyGenerated| {
+            let _ = handed.send(applied.section.section);
+            Ok(())
+        });
+        let mut worldgen = kit.load::<Worldgen>().expect("loads");
+        let subscribed = kit.subscriptions();
+        assert!(
+            subscribed.iter().any(|s| s == GenerationRequest::NAME)
+                && subscribed.iter().any(|s| s == GenerationCancel::NAME),
+            "{subscribed:?}"
+        );
+        worldgen
+            .emit(&GenerationRequest {
+                section: [2, 0, -1],
+                distance: 0,
+            })
+            .expect("queued");
+        let section = received
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("a worker hands the section back");
+        assert_eq!(section, [2, 0, -1]);
+        let generated = worldgen
+            .call(&Generate {
+                sections: vec![[0, 0, 0], [1, 0, 0]],
+            })
+            .expect("generated");
+        assert_eq!(generated.len(), 2);
+        let error = worldgen
+            .emit_raw(GenerationRequest::NAME, b"\xff")
+            .expect_err("malformed");
+        assert!(
+            error.to_string().contains(GenerationRequest::NAME),
+            "{error}"
+        );
+        worldgen
+            .unload(UnloadKind::ForGood)
+            .expect("stops its workers");
     }
 
     #[test]
