@@ -78,9 +78,8 @@ pub mod wander;
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-use buildat_interface::core_api::{RegisterCommand, RunCommand};
 use buildat_interface::{
-    Event, Host, Module, ModuleError, Stash, UnloadKind, config, decode, events, export_module, log,
+    Host, Module, ModuleError, Receive, Stash, UnloadKind, config, events, export_module, log,
 };
 use buildat_main_api::VAR_PLAYER;
 use buildat_voxel::geometry::{self, Pos, SectionSize};
@@ -255,6 +254,8 @@ struct Creatures {
     section_size: SectionSize,
     /// The spawn area's sections are generated (and their creatures found).
     prepared: bool,
+    /// The previous version's creatures came back (a reload).
+    resumed: bool,
     /// Persistent creatures made in this world (kept in the world's
     /// storage: `count.rs`).
     persistent_created: u32,
@@ -361,6 +362,30 @@ impl Creatures {
         }
     }
 
+    /// At `core:start` and `core:continue` (after the stash came back, if
+    /// any): the world's sizes and voxels, and when nothing came back, the
+    /// count of persistent creatures made and the creatures in the world.
+    fn start(&mut self) -> Result<(), ModuleError> {
+        let sizes = self.host.call(&GetSizes {})?;
+        self.section_size = SectionSize(sizes.section_size);
+        self.refresh_registry()?;
+        if self.resumed {
+            log::info!("creatures: resumed with {}", self.creatures.len());
+        } else if !self.headless {
+            let world = self.host.world_path();
+            self.persistent_created = match count::read_count(&mut self.host, &world) {
+                Ok(created) => created,
+                Err(error) => {
+                    // Better none made than made twice.
+                    log::error!("{error}; no persistent creatures are made");
+                    u32::MAX
+                }
+            };
+            self.adopt()?;
+        }
+        Ok(())
+    }
+
     /// The `creatures` command's answer.
     fn report(&self) -> String {
         let mut per_kind = vec![0usize; KINDS.len()];
@@ -388,7 +413,7 @@ impl Creatures {
         )
     }
 
-    fn stash(&self) -> Kept {
+    fn stash(&mut self) -> Kept {
         Kept {
             creatures: self
                 .creatures
@@ -415,6 +440,7 @@ impl Creatures {
     }
 
     fn restore(&mut self, kept: Kept) {
+        self.resumed = true;
         let index = |name: &str| KINDS.iter().position(|k| k.name == name);
         for (name, mut creature) in kept.creatures {
             if let Some(kind) = index(&name) {
@@ -452,6 +478,14 @@ fn check_within(name: &str, value: f64, low: f64, high: f64) -> Result<(), Modul
         )))
     }
 }
+
+/// `creatures`: the herd's report.
+#[derive(clap::Parser)]
+#[command(
+    name = "creatures",
+    about = "how many creatures of each kind, how many moved in the last second"
+)]
+struct ReportCommand {}
 
 impl Module for Creatures {
     fn create(host: Host) -> Result<Self, ModuleError> {
@@ -493,6 +527,7 @@ impl Module for Creatures {
             section_size: SectionSize::default(),
             prepared: false,
             persistent_created: 0,
+            resumed: false,
             asked: HashMap::new(),
             since_adopt: 0.0,
             spawn_backoff: 0.0,
@@ -500,63 +535,28 @@ impl Module for Creatures {
         })
     }
 
-    fn init(&mut self) -> Result<(), ModuleError> {
-        self.host.sub_event(events::Tick::NAME)?;
-        self.host.sub_event(NodeVolumeUpdated::NAME)?;
-        Ok(())
-    }
-
-    fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
-        match name {
-            events::Start::NAME | events::Continue::NAME => {
-                self.host.call(&RegisterCommand {
-                    name: "creatures".into(),
-                    usage: String::new(),
-                    help: "how many creatures of each kind, how many moved in the last second"
-                        .into(),
-                    privilege: Some("server".into()),
-                })?;
-                let sizes = self.host.call(&GetSizes {})?;
-                self.section_size = SectionSize(sizes.section_size);
-                self.refresh_registry()?;
-                if let Some(kept) = self.host.take_stash::<Kept>()? {
-                    self.restore(kept);
-                    log::info!("creatures: resumed with {}", self.creatures.len());
-                } else if !self.headless {
-                    let world = self.host.world_path();
-                    self.persistent_created = match count::read_count(&mut self.host, &world) {
-                        Ok(created) => created,
-                        Err(error) => {
-                            // Better none made than made twice.
-                            log::error!("creatures: {error}; no persistent creatures are made");
-                            u32::MAX
-                        }
-                    };
-                    self.adopt()?;
-                }
-            }
-            events::Tick::NAME => {
-                let tick: events::Tick = decode(payload)?;
-                self.tick(tick.dtime)?;
-            }
-            NodeVolumeUpdated::NAME => {
-                let updated: NodeVolumeUpdated = decode(payload)?;
-                self.solidity.forget_chunk(updated.chunk);
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
-    fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
-        buildat_interface::answer_calls!(function, payload, {
-            RunCommand => |_| Ok(self.report()),
-        })
+    fn receive(table: &mut Receive<Self>) {
+        table
+            .event(|creatures, _: events::Start| creatures.start())
+            .event(|creatures, _: events::Continue| creatures.start())
+            .event(|creatures, tick: events::Tick| creatures.tick(tick.dtime))
+            .event(|creatures, updated: NodeVolumeUpdated| {
+                creatures.solidity.forget_chunk(updated.chunk);
+                Ok(())
+            })
+            .command(Some("server"), |creatures, _, _: ReportCommand| {
+                Ok(creatures.report())
+            })
+            .stash(Creatures::stash, |creatures, kept: Kept| {
+                creatures.restore(kept);
+                Ok(())
+            });
     }
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
         match kind {
-            UnloadKind::Reload => self.host.store_stash(&self.stash())?,
+            // The table stashes every creature.
+            UnloadKind::Reload => {}
             // Unloaded for good: the transient creatures go with it (they
             // are never saved; at a stop they simply are not written).
             UnloadKind::ForGood => {
@@ -578,6 +578,115 @@ export_module!(Creatures);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Creatures on the test kit over the modkit's world in memory (stone
+    /// up to y = 0), with the world's values in a map: the herd placed on
+    /// the ground, its count in the values and nowhere else, every
+    /// creature kept across a reload, and the persistent one not made
+    /// again by a restart.
+    #[test]
+    fn the_herd_is_placed_counted_in_the_worlds_values_and_kept_across_a_reload() {
+        use buildat_interface::testing::TestHost;
+        use buildat_modkit::testing::TestWorld;
+        use buildat_voxelworld_api::{GetValue, PutValues, SectionStatus, Sizes};
+        use std::collections::BTreeMap;
+        use std::sync::{Arc, Mutex};
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kit = TestHost::new()
+            .config("creatures.count", "2")
+            .config("creatures.persistent", "1")
+            .config("creatures.radius", "3")
+            .config("creatures.active_radius", "0")
+            .config("creatures.seed", "7")
+            .world_path(dir.path());
+        let world = TestWorld::on(kit.clone());
+        world.fill([-8, -4, -8], [8, 0, 8], "stone");
+        kit.answer(|_: GetSizes| {
+            Ok(Sizes {
+                chunk_size: geometry::CHUNK_SIZE,
+                section_size: [1, 1, 1],
+            })
+        });
+        kit.answer(|_: LoadOrGenerateSection| {
+            Ok(SectionStatus {
+                generated: true,
+                save_enabled: true,
+            })
+        });
+        let read = world.clone();
+        kit.answer(move |get: GetVoxels| {
+            Ok(get
+                .positions
+                .iter()
+                .map(|p| read.voxel(*p).map(|name| read.id(&name)))
+                .collect())
+        });
+        type Values = BTreeMap<(String, String), Vec<u8>>;
+        let values: Arc<Mutex<Values>> = Arc::default();
+        let kept = values.clone();
+        kit.answer(move |get: GetValue| {
+            Ok(kept.lock().unwrap().get(&(get.space, get.key)).cloned())
+        });
+        let kept = values.clone();
+        kit.answer(move |put: PutValues| {
+            for write in put.writes {
+                if let Some(value) = write.value {
+                    kept.lock().unwrap().insert((write.space, write.key), value);
+                }
+            }
+            Ok(true)
+        });
+        let herd = |world: &TestWorld| {
+            let nodes = world.nodes();
+            let persistent = nodes.iter().filter(|n| n.save_enabled).count();
+            (nodes.len(), persistent)
+        };
+        let tick = |m: &mut buildat_interface::testing::TestModule<Creatures>, n: usize| {
+            for _ in 0..n {
+                m.emit(&events::Tick { dtime: 0.1 }).expect("ticks");
+            }
+        };
+
+        let mut creatures = kit.load::<Creatures>().expect("loads");
+        tick(&mut creatures, 5);
+        assert_eq!(herd(&world), (3, 1), "two chickens and a cow or sheep");
+        assert!(
+            world.nodes().iter().all(|n| n.position[1] >= 1.0),
+            "on the stone"
+        );
+        let count = (count::SPACE.to_string(), count::KEY.to_string());
+        assert_eq!(
+            values.lock().unwrap().get(&count).map(Vec::as_slice),
+            Some(&b"1"[..])
+        );
+        assert!(
+            std::fs::read_dir(dir.path())
+                .expect("list")
+                .next()
+                .is_none(),
+            "nothing beside the world's storage"
+        );
+        assert!(
+            kit.commands().iter().any(|c| c.name == "creatures"),
+            "the report command"
+        );
+        let report = creatures.command("creatures", &[], None).expect("reports");
+        assert!(report.starts_with("creatures: 3 ("), "{report}");
+
+        let mut creatures = creatures.reload::<Creatures>().expect("reloads");
+        assert_eq!(creatures.module().creatures.len(), 3, "all carried over");
+        tick(&mut creatures, 5);
+        assert_eq!(herd(&world), (3, 1), "none made again");
+
+        // A restart: the transient ones go, the persistent one is found
+        // and not made again (its count is in the world's values).
+        creatures.unload(UnloadKind::ForGood).expect("unloads");
+        assert_eq!(herd(&world), (1, 1));
+        let mut creatures = kit.load::<Creatures>().expect("loads again");
+        tick(&mut creatures, 5);
+        assert_eq!(herd(&world), (3, 1));
+    }
 
     #[test]
     fn a_creature_belongs_to_the_herd_whose_side_it_is_on() {
