@@ -45,11 +45,11 @@ use buildat_interface::core_api::{ListModules, ModuleInfo, ModuleState};
 use buildat_interface::log_limit::{LogLimiter, suppressed_note};
 use buildat_interface::settings::Settings as _;
 use buildat_interface::{
-    Event, Host, Module, ModuleError, Stash, UnloadKind, decode, events, export_module, log,
+    Host, Module, ModuleError, Receive, Stash, UnloadKind, events, export_module, log,
 };
 use buildat_network_api::{
-    self as network, ClientConnected, ClientDisconnected, GetBacklog, OutgoingPacket,
-    PacketReceived, PeerId, SendBatch, SendShared, SharedPacket,
+    self as network, ClientConnected, ClientDisconnected, GetBacklog, OutgoingPacket, PeerId,
+    ReceivePackets, SendBatch, SendShared, SharedPacket,
 };
 pub use registry::{Registry, check_name};
 use serde::{Deserialize, Serialize};
@@ -305,8 +305,6 @@ struct ClientFile {
     host: Host,
     shared: Arc<Shared>,
     pump: Option<JoinHandle<()>>,
-    request_event: String,
-    done_event: String,
     /// Refused requests are logged a few per client per window.
     refusal_log: LogLimiter<PeerId>,
 }
@@ -415,33 +413,25 @@ impl ClientFile {
         }
     }
 
-    fn file_requested(&mut self, peer: PeerId, packet: &PacketReceived) {
+    /// A client's request (one that does not decode is refused by the
+    /// table, its peer dropped).
+    fn file_requested(&mut self, peer: PeerId, request: RequestFile) {
         // A name over the limit is malformed: no registered name is that
         // long, and repeating it would echo whatever the client sent.
-        let request = packet.packet::<RequestFile>().map_err(|e| e.to_string());
-        let request = request.and_then(|request| {
-            if request.name.len() > registry::MAX_NAME_LEN {
-                Err(format!(
-                    "a name of {} bytes, over the maximum of {}",
-                    request.name.len(),
-                    registry::MAX_NAME_LEN
-                ))
-            } else {
-                Ok(request)
-            }
-        });
-        let request = match request {
-            Ok(request) => request,
-            Err(error) => {
-                log::warn!("peer {peer} sent a malformed file request: {error}; disconnecting it");
-                let disconnect = network::Disconnect {
-                    peer,
-                    reason: format!("malformed {}: {error}", RequestFile::NAME),
-                };
-                let _ = self.host.call(&disconnect);
-                return;
-            }
-        };
+        if request.name.len() > registry::MAX_NAME_LEN {
+            let error = format!(
+                "a name of {} bytes, over the maximum of {}",
+                request.name.len(),
+                registry::MAX_NAME_LEN
+            );
+            log::warn!("peer {peer} sent a malformed file request: {error}; disconnecting it");
+            let disconnect = network::Disconnect {
+                peer,
+                reason: format!("malformed {}: {error}", RequestFile::NAME),
+            };
+            let _ = self.host.call(&disconnect);
+            return;
+        }
         let refusal = {
             let mut state = self.shared.state();
             let State { registry, peers } = &mut *state;
@@ -564,92 +554,74 @@ impl Module for ClientFile {
                 stop: AtomicBool::new(false),
             }),
             pump: None,
-            request_event: network::received::<RequestFile>(),
-            done_event: network::received::<AllFilesTransferred>(),
             refusal_log: LogLimiter::new(5, Duration::from_secs(10)),
         })
     }
 
-    fn init(&mut self) -> Result<(), ModuleError> {
-        for name in [
-            events::ModuleLoaded::NAME,
-            events::ModuleUnloaded::NAME,
-            events::ModuleModified::NAME,
-            ClientConnected::NAME,
-            ClientDisconnected::NAME,
-            &self.request_event,
-            &self.done_event,
-        ] {
-            self.host.sub_event(name)?;
-        }
-        Ok(())
-    }
-
-    fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
-        match name {
-            events::Start::NAME => {
-                ClientFileSettings::declare(&self.host)?;
-                for module in self.modules()? {
-                    self.register_module(&module.name, &PathBuf::from(&module.path));
+    fn receive(table: &mut Receive<Self>) {
+        table
+            .settings::<ClientFileSettings>()
+            .event(|files, _: events::Start| {
+                for module in files.modules()? {
+                    files.register_module(&module.name, &PathBuf::from(&module.path));
                 }
-                self.start_pump()?;
-            }
-            events::Continue::NAME => {
-                ClientFileSettings::declare(&self.host)?;
-                if let Some(state) = self.host.take_stash::<State>()? {
-                    *self.shared.state() = state;
+                files.start_pump()
+            })
+            .event(|files, _: events::Continue| {
+                if let Some(state) = files.host.take_stash::<State>()? {
+                    *files.shared.state() = state;
                 }
-                self.start_pump()?;
-            }
-            events::ModuleLoaded::NAME => {
-                let loaded: events::ModuleLoaded = decode(payload)?;
-                let dir = self.module_dir(&loaded.name)?;
-                self.register_module(&loaded.name, &dir);
-            }
-            events::ModuleUnloaded::NAME => {
-                let unloaded: events::ModuleUnloaded = decode(payload)?;
-                let names = self.shared.state().registry.remove_owned_by(&unloaded.name);
-                self.shared.withdraw_from_all(&names);
-            }
-            events::ModuleModified::NAME => self.file_modified(decode(payload)?)?,
-            ClientConnected::NAME => {
-                let connected: ClientConnected = decode(payload)?;
-                self.client_connected(connected.peer);
-            }
-            ClientDisconnected::NAME => {
-                let gone: ClientDisconnected = decode(payload)?;
-                self.shared.state().peers.remove(&gone.peer);
-                self.refusal_log.forget(&gone.peer);
-            }
-            _ if name == self.request_event => {
-                let packet: PacketReceived = decode(payload)?;
-                self.file_requested(packet.peer, &packet);
-            }
-            _ if name == self.done_event => {
-                let packet: PacketReceived = decode(payload)?;
-                self.all_files_transferred(packet.peer)?;
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
-    fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
-        buildat_interface::answer_calls!(function, payload, {
-            AddFileContent => |request: AddFileContent| self.add_file(&request.name, request.content),
-            AddFilePath => |request: AddFilePath| {
+                files.start_pump()
+            })
+            .event(|files, loaded: events::ModuleLoaded| {
+                let dir = files.module_dir(&loaded.name)?;
+                files.register_module(&loaded.name, &dir);
+                Ok(())
+            })
+            .event(|files, unloaded: events::ModuleUnloaded| {
+                let names = files
+                    .shared
+                    .state()
+                    .registry
+                    .remove_owned_by(&unloaded.name);
+                files.shared.withdraw_from_all(&names);
+                Ok(())
+            })
+            .event(|files, modified: events::ModuleModified| files.file_modified(modified))
+            .event(|files, connected: ClientConnected| {
+                files.client_connected(connected.peer);
+                Ok(())
+            })
+            .event(|files, gone: ClientDisconnected| {
+                files.shared.state().peers.remove(&gone.peer);
+                files.refusal_log.forget(&gone.peer);
+                Ok(())
+            })
+            .packet(|files, peer, request: RequestFile| {
+                files.file_requested(peer, request);
+                Ok(())
+            })
+            .packet(|files, peer, _: AllFilesTransferred| files.all_files_transferred(peer))
+            .call(|files, request: AddFileContent| files.add_file(&request.name, request.content))
+            .call(|files, request: AddFilePath| {
                 let content = std::fs::read(&request.path)
                     .map_err(|e| ModuleError::msg(format!("cannot read {}: {e}", request.path)))?;
-                self.add_file(&request.name, content)
-            },
-            RemoveFile => |request: RemoveFile| {
-                if self.shared.state().registry.remove(&request.name).is_some() {
-                    self.shared.withdraw_from_all(&[request.name]);
+                files.add_file(&request.name, content)
+            })
+            .call(|files, request: RemoveFile| {
+                if files
+                    .shared
+                    .state()
+                    .registry
+                    .remove(&request.name)
+                    .is_some()
+                {
+                    files.shared.withdraw_from_all(&[request.name]);
                 }
                 Ok(())
-            },
-            ListFiles => |_| {
-                Ok(self
+            })
+            .call(|files, _: ListFiles| {
+                Ok(files
                     .shared
                     .state()
                     .registry
@@ -660,8 +632,7 @@ impl Module for ClientFile {
                         size: entry.content.len() as u64,
                     })
                     .collect())
-            },
-        })
+            });
     }
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
@@ -679,6 +650,99 @@ export_module!(ClientFile);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every packet the module sent to one peer with `send` or
+    /// `send_batch`, by name, in order.
+    fn sent_names(kit: &buildat_interface::testing::TestHost) -> Vec<(PeerId, String)> {
+        let mut sent: Vec<(PeerId, String)> = kit
+            .calls::<SendBatch>()
+            .into_iter()
+            .flat_map(|b| b.packets.into_iter().map(move |p| (b.peer, p.name)))
+            .collect();
+        sent.extend(
+            kit.calls::<network::Send>()
+                .into_iter()
+                .map(|s| (s.peer, s.packet.name)),
+        );
+        sent
+    }
+
+    #[test]
+    fn on_the_kit_files_are_announced_requests_answered_and_bad_ones_dropped() {
+        use buildat_interface::testing::TestHost;
+        use buildat_network_api::receive::testing::{DeliverPackets, disconnected};
+
+        let dir =
+            std::env::temp_dir().join(format!("buildat-client-file-kit-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("game/client_lua")).unwrap();
+        std::fs::write(dir.join("game/client_lua/init.lua"), "print('hi')").unwrap();
+        let kit = TestHost::new();
+        let game_path = dir.join("game").display().to_string();
+        kit.answer(move |_: ListModules| {
+            Ok(vec![ModuleInfo {
+                name: "game".into(),
+                path: game_path.clone(),
+                state: ModuleState::Loaded,
+                build_hash: String::new(),
+                loaded_at_unix_ms: 0,
+                load_index: 1,
+                queued: 0,
+                times: Default::default(),
+            }])
+        });
+        kit.answer(|_: SendBatch| Ok(0));
+        kit.answer(|_: network::Send| Ok(0));
+        kit.answer(|_: network::Disconnect| Ok(()));
+        let mut files = kit.load::<ClientFile>().unwrap();
+        let listed = files.call(&ListFiles {}).unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].name, "game/client_lua/init.lua");
+
+        files
+            .emit(&ClientConnected {
+                peer: 3,
+                address: "127.0.0.1:1".into(),
+            })
+            .unwrap();
+        assert_eq!(
+            sent_names(&kit),
+            [
+                (3, AnnounceFile::NAME.to_string()),
+                (3, TellAfterAllFilesTransferred::NAME.to_string())
+            ]
+        );
+        kit.clear();
+        let unknown = RequestFile {
+            name: "game/nope.lua".into(),
+            hash: [0; 32],
+        };
+        files.packet(3, &unknown).unwrap();
+        assert_eq!(sent_names(&kit), [(3, FileError::NAME.to_string())]);
+
+        kit.clear();
+        files.packet(3, &AllFilesTransferred {}).unwrap();
+        assert_eq!(
+            kit.emitted::<FilesTransmitted>(),
+            [FilesTransmitted { peer: 3 }]
+        );
+        assert_eq!(sent_names(&kit), [(3, RunScript::NAME.to_string())]);
+
+        files.packet_bytes(4, RequestFile::NAME, &[0xff]).unwrap();
+        let long = RequestFile {
+            name: "x".repeat(registry::MAX_NAME_LEN + 1),
+            hash: [0; 32],
+        };
+        files.packet(5, &long).unwrap();
+        let dropped = disconnected(&kit);
+        assert_eq!(dropped.len(), 2, "{dropped:?}");
+        assert_eq!(dropped[0].0, 4);
+        let malformed = format!("malformed {} packet", RequestFile::NAME);
+        assert!(dropped[0].1.starts_with(&malformed), "{dropped:?}");
+        assert_eq!(dropped[1].0, 5);
+        assert!(!dropped[1].1.contains("xxxx"), "the name is not echoed");
+        drop(files);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn settings_are_declared_with_their_defaults() {
