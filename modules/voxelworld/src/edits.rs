@@ -153,3 +153,148 @@ impl VoxelWorld {
         Ok(EditOutcome::Edited { previous: current })
     }
 }
+
+/// The calls of this feature, in the module's receive table.
+pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
+    table
+        .call(|world, request: RegisterBlock| world.register_block(request))
+        .call(|world, request: GetVoxel| world.world.get_voxel(request.pos).map_err(world_error))
+        .call(|world, request: GetVoxels| {
+            if request.positions.len() > buildat_voxelworld_api::MAX_VOXELS_PER_CALL {
+                return Err(ModuleError::msg(format!(
+                    "get_voxels of {} positions: at most {}",
+                    request.positions.len(),
+                    buildat_voxelworld_api::MAX_VOXELS_PER_CALL
+                )));
+            }
+            request
+                .positions
+                .iter()
+                .map(|pos| world.world.get_voxel(*pos))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(world_error)
+        })
+        .call(|world, request: SetVoxel| {
+            world
+                .world
+                .set_voxel(request.pos, request.voxel)
+                .map_err(world_error)
+        })
+        .call(|world, _: Commit| world.commit())
+        .call(|world, edit: EditVoxel| world.edit_voxel(edit))
+        .call(|world, request: EditVoxels| world.edit_voxels(request.edits));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use buildat_interface::testing::TestHost;
+    use buildat_network_api::Disconnect;
+    use buildat_network_api::receive::testing::{DeliverPackets, disconnected, sent};
+    use buildat_voxel::BlockDefinition;
+    use buildat_voxel::geometry::SectionSize;
+    use buildat_voxelworld_api::stream::{Chunk, Registry, VoxelUpdates};
+    use buildat_voxelworld_api::{ApplyGenerated, ChunkData, GetVoxel};
+
+    /// A section of air, as a generator hands it over.
+    fn air(section: Pos) -> ApplyGenerated {
+        let chunks = SectionSize::default()
+            .chunks_of_section(section)
+            .into_iter()
+            .map(|chunk| {
+                let voxels = vec![buildat_voxel::AIR; CHUNK_SIZE.pow(3) as usize];
+                let blob = buildat_format::encode_voxels(&voxels, |_| Some("air")).expect("air");
+                (chunk, ChunkData { node_id: 0, blob })
+            })
+            .collect();
+        ApplyGenerated {
+            section: GeneratedSection { section, chunks },
+        }
+    }
+
+    fn edit(pos: Pos, voxel: u32, replace: Replace) -> EditVoxel {
+        EditVoxel {
+            pos,
+            voxel,
+            replace,
+            save: true,
+            by: Some("ann".into()),
+        }
+    }
+
+    /// voxelworld's glue on the test kit: a viewer is streamed the
+    /// registry and its chunks; a call's edits are each checked against
+    /// the voxel there, committed together, announced, and streamed to
+    /// the chunk's holder as single voxels on its own event; a malformed ack
+    /// drops its peer.
+    #[test]
+    fn edits_are_checked_committed_announced_and_streamed_to_the_chunks_holder() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kit = TestHost::new().world_path(dir.path());
+        kit.answer(|_: Disconnect| Ok(()));
+        let mut world = kit.load::<VoxelWorld>().expect("loads");
+        let stone = world
+            .call(&RegisterBlock {
+                block: BlockDefinition::simple("stone", "stone.png"),
+            })
+            .expect("registers")[0];
+        world.call(&air([0, 0, 0])).expect("applied");
+        world
+            .emit(&Viewer {
+                peer: 7,
+                position: [1.5, 2.5, 3.5],
+            })
+            .expect("moved");
+        assert_eq!(sent::<Registry>(&kit).len(), 1);
+        assert!(
+            sent::<Chunk>(&kit)
+                .iter()
+                .any(|(peer, c)| *peer == 7 && c.chunk == [0, 0, 0]),
+            "the chunk it stands in"
+        );
+
+        let outcomes = world
+            .call(&EditVoxels {
+                edits: vec![
+                    edit([1, 2, 3], stone, Replace::OnlyAir),
+                    edit([1, 2, 3], stone, Replace::OnlyAir),
+                    edit([200, 2, 3], stone, Replace::Any),
+                ],
+            })
+            .expect("edited");
+        assert_eq!(
+            outcomes,
+            vec![
+                EditOutcome::Edited {
+                    previous: buildat_voxel::AIR
+                },
+                EditOutcome::Refused { current: stone },
+                EditOutcome::NotGenerated,
+            ]
+        );
+        assert_eq!(
+            world.call(&GetVoxel { pos: [1, 2, 3] }).expect("read"),
+            Some(stone)
+        );
+        assert!(
+            kit.emitted::<NodeVolumeUpdated>()
+                .iter()
+                .any(|u| u.chunk == [0, 0, 0]),
+            "announced"
+        );
+        // Streamed on its own event, after the call answered (the kit
+        // delivers it after the call).
+        let updates = sent::<VoxelUpdates>(&kit);
+        assert_eq!(updates.len(), 1, "one commit, one update");
+        assert_eq!(updates[0].0, 7);
+        assert_eq!(updates[0].1.chunk, [0, 0, 0]);
+
+        world
+            .packet_bytes(7, buildat_voxelworld_api::stream::Ack::NAME, &[0xff])
+            .expect("refused in one place");
+        let dropped = disconnected(&kit);
+        assert_eq!(dropped.len(), 1);
+        assert_eq!(dropped[0].0, 7);
+        assert!(dropped[0].1.contains("malformed"), "{dropped:?}");
+    }
+}

@@ -170,3 +170,22 @@ impl VoxelWorld {
         Ok(count)
     }
 }
+
+/// The calls of this feature, in the module's receive table.
+pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
+    table
+        .call(|world, request: LoadOrGenerateSection| world.load_or_generate(request.section))
+        .call(|world, request: SetSectionSaveEnabled| {
+            world
+                .world
+                .set_section_save_enabled(request.section, request.enabled)
+                .map_err(world_error)
+        })
+        .call(|world, request: ApplyGenerated| world.apply_generated(request.section))
+        .call(|world, region: Pregen| {
+            world.pregen(
+                region.radius.min(1024) as i32,
+                region.height.min(1024) as i32,
+            )
+        });
+}

@@ -8,12 +8,13 @@
 //! band's top where there is none). Does not own: loading or generating
 //! the band's sections (`lib.rs` asks the world and the generator).
 
-use buildat_interface::ModuleError;
+use buildat_interface::{ModuleError, Receive};
 use buildat_voxel::geometry::{self, CHUNK_SIZE, Pos, SectionSize};
+use buildat_voxelworld_api::{ColumnTops, GetGround, GetSpawn};
 use buildat_voxelworld_api::{GROUND_SECTIONS_Y, Ground};
 
 use crate::world::Loaded;
-use crate::world_error;
+use crate::{VoxelWorld, world_error};
 
 /// The band's sections holding the column at `x`, `z`, top first.
 pub fn band_sections(size: SectionSize, x: i32, z: i32) -> [Pos; 3] {
@@ -91,6 +92,17 @@ impl crate::VoxelWorld {
             |voxel| world_solid(&self.world.voxels, voxel),
         )
     }
+}
+
+/// The calls of this feature, in the module's receive table.
+pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
+    table
+        .call(|world, request: ColumnTops| world.world.column_tops(&request).map_err(world_error))
+        .call(|world, request: GetGround| world.ground(request.x, request.z))
+        .call(|world, _: GetSpawn| {
+            let ground = world.ground(0, 0)?;
+            Ok(spawn_on(ground, band(world.world.section_size()).0))
+        });
 }
 
 #[cfg(test)]

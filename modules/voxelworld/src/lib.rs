@@ -65,6 +65,7 @@ mod generating;
 pub mod generation;
 pub mod ground;
 pub mod migrate;
+mod nodes;
 pub mod old_tables;
 pub mod pregen;
 mod saving;
@@ -84,34 +85,34 @@ use std::time::Instant;
 
 use backup_run::BackupRun;
 use buildat_format::Packet;
+use buildat_interface::Receive;
 use buildat_interface::core_api::{RegisterCommand, RunCommand};
 use buildat_interface::log_limit::{LogLimiter, suppressed_note};
 use buildat_interface::{
-    Event, Host, Module, ModuleError, UnloadKind, config, decode, events, export_module, log,
+    Event, Host, Module, ModuleError, UnloadKind, config, events, export_module, log,
 };
+use buildat_network_api::ReceivePackets;
 use buildat_network_api::{
-    self as network, ClientDisconnected, Multicast, OutgoingPacket, PacketReceived, PeerId,
-    SendBatch, SendBatches,
+    self as network, ClientDisconnected, Multicast, OutgoingPacket, PeerId, SendBatch, SendBatches,
 };
 use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
 use buildat_voxelworld_api::stream::{Ack, Registry};
 use buildat_voxelworld_api::{
-    ApplyGenerated, ColumnTops, Commit, CreateNode, CreateNodes, EditOutcome, EditVoxel,
-    EditVoxels, Generate, GeneratedSection, GenerationCancel, GenerationRequest, GetNode,
-    GetRegistry, GetSizes, GetVoxel, GetVoxels, GetWorldConfig, ListNodes, LoadOrGenerateSection,
-    MoveNodes, NodeVolumeUpdated, NodesChanged, Pregen, PregenReport, RegisterBlock, RemoveNode,
-    RemoveNodes, Replace, Save, SectionStatus, SetNodeParent, SetNodeVar, SetSectionSaveEnabled,
-    SetVoxel, Sizes, SpecialVoxels, Viewer, Viewers, WorldConfig, WorldStats,
+    ApplyGenerated, Commit, CreateNode, CreateNodes, EditOutcome, EditVoxel, EditVoxels, Generate,
+    GeneratedSection, GenerationCancel, GenerationRequest, GetNode, GetRegistry, GetSizes,
+    GetVoxel, GetVoxels, GetWorldConfig, ListNodes, LoadOrGenerateSection, MoveNodes,
+    NodeVolumeUpdated, NodesChanged, Pregen, PregenReport, RegisterBlock, RemoveNode, RemoveNodes,
+    Replace, Save, SectionStatus, SetNodeParent, SetNodeVar, SetSectionSaveEnabled, SetVoxel,
+    Sizes, SpecialVoxels, Viewer, Viewers, WorldConfig, WorldStats,
 };
 use buildat_voxelworld_api::{
-    DropOldTables, GetGround, GetSpawn, GetStats, GetValue, ListValues, MAX_VALUE_BYTES,
-    MAX_VALUE_WRITES, PutValues, ReadOldTable, ValueWrite, check_value_key, check_value_space,
+    DropOldTables, GetStats, GetValue, ListValues, MAX_VALUE_BYTES, MAX_VALUE_WRITES, PutValues,
+    ReadOldTable, ValueWrite, check_value_key, check_value_space,
 };
 use durability::{SaveHealth, StashedSection};
 use pregen::{PregenCommand, PregenRun};
 use serde::{Deserialize, Serialize};
 use storage::StorageLocation;
-use values::{check_value_writes, value_error};
 use world::{Committed, Loaded, World, WorldError};
 use world_toml::{DEFAULT_WORLD_TOML, ReadConfig, read_world_config};
 
@@ -170,7 +171,6 @@ struct VoxelWorld {
     changed_holders: BTreeSet<PeerId>,
     /// A [`MoreWork`] is on its way (one at a time).
     more_work_pending: bool,
-    ack_event: String,
     /// Sections asked of the generator (`generation.rs`).
     generation: generation::GenerationBook,
     /// Seconds since the sections asked of the generator were last
@@ -187,8 +187,6 @@ struct VoxelWorld {
     config: WorldConfig,
     /// Whether saves fail, for one warning a minute rather than a tick.
     health: SaveHealth,
-    /// Lines about what a peer sent, a few per peer per 10 s.
-    peer_log: LogLimiter<PeerId>,
     /// Streaming errors (storage that cannot be read), a few a minute.
     stream_log: LogLimiter<()>,
     /// Commits with more changed voxels than handlers are told of, a few a
@@ -222,6 +220,57 @@ impl VoxelWorld {
         }
         self.host.emit(&changes)?;
         Ok(())
+    }
+
+    /// `core:start`: the console's commands, recovery files taken back.
+    fn start(&mut self) -> Result<(), ModuleError> {
+        self.register_commands()?;
+        durability::take_back_recovery(&self.host.world_path(), &mut self.world);
+        let [w, h, d] = self.world.section_size().0;
+        log::info!("world open: sections of {w}x{h}x{d} chunks of {CHUNK_SIZE}^3 voxels");
+        Ok(())
+    }
+
+    /// `core:continue`: the console's commands, and what the previous
+    /// version carried over (stashed by hand in `unload`: making the stash
+    /// saves first, and can fail).
+    fn resume(&mut self) -> Result<(), ModuleError> {
+        self.register_commands()?;
+        if let Some(stash) = self.host.take_stash::<WorldStash>()? {
+            self.restore(stash)?;
+            log::info!(
+                "resumed with {} sections loaded",
+                self.world.loaded_sections()
+            );
+        }
+        Ok(())
+    }
+
+    /// A tick: a slice of the periodic save, of a pregen, a backup
+    /// watched, decoded voxels nobody read dropped, relight, pump, the
+    /// generator's requests reviewed, the nodes' changes told.
+    fn tick(&mut self, dtime: f64) -> Result<(), ModuleError> {
+        self.save_slice(dtime);
+        if self.pregen_run.is_some() {
+            self.pregen_slice(Instant::now() + pregen::PREGEN_SLICE);
+        }
+        self.watch_backup();
+        self.since_drop_decoded += dtime;
+        if self.since_drop_decoded >= DROP_DECODED_INTERVAL {
+            self.since_drop_decoded = 0.0;
+            let dropped = self.world.drop_unread_decoded();
+            if dropped > 0 {
+                log::debug!("{dropped} chunks nobody read went back to their blob");
+            }
+        }
+        self.relight();
+        self.pump()?;
+        self.since_generation_review += dtime;
+        if self.since_generation_review >= GENERATION_REVIEW_INTERVAL {
+            self.since_generation_review = 0.0;
+            self.review_generation()?;
+        }
+        self.tell_node_changes()
     }
 
     fn stash(&mut self) -> Result<WorldStash, ModuleError> {
@@ -298,7 +347,6 @@ impl Module for VoxelWorld {
             registry_packet: None,
             changed_holders: BTreeSet::new(),
             more_work_pending: false,
-            ack_event: network::received::<Ack>(),
             generation: generation::GenerationBook::default(),
             since_generation_review: 0.0,
             save_interval: host.get_setting("voxelworld.save_interval_s", 5.0)?,
@@ -309,7 +357,6 @@ impl Module for VoxelWorld {
                 .unwrap_or_else(|| "worldgen".to_string()),
             config,
             health: SaveHealth::default(),
-            peer_log: LogLimiter::new(5, std::time::Duration::from_secs(10)),
             stream_log: LogLimiter::new(3, std::time::Duration::from_secs(60)),
             special_log: LogLimiter::new(3, std::time::Duration::from_secs(60)),
             saves: 0,
@@ -322,280 +369,58 @@ impl Module for VoxelWorld {
         })
     }
 
-    fn init(&mut self) -> Result<(), ModuleError> {
-        self.host.sub_event(events::Tick::NAME)?;
-        self.host.sub_event(ClientDisconnected::NAME)?;
-        self.host.sub_event(&self.ack_event)?;
-        self.host.sub_event(Viewer::NAME)?;
-        self.host.sub_event(Viewers::NAME)?;
-        self.host.sub_event(StreamChanges::NAME)?;
-        self.host.sub_event(MoreWork::NAME)?;
-        Ok(())
-    }
-
-    fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
-        match name {
-            events::Start::NAME => {
-                self.register_commands()?;
-                durability::take_back_recovery(&self.host.world_path(), &mut self.world);
-                let [w, h, d] = self.world.section_size().0;
-                log::info!("world open: sections of {w}x{h}x{d} chunks of {CHUNK_SIZE}^3 voxels");
-            }
-            events::Continue::NAME => {
-                self.register_commands()?;
-                if let Some(stash) = self.host.take_stash::<WorldStash>()? {
-                    self.restore(stash)?;
-                    log::info!(
-                        "resumed with {} sections loaded",
-                        self.world.loaded_sections()
-                    );
-                }
-            }
-            events::Tick::NAME => {
-                let tick: events::Tick = decode(payload)?;
-                self.since_save += tick.dtime;
-                if self.since_save >= self.save_interval {
-                    // A slice per tick: a big save never holds up the
-                    // calls and events behind it for long.
-                    let deadline = Instant::now() + SAVE_SLICE;
-                    match self.world.save_some(deadline) {
-                        Ok((saved, done)) => {
-                            self.sections_saved += u64::from(saved);
-                            if done {
-                                self.saves += 1;
-                            }
-                            self.saved(Ok(()));
-                            if saved > 0 {
-                                log::debug!("saved {saved} sections");
-                            }
-                            if done {
-                                self.since_save = 0.0;
-                            }
-                        }
-                        // Kept dirty and retried at the next interval; the
-                        // stream below goes on serving meanwhile.
-                        Err(error) => {
-                            self.saved(Err(&error));
-                            self.since_save = 0.0;
-                        }
-                    }
-                }
-                if self.pregen_run.is_some() {
-                    self.pregen_slice(Instant::now() + pregen::PREGEN_SLICE);
-                }
-                self.watch_backup();
-                self.since_drop_decoded += tick.dtime;
-                if self.since_drop_decoded >= DROP_DECODED_INTERVAL {
-                    self.since_drop_decoded = 0.0;
-                    let dropped = self.world.drop_unread_decoded();
-                    if dropped > 0 {
-                        log::debug!("{dropped} chunks nobody read went back to their blob");
-                    }
-                }
-                self.relight();
-                self.pump()?;
-                self.since_generation_review += tick.dtime;
-                if self.since_generation_review >= GENERATION_REVIEW_INTERVAL {
-                    self.since_generation_review = 0.0;
-                    self.review_generation()?;
-                }
-                self.tell_node_changes()?;
-            }
-            ClientDisconnected::NAME => {
-                let gone: ClientDisconnected = decode(payload)?;
-                self.streamer.remove_viewer(gone.peer);
-                self.peer_log.forget(&gone.peer);
-            }
-            Viewer::NAME => self.set_viewer(decode(payload)?)?,
-            Viewers::NAME => self.set_viewers(decode::<Viewers>(payload)?.viewers)?,
-            MoreWork::NAME => {
-                self.more_work_pending = false;
-                self.relight();
-                self.pump()?;
-            }
-            StreamChanges::NAME => {
-                let holders: Vec<PeerId> = std::mem::take(&mut self.changed_holders)
+    fn receive(table: &mut Receive<Self>) {
+        table
+            .event(|world, _: events::Start| world.start())
+            .event(|world, _: events::Continue| world.resume())
+            .event(|world, tick: events::Tick| world.tick(tick.dtime))
+            .event(|world, gone: ClientDisconnected| {
+                world.streamer.remove_viewer(gone.peer);
+                Ok(())
+            })
+            .event(|world, _: MoreWork| {
+                world.more_work_pending = false;
+                world.relight();
+                world.pump()
+            })
+            .event(|world, _: StreamChanges| {
+                let holders: Vec<PeerId> = std::mem::take(&mut world.changed_holders)
                     .into_iter()
                     .collect();
-                self.pump_viewers(Some(&holders))?;
-            }
-            _ if name == self.ack_event => {
-                let packet: PacketReceived = decode(payload)?;
-                match packet.packet::<Ack>() {
-                    Ok(ack) => {
-                        self.streamer.ack(packet.peer, ack.chunks);
-                        self.pump_viewers(Some(&[packet.peer]))?;
-                    }
-                    Err(error) => {
-                        if let Some(suppressed) = self.peer_log.allow(packet.peer, Instant::now()) {
-                            log::warn!(
-                                "peer {}: malformed {}: {error}{}",
-                                packet.peer,
-                                Ack::NAME,
-                                suppressed_note(suppressed)
-                            );
-                        }
-                    }
-                }
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
-    fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
-        buildat_interface::answer_calls!(function, payload, {
-            RegisterBlock => |request: RegisterBlock| self.register_block(request),
-            GetRegistry => |_| Ok(self.world.voxels.clone()),
-            GetWorldConfig => |_| {
+                world.pump_viewers(Some(&holders))
+            })
+            .call(|world, _: GetRegistry| Ok(world.world.voxels.clone()))
+            .call(|world, _: GetWorldConfig| {
                 Ok(WorldConfig {
-                    section_size: self.world.section_size().0,
-                    ..self.config.clone()
+                    section_size: world.world.section_size().0,
+                    ..world.config.clone()
                 })
-            },
-            GetSizes => |_| {
+            })
+            .call(|world, _: GetSizes| {
                 Ok(Sizes {
                     chunk_size: CHUNK_SIZE,
-                    section_size: self.world.section_size().0,
+                    section_size: world.world.section_size().0,
                 })
-            },
-            GetVoxel => |request: GetVoxel| self.world.get_voxel(request.pos).map_err(world_error),
-            GetVoxels => |request: GetVoxels| {
-                if request.positions.len() > buildat_voxelworld_api::MAX_VOXELS_PER_CALL {
-                    return Err(ModuleError::msg(format!(
-                        "get_voxels of {} positions: at most {}",
-                        request.positions.len(),
-                        buildat_voxelworld_api::MAX_VOXELS_PER_CALL
-                    )));
-                }
-                request
-                    .positions
-                    .iter()
-                    .map(|pos| self.world.get_voxel(*pos))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(world_error)
-            },
-            SetVoxel => |request: SetVoxel| {
-                self.world
-                    .set_voxel(request.pos, request.voxel)
-                    .map_err(world_error)
-            },
-            Commit => |_| self.commit(),
-            EditVoxel => |edit| self.edit_voxel(edit),
-            EditVoxels => |request: EditVoxels| self.edit_voxels(request.edits),
-            LoadOrGenerateSection => |request: LoadOrGenerateSection| {
-                self.load_or_generate(request.section)
-            },
-            SetSectionSaveEnabled => |request: SetSectionSaveEnabled| {
-                self.world
-                    .set_section_save_enabled(request.section, request.enabled)
-                    .map_err(world_error)
-            },
-            ApplyGenerated => |request: ApplyGenerated| self.apply_generated(request.section),
-            CreateNode => |request: CreateNode| {
-                self.world
-                    .create_node(request.position, request.save_enabled, request.vars)
-                    .map_err(world_error)
-            },
-            CreateNodes => |request: CreateNodes| {
-                let mut ids = Vec::with_capacity(request.nodes.len());
-                for node in request.nodes {
-                    ids.push(
-                        match self.world.create_node(node.position, node.save_enabled, node.vars) {
-                            Ok(id) => Some(id),
-                            Err(error) => {
-                                log::debug!("create_nodes: a node at {:?}: {error}", node.position);
-                                None
-                            }
-                        },
-                    );
-                }
-                Ok(ids)
-            },
-            GetNode => |request: GetNode| Ok(self.world.get_node(request.id)),
-            ListNodes => |request: ListNodes| Ok(self.world.list_nodes(request.with_var.as_deref())),
-            RemoveNode => |request: RemoveNode| self.world.remove_node(request.id).map_err(world_error),
-            RemoveNodes => |request: RemoveNodes| {
-                let mut absent = Vec::new();
-                for id in request.ids {
-                    match self.world.remove_node(id) {
-                        Ok(()) => {}
-                        Err(WorldError::NoNode(id)) => absent.push(id),
-                        Err(error) => return Err(world_error(error)),
-                    }
-                }
-                Ok(absent)
-            },
-            SetNodeVar => |request: SetNodeVar| {
-                self.world
-                    .set_node_var(request.id, request.name, request.value)
-                    .map_err(world_error)
-            },
-            MoveNodes => |request: MoveNodes| {
-                self.world.move_nodes(request.moves).map_err(world_error)
-            },
-            SetNodeParent => |request: SetNodeParent| {
-                self.world
-                    .set_node_parent(request.id, request.parent)
-                    .map_err(world_error)
-            },
-            Save => |_| self.save(),
-            ColumnTops => |request: ColumnTops| {
-                self.world.column_tops(&request).map_err(world_error)
-            },
-            GetGround => |request: GetGround| self.ground(request.x, request.z),
-            GetSpawn => |_| {
-                let ground = self.ground(0, 0)?;
-                Ok(ground::spawn_on(ground, ground::band(self.world.section_size()).0))
-            },
-            GetStats => |_| {
+            })
+            .call(|world, _: GetStats| {
                 Ok(WorldStats {
-                    loaded_sections: self.world.loaded_sections() as u64,
-                    unsaved_sections: self.world.unsaved_count() as u64,
-                    viewers: self.streamer.viewer_count() as u64,
-                    chunks_streamed: self.streamer.chunks_streamed,
-                    saves: self.saves,
-                    sections_saved: self.sections_saved,
-                    save_errors: self.save_errors,
+                    loaded_sections: world.world.loaded_sections() as u64,
+                    unsaved_sections: world.world.unsaved_count() as u64,
+                    viewers: world.streamer.viewer_count() as u64,
+                    chunks_streamed: world.streamer.chunks_streamed,
+                    saves: world.saves,
+                    sections_saved: world.sections_saved,
+                    save_errors: world.save_errors,
                 })
-            },
-            Pregen => |region: Pregen| {
-                self.pregen(
-                    region.radius.min(1024) as i32,
-                    region.height.min(1024) as i32,
-                )
-            },
-            GetValue => |request: GetValue| {
-                check_value_key(&request.space, &request.key).map_err(ModuleError::msg)?;
-                self.world
-                    .storage_mut()
-                    .get_value(&request.space, &request.key)
-                    .map_err(value_error)
-            },
-            PutValues => |request: PutValues| {
-                check_value_writes(&request.writes)?;
-                self.world
-                    .storage_mut()
-                    .put_values(&request.writes)
-                    .map_err(value_error)
-            },
-            ListValues => |request: ListValues| {
-                check_value_space(&request.space).map_err(ModuleError::msg)?;
-                self.world
-                    .storage_mut()
-                    .list_values(&request)
-                    .map_err(value_error)
-            },
-            ReadOldTable => |request: ReadOldTable| {
-                old_tables::read_old_table(&self.old_tables_path(), &request.table)
-                    .map_err(ModuleError::msg)
-            },
-            DropOldTables => |request: DropOldTables| {
-                old_tables::drop_old_tables(&self.old_tables_path(), &request.tables)
-                    .map_err(ModuleError::msg)
-            },
-            RunCommand => |command: RunCommand| self.run_command(command),
-        })
+            })
+            .call(|world, command: RunCommand| world.run_command(command));
+        viewers::receive(table);
+        edits::receive(table);
+        generating::receive(table);
+        nodes::receive(table);
+        saving::receive(table);
+        values::receive(table);
+        ground::receive(table);
     }
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {

@@ -8,6 +8,36 @@
 use super::*;
 
 impl VoxelWorld {
+    /// The periodic save, a slice a tick once `voxelworld.save_interval_s`
+    /// passed: a big save never holds up the calls and events behind it
+    /// for long. What fails is kept dirty and retried at the next interval;
+    /// the stream goes on serving meanwhile.
+    pub(crate) fn save_slice(&mut self, dtime: f64) {
+        self.since_save += dtime;
+        if self.since_save < self.save_interval {
+            return;
+        }
+        match self.world.save_some(Instant::now() + SAVE_SLICE) {
+            Ok((saved, done)) => {
+                self.sections_saved += u64::from(saved);
+                if done {
+                    self.saves += 1;
+                }
+                self.saved(Ok(()));
+                if saved > 0 {
+                    log::debug!("saved {saved} sections");
+                }
+                if done {
+                    self.since_save = 0.0;
+                }
+            }
+            Err(error) => {
+                self.saved(Err(&error));
+                self.since_save = 0.0;
+            }
+        }
+    }
+
     pub(crate) fn save(&mut self) -> Result<u32, ModuleError> {
         let saved = self.world.save_all();
         if let Ok(count) = &saved {
@@ -75,4 +105,9 @@ impl VoxelWorld {
             ),
         }
     }
+}
+
+/// The calls of this feature, in the module's receive table.
+pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
+    table.call(|world, _: Save| world.save());
 }

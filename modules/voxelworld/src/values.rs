@@ -43,3 +43,40 @@ impl VoxelWorld {
         self.host.world_path().join("world.sqlite")
     }
 }
+
+/// The calls of this feature, in the module's receive table.
+pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
+    table
+        .call(|world, request: GetValue| {
+            check_value_key(&request.space, &request.key).map_err(ModuleError::msg)?;
+            world
+                .world
+                .storage_mut()
+                .get_value(&request.space, &request.key)
+                .map_err(value_error)
+        })
+        .call(|world, request: PutValues| {
+            check_value_writes(&request.writes)?;
+            world
+                .world
+                .storage_mut()
+                .put_values(&request.writes)
+                .map_err(value_error)
+        })
+        .call(|world, request: ListValues| {
+            check_value_space(&request.space).map_err(ModuleError::msg)?;
+            world
+                .world
+                .storage_mut()
+                .list_values(&request)
+                .map_err(value_error)
+        })
+        .call(|world, request: ReadOldTable| {
+            old_tables::read_old_table(&world.old_tables_path(), &request.table)
+                .map_err(ModuleError::msg)
+        })
+        .call(|world, request: DropOldTables| {
+            old_tables::drop_old_tables(&world.old_tables_path(), &request.tables)
+                .map_err(ModuleError::msg)
+        });
+}

@@ -162,3 +162,15 @@ impl VoxelWorld {
         }
     }
 }
+
+/// Where the game says players are, and their acks, in the module's
+/// receive table (a malformed ack drops its peer, as every packet does).
+pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
+    table
+        .event(|world, viewer: Viewer| world.set_viewer(viewer))
+        .event(|world, moved: Viewers| world.set_viewers(moved.viewers))
+        .packet(|world, peer, ack: Ack| {
+            world.streamer.ack(peer, ack.chunks);
+            world.pump_viewers(Some(&[peer]))
+        });
+}
