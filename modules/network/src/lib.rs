@@ -62,7 +62,8 @@ use buildat_interface::core_api::{ListModules, ModuleState};
 use buildat_interface::log_limit::{LogLimiter, suppressed_note};
 use buildat_interface::settings::Settings as _;
 use buildat_interface::{
-    Event, Host, Module, ModuleError, Stash, UnloadKind, config, events, export_module, log,
+    Event, Host, Module, ModuleError, Receive, Stash, UnloadKind, config, events, export_module,
+    log,
 };
 use buildat_network_api::{
     self as network, Broadcast, ClientConnected, ClientDisconnected, Disconnect, GetBacklog,
@@ -1051,57 +1052,50 @@ impl Module for Network {
         })
     }
 
-    fn init(&mut self) -> Result<(), ModuleError> {
-        self.host.sub_event(network::SendBatches::NAME)?;
-        Ok(())
-    }
-
-    fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
-        match name {
+    fn receive(table: &mut Receive<Self>) {
+        table
+            .settings::<NetworkSettings>()
             // A stash on a fresh start was left by a reload whose next
             // version failed: take its listener and peers back rather than
             // leave the port held by an fd nobody owns.
-            events::Start::NAME => {
-                NetworkSettings::declare(&self.host)?;
-                match self.host.take_stash::<Saved>()? {
+            .event(
+                |net, _: events::Start| match net.host.take_stash::<Saved>()? {
                     Some(saved) => {
                         log::warn!("taking back the sockets a failed reload left behind");
-                        self.resume_from(saved)
+                        net.resume_from(saved)
                     }
-                    None => self.start(),
+                    None => net.start(),
+                },
+            )
+            .event(|net, _: events::Continue| {
+                if let Some(bytes) = net.host.tmp_restore_data(COUNTERS_TMP) {
+                    net.shared.counters.restore(&bytes);
                 }
-            }
-            events::Continue::NAME => {
-                NetworkSettings::declare(&self.host)?;
-                if let Some(bytes) = self.host.tmp_restore_data(COUNTERS_TMP) {
-                    self.shared.counters.restore(&bytes);
-                }
-                self.resume()
-            }
-            network::SendBatches::NAME => {
+                net.resume()
+            })
+            // Read in place (the packets borrowed from the event's bytes),
+            // so decoded here rather than by the table.
+            .event_raw(network::SendBatches::NAME, |net, payload| {
                 let request: network::SendBatchesView =
-                    buildat_format::payload::decode_borrowed(payload)?;
-                self.queue_send_batches(request);
+                    buildat_format::payload::decode_borrowed(payload).map_err(|error| {
+                        ModuleError::Malformed {
+                            what: format!("event {}", network::SendBatches::NAME),
+                            error,
+                        }
+                    })?;
+                net.queue_send_batches(request);
                 Ok(())
-            }
-            _ => Ok(()),
-        }
-    }
-
-    fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
-        buildat_interface::answer_calls!(function, payload, {
-            Send => |request: Send| {
-                self.queue_batch(request.peer, [PacketView::from(&request.packet)])
-            },
-            SendBatch => |batch: SendBatch| {
-                self.queue_batch(batch.peer, batch.packets.iter().map(PacketView::from))
-            },
-            SendShared => |batch| self.queue_shared(batch),
-            Broadcast => |request: Broadcast| {
-                self.broadcast(PacketView::from(&request.packet))
-            },
-            ListPeers => |_| {
-                let mut peers: Vec<PeerInfo> = self
+            })
+            .call(|net, request: Send| {
+                net.queue_batch(request.peer, [PacketView::from(&request.packet)])
+            })
+            .call(|net, batch: SendBatch| {
+                net.queue_batch(batch.peer, batch.packets.iter().map(PacketView::from))
+            })
+            .call(|net, batch: SendShared| net.queue_shared(batch))
+            .call(|net, request: Broadcast| net.broadcast(PacketView::from(&request.packet)))
+            .call(|net, _: ListPeers| {
+                let mut peers: Vec<PeerInfo> = net
                     .shared
                     .peers()
                     .iter()
@@ -1112,32 +1106,31 @@ impl Module for Network {
                     .collect();
                 peers.sort_by_key(|p| p.peer);
                 Ok(peers)
-            },
-            Disconnect => |request: Disconnect| {
-                self.shared
+            })
+            .call(|net, request: Disconnect| {
+                net.shared
                     .command(request.peer, Command::Disconnect(request.reason))?;
                 Ok(())
-            },
-            GetBacklog => |request: GetBacklog| {
-                let peers = self.shared.peers();
+            })
+            .call(|net, request: GetBacklog| {
+                let peers = net.shared.peers();
                 let handle = peers.get(&request.peer).ok_or_else(|| {
                     ModuleError::msg(format!("no peer {} is connected", request.peer))
                 })?;
                 Ok(handle.backlog.total() as u64)
-            },
-            ListenAddress => |_| Ok(self.listen_address.clone()),
-            GetStats => |_| {
-                let counters = &self.shared.counters;
+            })
+            .call(|net, _: ListenAddress| Ok(net.listen_address.clone()))
+            .call(|net, _: GetStats| {
+                let counters = &net.shared.counters;
                 Ok(NetworkStats {
-                    peers: self.shared.peer_count.load(Ordering::Relaxed) as u64,
+                    peers: net.shared.peer_count.load(Ordering::Relaxed) as u64,
                     connections: counters.connections.load(Ordering::Relaxed),
                     packets_in: counters.packets_in.load(Ordering::Relaxed),
                     bytes_in: counters.bytes_in.load(Ordering::Relaxed),
                     packets_out: counters.packets_out.load(Ordering::Relaxed),
                     bytes_out: counters.bytes_out.load(Ordering::Relaxed),
                 })
-            },
-        })
+            });
     }
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
@@ -1226,6 +1219,43 @@ mod tests {
 
     fn packet(name: &str, data: &[u8]) -> OutgoingPacket {
         OutgoingPacket::named(name, data)
+    }
+
+    #[test]
+    fn on_the_kit_headless_its_table_answers_and_refuses_a_malformed_send() {
+        use buildat_interface::core_api::DeclareSettings;
+        use buildat_interface::testing::TestHost;
+
+        let kit = TestHost::new().config(config::HEADLESS, "1");
+        let mut net = kit.load::<Network>().unwrap();
+        assert_eq!(kit.subscriptions(), [network::SendBatches::NAME]);
+        let declared = kit.calls::<DeclareSettings>();
+        assert_eq!(declared.len(), 1);
+        assert_eq!(declared[0].namespace, "network");
+        assert_eq!(net.call(&ListPeers {}).unwrap(), []);
+        assert_eq!(
+            net.call(&ListenAddress {}).unwrap(),
+            "",
+            "headless: no port"
+        );
+        assert_eq!(net.call(&GetStats {}).unwrap().peers, 0);
+        let error = net.call(&GetBacklog { peer: 9 }).unwrap_err();
+        assert!(error.to_string().contains("no peer 9"), "{error}");
+        let sends = SendBatches {
+            batches: vec![SendBatch {
+                peer: 9,
+                packets: vec![packet("a:b", b"1")],
+            }],
+            multicasts: Vec::new(),
+        };
+        net.emit(&sends).unwrap();
+        let error = net
+            .emit_raw(network::SendBatches::NAME, &[0xff; 3])
+            .unwrap_err();
+        assert!(
+            error.to_string().contains(network::SendBatches::NAME),
+            "{error}"
+        );
     }
 
     #[test]
