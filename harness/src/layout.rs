@@ -9,6 +9,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
+/// The server's own code for a workspace manifest beside the engine's
+/// (`buildat_server::builder`, which builds modules outside the
+/// repository with it): one definition, included rather than linked, since
+/// the harness does not depend on the server's library.
+#[path = "../../server/src/builder/engine_manifest.rs"]
+mod engine_manifest;
+
 pub struct Layout {
     pub repo: PathBuf,
     pub server_bin: PathBuf,
@@ -123,10 +130,12 @@ pub fn test_build_dir() -> PathBuf {
 
 /// Makes the folder holding the module path `modules` a cargo workspace
 /// for copies of modules: the repository's workspace manifest with only
-/// `modules/*` and `modules/*/api` as members and absolute paths to the
-/// host's crates, its lock file, and a copy of every module's library
-/// crates (`modules/<name>/api`, `modules/worldgen/terrain`). Copies then resolve their path
-/// dependencies (API crates, the interface) as the originals do, so they
+/// its members under `modules/` (`modules/*`, `modules/*/api`,
+/// `modules/*/protocol`, ...) and absolute paths to the host's crates, its
+/// lock file, and a copy of every module's library crates
+/// (`modules/<name>/api`, `modules/<name>/protocol`,
+/// `modules/worldgen/terrain`). Copies then resolve their path
+/// dependencies (API and protocol crates, the interface) as the originals do, so they
 /// hash alike and find the originals' artifacts, and a copy that changes
 /// can be built.
 pub fn write_module_workspace(modules: &Path) -> anyhow::Result<()> {
@@ -135,40 +144,19 @@ pub fn write_module_workspace(modules: &Path) -> anyhow::Result<()> {
         .context("a module path has a parent folder")?;
     std::fs::create_dir_all(modules).with_context(|| format!("creating {}", modules.display()))?;
     let repo = repo_root();
-    let text = std::fs::read_to_string(repo.join("Cargo.toml")).context("reading Cargo.toml")?;
-    let mut manifest: toml::Table = text.parse().context("parsing Cargo.toml")?;
-    let workspace = manifest
-        .get_mut("workspace")
-        .and_then(|w| w.as_table_mut())
-        .context("the repository's [workspace]")?;
-    workspace.insert(
-        "members".into(),
-        toml::Value::Array(vec![
-            "modules/*".into(),
-            "modules/*/api".into(),
-            "modules/worldgen/terrain".into(),
-        ]),
-    );
-    workspace.remove("exclude");
-    if let Some(dependencies) = workspace
-        .get_mut("dependencies")
-        .and_then(|d| d.as_table_mut())
-    {
-        for (_, spec) in dependencies.iter_mut() {
-            let Some(table) = spec.as_table_mut() else {
-                continue;
-            };
-            let Some(path) = table.get("path").and_then(|p| p.as_str()) else {
-                continue;
-            };
-            // Module API crates are copied with their modules; the host's
-            // crates stay where they are.
-            if !path.starts_with("modules/") {
-                let absolute = repo.join(path).display().to_string();
-                table.insert("path".into(), absolute.into());
-            }
-        }
-    }
+    // The repository's members under `modules/`; module API crates are
+    // copied with their modules, the host's crates stay where they are.
+    let manifest = engine_manifest::engine_workspace_manifest(
+        &repo,
+        |members| {
+            members
+                .into_iter()
+                .filter(|member| member.starts_with("modules/"))
+                .collect()
+        },
+        &|path| path.starts_with("modules/").then(|| path.to_string()),
+    )
+    .context("the repository's Cargo.toml")?;
     let written = root.join("Cargo.toml");
     std::fs::write(&written, manifest.to_string())
         .with_context(|| format!("writing {}", written.display()))?;

@@ -19,6 +19,7 @@ pub const HELP: &str = "\
 commands:
   help            this list
   modules         every module: state, build hash, when loaded
+  modules add DIR search DIR for modules too, load them and watch it
   load NAME       load a module from the module paths
   unload NAME     unload a module
   reload NAME     rebuild if changed, then reload keeping queued events;
@@ -98,6 +99,7 @@ pub fn run_command(core: &Core, line: &str) -> String {
     let argument = words.next();
     let result = match (command, argument) {
         ("help", _) => Ok(help(core)),
+        ("modules", Some("add")) => return add_module_path(core, line),
         ("modules", _) => Ok(format_modules(core)),
         ("stop", _) => {
             core.request_shutdown(0, "stop command on the console".into());
@@ -127,6 +129,23 @@ pub fn run_command(core: &Core, line: &str) -> String {
         }
     };
     match result {
+        Ok(answer) => answer,
+        Err(error) => format!("error: {error}"),
+    }
+}
+
+/// `modules add DIR`: the rest of the line, trimmed, is DIR.
+fn add_module_path(core: &Core, line: &str) -> String {
+    let dir = line
+        .trim_start()
+        .trim_start_matches("modules")
+        .trim_start()
+        .trim_start_matches("add")
+        .trim();
+    if dir.is_empty() {
+        return "usage: modules add DIR".to_string();
+    }
+    match crate::module_paths::add(core, std::path::Path::new(dir)) {
         Ok(answer) => answer,
         Err(error) => format!("error: {error}"),
     }

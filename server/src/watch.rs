@@ -7,7 +7,8 @@
 //! appears in a module path (moved or copied in, or given its `meta.json`
 //! later) is loaded with what it needs once its files stopped changing; a
 //! loaded module whose folder (or `meta.json`) disappears is unloaded after
-//! the modules depending on it.
+//! the modules depending on it. A module path added on a running server
+//! (`modules add DIR`) is watched from then on.
 //!
 //! Owns: the inotify watch over the module paths, the debounce, and telling
 //! new and removed module folders from edits. Does not own: loading,
@@ -180,9 +181,11 @@ pub fn spawn(core: Core, module_paths: Vec<PathBuf>) -> notify::Result<()> {
     std::thread::Builder::new()
         .name("watch".into())
         .spawn(move || {
-            let _watcher = watcher;
+            let mut watcher = watcher;
+            let mut module_paths = module_paths;
             let mut pending: HashMap<String, Pending> = HashMap::new();
             loop {
+                watch_added_paths(&core, &mut watcher, &mut module_paths);
                 match changes.recv_timeout(Duration::from_millis(200)) {
                     Ok(Ok(event)) => {
                         if matches!(event.kind, EventKind::Access(_)) {
@@ -237,6 +240,26 @@ pub fn spawn(core: Core, module_paths: Vec<PathBuf>) -> notify::Result<()> {
         })
         .map_err(|e| notify::Error::generic(&e.to_string()))?;
     Ok(())
+}
+
+/// Watches the module paths added since the last look (`modules add DIR`).
+fn watch_added_paths(
+    core: &Core,
+    watcher: &mut notify::RecommendedWatcher,
+    module_paths: &mut Vec<PathBuf>,
+) {
+    for path in core.module_paths() {
+        if module_paths.contains(&path) {
+            continue;
+        }
+        match watcher.watch(&path, RecursiveMode::Recursive) {
+            Ok(()) => tracing::info!("watching the module path {}", path.display()),
+            Err(error) => {
+                tracing::warn!("cannot watch the module path {}: {error}", path.display())
+            }
+        }
+        module_paths.push(path);
+    }
 }
 
 /// Logs a failure, as an error unless the server is stopping.

@@ -9,7 +9,8 @@
 //! processes). Does not own: loading (`core`), which modules build
 //! together in one cargo run (`together.rs`: a module that is a member of a
 //! cargo workspace is built with its peers, so the first start is one run
-//! and a reload keeps the same dependency features).
+//! and a reload keeps the same dependency features), the workspace a module
+//! outside the repository is given (`outside.rs`).
 //!
 //! Cancellation: cargo runs in a process group of its own (so a Ctrl-C on the
 //! terminal reaches the server, not cargo), and [`BuildCancel::cancel`] kills
@@ -29,6 +30,8 @@
 //! versions from a registry (in `Cargo.lock`) are not hashed: touch the
 //! module's `Cargo.toml` after changing them.
 
+mod engine_manifest;
+pub mod outside;
 mod together;
 
 use std::collections::HashMap;
@@ -175,8 +178,9 @@ pub struct Builder {
     build_dir: PathBuf,
     profile: ModuleProfile,
     cancel: BuildCancel,
-    /// Where a module's peers are looked for (see `together.rs`).
-    module_paths: Vec<PathBuf>,
+    /// Where a module's peers are looked for (see `together.rs`); grows
+    /// when a module path is added on a running server.
+    module_paths: std::sync::RwLock<Vec<PathBuf>>,
 }
 
 /// What one cargo run left: the cdylib of each package it built (by
@@ -193,16 +197,32 @@ impl Builder {
             build_dir,
             profile,
             cancel: BuildCancel::default(),
-            module_paths: Vec::new(),
+            module_paths: std::sync::RwLock::new(Vec::new()),
         }
     }
 
     /// Builds each module together with its peers in these module paths
     /// (one cargo run; see `together.rs`). Without, each module is built
     /// alone.
-    pub fn with_module_paths(mut self, module_paths: Vec<PathBuf>) -> Self {
-        self.module_paths = module_paths;
+    pub fn with_module_paths(self, module_paths: Vec<PathBuf>) -> Self {
+        *self.module_paths.write().unwrap_or_else(|e| e.into_inner()) = module_paths;
         self
+    }
+
+    /// Adds a module path (`modules add DIR` on a running server): its
+    /// modules are peers from now on.
+    pub fn add_module_path(&self, path: PathBuf) {
+        let mut paths = self.module_paths.write().unwrap_or_else(|e| e.into_inner());
+        if !paths.contains(&path) {
+            paths.push(path);
+        }
+    }
+
+    fn get_module_paths(&self) -> Vec<PathBuf> {
+        self.module_paths
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The handle that cancels this builder's builds.
@@ -274,7 +294,7 @@ impl Builder {
             return Ok(Artifact { path, hash });
         }
         let built = match together::get_workspace(dir) {
-            Some(workspace) if !self.module_paths.is_empty() => {
+            Some(workspace) if !self.get_module_paths().is_empty() => {
                 match self.build_together(name, dir, meta, &workspace) {
                     Ok(built) => built,
                     // Cargo may refuse a run over several packages that it takes
@@ -358,7 +378,7 @@ impl Builder {
         let mut record = together::Together::read(&record_path);
         // (peer, where its artifact goes if it is stale)
         let mut selected: Vec<(together::Peer, Option<PathBuf>)> = Vec::new();
-        for peer in together::find_peers(&self.module_paths, workspace) {
+        for peer in together::find_peers(&self.get_module_paths(), workspace) {
             if peer.manifest == own_manifest {
                 continue;
             }
@@ -461,6 +481,15 @@ impl Builder {
     }
 
     fn input_hash(&self, dir: &Path, meta: &ModuleMeta) -> std::io::Result<String> {
+        // A module outside any workspace gets the one the server supplies
+        // first, so its `workspace = true` dependencies (the engine's
+        // crates) are found, hashed and built (`outside.rs`).
+        if let Err(error) = outside::prepare(dir, &self.build_dir.join("target")) {
+            tracing::warn!(
+                "{}: cannot write the workspace of the modules beside it: {error}",
+                dir.display()
+            );
+        }
         let mut hasher = Sha256::new();
         for stamp in [
             abi::ABI_VERSION.to_string().as_str(),

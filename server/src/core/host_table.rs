@@ -92,8 +92,9 @@ impl HostCtx {
             config::MODULE_NAME => self.slot.name.clone(),
             config::MODULE_PATH => self.slot.dir.display().to_string(),
             config::WORLD_PATH => settings.world_path.display().to_string(),
-            config::MODULE_PATHS => settings
-                .module_paths
+            config::MODULE_PATHS => self
+                .core
+                .get_module_paths()
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()

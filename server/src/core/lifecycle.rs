@@ -171,8 +171,7 @@ impl CoreInner {
 
     /// The folder of module `name` in the module paths, first match.
     pub fn find_module(&self, name: &str) -> Option<PathBuf> {
-        self.config
-            .module_paths
+        self.get_module_paths()
             .iter()
             .map(|path| path.join(name))
             .find(|dir| dir.join(buildat_interface::meta::META_FILE).is_file())

@@ -119,6 +119,9 @@ pub(crate) struct CoreInner {
     stopped: AtomicBool,
     reaper: Sender<Arc<ModuleSlot>>,
     commands: commands::CommandTable,
+    /// The folders searched for modules: the configured ones, then those
+    /// added while running (`modules add DIR`).
+    module_paths: RwLock<Vec<PathBuf>>,
 }
 
 /// The server's module host. Cheap to clone.
@@ -146,6 +149,7 @@ impl Core {
         let (reaper, reaper_rx) = crossbeam_channel::unbounded();
         let builder = Builder::new(config.build_dir.clone(), config.module_profile)
             .with_module_paths(config.module_paths.clone());
+        let module_paths = RwLock::new(config.module_paths.clone());
         let inner = Arc::new(CoreInner {
             build_cancel: builder.canceller(),
             builder,
@@ -163,6 +167,7 @@ impl Core {
             stopped: AtomicBool::new(false),
             reaper,
             commands: commands::CommandTable::default(),
+            module_paths,
         });
         let supervisor = inner.clone();
         std::thread::Builder::new()
@@ -179,7 +184,24 @@ impl Core {
 
     /// The folders searched for modules.
     pub fn module_paths(&self) -> Vec<PathBuf> {
-        self.inner.config.module_paths.clone()
+        self.inner.get_module_paths()
+    }
+
+    /// Searches `path` for modules from now on (after the others); its
+    /// modules are not loaded by this (see `crate::module_paths`). Whether
+    /// it was new.
+    pub fn add_module_path(&self, path: PathBuf) -> bool {
+        let mut paths = self
+            .inner
+            .module_paths
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        if paths.contains(&path) {
+            return false;
+        }
+        paths.push(path.clone());
+        self.inner.builder.add_module_path(path);
+        true
     }
 
     /// Emits an event on the bus as the core; answers how many subscribers
@@ -283,6 +305,13 @@ pub fn check_module_name(name: &str) -> Result<(), CoreError> {
 }
 
 impl CoreInner {
+    pub fn get_module_paths(&self) -> Vec<PathBuf> {
+        self.module_paths
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     pub fn request_shutdown(&self, status: i32, reason: String) {
         {
             let mut shutdown = lock(&self.shutdown);

@@ -1,0 +1,451 @@
+//! Modules outside the engine's repository. A module folder anywhere names
+//! the engine's crates as the engine's own modules do
+//! (`buildat-interface.workspace = true`), with no path into any checkout;
+//! the server supplies the paths: it makes the module path holding the
+//! module a cargo workspace of its own, writing there
+//! - `Cargo.toml`: its module crates as members; the engine's
+//!   `[workspace.package]`, `[workspace.dependencies]` (the engine's crates
+//!   by absolute path, unless the folder holds a copy) and `[profile.*]`
+//!   (`engine_manifest.rs`), with the engine's crates compiled as they are
+//!   in the engine's workspace (so cargo reuses their artifacts) and no
+//!   override for a package not in the build (cargo would warn);
+//! - `Cargo.lock`, when missing: a copy of the engine's, so the versions
+//!   are the engine's (cargo keeps what the members use), and the engine's
+//!   own lock file gets no line;
+//! - `.cargo/config.toml`: cargo's target dir is the server's
+//!   (`<build>/target`), so a modder's `cargo test` in a module folder reuses
+//!   what the server built, and the reverse.
+//!
+//! The first line of each marks it as the server's ([`MARK`]); a folder
+//! whose `Cargo.toml` is someone else's is left alone (its modules build in
+//! that workspace), and so is a module that is a member of a workspace
+//! already (the engine's own) or is a workspace of its own (`[workspace]`
+//! in its manifest). The files are rewritten only when their text changes
+//! (a module folder came or went).
+//!
+//! Owns: deciding whether a module needs this and writing those files.
+//! Does not own: building (`mod.rs`; the written workspace is then built
+//! like any other, its modules together, into the shared target dir).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use sha2::{Digest, Sha256};
+
+use super::engine_manifest::engine_workspace_manifest;
+
+/// The first line of every file written here: how a later run knows its own.
+pub const MARK: &str = "# Written by buildat-server";
+
+/// The engine's repository (the server's crate is in it): where its crates
+/// and lock file are.
+pub fn engine_root() -> PathBuf {
+    let server = Path::new(env!("CARGO_MANIFEST_DIR"));
+    server.parent().unwrap_or(server).to_path_buf()
+}
+
+/// Makes the module path holding the module in `dir` its cargo workspace
+/// (see the module docs) if the module needs one: it uses `workspace =
+/// true` and no workspace has it as a member. `target_dir` is the server's
+/// cargo target dir. Whether the folder is such a workspace now.
+pub fn prepare(dir: &Path, target_dir: &Path) -> std::io::Result<bool> {
+    let Ok(manifest) = read_table(&dir.join("Cargo.toml")) else {
+        return Ok(false);
+    };
+    if manifest.contains_key("workspace") || !inherits(&toml::Value::Table(manifest)) {
+        return Ok(false);
+    }
+    let Some(root) = dir.parent() else {
+        return Ok(false);
+    };
+    let root_manifest = root.join("Cargo.toml");
+    if root_manifest.exists() {
+        if !is_ours(&root_manifest) {
+            return Ok(false);
+        }
+    } else if is_claimed(dir) {
+        return Ok(false);
+    }
+    write_workspace(root, target_dir)?;
+    Ok(true)
+}
+
+/// Writes the workspace files of the module path `root` (see the module docs).
+pub fn write_workspace(root: &Path, target_dir: &Path) -> std::io::Result<()> {
+    let engine = engine_root();
+    let (members, local_crates) = find_crates(root)?;
+    let local = |path: &str| {
+        // `modules/<module>/<crate>` in the engine: a copy here is used.
+        let relative = path.strip_prefix("modules/")?;
+        local_crates
+            .iter()
+            .any(|c| c == relative)
+            .then(|| relative.to_string())
+    };
+    let mut manifest = engine_workspace_manifest(&engine, |_| members.clone(), &local)?;
+    let lock = root.join("Cargo.lock");
+    if !lock.exists() {
+        std::fs::copy(engine.join("Cargo.lock"), &lock)?;
+    }
+    write_config(root, target_dir)?;
+    // What the manifest is made of: when unchanged, it is written already.
+    let mut hasher = Sha256::new();
+    hasher.update(toml::to_string(&manifest).map_err(std::io::Error::other)?);
+    for member in &members {
+        hasher.update(member.as_bytes());
+        hasher.update(std::fs::read(root.join(member).join("Cargo.toml")).unwrap_or_default());
+    }
+    let inputs: String = hasher.finalize()[..10]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let inputs_line = format!("# inputs {inputs}\n");
+    let path = root.join("Cargo.toml");
+    if std::fs::read_to_string(&path).is_ok_and(|text| text.contains(&inputs_line)) {
+        return Ok(());
+    }
+    keep_member_settings(&mut manifest);
+    let text = |manifest: &toml::Table, inputs_line: &str| -> std::io::Result<String> {
+        Ok(format!(
+            "{MARK} for the modules in this folder: the engine's crates ({}), dependency\n\
+             # versions and build settings. Rewritten when module folders come and go; do not edit.\n\
+             {inputs_line}\n{}",
+            engine.display(),
+            toml::to_string(manifest).map_err(std::io::Error::other)?
+        ))
+    };
+    write_if_changed(&path, &text(&manifest, "")?)?;
+    // Cargo warns about a profile's package that is not in the build: the
+    // engine's overrides are for the engine's dependencies, most of which
+    // these modules do not use.
+    match resolved_packages(&path) {
+        Some(packages) => {
+            prune_profile_packages(&mut manifest, &packages);
+            write_if_changed(&path, &text(&manifest, &inputs_line)?)
+        }
+        None => Ok(()),
+    }
+}
+
+/// `<root>/.cargo/config.toml`, unless someone else's is there.
+fn write_config(root: &Path, target_dir: &Path) -> std::io::Result<()> {
+    let config = root.join(".cargo").join("config.toml");
+    if config.exists() && !is_ours(&config) {
+        return Ok(());
+    }
+    std::fs::create_dir_all(root.join(".cargo"))?;
+    let target = toml::Value::from(target_dir.display().to_string());
+    write_if_changed(
+        &config,
+        &format!(
+            "{MARK}: cargo builds these modules where the server does, so each reuses\n\
+             # what the other built.\n[build]\ntarget-dir = {target}\n"
+        ),
+    )
+}
+
+/// A profile's `package."*"` applies to the packages that are not members
+/// of the workspace. The engine's own crates are members of the engine's,
+/// but not here, where they are used from the engine: each gets the
+/// profile's own values for what `"*"` sets (an override of its own, if
+/// the engine has one, stays), so it compiles with the engine's settings
+/// to the same artifact, which cargo reuses in the shared target dir
+/// instead of building it again.
+fn keep_member_settings(manifest: &mut toml::Table) {
+    let engine_crates: Vec<String> = manifest
+        .get("workspace")
+        .and_then(|w| w.get("dependencies"))
+        .and_then(|d| d.as_table())
+        .into_iter()
+        .flatten()
+        .filter(|(_, spec)| {
+            spec.get("path")
+                .and_then(|p| p.as_str())
+                .is_some_and(|p| Path::new(p).is_absolute())
+        })
+        .map(|(name, _)| name.clone())
+        .collect();
+    let Some(profiles) = manifest.get_mut("profile").and_then(|p| p.as_table_mut()) else {
+        return;
+    };
+    for (profile_name, profile) in profiles.iter_mut() {
+        let Some(profile) = profile.as_table_mut() else {
+            continue;
+        };
+        let Some(all) = profile
+            .get("package")
+            .and_then(|p| p.get("*"))
+            .and_then(|p| p.as_table())
+            .cloned()
+        else {
+            continue;
+        };
+        let mut member = toml::Table::new();
+        for key in all.keys() {
+            let value = match (profile.get(key), key.as_str(), profile_name.as_str()) {
+                (Some(value), _, _) => value.clone(),
+                (None, "opt-level", "dev" | "test") => 0.into(),
+                (None, "opt-level", "release" | "bench") => 3.into(),
+                _ => continue,
+            };
+            member.insert(key.clone(), value);
+        }
+        let Some(packages) = profile.get_mut("package").and_then(|p| p.as_table_mut()) else {
+            continue;
+        };
+        for name in &engine_crates {
+            packages
+                .entry(name.clone())
+                .or_insert_with(|| toml::Value::Table(member.clone()));
+        }
+    }
+}
+
+/// Drops every profile's package override naming none of `packages`.
+fn prune_profile_packages(manifest: &mut toml::Table, packages: &BTreeSet<String>) {
+    let Some(profiles) = manifest.get_mut("profile").and_then(|p| p.as_table_mut()) else {
+        return;
+    };
+    for (_, profile) in profiles.iter_mut() {
+        if let Some(overrides) = profile.get_mut("package").and_then(|p| p.as_table_mut()) {
+            overrides.retain(|name, _| name == "*" || packages.contains(name));
+        }
+    }
+}
+
+/// The names of the packages in the build of the workspace `manifest` for
+/// this platform (`cargo tree`, offline, as a build resolves); `None` if
+/// cargo cannot tell.
+fn resolved_packages(manifest: &Path) -> Option<BTreeSet<String>> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(cargo)
+        .args(["tree", "--offline", "--edges", "normal,build,dev"])
+        .args(["--prefix", "none", "--format", "{p}"])
+        .arg("--manifest-path")
+        .arg(manifest)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    let names = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| !name.starts_with('['))
+        .map(str::to_string)
+        .collect();
+    Some(names)
+}
+
+/// The crates under `root` that belong in its workspace, relative to it:
+/// each folder's `Cargo.toml` and those of its subfolders (a module's API
+/// crate), but none that is a workspace itself; and the subfolder crates
+/// alone (`<module>/<crate>`). Sorted.
+fn find_crates(root: &Path) -> std::io::Result<(Vec<String>, Vec<String>)> {
+    let is_member = |dir: &Path| {
+        read_table(&dir.join("Cargo.toml")).is_ok_and(|m| !m.contains_key("workspace"))
+    };
+    let (mut members, mut local) = (Vec::new(), Vec::new());
+    for folder in sorted_dirs(root)? {
+        let Some(name) = folder.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if name.starts_with('.') || name == "target" {
+            continue;
+        }
+        if is_member(&folder) {
+            members.push(name.to_string());
+        }
+        for sub in sorted_dirs(&folder).unwrap_or_default() {
+            let Some(sub_name) = sub.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            if sub_name != "target" && sub_name != "src" && is_member(&sub) {
+                members.push(format!("{name}/{sub_name}"));
+                local.push(format!("{name}/{sub_name}"));
+            }
+        }
+    }
+    Ok((members, local))
+}
+
+fn sorted_dirs(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    Ok(dirs)
+}
+
+fn read_table(path: &Path) -> std::io::Result<toml::Table> {
+    let text = std::fs::read_to_string(path)?;
+    text.parse()
+        .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{error}")))
+}
+
+/// Whether a manifest (or part of one) takes anything from its workspace
+/// (`x.workspace = true`).
+fn inherits(value: &toml::Value) -> bool {
+    match value {
+        toml::Value::Table(table) => table.iter().any(|(key, value)| {
+            (key == "workspace" && value.as_bool() == Some(true)) || inherits(value)
+        }),
+        _ => false,
+    }
+}
+
+fn is_ours(path: &Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|text| text.starts_with(MARK))
+}
+
+/// Whether the nearest workspace above `dir` (as cargo looks for it) has
+/// `dir` among its members: a member written out or matched by a pattern
+/// whose parts are names or `*`.
+fn is_claimed(dir: &Path) -> bool {
+    for ancestor in dir.ancestors().skip(1) {
+        let Ok(manifest) = read_table(&ancestor.join("Cargo.toml")) else {
+            continue;
+        };
+        let Some(workspace) = manifest.get("workspace") else {
+            continue;
+        };
+        let Ok(relative) = dir.strip_prefix(ancestor) else {
+            return false;
+        };
+        let relative: Vec<&str> = relative.iter().filter_map(|p| p.to_str()).collect();
+        let matches = |key: &str| {
+            workspace
+                .get(key)
+                .and_then(|m| m.as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(|m| m.as_str())
+                .any(|pattern| matches_pattern(pattern, &relative))
+        };
+        return matches("members") && !matches("exclude");
+    }
+    false
+}
+
+fn matches_pattern(pattern: &str, parts: &[&str]) -> bool {
+    let pattern: Vec<&str> = pattern.split('/').filter(|p| !p.is_empty()).collect();
+    pattern.len() == parts.len()
+        && pattern
+            .iter()
+            .zip(parts)
+            .all(|(want, part)| *want == "*" || want == part)
+}
+
+/// Writes `text` to `path` unless it holds it already (through a temporary
+/// file, so a reader never sees half of it).
+fn write_if_changed(path: &Path, text: &str) -> std::io::Result<()> {
+    if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
+        return Ok(());
+    }
+    let temporary = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&temporary, text)?;
+    std::fs::rename(&temporary, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module(root: &Path, name: &str, manifest: &str) {
+        std::fs::create_dir_all(root.join(name).join("src")).expect("module dir");
+        std::fs::write(root.join(name).join("Cargo.toml"), manifest).expect("manifest");
+        std::fs::write(root.join(name).join("src/lib.rs"), "").expect("source");
+        std::fs::write(root.join(name).join("meta.json"), "{}").expect("meta");
+    }
+
+    const INHERITING: &str = "[package]\nname = \"m\"\nversion = \"0.1.0\"\n\
+        edition.workspace = true\n[dependencies]\nbuildat-interface.workspace = true\n";
+
+    #[test]
+    fn an_outside_module_gets_the_engines_crates_and_lock_and_is_left_alone_otherwise() {
+        let scratch = tempfile::tempdir().expect("temp dir");
+        let root = scratch.path().join("mods");
+        module(&root, "hello", INHERITING);
+        module(&root, "alone", "[package]\nname = \"alone\"\n[workspace]\n");
+        let target = scratch.path().join("build/target");
+        assert!(prepare(&root.join("hello"), &target).expect("written"));
+        let manifest = read_table(&root.join("Cargo.toml")).expect("a manifest");
+        let workspace = &manifest["workspace"];
+        assert_eq!(
+            workspace["members"].as_array().expect("members"),
+            &vec![toml::Value::from("hello")],
+            "a crate that is a workspace itself is no member"
+        );
+        let interface = workspace["dependencies"]["buildat-interface"]["path"]
+            .as_str()
+            .expect("a path");
+        assert_eq!(Path::new(interface), engine_root().join("interface"));
+        let dev = &manifest["profile"]["dev"]["package"];
+        assert_eq!(
+            dev["buildat-interface"]["opt-level"].as_integer(),
+            Some(0),
+            "the engine's crates compile as they do in the engine: {dev}"
+        );
+        assert_eq!(dev["*"]["opt-level"].as_integer(), Some(1), "{dev}");
+        assert!(
+            dev.get("argon2").is_none(),
+            "no override for a package not in the build: {dev}"
+        );
+        let written = std::fs::metadata(root.join("Cargo.toml"))
+            .and_then(|m| m.modified())
+            .expect("a time");
+        assert!(prepare(&root.join("hello"), &target).expect("again"));
+        assert_eq!(
+            std::fs::metadata(root.join("Cargo.toml"))
+                .and_then(|m| m.modified())
+                .expect("a time"),
+            written,
+            "unchanged inputs, no new write"
+        );
+        // Seeded from the engine's, kept to what the module uses: the
+        // engine's versions.
+        let packages = |path: &Path| -> BTreeSet<(String, String)> {
+            read_table(path).expect("a lock file")["package"]
+                .as_array()
+                .expect("packages")
+                .iter()
+                .map(|p| (p["name"].to_string(), p["version"].to_string()))
+                .collect()
+        };
+        let ours = packages(&root.join("Cargo.lock"));
+        assert!(ours.iter().any(|(name, _)| name == "\"serde\""), "{ours:?}");
+        let engines = packages(&engine_root().join("Cargo.lock"));
+        let extra: Vec<_> = ours
+            .difference(&engines)
+            .filter(|(name, _)| name != "\"m\"")
+            .collect();
+        assert!(extra.is_empty(), "versions not the engine's: {extra:?}");
+        let config = std::fs::read_to_string(root.join(".cargo/config.toml")).expect("config");
+        assert!(config.contains(&target.display().to_string()), "{config}");
+        assert!(!prepare(&root.join("alone"), &target).expect("nothing"));
+        // A folder whose manifest is someone else's is theirs.
+        let theirs = scratch.path().join("theirs");
+        module(&theirs, "hello", INHERITING);
+        std::fs::write(
+            theirs.join("Cargo.toml"),
+            "[workspace]\nmembers = [\"*\"]\n",
+        )
+        .expect("their manifest");
+        assert!(!prepare(&theirs.join("hello"), &target).expect("left alone"));
+        assert!(!theirs.join("Cargo.lock").exists());
+    }
+
+    #[test]
+    fn the_engines_own_modules_are_members_of_its_workspace() {
+        let modules = engine_root().join("modules");
+        assert!(is_claimed(&modules.join("main")));
+        assert!(is_claimed(&modules.join("main/api")));
+        assert!(!is_claimed(&engine_root().join("world/modules/hello")));
+        assert!(!prepare(&modules.join("main"), Path::new("/nowhere")).expect("nothing"));
+    }
+}
