@@ -13,6 +13,7 @@ mod client_file;
 mod common;
 mod core;
 mod creatures;
+mod examples;
 mod forwarded;
 mod game;
 mod network;
