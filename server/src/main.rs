@@ -99,6 +99,19 @@ enum Command {
     /// List every loaded module's settings (loaded headless, as for a
     /// command): key, type, default, current value and help.
     Settings,
+    /// Write a new module that builds, loads and passes its test: meta.json,
+    /// Cargo.toml, src/lib.rs (a chat command named after it, counting
+    /// greetings across reloads), tests/NAME.rs (on the test kit) and
+    /// client_lua/init.lua, into the last `--modules DIR` given, else the
+    /// world's `modules/` folder (which the server searches). A running
+    /// server with that module path loads it at once.
+    NewModule {
+        /// The module's name (its folder's): letters, digits, '_' and '-'.
+        name: String,
+        /// Client Lua only (meta.json and client_lua/init.lua), no Rust.
+        #[arg(long)]
+        lua_only: bool,
+    },
     /// Any other word runs that console command of a module headless (no
     /// player can connect) and exits, e.g. `pregen --radius 4`; `help` on a
     /// running server's console lists the modules' commands.
@@ -262,6 +275,9 @@ fn default_module_path() -> Option<PathBuf> {
     repository.is_dir().then_some(repository)
 }
 
+/// The folder of a world holding its own modules.
+const WORLD_MODULES: &str = "modules";
+
 fn config_from(cli: &Cli) -> anyhow::Result<ServerConfig> {
     let mut module_paths = Vec::new();
     if !cli.no_default_modules {
@@ -271,6 +287,12 @@ fn config_from(cli: &Cli) -> anyhow::Result<ServerConfig> {
         }
     }
     module_paths.extend(cli.modules.iter().cloned());
+    // The world's own modules, searched last; the folder is made with the
+    // world (`prepare_world`), so a server always watches it.
+    let world_modules = cli.world.join(WORLD_MODULES);
+    if world_modules.is_dir() || !matches!(cli.command, Some(Command::Build { .. })) {
+        module_paths.push(world_modules);
+    }
     let module_paths = module_paths
         .iter()
         .map(|p| absolute(p))
@@ -316,6 +338,13 @@ fn prepare_world(world: &Path) -> anyhow::Result<()> {
         .mode(0o700)
         .create(world)
         .with_context(|| format!("cannot create the world directory {}", world.display()))?;
+    let modules = world.join(WORLD_MODULES);
+    std::fs::create_dir_all(&modules).with_context(|| {
+        format!(
+            "cannot create the world's modules folder {}",
+            modules.display()
+        )
+    })?;
     let mode = std::fs::metadata(world)
         .with_context(|| format!("cannot read the world directory {}", world.display()))?
         .permissions()
@@ -330,6 +359,63 @@ fn prepare_world(world: &Path) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// `new-module NAME`: writes a module ([`buildat_server::scaffold`]) into
+/// the last `--modules DIR`, else the world's `modules/`, with the
+/// workspace the server supplies beside it, so `cargo test` in it works
+/// at once.
+fn new_module(
+    config: &ServerConfig,
+    target: Option<PathBuf>,
+    name: &str,
+    lua_only: bool,
+) -> anyhow::Result<u8> {
+    let modules = match target {
+        Some(dir) => dir,
+        None => {
+            prepare_world(&config.world_path)?;
+            config.world_path.join(WORLD_MODULES)
+        }
+    };
+    // One name, one module across the module paths.
+    if let Some(other) = config
+        .module_paths
+        .iter()
+        .find(|path| **path != modules && path.join(name).join("meta.json").is_file())
+    {
+        bail!(
+            "a module named {name} is in {} already: pick another name",
+            other.display()
+        );
+    }
+    let (dir, files) = buildat_server::scaffold::write_module(&modules, name, lua_only)?;
+    if !lua_only {
+        let target = config.build_dir.join("target");
+        if let Err(error) = buildat_server::builder::outside::prepare(&dir, &target) {
+            tracing::warn!(
+                "cannot write the workspace beside {}: {error}",
+                dir.display()
+            );
+        }
+    }
+    let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    println!(
+        "wrote module {name} in {}: {}",
+        dir.display(),
+        files.join(", ")
+    );
+    if !lua_only {
+        println!("test it: cd {} && cargo test", dir.display());
+    }
+    println!(
+        "a server searching {} loads it now; else start one with `--modules {}`, \
+         or type `modules add {}` on its console",
+        modules.display(),
+        modules.display(),
+        modules.display()
+    );
+    Ok(0)
 }
 
 /// `build`: builds every Rust module found in the module paths.
@@ -489,6 +575,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     let config = config_from(&cli)?;
     match cli.command {
         Some(Command::Build { alone }) => return build_all(&config, alone),
+        Some(Command::NewModule { name, lua_only }) => {
+            let target = cli.modules.last().map(|dir| absolute(dir)).transpose()?;
+            return new_module(&config, target, &name, lua_only);
+        }
         Some(Command::Inspect { file, section }) => {
             let listing = inspect::inspect(&file, section)?;
             // A reader that stopped early (`| head`) is no failure.

@@ -2,7 +2,7 @@
 //! host in-process with real module libraries (`core`), and the real
 //! `buildat-server` binary over real sockets (`cli`, `network`,
 //! `client_file`, `world`, `game`, `accounts`, `tls`, `forwarded`, `creatures`,
-//! `api_reload`, `web`, `settings`). `common` is
+//! `api_reload`, `web`, `settings`, `scaffold`, `examples`). `common` is
 //! what they share; the server driver and the wire client are
 //! `buildat-harness`'s.
 
@@ -17,6 +17,7 @@ mod examples;
 mod forwarded;
 mod game;
 mod network;
+mod scaffold;
 mod settings;
 mod tls;
 mod web;
