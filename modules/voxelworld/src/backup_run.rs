@@ -7,6 +7,7 @@
 //! copying (`backup.rs`).
 
 use super::*;
+use crate::commands::CommandError;
 
 /// A backup writing on its own thread from a storage snapshot.
 pub(crate) struct BackupRun {
@@ -47,30 +48,43 @@ impl BackupRun {
     }
 }
 
+/// A backup's failure, as the command tells it.
+fn backup_error(error: backup::BackupError) -> CommandError {
+    CommandError::Backup {
+        what: "backup",
+        error,
+    }
+}
+
 impl VoxelWorld {
     /// `backup FILE`: saves, takes a snapshot of the storage, and writes
     /// it on a thread of its own (headless: at once, on this one).
-    pub(crate) fn backup(&mut self, args: &[String]) -> Result<String, ModuleError> {
+    pub(crate) fn backup(&mut self, args: &[String]) -> Result<String, CommandError> {
         let [file] = args else {
-            return Err(ModuleError::msg("usage: backup FILE"));
+            return Err(CommandError::Usage("usage: backup FILE".into()));
         };
         if let Some(run) = &self.backup_run {
-            return Err(ModuleError::msg(format!(
-                "a backup is running ({}); wait for it to finish",
-                run.progress()
-            )));
+            return Err(CommandError::Running {
+                command: "backup",
+                progress: run.progress(),
+                what: "wait for it to finish",
+            });
         }
         let file = std::path::PathBuf::from(file);
-        backup::check_new_file(&file).map_err(|e| ModuleError::msg(format!("backup: {e}")))?;
+        backup::check_new_file(&file).map_err(backup_error)?;
         let settings_path = self.host.world_path().join("world.toml");
-        let settings = std::fs::read_to_string(&settings_path)
-            .map_err(|e| ModuleError::msg(format!("backup: {}: {e}", settings_path.display())))?;
+        let settings =
+            std::fs::read_to_string(&settings_path).map_err(|error| CommandError::File {
+                what: "backup",
+                path: settings_path.clone(),
+                error,
+            })?;
         self.save()?;
         let mut snapshot = self
             .world
             .storage_mut()
             .snapshot()
-            .map_err(|e| ModuleError::msg(format!("backup: {e}")))?;
+            .map_err(|e| backup_error(e.into()))?;
         let started = Instant::now();
         if self.headless {
             let mut progress = backup::ProgressLog::new("backup");
@@ -81,7 +95,7 @@ impl VoxelWorld {
                 &AtomicBool::new(false),
                 &mut |done, total| progress.tell(done, total),
             )
-            .map_err(|e| ModuleError::msg(format!("backup: {e}")))?;
+            .map_err(backup_error)?;
             return Ok(report.done_line(started.elapsed().as_secs_f64()));
         }
         let done = Arc::new(AtomicU64::new(0));
@@ -107,7 +121,8 @@ impl VoxelWorld {
                             total.store(sections_total, Ordering::Relaxed);
                         },
                     )
-                })?
+                })
+                .map_err(ModuleError::from)?
         };
         self.backup_run = Some(BackupRun {
             file: file.clone(),
@@ -145,19 +160,19 @@ impl VoxelWorld {
     /// `restore FILE`, headless, into this (new, empty) world: its
     /// sections, node id counter and section size; `world.toml` from the
     /// backup when this world's is still the default.
-    pub(crate) fn restore_backup(&mut self, args: &[String]) -> Result<String, ModuleError> {
+    pub(crate) fn restore_backup(&mut self, args: &[String]) -> Result<String, CommandError> {
         let [file] = args else {
-            return Err(ModuleError::msg(
-                "usage: restore FILE (headless: buildat-server restore FILE --world NEWDIR)",
+            return Err(CommandError::Usage(
+                "usage: restore FILE (headless: buildat-server restore FILE --world NEWDIR)".into(),
             ));
         };
         if !self.headless {
-            return Err(ModuleError::msg(
-                "restore builds a new world while no server runs on it: \
-                 buildat-server restore FILE --world NEWDIR",
-            ));
+            return Err(CommandError::RestoreWhileRunning);
         }
-        let restore_error = |e: backup::BackupError| ModuleError::msg(format!("restore: {e}"));
+        let restore_error = |error| CommandError::Backup {
+            what: "restore",
+            error,
+        };
         let mut backup = backup::BackupFile::open(Path::new(file)).map_err(restore_error)?;
         let started = Instant::now();
         log::info!(
@@ -185,15 +200,18 @@ impl VoxelWorld {
     /// size), parsed as TOML, and `storage` where this restore wrote
     /// (`world_toml::restored_world_toml`: a backup cannot redirect the
     /// world); keeps one the operator wrote.
-    pub(crate) fn restore_settings(&self, backed_up: &str) -> Result<String, ModuleError> {
+    pub(crate) fn restore_settings(&self, backed_up: &str) -> Result<String, CommandError> {
         let path = self.host.world_path().join("world.toml");
         let current = std::fs::read_to_string(&path).unwrap_or_default();
         if current != DEFAULT_WORLD_TOML {
             return Ok(format!("{} kept as it was", path.display()));
         }
         let (text, why) = world_toml::restored_world_toml(backed_up, &self.storage_setting);
-        files::rewrite_private(&path, text.as_bytes())
-            .map_err(|e| ModuleError::msg(format!("restore: {}: {e}", path.display())))?;
+        files::rewrite_private(&path, text.as_bytes()).map_err(|error| CommandError::File {
+            what: "restore",
+            path: path.clone(),
+            error,
+        })?;
         Ok(match why {
             None => format!(
                 "{} written from the backup (name, seed, section size)",

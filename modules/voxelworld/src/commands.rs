@@ -7,6 +7,57 @@
 
 use super::*;
 
+/// Why a console command of the world's is refused or fails.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CommandError {
+    /// Words that do not parse, with the command's usage.
+    #[error("{0}")]
+    Usage(String),
+    #[error("no command '{0}'")]
+    Unknown(String),
+    /// Another run of the command is on (its progress).
+    #[error("a {command} is running ({progress}); {what}")]
+    Running {
+        command: &'static str,
+        progress: String,
+        what: &'static str,
+    },
+    #[error(
+        "restore builds a new world while no server runs on it: buildat-server restore FILE --world NEWDIR"
+    )]
+    RestoreWhileRunning,
+    #[error("{what}: {error}")]
+    Backup {
+        what: &'static str,
+        #[source]
+        error: backup::BackupError,
+    },
+    #[error("{what}: {path}: {error}")]
+    File {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        error: std::io::Error,
+    },
+    #[error(transparent)]
+    Storage(#[from] storage::StorageError),
+    #[error("migrate: {0}")]
+    Migrate(#[from] migrate::MigrateError),
+    /// What the command asked of the world or of another module.
+    #[error(transparent)]
+    World(#[from] ModuleError),
+}
+
+impl From<CommandError> for ModuleError {
+    fn from(error: CommandError) -> Self {
+        match error {
+            CommandError::World(error) => error,
+            error => ModuleError::msg(error.to_string()),
+        }
+    }
+}
+
 impl VoxelWorld {
     /// Offers `pregen` on the console (and headless:
     /// `buildat-server --world DIR pregen --radius N`), and `world`.
@@ -76,7 +127,7 @@ impl VoxelWorld {
         )
     }
 
-    pub(crate) fn run_command(&mut self, command: RunCommand) -> Result<String, ModuleError> {
+    pub(crate) fn run_command(&mut self, command: RunCommand) -> Result<String, CommandError> {
         if command.name == "world" {
             return Ok(self.describe());
         }
@@ -88,18 +139,18 @@ impl VoxelWorld {
         }
         if command.name == "migrate" {
             let to = migrate::parse_args(&command.args).map_err(|message| {
-                ModuleError::msg(format!(
+                CommandError::Usage(format!(
                     "{message}; usage: migrate --to sqlite|sqlite:PATH|postgresql://USER@HOST/DB"
                 ))
             })?;
             return self.migrate(&to);
         }
         if command.name != "pregen" {
-            return Err(ModuleError::msg(format!("no command '{}'", command.name)));
+            return Err(CommandError::Unknown(command.name));
         }
         let usage = "usage: pregen --radius N [--height H] | pregen stop";
         let asked = pregen::parse_command(&command.args)
-            .map_err(|message| ModuleError::msg(format!("{message}; {usage}")))?;
+            .map_err(|message| CommandError::Usage(format!("{message}; {usage}")))?;
         let region = match asked {
             PregenCommand::Stop => {
                 return Ok(match self.pregen_run.take() {
@@ -113,10 +164,11 @@ impl VoxelWorld {
             PregenCommand::Start(region) => region,
         };
         if let Some(run) = &self.pregen_run {
-            return Err(ModuleError::msg(format!(
-                "a pregen is running ({}); `pregen stop` ends it",
-                run.progress()
-            )));
+            return Err(CommandError::Running {
+                command: "pregen",
+                progress: run.progress(),
+                what: "`pregen stop` ends it",
+            });
         }
         let (radius, height) = (region.radius as i32, region.height as i32);
         if self.headless {
@@ -145,13 +197,10 @@ impl VoxelWorld {
 
     /// Copies the world, saved first, into the empty storage at `to`, with
     /// a progress line a second, and checks the counts on both sides.
-    pub(crate) fn migrate(&mut self, to: &str) -> Result<String, ModuleError> {
-        let location = StorageLocation::parse(to, &self.host.world_path())
-            .map_err(|e| ModuleError::msg(e.to_string()))?;
+    pub(crate) fn migrate(&mut self, to: &str) -> Result<String, CommandError> {
+        let location = StorageLocation::parse(to, &self.host.world_path())?;
         self.save()?;
-        let mut destination = location
-            .open(self.world.section_size(), 0)
-            .map_err(|e| ModuleError::msg(e.to_string()))?;
+        let mut destination = location.open(self.world.section_size(), 0)?;
         let source = self.world.storage_mut();
         log::info!(
             "migrate: copying {} to {}",
@@ -162,8 +211,7 @@ impl VoxelWorld {
         let mut progress = backup::ProgressLog::new("migrate");
         let report = migrate::migrate(source, destination.as_mut(), |done, total| {
             progress.tell(done, total)
-        })
-        .map_err(|e| ModuleError::msg(format!("migrate: {e}")))?;
+        })?;
         Ok(format!(
             "migrate done in {:.1} s: {} sections, {} nodes and {} values copied; source {}; \
              destination {}: they match. To use it, set \
@@ -176,5 +224,53 @@ impl VoxelWorld {
             report.destination.describe(),
             storage::postgresql::redact_url(to)
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use buildat_interface::testing::TestHost;
+
+    /// The world's commands on the kit: registered at start, and refused
+    /// by kind (usage, another run going on, no server to restore into).
+    #[test]
+    fn commands_are_registered_and_refused_by_kind() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kit = TestHost::new().world_path(dir.path());
+        let mut world = kit.load::<VoxelWorld>().expect("loads");
+        let names: Vec<String> = kit.commands().into_iter().map(|c| c.name).collect();
+        for name in ["pregen", "migrate", "backup", "restore", "world"] {
+            assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+        }
+        let run = |world: &mut VoxelWorld, name: &str, args: &[&str]| {
+            world.run_command(RunCommand {
+                name: name.into(),
+                args: args.iter().map(|a| a.to_string()).collect(),
+                by: None,
+            })
+        };
+        let world = world.module_mut();
+        assert!(matches!(
+            run(world, "pregen", &["--radius"]),
+            Err(CommandError::Usage(message)) if message.contains("--radius needs a number")
+        ));
+        assert!(matches!(
+            run(world, "migrate", &[]),
+            Err(CommandError::Usage(_))
+        ));
+        assert!(matches!(
+            run(world, "restore", &["x.backup"]),
+            Err(CommandError::RestoreWhileRunning)
+        ));
+        assert!(matches!(
+            run(world, "teleport", &[]),
+            Err(CommandError::Unknown(name)) if name == "teleport"
+        ));
+        assert!(
+            run(world, "world", &[])
+                .expect("answers")
+                .starts_with("world: ")
+        );
     }
 }

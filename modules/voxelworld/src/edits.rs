@@ -17,7 +17,7 @@ impl VoxelWorld {
         let ids = self
             .world
             .register_block(request.block)
-            .map_err(world_error)?;
+            .map_err(ModuleError::from)?;
         if self.world.voxels.len() != known {
             self.registry_packet = None;
             self.streamer.registry_changed();
@@ -125,7 +125,7 @@ impl VoxelWorld {
 
     /// One edit's check and set, marked for saving; not committed.
     pub(crate) fn set_checked(&mut self, edit: EditVoxel) -> Result<EditOutcome, ModuleError> {
-        let Some(current) = self.world.get_voxel(edit.pos).map_err(world_error)? else {
+        let Some(current) = self.world.get_voxel(edit.pos).map_err(ModuleError::from)? else {
             return Ok(EditOutcome::NotGenerated);
         };
         let is_air = buildat_voxel::VoxelInstance(current).type_id() == buildat_voxel::AIR;
@@ -140,7 +140,7 @@ impl VoxelWorld {
         }
         self.world
             .set_voxel_by(edit.pos, edit.voxel, edit.by.as_deref())
-            .map_err(world_error)?;
+            .map_err(ModuleError::from)?;
         if edit.save {
             let section = self
                 .world
@@ -148,7 +148,7 @@ impl VoxelWorld {
                 .section_of_chunk(buildat_voxel::geometry::chunk_of_voxel(edit.pos));
             self.world
                 .set_section_save_enabled(section, true)
-                .map_err(world_error)?;
+                .map_err(ModuleError::from)?;
         }
         Ok(EditOutcome::Edited { previous: current })
     }
@@ -158,27 +158,28 @@ impl VoxelWorld {
 pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
     table
         .call(|world, request: RegisterBlock| world.register_block(request))
-        .call(|world, request: GetVoxel| world.world.get_voxel(request.pos).map_err(world_error))
+        .call(|world, request: GetVoxel| {
+            world
+                .world
+                .get_voxel(request.pos)
+                .map_err(ModuleError::from)
+        })
         .call(|world, request: GetVoxels| {
             if request.positions.len() > buildat_voxelworld_api::MAX_VOXELS_PER_CALL {
-                return Err(ModuleError::msg(format!(
-                    "get_voxels of {} positions: at most {}",
-                    request.positions.len(),
-                    buildat_voxelworld_api::MAX_VOXELS_PER_CALL
-                )));
+                return Err(WorldError::TooManyPositions(request.positions.len()).into());
             }
             request
                 .positions
                 .iter()
                 .map(|pos| world.world.get_voxel(*pos))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(world_error)
+                .map_err(ModuleError::from)
         })
         .call(|world, request: SetVoxel| {
             world
                 .world
                 .set_voxel(request.pos, request.voxel)
-                .map_err(world_error)
+                .map_err(ModuleError::from)
         })
         .call(|world, _: Commit| world.commit())
         .call(|world, edit: EditVoxel| world.edit_voxel(edit))

@@ -48,7 +48,10 @@ impl VoxelWorld {
     }
 
     pub(crate) fn load_or_generate(&mut self, section: Pos) -> Result<SectionStatus, ModuleError> {
-        let loaded = self.world.load_section(section).map_err(world_error)?;
+        let loaded = self
+            .world
+            .load_section(section)
+            .map_err(ModuleError::from)?;
         if loaded != Loaded::Ready {
             self.request_generation(section, None)?;
         }
@@ -73,7 +76,7 @@ impl VoxelWorld {
         let updated = self
             .world
             .apply_generated(generated.section, chunks)
-            .map_err(world_error)?;
+            .map_err(ModuleError::from)?;
         self.generation.done(&generated.section);
         let updated: Vec<Committed> = updated
             .into_iter()
@@ -98,7 +101,7 @@ impl VoxelWorld {
         let mut missing = Vec::new();
         let mut already_present = 0;
         for section in pregen::region(radius, height) {
-            if self.world.is_stored(section).map_err(world_error)? {
+            if self.world.is_stored(section).map_err(ModuleError::from)? {
                 already_present += 1;
             } else {
                 missing.push(section);
@@ -160,10 +163,10 @@ impl VoxelWorld {
                 .collect();
             self.world
                 .apply_generated(section.section, chunks)
-                .map_err(world_error)?;
+                .map_err(ModuleError::from)?;
             self.world
                 .set_section_save_enabled(section.section, true)
-                .map_err(world_error)?;
+                .map_err(ModuleError::from)?;
             count += 1;
         }
         self.save()?;
@@ -179,7 +182,7 @@ pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
             world
                 .world
                 .set_section_save_enabled(request.section, request.enabled)
-                .map_err(world_error)
+                .map_err(ModuleError::from)
         })
         .call(|world, request: ApplyGenerated| world.apply_generated(request.section))
         .call(|world, region: Pregen| {

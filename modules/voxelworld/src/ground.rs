@@ -13,8 +13,8 @@ use buildat_voxel::geometry::{self, CHUNK_SIZE, Pos, SectionSize};
 use buildat_voxelworld_api::{ColumnTops, GetGround, GetSpawn};
 use buildat_voxelworld_api::{GROUND_SECTIONS_Y, Ground};
 
+use crate::VoxelWorld;
 use crate::world::Loaded;
-use crate::{VoxelWorld, world_error};
 
 /// The band's sections holding the column at `x`, `z`, top first.
 pub fn band_sections(size: SectionSize, x: i32, z: i32) -> [Pos; 3] {
@@ -74,7 +74,12 @@ impl crate::VoxelWorld {
     pub(crate) fn ground(&mut self, x: i32, z: i32) -> Result<Ground, ModuleError> {
         let size = self.world.section_size();
         for section in band_sections(size, x, z) {
-            if self.world.load_section(section).map_err(world_error)? != Loaded::Ready {
+            if self
+                .world
+                .load_section(section)
+                .map_err(ModuleError::from)?
+                != Loaded::Ready
+            {
                 self.request_generation(section, None)?;
                 return Ok(Ground::NotGenerated);
             }
@@ -84,7 +89,7 @@ impl crate::VoxelWorld {
             .rev()
             .map(|y| self.world.get_voxel([x, y, z]))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(world_error)?;
+            .map_err(ModuleError::from)?;
         ground_in(
             top,
             bottom,
@@ -97,7 +102,9 @@ impl crate::VoxelWorld {
 /// The calls of this feature, in the module's receive table.
 pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
     table
-        .call(|world, request: ColumnTops| world.world.column_tops(&request).map_err(world_error))
+        .call(|world, request: ColumnTops| {
+            world.world.column_tops(&request).map_err(ModuleError::from)
+        })
         .call(|world, request: GetGround| world.ground(request.x, request.z))
         .call(|world, _: GetSpawn| {
             let ground = world.ground(0, 0)?;

@@ -206,10 +206,6 @@ struct VoxelWorld {
     storage_setting: String,
 }
 
-fn world_error(error: WorldError) -> ModuleError {
-    ModuleError::msg(error.to_string())
-}
-
 impl VoxelWorld {
     /// Emits `voxelworld:nodes_changed` with what changed since the last
     /// tick, if anything did.
@@ -288,7 +284,7 @@ impl VoxelWorld {
             sections: self
                 .world
                 .export_sections()
-                .map_err(world_error)?
+                .map_err(ModuleError::from)?
                 .into_iter()
                 .map(|(stored, dirty)| StashedSection::from_stored(stored, dirty))
                 .collect(),
@@ -304,7 +300,7 @@ impl VoxelWorld {
             let dirty = section.dirty;
             self.world
                 .import_section(section.into_stored(), dirty)
-                .map_err(world_error)?;
+                .map_err(ModuleError::from)?;
         }
         Ok(())
     }
@@ -413,7 +409,7 @@ impl Module for VoxelWorld {
                     save_errors: world.save_errors,
                 })
             })
-            .call(|world, command: RunCommand| world.run_command(command));
+            .call(|world, command: RunCommand| Ok(world.run_command(command)?));
         viewers::receive(table);
         edits::receive(table);
         generating::receive(table);

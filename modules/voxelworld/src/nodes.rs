@@ -15,7 +15,7 @@ pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
             world
                 .world
                 .create_node(request.position, request.save_enabled, request.vars)
-                .map_err(world_error)
+                .map_err(ModuleError::from)
         })
         .call(|world, request: CreateNodes| {
             let mut ids = Vec::with_capacity(request.nodes.len());
@@ -37,14 +37,19 @@ pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
         })
         .call(|world, request: GetNode| Ok(world.world.get_node(request.id)))
         .call(|world, request: ListNodes| Ok(world.world.list_nodes(request.with_var.as_deref())))
-        .call(|world, request: RemoveNode| world.world.remove_node(request.id).map_err(world_error))
+        .call(|world, request: RemoveNode| {
+            world
+                .world
+                .remove_node(request.id)
+                .map_err(ModuleError::from)
+        })
         .call(|world, request: RemoveNodes| {
             let mut absent = Vec::new();
             for id in request.ids {
                 match world.world.remove_node(id) {
                     Ok(()) => {}
                     Err(WorldError::NoNode(id)) => absent.push(id),
-                    Err(error) => return Err(world_error(error)),
+                    Err(error) => return Err(ModuleError::from(error)),
                 }
             }
             Ok(absent)
@@ -53,15 +58,18 @@ pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
             world
                 .world
                 .set_node_var(request.id, request.name, request.value)
-                .map_err(world_error)
+                .map_err(ModuleError::from)
         })
         .call(|world, request: MoveNodes| {
-            world.world.move_nodes(request.moves).map_err(world_error)
+            world
+                .world
+                .move_nodes(request.moves)
+                .map_err(ModuleError::from)
         })
         .call(|world, request: SetNodeParent| {
             world
                 .world
                 .set_node_parent(request.id, request.parent)
-                .map_err(world_error)
+                .map_err(ModuleError::from)
         });
 }

@@ -45,7 +45,7 @@ impl VoxelWorld {
             self.sections_saved += u64::from(*count);
         }
         self.saved(saved.as_ref().map(|_| ()));
-        let saved = saved.map_err(world_error)?;
+        let saved = saved.map_err(ModuleError::from)?;
         if saved > 0 {
             log::debug!("saved {saved} sections");
         }

@@ -140,7 +140,7 @@ impl VoxelWorld {
                 .iter()
                 .any(|p| !p.is_finite() || p.abs() > 1e8)
             {
-                refused = Some(ModuleError::msg("viewer position out of the world"));
+                refused = Some(WorldError::ViewerOutOfWorld(viewer.peer).into());
                 continue;
             }
             let packets = self.streamer.set_viewer(viewer.peer, viewer.position);

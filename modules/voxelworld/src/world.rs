@@ -57,6 +57,7 @@ const REGISTRY_NAME: &str = "main";
 const BLOB_VERSION: &str = "1";
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WorldError {
     #[error(transparent)]
     Storage(#[from] StorageError),
@@ -80,6 +81,17 @@ pub enum WorldError {
     Light(String),
     #[error("{0}")]
     BadRequest(String),
+    #[error("get_voxels of {0} positions: at most {max}", max = buildat_voxelworld_api::MAX_VOXELS_PER_CALL)]
+    TooManyPositions(usize),
+    #[error("viewer {0}: position out of the world")]
+    ViewerOutOfWorld(u64),
+}
+
+impl From<WorldError> for buildat_interface::ModuleError {
+    /// At the module's edge: the caller gets the world's message.
+    fn from(error: WorldError) -> Self {
+        buildat_interface::ModuleError::msg(error.to_string())
+    }
 }
 
 /// A static chunk node. At least one of `voxels` and `blob` is present:
