@@ -117,7 +117,7 @@ impl Shared {
     fn send_or_log<P: Packet>(&self, peer: PeerId, packet: &P) {
         let sent = OutgoingPacket::new(packet)
             .map_err(ModuleError::from)
-            .and_then(|packet| self.host.call(&network::Send { peer, packet }));
+            .and_then(|packet| self.host.call(&network::SendPacket { peer, packet }));
         if let Err(error) = sent {
             log::warn!("sending {} to peer {peer}: {error}", P::NAME);
         }
@@ -660,7 +660,7 @@ mod tests {
             .flat_map(|b| b.packets.into_iter().map(move |p| (b.peer, p.name)))
             .collect();
         sent.extend(
-            kit.calls::<network::Send>()
+            kit.calls::<network::SendPacket>()
                 .into_iter()
                 .map(|s| (s.peer, s.packet.name)),
         );
@@ -691,7 +691,7 @@ mod tests {
             }])
         });
         kit.answer(|_: SendBatch| Ok(0));
-        kit.answer(|_: network::Send| Ok(0));
+        kit.answer(|_: network::SendPacket| Ok(0));
         kit.answer(|_: network::Disconnect| Ok(()));
         let mut files = kit.load::<ClientFile>().unwrap();
         let listed = files.call(&ListFiles {}).unwrap();

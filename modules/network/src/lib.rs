@@ -67,8 +67,8 @@ use buildat_interface::{
 };
 use buildat_network_api::{
     self as network, Broadcast, ClientConnected, ClientDisconnected, Disconnect, GetBacklog,
-    GetStats, ListPeers, ListenAddress, NetworkStats, PacketView, PeerId, PeerInfo, Send,
-    SendBatch, SendShared,
+    GetStats, ListPeers, ListenAddress, NetworkStats, PacketView, PeerId, PeerInfo, SendBatch,
+    SendPacket, SendShared,
 };
 use peer::{Backlog, Batch, Command, Parked, Payload, PeerState};
 use serde::{Deserialize, Serialize};
@@ -1086,7 +1086,7 @@ impl Module for Network {
                 net.queue_send_batches(request);
                 Ok(())
             })
-            .call(|net, request: Send| {
+            .call(|net, request: SendPacket| {
                 net.queue_batch(request.peer, [PacketView::from(&request.packet)])
             })
             .call(|net, batch: SendBatch| {

@@ -3,7 +3,7 @@
 //!
 //! Owns: the events (`network:client_connected`, `network:client_disconnected`,
 //! `network:packet_received/<packet name>`, `network:send_batches`), the typed
-//! calls ([`Send`], [`SendBatch`], [`SendShared`], [`Broadcast`], [`ListPeers`],
+//! calls ([`SendPacket`], [`SendBatch`], [`SendShared`], [`Broadcast`], [`ListPeers`],
 //! [`Disconnect`], [`GetBacklog`], [`ListenAddress`], [`GetStats`]). Byte
 //! fields use `serde_bytes` (the same bytes on the wire as a `Vec<u8>`,
 //! copied in one go instead of per byte). Re-exports `buildat-network-protocol`
@@ -104,13 +104,13 @@ impl OutgoingPacket {
 /// (bytes queued for it and not yet written to its socket), so bulk senders
 /// can pace themselves below `network.max_queue_bytes`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Send {
+pub struct SendPacket {
     pub peer: PeerId,
     pub packet: OutgoingPacket,
 }
 
 /// Call `send_batch`: queue several packets to one peer in one call, in
-/// order; answers the peer's backlog like [`Send`].
+/// order; answers the peer's backlog like [`SendPacket`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SendBatch {
     pub peer: PeerId,
@@ -153,7 +153,7 @@ impl SharedPacket {
 }
 
 /// Call `send_shared`: queue packets with shared bodies to one peer, in
-/// order; answers the peer's backlog like [`Send`]. A call, not an event:
+/// order; answers the peer's backlog like [`SendPacket`]. A call, not an event:
 /// a shared body stays alive only while its sender holds it (see
 /// `buildat_interface::shared`).
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
@@ -186,7 +186,7 @@ pub struct Disconnect {
     pub reason: String,
 }
 
-/// Call `get_backlog`: a peer's backlog (as [`Send`] answers) without sending.
+/// Call `get_backlog`: a peer's backlog (as [`SendPacket`] answers) without sending.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GetBacklog {
     pub peer: PeerId,
@@ -219,7 +219,7 @@ pub struct NetworkStats {
 
 buildat_interface::calls! {
     module MODULE;
-    Send = "send" -> u64;
+    SendPacket = "send" -> u64;
     SendBatch = "send_batch" -> u64;
     SendShared = "send_shared" -> u64;
     Broadcast = "broadcast" -> u64;
@@ -232,10 +232,10 @@ buildat_interface::calls! {
 
 /// Event `network:send_batches`: queue packets to peers without waiting
 /// for an answer. A module sending often (a game answering pings, sharing
-/// news every tick, streaming) emits this instead of calling [`Send`], so it
+/// news every tick, streaming) emits this instead of calling [`SendPacket`], so it
 /// never waits on the network module's thread; packets to peers that left
 /// are dropped. Callers that need the backlog (to pace bulk data) call
-/// [`Send`] or [`SendBatch`].
+/// [`SendPacket`] or [`SendBatch`].
 ///
 /// A packet that goes to many peers alike (news shared by the players in
 /// one place) is a [`Multicast`]: encoded and carried once, queued to each.

@@ -11,7 +11,8 @@
 use buildat_format::Packet;
 use buildat_interface::{Event, Host, Module, ModuleError, decode, export_module, log};
 use buildat_network_api::{
-    self as network, ClientConnected, ClientDisconnected, OutgoingPacket, PacketReceived, Send,
+    self as network, ClientConnected, ClientDisconnected, OutgoingPacket, PacketReceived,
+    SendPacket,
 };
 use buildat_test_net_probe_api::{CountPacket, CountQuery, CountReply, Echo, Stall};
 
@@ -58,7 +59,7 @@ impl Module for NetProbe {
     fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
         if name == self.echo_event {
             let packet: PacketReceived = decode(payload)?;
-            let reply = Send {
+            let reply = SendPacket {
                 peer: packet.peer,
                 packet: OutgoingPacket::new(&Echo { data: packet.data })?,
             };
@@ -69,7 +70,7 @@ impl Module for NetProbe {
             self.counted += 1;
         } else if name == self.query_event {
             let packet: PacketReceived = decode(payload)?;
-            let reply = Send {
+            let reply = SendPacket {
                 peer: packet.peer,
                 packet: OutgoingPacket::new(&CountReply {
                     count: self.counted,
