@@ -533,9 +533,7 @@ mod tests {
     use super::*;
     use buildat_format::{PacketReader, PacketWriter};
 
-    fn encoded<P: Packet>(packet: &P) -> Vec<u8> {
-        packet.encode().expect("encode")
-    }
+    use buildat_harness::raw_client::encoded;
 
     /// An in-memory server: encodes packets through the real codec.
     struct Peer {

@@ -605,8 +605,6 @@ fn chunks_decode_when_first_read_and_a_bad_body_reads_as_unknown() {
     assert!(warnings[0].contains("does not decode"), "{warnings:?}");
 }
 
-/// A packet's payload, by its definition.
-#[allow(dead_code)]
-pub fn encoded<P: Packet>(packet: &P) -> Vec<u8> {
-    packet.encode().expect("a test packet encodes")
-}
+/// A packet's payload, by its definition (the harness's one helper).
+#[allow(unused_imports)]
+pub use buildat_harness::raw_client::encoded;

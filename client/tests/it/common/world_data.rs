@@ -4,7 +4,6 @@
 //! `buildat_voxel::stream` and `buildat_format`'s voxel blob, as the server
 //! encodes them). Shared by `world` and `world_cli`.
 
-use buildat_format::Packet;
 use buildat_format::encode_voxels;
 use buildat_voxel::geometry::{CHUNK_SIZE, CHUNK_VOLUME, Pos, chunk_origin};
 use buildat_voxel::{BlockDefinition, BlockRegistry, VoxelRegistry};
@@ -139,8 +138,6 @@ pub fn terrain_row(z: i32, focus: bool) -> String {
 /// (-1, 0, -1): x < 0 and z < 0 stays unheld.
 pub const MAP_CHUNKS: [Pos; 3] = [[0, 0, 0], [-1, 0, 0], [0, 0, -1]];
 
-/// A packet's payload, by its definition.
-#[allow(dead_code)]
-pub fn encoded<P: Packet>(packet: &P) -> Vec<u8> {
-    packet.encode().expect("a test packet encodes")
-}
+/// A packet's payload, by its definition (the harness's one helper).
+#[allow(unused_imports)]
+pub use buildat_harness::raw_client::encoded;
