@@ -80,6 +80,7 @@ use std::time::Instant;
 
 use buildat_interface::{
     Host, Module, ModuleError, Receive, Stash, UnloadKind, config, events, export_module, log,
+    settings::Settings,
 };
 use buildat_main_api::VAR_PLAYER;
 use buildat_voxel::geometry::{self, Pos, SectionSize};
@@ -469,13 +470,55 @@ impl Creatures {
 
 /// A setting's value, or an error naming it when it is not within
 /// `low..=high`.
-fn check_within(name: &str, value: f64, low: f64, high: f64) -> Result<(), ModuleError> {
+fn check_within(name: &'static str, value: f64, low: f64, high: f64) -> Result<(), SettingError> {
     if value.is_finite() && (low..=high).contains(&value) {
         Ok(())
     } else {
-        Err(ModuleError::msg(format!(
-            "setting {name}: {value} is not within {low}..={high}"
-        )))
+        Err(SettingError::OutOfRange {
+            name,
+            value,
+            low,
+            high,
+        })
+    }
+}
+
+/// A setting of the creatures' that is of its type but not usable.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingError {
+    #[error("setting {name}: {value} is not within {low}..={high}")]
+    OutOfRange {
+        name: &'static str,
+        value: f64,
+        low: f64,
+        high: f64,
+    },
+}
+
+impl From<SettingError> for ModuleError {
+    fn from(error: SettingError) -> Self {
+        ModuleError::msg(error.to_string())
+    }
+}
+
+buildat_interface::settings! {
+    /// What operators set (`--set creatures.KEY=VALUE`).
+    pub(crate) struct CreaturesSettings in "creatures" {
+        /// Transient creatures kept alive around the origin.
+        count: usize = 16,
+        /// Persistent creatures made once in a world (raising it later makes the difference).
+        persistent: u32 = 8,
+        /// Voxels around the origin in x and z where they spawn and stay.
+        radius: f64 = 24.0,
+        /// The simulation distance from every player, in voxels (0: every creature, always).
+        active_radius: f64 = 128.0,
+        /// Transient creatures of a second herd far away, for measuring.
+        far_count: usize = 0,
+        /// Where the far herd lives: x, in voxels.
+        far_distance: f64 = 2048.0,
+        /// Seeds where they are placed and how they wander (0: from the clock).
+        seed: u64 = 0,
     }
 }
 
@@ -489,25 +532,26 @@ struct ReportCommand {}
 
 impl Module for Creatures {
     fn create(host: Host) -> Result<Self, ModuleError> {
-        let seed = match host.get_setting("creatures.seed", 0u64)? {
+        let set = CreaturesSettings::read(&host)?;
+        let seed = match set.seed {
             0 => std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(1, |d| d.as_nanos() as u64),
             seed => seed,
         };
-        let radius: f64 = host.get_setting("creatures.radius", 24.0)?;
+        let radius = set.radius;
         check_within("creatures.radius", radius, 1.0, 512.0)?;
-        let active_radius: f64 = host.get_setting("creatures.active_radius", 128.0)?;
+        let active_radius = set.active_radius;
         check_within("creatures.active_radius", active_radius, 0.0, 4096.0)?;
-        let far_distance: f64 = host.get_setting("creatures.far_distance", 2048.0)?;
+        let far_distance = set.far_distance;
         check_within("creatures.far_distance", far_distance, 2.0 * radius, 1.0e6)?;
         Ok(Self {
-            count: host.get_setting("creatures.count", 16)?,
-            persistent: host.get_setting("creatures.persistent", 8)?,
+            count: set.count,
+            persistent: set.persistent,
             radius,
             active_radius,
             herds: Herds {
-                far_count: host.get_setting("creatures.far_count", 0)?,
+                far_count: set.far_count,
                 far_distance,
             },
             active: None,
@@ -544,6 +588,7 @@ impl Module for Creatures {
                 creatures.solidity.forget_chunk(updated.chunk);
                 Ok(())
             })
+            .settings::<CreaturesSettings>()
             .command(Some("server"), |creatures, _, _: ReportCommand| {
                 Ok(creatures.report())
             })
@@ -670,6 +715,14 @@ mod tests {
         assert!(
             kit.commands().iter().any(|c| c.name == "creatures"),
             "the report command"
+        );
+        assert!(
+            world
+                .declared()
+                .iter()
+                .flat_map(|d| &d.settings)
+                .any(|s| s.key == "creatures.active_radius"),
+            "its settings declared"
         );
         let report = creatures.command("creatures", &[], None).expect("reports");
         assert!(report.starts_with("creatures: 3 ("), "{report}");

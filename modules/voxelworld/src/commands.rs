@@ -232,7 +232,8 @@ mod tests {
     use super::*;
     use buildat_interface::testing::TestHost;
 
-    /// The world's commands on the kit: registered at start, and refused
+    /// The world's commands on the kit: registered at start (its settings
+    /// declared), and refused
     /// by kind (usage, another run going on, no server to restore into).
     #[test]
     fn commands_are_registered_and_refused_by_kind() {
@@ -242,6 +243,18 @@ mod tests {
         let names: Vec<String> = kit.commands().into_iter().map(|c| c.name).collect();
         for name in ["pregen", "migrate", "backup", "restore", "world"] {
             assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+        }
+        let declared = kit.calls::<buildat_interface::core_api::DeclareSettings>();
+        let keys: Vec<&str> = declared
+            .iter()
+            .flat_map(|d| d.settings.iter().map(|s| s.key.as_str()))
+            .collect();
+        for key in [
+            "voxelworld.view_radius",
+            "voxelworld.storage",
+            "voxelworld.generator",
+        ] {
+            assert!(keys.contains(&key), "{key} declared: {keys:?}");
         }
         let run = |world: &mut VoxelWorld, name: &str, args: &[&str]| {
             world.run_command(RunCommand {

@@ -90,6 +90,7 @@ use buildat_interface::core_api::{RegisterCommand, RunCommand};
 use buildat_interface::log_limit::{LogLimiter, suppressed_note};
 use buildat_interface::{
     Event, Host, Module, ModuleError, UnloadKind, config, events, export_module, log,
+    settings::Settings,
 };
 use buildat_network_api::ReceivePackets;
 use buildat_network_api::{
@@ -306,36 +307,87 @@ impl VoxelWorld {
     }
 }
 
+buildat_interface::settings! {
+    /// What operators set (`--set voxelworld.KEY=VALUE`).
+    pub(crate) struct WorldSettings in "voxelworld" {
+        /// Sections kept in memory (the least used past it are saved and dropped).
+        max_loaded_sections: usize = 4096,
+        /// Seconds between periodic saves.
+        save_interval_s: f64 = 5.0,
+        /// The module answering `generate` and `voxelworld:generation_request`.
+        generator: String = "worldgen".to_string(),
+        /// Chunks streamed around a player.
+        view_radius: i32 = 3,
+        /// Chunks in flight to a player without an ack.
+        stream_budget: u32 = 128,
+        /// A cap on the SQLite file, in bytes (0: none; past it saves fail as on a full disk).
+        max_database_bytes: u64 = 0,
+        /// Where the world is stored for this run, over world.toml's `storage`.
+        storage: Option<String> = None,
+    }
+}
+
+/// Why the world cannot be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    #[error("cannot create the world directory {path}: {error}")]
+    Directory {
+        path: PathBuf,
+        #[source]
+        error: std::io::Error,
+    },
+    #[error(transparent)]
+    Location(storage::StorageError),
+    /// SQLite's errors do not name the file: this names it.
+    #[error("{path}: {error}")]
+    Sqlite {
+        path: PathBuf,
+        #[source]
+        error: storage::StorageError,
+    },
+    /// PostgreSQL's name the URL (without its password).
+    #[error(transparent)]
+    Postgres(storage::StorageError),
+}
+
+impl From<OpenError> for ModuleError {
+    fn from(error: OpenError) -> Self {
+        ModuleError::msg(error.to_string())
+    }
+}
+
 impl Module for VoxelWorld {
     fn create(host: Host) -> Result<Self, ModuleError> {
         let world_path = host.world_path();
-        files::create_private_dir(&world_path).map_err(|e| {
-            ModuleError::msg(format!(
-                "cannot create the world directory {}: {e}",
-                world_path.display()
-            ))
+        files::create_private_dir(&world_path).map_err(|error| OpenError::Directory {
+            path: world_path.clone(),
+            error,
         })?;
+        let set = WorldSettings::read(&host)?;
         let ReadConfig { config, storage } = read_world_config(&world_path)?;
         let section_size = SectionSize(config.section_size);
         // `--set voxelworld.storage=...` for one run wins over world.toml.
-        let setting = host.get_config("voxelworld.storage").unwrap_or(storage);
-        let location = StorageLocation::parse(&setting, &world_path)
-            .map_err(|e| ModuleError::msg(e.to_string()))?;
-        let max_bytes = host.get_setting("voxelworld.max_database_bytes", 0u64)?;
+        let setting = set.storage.unwrap_or(storage);
+        let location =
+            StorageLocation::parse(&setting, &world_path).map_err(OpenError::Location)?;
+        let max_bytes = set.max_database_bytes;
         if max_bytes > 0 && matches!(location, StorageLocation::Postgres(_)) {
             log::warn!("voxelworld.max_database_bytes caps SQLite files only: ignored");
         }
-        let storage = location.open(section_size, max_bytes).map_err(|e| {
-            ModuleError::msg(match &location {
-                // SQLite's errors do not name the file; PostgreSQL's name the URL.
-                StorageLocation::Sqlite(path) => format!("{}: {e}", path.display()),
-                StorageLocation::Postgres(_) => e.to_string(),
-            })
-        })?;
+        let storage = location
+            .open(section_size, max_bytes)
+            .map_err(|error| match &location {
+                StorageLocation::Sqlite(path) => OpenError::Sqlite {
+                    path: path.clone(),
+                    error,
+                },
+                StorageLocation::Postgres(_) => OpenError::Postgres(error),
+            })?;
         log::info!("world storage: {}", location.shown());
-        let budget = host.get_setting("voxelworld.max_loaded_sections", 4096usize)?;
-        let radius = host.get_setting("voxelworld.view_radius", 3i32)?;
-        let stream_budget = host.get_setting("voxelworld.stream_budget", 128u32)?;
+        let budget = set.max_loaded_sections;
+        let radius = set.view_radius;
+        let stream_budget = set.stream_budget;
         Ok(Self {
             host,
             world: World::new(storage, budget),
@@ -345,12 +397,10 @@ impl Module for VoxelWorld {
             more_work_pending: false,
             generation: generation::GenerationBook::default(),
             since_generation_review: 0.0,
-            save_interval: host.get_setting("voxelworld.save_interval_s", 5.0)?,
+            save_interval: set.save_interval_s,
             since_save: 0.0,
             since_drop_decoded: 0.0,
-            generator: host
-                .get_config("voxelworld.generator")
-                .unwrap_or_else(|| "worldgen".to_string()),
+            generator: set.generator,
             config,
             health: SaveHealth::default(),
             stream_log: LogLimiter::new(3, std::time::Duration::from_secs(60)),
@@ -367,6 +417,7 @@ impl Module for VoxelWorld {
 
     fn receive(table: &mut Receive<Self>) {
         table
+            .settings::<WorldSettings>()
             .event(|world, _: events::Start| world.start())
             .event(|world, _: events::Continue| world.resume())
             .event(|world, tick: events::Tick| world.tick(tick.dtime))
