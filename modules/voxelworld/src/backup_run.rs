@@ -59,10 +59,7 @@ fn backup_error(error: backup::BackupError) -> CommandError {
 impl VoxelWorld {
     /// `backup FILE`: saves, takes a snapshot of the storage, and writes
     /// it on a thread of its own (headless: at once, on this one).
-    pub(crate) fn backup(&mut self, args: &[String]) -> Result<String, CommandError> {
-        let [file] = args else {
-            return Err(CommandError::Usage("usage: backup FILE".into()));
-        };
+    pub(crate) fn backup(&mut self, file: &Path) -> Result<String, CommandError> {
         if let Some(run) = &self.backup_run {
             return Err(CommandError::Running {
                 command: "backup",
@@ -70,7 +67,7 @@ impl VoxelWorld {
                 what: "wait for it to finish",
             });
         }
-        let file = std::path::PathBuf::from(file);
+        let file = file.to_path_buf();
         backup::check_new_file(&file).map_err(backup_error)?;
         let settings_path = self.host.world_path().join("world.toml");
         let settings =
@@ -160,12 +157,7 @@ impl VoxelWorld {
     /// `restore FILE`, headless, into this (new, empty) world: its
     /// sections, node id counter and section size; `world.toml` from the
     /// backup when this world's is still the default.
-    pub(crate) fn restore_backup(&mut self, args: &[String]) -> Result<String, CommandError> {
-        let [file] = args else {
-            return Err(CommandError::Usage(
-                "usage: restore FILE (headless: buildat-server restore FILE --world NEWDIR)".into(),
-            ));
-        };
+    pub(crate) fn restore_backup(&mut self, file: &Path) -> Result<String, CommandError> {
         if !self.headless {
             return Err(CommandError::RestoreWhileRunning);
         }
@@ -173,12 +165,12 @@ impl VoxelWorld {
             what: "restore",
             error,
         };
-        let mut backup = backup::BackupFile::open(Path::new(file)).map_err(restore_error)?;
+        let mut backup = backup::BackupFile::open(file).map_err(restore_error)?;
         let started = Instant::now();
         log::info!(
             "restore: {} sections from {} (taken from {}) into {}",
             backup.meta().sections.len(),
-            file,
+            file.display(),
             backup.meta().source,
             self.world.storage_mut().location()
         );

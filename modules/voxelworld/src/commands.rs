@@ -11,11 +11,9 @@ use super::*;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CommandError {
-    /// Words that do not parse, with the command's usage.
+    /// Words that parse but do not make a command.
     #[error("{0}")]
     Usage(String),
-    #[error("no command '{0}'")]
-    Unknown(String),
     /// Another run of the command is on (its progress).
     #[error("a {command} is running ({progress}); {what}")]
     Running {
@@ -58,47 +56,97 @@ impl From<CommandError> for ModuleError {
     }
 }
 
-impl VoxelWorld {
-    /// Offers `pregen` on the console (and headless:
-    /// `buildat-server --world DIR pregen --radius N`), and `world`.
-    pub(crate) fn register_commands(&self) -> Result<(), ModuleError> {
-        self.host.call(&RegisterCommand {
-            name: "pregen".into(),
-            usage: "--radius N [--height H] | stop".into(),
-            help: "generate and save the sections within N of the origin (y within H, default 1); \
-                   on a running server in the background, a slice each tick; `pregen stop` ends it"
-                .into(),
-            privilege: None,
-        })?;
-        self.host.call(&RegisterCommand {
-            name: "migrate".into(),
-            usage: "--to sqlite|sqlite:PATH|postgresql://USER@HOST/DB".into(),
-            help: "copy the world into another, empty storage and verify the copy".into(),
-            privilege: None,
-        })?;
-        self.host.call(&RegisterCommand {
-            name: "backup".into(),
-            usage: "FILE".into(),
-            help: "write the world as saved now into FILE (one file, docs/formats.md §10) while \
-                   players play; its progress is logged every second"
-                .into(),
-            privilege: None,
-        })?;
-        self.host.call(&RegisterCommand {
-            name: "restore".into(),
-            usage: "FILE".into(),
-            help: "headless only, into a new world: buildat-server restore FILE --world NEWDIR"
-                .into(),
-            privilege: None,
-        })?;
-        self.host.call(&RegisterCommand {
-            name: "world".into(),
-            usage: String::new(),
-            help: "sections in memory, changes not saved yet, how light was kept up to date".into(),
-            privilege: Some("server".into()),
-        })
-    }
+/// `pregen`: generate and save a region ahead of time.
+#[derive(clap::Parser)]
+#[command(
+    name = "pregen",
+    about = "generate and save the sections within N of the origin (y within H, default 1); \
+             on a running server in the background, a slice each tick; `pregen stop` ends it",
+    override_usage = "pregen --radius N [--height H] | stop",
+    args_conflicts_with_subcommands = true
+)]
+struct PregenArgs {
+    #[command(subcommand)]
+    stop: Option<PregenStop>,
+    /// Sections within N of the origin in x and z (at most 1024).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=1024))]
+    radius: Option<u32>,
+    /// Sections within H of the origin in y (at most 1024).
+    #[arg(long, value_name = "H", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(0..=1024))]
+    height: u32,
+}
 
+#[derive(clap::Subcommand)]
+enum PregenStop {
+    /// End the running pregen (what it generated stays saved).
+    Stop,
+}
+
+/// `migrate --to LOCATION`.
+#[derive(clap::Parser)]
+#[command(
+    name = "migrate",
+    about = "copy the world into another, empty storage and verify the copy"
+)]
+struct MigrateArgs {
+    /// sqlite, sqlite:PATH or postgresql://USER@HOST/DB.
+    #[arg(long, value_name = "sqlite|sqlite:PATH|postgresql://USER@HOST/DB")]
+    to: String,
+}
+
+/// `backup FILE`.
+#[derive(clap::Parser)]
+#[command(
+    name = "backup",
+    about = "write the world as saved now into FILE (one file, docs/formats.md §10) while \
+             players play; its progress is logged every second"
+)]
+struct BackupArgs {
+    file: PathBuf,
+}
+
+/// `restore FILE`.
+#[derive(clap::Parser)]
+#[command(
+    name = "restore",
+    about = "headless only, into a new world: buildat-server restore FILE --world NEWDIR"
+)]
+struct RestoreArgs {
+    file: PathBuf,
+}
+
+/// `world`.
+#[derive(clap::Parser)]
+#[command(
+    name = "world",
+    about = "sections in memory, changes not saved yet, how light was kept up to date"
+)]
+struct WorldArgs {}
+
+/// The world's console commands (also headless: `buildat-server --world
+/// DIR pregen --radius N`), in the module's receive table.
+pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
+    table
+        .command(None, |world, _, asked: PregenArgs| {
+            Ok(world.pregen_command(asked)?)
+        })
+        .command(None, |world, _, asked: MigrateArgs| {
+            Ok(world.migrate(&asked.to)?)
+        })
+        .command(None, |world, _, asked: BackupArgs| {
+            Ok(world.backup(&asked.file)?)
+        })
+        .command(None, |world, _, asked: RestoreArgs| {
+            Ok(world.restore_backup(&asked.file)?)
+        })
+        .command(
+            Some("server"),
+            |world, _, _: WorldArgs| Ok(world.describe()),
+        );
+}
+
+impl VoxelWorld {
     /// The `world` command's answer.
     pub(crate) fn describe(&self) -> String {
         let light = self.world.light_counts;
@@ -127,41 +175,22 @@ impl VoxelWorld {
         )
     }
 
-    pub(crate) fn run_command(&mut self, command: RunCommand) -> Result<String, CommandError> {
-        if command.name == "world" {
-            return Ok(self.describe());
+    /// `pregen`: a run started (headless: to its end), or stopped.
+    fn pregen_command(&mut self, asked: PregenArgs) -> Result<String, CommandError> {
+        if asked.stop.is_some() {
+            return Ok(match self.pregen_run.take() {
+                Some(run) => format!(
+                    "pregen stopped at {}; what it generated is saved",
+                    run.progress()
+                ),
+                None => "no pregen is running".into(),
+            });
         }
-        if command.name == "backup" {
-            return self.backup(&command.args);
-        }
-        if command.name == "restore" {
-            return self.restore_backup(&command.args);
-        }
-        if command.name == "migrate" {
-            let to = migrate::parse_args(&command.args).map_err(|message| {
-                CommandError::Usage(format!(
-                    "{message}; usage: migrate --to sqlite|sqlite:PATH|postgresql://USER@HOST/DB"
-                ))
-            })?;
-            return self.migrate(&to);
-        }
-        if command.name != "pregen" {
-            return Err(CommandError::Unknown(command.name));
-        }
-        let usage = "usage: pregen --radius N [--height H] | pregen stop";
-        let asked = pregen::parse_command(&command.args)
-            .map_err(|message| CommandError::Usage(format!("{message}; {usage}")))?;
-        let region = match asked {
-            PregenCommand::Stop => {
-                return Ok(match self.pregen_run.take() {
-                    Some(run) => format!(
-                        "pregen stopped at {}; what it generated is saved",
-                        run.progress()
-                    ),
-                    None => "no pregen is running".into(),
-                });
-            }
-            PregenCommand::Start(region) => region,
+        let Some(radius) = asked.radius else {
+            return Err(CommandError::Usage(
+                "pregen: --radius is required; usage: pregen --radius N [--height H] | pregen stop"
+                    .into(),
+            ));
         };
         if let Some(run) = &self.pregen_run {
             return Err(CommandError::Running {
@@ -170,7 +199,7 @@ impl VoxelWorld {
                 what: "`pregen stop` ends it",
             });
         }
-        let (radius, height) = (region.radius as i32, region.height as i32);
+        let (radius, height) = (radius as i32, asked.height as i32);
         if self.headless {
             let report = self.pregen(radius, height)?;
             return Ok(format!(
@@ -232,9 +261,9 @@ mod tests {
     use super::*;
     use buildat_interface::testing::TestHost;
 
-    /// The world's commands on the kit: registered at start (its settings
-    /// declared), and refused
-    /// by kind (usage, another run going on, no server to restore into).
+    /// The world's commands on the kit: registered at start by their clap
+    /// definitions (its settings declared), words that do not parse
+    /// answered with the usage, and refusals by kind.
     #[test]
     fn commands_are_registered_and_refused_by_kind() {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -256,32 +285,58 @@ mod tests {
         ] {
             assert!(keys.contains(&key), "{key} declared: {keys:?}");
         }
-        let run = |world: &mut VoxelWorld, name: &str, args: &[&str]| {
-            world.run_command(RunCommand {
-                name: name.into(),
-                args: args.iter().map(|a| a.to_string()).collect(),
-                by: None,
-            })
+        let usage = |error: ModuleError| match error {
+            ModuleError::Usage(message) => message,
+            other => panic!("not a usage error: {other}"),
         };
-        let world = world.module_mut();
+        let pregen = kit
+            .commands()
+            .into_iter()
+            .find(|c| c.name == "pregen")
+            .expect("pregen");
+        assert_eq!(pregen.usage, "--radius N [--height H] | stop");
+        let message = usage(
+            world
+                .command("pregen", &["--radius"], None)
+                .expect_err("no number"),
+        );
+        assert!(message.contains("--radius <N>"), "{message}");
+        let message = usage(
+            world
+                .command("pregen", &["--radius", "5000"], None)
+                .expect_err("too far"),
+        );
+        assert!(message.contains("5000"), "{message}");
+        assert!(usage(world.command("migrate", &[], None).expect_err("no --to")).contains("--to"));
+        assert_eq!(
+            world.command("pregen", &["stop"], None).expect("answers"),
+            "no pregen is running"
+        );
+        let module = world.module_mut();
         assert!(matches!(
-            run(world, "pregen", &["--radius"]),
-            Err(CommandError::Usage(message)) if message.contains("--radius needs a number")
-        ));
-        assert!(matches!(
-            run(world, "migrate", &[]),
+            module.pregen_command(PregenArgs {
+                stop: None,
+                radius: None,
+                height: 1
+            }),
             Err(CommandError::Usage(_))
         ));
         assert!(matches!(
-            run(world, "restore", &["x.backup"]),
+            module.restore_backup(Path::new("x.backup")),
             Err(CommandError::RestoreWhileRunning)
         ));
-        assert!(matches!(
-            run(world, "teleport", &[]),
-            Err(CommandError::Unknown(name)) if name == "teleport"
-        ));
+        let error = world
+            .command("restore", &["x.backup"], None)
+            .expect_err("not on a running server");
         assert!(
-            run(world, "world", &[])
+            error
+                .to_string()
+                .contains("buildat-server restore FILE --world NEWDIR"),
+            "{error}"
+        );
+        assert!(
+            world
+                .command("world", &[], Some("admin"))
                 .expect("answers")
                 .starts_with("world: ")
         );

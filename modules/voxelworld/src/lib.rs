@@ -86,7 +86,6 @@ use std::time::Instant;
 use backup_run::BackupRun;
 use buildat_format::Packet;
 use buildat_interface::Receive;
-use buildat_interface::core_api::{RegisterCommand, RunCommand};
 use buildat_interface::log_limit::{LogLimiter, suppressed_note};
 use buildat_interface::{
     Event, Host, Module, ModuleError, UnloadKind, config, events, export_module, log,
@@ -111,7 +110,7 @@ use buildat_voxelworld_api::{
     ReadOldTable, ValueWrite, check_value_key, check_value_space,
 };
 use durability::{SaveHealth, StashedSection};
-use pregen::{PregenCommand, PregenRun};
+use pregen::PregenRun;
 use serde::{Deserialize, Serialize};
 use storage::StorageLocation;
 use world::{Committed, Loaded, World, WorldError};
@@ -221,7 +220,6 @@ impl VoxelWorld {
 
     /// `core:start`: the console's commands, recovery files taken back.
     fn start(&mut self) -> Result<(), ModuleError> {
-        self.register_commands()?;
         durability::take_back_recovery(&self.host.world_path(), &mut self.world);
         let [w, h, d] = self.world.section_size().0;
         log::info!("world open: sections of {w}x{h}x{d} chunks of {CHUNK_SIZE}^3 voxels");
@@ -232,7 +230,6 @@ impl VoxelWorld {
     /// version carried over (stashed by hand in `unload`: making the stash
     /// saves first, and can fail).
     fn resume(&mut self) -> Result<(), ModuleError> {
-        self.register_commands()?;
         if let Some(stash) = self.host.take_stash::<WorldStash>()? {
             self.restore(stash)?;
             log::info!(
@@ -459,8 +456,8 @@ impl Module for VoxelWorld {
                     sections_saved: world.sections_saved,
                     save_errors: world.save_errors,
                 })
-            })
-            .call(|world, command: RunCommand| Ok(world.run_command(command)?));
+            });
+        commands::receive(table);
         viewers::receive(table);
         edits::receive(table);
         generating::receive(table);

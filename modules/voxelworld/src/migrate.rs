@@ -133,22 +133,6 @@ pub fn migrate(
     })
 }
 
-/// `--to LOCATION` (also `--to=LOCATION`).
-pub fn parse_args(args: &[String]) -> Result<String, String> {
-    let mut to = None;
-    let mut words = args.iter();
-    while let Some(word) = words.next() {
-        if let Some(value) = word.strip_prefix("--to=") {
-            to = Some(value.to_string());
-        } else if word == "--to" {
-            to = Some(words.next().ok_or("--to needs a location")?.clone());
-        } else {
-            return Err(format!("unexpected '{word}'"));
-        }
-    }
-    to.ok_or_else(|| "--to is required".to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,18 +240,5 @@ mod tests {
                 .to_string();
             assert!(error.contains("the world's own storage"), "{error}");
         }
-    }
-
-    #[test]
-    fn arguments_parse() {
-        let words = |t: &str| t.split_whitespace().map(str::to_string).collect::<Vec<_>>();
-        assert_eq!(parse_args(&words("--to sqlite")), Ok("sqlite".into()));
-        assert_eq!(
-            parse_args(&words("--to=postgresql://u@h/d")),
-            Ok("postgresql://u@h/d".into())
-        );
-        assert!(parse_args(&words("")).is_err());
-        assert!(parse_args(&words("--to")).is_err());
-        assert!(parse_args(&words("--from x")).is_err());
     }
 }

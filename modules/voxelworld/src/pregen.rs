@@ -1,6 +1,6 @@
 //! `pregen`: generating and saving a region ahead of time.
 //!
-//! Owns: the console command's arguments ([`parse_command`]) and one run's
+//! Owns: one run's
 //! plan and progress ([`PregenRun`]: the sections still missing, in batches,
 //! with a progress line at most every second). Headless
 //! (`buildat-server pregen ...`) and through the `Pregen` call a run goes to
@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use buildat_interface::log;
-use buildat_voxelworld_api::{Pregen, PregenReport};
+use buildat_voxelworld_api::PregenReport;
 
 use buildat_voxel::geometry::Pos;
 
@@ -27,45 +27,6 @@ pub const PREGEN_SLICE: Duration = Duration::from_millis(25);
 /// close to its deadline; larger headless, where nothing else waits.
 pub const LIVE_BATCH: usize = 2;
 pub const HEADLESS_BATCH: usize = 8;
-
-/// What the console's `pregen` asks.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PregenCommand {
-    Start(Pregen),
-    Stop,
-}
-
-/// `--radius N [--height H]` (also `--radius=N`), each at most 1024, or
-/// `stop`.
-pub fn parse_command(args: &[String]) -> Result<PregenCommand, String> {
-    if let [word] = args
-        && word == "stop"
-    {
-        return Ok(PregenCommand::Stop);
-    }
-    let mut radius = None;
-    let mut height = 1;
-    let mut words = args.iter().flat_map(|a| match a.split_once('=') {
-        Some((key, value)) if key.starts_with("--") => vec![key.to_string(), value.to_string()],
-        _ => vec![a.clone()],
-    });
-    while let Some(word) = words.next() {
-        let mut value = |name: &str| -> Result<u32, String> {
-            let text = words.next().ok_or(format!("{name} needs a number"))?;
-            match text.parse::<u32>() {
-                Ok(n) if n <= 1024 => Ok(n),
-                _ => Err(format!("{name} {text}: expected a number from 0 to 1024")),
-            }
-        };
-        match word.as_str() {
-            "--radius" => radius = Some(value("--radius")?),
-            "--height" => height = value("--height")?,
-            other => return Err(format!("unexpected '{other}'")),
-        }
-    }
-    let radius = radius.ok_or("--radius is required")?;
-    Ok(PregenCommand::Start(Pregen { radius, height }))
-}
 
 /// Every section of the region, x and z within `radius` of the origin and y
 /// within `height`, in rings from the centre out (so a stopped run has
@@ -162,35 +123,6 @@ impl PregenRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn words(text: &str) -> Vec<String> {
-        text.split_whitespace().map(str::to_string).collect()
-    }
-
-    #[test]
-    fn arguments_parse() {
-        assert_eq!(
-            parse_command(&words("--radius 4")),
-            Ok(PregenCommand::Start(Pregen {
-                radius: 4,
-                height: 1
-            }))
-        );
-        assert_eq!(
-            parse_command(&words("--height=2 --radius=3")),
-            Ok(PregenCommand::Start(Pregen {
-                radius: 3,
-                height: 2
-            }))
-        );
-        assert_eq!(parse_command(&words("stop")), Ok(PregenCommand::Stop));
-        assert!(parse_command(&words("")).is_err());
-        assert!(parse_command(&words("--radius")).is_err());
-        assert!(parse_command(&words("--radius 5000")).is_err());
-        assert!(parse_command(&words("--radius -1")).is_err());
-        assert!(parse_command(&words("--radius 1 --what")).is_err());
-        assert!(parse_command(&words("stop now")).is_err());
-    }
 
     #[test]
     fn the_region_is_every_section_once_from_the_centre_out() {

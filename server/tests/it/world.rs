@@ -84,10 +84,12 @@ fn pregen_is_a_console_command_of_the_world_listed_by_help() {
             Duration::from_secs(300),
         )
         .unwrap_or_else(|| panic!("pregen finished:\n{}", server.output()));
+    // Words that do not parse: clap's message from the command's one
+    // definition.
     server.send("pregen --radius");
     server
         .wait_for(
-            "error: pregen: --radius needs a number",
+            "a value is required for '--radius <N>'",
             Duration::from_secs(10),
         )
         .unwrap_or_else(|| panic!("a usage error:\n{}", server.output()));
