@@ -134,7 +134,8 @@ pub fn test_build_dir() -> PathBuf {
 /// `modules/*/protocol`, ...) and absolute paths to the host's crates, its
 /// lock file, and a copy of every module's library crates
 /// (`modules/<name>/api`, `modules/<name>/protocol`,
-/// `modules/worldgen/terrain`). Copies then resolve their path
+/// `modules/worldgen/terrain`), and of the crates over those (`modkit`).
+/// Copies then resolve their path
 /// dependencies (API and protocol crates, the interface) as the originals do, so they
 /// hash alike and find the originals' artifacts, and a copy that changes
 /// can be built.
@@ -144,19 +145,28 @@ pub fn write_module_workspace(modules: &Path) -> anyhow::Result<()> {
         .context("a module path has a parent folder")?;
     std::fs::create_dir_all(modules).with_context(|| format!("creating {}", modules.display()))?;
     let repo = repo_root();
+    let above = crates_over_module_apis(&repo)?;
     // The repository's members under `modules/`; module API crates are
-    // copied with their modules, the host's crates stay where they are.
+    // copied with their modules, and so are the crates over them (the
+    // modkit): the host's crates stay where they are.
     let manifest = engine_manifest::engine_workspace_manifest(
         &repo,
         |members| {
             members
                 .into_iter()
                 .filter(|member| member.starts_with("modules/"))
+                .chain(above.iter().cloned())
                 .collect()
         },
-        &|path| path.starts_with("modules/").then(|| path.to_string()),
+        &|path| {
+            (path.starts_with("modules/") || above.iter().any(|a| a == path))
+                .then(|| path.to_string())
+        },
     )
     .context("the repository's Cargo.toml")?;
+    for path in &above {
+        copy_dir(&repo.join(path), &root.join(path))?;
+    }
     let written = root.join("Cargo.toml");
     std::fs::write(&written, manifest.to_string())
         .with_context(|| format!("writing {}", written.display()))?;
@@ -183,6 +193,46 @@ pub fn write_module_workspace(modules: &Path) -> anyhow::Result<()> {
     std::fs::copy(repo.join("Cargo.lock"), root.join("Cargo.lock"))
         .context("copying Cargo.lock")?;
     Ok(())
+}
+
+/// The repository's crates outside `modules/` that modules use and that
+/// use a module's API crate themselves (`modkit`), as paths in the
+/// repository: copied with the modules, or a copy of a module using one
+/// would meet the original API crate beside the copied one ("package
+/// collision in the lockfile").
+fn crates_over_module_apis(repo: &Path) -> anyhow::Result<Vec<String>> {
+    let text = std::fs::read_to_string(repo.join("Cargo.toml")).context("reading Cargo.toml")?;
+    let manifest: toml::Table = text.parse().context("parsing Cargo.toml")?;
+    let paths: Vec<(String, String)> = manifest
+        .get("workspace")
+        .and_then(|w| w.get("dependencies"))
+        .and_then(|d| d.as_table())
+        .into_iter()
+        .flatten()
+        .filter_map(|(name, spec)| Some((name.clone(), spec.get("path")?.as_str()?.to_string())))
+        .collect();
+    let module_crates: Vec<&str> = paths
+        .iter()
+        .filter(|(_, path)| path.starts_with("modules/"))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let mut above = Vec::new();
+    for (_, path) in paths.iter().filter(|(_, p)| !p.starts_with("modules/")) {
+        let Ok(text) = std::fs::read_to_string(repo.join(path).join("Cargo.toml")) else {
+            continue;
+        };
+        let Ok(crate_manifest) = text.parse::<toml::Table>() else {
+            continue;
+        };
+        let uses_module_api = crate_manifest
+            .get("dependencies")
+            .and_then(|d| d.as_table())
+            .is_some_and(|d| d.keys().any(|k| module_crates.contains(&k.as_str())));
+        if uses_module_api {
+            above.push(path.clone());
+        }
+    }
+    Ok(above)
 }
 
 /// Turns the module copy in `dir` (a copy of a fixture whose package fields

@@ -392,7 +392,9 @@ fn new_module(
     let (dir, files) = buildat_server::scaffold::write_module(&modules, name, lua_only)?;
     if !lua_only {
         let target = config.build_dir.join("target");
-        if let Err(error) = buildat_server::builder::outside::prepare(&dir, &target) {
+        if let Err(error) =
+            buildat_server::builder::outside::prepare(&dir, &target, &config.module_paths)
+        {
             tracing::warn!(
                 "cannot write the workspace beside {}: {error}",
                 dir.display()

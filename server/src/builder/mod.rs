@@ -386,6 +386,11 @@ impl Builder {
                 .input_hash(&peer.dir, &peer.meta)
                 .ok()
                 .map(|hash| self.artifact_path(&hash))
+        if outside::has_features_package(&workspace.manifest) {
+            // The engine's modules in this run: its dependencies' features,
+            // so what the engine's run compiled is reused (`outside.rs`).
+            command.arg("-p").arg(outside::FEATURES_PACKAGE);
+        }
                 .filter(|path| !path.exists());
             if stale.is_some() || record.contains(&workspace.manifest, &peer.manifest) {
                 selected.push((peer, stale));
@@ -484,7 +489,8 @@ impl Builder {
         // A module outside any workspace gets the one the server supplies
         // first, so its `workspace = true` dependencies (the engine's
         // crates) are found, hashed and built (`outside.rs`).
-        if let Err(error) = outside::prepare(dir, &self.build_dir.join("target")) {
+        let target = self.build_dir.join("target");
+        if let Err(error) = outside::prepare(dir, &target, &self.get_module_paths()) {
             tracing::warn!(
                 "{}: cannot write the workspace of the modules beside it: {error}",
                 dir.display()

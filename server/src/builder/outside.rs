@@ -45,11 +45,19 @@ pub fn engine_root() -> PathBuf {
     server.parent().unwrap_or(server).to_path_buf()
 }
 
+/// The package every outside workspace has when the server also builds
+/// modules of the engine's workspace: it depends on them, so a cargo run
+/// selecting it unifies dependency features as the engine's run does.
+pub const FEATURES_PACKAGE: &str = "buildat-engine-features";
+const FEATURES_DIR: &str = ".engine-features";
+
 /// Makes the module path holding the module in `dir` its cargo workspace
 /// (see the module docs) if the module needs one: it uses `workspace =
 /// true` and no workspace has it as a member. `target_dir` is the server's
-/// cargo target dir. Whether the folder is such a workspace now.
-pub fn prepare(dir: &Path, target_dir: &Path) -> std::io::Result<bool> {
+/// cargo target dir, `module_paths` its module paths (the engine's modules
+/// in them set the features, see [`FEATURES_PACKAGE`]). Whether the folder
+/// is such a workspace now.
+pub fn prepare(dir: &Path, target_dir: &Path, module_paths: &[PathBuf]) -> std::io::Result<bool> {
     let Ok(manifest) = read_table(&dir.join("Cargo.toml")) else {
         return Ok(false);
     };
@@ -67,14 +75,32 @@ pub fn prepare(dir: &Path, target_dir: &Path) -> std::io::Result<bool> {
     } else if is_claimed(dir) {
         return Ok(false);
     }
-    write_workspace(root, target_dir)?;
+    write_workspace(root, target_dir, module_paths)?;
     Ok(true)
 }
 
+/// Whether a cargo run over the workspace `manifest` should select
+/// [`FEATURES_PACKAGE`]: it is an outside workspace that has it.
+pub fn has_features_package(manifest: &Path) -> bool {
+    is_ours(manifest)
+        && manifest
+            .parent()
+            .is_some_and(|root| root.join(FEATURES_DIR).join("Cargo.toml").is_file())
+}
+
 /// Writes the workspace files of the module path `root` (see the module docs).
-pub fn write_workspace(root: &Path, target_dir: &Path) -> std::io::Result<()> {
+pub fn write_workspace(
+    root: &Path,
+    target_dir: &Path,
+    module_paths: &[PathBuf],
+) -> std::io::Result<()> {
     let engine = engine_root();
-    let (members, local_crates) = find_crates(root)?;
+    let (mut members, local_crates) = find_crates(root)?;
+    let engine_modules = find_engine_modules(module_paths);
+    let features = write_features_package(root, &engine_modules)?;
+    if features.is_some() {
+        members.push(FEATURES_DIR.to_string());
+    }
     let local = |path: &str| {
         // `modules/<module>/<crate>` in the engine: a copy here is used.
         let relative = path.strip_prefix("modules/")?;
@@ -96,6 +122,7 @@ pub fn write_workspace(root: &Path, target_dir: &Path) -> std::io::Result<()> {
         hasher.update(member.as_bytes());
         hasher.update(std::fs::read(root.join(member).join("Cargo.toml")).unwrap_or_default());
     }
+    hasher.update(features.unwrap_or_default());
     let inputs: String = hasher.finalize()[..10]
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -105,7 +132,8 @@ pub fn write_workspace(root: &Path, target_dir: &Path) -> std::io::Result<()> {
     if std::fs::read_to_string(&path).is_ok_and(|text| text.contains(&inputs_line)) {
         return Ok(());
     }
-    keep_member_settings(&mut manifest);
+    let module_packages: Vec<String> = engine_modules.iter().map(|m| m.0.clone()).collect();
+    keep_member_settings(&mut manifest, &module_packages);
     let text = |manifest: &toml::Table, inputs_line: &str| -> std::io::Result<String> {
         Ok(format!(
             "{MARK} for the modules in this folder: the engine's crates ({}), dependency\n\
@@ -152,8 +180,8 @@ fn write_config(root: &Path, target_dir: &Path) -> std::io::Result<()> {
 /// the engine has one, stays), so it compiles with the engine's settings
 /// to the same artifact, which cargo reuses in the shared target dir
 /// instead of building it again.
-fn keep_member_settings(manifest: &mut toml::Table) {
-    let engine_crates: Vec<String> = manifest
+fn keep_member_settings(manifest: &mut toml::Table, engine_modules: &[String]) {
+    let mut engine_crates: Vec<String> = manifest
         .get("workspace")
         .and_then(|w| w.get("dependencies"))
         .and_then(|d| d.as_table())
@@ -166,6 +194,7 @@ fn keep_member_settings(manifest: &mut toml::Table) {
         })
         .map(|(name, _)| name.clone())
         .collect();
+    engine_crates.extend_from_slice(engine_modules);
     let Some(profiles) = manifest.get_mut("profile").and_then(|p| p.as_table_mut()) else {
         return;
     };
@@ -240,6 +269,89 @@ fn resolved_packages(manifest: &Path) -> Option<BTreeSet<String>> {
     Some(names)
 }
 
+/// The Rust modules of `module_paths` that are members of the engine's
+/// workspace: package name, folder and cargo features (`meta.json`), as
+/// the engine's cargo run builds them.
+fn find_engine_modules(module_paths: &[PathBuf]) -> Vec<(String, PathBuf, Vec<String>)> {
+    let engine = engine_root()
+        .canonicalize()
+        .unwrap_or_else(|_| engine_root());
+    let mut found = BTreeSet::new();
+    for path in module_paths {
+        for dir in sorted_dirs(path).unwrap_or_default() {
+            let Ok(parsed) = buildat_interface::meta::ModuleMeta::read(&dir) else {
+                continue;
+            };
+            let Ok(manifest) = read_table(&dir.join("Cargo.toml")) else {
+                continue;
+            };
+            let Some(package) = manifest
+                .get("package")
+                .and_then(|p| p.get("name"))
+                .and_then(|n| n.as_str())
+            else {
+                continue;
+            };
+            let Ok(canonical) = dir.canonicalize() else {
+                continue;
+            };
+            if parsed.meta.disable_rust || claimed_by(&canonical).is_none_or(|root| root != engine)
+            {
+                continue;
+            }
+            found.insert((package.to_string(), canonical, parsed.meta.cargo_features));
+        }
+    }
+    found.into_iter().collect()
+}
+
+/// Writes `<root>/.engine-features/` (see [`FEATURES_PACKAGE`]) depending
+/// on `engine_modules`, or removes it when there are none; its manifest's
+/// text if written.
+fn write_features_package(
+    root: &Path,
+    engine_modules: &[(String, PathBuf, Vec<String>)],
+) -> std::io::Result<Option<String>> {
+    let dir = root.join(FEATURES_DIR);
+    if engine_modules.is_empty() {
+        if dir.join("Cargo.toml").is_file() && is_ours(&dir.join("Cargo.toml")) {
+            std::fs::remove_dir_all(&dir)?;
+        }
+        return Ok(None);
+    }
+    let mut dependencies = toml::Table::new();
+    for (package, path, features) in engine_modules {
+        let mut spec = toml::Table::new();
+        spec.insert("path".into(), path.display().to_string().into());
+        if !features.is_empty() {
+            spec.insert("features".into(), features.clone().into());
+        }
+        dependencies.insert(package.clone(), spec.into());
+    }
+    let manifest: toml::Table = toml::toml! {
+        [package]
+        name = "buildat-engine-features"
+        version = "0.0.0"
+        edition = "2024"
+        publish = false
+
+        [lib]
+        path = "lib.rs"
+    };
+    let mut manifest = manifest;
+    manifest.insert("dependencies".into(), dependencies.into());
+    let text = format!(
+        "{MARK}: the engine's modules the server builds, so a cargo run over\n\
+         # this folder's modules with this package compiles their dependencies with the\n\
+         # engine's features, to the artifacts the engine's run made. Do not edit.\n\n{}",
+        toml::to_string(&manifest).map_err(std::io::Error::other)?
+    );
+    std::fs::create_dir_all(&dir)?;
+    write_if_changed(&dir.join("lib.rs"), "")?;
+    write_if_changed(&dir.join("Cargo.toml"), &text)?;
+    Ok(Some(text))
+}
+
 /// The crates under `root` that belong in its workspace, relative to it:
 /// each folder's `Cargo.toml` and those of its subfolders (a module's API
 /// crate), but none that is a workspace itself; and the subfolder crates
@@ -307,6 +419,12 @@ fn is_ours(path: &Path) -> bool {
 /// `dir` among its members: a member written out or matched by a pattern
 /// whose parts are names or `*`.
 fn is_claimed(dir: &Path) -> bool {
+    claimed_by(dir).is_some()
+}
+
+/// The root of the nearest workspace above `dir` if it has `dir` as a
+/// member (see [`is_claimed`]).
+fn claimed_by(dir: &Path) -> Option<PathBuf> {
     for ancestor in dir.ancestors().skip(1) {
         let Ok(manifest) = read_table(&ancestor.join("Cargo.toml")) else {
             continue;
@@ -315,7 +433,7 @@ fn is_claimed(dir: &Path) -> bool {
             continue;
         };
         let Ok(relative) = dir.strip_prefix(ancestor) else {
-            return false;
+            return None;
         };
         let relative: Vec<&str> = relative.iter().filter_map(|p| p.to_str()).collect();
         let matches = |key: &str| {
@@ -327,9 +445,9 @@ fn is_claimed(dir: &Path) -> bool {
                 .filter_map(|m| m.as_str())
                 .any(|pattern| matches_pattern(pattern, &relative))
         };
-        return matches("members") && !matches("exclude");
+        return (matches("members") && !matches("exclude")).then(|| ancestor.to_path_buf());
     }
-    false
+    None
 }
 
 fn matches_pattern(pattern: &str, parts: &[&str]) -> bool {
@@ -373,7 +491,7 @@ mod tests {
         module(&root, "hello", INHERITING);
         module(&root, "alone", "[package]\nname = \"alone\"\n[workspace]\n");
         let target = scratch.path().join("build/target");
-        assert!(prepare(&root.join("hello"), &target).expect("written"));
+        assert!(prepare(&root.join("hello"), &target, &[]).expect("written"));
         let manifest = read_table(&root.join("Cargo.toml")).expect("a manifest");
         let workspace = &manifest["workspace"];
         assert_eq!(
@@ -399,7 +517,7 @@ mod tests {
         let written = std::fs::metadata(root.join("Cargo.toml"))
             .and_then(|m| m.modified())
             .expect("a time");
-        assert!(prepare(&root.join("hello"), &target).expect("again"));
+        assert!(prepare(&root.join("hello"), &target, &[]).expect("again"));
         assert_eq!(
             std::fs::metadata(root.join("Cargo.toml"))
                 .and_then(|m| m.modified())
@@ -427,7 +545,26 @@ mod tests {
         assert!(extra.is_empty(), "versions not the engine's: {extra:?}");
         let config = std::fs::read_to_string(root.join(".cargo/config.toml")).expect("config");
         assert!(config.contains(&target.display().to_string()), "{config}");
-        assert!(!prepare(&root.join("alone"), &target).expect("nothing"));
+        assert!(!prepare(&root.join("alone"), &target, &[]).expect("nothing"));
+        assert!(!has_features_package(&root.join("Cargo.toml")));
+        // With the engine's modules among the server's module paths, a cargo
+        // run over these unifies features as the engine's run does.
+        let engine_modules = [engine_root().join("modules")];
+        assert!(prepare(&root.join("hello"), &target, &engine_modules).expect("written"));
+        assert!(has_features_package(&root.join("Cargo.toml")));
+        let features = read_table(&root.join(FEATURES_DIR).join("Cargo.toml")).expect("written");
+        assert!(
+            features["dependencies"]
+                .get("buildat-module-main")
+                .is_some(),
+            "{features}"
+        );
+        let manifest = read_table(&root.join("Cargo.toml")).expect("a manifest");
+        assert_eq!(
+            manifest["profile"]["dev"]["package"]["buildat-module-main"]["opt-level"].as_integer(),
+            Some(0),
+            "the engine's modules compile as in the engine's workspace"
+        );
         // A folder whose manifest is someone else's is theirs.
         let theirs = scratch.path().join("theirs");
         module(&theirs, "hello", INHERITING);
@@ -436,7 +573,7 @@ mod tests {
             "[workspace]\nmembers = [\"*\"]\n",
         )
         .expect("their manifest");
-        assert!(!prepare(&theirs.join("hello"), &target).expect("left alone"));
+        assert!(!prepare(&theirs.join("hello"), &target, &[]).expect("left alone"));
         assert!(!theirs.join("Cargo.lock").exists());
     }
 
@@ -446,6 +583,6 @@ mod tests {
         assert!(is_claimed(&modules.join("main")));
         assert!(is_claimed(&modules.join("main/api")));
         assert!(!is_claimed(&engine_root().join("world/modules/hello")));
-        assert!(!prepare(&modules.join("main"), Path::new("/nowhere")).expect("nothing"));
+        assert!(!prepare(&modules.join("main"), Path::new("/nowhere"), &[]).expect("nothing"));
     }
 }
