@@ -1,8 +1,10 @@
 //! Typed module settings: a module declares its settings as one struct with
 //! [`settings!`](crate::settings!) (each setting's name, type, default and
 //! one line of help), reads them with [`Settings::read`] and tells the core
-//! what it declared ([`Settings::declare`], the core's `declare_settings`),
-//! so `buildat-server settings` lists them with their current values.
+//! what it declared with `table.settings::<S>()` in its receive table
+//! ([`crate::Receive::settings`]: [`Settings::declare`], the core's
+//! `declare_settings`, on every start), so `buildat-server settings` lists
+//! them with their current values.
 //!
 //! ```ignore
 //! buildat_interface::settings! {
@@ -12,7 +14,10 @@
 //!         pub max_connections_per_ip: u32 = 16,
 //!     }
 //! }
+//! // in `create`:
 //! let settings = NetworkSettings::read(&host)?; // `network.max_connections_per_ip`
+//! // in `receive`:
+//! table.settings::<NetworkSettings>();
 //! ```
 //!
 //! Owns: the [`Settings`] trait, the macro, parsing and showing a value
