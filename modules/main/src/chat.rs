@@ -2,19 +2,28 @@
 //! commands (`/msg`, `/me`, `/kick`, `/ban`, `/unban`, `/grant`,
 //! `/revoke`, `/privs`, `/password`, `/resetpassword`, `/deleteaccount`,
 //! `/tp`, `/status`, `/help`, and the console's `admin`), each checked
-//! against the caller's privileges. The same commands run on the server console
-//! (registered with the core's command table, where other modules'
-//! commands are too: a player's `/NAME` that is not the game's runs the
-//! module command `NAME` if its `privilege` allows).
+//! against the caller's privileges. Each command's arguments are one clap
+//! definition (`chat/commands.rs`), which gives its usage and help too;
+//! words that do not parse are answered with clap's message. The same
+//! commands run on the server console (registered with the core's command
+//! table, where other modules' commands are too: a player's `/NAME` that
+//! is not the game's runs the module command `NAME` if its `privilege`
+//! allows).
 //!
-//! Owns: parsing a chat line and a command's words, what each command
-//! does, who hears what. Does not own: storing accounts, privileges and
-//! bans (`accounts.rs`), the chat packets' layouts (`buildat-main-api`).
+//! Owns: parsing a chat line, the one dispatch of the game's commands
+//! (from chat and the console: where each may run, its privilege, its
+//! words parsed), who hears what. Does not own: each command's arguments
+//! and body (`chat/commands.rs`), storing accounts, privileges and bans
+//! (`accounts.rs`), the chat packets' layouts (`buildat-main-api`).
+
+mod commands;
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
+use buildat_interface::clap::{self, CommandFactory, Parser};
 use buildat_interface::core_api::{ListCommands, RegisterCommand, RunModuleCommand};
 use buildat_interface::{Host, ModuleError, log};
 use buildat_main_api::{ChatLine, Correct, MAX_CHAT_BYTES, PeerId};
@@ -33,158 +42,136 @@ pub enum Caller {
     Player(PeerId),
 }
 
-/// One of the game's commands.
-pub struct CommandSpec {
-    pub name: &'static str,
-    pub usage: &'static str,
-    pub help: &'static str,
+/// Where a command may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunsOn {
+    /// The server console only (and the core's `run_command`).
+    Console,
+    /// Chat only (`/NAME`).
+    Chat,
+    Both,
+}
+
+impl RunsOn {
+    fn console(self) -> bool {
+        self != Self::Chat
+    }
+
+    fn chat(self) -> bool {
+        self != Self::Console
+    }
+}
+
+/// One of the game's commands: `Self` is its arguments, which clap parses
+/// from the words after its name; the `#[command(name, about)]` and the
+/// arguments' docs give its usage and help.
+trait GameCommand: Parser {
     /// What a player needs to run it; `None`: anyone.
+    const PRIVILEGE: Option<&'static str>;
+    const RUNS_ON: RunsOn;
+
+    /// Runs it for `caller`: the answer, or why it was not done.
+    fn run(self, game: &mut Game, caller: Caller) -> Result<String, String>;
+}
+
+/// A command as the dispatch, `/help` and the core see it.
+pub struct Defined {
+    pub name: String,
+    /// Its arguments (`<NAME> [REASON]...`), from its definition.
+    pub usage: String,
+    pub help: String,
     pub privilege: Option<&'static str>,
-    /// Also a console command.
-    pub console: bool,
-    /// Also a player's (`/NAME`).
-    pub player: bool,
+    pub runs_on: RunsOn,
+    run: fn(&mut Game, Caller, &[String]) -> Result<String, String>,
+}
+
+fn defined<C: GameCommand>() -> Defined {
+    let definition = C::command();
+    Defined {
+        name: definition.get_name().to_string(),
+        usage: usage_of(&definition),
+        help: definition
+            .get_about()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
+        privilege: C::PRIVILEGE,
+        runs_on: C::RUNS_ON,
+        run: run_parsed::<C>,
+    }
 }
 
 /// The game's commands, as `/help` lists them.
-pub const COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "msg",
-        usage: "NAME TEXT",
-        help: "say TEXT to NAME only",
-        privilege: Some("shout"),
-        console: true,
-        player: true,
-    },
-    CommandSpec {
-        name: "me",
-        usage: "TEXT",
-        help: "say what you do (* NAME TEXT)",
-        privilege: Some("shout"),
-        console: false,
-        player: true,
-    },
-    CommandSpec {
-        name: "say",
-        usage: "TEXT",
-        help: "say TEXT to everyone as the server",
-        privilege: Some("server"),
-        console: true,
-        player: true,
-    },
-    CommandSpec {
-        name: "kick",
-        usage: "NAME [REASON]",
-        help: "disconnect a player, telling it why",
-        privilege: Some("kick"),
-        console: true,
-        player: true,
-    },
-    CommandSpec {
-        name: "ban",
-        usage: "NAME|IP [DURATION] [REASON]",
-        help: "ban a name or an address (DURATION like 30m, 12h, 7d; none: for ever) and disconnect who is on it",
-        privilege: Some("ban"),
-        console: true,
-        player: true,
-    },
-    CommandSpec {
-        name: "unban",
-        usage: "NAME|IP",
-        help: "lift a ban",
-        privilege: Some("ban"),
-        console: true,
-        player: true,
-    },
-    CommandSpec {
-        name: "grant",
-        usage: "NAME PRIVILEGE|all",
-        help: "give an account a privilege",
-        privilege: Some("privs"),
-        console: true,
-        player: true,
-    },
-    CommandSpec {
-        name: "revoke",
-        usage: "NAME PRIVILEGE|all",
-        help: "take a privilege from an account",
-        privilege: Some("privs"),
-        console: true,
-        player: true,
-    },
-    CommandSpec {
-        name: "privs",
-        usage: "[NAME]",
-        help: "an account's privileges (yours without NAME), and every privilege defined",
-        privilege: None,
-        console: true,
-        player: true,
-    },
-    CommandSpec {
-        name: "admin",
-        usage: "NAME",
-        help: "give an existing account every privilege defined (the operator's act; never a guest)",
-        privilege: Some("privs"),
-        console: true,
-        player: false,
-    },
-    CommandSpec {
-        name: "password",
-        usage: "OLD NEW",
-        help: "change your password (no spaces in either)",
-        privilege: None,
-        console: false,
-        player: true,
-    },
-    CommandSpec {
-        name: "resetpassword",
-        usage: "NAME",
-        help: "give an account a new one-time password, shown to you; its player sets its own with /password",
-        privilege: Some("privs"),
-        console: true,
-        player: true,
-    },
-    CommandSpec {
-        name: "deleteaccount",
-        usage: "NAME",
-        help: "delete an account with its privileges; whoever claims the name next inherits nothing",
-        privilege: Some("privs"),
-        console: true,
-        player: true,
-    },
-    CommandSpec {
-        name: "tp",
-        usage: "[NAME] X Y Z | [NAME] TO_NAME",
-        help: "move a player (you without NAME) to a position or to another player",
-        privilege: Some("teleport"),
-        console: true,
-        player: true,
-    },
-    CommandSpec {
-        name: "status",
-        usage: "",
-        help: "who is playing, for how long the server has run",
-        privilege: None,
-        console: true,
-        player: true,
-    },
-    CommandSpec {
-        name: "help",
-        usage: "",
-        help: "the commands you may run",
-        privilege: None,
-        console: false,
-        player: true,
-    },
-];
+pub static COMMANDS: LazyLock<Vec<Defined>> = LazyLock::new(commands::all);
 
-/// Registers the game's console commands with the core.
+/// The arguments part of a command's usage (`<NAME> [REASON]...`: clap's
+/// usage without "Usage: " and the name).
+fn usage_of(definition: &clap::Command) -> String {
+    let usage = definition.clone().render_usage().to_string();
+    let usage = usage.trim().trim_start_matches("Usage:").trim();
+    usage
+        .strip_prefix(definition.get_name())
+        .unwrap_or(usage)
+        .trim()
+        .to_string()
+}
+
+/// Clap's message, plain (no colour) and short enough for chat: no blank
+/// lines, no "For more information" line, the usage as `usage: /NAME ...`.
+fn plain(error: &clap::Error) -> String {
+    error
+        .render()
+        .to_string()
+        .lines()
+        .map(str::trim_end)
+        .filter(|line| !line.is_empty() && !line.starts_with("For more information"))
+        .map(|line| match line.strip_prefix("Usage: ") {
+            Some(usage) => format!("usage: /{usage}"),
+            None => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `C`'s definition, never coloured (chat shows no ANSI).
+fn definition_of<C: CommandFactory>() -> clap::Command {
+    C::command().color(clap::ColorChoice::Never)
+}
+
+/// A refusal of `C`'s words that clap's parsing let through, with its usage.
+fn usage_error<C: CommandFactory>(message: &str) -> String {
+    plain(&definition_of::<C>().error(clap::error::ErrorKind::InvalidValue, message))
+}
+
+/// Parses `words` as `C`'s arguments and runs it; words that do not parse
+/// are answered with clap's message (`--help`: its help, as an answer).
+fn run_parsed<C: GameCommand>(
+    game: &mut Game,
+    caller: Caller,
+    words: &[String],
+) -> Result<String, String> {
+    let mut definition = definition_of::<C>();
+    let name = definition.get_name().to_string();
+    let parsed = definition
+        .try_get_matches_from_mut(
+            std::iter::once(name.as_str()).chain(words.iter().map(String::as_str)),
+        )
+        .and_then(|matches| C::from_arg_matches(&matches))
+        .map_err(|error| error.format(&mut definition));
+    match parsed {
+        Ok(args) => args.run(game, caller),
+        Err(error) if !error.use_stderr() => Ok(plain(&error)),
+        Err(error) => Err(plain(&error)),
+    }
+}
+
+/// Registers the game's console commands with the core, their usage and
+/// help from their definitions.
 pub fn register_commands(host: &Host) -> Result<(), ModuleError> {
-    for command in COMMANDS.iter().filter(|c| c.console) {
+    for command in COMMANDS.iter().filter(|c| c.runs_on.console()) {
         host.call(&RegisterCommand {
-            name: command.name.into(),
-            usage: command.usage.into(),
-            help: command.help.into(),
+            name: command.name.clone(),
+            usage: command.usage.clone(),
+            help: command.help.clone(),
             privilege: Some(command.privilege.unwrap_or_default().into()),
         })?;
     }
@@ -331,12 +318,12 @@ impl Game {
         name: &str,
         args: &[String],
     ) -> Result<String, String> {
-        let Some(spec) = COMMANDS.iter().find(|c| c.name == name) else {
+        let Some(command) = COMMANDS.iter().find(|c| c.name == name) else {
             return self.run_module_command(caller, name, args);
         };
         let allowed_here = match caller {
-            Caller::Console => spec.console,
-            Caller::Player(_) => spec.player,
+            Caller::Console => command.runs_on.console(),
+            Caller::Player(_) => command.runs_on.chat(),
         };
         if !allowed_here {
             return Err(match caller {
@@ -344,96 +331,12 @@ impl Game {
                 Caller::Player(_) => format!("{name} is a console command only"),
             });
         }
-        if let Some(privilege) = spec.privilege
+        if let Some(privilege) = command.privilege
             && !self.may(caller, privilege)
         {
             return Err(format!("/{name} needs the '{privilege}' privilege"));
         }
-        let usage = || format!("usage: /{} {}", spec.name, spec.usage);
-        let rest = |from: usize| args.get(from..).unwrap_or_default().join(" ");
-        let by = self.caller_name(caller);
-        match (name, args) {
-            ("msg", [to, _, ..]) => {
-                let text = rest(1);
-                let text = check_chat_text(&text)?;
-                let target = self.find_player(to)?;
-                let to_name = self.caller_name(Caller::Player(target));
-                self.tell(target, format!("[{by} → you] {text}"));
-                Ok(format!("[you → {to_name}] {text}"))
-            }
-            ("me", [_, ..]) => {
-                let text = rest(0);
-                let text = check_chat_text(&text)?;
-                self.tell_all(&format!("* {by} {text}"));
-                Ok(String::new())
-            }
-            ("say", [_, ..]) => {
-                let text = rest(0);
-                let text = check_chat_text(&text)?;
-                self.tell_all(&format!("[server] {text}"));
-                Ok(String::new())
-            }
-            ("kick", [who, ..]) => {
-                let target = self.find_player(who)?;
-                let reason = rest(1);
-                let reason = if reason.is_empty() {
-                    format!("kicked by {by}")
-                } else {
-                    format!("kicked by {by}: {reason}")
-                };
-                self.reject(target, &reason);
-                Ok(format!("{who} was kicked"))
-            }
-            ("ban", [what, ..]) => self.ban(&by, what, args.get(1..).unwrap_or_default()),
-            ("unban", [what]) => {
-                let (kind, value) = ban_target(what)?;
-                match self.accounts.unban(kind, &value) {
-                    Ok(true) => Ok(format!("{what} is no longer banned")),
-                    Ok(false) => Err(format!("{what} was not banned")),
-                    Err(error) => Err(account_error(error)),
-                }
-            }
-            ("grant" | "revoke", [who, privilege]) => {
-                self.set_privilege(&by, who, privilege, name == "grant")
-            }
-            ("privs", []) => match caller {
-                Caller::Console => Ok(self.privileges_defined()),
-                Caller::Player(peer) => {
-                    let mine = self
-                        .players
-                        .get(&peer)
-                        .map(|p| join(&p.privileges))
-                        .unwrap_or_default();
-                    Ok(format!("yours: {mine}\n{}", self.privileges_defined()))
-                }
-            },
-            ("privs", [who]) => {
-                let key = check_name(who)?.key;
-                let privileges = self.account_privileges(&key)?;
-                Ok(format!("{who}: {}", join(&privileges)))
-            }
-            ("admin", [who]) => self.make_admin(&by, who),
-            ("password", [old, new]) => {
-                let Caller::Player(peer) = caller else {
-                    return Err(usage());
-                };
-                let account = self
-                    .players
-                    .get(&peer)
-                    .map(|p| p.account.clone())
-                    .ok_or("join first")?;
-                if account.guest {
-                    return Err("you play as a guest: there is no password to change".into());
-                }
-                self.start_password_change(peer, &account.key, old.clone(), new.clone())
-            }
-            ("resetpassword", [who]) => self.reset_password(&by, who),
-            ("deleteaccount", [who]) => self.delete_account(&by, who),
-            ("tp", [..]) => self.teleport(caller, args).ok_or_else(usage)?,
-            ("status", []) => Ok(self.status(caller)),
-            ("help", []) => Ok(self.help(caller)),
-            _ => Err(usage()),
-        }
+        (command.run)(self, caller, args)
     }
 
     /// Another module's command (the core's table), if the caller holds
@@ -747,9 +650,12 @@ impl Game {
     fn help(&self, caller: Caller) -> String {
         let mut lines: Vec<String> = COMMANDS
             .iter()
-            .filter(|c| c.player)
+            .filter(|c| c.runs_on.chat())
             .filter(|c| c.privilege.is_none_or(|p| self.may(caller, p)))
-            .map(|c| format!("/{} {} — {}", c.name, c.usage, c.help))
+            .map(|c| {
+                let usage = format!("/{} {}", c.name, c.usage);
+                format!("{} — {}", usage.trim_end(), c.help)
+            })
             .collect();
         if let Ok(commands) = self.host.call(&ListCommands {}) {
             let own = self.host.module_name();
@@ -838,7 +744,7 @@ mod tests {
 
     #[test]
     fn every_command_has_a_distinct_name() {
-        let names: BTreeSet<&str> = COMMANDS.iter().map(|c| c.name).collect();
+        let names: BTreeSet<&str> = COMMANDS.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names.len(), COMMANDS.len());
     }
 }

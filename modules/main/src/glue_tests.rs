@@ -1,17 +1,18 @@
 //! The game's glue on the test kit: a flat fake world answering its calls,
-//! players joining, digging, placing and sending what does not decode, and
-//! a reload in the middle, with no server.
+//! players joining, digging, placing and sending what does not decode, a
+//! reload in the middle, and the commands (their usage and help from their
+//! clap definitions), with no server.
 //!
 //! Owns: these tests and their fake world. Does not own: the rules judged
 //! (`rules.rs` has their own unit tests), the real world (server e2e).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use buildat_interface::core_api::ListCommands;
 use buildat_interface::events::Tick;
 use buildat_interface::testing::{TestHost, TestModule};
-use buildat_main_api::{Dig, Edits, Join, Place, Refused, Spawn};
+use buildat_main_api::{Chat, ChatLine, Dig, Edits, Join, Place, Refused, Spawn};
 use buildat_network_api::receive::testing::{DeliverPackets, disconnected, sent};
 use buildat_network_api::{ClientConnected, Disconnect};
 use buildat_voxel::geometry::Pos;
@@ -248,4 +249,138 @@ fn settings_are_declared_and_a_bad_value_is_named() {
         .config("main.max_speed", "fast");
     let error = kit.load::<Game>().err().expect("refused");
     assert!(error.to_string().contains("main.max_speed"), "{error}");
+}
+
+/// What peer `peer` was told in chat, in order.
+fn told(kit: &TestHost, peer: u64) -> Vec<String> {
+    sent::<ChatLine>(kit)
+        .into_iter()
+        .filter(|(to, _)| *to == peer)
+        .map(|(_, line)| line.text)
+        .collect()
+}
+
+#[test]
+fn commands_register_their_usage_and_help_from_their_definitions() {
+    let (kit, _world, mut game) = game();
+    let registered = kit.commands();
+    let kick = registered
+        .iter()
+        .find(|c| c.name == "kick")
+        .expect("kick is a console command");
+    assert_eq!(kick.usage, "<NAME> [REASON]...");
+    assert_eq!(kick.help, "disconnect a player, telling it why");
+    assert_eq!(kick.privilege.as_deref(), Some("kick"));
+    let ban = registered.iter().find(|c| c.name == "ban").expect("ban");
+    assert_eq!(ban.usage, "<NAME|IP> [DURATION] [REASON]...");
+    let names: Vec<&str> = registered.iter().map(|c| c.name.as_str()).collect();
+    assert!(names.contains(&"admin"), "the console's own: {names:?}");
+    for chat_only in ["me", "password", "help"] {
+        assert!(!names.contains(&chat_only), "{chat_only} in {names:?}");
+    }
+
+    // A guest's /help lists what it may run, from the same definitions.
+    join(&kit, &mut game, 1, "ann");
+    game.packet(
+        1,
+        &Chat {
+            text: "/help".into(),
+        },
+    )
+    .expect("chat");
+    let help = told(&kit, 1).pop().expect("answered");
+    assert!(
+        help.contains("/msg <NAME> <TEXT>... — say TEXT to NAME only"),
+        "{help}"
+    );
+    assert!(
+        help.contains("/status — who is playing, for how long the server has run"),
+        "{help}"
+    );
+    assert!(!help.contains("/kick"), "a guest holds no kick: {help}");
+}
+
+#[test]
+fn words_that_do_not_parse_are_answered_with_clap_s_message_and_usage() {
+    let (kit, _world, mut game) = game();
+    let answer = game.command("kick", &[], None).expect("answered");
+    assert_eq!(
+        answer,
+        "error: the following required arguments were not provided:\n  <NAME>\n\
+         usage: /kick <NAME> [REASON]..."
+    );
+    let help = game.command("kick", &["--help"], None).expect("answered");
+    assert!(
+        help.starts_with("disconnect a player, telling it why\nusage: /kick <NAME> [REASON]..."),
+        "{help}"
+    );
+    assert!(!help.contains('\x1b'), "no colour: {help:?}");
+
+    // In chat, to the player who typed it.
+    join(&kit, &mut game, 1, "ann");
+    game.packet(
+        1,
+        &Chat {
+            text: "/msg bob".into(),
+        },
+    )
+    .expect("chat");
+    let answer = told(&kit, 1).pop().expect("answered");
+    assert!(answer.contains("<TEXT>..."), "{answer}");
+    assert!(
+        answer.ends_with("\nusage: /msg <NAME> <TEXT>..."),
+        "{answer}"
+    );
+    assert!(!answer.contains('\x1b'), "no colour: {answer:?}");
+
+    // Words clap lets through that are no place: the same usage.
+    let answer = game
+        .command("tp", &["ann", "x", "y", "z"], None)
+        .expect("answered");
+    assert!(
+        answer.ends_with("usage: /tp [NAME] <X> <Y> <Z> | [NAME] <TO_NAME>"),
+        "{answer}"
+    );
+}
+
+#[test]
+fn grant_from_the_console_reaches_the_account() {
+    let (_kit, _world, mut game) = game();
+    let ann = crate::names::check_name("Ann").expect("a name");
+    let defaults = BTreeSet::from(["shout".to_string()]);
+    assert!(
+        game.module()
+            .accounts
+            .create(&ann, "a verifier", &defaults, "127.0.0.1")
+            .expect("created")
+    );
+    let answer = game.command("grant", &["ann", "fly"], None).expect("ran");
+    assert_eq!(answer, "granted fly to Ann");
+    let privileges = game.module().accounts.privileges("ann").expect("read");
+    assert!(privileges.contains("fly"), "{privileges:?}");
+    let answer = game.command("revoke", &["ann", "fly"], None).expect("ran");
+    assert_eq!(answer, "revoked fly from Ann");
+    let answer = game
+        .command("grant", &["ann", "flying"], None)
+        .expect("ran");
+    assert_eq!(answer, "no privilege 'flying'; /privs lists them");
+    let answer = game
+        .command("grant", &["ann", "fly", "now"], None)
+        .expect("ran");
+    assert!(answer.contains("'now'"), "{answer}");
+    assert!(
+        answer.ends_with("usage: /grant <NAME> <PRIVILEGE|all>"),
+        "{answer}"
+    );
+}
+
+#[test]
+fn tp_takes_negative_coordinates() {
+    let (kit, _world, mut game) = game();
+    join(&kit, &mut game, 1, "ann");
+    let answer = game
+        .command("tp", &["ann", "3.5", "-0.5", "-2"], None)
+        .expect("ran");
+    assert_eq!(answer, "ann is at [3.5, -0.5, -2.0]");
+    assert_eq!(game.module().players[&1].position, [3.5, -0.5, -2.0]);
 }
