@@ -213,6 +213,45 @@ mod tests {
         }
     }
 
+    /// A reload on the kit: the table stashes the world, so an edit in a
+    /// section never written to storage is still there, and the viewer
+    /// still holds its chunks (the change streams to it, no registry again).
+    #[test]
+    fn a_reload_carries_the_sections_in_memory_and_the_viewers() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kit = TestHost::new().world_path(dir.path());
+        let mut world = kit.load::<VoxelWorld>().expect("loads");
+        let stone = world
+            .call(&RegisterBlock {
+                block: BlockDefinition::simple("stone", "stone.png"),
+            })
+            .expect("registers")[0];
+        world.call(&air([0, 0, 0])).expect("applied");
+        world
+            .emit(&Viewer {
+                peer: 7,
+                position: [1.5, 2.5, 3.5],
+            })
+            .expect("moved");
+        let unsaved = EditVoxel {
+            save: false,
+            ..edit([1, 2, 3], stone, Replace::Any)
+        };
+        world.call(&unsaved).expect("edited");
+        let mut world = world.reload::<VoxelWorld>().expect("reloads");
+        assert_eq!(
+            world.call(&GetVoxel { pos: [1, 2, 3] }).expect("read"),
+            Some(stone),
+            "carried in memory, not read from storage"
+        );
+        kit.clear();
+        world
+            .call(&edit([2, 2, 3], stone, Replace::OnlyAir))
+            .expect("edited");
+        assert_eq!(sent::<VoxelUpdates>(&kit).len(), 1, "still held by 7");
+        assert!(sent::<Registry>(&kit).is_empty(), "not sent again");
+    }
+
     fn edit(pos: Pos, voxel: u32, replace: Replace) -> EditVoxel {
         EditVoxel {
             pos,

@@ -226,17 +226,13 @@ impl VoxelWorld {
         Ok(())
     }
 
-    /// `core:continue`: the console's commands, and what the previous
-    /// version carried over (stashed by hand in `unload`: making the stash
-    /// saves first, and can fail).
+    /// `core:continue`, after the table gave back what the previous
+    /// version carried over.
     fn resume(&mut self) -> Result<(), ModuleError> {
-        if let Some(stash) = self.host.take_stash::<WorldStash>()? {
-            self.restore(stash)?;
-            log::info!(
-                "resumed with {} sections loaded",
-                self.world.loaded_sections()
-            );
-        }
+        log::info!(
+            "resumed with {} sections loaded",
+            self.world.loaded_sections()
+        );
         Ok(())
     }
 
@@ -267,7 +263,9 @@ impl VoxelWorld {
         self.tell_node_changes()
     }
 
-    fn stash(&mut self) -> Result<WorldStash, ModuleError> {
+    /// What the next version gets: saved first (what cannot be saved goes
+    /// along in memory, dirty).
+    fn stash(&mut self) -> WorldStash {
         if let Err(error) = self.save() {
             // The next version gets them in memory (dirty) and retries.
             log::warn!(
@@ -275,18 +273,25 @@ impl VoxelWorld {
                 self.world.unsaved_count()
             );
         }
-        Ok(WorldStash {
+        let sections = self.world.export_sections().unwrap_or_else(|error| {
+            // Encoding what is in memory: not seen to fail. The next version
+            // loads what was saved.
+            log::error!(
+                "reload: the sections in memory cannot be carried over ({error}); {} unsaved \
+                 sections are lost",
+                self.world.unsaved_count()
+            );
+            Vec::new()
+        });
+        WorldStash {
             viewers: self.streamer.take_viewers(),
             voxels: self.world.voxels.clone(),
             blocks: self.world.blocks.clone(),
-            sections: self
-                .world
-                .export_sections()
-                .map_err(ModuleError::from)?
+            sections: sections
                 .into_iter()
                 .map(|(stored, dirty)| StashedSection::from_stored(stored, dirty))
                 .collect(),
-        })
+        }
     }
 
     fn restore(&mut self, stash: WorldStash) -> Result<(), ModuleError> {
@@ -415,6 +420,7 @@ impl Module for VoxelWorld {
     fn receive(table: &mut Receive<Self>) {
         table
             .settings::<WorldSettings>()
+            .stash(VoxelWorld::stash, VoxelWorld::restore)
             .event(|world, _: events::Start| world.start())
             .event(|world, _: events::Continue| world.resume())
             .event(|world, tick: events::Tick| world.tick(tick.dtime))
@@ -483,10 +489,8 @@ impl Module for VoxelWorld {
                 run.progress()
             );
         }
-        if kind == UnloadKind::Reload {
-            let stash = self.stash()?;
-            self.host.store_stash(&stash)?;
-        } else {
+        // For a reload, the table stashes the world after this.
+        if kind != UnloadKind::Reload {
             self.save_at_stop();
         }
         Ok(())
