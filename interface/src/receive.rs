@@ -218,9 +218,9 @@ impl<M: 'static> Receive<M> {
     }
 }
 
-/// The arguments part of a command's usage (`NAME [--radius N]` without
-/// clap's "Usage: " and the name).
-fn usage_of(definition: &clap::Command) -> String {
+/// The arguments part of a command's usage (`<NAME> [--radius N]`:
+/// clap's usage without "Usage: " and the name), as the core lists it.
+pub fn usage_of(definition: &clap::Command) -> String {
     let usage = definition.clone().render_usage().to_string();
     let usage = usage.trim().trim_start_matches("Usage:").trim();
     usage

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use buildat_interface::clap::{self, CommandFactory, Parser};
 use buildat_interface::core_api::{ListCommands, RegisterCommand, RunModuleCommand};
+use buildat_interface::receive::usage_of;
 use buildat_interface::{Host, ModuleError, log};
 use buildat_main_api::{ChatLine, Correct, MAX_CHAT_BYTES, PeerId};
 use buildat_network_api as network;
@@ -102,18 +103,6 @@ fn defined<C: GameCommand>() -> Defined {
 
 /// The game's commands, as `/help` lists them.
 pub static COMMANDS: LazyLock<Vec<Defined>> = LazyLock::new(commands::all);
-
-/// The arguments part of a command's usage (`<NAME> [REASON]...`: clap's
-/// usage without "Usage: " and the name).
-fn usage_of(definition: &clap::Command) -> String {
-    let usage = definition.clone().render_usage().to_string();
-    let usage = usage.trim().trim_start_matches("Usage:").trim();
-    usage
-        .strip_prefix(definition.get_name())
-        .unwrap_or(usage)
-        .trim()
-        .to_string()
-}
 
 /// Clap's message, plain (no colour) and short enough for chat: no blank
 /// lines, no "For more information" line, the usage as `usage: /NAME ...`.
