@@ -238,14 +238,6 @@ impl Builder {
         path.exists().then_some(Artifact { path, hash })
     }
 
-    /// Whether the module in `dir` would build to something other than the
-    /// artifact of `hash` (the one it was loaded with): its inputs, or those
-    /// of a crate it depends on by path (an API crate), changed since. A
-    /// module whose sources cannot be read is stale (building it says why).
-    pub fn is_stale(&self, dir: &Path, meta: &ModuleMeta, hash: &str) -> bool {
-        !self.input_hash(dir, meta).is_ok_and(|now| now == hash)
-    }
-
     /// The module's artifact, building it first if its inputs changed.
     /// Cargo's progress and errors are logged with the module's name.
     /// After [`BuildCancel::cancel`], fails with [`BuildError::Cancelled`].
@@ -707,6 +699,16 @@ fn hash_crate(hasher: &mut Sha256, dir: &Path) -> std::io::Result<()> {
         hasher.update([0]);
     }
     Ok(())
+}
+
+/// A hash of one crate's build inputs (as the build hash covers them): what
+/// a module was built against, to tell later whether that crate (an API
+/// crate) changed since.
+pub fn crate_hash(dir: &Path) -> std::io::Result<String> {
+    let mut hasher = Sha256::new();
+    hash_crate(&mut hasher, dir)?;
+    let digest = hasher.finalize();
+    Ok(digest[..10].iter().map(|b| format!("{b:02x}")).collect())
 }
 
 fn read_manifest(dir: &Path) -> std::io::Result<toml::Table> {

@@ -4,9 +4,12 @@
 //! instance started on its own thread), unloading (refused while loaded
 //! modules depend on it, or after its dependents in reverse load order),
 //! reloading (built while the old version keeps serving, then the queue
-//! handed to the new instance), failed modules, joining a module's thread
-//! and closing its library, and the module table and load order as these
-//! change them (slots added and removed, load indexes, the module list).
+//! handed to the new instance; with it, every loaded module built against
+//! an older version of a crate in its folder, its API: all built before
+//! any is swapped, or none swapped), failed modules, joining a module's
+//! thread and closing its library, and the module table and load order as
+//! these change them (slots added and removed, load indexes, the module
+//! list, the crates each module was built against).
 //!
 //! Does not own: finding modules and ordering a startup or a load with its
 //! dependencies (`__loader`, asked through a call), building
@@ -90,12 +93,12 @@ impl Core {
     }
 
     /// Rebuilds `name` if its inputs changed, with every loaded module
-    /// whose build depends on a crate in its folder (its API crate) and
-    /// changed with it; builds them all before swapping any (a dependent
-    /// that does not build leaves every one on its old code, with the
-    /// compiler's message in the error), then swaps them in load order,
-    /// each keeping its queue and the tmp data it stored. Answers which
-    /// were reloaded and how long building and swapping took.
+    /// built against an older version of a crate in its folder (its API
+    /// crate, used directly or not); builds them all before swapping any
+    /// (a dependent that does not build leaves every one on its old code,
+    /// with the compiler's message in the error), then swaps them in load
+    /// order, each keeping its queue and the tmp data it stored. Answers
+    /// which were reloaded and how long building and swapping took.
     pub fn reload_module(&self, name: &str) -> Result<Reloaded, CoreError> {
         self.inner.reload(name)
     }
@@ -152,6 +155,24 @@ impl std::fmt::Display for Reloaded {
     }
 }
 
+/// The crates a module depends on by path (canonical folders), each with
+/// its hash ([`crate::builder::crate_hash`]) when the module was built.
+pub(super) type BuiltAgainst = Vec<(PathBuf, String)>;
+
+/// The crates the module in `dir` depends on by path, with their hashes
+/// now (taken before building it, so a crate saved during the build counts
+/// as changed later, never the reverse). Empty if its manifest cannot be read.
+fn get_built_against(dir: &Path) -> BuiltAgainst {
+    crate::builder::path_dependencies(dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|dir| {
+            let hash = crate::builder::crate_hash(&dir).ok()?;
+            Some((dir, hash))
+        })
+        .collect()
+}
+
 /// One module of a reload, built and waiting to be swapped in.
 struct Swap {
     slot: Arc<ModuleSlot>,
@@ -159,6 +180,8 @@ struct Swap {
     meta: ModuleMeta,
     /// `None` for a Lua-only module.
     artifact: Option<Artifact>,
+    /// The crates it was built against, recorded once it runs.
+    built_against: BuiltAgainst,
     /// Its state when the reload began (loaded, or failed for the module
     /// reloaded by name).
     previous: ModuleState,
@@ -249,7 +272,9 @@ impl CoreInner {
             return Ok(None);
         }
         slot.set_state(ModuleState::Building);
+        let built_against = get_built_against(&slot.dir);
         let artifact = self.builder.build(&slot.name, &slot.dir, meta)?;
+        lock(&self.built_against).insert(slot.name.clone(), built_against);
         slot.set_state(ModuleState::Loading);
         Ok(Some(artifact))
     }
@@ -477,6 +502,7 @@ impl CoreInner {
         self.bus.unsubscribe_all(&slot);
         slot.drain_queue(&CallError::Failed(format!("module {name} was unloaded")));
         write_modules(&self.modules).remove(name);
+        lock(&self.built_against).remove(name);
         lock(&self.load_order).retain(|n| n != name);
         self.commands.forget_module(name);
         tracing::info!("module {name} unloaded");
@@ -514,6 +540,7 @@ impl CoreInner {
         let started = Instant::now();
         // Built while the old versions keep running: a compile error, the
         // module's or a dependent's, leaves every one of them serving.
+        let built_against = get_built_against(&slot.dir);
         let artifact = if slot.lua_only {
             None
         } else {
@@ -523,11 +550,13 @@ impl CoreInner {
             slot: slot.clone(),
             meta: parsed.meta,
             artifact,
+            built_against,
             previous,
         }];
         for (dependent, meta) in self.get_stale_dependents(&slot)? {
             // Cargo built most of them with the module (its stale peers are
             // in the same run, see `builder/together.rs`): found by hash.
+            let built_against = get_built_against(&dependent.dir);
             let artifact = self
                 .builder
                 .build(&dependent.name, &dependent.dir, &meta)
@@ -540,6 +569,7 @@ impl CoreInner {
                 slot: dependent,
                 meta,
                 artifact: Some(artifact),
+                built_against,
                 previous: ModuleState::Loaded,
             });
         }
@@ -561,11 +591,12 @@ impl CoreInner {
         Ok(reloaded)
     }
 
-    /// Loaded modules other than `owner` that depend by path on a crate in
-    /// `owner`'s folder (its API crate, transitively) and whose build
-    /// inputs changed since they were loaded, in load order. A module that
-    /// has failed is left out (reloading it builds it); one that is busy
-    /// (loading, reloading, hung) refuses the reload.
+    /// Loaded modules other than `owner` built against an older version
+    /// of a crate in `owner`'s folder (its API crate, used directly or
+    /// not): a crate they depend on by path whose hash changed since they
+    /// were built. In load order. A module that has failed is left out
+    /// (reloading it builds it); one that is busy (loading, reloading,
+    /// hung) refuses the reload.
     fn get_stale_dependents(
         &self,
         owner: &ModuleSlot,
@@ -576,32 +607,33 @@ impl CoreInner {
         let mut slots: Vec<Arc<ModuleSlot>> =
             read_modules(&self.modules).values().cloned().collect();
         slots.sort_by_key(|slot| (lock(&slot.status).load_index, slot.name.clone()));
+        let built_against = lock(&self.built_against).clone();
         let mut stale = Vec::new();
         for slot in slots {
             if slot.name == owner.name || slot.lua_only {
                 continue;
             }
-            let uses_owner = crate::builder::path_dependencies(&slot.dir)
-                .is_ok_and(|crates| crates.iter().any(|c| c.starts_with(&owner_dir)));
-            if !uses_owner {
+            let Some(crates) = built_against.get(&slot.name) else {
                 continue;
-            }
-            let meta = ModuleMeta::read(&slot.dir)
-                .map(|parsed| parsed.meta)
-                .unwrap_or_else(|_| lock(&slot.meta).clone());
-            let (state, hash) = {
-                let status = lock(&slot.status);
-                (status.state.clone(), status.build_hash.clone())
             };
-            if !self.builder.is_stale(&slot.dir, &meta, &hash) {
+            let changed = crates.iter().any(|(dir, hash)| {
+                dir.starts_with(&owner_dir)
+                    && !crate::builder::crate_hash(dir).is_ok_and(|now| now == *hash)
+            });
+            if !changed {
                 continue;
             }
-            match state {
-                ModuleState::Loaded => stale.push((slot, meta)),
+            match slot.state() {
+                ModuleState::Loaded => {
+                    let meta = ModuleMeta::read(&slot.dir)
+                        .map(|parsed| parsed.meta)
+                        .unwrap_or_else(|_| lock(&slot.meta).clone());
+                    stale.push((slot, meta));
+                }
                 ModuleState::Failed(_) => {}
                 state => {
                     return Err(CoreError::Refused(format!(
-                        "cannot reload {}: {} depends on its API and must be reloaded with it, \
+                        "cannot reload {}: {} uses its changed API and must be reloaded with it, \
                          but it is {state:?}; nothing was reloaded",
                         owner.name, slot.name
                     )));
@@ -661,6 +693,10 @@ impl CoreInner {
                 Ok(()) => {
                     slot.set_state(ModuleState::Loaded);
                     *lock(&slot.meta) = std::mem::take(&mut swap.meta);
+                    if swap.artifact.is_some() {
+                        lock(&self.built_against)
+                            .insert(slot.name.clone(), std::mem::take(&mut swap.built_against));
+                    }
                 }
                 Err(error) => {
                     tracing::error!("reloading: {error}");

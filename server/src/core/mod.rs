@@ -119,6 +119,10 @@ pub(crate) struct CoreInner {
     stopped: AtomicBool,
     reaper: Sender<Arc<ModuleSlot>>,
     commands: commands::CommandTable,
+    /// Per module name: the crates it depends on by path and their hashes
+    /// when it was last built (`lifecycle.rs`: which dependents a reload
+    /// takes along).
+    built_against: Mutex<HashMap<String, lifecycle::BuiltAgainst>>,
     /// The folders searched for modules: the configured ones, then those
     /// added while running (`modules add DIR`).
     module_paths: RwLock<Vec<PathBuf>>,
@@ -167,6 +171,7 @@ impl Core {
             stopped: AtomicBool::new(false),
             reaper,
             commands: commands::CommandTable::default(),
+            built_against: Mutex::new(HashMap::new()),
             module_paths,
         });
         let supervisor = inner.clone();

@@ -233,8 +233,8 @@ fn an_api_change_reloads_its_dependents_together_without_dropping_players() {
     );
     append_after(
         &modules.join("voxelworld/src/lib.rs"),
-        "Save => |_| self.save(),",
-        "\n            buildat_voxelworld_api::CountLoadedSections => |_| Ok(self.world.loaded_sections() as u64),",
+        "fn receive(table: &mut Receive<Self>) {\n        table",
+        "\n            .call(|world, _: buildat_voxelworld_api::CountLoadedSections| {\n                Ok(world.world.loaded_sections() as u64)\n            })",
     );
     add_section_counter(&modules);
 
@@ -492,5 +492,47 @@ fn a_dependent_that_does_not_build_with_a_changed_api_keeps_every_module_on_its_
     );
     assert_ne!(build_hash(&mut server, "probe"), probe_before);
     assert_ne!(build_hash(&mut server, "probe_user"), user_before);
+    server.stop_cleanly();
+}
+
+#[test]
+fn saving_an_api_crate_reloads_its_module_with_the_modules_built_against_it() {
+    let scratch = Scratch::new();
+    scratch.add_probe("probe");
+    let modules = scratch.modules();
+    add_probe_user(&modules, "user-1");
+    name_members(&modules);
+    // File watching on (no --no-watch).
+    let mut server = start_server(&scratch.server_args(), Stdio::piped());
+    server.expect_line("server started", Duration::from_secs(300));
+    server.expect_line("watching module folders", Duration::from_secs(30));
+    server.expect_line(
+        "probe_user user-1 runs after core:start",
+        Duration::from_secs(30),
+    );
+    let user_before = build_hash(&mut server, "probe_user");
+
+    // Only the API crate changes (an addition the dependent compiles with).
+    append_after(
+        &modules.join("probe/api/src/lib.rs"),
+        "pub const SEQ_EVENT: &str = \"probe:seq\";",
+        "\n/// Added while the server runs.\npub const ADDED: u32 = 1;\n",
+    );
+    let line = server
+        .wait_for("module probe reloaded", Duration::from_secs(300))
+        .unwrap_or_else(|| panic!("the saved API reloads probe:\n{}", server.output()));
+    assert!(
+        line.contains("module probe reloaded with probe_user in "),
+        "{line}"
+    );
+    server.expect_line(
+        "probe_user user-1 runs after core:continue",
+        Duration::from_secs(30),
+    );
+    assert_ne!(
+        build_hash(&mut server, "probe_user"),
+        user_before,
+        "probe_user was rebuilt against the new API"
+    );
     server.stop_cleanly();
 }
