@@ -8,7 +8,10 @@
 //! `apply_generated`, so no module's thread waits on generation, this one's
 //! included), and the `generate` call used by `pregen` (several sections at
 //! once, on every core). The seed comes from voxelworld (`get_world_config`,
-//! the `world.toml` it owns). Does not own: the terrain itself (the
+//! the `world.toml` it owns). A section that does not encode, or whose
+//! generation panics, is a [`GenerateError`] naming it: logged, the
+//! `generate` call's answer, never an empty section or a section fewer.
+//! Does not own: the terrain itself (the
 //! `buildat-worldgen-terrain` crate beside it) or storing anything
 //! (voxelworld does).
 
