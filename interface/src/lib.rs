@@ -5,7 +5,7 @@
 //! [`export_module!`] macro ([`module`]), payload encoding ([`payload`]),
 //! typed calls ([`call`]) and events ([`events`]), the table of what a
 //! module receives ([`receive`]), an in-process host for module tests
-//! ([`testing`]), the reload stash
+//! ([`testing`]), typed settings ([`settings`]), the reload stash
 //! ([`stash`]), the core's own events and calls ([`core_api`]),
 //! configuration keys ([`config`]), `meta.json` ([`meta`]) and rate-limited
 //! logging of what outsiders cause ([`log_limit`]).
