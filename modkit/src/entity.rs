@@ -77,7 +77,7 @@ pub(crate) fn tick<M: Mod>(
         spawn_missing(kit, kinds)?;
     }
     let mut moves = Vec::new();
-    let mut failed = None;
+    let mut failed = Vec::new();
     for entity in &mut kit.entities {
         let Some(kind) = kinds.iter_mut().find(|k| k.name == entity.kind) else {
             continue;
@@ -85,10 +85,9 @@ pub(crate) fn tick<M: Mod>(
         let (before, yaw) = (entity.position, entity.yaw);
         entity.age += dtime;
         if let Err(error) = (kind.step)(&mut kit.state, &mut kit.ctx, entity, dtime) {
-            failed.get_or_insert(ModuleError::msg(format!(
-                "stepping {} {}: {error}",
-                entity.kind, entity.id
-            )));
+            failed.push((format!("{} {} step", entity.kind, entity.id), error));
+            // A failed step moves it nowhere.
+            (entity.position, entity.yaw) = (before, yaw);
             continue;
         }
         if entity.position != before || entity.yaw != yaw {
@@ -113,7 +112,10 @@ pub(crate) fn tick<M: Mod>(
             kit.entities.retain(|e| !lost.contains(&e.id));
         }
     }
-    failed.map_or(Ok(()), Err)
+    for (what, error) in failed {
+        kit.failed(&what, &error);
+    }
+    Ok(())
 }
 
 /// Makes the entities each kind lacks where its place closure (or the

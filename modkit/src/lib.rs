@@ -44,9 +44,11 @@ pub mod testing;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use buildat_interface::core_api::RunCommand;
 use buildat_interface::events::{Continue, Start, Tick};
+use buildat_interface::log_limit::{LogLimiter, suppressed_note};
 use buildat_interface::{Host, Module, ModuleError, Receive, UnloadKind, log};
 use buildat_voxel::VoxelInstance;
 use buildat_voxelworld_api::{SpecialCause, SpecialVoxels, special_voxel_event};
@@ -96,6 +98,8 @@ pub struct Modkit<M: Mod> {
     entities: Vec<Entity>,
     /// Seconds until entities missing are looked for a place again.
     spawn_wait: f64,
+    /// A closure failing every tick is logged a few times a minute.
+    failures: LogLimiter<String>,
 }
 
 impl<M: Mod> Modkit<M> {
@@ -130,6 +134,7 @@ impl<M: Mod> Module for Modkit<M> {
             block_ids: HashMap::new(),
             entities: Vec::new(),
             spawn_wait: 0.0,
+            failures: LogLimiter::new(3, Duration::from_secs(60)),
         })
     }
 
@@ -179,7 +184,9 @@ impl<M: Mod> Module for Modkit<M> {
             let (mut kinds, mut ticks) = (kinds, ticks);
             table.event(move |kit: &mut Self, tick: Tick| {
                 for on_tick in &mut ticks {
-                    on_tick(&mut kit.state, &mut kit.ctx, tick.dtime)?;
+                    if let Err(error) = on_tick(&mut kit.state, &mut kit.ctx, tick.dtime) {
+                        kit.failed("on_tick", &error);
+                    }
                 }
                 entity::tick(kit, &mut kinds, tick.dtime)
             });
@@ -195,6 +202,19 @@ impl<M: Mod> Module for Modkit<M> {
 }
 
 impl<M: Mod> Modkit<M> {
+    /// Logs a closure's error (`what` failed), a few times a minute for
+    /// each `what`'s first word (one failing every tick does not flood the
+    /// log).
+    pub(crate) fn failed(&mut self, what: &str, error: &ModuleError) {
+        let key = what.split(' ').next().unwrap_or_default().to_string();
+        if let Some(suppressed) = self.failures.allow(key, Instant::now()) {
+            self.ctx.host().log(
+                log::Level::Warn,
+                &format!("{what}: {error}{}", suppressed_note(suppressed)),
+            );
+        }
+    }
+
     /// `voxelworld:special/<module>`: each voxel's block's closure, with
     /// the player who made the edit. A closure's error is logged; the
     /// others still run.
@@ -221,12 +241,10 @@ impl<M: Mod> Modkit<M> {
             };
             self.ctx.player = special.by;
             if let Err(error) = handler(&mut self.state, &mut self.ctx, special.pos) {
-                self.ctx.host().log(
-                    log::Level::Warn,
-                    &format!(
-                        "{} {what} at {:?}: {error}",
-                        block.definition.name, special.pos
-                    ),
+                let at = special.pos;
+                self.failed(
+                    &format!("{} {what} at {at:?}", block.definition.name),
+                    &error,
                 );
             }
             self.ctx.player = None;

@@ -307,3 +307,38 @@ fn a_typed_command_takes_its_name_usage_and_help_from_its_definition() {
         "{error}"
     );
 }
+
+#[derive(Default, Serialize, Deserialize)]
+struct Stumbler;
+
+impl Mod for Stumbler {
+    fn setup(m: &mut Setup<Self>) {
+        m.entity("stumbler", |_, _, e, _| {
+            e.position[1] += 1.0;
+            Err::<(), _>(ModuleError::msg("tripped"))
+        })
+        .keep(2);
+    }
+}
+
+#[test]
+fn an_entity_whose_step_fails_every_tick_is_logged_a_few_times() {
+    let world = TestWorld::new();
+    let kit = world.kit().clone();
+    let mut m = world.load::<Stumbler>().unwrap();
+    for _ in 0..40 {
+        m.emit(&Tick { dtime: 0.1 })
+            .expect("the tick itself goes on");
+    }
+    let warned = kit
+        .logs()
+        .into_iter()
+        .filter(|(_, line)| line.contains("tripped"))
+        .count();
+    assert_eq!(warned, 3, "{:?}", kit.logs());
+    assert_eq!(m.module().entities().len(), 2);
+    assert!(
+        kit.calls::<MoveNodes>().is_empty(),
+        "a failed step moves nothing"
+    );
+}
