@@ -120,10 +120,7 @@ impl<M: Mod> Setup<M> {
             .get_about()
             .map(|about| about.to_string())
             .unwrap_or_default();
-        let usage = definition.clone().render_usage().to_string();
-        let usage = usage.trim().trim_start_matches("Usage:").trim();
-        let usage = usage.strip_prefix(name.as_str()).unwrap_or(usage).trim();
-        let usage = usage.to_string();
+        let usage = buildat_interface::receive::usage_of(&definition);
         let word = name.clone();
         self.command(&name, &help, privilege, move |m, ctx, words| {
             let parsed = A::try_parse_from(
