@@ -270,7 +270,7 @@ fn an_api_change_reloads_its_dependents_together_without_dropping_players() {
     let at = |module: &str| with.iter().position(|m| *m == module);
     assert!(at("worldgen") < at("main"), "in load order: {answer}");
     let (total, build, swap) = reload_times(&answer);
-    eprintln!("api_reload: {answer}");
+    eprintln!("api_reload: {answer}; {sent} pings sent meanwhile");
     assert!(
         build > 0.0 && (build + swap - total).abs() < 0.15,
         "{answer}"
