@@ -1,5 +1,6 @@
 //! What players do, judged at the tick: moves (speed, collisions, flying)
-//! and digs and places (reach, sight, the edit in one world call).
+//! and digs, places, punches and uses (reach, sight; the edits in one world
+//! call, the punches and uses told to their blocks' handler modules).
 //!
 //! Owns: the moves and actions waiting for the tick and their judging.
 //! Does not own: the rules themselves (`rules.rs`, pure), the world's
@@ -11,36 +12,38 @@ use super::*;
 /// keep far below it; past it a move is refused).
 pub(crate) const MAX_PENDING_MOVES: usize = 100_000;
 
-/// Digs and places waiting for the next tick at most.
+/// Actions waiting for the next tick at most.
 pub(crate) const MAX_PENDING_ACTIONS: usize = 100_000;
 
-/// A dig or a place waiting for the next tick.
+/// A dig, place, punch or use waiting for the next tick.
 #[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct PendingAction {
     pub(crate) peer: PeerId,
     pub(crate) voxel: Pos,
-    /// The voxel to set (air to dig) and its name.
-    pub(crate) id: u32,
-    pub(crate) name: String,
-    pub(crate) replace: Replace,
+    pub(crate) act: Act,
+}
+
+/// What an action does to its voxel.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) enum Act {
+    /// Sets it to `id` (air to dig), named `name`, if `replace` allows.
+    Edit {
+        id: u32,
+        name: String,
+        replace: Replace,
+    },
+    /// Punches or uses it: its block's handler module is told.
+    Block(BlockActionKind),
 }
 
 /// How much faster a player with `fast` may move.
 pub(crate) const FAST: f64 = 4.0;
 
 impl Game {
-    /// Whether each voxel is physically solid (`None`: not generated);
-    /// repeats looked up once, in as few calls to the world as the call's
-    /// limit allows (none for no voxel).
-    pub(crate) fn solidity(
-        &mut self,
-        mut positions: Vec<Pos>,
-    ) -> Result<HashMap<Pos, Option<bool>>, ModuleError> {
-        positions.sort_unstable();
-        positions.dedup();
-        if positions.is_empty() {
-            return Ok(HashMap::new());
-        }
+    /// The voxels at `positions` (`None`: not generated), in as few calls
+    /// to the world as the call's limit allows (none for no position); the
+    /// registry is fetched again when one of their types is not in it.
+    fn voxels_at(&mut self, positions: &[Pos]) -> Result<Vec<Option<u32>>, ModuleError> {
         let mut voxels = Vec::with_capacity(positions.len());
         for batch in positions.chunks(MAX_VOXELS_PER_CALL) {
             voxels.extend(self.host.call(&GetVoxels {
@@ -59,6 +62,18 @@ impl Game {
         {
             self.refresh_registry()?;
         }
+        Ok(voxels)
+    }
+
+    /// Whether each voxel is physically solid (`None`: not generated);
+    /// repeats looked up once ([`Self::voxels_at`]).
+    pub(crate) fn solidity(
+        &mut self,
+        mut positions: Vec<Pos>,
+    ) -> Result<HashMap<Pos, Option<bool>>, ModuleError> {
+        positions.sort_unstable();
+        positions.dedup();
+        let voxels = self.voxels_at(&positions)?;
         Ok(positions
             .into_iter()
             .zip(voxels)
@@ -190,9 +205,10 @@ impl Game {
         Ok(())
     }
 
-    /// Takes a dig or a place to judge at the next tick with the tick's
-    /// others (reach, sight and the edits themselves in one lookup and one
-    /// call to the world). The action rate is counted when it comes.
+    /// Takes a dig, place, punch or use to judge at the next tick with the
+    /// tick's others (reach, sight and the edits themselves in one lookup
+    /// and one call to the world). The action rate is counted when it
+    /// comes.
     pub(crate) fn queue_action(&mut self, action: PendingAction) -> Result<(), ModuleError> {
         let peer = action.peer;
         let Some(player) = self.players.get_mut(&peer) else {
@@ -201,7 +217,7 @@ impl Game {
         if !player.privileges.contains("interact") {
             return self.refuse(
                 peer,
-                "you may not dig or place here (no 'interact' privilege)",
+                "you may not dig, place, punch or use here (no 'interact' privilege)",
             );
         }
         if !player.actions.allow(Instant::now()) {
@@ -224,6 +240,9 @@ impl Game {
     /// every edit that passed in one `EditVoxels` call (the world checks
     /// and sets each in turn, saves its section from then on and streams
     /// the change); each edit done goes to the news of the players near it.
+    /// Then the punches and uses that passed, on the voxels as the edits
+    /// left them, are told to their blocks' handler modules
+    /// ([`Self::tell_block_actions`]).
     pub(crate) fn judge_actions(&mut self) -> Result<(), ModuleError> {
         let actions = std::mem::take(&mut self.pending_actions);
         if actions.is_empty() {
@@ -257,29 +276,47 @@ impl Game {
                 self.refuse(action.peer, &reason)?;
             }
         }
+        let mut edits = Vec::with_capacity(allowed.len());
+        let mut blocks = Vec::new();
+        for action in allowed {
+            match action.act {
+                Act::Edit { id, name, replace } => {
+                    edits.push((action.peer, action.voxel, id, name, replace))
+                }
+                Act::Block(kind) => blocks.push((action.peer, action.voxel, kind)),
+            }
+        }
+        self.edit_voxels(edits)?;
+        self.tell_block_actions(blocks)
+    }
+
+    /// The digs and places that passed, in one `EditVoxels` call.
+    fn edit_voxels(
+        &mut self,
+        allowed: Vec<(PeerId, Pos, u32, String, Replace)>,
+    ) -> Result<(), ModuleError> {
         if allowed.is_empty() {
             return Ok(());
         }
         let edits = allowed
             .iter()
-            .map(|a| EditVoxel {
-                pos: a.voxel,
-                voxel: a.id,
-                replace: a.replace,
+            .map(|(peer, pos, id, _, replace)| EditVoxel {
+                pos: *pos,
+                voxel: *id,
+                replace: *replace,
                 save: true,
                 // Handler modules are told who dug or placed.
-                by: self.players.get(&a.peer).map(|p| p.account.name.clone()),
+                by: self.players.get(peer).map(|p| p.account.name.clone()),
             })
             .collect();
         let outcomes = self.host.call(&EditVoxels { edits })?;
-        for (action, outcome) in allowed.into_iter().zip(outcomes) {
-            let peer = action.peer;
+        for ((peer, pos, _, name, replace), outcome) in allowed.into_iter().zip(outcomes) {
             match outcome {
-                EditOutcome::Edited { .. } => self.news.edit(peer, action.voxel, &action.name),
+                EditOutcome::Edited { .. } => self.news.edit(peer, pos, &name),
                 EditOutcome::NotGenerated => {
                     self.refuse(peer, "that part of the world is not generated yet")?
                 }
-                EditOutcome::Refused { .. } if action.replace == Replace::OnlyAir => {
+                EditOutcome::Refused { .. } if replace == Replace::OnlyAir => {
                     self.refuse(peer, "that place is not empty")?
                 }
                 EditOutcome::Refused { .. } => self.refuse(peer, "nothing to dig there")?,
@@ -288,13 +325,76 @@ impl Game {
         Ok(())
     }
 
+    /// The punches and uses that passed: their voxels in one lookup, then
+    /// one `main:block_action/<module>` event for each handler module of
+    /// their blocks, in the order they came. A voxel whose block has no
+    /// handler module is nobody's business.
+    fn tell_block_actions(
+        &mut self,
+        allowed: Vec<(PeerId, Pos, BlockActionKind)>,
+    ) -> Result<(), ModuleError> {
+        if allowed.is_empty() {
+            return Ok(());
+        }
+        let positions: Vec<Pos> = allowed.iter().map(|(_, pos, _)| *pos).collect();
+        let voxels = self.voxels_at(&positions)?;
+        let mut told: BTreeMap<String, Vec<BlockAction>> = BTreeMap::new();
+        for ((peer, pos, kind), voxel) in allowed.into_iter().zip(voxels) {
+            let Some(voxel) = voxel else {
+                self.refuse(peer, "that part of the world is not generated yet")?;
+                continue;
+            };
+            let Some(player) = self.players.get(&peer) else {
+                continue;
+            };
+            let handler = self
+                .registry
+                .get(buildat_voxel::VoxelInstance(voxel).type_id())
+                .map(|d| d.handler_module.as_str())
+                .filter(|module| !module.is_empty());
+            if let Some(module) = handler {
+                told.entry(module.to_string())
+                    .or_default()
+                    .push(BlockAction {
+                        pos,
+                        voxel,
+                        player: player.account.name.clone(),
+                        kind,
+                    });
+            }
+        }
+        for (module, actions) in told {
+            let payload = buildat_interface::encode(&BlockActions { actions })?;
+            self.host
+                .emit_event(&block_action_event(&module), &payload)?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn on_dig(&mut self, peer: PeerId, packet: Dig) -> Result<(), ModuleError> {
         self.queue_action(PendingAction {
             peer,
             voxel: packet.voxel,
-            id: AIR,
-            name: buildat_voxel::AIR_NAME.to_string(),
-            replace: Replace::NotAir,
+            act: Act::Edit {
+                id: AIR,
+                name: buildat_voxel::AIR_NAME.to_string(),
+                replace: Replace::NotAir,
+            },
+        })
+    }
+
+    /// `main:punch` and `main:use`: judged as a dig is, then told to the
+    /// voxel's handler module.
+    pub(crate) fn on_block_action(
+        &mut self,
+        peer: PeerId,
+        voxel: Pos,
+        kind: BlockActionKind,
+    ) -> Result<(), ModuleError> {
+        self.queue_action(PendingAction {
+            peer,
+            voxel,
+            act: Act::Block(kind),
         })
     }
 
@@ -315,9 +415,11 @@ impl Game {
         self.queue_action(PendingAction {
             peer,
             voxel: packet.voxel,
-            id,
-            name,
-            replace: Replace::OnlyAir,
+            act: Act::Edit {
+                id,
+                name,
+                replace: Replace::OnlyAir,
+            },
         })
     }
 }

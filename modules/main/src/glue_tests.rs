@@ -1,5 +1,6 @@
 //! The game's glue on the test kit: a flat fake world answering its calls,
-//! players joining, digging, placing and sending what does not decode, a
+//! players joining, digging, placing, punching and using blocks (told to
+//! their handler module) and sending what does not decode, a
 //! reload in the middle, and the commands (their usage and help from their
 //! clap definitions), with no server.
 //!
@@ -12,7 +13,10 @@ use std::sync::{Arc, Mutex};
 use buildat_interface::core_api::ListCommands;
 use buildat_interface::events::Tick;
 use buildat_interface::testing::{TestHost, TestModule};
-use buildat_main_api::{Chat, ChatLine, Dig, Edits, Join, Place, Refused, Spawn};
+use buildat_main_api::{
+    BlockAction, BlockActionKind, BlockActions, Chat, ChatLine, Dig, Edits, Join, Place, Punch,
+    Refused, Spawn, Use, block_action_event,
+};
 use buildat_network_api::receive::testing::{DeliverPackets, disconnected, sent};
 use buildat_network_api::{ClientConnected, Disconnect};
 use buildat_voxel::geometry::Pos;
@@ -39,15 +43,20 @@ struct FakeWorld {
 
 fn registry() -> VoxelRegistry {
     let mut registry = VoxelRegistry::default();
-    for (name, solid) in [("stone", true), ("torch", false)] {
+    // A lever is handled by the module `levers`.
+    for (name, handler, solid) in [
+        ("stone", "", true),
+        ("torch", "", false),
+        ("lever", "levers", true),
+    ] {
         registry
             .add(
                 VoxelName::simple(name),
                 [""; 6].map(String::from),
-                "",
+                handler,
                 solid,
             )
-            .expect("a fresh registry takes two voxels");
+            .expect("a fresh registry takes three voxels");
     }
     registry
 }
@@ -383,4 +392,112 @@ fn tp_takes_negative_coordinates() {
         .expect("ran");
     assert_eq!(answer, "ann is at [3.5, -0.5, -2.0]");
     assert_eq!(game.module().players[&1].position, [3.5, -0.5, -2.0]);
+}
+
+/// Every refusal sent to `peer`.
+fn refusals(kit: &TestHost, peer: u64) -> Vec<String> {
+    sent::<Refused>(kit)
+        .into_iter()
+        .filter(|(to, _)| *to == peer)
+        .map(|(_, refused)| refused.reason)
+        .collect()
+}
+
+/// What the game told the module `levers` of punches and uses.
+fn told_levers(kit: &TestHost) -> Vec<BlockActions> {
+    kit.emitted_named(&block_action_event("levers"))
+}
+
+#[test]
+fn a_use_and_a_punch_within_reach_are_told_to_the_block_s_handler_with_the_player() {
+    let (kit, world, mut game) = game();
+    let lever = registry().get_id("lever").expect("registered");
+    world.lock().unwrap().edited.insert([2, 0, 0], lever);
+    join(&kit, &mut game, 1, "ann");
+
+    game.packet(1, &Use { voxel: [2, 0, 0] }).expect("use");
+    game.packet(1, &Punch { voxel: [2, 0, 0] }).expect("punch");
+    assert!(told_levers(&kit).is_empty(), "judged at the tick");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    let action = |kind| BlockAction {
+        pos: [2, 0, 0],
+        voxel: lever,
+        player: "ann".into(),
+        kind,
+    };
+    assert_eq!(
+        told_levers(&kit),
+        [BlockActions {
+            actions: vec![action(BlockActionKind::Use), action(BlockActionKind::Punch)]
+        }],
+        "one event for the module, in the order they came"
+    );
+    assert!(refusals(&kit, 1).is_empty(), "{:?}", refusals(&kit, 1));
+    assert!(kit.calls::<EditVoxels>().is_empty(), "nothing edited");
+    assert!(sent::<Edits>(&kit).is_empty(), "no news");
+}
+
+#[test]
+fn a_use_out_of_reach_or_out_of_sight_is_refused_and_told_to_nobody() {
+    let (kit, world, mut game) = game();
+    let lever = registry().get_id("lever").expect("registered");
+    let stone = registry().get_id("stone").expect("registered");
+    {
+        let mut world = world.lock().unwrap();
+        world.edited.insert([40, 0, 0], lever);
+        // A lever behind a wall of stone, within reach.
+        world.edited.insert([4, 1, 0], lever);
+        for y in 0..4 {
+            for z in -3..=3 {
+                world.edited.insert([3, y, z], stone);
+            }
+        }
+    }
+    join(&kit, &mut game, 1, "ann");
+    game.packet(1, &Use { voxel: [40, 0, 0] }).expect("use");
+    game.packet(1, &Punch { voxel: [4, 1, 0] }).expect("punch");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert_eq!(
+        refusals(&kit, 1),
+        ["[40, 0, 0] is out of reach", "[4, 1, 0] is out of sight"]
+    );
+    assert!(told_levers(&kit).is_empty());
+}
+
+#[test]
+fn a_use_of_a_voxel_without_a_handler_does_nothing() {
+    let (kit, _world, mut game) = game();
+    join(&kit, &mut game, 1, "ann");
+    game.packet(1, &Use { voxel: [0, -1, 0] }).expect("use");
+    game.packet(1, &Punch { voxel: [1, -1, 0] }).expect("punch");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    let told: Vec<String> = kit
+        .emitted_names()
+        .into_iter()
+        .filter(|name| name.starts_with(buildat_main_api::BLOCK_ACTION_PREFIX))
+        .collect();
+    assert!(told.is_empty(), "{told:?}");
+    assert!(refusals(&kit, 1).is_empty(), "{:?}", refusals(&kit, 1));
+    assert!(kit.calls::<EditVoxels>().is_empty(), "nothing edited");
+}
+
+#[test]
+fn punches_count_against_the_action_rate() {
+    let (kit, world, mut game) = game();
+    let lever = registry().get_id("lever").expect("registered");
+    world.lock().unwrap().edited.insert([2, 0, 0], lever);
+    join(&kit, &mut game, 1, "ann");
+    for _ in 0..30 {
+        game.packet(1, &Punch { voxel: [2, 0, 0] }).expect("punch");
+    }
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    let refused = refusals(&kit, 1);
+    assert!(!refused.is_empty(), "some refused");
+    assert!(
+        refused.iter().all(|r| r.contains("actions a second")),
+        "{refused:?}"
+    );
+    let told = told_levers(&kit);
+    assert_eq!(told.len(), 1);
+    assert_eq!(told[0].actions.len() + refused.len(), 30);
 }

@@ -8,10 +8,12 @@
 //! with `main:correct` back to the last accepted position unless the
 //! player's `fast`, `noclip` or `fly` lifts that rule; setting
 //! `main.max_speed` in voxels a second, default 6.75, and `main.free_movement`
-//! = true to skip the checks for everyone), digging and
-//! placing voxels with validation (`interact`; `rules.rs`: reach from the server's
+//! = true to skip the checks for everyone), digging, placing, punching
+//! and using voxels with validation (`interact`; `rules.rs`: reach from the server's
 //! position with line of sight, known voxel names, neither air nor
-//! `unknown` placed, placing into air only, action rate), a deadline to
+//! `unknown` placed, placing into air only, action rate; `actions.rs`: a
+//! punch or use is told to the block's handler module as
+//! `main:block_action/<module>`), a deadline to
 //! join (`main.join_timeout_s`, default 120: a connection that has not
 //! joined by then is closed), each player as a transient dynamic node
 //! (vars `player`: the name, `peer`: the peer id, 8 bytes little-endian;
@@ -55,9 +57,10 @@ use buildat_interface::{
     Event, Host, Module, ModuleError, Receive, UnloadKind, events, export_module, log,
 };
 use buildat_main_api::{
-    BUILT_IN_PRIVILEGES, Chat, Correct, DefinePrivilege, Dig, GetPrivileges, GetTickStats,
-    GrantPrivilege, HasPrivilege, Join, Login, Move, Ping, Place, Pong, Refused, RevokePrivilege,
-    Spawn, TickStats, VAR_PEER, VAR_PLAYER,
+    BUILT_IN_PRIVILEGES, BlockAction, BlockActionKind, BlockActions, Chat, Correct,
+    DefinePrivilege, Dig, GetPrivileges, GetTickStats, GrantPrivilege, HasPrivilege, Join, Login,
+    Move, Ping, Place, Pong, Punch, Refused, RevokePrivilege, Spawn, TickStats, Use, VAR_PEER,
+    VAR_PLAYER, block_action_event,
 };
 use buildat_network_api::{
     self as network, ClientConnected, ClientDisconnected, Multicast, OutgoingPacket, PeerId,
@@ -167,8 +170,8 @@ struct Game {
     /// Moves received since the last tick, in order, with when each came
     /// (judged together at the tick: [`Game::judge_moves`]).
     pending_moves: Vec<(PeerId, [f64; 3], Instant)>,
-    /// Digs and places received since the last tick, in order
-    /// ([`Game::judge_actions`]).
+    /// Digs, places, punches and uses received since the last tick, in
+    /// order ([`Game::judge_actions`]).
     pending_actions: Vec<PendingAction>,
     /// How long a connection may take to join (`main.join_timeout_s`).
     join_timeout: Duration,
@@ -346,6 +349,12 @@ impl Module for Game {
             .packet(|game, peer, moved: Move| game.on_move(peer, moved))
             .packet(|game, peer, dig: Dig| game.on_dig(peer, dig))
             .packet(|game, peer, place: Place| game.on_place(peer, place))
+            .packet(|game, peer, punch: Punch| {
+                game.on_block_action(peer, punch.voxel, BlockActionKind::Punch)
+            })
+            .packet(|game, peer, used: Use| {
+                game.on_block_action(peer, used.voxel, BlockActionKind::Use)
+            })
             .packet(|game, peer, ping: Ping| {
                 let mut data = ping.data;
                 data.truncate(64);

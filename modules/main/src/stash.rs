@@ -53,14 +53,14 @@ pub(crate) struct GameStash {
     /// Moves received and not judged yet, with how long ago each came (in
     /// seconds), judged at the next version's first tick.
     pub(crate) pending_moves: Vec<(PeerId, [f64; 3], f64)>,
-    /// Digs and places received and not judged yet.
+    /// Digs, places, punches and uses received and not judged yet.
     pub(crate) pending_actions: Vec<PendingAction>,
 }
 
 impl buildat_interface::Stash for GameStash {
     // 2: `unjoined`; 3: players' nodes; 4: accounts; 5: pending moves and
-    // actions.
-    const LAYOUT: u32 = 5;
+    // actions; 6: punches and uses among the actions.
+    const LAYOUT: u32 = 6;
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]

@@ -1,11 +1,12 @@
 //! `buildat-main-api`: the default game's public API: its calls
-//! (privileges, tick statistics) and, re-exported from
+//! (privileges, tick statistics), the event telling a block's handler
+//! module of punches and uses ([`BlockActions`]) and, re-exported from
 //! `buildat-main-protocol`, its packets (`docs/protocol.md` §10), so a
 //! module finds both in one crate.
 //!
-//! Owns: the `main` module's calls and what they answer. Does not own: the
-//! packets' layouts (`buildat-main-protocol`) or what the game accepts
-//! (`modules/main`).
+//! Owns: the `main` module's calls and what they answer, and its events.
+//! Does not own: the packets' layouts (`buildat-main-protocol`) or what the
+//! game accepts (`modules/main`).
 
 pub use buildat_main_protocol::*;
 
@@ -55,6 +56,48 @@ impl TickStats {
         self.sum_seconds += seconds;
         self.last_seconds = seconds;
     }
+}
+
+/// The prefix of the events telling a handler module of punches and uses.
+pub const BLOCK_ACTION_PREFIX: &str = "main:block_action/";
+
+/// The event a handler module subscribes to for the punches and uses of
+/// its blocks: `main:block_action/<module>` (its payload is
+/// [`BlockActions`]).
+pub fn block_action_event(module: &str) -> String {
+    format!("{BLOCK_ACTION_PREFIX}{module}")
+}
+
+/// `main:block_action/<module>`: the punches and uses (`main:punch`,
+/// `main:use`) of one tick on voxels whose definition names `<module>` as
+/// its `handler_module`, in the order they came, each judged as a dig is
+/// (reach and sight from the server's position). One event per handler
+/// module per tick; a punch or use of a voxel without a handler module is
+/// told to nobody.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BlockActions {
+    pub actions: Vec<BlockAction>,
+}
+
+/// A player punched or used a voxel.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BlockAction {
+    /// Where the voxel is.
+    pub pos: VoxelPos,
+    /// The voxel (with its game bits) when it was judged.
+    pub voxel: u32,
+    /// The player's account name.
+    pub player: String,
+    pub kind: BlockActionKind,
+}
+
+/// What a player did to a voxel besides digging and placing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum BlockActionKind {
+    /// `main:punch`.
+    Punch,
+    /// `main:use`.
+    Use,
 }
 
 /// The privileges the game knows from the start (docs/operators.md).

@@ -260,28 +260,48 @@ position_packet!(
     Correct = "main:correct"
 );
 
-/// C→S: dig the voxel at `voxel`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Dig {
-    pub voxel: VoxelPos,
+/// Defines a packet whose payload is one voxel position `[<i4i4i4]`.
+macro_rules! voxel_packet {
+    ($(#[$doc:meta])* $ty:ident = $name:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct $ty {
+            pub voxel: VoxelPos,
+        }
+
+        impl Packet for $ty {
+            const NAME: &'static str = $name;
+
+            fn encode(&self) -> Result<Vec<u8>, PayloadError> {
+                let mut out = Vec::with_capacity(12);
+                put_voxel(&mut out, self.voxel);
+                Ok(out)
+            }
+
+            fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
+                let mut fields = Fields(bytes);
+                let voxel = fields.voxel()?;
+                fields.end()?;
+                Ok(Self { voxel })
+            }
+        }
+    };
 }
 
-impl Packet for Dig {
-    const NAME: &'static str = "main:dig";
-
-    fn encode(&self) -> Result<Vec<u8>, PayloadError> {
-        let mut out = Vec::with_capacity(12);
-        put_voxel(&mut out, self.voxel);
-        Ok(out)
-    }
-
-    fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
-        let mut fields = Fields(bytes);
-        let voxel = fields.voxel()?;
-        fields.end()?;
-        Ok(Self { voxel })
-    }
-}
+voxel_packet!(
+    /// C→S: dig the voxel at `voxel`.
+    Dig = "main:dig"
+);
+voxel_packet!(
+    /// C→S: punch the voxel at `voxel` (its block's handler module is
+    /// told; nothing happens to a voxel without one).
+    Punch = "main:punch"
+);
+voxel_packet!(
+    /// C→S: use the voxel at `voxel` (its block's handler module is told;
+    /// nothing happens to a voxel without one).
+    Use = "main:use"
+);
 
 /// C→S: place a voxel named `name` at `voxel`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -431,6 +451,8 @@ mod tests {
             idempotent::<Move>(&data);
             idempotent::<Correct>(&data);
             idempotent::<Dig>(&data);
+            idempotent::<Punch>(&data);
+            idempotent::<Use>(&data);
             idempotent::<Place>(&data);
             idempotent::<Spawn>(&data);
             idempotent::<Edits>(&data);
@@ -480,6 +502,10 @@ mod tests {
         assert_eq!(Edits::count(&three).ok(), Some(3));
         assert!(Edits::count(&three[..three.len() - 1]).is_err());
         round_trip(Join { name: "ann".into() });
+        let bytes = round_trip(Use { voxel: [1, -2, 3] });
+        assert_eq!(bytes[4..8], (-2i32).to_le_bytes());
+        assert_eq!(Punch::NAME, "main:punch");
+        assert_eq!(Use::NAME, "main:use");
         let bytes = round_trip(Login {
             name: "ann".into(),
             password: "pw".into(),
@@ -499,6 +525,8 @@ mod tests {
         assert!(Correct::decode(&[0; 23]).is_err());
         assert!(Dig::decode(&[0; 11]).is_err());
         assert!(Dig::decode(&[0; 13]).is_err());
+        assert!(Punch::decode(&[0; 11]).is_err());
+        assert!(Use::decode(&[0; 13]).is_err());
         assert!(Place::decode(&[0; 5]).is_err());
         assert!(Edits::decode(&[0; 21]).is_err());
         // A name length past the end.
