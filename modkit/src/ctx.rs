@@ -45,8 +45,9 @@ impl Ctx {
         self.host.module_name()
     }
 
-    /// The player who ran the command, or whose dig or place is being
-    /// handled; `None` for the console, the world or another module.
+    /// The player who ran the command, or whose dig, place, punch or use
+    /// is being handled; `None` for the console, the world or another
+    /// module.
     pub fn player(&self) -> Option<&str> {
         self.player.as_deref()
     }

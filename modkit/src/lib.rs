@@ -1,5 +1,6 @@
 //! `buildat-modkit`: a module in a few lines. A modder declares chat and
-//! console commands, blocks with behaviour and kinds of entity in one
+//! console commands, blocks with behaviour (placed, dug, touched, punched,
+//! used) and kinds of entity in one
 //! `setup`, each with a closure; the modkit turns that into the module's
 //! receive table ([`buildat_interface::Receive`]): the subscriptions, the
 //! registrations on `core:start` and `core:continue`, the dispatch.
@@ -50,10 +51,13 @@ use buildat_interface::core_api::RunCommand;
 use buildat_interface::events::{Continue, Start, Tick};
 use buildat_interface::log_limit::{LogLimiter, suppressed_note};
 use buildat_interface::{Host, Module, ModuleError, Receive, UnloadKind, log};
+use buildat_main_api::{BlockActionKind, BlockActions, block_action_event};
 use buildat_voxel::VoxelInstance;
+use buildat_voxel::geometry::Pos;
 use buildat_voxelworld_api::{SpecialCause, SpecialVoxels, special_voxel_event};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use setup::Happened;
 
 pub use buildat_interface as interface;
 pub use buildat_main_api as main_api;
@@ -171,14 +175,25 @@ impl<M: Mod> Module for Modkit<M> {
             });
         }
         if !blocks.is_empty() {
-            let mut blocks = blocks;
+            let takes_actions = blocks.iter().any(setup::Block::takes_actions);
+            let blocks = Rc::new(RefCell::new(blocks));
+            let acted_on = Rc::clone(&blocks);
             table.event_named(
                 special_voxel_event(&module),
                 move |kit: &mut Self, told: SpecialVoxels| {
-                    kit.on_special(&mut blocks, told);
+                    kit.on_special(&mut blocks.borrow_mut(), told);
                     Ok(())
                 },
             );
+            if takes_actions {
+                table.event_named(
+                    block_action_event(&module),
+                    move |kit: &mut Self, told: BlockActions| {
+                        kit.on_block_actions(&mut acted_on.borrow_mut(), told);
+                        Ok(())
+                    },
+                );
+            }
         }
         if !kinds.is_empty() || !ticks.is_empty() {
             let (mut kinds, mut ticks) = (kinds, ticks);
@@ -216,39 +231,63 @@ impl<M: Mod> Modkit<M> {
     }
 
     /// `voxelworld:special/<module>`: each voxel's block's closure, with
-    /// the player who made the edit. A closure's error is logged; the
-    /// others still run.
+    /// the player who made the edit.
     fn on_special(&mut self, blocks: &mut [setup::Block<M>], told: SpecialVoxels) {
         for special in told.voxels {
-            let of = match special.cause {
-                SpecialCause::Dug => special.previous,
-                SpecialCause::Placed | SpecialCause::NeighbourChanged { .. } => special.voxel,
+            let (of, happened) = match special.cause {
+                SpecialCause::Dug => (special.previous, Happened::Dug),
+                SpecialCause::Placed => (special.voxel, Happened::Placed),
+                SpecialCause::NeighbourChanged { .. } => (special.voxel, Happened::Touched),
             };
-            let Some(block) = self
-                .block_ids
-                .get(&VoxelInstance(of).type_id())
-                .and_then(|&index| blocks.get_mut(index))
-            else {
-                continue;
-            };
-            let (what, handler) = match special.cause {
-                SpecialCause::Placed => ("placed", block.on_place.as_mut()),
-                SpecialCause::Dug => ("dug", block.on_dig.as_mut()),
-                SpecialCause::NeighbourChanged { .. } => ("touched", block.on_touch.as_mut()),
-            };
-            let Some(handler) = handler else {
-                continue;
-            };
-            self.ctx.player = special.by;
-            if let Err(error) = handler(&mut self.state, &mut self.ctx, special.pos) {
-                let at = special.pos;
-                self.failed(
-                    &format!("{} {what} at {at:?}", block.definition.name),
-                    &error,
-                );
-            }
-            self.ctx.player = None;
+            self.run_block(blocks, of, special.pos, special.by, happened);
         }
+    }
+
+    /// `main:block_action/<module>`: each punch's or use's closure, with
+    /// the player.
+    fn on_block_actions(&mut self, blocks: &mut [setup::Block<M>], told: BlockActions) {
+        for action in told.actions {
+            let happened = match action.kind {
+                BlockActionKind::Punch => Happened::Punched,
+                BlockActionKind::Use => Happened::Used,
+            };
+            self.run_block(
+                blocks,
+                action.voxel,
+                action.pos,
+                Some(action.player),
+                happened,
+            );
+        }
+    }
+
+    /// Runs the closure of the block of `voxel` at `pos` for what
+    /// happened, with `player` in the context, if it has one. Its error is
+    /// logged; the others still run.
+    fn run_block(
+        &mut self,
+        blocks: &mut [setup::Block<M>],
+        voxel: u32,
+        pos: Pos,
+        player: Option<String>,
+        happened: Happened,
+    ) {
+        let Some(block) = self
+            .block_ids
+            .get(&VoxelInstance(voxel).type_id())
+            .and_then(|&index| blocks.get_mut(index))
+        else {
+            return;
+        };
+        let name = block.definition.name.clone();
+        let Some(handler) = block.closure(happened) else {
+            return;
+        };
+        self.ctx.player = player;
+        if let Err(error) = handler(&mut self.state, &mut self.ctx, pos) {
+            self.failed(&format!("{name} {} at {pos:?}", happened.word()), &error);
+        }
+        self.ctx.player = None;
     }
 }
 

@@ -42,6 +42,49 @@ pub(crate) struct Block<M> {
     pub on_place: Option<VoxelFn<M>>,
     pub on_dig: Option<VoxelFn<M>>,
     pub on_touch: Option<VoxelFn<M>>,
+    pub on_punch: Option<VoxelFn<M>>,
+    pub on_use: Option<VoxelFn<M>>,
+}
+
+/// What happened to one of a block's voxels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Happened {
+    Placed,
+    Dug,
+    /// A neighbour changed.
+    Touched,
+    Punched,
+    Used,
+}
+
+impl Happened {
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Placed => "placed",
+            Self::Dug => "dug",
+            Self::Touched => "touched",
+            Self::Punched => "punched",
+            Self::Used => "used",
+        }
+    }
+}
+
+impl<M> Block<M> {
+    /// Whether a punch or a use of it runs a closure.
+    pub fn takes_actions(&self) -> bool {
+        self.on_punch.is_some() || self.on_use.is_some()
+    }
+
+    /// The closure for what happened, if it has one.
+    pub fn closure(&mut self, happened: Happened) -> Option<&mut VoxelFn<M>> {
+        match happened {
+            Happened::Placed => self.on_place.as_mut(),
+            Happened::Dug => self.on_dig.as_mut(),
+            Happened::Touched => self.on_touch.as_mut(),
+            Happened::Punched => self.on_punch.as_mut(),
+            Happened::Used => self.on_use.as_mut(),
+        }
+    }
 }
 
 /// A kind of entity.
@@ -140,7 +183,8 @@ impl<M: Mod> Setup<M> {
 
     /// A block, registered with the world on start with this module as its
     /// handler; its `on_place`, `on_dig` and `on_touch` closures run when
-    /// one of its voxels is placed, dug, or a neighbour of one changes.
+    /// one of its voxels is placed, dug, or a neighbour of one changes, its
+    /// `on_punch` and `on_use` when a player punches or uses one.
     pub fn block(&mut self, definition: BlockDefinition) -> BlockSetup<'_, M> {
         assert!(
             self.blocks
@@ -154,6 +198,8 @@ impl<M: Mod> Setup<M> {
             on_place: None,
             on_dig: None,
             on_touch: None,
+            on_punch: None,
+            on_use: None,
         });
         let block = self.blocks.last_mut().expect("just pushed");
         BlockSetup { block }
@@ -279,6 +325,26 @@ impl<M> BlockSetup<'_, M> {
         mut run: impl FnMut(&mut M, &mut Ctx, Pos) -> Result<R, ModuleError> + 'static,
     ) -> Self {
         self.block.on_touch = Some(Box::new(move |m, ctx, pos| run(m, ctx, pos).map(drop)));
+        self
+    }
+
+    /// When a player punches one of its voxels (`main:punch`, judged by
+    /// the game for reach and sight; [`Ctx::player`] says who).
+    pub fn on_punch<R>(
+        self,
+        mut run: impl FnMut(&mut M, &mut Ctx, Pos) -> Result<R, ModuleError> + 'static,
+    ) -> Self {
+        self.block.on_punch = Some(Box::new(move |m, ctx, pos| run(m, ctx, pos).map(drop)));
+        self
+    }
+
+    /// When a player uses one of its voxels (`main:use`), as
+    /// [`BlockSetup::on_punch`].
+    pub fn on_use<R>(
+        self,
+        mut run: impl FnMut(&mut M, &mut Ctx, Pos) -> Result<R, ModuleError> + 'static,
+    ) -> Self {
+        self.block.on_use = Some(Box::new(move |m, ctx, pos| run(m, ctx, pos).map(drop)));
         self
     }
 }

@@ -15,7 +15,8 @@
 //! position is generated), blocks (the stone, dirt, grass and torch of
 //! the default game are there from the start), dynamic nodes, players and
 //! the special-voxel events its edits cause, delivered as voxelworld would
-//! (one event per round of edits, until no edit causes another). Does not
+//! (one event per round of edits, until no edit causes another), and a
+//! player's punches and uses, delivered as the game would. Does not
 //! own: the kit itself (`buildat_interface::testing`).
 
 use std::collections::{BTreeMap, HashMap};
@@ -24,7 +25,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use buildat_interface::core_api::DeclareSettings;
 use buildat_interface::testing::{TestHost, TestModule};
 use buildat_interface::{ModuleError, encode};
-use buildat_main_api::{VAR_PEER, VAR_PLAYER};
+use buildat_main_api::{
+    BlockAction, BlockActionKind, BlockActions, VAR_PEER, VAR_PLAYER, block_action_event,
+};
 use buildat_network_api::PeerId;
 use buildat_voxel::geometry::{FACES, Pos};
 use buildat_voxel::{AIR, BlockDefinition, BlockRegistry, VoxelInstance, VoxelRegistry};
@@ -357,6 +360,60 @@ impl TestWorld {
         by: Option<&str>,
     ) -> Result<(), ModuleError> {
         lock(&self.world).set(pos, AIR, by.map(str::to_string));
+        self.deliver(module)
+    }
+
+    /// The player `by` punches the voxel at `pos`, as a `main:punch` the
+    /// game judged: the module is told (`main:block_action/<module>`) if
+    /// the voxel's block is its own, then what its closures' edits cause.
+    pub fn punch<M: Mod>(
+        &self,
+        module: &mut TestModule<Modkit<M>>,
+        pos: Pos,
+        by: &str,
+    ) -> Result<(), ModuleError> {
+        self.act(module, pos, by, BlockActionKind::Punch)
+    }
+
+    /// The player `by` uses the voxel at `pos` (`main:use`), as
+    /// [`TestWorld::punch`].
+    pub fn use_block<M: Mod>(
+        &self,
+        module: &mut TestModule<Modkit<M>>,
+        pos: Pos,
+        by: &str,
+    ) -> Result<(), ModuleError> {
+        self.act(module, pos, by, BlockActionKind::Use)
+    }
+
+    fn act<M: Mod>(
+        &self,
+        module: &mut TestModule<Modkit<M>>,
+        pos: Pos,
+        by: &str,
+        kind: BlockActionKind,
+    ) -> Result<(), ModuleError> {
+        let name = module.module().ctx.module_name();
+        let event = block_action_event(&name);
+        let voxel = {
+            let world = lock(&self.world);
+            let voxel = world.get(pos);
+            (world.handler(voxel) == Some(name.as_str())).then_some(voxel)
+        };
+        if let Some(voxel) = voxel
+            && self.kit.subscriptions().contains(&event)
+        {
+            let action = BlockAction {
+                pos,
+                voxel,
+                player: by.to_string(),
+                kind,
+            };
+            let told = BlockActions {
+                actions: vec![action],
+            };
+            module.emit_raw(&event, &encode(&told)?)?;
+        }
         self.deliver(module)
     }
 

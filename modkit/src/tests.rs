@@ -151,6 +151,75 @@ fn a_placed_block_changes_the_voxel_above_and_hears_digs_and_touches() {
     assert_eq!(world.edits().len(), 1, "nothing more edited");
 }
 
+/// A lever: using it switches a torch above it on and off; a punch is
+/// remembered with who punched, and fails on the lever's second punch.
+#[derive(Default, Serialize, Deserialize)]
+struct Lever {
+    on: bool,
+    punched_by: Vec<String>,
+}
+
+impl Mod for Lever {
+    fn setup(m: &mut Setup<Self>) {
+        m.block(BlockDefinition::simple("lever", "lever.png"))
+            .on_use(|s, ctx, [x, y, z]| {
+                s.on = !s.on;
+                ctx.set_voxel([x, y + 1, z], if s.on { "torch" } else { "air" })
+            })
+            .on_punch(|s, ctx, _| {
+                s.punched_by
+                    .push(ctx.player().unwrap_or("nobody").to_string());
+                if s.punched_by.len() > 1 {
+                    return Err(ModuleError::msg("the lever is stuck"));
+                }
+                Ok(())
+            });
+    }
+}
+
+#[test]
+fn using_and_punching_a_block_run_its_closures_with_the_player() {
+    let world = TestWorld::new();
+    let kit = world.kit().clone();
+    let mut m = world.load::<Lever>().unwrap();
+    let mut subscribed = kit.subscriptions();
+    subscribed.sort();
+    assert_eq!(
+        subscribed,
+        ["main:block_action/test", "voxelworld:special/test"]
+    );
+    world
+        .place(&mut m, [0, 1, 0], "lever", Some("ann"))
+        .unwrap();
+
+    world.use_block(&mut m, [0, 1, 0], "ann").unwrap();
+    assert!(m.module().state().on);
+    assert_eq!(world.voxel([0, 2, 0]).as_deref(), Some("torch"));
+    world.use_block(&mut m, [0, 1, 0], "bob").unwrap();
+    assert_eq!(world.voxel([0, 2, 0]).as_deref(), Some("air"), "off again");
+
+    world.punch(&mut m, [0, 1, 0], "bob").unwrap();
+    assert_eq!(m.module().state().punched_by, ["bob"]);
+    assert_eq!(m.module().ctx.player(), None, "only while it runs");
+
+    // A voxel of another block (or of none) is not the lever's business.
+    world.fill([1, 1, 0], [1, 1, 0], "stone");
+    world.punch(&mut m, [1, 1, 0], "ann").unwrap();
+    world.use_block(&mut m, [5, 5, 5], "ann").unwrap();
+    assert_eq!(m.module().state().punched_by, ["bob"]);
+    assert!(!m.module().state().on);
+
+    // A closure's error is logged, naming the block and what happened.
+    world.punch(&mut m, [0, 1, 0], "ann").unwrap();
+    assert!(
+        kit.logs()
+            .iter()
+            .any(|(_, line)| line == "lever punched at [0, 1, 0]: the lever is stuck"),
+        "{:?}",
+        kit.logs()
+    );
+}
+
 /// An entity walking a circle of 3 voxels around where it was made.
 #[derive(Default, Serialize, Deserialize)]
 struct Circler;

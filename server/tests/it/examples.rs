@@ -3,7 +3,8 @@
 //! examples/modules`: `hello` answers on the console and in chat with its
 //! setting's words and keeps its count over a reload; `bouncer` puts a
 //! torch on itself when a player places it, is told which player touched
-//! it and says so when dug;
+//! it, says who used it (`main:use`, judged by the game and told to the
+//! block's module) and says so when dug;
 //! `circler`'s entity appears above spawn and a player sees it move.
 
 use std::collections::BTreeMap;
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use buildat_format::Packet;
 use buildat_harness::raw_client::RawClient;
-use buildat_main_api::{Chat, ChatLine, Dig, Join, Place, Refused, Spawn};
+use buildat_main_api::{Chat, ChatLine, Dig, Join, Place, Refused, Spawn, Use};
 use buildat_replicate_api::{NodeState, NodeUpdates};
 use buildat_voxel::geometry::Pos;
 
@@ -181,6 +182,14 @@ fn the_examples_load_beside_the_game_and_do_their_thing() {
             server.wait_for(&by_ann, Duration::from_secs(5)).is_some()
         });
     assert!(touched, "ann touched the bouncer:\n{}", server.output());
+    ann.client.send_packet(&Use { voxel: at }).unwrap();
+    ann.pump_until(Duration::from_secs(30), |p| p.said("ann bounces ("))
+        .unwrap_or_else(|| {
+            panic!(
+                "using the bouncer is announced: {:?} (refused: {:?})",
+                ann.chat, ann.refused
+            )
+        });
     ann.client.send_packet(&Dig { voxel: at }).unwrap();
     let gone = format!("the bouncer at {at:?} is gone");
     ann.pump_until(Duration::from_secs(30), |p| p.said(&gone))

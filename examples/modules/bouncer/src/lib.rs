@@ -14,6 +14,10 @@ impl Mod for Bouncer {
                 s.bounces += 1;
                 log::info!("bouncer {pos:?} touched by {:?}", ctx.player());
                 Ok(())
+            })
+            .on_use(|s, ctx, _| {
+                let who = ctx.player().unwrap_or("?").to_string();
+                ctx.announce(&format!("{who} bounces ({})", s.bounces))
             });
     }
 }
@@ -29,7 +33,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_bouncer_puts_a_torch_on_itself_counts_touches_and_says_when_dug() {
+    fn a_bouncer_puts_a_torch_on_itself_counts_touches_says_who_used_it_and_when_dug() {
         let world = TestWorld::new();
         world.fill([-2, 0, -2], [2, 0, 2], "stone");
         world.join("ann", 7);
@@ -42,9 +46,15 @@ mod tests {
         assert_eq!(m.module().state().bounces, 1, "its torch touched it");
         world.place(&mut m, [1, 1, 0], "dirt", Some("ann")).unwrap();
         assert_eq!(m.module().state().bounces, 2);
+        world.use_block(&mut m, [0, 1, 0], "ann").unwrap();
         world.dig(&mut m, [0, 1, 0], Some("ann")).unwrap();
-        let told = sent::<ChatLine>(world.kit());
-        assert_eq!(told.len(), 1);
-        assert_eq!(told[0].1.text, "the bouncer at [0, 1, 0] is gone");
+        let told: Vec<String> = sent::<ChatLine>(world.kit())
+            .into_iter()
+            .map(|(_, line)| line.text)
+            .collect();
+        assert_eq!(
+            told,
+            ["ann bounces (2)", "the bouncer at [0, 1, 0] is gone"]
+        );
     }
 }
