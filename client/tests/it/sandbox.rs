@@ -1174,3 +1174,47 @@ fn the_ui_api_is_bounded() {
     );
     assert_healthy(&rt, "after the UI flood");
 }
+
+/// The default game's controls (`modules/main/client_lua/init.lua`, run as
+/// the server ships it): a left click digs, with F held punches, with E
+/// held uses, a middle click uses; each sends its `main:*` packet for the
+/// voxel clicked.
+#[test]
+fn the_game_s_clicks_dig_punch_and_use_the_voxel_under_the_crosshair() {
+    use buildat_client::frontend::{Button, Target};
+    use buildat_format::Packet;
+    use buildat_main_protocol::{Dig, Punch, Use};
+
+    let (rt, _log) = runtime();
+    rt.set_graphical(true);
+    let game = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../modules/main/client_lua/init.lua");
+    let source = std::fs::read_to_string(&game).expect("the game's client Lua");
+    run(&rt, "main/client_lua/init.lua", &source).expect("the game's Lua runs");
+    rt.take_outgoing();
+    let target = Some(Target {
+        voxel: [3, -4, 5],
+        before: [3, -3, 5],
+    });
+    let voxel = [3, -4, 5];
+    let click = |button| assert!(rt.dispatch_click(button, target).is_empty());
+    let key = |key, pressed| assert!(rt.dispatch_key(key, pressed).is_empty());
+    click(Button::Left);
+    key("F", true);
+    click(Button::Left);
+    key("F", false);
+    key("E", true);
+    click(Button::Left);
+    key("E", false);
+    click(Button::Middle);
+    click(Button::Left);
+    let expected = [
+        (Dig::NAME, Dig { voxel }.encode().unwrap()),
+        (Punch::NAME, Punch { voxel }.encode().unwrap()),
+        (Use::NAME, Use { voxel }.encode().unwrap()),
+        (Use::NAME, Use { voxel }.encode().unwrap()),
+        (Dig::NAME, Dig { voxel }.encode().unwrap()),
+    ]
+    .map(|(name, data)| (name.to_string(), data));
+    assert_eq!(rt.take_outgoing(), expected);
+}

@@ -4,13 +4,14 @@
 --! `require("buildat/module/main")`.
 --!
 --! Owns: the protocol glue of the `main:*` packets (docs/protocol.md §10:
---! join, spawn, move, dig, place, batched edits, ping/pong, refusals, chat,
---! corrections of refused moves), what this player knows (its peer id and
+--! join, spawn, move, dig, place, punch, use, batched edits, ping/pong,
+--! refusals, chat, corrections of refused moves), what this player knows (its peer id and
 --! position, edits seen; the other players are nodes the server replicates,
 --! read from `buildat.nodes`), telling the client's world view where the player
 --! is (`buildat.world.set_focus`), a summary line every few seconds, and
 --! in a graphical client the controls (`buildat.ui`: movement keys,
---! digging and placing with the mouse, the hotbar of the registry's blocks,
+--! digging, placing, punching (F held) and using (E held, or the middle
+--! button) with the mouse, the hotbar of the registry's blocks,
 --! other players and every other node (creatures, ...) as boxes, a help
 --! line).
 --! Does not own: the world itself (the client keeps the voxelworld stream
@@ -18,6 +19,7 @@
 --!
 --! Interface returned: position() -> x, y, z (nil before spawning),
 --! peer() -> id, move(x, y, z), dig(x, y, z), place(x, y, z, name),
+--! punch(x, y, z), use(x, y, z),
 --! ping([fn(rtt_seconds, seq)]) -> seq, edits_seen() -> n,
 --! players() -> { [peer] = { name, x, y, z, node } } (others only),
 --! on_spawn(fn(peer, x, y, z)) (called at once when already spawned),
@@ -266,6 +268,15 @@ function M.place(x, y, z, name)
 	buildat.send_packet("main:place", voxel_args(x, y, z) .. name)
 end
 
+-- Punching and using a voxel: the server tells its block's module.
+function M.punch(x, y, z)
+	buildat.send_packet("main:punch", voxel_args(x, y, z))
+end
+
+function M.use(x, y, z)
+	buildat.send_packet("main:use", voxel_args(x, y, z))
+end
+
 -- Sends a main:ping; fn(rtt_seconds, seq) runs when its pong comes back.
 function M.ping(fn)
 	ping_seq = (ping_seq + 1) % 0x100000000
@@ -351,11 +362,22 @@ if graphical then
 	end
 	ui.bind("WheelUp", scroll(-1))
 	ui.bind("WheelDown", scroll(1))
+	-- A key tells no target: F and E, held, make a left click punch or use.
+	local held = {}
+	for _, key in ipairs({ "E", "F" }) do
+		ui.bind(key, function(pressed)
+			held[key] = pressed
+		end)
+	end
 	ui.on_click(function(button, target)
 		if target == nil then
 			return
 		end
-		if button == "left" then
+		if button == "middle" or (button == "left" and held.E) then
+			M.use(target.x, target.y, target.z)
+		elseif button == "left" and held.F then
+			M.punch(target.x, target.y, target.z)
+		elseif button == "left" then
 			M.dig(target.x, target.y, target.z)
 		elseif button == "right" then
 			local _, name = ui.selected()
@@ -373,7 +395,7 @@ if graphical then
 	buildat.sub_packet("voxelworld:registry", function()
 		ui.set_hotbar(buildat.world.block_names())
 	end)
-	ui.set_text("1 help", "WASD move  SPACE jump  LMB dig  RMB place  1-9/WHEEL block  ESC mouse")
+	ui.set_text("1 help", "WASD move  SPACE jump  LMB dig  F+LMB punch  E+LMB/MMB use  RMB place  1-9/WHEEL block  ESC mouse")
 	buildat.set_interval(1, function()
 		ui.set_text("2 players", "players " .. (count_of(other_players()) + (me.peer ~= nil and 1 or 0)))
 	end)
