@@ -68,7 +68,7 @@ pub use serde;
 
 pub use ctx::Ctx;
 pub use entity::Entity;
-pub use setup::{BlockSetup, EntitySetup, Setup};
+pub use setup::{BlockSetup, EntitySetup, Setup, VoxelClosure};
 
 /// What a modder writes most modules with.
 pub mod prelude {

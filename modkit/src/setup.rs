@@ -75,15 +75,20 @@ impl<M> Block<M> {
         self.on_punch.is_some() || self.on_use.is_some()
     }
 
+    /// Where the closure for what happened goes.
+    fn slot(&mut self, happened: Happened) -> &mut Option<VoxelFn<M>> {
+        match happened {
+            Happened::Placed => &mut self.on_place,
+            Happened::Dug => &mut self.on_dig,
+            Happened::Touched => &mut self.on_touch,
+            Happened::Punched => &mut self.on_punch,
+            Happened::Used => &mut self.on_use,
+        }
+    }
+
     /// The closure for what happened, if it has one.
     pub fn closure(&mut self, happened: Happened) -> Option<&mut VoxelFn<M>> {
-        match happened {
-            Happened::Placed => self.on_place.as_mut(),
-            Happened::Dug => self.on_dig.as_mut(),
-            Happened::Touched => self.on_touch.as_mut(),
-            Happened::Punched => self.on_punch.as_mut(),
-            Happened::Used => self.on_use.as_mut(),
-        }
+        self.slot(happened).as_mut()
     }
 }
 
@@ -301,52 +306,48 @@ impl<M> BlockSetup<'_, M> {
     /// When one of its voxels is placed (at the given position). Each
     /// closure answers a `Result` of anything (what `ctx` answered, say):
     /// an error is logged, a value dropped.
-    pub fn on_place<R>(
-        self,
-        mut run: impl FnMut(&mut M, &mut Ctx, Pos) -> Result<R, ModuleError> + 'static,
-    ) -> Self {
-        self.block.on_place = Some(Box::new(move |m, ctx, pos| run(m, ctx, pos).map(drop)));
-        self
+    pub fn on_place<R>(self, run: impl VoxelClosure<M, R>) -> Self {
+        self.set(Happened::Placed, run)
     }
 
     /// When one of its voxels is dug or replaced.
-    pub fn on_dig<R>(
-        self,
-        mut run: impl FnMut(&mut M, &mut Ctx, Pos) -> Result<R, ModuleError> + 'static,
-    ) -> Self {
-        self.block.on_dig = Some(Box::new(move |m, ctx, pos| run(m, ctx, pos).map(drop)));
-        self
+    pub fn on_dig<R>(self, run: impl VoxelClosure<M, R>) -> Self {
+        self.set(Happened::Dug, run)
     }
 
     /// When a voxel beside one of its voxels (one of the six faces)
     /// changes: somebody touched it.
-    pub fn on_touch<R>(
-        self,
-        mut run: impl FnMut(&mut M, &mut Ctx, Pos) -> Result<R, ModuleError> + 'static,
-    ) -> Self {
-        self.block.on_touch = Some(Box::new(move |m, ctx, pos| run(m, ctx, pos).map(drop)));
-        self
+    pub fn on_touch<R>(self, run: impl VoxelClosure<M, R>) -> Self {
+        self.set(Happened::Touched, run)
     }
 
     /// When a player punches one of its voxels (`main:punch`, judged by
     /// the game for reach and sight; [`Ctx::player`] says who).
-    pub fn on_punch<R>(
-        self,
-        mut run: impl FnMut(&mut M, &mut Ctx, Pos) -> Result<R, ModuleError> + 'static,
-    ) -> Self {
-        self.block.on_punch = Some(Box::new(move |m, ctx, pos| run(m, ctx, pos).map(drop)));
-        self
+    pub fn on_punch<R>(self, run: impl VoxelClosure<M, R>) -> Self {
+        self.set(Happened::Punched, run)
     }
 
     /// When a player uses one of its voxels (`main:use`), as
     /// [`BlockSetup::on_punch`].
-    pub fn on_use<R>(
-        self,
-        mut run: impl FnMut(&mut M, &mut Ctx, Pos) -> Result<R, ModuleError> + 'static,
-    ) -> Self {
-        self.block.on_use = Some(Box::new(move |m, ctx, pos| run(m, ctx, pos).map(drop)));
+    pub fn on_use<R>(self, run: impl VoxelClosure<M, R>) -> Self {
+        self.set(Happened::Used, run)
+    }
+
+    fn set<R>(self, happened: Happened, mut run: impl VoxelClosure<M, R>) -> Self {
+        *self.block.slot(happened) = Some(Box::new(move |m, ctx, pos| run(m, ctx, pos).map(drop)));
         self
     }
+}
+
+/// A block's closure: the mod's state, the context, the voxel's position.
+pub trait VoxelClosure<M, R>:
+    FnMut(&mut M, &mut Ctx, Pos) -> Result<R, ModuleError> + 'static
+{
+}
+
+impl<M, R, F> VoxelClosure<M, R> for F where
+    F: FnMut(&mut M, &mut Ctx, Pos) -> Result<R, ModuleError> + 'static
+{
 }
 
 /// A kind of entity being declared.
