@@ -102,7 +102,7 @@ pub enum BlockActionKind {
 
 /// The privileges the game knows from the start (docs/operators.md).
 pub const BUILT_IN_PRIVILEGES: &[(&str, &str)] = &[
-    ("interact", "dig and place"),
+    ("interact", "dig, place, punch and use"),
     ("shout", "chat"),
     ("fly", "move without ground below"),
     ("fast", "move four times as fast"),
