@@ -174,3 +174,59 @@ pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
             world.pump_viewers(Some(&[peer]))
         });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use buildat_interface::testing::TestHost;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    struct OldGetChunk {
+        chunk: Pos,
+    }
+    #[derive(Serialize, Deserialize)]
+    struct OldSetViewer(Viewer);
+    #[derive(Serialize, Deserialize)]
+    struct OldRemoveViewer {
+        peer: PeerId,
+    }
+    buildat_interface::calls! {
+        module buildat_voxelworld_api::MODULE;
+        OldGetChunk = "get_chunk" -> Option<buildat_voxelworld_api::ChunkData>;
+        OldSetViewer = "set_viewer" -> ();
+        OldRemoveViewer = "remove_viewer" -> ();
+    }
+
+    /// The calls nothing made are gone: a viewer moves by its events only
+    /// and stops being streamed to when its peer leaves.
+    #[test]
+    fn the_calls_nothing_made_are_unknown_functions() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kit = TestHost::new().world_path(dir.path());
+        let mut world = kit.load::<VoxelWorld>().expect("loads");
+        let viewer = Viewer {
+            peer: 3,
+            position: [0.5; 3],
+        };
+        for error in [
+            world.call(&OldGetChunk { chunk: [0; 3] }).map(drop),
+            world.call(&OldSetViewer(viewer.clone())).map(drop),
+            world.call(&OldRemoveViewer { peer: 3 }).map(drop),
+        ] {
+            assert!(
+                matches!(error, Err(ModuleError::UnknownFunction(_))),
+                "{error:?}"
+            );
+        }
+        world.emit(&viewer).expect("moves by its event");
+        assert_eq!(world.module().streamer.viewer_count(), 1);
+        world
+            .emit(&ClientDisconnected {
+                peer: 3,
+                reason: "gone".into(),
+            })
+            .expect("leaves");
+        assert_eq!(world.module().streamer.viewer_count(), 0);
+    }
+}
