@@ -134,7 +134,8 @@ pub struct HostError {
 /// Why a module is being unloaded (see [`Module::unload`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UnloadKind {
-    /// A new version loads right after: stash state with `tmp_store_data`.
+    /// A new version loads right after: what it needs goes in the stash
+    /// (the receive table's `.stash(..)`, or [`Host::store_stash`]).
     Reload,
     /// Unloaded on request; nothing follows.
     ForGood,
@@ -451,8 +452,10 @@ pub trait Module: Sized + 'static {
     }
 
     /// `core:unload`: stop and join every thread and runtime the module
-    /// started. On [`UnloadKind::Reload`], stash what the next version needs
-    /// with `tmp_store_data` and take it back on `core:continue`.
+    /// started. On [`UnloadKind::Reload`], what the next version needs is
+    /// stashed by the receive table (`.stash(..)`, saved after this
+    /// returns), or by hand with [`Host::store_stash`], taken back with
+    /// [`Host::take_stash`] on `core:continue`.
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
         let _ = kind;
         Ok(())
