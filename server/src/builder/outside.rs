@@ -27,7 +27,7 @@
 //! Does not own: building (`mod.rs`; the written workspace is then built
 //! like any other, its modules together, into the shared target dir).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -46,8 +46,12 @@ pub fn engine_root() -> PathBuf {
 }
 
 /// The package every outside workspace has when the server also builds
-/// modules of the engine's workspace: it depends on them, so a cargo run
+/// modules of the engine's workspace: it depends on what they depend on
+/// from a registry, with the features they ask for, so a cargo run
 /// selecting it unifies dependency features as the engine's run does.
+/// (Not on the modules themselves: cargo hashes a path package by its path
+/// relative to the workspace root, so the engine's crates compile to other
+/// artifacts here anyway, and the modules would compile again.)
 pub const FEATURES_PACKAGE: &str = "buildat-engine-features";
 const FEATURES_DIR: &str = ".engine-features";
 
@@ -132,8 +136,7 @@ pub fn write_workspace(
     if std::fs::read_to_string(&path).is_ok_and(|text| text.contains(&inputs_line)) {
         return Ok(());
     }
-    let module_packages: Vec<String> = engine_modules.iter().map(|m| m.0.clone()).collect();
-    keep_member_settings(&mut manifest, &module_packages);
+    keep_member_settings(&mut manifest, &[]);
     let text = |manifest: &toml::Table, inputs_line: &str| -> std::io::Result<String> {
         Ok(format!(
             "{MARK} for the modules in this folder: the engine's crates ({}), dependency\n\
@@ -313,22 +316,14 @@ fn write_features_package(
     engine_modules: &[(String, PathBuf, Vec<String>)],
 ) -> std::io::Result<Option<String>> {
     let dir = root.join(FEATURES_DIR);
-    if engine_modules.is_empty() {
+    let sections = engine_dependencies(engine_modules);
+    if sections.values().all(BTreeMap::is_empty) {
         if dir.join("Cargo.toml").is_file() && is_ours(&dir.join("Cargo.toml")) {
             std::fs::remove_dir_all(&dir)?;
         }
         return Ok(None);
     }
-    let mut dependencies = toml::Table::new();
-    for (package, path, features) in engine_modules {
-        let mut spec = toml::Table::new();
-        spec.insert("path".into(), path.display().to_string().into());
-        if !features.is_empty() {
-            spec.insert("features".into(), features.clone().into());
-        }
-        dependencies.insert(package.clone(), spec.into());
-    }
-    let manifest: toml::Table = toml::toml! {
+    let mut manifest: toml::Table = toml::toml! {
         [package]
         name = "buildat-engine-features"
         version = "0.0.0"
@@ -338,18 +333,111 @@ fn write_features_package(
         [lib]
         path = "lib.rs"
     };
-    let mut manifest = manifest;
-    manifest.insert("dependencies".into(), dependencies.into());
+    for (section, dependencies) in sections {
+        let mut table = toml::Table::new();
+        for (name, wanted) in dependencies {
+            let mut spec = toml::Table::new();
+            spec.insert("version".into(), wanted.version.into());
+            if !wanted.default_features {
+                spec.insert("default-features".into(), false.into());
+            }
+            if !wanted.features.is_empty() {
+                let features: Vec<String> = wanted.features.into_iter().collect();
+                spec.insert("features".into(), features.into());
+            }
+            table.insert(name, spec.into());
+        }
+        manifest.insert(section.to_string(), table.into());
+    }
     let text = format!(
-        "{MARK}: the engine's modules the server builds, so a cargo run over\n\
-         # this folder's modules with this package compiles their dependencies with the\n\
-         # engine's features, to the artifacts the engine's run made. Do not edit.\n\n{}",
+        "{MARK}: the dependencies of the engine's modules the server builds, with\n\
+         # the features they ask for, so a cargo run over this folder's modules with this\n\
+         # package resolves features as the engine's run does and reuses what it compiled.\n\
+         # Do not edit.\n\n{}",
         toml::to_string(&manifest).map_err(std::io::Error::other)?
     );
     std::fs::create_dir_all(&dir)?;
     write_if_changed(&dir.join("lib.rs"), "")?;
     write_if_changed(&dir.join("Cargo.toml"), &text)?;
     Ok(Some(text))
+}
+
+/// One dependency as the engine's crates ask for it, merged over them.
+#[derive(Default)]
+struct Wanted {
+    version: String,
+    default_features: bool,
+    features: BTreeSet<String>,
+}
+
+/// The dependencies from a registry of the engine's modules and of every
+/// crate of the engine they depend on by path, per section
+/// (`dependencies`, `build-dependencies`), each with the features any of
+/// them asks for: what decides the features of the engine's run.
+fn engine_dependencies(
+    engine_modules: &[(String, PathBuf, Vec<String>)],
+) -> BTreeMap<&'static str, BTreeMap<String, Wanted>> {
+    let engine = read_table(&engine_root().join("Cargo.toml")).unwrap_or_default();
+    let inherited = engine
+        .get("workspace")
+        .and_then(|w| w.get("dependencies"))
+        .and_then(|d| d.as_table())
+        .cloned()
+        .unwrap_or_default();
+    let mut crates = BTreeSet::new();
+    for (_, dir, _) in engine_modules {
+        crates.insert(dir.clone());
+        crates.extend(super::path_dependencies(dir).unwrap_or_default());
+    }
+    let mut sections: BTreeMap<&'static str, BTreeMap<String, Wanted>> = BTreeMap::new();
+    for dir in crates {
+        let Ok(manifest) = read_table(&dir.join("Cargo.toml")) else {
+            continue;
+        };
+        for section in ["dependencies", "build-dependencies"] {
+            let Some(dependencies) = manifest.get(section).and_then(|d| d.as_table()) else {
+                continue;
+            };
+            for (name, spec) in dependencies {
+                let base = match spec.get("workspace").and_then(|w| w.as_bool()) {
+                    Some(true) => inherited.get(name).cloned(),
+                    _ => Some(spec.clone()),
+                };
+                let Some(base) = base else { continue };
+                let field = |key: &str| base.get(key).or_else(|| spec.get(key));
+                if field("path").is_some() || field("package").is_some() {
+                    continue;
+                }
+                let version = match (&base, field("version")) {
+                    (toml::Value::String(version), _) => version.clone(),
+                    (_, Some(toml::Value::String(version))) => version.clone(),
+                    _ => continue,
+                };
+                let wanted = sections
+                    .entry(section)
+                    .or_default()
+                    .entry(name.clone())
+                    .or_insert_with(|| Wanted {
+                        version,
+                        ..Wanted::default()
+                    });
+                wanted.default_features |= base
+                    .get("default-features")
+                    .and_then(|d| d.as_bool())
+                    .unwrap_or(true);
+                for features in [base.get("features"), spec.get("features")] {
+                    wanted.features.extend(
+                        features
+                            .and_then(|f| f.as_array())
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|f| f.as_str().map(str::to_string)),
+                    );
+                }
+            }
+        }
+    }
+    sections
 }
 
 /// The crates under `root` that belong in its workspace, relative to it:
@@ -553,17 +641,14 @@ mod tests {
         assert!(prepare(&root.join("hello"), &target, &engine_modules).expect("written"));
         assert!(has_features_package(&root.join("Cargo.toml")));
         let features = read_table(&root.join(FEATURES_DIR).join("Cargo.toml")).expect("written");
+        let dependencies = features["dependencies"].as_table().expect("dependencies");
         assert!(
-            features["dependencies"]
-                .get("buildat-module-main")
-                .is_some(),
-            "{features}"
+            dependencies.get("tokio").is_some() && dependencies.get("serde").is_some(),
+            "what the engine's modules use from a registry: {features}"
         );
-        let manifest = read_table(&root.join("Cargo.toml")).expect("a manifest");
-        assert_eq!(
-            manifest["profile"]["dev"]["package"]["buildat-module-main"]["opt-level"].as_integer(),
-            Some(0),
-            "the engine's modules compile as in the engine's workspace"
+        assert!(
+            !dependencies.keys().any(|name| name.starts_with("buildat-")),
+            "not the engine's own crates: {features}"
         );
         // A folder whose manifest is someone else's is theirs.
         let theirs = scratch.path().join("theirs");
