@@ -19,6 +19,8 @@ fn start_watching(scratch: &Scratch) -> buildat_harness::server::Server {
     args.extend(["--listen", "127.0.0.1:0"].map(String::from));
     let mut server = start_server(&args, Stdio::piped());
     server.expect_line("server started", Duration::from_secs(120));
+    // A folder written before the watch is set up is not seen as new.
+    server.expect_line("watching module folders", Duration::from_secs(10));
     server
 }
 
