@@ -6,9 +6,15 @@
 //! - `Cargo.toml`: its module crates as members; the engine's
 //!   `[workspace.package]`, `[workspace.dependencies]` (the engine's crates
 //!   by absolute path, unless the folder holds a copy) and `[profile.*]`
-//!   (`engine_manifest.rs`), with the engine's crates compiled as they are
-//!   in the engine's workspace (so cargo reuses their artifacts) and no
-//!   override for a package not in the build (cargo would warn);
+//!   (`engine_manifest.rs`), with the engine's crates compiled with the
+//!   settings they have in the engine's workspace and no override for a
+//!   package not in the build (cargo would warn);
+//! - `.engine-features/`, when the server builds modules of the engine's
+//!   workspace too: a package the builder selects in this workspace's cargo
+//!   runs, depending on what those modules use from a registry with their
+//!   features, so those compile to the artifacts the engine's run made
+//!   (see [`FEATURES_PACKAGE`]): an outside module's first build compiles
+//!   itself and the engine's own crates it uses, no registry crate;
 //! - `Cargo.lock`, when missing: a copy of the engine's, so the versions
 //!   are the engine's (cargo keeps what the members use), and the engine's
 //!   own lock file gets no line;
