@@ -378,11 +378,6 @@ impl Builder {
                 .input_hash(&peer.dir, &peer.meta)
                 .ok()
                 .map(|hash| self.artifact_path(&hash))
-        if outside::has_features_package(&workspace.manifest) {
-            // The engine's modules in this run: its dependencies' features,
-            // so what the engine's run compiled is reused (`outside.rs`).
-            command.arg("-p").arg(outside::FEATURES_PACKAGE);
-        }
                 .filter(|path| !path.exists());
             if stale.is_some() || record.contains(&workspace.manifest, &peer.manifest) {
                 selected.push((peer, stale));
@@ -391,6 +386,11 @@ impl Builder {
         let own_package = workspace.get_member(dir).unwrap_or_default().to_string();
         let mut command = self.cargo_command(&workspace.manifest);
         command.arg("--keep-going").arg("-p").arg(&own_package);
+        if outside::has_features_package(&workspace.manifest) {
+            // The engine's modules in this run: its dependencies' features,
+            // so what the engine's run compiled is reused (`outside.rs`).
+            command.arg("-p").arg(outside::FEATURES_PACKAGE);
+        }
         let mut features: Vec<String> = meta
             .cargo_features
             .iter()
