@@ -32,8 +32,8 @@ pub mod stash;
 pub mod testing;
 
 pub use call::Call;
-pub use events::Event;
 pub use clap;
+pub use events::Event;
 pub use log;
 pub use module::{CallError, Host, HostError, Module, ModuleError, UnloadKind};
 pub use payload::{PayloadError, decode, encode};
