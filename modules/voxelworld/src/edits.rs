@@ -189,7 +189,7 @@ pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use buildat_interface::testing::TestHost;
+    use buildat_interface::testing::{TestHost, TestModule};
     use buildat_network_api::Disconnect;
     use buildat_network_api::receive::testing::{DeliverPackets, disconnected, sent};
     use buildat_voxel::BlockDefinition;
@@ -220,19 +220,7 @@ mod tests {
     fn a_reload_carries_the_sections_in_memory_and_the_viewers() {
         let dir = tempfile::tempdir().expect("temp dir");
         let kit = TestHost::new().world_path(dir.path());
-        let mut world = kit.load::<VoxelWorld>().expect("loads");
-        let stone = world
-            .call(&RegisterBlock {
-                block: BlockDefinition::simple("stone", "stone.png"),
-            })
-            .expect("registers")[0];
-        world.call(&air([0, 0, 0])).expect("applied");
-        world
-            .emit(&Viewer {
-                peer: 7,
-                position: [1.5, 2.5, 3.5],
-            })
-            .expect("moved");
+        let (mut world, stone) = stone_world_with_a_viewer(&kit);
         let unsaved = EditVoxel {
             save: false,
             ..edit([1, 2, 3], stone, Replace::Any)
@@ -250,6 +238,25 @@ mod tests {
             .expect("edited");
         assert_eq!(sent::<VoxelUpdates>(&kit).len(), 1, "still held by 7");
         assert!(sent::<Registry>(&kit).is_empty(), "not sent again");
+    }
+
+    /// The world on `kit` with `stone` registered, the section at the
+    /// origin generated (air), and peer 7 viewing it.
+    fn stone_world_with_a_viewer(kit: &TestHost) -> (TestModule<VoxelWorld>, u32) {
+        let mut world = kit.load::<VoxelWorld>().expect("loads");
+        let stone = world
+            .call(&RegisterBlock {
+                block: BlockDefinition::simple("stone", "stone.png"),
+            })
+            .expect("registers")[0];
+        world.call(&air([0, 0, 0])).expect("applied");
+        world
+            .emit(&Viewer {
+                peer: 7,
+                position: [1.5, 2.5, 3.5],
+            })
+            .expect("moved");
+        (world, stone)
     }
 
     fn edit(pos: Pos, voxel: u32, replace: Replace) -> EditVoxel {
@@ -272,19 +279,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let kit = TestHost::new().world_path(dir.path());
         kit.answer(|_: Disconnect| Ok(()));
-        let mut world = kit.load::<VoxelWorld>().expect("loads");
-        let stone = world
-            .call(&RegisterBlock {
-                block: BlockDefinition::simple("stone", "stone.png"),
-            })
-            .expect("registers")[0];
-        world.call(&air([0, 0, 0])).expect("applied");
-        world
-            .emit(&Viewer {
-                peer: 7,
-                position: [1.5, 2.5, 3.5],
-            })
-            .expect("moved");
+        let (mut world, stone) = stone_world_with_a_viewer(&kit);
         assert_eq!(sent::<Registry>(&kit).len(), 1);
         assert!(
             sent::<Chunk>(&kit)
