@@ -3,8 +3,11 @@
 //!
 //! Owns: nothing a user sees. It emits numbered events, counts the ones it
 //! receives (checking order), echoes and proxies calls, keeps a counter
-//! across reloads with tmp data, reports its code `VERSION` (edited by the
-//! reload tests), and panics or hangs on request. The setting
+//! across reloads in its stash, reports its code `VERSION` (edited by the
+//! reload tests), and panics or hangs on request. What it receives is in
+//! its table; `ping` (its raw payload echoed), `call` (a proxied call's raw
+//! reply) and the events subscribed at run time (`subscribe`) go through
+//! `Module::call` and `Module::event`, the fallback. The setting
 //! `probe_panic=<module>:<stage>` (stage: constructor, init, start) makes the
 //! module of that name panic there.
 
@@ -12,13 +15,79 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use buildat_interface::{
-    Event, Host, Module, ModuleError, UnloadKind, decode, encode, events, export_module, log,
+    Event, Host, Module, ModuleError, Receive, Stash, decode, encode, events, export_module, log,
 };
+use serde::{Deserialize, Serialize};
 
 /// Edited by the reload tests to prove new code runs after a rebuild.
 pub const VERSION: &str = "probe-1";
 
 pub use buildat_test_probe_api::*;
+
+/// `version`: the code's [`VERSION`].
+#[derive(Serialize, Deserialize)]
+struct GetVersion {}
+
+/// `lifecycle`: the start events seen (`core:start`, `core:continue`).
+#[derive(Serialize, Deserialize)]
+struct Lifecycle {}
+
+/// `incr`: adds one to the counter, answers it.
+#[derive(Serialize, Deserialize)]
+struct Incr {}
+
+/// `get`: the counter.
+#[derive(Serialize, Deserialize)]
+struct Get {}
+
+/// `subscribe NAME`: counts the events named NAME too.
+#[derive(Serialize, Deserialize)]
+struct Subscribe(String);
+
+/// `stats NAME`: what the events named NAME looked like.
+#[derive(Serialize, Deserialize)]
+struct GetStats(String);
+
+/// `emit`: numbered events.
+#[derive(Serialize, Deserialize)]
+struct Emit(EmitRequest);
+
+/// `call_many`: timed calls of another module.
+#[derive(Serialize, Deserialize)]
+struct Many(CallMany);
+
+/// `panic`: panics in the call.
+#[derive(Serialize, Deserialize)]
+struct Panic {}
+
+/// `log TEXT`: logs TEXT.
+#[derive(Serialize, Deserialize)]
+struct Log(String);
+
+buildat_interface::calls! {
+    module "probe";
+    GetVersion = "version" -> String;
+    Lifecycle = "lifecycle" -> Vec<String>;
+    Incr = "incr" -> u64;
+    Get = "get" -> u64;
+    Subscribe = "subscribe" -> ();
+    GetStats = "stats" -> Stats;
+    Emit = "emit" -> ();
+    Many = "call_many" -> CallManyResult;
+    Panic = "panic" -> ();
+    Log = "log" -> ();
+}
+
+/// What the probe carries over a reload.
+#[derive(Serialize, Deserialize)]
+struct ProbeStash {
+    counter: u64,
+    stats: HashMap<String, Stats>,
+}
+
+impl Stash for ProbeStash {
+    const LAYOUT: u32 = 1;
+}
 
 struct Probe {
     host: Host,
@@ -37,8 +106,7 @@ impl Probe {
         }
     }
 
-    fn count_event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
-        let numbered: Numbered = decode(payload)?;
+    fn count_event(&mut self, name: &str, numbered: Numbered) {
         let stats = self.stats.entry(name.to_string()).or_insert(Stats {
             in_order: true,
             ..Stats::default()
@@ -49,7 +117,40 @@ impl Probe {
         }
         stats.next_expected = numbered.seq + 1;
         stats.count += 1;
+    }
+
+    fn emit(&self, request: EmitRequest) -> Result<(), ModuleError> {
+        let padding = vec![0u8; request.payload_size as usize];
+        for seq in 0..request.count {
+            let numbered = Numbered {
+                seq,
+                padding: padding.clone(),
+            };
+            self.host.emit_event(&request.name, &encode(&numbered)?)?;
+        }
         Ok(())
+    }
+
+    fn call_many(&self, request: CallMany) -> CallManyResult {
+        let mut result = CallManyResult {
+            errors: 0,
+            latencies_ns: Vec::with_capacity(request.count as usize),
+        };
+        let body = [0u8; 16];
+        for _ in 0..request.count {
+            let started = Instant::now();
+            if self
+                .host
+                .call_raw(&request.module, &request.function, &body)
+                .is_err()
+            {
+                result.errors += 1;
+            }
+            result
+                .latencies_ns
+                .push(started.elapsed().as_nanos() as u64);
+        }
+        result
     }
 }
 
@@ -66,131 +167,95 @@ impl Module for Probe {
         Ok(probe)
     }
 
-    fn init(&mut self) -> Result<(), ModuleError> {
-        self.maybe_panic("init");
-        self.host.sub_event(SEQ_EVENT)?;
-        self.host.sub_event(events::Start::NAME)?;
-        self.host.sub_event(events::Continue::NAME)?;
-        self.host.sub_event("probe:panic")?;
-        self.host.sub_event("probe:hang")?;
-        self.host.sub_event(events::ModuleModified::NAME)?;
-        Ok(())
-    }
-
-    fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
-        match name {
-            events::Start::NAME => {
-                self.maybe_panic("start");
-                self.started.push(name.to_string());
-            }
-            events::Continue::NAME => {
-                self.started.push(name.to_string());
-                if let Some(bytes) = self.host.tmp_restore_data("counter") {
-                    self.counter = decode(&bytes)?;
-                }
-                if let Some(bytes) = self.host.tmp_restore_data("stats") {
-                    self.stats = decode(&bytes)?;
-                }
-            }
-            events::ModuleModified::NAME => {
-                let modified: events::ModuleModified = decode(payload)?;
+    fn receive(table: &mut Receive<Self>) {
+        table
+            .event(|probe, _: events::Start| {
+                probe.maybe_panic("start");
+                probe.started.push(events::Start::NAME.to_string());
+                Ok(())
+            })
+            .event(|probe, _: events::Continue| {
+                probe.started.push(events::Continue::NAME.to_string());
+                Ok(())
+            })
+            .event(|probe, modified: events::ModuleModified| {
                 log::info!(
                     "probe {} saw {} modified: {}",
-                    self.name,
+                    probe.name,
                     modified.name,
                     modified.path
                 );
-            }
-            "probe:panic" => {
-                let target: String = decode(payload)?;
-                if target == self.name {
-                    panic!("probe {} panics in an event as asked", self.name);
+                Ok(())
+            })
+            .event_named("probe:panic", |probe, target: String| {
+                if target == probe.name {
+                    panic!("probe {} panics in an event as asked", probe.name);
                 }
-            }
-            "probe:hang" => {
-                let millis: u64 = decode(payload)?;
+                Ok(())
+            })
+            .event_named("probe:hang", |_, millis: u64| {
                 std::thread::sleep(std::time::Duration::from_millis(millis));
-            }
-            _ => self.count_event(name, payload)?,
-        }
+                Ok(())
+            })
+            .event_named(SEQ_EVENT, |probe, numbered: Numbered| {
+                probe.count_event(SEQ_EVENT, numbered);
+                Ok(())
+            })
+            .call(|_, _: GetVersion| Ok(VERSION.to_string()))
+            .call(|probe, _: Lifecycle| Ok(probe.started.clone()))
+            .call(|probe, _: Incr| {
+                probe.counter += 1;
+                Ok(probe.counter)
+            })
+            .call(|probe, _: Get| Ok(probe.counter))
+            .call(|probe, Subscribe(name)| Ok(probe.host.sub_event(&name)?))
+            .call(|probe, GetStats(name)| Ok(probe.stats.get(&name).cloned().unwrap_or_default()))
+            .call(|probe, Emit(request)| probe.emit(request))
+            .call(|probe, Many(request)| Ok(probe.call_many(request)))
+            .call(|probe, _: Panic| -> Result<(), ModuleError> {
+                panic!("probe {} panics in a call as asked", probe.name)
+            })
+            .call(|_, Log(message)| {
+                log::info!("{message}");
+                Ok(())
+            })
+            .stash(
+                |probe| ProbeStash {
+                    counter: probe.counter,
+                    stats: probe.stats.clone(),
+                },
+                |probe, stash| {
+                    probe.counter = stash.counter;
+                    probe.stats = stash.stats;
+                    Ok(())
+                },
+            );
+    }
+
+    fn init(&mut self) -> Result<(), ModuleError> {
+        self.maybe_panic("init");
         Ok(())
     }
 
+    /// The events subscribed at run time (`subscribe`): counted.
+    fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
+        let numbered: Numbered = decode(payload)?;
+        self.count_event(name, numbered);
+        Ok(())
+    }
+
+    /// The calls whose payloads and replies are raw bytes.
     fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
-        Ok(match function {
-            "ping" => payload.to_vec(),
-            "version" => encode(VERSION)?,
-            "lifecycle" => encode(&self.started)?,
-            "incr" => {
-                self.counter += 1;
-                encode(&self.counter)?
-            }
-            "get" => encode(&self.counter)?,
-            "subscribe" => {
-                let name: String = decode(payload)?;
-                self.host.sub_event(&name)?;
-                encode(&())?
-            }
-            "stats" => {
-                let name: String = decode(payload)?;
-                encode(&self.stats.get(&name).cloned().unwrap_or_default())?
-            }
-            "emit" => {
-                let request: EmitRequest = decode(payload)?;
-                let padding = vec![0u8; request.payload_size as usize];
-                for seq in 0..request.count {
-                    let numbered = Numbered {
-                        seq,
-                        padding: padding.clone(),
-                    };
-                    self.host.emit_event(&request.name, &encode(&numbered)?)?;
-                }
-                encode(&())?
-            }
+        match function {
+            "ping" => Ok(payload.to_vec()),
             "call" => {
                 let request: ProxyCall = decode(payload)?;
-                self.host
-                    .call_raw(&request.module, &request.function, &request.payload)?
+                Ok(self
+                    .host
+                    .call_raw(&request.module, &request.function, &request.payload)?)
             }
-            "call_many" => {
-                let request: CallMany = decode(payload)?;
-                let mut result = CallManyResult {
-                    errors: 0,
-                    latencies_ns: Vec::with_capacity(request.count as usize),
-                };
-                let body = [0u8; 16];
-                for _ in 0..request.count {
-                    let started = Instant::now();
-                    if self
-                        .host
-                        .call_raw(&request.module, &request.function, &body)
-                        .is_err()
-                    {
-                        result.errors += 1;
-                    }
-                    result
-                        .latencies_ns
-                        .push(started.elapsed().as_nanos() as u64);
-                }
-                encode(&result)?
-            }
-            "panic" => panic!("probe {} panics in a call as asked", self.name),
-            "log" => {
-                let message: String = decode(payload)?;
-                log::info!("{message}");
-                encode(&())?
-            }
-            other => return Err(ModuleError::UnknownFunction(other.to_string())),
-        })
-    }
-
-    fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
-        if kind == UnloadKind::Reload {
-            self.host
-                .tmp_store_data("counter", &encode(&self.counter)?)?;
-            self.host.tmp_store_data("stats", &encode(&self.stats)?)?;
+            other => Err(ModuleError::UnknownFunction(other.to_string())),
         }
-        Ok(())
     }
 }
 
