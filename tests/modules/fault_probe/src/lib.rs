@@ -5,7 +5,7 @@
 //! `fault_probe.per_tick` (default 10) `fault:seq` events numbered from 0,
 //! and it counts the `fault:seq` events of every other instance, checking
 //! that each sender's numbers arrive in order with no gap and no repeat. Its
-//! numbering and counts survive reloads (tmp data), so a reload that lost
+//! numbering and counts survive reloads (its stash), so a reload that lost
 //! or doubled an event shows up as a gap or a repeat. A sender's first
 //! event seen is where counting starts: events emitted before this instance
 //! subscribed (an instance loaded a tick after another, or loaded again
@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use buildat_interface::{
-    Event, Host, Module, ModuleError, UnloadKind, decode, encode, events, export_module, log,
+    Host, Module, ModuleError, Receive, Stash, encode, events, export_module, log,
 };
 use serde::{Deserialize, Serialize};
 
@@ -45,10 +45,14 @@ struct Received {
 }
 
 /// Everything kept across a reload.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 struct State {
     sent: u64,
     received: BTreeMap<String, Received>,
+}
+
+impl Stash for State {
+    const LAYOUT: u32 = 1;
 }
 
 struct FaultProbe {
@@ -57,8 +61,6 @@ struct FaultProbe {
     per_tick: u64,
     state: State,
 }
-
-const TMP_STATE: &str = "state";
 
 impl FaultProbe {
     fn count(&mut self, sender: String, seq: u64) {
@@ -108,6 +110,28 @@ impl FaultProbe {
         }
     }
 
+    fn tick(&mut self) -> Result<(), ModuleError> {
+        for _ in 0..self.per_tick {
+            let numbered = (self.name.as_str(), self.state.sent);
+            self.host.emit_event(SEQ_EVENT, &encode(&numbered)?)?;
+            self.state.sent += 1;
+        }
+        Ok(())
+    }
+
+    fn hang(&self, text: &str) -> Result<(), ModuleError> {
+        if let Some(millis) = self.addressed(text) {
+            let millis: u64 = millis
+                .trim()
+                .parse()
+                .map_err(|_| format!("fault:hang: bad milliseconds in {text:?}"))?;
+            log::info!("fault_probe {} hangs for {millis} ms", self.name);
+            std::thread::sleep(Duration::from_millis(millis));
+            log::info!("fault_probe {} is back", self.name);
+        }
+        Ok(())
+    }
+
     /// The console's text argument, if the event is meant for this instance:
     /// `NAME` or `NAME REST` gives `Some(REST)`.
     fn addressed<'a>(&self, text: &'a str) -> Option<&'a str> {
@@ -126,74 +150,72 @@ impl Module for FaultProbe {
         })
     }
 
-    fn init(&mut self) -> Result<(), ModuleError> {
-        for name in [
-            events::Tick::NAME,
-            events::Continue::NAME,
-            SEQ_EVENT,
-            REPORT_EVENT,
-            PANIC_EVENT,
-            HANG_EVENT,
-        ] {
-            self.host.sub_event(name)?;
-        }
-        Ok(())
-    }
-
-    fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
-        match name {
-            events::Continue::NAME => {
-                if let Some(bytes) = self.host.tmp_restore_data(TMP_STATE) {
-                    self.state = decode(&bytes)?;
+    fn receive(table: &mut Receive<Self>) {
+        table
+            .event(|probe, _: events::Tick| probe.tick())
+            .event_named(SEQ_EVENT, |probe, (sender, seq): (String, u64)| {
+                if sender != probe.name {
+                    probe.count(sender, seq);
                 }
-            }
-            events::Tick::NAME => {
-                for _ in 0..self.per_tick {
-                    let numbered = (self.name.as_str(), self.state.sent);
-                    self.host.emit_event(SEQ_EVENT, &encode(&numbered)?)?;
-                    self.state.sent += 1;
+                Ok(())
+            })
+            // The console's text is not read: every instance reports.
+            .event_raw(REPORT_EVENT, |probe, _| {
+                probe.report();
+                Ok(())
+            })
+            .event_named(PANIC_EVENT, |probe, text: String| {
+                if probe.addressed(&text).is_some() {
+                    panic!("fault_probe {} panics as asked", probe.name);
                 }
-            }
-            SEQ_EVENT => {
-                let (sender, seq): (String, u64) = decode(payload)?;
-                if sender != self.name {
-                    self.count(sender, seq);
-                }
-            }
-            REPORT_EVENT => self.report(),
-            PANIC_EVENT => {
-                let text: String = decode(payload)?;
-                if self.addressed(&text).is_some() {
-                    panic!("fault_probe {} panics as asked", self.name);
-                }
-            }
-            HANG_EVENT => {
-                let text: String = decode(payload)?;
-                if let Some(millis) = self.addressed(&text) {
-                    let millis: u64 = millis
-                        .trim()
-                        .parse()
-                        .map_err(|_| format!("fault:hang: bad milliseconds in {text:?}"))?;
-                    log::info!("fault_probe {} hangs for {millis} ms", self.name);
-                    std::thread::sleep(Duration::from_millis(millis));
-                    log::info!("fault_probe {} is back", self.name);
-                }
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
-    fn call(&mut self, function: &str, _payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
-        Err(ModuleError::UnknownFunction(function.to_string()))
-    }
-
-    fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
-        if kind == UnloadKind::Reload {
-            self.host.tmp_store_data(TMP_STATE, &encode(&self.state)?)?;
-        }
-        Ok(())
+                Ok(())
+            })
+            .event_named(HANG_EVENT, |probe, text: String| probe.hang(&text))
+            .stash(
+                |probe| probe.state.clone(),
+                |probe, state| {
+                    probe.state = state;
+                    Ok(())
+                },
+            );
     }
 }
 
 export_module!(FaultProbe);
+
+#[cfg(test)]
+mod tests {
+    use buildat_interface::encode;
+    use buildat_interface::testing::TestHost;
+
+    use super::*;
+
+    #[test]
+    fn it_numbers_its_events_and_counts_another_senders_over_a_reload() {
+        let kit = TestHost::new()
+            .name("fault_a")
+            .config("fault_probe.per_tick", "2");
+        let mut probe = kit.load::<FaultProbe>().unwrap();
+        probe.emit(&events::Tick { dtime: 0.05 }).unwrap();
+        let sent: Vec<(String, u64)> = kit.emitted_named(SEQ_EVENT);
+        assert_eq!(sent, [("fault_a".into(), 0), ("fault_a".into(), 1)]);
+        for seq in [5u64, 6, 8, 8] {
+            probe
+                .emit_raw(SEQ_EVENT, &encode(&("fault_b", seq)).unwrap())
+                .unwrap();
+        }
+
+        let probe = probe.reload::<FaultProbe>().unwrap();
+        let state = &probe.module().state;
+        assert_eq!(state.sent, 2, "its numbering goes on after the reload");
+        assert!(
+            !state.received.contains_key("fault_a"),
+            "its own not counted"
+        );
+        let b = &state.received["fault_b"];
+        assert_eq!(
+            (b.first, b.count, b.next_expected, b.gaps, b.repeats),
+            (5, 4, 9, 1, 1)
+        );
+    }
+}
