@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 
 use buildat_interface::core_api::{RegisterCommand, RunCommand};
-use buildat_interface::{Event, Host, Module, ModuleError, decode, events, export_module, log};
+use buildat_interface::{Host, Module, ModuleError, Receive, events, export_module, log};
 use buildat_voxelworld_api::{
     Commit, CreateNode, GetNode, GetRegistry, GetVoxel, IDENTITY, LoadOrGenerateSection, MoveNodes,
     NodeMotion, NodesChanged, RemoveNodes, Save, SetNodeParent, SetSectionSaveEnabled, SetVoxel,
@@ -133,6 +133,29 @@ impl WorldProbe {
 }
 
 impl WorldProbe {
+    /// `probe-nodes`, answered by hand (its words are parsed in
+    /// [`WorldProbe::run_command`]).
+    fn register_command(&mut self) -> Result<(), ModuleError> {
+        self.host.call(&RegisterCommand {
+            name: "probe-nodes".into(),
+            usage: "create N | walk DX | at ID X Y Z | save | show ID...".into(),
+            help: "drive dynamic nodes (a test fixture)".into(),
+            privilege: None,
+        })
+    }
+
+    fn tick(&mut self) -> Result<(), ModuleError> {
+        if !self.ready {
+            return self.prepare();
+        }
+        if self.host.get_config("world_probe.idle").is_none() {
+            for _ in 0..ROUNDS_PER_TICK {
+                self.write_round()?;
+            }
+        }
+        Ok(())
+    }
+
     fn run_command(&mut self, command: RunCommand) -> Result<String, ModuleError> {
         let args: Vec<&str> = command.args.iter().map(String::as_str).collect();
         match args.as_slice() {
@@ -265,50 +288,22 @@ impl Module for WorldProbe {
         })
     }
 
-    fn init(&mut self) -> Result<(), ModuleError> {
-        self.host.sub_event(events::Tick::NAME)?;
-        self.host.sub_event(NodesChanged::NAME)?;
-        Ok(())
-    }
-
-    fn event(&mut self, name: &str, payload: &[u8]) -> Result<(), ModuleError> {
-        if name == events::Start::NAME || name == events::Continue::NAME {
-            return self.host.call(&RegisterCommand {
-                name: "probe-nodes".into(),
-                usage: "create N | walk DX | at ID X Y Z | save | show ID...".into(),
-                help: "drive dynamic nodes (a test fixture)".into(),
-                privilege: None,
-            });
-        }
-        if name == NodesChanged::NAME {
-            let changes: NodesChanged = decode(payload)?;
-            log::info!(
-                "world_probe: nodes changed {}, removed {}",
-                changes.changed.len() + changes.moved.len(),
-                changes.removed.len()
-            );
-            return Ok(());
-        }
-        if name != events::Tick::NAME {
-            return Ok(());
-        }
-        if !self.ready {
-            return self.prepare();
-        }
-        if self.host.get_config("world_probe.idle").is_none() {
-            for _ in 0..ROUNDS_PER_TICK {
-                self.write_round()?;
-            }
-        }
-        Ok(())
-    }
-
-    fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
-        buildat_interface::answer_calls!(function, payload, {
-            IsReady => |_| Ok(self.ready),
-            Hammer => |request: Hammer| self.hammer(request.count),
-            RunCommand => |command: RunCommand| self.run_command(command),
-        })
+    fn receive(table: &mut Receive<Self>) {
+        table
+            .event(|probe, _: events::Start| probe.register_command())
+            .event(|probe, _: events::Continue| probe.register_command())
+            .event(|probe, _: events::Tick| probe.tick())
+            .event(|_, changes: NodesChanged| {
+                log::info!(
+                    "world_probe: nodes changed {}, removed {}",
+                    changes.changed.len() + changes.moved.len(),
+                    changes.removed.len()
+                );
+                Ok(())
+            })
+            .call(|probe, _: IsReady| Ok(probe.ready))
+            .call(|probe, request: Hammer| probe.hammer(request.count))
+            .call(|probe, command: RunCommand| probe.run_command(command));
     }
 }
 
