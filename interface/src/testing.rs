@@ -736,4 +736,50 @@ mod tests {
         );
         assert_eq!(kit.calls::<Double>().len(), 1);
     }
+
+    /// A module without a table: what it subscribes to by hand reaches
+    /// `Module::event`, its calls `Module::call` (the fallback).
+    struct Plain {
+        host: Host,
+        seen: Vec<String>,
+    }
+
+    impl Module for Plain {
+        fn create(host: Host) -> Result<Self, ModuleError> {
+            Ok(Self {
+                host,
+                seen: Vec::new(),
+            })
+        }
+
+        fn init(&mut self) -> Result<(), ModuleError> {
+            Ok(self.host.sub_event(Tick::NAME)?)
+        }
+
+        fn event(&mut self, name: &str, _: &[u8]) -> Result<(), ModuleError> {
+            self.seen.push(name.to_string());
+            Ok(())
+        }
+
+        fn call(&mut self, function: &str, _: &[u8]) -> Result<Vec<u8>, ModuleError> {
+            match function {
+                "get_count" => Ok(payload::encode(&(self.seen.len() as u64))?),
+                other => Err(ModuleError::UnknownFunction(other.to_string())),
+            }
+        }
+    }
+
+    #[test]
+    fn without_a_table_events_and_calls_fall_back_to_the_module() {
+        let kit = TestHost::new();
+        let mut plain = kit.load::<Plain>().unwrap();
+        plain.emit(&Tick { dtime: 0.1 }).unwrap();
+        assert_eq!(plain.module().seen, [Start::NAME, Tick::NAME]);
+        assert_eq!(plain.call(&GetCount {}).unwrap(), 2);
+        let error = plain.command("add", &["1"], None).unwrap_err();
+        assert!(
+            matches!(error, ModuleError::UnknownFunction(ref f) if f == RunCommand::FUNCTION),
+            "{error}"
+        );
+    }
 }
