@@ -433,6 +433,13 @@ impl TestHost {
         self.start::<M>(Start::NAME)
     }
 
+    /// Loads `M` as the version after a reload: `core:continue` instead of
+    /// `core:start`, with whatever tmp data the host holds (what a test
+    /// stored with [`Host::tmp_store_data`]: a previous version's stash).
+    pub fn load_continued<M: Module>(&self) -> Result<TestModule<M>, ModuleError> {
+        self.start::<M>(Continue::NAME)
+    }
+
     fn start<M: Module>(&self, event: &str) -> Result<TestModule<M>, ModuleError> {
         let mut dispatch = Dispatch::<M>::create(self.host)?;
         dispatch.init()?;

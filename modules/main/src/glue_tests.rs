@@ -501,3 +501,18 @@ fn punches_count_against_the_action_rate() {
     assert_eq!(told.len(), 1);
     assert_eq!(told[0].actions.len() + refused.len(), 30);
 }
+
+#[test]
+fn a_stash_of_another_layout_starts_the_game_without_it() {
+    let (kit, world, game) = game();
+    drop(game);
+    kit.clear();
+    // What a version with another stash layout left behind.
+    kit.host()
+        .tmp_store_data(buildat_interface::stash::STASH_NAME, &[1, 0, 0, 0, 9])
+        .expect("stored");
+    let game = kit.load_continued::<Game>().expect("starts anyway");
+    assert!(game.module().players.is_empty());
+    assert!(!kit.commands().is_empty(), "its commands registered");
+    drop(world);
+}

@@ -322,7 +322,15 @@ impl Module for Game {
     fn receive(table: &mut Receive<Self>) {
         table
             .event(|game, _: events::Start| game.start(None))
-            .event(|game, _: events::Continue| game.start(game.host.take_stash::<GameStash>()?))
+            .event(|game, _: events::Continue| {
+                // A stash the previous version laid out otherwise is left:
+                // the game starts without it rather than not at all.
+                let stash = game.host.take_stash::<GameStash>().unwrap_or_else(|error| {
+                    log::warn!("{error}");
+                    None
+                });
+                game.start(stash)
+            })
             .event(|game, tick: events::Tick| game.start_tick(tick.dtime))
             .event(|game, step: TickStep| game.tick_step(step))
             .event(|game, connected: ClientConnected| {
