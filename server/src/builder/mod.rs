@@ -806,6 +806,22 @@ fn collect_files(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Runs cargo (the one running this build, else `cargo`) with `args` on
+/// `manifest`, offline and quiet; its output, `None` if it fails to run or
+/// fails (the callers then fall back to building without what it tells).
+fn ask_cargo(args: &[&str], manifest: &Path) -> Option<Vec<u8>> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = std::process::Command::new(cargo)
+        .args(args)
+        .arg("--manifest-path")
+        .arg(manifest)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    output.status.success().then_some(output.stdout)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,7 +35,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use sha2::{Digest, Sha256};
 
@@ -256,20 +255,20 @@ fn prune_profile_packages(manifest: &mut toml::Table, packages: &BTreeSet<String
 /// this platform (`cargo tree`, offline, as a build resolves); `None` if
 /// cargo cannot tell.
 fn resolved_packages(manifest: &Path) -> Option<BTreeSet<String>> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(cargo)
-        .args(["tree", "--offline", "--edges", "normal,build,dev"])
-        .args(["--prefix", "none", "--format", "{p}"])
-        .arg("--manifest-path")
-        .arg(manifest)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    if !output.status.success() {
-        return None;
-    }
-    let names = String::from_utf8_lossy(&output.stdout)
+    let stdout = super::ask_cargo(
+        &[
+            "tree",
+            "--offline",
+            "--edges",
+            "normal,build,dev",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+        ],
+        manifest,
+    )?;
+    let names = String::from_utf8_lossy(&stdout)
         .lines()
         .filter_map(|line| line.split_whitespace().next())
         .filter(|name| !name.starts_with('['))

@@ -18,7 +18,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use buildat_interface::meta::{META_FILE, ModuleMeta};
 
@@ -44,25 +43,17 @@ impl Workspace {
 pub(super) fn get_workspace(dir: &Path) -> Option<Workspace> {
     let (root, _) = super::find_workspace(dir)?;
     let manifest = root.join("Cargo.toml");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(cargo)
-        .args([
+    let stdout = super::ask_cargo(
+        &[
             "metadata",
             "--no-deps",
             "--format-version",
             "1",
             "--offline",
-        ])
-        .arg("--manifest-path")
-        .arg(&manifest)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    if !output.status.success() {
-        return None;
-    }
-    let members = parse_members(&output.stdout)?;
+        ],
+        &manifest,
+    )?;
+    let members = parse_members(&stdout)?;
     let workspace = Workspace { manifest, members };
     workspace.get_member(dir)?;
     Some(workspace)
