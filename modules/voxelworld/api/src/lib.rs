@@ -6,7 +6,8 @@
 //! `voxelworld:viewers_moved`,
 //! `voxelworld:nodes_changed`, `voxelworld:special/<module>`: [`SpecialVoxels`]), the typed
 //! calls (among them modules' values kept with the world: [`GetValue`],
-//! [`PutValues`], [`ListValues`]), the generator's call ([`Generate`]) and
+//! [`PutValues`], [`ListValues`], and edits stored together
+//! with values: [`EditTogether`]), the generator's call ([`Generate`]) and
 //! the stored node record. Re-exports the world stream's packets
 //! ([`stream`]) and dynamic nodes ([`DynamicNode`]) from
 //! `buildat-voxelworld-protocol`, which the client uses without this crate.
@@ -591,6 +592,38 @@ pub struct PutValues {
     pub writes: Vec<ValueWrite>,
 }
 
+/// One all-or-nothing part of an [`EditTogether`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EditGroup {
+    pub edits: Vec<EditVoxel>,
+    pub writes: Vec<ValueWrite>,
+}
+
+/// Call: groups of edits and value writes, each group applied whole or not
+/// at all, and every applied group stored in ONE storage transaction (the
+/// sections its edits touched, written now, and its values) durably before
+/// the answer: what a module keeping items in values uses so that a dig's
+/// drop and the voxel's removal (a place's take and the voxel's
+/// appearance) are stored together or not at all.
+///
+/// Groups are taken in order; a group applies when each of its edits'
+/// `replace` holds (checked in turn, as if the earlier edits of the group
+/// and the earlier applied groups were made), its section is generated,
+/// each `only_if_absent` write finds its key free (as left by the earlier
+/// applied groups), and no earlier group that did not apply writes one of
+/// its value keys (its values were computed on top of that group).
+/// Answers, per group, whether it applied. When the storage transaction
+/// fails nothing is applied (in memory the voxels are put back) and the
+/// call fails with the storage error. Events and streaming as for
+/// [`EditVoxels`] (special voxels told with `by`, one commit); the edits'
+/// `save` is ignored (their sections are written now). At most
+/// [`MAX_VALUE_WRITES`] writes and [`MAX_VOXELS_PER_CALL`] edits in all,
+/// each write checked as for [`PutValues`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EditTogether {
+    pub groups: Vec<EditGroup>,
+}
+
 /// Call: the values of `space` whose key starts with `key_prefix`, after
 /// the key `after` (paging), in key order (bytewise), at most `limit`
 /// (capped at [`MAX_VALUES_LISTED`]).
@@ -682,6 +715,7 @@ buildat_interface::calls! {
     Pregen = "pregen" -> PregenReport;
     GetValue = "get_value" -> Option<Vec<u8>>;
     PutValues = "put_values" -> bool;
+    EditTogether = "edit_together" -> Vec<bool>;
     ListValues = "list_values" -> Vec<StoredValue>;
     ReadOldTable = "read_old_table" -> Option<OldTable>;
     DropOldTables = "drop_old_tables" -> ();
