@@ -91,12 +91,12 @@ pub struct BlockAction {
     pub kind: BlockActionKind,
 }
 
-/// What a player did to a voxel besides digging and placing.
+/// What a player did to a voxel or a node besides digging and placing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum BlockActionKind {
-    /// `main:punch`.
+    /// `main:punch` (`main:punch_node` for a node).
     Punch,
-    /// `main:use`.
+    /// `main:use` (`main:use_node` for a node).
     Use,
 }
 
@@ -108,6 +108,7 @@ pub const BUILT_IN_PRIVILEGES: &[(&str, &str)] = &[
     ("fast", "move four times as fast"),
     ("noclip", "move through solid voxels"),
     ("teleport", "/tp"),
+    ("creative", "endless blocks, instant digging"),
     ("give", "give items (for modules)"),
     ("kick", "/kick"),
     ("ban", "/ban and /unban"),
@@ -154,8 +155,75 @@ pub struct RevokePrivilege {
     pub privilege: String,
 }
 
+/// The setting `main.creative`: when true every player plays as if they
+/// held the `creative` privilege (the test harness sets it).
+pub const SETTING_CREATIVE: &str = "main.creative";
+
+/// Call `get_players`: the players in the game now (joined, not yet left),
+/// by name.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GetPlayers {}
+
+/// One player in the game, as [`GetPlayers`] answers.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PlayerState {
+    /// The account name.
+    pub name: String,
+    pub peer: PeerId,
+    /// The feet, where the server last accepted a move.
+    pub position: [f64; 3],
+    /// The wielded hotbar slot (index of the inventory's `main` list,
+    /// 0..[`HOTBAR_SLOTS`]).
+    pub wield: u16,
+}
+
+/// `main:player_joined`: a player joined the game (after `main:join` was
+/// accepted, before its first tick in the world).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PlayerJoined {
+    pub name: String,
+    pub peer: PeerId,
+}
+impl buildat_interface::Event for PlayerJoined {
+    const NAME: &'static str = "main:player_joined";
+}
+
+/// `main:player_left`: a player that had joined left (disconnected or
+/// kicked).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PlayerLeft {
+    pub name: String,
+    pub peer: PeerId,
+}
+impl buildat_interface::Event for PlayerLeft {
+    const NAME: &'static str = "main:player_left";
+}
+
+/// `main:node_actions`: the punches and uses (`main:punch_node`,
+/// `main:use_node`) of one tick on nodes (creatures, drops, other
+/// players), in the order they came, each judged for reach from the
+/// server's position. One event per tick with any.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct NodeActions {
+    pub actions: Vec<NodeAction>,
+}
+impl buildat_interface::Event for NodeActions {
+    const NAME: &'static str = "main:node_actions";
+}
+
+/// A player punched or used a node.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NodeAction {
+    /// The node's id.
+    pub node: u64,
+    /// The player's account name.
+    pub player: String,
+    pub kind: BlockActionKind,
+}
+
 buildat_interface::calls! {
     module MODULE;
+    GetPlayers = "get_players" -> Vec<PlayerState>;
     GetTickStats = "get_tick_stats" -> TickStats;
     DefinePrivilege = "define_privilege" -> ();
     HasPrivilege = "has_privilege" -> bool;

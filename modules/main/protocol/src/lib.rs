@@ -303,6 +303,104 @@ voxel_packet!(
     Use = "main:use"
 );
 
+voxel_packet!(
+    /// C→S: start digging the voxel at `voxel` with the wielded item; the
+    /// server answers with [`DigTime`]. A `main:dig` of it completes the
+    /// dig once that time has passed.
+    DigStart = "main:dig_start"
+);
+
+/// The hotbar: slots 0..`HOTBAR_SLOTS` of the inventory's `main` list can
+/// be wielded.
+pub const HOTBAR_SLOTS: u16 = 8;
+
+/// S→C: how long digging `voxel` takes with the wielded item, in seconds
+/// (the answer to a [`DigStart`]); negative when it cannot be dug that way
+/// (the reason comes in a `main:refused`). Layout: the voxel `<i4i4i4`,
+/// then `<f` seconds: 16 bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DigTime {
+    pub voxel: VoxelPos,
+    pub seconds: f32,
+}
+
+impl Packet for DigTime {
+    const NAME: &'static str = "main:dig_time";
+
+    fn encode(&self) -> Result<Vec<u8>, PayloadError> {
+        let mut out = Vec::with_capacity(16);
+        put_voxel(&mut out, self.voxel);
+        out.extend(self.seconds.to_le_bytes());
+        Ok(out)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
+        let mut fields = Fields(bytes);
+        let voxel = fields.voxel()?;
+        let seconds = f32::from_le_bytes(fields.take::<4>("the seconds")?);
+        fields.end()?;
+        Ok(Self { voxel, seconds })
+    }
+}
+
+/// C→S: wield hotbar slot `index` (0..[`HOTBAR_SLOTS`]) of the `main`
+/// list. Layout: `<u2`, 2 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wield {
+    pub index: u16,
+}
+
+impl Packet for Wield {
+    const NAME: &'static str = "main:wield";
+
+    fn encode(&self) -> Result<Vec<u8>, PayloadError> {
+        Ok(self.index.to_le_bytes().to_vec())
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
+        let mut fields = Fields(bytes);
+        let index = u16::from_le_bytes(fields.take::<2>("a slot index")?);
+        fields.end()?;
+        Ok(Self { index })
+    }
+}
+
+/// Defines a packet whose payload is one node id `<u8`.
+macro_rules! node_packet {
+    ($(#[$doc:meta])* $ty:ident = $name:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub struct $ty {
+            pub node: u64,
+        }
+
+        impl Packet for $ty {
+            const NAME: &'static str = $name;
+
+            fn encode(&self) -> Result<Vec<u8>, PayloadError> {
+                Ok(self.node.to_le_bytes().to_vec())
+            }
+
+            fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
+                let mut fields = Fields(bytes);
+                let node = fields.u64("a node id")?;
+                fields.end()?;
+                Ok(Self { node })
+            }
+        }
+    };
+}
+
+node_packet!(
+    /// C→S: punch the node `node` (a creature, a drop) with the wielded
+    /// item; modules hear of it through `main:node_actions`.
+    PunchNode = "main:punch_node"
+);
+node_packet!(
+    /// C→S: use (right-click) the node `node` with the wielded item.
+    UseNode = "main:use_node"
+);
+
 /// C→S: place a voxel named `name` at `voxel`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Place {
@@ -461,6 +559,11 @@ mod tests {
             idempotent::<Login>(&data);
             idempotent::<Chat>(&data);
             idempotent::<ChatLine>(&data);
+            idempotent::<DigStart>(&data);
+            idempotent::<DigTime>(&data);
+            idempotent::<Wield>(&data);
+            idempotent::<PunchNode>(&data);
+            idempotent::<UseNode>(&data);
         }
 
         #[test]
@@ -519,7 +622,37 @@ mod tests {
     }
 
     #[test]
+    fn digging_wielding_and_node_actions_round_trip_in_their_layouts() {
+        let bytes = round_trip(DigStart { voxel: [1, -2, 3] });
+        assert_eq!(bytes.len(), 12);
+        assert_eq!(DigStart::NAME, "main:dig_start");
+        let bytes = round_trip(DigTime {
+            voxel: [1, -2, 3],
+            seconds: 1.5,
+        });
+        assert_eq!(bytes.len(), 16);
+        assert_eq!(bytes[4..8], (-2i32).to_le_bytes());
+        assert_eq!(bytes[12..], 1.5f32.to_le_bytes());
+        let bytes = round_trip(Wield { index: 7 });
+        assert_eq!(bytes, [7, 0]);
+        let bytes = round_trip(PunchNode { node: 0x0102 });
+        assert_eq!(bytes, [2, 1, 0, 0, 0, 0, 0, 0]);
+        let bytes = round_trip(UseNode { node: 9 });
+        assert_eq!(bytes.len(), 8);
+        assert_eq!(PunchNode::NAME, "main:punch_node");
+        assert_eq!(UseNode::NAME, "main:use_node");
+        assert_eq!(Wield::NAME, "main:wield");
+        assert_eq!(DigTime::NAME, "main:dig_time");
+    }
+
+    #[test]
     fn short_long_and_garbled_payloads_are_errors() {
+        assert!(DigTime::decode(&[0; 15]).is_err());
+        assert!(DigTime::decode(&[0; 17]).is_err());
+        assert!(Wield::decode(&[0; 1]).is_err());
+        assert!(Wield::decode(&[0; 3]).is_err());
+        assert!(PunchNode::decode(&[0; 7]).is_err());
+        assert!(UseNode::decode(&[0; 9]).is_err());
         assert!(Move::decode(&[0; 23]).is_err());
         assert!(Move::decode(&[0; 25]).is_err());
         assert!(Correct::decode(&[0; 23]).is_err());
