@@ -1,0 +1,1 @@
+//! The `items` module (being written).
