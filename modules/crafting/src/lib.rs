@@ -1,0 +1,1 @@
+//! The `crafting` module (being written).
