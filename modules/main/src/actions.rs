@@ -1,6 +1,8 @@
 //! What players do, judged at the tick: moves (speed, collisions, flying)
-//! and digs, places, punches and uses (reach, sight; the edits in one world
-//! call, the punches and uses told to their blocks' handler modules).
+//! and digs, places, punches and uses (reach, sight; creative edits in one
+//! world call, survival ones in one inventory transaction call:
+//! `digging.rs`; the punches and uses told to their blocks' handler
+//! modules, those of nodes to every module as `main:node_actions`).
 //!
 //! Owns: the moves and actions waiting for the tick and their judging.
 //! Does not own: the rules themselves (`rules.rs`, pure), the world's
@@ -43,7 +45,7 @@ impl Game {
     /// The voxels at `positions` (`None`: not generated), in as few calls
     /// to the world as the call's limit allows (none for no position); the
     /// registry is fetched again when one of their types is not in it.
-    fn voxels_at(&mut self, positions: &[Pos]) -> Result<Vec<Option<u32>>, ModuleError> {
+    pub(crate) fn voxels_at(&mut self, positions: &[Pos]) -> Result<Vec<Option<u32>>, ModuleError> {
         let mut voxels = Vec::with_capacity(positions.len());
         for batch in positions.chunks(MAX_VOXELS_PER_CALL) {
             voxels.extend(self.host.call(&GetVoxels {
@@ -244,6 +246,8 @@ impl Game {
     /// left them, are told to their blocks' handler modules
     /// ([`Self::tell_block_actions`]).
     pub(crate) fn judge_actions(&mut self) -> Result<(), ModuleError> {
+        self.judge_dig_starts()?;
+        self.judge_node_actions()?;
         let actions = std::mem::take(&mut self.pending_actions);
         if actions.is_empty() {
             return Ok(());
@@ -277,16 +281,32 @@ impl Game {
             }
         }
         let mut edits = Vec::with_capacity(allowed.len());
+        let mut txs = Vec::new();
         let mut blocks = Vec::new();
         for action in allowed {
+            let (peer, voxel) = (action.peer, action.voxel);
             match action.act {
                 Act::Edit { id, name, replace } => {
-                    edits.push((action.peer, action.voxel, id, name, replace))
+                    let creative = self.players.get(&peer).is_some_and(|p| self.is_creative(p));
+                    if creative {
+                        edits.push((peer, voxel, id, name, replace));
+                        continue;
+                    }
+                    let tx = if id == AIR {
+                        self.dig_transaction(peer, voxel)
+                    } else {
+                        self.place_transaction(peer, voxel, id, &name)
+                    };
+                    match tx {
+                        Ok(tx) => txs.push((peer, voxel, name, tx)),
+                        Err(reason) => self.refuse(peer, &reason)?,
+                    }
                 }
-                Act::Block(kind) => blocks.push((action.peer, action.voxel, kind)),
+                Act::Block(kind) => blocks.push((peer, voxel, kind)),
             }
         }
         self.edit_voxels(edits)?;
+        self.transact_edits(txs)?;
         self.tell_block_actions(blocks)
     }
 
@@ -338,6 +358,13 @@ impl Game {
         }
         let positions: Vec<Pos> = allowed.iter().map(|(_, pos, _)| *pos).collect();
         let voxels = self.voxels_at(&positions)?;
+        let wielded = self.wielded(
+            allowed
+                .iter()
+                .filter_map(|(peer, ..)| self.players.get(peer))
+                .map(|p| (p.account.name.clone(), p.wield))
+                .collect::<Vec<_>>(),
+        );
         let mut told: BTreeMap<String, Vec<BlockAction>> = BTreeMap::new();
         for ((peer, pos, kind), voxel) in allowed.into_iter().zip(voxels) {
             let Some(voxel) = voxel else {
@@ -359,6 +386,7 @@ impl Game {
                         pos,
                         voxel,
                         player: player.account.name.clone(),
+                        item: wielded.get(&player.account.name).cloned().flatten(),
                         kind,
                     });
             }
@@ -369,6 +397,84 @@ impl Game {
                 .emit_event(&block_action_event(&module), &payload)?;
         }
         Ok(())
+    }
+
+    /// `main:punch_node` and `main:use_node`: judged at the tick (the
+    /// node within reach), then told to every module as
+    /// `main:node_actions`. Counted against the action rate.
+    pub(crate) fn on_node_action(
+        &mut self,
+        peer: PeerId,
+        node: u64,
+        kind: BlockActionKind,
+    ) -> Result<(), ModuleError> {
+        let Some(player) = self.players.get_mut(&peer) else {
+            return self.refuse(peer, "join first");
+        };
+        if !player.privileges.contains("interact") {
+            return self.refuse(
+                peer,
+                "you may not dig, place, punch or use here (no 'interact' privilege)",
+            );
+        }
+        if !player.actions.allow(Instant::now()) {
+            let reason = format!(
+                "more than {} actions a second",
+                rules::MAX_ACTIONS_PER_SECOND
+            );
+            return self.refuse(peer, &reason);
+        }
+        if self.pending_node_actions.len() >= MAX_PENDING_ACTIONS {
+            return self.refuse(peer, "too many actions at once on this server; try again");
+        }
+        self.pending_node_actions.push((peer, node, kind));
+        Ok(())
+    }
+
+    /// The tick's node punches and uses: each node looked up (a node gone
+    /// or out of reach is refused), the wielded stacks, then one
+    /// `main:node_actions` event with those that passed, in order.
+    fn judge_node_actions(&mut self) -> Result<(), ModuleError> {
+        let pending = std::mem::take(&mut self.pending_node_actions);
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let mut passed = Vec::with_capacity(pending.len());
+        for (peer, node, kind) in pending {
+            let Some(player) = self.players.get(&peer) else {
+                continue;
+            };
+            let (name, position, wield) =
+                (player.account.name.clone(), player.position, player.wield);
+            let Some(found) = self.host.call(&GetNode { id: node })? else {
+                self.refuse(peer, &format!("no node {node}"))?;
+                continue;
+            };
+            if rules::distance(rules::eyes(position), found.position) > rules::REACH {
+                self.refuse(peer, &format!("node {node} is out of reach"))?;
+                continue;
+            }
+            passed.push((name, wield, node, kind));
+        }
+        if passed.is_empty() {
+            return Ok(());
+        }
+        let wielded = self.wielded(
+            passed
+                .iter()
+                .map(|(name, wield, ..)| (name.clone(), *wield))
+                .collect::<Vec<_>>(),
+        );
+        let actions = passed
+            .into_iter()
+            .map(|(player, _, node, kind)| NodeAction {
+                node,
+                item: wielded.get(&player).cloned().flatten(),
+                player,
+                kind,
+            })
+            .collect();
+        self.host.emit(&NodeActions { actions })
     }
 
     pub(crate) fn on_dig(&mut self, peer: PeerId, packet: Dig) -> Result<(), ModuleError> {

@@ -13,18 +13,23 @@ use std::sync::{Arc, Mutex};
 use buildat_interface::core_api::ListCommands;
 use buildat_interface::events::Tick;
 use buildat_interface::testing::{TestHost, TestModule};
+use buildat_inventory_api::{
+    Change, GetInventory, Inventory, Overflow, Owner, SlotRef, TransactMany, TxOutcome,
+};
+use buildat_items_api::{DropRule, GetItems, GroupCap, ItemDef, ItemRegistry, ItemStack, ToolCaps};
 use buildat_main_api::{
-    BlockAction, BlockActionKind, BlockActions, Chat, ChatLine, Dig, Edits, Join, Place, Punch,
-    Refused, Spawn, Use, block_action_event,
+    BlockAction, BlockActionKind, BlockActions, Chat, ChatLine, Dig, DigStart, DigTime, Edits,
+    GetPlayers, Join, NodeAction, NodeActions, Place, PlayerJoined, PlayerLeft, Punch, PunchNode,
+    Refused, Spawn, Use, UseNode, Wield, block_action_event,
 };
 use buildat_network_api::receive::testing::{DeliverPackets, disconnected, sent};
 use buildat_network_api::{ClientConnected, Disconnect};
 use buildat_voxel::geometry::Pos;
 use buildat_voxel::{AIR, VoxelName, VoxelRegistry};
 use buildat_voxelworld_api::{
-    CreateNodes, DropOldTables, EditOutcome, EditVoxels, GetRegistry, GetSizes, GetSpawn, GetValue,
-    GetVoxel, GetVoxels, ListValues, MoveNodes, PutValues, ReadOldTable, RegisterBlock, RemoveNode,
-    Sizes,
+    CreateNodes, DropOldTables, DynamicNode, EditOutcome, EditVoxels, GetNode, GetRegistry,
+    GetSizes, GetSpawn, GetValue, GetVoxel, GetVoxels, ListValues, MoveNodes, PutValues,
+    ReadOldTable, RegisterBlock, RemoveNode, Replace, Sizes,
 };
 
 use buildat_format::Packet;
@@ -39,6 +44,92 @@ struct FakeWorld {
     edited: HashMap<Pos, u32>,
     values: BTreeMap<(String, String), Vec<u8>>,
     next_node: u64,
+    /// Each player's `main` list, as the `inventory` module would keep it.
+    inventories: BTreeMap<String, Vec<Option<ItemStack>>>,
+    /// Where each node is.
+    nodes: BTreeMap<u64, [f64; 3]>,
+}
+
+/// The fake game's items: stone (cracky, drops cobble) and dirt
+/// (crumbly) as blocks, a fast pickaxe.
+fn items() -> ItemRegistry {
+    let pick = ItemDef::tool(
+        "pick",
+        "Pick",
+        "pick.png",
+        ToolCaps::default().with("cracky", GroupCap::new(&[-1.0, -1.0, 0.2], 10, 0)),
+    );
+    let defs = [
+        ItemDef::block("stone")
+            .with_groups(&[("cracky", 3)])
+            .with_drops(vec![DropRule::always("cobble", 1)]),
+        ItemDef::block("dirt").with_groups(&[("crumbly", 3)]),
+        ItemDef::block("torch"),
+        ItemDef::craft("cobble", "Cobble", "cobble.png"),
+        pick,
+    ];
+    ItemRegistry {
+        version: 1,
+        items: defs.into_iter().map(|d| (d.name.clone(), d)).collect(),
+    }
+}
+
+/// Applies one change to the fake inventories; why not.
+fn apply_change(
+    inventories: &mut BTreeMap<String, Vec<Option<ItemStack>>>,
+    change: &Change,
+) -> Result<(), String> {
+    let list = |inventories: &mut BTreeMap<String, Vec<Option<ItemStack>>>, owner: &Owner| {
+        let Owner::Player(name) = owner else {
+            return Err("only players here".to_string());
+        };
+        Ok(inventories
+            .entry(name.clone())
+            .or_insert_with(|| vec![None; 32])
+            .clone())
+    };
+    let owner = match change {
+        Change::Take { slot, .. } | Change::Wear { slot, .. } | Change::Put { slot, .. } => {
+            slot.owner.clone()
+        }
+        Change::Give { owner, .. } => owner.clone(),
+    };
+    let mut slots = list(inventories, &owner)?;
+    match change {
+        Change::Take { slot, name, count } => {
+            let held = slots
+                .get_mut(usize::from(slot.index))
+                .ok_or("no such slot")?;
+            match held {
+                Some(stack) if stack.name == *name && stack.count >= *count => {
+                    stack.count -= count;
+                    if stack.count == 0 {
+                        *held = None;
+                    }
+                }
+                _ => return Err(format!("no {count} {name} in slot {}", slot.index)),
+            }
+        }
+        Change::Give { stack, .. } => {
+            if let Some(same) = slots.iter_mut().flatten().find(|s| s.stacks_with(stack)) {
+                same.count += stack.count;
+            } else if let Some(empty) = slots.iter_mut().find(|s| s.is_none()) {
+                *empty = Some(stack.clone());
+            } else {
+                return Err("full".into());
+            }
+        }
+        Change::Wear { slot, name, amount } => match slots.get_mut(usize::from(slot.index)) {
+            Some(Some(tool)) if tool.name == *name => tool.wear += amount,
+            _ => return Err(format!("no {name} in slot {}", slot.index)),
+        },
+        Change::Put { .. } => return Err("not faked".into()),
+    }
+    let Owner::Player(name) = owner else {
+        unreachable!("checked above");
+    };
+    inventories.insert(name, slots);
+    Ok(())
 }
 
 fn registry() -> VoxelRegistry {
@@ -48,6 +139,7 @@ fn registry() -> VoxelRegistry {
         ("stone", "", true),
         ("torch", "", false),
         ("lever", "levers", true),
+        ("dirt", "", true),
     ] {
         registry
             .add(
@@ -56,7 +148,7 @@ fn registry() -> VoxelRegistry {
                 handler,
                 solid,
             )
-            .expect("a fresh registry takes three voxels");
+            .expect("a fresh registry takes four voxels");
     }
     registry
 }
@@ -71,13 +163,23 @@ impl FakeWorld {
     }
 }
 
-/// A kit whose world is a [`FakeWorld`], with the game loaded on it.
+/// A kit whose world is a [`FakeWorld`], with the game loaded on it,
+/// everyone creative (`main.creative`: endless blocks, instant digs).
 fn game() -> (TestHost, Arc<Mutex<FakeWorld>>, TestModule<Game>) {
+    game_with(&[("main.creative", "true")])
+}
+
+/// A kit whose world is a [`FakeWorld`] with the settings `config`, the
+/// game loaded on it.
+fn game_with(config: &[(&str, &str)]) -> (TestHost, Arc<Mutex<FakeWorld>>, TestModule<Game>) {
     let world_dir = tempfile::tempdir().expect("a temp dir");
-    let kit = TestHost::new()
+    let mut kit = TestHost::new()
         .name("main")
         .world_path(world_dir.path())
         .config("main.guests", "true");
+    for (key, value) in config {
+        kit = kit.config(key, value);
+    }
     // The directory stays for the test process (the game may write there).
     std::mem::forget(world_dir);
     let world = Arc::new(Mutex::new(FakeWorld::default()));
@@ -134,9 +236,74 @@ fn answer_world(kit: &TestHost, world: &Arc<Mutex<FakeWorld>>) {
         Ok(create
             .nodes
             .iter()
-            .map(|_| {
+            .map(|node| {
                 world.next_node += 1;
-                Some(world.next_node)
+                let id = world.next_node;
+                world.nodes.insert(id, node.position);
+                Some(id)
+            })
+            .collect())
+    });
+    let w = at(world);
+    kit.answer(move |get: GetNode| {
+        Ok(w.lock()
+            .unwrap()
+            .nodes
+            .get(&get.id)
+            .map(|position| DynamicNode {
+                id: get.id,
+                position: *position,
+                orientation: [0.0, 0.0, 0.0, 1.0],
+                velocity: [0.0; 3],
+                parent: None,
+                save_enabled: false,
+                vars: BTreeMap::new(),
+            }))
+    });
+    kit.answer(|_: GetItems| Ok(items()));
+    let w = at(world);
+    kit.answer(move |get: GetInventory| {
+        let Owner::Player(name) = get.owner else {
+            return Ok(None);
+        };
+        Ok(w.lock()
+            .unwrap()
+            .inventories
+            .get(&name)
+            .map(|slots| Inventory {
+                lists: BTreeMap::from([("main".to_string(), slots.clone())]),
+            }))
+    });
+    let w = at(world);
+    kit.answer(move |many: TransactMany| {
+        let mut world = w.lock().unwrap();
+        Ok(many
+            .txs
+            .iter()
+            .map(|tx| {
+                let mut inventories = world.inventories.clone();
+                if let Some(edit) = &tx.edit {
+                    let there = world.voxel(edit.pos);
+                    let fits = match edit.replace {
+                        Replace::Exactly(id) => there == id,
+                        Replace::OnlyAir => there == AIR,
+                        Replace::NotAir => there != AIR,
+                        Replace::Any => true,
+                    };
+                    if !fits {
+                        return TxOutcome::Refused("the voxel changed".into());
+                    }
+                }
+                for change in &tx.changes {
+                    if let Err(why) = apply_change(&mut inventories, change) {
+                        return TxOutcome::Refused(why);
+                    }
+                }
+                world.inventories = inventories;
+                if let Some(edit) = &tx.edit {
+                    world.edited.insert(edit.pos, edit.voxel);
+                }
+                TxOutcome::Done
             })
             .collect())
     });
@@ -423,6 +590,7 @@ fn a_use_and_a_punch_within_reach_are_told_to_the_block_s_handler_with_the_playe
         pos: [2, 0, 0],
         voxel: lever,
         player: "ann".into(),
+        item: None,
         kind,
     };
     assert_eq!(
@@ -515,4 +683,331 @@ fn a_stash_of_another_layout_starts_the_game_without_it() {
     assert!(game.module().players.is_empty());
     assert!(!kit.commands().is_empty(), "its commands registered");
     drop(world);
+}
+
+/// A survival game (nobody creative) with `ann` joined as peer 1, holding
+/// `slots` in her main list.
+fn survival(slots: &[(usize, ItemStack)]) -> (TestHost, Arc<Mutex<FakeWorld>>, TestModule<Game>) {
+    let (kit, world, mut game) = game_with(&[]);
+    let mut main = vec![None; 32];
+    for (index, stack) in slots {
+        main[*index] = Some(stack.clone());
+    }
+    world.lock().unwrap().inventories.insert("ann".into(), main);
+    join(&kit, &mut game, 1, "ann");
+    (kit, world, game)
+}
+
+/// The `main:dig_time` answers sent to peer 1.
+fn dig_times(kit: &TestHost) -> Vec<DigTime> {
+    sent::<DigTime>(kit)
+        .into_iter()
+        .filter(|(to, _)| *to == 1)
+        .map(|(_, time)| time)
+        .collect()
+}
+
+/// What ann holds in slot `index`.
+fn slot(world: &Arc<Mutex<FakeWorld>>, index: usize) -> Option<ItemStack> {
+    world.lock().unwrap().inventories["ann"][index].clone()
+}
+
+#[test]
+fn a_survival_dig_takes_the_tool_s_time_and_gives_the_drop_and_wears_the_tool() {
+    let (kit, world, mut game) = survival(&[(0, ItemStack::new("pick", 1))]);
+    let stone = registry().get_id("stone").expect("registered");
+    game.packet(1, &DigStart { voxel: [0, -1, 0] })
+        .expect("start");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert_eq!(
+        dig_times(&kit),
+        [DigTime {
+            voxel: [0, -1, 0],
+            seconds: 0.2
+        }],
+        "the pick's cracky 3 time"
+    );
+    // At once: too early, nothing dug, the dig ends.
+    game.packet(1, &Dig { voxel: [0, -1, 0] }).expect("dig");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert_eq!(world.lock().unwrap().voxel([0, -1, 0]), stone);
+    let refused = refusals(&kit, 1);
+    assert!(refused[0].contains("takes 0.20 s to dig"), "{refused:?}");
+    assert!(kit.calls::<TransactMany>().is_empty());
+
+    game.packet(1, &DigStart { voxel: [0, -1, 0] })
+        .expect("start");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    std::thread::sleep(std::time::Duration::from_millis(120));
+    game.packet(1, &Dig { voxel: [0, -1, 0] }).expect("dig");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert_eq!(world.lock().unwrap().voxel([0, -1, 0]), AIR, "dug");
+    assert!(kit.calls::<EditVoxels>().is_empty(), "not a creative edit");
+    let many = kit.calls::<TransactMany>();
+    assert_eq!(many.len(), 1);
+    let tx = &many[0].txs[0];
+    let edit = tx.edit.as_ref().expect("the dig is the transaction's edit");
+    assert_eq!(
+        edit.replace,
+        Replace::Exactly(stone),
+        "exactly what was seen"
+    );
+    assert_eq!(edit.voxel, AIR);
+    let slot0 = SlotRef {
+        owner: Owner::Player("ann".into()),
+        list: "main".into(),
+        index: 0,
+    };
+    assert_eq!(
+        tx.changes,
+        [
+            Change::Give {
+                owner: Owner::Player("ann".into()),
+                list: "main".into(),
+                stack: ItemStack::new("cobble", 1),
+                overflow: Overflow::DropAt([0.5, -0.5, 0.5]),
+            },
+            Change::Wear {
+                slot: slot0,
+                name: "pick".into(),
+                amount: 6554,
+            },
+        ]
+    );
+    assert_eq!(slot(&world, 1), Some(ItemStack::new("cobble", 1)));
+    assert_eq!(slot(&world, 0).map(|s| s.wear), Some(6554));
+    assert!(!sent::<Edits>(&kit).is_empty(), "the dig is news");
+}
+
+#[test]
+fn stone_cannot_be_dug_by_hand_and_a_dig_without_a_start_is_refused() {
+    let (kit, world, mut game) = survival(&[]);
+    let stone = registry().get_id("stone").expect("registered");
+    game.packet(1, &DigStart { voxel: [0, -1, 0] })
+        .expect("start");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert!(dig_times(&kit)[0].seconds < 0.0);
+    assert_eq!(refusals(&kit, 1), ["stone cannot be dug with the hand"]);
+    game.packet(1, &Dig { voxel: [0, -1, 0] }).expect("dig");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert!(
+        refusals(&kit, 1)[1].starts_with("start digging [0, -1, 0] first"),
+        "{:?}",
+        refusals(&kit, 1)
+    );
+    assert_eq!(world.lock().unwrap().voxel([0, -1, 0]), stone);
+
+    // Dirt by hand: the hand's crumbly time, no tool worn.
+    let dirt = registry().get_id("dirt").expect("registered");
+    world.lock().unwrap().edited.insert([1, 0, 0], dirt);
+    game.packet(1, &DigStart { voxel: [1, 0, 0] })
+        .expect("start");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert_eq!(dig_times(&kit)[1].seconds, 0.7);
+}
+
+#[test]
+fn wielding_another_slot_or_another_voxel_stops_the_dig() {
+    let (kit, world, mut game) = survival(&[(0, ItemStack::new("pick", 1))]);
+    let stone = registry().get_id("stone").expect("registered");
+    game.packet(1, &DigStart { voxel: [0, -1, 0] })
+        .expect("start");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    game.packet(1, &Wield { index: 1 }).expect("wield");
+    std::thread::sleep(std::time::Duration::from_millis(250));
+    game.packet(1, &Dig { voxel: [0, -1, 0] }).expect("dig");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert_eq!(world.lock().unwrap().voxel([0, -1, 0]), stone);
+    assert!(refusals(&kit, 1)[0].starts_with("start digging"));
+
+    game.packet(1, &Wield { index: 0 }).expect("wield");
+    game.packet(1, &DigStart { voxel: [0, -1, 0] })
+        .expect("start");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    std::thread::sleep(std::time::Duration::from_millis(250));
+    game.packet(1, &Dig { voxel: [1, -1, 0] }).expect("dig");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert!(
+        refusals(&kit, 1)[1].starts_with("digging [0, -1, 0], not [1, -1, 0]"),
+        "{:?}",
+        refusals(&kit, 1)
+    );
+    assert_eq!(world.lock().unwrap().voxel([1, -1, 0]), stone);
+
+    game.packet(1, &Wield { index: 8 }).expect("wield");
+    assert_eq!(refusals(&kit, 1)[2], "the hotbar has slots 0 to 7");
+    assert_eq!(game.module().players[&1].wield, 0);
+}
+
+#[test]
+fn a_survival_place_takes_one_from_the_wielded_stack_until_none_is_left() {
+    let (kit, world, mut game) = survival(&[(2, ItemStack::new("stone", 2))]);
+    let stone = registry().get_id("stone").expect("registered");
+    game.packet(1, &Wield { index: 2 }).expect("wield");
+    for x in 1..=3 {
+        game.packet(
+            1,
+            &Place {
+                voxel: [x, 0, 0],
+                name: "stone".into(),
+            },
+        )
+        .expect("place");
+        game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    }
+    let world_now = |pos| world.lock().unwrap().voxel(pos);
+    assert_eq!(world_now([1, 0, 0]), stone);
+    assert_eq!(world_now([2, 0, 0]), stone);
+    assert_eq!(world_now([3, 0, 0]), AIR, "none left for the third");
+    assert_eq!(slot(&world, 2), None, "both placed");
+    assert_eq!(refusals(&kit, 1), ["no 1 stone in slot 2"]);
+    let many = kit.calls::<TransactMany>();
+    assert_eq!(
+        many[0].txs[0].changes,
+        [Change::Take {
+            slot: SlotRef {
+                owner: Owner::Player("ann".into()),
+                list: "main".into(),
+                index: 2,
+            },
+            name: "stone".into(),
+            count: 1,
+        }]
+    );
+    assert_eq!(
+        many[0].txs[0].edit.as_ref().map(|e| e.replace),
+        Some(Replace::OnlyAir)
+    );
+    assert!(kit.calls::<EditVoxels>().is_empty());
+}
+
+#[test]
+fn the_creative_privilege_keeps_endless_blocks_and_instant_digs() {
+    let (kit, world, mut game) =
+        game_with(&[("main.default_privileges", "interact,shout,creative")]);
+    join(&kit, &mut game, 1, "ann");
+    game.packet(1, &Dig { voxel: [0, -1, 0] }).expect("dig");
+    game.packet(
+        1,
+        &Place {
+            voxel: [1, 0, 0],
+            name: "torch".into(),
+        },
+    )
+    .expect("place");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert_eq!(world.lock().unwrap().voxel([0, -1, 0]), AIR);
+    assert_ne!(world.lock().unwrap().voxel([1, 0, 0]), AIR);
+    assert_eq!(kit.calls::<EditVoxels>().len(), 1, "one world call");
+    assert!(kit.calls::<TransactMany>().is_empty(), "no inventory");
+    assert!(refusals(&kit, 1).is_empty(), "{:?}", refusals(&kit, 1));
+    game.packet(1, &DigStart { voxel: [0, -2, 0] })
+        .expect("start");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert_eq!(dig_times(&kit)[0].seconds, 0.0, "instant");
+}
+
+#[test]
+fn players_are_listed_and_their_joining_and_leaving_told() {
+    let (kit, _world, mut game) = game();
+    join(&kit, &mut game, 1, "ann");
+    join(&kit, &mut game, 2, "bob");
+    assert_eq!(
+        kit.emitted::<PlayerJoined>(),
+        [
+            PlayerJoined {
+                name: "ann".into(),
+                peer: 1
+            },
+            PlayerJoined {
+                name: "bob".into(),
+                peer: 2
+            }
+        ]
+    );
+    game.packet(2, &Wield { index: 3 }).expect("wield");
+    let players = game.call(&GetPlayers {}).expect("answered");
+    assert_eq!(players.len(), 2);
+    assert_eq!(players[1].name, "bob");
+    assert_eq!(players[1].wield, 3);
+    assert_eq!(players[0].position, [0.5, 0.0, 0.5]);
+    game.emit(&buildat_network_api::ClientDisconnected {
+        peer: 1,
+        reason: "gone".into(),
+    })
+    .expect("left");
+    assert_eq!(
+        kit.emitted::<PlayerLeft>(),
+        [PlayerLeft {
+            name: "ann".into(),
+            peer: 1
+        }]
+    );
+    assert_eq!(game.call(&GetPlayers {}).expect("answered").len(), 1);
+}
+
+#[test]
+fn node_punches_and_uses_within_reach_are_told_with_the_wielded_item() {
+    let (kit, world, mut game) = survival(&[(0, ItemStack::new("pick", 1))]);
+    let (near, far) = {
+        let mut world = world.lock().unwrap();
+        world.next_node += 2;
+        let near = world.next_node - 1;
+        world.nodes.insert(near, [2.0, 0.0, 0.5]);
+        world.nodes.insert(near + 1, [50.0, 0.0, 0.5]);
+        (near, near + 1)
+    };
+    game.packet(1, &PunchNode { node: near }).expect("punch");
+    game.packet(1, &UseNode { node: far }).expect("use");
+    game.packet(1, &UseNode { node: 999 }).expect("use");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert_eq!(
+        kit.emitted::<NodeActions>(),
+        [NodeActions {
+            actions: vec![NodeAction {
+                node: near,
+                player: "ann".into(),
+                item: Some(ItemStack::new("pick", 1)),
+                kind: BlockActionKind::Punch,
+            }]
+        }]
+    );
+    assert_eq!(
+        refusals(&kit, 1),
+        [format!("node {far} is out of reach"), "no node 999".into()]
+    );
+}
+
+#[test]
+fn a_block_s_handler_is_told_the_wielded_item() {
+    let (kit, world, mut game) = survival(&[(0, ItemStack::new("pick", 1))]);
+    let lever = registry().get_id("lever").expect("registered");
+    world.lock().unwrap().edited.insert([2, 0, 0], lever);
+    game.packet(1, &Punch { voxel: [2, 0, 0] }).expect("punch");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    let told = told_levers(&kit);
+    assert_eq!(told[0].actions[0].item, Some(ItemStack::new("pick", 1)));
+}
+
+#[test]
+fn without_an_inventory_module_everyone_plays_creative() {
+    let world_dir = tempfile::tempdir().expect("a temp dir");
+    let kit = TestHost::new()
+        .name("main")
+        .world_path(world_dir.path())
+        .config("main.guests", "true");
+    let world = Arc::new(Mutex::new(FakeWorld::default()));
+    answer_world(&kit, &world);
+    // As if no inventory module were loaded: its call fails.
+    kit.answer(
+        |_: GetInventory| -> Result<Option<Inventory>, buildat_interface::ModuleError> {
+            Err(buildat_interface::ModuleError::msg("no module inventory"))
+        },
+    );
+    let mut game = kit.load::<Game>().expect("loads");
+    join(&kit, &mut game, 1, "ann");
+    game.packet(1, &Dig { voxel: [0, -1, 0] }).expect("dig");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert_eq!(world.lock().unwrap().voxel([0, -1, 0]), AIR, "dug at once");
+    assert_eq!(kit.calls::<EditVoxels>().len(), 1);
 }

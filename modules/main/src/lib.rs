@@ -25,14 +25,23 @@
 //! player is so the world streams around it, and the game's own blocks
 //! (a `torch`: no collision, clear, block light 14, placeable from the
 //! hotbar like every registered block; it drops without a solid voxel
-//! below or beside it: `special.rs`). Its `client_lua/` is what clients
-//! run. It times its ticks (`get_tick_stats`, `buildat-main-api`).
+//! below or beside it: `special.rs`). Survival by default (`digging.rs`):
+//! digs take the wielded tool's time and give their drops into the
+//! player's inventory, places take from the wielded stack, each one
+//! transaction of the `inventory` module with its edit; the `creative`
+//! privilege (or `main.creative` for everyone) keeps endless blocks and
+//! instant digs. Other modules ask `get_players` and hear
+//! `main:player_joined`/`main:player_left` and `main:node_actions`
+//! (punches and uses of nodes, with the wielded item). Its `client_lua/`
+//! is what clients run. It times its ticks (`get_tick_stats`,
+//! `buildat-main-api`).
 //! Does not own: the world or its stream (`voxelworld`), sockets (`network`).
 
 pub mod accounts;
 mod actions;
 pub mod addresses;
 pub mod chat;
+mod digging;
 pub mod login;
 pub mod names;
 mod players;
@@ -56,11 +65,13 @@ use buildat_interface::settings::Settings;
 use buildat_interface::{
     Event, Host, Module, ModuleError, Receive, UnloadKind, events, export_module, log,
 };
+use buildat_items_api::{ItemRegistry, ItemsChanged};
 use buildat_main_api::{
     BUILT_IN_PRIVILEGES, BlockAction, BlockActionKind, BlockActions, Chat, Correct,
-    DefinePrivilege, Dig, GetPrivileges, GetTickStats, GrantPrivilege, HasPrivilege, Join, Login,
-    Move, Ping, Place, Pong, Punch, Refused, RevokePrivilege, Spawn, TickStats, Use, VAR_PEER,
-    VAR_PLAYER, block_action_event,
+    DefinePrivilege, Dig, DigStart, GetPlayers, GetPrivileges, GetTickStats, GrantPrivilege,
+    HasPrivilege, Join, Login, Move, NodeAction, NodeActions, Ping, Place, PlayerJoined,
+    PlayerLeft, PlayerState, Pong, Punch, PunchNode, Refused, RevokePrivilege, Spawn, TickStats,
+    Use, UseNode, VAR_PEER, VAR_PLAYER, Wield, block_action_event,
 };
 use buildat_network_api::{
     self as network, ClientConnected, ClientDisconnected, Multicast, OutgoingPacket, PeerId,
@@ -69,9 +80,9 @@ use buildat_network_api::{
 use buildat_voxel::geometry::{Pos, SectionSize};
 use buildat_voxel::{AIR, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
-    BlockDefinition, CreateNode, CreateNodes, EditOutcome, EditVoxel, EditVoxels, GetRegistry,
-    GetSizes, GetSpawn, GetVoxels, IDENTITY, MAX_VOXELS_PER_CALL, MoveNodes, NodeMotion,
-    RegisterBlock, RemoveNode, Replace, SpecialVoxels, Viewer, Viewers,
+    BlockDefinition, CreateNode, CreateNodes, EditOutcome, EditVoxel, EditVoxels, GetNode,
+    GetRegistry, GetSizes, GetSpawn, GetVoxels, IDENTITY, MAX_VOXELS_PER_CALL, MoveNodes,
+    NodeMotion, RegisterBlock, RemoveNode, Replace, SpecialVoxels, Viewer, Viewers,
 };
 use chat::Caller;
 use players::{Account, Player};
@@ -106,6 +117,8 @@ buildat_interface::settings! {
         free_movement: bool = false,
         /// Seconds a connection may take to join before it is closed.
         join_timeout_s: f64 = 120.0,
+        /// Every player plays as if it held `creative`: endless blocks, instant digging, no inventory.
+        creative: bool = false,
     }
 }
 
@@ -181,6 +194,18 @@ struct Game {
     tick: Option<TickInProgress>,
     /// Time of ticks that came while one was under way, for the next.
     owed_dtime: f64,
+    /// Everyone plays creative (`main.creative`).
+    creative: bool,
+    /// The `items` and `inventory` modules answered when the game started:
+    /// without them everyone plays creative (there is nothing to take from).
+    survival: bool,
+    /// The item registry (`items`), fetched when needed and dropped on
+    /// `items:changed`.
+    items: Option<ItemRegistry>,
+    /// Dig starts received since the last tick, in order.
+    pending_dig_starts: Vec<(PeerId, Pos)>,
+    /// Node punches and uses received since the last tick, in order.
+    pending_node_actions: Vec<(PeerId, u64, BlockActionKind)>,
 }
 
 impl Game {
@@ -316,6 +341,11 @@ impl Module for Game {
             tick_stats: TickStats::default(),
             tick: None,
             owed_dtime: 0.0,
+            creative: settings.creative,
+            survival: false,
+            items: None,
+            pending_dig_starts: Vec::new(),
+            pending_node_actions: Vec::new(),
         })
     }
 
@@ -363,6 +393,18 @@ impl Module for Game {
             .packet(|game, peer, used: Use| {
                 game.on_block_action(peer, used.voxel, BlockActionKind::Use)
             })
+            .packet(|game, peer, start: DigStart| game.on_dig_start(peer, start))
+            .packet(|game, peer, wield: Wield| game.on_wield(peer, wield))
+            .packet(|game, peer, punch: PunchNode| {
+                game.on_node_action(peer, punch.node, BlockActionKind::Punch)
+            })
+            .packet(|game, peer, used: UseNode| {
+                game.on_node_action(peer, used.node, BlockActionKind::Use)
+            })
+            .event(|game, _: ItemsChanged| {
+                game.items = None;
+                Ok(())
+            })
             .packet(|game, peer, ping: Ping| {
                 let mut data = ping.data;
                 data.truncate(64);
@@ -371,6 +413,7 @@ impl Module for Game {
             })
             .settings::<MainSettings>()
             .call(|game, _: GetTickStats| Ok(game.tick_stats.clone()))
+            .call(|game, _: GetPlayers| Ok(game.player_states()))
             // On the console a refusal is an answer; headless, a failure
             // (the process exits non-zero).
             .call(|game, command: RunCommand| {
@@ -421,6 +464,7 @@ impl Game {
             self.host.call(&RegisterBlock { block })?;
         }
         self.refresh_registry()?;
+        self.survival = self.survival_possible();
         chat::register_commands(&self.host)?;
         let Some(stash) = stash else {
             return Ok(());
@@ -433,10 +477,9 @@ impl Game {
         self.privileges.extend(stash.privileges);
         for p in stash.players {
             let privileges = self.privileges_of(&p.account);
-            self.players.insert(
-                p.peer,
-                Player::new(p.account, privileges, p.position, p.node),
-            );
+            let mut player = Player::new(p.account, privileges, p.position, p.node);
+            player.wield = p.wield;
+            self.players.insert(p.peer, player);
         }
         // Connections waiting to join get a new deadline.
         let now = Instant::now();
@@ -450,8 +493,23 @@ impl Game {
             })
             .collect();
         self.pending_actions = stash.pending_actions;
+        self.pending_dig_starts = stash.pending_dig_starts;
+        self.pending_node_actions = stash.pending_node_actions;
         log::info!("resumed with {} players", self.players.len());
         Ok(())
+    }
+
+    /// `get_players`: everyone in the game.
+    fn player_states(&self) -> Vec<PlayerState> {
+        self.players
+            .iter()
+            .map(|(peer, p)| PlayerState {
+                name: p.account.name.clone(),
+                peer: *peer,
+                position: p.position,
+                wield: p.wield,
+            })
+            .collect()
     }
 
     /// The privileges of the account named `player`, `None` if there is

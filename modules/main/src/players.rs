@@ -37,6 +37,10 @@ pub(crate) struct Player {
     pub(crate) node_position: [f64; 3],
     /// Its node was last moved with a velocity.
     pub(crate) node_moving: bool,
+    /// The wielded hotbar slot of its inventory's `main` list.
+    pub(crate) wield: u16,
+    /// The dig under way (`digging.rs`).
+    pub(crate) digging: Option<digging::Digging>,
 }
 
 impl Player {
@@ -57,6 +61,8 @@ impl Player {
             node,
             node_position: position,
             node_moving: false,
+            wield: 0,
+            digging: None,
         }
     }
 }
@@ -72,6 +78,13 @@ impl Game {
         self.pending_moves.retain(|(p, ..)| *p != peer);
         let name = &player.account.name;
         log::info!("player {name} (peer {peer}) left");
+        let left = PlayerLeft {
+            name: name.clone(),
+            peer,
+        };
+        if let Err(error) = self.host.emit(&left) {
+            log::warn!("telling that {name} left: {error}");
+        }
         if let Some(id) = player.node
             && let Err(error) = self.host.call(&RemoveNode { id })
         {
@@ -139,8 +152,13 @@ impl Game {
                      (you have no privileges until then)",
                 );
             }
+            let joined = PlayerJoined {
+                name: account.name.clone(),
+                peer,
+            };
             self.players
                 .insert(peer, Player::new(account, privileges, position, node));
+            self.host.emit(&joined)?;
             // An event, not a call: a joiner's first chunks are lit and
             // encoded on the world's thread while the game goes on (a
             // hundred joins at once would otherwise hold the game for each

@@ -15,6 +15,8 @@ impl Game {
                 .map(|(peer, to, at)| (peer, to, now.duration_since(at).as_secs_f64()))
                 .collect(),
             pending_actions: std::mem::take(&mut self.pending_actions),
+            pending_dig_starts: std::mem::take(&mut self.pending_dig_starts),
+            pending_node_actions: std::mem::take(&mut self.pending_node_actions),
             players: self
                 .players
                 .iter()
@@ -23,6 +25,7 @@ impl Game {
                     account: p.account.clone(),
                     position: p.position,
                     node: p.node,
+                    wield: p.wield,
                 })
                 .collect(),
             joining: self.joining.clone(),
@@ -55,12 +58,18 @@ pub(crate) struct GameStash {
     pub(crate) pending_moves: Vec<(PeerId, [f64; 3], f64)>,
     /// Digs, places, punches and uses received and not judged yet.
     pub(crate) pending_actions: Vec<PendingAction>,
+    /// Dig starts received and not judged yet (digs under way are not
+    /// kept: a dig completed after a reload is refused, started again).
+    pub(crate) pending_dig_starts: Vec<(PeerId, Pos)>,
+    /// Node punches and uses received and not judged yet.
+    pub(crate) pending_node_actions: Vec<(PeerId, u64, BlockActionKind)>,
 }
 
 impl buildat_interface::Stash for GameStash {
     // 2: `unjoined`; 3: players' nodes; 4: accounts; 5: pending moves and
-    // actions; 6: punches and uses among the actions.
-    const LAYOUT: u32 = 6;
+    // actions; 6: punches and uses among the actions; 7: the wielded slot,
+    // dig starts and node actions.
+    const LAYOUT: u32 = 7;
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -69,4 +78,5 @@ pub(crate) struct StashedPlayer {
     pub(crate) account: Account,
     pub(crate) position: [f64; 3],
     pub(crate) node: Option<u64>,
+    pub(crate) wield: u16,
 }

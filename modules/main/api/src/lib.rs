@@ -8,6 +8,7 @@
 //! Does not own: the packets' layouts (`buildat-main-protocol`) or what the
 //! game accepts (`modules/main`).
 
+pub use buildat_items_protocol::ItemStack;
 pub use buildat_main_protocol::*;
 
 /// The `main` module's name, for its calls.
@@ -88,6 +89,8 @@ pub struct BlockAction {
     pub voxel: u32,
     /// The player's account name.
     pub player: String,
+    /// The wielded stack, if any.
+    pub item: Option<ItemStack>,
     pub kind: BlockActionKind,
 }
 
@@ -218,6 +221,8 @@ pub struct NodeAction {
     pub node: u64,
     /// The player's account name.
     pub player: String,
+    /// The wielded stack, if any.
+    pub item: Option<ItemStack>,
     pub kind: BlockActionKind,
 }
 
