@@ -1,0 +1,254 @@
+//! A batch of transactions from staging to memory: each applied to copies
+//! (`tx.rs`), the applied ones stored in ONE storage transaction
+//! (`PutValues`, or voxelworld `EditTogether` when one carries a world
+//! edit: one group per transaction, its edit and its owners' new values),
+//! and only then memory changed, the peers told and the askers answered.
+//!
+//! Owns: the order of that flow. A storage failure leaves memory as it
+//! was (nothing was changed before the write), so every asker hears of
+//! the failure and no item is made or lost; a group voxelworld refused
+//! leaves its owners as the last applied group wrote them (a later group
+//! sharing a key with a refused one is refused too, so the applied groups
+//! writing a key are a prefix of those writing it).
+//! Does not own: the rules of a change (`tx.rs`).
+
+use std::collections::BTreeMap;
+
+use buildat_interface::{ModuleError, log};
+use buildat_inventory_api::{
+    EditVoxel, Inventory, ItemStack, LIST_MAIN, Owner, Transaction, TxOutcome,
+};
+use buildat_voxelworld_api::{EditGroup, EditTogether, PutValues, ValueWrite};
+
+use crate::store::{self, DropPlace, Stored};
+use crate::{Inventories, tx};
+
+/// One transaction to run: the API's, plus stacks a player drops whole.
+pub(crate) struct Job {
+    pub tx: Transaction,
+    /// Stacks put on the ground as new drops (a player's `Drop`).
+    pub drops: Vec<(ItemStack, [f64; 3])>,
+}
+
+impl From<Transaction> for Job {
+    fn from(tx: Transaction) -> Self {
+        Self {
+            tx,
+            drops: Vec::new(),
+        }
+    }
+}
+
+/// A transaction that applied to the copies, waiting for the store.
+struct Staged {
+    job: usize,
+    edit: Option<EditVoxel>,
+    /// Its owners' states after it (and the staged ones before it).
+    writes: Vec<(Owner, Option<Stored>)>,
+}
+
+impl Inventories {
+    /// Runs `jobs` as one batch; answers each one's outcome in order. An
+    /// error only when the module itself fails (a corrupt stored value).
+    pub(crate) fn transact(&mut self, jobs: Vec<Job>) -> Result<Vec<TxOutcome>, ModuleError> {
+        let mut outcomes: Vec<TxOutcome> = Vec::with_capacity(jobs.len());
+        // Every owner the batch reads, loaded first.
+        for job in &jobs {
+            for change in &job.tx.changes {
+                self.load(tx::owner_of(change))?;
+            }
+            if let Some(edit) = &job.tx.edit {
+                self.load(&Owner::Voxel(edit.pos))?;
+            }
+        }
+        let mut staged_state: BTreeMap<Owner, Option<Stored>> = BTreeMap::new();
+        let mut staged: Vec<Staged> = Vec::new();
+        let now = now_seconds();
+        for (index, job) in jobs.iter().enumerate() {
+            match self.stage(job, &staged_state, now) {
+                Ok(writes) => {
+                    for (owner, stored) in &writes {
+                        staged_state.insert(owner.clone(), stored.clone());
+                    }
+                    staged.push(Staged {
+                        job: index,
+                        edit: job.tx.edit.clone(),
+                        writes,
+                    });
+                    outcomes.push(TxOutcome::Done);
+                }
+                Err(reason) => {
+                    log::debug!("a transaction for {:?} refused: {reason}", job.tx.by);
+                    outcomes.push(TxOutcome::Refused(reason));
+                }
+            }
+        }
+        if staged.is_empty() {
+            return Ok(outcomes);
+        }
+        let stored = if staged.iter().any(|s| s.edit.is_some()) {
+            self.store_together(&staged)
+        } else {
+            self.store_values(&staged_state).map(|()| {
+                let all = staged_state.clone().into_iter().collect::<Vec<_>>();
+                (vec![true; staged.len()], all)
+            })
+        };
+        let (applied, finals) = match stored {
+            Ok(done) => done,
+            Err(error) => {
+                // Nothing changed in memory: everyone hears of the failure.
+                log::warn!("storing inventories failed, nothing applied: {error}");
+                for s in &staged {
+                    outcomes[s.job] = TxOutcome::Refused(format!("not stored: {error}"));
+                }
+                return Ok(outcomes);
+            }
+        };
+        for (s, ok) in staged.iter().zip(&applied) {
+            if !ok {
+                outcomes[s.job] = TxOutcome::Refused(
+                    "the world edit was refused (the voxel changed, or is not loaded)".into(),
+                );
+            }
+        }
+        let owners: Vec<Owner> = finals.iter().map(|(owner, _)| owner.clone()).collect();
+        let before: Vec<(Owner, Option<Stored>)> = owners
+            .iter()
+            .map(|owner| (owner.clone(), self.held.get(owner).cloned()))
+            .collect();
+        self.remember(finals.clone());
+        self.drops_changed(&before, &finals)?;
+        self.tell_changed(&owners);
+        Ok(outcomes)
+    }
+
+    /// Applies one job to copies of what it touches; its owners' new
+    /// states, or why not.
+    fn stage(
+        &mut self,
+        job: &Job,
+        staged: &BTreeMap<Owner, Option<Stored>>,
+        now: u64,
+    ) -> Result<Vec<(Owner, Option<Stored>)>, String> {
+        let current = |owner: &Owner| -> Option<Stored> {
+            match staged.get(owner) {
+                Some(state) => state.clone(),
+                None => self.held.get(owner).cloned(),
+            }
+        };
+        let applied = tx::apply(
+            &job.tx.changes,
+            &|owner: &Owner| current(owner).map(|s| s.inventory),
+            &self.items,
+        )?;
+        if !applied.destroyed.is_empty() {
+            log::info!(
+                "a transaction for {:?} destroyed what did not fit: {:?}",
+                job.tx.by,
+                applied.destroyed
+            );
+        }
+        let mut writes: Vec<(Owner, Option<Stored>)> = Vec::new();
+        for (owner, inventory) in applied.inventories {
+            let drop = current(&owner).and_then(|s| s.drop);
+            // An emptied drop is gone.
+            if drop.is_some() && tx::is_empty(&inventory) {
+                writes.push((owner, None));
+            } else {
+                writes.push((owner, Some(Stored { inventory, drop })));
+            }
+        }
+        if let Some(edit) = &job.tx.edit {
+            let voxel = Owner::Voxel(edit.pos);
+            let state = writes
+                .iter()
+                .find(|(owner, _)| *owner == voxel)
+                .map(|(_, state)| state.clone())
+                .unwrap_or_else(|| current(&voxel));
+            if let Some(state) = state {
+                if !tx::is_empty(&state.inventory) {
+                    return Err(format!("{} holds items", tx::show(&voxel)));
+                }
+                // Its empty inventory goes with the voxel.
+                writes.retain(|(owner, _)| *owner != voxel);
+                writes.push((voxel, None));
+            }
+        }
+        for (stack, position) in applied.drops.iter().chain(&job.drops) {
+            let stored = Stored {
+                inventory: Inventory {
+                    lists: [(LIST_MAIN.to_string(), vec![Some(stack.clone())])]
+                        .into_iter()
+                        .collect(),
+                },
+                drop: Some(DropPlace {
+                    position: *position,
+                    since: now,
+                }),
+            };
+            writes.push((self.drops.new_owner(), Some(stored)));
+        }
+        Ok(writes)
+    }
+
+    /// Stores the batch's final states in one `PutValues`.
+    fn store_values(&self, state: &BTreeMap<Owner, Option<Stored>>) -> Result<(), ModuleError> {
+        let writes = state
+            .iter()
+            .map(|(owner, stored)| store::write(owner, stored.as_ref()))
+            .collect::<Result<Vec<ValueWrite>, _>>()?;
+        if self.host.call(&PutValues { writes })? {
+            Ok(())
+        } else {
+            Err(ModuleError::msg("the values were not written"))
+        }
+    }
+
+    /// Stores the batch in one `EditTogether`, a group per transaction;
+    /// answers which applied and every touched owner's final state.
+    #[allow(clippy::type_complexity)]
+    fn store_together(
+        &self,
+        staged: &[Staged],
+    ) -> Result<(Vec<bool>, Vec<(Owner, Option<Stored>)>), ModuleError> {
+        let groups = staged
+            .iter()
+            .map(|s| {
+                Ok(EditGroup {
+                    edits: s.edit.iter().cloned().collect(),
+                    writes: s
+                        .writes
+                        .iter()
+                        .map(|(owner, stored)| store::write(owner, stored.as_ref()))
+                        .collect::<Result<Vec<_>, ModuleError>>()?,
+                })
+            })
+            .collect::<Result<Vec<_>, ModuleError>>()?;
+        let applied = self.host.call(&EditTogether { groups })?;
+        if applied.len() != staged.len() {
+            return Err(ModuleError::msg(format!(
+                "EditTogether answered {} groups of {}",
+                applied.len(),
+                staged.len()
+            )));
+        }
+        // Each owner ends as the last applied group wrote it.
+        let mut finals: BTreeMap<Owner, Option<Stored>> = BTreeMap::new();
+        for (s, ok) in staged.iter().zip(&applied) {
+            if *ok {
+                for (owner, stored) in &s.writes {
+                    finals.insert(owner.clone(), stored.clone());
+                }
+            }
+        }
+        Ok((applied, finals.into_iter().collect()))
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub(crate) fn now_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
