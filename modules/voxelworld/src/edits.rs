@@ -3,8 +3,11 @@
 //! changed announced (`voxelworld:node_volume_updated`) and queued for
 //! their holders, and handler modules told (`voxelworld:special/<module>`).
 //!
-//! Owns: the one-call edit (`edit_voxel`, `edit_voxels`). Does not own:
-//! the voxels themselves (`world.rs`), what handlers are told (`special.rs`).
+//! Owns: the one-call edit (`edit_voxel`, `edit_voxels`), and edits
+//! stored with values (`edit_together`: its bounds, its commit). Does not
+//! own: the voxels themselves (`world.rs`; which `edit_together` groups
+//! apply and their transaction: `world/together.rs`), what handlers are
+//! told (`special.rs`).
 
 use super::*;
 
@@ -123,19 +126,46 @@ impl VoxelWorld {
         }
     }
 
+    /// Groups of edits and value writes, each all or nothing, every
+    /// applied group stored in one transaction before the answer
+    /// (`world/together.rs`); then one commit, as for
+    /// [`VoxelWorld::edit_voxels`], also when storage failed (the voxels
+    /// put back leave nothing to tell).
+    pub(crate) fn edit_together(
+        &mut self,
+        request: EditTogether,
+    ) -> Result<Vec<bool>, ModuleError> {
+        let edits: usize = request.groups.iter().map(|g| g.edits.len()).sum();
+        if edits > MAX_VOXELS_PER_CALL {
+            return Err(WorldError::BadRequest(format!(
+                "edit_together of {edits} edits: at most {MAX_VOXELS_PER_CALL}"
+            ))
+            .into());
+        }
+        let writes: usize = request.groups.iter().map(|g| g.writes.len()).sum();
+        if writes > MAX_VALUE_WRITES {
+            return Err(WorldError::BadRequest(format!(
+                "edit_together of {writes} value writes: at most {MAX_VALUE_WRITES}"
+            ))
+            .into());
+        }
+        for group in &request.groups {
+            values::check_value_writes(&group.writes)?;
+        }
+        let outcome = self.world.edit_together(&request.groups);
+        if let Ok(together) = &outcome {
+            self.sections_saved += u64::from(together.sections_written);
+        }
+        self.commit()?;
+        Ok(outcome.map_err(ModuleError::from)?.applied)
+    }
+
     /// One edit's check and set, marked for saving; not committed.
     pub(crate) fn set_checked(&mut self, edit: EditVoxel) -> Result<EditOutcome, ModuleError> {
         let Some(current) = self.world.get_voxel(edit.pos).map_err(ModuleError::from)? else {
             return Ok(EditOutcome::NotGenerated);
         };
-        let is_air = buildat_voxel::VoxelInstance(current).type_id() == buildat_voxel::AIR;
-        let allowed = match edit.replace {
-            Replace::Any => true,
-            Replace::OnlyAir => is_air,
-            Replace::NotAir => !is_air,
-            Replace::Exactly(voxel) => current == voxel,
-        };
-        if !allowed {
+        if !world::replace_allows(edit.replace, current) {
             return Ok(EditOutcome::Refused { current });
         }
         self.world
@@ -183,7 +213,8 @@ pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
         })
         .call(|world, _: Commit| world.commit())
         .call(|world, edit: EditVoxel| world.edit_voxel(edit))
-        .call(|world, request: EditVoxels| world.edit_voxels(request.edits));
+        .call(|world, request: EditVoxels| world.edit_voxels(request.edits))
+        .call(|world, request: EditTogether| world.edit_together(request));
 }
 
 #[cfg(test)]
@@ -195,7 +226,7 @@ mod tests {
     use buildat_voxel::BlockDefinition;
     use buildat_voxel::geometry::SectionSize;
     use buildat_voxelworld_api::stream::{Chunk, Registry, VoxelUpdates};
-    use buildat_voxelworld_api::{ApplyGenerated, ChunkData, GetVoxel};
+    use buildat_voxelworld_api::{ApplyGenerated, ChunkData, EditGroup, GetVoxel, Replace};
 
     /// A section of air, as a generator hands it over.
     fn air(section: Pos) -> ApplyGenerated {
@@ -267,6 +298,107 @@ mod tests {
             save: true,
             by: Some("ann".into()),
         }
+    }
+
+    /// `edit_together` through the module: the groups that apply are set
+    /// and stored with their values before the answer (no section left for
+    /// the periodic save, counted as saved), committed once (one update
+    /// streamed to the chunk's holder), and handler modules are told who
+    /// made them; a call past the bounds or with a bad value is refused
+    /// before anything is applied.
+    #[test]
+    fn edit_together_is_stored_before_the_answer_and_committed_once() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kit = TestHost::new().world_path(dir.path());
+        let (mut world, stone) = stone_world_with_a_viewer(&kit);
+        let mut chest = BlockDefinition::simple("chest", "chest.png");
+        chest.handler_module = "survival".into();
+        let chest = world
+            .call(&RegisterBlock { block: chest })
+            .expect("registers")[0];
+        kit.clear();
+        let write = |key: &str, value: &[u8]| ValueWrite {
+            space: "inventory".into(),
+            key: key.into(),
+            value: Some(value.to_vec()),
+            only_if_absent: false,
+        };
+        let unsaved = EditVoxel {
+            save: false,
+            ..edit([1, 2, 3], chest, Replace::OnlyAir)
+        };
+        let applied = world
+            .call(&EditTogether {
+                groups: vec![
+                    EditGroup {
+                        edits: vec![unsaved],
+                        writes: vec![write("voxel:1,2,3", b"empty chest")],
+                    },
+                    EditGroup {
+                        edits: vec![
+                            edit([2, 2, 3], stone, Replace::OnlyAir),
+                            edit([1, 2, 3], stone, Replace::OnlyAir),
+                        ],
+                        writes: vec![write("player:bob", b"one stone less")],
+                    },
+                ],
+            })
+            .expect("edited");
+        assert_eq!(applied, vec![true, false]);
+        assert_eq!(
+            world.call(&GetVoxel { pos: [2, 2, 3] }).expect("read"),
+            Some(buildat_voxel::AIR),
+            "the refused group's edit that held is not made"
+        );
+        let get = |world: &mut TestModule<VoxelWorld>, key: &str| {
+            world
+                .call(&GetValue {
+                    space: "inventory".into(),
+                    key: key.into(),
+                })
+                .expect("read")
+        };
+        assert_eq!(
+            get(&mut world, "voxel:1,2,3"),
+            Some(b"empty chest".to_vec())
+        );
+        assert_eq!(get(&mut world, "player:bob"), None);
+        let stats = world.call(&GetStats {}).expect("stats");
+        assert_eq!(stats.unsaved_sections, 0, "written with the values");
+        assert_eq!(stats.sections_saved, 1);
+        assert_eq!(
+            sent::<VoxelUpdates>(&kit).len(),
+            1,
+            "one commit, one update"
+        );
+        let told = kit.emitted_named::<SpecialVoxels>("voxelworld:special/survival");
+        assert_eq!(told.len(), 1, "{told:?}");
+        assert_eq!(told[0].voxels[0].pos, [1, 2, 3]);
+        assert_eq!(told[0].voxels[0].by.as_deref(), Some("ann"));
+
+        let too_many = EditTogether {
+            groups: vec![EditGroup {
+                edits: vec![
+                    edit([5, 5, 5], stone, Replace::Any);
+                    buildat_voxelworld_api::MAX_VOXELS_PER_CALL + 1
+                ],
+                writes: Vec::new(),
+            }],
+        };
+        let error = world.call(&too_many).expect_err("too many edits");
+        assert!(error.to_string().contains("at most"), "{error}");
+        let bad_key = EditTogether {
+            groups: vec![EditGroup {
+                edits: vec![edit([5, 5, 5], stone, Replace::Any)],
+                writes: vec![write("", b"no space")],
+            }],
+        };
+        world.call(&bad_key).expect_err("a bad key");
+        assert_eq!(
+            world.call(&GetVoxel { pos: [5, 5, 5] }).expect("read"),
+            Some(buildat_voxel::AIR),
+            "refused before anything was applied"
+        );
     }
 
     /// voxelworld's glue on the test kit: a viewer is streamed the

@@ -98,12 +98,13 @@ use buildat_network_api::{
 use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
 use buildat_voxelworld_api::stream::{Ack, Registry};
 use buildat_voxelworld_api::{
-    ApplyGenerated, Commit, CreateNode, CreateNodes, EditOutcome, EditVoxel, EditVoxels, Generate,
-    GeneratedSection, GenerationCancel, GenerationRequest, GetNode, GetRegistry, GetSizes,
-    GetVoxel, GetVoxels, GetWorldConfig, ListNodes, LoadOrGenerateSection, MoveNodes,
-    NodeVolumeUpdated, NodesChanged, Pregen, PregenReport, RegisterBlock, RemoveNode, RemoveNodes,
-    Replace, Save, SectionStatus, SetNodeParent, SetNodeVar, SetSectionSaveEnabled, SetVoxel,
-    Sizes, SpecialVoxels, Viewer, Viewers, WorldConfig, WorldStats,
+    ApplyGenerated, Commit, CreateNode, CreateNodes, EditOutcome, EditTogether, EditVoxel,
+    EditVoxels, Generate, GeneratedSection, GenerationCancel, GenerationRequest, GetNode,
+    GetRegistry, GetSizes, GetVoxel, GetVoxels, GetWorldConfig, ListNodes, LoadOrGenerateSection,
+    MAX_VOXELS_PER_CALL, MoveNodes, NodeVolumeUpdated, NodesChanged, Pregen, PregenReport,
+    RegisterBlock, RemoveNode, RemoveNodes, Save, SectionStatus, SetNodeParent, SetNodeVar,
+    SetSectionSaveEnabled, SetVoxel, Sizes, SpecialVoxels, Viewer, Viewers, WorldConfig,
+    WorldStats,
 };
 use buildat_voxelworld_api::{
     DropOldTables, GetStats, GetValue, ListValues, MAX_VALUE_BYTES, MAX_VALUE_WRITES, PutValues,

@@ -11,7 +11,8 @@
 //! its schema and schema version, and saving a section in one
 //! transaction (a crash leaves it either old or new). Also modules' values
 //! kept with the world ([`StoredValue`]: accounts, bans), written in one
-//! transaction per call.
+//! transaction per call, or in one transaction with the sections an edit
+//! touched ([`WorldStorage::save_together`]).
 //! Does not own: what node data means (`world.rs`); the PostgreSQL backend
 //! (`storage/postgresql.rs`); copying a world between backends (`migrate.rs`).
 //!
@@ -125,6 +126,17 @@ pub trait WorldStorage: Send {
     /// Applies `writes` in one transaction: all, or none when a write
     /// `only_if_absent` finds its key taken; whether they were applied.
     fn put_values(&mut self, writes: &[ValueWrite]) -> Result<bool, StorageError>;
+    /// Writes `sections` (each whole, as [`WorldStorage::save_section`])
+    /// and applies `writes` (as [`WorldStorage::put_values`]) in ONE
+    /// transaction, durably before it returns: all of it, or nothing when
+    /// a write `only_if_absent` finds its key taken (`Ok(false)`) or
+    /// anything fails (the error). What `EditTogether` stores: a world
+    /// edit and the values that go with it, together or not at all.
+    fn save_together(
+        &mut self,
+        sections: &[StoredSection],
+        writes: &[ValueWrite],
+    ) -> Result<bool, StorageError>;
     /// Values of one space by key prefix, in bytewise key order (paged by
     /// `after`, at most `limit`).
     fn list_values(&mut self, query: &ListValues) -> Result<Vec<StoredValue>, StorageError>;
@@ -442,24 +454,8 @@ impl WorldStorage for SqliteStorage {
     }
 
     fn save_section(&mut self, section: &StoredSection) -> Result<(), StorageError> {
-        let [x, y, z] = section.pos;
         let transaction = self.connection.transaction()?;
-        transaction.execute(
-            "INSERT OR REPLACE INTO section (sx, sy, sz, save_enabled, generated) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![x, y, z, section.save_enabled, section.generated],
-        )?;
-        transaction.execute(
-            "DELETE FROM node WHERE sx = ?1 AND sy = ?2 AND sz = ?3",
-            params![x, y, z],
-        )?;
-        {
-            let mut insert = transaction.prepare_cached(
-                "INSERT OR REPLACE INTO node (id, sx, sy, sz, data) VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?;
-            for (id, data) in &section.nodes {
-                insert.execute(params![*id as i64, x, y, z, data])?;
-            }
-        }
+        sqlite_writes::section(&transaction, section)?;
         transaction.commit()?;
         Ok(())
     }
@@ -556,26 +552,21 @@ impl WorldStorage for SqliteStorage {
     }
 
     fn put_values(&mut self, writes: &[ValueWrite]) -> Result<bool, StorageError> {
+        self.save_together(&[], writes)
+    }
+
+    fn save_together(
+        &mut self,
+        sections: &[StoredSection],
+        writes: &[ValueWrite],
+    ) -> Result<bool, StorageError> {
         let transaction = self.connection.transaction()?;
-        for write in writes {
-            let changed = match (&write.value, write.only_if_absent) {
-                (Some(value), true) => transaction.execute(
-                    "INSERT OR IGNORE INTO module_value (space, key, data) VALUES (?1, ?2, ?3)",
-                    params![write.space, write.key, value],
-                )?,
-                (Some(value), false) => transaction.execute(
-                    "INSERT OR REPLACE INTO module_value (space, key, data) VALUES (?1, ?2, ?3)",
-                    params![write.space, write.key, value],
-                )?,
-                (None, _) => transaction.execute(
-                    "DELETE FROM module_value WHERE space = ?1 AND key = ?2",
-                    params![write.space, write.key],
-                )?,
-            };
-            if refused_claim(write, changed) {
-                // Dropped uncommitted: rolled back.
-                return Ok(false);
-            }
+        for section in sections {
+            sqlite_writes::section(&transaction, section)?;
+        }
+        if !sqlite_writes::values(&transaction, writes)? {
+            // Dropped uncommitted: rolled back.
+            return Ok(false);
         }
         transaction.commit()?;
         Ok(true)
@@ -587,6 +578,65 @@ impl WorldStorage for SqliteStorage {
 
     fn all_values(&mut self) -> Result<Vec<StoredValue>, StorageError> {
         sqlite_reads::values(&self.connection, None)
+    }
+}
+
+/// The SQLite backend's writes, inside a transaction the caller commits.
+mod sqlite_writes {
+    use super::*;
+
+    /// Replaces the section's row and all its nodes.
+    pub fn section(
+        transaction: &rusqlite::Transaction<'_>,
+        section: &StoredSection,
+    ) -> Result<(), StorageError> {
+        let [x, y, z] = section.pos;
+        transaction
+            .prepare_cached(
+                "INSERT OR REPLACE INTO section (sx, sy, sz, save_enabled, generated) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![x, y, z, section.save_enabled, section.generated])?;
+        transaction
+            .prepare_cached("DELETE FROM node WHERE sx = ?1 AND sy = ?2 AND sz = ?3")?
+            .execute(params![x, y, z])?;
+        let mut insert = transaction.prepare_cached(
+            "INSERT OR REPLACE INTO node (id, sx, sy, sz, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?;
+        for (id, data) in &section.nodes {
+            insert.execute(params![*id as i64, x, y, z, data])?;
+        }
+        Ok(())
+    }
+
+    /// Applies the writes in order; false (stopped there) when a claim
+    /// finds its key taken, and the caller drops the transaction.
+    pub fn values(
+        transaction: &rusqlite::Transaction<'_>,
+        writes: &[ValueWrite],
+    ) -> Result<bool, StorageError> {
+        for write in writes {
+            let changed = match (&write.value, write.only_if_absent) {
+                (Some(value), true) => transaction
+                    .prepare_cached(
+                        "INSERT OR IGNORE INTO module_value (space, key, data) VALUES (?1, ?2, ?3)",
+                    )?
+                    .execute(params![write.space, write.key, value])?,
+                (Some(value), false) => transaction
+                    .prepare_cached(
+                        "INSERT OR REPLACE INTO module_value (space, key, data) \
+                         VALUES (?1, ?2, ?3)",
+                    )?
+                    .execute(params![write.space, write.key, value])?,
+                (None, _) => transaction
+                    .prepare_cached("DELETE FROM module_value WHERE space = ?1 AND key = ?2")?
+                    .execute(params![write.space, write.key])?,
+            };
+            if refused_claim(write, changed) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 }
 

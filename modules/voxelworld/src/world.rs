@@ -22,7 +22,8 @@
 //! changed, the chunks under it and their neighbours.
 //! By feature: loading, saving, eviction and reload in
 //! `world/persistence.rs`; light in `world/lighting.rs`; dynamic nodes in
-//! `world/nodes.rs`; the columns' tops for maps in `world/tops.rs`.
+//! `world/nodes.rs`; the columns' tops for maps in `world/tops.rs`; edits
+//! stored together with modules' values in `world/together.rs`.
 //! Does not own: the database (`storage.rs`) or generation (a generator
 //! module answers `voxelworld:generation_request`).
 
@@ -47,9 +48,11 @@ use crate::storage::{StorageError, StoredSection, WorldStorage};
 mod lighting;
 mod nodes;
 mod persistence;
+mod together;
 mod tops;
 
 pub use lighting::{LIGHT_THREADS, LightCounts};
+pub use together::{Together, replace_allows};
 
 /// Node ids reserved from storage at a time.
 const ID_BLOCK: u64 = 1024;
@@ -85,6 +88,13 @@ pub enum WorldError {
     TooManyPositions(usize),
     #[error("viewer {0}: position out of the world")]
     ViewerOutOfWorld(u64),
+    /// Storage found a key claimed in an `edit_together` taken, though it
+    /// was free when checked (another writer): nothing was applied.
+    #[error(
+        "edit_together: a value claimed (only_if_absent) was taken meanwhile by another writer: \
+         nothing applied"
+    )]
+    ClaimedMeanwhile,
 }
 
 impl From<WorldError> for buildat_interface::ModuleError {
@@ -701,6 +711,16 @@ pub(crate) mod tests {
                 return Err(StorageError::Damaged("injected: disk full".into()));
             }
             self.inner.put_values(writes)
+        }
+        fn save_together(
+            &mut self,
+            sections: &[StoredSection],
+            writes: &[crate::storage::ValueWrite],
+        ) -> Result<bool, StorageError> {
+            if self.faults.writes.load(Ordering::Relaxed) {
+                return Err(StorageError::Damaged("injected: disk full".into()));
+            }
+            self.inner.save_together(sections, writes)
         }
         fn list_values(
             &mut self,

@@ -615,8 +615,10 @@ pub struct EditGroup {
 /// Answers, per group, whether it applied. When the storage transaction
 /// fails nothing is applied (in memory the voxels are put back) and the
 /// call fails with the storage error. Events and streaming as for
-/// [`EditVoxels`] (special voxels told with `by`, one commit); the edits'
-/// `save` is ignored (their sections are written now). At most
+/// [`EditVoxels`] (special voxels told with `by`, one commit). The
+/// sections an applied group touched become save-enabled (an edit's `save`
+/// is not looked at) and, written now, are no longer waiting for the
+/// periodic save. At most
 /// [`MAX_VALUE_WRITES`] writes and [`MAX_VOXELS_PER_CALL`] edits in all,
 /// each write checked as for [`PutValues`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -9,7 +9,9 @@
 //! its nodes upserted by id and the nodes no longer in it deleted), a small
 //! pool of connections (a broken one is dropped and a new one made at the
 //! next use, so the world rides out a database restart by retrying its
-//! saves), and the URL as shown in messages (its password hidden).
+//! saves), sections and values written in one transaction
+//! (`save_together`), and the URL as shown in messages (its password
+//! hidden).
 //! Also how a connection is made: the password from a file rather than
 //! the URL (`passfile=PATH` in the URL, else `PGPASSFILE`, else
 //! `~/.pgpass`, in libpq's format and with its rule that a file others
@@ -846,6 +848,45 @@ impl WorldStorage for PgStorage {
         Ok(())
     }
 
+    fn save_together(
+        &mut self,
+        sections: &[StoredSection],
+        writes: &[ValueWrite],
+    ) -> Result<bool, StorageError> {
+        self.with(|c| {
+            let save = c.statement(SAVE)?;
+            let statements = [
+                c.statement(CLAIM_VALUE)?,
+                c.statement(PUT_VALUE)?,
+                c.statement(DELETE_VALUE)?,
+            ];
+            let mut transaction = c.client.transaction()?;
+            for section in sections {
+                let [x, y, z] = section.pos;
+                let ids: Vec<i64> = section.nodes.iter().map(|(id, _)| *id as i64).collect();
+                let data: Vec<&[u8]> = section.nodes.iter().map(|(_, d)| d.as_slice()).collect();
+                transaction.execute(
+                    &save,
+                    &[
+                        &x,
+                        &y,
+                        &z,
+                        &section.save_enabled,
+                        &section.generated,
+                        &ids,
+                        &data,
+                    ],
+                )?;
+            }
+            if !apply_writes(&mut transaction, &statements, writes)? {
+                // Dropped uncommitted: rolled back.
+                return Ok(false);
+            }
+            transaction.commit()?;
+            Ok(true)
+        })
+    }
+
     fn reserve_node_ids(&mut self, count: u64) -> Result<Range<u64>, StorageError> {
         let count = i64::try_from(count)
             .map_err(|_| StorageError::Damaged(format!("reserving {count} node ids")))?;
@@ -972,33 +1013,7 @@ impl WorldStorage for PgStorage {
     }
 
     fn put_values(&mut self, writes: &[ValueWrite]) -> Result<bool, StorageError> {
-        self.with(|c| {
-            let mut transaction = c.client.transaction()?;
-            for write in writes {
-                let changed = match (&write.value, write.only_if_absent) {
-                    (Some(value), true) => transaction.execute(
-                        "INSERT INTO module_value (space, key, data) VALUES ($1, $2, $3)
-                         ON CONFLICT (space, key) DO NOTHING",
-                        &[&write.space, &write.key, value],
-                    )?,
-                    (Some(value), false) => transaction.execute(
-                        "INSERT INTO module_value (space, key, data) VALUES ($1, $2, $3)
-                         ON CONFLICT (space, key) DO UPDATE SET data = EXCLUDED.data",
-                        &[&write.space, &write.key, value],
-                    )?,
-                    (None, _) => transaction.execute(
-                        "DELETE FROM module_value WHERE space = $1 AND key = $2",
-                        &[&write.space, &write.key],
-                    )?,
-                };
-                if super::refused_claim(write, changed as usize) {
-                    // Dropped uncommitted: rolled back.
-                    return Ok(false);
-                }
-            }
-            transaction.commit()?;
-            Ok(true)
-        })
+        self.save_together(&[], writes)
     }
 
     fn list_values(&mut self, query: &ListValues) -> Result<Vec<StoredValue>, StorageError> {
@@ -1008,6 +1023,38 @@ impl WorldStorage for PgStorage {
     fn all_values(&mut self) -> Result<Vec<StoredValue>, StorageError> {
         self.with(|c| pg_reads::values(c, None))
     }
+}
+
+/// A value claimed: written only where the key holds nothing.
+const CLAIM_VALUE: &str = "INSERT INTO module_value (space, key, data) VALUES ($1, $2, $3)
+    ON CONFLICT (space, key) DO NOTHING";
+const PUT_VALUE: &str = "INSERT INTO module_value (space, key, data) VALUES ($1, $2, $3)
+    ON CONFLICT (space, key) DO UPDATE SET data = EXCLUDED.data";
+const DELETE_VALUE: &str = "DELETE FROM module_value WHERE space = $1 AND key = $2";
+
+/// Applies value writes in order inside `transaction` (`statements`: the
+/// connection's [`CLAIM_VALUE`], [`PUT_VALUE`] and [`DELETE_VALUE`]);
+/// false (stopped there) when a claim finds its key taken, and the caller
+/// drops the transaction.
+fn apply_writes(
+    transaction: &mut postgres::Transaction<'_>,
+    statements: &[Statement; 3],
+    writes: &[ValueWrite],
+) -> Result<bool, postgres::Error> {
+    let [claim, put, delete] = statements;
+    for write in writes {
+        let changed = match (&write.value, write.only_if_absent) {
+            (Some(value), true) => {
+                transaction.execute(claim, &[&write.space, &write.key, value])?
+            }
+            (Some(value), false) => transaction.execute(put, &[&write.space, &write.key, value])?,
+            (None, _) => transaction.execute(delete, &[&write.space, &write.key])?,
+        };
+        if super::refused_claim(write, changed as usize) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// What the backend and its snapshots read alike.
