@@ -34,7 +34,10 @@ pub struct ServerOptions {
     pub world: PathBuf,
     /// Extra module folders after the repository's `modules/`.
     pub extra_module_paths: Vec<PathBuf>,
-    /// `--set KEY=VALUE` settings.
+    /// `--set KEY=VALUE` settings. `main.creative=true` (endless blocks,
+    /// instant digs: what the load, crash and fault runs' bots that place
+    /// arbitrary blocks need) comes first, so `main.creative=false` here
+    /// plays survival.
     pub settings: Vec<String>,
     pub tick_ms: u64,
     pub watchdog_ms: Option<u64>,
@@ -171,6 +174,8 @@ impl Server {
         if let Some(ms) = options.slow_handler_ms {
             args.extend(["--slow-handler-ms".into(), ms.to_string().into()]);
         }
+        // Before the options' settings: a later `--set` of the same key wins.
+        args.extend(["--set".into(), "main.creative=true".into()]);
         for setting in &options.settings {
             args.extend(["--set".into(), setting.into()]);
         }
@@ -549,5 +554,41 @@ mod tests {
             .command("creatures", &["creatures: "], Duration::from_secs(10))
             .expect("an answer");
         assert_eq!(answer, "creatures: 3 (creatures)");
+    }
+
+    /// The driven servers play creative unless the options say otherwise
+    /// later on the line (the server takes the last `--set` of a key).
+    #[test]
+    fn servers_play_creative_unless_a_setting_says_survival() {
+        let layout = Layout {
+            repo: PathBuf::from("/repo"),
+            server_bin: PathBuf::from("server"),
+            client_bin: PathBuf::from("client"),
+            build_dir: PathBuf::from("/build"),
+            module_profile: "dev",
+            scratch: tempfile::tempdir().expect("a temp dir"),
+        };
+        let mut options = ServerOptions {
+            world: PathBuf::from("/world"),
+            extra_module_paths: Vec::new(),
+            settings: Vec::new(),
+            tick_ms: 50,
+            watchdog_ms: None,
+            slow_handler_ms: None,
+            log_file: PathBuf::from("/log"),
+        };
+        let sets = |options: &ServerOptions| -> Vec<String> {
+            let args = Server::start_args(&layout, options);
+            args.windows(2)
+                .filter(|pair| pair[0] == "--set")
+                .map(|pair| pair[1].to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(sets(&options), ["main.creative=true"]);
+        options.settings.push("main.creative=false".into());
+        assert_eq!(
+            sets(&options).last().map(String::as_str),
+            Some("main.creative=false")
+        );
     }
 }
