@@ -41,10 +41,20 @@ pub struct CrashOptions {
 }
 
 /// xorshift64*: enough to spread kill times, reproducible from its seed.
-struct Random(u64);
+pub(crate) struct Random(pub(crate) u64);
 
 impl Random {
-    fn below(&mut self, n: u64) -> u64 {
+    /// Seeded with `seed`, or from the clock (printed by the caller).
+    pub(crate) fn seed(seed: Option<u64>) -> u64 {
+        seed.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+                | 1
+        })
+    }
+
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -62,12 +72,7 @@ fn last_acknowledged(server: &Server, from: usize) -> Option<u64> {
 }
 
 pub fn run(layout: &Layout, options: &CrashOptions) -> anyhow::Result<bool> {
-    let seed = options.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64)
-            | 1
-    });
+    let seed = Random::seed(options.seed);
     let mut random = Random(seed);
     let database = match &options.pg {
         Some(url) => Some(TestDatabase::create(url, "buildat_crashtest")?),

@@ -124,6 +124,9 @@ pub struct FleetReport {
     pub chunk_packets: u64,
     /// Counts of reports that arrived since the last `take_window`.
     pub window: Counts,
+    /// Sums of the `key=value` fields of every `<bot> tally ...` line (bots
+    /// other than the load bot).
+    pub tallies: std::collections::BTreeMap<String, u64>,
 }
 
 impl FleetReport {
@@ -201,7 +204,19 @@ impl Fleet {
     /// Starts the first client process now; the others start spread over
     /// `ramp`, as [`Fleet::pump`] finds them due. Each has its own cache.
     pub fn start(layout: &Layout, address: &str, options: &FleetOptions) -> anyhow::Result<Self> {
-        let script = layout.repo.join("scripts").join("bots").join("loadbot.lua");
+        Self::start_script(layout, address, options, "loadbot.lua")
+    }
+
+    /// [`Fleet::start`] with another bot of `scripts/bots/` (one that logs
+    /// `<bot> spawned at ...` once spawned, and may log `<bot> report
+    /// key=value ...` lines, summed in [`FleetReport::tallies`]).
+    pub fn start_script(
+        layout: &Layout,
+        address: &str,
+        options: &FleetOptions,
+        bot: &str,
+    ) -> anyhow::Result<Self> {
+        let script = layout.repo.join("scripts").join("bots").join(bot);
         let (send, lines) = channel();
         let per_process = options.per_process.max(1);
         let processes = options.bots.div_ceil(per_process).max(1);
@@ -335,8 +350,15 @@ impl Fleet {
             }
             return;
         }
-        if rest.contains("loadbot spawned at") {
+        if rest.contains(" spawned at ") {
             report.spawned += 1;
+        } else if let Some(fields) = rest.split_once(" tally ").map(|(_, f)| f) {
+            for (key, value) in fields.split_whitespace().filter_map(|f| f.split_once('=')) {
+                if let Ok(value) = value.parse::<u64>() {
+                    *report.tallies.entry(key.to_string()).or_default() += value;
+                }
+            }
+            return;
         } else if let Some(code) = rest.strip_prefix("session ended, exit code ") {
             let code = code.trim().parse().unwrap_or(-1);
             report.ended.push((session.to_string(), code));

@@ -13,6 +13,7 @@
 
 pub mod abuse;
 pub mod browser;
+pub mod census;
 pub mod crashtest;
 pub mod creatures_report;
 pub mod fake_server;

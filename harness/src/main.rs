@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use buildat_harness::layout::{CommonOptions, Layout};
 use buildat_harness::{
-    abuse, crashtest, faulttest, inflate, lightbots, loadtest, mapbench, walkgen,
+    abuse, census, crashtest, faulttest, inflate, lightbots, loadtest, mapbench, walkgen,
 };
 use clap::{Parser, Subcommand};
 
@@ -43,6 +43,9 @@ enum Test {
     /// kill -9 during saves under load, ITERATIONS times; integrity and
     /// every acknowledged save checked after each.
     Crashtest(crashtest::CrashOptions),
+    /// Bots keep items moving while the item modules are reloaded and the
+    /// server killed; the item census must never change.
+    Census(census::CensusOptions),
     /// Light bots against a running server (what `loadtest --light` starts):
     /// Rust players, a thread each, report lines on stderr.
     Lightbots(lightbots::LightBotOptions),
@@ -88,6 +91,7 @@ fn main() -> ExitCode {
         Test::Faulttest(options) => faulttest::run(&layout, options),
         Test::Abuse(options) => abuse::run_standalone(&layout, options),
         Test::Crashtest(options) => crashtest::run(&layout, options),
+        Test::Census(options) => census::run(&layout, options),
         Test::Lightbots(_) | Test::Inflate(_) => Ok(true),
         Test::Mapbench(options) => mapbench::run(&layout, options),
         Test::Walkgen(options) => walkgen::run(&layout, options),
