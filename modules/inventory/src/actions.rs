@@ -70,7 +70,7 @@ impl Inventories {
         let player = self.player_state(peer)?;
         let eye = [
             player.position[0],
-            player.position[1] + 1.5,
+            player.position[1] + 1.6,
             player.position[2],
         ];
         let centre = pos.map(|c| f64::from(c) + 0.5);

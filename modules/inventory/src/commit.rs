@@ -176,6 +176,50 @@ impl Inventories {
             }
         }
         for (stack, position) in applied.drops.iter().chain(&job.drops) {
+            // Onto a drop of the same item lying within a voxel, when it fits.
+            let lying = |owner: &Owner| {
+                writes
+                    .iter()
+                    .rev()
+                    .find(|(o, _)| o == owner)
+                    .map(|(_, s)| s.clone())
+                    .unwrap_or_else(|| current(owner))
+            };
+            let max = self.items.stack_max(&stack.name);
+            let lying_drops = self
+                .held
+                .keys()
+                .filter(|o| matches!(o, Owner::Drop(_)))
+                .cloned();
+            let merge = lying_drops
+                .chain(writes.iter().map(|(o, _)| o.clone()))
+                .collect::<Vec<_>>()
+                .into_iter()
+                .find_map(|owner| {
+                    let mut there = lying(&owner)?;
+                    let place = there.drop?;
+                    if distance(place.position, *position) > crate::drops::MERGE_DISTANCE {
+                        return None;
+                    }
+                    let slot = there
+                        .inventory
+                        .lists
+                        .get_mut(LIST_MAIN)?
+                        .get_mut(0)?
+                        .as_mut()?;
+                    if !slot.stacks_with(stack)
+                        || u32::from(slot.count) + u32::from(stack.count) > u32::from(max)
+                    {
+                        return None;
+                    }
+                    slot.count += stack.count;
+                    Some((owner, there))
+                });
+            if let Some((owner, merged)) = merge {
+                writes.retain(|(o, _)| *o != owner);
+                writes.push((owner, Some(merged)));
+                continue;
+            }
             let stored = Stored {
                 inventory: Inventory {
                     lists: [(LIST_MAIN.to_string(), vec![Some(stack.clone())])]
@@ -244,6 +288,15 @@ impl Inventories {
         }
         Ok((applied, finals.into_iter().collect()))
     }
+}
+
+/// The distance between two points.
+pub(crate) fn distance(a: [f64; 3], b: [f64; 3]) -> f64 {
+    a.iter()
+        .zip(&b)
+        .map(|(a, b)| (a - b) * (a - b))
+        .sum::<f64>()
+        .sqrt()
 }
 
 /// Seconds since the Unix epoch.

@@ -158,7 +158,7 @@ impl Module for Inventories {
             })
             .call(|inv, _: Census| store::census(&inv.host))
             .command(None, |inv, _, _: CensusCommand| inv.census_report())
-            .command(None, |inv, _, give: GiveCommand| inv.give(give))
+            .command(Some("give"), |inv, _, give: GiveCommand| inv.give(give))
             .stash(
                 |inv| Kept {
                     peers: inv.peers.clone(),

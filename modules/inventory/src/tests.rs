@@ -26,8 +26,8 @@ use buildat_main_api::{GetPlayers, PlayerJoined, PlayerLeft, PlayerState};
 use buildat_network_api::Disconnect;
 use buildat_network_api::receive::testing::{DeliverPackets, disconnected, sent};
 use buildat_voxelworld_api::{
-    CreateNodes, EditTogether, GetValue, ListValues, PutValues, RemoveNodes, Replace, SetNodeVar,
-    StoredValue,
+    CreateNodes, DynamicNode, EditTogether, GetValue, IDENTITY, ListNodes, ListValues, PutValues,
+    RemoveNodes, Replace, SetNodeVar, StoredValue,
 };
 
 use crate::Inventories;
@@ -203,6 +203,24 @@ fn kit() -> (TestHost, Shared) {
             ids.push(Some(id));
         }
         Ok(ids)
+    });
+    let w = shared.clone();
+    kit.answer(move |list: ListNodes| {
+        let world = world(&w);
+        Ok(world
+            .nodes
+            .iter()
+            .filter(|(_, vars)| list.with_var.as_ref().is_none_or(|v| vars.contains_key(v)))
+            .map(|(id, vars)| DynamicNode {
+                id: *id,
+                position: [0.0; 3],
+                orientation: IDENTITY,
+                velocity: [0.0; 3],
+                parent: None,
+                save_enabled: false,
+                vars: vars.clone(),
+            })
+            .collect())
     });
     let w = shared.clone();
     kit.answer(move |remove: RemoveNodes| {
@@ -1098,4 +1116,168 @@ fn create_inventory_grows_lists_and_never_drops_items() {
     );
     assert_eq!(stored(&shared, &empty), None);
     let _ = inv.emit(&Tick { dtime: 0.1 });
+}
+
+/// Makes every drop in memory `seconds` older.
+fn age_drops(inv: &mut TestModule<Inventories>, seconds: u64) {
+    for stored in inv.module_mut().held.values_mut() {
+        if let Some(place) = &mut stored.drop {
+            place.since -= seconds;
+        }
+    }
+}
+
+/// The drop nodes of the fake world: (item, count) each.
+fn drop_nodes(shared: &Shared) -> Vec<(String, u16)> {
+    world(shared)
+        .nodes
+        .values()
+        .filter(|vars| vars.contains_key("drop"))
+        .map(|vars| {
+            let count = u16::from_le_bytes(vars["count"].as_slice().try_into().unwrap());
+            (String::from_utf8(vars["item"].clone()).unwrap(), count)
+        })
+        .collect()
+}
+
+#[test]
+fn a_dropped_stack_lies_as_a_node_merges_and_is_picked_up_by_walking_over_it() {
+    let (_kit, shared, mut inv) = started();
+    give(&mut inv, "ann", "wood", 5);
+    let dropped = act(
+        &mut inv,
+        1,
+        1,
+        Action::Drop {
+            from: slot(&ann(), "main", 0),
+            count: 3,
+        },
+    );
+    assert!(dropped.ok, "{dropped:?}");
+    assert_eq!(
+        main_slot(&stored(&shared, &ann()).unwrap(), 0),
+        Some(ItemStack::new("wood", 2))
+    );
+    assert_eq!(
+        main_slot(&stored(&shared, &Owner::Drop(1)).unwrap(), 0),
+        Some(ItemStack::new("wood", 3))
+    );
+    assert_eq!(drop_nodes(&shared), vec![("wood".to_string(), 3)]);
+    assert_eq!(
+        inv.call(&Census {}).unwrap()["wood"],
+        5,
+        "dropping loses nothing"
+    );
+    // Not straight back to the one who dropped it.
+    inv.emit(&Tick { dtime: 0.1 }).unwrap();
+    assert!(stored(&shared, &Owner::Drop(1)).is_some());
+    // A second drop at the same place merges into the first.
+    assert!(
+        act(
+            &mut inv,
+            1,
+            2,
+            Action::Drop {
+                from: slot(&ann(), "main", 0),
+                count: 1,
+            }
+        )
+        .ok
+    );
+    assert_eq!(
+        main_slot(&stored(&shared, &Owner::Drop(1)).unwrap(), 0),
+        Some(ItemStack::new("wood", 4))
+    );
+    assert_eq!(drop_nodes(&shared), vec![("wood".to_string(), 4)]);
+    // A moment later, walking over it picks it up whole.
+    age_drops(&mut inv, 10);
+    inv.emit(&Tick { dtime: 0.1 }).unwrap();
+    assert_eq!(stored(&shared, &Owner::Drop(1)), None);
+    assert!(drop_nodes(&shared).is_empty());
+    assert_eq!(
+        main_slot(&stored(&shared, &ann()).unwrap(), 0),
+        Some(ItemStack::new("wood", 5))
+    );
+    assert_eq!(inv.call(&Census {}).unwrap()["wood"], 5);
+}
+
+#[test]
+fn what_does_not_fit_lies_on_the_ground_until_it_expires() {
+    let (kit, shared) = kit();
+    let kit = kit.config("inventory.drop_seconds", "30");
+    let mut inv = kit.load::<Inventories>().unwrap();
+    join(&mut inv, &shared, "ann", 1, [50.0, 0.0, 0.0]);
+    give(&mut inv, "ann", "stick", 320);
+    let outcomes = inv
+        .call(&TransactMany {
+            txs: vec![dig_giving([0, 0, 0], "cobble")],
+        })
+        .unwrap();
+    assert_eq!(outcomes, vec![TxOutcome::Done]);
+    assert_eq!(
+        world(&shared).edits.len(),
+        1,
+        "the dig applied with its drop"
+    );
+    assert_eq!(inv.call(&Census {}).unwrap()["cobble"], 1, "on the ground");
+    assert_eq!(drop_nodes(&shared), vec![("cobble".to_string(), 1)]);
+    // A full player walking over it leaves it there.
+    world(&shared).players[0].position = [0.5, 0.0, 0.5];
+    age_drops(&mut inv, 10);
+    inv.emit(&Tick { dtime: 0.1 }).unwrap();
+    assert_eq!(inv.call(&Census {}).unwrap()["cobble"], 1);
+    // After 30 s it is gone, and only then the census changes.
+    age_drops(&mut inv, 25);
+    inv.emit(&Tick { dtime: 1.0 }).unwrap();
+    assert!(!inv.call(&Census {}).unwrap().contains_key("cobble"));
+    assert!(drop_nodes(&shared).is_empty());
+}
+
+#[test]
+fn stored_drops_come_back_as_nodes_after_a_restart_and_are_adopted_after_a_reload() {
+    let (kit, shared, mut inv) = started();
+    give(&mut inv, "ann", "wood", 2);
+    assert!(
+        act(
+            &mut inv,
+            1,
+            1,
+            Action::Drop {
+                from: slot(&ann(), "main", 0),
+                count: 2,
+            }
+        )
+        .ok
+    );
+    drop(inv);
+    // A reload: the node is still there, adopted rather than made twice.
+    let again = kit.load::<Inventories>().unwrap();
+    assert_eq!(drop_nodes(&shared).len(), 1);
+    drop(again);
+    // A restart: transient nodes are gone; the stored drop makes its node again.
+    world(&shared).nodes.clear();
+    let mut restarted = kit.load::<Inventories>().unwrap();
+    assert_eq!(drop_nodes(&shared), vec![("wood".to_string(), 2)]);
+    // And new drops are numbered after it.
+    join(&mut restarted, &shared, "bob", 2, [0.0, 0.0, 0.0]);
+    give(&mut restarted, "bob", "stick", 1);
+    world(&shared).players[1].position = [9.0, 0.0, 9.0];
+    assert!(
+        act(
+            &mut restarted,
+            2,
+            1,
+            Action::Drop {
+                from: slot(&Owner::Player("bob".into()), "main", 0),
+                count: 1,
+            }
+        )
+        .ok
+    );
+    assert!(stored(&shared, &Owner::Drop(2)).is_some());
+    assert_eq!(inv_total(&mut restarted), 3);
+}
+
+fn inv_total(inv: &mut TestModule<Inventories>) -> u64 {
+    inv.call(&Census {}).unwrap().values().sum()
 }
