@@ -142,12 +142,16 @@ impl Game {
     }
 
     /// The wielded stack of each player named (`None`: an empty slot, or
-    /// no inventory), one `get_inventory` each.
+    /// no inventory), one `get_inventory` each; none without the
+    /// `inventory` module.
     pub(crate) fn wielded(
         &self,
         players: impl IntoIterator<Item = (String, u16)>,
     ) -> BTreeMap<String, Option<ItemStack>> {
         let mut out = BTreeMap::new();
+        if !self.survival {
+            return out; // no inventory module to ask
+        }
         for (name, wield) in players {
             if out.contains_key(&name) {
                 continue;
