@@ -9,7 +9,13 @@
 //! floor's, are the best of three passes). Also the stored bytes per
 //! chunk, and what streaming a chunk costs: the bytes of its
 //! `voxelworld:chunk` packet and of its `voxelworld:light` packet, and the
-//! time to light it. Prints a table; asserts nothing.
+//! time to light it. And what storing a dig together with its drop costs:
+//! `EditTogether` of one edit and one 300-byte value (the section and the
+//! value in one transaction, before the answer) against `EditVoxels` +
+//! `PutValues` (the value's transaction now, the section left to the
+//! periodic save), and against those two followed by saving the section
+//! (the same durability, in two transactions), per operation, on a section
+//! of generated terrain. Prints a table; asserts nothing.
 //!
 //! Run: `cargo bench -p buildat-module-voxelworld --bench world_bench`
 
@@ -23,10 +29,11 @@ use buildat_format::Packet;
 use buildat_format::encode_voxels;
 use buildat_module_voxelworld::storage::postgresql;
 use buildat_module_voxelworld::stream::encode_light_packet;
-use buildat_module_voxelworld::world::World;
+use buildat_module_voxelworld::world::{World, replace_allows};
 use buildat_test_pg::TestDatabase;
 use buildat_voxel::geometry::{CHUNK_VOLUME, Pos, SectionSize};
 use buildat_voxelworld_api::stream::Chunk;
+use buildat_voxelworld_api::{EditGroup, EditVoxel, Replace, ValueWrite};
 use rusqlite::{Connection, params};
 
 const SEED: u64 = 1;
@@ -187,8 +194,20 @@ fn main() {
                 .expect("a database for the floor");
             let (raw_save, raw_load) = raw_postgres(&raw_db.url, &raw);
             drop((ours_db, raw_db));
-            (save, load, raw_save, raw_load, bytes)
+            let together_db = TestDatabase::create(&admin, "buildat_bench_together")
+                .expect("a database for edits with values");
+            let together_url = together_db.url.clone();
+            let together = edit_with_value(&|| {
+                open_world_on(Box::new(
+                    postgresql::PgStorage::open(&together_url, SectionSize::default())
+                        .expect("open"),
+                ))
+            });
+            drop(together_db);
+            (save, load, raw_save, raw_load, bytes, together)
         });
+    let together_path = dir.path().join("together.sqlite");
+    let sqlite_together = edit_with_value(&|| open_world(&together_path));
 
     let sections_n = positions.len() as f64;
     println!();
@@ -210,8 +229,10 @@ fn main() {
         sections_n / raw_load,
         raw_load / ours_load
     );
+    print_together("sqlite", sqlite_together);
     match postgres {
-        Some((save, load, raw_save, raw_load, bytes)) => {
+        Some((save, load, raw_save, raw_load, bytes, together)) => {
+            print_together("postgresql", together);
             println!(
                 "{:<40} {:>12.0} {:>12.0} {:>7.2}  >= 0.5 of raw",
                 "postgresql section save (sections/s)",
@@ -265,6 +286,152 @@ fn main() {
         "{:<40} {:>12.2}",
         "lighting a chunk (ms, with its margin)",
         1000.0 * light_time / n
+    );
+}
+
+/// Operations of each kind [`edit_with_value`] times (after as many
+/// not timed).
+const EDIT_OPS: usize = 300;
+/// The value stored with each edit: an inventory's few stacks.
+const VALUE_BYTES: usize = 300;
+/// Groups in one batched `EditTogether` (divides [`EDIT_OPS`]).
+const BATCH: usize = 20;
+
+/// Microseconds per operation of a dig (or place) stored with a
+/// 300-byte value, on a generated section in a world from `open`:
+/// `EditTogether` (one group: the edit and the value, stored in one
+/// transaction), `EditVoxels` + `PutValues` (the edit checked and set in
+/// memory and committed, the value in its own transaction; the section is
+/// written later, by the periodic save, for many edits at once), and
+/// those two followed by saving the section (durable like `EditTogether`,
+/// in two transactions). Also `EditTogether` of [`BATCH`] such groups in
+/// one call (a tick's digs of as many players), per group.
+fn edit_with_value(open: &dyn Fn() -> World) -> (f64, f64, f64, f64) {
+    let mut world = open();
+    let section = [0, 0, 0];
+    world.load_section(section).expect("load");
+    let chunks = raw_chunks(section)
+        .into_iter()
+        .map(|(chunk, voxels)| {
+            let blob = encode_voxels(&voxels, |id| terrain::PALETTE.get(id as usize).copied())
+                .expect("encode");
+            (chunk, blob)
+        })
+        .collect();
+    world.apply_generated(section, chunks).expect("apply");
+    world
+        .set_section_save_enabled(section, true)
+        .expect("enable");
+    world.save_all().expect("save");
+    let stone = world.voxels.get_id("stone").expect("stone");
+    let pos = [5, 5, 5];
+    // A dig, then a place, and so on: every edit changes the voxel.
+    let edit = |i: usize| EditVoxel {
+        pos,
+        voxel: if i.is_multiple_of(2) {
+            buildat_voxel::AIR
+        } else {
+            stone
+        },
+        replace: Replace::Any,
+        save: true,
+        by: Some("ann".into()),
+    };
+    let write = |i: usize| ValueWrite {
+        space: "inventory".into(),
+        key: "player:ann".into(),
+        value: Some(vec![(i % 251) as u8; VALUE_BYTES]),
+        only_if_absent: false,
+    };
+    let mut i = 0;
+    let mut time = |world: &mut World, op: &dyn Fn(&mut World, usize)| {
+        for _ in 0..EDIT_OPS {
+            op(world, i);
+            i += 1;
+        }
+        let started = Instant::now();
+        for _ in 0..EDIT_OPS {
+            op(world, i);
+            i += 1;
+        }
+        1e6 * started.elapsed().as_secs_f64() / EDIT_OPS as f64
+    };
+    let together = time(&mut world, &|world, i| {
+        let group = EditGroup {
+            edits: vec![edit(i)],
+            writes: vec![write(i)],
+        };
+        let done = world.edit_together(&[group]).expect("stored");
+        assert_eq!(done.applied, [true]);
+        world.commit();
+        world.take_special();
+    });
+    // A tick's digs of many players in one call: one transaction, the
+    // section written once.
+    let batched = time(&mut world, &|world, i| {
+        if !i.is_multiple_of(BATCH) {
+            return;
+        }
+        let groups: Vec<EditGroup> = (0..BATCH)
+            .map(|j| EditGroup {
+                edits: vec![EditVoxel {
+                    pos: [j as i32, 6, 5],
+                    ..edit(i / BATCH)
+                }],
+                writes: vec![ValueWrite {
+                    key: format!("player:{j}"),
+                    ..write(i)
+                }],
+            })
+            .collect();
+        let done = world.edit_together(&groups).expect("stored");
+        assert!(done.applied.iter().all(|a| *a));
+        world.commit();
+        world.take_special();
+    });
+    let apart = |world: &mut World, i: usize| {
+        let edit = edit(i);
+        let current = world.get_voxel(edit.pos).expect("read").expect("generated");
+        assert!(replace_allows(edit.replace, current));
+        world
+            .set_voxel_by(edit.pos, edit.voxel, edit.by.as_deref())
+            .expect("set");
+        world.commit();
+        world.take_special();
+        assert!(world.storage_mut().put_values(&[write(i)]).expect("put"));
+    };
+    let separate = time(&mut world, &apart);
+    let separate_saved = time(&mut world, &|world, i| {
+        apart(world, i);
+        assert_eq!(world.save_all().expect("save"), 1);
+    });
+    (together, batched, separate, separate_saved)
+}
+
+fn print_together(backend: &str, (together, batched, apart, apart_saved): (f64, f64, f64, f64)) {
+    println!(
+        "{:<40} {:>12.0}",
+        format!("{backend} dig+value EditTogether (us/op)"),
+        together
+    );
+    println!(
+        "{:<40} {:>12.0}               (per group, {BATCH} groups in one call)",
+        format!("{backend} dig+value EditTogether x{BATCH} (us/op)"),
+        batched
+    );
+    println!(
+        "{:<40} {:>12.0} {:>12} {:>7.2}  (section left to the periodic save; ratio together/this)",
+        format!("{backend} dig+value apart (us/op)"),
+        apart,
+        "",
+        together / apart
+    );
+    println!(
+        "{:<40} {:>12.0} {:>12} {:>7.2}  (then the section saved: as durable, 2 transactions)",
+        format!("{backend} dig+value apart+save (us/op)"),
+        apart_saved,
+        "",
+        together / apart_saved
     );
 }
 
