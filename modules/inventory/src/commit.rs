@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use buildat_interface::{ModuleError, log};
 use buildat_inventory_api::{
-    EditVoxel, Inventory, ItemStack, LIST_MAIN, Owner, Transaction, TxOutcome,
+    Change, EditVoxel, Inventory, ItemStack, LIST_MAIN, Owner, Transaction, TxOutcome,
 };
 use buildat_voxelworld_api::{EditGroup, EditTogether, PutValues, ValueWrite};
 
@@ -52,6 +52,19 @@ impl Inventories {
     /// error only when the module itself fails (a corrupt stored value).
     pub(crate) fn transact(&mut self, jobs: Vec<Job>) -> Result<Vec<TxOutcome>, ModuleError> {
         let mut outcomes: Vec<TxOutcome> = Vec::with_capacity(jobs.len());
+        // An item registered since the last `items:changed` we heard of.
+        let unknown = jobs
+            .iter()
+            .flat_map(|j| &j.tx.changes)
+            .any(|change| match change {
+                Change::Put { stack, .. } | Change::Give { stack, .. } => {
+                    self.items.get(&stack.name).is_none()
+                }
+                _ => false,
+            });
+        if unknown {
+            self.refresh_items()?;
+        }
         // Every owner the batch reads, loaded first.
         for job in &jobs {
             for change in &job.tx.changes {

@@ -427,7 +427,10 @@ impl Inventories {
         };
         match self.transact(vec![tx.into()])?.pop() {
             Some(TxOutcome::Done) => Ok(format!("gave {count} {} to {}", give.item, give.player)),
-            Some(TxOutcome::Refused(why)) => Err(ModuleError::msg(format!("not given: {why}"))),
+            Some(TxOutcome::Refused(why)) => Err(ModuleError::msg(format!(
+                "not given to {}: {why}",
+                give.player
+            ))),
             None => Err(ModuleError::msg("not given")),
         }
     }

@@ -1281,3 +1281,20 @@ fn stored_drops_come_back_as_nodes_after_a_restart_and_are_adopted_after_a_reloa
 fn inv_total(inv: &mut TestModule<Inventories>) -> u64 {
     inv.call(&Census {}).unwrap().values().sum()
 }
+
+#[test]
+fn an_item_registered_since_the_last_look_is_known_at_once() {
+    let (kit, _shared, mut inv) = started();
+    assert!(command(&mut inv, "give", &["ann", "torch", "1"]).is_err());
+    // Registered meanwhile; its items:changed has not come yet.
+    kit.answer(|_: GetItems| {
+        let mut registry = items();
+        let torch = ItemDef::craft("torch", "Torch", "torch.png");
+        registry.items.insert(torch.name.clone(), torch);
+        Ok(registry)
+    });
+    assert_eq!(
+        command(&mut inv, "give", &["ann", "torch", "1"]).unwrap(),
+        "gave 1 torch to ann"
+    );
+}

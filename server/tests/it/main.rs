@@ -1,8 +1,8 @@
 //! The server's integration tests, one binary (one link) for all: the module
 //! host in-process with real module libraries (`core`), and the real
 //! `buildat-server` binary over real sockets (`cli`, `network`,
-//! `client_file`, `world`, `game`, `accounts`, `tls`, `forwarded`, `creatures`,
-//! `api_reload`, `web`, `settings`, `scaffold`, `examples`). `common` is
+//! `client_file`, `world`, `game`, `inventory`, `accounts`, `tls`, `forwarded`, `creatures`,
+//! `api_reload`, `web`, `settings`, `scaffold`, `examples`, `survival`). `common` is
 //! what they share; the server driver and the wire client are
 //! `buildat-harness`'s.
 
@@ -16,9 +16,11 @@ mod creatures;
 mod examples;
 mod forwarded;
 mod game;
+mod inventory;
 mod network;
 mod scaffold;
 mod settings;
+mod survival;
 mod tls;
 mod web;
 mod world;
