@@ -1,58 +1,74 @@
 //! The client's `inventory:act`: each action judged (the player's own
-//! inventory; a voxel's within `inventory.reach` of where `main` says the
-//! player is; never another player's, a module's or a drop's), made one
-//! transaction, stored, and only then answered with `inventory:answer`
-//! (the new lists went out first, to every peer holding them).
+//! inventory; a voxel's within `inventory.reach` of the player's node;
+//! never another player's, a module's or a drop's), made one transaction,
+//! stored, and only then answered with `inventory:answer` (the new lists
+//! went out first, to every peer holding them).
 //!
 //! Owns: what each action means in changes. Does not own: the rules of a
 //! change (`tx.rs`) or storing (`commit.rs`).
 
-use buildat_interface::{ModuleError, log};
+use buildat_interface::ModuleError;
 use buildat_inventory_api::{
     Act, Action, Answer, Change, ItemStack, LIST_CRAFT, LIST_MAIN, Overflow, Owner, SlotRef,
     Transaction, TxOutcome, VoxelPos,
 };
-use buildat_main_api::{GetPlayers, PlayerState};
 use buildat_network_api::PeerId;
 
 use crate::commit::Job;
+use crate::players::PlayerNode;
 use crate::{Inventories, tx};
 
 impl Inventories {
+    /// An action: judged now, refused or done at once when it needs no
+    /// transaction, else queued for the tick's batch (one storage write
+    /// for every player's actions of a tick). A second action of a peer
+    /// with one queued runs the queue first, so a player's actions are
+    /// judged on the results of its earlier ones.
     pub(crate) fn on_act(&mut self, peer: PeerId, act: Act) -> Result<(), ModuleError> {
-        let outcome = match self.judge(peer, act.action) {
-            Ok(Some(job)) => self
-                .transact(vec![job])?
-                .pop()
-                .unwrap_or(TxOutcome::Refused("nothing done".into())),
-            Ok(None) => TxOutcome::Done,
-            Err(reason) => TxOutcome::Refused(reason),
-        };
+        if self.pending.iter().any(|(p, _, _)| *p == peer) {
+            self.flush_acts()?;
+        }
+        match self.judge(peer, act.action) {
+            Ok(Some(job)) => self.pending.push((peer, act.seq, job)),
+            Ok(None) => self.answer(peer, act.seq, TxOutcome::Done),
+            Err(reason) => self.answer(peer, act.seq, TxOutcome::Refused(reason)),
+        }
+        Ok(())
+    }
+
+    /// Runs the queued actions as one batch and answers them, in order.
+    pub(crate) fn flush_acts(&mut self) -> Result<(), ModuleError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let mut askers = Vec::with_capacity(pending.len());
+        let mut jobs = Vec::with_capacity(pending.len());
+        for (peer, seq, job) in pending {
+            askers.push((peer, seq));
+            jobs.push(job);
+        }
+        let outcomes = self.transact(jobs)?;
+        for ((peer, seq), outcome) in askers.into_iter().zip(outcomes) {
+            self.answer(peer, seq, outcome);
+        }
+        Ok(())
+    }
+
+    fn answer(&self, peer: PeerId, seq: u32, outcome: TxOutcome) {
         let (ok, reason) = match outcome {
             TxOutcome::Done => (true, String::new()),
             TxOutcome::Refused(reason) => (false, reason),
         };
-        self.send(
-            peer,
-            &Answer {
-                seq: act.seq,
-                ok,
-                reason,
-            },
-        );
-        Ok(())
+        self.send(peer, &Answer { seq, ok, reason });
     }
 
-    /// Where `main` says the player of `peer` is.
-    fn player_state(&self, peer: PeerId) -> Result<PlayerState, String> {
-        let players = self.host.call(&GetPlayers {}).map_err(|error| {
-            log::debug!("asking main for the players: {error}");
-            "where you are is not known".to_string()
-        })?;
-        players
-            .into_iter()
-            .find(|p| p.peer == peer)
-            .ok_or_else(|| "you are not in the game".to_string())
+    /// Where the player of `peer` is (its node, as `main` last moved it).
+    fn player_state(&self, peer: PeerId) -> Result<PlayerNode, String> {
+        self.players
+            .get_peer(peer)
+            .cloned()
+            .ok_or_else(|| "where you are is not known yet".to_string())
     }
 
     /// Whether the player of `peer` may use `owner`'s inventory.
@@ -118,11 +134,18 @@ impl Inventories {
                 self.check_access(peer, &name, &from.owner)?;
                 self.check_access(peer, &name, &to.owner)?;
                 let changes = self.move_changes(&from, &to, count)?;
-                Ok(Some(Job::from(Transaction {
-                    changes,
-                    edit: None,
-                    by,
-                })))
+                let expect = vec![
+                    (from.clone(), self.stack_at(&from)?),
+                    (to.clone(), self.stack_at(&to)?),
+                ];
+                Ok(Some(Job {
+                    expect,
+                    ..Job::from(Transaction {
+                        changes,
+                        edit: None,
+                        by,
+                    })
+                }))
             }
             Action::Drop { from, count } => {
                 self.check_access(peer, &name, &from.owner)?;
@@ -142,7 +165,7 @@ impl Inventories {
                     player.position[2],
                 ];
                 let changes = vec![Change::Take {
-                    slot: from,
+                    slot: from.clone(),
                     name: stack.name.clone(),
                     count,
                 }];
@@ -153,17 +176,21 @@ impl Inventories {
                         by,
                     },
                     drops: vec![(stack.with_count(count), at)],
+                    expect: vec![(from, Some(stack))],
                 }))
             }
             Action::Craft { grid, to } => {
                 self.check_access(peer, &name, &grid)?;
                 self.check_access(peer, &name, &to.owner)?;
-                let changes = self.craft_changes(&grid, &to, &name)?;
-                Ok(Some(Job::from(Transaction {
-                    changes,
-                    edit: None,
-                    by,
-                })))
+                let (changes, expect) = self.craft_changes(&grid, &to, &name)?;
+                Ok(Some(Job {
+                    expect,
+                    ..Job::from(Transaction {
+                        changes,
+                        edit: None,
+                        by,
+                    })
+                }))
             }
             Action::Open { voxel } => {
                 self.check_reach(peer, voxel)?;
@@ -258,12 +285,13 @@ impl Inventories {
     /// Taking a craft grid's result once: its ingredients taken, the
     /// replacements left (in the slot when it emptied, else given to the
     /// crafter's main list), the output put into `to`.
+    #[allow(clippy::type_complexity)]
     fn craft_changes(
         &mut self,
         grid: &Owner,
         to: &SlotRef,
         crafter: &str,
-    ) -> Result<Vec<Change>, String> {
+    ) -> Result<(Vec<Change>, Vec<(SlotRef, Option<ItemStack>)>), String> {
         let slots = self
             .load(grid)
             .map_err(|e| e.to_string())?
@@ -277,6 +305,7 @@ impl Inventories {
         }
         let mut changes = Vec::new();
         let mut later = Vec::new();
+        let mut expect = Vec::new();
         for (index, ((held, take), leave)) in
             slots.iter().zip(&found.take).zip(&found.leave).enumerate()
         {
@@ -285,6 +314,7 @@ impl Inventories {
                 list: LIST_CRAFT.into(),
                 index: u16::try_from(index).map_err(|_| "a grid too large".to_string())?,
             };
+            expect.push((slot.clone(), held.clone()));
             if *take > 0 {
                 let stack = held
                     .as_ref()
@@ -316,6 +346,6 @@ impl Inventories {
             slot: to.clone(),
             stack: found.output,
         });
-        Ok(changes)
+        Ok((changes, expect))
     }
 }

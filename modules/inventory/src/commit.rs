@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use buildat_interface::{ModuleError, log};
 use buildat_inventory_api::{
-    Change, EditVoxel, Inventory, ItemStack, LIST_MAIN, Owner, Transaction, TxOutcome,
+    Change, EditVoxel, Inventory, ItemStack, LIST_MAIN, Owner, SlotRef, Transaction, TxOutcome,
 };
 use buildat_voxelworld_api::{EditGroup, EditTogether, PutValues, ValueWrite};
 
@@ -28,6 +28,11 @@ pub(crate) struct Job {
     pub tx: Transaction,
     /// Stacks put on the ground as new drops (a player's `Drop`).
     pub drops: Vec<(ItemStack, [f64; 3])>,
+    /// Slots as the job was judged on: when one holds something else by
+    /// the time the job applies (an earlier job of the batch changed it),
+    /// the job is refused (a stack's wear or metadata never swaps
+    /// unseen).
+    pub expect: Vec<(SlotRef, Option<ItemStack>)>,
 }
 
 impl From<Transaction> for Job {
@@ -35,6 +40,7 @@ impl From<Transaction> for Job {
         Self {
             tx,
             drops: Vec::new(),
+            expect: Vec::new(),
         }
     }
 }
@@ -150,6 +156,17 @@ impl Inventories {
                 None => self.held.get(owner).cloned(),
             }
         };
+        for (slot, expected) in &job.expect {
+            let there = current(&slot.owner).and_then(|s| {
+                s.inventory
+                    .lists
+                    .get(&slot.list)
+                    .and_then(|l| l.get(usize::from(slot.index)).cloned())
+            });
+            if there.as_ref() != Some(expected) {
+                return Err(format!("slot {} changed meanwhile", slot.index));
+            }
+        }
         let applied = tx::apply(
             &job.tx.changes,
             &|owner: &Owner| current(owner).map(|s| s.inventory),

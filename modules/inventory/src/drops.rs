@@ -17,7 +17,6 @@ use std::collections::BTreeMap;
 
 use buildat_interface::{ModuleError, log};
 use buildat_inventory_api::{Change, LIST_MAIN, Overflow, Owner, SlotRef, Transaction};
-use buildat_main_api::GetPlayers;
 use buildat_voxelworld_api::{CreateNode, CreateNodes, ListNodes, RemoveNodes, SetNodeVar};
 
 use crate::Inventories;
@@ -214,8 +213,10 @@ impl Inventories {
         Ok(())
     }
 
-    /// Every tick: pickups; once a second, expiry and missing nodes.
+    /// Every tick: the players' queued actions, pickups; once a second,
+    /// expiry and missing nodes.
     pub(crate) fn tick(&mut self, dtime: f64) -> Result<(), ModuleError> {
+        self.flush_acts()?;
         if !self.held.keys().any(|o| matches!(o, Owner::Drop(_))) {
             return Ok(());
         }
@@ -249,13 +250,7 @@ impl Inventories {
         if self.peers.is_empty() {
             return Ok(());
         }
-        let players = match self.host.call(&GetPlayers {}) {
-            Ok(players) => players,
-            Err(error) => {
-                log::debug!("asking main for the players: {error}");
-                return Ok(());
-            }
-        };
+        let players: Vec<_> = self.players.all().cloned().collect();
         let now = now_seconds();
         let mut jobs = Vec::new();
         for (owner, stack, position, since) in self.lying() {

@@ -13,8 +13,9 @@
 //! (`actions.rs`: `inventory:act` judged for ownership and reach, answered
 //! after the store), drops on the ground (`drops.rs`), the calls of
 //! `buildat-inventory-api` and the console commands `census` and `give`.
-//! Does not own: item definitions (`items`), recipes (`crafting`), where
-//! players are (`main`'s `GetPlayers`), the storage (`voxelworld`).
+//! Where players are comes from their nodes (`players.rs`). Does not own:
+//! item definitions (`items`), recipes (`crafting`), the players (`main`),
+//! the storage (`voxelworld`).
 //!
 //! Settings: `inventory.reach` (voxels from a player to a voxel whose
 //! inventory it uses, default 6), `inventory.drop_seconds` (how long a
@@ -23,6 +24,7 @@
 mod actions;
 mod commit;
 mod drops;
+mod players;
 mod store;
 mod tx;
 
@@ -35,7 +37,9 @@ use buildat_crafting_api::{CraftMatch, MatchGrid};
 use buildat_format::Packet;
 use buildat_interface::settings::Settings;
 use buildat_interface::stash::Stash;
-use buildat_interface::{Host, Module, ModuleError, Receive, events, export_module, log};
+use buildat_interface::{
+    Host, Module, ModuleError, Receive, UnloadKind, events, export_module, log,
+};
 use buildat_inventory_api::{
     Act, Census, Change, CreateInventory, GetInventory, Inventory, ItemStack, LIST_CRAFT,
     LIST_MAIN, Lists, MAX_LIST_NAME, MAX_LISTS, MAX_SLOTS, Overflow, Owner, PLAYER_CRAFT_SLOTS,
@@ -45,6 +49,7 @@ use buildat_inventory_api::{
 use buildat_items_api::{GetItems, ItemRegistry, ItemsChanged};
 use buildat_main_api::{PlayerJoined, PlayerLeft};
 use buildat_network_api::{self as network, PeerId, ReceivePackets};
+use buildat_voxelworld_api::NodesChanged;
 use serde::{Deserialize, Serialize};
 
 use store::Stored;
@@ -107,6 +112,10 @@ pub(crate) struct Inventories {
     peers: BTreeMap<PeerId, Peer>,
     reach: f64,
     drops: drops::Drops,
+    /// Where the players are (their nodes).
+    players: players::PlayerNodes,
+    /// Actions judged since the last tick: (peer, seq, job).
+    pending: Vec<(PeerId, u32, commit::Job)>,
 }
 
 impl Module for Inventories {
@@ -126,6 +135,8 @@ impl Module for Inventories {
             peers: BTreeMap::new(),
             reach: settings.reach,
             drops: drops::Drops::new(settings.drop_seconds)?,
+            players: players::PlayerNodes::default(),
+            pending: Vec::new(),
         })
     }
 
@@ -135,6 +146,10 @@ impl Module for Inventories {
             .event(|inv, _: events::Continue| inv.start())
             .event(|inv, tick: events::Tick| inv.tick(tick.dtime))
             .event(|inv, _: ItemsChanged| inv.refresh_items())
+            .event(|inv, changed: NodesChanged| {
+                inv.players.apply(&changed);
+                Ok(())
+            })
             .event(|inv, joined: PlayerJoined| inv.on_joined(joined))
             .event(|inv, left: PlayerLeft| {
                 inv.on_left(left);
@@ -169,11 +184,17 @@ impl Module for Inventories {
                 },
             );
     }
+
+    fn unload(&mut self, _kind: UnloadKind) -> Result<(), ModuleError> {
+        // Every queued action is stored and answered by this version.
+        self.flush_acts()
+    }
 }
 
 impl Inventories {
     fn start(&mut self) -> Result<(), ModuleError> {
         self.refresh_items()?;
+        self.adopt_players();
         self.drops_start()
     }
 

@@ -22,12 +22,12 @@ use buildat_inventory_api::{
     Transaction, TxOutcome, VALUE_SPACE,
 };
 use buildat_items_api::{GetItems, GroupCap, ItemDef, ItemRegistry, ToolCaps};
-use buildat_main_api::{GetPlayers, PlayerJoined, PlayerLeft, PlayerState};
+use buildat_main_api::{PlayerJoined, PlayerLeft, VAR_PEER, VAR_PLAYER};
 use buildat_network_api::Disconnect;
 use buildat_network_api::receive::testing::{DeliverPackets, disconnected, sent};
 use buildat_voxelworld_api::{
-    CreateNodes, DynamicNode, EditTogether, GetValue, IDENTITY, ListNodes, ListValues, PutValues,
-    RemoveNodes, Replace, SetNodeVar, StoredValue,
+    CreateNodes, DynamicNode, EditTogether, GetValue, IDENTITY, ListNodes, ListValues, NodeMotion,
+    NodesChanged, PutValues, RemoveNodes, Replace, SetNodeVar, StoredValue,
 };
 
 use crate::Inventories;
@@ -43,7 +43,6 @@ struct World {
     refuse_at: BTreeSet<[i32; 3]>,
     /// Edits applied, in order.
     edits: Vec<EditVoxel>,
-    players: Vec<PlayerState>,
     next_node: u64,
     nodes: BTreeMap<u64, BTreeMap<String, Vec<u8>>>,
 }
@@ -189,8 +188,6 @@ fn kit() -> (TestHost, Shared) {
     });
     kit.answer(|_: GetItems| Ok(items()));
     kit.answer(|m: MatchGrid| Ok(match_grid(&m.grid)));
-    let w = shared.clone();
-    kit.answer(move |_: GetPlayers| Ok(world(&w).players.clone()));
     kit.answer(|_: Disconnect| Ok(()));
     let w = shared.clone();
     kit.answer(move |create: CreateNodes| {
@@ -261,15 +258,43 @@ fn join(
     peer: u64,
     position: [f64; 3],
 ) {
-    world(shared).players.push(PlayerState {
-        name: name.into(),
-        peer,
-        position,
-        wield: 0,
-    });
+    let _ = shared;
+    // main makes the player's node, then tells of the join.
+    inv.emit(&NodesChanged {
+        changed: vec![DynamicNode {
+            id: 1000 + peer,
+            position,
+            orientation: IDENTITY,
+            velocity: [0.0; 3],
+            parent: None,
+            save_enabled: false,
+            vars: BTreeMap::from([
+                (VAR_PLAYER.to_string(), name.as_bytes().to_vec()),
+                (VAR_PEER.to_string(), peer.to_le_bytes().to_vec()),
+            ]),
+        }],
+        moved: Vec::new(),
+        removed: Vec::new(),
+    })
+    .unwrap();
     inv.emit(&PlayerJoined {
         name: name.into(),
         peer,
+    })
+    .unwrap();
+}
+
+/// main moved the player of `peer` to `position`.
+fn move_player(inv: &mut TestModule<Inventories>, peer: u64, position: [f64; 3]) {
+    inv.emit(&NodesChanged {
+        changed: Vec::new(),
+        moved: vec![NodeMotion {
+            id: 1000 + peer,
+            position,
+            orientation: IDENTITY,
+            velocity: [0.0; 3],
+        }],
+        removed: Vec::new(),
     })
     .unwrap();
 }
@@ -320,6 +345,8 @@ fn main_slot(inventory: &Inventory, index: usize) -> Option<ItemStack> {
 /// Sends an action from `peer`; the answer.
 fn act(inv: &mut TestModule<Inventories>, peer: u64, seq: u32, action: Action) -> Answer {
     inv.packet(peer, &Act { seq, action }).unwrap();
+    // Queued actions run at the tick.
+    inv.emit(&Tick { dtime: 0.0 }).unwrap();
     let answers: Vec<Answer> = sent::<Answer>(inv.kit())
         .into_iter()
         .filter(|(p, a)| *p == peer && a.seq == seq)
@@ -715,7 +742,7 @@ fn only_the_own_inventory_and_voxels_within_reach_are_used() {
     // Bob opened it: he hears of its changes; a voxel without an inventory does not open.
     assert!(!act(&mut inv, 2, 7, Action::Open { voxel: [0, 0, 1] }).ok);
     // Bob walks away: the chest is out of reach now.
-    world(&shared).players[1].position = [100.0, 0.0, 0.0];
+    move_player(&mut inv, 2, [100.0, 0.0, 0.0]);
     assert!(
         !act(
             &mut inv,
@@ -1222,7 +1249,7 @@ fn what_does_not_fit_lies_on_the_ground_until_it_expires() {
     assert_eq!(inv.call(&Census {}).unwrap()["cobble"], 1, "on the ground");
     assert_eq!(drop_nodes(&shared), vec![("cobble".to_string(), 1)]);
     // A full player walking over it leaves it there.
-    world(&shared).players[0].position = [0.5, 0.0, 0.5];
+    move_player(&mut inv, 1, [0.5, 0.0, 0.5]);
     age_drops(&mut inv, 10);
     inv.emit(&Tick { dtime: 0.1 }).unwrap();
     assert_eq!(inv.call(&Census {}).unwrap()["cobble"], 1);
@@ -1261,7 +1288,7 @@ fn stored_drops_come_back_as_nodes_after_a_restart_and_are_adopted_after_a_reloa
     // And new drops are numbered after it.
     join(&mut restarted, &shared, "bob", 2, [0.0, 0.0, 0.0]);
     give(&mut restarted, "bob", "stick", 1);
-    world(&shared).players[1].position = [9.0, 0.0, 9.0];
+    move_player(&mut restarted, 2, [9.0, 0.0, 9.0]);
     assert!(
         act(
             &mut restarted,
@@ -1296,5 +1323,120 @@ fn an_item_registered_since_the_last_look_is_known_at_once() {
     assert_eq!(
         command(&mut inv, "give", &["ann", "torch", "1"]).unwrap(),
         "gave 1 torch to ann"
+    );
+}
+
+#[test]
+fn a_ticks_actions_are_stored_in_one_write_and_a_stale_one_is_refused() {
+    let (kit, shared, mut inv) = started();
+    join(&mut inv, &shared, "bob", 2, [0.0, 0.0, 0.0]);
+    let chest = Owner::Voxel([1, 0, 1]);
+    inv.call(&CreateInventory {
+        owner: chest.clone(),
+        lists: vec![("main".into(), 32)],
+    })
+    .unwrap();
+    give(&mut inv, "ann", "wood", 1);
+    let ann_to_chest = moving(slot(&ann(), "main", 0), slot(&chest, "main", 0), 1);
+    assert!(act(&mut inv, 1, 1, ann_to_chest).ok);
+    kit.clear();
+    // Both take the chest's wood in the same tick: the first gets it.
+    let bob = Owner::Player("bob".into());
+    inv.packet(
+        1,
+        &Act {
+            seq: 2,
+            action: moving(slot(&chest, "main", 0), slot(&ann(), "main", 3), 1),
+        },
+    )
+    .unwrap();
+    inv.packet(
+        2,
+        &Act {
+            seq: 1,
+            action: moving(slot(&chest, "main", 0), slot(&bob, "main", 0), 1),
+        },
+    )
+    .unwrap();
+    assert!(
+        sent::<Answer>(&kit).is_empty(),
+        "nobody answered before the store"
+    );
+    inv.emit(&Tick { dtime: 0.0 }).unwrap();
+    assert_eq!(kit.calls::<PutValues>().len(), 1, "one write for the tick");
+    let answers = sent::<Answer>(&kit);
+    assert_eq!(answers.len(), 2);
+    assert!(answers.iter().any(|(peer, a)| *peer == 1 && a.ok));
+    assert!(
+        answers
+            .iter()
+            .any(|(peer, a)| *peer == 2 && !a.ok && a.reason.contains("changed"))
+    );
+    assert_eq!(
+        main_slot(&stored(&shared, &ann()).unwrap(), 3),
+        Some(ItemStack::new("wood", 1))
+    );
+    assert_eq!(inv.call(&Census {}).unwrap()["wood"], 1);
+    // A player's second action runs after its first: judged on its result.
+    kit.clear();
+    inv.packet(
+        1,
+        &Act {
+            seq: 3,
+            action: moving(slot(&ann(), "main", 3), slot(&ann(), "main", 4), 1),
+        },
+    )
+    .unwrap();
+    inv.packet(
+        1,
+        &Act {
+            seq: 4,
+            action: moving(slot(&ann(), "main", 4), slot(&ann(), "main", 5), 1),
+        },
+    )
+    .unwrap();
+    inv.emit(&Tick { dtime: 0.0 }).unwrap();
+    assert!(
+        sent::<Answer>(&kit).iter().all(|(_, a)| a.ok),
+        "{:?}",
+        sent::<Answer>(&kit)
+    );
+    assert_eq!(
+        main_slot(&held(&mut inv, &ann()).unwrap(), 5),
+        Some(ItemStack::new("wood", 1))
+    );
+}
+
+#[test]
+fn queued_actions_are_stored_and_answered_before_a_reload() {
+    let (kit, _shared, mut inv) = started();
+    give(&mut inv, "ann", "wood", 1);
+    inv.packet(
+        1,
+        &Act {
+            seq: 1,
+            action: moving(slot(&ann(), "main", 0), slot(&ann(), "main", 1), 1),
+        },
+    )
+    .unwrap();
+    let mut again = inv.reload::<Inventories>().unwrap();
+    assert!(
+        sent::<Answer>(&kit)
+            .iter()
+            .any(|(peer, a)| *peer == 1 && a.seq == 1 && a.ok)
+    );
+    assert_eq!(
+        main_slot(&held(&mut again, &ann()).unwrap(), 1),
+        Some(ItemStack::new("wood", 1))
+    );
+    // The peers came over: ann still acts.
+    assert!(
+        act(
+            &mut again,
+            1,
+            2,
+            moving(slot(&ann(), "main", 1), slot(&ann(), "main", 2), 1)
+        )
+        .ok
     );
 }
