@@ -407,6 +407,7 @@ impl TestWorld {
                 pos,
                 voxel,
                 player: by.to_string(),
+                item: None,
                 kind,
             };
             let told = BlockActions {
