@@ -2,7 +2,8 @@
 //! operator gives a player items on the console (`give`), the headless
 //! client (`--script`) sees them through the module's Lua
 //! (`require("buildat/module/inventory")`), moves some (answered after
-//! the server stored it), is refused a move from an empty slot, and the
+//! the server stored it), drops one (a node it sees) and walks it back up,
+//! is refused a move from an empty slot, and the
 //! `census` counts the same items before and after a restart.
 
 use std::process::{Command, Stdio};
@@ -31,12 +32,28 @@ buildat.set_interval(0.2, function()
 		local main = inv.list("me", "main")
 		if main[1] and main[1].count == 3 and main[9] and main[9].count == 2 then
 			log:info("moved: 3 and 2, still " .. inv.count("stone"))
-			step = "done"
-			inv.move(slot(20), slot(21), 1, function(ok, reason)
-				log:info("empty move answered " .. tostring(ok) .. ": " .. reason)
-				buildat.disconnect()
+			step = "dropping"
+			inv.drop(slot(9), 1, function(ok, reason)
+				log:info("drop answered " .. tostring(ok) .. " " .. reason)
+				step = ok and "dropped" or "failed"
 			end)
 		end
+	elseif step == "dropped" and inv.count("stone") == 4 then
+		log:info("dropped one, 4 left")
+		step = "lying"
+	elseif step == "lying" and inv.count("stone") == 5 then
+		log:info("picked it up again, 5")
+		step = "done"
+		inv.move(slot(20), slot(21), 1, function(ok, reason)
+			log:info("empty move answered " .. tostring(ok) .. ": " .. reason)
+			buildat.disconnect()
+		end)
+	end
+end)
+buildat.nodes.on_added(function(id)
+	local node = buildat.nodes.get(id)
+	if node ~= nil and node.vars.item == "stone" then
+		log:info("a drop node of stone, " .. string.unpack("<I2", node.vars.count))
 	end
 end)
 "#;
@@ -109,6 +126,10 @@ fn a_client_moves_given_items_through_the_server_and_the_census_keeps_them() {
     assert!(text.contains("got 5 stone in slot 1"), "{}", context());
     assert!(text.contains("move answered true"), "{}", context());
     assert!(text.contains("moved: 3 and 2, still 5"), "{}", context());
+    assert!(text.contains("drop answered true"), "{}", context());
+    assert!(text.contains("dropped one, 4 left"), "{}", context());
+    assert!(text.contains("a drop node of stone, 1"), "{}", context());
+    assert!(text.contains("picked it up again, 5"), "{}", context());
     assert!(
         text.contains("empty move answered false: slot 19 is empty"),
         "{}",
