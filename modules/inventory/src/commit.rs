@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 
 use buildat_interface::{ModuleError, log};
 use buildat_inventory_api::{
-    Change, EditVoxel, Inventory, ItemStack, LIST_MAIN, Owner, SlotRef, Transaction, TxOutcome,
+    Change, EditVoxel, Inventory, ItemStack, LIST_MAIN, MAX_TRANSACTIONS_PER_WRITE, Owner, SlotRef,
+    Transaction, TxOutcome,
 };
 use buildat_voxelworld_api::{EditGroup, EditTogether, PutValues, ValueWrite};
 
@@ -56,7 +57,19 @@ struct Staged {
 impl Inventories {
     /// Runs `jobs` as one batch; answers each one's outcome in order. An
     /// error only when the module itself fails (a corrupt stored value).
-    pub(crate) fn transact(&mut self, jobs: Vec<Job>) -> Result<Vec<TxOutcome>, ModuleError> {
+    pub(crate) fn transact(&mut self, mut jobs: Vec<Job>) -> Result<Vec<TxOutcome>, ModuleError> {
+        let mut outcomes = Vec::with_capacity(jobs.len());
+        while jobs.len() > MAX_TRANSACTIONS_PER_WRITE {
+            let rest = jobs.split_off(MAX_TRANSACTIONS_PER_WRITE);
+            outcomes.extend(self.transact_one_write(jobs)?);
+            jobs = rest;
+        }
+        outcomes.extend(self.transact_one_write(jobs)?);
+        Ok(outcomes)
+    }
+
+    /// [`Self::transact`] for a batch stored in one write.
+    fn transact_one_write(&mut self, jobs: Vec<Job>) -> Result<Vec<TxOutcome>, ModuleError> {
         let mut outcomes: Vec<TxOutcome> = Vec::with_capacity(jobs.len());
         // An item registered since the last `items:changed` we heard of.
         let unknown = jobs

@@ -41,10 +41,10 @@ use buildat_interface::{
     Host, Module, ModuleError, Receive, UnloadKind, events, export_module, log,
 };
 use buildat_inventory_api::{
-    Act, Census, Change, CreateInventory, GetInventory, Inventory, ItemStack, LIST_CRAFT,
+    Act, Census, Change, CreateInventory, GetInventory, GetSlots, Inventory, ItemStack, LIST_CRAFT,
     LIST_MAIN, Lists, MAX_LIST_NAME, MAX_LISTS, MAX_SLOTS, Overflow, Owner, PLAYER_CRAFT_SLOTS,
-    PLAYER_MAIN_SLOTS, Preview, RemoveInventory, Transact, TransactMany, Transaction, TxOutcome,
-    VoxelPos,
+    PLAYER_MAIN_SLOTS, Preview, RemoveInventory, SlotRef, Transact, TransactMany, Transaction,
+    TxOutcome, VoxelPos,
 };
 use buildat_items_api::{GetItems, ItemRegistry, ItemsChanged};
 use buildat_main_api::{PlayerJoined, PlayerLeft};
@@ -161,6 +161,7 @@ impl Module for Inventories {
             .call(|inv, get: GetInventory| {
                 Ok(inv.load(&get.owner)?.map(|stored| stored.inventory.clone()))
             })
+            .call(|inv, get: GetSlots| inv.get_slots(get.slots))
             .call(|inv, remove: RemoveInventory| inv.remove_inventory(&remove.owner))
             .call(|inv, one: Transact| {
                 let mut outcomes = inv.transact(vec![one.tx.into()])?;
@@ -295,6 +296,21 @@ impl Inventories {
             return Ok(());
         }
         self.store_now(vec![(create.owner, Some(stored))])
+    }
+
+    fn get_slots(&mut self, slots: Vec<SlotRef>) -> Result<Vec<Option<ItemStack>>, ModuleError> {
+        let mut out = Vec::with_capacity(slots.len());
+        for slot in slots {
+            let stack = self.load(&slot.owner)?.and_then(|stored| {
+                stored
+                    .inventory
+                    .lists
+                    .get(&slot.list)
+                    .and_then(|list| list.get(usize::from(slot.index)).cloned().flatten())
+            });
+            out.push(stack);
+        }
+        Ok(out)
     }
 
     fn remove_inventory(&mut self, owner: &Owner) -> Result<bool, ModuleError> {

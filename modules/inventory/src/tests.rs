@@ -17,8 +17,8 @@ use buildat_interface::core_api::RunCommand;
 use buildat_interface::events::Tick;
 use buildat_interface::testing::{TestHost, TestModule};
 use buildat_inventory_api::{
-    Act, Action, Answer, Census, Change, CreateInventory, EditVoxel, GetInventory, Inventory,
-    ItemStack, Lists, Overflow, Owner, Preview, RemoveInventory, SlotRef, TransactMany,
+    Act, Action, Answer, Census, Change, CreateInventory, EditVoxel, GetInventory, GetSlots,
+    Inventory, ItemStack, Lists, Overflow, Owner, Preview, RemoveInventory, SlotRef, TransactMany,
     Transaction, TxOutcome, VALUE_SPACE,
 };
 use buildat_items_api::{GetItems, GroupCap, ItemDef, ItemRegistry, ToolCaps};
@@ -1439,4 +1439,51 @@ fn queued_actions_are_stored_and_answered_before_a_reload() {
         )
         .ok
     );
+}
+
+#[test]
+fn get_slots_answers_many_slots_in_one_call() {
+    let (_kit, _shared, mut inv) = started();
+    give(&mut inv, "ann", "wood", 2);
+    let stacks = inv
+        .call(&GetSlots {
+            slots: vec![
+                slot(&ann(), "main", 0),
+                slot(&ann(), "main", 1),
+                slot(&ann(), "nothing", 0),
+                slot(&ann(), "main", 999),
+                slot(&Owner::Player("nobody".into()), "main", 0),
+            ],
+        })
+        .unwrap();
+    assert_eq!(
+        stacks,
+        vec![Some(ItemStack::new("wood", 2)), None, None, None, None]
+    );
+}
+
+#[test]
+fn a_batch_larger_than_one_write_is_stored_in_several_each_whole() {
+    let (kit, shared, mut inv) = started();
+    let give_one = || Transaction {
+        changes: vec![Change::Give {
+            owner: ann(),
+            list: "main".into(),
+            stack: ItemStack::new("stick", 1),
+            overflow: Overflow::Refuse,
+        }],
+        edit: None,
+        by: None,
+    };
+    kit.clear();
+    let n = buildat_inventory_api::MAX_TRANSACTIONS_PER_WRITE + 5;
+    let outcomes = inv
+        .call(&TransactMany {
+            txs: (0..n).map(|_| give_one()).collect(),
+        })
+        .unwrap();
+    assert!(outcomes.iter().all(|o| *o == TxOutcome::Done));
+    assert_eq!(kit.calls::<PutValues>().len(), 2);
+    assert_eq!(inv.call(&Census {}).unwrap()["stick"], n as u64);
+    let _ = shared;
 }

@@ -46,6 +46,14 @@ pub struct Inventory {
     pub lists: BTreeMap<String, Slots>,
 }
 
+/// Call: the stacks in several slots at once (a tick's wielded items):
+/// `None` for an empty slot, or one whose owner, list or index does not
+/// exist. One call instead of a [`GetInventory`] per player.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GetSlots {
+    pub slots: Vec<SlotRef>,
+}
+
 /// Call: removes an owner's inventory when it is empty; answers whether it
 /// is gone (false when it holds items: nothing is lost).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,6 +123,10 @@ pub enum TxOutcome {
     Refused(String),
 }
 
+/// Most transactions stored in one write (so a write stays within the
+/// world's bound on values written at once).
+pub const MAX_TRANSACTIONS_PER_WRITE: usize = 200;
+
 /// Call: one transaction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Transact {
@@ -122,8 +134,10 @@ pub struct Transact {
 }
 
 /// Call: several transactions (a tick's digs and places), each whole or
-/// not at all, stored in one storage transaction; answers each outcome in
-/// order. A failing storage write fails the call (nothing applied).
+/// not at all, stored in one storage transaction (a batch of more than
+/// [`MAX_TRANSACTIONS_PER_WRITE`] in several, in order); answers each
+/// outcome in order. When a write fails, the transactions it held are
+/// answered `Refused("not stored: ...")` and nothing of them applies.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TransactMany {
     pub txs: Vec<Transaction>,
@@ -138,6 +152,7 @@ buildat_interface::calls! {
     module MODULE;
     CreateInventory = "create_inventory" -> ();
     GetInventory = "get_inventory" -> Option<Inventory>;
+    GetSlots = "get_slots" -> Vec<Option<ItemStack>>;
     RemoveInventory = "remove_inventory" -> bool;
     Transact = "transact" -> TxOutcome;
     TransactMany = "transact_many" -> Vec<TxOutcome>;
