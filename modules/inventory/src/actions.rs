@@ -12,7 +12,7 @@ use buildat_inventory_api::{
     Act, Action, Answer, Change, ItemStack, LIST_CRAFT, LIST_MAIN, Overflow, Owner, SlotRef,
     Transaction, TxOutcome, VoxelPos,
 };
-use buildat_network_api::PeerId;
+use buildat_network_api::{OutgoingPacket, PeerId, SendBatch};
 
 use crate::commit::Job;
 use crate::players::PlayerNode;
@@ -49,18 +49,26 @@ impl Inventories {
             jobs.push(job);
         }
         let outcomes = self.transact(jobs)?;
-        for ((peer, seq), outcome) in askers.into_iter().zip(outcomes) {
-            self.answer(peer, seq, outcome);
+        // One send for every answer, after the lists.
+        let batches = askers
+            .into_iter()
+            .zip(outcomes)
+            .filter_map(|((peer, seq), outcome)| {
+                let packet = OutgoingPacket::new(&answer_of(seq, outcome)).ok()?;
+                Some(SendBatch {
+                    peer,
+                    packets: vec![packet],
+                })
+            })
+            .collect();
+        if let Err(error) = buildat_network_api::queue(&self.host, batches) {
+            buildat_interface::log::debug!("sending answers: {error}");
         }
         Ok(())
     }
 
     fn answer(&self, peer: PeerId, seq: u32, outcome: TxOutcome) {
-        let (ok, reason) = match outcome {
-            TxOutcome::Done => (true, String::new()),
-            TxOutcome::Refused(reason) => (false, reason),
-        };
-        self.send(peer, &Answer { seq, ok, reason });
+        self.send(peer, &answer_of(seq, outcome));
     }
 
     /// Where the player of `peer` is (its node, as `main` last moved it).
@@ -348,4 +356,13 @@ impl Inventories {
         });
         Ok((changes, expect))
     }
+}
+
+/// The answer telling an outcome.
+fn answer_of(seq: u32, outcome: TxOutcome) -> Answer {
+    let (ok, reason) = match outcome {
+        TxOutcome::Done => (true, String::new()),
+        TxOutcome::Refused(reason) => (false, reason),
+    };
+    Answer { seq, ok, reason }
 }

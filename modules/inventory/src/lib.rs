@@ -48,7 +48,7 @@ use buildat_inventory_api::{
 };
 use buildat_items_api::{GetItems, ItemRegistry, ItemsChanged};
 use buildat_main_api::{PlayerJoined, PlayerLeft};
-use buildat_network_api::{self as network, PeerId, ReceivePackets};
+use buildat_network_api::{self as network, OutgoingPacket, PeerId, ReceivePackets, SendBatch};
 use buildat_voxelworld_api::NodesChanged;
 use serde::{Deserialize, Serialize};
 
@@ -238,7 +238,7 @@ impl Inventories {
         {
             return Err(ModuleError::msg("the inventories were not stored"));
         }
-        let owners = writes.iter().map(|(owner, _)| owner.clone()).collect();
+        let owners: Vec<Owner> = writes.iter().map(|(owner, _)| owner.clone()).collect();
         self.remember(writes);
         self.tell_changed(&owners);
         Ok(())
@@ -360,54 +360,88 @@ impl Inventories {
         }
     }
 
-    /// The peers holding `owner`'s inventory: its player, those that
-    /// opened the voxel.
-    fn holders(&self, owner: &Owner) -> Vec<PeerId> {
-        self.peers
-            .iter()
-            .filter(|(_, peer)| match owner {
-                Owner::Player(name) => peer.name == *name,
-                Owner::Voxel(pos) => peer.open.contains(pos),
-                _ => false,
-            })
-            .map(|(id, _)| *id)
-            .collect()
+    /// The packets telling `owner`'s inventory: its lists, and its craft
+    /// preview when it has a craft grid.
+    fn inventory_packets(&self, owner: &Owner) -> Vec<OutgoingPacket> {
+        let inventory = self.held.get(owner).map(|s| &s.inventory);
+        let lists = Lists {
+            owner: owner.clone(),
+            lists: inventory.map(lists_of).unwrap_or_default(),
+        };
+        let mut packets = Vec::with_capacity(2);
+        match OutgoingPacket::new(&lists) {
+            Ok(packet) => packets.push(packet),
+            Err(error) => log::warn!("the lists of {}: {error}", owner.key()),
+        }
+        if let Some(grid) = inventory.and_then(|inv| inv.lists.get(LIST_CRAFT)) {
+            let preview = Preview {
+                owner: owner.clone(),
+                output: self.match_grid(grid).map(|m| m.output),
+            };
+            match OutgoingPacket::new(&preview) {
+                Ok(packet) => packets.push(packet),
+                Err(error) => log::warn!("the preview of {}: {error}", owner.key()),
+            }
+        }
+        packets
+    }
+
+    fn queue(&self, batches: Vec<SendBatch>) {
+        if batches.is_empty() {
+            return;
+        }
+        if let Err(error) = network::queue(&self.host, batches) {
+            log::debug!("sending: {error}");
+        }
     }
 
     /// Sends `owner`'s inventory (and its craft preview) to `peer`.
     fn send_inventory(&self, peer: PeerId, owner: &Owner) {
-        let inventory = self.held.get(owner).map(|s| s.inventory.clone());
-        let lists = inventory.as_ref().map(lists_of).unwrap_or_default();
-        self.send(
+        self.queue(vec![SendBatch {
             peer,
-            &Lists {
-                owner: owner.clone(),
-                lists,
-            },
-        );
-        if let Some(grid) = inventory.as_ref().and_then(|inv| inv.lists.get(LIST_CRAFT)) {
-            let output = self.match_grid(grid).map(|m| m.output);
-            self.send(
-                peer,
-                &Preview {
-                    owner: owner.clone(),
-                    output,
-                },
-            );
-        }
+            packets: self.inventory_packets(owner),
+        }]);
     }
 
-    /// Tells the holders of each changed inventory its new lists.
-    fn tell_changed(&self, owners: &Vec<Owner>) {
+    /// Tells the holders of each changed inventory (its player; the peers
+    /// that opened the voxel) its new lists, in one send.
+    fn tell_changed(&self, owners: &[Owner]) {
+        let mut by_name: HashMap<&str, Vec<PeerId>> = HashMap::new();
+        let mut by_voxel: HashMap<VoxelPos, Vec<PeerId>> = HashMap::new();
+        for (id, peer) in &self.peers {
+            by_name.entry(peer.name.as_str()).or_default().push(*id);
+            for pos in &peer.open {
+                by_voxel.entry(*pos).or_default().push(*id);
+            }
+        }
+        let mut batches: BTreeMap<PeerId, Vec<OutgoingPacket>> = BTreeMap::new();
         let mut told = BTreeSet::new();
         for owner in owners {
             if !told.insert(owner) {
                 continue;
             }
-            for peer in self.holders(owner) {
-                self.send_inventory(peer, owner);
+            let holders = match owner {
+                Owner::Player(name) => by_name.get(name.as_str()),
+                Owner::Voxel(pos) => by_voxel.get(pos),
+                _ => None,
+            };
+            let Some(holders) = holders else {
+                continue;
+            };
+            let packets = self.inventory_packets(owner);
+            for peer in holders {
+                batches
+                    .entry(*peer)
+                    .or_default()
+                    .extend(packets.iter().cloned());
             }
         }
+        self.queue(
+            batches
+                .into_iter()
+                .map(|(peer, packets)| SendBatch { peer, packets })
+                .collect(),
+        );
     }
 
     /// What a craft grid makes (crafting's `MatchGrid`); `None` when

@@ -1487,3 +1487,43 @@ fn a_batch_larger_than_one_write_is_stored_in_several_each_whole() {
     assert_eq!(inv.call(&Census {}).unwrap()["stick"], n as u64);
     let _ = shared;
 }
+
+#[test]
+fn a_crafting_table_within_reach_crafts_into_the_players_inventory() {
+    let (_kit, _shared, mut inv) = started();
+    let table = Owner::Voxel([1, 0, 1]);
+    let far = Owner::Voxel([30, 0, 0]);
+    for owner in [&table, &far] {
+        inv.call(&CreateInventory {
+            owner: owner.clone(),
+            lists: vec![("craft".into(), 9)],
+        })
+        .unwrap();
+    }
+    give(&mut inv, "ann", "wood", 1);
+    assert!(act(&mut inv, 1, 1, Action::Open { voxel: [1, 0, 1] }).ok);
+    assert!(
+        act(
+            &mut inv,
+            1,
+            2,
+            moving(slot(&ann(), "main", 0), slot(&table, "craft", 4), 1)
+        )
+        .ok
+    );
+    let craft = |grid: &Owner| Action::Craft {
+        grid: grid.clone(),
+        to: slot(&ann(), "main", 7),
+    };
+    assert!(!act(&mut inv, 1, 3, craft(&far)).ok, "out of reach");
+    assert!(act(&mut inv, 1, 4, craft(&table)).ok);
+    assert_eq!(
+        main_slot(&held(&mut inv, &ann()).unwrap(), 7),
+        Some(ItemStack::new("planks", 4))
+    );
+    assert!(
+        held(&mut inv, &table).unwrap().lists["craft"]
+            .iter()
+            .all(Option::is_none)
+    );
+}
