@@ -1,7 +1,7 @@
 //! The server's integration tests, one binary (one link) for all: the module
 //! host in-process with real module libraries (`core`), and the real
 //! `buildat-server` binary over real sockets (`cli`, `network`,
-//! `client_file`, `world`, `game`, `inventory`, `accounts`, `tls`, `forwarded`, `creatures`,
+//! `client_file`, `world`, `game`, `inventory`, `items`, `accounts`, `tls`, `forwarded`, `creatures`,
 //! `api_reload`, `web`, `settings`, `scaffold`, `examples`, `survival`). `common` is
 //! what they share; the server driver and the wire client are
 //! `buildat-harness`'s.
@@ -17,6 +17,7 @@ mod examples;
 mod forwarded;
 mod game;
 mod inventory;
+mod items;
 mod network;
 mod scaffold;
 mod settings;
