@@ -4,14 +4,17 @@
 --! `require("buildat/module/main")`.
 --!
 --! Owns: the protocol glue of the `main:*` packets (docs/protocol.md §10:
---! join, spawn, move, dig, place, punch, use, batched edits, ping/pong,
+--! join, spawn, move, dig, timed digs (dig_start/dig_time), wield, place,
+--! punch, use, node punches and uses, batched edits, ping/pong,
 --! refusals, chat, corrections of refused moves), what this player knows (its peer id and
 --! position, edits seen; the other players are nodes the server replicates,
 --! read from `buildat.nodes`), telling the client's world view where the player
 --! is (`buildat.world.set_focus`), a summary line every few seconds, and
 --! in a graphical client the controls (`buildat.ui`: movement keys,
---! digging, placing, punching (F held) and using (E held, or the middle
---! button) with the mouse, the hotbar of the registry's blocks,
+--! digging (a left click starts a dig, which completes after its time
+--! unless another click or a wield comes first), placing, punching (F
+--! held) and using (E held, or the middle button) with the mouse, the
+--! hotbar of the registry's blocks (number keys also wield slots 1-8),
 --! other players and every other node (creatures, ...) as boxes, a help
 --! line).
 --! Does not own: the world itself (the client keeps the voxelworld stream
@@ -20,6 +23,11 @@
 --! Interface returned: position() -> x, y, z (nil before spawning),
 --! peer() -> id, move(x, y, z), dig(x, y, z), place(x, y, z, name),
 --! punch(x, y, z), use(x, y, z),
+--! dig_start(x, y, z, [fn(seconds)]) (seconds < 0: cannot be dug with the
+--! wielded item), on_dig_time(fn(x, y, z, seconds)),
+--! dig_timed(x, y, z, [fn(ok, seconds)]) (starts, waits the time, digs),
+--! wield(i) (hotbar slot 0..7), wielded() -> i,
+--! punch_node(id), use_node(id),
 --! ping([fn(rtt_seconds, seq)]) -> seq, edits_seen() -> n,
 --! players() -> { [peer] = { name, x, y, z, node } } (others only),
 --! on_spawn(fn(peer, x, y, z)) (called at once when already spawned),
@@ -37,6 +45,14 @@ local M = {}
 local me = { peer = nil, x = nil, y = nil, z = nil }
 local edits = 0
 local spawn_fns, edit_fns, refused_fns, chat_fns = {}, {}, {}, {}
+local dig_time_fns = {}
+-- Callbacks of dig starts waiting for their main:dig_time, by voxel.
+local dig_waiting = {}
+-- The wielded hotbar slot (0-based, as the server counts).
+local wield_index = 0
+-- Bumped by every dig start and wield: a timed dig completes only if
+-- nothing came between.
+local dig_generation = 0
 local pings, ping_seq, pending = {}, 0, 0
 
 local function call_all(fns, ...)
@@ -212,6 +228,27 @@ buildat.sub_packet("main:correct", function(data)
 	set_position(x, y, z)
 end)
 
+local function voxel_key(x, y, z)
+	return math.floor(x) .. "," .. math.floor(y) .. "," .. math.floor(z)
+end
+
+-- How long digging a voxel takes with the wielded item: [<i4i4i4f].
+buildat.sub_packet("main:dig_time", function(data)
+	if #data < 16 then
+		log:warning("main:dig_time of " .. #data .. " bytes ignored")
+		return
+	end
+	local x, y, z, seconds = string.unpack("<i4i4i4f", data)
+	local key = voxel_key(x, y, z)
+	local waiting = dig_waiting[key]
+	dig_waiting[key] = nil
+	log:verbose("digging " .. key .. " takes " .. string.format("%.2f", seconds) .. " s")
+	if waiting ~= nil then
+		call_all(waiting, seconds)
+	end
+	call_all(dig_time_fns, x, y, z, seconds)
+end)
+
 buildat.sub_packet("main:refused", function(data)
 	log:warning("refused: " .. data)
 	call_all(refused_fns, data)
@@ -266,6 +303,68 @@ end
 
 function M.place(x, y, z, name)
 	buildat.send_packet("main:place", voxel_args(x, y, z) .. name)
+end
+
+-- Starts digging a voxel with the wielded item; fn(seconds) when the
+-- server says how long it takes (negative: it cannot be dug so).
+function M.dig_start(x, y, z, fn)
+	dig_generation += 1
+	if fn ~= nil then
+		local key = voxel_key(x, y, z)
+		dig_waiting[key] = dig_waiting[key] or {}
+		table.insert(dig_waiting[key], fn)
+	end
+	buildat.send_packet("main:dig_start", voxel_args(x, y, z))
+end
+
+function M.on_dig_time(fn)
+	table.insert(dig_time_fns, fn)
+end
+
+-- Starts a dig, waits its time and completes it; fn(ok, seconds): ok false
+-- when it cannot be dug with the wielded item or something (another dig
+-- start, a wield) came between. Whether the voxel went is told by
+-- on_edit (or on_refused).
+function M.dig_timed(x, y, z, fn)
+	M.dig_start(x, y, z, function(seconds)
+		local generation = dig_generation
+		if seconds < 0 then
+			if fn then
+				fn(false, seconds)
+			end
+			return
+		end
+		buildat.set_timeout(seconds + 0.05, function()
+			local ok = generation == dig_generation
+			if ok then
+				M.dig(x, y, z)
+			end
+			if fn then
+				fn(ok, seconds)
+			end
+		end)
+	end)
+end
+
+-- Wields hotbar slot i (0..7) of the inventory's main list.
+function M.wield(i)
+	i = math.floor(i)
+	dig_generation += 1
+	wield_index = i
+	buildat.send_packet("main:wield", string.pack("<I2", i))
+end
+
+function M.wielded()
+	return wield_index
+end
+
+-- Punching and using a node (a creature, a drop): every module hears of it.
+function M.punch_node(id)
+	buildat.send_packet("main:punch_node", string.pack("<I8", id))
+end
+
+function M.use_node(id)
+	buildat.send_packet("main:use_node", string.pack("<I8", id))
 end
 
 -- Punching and using a voxel: the server tells its block's module.
@@ -349,6 +448,9 @@ if graphical then
 		ui.bind(tostring(slot), function(pressed)
 			if pressed then
 				ui.select(slot)
+				if slot <= 8 then
+					M.wield(slot - 1)
+				end
 			end
 		end)
 	end
@@ -378,9 +480,19 @@ if graphical then
 		elseif button == "left" and held.F then
 			M.punch(target.x, target.y, target.z)
 		elseif button == "left" then
-			M.dig(target.x, target.y, target.z)
+			-- Creative digs answer 0 s: the dig follows at once.
+			M.dig_timed(target.x, target.y, target.z)
 		elseif button == "right" then
 			local _, name = ui.selected()
+			-- In survival the wielded stack is what is placed.
+			local ok, inv = pcall(require, "buildat/module/inventory")
+			if ok and type(inv) == "table" and inv.list ~= nil then
+				local slots = inv.list("me", "main")
+				local stack = slots and slots[wield_index + 1]
+				if stack then
+					name = stack.name
+				end
+			end
 			local b = target.before
 			if name ~= nil then
 				M.place(b.x, b.y, b.z, name)
@@ -395,7 +507,7 @@ if graphical then
 	buildat.sub_packet("voxelworld:registry", function()
 		ui.set_hotbar(buildat.world.block_names())
 	end)
-	ui.set_text("1 help", "WASD move  SPACE jump  LMB dig  F+LMB punch  E+LMB/MMB use  RMB place  1-9/WHEEL block  ESC mouse")
+	ui.set_text("1 help", "WASD move  SPACE jump  LMB dig (wait)  F+LMB punch  E+LMB/MMB use  RMB place  1-9/WHEEL block  ESC mouse")
 	buildat.set_interval(1, function()
 		ui.set_text("2 players", "players " .. (count_of(other_players()) + (me.peer ~= nil and 1 or 0)))
 	end)
