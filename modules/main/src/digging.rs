@@ -17,7 +17,7 @@
 use std::hash::{BuildHasher, Hasher};
 
 use buildat_inventory_api::{
-    Change, GetInventory, Overflow, Owner, SlotRef, TransactMany, Transaction, TxOutcome,
+    Change, GetInventory, GetSlots, Overflow, Owner, SlotRef, TransactMany, Transaction, TxOutcome,
 };
 use buildat_items_api::{GetItems, ItemRegistry, ItemStack};
 use buildat_main_api::{DigStart, DigTime, HOTBAR_SLOTS, Wield};
@@ -142,34 +142,34 @@ impl Game {
     }
 
     /// The wielded stack of each player named (`None`: an empty slot, or
-    /// no inventory), one `get_inventory` each; none without the
+    /// no inventory), all in one `get_slots` call; none without the
     /// `inventory` module.
     pub(crate) fn wielded(
         &self,
         players: impl IntoIterator<Item = (String, u16)>,
     ) -> BTreeMap<String, Option<ItemStack>> {
-        let mut out = BTreeMap::new();
-        if !self.survival {
-            return out; // no inventory module to ask
-        }
+        let mut wanted: BTreeMap<String, u16> = BTreeMap::new();
         for (name, wield) in players {
-            if out.contains_key(&name) {
-                continue;
-            }
-            let stack = match self.host.call(&GetInventory {
-                owner: Owner::Player(name.clone()),
-            }) {
-                Ok(inventory) => inventory
-                    .and_then(|inv| inv.lists.get(MAIN_LIST).cloned())
-                    .and_then(|slots| slots.get(usize::from(wield)).cloned().flatten()),
-                Err(error) => {
-                    log::debug!("the inventory of {name}: {error}");
-                    None
-                }
-            };
-            out.insert(name, stack);
+            wanted.entry(name).or_insert(wield);
         }
-        out
+        if !self.survival || wanted.is_empty() {
+            return BTreeMap::new(); // no inventory module to ask
+        }
+        let slots = wanted
+            .iter()
+            .map(|(name, wield)| SlotRef {
+                owner: Owner::Player(name.clone()),
+                list: MAIN_LIST.into(),
+                index: *wield,
+            })
+            .collect();
+        match self.host.call(&GetSlots { slots }) {
+            Ok(stacks) => wanted.into_keys().zip(stacks).collect(),
+            Err(error) => {
+                log::debug!("the wielded stacks: {error}");
+                BTreeMap::new()
+            }
+        }
     }
 
     /// Judges the tick's dig starts: reach, the voxels in one lookup, the

@@ -14,7 +14,7 @@ use buildat_interface::core_api::ListCommands;
 use buildat_interface::events::Tick;
 use buildat_interface::testing::{TestHost, TestModule};
 use buildat_inventory_api::{
-    Change, GetInventory, Inventory, Overflow, Owner, SlotRef, TransactMany, TxOutcome,
+    Change, GetInventory, GetSlots, Inventory, Overflow, Owner, SlotRef, TransactMany, TxOutcome,
 };
 use buildat_items_api::{DropRule, GetItems, GroupCap, ItemDef, ItemRegistry, ItemStack, ToolCaps};
 use buildat_main_api::{
@@ -273,6 +273,25 @@ fn answer_world(kit: &TestHost, world: &Arc<Mutex<FakeWorld>>) {
             .map(|slots| Inventory {
                 lists: BTreeMap::from([("main".to_string(), slots.clone())]),
             }))
+    });
+    let w = at(world);
+    kit.answer(move |get: GetSlots| {
+        let world = w.lock().unwrap();
+        Ok(get
+            .slots
+            .iter()
+            .map(|slot| {
+                let Owner::Player(name) = &slot.owner else {
+                    return None;
+                };
+                world
+                    .inventories
+                    .get(name)?
+                    .get(usize::from(slot.index))
+                    .cloned()
+                    .flatten()
+            })
+            .collect())
     });
     let w = at(world);
     kit.answer(move |many: TransactMany| {
@@ -975,6 +994,11 @@ fn node_punches_and_uses_within_reach_are_told_with_the_wielded_item() {
     assert_eq!(
         refusals(&kit, 1),
         [format!("node {far} is out of reach"), "no node 999".into()]
+    );
+    assert_eq!(kit.calls::<GetSlots>().len(), 1, "one call for the tick");
+    assert!(
+        kit.calls::<GetInventory>().len() <= 1,
+        "only the start's probe"
     );
 }
 
