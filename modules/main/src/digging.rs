@@ -42,7 +42,8 @@ pub(crate) struct Digging {
     pub(crate) seconds: f32,
     /// The wielded slot when it started.
     pub(crate) wield: u16,
-    /// The tool it started with (its wear is added) and how much.
+    /// The tool whose caps dig it (the slot must still hold it; its wear
+    /// is added) and how much wear.
     pub(crate) tool: Option<(String, u16)>,
     /// The block item dug (its drops).
     pub(crate) block: String,
@@ -263,9 +264,17 @@ impl Game {
                 let with = stack.as_ref().map_or("the hand", |s| s.name.as_str());
                 return Err(format!("{block_name} cannot be dug with {with}"));
             };
-            // The tool wears only when its own caps dug it (else the hand did).
+            // The tool counts (and wears) only when its own caps dug it,
+            // else the hand did. Its wear change, even of 0, makes the
+            // completion check that the slot still holds it.
+            let groups = items.get(&block).map(|def| def.groups.clone());
             let tool = tool_name
-                .filter(|_| params.wear > 0)
+                .filter(|name| {
+                    let caps = items.tool_caps(name);
+                    caps.zip(groups.as_ref())
+                        .and_then(|(caps, groups)| buildat_items_api::dig_params(groups, caps))
+                        .is_some()
+                })
                 .map(|name| (name, params.wear));
             (params.seconds, tool, block)
         };

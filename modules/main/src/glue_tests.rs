@@ -59,7 +59,15 @@ fn items() -> ItemRegistry {
         "pick.png",
         ToolCaps::default().with("cracky", GroupCap::new(&[-1.0, -1.0, 0.2], 10, 0)),
     );
+    // A tool that never wears.
+    let wand = ItemDef::tool(
+        "wand",
+        "Wand",
+        "wand.png",
+        ToolCaps::default().with("cracky", GroupCap::new(&[-1.0, -1.0, 0.2], 0, 0)),
+    );
     let defs = [
+        wand,
         ItemDef::block("stone")
             .with_groups(&[("cracky", 3)])
             .with_drops(vec![DropRule::always("cobble", 1)]),
@@ -1034,4 +1042,25 @@ fn without_an_inventory_module_everyone_plays_creative() {
     game.emit(&Tick { dtime: 0.05 }).expect("a tick");
     assert_eq!(world.lock().unwrap().voxel([0, -1, 0]), AIR, "dug at once");
     assert_eq!(kit.calls::<EditVoxels>().len(), 1);
+}
+
+#[test]
+fn a_tool_taken_out_of_the_wielded_slot_during_the_dig_refuses_it() {
+    let (kit, world, mut game) = survival(&[(0, ItemStack::new("wand", 1))]);
+    let stone = registry().get_id("stone").expect("registered");
+    game.packet(1, &DigStart { voxel: [0, -1, 0] })
+        .expect("start");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    // The wand (which never wears) moved away (an inventory move): dirt in its slot now.
+    world.lock().unwrap().inventories.get_mut("ann").unwrap()[0] = Some(ItemStack::new("dirt", 1));
+    std::thread::sleep(std::time::Duration::from_millis(120));
+    game.packet(1, &Dig { voxel: [0, -1, 0] }).expect("dig");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert_eq!(world.lock().unwrap().voxel([0, -1, 0]), stone, "not dug");
+    assert_eq!(refusals(&kit, 1), ["no wand in slot 0"]);
+    assert_eq!(
+        slot(&world, 0),
+        Some(ItemStack::new("dirt", 1)),
+        "nothing given"
+    );
 }
