@@ -1069,7 +1069,8 @@ fn a_tool_taken_out_of_the_wielded_slot_during_the_dig_refuses_it() {
 fn the_wielded_slot_and_a_waiting_dig_start_cross_a_reload() {
     let (kit, _world, mut game) = survival(&[(0, ItemStack::new("pick", 1))]);
     game.packet(1, &Wield { index: 3 }).expect("wield");
-    game.packet(1, &DigStart { voxel: [0, -1, 0] }).expect("start");
+    game.packet(1, &DigStart { voxel: [0, -1, 0] })
+        .expect("start");
     let mut game = game.reload::<Game>().expect("reloaded");
     assert_eq!(game.module().players[&1].wield, 3);
     game.emit(&Tick { dtime: 0.05 }).expect("a tick");
