@@ -174,11 +174,18 @@ pub fn write_module_workspace(modules: &Path) -> anyhow::Result<()> {
     // that uses another's API resolves it even when that module is not
     // copied (a folder without a meta.json is no module).
     // The same for a module's other library crates (worldgen's `terrain`).
+    // The member glob `modules/*` meets every such folder, so each also
+    // gets its module's own crate (`Cargo.toml`, `build.rs`, `src/`; no
+    // `meta.json`, so the server never loads it): a folder holding only
+    // `api/` would be a member without a manifest, and cargo refuses the
+    // whole workspace.
     for entry in std::fs::read_dir(repo.join("modules")).context("reading modules/")? {
         let module = entry?.path();
         let Some(module_name) = module.file_name() else {
             continue;
         };
+        let copy = modules.join(module_name);
+        let mut copied_a_library = false;
         for crate_dir in
             std::fs::read_dir(&module).with_context(|| format!("reading {}", module.display()))?
         {
@@ -186,7 +193,19 @@ pub fn write_module_workspace(modules: &Path) -> anyhow::Result<()> {
             if crate_dir.join("Cargo.toml").is_file()
                 && let Some(crate_name) = crate_dir.file_name()
             {
-                copy_dir(&crate_dir, &modules.join(module_name).join(crate_name))?;
+                copy_dir(&crate_dir, &copy.join(crate_name))?;
+                copied_a_library = true;
+            }
+        }
+        if copied_a_library && module.join("Cargo.toml").is_file() {
+            for part in ["Cargo.toml", "build.rs", "src"] {
+                let from = module.join(part);
+                if from.is_dir() {
+                    copy_dir(&from, &copy.join(part))?;
+                } else if from.is_file() {
+                    std::fs::copy(&from, copy.join(part))
+                        .with_context(|| format!("copying {}", from.display()))?;
+                }
             }
         }
     }
@@ -280,6 +299,38 @@ pub fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A scratch workspace into which no module was copied yet resolves:
+    /// the folders holding a module's library crates are members with a
+    /// manifest (once `modules/crafting` held only `api/`, and every build
+    /// in a scratch failed on it).
+    #[test]
+    fn a_scratch_workspace_without_module_copies_resolves() {
+        let scratch = tempfile::tempdir().expect("a temp dir");
+        let modules = scratch.path().join("modules");
+        write_module_workspace(&modules).expect("a scratch workspace");
+        assert!(
+            !modules.join("crafting").join("meta.json").exists(),
+            "a library's folder is no module"
+        );
+        let output = std::process::Command::new(std::env::var("CARGO").unwrap_or("cargo".into()))
+            .args([
+                "metadata",
+                "--format-version",
+                "1",
+                "--no-deps",
+                "--offline",
+            ])
+            .arg("--manifest-path")
+            .arg(scratch.path().join("Cargo.toml"))
+            .output()
+            .expect("cargo metadata runs");
+        assert!(
+            output.status.success(),
+            "cargo metadata on the scratch workspace: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
 
     /// Every module copied into a scratch workspace resolves there: no
     /// module depends (even for its tests) on a repository crate that pulls
