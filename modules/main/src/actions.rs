@@ -207,30 +207,48 @@ impl Game {
         Ok(())
     }
 
-    /// Takes a dig, place, punch or use to judge at the next tick with the
-    /// tick's others (reach, sight and the edits themselves in one lookup
-    /// and one call to the world). The action rate is counted when it
-    /// comes.
-    pub(crate) fn queue_action(&mut self, action: PendingAction) -> Result<(), ModuleError> {
-        let peer = action.peer;
+    /// Whether `peer` may act now: joined, holding `interact`, within the
+    /// action rate (counted here), with fewer than the most actions
+    /// `queued` on the server; else it is told why not and `false`.
+    pub(crate) fn admit_action(
+        &mut self,
+        peer: PeerId,
+        queued: usize,
+    ) -> Result<bool, ModuleError> {
         let Some(player) = self.players.get_mut(&peer) else {
-            return self.refuse(peer, "join first");
+            self.refuse(peer, "join first")?;
+            return Ok(false);
         };
         if !player.privileges.contains("interact") {
-            return self.refuse(
+            self.refuse(
                 peer,
                 "you may not dig, place, punch or use here (no 'interact' privilege)",
-            );
+            )?;
+            return Ok(false);
         }
         if !player.actions.allow(Instant::now()) {
             let reason = format!(
                 "more than {} actions a second",
                 rules::MAX_ACTIONS_PER_SECOND
             );
-            return self.refuse(peer, &reason);
+            self.refuse(peer, &reason)?;
+            return Ok(false);
         }
-        if self.pending_actions.len() >= MAX_PENDING_ACTIONS {
-            return self.refuse(peer, "too many actions at once on this server; try again");
+        if queued >= MAX_PENDING_ACTIONS {
+            self.refuse(peer, "too many actions at once on this server; try again")?;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Takes a dig, place, punch or use to judge at the next tick with the
+    /// tick's others (reach, sight and the edits themselves in one lookup
+    /// and one call to the world). The action rate is counted when it
+    /// comes.
+    pub(crate) fn queue_action(&mut self, action: PendingAction) -> Result<(), ModuleError> {
+        let peer = action.peer;
+        if !self.admit_action(peer, self.pending_actions.len())? {
+            return Ok(());
         }
         self.pending_actions.push(action);
         Ok(())
@@ -408,24 +426,8 @@ impl Game {
         node: u64,
         kind: BlockActionKind,
     ) -> Result<(), ModuleError> {
-        let Some(player) = self.players.get_mut(&peer) else {
-            return self.refuse(peer, "join first");
-        };
-        if !player.privileges.contains("interact") {
-            return self.refuse(
-                peer,
-                "you may not dig, place, punch or use here (no 'interact' privilege)",
-            );
-        }
-        if !player.actions.allow(Instant::now()) {
-            let reason = format!(
-                "more than {} actions a second",
-                rules::MAX_ACTIONS_PER_SECOND
-            );
-            return self.refuse(peer, &reason);
-        }
-        if self.pending_node_actions.len() >= MAX_PENDING_ACTIONS {
-            return self.refuse(peer, "too many actions at once on this server; try again");
+        if !self.admit_action(peer, self.pending_node_actions.len())? {
+            return Ok(());
         }
         self.pending_node_actions.push((peer, node, kind));
         Ok(())

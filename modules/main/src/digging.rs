@@ -119,24 +119,8 @@ impl Game {
         peer: PeerId,
         start: DigStart,
     ) -> Result<(), ModuleError> {
-        let Some(player) = self.players.get_mut(&peer) else {
-            return self.refuse(peer, "join first");
-        };
-        if !player.privileges.contains("interact") {
-            return self.refuse(
-                peer,
-                "you may not dig, place, punch or use here (no 'interact' privilege)",
-            );
-        }
-        if !player.actions.allow(Instant::now()) {
-            let reason = format!(
-                "more than {} actions a second",
-                rules::MAX_ACTIONS_PER_SECOND
-            );
-            return self.refuse(peer, &reason);
-        }
-        if self.pending_dig_starts.len() >= actions::MAX_PENDING_ACTIONS {
-            return self.refuse(peer, "too many actions at once on this server; try again");
+        if !self.admit_action(peer, self.pending_dig_starts.len())? {
+            return Ok(());
         }
         self.pending_dig_starts.push((peer, start.voxel));
         Ok(())
