@@ -7,12 +7,10 @@
 //! `census` counts the same items before and after a restart.
 
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    Scratch, Server, client_binary, console, copy_dir, output_text, prebuild, repo_root,
-    run_headless, start_game,
+    Scratch, Server, client_binary, console, output_text, run_headless, start_game,
 };
 
 const SCRIPT: &str = r#"
@@ -58,22 +56,10 @@ buildat.nodes.on_added(function(id)
 end)
 "#;
 
-/// The default game with items, crafting and inventory.
+/// The default game with its survival modules.
 fn setup() -> Scratch {
-    static ONCE: OnceLock<()> = OnceLock::new();
-    ONCE.get_or_init(|| {
-        for module in ["items", "crafting", "inventory"] {
-            prebuild(&repo_root().join("modules").join(module));
-        }
-    });
     let scratch = Scratch::new();
-    scratch.add_game();
-    for module in ["items", "crafting", "inventory"] {
-        copy_dir(
-            &repo_root().join("modules").join(module),
-            &scratch.modules().join(module),
-        );
-    }
+    scratch.add_survival_game();
     scratch
 }
 

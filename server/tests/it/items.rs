@@ -5,13 +5,8 @@
 //! the server registered.
 
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 
-use crate::common::{
-    Scratch, client_binary, copy_dir, output_text, prebuild, repo_root, start_game,
-};
-
-const MODULES: [&str; 4] = ["items", "crafting", "inventory", "survival"];
+use crate::common::{Scratch, client_binary, output_text, start_game};
 
 const SCRIPT: &str = r#"
 local items = require("buildat/module/items")
@@ -27,21 +22,10 @@ items.on_change(function(version)
 end)
 "#;
 
+/// The default game with its survival modules.
 fn setup() -> Scratch {
-    static ONCE: OnceLock<()> = OnceLock::new();
-    ONCE.get_or_init(|| {
-        for module in MODULES {
-            prebuild(&repo_root().join("modules").join(module));
-        }
-    });
     let scratch = Scratch::new();
-    scratch.add_game();
-    for module in MODULES {
-        copy_dir(
-            &repo_root().join("modules").join(module),
-            &scratch.modules().join(module),
-        );
-    }
+    scratch.add_survival_game();
     scratch
 }
 

@@ -12,37 +12,20 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
-use crate::common::{
-    Scratch, client_binary, copy_dir, output_text, prebuild, repo_root, start_game,
-};
-
-const MODULES: [&str; 4] = ["items", "crafting", "inventory", "survival"];
+use crate::common::{Scratch, client_binary, output_text, repo_root, start_game};
 
 const SETTINGS: [&str; 2] = [
     "voxelworld.view_radius=2",
     "main.default_privileges=interact,shout,fly,fast,teleport,noclip",
 ];
 
-/// The default game with the survival modules.
+/// The default game with its survival modules.
 fn setup() -> Scratch {
-    static ONCE: OnceLock<()> = OnceLock::new();
-    ONCE.get_or_init(|| {
-        for module in MODULES {
-            prebuild(&repo_root().join("modules").join(module));
-        }
-    });
     let scratch = Scratch::new();
-    scratch.add_game();
-    for module in MODULES {
-        copy_dir(
-            &repo_root().join("modules").join(module),
-            &scratch.modules().join(module),
-        );
-    }
+    scratch.add_survival_game();
     scratch
 }
 

@@ -146,6 +146,25 @@ impl Scratch {
         }
     }
 
+    /// Adds the default game ([`Scratch::add_game`]) with its survival
+    /// modules: items, crafting, inventory and survival.
+    pub fn add_survival_game(&self) {
+        const SURVIVAL: [&str; 4] = ["items", "crafting", "inventory", "survival"];
+        static ONCE: OnceLock<()> = OnceLock::new();
+        ONCE.get_or_init(|| {
+            for module in SURVIVAL {
+                prebuild(&repo_root().join("modules").join(module));
+            }
+        });
+        self.add_game();
+        for module in SURVIVAL {
+            copy_dir(
+                &repo_root().join("modules").join(module),
+                &self.modules().join(module),
+            );
+        }
+    }
+
     /// Adds a copy of the `creatures` module (and what it needs: voxelworld
     /// and worldgen).
     pub fn add_creatures(&self) {
