@@ -1176,14 +1176,15 @@ fn the_ui_api_is_bounded() {
 }
 
 /// The default game's controls (`modules/main/client_lua/init.lua`, run as
-/// the server ships it): a left click digs, with F held punches, with E
-/// held uses, a middle click uses; each sends its `main:*` packet for the
-/// voxel clicked.
+/// the server ships it): a left click starts a dig (`main:dig_start`; it
+/// completes once the server's `main:dig_time` has passed), with F held
+/// punches, with E held uses, a middle click uses; each sends its `main:*`
+/// packet for the voxel clicked.
 #[test]
 fn the_game_s_clicks_dig_punch_and_use_the_voxel_under_the_crosshair() {
     use buildat_client::frontend::{Button, Target};
     use buildat_format::Packet;
-    use buildat_main_protocol::{Dig, Punch, Use};
+    use buildat_main_protocol::{DigStart, Punch, Use};
 
     let (rt, _log) = runtime();
     rt.set_graphical(true);
@@ -1209,11 +1210,11 @@ fn the_game_s_clicks_dig_punch_and_use_the_voxel_under_the_crosshair() {
     click(Button::Middle);
     click(Button::Left);
     let expected = [
-        (Dig::NAME, Dig { voxel }.encode().unwrap()),
+        (DigStart::NAME, DigStart { voxel }.encode().unwrap()),
         (Punch::NAME, Punch { voxel }.encode().unwrap()),
         (Use::NAME, Use { voxel }.encode().unwrap()),
         (Use::NAME, Use { voxel }.encode().unwrap()),
-        (Dig::NAME, Dig { voxel }.encode().unwrap()),
+        (DigStart::NAME, DigStart { voxel }.encode().unwrap()),
     ]
     .map(|(name, data)| (name.to_string(), data));
     assert_eq!(rt.take_outgoing(), expected);
