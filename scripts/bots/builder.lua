@@ -1,13 +1,21 @@
 --! builder.lua: a buildat-client bot (`--script scripts/bots/builder.lua`)
 --! that digs the top voxel of a column next to its spawn point (one of a
---! 7 × 7 square around it, chosen by its peer id) and places
---! `stone` back, over and over: dig, wait for the edit (or a refusal), place,
---! wait, pause, again. At most 4 actions a second, well under the server's
---! 20. Prints its counts at exit. Uses the default game's client module
---! (`require("buildat/module/main")`) and the client's world view.
+--! 7 × 7 square around it, chosen by its peer id) and places a block back,
+--! over and over: dig (for as long as the server says digging takes),
+--! wait for the edit (or a refusal), place, wait, pause, again. In survival
+--! it places what digging gave it (grass gives dirt), from the hotbar slot
+--! that holds it; in creative (`main.creative`, or a game without the
+--! inventory module) `stone`. At most 4 actions a second, well under the
+--! server's 20. Prints its counts at exit. Uses the default game's client
+--! module (`require("buildat/module/main")`), the inventory's when the
+--! server runs it, and the client's world view.
 
 local main = require("buildat/module/main")
 local log = buildat.Logger("builder")
+local has_inv, inv = pcall(require, "buildat/module/inventory")
+if not has_inv or type(inv) ~= "table" or inv.list == nil then
+	inv = nil
+end
 
 local TICK = 0.25 -- seconds between two looks at the state
 local PAUSE = 1.0 -- seconds between two dig + place rounds
@@ -41,6 +49,28 @@ local function top(x, z, near)
 	return nil
 end
 
+-- What to place: in survival the first block in the hotbar (wielded), in
+-- creative stone.
+local function block_to_place()
+	local slots = inv and inv.list("me", "main")
+	if slots ~= nil then
+		for i = 1, 8 do
+			local stack = slots[i]
+			if stack and buildat.world.block_names ~= nil then
+				for _, block in ipairs(buildat.world.block_names()) do
+					if block == stack.name then
+						if main.wielded() ~= i - 1 then
+							main.wield(i - 1)
+						end
+						return stack.name
+					end
+				end
+			end
+		end
+	end
+	return "stone"
+end
+
 local function set_state(s)
 	state, since = s, os.clock()
 end
@@ -64,15 +94,16 @@ main.on_spawn(function(_, sx, sy, sz)
 				set_state("dig")
 			end
 		elseif state == "dig" then
-			main.dig(target[1], target[2], target[3])
+			main.dig_timed(target[1], target[2], target[3])
 			digs += 1
 			waiting_for = "air"
 			set_state("dug")
 		elseif state == "dug" then
-			if waiting_for == nil or now - since > EDIT_TIMEOUT then
-				main.place(target[1], target[2], target[3], "stone")
+			if waiting_for == nil or now - since > EDIT_TIMEOUT + 3 then
+				local name = block_to_place()
+				main.place(target[1], target[2], target[3], name)
 				places += 1
-				waiting_for = "stone"
+				waiting_for = name
 				set_state("placed")
 			end
 		elseif state == "placed" then

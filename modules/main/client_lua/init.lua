@@ -14,7 +14,9 @@
 --! digging (a left click starts a dig, which completes after its time
 --! unless another click or a wield comes first), placing, punching (F
 --! held) and using (E held, or the middle button) with the mouse, the
---! hotbar of the registry's blocks (number keys also wield slots 1-8),
+--! hotbar (in survival the inventory's first 8 slots, with their counts
+--! on a text line; else the registry's blocks; number keys and the wheel
+--! wield slots 1-8),
 --! other players and every other node (creatures, ...) as boxes, a help
 --! line).
 --! Does not own: the world itself (the client keeps the voxelworld stream
@@ -441,6 +443,11 @@ end
 -- player (keys bound to actions) and reports where it went; the rest is
 -- the game's.
 if graphical then
+	-- The inventory module's Lua, when the server runs it (survival).
+	local has_inv, inv = pcall(require, "buildat/module/inventory")
+	if not has_inv or type(inv) ~= "table" or inv.list == nil then
+		inv = nil
+	end
 	for key, action in pairs({ W = "forward", S = "back", A = "left", D = "right", Space = "jump" }) do
 		ui.bind(key, action)
 	end
@@ -459,6 +466,10 @@ if graphical then
 			local slot = ui.selected()
 			if pressed and slot ~= nil then
 				ui.select(slot + by)
+				local now = ui.selected()
+				if now ~= nil and now <= 8 then
+					M.wield(now - 1)
+				end
 			end
 		end
 	end
@@ -485,8 +496,7 @@ if graphical then
 		elseif button == "right" then
 			local _, name = ui.selected()
 			-- In survival the wielded stack is what is placed.
-			local ok, inv = pcall(require, "buildat/module/inventory")
-			if ok and type(inv) == "table" and inv.list ~= nil then
+			if inv ~= nil then
 				local slots = inv.list("me", "main")
 				local stack = slots and slots[wield_index + 1]
 				if stack then
@@ -502,10 +512,42 @@ if graphical then
 	ui.on_move(function(x, y, z)
 		M.move(x, y, z)
 	end)
-	-- The hotbar: the registry's blocks, once it arrives (the client has
-	-- taken it in before subscribers see it).
+	-- The hotbar: in survival the first 8 slots of the inventory's main
+	-- list (their counts on a text line) once it holds anything; else the
+	-- registry's blocks, once the registry arrives (the client has taken it
+	-- in before subscribers see it): creative, or a game without items.
+	local hotbar_from_inventory = false
+	local function show_inventory_hotbar()
+		local slots = inv and inv.list("me", "main")
+		if slots == nil then
+			return
+		end
+		local names, counts = {}, {}
+		for i = 1, 8 do
+			local stack = slots[i]
+			names[i] = stack and stack.name or ""
+			if stack then
+				local count = stack.count > 1 and (" x" .. stack.count) or ""
+				table.insert(counts, i .. " " .. stack.name .. count)
+			end
+		end
+		if #counts > 0 or hotbar_from_inventory then
+			hotbar_from_inventory = true
+			ui.set_hotbar(names)
+			ui.set_text("3 hotbar", table.concat(counts, "  "))
+		end
+	end
+	if inv ~= nil then
+		inv.on_change(function(owner, list)
+			if owner == "me" and list == "main" then
+				show_inventory_hotbar()
+			end
+		end)
+	end
 	buildat.sub_packet("voxelworld:registry", function()
-		ui.set_hotbar(buildat.world.block_names())
+		if not hotbar_from_inventory then
+			ui.set_hotbar(buildat.world.block_names())
+		end
 	end)
 	ui.set_text("1 help", "WASD move  SPACE jump  LMB dig (wait)  F+LMB punch  E+LMB/MMB use  RMB place  1-9/WHEEL block  ESC mouse")
 	buildat.set_interval(1, function()

@@ -203,3 +203,49 @@ fn a_bot_plays_the_survival_loop_and_finds_its_inventory_after_a_restart() {
         server.output()
     );
 }
+
+/// The README's builder bot plays survival too: it digs the top of a
+/// column for as long as the server says, places back what digging gave it
+/// (grass gives dirt) from its hotbar, and nothing is refused.
+#[test]
+fn the_builder_bot_digs_and_places_back_what_it_dug_in_survival() {
+    let scratch = setup();
+    let (mut server, address) = start_game(&scratch, &SETTINGS);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(client_binary())
+        .args(["--connect", &address, "--cache"])
+        .arg(dir.path().join("cache"))
+        .args(["--name", "builder", "--quit-after", "15", "--script"])
+        .arg(repo_root().join("scripts/bots/builder.lua"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run buildat-client");
+    let text = output_text(&out);
+    let counts: Vec<u32> = text
+        .split("builder: builder: ")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .map(|line| {
+            line.split(", ")
+                .filter_map(|part| part.split(' ').next()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let context = || format!("{text}\n--- server:\n{}", server.output());
+    // digs, places, edits confirmed, refused
+    let [digs, places, confirmed, refused] = counts[..] else {
+        panic!("the builder's counts: {}", context());
+    };
+    assert!(digs >= 2 && places >= 2, "{}", context());
+    assert!(confirmed >= 4, "{}", context());
+    assert_eq!(refused, 0, "{}", context());
+    server.pump();
+    // What it dug went back, but for a dig not yet placed at the end.
+    let census = crate::common::console(&mut server, "census", "total ");
+    let total: u32 = census
+        .rsplit("total ")
+        .next()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("a census total: {census}"));
+    assert!(total <= 1, "{census}");
+}
