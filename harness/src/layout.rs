@@ -175,10 +175,10 @@ pub fn write_module_workspace(modules: &Path) -> anyhow::Result<()> {
     // copied (a folder without a meta.json is no module).
     // The same for a module's other library crates (worldgen's `terrain`).
     // The member glob `modules/*` meets every such folder, so each also
-    // gets its module's own crate (`Cargo.toml`, `build.rs`, `src/`; no
-    // `meta.json`, so the server never loads it): a folder holding only
-    // `api/` would be a member without a manifest, and cargo refuses the
-    // whole workspace.
+    // gets its module's own crate whole (its benches and tests too: cargo
+    // checks every target of every member), but not its `meta.json`, so the
+    // server never loads it: a folder holding only `api/` would be a member
+    // without a manifest, and cargo refuses the whole workspace.
     for entry in std::fs::read_dir(repo.join("modules")).context("reading modules/")? {
         let module = entry?.path();
         let Some(module_name) = module.file_name() else {
@@ -197,16 +197,17 @@ pub fn write_module_workspace(modules: &Path) -> anyhow::Result<()> {
                 copied_a_library = true;
             }
         }
-        if copied_a_library && module.join("Cargo.toml").is_file() {
-            for part in ["Cargo.toml", "build.rs", "src"] {
-                let from = module.join(part);
-                if from.is_dir() {
-                    copy_dir(&from, &copy.join(part))?;
-                } else if from.is_file() {
-                    std::fs::copy(&from, copy.join(part))
-                        .with_context(|| format!("copying {}", from.display()))?;
-                }
-            }
+        if copied_a_library
+            && module.join("Cargo.toml").is_file()
+            && !copy.join("meta.json").exists()
+        {
+            copy_dir(&module, &copy)?;
+            std::fs::remove_file(copy.join("meta.json"))
+                .or_else(|e| match e.kind() {
+                    std::io::ErrorKind::NotFound => Ok(()),
+                    _ => Err(e),
+                })
+                .with_context(|| format!("leaving {} no module", copy.display()))?;
         }
     }
     std::fs::copy(repo.join("Cargo.lock"), root.join("Cargo.lock"))
@@ -309,17 +310,28 @@ mod tests {
         let scratch = tempfile::tempdir().expect("a temp dir");
         let modules = scratch.path().join("modules");
         write_module_workspace(&modules).expect("a scratch workspace");
-        assert!(
-            !modules.join("crafting").join("meta.json").exists(),
-            "a library's folder is no module"
-        );
+        // Each such folder holds its module's crate whole (a manifest
+        // whose bench is missing fails every build in the workspace), but
+        // is no module.
+        for name in ["crafting", "replicate"] {
+            let copy = modules.join(name);
+            assert!(!copy.join("meta.json").exists(), "{name} is no module");
+            let original = repo_root().join("modules").join(name);
+            for entry in std::fs::read_dir(&original).expect("the module") {
+                let file = entry.expect("an entry").file_name();
+                if file != "meta.json" {
+                    assert!(copy.join(&file).exists(), "{name}/{file:?} copied");
+                }
+            }
+        }
         let output = std::process::Command::new(std::env::var("CARGO").unwrap_or("cargo".into()))
             .args([
-                "metadata",
-                "--format-version",
-                "1",
-                "--no-deps",
+                "tree",
                 "--offline",
+                "--depth",
+                "0",
+                "--edges",
+                "normal,build,dev",
             ])
             .arg("--manifest-path")
             .arg(scratch.path().join("Cargo.toml"))
