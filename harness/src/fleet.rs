@@ -207,8 +207,8 @@ impl Fleet {
         Self::start_script(layout, address, options, "loadbot.lua")
     }
 
-    /// [`Fleet::start`] with another bot of `scripts/bots/` (one that logs
-    /// `<bot> spawned at ...` once spawned, and may log `<bot> report
+    /// [`Fleet::start`] with another bot of `scripts/bots/` (`shuffle.lua`:
+    /// it logs `shuffle spawned at ...` once spawned, and `shuffle tally
     /// key=value ...` lines, summed in [`FleetReport::tallies`]).
     pub fn start_script(
         layout: &Layout,
@@ -350,7 +350,7 @@ impl Fleet {
             }
             return;
         }
-        if rest.contains(" spawned at ") {
+        if rest.contains("loadbot spawned at ") || rest.contains("shuffle spawned at ") {
             report.spawned += 1;
         } else if let Some(fields) = rest.split_once(" tally ").map(|(_, f)| f) {
             for (key, value) in fields.split_whitespace().filter_map(|f| f.split_once('=')) {
@@ -473,6 +473,9 @@ mod tests {
     fn parses_the_client_and_loadbot_lines() {
         let fleet = fleet_from(&[
             "bot0-1: info    loadbot: loadbot spawned at 0.5,20.0,0.5",
+            "bot0-1: info    main: spawned at 0.5,20.0,0.5 as peer 1",
+            "bot0-3: info    shuffle: shuffle tally acts=4 ok=3 refused=1 drops=0",
+            "bot0-4: info    shuffle: shuffle tally acts=2 ok=2 refused=0 drops=1",
             "bot0-1: info    loadbot: loadbot report sent=10 answered=9 lost=1 late=0 moves=5 digs=2 places=1 edits=7 refused=1 chunks=120 inflight=0 hist=3:8,150:1",
             "bot0-1: info    loadbot: loadbot final sent=2 answered=1 lost=0 late=1 moves=1 digs=0 places=0 edits=0 refused=0 chunks=120 inflight=1 hist=4:1",
             "bot0-1: files: 3 announced, 3 requested, 100 bytes received; scripts: 2 run, 1 Lua errors",
@@ -483,7 +486,10 @@ mod tests {
             "bot0-2: session ended, exit code 5",
         ]);
         let r = &fleet.report;
-        assert_eq!(r.spawned, 1);
+        assert_eq!(r.spawned, 1, "the game's own spawn line is not a bot's");
+        assert_eq!(r.tallies.get("acts"), Some(&6));
+        assert_eq!(r.tallies.get("ok"), Some(&5));
+        assert_eq!(r.tallies.get("drops"), Some(&1));
         assert_eq!(r.total.sent, 12);
         assert_eq!(r.total.answered, 10);
         assert_eq!(r.total.lost, 1);

@@ -6,7 +6,9 @@
 --! spread over a world), then walks a square around that home (one step a
 --! second), digs the ground beside it and places stone back (one action
 --! every 1.5 s, each bot at its own phase, as players who joined
---! together do not act in step), and pings the server twice a second throughout. Every REPORT_EVERY seconds it logs one
+--! together do not act in step; in a survival game digs take their time,
+--! what was dug is placed back from the hotbar, and each dig also moves a
+--! stack within the inventory), and pings the server twice a second throughout. Every REPORT_EVERY seconds it logs one
 --! `loadbot report` line with the window's counts and a histogram of its
 --! ping round trips, which the harness merges across bots; at exit one
 --! `loadbot final` line with the pings still in flight.
@@ -17,6 +19,10 @@
 --! lost (and as late if its pong comes after all).
 
 local main = require("buildat/module/main")
+local has_inv, inv = pcall(require, "buildat/module/inventory")
+if not has_inv or type(inv) ~= "table" or inv.list == nil then
+	inv = nil
+end
 local log = buildat.Logger("loadbot")
 
 local REPORT_EVERY = 5 -- seconds
@@ -162,24 +168,81 @@ main.on_spawn(function(_, sx, sy, sz)
 		w.moves += 1
 	end)
 
-	-- Dig the top voxel of the column beside the player, then place stone
-	-- there on the next turn.
+	-- Dig the top voxel of the column beside the player, then place a
+	-- block there on the next turn. Creative (the first dig's time is 0):
+	-- instant digs and stone. Survival: digs take the server's time, and
+	-- what digging gave is placed back from the hotbar, after a move of a
+	-- stack within the inventory (item traffic: a transaction each turn).
 	local dug = nil
+	local survival = nil -- unknown until the first dig's time comes
+	local function survival_block()
+		local slots = inv and inv.list("me", "main")
+		if slots == nil then
+			return nil
+		end
+		for i = 1, 8 do
+			local stack = slots[i]
+			if stack then
+				if main.wielded() ~= i - 1 then
+					main.wield(i - 1)
+				end
+				return stack.name
+			end
+		end
+		return nil
+	end
+	local function shuffle_a_stack()
+		local slots = inv and inv.list("me", "main")
+		if slots == nil then
+			return
+		end
+		for i = 1, 8 do
+			if slots[i] then
+				-- To the next hotbar slot, where the place still finds it.
+				local to = i % 8 + 1
+				inv.move({ owner = "me", list = "main", index = i }, { owner = "me", list = "main", index = to }, slots[i].count)
+				return
+			end
+		end
+	end
 	local function act()
 		local px, py, pz = main.position()
 		if dug ~= nil then
-			main.place(dug[1], dug[2], dug[3], "stone")
-			w.places += 1
+			local name = "stone"
+			if survival then
+				name = survival_block()
+			end
+			if name ~= nil then
+				main.place(dug[1], dug[2], dug[3], name)
+				w.places += 1
+			end
 			dug = nil
 			return
 		end
 		local x, z = math.floor(px) + 1, math.floor(pz)
 		local y = top(x, z, py)
-		if y ~= nil then
-			main.dig(x, y, z)
-			w.digs += 1
-			dug = { x, y, z }
+		if y == nil then
+			return
 		end
+		w.digs += 1
+		dug = { x, y, z }
+		if survival == false then
+			main.dig(x, y, z)
+			return
+		end
+		if survival then
+			shuffle_a_stack()
+		end
+		main.dig_start(x, y, z, function(seconds)
+			if survival == nil then
+				survival = seconds > 0
+			end
+			if seconds >= 0 then
+				buildat.set_timeout(seconds + 0.05, function()
+					main.dig(x, y, z)
+				end)
+			end
+		end)
 	end
 	-- Players who joined together do not act in step: each bot starts its
 	-- actions at its own phase (spread evenly by peer id).
