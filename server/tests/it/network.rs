@@ -524,7 +524,10 @@ fn a_failed_reload_does_not_wedge_the_port() {
     std::fs::write(&source, original.replace(layout, "const LAYOUT: u32 = 99;")).unwrap();
     server.send("reload network");
     server
-        .wait_for("module network failed", Duration::from_secs(300))
+        .wait_for(
+            "module network: core:continue failed: the previous version stashed layout 3",
+            Duration::from_secs(300),
+        )
         .unwrap_or_else(|| panic!("the new version fails:\n{}", server.output()));
 
     // The fixed version loads again and takes back what was handed over.
