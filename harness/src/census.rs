@@ -54,6 +54,28 @@ const RELOADED: [&str; 3] = ["inventory", "items", "crafting"];
 /// Items by name as the census counts them.
 type Counts = BTreeMap<String, u64>;
 
+/// What the bots reported since the last window: their tallies and Lua
+/// errors.
+struct Window {
+    tallies: BTreeMap<String, u64>,
+    lua_errors: u64,
+}
+
+impl Window {
+    /// Reads the fleet's lines and takes what they reported.
+    fn take(fleet: &mut Fleet) -> Self {
+        fleet.pump();
+        Self {
+            tallies: std::mem::take(&mut fleet.report.tallies),
+            lua_errors: std::mem::take(&mut fleet.report.lua_errors),
+        }
+    }
+
+    fn get(&self, key: &str) -> u64 {
+        self.tallies.get(key).copied().unwrap_or(0)
+    }
+}
+
 /// Runs the inventory module's `census` command: items by name.
 pub fn census(server: &mut Server) -> anyhow::Result<Counts> {
     let from = server.lines_with(0, "").len();
@@ -182,25 +204,27 @@ pub fn run(layout: &Layout, options: &CensusOptions) -> anyhow::Result<bool> {
         ));
     }
     println!(
-        "{:>6} {:>12} {:>8} {:>8} {:>8} {:>7} {:>8} differences",
+        "{:>6} {:>13} {:>8} {:>8} {:>8} {:>7} {:>8} differences",
         "round", "event", "acts", "ok", "refused", "drops", "time"
     );
     let mut moved = 0u64;
     let mut lua_errors = 0u64;
+    let mut kill_rounds_moved = 0u64;
     let mut row =
-        |fleet: &mut Fleet, round: String, event: &str, started: Instant, diff: &[String]| {
-            let t = std::mem::take(&mut fleet.report.tallies);
-            moved += t.get("ok").copied().unwrap_or(0);
-            lua_errors += std::mem::take(&mut fleet.report.lua_errors);
-            let get = |k: &str| t.get(k).copied().unwrap_or(0);
+        |window: Window, round: String, event: &str, started: Instant, diff: &[String]| {
+            moved += window.get("ok");
+            if round.starts_with('k') {
+                kill_rounds_moved += window.get("ok");
+            }
+            lua_errors += window.lua_errors;
             println!(
-                "{:>6} {:>12} {:>8} {:>8} {:>8} {:>7} {:>6.1} s {}",
+                "{:>6} {:>13} {:>8} {:>8} {:>8} {:>7} {:>6.1} s {}",
                 round,
                 event,
-                get("acts"),
-                get("ok"),
-                get("refused"),
-                get("drops"),
+                window.get("acts"),
+                window.get("ok"),
+                window.get("refused"),
+                window.get("drops"),
                 started.elapsed().as_secs_f64(),
                 if diff.is_empty() {
                     "none".to_string()
@@ -225,13 +249,14 @@ pub fn run(layout: &Layout, options: &CensusOptions) -> anyhow::Result<bool> {
                 )
                 .with_context(|| format!("reloading {module}"))?;
             play(&mut server, &mut fleet, Duration::from_millis(300));
+            let window = Window::take(&mut fleet);
             let found = census(&mut server)?;
             let diff = differences(&given, &found);
             if !diff.is_empty() {
                 failures.push(format!("after reload {module}: {}", diff.join(", ")));
             }
             row(
-                &mut fleet,
+                window,
                 format!("r{round}"),
                 &format!("reload {module}"),
                 started,
@@ -249,6 +274,7 @@ pub fn run(layout: &Layout, options: &CensusOptions) -> anyhow::Result<bool> {
         // Half the time the bots vanish first, mid-transaction, then the
         // server; else the server dies under them.
         let bots_first = random.below(2) == 0;
+        let window = Window::take(&mut fleet);
         if bots_first {
             fleet.pump();
             drop(fleet);
@@ -269,7 +295,7 @@ pub fn run(layout: &Layout, options: &CensusOptions) -> anyhow::Result<bool> {
         fleet = start_fleet(layout, &server, options.bots)?;
         wait_spawned(&mut server, &mut fleet, options.bots)?;
         row(
-            &mut fleet,
+            window,
             format!("k{iteration}"),
             if bots_first {
                 "kill bots+srv"
@@ -284,6 +310,9 @@ pub fn run(layout: &Layout, options: &CensusOptions) -> anyhow::Result<bool> {
     server.stop_cleanly();
     if moved == 0 {
         failures.push("the bots moved no item: nothing was tested".to_string());
+    }
+    if options.iterations > 0 && kill_rounds_moved == 0 {
+        failures.push("no item moved in the rounds ended by a kill".to_string());
     }
     if lua_errors > 0 {
         failures.push(format!("{lua_errors} Lua errors in the bots"));

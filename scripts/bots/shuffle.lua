@@ -14,7 +14,7 @@ local log = buildat.Logger("shuffle")
 
 local ACT_EVERY = 0.05
 local STEP_EVERY = 1.0
-local TALLY_EVERY = 2.0
+local TALLY_EVERY = 0.5
 local ANSWER_WITHIN = 5.0 -- seconds before an unanswered act is given up
 
 local w = { acts = 0, ok = 0, refused = 0, drops = 0 }
