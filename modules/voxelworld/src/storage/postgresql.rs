@@ -827,23 +827,9 @@ impl WorldStorage for PgStorage {
     }
 
     fn save_section(&mut self, section: &StoredSection) -> Result<(), StorageError> {
-        let [x, y, z] = section.pos;
-        let ids: Vec<i64> = section.nodes.iter().map(|(id, _)| *id as i64).collect();
-        let data: Vec<&[u8]> = section.nodes.iter().map(|(_, d)| d.as_slice()).collect();
         self.with(|c| {
             let statement = c.statement(SAVE)?;
-            c.client.execute(
-                &statement,
-                &[
-                    &x,
-                    &y,
-                    &z,
-                    &section.save_enabled,
-                    &section.generated,
-                    &ids,
-                    &data,
-                ],
-            )
+            save_row(&mut c.client, &statement, section)
         })?;
         Ok(())
     }
@@ -862,21 +848,7 @@ impl WorldStorage for PgStorage {
             ];
             let mut transaction = c.client.transaction()?;
             for section in sections {
-                let [x, y, z] = section.pos;
-                let ids: Vec<i64> = section.nodes.iter().map(|(id, _)| *id as i64).collect();
-                let data: Vec<&[u8]> = section.nodes.iter().map(|(_, d)| d.as_slice()).collect();
-                transaction.execute(
-                    &save,
-                    &[
-                        &x,
-                        &y,
-                        &z,
-                        &section.save_enabled,
-                        &section.generated,
-                        &ids,
-                        &data,
-                    ],
-                )?;
+                save_row(&mut transaction, &save, section)?;
             }
             if !apply_writes(&mut transaction, &statements, writes)? {
                 // Dropped uncommitted: rolled back.
@@ -1193,6 +1165,30 @@ impl Drop for PgSnapshot {
             self.connection.broken = true;
         }
     }
+}
+
+/// Runs the `SAVE` statement for one section (its row and its nodes) on a
+/// connection or inside a transaction.
+fn save_row(
+    client: &mut impl postgres::GenericClient,
+    save: &Statement,
+    section: &StoredSection,
+) -> Result<u64, postgres::Error> {
+    let [x, y, z] = section.pos;
+    let ids: Vec<i64> = section.nodes.iter().map(|(id, _)| *id as i64).collect();
+    let data: Vec<&[u8]> = section.nodes.iter().map(|(_, d)| d.as_slice()).collect();
+    client.execute(
+        save,
+        &[
+            &x,
+            &y,
+            &z,
+            &section.save_enabled,
+            &section.generated,
+            &ids,
+            &data,
+        ],
+    )
 }
 
 #[cfg(test)]
