@@ -384,6 +384,7 @@ impl Game {
                 .collect::<Vec<_>>(),
         );
         let mut told: BTreeMap<String, Vec<BlockAction>> = BTreeMap::new();
+        let mut all = Vec::new();
         for ((peer, pos, kind), voxel) in allowed.into_iter().zip(voxels) {
             let Some(voxel) = voxel else {
                 self.refuse(peer, "that part of the world is not generated yet")?;
@@ -397,22 +398,27 @@ impl Game {
                 .get(buildat_voxel::VoxelInstance(voxel).type_id())
                 .map(|d| d.handler_module.as_str())
                 .filter(|module| !module.is_empty());
+            let action = BlockAction {
+                pos,
+                voxel,
+                player: player.account.name.clone(),
+                item: wielded.get(&player.account.name).cloned().flatten(),
+                kind,
+            };
             if let Some(module) = handler {
                 told.entry(module.to_string())
                     .or_default()
-                    .push(BlockAction {
-                        pos,
-                        voxel,
-                        player: player.account.name.clone(),
-                        item: wielded.get(&player.account.name).cloned().flatten(),
-                        kind,
-                    });
+                    .push(action.clone());
             }
+            all.push(action);
         }
         for (module, actions) in told {
             let payload = buildat_interface::encode(&BlockActions { actions })?;
             self.host
                 .emit_event(&block_action_event(&module), &payload)?;
+        }
+        if !all.is_empty() {
+            self.host.emit(&VoxelActions { actions: all })?;
         }
         Ok(())
     }

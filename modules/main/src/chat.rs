@@ -585,19 +585,33 @@ impl Game {
         Some((|| -> Result<String, String> {
             let peer = who?;
             let to = to?;
-            rules::check_position(to)?;
-            let player = self.players.get_mut(&peer).ok_or("that player left")?;
-            player.position = to;
-            player.motion = rules::Motion::new(Instant::now());
-            let name = player.account.name.clone();
-            self.pending_moves.retain(|(p, ..)| *p != peer);
-            self.news.moved(peer, to);
-            self.send(peer, &Correct { position: to });
-            if let Err(error) = self.host.emit(&Viewer { peer, position: to }) {
-                log::debug!("telling the world where {name} went: {error}");
-            }
+            let name = self.move_player(peer, to)?;
             Ok(format!("{name} is at {to:?}"))
         })())
+    }
+
+    /// Moves a player to `to` (its feet), as `/tp` and the `teleport` call
+    /// do: the client is corrected, the world streams around the new
+    /// place, the movement allowance starts again. Answers its name.
+    pub(crate) fn move_player(&mut self, peer: PeerId, to: [f64; 3]) -> Result<String, String> {
+        rules::check_position(to)?;
+        let player = self.players.get_mut(&peer).ok_or("that player left")?;
+        player.position = to;
+        player.motion = rules::Motion::new(Instant::now());
+        let name = player.account.name.clone();
+        self.pending_moves.retain(|(p, ..)| *p != peer);
+        self.news.moved(peer, to);
+        self.send(peer, &Correct { position: to });
+        if let Err(error) = self.host.emit(&Viewer { peer, position: to }) {
+            log::debug!("telling the world where {name} went: {error}");
+        }
+        Ok(name)
+    }
+
+    /// The `teleport` call: [`Game::move_player`] by account name.
+    pub(crate) fn teleport_player(&mut self, name: &str, to: [f64; 3]) -> Result<(), String> {
+        let peer = self.find_player(name)?;
+        self.move_player(peer, to).map(|_| ())
     }
 
     fn player_position(&self, name: &str) -> Result<[f64; 3], String> {

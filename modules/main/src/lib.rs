@@ -68,7 +68,7 @@ use buildat_interface::{
 use buildat_items_api::{ItemRegistry, ItemsChanged};
 use buildat_main_api::{
     BUILT_IN_PRIVILEGES, BlockAction, BlockActionKind, BlockActions, Chat, Correct,
-    DefinePrivilege, Dig, DigStart, GetPlayers, GetPrivileges, GetTickStats, GrantPrivilege,
+    DefinePrivilege, Dig, DigStart, GetPlayers, GetPrivileges, Teleport, VoxelActions, GetTickStats, GrantPrivilege,
     HasPrivilege, Join, Login, Move, NodeAction, NodeActions, Ping, Place, PlayerJoined,
     PlayerLeft, PlayerState, Pong, Punch, PunchNode, Refused, RevokePrivilege, Spawn, TickStats,
     Use, UseNode, VAR_PEER, VAR_PLAYER, Wield, block_action_event,
@@ -414,6 +414,10 @@ impl Module for Game {
             .settings::<MainSettings>()
             .call(|game, _: GetTickStats| Ok(game.tick_stats.clone()))
             .call(|game, _: GetPlayers| Ok(game.player_states()))
+            .call(|game, teleport: Teleport| {
+                game.teleport_player(&teleport.player, teleport.position)
+                    .map_err(ModuleError::msg)
+            })
             // On the console a refusal is an answer; headless, a failure
             // (the process exits non-zero).
             .call(|game, command: RunCommand| {

@@ -7,17 +7,22 @@
 //! `buildat-harness`'s.
 
 mod accounts;
+mod active;
 mod api_reload;
 mod cli;
 mod client_file;
 mod common;
 mod core;
 mod creatures;
+mod daytime;
 mod examples;
 mod forwarded;
 mod game;
+mod health;
 mod inventory;
 mod items;
+mod liquid;
+mod living;
 mod network;
 mod scaffold;
 mod settings;

@@ -226,9 +226,34 @@ pub struct NodeAction {
     pub kind: BlockActionKind,
 }
 
+
+/// `main:voxel_actions`: every punch and use of a voxel in one tick that
+/// passed the game's checks (reach, sight, privilege), whatever its block,
+/// in the order they came: what a module acting on an item's use listens
+/// to (a bucket taking water), where [`BlockActions`] go only to the
+/// block's handler module. One event per tick with any.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct VoxelActions {
+    pub actions: Vec<BlockAction>,
+}
+impl buildat_interface::Event for VoxelActions {
+    const NAME: &'static str = "main:voxel_actions";
+}
+
+/// Call `teleport`: moves a player (by account name) to `position` (its
+/// feet), as `/tp` does: the client is corrected, the world streams
+/// around the new place. An error when the player is not in the game or
+/// the position is not in the world.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Teleport {
+    pub player: String,
+    pub position: [f64; 3],
+}
+
 buildat_interface::calls! {
     module MODULE;
     GetPlayers = "get_players" -> Vec<PlayerState>;
+    Teleport = "teleport" -> ();
     GetTickStats = "get_tick_stats" -> TickStats;
     DefinePrivilege = "define_privilege" -> ();
     HasPrivilege = "has_privilege" -> bool;

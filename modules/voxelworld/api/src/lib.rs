@@ -681,12 +681,108 @@ pub struct DropOldTables {
     pub tables: Vec<String>,
 }
 
+
+/// `voxelworld:voxels_changed`: every voxel changed by one commit (edits
+/// of any module or player, not generation or loading), in the order made,
+/// with who made it: what a module reacting to any change listens to
+/// (liquids next to a dug bank, voxel timers of a replaced voxel, a
+/// rollback log). A voxel set several times in one commit is told once,
+/// from what was there before to what is there after (nothing when that is
+/// the same). At most [`MAX_SPECIAL_CHANGES`] changes per commit are told;
+/// `untold` counts the rest.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VoxelsChanged {
+    pub changes: Vec<VoxelChange>,
+    pub untold: u32,
+}
+impl Event for VoxelsChanged {
+    const NAME: &'static str = "voxelworld:voxels_changed";
+}
+
+/// One change of [`VoxelsChanged`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VoxelChange {
+    pub pos: Pos,
+    /// The voxel before (type and game bits).
+    pub was: u32,
+    /// The voxel now.
+    pub now: u32,
+    /// The player the edit was made for ([`EditVoxel::by`]), if any.
+    pub by: Option<String>,
+}
+
+/// `voxelworld:sections_loaded`: sections that came into memory with their
+/// voxels (loaded from storage, or generated), once each time; what a
+/// module keeping things per section (voxel timers) loads its part on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SectionsLoaded {
+    pub sections: Vec<Pos>,
+}
+impl Event for SectionsLoaded {
+    const NAME: &'static str = "voxelworld:sections_loaded";
+}
+
+/// `voxelworld:sections_unloaded`: sections that left memory (after their
+/// save).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SectionsUnloaded {
+    pub sections: Vec<Pos>,
+}
+impl Event for SectionsUnloaded {
+    const NAME: &'static str = "voxelworld:sections_unloaded";
+}
+
+/// Call: the voxels of some types in loaded chunks, for modules acting on
+/// the world over time (the `active` module) without a copy of it. Looks
+/// at the chunks in `chunks` that are in memory (the others are answered
+/// in `missing`), keeps each voxel whose type id (game bits ignored) is in
+/// `types` and, when `neighbours` is not empty, one of whose six face
+/// neighbours has a type in `neighbours` (neighbours in chunks not in
+/// memory count as absent); of those keeps each with chance 1/`chance`
+/// (1 or 0: all; drawn from `seed` and the position, so the same call
+/// answers the same), stopping at `limit` found. At most
+/// [`MAX_FIND_CHUNKS`] chunks per call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FindVoxels {
+    pub chunks: Vec<Pos>,
+    pub types: Vec<u32>,
+    pub neighbours: Vec<u32>,
+    pub chance: u32,
+    pub seed: u64,
+    pub limit: u32,
+}
+
+/// Most chunks one [`FindVoxels`] looks at.
+pub const MAX_FIND_CHUNKS: usize = 256;
+
+/// The answer to [`FindVoxels`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FoundVoxels {
+    /// Position and voxel (with game bits) of each kept voxel, chunk by
+    /// chunk in the order asked.
+    pub found: Vec<(Pos, u32)>,
+    /// Chunks asked for that are not in memory.
+    pub missing: Vec<Pos>,
+    /// Chunks looked at whole (fewer than asked when `limit` stopped it).
+    pub scanned: u32,
+}
+
+/// Call: the light at several voxels (`None` where its chunk is not in
+/// memory): `(sunlight, block light)`, each 0..=15. At most
+/// [`MAX_VOXELS_PER_CALL`] positions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GetLights {
+    pub positions: Vec<Pos>,
+}
+
 buildat_interface::calls! {
     module MODULE;
     ColumnTops = "column_tops" -> Tops;
     GetStats = "get_stats" -> WorldStats;
     GetGround = "get_ground" -> Ground;
     GetSpawn = "get_spawn" -> Option<[f64; 3]>;
+    FindVoxels = "find_voxels" -> FoundVoxels;
+    GetLights = "get_lights" -> Vec<Option<(u8, u8)>>;
 }
 
 buildat_interface::calls! {

@@ -165,6 +165,31 @@ impl Scratch {
         }
     }
 
+    /// Adds copies of the in-tree `modules/<name>` folders named (built
+    /// once per test process each): what a test of a new module adds on
+    /// top of [`Scratch::add_game`].
+    pub fn add_modules(&self, names: &[&str]) {
+        static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        for name in names {
+            let dir = repo_root().join("modules").join(name);
+            {
+                let mut built = BUILT.lock().expect("not poisoned");
+                if !built.iter().any(|b| b == name) {
+                    prebuild(&dir);
+                    built.push(name.to_string());
+                }
+            }
+            copy_dir(&dir, &self.modules().join(name));
+        }
+    }
+
+    /// The survival game ([`Scratch::add_survival_game`]) with the living
+    /// world's modules: active voxels, liquids, health and the time of day.
+    pub fn add_living_world(&self) {
+        self.add_survival_game();
+        self.add_modules(&["active", "liquid", "health", "daytime"]);
+    }
+
     /// Adds a copy of the `creatures` module (and what it needs: voxelworld
     /// and worldgen).
     pub fn add_creatures(&self) {

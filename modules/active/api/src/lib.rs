@@ -1,0 +1,1 @@
+//! `buildat-active-api`: the `active` module's public API (being written).

@@ -1,0 +1,1 @@
+//! The `active` module (being written).

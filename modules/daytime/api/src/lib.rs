@@ -1,0 +1,1 @@
+//! `buildat-daytime-api`: the `daytime` module's public API (being written).

@@ -1,0 +1,1 @@
+//! `buildat-daytime-protocol`: the `daytime` module's packets (being written).

@@ -1,0 +1,1 @@
+//! The `daytime` module (being written).

@@ -1,0 +1,1 @@
+//! `buildat-health-api`: the `health` module's public API (being written).

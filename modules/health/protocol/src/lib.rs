@@ -1,0 +1,1 @@
+//! `buildat-health-protocol`: the `health` module's packets (being written).

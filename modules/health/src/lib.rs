@@ -1,0 +1,1 @@
+//! The `health` module (being written).

@@ -1,0 +1,1 @@
+//! `buildat-liquid-api`: the `liquid` module's public API (being written).

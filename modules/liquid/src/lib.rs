@@ -1,0 +1,1 @@
+//! The `liquid` module (being written).
