@@ -1,5 +1,6 @@
 //! Structures that grow on the terrain and cross chunk and section borders:
-//! trees, pines and cacti, and ruined watchtowers.
+//! trees, pines and cacti, and ruined watchtowers; a tree's voxels alone
+//! ([`tree_voxels`]) for what grows one later (a sapling).
 //!
 //! Owns: where structures stand and what voxels they are. A structure is
 //! found from a grid of cells (one candidate per cell, at a hashed spot,
@@ -221,6 +222,25 @@ pub fn stamp(placement: &Placement, put: &mut impl FnMut(Pos, u32, Write)) {
     }
 }
 
+/// The voxels of the broad-leaved tree the generator stamps standing on
+/// `base` (the voxel above the ground: its trunk's lowest) with variation
+/// bits `variant`, as block names: the trunk from the base up first, then
+/// the leaves. The same voxels [`stamp`] writes for a [`Kind::Tree`] (both
+/// only into air), so a sapling (the `survival` module) grows into the
+/// worldgen's tree.
+pub fn tree_voxels(base: Pos, variant: u64) -> Vec<(Pos, &'static str)> {
+    let placement = Placement {
+        kind: Kind::Tree,
+        base,
+        variant,
+    };
+    let mut voxels = Vec::new();
+    stamp(&placement, &mut |pos, voxel, _| {
+        voxels.push((pos, crate::PALETTE[voxel as usize]));
+    });
+    voxels
+}
+
 /// A hollow 9 × 9 tower of cobblestone on a solid foundation, with a door,
 /// two floors, battlements, and a ruined top: its height and the stones
 /// that have fallen vary by variant.
@@ -296,6 +316,45 @@ mod tests {
         for kind in ["Tree", "Pine", "Cactus", "Tower"] {
             assert!(kinds.contains(kind), "no {kind} in {kinds:?}");
         }
+    }
+
+    #[test]
+    fn a_tree_is_its_trunk_from_the_base_up_then_leaves_as_stamped() {
+        for variant in [0u64, 1, 2, 0xdead_beef] {
+            let base = [10, 20, -30];
+            let tree = tree_voxels(base, variant);
+            let trunk = 4 + (variant % 3) as i32;
+            let wood: Vec<Pos> = tree
+                .iter()
+                .filter(|(_, name)| *name == "wood")
+                .map(|(pos, _)| *pos)
+                .collect();
+            let expected: Vec<Pos> = (0..trunk).map(|dy| [10, 20 + dy, -30]).collect();
+            assert_eq!(wood, expected, "the trunk first, from the base up");
+            assert_eq!(
+                tree[..wood.len()].iter().map(|v| v.0).collect::<Vec<_>>(),
+                wood
+            );
+            assert!(tree[wood.len()..].iter().all(|(_, name)| *name == "leaves"));
+            assert!(tree.len() > 40, "a crown of leaves: {}", tree.len());
+            // What the generator stamps for the same placement.
+            let mut stamped = Vec::new();
+            let placement = Placement {
+                kind: Kind::Tree,
+                base,
+                variant,
+            };
+            stamp(&placement, &mut |pos, voxel, write| {
+                assert_eq!(write, Write::IntoAir);
+                stamped.push((pos, crate::PALETTE[voxel as usize]));
+            });
+            assert_eq!(tree, stamped);
+        }
+        assert_ne!(
+            tree_voxels([0; 3], 0),
+            tree_voxels([0; 3], 1),
+            "variants differ"
+        );
     }
 
     #[test]
