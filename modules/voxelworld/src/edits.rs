@@ -1,7 +1,8 @@
 //! Edits: blocks registered, voxels set and committed (each edit checked
 //! against the voxel there, one commit for a call's edits), the chunks
 //! changed announced (`voxelworld:node_volume_updated`) and queued for
-//! their holders, and handler modules told (`voxelworld:special/<module>`).
+//! their holders, and handler modules told (`voxelworld:special/<module>`),
+//! everyone every change (`voxelworld:voxels_changed`).
 //!
 //! Owns: the one-call edit (`edit_voxel`, `edit_voxels`), and edits
 //! stored with values (`edit_together`: its bounds, its commit). Does not
@@ -62,9 +63,24 @@ impl VoxelWorld {
     }
 
     /// Tells each handler module what the commit did to its voxels and
-    /// their neighbours: one `voxelworld:special/<module>` event each.
+    /// their neighbours: one `voxelworld:special/<module>` event each; and
+    /// everyone every change, in one `voxelworld:voxels_changed`.
     pub(crate) fn tell_special(&mut self) -> Result<(), ModuleError> {
-        let (told, dropped) = self.world.take_special();
+        let (told, changes, dropped) = self.world.take_changes();
+        if !changes.is_empty() || dropped > 0 {
+            self.host.emit(&VoxelsChanged {
+                changes: changes
+                    .into_iter()
+                    .map(|c| VoxelChange {
+                        pos: c.pos,
+                        was: c.before,
+                        now: c.after,
+                        by: c.by,
+                    })
+                    .collect(),
+                untold: u32::try_from(dropped).unwrap_or(u32::MAX),
+            })?;
+        }
         if dropped > 0
             && let Some(suppressed) = self.special_log.allow((), Instant::now())
         {

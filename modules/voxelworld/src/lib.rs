@@ -22,7 +22,13 @@
 //! this module's SQLite: `old_tables.rs`).
 //! Special voxels (`special.rs`): after each commit of edits, the module
 //! named as a changed voxel's or its face neighbour's `handler_module` is
-//! told in one `voxelworld:special/<module>` event.
+//! told in one `voxelworld:special/<module>` event, and every module of
+//! every change in one `voxelworld:voxels_changed`.
+//! Modules acting on the world over time (`finding.rs`, `world/find.rs`):
+//! `find_voxels` scans chunks in memory for voxel types (neighbours,
+//! seeded chance), `get_lights` reads light, and sections that came into
+//! or left memory are told once a tick (`voxelworld:sections_loaded`,
+//! `voxelworld:sections_unloaded`).
 //! Light is derived from the voxels (`buildat_voxel::light`): computed when
 //! a chunk is first streamed, relit once a tick for everything changed in
 //! it, streamed after each chunk and when it changes, never stored.
@@ -61,6 +67,7 @@ mod commands;
 pub mod durability;
 mod edits;
 pub mod files;
+mod finding;
 mod generating;
 pub mod generation;
 pub mod ground;
@@ -103,8 +110,8 @@ use buildat_voxelworld_api::{
     GetRegistry, GetSizes, GetVoxel, GetVoxels, GetWorldConfig, ListNodes, LoadOrGenerateSection,
     MAX_VOXELS_PER_CALL, MoveNodes, NodeVolumeUpdated, NodesChanged, Pregen, PregenReport,
     RegisterBlock, RemoveNode, RemoveNodes, Save, SectionStatus, SetNodeParent, SetNodeVar,
-    SetSectionSaveEnabled, SetVoxel, Sizes, SpecialVoxels, Viewer, Viewers, WorldConfig,
-    WorldStats,
+    SetSectionSaveEnabled, SetVoxel, Sizes, SpecialVoxels, Viewer, Viewers, VoxelChange,
+    VoxelsChanged, WorldConfig, WorldStats,
 };
 use buildat_voxelworld_api::{
     DropOldTables, GetStats, GetValue, ListValues, MAX_VALUE_BYTES, MAX_VALUE_WRITES, PutValues,
@@ -261,6 +268,7 @@ impl VoxelWorld {
             self.since_generation_review = 0.0;
             self.review_generation()?;
         }
+        self.tell_sections()?;
         self.tell_node_changes()
     }
 
@@ -472,6 +480,7 @@ impl Module for VoxelWorld {
         saving::receive(table);
         values::receive(table);
         ground::receive(table);
+        finding::receive(table);
     }
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {

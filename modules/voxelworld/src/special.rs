@@ -8,9 +8,8 @@
 //! and the pure rule turning changes into [`SpecialVoxel`]s per module
 //! ([`notifications`]): the old voxel's handler is told `Dug`, the new
 //! one's `Placed` (both only when the type changed), and the handler of
-//! each of the six face neighbours `NeighbourChanged`. Nothing is recorded
-//! while no voxel type has a handler, so a world without special voxels
-//! pays one comparison per edit.
+//! each of the six face neighbours `NeighbourChanged`. The same changes
+//! are told to everyone as `voxelworld:voxels_changed` (`edits.rs`).
 //! Does not own: reading the world (the caller passes a lookup of voxels
 //! in memory) or emitting the events (`lib.rs`).
 

@@ -45,12 +45,14 @@ use buildat_voxelworld_api::{
 use crate::special::{self, Handlers, Pending};
 use crate::storage::{StorageError, StoredSection, WorldStorage};
 
+mod find;
 mod lighting;
 mod nodes;
 mod persistence;
 mod together;
 mod tops;
 
+pub use find::keeps;
 pub use lighting::{LIGHT_THREADS, LightCounts};
 pub use together::{Together, replace_allows};
 
@@ -285,9 +287,12 @@ pub struct World {
     /// The voxel types with a handler module, rebuilt when the registry
     /// grows.
     handlers: Handlers,
-    /// The voxels set since the last commit, for their handlers (recorded
-    /// only while some type has one).
+    /// The voxels set since the last commit, for their handlers and
+    /// `voxelworld:voxels_changed`.
     special: Pending,
+    /// Sections that came into memory (`true`) or left it since the last
+    /// [`World::take_section_events`] (`world/find.rs`).
+    section_events: BTreeMap<Pos, bool>,
 }
 
 impl World {
@@ -326,6 +331,7 @@ impl World {
             nodes_removed: BTreeSet::new(),
             handlers: Handlers::default(),
             special: Pending::default(),
+            section_events: BTreeMap::new(),
         }
     }
 
@@ -447,9 +453,7 @@ impl World {
         };
         let changed = previous.is_some();
         self.handlers.refresh(&self.voxels);
-        if let Some(previous) = previous
-            && !self.handlers.is_empty()
-        {
+        if let Some(previous) = previous {
             self.special.record(pos, previous, voxel, by);
         }
         if changed {
@@ -503,14 +507,27 @@ impl World {
     /// call (see [`special::notifications`]; neighbours not in memory are
     /// not told), and how many changes were past the bound and not told.
     pub fn take_special(&mut self) -> (BTreeMap<String, Vec<SpecialVoxel>>, usize) {
+        let (told, _, dropped) = self.take_changes();
+        (told, dropped)
+    }
+
+    /// [`World::take_special`], with the changes themselves (for
+    /// `voxelworld:voxels_changed`).
+    pub fn take_changes(
+        &mut self,
+    ) -> (
+        BTreeMap<String, Vec<SpecialVoxel>>,
+        Vec<special::Change>,
+        usize,
+    ) {
         let (changes, dropped) = self.special.take();
         if changes.is_empty() {
-            return (BTreeMap::new(), dropped);
+            return (BTreeMap::new(), changes, dropped);
         }
         let handlers = std::mem::take(&mut self.handlers);
         let told = special::notifications(&changes, &handlers, |pos| self.loaded_voxel(pos));
         self.handlers = handlers;
-        (told, dropped)
+        (told, changes, dropped)
     }
 
     /// A voxel of a chunk in memory, without loading or generating
@@ -562,6 +579,7 @@ impl World {
         }
         section.generated = true;
         section.dirty = true;
+        self.note_section(pos, true);
         Ok(updated)
     }
 

@@ -47,6 +47,7 @@ impl World {
         };
         if let Some((section, true)) = &decoded {
             self.light_dirty.extend(section.chunks.keys().copied());
+            self.note_section(pos, true);
         }
         for chunk in self.section_size.chunks_of_section(pos) {
             self.forget_light_voxels(chunk);
@@ -226,6 +227,7 @@ impl World {
                 && let Some(section) = self.sections.remove(&pos)
             {
                 self.unindex_nodes(&section);
+                self.note_section(pos, false);
             }
         }
         Ok(())
