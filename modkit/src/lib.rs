@@ -1,7 +1,8 @@
 //! `buildat-modkit`: a module in a few lines. A modder declares chat and
 //! console commands, blocks with behaviour (placed, dug, touched, punched,
-//! used) and kinds of entity in one
-//! `setup`, each with a closure; the modkit turns that into the module's
+//! used), kinds of entity, any event (`on_event`) and active voxels (ABMs
+//! and voxel timers of the `active` module) in one `setup`, each with a
+//! closure; the modkit turns that into the module's
 //! receive table ([`buildat_interface::Receive`]): the subscriptions, the
 //! registrations on `core:start` and `core:continue`, the dispatch.
 //!
@@ -152,6 +153,7 @@ impl<M: Mod> Module for Modkit<M> {
             blocks,
             kinds,
             ticks,
+            events,
         } = setup.into_parts(&module);
         let start = Rc::new(RefCell::new(start));
         let on_continue = Rc::clone(&start);
@@ -194,6 +196,17 @@ impl<M: Mod> Module for Modkit<M> {
                     },
                 );
             }
+        }
+        for (name, mut run) in events {
+            let what = format!("on_event {name}");
+            table.event_raw(name, move |kit: &mut Self, bytes| {
+                match run(&mut kit.state, &mut kit.ctx, bytes) {
+                    Err(error @ ModuleError::Malformed { .. }) => return Err(error),
+                    Err(error) => kit.failed(&what, &error),
+                    Ok(()) => {}
+                }
+                Ok(())
+            });
         }
         if !kinds.is_empty() || !ticks.is_empty() {
             let (mut kinds, mut ticks) = (kinds, ticks);

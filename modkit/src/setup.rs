@@ -1,5 +1,5 @@
 //! What a mod declares in [`crate::Mod::setup`]: commands, blocks, kinds
-//! of entity, settings, and closures for start and each tick.
+//! of entity, settings, and closures for start, each tick and any event.
 //!
 //! Owns: [`Setup`] and its builders ([`BlockSetup`], [`EntitySetup`]), and
 //! splitting the declarations into the parts the receive table's handlers
@@ -11,11 +11,13 @@ use std::collections::HashMap;
 
 use buildat_interface::clap;
 use buildat_interface::core_api::RegisterCommand;
+use buildat_interface::events::Event;
 use buildat_interface::settings::Settings;
 use buildat_interface::{Host, ModuleError};
 use buildat_voxel::geometry::Pos;
 use buildat_voxel::{BlockDefinition, VoxelInstance};
 use buildat_voxelworld_api::RegisterBlock;
+use serde::de::DeserializeOwned;
 
 use crate::{Ctx, Entity, Mod, Modkit};
 
@@ -27,6 +29,9 @@ pub(crate) type StepFn<M> =
 pub(crate) type PlaceFn<M> =
     Box<dyn FnMut(&mut M, &mut Ctx) -> Result<Option<[f64; 3]>, ModuleError>>;
 pub(crate) type TickFn<M> = Box<dyn FnMut(&mut M, &mut Ctx, f64) -> Result<(), ModuleError>>;
+/// An event's closure on its payload's bytes (decoded inside: a payload
+/// that does not decode is [`ModuleError::Malformed`]).
+pub(crate) type EventFn<M> = Box<dyn FnMut(&mut M, &mut Ctx, &[u8]) -> Result<(), ModuleError>>;
 type StartFn<M> = Box<dyn FnMut(&mut M, &mut Ctx) -> Result<(), ModuleError>>;
 type DeclareFn = fn(&Host) -> Result<(), ModuleError>;
 
@@ -112,6 +117,7 @@ pub struct Setup<M> {
     ticks: Vec<TickFn<M>>,
     starts: Vec<StartFn<M>>,
     declares: Vec<DeclareFn>,
+    events: Vec<(String, EventFn<M>)>,
 }
 
 impl<M: Mod> Setup<M> {
@@ -121,6 +127,7 @@ impl<M: Mod> Setup<M> {
             blocks: Vec::new(),
             kinds: Vec::new(),
             ticks: Vec::new(),
+            events: Vec::new(),
             starts: Vec::new(),
             declares: Vec::new(),
         }
@@ -268,6 +275,55 @@ impl<M: Mod> Setup<M> {
         self
     }
 
+    /// Runs on every event `E` (`E::NAME`, subscribed for the mod), with
+    /// the event decoded. An event the modkit itself handles for the mod
+    /// (`core:start`, `core:continue`, `core:tick` when it has entities or
+    /// `on_tick`, its blocks' and active voxels' events) cannot be taken
+    /// twice: the load fails naming it.
+    pub fn on_event<E: Event, R>(
+        &mut self,
+        run: impl FnMut(&mut M, &mut Ctx, E) -> Result<R, ModuleError> + 'static,
+    ) -> &mut Self {
+        self.on_event_named(E::NAME, run)
+    }
+
+    /// Runs on every event named `name` (known at run time: another
+    /// module's `NAME/<module>` events), its payload decoded as `T`; as
+    /// [`Setup::on_event`].
+    pub fn on_event_named<T: DeserializeOwned, R>(
+        &mut self,
+        name: &str,
+        mut run: impl FnMut(&mut M, &mut Ctx, T) -> Result<R, ModuleError> + 'static,
+    ) -> &mut Self {
+        let what = format!("event {name}");
+        self.on_event_raw(name, move |m, ctx, bytes| {
+            let value =
+                buildat_interface::decode(bytes).map_err(|error| ModuleError::Malformed {
+                    what: what.clone(),
+                    error,
+                })?;
+            run(m, ctx, value).map(drop)
+        })
+    }
+
+    /// Runs on every event named `name` with its payload undecoded; as
+    /// [`Setup::on_event`].
+    pub fn on_event_raw<R>(
+        &mut self,
+        name: &str,
+        mut run: impl FnMut(&mut M, &mut Ctx, &[u8]) -> Result<R, ModuleError> + 'static,
+    ) -> &mut Self {
+        assert!(
+            self.events.iter().all(|(taken, _)| taken != name),
+            "the mod takes the event '{name}' twice"
+        );
+        self.events.push((
+            name.to_string(),
+            Box::new(move |m, ctx, bytes| run(m, ctx, bytes).map(drop)),
+        ));
+        self
+    }
+
     /// The declarations split for the handlers that own them.
     pub(crate) fn into_parts(self, module: &str) -> Parts<M> {
         let start = StartPlan {
@@ -293,6 +349,7 @@ impl<M: Mod> Setup<M> {
             blocks: self.blocks,
             kinds: self.kinds,
             ticks: self.ticks,
+            events: self.events,
         }
     }
 }
@@ -389,6 +446,7 @@ pub(crate) struct Parts<M> {
     pub blocks: Vec<Block<M>>,
     pub kinds: Vec<Kind<M>>,
     pub ticks: Vec<TickFn<M>>,
+    pub events: Vec<(String, EventFn<M>)>,
 }
 
 /// What runs on `core:start` and on `core:continue`.

@@ -5,7 +5,7 @@ use buildat_interface::testing::TestHost;
 use buildat_interface::{ModuleError, UnloadKind};
 use buildat_main_api::ChatLine;
 use buildat_network_api::receive::testing::sent;
-use buildat_voxelworld_api::{CreateNodes, MoveNodes, RemoveNodes};
+use buildat_voxelworld_api::{CreateNodes, MoveNodes, RemoveNodes, VoxelChange, VoxelsChanged};
 
 use crate::prelude::*;
 use crate::testing::TestWorld;
@@ -410,4 +410,104 @@ fn an_entity_whose_step_fails_every_tick_is_logged_a_few_times() {
         kit.calls::<MoveNodes>().is_empty(),
         "a failed step moves nothing"
     );
+}
+
+/// Counts the voxels any commit changed (a typed event) and the sizes a
+/// neighbour module announces (a named one), failing on a size of 0.
+#[derive(Default, Serialize, Deserialize)]
+struct Listener {
+    changed: usize,
+    by: Vec<String>,
+    sizes: Vec<u32>,
+    raw: Vec<usize>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Size {
+    size: u32,
+}
+
+impl Mod for Listener {
+    fn setup(m: &mut Setup<Self>) {
+        m.on_event(|s, _, changed: VoxelsChanged| {
+            s.changed += changed.changes.len();
+            s.by.extend(changed.changes.into_iter().filter_map(|c| c.by));
+            Ok(())
+        });
+        m.on_event_named("other:size/test", |s, _, size: Size| {
+            if size.size == 0 {
+                return Err(ModuleError::msg("a size of nothing"));
+            }
+            s.sizes.push(size.size);
+            Ok(())
+        });
+        m.on_event_raw("other:bytes", |s, _, bytes| {
+            s.raw.push(bytes.len());
+            Ok(())
+        });
+    }
+}
+
+#[test]
+fn any_event_reaches_its_closure_typed_named_or_raw() {
+    let world = TestWorld::new();
+    let kit = world.kit().clone();
+    let mut m = world.load::<Listener>().unwrap();
+    let mut subscribed = kit.subscriptions();
+    subscribed.sort();
+    assert_eq!(
+        subscribed,
+        [
+            "other:bytes",
+            "other:size/test",
+            "voxelworld:voxels_changed"
+        ]
+    );
+    let change = VoxelChange {
+        pos: [1, 2, 3],
+        was: 0,
+        now: world.id("stone"),
+        by: Some("ann".into()),
+    };
+    m.emit(&VoxelsChanged {
+        changes: vec![change.clone(), change],
+        untold: 0,
+    })
+    .unwrap();
+    assert_eq!(m.module().state().changed, 2);
+    assert_eq!(m.module().state().by, ["ann", "ann"]);
+
+    let size = |n| buildat_interface::encode(&Size { size: n }).unwrap();
+    m.emit_raw("other:size/test", &size(4)).unwrap();
+    m.emit_raw("other:bytes", &[1, 2, 3]).unwrap();
+    assert_eq!(m.module().state().sizes, [4]);
+    assert_eq!(m.module().state().raw, [3]);
+
+    // A closure's error is logged (the event handled); a payload that does
+    // not decode is refused, naming the event.
+    m.emit_raw("other:size/test", &size(0)).unwrap();
+    assert!(
+        kit.logs()
+            .iter()
+            .any(|(_, line)| line == "on_event other:size/test: a size of nothing"),
+        "{:?}",
+        kit.logs()
+    );
+    let error = m.emit_raw("other:size/test", &[]).unwrap_err();
+    assert!(error.to_string().contains("other:size/test"), "{error}");
+    assert_eq!(m.module().state().sizes, [4]);
+}
+
+#[test]
+#[should_panic(expected = "takes the event 'voxelworld:voxels_changed' twice")]
+fn an_event_taken_twice_is_refused_naming_it() {
+    #[derive(Default, Serialize, Deserialize)]
+    struct Twice;
+    impl Mod for Twice {
+        fn setup(m: &mut Setup<Self>) {
+            m.on_event(|_, _, _: VoxelsChanged| Ok(()));
+            m.on_event(|_, _, _: VoxelsChanged| Ok(()));
+        }
+    }
+    let _ = TestWorld::new().load::<Twice>();
 }
