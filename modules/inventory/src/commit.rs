@@ -76,9 +76,9 @@ impl Inventories {
             .iter()
             .flat_map(|j| &j.tx.changes)
             .any(|change| match change {
-                Change::Put { stack, .. } | Change::Give { stack, .. } => {
-                    self.items.get(&stack.name).is_none()
-                }
+                Change::Put { stack, .. }
+                | Change::Give { stack, .. }
+                | Change::Drop { stack, .. } => self.items.get(&stack.name).is_none(),
                 _ => false,
             });
         if unknown {
@@ -87,7 +87,9 @@ impl Inventories {
         // Every owner the batch reads, loaded first.
         for job in &jobs {
             for change in &job.tx.changes {
-                self.load(tx::owner_of(change))?;
+                if let Some(owner) = tx::owner_of(change) {
+                    self.load(owner)?;
+                }
             }
             if let Some(edit) = &job.tx.edit {
                 self.load(&Owner::Voxel(edit.pos))?;

@@ -20,13 +20,14 @@ pub struct Applied {
     pub destroyed: Vec<ItemStack>,
 }
 
-/// The owners a change reads and writes.
-pub fn owner_of(change: &Change) -> &Owner {
+/// The owner a change reads and writes; `None` for a drop (no inventory).
+pub fn owner_of(change: &Change) -> Option<&Owner> {
     match change {
         Change::Take { slot, .. } | Change::Put { slot, .. } | Change::Wear { slot, .. } => {
-            &slot.owner
+            Some(&slot.owner)
         }
-        Change::Give { owner, .. } => owner,
+        Change::Give { owner, .. } => Some(owner),
+        Change::Drop { .. } => None,
     }
 }
 
@@ -42,7 +43,12 @@ pub fn apply(
 ) -> Result<Applied, String> {
     let mut applied = Applied::default();
     for change in changes {
-        let owner = owner_of(change);
+        let Some(owner) = owner_of(change) else {
+            if let Change::Drop { stack, at } = change {
+                drop_whole(stack, *at, items, &mut applied.drops)?;
+            }
+            continue;
+        };
         if !applied.inventories.contains_key(owner) {
             let inventory =
                 current(owner).ok_or_else(|| format!("{} has no inventory", show(owner)))?;
@@ -61,6 +67,27 @@ pub fn apply(
         )?;
     }
     Ok(applied)
+}
+
+/// A [`Change::Drop`]: a known item, a finite place, split into stacks of
+/// its stack size.
+fn drop_whole(
+    stack: &ItemStack,
+    at: [f64; 3],
+    items: &ItemRegistry,
+    drops: &mut Vec<(ItemStack, [f64; 3])>,
+) -> Result<(), String> {
+    let max = check_item(stack, items)?;
+    if at.iter().any(|c| !c.is_finite()) {
+        return Err(format!("a drop of {} at a place not finite", stack.name));
+    }
+    let mut left = stack.count;
+    while left > 0 {
+        let part = left.min(max);
+        drops.push((stack.with_count(part), at));
+        left -= part;
+    }
+    Ok(())
 }
 
 /// How an owner is named in a reason.
@@ -214,6 +241,7 @@ fn apply_one(
             }
             Ok(())
         }
+        Change::Drop { stack, at } => drop_whole(stack, *at, items, drops),
         Change::Wear { slot, name, amount } => {
             let held = slot_mut(inventory, slot)?;
             match held {
@@ -405,6 +433,62 @@ mod tests {
         assert_eq!(broken.lists["main"][0], None, "the tool broke");
         let empty = inventory(vec![Some(ItemStack::new("coal", 1))]);
         assert!(wear(1, &empty).is_err(), "only the tool named wears");
+    }
+
+    #[test]
+    fn a_drop_moves_taken_items_to_the_ground_in_stacks() {
+        let start = inventory(vec![Some(ItemStack::new("stick", 10)), None]);
+        let at = [1.5, 2.0, -3.5];
+        let applied = apply(
+            &[
+                Change::Take {
+                    slot: slot(0),
+                    name: "stick".into(),
+                    count: 10,
+                },
+                Change::Drop {
+                    stack: ItemStack::new("stick", 10),
+                    at,
+                },
+                Change::Drop {
+                    stack: ItemStack::new("coal", 150),
+                    at,
+                },
+            ],
+            &|_: &Owner| Some(start.clone()),
+            &items(),
+        )
+        .unwrap();
+        assert_eq!(applied.inventories[&ann()].lists["main"][0], None);
+        let dropped: Vec<(String, u16)> = applied
+            .drops
+            .iter()
+            .map(|(s, place)| {
+                assert_eq!(*place, at);
+                (s.name.clone(), s.count)
+            })
+            .collect();
+        assert_eq!(
+            dropped,
+            vec![
+                ("stick".to_string(), 10),
+                ("coal".to_string(), 99),
+                ("coal".to_string(), 51)
+            ]
+        );
+        let drop_only = |stack: ItemStack, at: [f64; 3]| {
+            apply(&[Change::Drop { stack, at }], &|_: &Owner| None, &items())
+        };
+        assert!(drop_only(ItemStack::new("nothing", 1), at).is_err());
+        assert!(drop_only(ItemStack::new("coal", 0), at).is_err());
+        assert!(drop_only(ItemStack::new("coal", 1), [f64::NAN, 0.0, 0.0]).is_err());
+        assert_eq!(
+            drop_only(ItemStack::new("coal", 1), at)
+                .unwrap()
+                .drops
+                .len(),
+            1
+        );
     }
 
     #[test]

@@ -101,6 +101,7 @@ fn apply_change(
             slot.owner.clone()
         }
         Change::Give { owner, .. } => owner.clone(),
+        Change::Drop { .. } => return Err("not faked".into()),
     };
     let mut slots = list(inventories, &owner)?;
     match change {
@@ -131,7 +132,7 @@ fn apply_change(
             Some(Some(tool)) if tool.name == *name => tool.wear += amount,
             _ => return Err(format!("no {name} in slot {}", slot.index)),
         },
-        Change::Put { .. } => return Err("not faked".into()),
+        Change::Put { .. } | Change::Drop { .. } => return Err("not faked".into()),
     }
     let Owner::Player(name) = owner else {
         unreachable!("checked above");

@@ -88,6 +88,11 @@ pub enum Change {
         name: String,
         amount: u16,
     },
+    /// Drops `stack` on the ground at `at` (a drop, in the same
+    /// transaction; split into stacks of its item's stack size): with a
+    /// [`Change::Take`] of the same items, moves them out of an inventory
+    /// (what a player leaves where it died).
+    Drop { stack: ItemStack, at: [f64; 3] },
 }
 
 /// What becomes of what a [`Change::Give`] cannot fit.
