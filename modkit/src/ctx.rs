@@ -1,15 +1,19 @@
 //! What a mod's closures may do besides changing its state: the world's
 //! voxels by block name, where the spawn and the ground are, chat to a
-//! player or to everyone, the mod's settings, and who caused what is
-//! being handled.
+//! player or to everyone, the mod's settings, its ABMs and voxel timers
+//! (the `active` module's), and who caused what is being handled.
 //!
 //! Owns: [`Ctx`] and its cache of the voxel registry (fetched when a name
 //! or id is not in it). Does not own: the world (`voxelworld`'s calls),
 //! the players (`main`'s player nodes, read with `ListNodes`), sending
-//! (the `network` module, through `network:send_batches`).
+//! (the `network` module, through `network:send_batches`), finding voxels
+//! and keeping timers (`active`).
 
+use buildat_active_api::{
+    Abm, CancelTimers, GetTimers, RegisterAbm, RemoveAbm, SetTimers, VoxelTimer,
+};
 use buildat_interface::settings::Settings;
-use buildat_interface::{Host, ModuleError};
+use buildat_interface::{Call, CallError, Host, ModuleError};
 use buildat_main_api::{ChatLine, VAR_PEER, VAR_PLAYER};
 use buildat_network_api::{OutgoingPacket, PeerId, SendBatch};
 use buildat_voxel::geometry::Pos;
@@ -189,5 +193,88 @@ impl Ctx {
             })
             .collect();
         buildat_network_api::queue(&self.host, batches)
+    }
+
+    /// Makes `call` to the `active` module: `None` when it is not loaded
+    /// (a world without active voxels; the mod goes on without them).
+    fn call_active<C: Call>(&self, call: &C) -> Result<Option<C::Reply>, ModuleError> {
+        match self.host.call(call) {
+            Ok(reply) => Ok(Some(reply)),
+            Err(ModuleError::Call(CallError::NotFound(_))) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Registers (or replaces) the ABM `name` of this module: every
+    /// `interval_seconds`, the loaded voxels of the blocks (or
+    /// `group:NAME`s) `nodes` near players, with a face neighbour in
+    /// `neighbours` (empty: any), each with chance 1/`chance`, are handed
+    /// in batches to the [`crate::Setup::on_abm`] closure of `name`.
+    /// Whether it was registered (`false`: no `active` module loaded).
+    pub fn register_abm(
+        &mut self,
+        name: &str,
+        nodes: &[&str],
+        neighbours: &[&str],
+        interval_seconds: f64,
+        chance: u32,
+    ) -> Result<bool, ModuleError> {
+        let names = |list: &[&str]| list.iter().map(|n| n.to_string()).collect();
+        let abm = Abm {
+            name: name.to_string(),
+            module: self.module_name(),
+            nodes: names(nodes),
+            neighbours: names(neighbours),
+            interval_seconds,
+            chance,
+        };
+        let registered = self.call_active(&RegisterAbm { abm })?.is_some();
+        if !registered {
+            self.host.log(
+                buildat_interface::log::Level::Info,
+                &format!("no active module: the ABM {name} is not registered"),
+            );
+        }
+        Ok(registered)
+    }
+
+    /// Removes this module's ABM `name`; whether there was one.
+    pub fn remove_abm(&mut self, name: &str) -> Result<bool, ModuleError> {
+        let name = name.to_string();
+        Ok(self.call_active(&RemoveAbm { name })?.unwrap_or(false))
+    }
+
+    /// Sets a timer on the voxel at `pos`: in `seconds` the
+    /// [`crate::Setup::on_timer`] closure of `tag` runs, unless the voxel
+    /// is replaced by another type first. It is kept with its section (an
+    /// unloaded one fires when loaded again, late); one per position, a
+    /// new one replaces it. Whether the `active` module took it (`false`:
+    /// not loaded).
+    pub fn set_timer(&mut self, pos: Pos, seconds: f64, tag: &str) -> Result<bool, ModuleError> {
+        let timers = vec![VoxelTimer {
+            pos,
+            seconds,
+            tag: tag.to_string(),
+        }];
+        let module = self.module_name();
+        Ok(self.call_active(&SetTimers { module, timers })?.is_some())
+    }
+
+    /// Cancels this module's timers at `positions`; how many there were.
+    pub fn cancel_timers(&mut self, positions: &[Pos]) -> Result<u32, ModuleError> {
+        let module = self.module_name();
+        let positions = positions.to_vec();
+        Ok(self
+            .call_active(&CancelTimers { module, positions })?
+            .unwrap_or(0))
+    }
+
+    /// Seconds left of this module's timer at `pos` (`None`: none there,
+    /// or its section is not in memory; negative: late).
+    pub fn timer_left(&mut self, pos: Pos) -> Result<Option<f64>, ModuleError> {
+        let module = self.module_name();
+        let positions = vec![pos];
+        let left = self.call_active(&GetTimers { module, positions })?;
+        Ok(left.and_then(|left| left.into_iter().next().flatten()))
     }
 }

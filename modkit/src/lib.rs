@@ -48,6 +48,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use buildat_active_api::{AbmBatch, TimersFired, abm_event, timers_event};
 use buildat_interface::core_api::RunCommand;
 use buildat_interface::events::{Continue, Start, Tick};
 use buildat_interface::log_limit::{LogLimiter, suppressed_note};
@@ -60,6 +61,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use setup::Happened;
 
+pub use buildat_active_api as active_api;
 pub use buildat_interface as interface;
 pub use buildat_main_api as main_api;
 pub use buildat_network_api as network_api;
@@ -74,6 +76,7 @@ pub use setup::{BlockSetup, EntitySetup, Setup, VoxelClosure};
 /// What a modder writes most modules with.
 pub mod prelude {
     pub use crate::{Ctx, Entity, Mod, Modkit, Setup, export_mod};
+    pub use buildat_active_api::FiredTimer;
     pub use buildat_interface::clap;
     pub use buildat_interface::settings::Settings;
     pub use buildat_interface::{ModuleError, log, settings};
@@ -154,6 +157,8 @@ impl<M: Mod> Module for Modkit<M> {
             kinds,
             ticks,
             events,
+            abms,
+            timers,
         } = setup.into_parts(&module);
         let start = Rc::new(RefCell::new(start));
         let on_continue = Rc::clone(&start);
@@ -207,6 +212,39 @@ impl<M: Mod> Module for Modkit<M> {
                 }
                 Ok(())
             });
+        }
+        if !abms.is_empty() {
+            let mut abms = abms;
+            table.event_named(
+                abm_event(&module),
+                move |kit: &mut Self, batch: AbmBatch| {
+                    if let Some(run) = abms.get_mut(&batch.name)
+                        && let Err(error) = run(&mut kit.state, &mut kit.ctx, &batch.voxels)
+                    {
+                        kit.failed(&format!("on_abm {}", batch.name), &error);
+                    }
+                    Ok(())
+                },
+            );
+        }
+        if !timers.is_empty() {
+            let mut timers = timers;
+            table.event_named(
+                timers_event(&module),
+                move |kit: &mut Self, fired: TimersFired| {
+                    for timer in fired.timers {
+                        let what = format!("on_timer {} at {:?}", timer.tag, timer.pos);
+                        let result = match timers.get_mut(&timer.tag) {
+                            Some(run) => run(&mut kit.state, &mut kit.ctx, timer),
+                            None => Err(ModuleError::msg("no closure for this tag")),
+                        };
+                        if let Err(error) = result {
+                            kit.failed(&what, &error);
+                        }
+                    }
+                    Ok(())
+                },
+            );
         }
         if !kinds.is_empty() || !ticks.is_empty() {
             let (mut kinds, mut ticks) = (kinds, ticks);

@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 
+use buildat_active_api::FiredTimer;
 use buildat_interface::clap;
 use buildat_interface::core_api::RegisterCommand;
 use buildat_interface::events::Event;
@@ -32,6 +33,12 @@ pub(crate) type TickFn<M> = Box<dyn FnMut(&mut M, &mut Ctx, f64) -> Result<(), M
 /// An event's closure on its payload's bytes (decoded inside: a payload
 /// that does not decode is [`ModuleError::Malformed`]).
 pub(crate) type EventFn<M> = Box<dyn FnMut(&mut M, &mut Ctx, &[u8]) -> Result<(), ModuleError>>;
+/// An ABM's closure on one batch of the voxels it found.
+pub(crate) type AbmFn<M> =
+    Box<dyn FnMut(&mut M, &mut Ctx, &[(Pos, u32)]) -> Result<(), ModuleError>>;
+/// A timer tag's closure on one fired timer.
+pub(crate) type TimerFn<M> =
+    Box<dyn FnMut(&mut M, &mut Ctx, FiredTimer) -> Result<(), ModuleError>>;
 type StartFn<M> = Box<dyn FnMut(&mut M, &mut Ctx) -> Result<(), ModuleError>>;
 type DeclareFn = fn(&Host) -> Result<(), ModuleError>;
 
@@ -118,6 +125,8 @@ pub struct Setup<M> {
     starts: Vec<StartFn<M>>,
     declares: Vec<DeclareFn>,
     events: Vec<(String, EventFn<M>)>,
+    abms: HashMap<String, AbmFn<M>>,
+    timers: HashMap<String, TimerFn<M>>,
 }
 
 impl<M: Mod> Setup<M> {
@@ -128,6 +137,8 @@ impl<M: Mod> Setup<M> {
             kinds: Vec::new(),
             ticks: Vec::new(),
             events: Vec::new(),
+            abms: HashMap::new(),
+            timers: HashMap::new(),
             starts: Vec::new(),
             declares: Vec::new(),
         }
@@ -324,6 +335,48 @@ impl<M: Mod> Setup<M> {
         self
     }
 
+    /// Runs on each batch of the voxels the ABM `name` found (the `active`
+    /// module's `active:abm/<module>`: position and voxel, game bits
+    /// included). Register the ABM itself with [`Ctx::register_abm`] (in
+    /// [`Setup::on_start`], where settings can tune it). Each batch is what
+    /// one tick found: handle it with one `GetVoxels` or `EditVoxels`
+    /// where there are many.
+    pub fn on_abm<R>(
+        &mut self,
+        name: &str,
+        mut run: impl FnMut(&mut M, &mut Ctx, &[(Pos, u32)]) -> Result<R, ModuleError> + 'static,
+    ) -> &mut Self {
+        assert!(
+            !self.abms.contains_key(name),
+            "the mod handles the ABM '{name}' twice"
+        );
+        self.abms.insert(
+            name.to_string(),
+            Box::new(move |m, ctx, voxels| run(m, ctx, voxels).map(drop)),
+        );
+        self
+    }
+
+    /// Runs for each of the mod's voxel timers tagged `tag` that fires
+    /// (set with [`Ctx::set_timer`]; `active:timers/<module>`): its
+    /// position, the voxel there (the type it was set on) and how late it
+    /// fired.
+    pub fn on_timer<R>(
+        &mut self,
+        tag: &str,
+        mut run: impl FnMut(&mut M, &mut Ctx, FiredTimer) -> Result<R, ModuleError> + 'static,
+    ) -> &mut Self {
+        assert!(
+            !self.timers.contains_key(tag),
+            "the mod handles the timer tag '{tag}' twice"
+        );
+        self.timers.insert(
+            tag.to_string(),
+            Box::new(move |m, ctx, timer| run(m, ctx, timer).map(drop)),
+        );
+        self
+    }
+
     /// The declarations split for the handlers that own them.
     pub(crate) fn into_parts(self, module: &str) -> Parts<M> {
         let start = StartPlan {
@@ -350,6 +403,8 @@ impl<M: Mod> Setup<M> {
             kinds: self.kinds,
             ticks: self.ticks,
             events: self.events,
+            abms: self.abms,
+            timers: self.timers,
         }
     }
 }
@@ -447,6 +502,8 @@ pub(crate) struct Parts<M> {
     pub kinds: Vec<Kind<M>>,
     pub ticks: Vec<TickFn<M>>,
     pub events: Vec<(String, EventFn<M>)>,
+    pub abms: HashMap<String, AbmFn<M>>,
+    pub timers: HashMap<String, TimerFn<M>>,
 }
 
 /// What runs on `core:start` and on `core:continue`.

@@ -16,12 +16,19 @@
 //! the default game are there from the start), dynamic nodes, players and
 //! the special-voxel events its edits cause, delivered as voxelworld would
 //! (one event per round of edits, until no edit causes another), and a
-//! player's punches and uses, delivered as the game would. Does not
+//! player's punches and uses, delivered as the game would; light (full
+//! sunlight where a test sets none); the `active` module's ABMs (run one
+//! with [`TestWorld::run_abm`]: every match delivered, chance aside) and
+//! voxel timers on a clock of its own ([`TestWorld::pass`]). Does not
 //! own: the kit itself (`buildat_interface::testing`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use buildat_active_api::{
+    Abm, AbmBatch, CancelTimers, FiredTimer, GetTimers, RegisterAbm, RemoveAbm, SetTimers,
+    TimersFired, abm_event, timers_event,
+};
 use buildat_interface::core_api::DeclareSettings;
 use buildat_interface::testing::{TestHost, TestModule};
 use buildat_interface::{ModuleError, encode};
@@ -32,9 +39,9 @@ use buildat_network_api::PeerId;
 use buildat_voxel::geometry::{FACES, Pos};
 use buildat_voxel::{AIR, BlockDefinition, BlockRegistry, VoxelInstance, VoxelRegistry};
 use buildat_voxelworld_api::{
-    CreateNode, CreateNodes, DynamicNode, EditOutcome, EditVoxel, EditVoxels, GetGround,
-    GetRegistry, GetSpawn, GetVoxel, Ground, ListNodes, MoveNodes, RegisterBlock, RemoveNodes,
-    Replace, SpecialCause, SpecialVoxel, SpecialVoxels, special_voxel_event,
+    CreateNode, CreateNodes, DynamicNode, EditOutcome, EditVoxel, EditVoxels, GetGround, GetLights,
+    GetRegistry, GetSpawn, GetVoxel, GetVoxels, Ground, ListNodes, MoveNodes, RegisterBlock,
+    RemoveNodes, Replace, SpecialCause, SpecialVoxel, SpecialVoxels, special_voxel_event,
 };
 
 use crate::{Mod, Modkit};
@@ -54,6 +61,13 @@ struct World {
     pending: Vec<(Pos, u32, u32, Option<String>)>,
     edits: Vec<EditVoxel>,
     declared: Vec<DeclareSettings>,
+    /// (sunlight, block light) where a test set it; full sunlight elsewhere.
+    lights: HashMap<Pos, (u8, u8)>,
+    abms: BTreeMap<String, Abm>,
+    /// By module and position: deadline on [`World::clock`], tag, the
+    /// voxel type it is bound to.
+    timers: BTreeMap<(String, Pos), (f64, String, u32)>,
+    clock: f64,
 }
 
 impl World {
@@ -131,6 +145,46 @@ impl World {
             }
         }
         told
+    }
+
+    /// The block name of a voxel (`None`: not registered).
+    fn block_name(&self, voxel: u32) -> Option<&str> {
+        self.voxels
+            .get(VoxelInstance(voxel).type_id())
+            .map(|d| d.name.block_name.as_str())
+    }
+
+    /// Every voxel the ABM matches (sorted by position), chance aside.
+    fn matches(&self, abm: &Abm) -> Result<Vec<(Pos, u32)>, ModuleError> {
+        if let Some(group) = abm
+            .nodes
+            .iter()
+            .chain(&abm.neighbours)
+            .find(|n| n.starts_with("group:"))
+        {
+            return Err(ModuleError::msg(format!(
+                "the test world matches block names, not groups ({group})"
+            )));
+        }
+        let named = |voxel: u32, names: &[String]| {
+            self.block_name(voxel)
+                .is_some_and(|name| names.iter().any(|n| n == name))
+        };
+        let mut found: Vec<(Pos, u32)> = self
+            .map
+            .iter()
+            .filter(|(_, voxel)| named(**voxel, &abm.nodes))
+            .filter(|(pos, _)| {
+                abm.neighbours.is_empty()
+                    || FACES.iter().any(|face| {
+                        let at = [pos[0] + face[0], pos[1] + face[1], pos[2] + face[2]];
+                        named(self.get(at), &abm.neighbours)
+                    })
+            })
+            .map(|(pos, voxel)| (*pos, *voxel))
+            .collect();
+        found.sort();
+        Ok(found)
     }
 
     fn ground(&self, x: i32, z: i32) -> Ground {
@@ -235,6 +289,65 @@ impl TestWorld {
         self.kit.answer(move |edits: EditVoxels| {
             let mut world = lock(&world);
             Ok(edits.edits.into_iter().map(|e| world.edit(e)).collect())
+        });
+        let world = w();
+        self.kit.answer(move |get: GetVoxels| {
+            let world = lock(&world);
+            Ok(get.positions.iter().map(|&p| Some(world.get(p))).collect())
+        });
+        let world = w();
+        self.kit.answer(move |get: GetLights| {
+            let world = lock(&world);
+            Ok(get
+                .positions
+                .iter()
+                .map(|p| Some(world.lights.get(p).copied().unwrap_or((15, 0))))
+                .collect())
+        });
+        let world = w();
+        self.kit.answer(move |register: RegisterAbm| {
+            lock(&world)
+                .abms
+                .insert(register.abm.name.clone(), register.abm);
+            Ok(())
+        });
+        let world = w();
+        self.kit
+            .answer(move |remove: RemoveAbm| Ok(lock(&world).abms.remove(&remove.name).is_some()));
+        let world = w();
+        self.kit.answer(move |set: SetTimers| {
+            let mut world = lock(&world);
+            for timer in set.timers {
+                let bound = VoxelInstance(world.get(timer.pos)).type_id();
+                let deadline = world.clock + timer.seconds;
+                world.timers.insert(
+                    (set.module.clone(), timer.pos),
+                    (deadline, timer.tag, bound),
+                );
+            }
+            Ok(())
+        });
+        let world = w();
+        self.kit.answer(move |cancel: CancelTimers| {
+            let mut world = lock(&world);
+            let cancelled = cancel
+                .positions
+                .iter()
+                .filter(|&&pos| world.timers.remove(&(cancel.module.clone(), pos)).is_some())
+                .count();
+            Ok(cancelled as u32)
+        });
+        let world = w();
+        self.kit.answer(move |get: GetTimers| {
+            let world = lock(&world);
+            Ok(get
+                .positions
+                .iter()
+                .map(|&pos| {
+                    let (deadline, _, _) = world.timers.get(&(get.module.clone(), pos))?;
+                    Some(deadline - world.clock)
+                })
+                .collect())
         });
         let world = w();
         self.kit.answer(move |_: GetSpawn| Ok(lock(&world).spawn));
@@ -464,6 +577,113 @@ impl TestWorld {
     /// Forgets the node `id` (its section unloaded).
     pub fn lose_node(&self, id: u64) {
         lock(&self.world).nodes.remove(&id);
+    }
+
+    /// Sets the light (sunlight, block light; each 0..=15) from `from` to
+    /// `to`; where none is set it is full sunlight, `(15, 0)`.
+    pub fn set_light(&self, from: Pos, to: Pos, light: (u8, u8)) {
+        let mut world = lock(&self.world);
+        for x in from[0]..=to[0] {
+            for y in from[1]..=to[1] {
+                for z in from[2]..=to[2] {
+                    world.lights.insert([x, y, z], light);
+                }
+            }
+        }
+    }
+
+    /// The ABMs registered (with the `active` module's call), by name.
+    pub fn abms(&self) -> Vec<Abm> {
+        lock(&self.world).abms.values().cloned().collect()
+    }
+
+    /// Runs the registered ABM `name` once over the whole world, as the
+    /// `active` module would over the voxels near players: every voxel it
+    /// matches (by block name; chance aside, so a test is exact) in one
+    /// batch to its module, then what the module's edits cause. How many
+    /// voxels were delivered.
+    pub fn run_abm<M: Mod>(
+        &self,
+        module: &mut TestModule<Modkit<M>>,
+        name: &str,
+    ) -> Result<usize, ModuleError> {
+        let (abm, voxels) = {
+            let world = lock(&self.world);
+            let abm =
+                world.abms.get(name).cloned().ok_or_else(|| {
+                    ModuleError::msg(format!("no ABM named {name} is registered"))
+                })?;
+            let voxels = world.matches(&abm)?;
+            (abm, voxels)
+        };
+        let count = voxels.len();
+        let event = abm_event(&abm.module);
+        if !voxels.is_empty() && self.kit.subscriptions().contains(&event) {
+            let batch = AbmBatch {
+                name: abm.name,
+                voxels,
+            };
+            module.emit_raw(&event, &encode(&batch)?)?;
+        }
+        self.deliver(module)?;
+        Ok(count)
+    }
+
+    /// The module `module`'s timers: position, tag and seconds left.
+    pub fn timers(&self, module: &str) -> Vec<(Pos, String, f64)> {
+        let world = lock(&self.world);
+        world
+            .timers
+            .iter()
+            .filter(|((owner, _), _)| owner == module)
+            .map(|((_, pos), (deadline, tag, _))| (*pos, tag.clone(), deadline - world.clock))
+            .collect()
+    }
+
+    /// Lets `seconds` pass on the timers' clock: the module's timers due
+    /// fire (once, in one event, with how late), those whose voxel was
+    /// replaced by another type are dropped unfired; then what the
+    /// module's edits cause. How many fired.
+    pub fn pass<M: Mod>(
+        &self,
+        module: &mut TestModule<Modkit<M>>,
+        seconds: f64,
+    ) -> Result<usize, ModuleError> {
+        let name = module.module().ctx.module_name();
+        let fired = {
+            let mut world = lock(&self.world);
+            world.clock += seconds;
+            let now = world.clock;
+            let due: Vec<(String, Pos)> = world
+                .timers
+                .iter()
+                .filter(|((owner, _), (deadline, _, _))| *owner == name && *deadline <= now)
+                .map(|(key, _)| key.clone())
+                .collect();
+            let mut fired = Vec::new();
+            for key in due {
+                let Some((deadline, tag, bound)) = world.timers.remove(&key) else {
+                    continue;
+                };
+                let voxel = world.get(key.1);
+                if VoxelInstance(voxel).type_id() == bound {
+                    fired.push(FiredTimer {
+                        pos: key.1,
+                        tag,
+                        voxel,
+                        late_seconds: now - deadline,
+                    });
+                }
+            }
+            fired
+        };
+        let count = fired.len();
+        let event = timers_event(&name);
+        if !fired.is_empty() && self.kit.subscriptions().contains(&event) {
+            module.emit_raw(&event, &encode(&TimersFired { timers: fired })?)?;
+        }
+        self.deliver(module)?;
+        Ok(count)
     }
 
     /// The settings declarations the module made.

@@ -1,5 +1,6 @@
 //! The modkit's own tests, on the test kit and [`crate::testing::TestWorld`].
 
+use buildat_active_api::{SetTimers, VoxelTimer};
 use buildat_interface::events::Tick;
 use buildat_interface::testing::TestHost;
 use buildat_interface::{ModuleError, UnloadKind};
@@ -510,4 +511,134 @@ fn an_event_taken_twice_is_refused_naming_it() {
         }
     }
     let _ = TestWorld::new().load::<Twice>();
+}
+
+/// Dirt beside grass turns green (an ABM); a bomb vanishes 5 s after it
+/// is placed (a voxel timer).
+#[derive(Default, Serialize, Deserialize)]
+struct Garden {
+    greened: usize,
+    late: Vec<f64>,
+}
+
+impl Mod for Garden {
+    fn setup(m: &mut Setup<Self>) {
+        m.on_start(|_, ctx| ctx.register_abm("test:green", &["dirt"], &["grass"], 2.0, 3));
+        m.on_abm("test:green", |s, ctx, found| {
+            s.greened += found.len();
+            for &(pos, _) in found {
+                ctx.set_voxel(pos, "grass")?;
+            }
+            Ok(())
+        });
+        m.block(BlockDefinition::simple("bomb", "bomb.png"))
+            .on_place(|_, ctx, pos| ctx.set_timer(pos, 5.0, "boom"));
+        m.on_timer("boom", |s, ctx, timer| {
+            s.late.push(timer.late_seconds);
+            ctx.set_voxel(timer.pos, "air")
+        });
+    }
+}
+
+#[test]
+fn an_abm_registered_on_start_gets_its_batches() {
+    let world = TestWorld::new();
+    let kit = world.kit().clone();
+    world.fill([0, 0, 0], [3, 0, 0], "dirt");
+    world.fill([-1, 0, 0], [-1, 0, 0], "grass");
+    let mut m = world.load::<Garden>().unwrap();
+    assert!(kit.subscriptions().contains(&"active:abm/test".to_string()));
+    let abms = world.abms();
+    assert_eq!(abms.len(), 1);
+    let abm = &abms[0];
+    assert_eq!(
+        (abm.name.as_str(), abm.module.as_str()),
+        ("test:green", "test")
+    );
+    assert_eq!(
+        (abm.nodes.clone(), abm.neighbours.clone()),
+        (vec!["dirt".into()], vec!["grass".into()])
+    );
+    assert_eq!((abm.interval_seconds, abm.chance), (2.0, 3));
+
+    // Only the dirt beside the grass, one further each round.
+    assert_eq!(world.run_abm(&mut m, "test:green").unwrap(), 1);
+    assert_eq!(world.voxel([0, 0, 0]).as_deref(), Some("grass"));
+    assert_eq!(world.voxel([1, 0, 0]).as_deref(), Some("dirt"));
+    assert_eq!(world.run_abm(&mut m, "test:green").unwrap(), 1);
+    assert_eq!(world.run_abm(&mut m, "test:green").unwrap(), 1);
+    assert_eq!(world.run_abm(&mut m, "test:green").unwrap(), 1);
+    assert_eq!(world.run_abm(&mut m, "test:green").unwrap(), 0);
+    assert_eq!(world.voxel([3, 0, 0]).as_deref(), Some("grass"));
+    assert_eq!(m.module().state().greened, 4);
+}
+
+#[test]
+fn a_voxel_timer_fires_once_after_its_seconds_unless_its_voxel_was_replaced() {
+    let world = TestWorld::new();
+    let kit = world.kit().clone();
+    let mut m = world.load::<Garden>().unwrap();
+    assert!(
+        kit.subscriptions()
+            .contains(&"active:timers/test".to_string())
+    );
+    world.place(&mut m, [0, 1, 0], "bomb", Some("ann")).unwrap();
+    world.place(&mut m, [5, 1, 0], "bomb", Some("ann")).unwrap();
+    assert_eq!(
+        world.timers("test"),
+        [
+            ([0, 1, 0], "boom".to_string(), 5.0),
+            ([5, 1, 0], "boom".to_string(), 5.0)
+        ]
+    );
+    // One is replaced before it fires: its timer goes with it.
+    world.fill([5, 1, 0], [5, 1, 0], "stone");
+    assert_eq!(world.pass(&mut m, 3.0).unwrap(), 0);
+    assert_eq!(world.voxel([0, 1, 0]).as_deref(), Some("bomb"));
+    assert_eq!(world.pass(&mut m, 3.0).unwrap(), 1, "late by a second");
+    assert_eq!(world.voxel([0, 1, 0]).as_deref(), Some("air"));
+    assert_eq!(world.voxel([5, 1, 0]).as_deref(), Some("stone"));
+    assert_eq!(m.module().state().late, [1.0]);
+    assert!(world.timers("test").is_empty(), "each fires once");
+    assert_eq!(world.pass(&mut m, 10.0).unwrap(), 0);
+
+    // A tag without a closure is logged, naming it.
+    kit.host()
+        .call(&SetTimers {
+            module: "test".into(),
+            timers: vec![VoxelTimer {
+                pos: [5, 1, 0],
+                seconds: 1.0,
+                tag: "fizz".into(),
+            }],
+        })
+        .unwrap();
+    assert_eq!(world.pass(&mut m, 1.0).unwrap(), 1);
+    assert!(
+        kit.logs()
+            .iter()
+            .any(|(_, line)| line == "on_timer fizz at [5, 1, 0]: no closure for this tag"),
+        "{:?}",
+        kit.logs()
+    );
+}
+
+#[test]
+fn without_the_active_module_abms_and_timers_are_declined_not_failed() {
+    #[derive(Default, Serialize, Deserialize)]
+    struct Hopeful;
+    impl Mod for Hopeful {
+        fn setup(m: &mut Setup<Self>) {
+            m.command("try", "", None, |_, ctx, _| {
+                let abm = ctx.register_abm("test:x", &["dirt"], &[], 1.0, 1)?;
+                let timer = ctx.set_timer([0, 0, 0], 1.0, "x")?;
+                let left = ctx.timer_left([0, 0, 0])?;
+                Ok(format!("{abm} {timer} {left:?}"))
+            });
+            m.on_abm("test:x", |_, _, _| Ok(()));
+        }
+    }
+    // A bare kit: no module answers the active calls.
+    let mut m = TestHost::new().load::<Modkit<Hopeful>>().unwrap();
+    assert_eq!(m.command("try", &[], None).unwrap(), "false false None");
 }
