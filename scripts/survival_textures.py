@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Draws the survival content's textures (modules/survival/client_data/textures/*.png).
 
-Blocks (planks, chest, crafting table) are 16x16 RGB tiles made like the
+Blocks (planks, chest, crafting table, sapling, bed) are 16x16 RGB tiles made like the
 terrain's (scripts/textures.py: base colour, seeded value noise, features);
 items (stick, lumps, pickaxes, axes, shovels) are 16x16 RGBA icons on a
 transparent background, drawn from a few strokes. Deterministic: running it
@@ -106,6 +106,55 @@ def crafting_table_side():
     return rows
 
 
+def sapling():
+    """A young tree drawn on an opaque tile (the renderer has no cutout):
+    a thin stem from a patch of soil, a few leafy tufts, on pale leaves."""
+    rows = tile(60, (96, 150, 72), 18, fine=0.6)
+    rng = random.Random(61)
+    for y in range(SIZE):
+        for x in range(SIZE):
+            rows[y][x] = shade(rows[y][x], 40)
+    for y in range(12, SIZE):
+        for x in range(SIZE):
+            rows[y][x] = shade((110, 82, 54), rng.randint(-12, 12))
+    for y in range(5, 13):
+        rows[y][7] = (104, 74, 42)
+        rows[y][8] = (84, 58, 32)
+    for cx, cy, r in ((8, 4, 3.2), (4, 7, 2.4), (12, 7, 2.4)):
+        for y in range(SIZE):
+            for x in range(SIZE):
+                if (x - cx) ** 2 + (y - cy) ** 2 < r * r:
+                    rows[y][x] = shade((46, 112, 40), rng.randint(-18, 14))
+    return rows
+
+
+BLANKET = (176, 40, 44)
+PILLOW = (232, 228, 220)
+
+
+def bed_top():
+    rows = tile(70, BLANKET, 14, fine=0.4)
+    for y in range(1, 5):
+        for x in range(2, SIZE - 2):
+            rows[y][x] = shade(PILLOW, -8 if y == 4 else 0)
+    for y in range(6, SIZE):
+        if y % 4 == 2:
+            for x in range(SIZE):
+                rows[y][x] = shade(rows[y][x], -30)
+    return framed(rows, (84, 58, 32))
+
+
+def bed_side():
+    rows = planks()
+    for y in range(0, 7):
+        for x in range(SIZE):
+            rows[y][x] = shade(BLANKET, -10 if y == 6 else ((x * 5 + y) % 7) - 3)
+    for y in range(7, SIZE):
+        for x in (0, 1, SIZE - 2, SIZE - 1):
+            rows[y][x] = (84, 58, 32)
+    return rows
+
+
 # Items: strokes on a clear tile.
 
 WOOD = (156, 114, 64)
@@ -185,6 +234,9 @@ BLOCKS = {
     "chest_front": chest_front,
     "crafting_table_top": crafting_table_top,
     "crafting_table_side": crafting_table_side,
+    "sapling": sapling,
+    "bed_top": bed_top,
+    "bed_side": bed_side,
 }
 
 ITEMS = {

@@ -17,7 +17,7 @@ use buildat_interface::{Call, CallError, Host, ModuleError};
 use buildat_main_api::{ChatLine, VAR_PEER, VAR_PLAYER};
 use buildat_network_api::{OutgoingPacket, PeerId, SendBatch};
 use buildat_voxel::geometry::Pos;
-use buildat_voxel::{VoxelInstance, VoxelRegistry};
+use buildat_voxel::{VoxelDefinition, VoxelInstance, VoxelRegistry};
 use buildat_voxelworld_api::{
     EditOutcome, EditVoxel, GetGround, GetRegistry, GetSpawn, GetVoxel, Ground, ListNodes, Replace,
 };
@@ -94,6 +94,19 @@ impl Ctx {
         }
         self.registry(true)?
             .get_name(type_id)
+            .ok_or_else(|| ModuleError::msg(format!("the world has no voxel type {type_id}")))
+    }
+
+    /// The definition of a voxel's type (its game bits aside): solid,
+    /// light, handler.
+    pub fn voxel_definition(&mut self, voxel: u32) -> Result<VoxelDefinition, ModuleError> {
+        let type_id = VoxelInstance(voxel).type_id();
+        if let Some(definition) = self.registry(false)?.get(type_id) {
+            return Ok(definition.clone());
+        }
+        self.registry(true)?
+            .get(type_id)
+            .cloned()
             .ok_or_else(|| ModuleError::msg(format!("the world has no voxel type {type_id}")))
     }
 

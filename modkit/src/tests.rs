@@ -642,3 +642,24 @@ fn without_the_active_module_abms_and_timers_are_declined_not_failed() {
     let mut m = TestHost::new().load::<Modkit<Hopeful>>().unwrap();
     assert_eq!(m.command("try", &[], None).unwrap(), "false false None");
 }
+
+#[test]
+fn a_voxels_definition_is_read_by_id_even_of_a_block_registered_later() {
+    let world = TestWorld::new();
+    let mut m = world.load::<Garden>().unwrap();
+    let ctx = &mut m.module_mut().ctx;
+    let bomb = ctx.voxel_definition(world.id("bomb")).unwrap();
+    assert_eq!(bomb.name.block_name, "bomb");
+    assert_eq!(bomb.handler_module, "test");
+    let mut late = BlockDefinition::simple("late", "late.png");
+    late.light_absorption = 3;
+    world
+        .kit()
+        .host()
+        .call(&buildat_voxelworld_api::RegisterBlock { block: late })
+        .unwrap();
+    let late = ctx.voxel_definition(world.id("late")).unwrap();
+    assert_eq!(late.light_absorption, 3);
+    let error = ctx.voxel_definition(1 << 20).unwrap_err();
+    assert!(error.to_string().contains("no voxel type"), "{error}");
+}

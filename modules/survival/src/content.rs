@@ -10,7 +10,7 @@
 //! cobblestones are in `stone`.
 
 use buildat_crafting_api::Recipe;
-use buildat_items_api::{DropRule, GroupCap, ItemDef, ToolCaps};
+use buildat_items_api::{DropRule, GroupCap, ItemDef, ItemStack, ToolCaps};
 use buildat_modkit::voxel::BlockDefinition;
 
 /// This module's name, its items' `module`.
@@ -43,6 +43,29 @@ pub fn crafting_table_block() -> BlockDefinition {
     table
 }
 
+/// The sapling: no collision, clear; grows into the worldgen's tree when
+/// its voxel timer fires (`lib.rs`).
+pub fn sapling_block() -> BlockDefinition {
+    let mut sapling = BlockDefinition::simple("sapling", "sapling.png");
+    sapling.physically_solid = false;
+    sapling.light_absorption = 0;
+    sapling
+}
+
+/// The bed: using it makes it the player's respawn point (`lib.rs`).
+pub fn bed_block() -> BlockDefinition {
+    let mut bed = BlockDefinition::simple("bed", "bed_side.png");
+    let side = "bed_side.png";
+    faces(
+        &mut bed,
+        [side, side, "bed_top.png", "planks.png", side, side],
+    );
+    bed
+}
+
+/// Leaves drop a sapling once in this many digs (besides themselves).
+pub const SAPLING_RARITY: u32 = 20;
+
 /// Slots of a chest's `main` list.
 pub const CHEST_SLOTS: u16 = 32;
 /// Slots of a crafting table's `craft` list (3×3).
@@ -52,6 +75,17 @@ pub const TABLE_SLOTS: u16 = 9;
 fn block(name: &str, groups: &[(&str, i32)], drops: Vec<DropRule>) -> ItemDef {
     let mut def = ItemDef::block(name).with_groups(groups).with_drops(drops);
     def.module = MODULE.into();
+    def
+}
+
+/// The sapling's item: its block, dug by hand at once, drawn as itself.
+fn sapling_item() -> ItemDef {
+    let mut def = block(
+        "sapling",
+        &[("snappy", 3), ("oddly_breakable_by_hand", 3)],
+        vec![],
+    );
+    def.texture = "sapling.png".into();
     def
 }
 
@@ -168,7 +202,18 @@ pub fn items() -> Vec<ItemDef> {
         block("ice", &[("cracky", 3)], vec![]),
         block("sandstone", &[("cracky", 3)], vec![]),
         block("wood", &[("choppy", 2), ("tree", 1)], vec![]),
-        block("leaves", &[("snappy", 3), ("leaves", 1)], vec![]),
+        // Leaves give themselves, and now and then a sapling.
+        block(
+            "leaves",
+            &[("snappy", 3), ("leaves", 1)],
+            vec![
+                DropRule::always("leaves", 1),
+                DropRule {
+                    items: vec![ItemStack::new("sapling", 1)],
+                    rarity: SAPLING_RARITY,
+                },
+            ],
+        ),
         block("pine_leaves", &[("snappy", 3), ("leaves", 1)], vec![]),
         block("cactus", &[("choppy", 3)], vec![]),
         // The default game's own block.
@@ -177,6 +222,8 @@ pub fn items() -> Vec<ItemDef> {
         block("planks", &[("choppy", 3), ("wood", 1)], vec![]),
         block("chest", &[("choppy", 2)], vec![]),
         block("crafting_table", &[("choppy", 2)], vec![]),
+        sapling_item(),
+        block("bed", &[("choppy", 2)], vec![]),
         craft("stick", "Stick"),
         craft("coal_lump", "Coal lump"),
         craft("iron_lump", "Iron lump"),
@@ -192,6 +239,20 @@ pub fn recipes() -> Vec<Recipe> {
         Recipe::shaped("stick", 4, 1, &["group:wood", "group:wood"]),
         Recipe::shaped("torch", 4, 1, &["coal_lump", "stick"]),
         Recipe::shaped("crafting_table", 1, 2, &["group:wood"; 4]),
+        // A mattress of leaves on a frame of planks.
+        Recipe::shaped(
+            "bed",
+            1,
+            3,
+            &[
+                "group:leaves",
+                "group:leaves",
+                "group:leaves",
+                "group:wood",
+                "group:wood",
+                "group:wood",
+            ],
+        ),
         Recipe::shaped(
             "chest",
             1,
@@ -243,7 +304,14 @@ mod tests {
             .iter()
             .copied()
             .filter(|name| *name != "air")
-            .chain(["torch", "planks", "chest", "crafting_table"]);
+            .chain([
+                "torch",
+                "planks",
+                "chest",
+                "crafting_table",
+                "sapling",
+                "bed",
+            ]);
         for name in blocks {
             registry.items.insert(name.into(), ItemDef::block(name));
         }
@@ -423,7 +491,13 @@ mod tests {
     #[test]
     fn every_texture_named_is_drawn() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("client_data/textures");
-        let blocks = [planks_block(), chest_block(), crafting_table_block()];
+        let blocks = [
+            planks_block(),
+            chest_block(),
+            crafting_table_block(),
+            sapling_block(),
+            bed_block(),
+        ];
         let names = blocks
             .iter()
             .flat_map(|b| b.textures.clone())
@@ -434,6 +508,39 @@ mod tests {
                 std::fs::read(dir.join(&texture)).unwrap_or_else(|e| panic!("{texture}: {e}"));
             assert!(bytes.starts_with(b"\x89PNG"), "{texture}");
         }
+    }
+
+    #[test]
+    fn leaves_give_themselves_and_a_sapling_now_and_then_and_a_bed_is_made_of_them() {
+        let registry = registry();
+        let leaves = registry.get_block("leaves").unwrap();
+        let rolls: Vec<Vec<ItemStack>> = (0..2000).map(|roll| roll_drops(leaves, roll)).collect();
+        assert!(
+            rolls
+                .iter()
+                .all(|d| d.contains(&ItemStack::new("leaves", 1)))
+        );
+        let saplings = rolls
+            .iter()
+            .filter(|d| d.contains(&ItemStack::new("sapling", 1)))
+            .count();
+        // 1 in 20: about 100 of 2000.
+        assert!((50..=160).contains(&saplings), "{saplings} saplings");
+        assert!(seconds(&registry, "sapling", None).is_some(), "by hand");
+        assert!(!sapling_block().physically_solid);
+        assert_eq!(sapling_block().light_absorption, 0);
+        let grid = [
+            one("leaves"),
+            one("leaves"),
+            one("leaves"),
+            one("planks"),
+            one("planks"),
+            one("planks"),
+            None,
+            None,
+            None,
+        ];
+        assert_eq!(craft(&registry, &grid, 3), ItemStack::new("bed", 1));
     }
 
     #[test]

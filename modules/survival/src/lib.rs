@@ -4,14 +4,19 @@
 //! drops for the terrain's voxels, sticks, lumps, tools: `items`
 //! `register_items`) and the recipes (`crafting` `register_recipes`); a
 //! placed chest or crafting table gets its inventory (`inventory`
-//! `create_inventory`). The content itself is `content.rs`.
+//! `create_inventory`). The content itself is `content.rs`; the living
+//! world's rules (grass spreading and dying, saplings growing into trees,
+//! beds) are `living.rs`, on the `active` and `health` modules when they
+//! are loaded.
 //!
 //! Owns: registering the content, the placed blocks' inventories being
-//! made. Does not own: digging and placing (`main`), inventories and
-//! removing a dug chest's (`inventory`), what the content means (`items`,
-//! `crafting`).
+//! made, the living world's rules. Does not own: digging and placing
+//! (`main`), inventories and removing a dug chest's (`inventory`), what
+//! the content means (`items`, `crafting`), when active voxels act
+//! (`active`), health and respawning (`health`).
 
 pub mod content;
+pub mod living;
 
 use std::collections::BTreeSet;
 
@@ -77,7 +82,22 @@ impl Mod for Survival {
             .on_place(|_, ctx, pos| create_inventory(ctx, pos, LIST_MAIN, content::CHEST_SLOTS));
         m.block(content::crafting_table_block())
             .on_place(|_, ctx, pos| create_inventory(ctx, pos, LIST_CRAFT, content::TABLE_SLOTS));
+        m.block(content::sapling_block())
+            .on_place(|_, ctx, pos| living::plant(ctx, pos));
+        m.block(content::bed_block())
+            .on_use(|_, ctx, pos| living::sleep(ctx, pos));
+        m.settings::<living::LivingSettings>();
         m.on_start(|_, ctx| register_content(ctx));
+        m.on_start(|_, ctx| living::register_abms(ctx));
+        m.on_abm(living::GRASS_SPREAD, |_, ctx, found| {
+            living::spread_grass(ctx, found)
+        });
+        m.on_abm(living::GRASS_DIE, |_, ctx, found| {
+            living::kill_grass(ctx, found)
+        });
+        m.on_timer(living::GROW, |_, ctx, timer| {
+            living::grow(ctx, timer.pos, timer.voxel)
+        });
     }
 }
 

@@ -1,0 +1,416 @@
+//! The living world's rules of the survival game, on the `active` module
+//! (through the modkit): grass spreading to lit dirt beside it and dying
+//! under a block (two ABMs), a sapling growing into the worldgen's tree
+//! when its voxel timer fires, a bed a player makes its respawn point
+//! (the `health` module's `set_respawn`).
+//!
+//! Owns: the rules and their settings (`survival.*`). Does not own: when
+//! voxels are found or timers fire, nor the budget (`active`), the tree's
+//! shape (`buildat-worldgen-terrain`'s `tree_voxels`), respawning
+//! (`health`).
+
+use buildat_health_api::SetRespawn;
+use buildat_modkit::interface::CallError;
+use buildat_modkit::prelude::*;
+use buildat_modkit::voxel::{AIR, VoxelInstance, light};
+use buildat_modkit::voxelworld_api::{
+    EditOutcome, EditVoxel, EditVoxels, GetLights, GetVoxels, MAX_VOXELS_PER_CALL, Replace,
+};
+
+settings! {
+    /// The survival game's living world.
+    pub struct LivingSettings in "survival" {
+        /// Seconds between two rounds of the grass ABMs over the voxels
+        /// near players (spreading and dying; 0.1 at least).
+        pub grass_seconds: f64 = 6.0,
+        /// Each dirt voxel beside grass (each grass voxel under a block) in
+        /// a round turns with chance 1 in this.
+        pub grass_chance: u32 = 20,
+        /// Seconds a planted sapling takes to grow into a tree (and waits
+        /// again when it has no room).
+        pub sapling_seconds: f64 = 300.0,
+    }
+}
+
+/// The ABM turning dirt beside grass into grass.
+pub const GRASS_SPREAD: &str = "survival:grass_spread";
+/// The ABM turning grass under a block into dirt.
+pub const GRASS_DIE: &str = "survival:grass_die";
+/// The sapling's timer tag.
+pub const GROW: &str = "grow";
+/// The light (sunlight or block light) above dirt that grass spreads to.
+pub const GRASS_LIGHT: u8 = 9;
+
+/// Registers the grass ABMs with the settings' interval and chance.
+pub fn register_abms(ctx: &mut Ctx) -> Result<(), ModuleError> {
+    let settings = ctx.settings::<LivingSettings>()?;
+    let (every, chance) = (settings.grass_seconds, settings.grass_chance);
+    ctx.register_abm(GRASS_SPREAD, &["dirt"], &["grass"], every, chance)?;
+    ctx.register_abm(GRASS_DIE, &["grass"], &[], every, chance)?;
+    Ok(())
+}
+
+fn above([x, y, z]: Pos) -> Pos {
+    [x, y + 1, z]
+}
+
+/// Whether the voxel `above` a grass voxel smothers it: a block light does
+/// not cross (opaque), or a liquid. Air, torches, saplings and leaves let
+/// it live.
+fn smothers(ctx: &mut Ctx, above: u32) -> Result<bool, ModuleError> {
+    if VoxelInstance(above).type_id() == AIR {
+        return Ok(false);
+    }
+    let definition = ctx.voxel_definition(above)?;
+    Ok(definition.light_absorption >= light::OPAQUE
+        || buildat_liquid_api::is_liquid(&definition.name.block_name))
+}
+
+/// One `EditVoxels` of the voxels found into `name` (each only if it is
+/// still what was found), saved; how many changed.
+fn turn(ctx: &mut Ctx, voxels: &[(Pos, u32)], name: &str) -> Result<usize, ModuleError> {
+    if voxels.is_empty() {
+        return Ok(0);
+    }
+    let voxel = ctx.voxel_id(name)?;
+    let edits = voxels
+        .iter()
+        .map(|&(pos, was)| EditVoxel {
+            pos,
+            voxel,
+            replace: Replace::Exactly(was),
+            save: true,
+            by: None,
+        })
+        .collect();
+    let outcomes = ctx.host().call(&EditVoxels { edits })?;
+    Ok(outcomes
+        .iter()
+        .filter(|o| matches!(o, EditOutcome::Edited { .. }))
+        .count())
+}
+
+/// `survival:grass_spread`: each dirt voxel found (beside grass) whose
+/// voxel above does not smother grass and has light of at least
+/// [`GRASS_LIGHT`] turns to grass. One `GetVoxels`, one `GetLights` and
+/// one `EditVoxels` per batch (of at most [`MAX_VOXELS_PER_CALL`]).
+pub fn spread_grass(ctx: &mut Ctx, found: &[(Pos, u32)]) -> Result<usize, ModuleError> {
+    let mut changed = 0;
+    for batch in found.chunks(MAX_VOXELS_PER_CALL) {
+        let positions: Vec<Pos> = batch.iter().map(|&(pos, _)| above(pos)).collect();
+        let host = ctx.host();
+        let voxels = host.call(&GetVoxels {
+            positions: positions.clone(),
+        })?;
+        let lights = host.call(&GetLights { positions })?;
+        let mut lit = Vec::new();
+        for ((found, voxel), light) in batch.iter().zip(voxels).zip(lights) {
+            let (Some(voxel), Some((sun, block))) = (voxel, light) else {
+                continue;
+            };
+            if sun.max(block) >= GRASS_LIGHT && !smothers(ctx, voxel)? {
+                lit.push(*found);
+            }
+        }
+        changed += turn(ctx, &lit, "grass")?;
+    }
+    Ok(changed)
+}
+
+/// `survival:grass_die`: each grass voxel found under a voxel that
+/// smothers it turns to dirt.
+pub fn kill_grass(ctx: &mut Ctx, found: &[(Pos, u32)]) -> Result<usize, ModuleError> {
+    let mut changed = 0;
+    for batch in found.chunks(MAX_VOXELS_PER_CALL) {
+        let positions: Vec<Pos> = batch.iter().map(|&(pos, _)| above(pos)).collect();
+        let voxels = ctx.host().call(&GetVoxels { positions })?;
+        let mut covered = Vec::new();
+        for (found, voxel) in batch.iter().zip(voxels) {
+            if let Some(voxel) = voxel
+                && smothers(ctx, voxel)?
+            {
+                covered.push(*found);
+            }
+        }
+        changed += turn(ctx, &covered, "dirt")?;
+    }
+    Ok(changed)
+}
+
+/// A planted sapling waits `survival.sapling_seconds` to grow.
+pub fn plant(ctx: &mut Ctx, pos: Pos) -> Result<bool, ModuleError> {
+    let seconds = ctx.settings::<LivingSettings>()?.sapling_seconds;
+    ctx.set_timer(pos, seconds, GROW)
+}
+
+/// The tree a sapling at `pos` grows into: the worldgen's, its variant
+/// from the position (the same sapling always makes the same tree).
+pub fn tree_at(pos: Pos) -> Vec<(Pos, &'static str)> {
+    let [x, y, z] = pos;
+    let variant = buildat_worldgen_terrain::noise::hash(0x5a91_1e55, x, y, z);
+    buildat_worldgen_terrain::tree_voxels(pos, variant)
+}
+
+/// The sapling `sapling` at `pos` grows (its timer fired): when its trunk
+/// has room (air above it where the trunk goes), the worldgen's tree
+/// replaces it, the trunk and leaves only into air; otherwise it waits
+/// another `survival.sapling_seconds`. Whether it grew.
+pub fn grow(ctx: &mut Ctx, pos: Pos, sapling: u32) -> Result<bool, ModuleError> {
+    let tree = tree_at(pos);
+    let trunk: Vec<Pos> = tree
+        .iter()
+        .filter(|(at, name)| *name == "wood" && *at != pos)
+        .map(|(at, _)| *at)
+        .collect();
+    let voxels = ctx.host().call(&GetVoxels { positions: trunk })?;
+    let room = voxels
+        .iter()
+        .all(|v| v.is_some_and(|v| VoxelInstance(v).type_id() == AIR));
+    if !room {
+        plant(ctx, pos)?;
+        return Ok(false);
+    }
+    let (wood, leaves) = (ctx.voxel_id("wood")?, ctx.voxel_id("leaves")?);
+    let edits = tree
+        .into_iter()
+        .map(|(at, name)| EditVoxel {
+            pos: at,
+            voxel: if name == "wood" { wood } else { leaves },
+            replace: if at == pos {
+                Replace::Exactly(sapling)
+            } else {
+                Replace::OnlyAir
+            },
+            save: true,
+            by: None,
+        })
+        .collect();
+    let outcomes = ctx.host().call(&EditVoxels { edits })?;
+    Ok(matches!(outcomes.first(), Some(EditOutcome::Edited { .. })))
+}
+
+/// A player used the bed at `pos`: it becomes their respawn point (on top
+/// of it), told in chat. Without the `health` module nobody dies, so
+/// there is nothing to set: they are told so.
+pub fn sleep(ctx: &mut Ctx, [x, y, z]: Pos) -> Result<(), ModuleError> {
+    let Some(player) = ctx.player().map(str::to_string) else {
+        return Ok(());
+    };
+    let position = [f64::from(x) + 0.5, f64::from(y) + 1.0, f64::from(z) + 0.5];
+    let set = SetRespawn {
+        player: player.clone(),
+        position: Some(position),
+    };
+    let text = match ctx.host().call(&set) {
+        Ok(()) => "Respawn point set: you will wake up at this bed",
+        Err(ModuleError::Call(CallError::NotFound(_))) => "Nobody dies in this world: no need",
+        Err(error) => return Err(error),
+    };
+    ctx.tell(&player, text)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use buildat_crafting_api::RegisterRecipes;
+    use buildat_items_api::{GetItems, ItemRegistry, RegisterItems};
+    use buildat_modkit::Modkit;
+    use buildat_modkit::interface::testing::{TestHost, TestModule};
+    use buildat_modkit::main_api::ChatLine;
+    use buildat_modkit::network_api::receive::testing::sent;
+    use buildat_modkit::testing::TestWorld;
+    use buildat_modkit::voxelworld_api::RegisterBlock;
+
+    use super::*;
+    use crate::Survival;
+
+    /// A world with the terrain's wood, leaves (dimming light) and water
+    /// (clear, not solid), the items and crafting calls answered, and the
+    /// living settings fast: rounds of 1 s, every voxel, saplings in 30 s.
+    fn world() -> (TestWorld, TestModule<Modkit<Survival>>) {
+        let kit = TestHost::new()
+            .config("survival.grass_seconds", "1")
+            .config("survival.grass_chance", "1")
+            .config("survival.sapling_seconds", "30");
+        let world = TestWorld::on(kit);
+        let mut leaves = BlockDefinition::simple("leaves", "leaves.png");
+        leaves.light_absorption = 1;
+        let mut water = BlockDefinition::simple("water", "water.png");
+        water.light_absorption = 1;
+        water.physically_solid = false;
+        for block in [BlockDefinition::simple("wood", "wood.png"), leaves, water] {
+            world.kit().host().call(&RegisterBlock { block }).unwrap();
+        }
+        world.kit().answer(|_: RegisterItems| Ok(()));
+        world
+            .kit()
+            .answer(|_: GetItems| Ok(ItemRegistry::default()));
+        world.kit().answer(|_: RegisterRecipes| Ok(()));
+        let m = world.load::<Survival>().unwrap();
+        (world, m)
+    }
+
+    fn names(world: &TestWorld, positions: &[Pos]) -> Vec<String> {
+        positions
+            .iter()
+            .map(|&p| world.voxel(p).unwrap_or_default())
+            .collect()
+    }
+
+    #[test]
+    fn the_grass_abms_are_registered_with_the_settings() {
+        let (world, _m) = world();
+        let abms = world.abms();
+        let spread = abms.iter().find(|a| a.name == GRASS_SPREAD).unwrap();
+        assert_eq!(spread.nodes, ["dirt"]);
+        assert_eq!(spread.neighbours, ["grass"]);
+        assert_eq!((spread.interval_seconds, spread.chance), (1.0, 1));
+        let die = abms.iter().find(|a| a.name == GRASS_DIE).unwrap();
+        assert_eq!(die.nodes, ["grass"]);
+        assert!(die.neighbours.is_empty());
+        assert_eq!(spread.module, "test", "this module is told");
+    }
+
+    #[test]
+    fn grass_spreads_to_lit_dirt_beside_it_not_in_the_dark_nor_under_a_block() {
+        let (world, mut m) = world();
+        world.fill([0, 0, 0], [0, 0, 0], "grass");
+        let (lit, dark, covered, far) = ([1, 0, 0], [-1, 0, 0], [0, 0, 1], [5, 0, 5]);
+        let under_sapling = [0, 0, -1];
+        for pos in [lit, dark, covered, far, under_sapling] {
+            world.fill(pos, pos, "dirt");
+        }
+        world.set_light(above(dark), above(dark), (8, 0));
+        world.fill(above(covered), above(covered), "stone");
+        world.fill(above(under_sapling), above(under_sapling), "sapling");
+        assert_eq!(
+            world.run_abm(&mut m, GRASS_SPREAD).unwrap(),
+            4,
+            "beside grass"
+        );
+        assert_eq!(
+            names(&world, &[lit, dark, covered, far, under_sapling]),
+            ["grass", "dirt", "dirt", "dirt", "grass"]
+        );
+        // A torch's light is as good as the sun's.
+        world.set_light(above(dark), above(dark), (0, 12));
+        world.run_abm(&mut m, GRASS_SPREAD).unwrap();
+        assert_eq!(world.voxel(dark).as_deref(), Some("grass"));
+        assert_eq!(world.voxel(covered).as_deref(), Some("dirt"));
+    }
+
+    #[test]
+    fn grass_under_a_block_or_water_dies_not_under_air_leaves_or_a_sapling() {
+        let (world, mut m) = world();
+        world.fill([0, 0, 0], [4, 0, 0], "grass");
+        for (x, name) in [(0, "stone"), (1, "water"), (2, "leaves"), (3, "sapling")] {
+            world.fill([x, 1, 0], [x, 1, 0], name);
+        }
+        assert_eq!(world.run_abm(&mut m, GRASS_DIE).unwrap(), 5);
+        let row: Vec<Pos> = (0..5).map(|x| [x, 0, 0]).collect();
+        assert_eq!(
+            names(&world, &row),
+            ["dirt", "dirt", "grass", "grass", "grass"]
+        );
+        let edits = world.edits();
+        assert!(
+            edits
+                .iter()
+                .all(|e| matches!(e.replace, Replace::Exactly(_)) && e.save),
+            "only what was found, saved"
+        );
+    }
+
+    #[test]
+    fn a_planted_sapling_grows_into_the_worldgens_tree_when_its_timer_fires() {
+        let (world, mut m) = world();
+        world.fill([-4, 0, -4], [4, 0, 4], "grass");
+        let base = [0, 1, 0];
+        world.place(&mut m, base, "sapling", Some("ann")).unwrap();
+        assert_eq!(world.timers("test"), [(base, GROW.to_string(), 30.0)]);
+        assert_eq!(world.pass(&mut m, 29.0).unwrap(), 0);
+        assert_eq!(world.voxel(base).as_deref(), Some("sapling"));
+        assert_eq!(world.pass(&mut m, 2.0).unwrap(), 1);
+        let tree = tree_at(base);
+        assert!(tree.len() > 40);
+        // Each voxel the first the tree writes there (only into air: the
+        // trunk before the leaves around it).
+        let mut first = std::collections::HashMap::new();
+        for (pos, name) in &tree {
+            first.entry(*pos).or_insert(*name);
+        }
+        for (pos, name) in first {
+            assert_eq!(world.voxel(pos).as_deref(), Some(name), "{pos:?}");
+        }
+        assert_eq!(world.voxel(base).as_deref(), Some("wood"));
+        assert!(world.timers("test").is_empty(), "grown: no timer left");
+        // The same sapling always makes the same tree, other places others.
+        assert_eq!(tree_at(base), tree);
+        assert!((0..20).any(|x| tree_at([x, 1, 0]).len() != tree.len()));
+    }
+
+    #[test]
+    fn a_sapling_without_room_waits_and_grows_once_there_is_room() {
+        let (world, mut m) = world();
+        world.fill([-4, 0, -4], [4, 0, 4], "grass");
+        let base = [0, 1, 0];
+        world.place(&mut m, base, "sapling", None).unwrap();
+        // A block where the trunk goes; another where a leaf goes.
+        world.fill([0, 3, 0], [0, 3, 0], "stone");
+        let leaf = tree_at(base)
+            .into_iter()
+            .find(|(_, name)| *name == "leaves")
+            .unwrap()
+            .0;
+        world.fill(leaf, leaf, "dirt");
+        assert_eq!(world.pass(&mut m, 31.0).unwrap(), 1);
+        assert_eq!(world.voxel(base).as_deref(), Some("sapling"));
+        assert_eq!(
+            world.voxel([0, 2, 0]).as_deref(),
+            Some("air"),
+            "nothing grew"
+        );
+        assert_eq!(world.timers("test"), [(base, GROW.to_string(), 30.0)]);
+        world.fill([0, 3, 0], [0, 3, 0], "air");
+        assert_eq!(world.pass(&mut m, 31.0).unwrap(), 1);
+        assert_eq!(world.voxel(base).as_deref(), Some("wood"));
+        assert_eq!(world.voxel([0, 3, 0]).as_deref(), Some("wood"));
+        assert_eq!(
+            world.voxel(leaf).as_deref(),
+            Some("dirt"),
+            "leaves only into air"
+        );
+    }
+
+    #[test]
+    fn using_a_bed_makes_it_the_players_respawn_point() {
+        let (world, mut m) = world();
+        world.join("ann", 7);
+        world.place(&mut m, [2, 1, 2], "bed", Some("ann")).unwrap();
+        // Without the health module: told there is no need.
+        world.use_block(&mut m, [2, 1, 2], "ann").unwrap();
+        let set = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&set);
+        world.kit().answer(move |call: SetRespawn| {
+            kept.lock().unwrap().push(call);
+            Ok(())
+        });
+        world.use_block(&mut m, [2, 1, 2], "ann").unwrap();
+        assert_eq!(
+            *set.lock().unwrap(),
+            [SetRespawn {
+                player: "ann".into(),
+                position: Some([2.5, 2.0, 2.5]),
+            }]
+        );
+        let told: Vec<String> = sent::<ChatLine>(world.kit())
+            .into_iter()
+            .map(|(_, line)| line.text)
+            .collect();
+        assert_eq!(told.len(), 2, "{told:?}");
+        assert!(told[0].contains("Nobody dies"), "{told:?}");
+        assert!(told[1].contains("Respawn point set"), "{told:?}");
+    }
+}
