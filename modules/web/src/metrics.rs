@@ -251,6 +251,66 @@ pub fn render(snapshot: &Snapshot) -> String {
             replicate.nodes as f64,
         );
     }
+    if let Some(active) = &status.active {
+        for (name, kind, help, value) in [
+            (
+                "buildat_active_backlog_chunks",
+                "gauge",
+                "Chunks left of the ABMs' current rounds (what did not fit the budget yet).",
+                f64::from(active.backlog_chunks),
+            ),
+            (
+                "buildat_active_chunks",
+                "gauge",
+                "Chunks in the active area (near players).",
+                f64::from(active.active_chunks),
+            ),
+            (
+                "buildat_active_tick_seconds",
+                "gauge",
+                "Time the last tick spent finding ABMs' voxels.",
+                active.last_tick_micros as f64 / 1e6,
+            ),
+            (
+                "buildat_active_tick_p99_seconds",
+                "gauge",
+                "The 99th percentile of the recent ticks' time finding ABMs' voxels.",
+                active.p99_tick_micros as f64 / 1e6,
+            ),
+            (
+                "buildat_active_budget_seconds",
+                "gauge",
+                "The time a tick may spend finding ABMs' voxels (active.budget_ms).",
+                active.budget_micros as f64 / 1e6,
+            ),
+            (
+                "buildat_active_ticks_over_budget_total",
+                "counter",
+                "Ticks whose ABM work went over the budget.",
+                active.ticks_over_budget as f64,
+            ),
+            (
+                "buildat_active_voxels_delivered_total",
+                "counter",
+                "Voxels delivered to ABMs' modules.",
+                active.voxels_delivered as f64,
+            ),
+            (
+                "buildat_active_timers_loaded",
+                "gauge",
+                "Voxel timers in memory (those of sections in memory).",
+                active.timers_loaded as f64,
+            ),
+            (
+                "buildat_active_timers_fired_total",
+                "counter",
+                "Voxel timers fired.",
+                active.timers_fired as f64,
+            ),
+        ] {
+            out.one(name, kind, help, value);
+        }
+    }
     out.head(
         "buildat_module_queue_depth",
         "gauge",
@@ -374,6 +434,48 @@ mod tests {
     #[test]
     fn labels_are_escaped() {
         assert_eq!(escape_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+
+    /// The active voxels' backlog and timers are metrics when `active` runs.
+    #[test]
+    fn active_voxels_are_metrics() {
+        let snapshot = Snapshot {
+            status: Status {
+                uptime_seconds: 1.0,
+                players: vec![],
+                modules: vec![],
+                tick: None,
+                world: None,
+                world_disk_bytes: 0,
+                network: None,
+                replicate: None,
+                active: Some(buildat_active_api::ActiveStats {
+                    backlog_chunks: 17,
+                    timers_loaded: 100_000,
+                    ..Default::default()
+                }),
+                tiles_rendered: 0,
+                tile_seconds: 0.0,
+                tile_failures: 0,
+                unavailable: vec![],
+            },
+            reloads: vec![],
+            tops_calls: 0,
+            tops_seconds: 0.0,
+            requests: 0,
+            admin_actions: 0,
+            cached_blocks: 0,
+        };
+        let text = render(&snapshot);
+        assert!(
+            text.contains("\nbuildat_active_backlog_chunks 17\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nbuildat_active_timers_loaded 100000\n"),
+            "{text}"
+        );
+        assert!(text.contains("# TYPE buildat_active_timers_fired_total counter"));
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //!
 //! Owns: gathering the server's state from the modules that own it (the
 //! core's `list_modules`; voxelworld's `list_nodes` of players and
-//! `get_stats`; network's, main's and replicate's `get_stats` when those
-//! modules are loaded), the world folder's size on disk, and drawing it as
+//! `get_stats`; network's, main's and replicate's `get_stats` and
+//! active's `get_active_stats` when those modules are loaded), the world folder's size on disk, and drawing it as
 //! one HTML page (escaped, refreshed every 5 s, no script). Does not own:
 //! any figure (the modules above), the metrics' names (`metrics.rs`).
 
@@ -54,6 +54,8 @@ pub struct Status {
     pub world_disk_bytes: u64,
     pub network: Option<NetworkStats>,
     pub replicate: Option<buildat_replicate_api::Stats>,
+    /// Active voxels (`active`): the ABMs' backlog and budget, the timers.
+    pub active: Option<buildat_active_api::ActiveStats>,
     /// Map tiles drawn by this page and the time they took.
     pub tiles_rendered: u64,
     pub tile_seconds: f64,
@@ -192,6 +194,13 @@ pub fn collect(shared: &Shared) -> Status {
         &buildat_replicate_api::GetStats {},
         &mut unavailable,
     );
+    let active = ask_loaded(
+        host,
+        &modules,
+        "active",
+        &buildat_active_api::GetActiveStats {},
+        &mut unavailable,
+    );
     let rows = modules
         .iter()
         .map(|m| ModuleRow {
@@ -213,6 +222,7 @@ pub fn collect(shared: &Shared) -> Status {
         world_disk_bytes: disk_bytes(&host.world_path()),
         network,
         replicate,
+        active,
         tiles_rendered: counters.tiles_rendered,
         tile_seconds: counters.tile_seconds,
         tile_failures: counters.tile_failures,
@@ -258,6 +268,24 @@ h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.4em}\
 table{border-collapse:collapse;background:#fff}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}\
 th{background:#e4e4dc}.num{text-align:right;font-variant-numeric:tabular-nums}\
 .bad{color:#b00}nav a{margin-right:1em}code{font-size:.9em}";
+
+/// The active voxels' row: the backlog and the budget first.
+pub fn active_text(active: &buildat_active_api::ActiveStats) -> String {
+    format!(
+        "backlog {} chunks of {} active; {} ABMs; tick {:.2} ms (p99 {:.2} ms, budget {:.2} ms, \
+         {} over); {} voxels delivered; timers {} loaded, {} fired",
+        active.backlog_chunks,
+        active.active_chunks,
+        active.abms,
+        active.last_tick_micros as f64 / 1000.0,
+        active.p99_tick_micros as f64 / 1000.0,
+        active.budget_micros as f64 / 1000.0,
+        active.ticks_over_budget,
+        active.voxels_delivered,
+        active.timers_loaded,
+        active.timers_fired
+    )
+}
 
 /// The status page.
 pub fn page(status: &Status) -> String {
@@ -330,6 +358,9 @@ pub fn page(status: &Status) -> String {
                 replicate.nodes, replicate.known, replicate.packets_sent
             ),
         );
+    }
+    if let Some(active) = &status.active {
+        row("active voxels", active_text(active));
     }
     row(
         "map tiles drawn",
@@ -431,6 +462,11 @@ mod tests {
             world_disk_bytes: 2048,
             network: None,
             replicate: None,
+            active: Some(buildat_active_api::ActiveStats {
+                backlog_chunks: 17,
+                timers_loaded: 5,
+                ..Default::default()
+            }),
             tiles_rendered: 0,
             tile_seconds: 0.0,
             tile_failures: 0,
@@ -441,5 +477,8 @@ mod tests {
         assert!(html.contains("1 h 2 min"));
         assert!(html.contains("0123456789ab"));
         assert!(html.contains("2.0 KiB"));
+        assert!(html.contains("active voxels"), "{html}");
+        assert!(html.contains("backlog 17 chunks"), "{html}");
+        assert!(html.contains("timers 5 loaded"), "{html}");
     }
 }
