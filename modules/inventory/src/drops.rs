@@ -257,10 +257,9 @@ impl Inventories {
             if now < since + PICKUP_DELAY {
                 continue;
             }
-            let Some(player) = players
-                .iter()
-                .find(|p| distance(p.position, position) <= PICKUP_DISTANCE)
-            else {
+            let Some(player) = players.iter().find(|p| {
+                distance(p.position, position) <= PICKUP_DISTANCE && !self.dead.contains(&p.name)
+            }) else {
                 continue;
             };
             let taker = Owner::Player(player.name.clone());

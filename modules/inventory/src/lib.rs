@@ -13,7 +13,8 @@
 //! (`actions.rs`: `inventory:act` judged for ownership and reach, answered
 //! after the store), drops on the ground (`drops.rs`), the calls of
 //! `buildat-inventory-api` and the console commands `census` and `give`.
-//! Where players are comes from their nodes (`players.rs`). Does not own:
+//! Where players are comes from their nodes (`players.rs`); a dead player
+//! (`health:died` until `health:respawned`) picks up no drop. Does not own:
 //! item definitions (`items`), recipes (`crafting`), the players (`main`),
 //! the storage (`voxelworld`).
 //!
@@ -35,6 +36,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use buildat_crafting_api::{CraftMatch, MatchGrid};
 use buildat_format::Packet;
+use buildat_health_api::{Died, Respawned};
 use buildat_interface::settings::Settings;
 use buildat_interface::stash::Stash;
 use buildat_interface::{
@@ -116,6 +118,9 @@ pub(crate) struct Inventories {
     players: players::PlayerNodes,
     /// Actions judged since the last tick: (peer, seq, job).
     pending: Vec<(PeerId, u32, commit::Job)>,
+    /// Players dead (`health:died`, until `health:respawned`): a body
+    /// picks nothing up, so what it dropped stays where it died.
+    dead: HashSet<String>,
 }
 
 impl Module for Inventories {
@@ -137,6 +142,7 @@ impl Module for Inventories {
             drops: drops::Drops::new(settings.drop_seconds)?,
             players: players::PlayerNodes::default(),
             pending: Vec::new(),
+            dead: HashSet::new(),
         })
     }
 
@@ -148,6 +154,18 @@ impl Module for Inventories {
             .event(|inv, _: ItemsChanged| inv.refresh_items())
             .event(|inv, changed: NodesChanged| {
                 inv.players.apply(&changed);
+                Ok(())
+            })
+            .event(|inv, died: Died| {
+                // Bounded: forgetting the dead only lets a body pick up.
+                if inv.dead.len() > 100_000 {
+                    inv.dead.clear();
+                }
+                inv.dead.insert(died.player);
+                Ok(())
+            })
+            .event(|inv, back: Respawned| {
+                inv.dead.remove(&back.player);
                 Ok(())
             })
             .event(|inv, joined: PlayerJoined| inv.on_joined(joined))

@@ -12,14 +12,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use buildat_crafting_api::{CraftMatch, MatchGrid};
+use buildat_health_api::{Cause, Died, Respawned};
 use buildat_interface::ModuleError;
 use buildat_interface::core_api::RunCommand;
 use buildat_interface::events::Tick;
 use buildat_interface::testing::{TestHost, TestModule};
 use buildat_inventory_api::{
     Act, Action, Answer, Census, Change, CreateInventory, EditVoxel, GetInventory, GetSlots,
-    Inventory, ItemStack, Lists, Overflow, Owner, Preview, RemoveInventory, SlotRef, TransactMany,
-    Transaction, TxOutcome, VALUE_SPACE,
+    Inventory, ItemStack, Lists, Overflow, Owner, Preview, RemoveInventory, SlotRef, Transact,
+    TransactMany, Transaction, TxOutcome, VALUE_SPACE,
 };
 use buildat_items_api::{GetItems, GroupCap, ItemDef, ItemRegistry, ToolCaps};
 use buildat_main_api::{PlayerJoined, PlayerLeft, VAR_PEER, VAR_PLAYER};
@@ -1258,6 +1259,94 @@ fn what_does_not_fit_lies_on_the_ground_until_it_expires() {
     inv.emit(&Tick { dtime: 1.0 }).unwrap();
     assert!(!inv.call(&Census {}).unwrap().contains_key("cobble"));
     assert!(drop_nodes(&shared).is_empty());
+}
+
+#[test]
+fn a_dead_players_inventory_dropped_in_one_transaction_stays_until_it_respawns() {
+    let (_kit, shared, mut inv) = started();
+    give(&mut inv, "ann", "wood", 5);
+    give(&mut inv, "ann", "stick", 3);
+    // What the health module sends when ann dies: every slot taken, each
+    // stack dropped where it died.
+    let at = [0.5, 0.5, 0.5];
+    let outcome = inv
+        .call(&Transact {
+            tx: Transaction {
+                changes: vec![
+                    Change::Take {
+                        slot: slot(&ann(), "main", 0),
+                        name: "wood".into(),
+                        count: 5,
+                    },
+                    Change::Drop {
+                        stack: ItemStack::new("wood", 5),
+                        at,
+                    },
+                    Change::Take {
+                        slot: slot(&ann(), "main", 1),
+                        name: "stick".into(),
+                        count: 3,
+                    },
+                    Change::Drop {
+                        stack: ItemStack::new("stick", 3),
+                        at,
+                    },
+                ],
+                edit: None,
+                by: Some("ann".into()),
+            },
+        })
+        .unwrap();
+    assert_eq!(outcome, TxOutcome::Done);
+    let mut nodes = drop_nodes(&shared);
+    nodes.sort();
+    assert_eq!(
+        nodes,
+        vec![("stick".to_string(), 3), ("wood".to_string(), 5)]
+    );
+    assert_eq!(main_slot(&stored(&shared, &ann()).unwrap(), 0), None);
+    assert_eq!(inv_total(&mut inv), 8, "nothing lost");
+    // A drop of more than the player held fails whole (no items made).
+    let greedy = inv
+        .call(&Transact {
+            tx: Transaction {
+                changes: vec![
+                    Change::Drop {
+                        stack: ItemStack::new("wood", 1),
+                        at,
+                    },
+                    Change::Take {
+                        slot: slot(&ann(), "main", 0),
+                        name: "wood".into(),
+                        count: 1,
+                    },
+                ],
+                edit: None,
+                by: None,
+            },
+        })
+        .unwrap();
+    assert!(matches!(greedy, TxOutcome::Refused(_)), "{greedy:?}");
+    assert_eq!(inv_total(&mut inv), 8);
+    // Dead on the drops: its body picks nothing up.
+    inv.emit(&Died {
+        player: "ann".into(),
+        cause: Cause::Fall,
+        position: at,
+    })
+    .unwrap();
+    age_drops(&mut inv, 10);
+    inv.emit(&Tick { dtime: 0.1 }).unwrap();
+    assert_eq!(drop_nodes(&shared).len(), 2, "{:?}", drop_nodes(&shared));
+    // Back to life there, it does.
+    inv.emit(&Respawned {
+        player: "ann".into(),
+        position: at,
+    })
+    .unwrap();
+    inv.emit(&Tick { dtime: 0.1 }).unwrap();
+    assert!(drop_nodes(&shared).is_empty());
+    assert_eq!(inv_total(&mut inv), 8);
 }
 
 #[test]
