@@ -663,3 +663,55 @@ fn a_voxels_definition_is_read_by_id_even_of_a_block_registered_later() {
     let error = ctx.voxel_definition(1 << 20).unwrap_err();
     assert!(error.to_string().contains("no voxel type"), "{error}");
 }
+
+/// docs/modding.md's example of active voxels, as written there.
+#[derive(Default, Serialize, Deserialize)]
+struct Moss;
+
+impl Mod for Moss {
+    fn setup(m: &mut Setup<Self>) {
+        // Every 10 s, cobblestone beside water near players, each with chance 1/5.
+        m.on_start(|_, ctx| ctx.register_abm("moss:grow", &["cobblestone"], &["water"], 10.0, 5));
+        m.on_abm("moss:grow", |_, ctx, found| {
+            for &(pos, _voxel) in found {
+                ctx.set_voxel(pos, "mossy_cobblestone")?;
+            }
+            Ok(())
+        });
+        // A mushroom placed spreads 30 s later, once.
+        m.block(BlockDefinition::simple("mushroom", "mushroom.png"))
+            .on_place(|_, ctx, pos| ctx.set_timer(pos, 30.0, "spread"));
+        m.on_timer("spread", |_, ctx, timer| {
+            let [x, y, z] = timer.pos;
+            ctx.place_voxel([x + 1, y, z], "mushroom")
+        });
+    }
+}
+
+#[test]
+fn the_guides_example_grows_moss_and_spreads_mushrooms() {
+    let world = TestWorld::new();
+    for name in ["cobblestone", "mossy_cobblestone", "water"] {
+        let block = BlockDefinition::simple(name, "x.png");
+        world
+            .kit()
+            .host()
+            .call(&buildat_voxelworld_api::RegisterBlock { block })
+            .unwrap();
+    }
+    world.fill([0, 0, 0], [2, 0, 0], "cobblestone");
+    world.fill([-1, 0, 0], [-1, 0, 0], "water");
+    let mut m = world.load::<Moss>().unwrap();
+    assert_eq!(world.run_abm(&mut m, "moss:grow").unwrap(), 1);
+    assert_eq!(world.voxel([0, 0, 0]).as_deref(), Some("mossy_cobblestone"));
+    assert_eq!(world.voxel([1, 0, 0]).as_deref(), Some("cobblestone"));
+
+    world
+        .place(&mut m, [0, 1, 0], "mushroom", Some("ann"))
+        .unwrap();
+    assert_eq!(world.pass(&mut m, 30.0).unwrap(), 1);
+    assert_eq!(world.voxel([1, 1, 0]).as_deref(), Some("mushroom"));
+    // The new one (placed by the mod) has its own timer: it spreads on.
+    assert_eq!(world.pass(&mut m, 30.0).unwrap(), 1);
+    assert_eq!(world.voxel([2, 1, 0]).as_deref(), Some("mushroom"));
+}
