@@ -245,6 +245,7 @@ local function ui_for(file)
 		set_box = host.ui_set_box, -- (id, x, y, z, width, height [, r, g, b])
 		remove_box = host.ui_remove_box, -- (id)
 		set_position = host.ui_set_position, -- (x, y, z): move the player (feet)
+		set_daylight = host.ui_set_daylight, -- (sun, r, g, b): sunlight factor and sky colour, 0..1
 	})
 end
 

@@ -19,6 +19,7 @@ use super::RenderError;
 use super::atlas::{Atlas, TILE};
 use super::camera::{Camera, Frustum};
 use super::mesh::{ChunkMesh, Vertex};
+use crate::sandbox::Daylight;
 
 /// The offscreen target's format (also preferred for windows).
 pub const COLOUR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
@@ -110,6 +111,9 @@ pub struct FrameExtras {
     pub world_lines: Vec<FlatVertex>,
     /// Triangles on the screen, in NDC (the overlay).
     pub screen_triangles: Vec<FlatVertex>,
+    /// The time of day's light (`buildat.ui.set_daylight`); `None`: full
+    /// sun under [`super::SKY`].
+    pub daylight: Option<Daylight>,
 }
 
 /// Counters of the last frame.
@@ -440,13 +444,15 @@ impl Renderer {
         let aspect = width as f32 / height.max(1) as f32;
         // Far enough for the radius's corners.
         let view_projection = camera.view_projection(aspect, view_radius * 1.5 + 64.0);
-        let sky = super::SKY;
+        let (sun, sky) = extras
+            .daylight
+            .map_or((1.0, super::SKY), |d| (d.sun, d.sky));
         let light = Vec3::from(LIGHT).normalize();
         let mut uniform: Vec<f32> = view_projection.to_cols_array().to_vec();
         uniform.extend_from_slice(&[camera.eye.x, camera.eye.y, camera.eye.z, 1.0]);
         uniform.extend_from_slice(&[sky[0], sky[1], sky[2], 1.0]);
         uniform.extend_from_slice(&[view_radius * 0.6, view_radius, 0.0, 0.0]);
-        uniform.extend_from_slice(&[light.x, light.y, light.z, 0.0]);
+        uniform.extend_from_slice(&[light.x, light.y, light.z, sun]);
         let bytes: Vec<u8> = uniform.iter().flat_map(|f| f.to_le_bytes()).collect();
         self.queue.write_buffer(&self.globals, 0, &bytes);
 

@@ -104,7 +104,10 @@ pub fn run(link: FrontendLink, options: &ShotOptions) -> Result<ShotReport, Rend
         wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
     );
     let view = texture.create_view(&Default::default());
-    let mut extras = FrameExtras::default();
+    let mut extras = FrameExtras {
+        daylight: scene.ui.daylight,
+        ..FrameExtras::default()
+    };
     scene.box_triangles(&mut extras.world_triangles);
     if options.overlay {
         let mut overlay = Overlay::new(width, height);

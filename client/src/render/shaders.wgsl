@@ -11,7 +11,8 @@ struct Globals {
     sky: vec4<f32>,
     // x: fog start, y: fog end (voxels from the eye).
     fog: vec4<f32>,
-    // xyz: direction the light travels.
+    // xyz: direction the light travels; w: the daylight (0..1, the time of
+    // day's factor of the voxels' sunlight).
     light: vec4<f32>,
 };
 
@@ -42,15 +43,14 @@ fn vs_chunk(
     let normal = normals[face_ao & 7u];
     let ao = f32((face_ao >> 3u) & 3u) / 3.0;
     let diffuse = max(dot(normal, -globals.light.xyz), 0.0);
-    // The light in front of the face (bits 5-12): sunlight (scaled by the
-    // daylight, 1 for now) or block light, whichever is brighter, each level
-    // 0.8 times the one above, never darker than a faint ambient.
+    // The light in front of the face (bits 5-12): sunlight (its brightness
+    // scaled by the daylight) or block light, whichever is brighter, each
+    // level 0.8 times the one above, never darker than a faint ambient.
     let voxel_light = (face_ao >> 5u) & 255u;
-    let daylight = 1.0;
-    let sun = f32((voxel_light >> 4u) & 15u) * daylight;
-    let torch = f32(voxel_light & 15u);
-    let level = max(sun, torch);
-    let brightness = max(pow(0.8, 15.0 - level), 0.05);
+    let daylight = clamp(globals.light.w, 0.0, 1.0);
+    let sun = pow(0.8, 15.0 - f32((voxel_light >> 4u) & 15u)) * daylight;
+    let torch = pow(0.8, 15.0 - f32(voxel_light & 15u));
+    let brightness = max(max(sun, torch), 0.05);
     var out: ChunkOut;
     out.clip = globals.view_projection * vec4<f32>(position, 1.0);
     out.uv = uv;

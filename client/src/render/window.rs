@@ -339,7 +339,10 @@ impl App {
         for (chunk, mesh) in self.scene.take_ready() {
             gfx.renderer.set_chunk(chunk, mesh.as_ref());
         }
-        let mut extras = FrameExtras::default();
+        let mut extras = FrameExtras {
+            daylight: self.scene.ui.daylight,
+            ..FrameExtras::default()
+        };
         self.scene.ease_boxes(seconds);
         self.scene.box_triangles(&mut extras.world_triangles);
         if let Some(target) = self.target {

@@ -5,7 +5,7 @@
 //! when the frontend reports a key, a click or a move.
 //!
 //! Owns: the UI state (text lines, hotbar, native action bindings, boxes,
-//! the last teleport) and the key, click and move handlers with their
+//! the last teleport, the daylight) and the key, click and move handlers with their
 //! limits. Does not own: drawing (`render`), input devices, or the session
 //! loop passing events in (`app`). In a headless session the same API
 //! exists (`graphical()` is false) and nothing ever calls the handlers.
@@ -87,6 +87,17 @@ pub struct UiBox {
     pub colour: [f32; 3],
 }
 
+/// The light of the time of day (`buildat.ui.set_daylight`): how much of
+/// the voxels' sunlight shines, and the sky's colour.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Daylight {
+    /// 0..1: the factor of the sunlight part of the voxel light (block
+    /// light is not scaled).
+    pub sun: f32,
+    /// The sky (clear and fog) colour, channels 0..1, linear.
+    pub sky: [f32; 3],
+}
+
 /// What the frontend draws and how it moves the player, as Lua set it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct UiState {
@@ -102,6 +113,8 @@ pub struct UiState {
     /// The last `set_position` (a serial, so a repeat of the same position
     /// still moves the player back there) and feet position.
     pub teleport: Option<(u64, [f64; 3])>,
+    /// The time of day's light; `None`: full sun under the client's own sky.
+    pub daylight: Option<Daylight>,
 }
 
 /// A key bound to a Lua function by the file `owner`.
@@ -319,6 +332,25 @@ impl Runtime {
             lua.create_function(move |_, id: String| {
                 let mut ui = s.ui.borrow_mut();
                 ui.changed |= ui.state.boxes.remove(&id).is_some();
+                Ok(())
+            })?,
+        )?;
+
+        let s = shared.clone();
+        host.raw_set(
+            "ui_set_daylight",
+            lua.create_function(move |_, (sun, r, g, b): (f64, f64, f64, f64)| {
+                finite(&[sun, r, g, b])?;
+                let channel = |c: f64| c.clamp(0.0, 1.0) as f32;
+                let daylight = Some(Daylight {
+                    sun: channel(sun),
+                    sky: [channel(r), channel(g), channel(b)],
+                });
+                let mut ui = s.ui.borrow_mut();
+                if ui.state.daylight != daylight {
+                    ui.state.daylight = daylight;
+                    ui.changed = true;
+                }
                 Ok(())
             })?,
         )?;

@@ -8,6 +8,8 @@
 //!   against a TLS port a screenshot follows the client's one rule
 //!   (loopback plaintext; as a remote server TLS with its key pinned), and
 //!   with nothing to connect to it fails without writing a picture;
+//!   with the `daytime` module a screenshot at midnight (set on the
+//!   console) is much darker than one at noon from the same eyes;
 //! - window: under Xvfb, the window mode starts and survives 10 s of
 //!   scripted input (keys, mouse motion, clicks, the wheel) from xdotool.
 //!
@@ -365,6 +367,80 @@ impl Drop for Xvfb {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The mean of every channel of every pixel, 0..255.
+fn mean_brightness(image: &Image) -> f64 {
+    let sum: u64 = image.rgb.iter().map(|&c| u64::from(c)).sum();
+    sum as f64 / image.rgb.len().max(1) as f64
+}
+
+/// The time of day in the picture: with the `daytime` module (its clock
+/// stopped at noon), a screenshot from spawn, then the console sets
+/// midnight and a screenshot from the same eyes: the sky is the client's
+/// own at noon and dark at midnight, the terrain much darker yet not black
+/// (a night keeps a little light).
+#[test]
+fn a_screenshot_at_midnight_is_darker_than_at_noon() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let setup = Setup::new();
+    crate::common::copy_dir(
+        &crate::common::repo_root().join("modules").join("daytime"),
+        &setup.modules.join("daytime"),
+    );
+    let (mut server, address) = setup.start(&[
+        "--set",
+        "daytime.day_minutes=0",
+        "--set",
+        "daytime.start_time=0.5",
+    ]);
+    let shots = setup.scratch.path();
+    let noon = shots.join("noon.png");
+    let line = screenshot(&setup, &address, &noon, &[]);
+    let eye = camera_eye(&line);
+    let camera = format!("{},{},{},0,0", eye[0], eye[1], eye[2]);
+
+    server.pump();
+    let from = server.seen.len();
+    server.send("time 0:00");
+    server
+        .wait_for_from(from, "time set: 00:00", Duration::from_secs(60))
+        .unwrap_or_else(|| panic!("the console sets midnight:\n{}", server.output()));
+    let midnight = shots.join("midnight.png");
+    screenshot(&setup, &address, &midnight, &["--camera", &camera]);
+
+    // To look at them: BUILDAT_TEST_KEEP_SHOTS=DIR keeps both pictures there.
+    if let Some(keep) = std::env::var_os("BUILDAT_TEST_KEEP_SHOTS") {
+        let keep = Path::new(&keep);
+        std::fs::create_dir_all(keep).expect("the folder for the pictures");
+        for shot in [&noon, &midnight] {
+            let name = shot.file_name().expect("a file name");
+            std::fs::copy(shot, keep.join(name)).expect("a picture kept");
+        }
+    }
+    let (noon, midnight) = (Image::read(&noon), Image::read(&midnight));
+    assert_terrain(&noon, &line);
+    assert!(
+        is_sky(noon.pixel(0, 0)),
+        "noon's sky: {:?}",
+        noon.pixel(0, 0)
+    );
+    let night_sky = midnight.pixel(0, 0);
+    assert!(
+        night_sky.iter().all(|&c| c < 70),
+        "midnight's sky: {night_sky:?}"
+    );
+    let (day, night) = (mean_brightness(&noon), mean_brightness(&midnight));
+    assert!(night < day * 0.5, "midnight {night:.1} vs noon {day:.1}");
+    // Below the horizon, the lit terrain still shows at night.
+    let lit = (midnight.height / 2 + 2..midnight.height)
+        .flat_map(|y| (0..midnight.width).map(move |x| (x, y)))
+        .filter(|&(x, y)| midnight.pixel(x, y).iter().any(|&c| c > 12))
+        .count();
+    assert!(
+        lit > 100,
+        "a night keeps a little light: {lit} pixels not black"
+    );
 }
 
 #[test]

@@ -1219,3 +1219,111 @@ fn the_game_s_clicks_dig_punch_and_use_the_voxel_under_the_crosshair() {
     .map(|(name, data)| (name.to_string(), data));
     assert_eq!(rt.take_outgoing(), expected);
 }
+
+/// `buildat.ui.set_daylight(sun, r, g, b)`: held in the UI state (clamped
+/// to 0..1, non-finite refused), a repeat of the same light is no change.
+#[test]
+fn set_daylight_holds_the_sunlight_and_the_sky() {
+    use buildat_client::sandbox::Daylight;
+
+    let (rt, _log) = runtime();
+    assert_eq!(
+        rt.ui_state().daylight,
+        None,
+        "full sun until a game sets it"
+    );
+    run(
+        &rt,
+        "game/client_lua/init.lua",
+        r#"
+        buildat.ui.set_daylight(0.25, 0.1, 0.2, 2)
+        local ok = pcall(buildat.ui.set_daylight, 0 / 0, 0, 0, 0)
+        assert(not ok, "NaN is refused")
+        "#,
+    )
+    .expect("runs");
+    let state = rt.take_ui_change().expect("changed");
+    assert_eq!(
+        state.daylight,
+        Some(Daylight {
+            sun: 0.25,
+            sky: [0.1, 0.2, 1.0]
+        })
+    );
+    run(
+        &rt,
+        "game/again.lua",
+        "buildat.ui.set_daylight(0.25, 0.1, 0.2, 1)",
+    )
+    .expect("runs");
+    assert!(rt.take_ui_change().is_none(), "the same light is no change");
+}
+
+/// The daytime module's client Lua (`modules/daytime/client_lua/init.lua`)
+/// on a `daytime:time` packet: its clock, night and on_change, and the
+/// daylight it sets: full sun under the client's own sky at noon, a little
+/// light under a dark sky at midnight; a malformed packet is ignored.
+#[test]
+fn the_daytime_module_sets_the_daylight_from_the_time_it_is_told() {
+    use buildat_client::render::SKY;
+
+    const DAYTIME: &str = include_str!("../../../modules/daytime/client_lua/init.lua");
+    let (rt, log) = runtime();
+    rt.set_file("daytime/client_lua/init.lua", DAYTIME.as_bytes());
+    run(
+        &rt,
+        "bot.lua",
+        r#"
+        local daytime = require("buildat/module/daytime")
+        assert(daytime.time() == nil and daytime.clock() == nil)
+        daytime.on_change(function(t)
+            buildat.send_packet("test:time", daytime.clock() .. " " .. tostring(daytime.night()))
+        end)
+        "#,
+    )
+    .expect("runs");
+    let packet = |time: f32, day: f32| {
+        let mut data = time.to_le_bytes().to_vec();
+        data.extend(day.to_le_bytes());
+        data
+    };
+    assert!(
+        rt.dispatch_packet("daytime:time", &packet(0.5, 0.0))
+            .is_empty()
+    );
+    let noon = rt.take_ui_change().expect("the daylight is set");
+    let noon = noon.daylight.expect("a daylight");
+    assert_eq!(noon.sun, 1.0);
+    assert_eq!(noon.sky, SKY, "the day's sky is the client's own");
+
+    assert!(
+        rt.dispatch_packet("daytime:time", &packet(0.0, 0.0))
+            .is_empty()
+    );
+    let midnight = rt.take_ui_change().expect("changed").daylight.expect("set");
+    assert!(midnight.sun > 0.05 && midnight.sun < 0.3, "{midnight:?}");
+    assert!(midnight.sky.iter().all(|c| *c < 0.1), "{midnight:?}");
+
+    assert!(rt.dispatch_packet("daytime:time", &[1, 2, 3]).is_empty());
+    assert!(
+        rt.dispatch_packet("daytime:time", &packet(1.5, 0.0))
+            .is_empty()
+    );
+    assert!(
+        rt.take_ui_change().is_none(),
+        "malformed packets change nothing"
+    );
+    assert_eq!(
+        sent(&rt),
+        [
+            ("test:time".to_string(), "12:00 false".to_string()),
+            ("test:time".to_string(), "00:00 true".to_string())
+        ]
+    );
+    let warnings = log
+        .borrow()
+        .iter()
+        .filter(|(_, name, message)| name == "daytime" && message.contains("malformed"))
+        .count();
+    assert_eq!(warnings, 2);
+}
