@@ -28,6 +28,9 @@ pub struct Ctx {
     /// Who caused what is being handled (see [`Ctx::player`]).
     pub(crate) player: Option<String>,
     registry: Option<VoxelRegistry>,
+    /// The ABMs the mod registered, by name: registered again when the
+    /// `active` module is loaded after them (it may come later, or fresh).
+    abms: Vec<Abm>,
 }
 
 impl Ctx {
@@ -36,6 +39,7 @@ impl Ctx {
             host,
             player: None,
             registry: None,
+            abms: Vec::new(),
         }
     }
 
@@ -241,6 +245,8 @@ impl Ctx {
             interval_seconds,
             chance,
         };
+        self.abms.retain(|kept| kept.name != abm.name);
+        self.abms.push(abm.clone());
         let registered = self.call_active(&RegisterAbm { abm })?.is_some();
         if !registered {
             self.host.log(
@@ -251,8 +257,17 @@ impl Ctx {
         Ok(registered)
     }
 
+    /// Registers the mod's ABMs again (the `active` module was loaded).
+    pub(crate) fn register_abms_again(&mut self) -> Result<(), ModuleError> {
+        for abm in self.abms.clone() {
+            self.call_active(&RegisterAbm { abm })?;
+        }
+        Ok(())
+    }
+
     /// Removes this module's ABM `name`; whether there was one.
     pub fn remove_abm(&mut self, name: &str) -> Result<bool, ModuleError> {
+        self.abms.retain(|kept| kept.name != name);
         let name = name.to_string();
         Ok(self.call_active(&RemoveAbm { name })?.unwrap_or(false))
     }

@@ -50,7 +50,7 @@ use std::time::{Duration, Instant};
 
 use buildat_active_api::{AbmBatch, TimersFired, abm_event, timers_event};
 use buildat_interface::core_api::RunCommand;
-use buildat_interface::events::{Continue, Start, Tick};
+use buildat_interface::events::{Continue, Event, ModuleLoaded, Start, Tick};
 use buildat_interface::log_limit::{LogLimiter, suppressed_note};
 use buildat_interface::{Host, Module, ModuleError, Receive, UnloadKind, log};
 use buildat_main_api::{BlockActionKind, BlockActions, block_action_event};
@@ -201,6 +201,33 @@ impl<M: Mod> Module for Modkit<M> {
                     },
                 );
             }
+        }
+        let mut events = events;
+        if !abms.is_empty() {
+            // The ABMs again when `active` is loaded after the mod (then
+            // the mod's own closure on the event, if it has one).
+            let at = events
+                .iter()
+                .position(|(name, _)| name == ModuleLoaded::NAME);
+            let mut own = at.map(|at| events.remove(at).1);
+            table.event_raw(ModuleLoaded::NAME, move |kit: &mut Self, bytes| {
+                let loaded: ModuleLoaded =
+                    buildat_interface::decode(bytes).map_err(|error| ModuleError::Malformed {
+                        what: format!("event {}", ModuleLoaded::NAME),
+                        error,
+                    })?;
+                if loaded.name == buildat_active_api::MODULE
+                    && let Err(error) = kit.ctx.register_abms_again()
+                {
+                    kit.failed("registering the ABMs again", &error);
+                }
+                if let Some(run) = &mut own
+                    && let Err(error) = run(&mut kit.state, &mut kit.ctx, bytes)
+                {
+                    kit.failed(&format!("on_event {}", ModuleLoaded::NAME), &error);
+                }
+                Ok(())
+            });
         }
         for (name, mut run) in events {
             let what = format!("on_event {name}");

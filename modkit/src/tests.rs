@@ -1,7 +1,7 @@
 //! The modkit's own tests, on the test kit and [`crate::testing::TestWorld`].
 
-use buildat_active_api::{SetTimers, VoxelTimer};
-use buildat_interface::events::Tick;
+use buildat_active_api::{RegisterAbm, SetTimers, VoxelTimer};
+use buildat_interface::events::{ModuleLoaded, Tick};
 use buildat_interface::testing::TestHost;
 use buildat_interface::{ModuleError, UnloadKind};
 use buildat_main_api::ChatLine;
@@ -714,4 +714,49 @@ fn the_guides_example_grows_moss_and_spreads_mushrooms() {
     // The new one (placed by the mod) has its own timer: it spreads on.
     assert_eq!(world.pass(&mut m, 30.0).unwrap(), 1);
     assert_eq!(world.voxel([2, 1, 0]).as_deref(), Some("mushroom"));
+}
+
+/// An ABM, and its own closure on modules loaded.
+#[derive(Default, Serialize, Deserialize)]
+struct Sprout {
+    loaded: Vec<String>,
+}
+
+impl Mod for Sprout {
+    fn setup(m: &mut Setup<Self>) {
+        m.on_start(|_, ctx| ctx.register_abm("test:sprout", &["dirt"], &[], 1.0, 1));
+        m.on_abm("test:sprout", |_, _, _| Ok(()));
+        m.on_event(|s, _, loaded: ModuleLoaded| {
+            s.loaded.push(loaded.name);
+            Ok(())
+        });
+    }
+}
+
+#[test]
+fn abms_are_registered_again_when_the_active_module_is_loaded_after_the_mod() {
+    // No active module yet: the registration is declined.
+    let kit = TestHost::new();
+    let mut m = kit.load::<Modkit<Sprout>>().unwrap();
+    assert_eq!(kit.calls::<RegisterAbm>().len(), 1);
+    kit.answer(|_: RegisterAbm| Ok(()));
+    m.emit(&ModuleLoaded {
+        name: "items".into(),
+    })
+    .unwrap();
+    assert_eq!(
+        kit.calls::<RegisterAbm>().len(),
+        1,
+        "not for another module"
+    );
+    m.emit(&ModuleLoaded {
+        name: "active".into(),
+    })
+    .unwrap();
+    let calls = kit.calls::<RegisterAbm>();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[1].abm.name, "test:sprout");
+    assert_eq!(calls[1].abm.module, "test");
+    // The mod's own closure still runs.
+    assert_eq!(m.module().state().loaded, ["items", "active"]);
 }
