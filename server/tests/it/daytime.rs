@@ -1,4 +1,159 @@
-//! End-to-end tests of the time of day: its clock, `/time`, what clients are told.
+//! End-to-end tests of the time of day in the real server (the default
+//! game plus `daytime`) with the real client: a client's Lua
+//! (`require("buildat/module/daytime")`) sees the time the server tells it
+//! advance, the console's `time 23:00` makes night reach it at once (and
+//! `daytime:night_changed` is logged), and the clock survives a restart
+//! (written when the module unloads, read back when it starts).
 
-#[allow(unused_imports)]
-use crate::common::*;
+use std::process::{Command, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use crate::common::{Scratch, Server, client_binary, console, lines_of, start_game};
+
+const SCRIPT: &str = r#"
+local daytime = require("buildat/module/daytime")
+local log = buildat.Logger("daytest")
+local first, advanced = nil, false
+daytime.on_change(function(t)
+	if first == nil then
+		first = t
+		log:info("first told " .. daytime.clock())
+	elseif not advanced and t > first then
+		advanced = true
+		log:info(string.format("time advances from %.4f to %.4f", first, t))
+	end
+	if advanced and daytime.night() then
+		log:info("night at " .. daytime.clock())
+		buildat.disconnect()
+	end
+end)
+"#;
+
+/// The default game with the daytime module.
+fn setup() -> Scratch {
+    let scratch = Scratch::new();
+    scratch.add_game();
+    scratch.add_modules(&["daytime"]);
+    scratch
+}
+
+/// Waits up to 60 s for a line of `lines` holding `what` (every line
+/// read is kept in `seen` and printed when it never comes).
+fn wait_line(lines: &Receiver<String>, seen: &mut Vec<String>, what: &str) -> Option<String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if let Ok(line) = lines.recv_timeout(Duration::from_millis(200)) {
+            seen.push(line.clone());
+            if line.contains(what) {
+                return Some(line);
+            }
+        }
+    }
+    eprintln!("the client's lines:\n{}", seen.join("\n"));
+    None
+}
+
+/// "HH:MM" as minutes since midnight.
+fn minutes_of(clock: &str) -> u32 {
+    let (hours, minutes) = clock.trim().split_once(':').expect("HH:MM");
+    hours.parse::<u32>().expect("hours") * 60 + minutes.parse::<u32>().expect("minutes")
+}
+
+/// The "HH:MM" before ", day" in a `time` answer.
+fn clock_of(answer: &str) -> &str {
+    let end = answer.find(", day").expect("HH:MM, day N");
+    &answer[end - 5..end]
+}
+
+#[test]
+fn a_client_sees_the_time_advance_and_night_fall_when_the_console_sets_it() {
+    let scratch = setup();
+    // A 5-minute day told every second: 0.003 of a day a second.
+    let (mut server, address) = start_game(
+        &scratch,
+        &[
+            "voxelworld.view_radius=1",
+            "daytime.day_minutes=5",
+            "daytime.send_seconds=1",
+        ],
+    );
+    let shown = console(&mut server, "time", ", day 0");
+    assert!(!shown.contains("night"), "{shown}");
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = dir.path().join("day.lua");
+    std::fs::write(&script, SCRIPT).expect("script");
+    let mut client = Command::new(client_binary())
+        .args(["--connect", &address, "--cache"])
+        .arg(dir.path().join("cache"))
+        .args(["--name", "daybot", "--quit-after", "90", "-v", "--script"])
+        .arg(&script)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run buildat-client");
+    let lines = lines_of(&mut client);
+    let mut seen = Vec::new();
+    let mut wait_for = |what: &str, server: &Server| {
+        wait_line(&lines, &mut seen, what).unwrap_or_else(|| {
+            panic!(
+                "the client logs '{what}' within 60 s\n--- server:\n{}",
+                server.output()
+            )
+        })
+    };
+    wait_for("first told ", &server);
+    let advanced = wait_for("time advances from ", &server);
+    assert!(!advanced.contains("night"), "{advanced}");
+
+    console(&mut server, "time 23:00", "time set: 23:00, day 0, night");
+    let night = wait_for("night at ", &server);
+    let at = minutes_of(night.rsplit("night at ").next().expect("a clock"));
+    assert!((23 * 60..23 * 60 + 10).contains(&at), "{night}");
+    let status = client.wait().expect("the client exits");
+    assert!(status.success(), "the client exits 0 after night fell");
+    assert!(
+        server.output().contains("night falls at 23:00"),
+        "{}",
+        server.output()
+    );
+}
+
+#[test]
+fn the_clock_survives_a_restart() {
+    let scratch = setup();
+    // A 2-minute day: 12 minutes of the clock a second.
+    let (mut server, _) = start_game(
+        &scratch,
+        &["voxelworld.view_radius=1", "daytime.day_minutes=2"],
+    );
+    console(&mut server, "time 20:30", "time set: 20:30");
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        server.stop(Duration::from_secs(60)),
+        Some(0),
+        "{}",
+        server.output()
+    );
+
+    // Stopped now: the clock stays where the last run left it.
+    let (mut server, _) = start_game(
+        &scratch,
+        &["voxelworld.view_radius=1", "daytime.day_minutes=0"],
+    );
+    let shown = console(&mut server, "time", ", day 0");
+    let at = minutes_of(clock_of(&shown));
+    assert!(
+        (20 * 60 + 50..24 * 60).contains(&at),
+        "later than 20:30 by the seconds run before the stop: {shown}"
+    );
+    assert!(shown.contains("night"), "{shown}");
+    assert_eq!(
+        server.stop(Duration::from_secs(60)),
+        Some(0),
+        "{}",
+        server.output()
+    );
+}
