@@ -36,7 +36,10 @@
 //! 2048), z = 0 (on the ground, or on the sea floor where that is sea);
 //! `creatures.seed` (default 0: from the clock, so each start differs)
 //! seeds where they are placed and how they wander, so two measuring runs
-//! can place and move the same herd.
+//! can place and move the same herd. `creatures.rest_at_night` (default
+//! true): with the `daytime` module (an optional dependency), nobody walks
+//! from dusk to dawn (`daytime:night_changed`; at start `GetTime`); they
+//! still fall and make way.
 //!
 //! A creature's node carries the variables (see `kinds.rs`):
 //! - `creature`: its kind's name, UTF-8 (`chicken`, `cow`, `sheep`);
@@ -78,6 +81,7 @@ pub mod wander;
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
+use buildat_daytime_api::{GetTime, NightChanged};
 use buildat_interface::{
     Host, Module, ModuleError, Receive, Stash, UnloadKind, config, events, export_module, log,
     settings::Settings,
@@ -266,6 +270,10 @@ struct Creatures {
     /// Seconds until placing may be tried again after columns failed.
     spawn_backoff: f64,
     counters: Counters,
+    /// `creatures.rest_at_night`.
+    rest_at_night: bool,
+    /// Night (`daytime:night_changed`) and `rest_at_night`: nobody walks.
+    resting: bool,
 }
 
 impl Creatures {
@@ -367,6 +375,7 @@ impl Creatures {
     /// any): the world's sizes and voxels, and when nothing came back, the
     /// count of persistent creatures made and the creatures in the world.
     fn start(&mut self) -> Result<(), ModuleError> {
+        self.resting = self.rest_at_night && self.night_now();
         let sizes = self.host.call(&GetSizes {})?;
         self.section_size = SectionSize(sizes.section_size);
         self.refresh_registry()?;
@@ -387,6 +396,30 @@ impl Creatures {
         Ok(())
     }
 
+    /// Whether it is night by the `daytime` module (day when it does not
+    /// run).
+    fn night_now(&self) -> bool {
+        match self.host.call(&GetTime {}) {
+            Ok(now) => now.night,
+            Err(error) => {
+                log::debug!("creatures: no time of day ({error}); always day");
+                false
+            }
+        }
+    }
+
+    /// Dusk or dawn: they rest or walk again.
+    fn night_changed(&mut self, night: bool) {
+        self.resting = self.rest_at_night && night;
+        if self.rest_at_night {
+            log::info!(
+                "creatures {} ({} of them)",
+                if night { "rest for the night" } else { "wake" },
+                self.creatures.len()
+            );
+        }
+    }
+
     /// The `creatures` command's answer.
     fn report(&self) -> String {
         let mut per_kind = vec![0usize; KINDS.len()];
@@ -403,14 +436,19 @@ impl Creatures {
         format!(
             "creatures: {} ({}), {} moved in the last second, {grounded} on the ground, \
              {waiting} waiting, {} to place, {} standing with no player near, {} crowded, \
-             {} asleep (no player near for {SLEEP_AFTER} s: no node)",
+             {} asleep (no player near for {SLEEP_AFTER} s: no node){}",
             self.creatures.len(),
             kinds.join(", "),
             self.counters.moved_last_second,
             self.spawns.len(),
             self.dormant,
             self.crowded,
-            self.asleep.len()
+            self.asleep.len(),
+            if self.resting {
+                "; resting for the night"
+            } else {
+                ""
+            }
         )
     }
 
@@ -519,6 +557,8 @@ buildat_interface::settings! {
         far_distance: f64 = 2048.0,
         /// Seeds where they are placed and how they wander (0: from the clock).
         seed: u64 = 0,
+        /// Creatures stand still at night (when the daytime module runs).
+        rest_at_night: bool = true,
     }
 }
 
@@ -576,6 +616,8 @@ impl Module for Creatures {
             since_adopt: 0.0,
             spawn_backoff: 0.0,
             counters: Counters::default(),
+            rest_at_night: set.rest_at_night,
+            resting: false,
         })
     }
 
@@ -584,6 +626,10 @@ impl Module for Creatures {
             .event(|creatures, _: events::Start| creatures.start())
             .event(|creatures, _: events::Continue| creatures.start())
             .event(|creatures, tick: events::Tick| creatures.tick(tick.dtime))
+            .event(|creatures, changed: NightChanged| {
+                creatures.night_changed(changed.night);
+                Ok(())
+            })
             .event(|creatures, updated: NodeVolumeUpdated| {
                 creatures.solidity.forget_chunk(updated.chunk);
                 Ok(())
@@ -624,27 +670,30 @@ export_module!(Creatures);
 mod tests {
     use super::*;
 
-    /// Creatures on the test kit over the modkit's world in memory (stone
-    /// up to y = 0), with the world's values in a map: the herd placed on
-    /// the ground, its count in the values and nowhere else, every
-    /// creature kept across a reload, and the persistent one not made
-    /// again by a restart.
-    #[test]
-    fn the_herd_is_placed_counted_in_the_worlds_values_and_kept_across_a_reload() {
-        use buildat_interface::testing::TestHost;
-        use buildat_modkit::testing::TestWorld;
-        use buildat_voxelworld_api::{GetValue, PutValues, SectionStatus, Sizes};
-        use std::collections::BTreeMap;
-        use std::sync::{Arc, Mutex};
+    use buildat_interface::testing::TestHost;
+    use buildat_modkit::testing::TestWorld;
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
 
-        let dir = tempfile::tempdir().expect("temp dir");
-        let kit = TestHost::new()
-            .config("creatures.count", "2")
-            .config("creatures.persistent", "1")
+    type Values = BTreeMap<(String, String), Vec<u8>>;
+
+    /// A kit for creatures (`config` on top of a small herd: radius 3,
+    /// every creature active, seed 7) over the modkit's world in memory
+    /// (stone up to y = 0), the world's values in a map.
+    fn herd_kit(
+        dir: &std::path::Path,
+        config: &[(&str, &str)],
+    ) -> (TestHost, TestWorld, Arc<Mutex<Values>>) {
+        use buildat_voxelworld_api::{GetValue, PutValues, SectionStatus, Sizes};
+
+        let mut kit = TestHost::new()
             .config("creatures.radius", "3")
             .config("creatures.active_radius", "0")
             .config("creatures.seed", "7")
-            .world_path(dir.path());
+            .world_path(dir);
+        for (key, value) in config {
+            kit = kit.config(key, value);
+        }
         let world = TestWorld::on(kit.clone());
         world.fill([-8, -4, -8], [8, 0, 8], "stone");
         kit.answer(|_: GetSizes| {
@@ -667,7 +716,6 @@ mod tests {
                 .map(|p| read.voxel(*p).map(|name| read.id(&name)))
                 .collect())
         });
-        type Values = BTreeMap<(String, String), Vec<u8>>;
         let values: Arc<Mutex<Values>> = Arc::default();
         let kept = values.clone();
         kit.answer(move |get: GetValue| {
@@ -682,15 +730,31 @@ mod tests {
             }
             Ok(true)
         });
+        (kit, world, values)
+    }
+
+    fn tick(m: &mut buildat_interface::testing::TestModule<Creatures>, n: usize) {
+        for _ in 0..n {
+            m.emit(&events::Tick { dtime: 0.1 }).expect("ticks");
+        }
+    }
+
+    /// Creatures on the test kit over the modkit's world in memory (stone
+    /// up to y = 0), with the world's values in a map: the herd placed on
+    /// the ground, its count in the values and nowhere else, every
+    /// creature kept across a reload, and the persistent one not made
+    /// again by a restart.
+    #[test]
+    fn the_herd_is_placed_counted_in_the_worlds_values_and_kept_across_a_reload() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (kit, world, values) = herd_kit(
+            dir.path(),
+            &[("creatures.count", "2"), ("creatures.persistent", "1")],
+        );
         let herd = |world: &TestWorld| {
             let nodes = world.nodes();
             let persistent = nodes.iter().filter(|n| n.save_enabled).count();
             (nodes.len(), persistent)
-        };
-        let tick = |m: &mut buildat_interface::testing::TestModule<Creatures>, n: usize| {
-            for _ in 0..n {
-                m.emit(&events::Tick { dtime: 0.1 }).expect("ticks");
-            }
         };
 
         let mut creatures = kit.load::<Creatures>().expect("loads");
@@ -739,6 +803,80 @@ mod tests {
         let mut creatures = kit.load::<Creatures>().expect("loads again");
         tick(&mut creatures, 5);
         assert_eq!(herd(&world), (3, 1));
+    }
+
+    /// Where every creature stands, by node id, in x and z.
+    fn places(world: &TestWorld) -> BTreeMap<u64, [f64; 2]> {
+        world
+            .nodes()
+            .iter()
+            .map(|n| (n.id, [n.position[0], n.position[2]]))
+            .collect()
+    }
+
+    /// The daytime module's dusk (`daytime:night_changed`): the herd stands
+    /// still until dawn, then walks again; with the time of day read at
+    /// start, a herd loaded at night rests at once; `rest_at_night` false
+    /// keeps them walking.
+    #[test]
+    fn creatures_rest_at_night_and_walk_again_at_dawn() {
+        use buildat_daytime_api::{GetTime, NightChanged, TimeOfDay};
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (kit, world, _) = herd_kit(
+            dir.path(),
+            &[("creatures.count", "6"), ("creatures.persistent", "0")],
+        );
+        let mut creatures = kit.load::<Creatures>().expect("loads");
+        tick(&mut creatures, 40);
+        assert_eq!(world.nodes().len(), 6);
+        let before = places(&world);
+        tick(&mut creatures, 40);
+        assert_ne!(places(&world), before, "by day they walk");
+
+        creatures
+            .emit(&NightChanged { night: true })
+            .expect("night");
+        tick(&mut creatures, 20); // They stop (and land) first.
+        let resting = places(&world);
+        tick(&mut creatures, 80);
+        assert_eq!(places(&world), resting, "at night nobody walks");
+        let report = creatures.command("creatures", &[], None).expect("reports");
+        assert!(report.ends_with("; resting for the night"), "{report}");
+
+        creatures
+            .emit(&NightChanged { night: false })
+            .expect("dawn");
+        tick(&mut creatures, 80);
+        assert_ne!(places(&world), resting, "at dawn they walk again");
+        creatures.unload(UnloadKind::ForGood).expect("unloads");
+
+        // Loaded at night: resting from the start.
+        kit.answer(|_: GetTime| {
+            Ok(TimeOfDay {
+                time: 0.0,
+                day: 0,
+                day_seconds: 1200.0,
+                night: true,
+            })
+        });
+        let creatures = kit.load::<Creatures>().expect("loads at night");
+        assert!(creatures.module().resting);
+        drop(creatures);
+        let (kit, _world, _) = herd_kit(dir.path(), &[("creatures.rest_at_night", "false")]);
+        kit.answer(|_: GetTime| {
+            Ok(TimeOfDay {
+                time: 0.0,
+                day: 0,
+                day_seconds: 1200.0,
+                night: true,
+            })
+        });
+        let mut creatures = kit.load::<Creatures>().expect("loads");
+        creatures
+            .emit(&NightChanged { night: true })
+            .expect("night");
+        assert!(!creatures.module().resting, "rest_at_night off");
     }
 
     #[test]

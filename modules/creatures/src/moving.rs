@@ -19,6 +19,7 @@ impl Creatures {
         let ticks = self.counters.ticks;
         let second = self.counters.second;
         let herds = self.herds;
+        let resting = self.resting;
         let mut moves = Vec::new();
         let mut moved = 0;
         let mut retry = Vec::new();
@@ -53,7 +54,13 @@ impl Creatures {
             let home = ((x - centre[0]).hypot(z - centre[1]) > self.radius)
                 .then(|| wander::heading_towards([x, z], centre));
             creature.brain.think(dt, home, &mut self.rng);
-            let mut walk = crowd::steer(creature.brain.walk(kind.speed), pushes[index]);
+            // At night they rest: no walk, but they still fall and make way.
+            let planned = if resting {
+                [0.0, 0.0]
+            } else {
+                creature.brain.walk(kind.speed)
+            };
+            let mut walk = crowd::steer(planned, pushes[index]);
             let still = walk == [0.0, 0.0]
                 && creature.state.on_ground
                 && creature.state.velocity == [0.0; 3];
