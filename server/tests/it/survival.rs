@@ -249,3 +249,272 @@ fn the_builder_bot_digs_and_places_back_what_it_dug_in_survival() {
         .unwrap_or_else(|| panic!("a census total: {census}"));
     assert!(total <= 1, "{census}");
 }
+
+/// The living world's survival rules through the real server (`active`
+/// finding voxels near the player and firing timers), watched by a player
+/// over a raw connection as the world streams it: dirt placed beside
+/// grass in the sunlight turns to grass (fast settings: a round a second,
+/// every voxel), and a sapling grows into a tree when its timer fires.
+mod living {
+    use std::collections::HashMap;
+    use std::time::{Duration, Instant};
+
+    use buildat_format::{Packet, decode_voxels};
+    use buildat_harness::raw_client::RawClient;
+    use buildat_main_api::{Join, Place, Refused, Spawn};
+    use buildat_voxel::geometry::{self, Pos};
+    use buildat_voxelworld_api::stream::{Ack, Chunk, Registry, UnloadChunk, VoxelUpdates};
+
+    use crate::common::{Scratch, start_game};
+
+    const SETTINGS: [&str; 6] = [
+        "voxelworld.view_radius=2",
+        "main.default_privileges=interact,shout,creative",
+        "survival.grass_seconds=1",
+        "survival.grass_chance=1",
+        "survival.sapling_seconds=2",
+        "active.radius_chunks=2",
+    ];
+
+    /// A player who sees the world as it streams.
+    struct Gardener {
+        client: RawClient,
+        position: Option<[f64; 3]>,
+        names: Vec<String>,
+        chunks: HashMap<Pos, Vec<u32>>,
+        refused: Vec<String>,
+    }
+
+    impl Gardener {
+        fn join(address: &str) -> Self {
+            let mut client = RawClient::connect(address).expect("connect");
+            let join = Join {
+                name: "gardener".into(),
+            };
+            client.send_packet(&join).expect("join");
+            let mut gardener = Self {
+                client,
+                position: None,
+                names: Vec::new(),
+                chunks: HashMap::new(),
+                refused: Vec::new(),
+            };
+            gardener
+                .pump_until(Duration::from_secs(120), |g| {
+                    let Some(feet) = g.position.map(|p| p.map(|v| v.floor() as i32)) else {
+                        return false;
+                    };
+                    // The chunks around the feet, where it gardens.
+                    let chunk = geometry::chunk_of_voxel(feet);
+                    (-1..=1).all(|dx| {
+                        (-1..=1).all(|dy| {
+                            (-1..=1).all(|dz| {
+                                g.chunks.contains_key(&[
+                                    chunk[0] + dx,
+                                    chunk[1] + dy,
+                                    chunk[2] + dz,
+                                ])
+                            })
+                        })
+                    })
+                })
+                .expect("spawned with the world around");
+            gardener
+        }
+
+        /// Handles packets until `done`; `None` on timeout.
+        fn pump_until(&mut self, timeout: Duration, done: impl Fn(&Self) -> bool) -> Option<()> {
+            let deadline = Instant::now() + timeout;
+            while !done(self) {
+                let left = deadline.checked_duration_since(Instant::now())?;
+                let Some(packet) = self
+                    .client
+                    .recv(left.min(Duration::from_millis(200)))
+                    .expect("connected")
+                else {
+                    continue;
+                };
+                match packet.name.as_str() {
+                    Spawn::NAME => {
+                        self.position = Some(Spawn::decode(&packet.data).unwrap().position);
+                    }
+                    Registry::NAME => {
+                        let mut registry = Registry::decode(&packet.data).unwrap();
+                        registry.voxels.reindex();
+                        self.names = registry
+                            .voxels
+                            .definitions()
+                            .iter()
+                            .map(|d| d.name.canonical())
+                            .collect();
+                    }
+                    Chunk::NAME => {
+                        let chunk = Chunk::decode(&packet.data).unwrap();
+                        let names = &self.names;
+                        let voxels = decode_voxels(
+                            &chunk.blob,
+                            |n| names.iter().position(|x| x == n).map(|i| i as u32),
+                            1,
+                        )
+                        .unwrap()
+                        .voxels;
+                        self.chunks.insert(chunk.chunk, voxels);
+                        self.client.send_packet(&Ack { chunks: 1 }).unwrap();
+                    }
+                    UnloadChunk::NAME => {
+                        let unload = UnloadChunk::decode(&packet.data).unwrap();
+                        self.chunks.remove(&unload.chunk);
+                    }
+                    VoxelUpdates::NAME => {
+                        let updates = VoxelUpdates::decode(&packet.data).unwrap();
+                        if let Some(voxels) = self.chunks.get_mut(&updates.chunk) {
+                            for (index, value) in updates.changes {
+                                voxels[usize::from(index)] =
+                                    buildat_voxel::VoxelInstance(value).type_id();
+                            }
+                        }
+                    }
+                    Refused::NAME => {
+                        let refused = Refused::decode(&packet.data).unwrap();
+                        self.refused.push(refused.reason);
+                    }
+                    _ => {}
+                }
+            }
+            Some(())
+        }
+
+        fn voxel(&self, voxel: Pos) -> Option<&str> {
+            let chunk = self.chunks.get(&geometry::chunk_of_voxel(voxel))?;
+            let id = chunk[geometry::index_in_chunk(voxel)];
+            self.names.get(id as usize).map(String::as_str)
+        }
+
+        /// Waits until the voxel at `pos` is `name`; panics naming what it
+        /// is after `seconds`.
+        fn wait_for(&mut self, pos: Pos, name: &str, seconds: u64) {
+            let seen =
+                self.pump_until(Duration::from_secs(seconds), |g| g.voxel(pos) == Some(name));
+            assert!(
+                seen.is_some(),
+                "{pos:?} is {:?}, not {name}, after {seconds} s (refused: {:?})",
+                self.voxel(pos),
+                self.refused
+            );
+        }
+
+        fn feet(&self) -> Pos {
+            self.position.expect("spawned").map(|v| v.floor() as i32)
+        }
+
+        /// Whether the `height` voxels from `pos` up are air.
+        fn open(&self, [x, y, z]: Pos, height: i32) -> bool {
+            (0..height).all(|dy| self.voxel([x, y + dy, z]) == Some("air"))
+        }
+
+        /// A direction along which the ground is flat and open for
+        /// `reach` voxels from the feet: the voxels on the ground there
+        /// are free up to `height`.
+        fn open_side(&self, reach: i32, height: i32) -> Option<Pos> {
+            let [x, y, z] = self.feet();
+            [[1, 0, 0], [-1, 0, 0], [0, 0, 1], [0, 0, -1]]
+                .into_iter()
+                .find(|[dx, _, dz]| {
+                    (1..=reach).all(|step| {
+                        let at = [x + dx * step, y, z + dz * step];
+                        let below = [at[0], y - 1, at[2]];
+                        self.voxel(below)
+                            .is_some_and(|v| v != "air" && v != "water")
+                            && self.open(at, height)
+                    })
+                })
+        }
+    }
+
+    #[test]
+    fn dirt_beside_grass_in_the_light_turns_to_grass_and_a_sapling_grows_into_a_tree() {
+        let scratch = Scratch::new();
+        scratch.add_living_world();
+        let (mut server, address) = start_game(&scratch, &SETTINGS);
+        let mut gardener = Gardener::join(&address);
+        let context = |g: &Gardener, server: &mut crate::common::Server| {
+            format!("refused: {:?}\n--- server:\n{}", g.refused, server.output())
+        };
+        let [x, y, z] = gardener.feet();
+
+        // Dirt, and grass beside it, on the ground in the open (the dirt
+        // first: the grass would hide it from the eyes).
+        let Some([dx, _, dz]) = gardener.open_side(2, 16) else {
+            panic!("no open flat ground beside {:?}", gardener.feet());
+        };
+        let grass = [x + dx, y, z + dz];
+        let dirt = [x + 2 * dx, y, z + 2 * dz];
+        let place = |g: &mut Gardener, voxel: Pos, name: &str| {
+            let name = name.to_string();
+            g.client.send_packet(&Place { voxel, name }).unwrap();
+        };
+        place(&mut gardener, dirt, "dirt");
+        gardener.wait_for(dirt, "dirt", 30);
+        let placed = Instant::now();
+        place(&mut gardener, grass, "grass");
+        gardener.wait_for(dirt, "grass", 60);
+        eprintln!("the dirt turned to grass in {:?}", placed.elapsed());
+        assert_eq!(
+            gardener.voxel(grass),
+            Some("grass"),
+            "{}",
+            context(&gardener, &mut server)
+        );
+
+        // A sapling on another side, with room above: a tree after its
+        // timer (2 s).
+        let sides = [[-dx, 0, -dz], [dz, 0, dx], [-dz, 0, -dx]];
+        let Some([bx, _, bz]) = sides.into_iter().find(|[bx, _, bz]| {
+            let at = |step: i32| [x + step * bx, y, z + step * bz];
+            let below = [x + 3 * bx, y - 1, z + 3 * bz];
+            gardener.open(at(1), 2)
+                && gardener.open(at(2), 2)
+                && gardener.open(at(3), 10)
+                && gardener
+                    .voxel(below)
+                    .is_some_and(|v| v != "air" && v != "water")
+        }) else {
+            panic!("no open ground for a sapling around {:?}", gardener.feet());
+        };
+        let sapling = [x + 3 * bx, y, z + 3 * bz];
+        place(&mut gardener, sapling, "sapling");
+        gardener.wait_for(sapling, "sapling", 30);
+        let planted = Instant::now();
+        gardener.wait_for(sapling, "wood", 60);
+        eprintln!("the sapling grew in {:?}", planted.elapsed());
+        assert!(
+            planted.elapsed() >= Duration::from_millis(1500),
+            "not before its timer"
+        );
+        for dy in 1..4 {
+            gardener.wait_for([sapling[0], y + dy, sapling[2]], "wood", 10);
+        }
+        let leaves = (-2..=2)
+            .flat_map(|ox| (2..9).flat_map(move |oy| (-2..=2).map(move |oz| [ox, oy, oz])))
+            .filter(|[ox, oy, oz]| {
+                gardener.voxel([sapling[0] + ox, y + oy, sapling[2] + oz]) == Some("leaves")
+            })
+            .count();
+        assert!(
+            leaves >= 30,
+            "{leaves} leaves: {}",
+            context(&gardener, &mut server)
+        );
+        assert!(
+            gardener.refused.is_empty(),
+            "{}",
+            context(&gardener, &mut server)
+        );
+        assert_eq!(
+            server.stop(Duration::from_secs(60)),
+            Some(0),
+            "{}",
+            server.output()
+        );
+    }
+}
