@@ -261,11 +261,11 @@ mod living {
 
     use buildat_format::{Packet, decode_voxels};
     use buildat_harness::raw_client::RawClient;
-    use buildat_main_api::{Join, Place, Refused, Spawn};
+    use buildat_main_api::{ChatLine, Correct, Join, Place, Refused, Spawn, Use};
     use buildat_voxel::geometry::{self, Pos};
     use buildat_voxelworld_api::stream::{Ack, Chunk, Registry, UnloadChunk, VoxelUpdates};
 
-    use crate::common::{Scratch, start_game};
+    use crate::common::{Scratch, console, start_game};
 
     const SETTINGS: [&str; 6] = [
         "voxelworld.view_radius=2",
@@ -283,6 +283,12 @@ mod living {
         names: Vec<String>,
         chunks: HashMap<Pos, Vec<u32>>,
         refused: Vec<String>,
+        /// Chat lines told.
+        told: Vec<String>,
+        /// Positions the server moved the player to (`main:correct`).
+        corrected: Vec<[f64; 3]>,
+        /// `health:died` received.
+        died: bool,
     }
 
     impl Gardener {
@@ -298,6 +304,9 @@ mod living {
                 names: Vec::new(),
                 chunks: HashMap::new(),
                 refused: Vec::new(),
+                told: Vec::new(),
+                corrected: Vec::new(),
+                died: false,
             };
             gardener
                 .pump_until(Duration::from_secs(120), |g| {
@@ -378,6 +387,14 @@ mod living {
                         let refused = Refused::decode(&packet.data).unwrap();
                         self.refused.push(refused.reason);
                     }
+                    ChatLine::NAME => {
+                        self.told.push(ChatLine::decode(&packet.data).unwrap().text);
+                    }
+                    Correct::NAME => {
+                        let position = Correct::decode(&packet.data).unwrap().position;
+                        self.corrected.push(position);
+                    }
+                    "health:died" => self.died = true,
                     _ => {}
                 }
             }
@@ -509,6 +526,65 @@ mod living {
             gardener.refused.is_empty(),
             "{}",
             context(&gardener, &mut server)
+        );
+        assert_eq!(
+            server.stop(Duration::from_secs(60)),
+            Some(0),
+            "{}",
+            server.output()
+        );
+    }
+
+    #[test]
+    fn a_player_who_used_a_bed_respawns_on_it() {
+        let scratch = Scratch::new();
+        scratch.add_living_world();
+        let (mut server, address) = start_game(&scratch, &SETTINGS);
+        let mut gardener = Gardener::join(&address);
+        let [x, y, z] = gardener.feet();
+        let Some([dx, _, dz]) = gardener.open_side(2, 3) else {
+            panic!("no open flat ground beside {:?}", gardener.feet());
+        };
+        let bed = [x + 2 * dx, y, z + 2 * dz];
+        let name = "bed".to_string();
+        gardener
+            .client
+            .send_packet(&Place { voxel: bed, name })
+            .unwrap();
+        gardener.wait_for(bed, "bed", 30);
+        gardener.client.send_packet(&Use { voxel: bed }).unwrap();
+        let set = gardener.pump_until(Duration::from_secs(30), |g| {
+            g.told.iter().any(|t| t.contains("Respawn point set"))
+        });
+        assert!(
+            set.is_some(),
+            "told {:?}, refused {:?}\n--- server:\n{}",
+            gardener.told,
+            gardener.refused,
+            server.output()
+        );
+
+        console(&mut server, "kill gardener", "gardener is dead");
+        gardener
+            .pump_until(Duration::from_secs(30), |g| g.died)
+            .expect("told it died");
+        gardener.client.send("health:respawn", &[]).unwrap();
+        let on_bed = [
+            f64::from(bed[0]) + 0.5,
+            f64::from(y) + 1.0,
+            f64::from(bed[2]) + 0.5,
+        ];
+        let back = gardener.pump_until(Duration::from_secs(30), |g| {
+            g.corrected
+                .iter()
+                .any(|p| (0..3).all(|i| (p[i] - on_bed[i]).abs() < 1e-6))
+        });
+        assert!(
+            back.is_some(),
+            "moved to {:?}, not {on_bed:?} (the spawn: {:?})\n--- server:\n{}",
+            gardener.corrected,
+            gardener.position,
+            server.output()
         );
         assert_eq!(
             server.stop(Duration::from_secs(60)),
