@@ -56,6 +56,9 @@ local function draw()
 		end
 	end
 	pcall(buildat.ui.set_text, TEXT_ID, text)
+	if buildat.ui.set_health ~= nil then
+		pcall(buildat.ui.set_health, hp, max_hp)
+	end
 end
 
 buildat.sub_packet("health:state", function(data)
