@@ -121,10 +121,10 @@ impl Abms {
     }
 
     /// Starts the rounds that are due at `clock` over `area`.
-    pub fn start_rounds(&mut self, clock: f64, area: &BTreeSet<Pos>) {
+    pub fn start_rounds<'a>(&mut self, clock: f64, area: impl Iterator<Item = &'a Pos> + Clone) {
         for state in self.by_name.values_mut() {
             if state.queue.is_empty() && clock >= state.next_round {
-                state.queue = area.iter().copied().collect();
+                state.queue = area.clone().copied().collect();
                 state.next_round = clock + state.abm.interval_seconds;
                 state.round += 1;
             }
@@ -199,13 +199,13 @@ mod tests {
         );
         abms.register(abm, &VoxelRegistry::default(), &ItemRegistry::default());
         let area: BTreeSet<Pos> = [[0, 0, 0], [1, 0, 0]].into();
-        abms.start_rounds(0.0, &area);
+        abms.start_rounds(0.0, area.iter());
         assert_eq!(abms.backlog(), 2);
         let seed = abms.by_name["m:a"].seed();
         abms.by_name.get_mut("m:a").unwrap().queue.clear();
-        abms.start_rounds(0.5, &area);
+        abms.start_rounds(0.5, area.iter());
         assert_eq!(abms.backlog(), 0, "not yet");
-        abms.start_rounds(1.0, &area);
+        abms.start_rounds(1.0, area.iter());
         assert_eq!(abms.backlog(), 2);
         assert_ne!(abms.by_name["m:a"].seed(), seed, "a new draw each round");
     }

@@ -4,11 +4,14 @@
 //! then followed through `voxelworld:nodes_changed`, so nothing is asked
 //! of `main` each tick.
 //!
-//! Owns: each player's chunk and the area built from them (rebuilt only
-//! when a player changes chunk, joins or leaves). Does not own: the
+//! Owns: each player's chunk and the area: every chunk with the number
+//! of players near it, so a move into another chunk changes two cubes,
+//! not the whole area. Does not own: the
 //! players (`main`).
+//! Each chunk counts the players near it, so a move into another chunk
+//! changes the two cubes, not the whole area.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use buildat_main_api::VAR_PLAYER;
 use buildat_voxel::geometry::{CHUNK_SIZE, Pos};
@@ -24,10 +27,12 @@ pub struct Area {
     /// Each player node's chunk.
     players: HashMap<u64, Pos>,
     radius: i32,
-    /// The chunks of the area, sorted.
-    chunks: BTreeSet<Pos>,
-    /// A player changed chunk since the area was built.
-    stale: bool,
+    /// The chunks of the area, each with the number of players it is
+    /// near: a player moving to another chunk changes two cubes, not the
+    /// whole area (500 players cross chunk borders every tick).
+    chunks: HashMap<Pos, u32>,
+    /// Chunks not added for the cap.
+    pub capped: u64,
 }
 
 /// The chunk holding a position in voxels.
@@ -50,10 +55,41 @@ impl Area {
         }
     }
 
+    /// Adds (`+1`) or removes (`-1`) a player's cube around `centre`.
+    fn count(&mut self, centre: Pos, add: bool) {
+        let r = self.radius;
+        for x in -r..=r {
+            for y in -r..=r {
+                for z in -r..=r {
+                    let chunk = [centre[0] + x, centre[1] + y, centre[2] + z];
+                    if add {
+                        if let Some(n) = self.chunks.get_mut(&chunk) {
+                            *n += 1;
+                        } else if self.chunks.len() < MAX_AREA_CHUNKS {
+                            self.chunks.insert(chunk, 1);
+                        } else {
+                            self.capped += 1;
+                        }
+                    } else if let Some(n) = self.chunks.get_mut(&chunk) {
+                        *n -= 1;
+                        if *n == 0 {
+                            self.chunks.remove(&chunk);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     fn place(&mut self, id: u64, position: [f64; 3]) {
         let chunk = chunk_of(position);
-        if self.players.insert(id, chunk) != Some(chunk) {
-            self.stale = true;
+        match self.players.insert(id, chunk) {
+            Some(old) if old == chunk => {}
+            Some(old) => {
+                self.count(old, false);
+                self.count(chunk, true);
+            }
+            None => self.count(chunk, true),
         }
     }
 
@@ -68,8 +104,8 @@ impl Area {
             }
         }
         for id in &changed.removed {
-            if self.players.remove(id).is_some() {
-                self.stale = true;
+            if let Some(chunk) = self.players.remove(id) {
+                self.count(chunk, false);
             }
         }
     }
@@ -79,33 +115,21 @@ impl Area {
         self.players.len()
     }
 
-    /// The area's chunks, rebuilt first if a player moved to another chunk.
-    pub fn chunks(&mut self) -> &BTreeSet<Pos> {
-        if self.stale {
-            self.stale = false;
-            self.chunks.clear();
-            let r = self.radius;
-            let mut centres: Vec<Pos> = self.players.values().copied().collect();
-            centres.sort_unstable();
-            centres.dedup();
-            'all: for c in centres {
-                for x in -r..=r {
-                    for y in -r..=r {
-                        for z in -r..=r {
-                            if self.chunks.len() >= MAX_AREA_CHUNKS {
-                                break 'all;
-                            }
-                            self.chunks.insert([c[0] + x, c[1] + y, c[2] + z]);
-                        }
-                    }
-                }
-            }
-        }
-        &self.chunks
+    /// The area's chunks (in no order).
+    pub fn chunks(&self) -> impl Iterator<Item = &Pos> + Clone {
+        self.chunks.keys()
     }
 
-    pub fn contains(&mut self, chunk: &Pos) -> bool {
-        self.chunks().contains(chunk)
+    pub fn len(&self) -> usize {
+        self.chunks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    pub fn contains(&self, chunk: &Pos) -> bool {
+        self.chunks.contains_key(chunk)
     }
 }
 
@@ -133,14 +157,14 @@ mod tests {
     #[test]
     fn the_area_follows_the_players() {
         let mut area = Area::new(1);
-        assert!(area.chunks().is_empty());
+        assert!(area.is_empty());
         let mut other = player(2, [500.0, 0.0, 0.0]);
         other.vars.clear();
         area.apply(&NodesChanged {
             changed: vec![player(1, [1.0, 1.0, -1.0]), other],
             ..NodesChanged::default()
         });
-        assert_eq!(area.chunks().len(), 27);
+        assert_eq!(area.len(), 27);
         assert!(area.contains(&[-1, -1, -2]));
         assert!(!area.contains(&[2, 0, 0]));
         area.apply(&NodesChanged {
@@ -158,7 +182,19 @@ mod tests {
             removed: vec![1],
             ..NodesChanged::default()
         });
-        assert!(area.chunks().is_empty());
+        assert!(area.is_empty());
+        // Two players side by side share chunks: one leaving keeps those.
+        area.apply(&NodesChanged {
+            changed: vec![player(1, [1.0, 1.0, 1.0]), player(3, [33.0, 1.0, 1.0])],
+            ..NodesChanged::default()
+        });
+        assert_eq!(area.len(), 36);
+        area.apply(&NodesChanged {
+            removed: vec![3],
+            ..NodesChanged::default()
+        });
+        assert_eq!(area.len(), 27);
+        assert!(area.contains(&[1, 1, 1]));
         assert_eq!(chunk_of([-0.5, 31.9, 32.0]), [-1, 0, 1]);
     }
 }

@@ -204,7 +204,48 @@ impl Active {
             Err(error) => log::debug!("listing the player nodes: {error}"),
         }
         self.refresh_registries();
+        self.adopt_area_sections();
         Ok(())
+    }
+
+    /// Reads the timers of the sections around the players that are in
+    /// memory already (loaded before this module started, or while it was
+    /// away): their `sections_loaded` was not heard.
+    fn adopt_area_sections(&mut self) {
+        let size = self.timers.section_size();
+        let mut sections: Vec<Pos> = self
+            .area
+            .chunks()
+            .map(|chunk| size.section_of_chunk(*chunk))
+            .filter(|section| !self.timers.is_loaded(*section))
+            .collect();
+        sections.sort_unstable();
+        sections.dedup();
+        for part in sections.chunks(buildat_voxelworld_api::MAX_VOXELS_PER_CALL) {
+            let origins: Vec<Pos> = part
+                .iter()
+                .map(|s| {
+                    let chunk = std::array::from_fn(|i| s[i] * size.0[i]);
+                    buildat_voxel::geometry::chunk_origin(chunk)
+                })
+                .collect();
+            let there = match self.host.call(&GetVoxels { positions: origins }) {
+                Ok(there) => there,
+                Err(error) => {
+                    log::debug!("looking at the sections around the players: {error}");
+                    return;
+                }
+            };
+            let present: Vec<Pos> = part
+                .iter()
+                .zip(there)
+                .filter(|(_, voxel)| voxel.is_some())
+                .map(|(section, _)| *section)
+                .collect();
+            if let Err(error) = self.sections_loaded(&present) {
+                log::debug!("reading the timers around the players: {error}");
+            }
+        }
     }
 
     fn keep(&mut self) -> Kept {
@@ -292,7 +333,9 @@ impl Active {
         let Active {
             abms, area, clock, ..
         } = self;
-        abms.start_rounds(*clock, area.chunks());
+        if !area.is_empty() {
+            abms.start_rounds(*clock, area.chunks());
+        }
         let names: Vec<String> = self
             .abms
             .by_name
@@ -643,7 +686,7 @@ impl Active {
         };
         ActiveStats {
             abms: self.abms.len() as u32,
-            active_chunks: self.area.chunks().len() as u32,
+            active_chunks: self.area.len() as u32,
             backlog_chunks: self.abms.backlog() as u32,
             budget_micros: self.budget.as_micros() as u64,
             last_tick_micros: self.last_tick_micros,

@@ -394,3 +394,30 @@ fn a_reload_keeps_the_abms_and_the_loaded_timers() {
     let stats = active.call(&GetActiveStats {}).expect("stats");
     assert_eq!((stats.abms, stats.timers_loaded), (1, 1));
 }
+
+/// Sections in memory around a player before the module started (no
+/// `sections_loaded` heard) have their stored timers read at start.
+#[test]
+fn timers_around_the_players_are_read_at_start() {
+    let world = Shared::default();
+    {
+        let mut w = lock(&world);
+        for chunk in SectionSize::default().chunks_of_section([0, 0, 0]) {
+            w.chunks.insert(chunk);
+        }
+        w.voxels.insert([1, 1, 1], STONE);
+    }
+    let kit = fake_kit(&world, &[]);
+    let mut active = kit.load::<Active>().expect("loads");
+    set(&mut active, [1, 1, 1], 3600.0);
+    drop(active);
+    let mut active = kit.load::<Active>().expect("loads again");
+    assert_eq!(
+        active
+            .call(&GetActiveStats {})
+            .expect("stats")
+            .timers_loaded,
+        1,
+        "read without a sections_loaded"
+    );
+}
