@@ -36,13 +36,13 @@ use buildat_health_api::{
     YouDied,
 };
 use buildat_interface::settings::Settings;
-use buildat_liquid_api::{LAVA, LAVA_FLOWING, LIQUIDS};
 use buildat_interface::{
     Host, Module, ModuleError, Receive, UnloadKind, events, export_module, log,
 };
 use buildat_inventory_api::{
     Change, GetInventory, Owner, SlotRef, Transact, Transaction, TxOutcome,
 };
+use buildat_liquid_api::{LAVA, LAVA_FLOWING, LIQUIDS};
 use buildat_main_api::{GetPlayers, HasPrivilege, PlayerJoined, PlayerLeft, Teleport};
 use buildat_network_api::{self as network, PeerId, ReceivePackets};
 use buildat_voxelworld_api::{
@@ -105,15 +105,15 @@ struct HealCommand {
     amount: Option<u16>,
 }
 
-/// `health NAME`: a player's health (console).
+/// `health [NAME]`: a player's health, or the module's counts (console).
 #[derive(clap::Parser)]
 #[command(
     name = "health",
-    about = "show a player's hp, breath and respawn point"
+    about = "show a player's hp, breath and respawn point, or without NAME the counts"
 )]
 struct HealthCommand {
     /// The player's account name.
-    player: String,
+    player: Option<String>,
 }
 
 /// What is kept of a player in the world's values (`hp/NAME`).
@@ -240,8 +240,15 @@ impl Module for HealthModule {
             .command(Some("server"), |h, _, heal: HealCommand| {
                 h.heal_command(heal)
             })
-            .command(None, |h, _, show: HealthCommand| {
-                h.health_report(&show.player)
+            .command(None, |h, _, show: HealthCommand| match show.player {
+                Some(name) => h.health_report(&name),
+                None => {
+                    let stats = h.stats();
+                    Ok(format!(
+                        "health: {} players in the game, {} dead; {} hurts and {} deaths since loaded",
+                        stats.players, stats.dead, stats.damaged_total, stats.deaths_total
+                    ))
+                }
             });
     }
 

@@ -487,3 +487,31 @@ fn kill_and_heal_commands_check_privileges() {
         "bob has 20 hp"
     );
 }
+
+#[test]
+fn a_reload_keeps_health_and_the_players_and_counts_are_told() {
+    let (kit, shared, mut health) = started();
+    health
+        .call(&Damage {
+            player: "ann".into(),
+            amount: 5,
+            cause: Cause::Lava,
+        })
+        .unwrap();
+    assert_eq!(
+        command(&mut health, "health", &[], None).unwrap(),
+        "health: 1 players in the game, 0 dead; 1 hurts and 0 deaths since loaded"
+    );
+    let mut health = health.reload::<HealthModule>().unwrap();
+    // Adopted from main's players, with the hp stored at the unload.
+    assert_eq!(hp(&mut health, "ann").unwrap().hp, 15);
+    // And it goes on hurting: a fall of 10 after the reload.
+    move_to(&shared, "ann", [0.5, 10.0, 0.5]);
+    tick(&mut health);
+    move_to(&shared, "ann", [0.5, 5.0, 0.5]);
+    tick(&mut health);
+    move_to(&shared, "ann", [0.5, 0.0, 0.5]);
+    tick(&mut health);
+    assert_eq!(hp(&mut health, "ann").unwrap().hp, 8);
+    assert_eq!(kit.emitted::<Damaged>().last().unwrap().cause, Cause::Fall);
+}
