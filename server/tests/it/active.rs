@@ -253,15 +253,22 @@ fn timers_loaded(server: &mut Server) -> u64 {
 }
 
 /// A player joins: the ABM's batches of grass near it reach the probe,
-/// counted on the console; a timer set on a voxel fires once.
+/// counted on the console; a timer set on a voxel fires once; the web
+/// page and `/metrics` show the backlog and the timers.
 #[test]
 fn abm_batches_reach_their_module_and_a_timer_fires() {
     let scratch = setup();
+    scratch.add_web();
+    let web = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .to_string();
     let (mut server, address) = start_game(
         &scratch,
         &[
             "active_probe.set_timer=true",
             "active_probe.timer_seconds=0.5",
+            &format!("web.listen={web}"),
         ],
     );
     let _ann = join(&address, "ann");
@@ -276,6 +283,22 @@ fn abm_batches_reach_their_module_and_a_timer_fires() {
     let line = console(&mut server, "active", "active: ");
     assert!(line.contains("1 abms"), "{line}");
     assert!(count_before(&line, "voxels") > 0, "{line}");
+    let metrics = buildat_harness::http::request(&web, "GET", "/metrics", None)
+        .expect("/metrics")
+        .text();
+    assert!(
+        metrics.contains("\nbuildat_active_backlog_chunks "),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("\nbuildat_active_timers_fired_total 1\n"),
+        "{metrics}"
+    );
+    let page = buildat_harness::http::request(&web, "GET", "/", None)
+        .expect("the status page")
+        .text();
+    assert!(page.contains("active voxels"), "{page}");
+    assert!(page.contains("timers 0 loaded, 1 fired"), "{page}");
     std::thread::sleep(Duration::from_secs(1));
     server.pump();
     assert_eq!(
