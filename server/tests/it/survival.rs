@@ -429,6 +429,26 @@ mod living {
             (0..height).all(|dy| self.voxel([x, y + dy, z]) == Some("air"))
         }
 
+        /// Where a sapling can grow `steps` voxels from the feet in one
+        /// of the four directions (but `not`): on the ground, 10 voxels
+        /// free above, the way to it free to see.
+        fn sapling_spot(&self, steps: i32, not: Option<Pos>) -> Option<Pos> {
+            let [x, y, z] = self.feet();
+            [[1, 0, 0], [-1, 0, 0], [0, 0, 1], [0, 0, -1]]
+                .into_iter()
+                .filter(|side| Some(*side) != not)
+                .find(|[dx, _, dz]| {
+                    let at = |step: i32| [x + step * dx, y, z + step * dz];
+                    let below = [x + steps * dx, y - 1, z + steps * dz];
+                    (1..steps).all(|step| self.open(at(step), 2))
+                        && self.open(at(steps), 10)
+                        && self
+                            .voxel(below)
+                            .is_some_and(|v| v != "air" && v != "water")
+                })
+                .map(|[dx, _, dz]| [x + steps * dx, y, z + steps * dz])
+        }
+
         /// A direction along which the ground is flat and open for
         /// `reach` voxels from the feet: the voxels on the ground there
         /// are free up to `height`.
@@ -586,6 +606,57 @@ mod living {
             gardener.position,
             server.output()
         );
+        assert_eq!(
+            server.stop(Duration::from_secs(60)),
+            Some(0),
+            "{}",
+            server.output()
+        );
+    }
+
+    #[test]
+    fn a_sapling_planted_before_a_restart_grows_after_it() {
+        let scratch = Scratch::new();
+        scratch.add_living_world();
+        let mut settings = SETTINGS.to_vec();
+        settings.retain(|s| !s.starts_with("survival.sapling_seconds="));
+        settings.push("survival.sapling_seconds=15");
+        let (mut server, address) = start_game(&scratch, &settings);
+        let mut gardener = Gardener::join(&address);
+        let Some(sapling) = gardener.sapling_spot(3, None) else {
+            panic!("no open ground for a sapling around {:?}", gardener.feet());
+        };
+        let name = "sapling".to_string();
+        let place = Place {
+            voxel: sapling,
+            name,
+        };
+        gardener.client.send_packet(&place).unwrap();
+        gardener.wait_for(sapling, "sapling", 30);
+        let planted = Instant::now();
+        // Stopped before its timer fires: the timer is kept with its section.
+        assert_eq!(
+            server.stop(Duration::from_secs(60)),
+            Some(0),
+            "{}",
+            server.output()
+        );
+        drop(gardener);
+        assert!(
+            planted.elapsed() < Duration::from_secs(15),
+            "the server took {:?} to stop: the timer may have fired before",
+            planted.elapsed()
+        );
+
+        let (mut server, address) = start_game(&scratch, &settings);
+        let mut gardener = Gardener::join(&address);
+        let there = gardener.voxel(sapling).map(str::to_string);
+        assert!(
+            matches!(there.as_deref(), Some("sapling" | "wood")),
+            "{there:?} at {sapling:?}"
+        );
+        gardener.wait_for(sapling, "wood", 60);
+        gardener.wait_for([sapling[0], sapling[1] + 3, sapling[2]], "wood", 10);
         assert_eq!(
             server.stop(Duration::from_secs(60)),
             Some(0),
