@@ -117,6 +117,8 @@ impl VoxelWorld {
         while let Some(batch) = run.next_batch() {
             let generated = self.generate_and_save(batch)?;
             run.generated(generated);
+            // Told a batch at a time: a large region's are never all held.
+            self.tell_sections()?;
         }
         run.finish();
         Ok(run.report)
