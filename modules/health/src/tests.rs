@@ -21,7 +21,8 @@ use buildat_interface::events::Tick;
 use buildat_interface::testing::{TestHost, TestModule};
 use buildat_inventory_api::{Change, GetInventory, Inventory, ItemStack, Transact, TxOutcome};
 use buildat_main_api::{GetPlayers, HasPrivilege, PlayerJoined, PlayerLeft, PlayerState, Teleport};
-use buildat_network_api::receive::testing::{DeliverPackets, sent};
+use buildat_network_api::Disconnect;
+use buildat_network_api::receive::testing::{DeliverPackets, disconnected, sent};
 use buildat_voxel::{VoxelName, VoxelRegistry};
 use buildat_voxelworld_api::{GetRegistry, GetSpawn, GetValue, GetVoxels, PutValues};
 
@@ -129,6 +130,7 @@ fn kit() -> (TestHost, Shared) {
     let w = shared.clone();
     kit.answer(move |_: GetInventory| Ok(world(&w).inventory.clone()));
     kit.answer(|_: Transact| Ok(TxOutcome::Done));
+    kit.answer(|_: Disconnect| Ok(()));
     (kit, shared)
 }
 
@@ -514,4 +516,20 @@ fn a_reload_keeps_health_and_the_players_and_counts_are_told() {
     tick(&mut health);
     assert_eq!(hp(&mut health, "ann").unwrap().hp, 8);
     assert_eq!(kit.emitted::<Damaged>().last().unwrap().cause, Cause::Fall);
+}
+
+#[test]
+fn a_malformed_respawn_drops_its_peer_and_respawns_nobody() {
+    let (kit, _shared, mut health) = started();
+    command(&mut health, "kill", &["ann"], None).unwrap();
+    health.packet_bytes(1, "health:respawn", &[1, 2]).unwrap();
+    let dropped = disconnected(&kit);
+    assert_eq!(dropped.len(), 1, "{dropped:?}");
+    assert_eq!(dropped[0].0, 1);
+    assert!(dropped[0].1.contains("health:respawn"), "{dropped:?}");
+    assert!(hp(&mut health, "ann").unwrap().dead);
+    assert!(kit.calls::<Teleport>().is_empty());
+    // A peer that never joined asks: nothing.
+    health.packet(9, &RespawnRequest {}).unwrap();
+    assert!(kit.calls::<Teleport>().is_empty());
 }
