@@ -318,22 +318,30 @@ impl HealthModule {
     }
 
     fn on_joined(&mut self, name: String, peer: PeerId) -> Result<(), ModuleError> {
-        let stored = self.load(&name)?;
-        let body = match stored {
-            Some(s) => Body::new(s.hp, s.breath, s.dead),
-            None => Body::default(),
-        };
-        let dead = body.dead;
         self.peers.insert(peer, name.clone());
-        self.players.insert(
-            name.clone(),
-            Player {
-                peer,
-                body,
-                position: [0.0; 3],
-                dirty: stored.is_none(),
-            },
-        );
+        let dead = if let Some(player) = self.players.get_mut(&name) {
+            // Joined again before its old session left: the same body.
+            player.peer = peer;
+            player.body.forget_position();
+            player.body.dead
+        } else {
+            let stored = self.load(&name)?;
+            let body = match stored {
+                Some(s) => Body::new(s.hp, s.breath, s.dead),
+                None => Body::default(),
+            };
+            let dead = body.dead;
+            self.players.insert(
+                name.clone(),
+                Player {
+                    peer,
+                    body,
+                    position: [0.0; 3],
+                    dirty: stored.is_none(),
+                },
+            );
+            dead
+        };
         self.send_state(&name);
         if dead {
             self.send(

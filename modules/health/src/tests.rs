@@ -533,3 +533,33 @@ fn a_malformed_respawn_drops_its_peer_and_respawns_nobody() {
     health.packet(9, &RespawnRequest {}).unwrap();
     assert!(kit.calls::<Teleport>().is_empty());
 }
+
+#[test]
+fn a_second_join_before_the_first_session_left_keeps_the_body() {
+    let (kit, shared, mut health) = started();
+    health
+        .call(&Damage {
+            player: "ann".into(),
+            amount: 4,
+            cause: Cause::Drown,
+        })
+        .unwrap();
+    // Not stored yet (within the second); the new session comes first.
+    join(&mut health, &shared, "ann", 7);
+    assert_eq!(hp(&mut health, "ann").unwrap().hp, 16);
+    // The old session's leave does not take the player away.
+    health
+        .emit(&PlayerLeft {
+            name: "ann".into(),
+            peer: 1,
+        })
+        .unwrap();
+    assert_eq!(hp(&mut health, "ann").unwrap().hp, 16);
+    assert_eq!(sent::<HealthState>(&kit).last().unwrap().0, 7);
+    // Its respawn request comes from the new peer only.
+    command(&mut health, "kill", &["ann"], None).unwrap();
+    health.packet(1, &RespawnRequest {}).unwrap();
+    assert!(hp(&mut health, "ann").unwrap().dead);
+    health.packet(7, &RespawnRequest {}).unwrap();
+    assert!(!hp(&mut health, "ann").unwrap().dead);
+}
