@@ -22,6 +22,8 @@ struct World {
     chunks: BTreeSet<Pos>,
     values: BTreeMap<(String, String), Vec<u8>>,
     find_calls: usize,
+    /// How long `find_voxels` takes per chunk looked at.
+    per_chunk: Duration,
 }
 
 type Shared = Arc<Mutex<World>>;
@@ -73,6 +75,7 @@ fn fake_kit(world: &Shared, settings: &[(&str, &str)]) -> TestHost {
     kit.answer(move |find: FindVoxels| {
         let mut world = lock(&w);
         world.find_calls += 1;
+        std::thread::sleep(world.per_chunk * find.chunks.len() as u32);
         let mut answer = FoundVoxels::default();
         for chunk in &find.chunks {
             if !world.chunks.contains(chunk) {
@@ -420,4 +423,44 @@ fn timers_around_the_players_are_read_at_start() {
         1,
         "read without a sections_loaded"
     );
+}
+
+/// With scans that take time, a tick spends about its budget (never much
+/// more than one call over it), sized calls follow the measured cost, and
+/// the rest of the round waits: the backlog drains over the next ticks.
+#[test]
+fn a_tick_keeps_to_its_budget() {
+    let world = Shared::default();
+    {
+        let mut w = lock(&world);
+        for chunk in chunks_in_view([0, 0, 0], 4) {
+            w.chunks.insert(chunk);
+        }
+        w.per_chunk = Duration::from_millis(1);
+    }
+    let kit = fake_kit(&world, &[("active.budget_ms", "10")]);
+    let mut active = kit.load::<Active>().expect("loads");
+    active
+        .call(&RegisterAbm { abm: abm(1) })
+        .expect("registers");
+    let mut backlogs = Vec::new();
+    for _ in 0..8 {
+        tick(&mut active);
+        let stats = active.call(&GetActiveStats {}).expect("stats");
+        assert!(
+            stats.last_tick_micros < 10_000 + 20_000,
+            "about the budget: {stats:?}"
+        );
+        backlogs.push(stats.backlog_chunks);
+    }
+    assert!(
+        backlogs[0] > 90,
+        "most waits after the first tick: {backlogs:?}"
+    );
+    assert!(
+        backlogs.windows(2).all(|w| w[1] < w[0] || w[1] == 0),
+        "{backlogs:?}"
+    );
+    let stats = active.call(&GetActiveStats {}).expect("stats");
+    assert!(stats.p99_tick_micros >= 5_000, "{stats:?}");
 }
