@@ -563,3 +563,36 @@ fn a_second_join_before_the_first_session_left_keeps_the_body() {
     health.packet(7, &RespawnRequest {}).unwrap();
     assert!(!hp(&mut health, "ann").unwrap().dead);
 }
+
+#[test]
+fn settings_turn_the_world_harmless_and_bad_ones_refuse_the_load() {
+    let (kit, shared) = kit();
+    let kit = kit.config("health.enabled", "false");
+    let mut health = kit.load::<HealthModule>().unwrap();
+    join(&mut health, &shared, "ann", 1);
+    for position in [[0.5, 30.0, 0.5], [0.5, 0.0, 0.5], [0.5, -300.0, 0.5]] {
+        move_to(&shared, "ann", position);
+        tick(&mut health);
+    }
+    assert!(kit.emitted::<Damaged>().is_empty());
+    // The calls still work.
+    assert_eq!(
+        health
+            .call(&Damage {
+                player: "ann".into(),
+                amount: 3,
+                cause: Cause::Command,
+            })
+            .unwrap(),
+        Some(17)
+    );
+    for (key, value) in [
+        ("health.fall_safe", "-1"),
+        ("health.breath_seconds", "0"),
+        ("health.regen_seconds", "NaN"),
+    ] {
+        let (kit, _) = super::tests::kit();
+        let refused = kit.config(key, value).load::<HealthModule>();
+        assert!(refused.is_err(), "{key}={value}");
+    }
+}
