@@ -49,7 +49,7 @@ local function draw()
 		text = "you died: press R to respawn"
 	else
 		-- One heart for 2 hp, one bubble per breath (shown under water).
-		local hearts = string.rep("<3 ", (hp + 1) // 2)
+		local hearts = string.rep("<3 ", math.floor((hp + 1) / 2))
 		text = string.format("hp %d/%d %s", hp, max_hp, hearts)
 		if breath ~= nil and breath < max_breath then
 			text = text .. string.format(" breath %d/%d %s", breath, max_breath, string.rep("o", breath))
