@@ -5,7 +5,10 @@
 //! `daytime.send_seconds` (its client advances the clock in between);
 //! `get_time` / `set_time` for modules; the command `time [HH:MM]` on the
 //! console and as `/time` in chat for anyone (setting needs the `settime`
-//! privilege, defined here through main).
+//! privilege, defined here through main). A player's `/time HH:MM` is
+//! judged on the next tick: a chat command runs inside main's call, so
+//! asking main whether the player holds the privilege there would be a
+//! call cycle; the answer goes to the player as a `main:chat_line`.
 //!
 //! The clock is kept in the world's values (space `daytime`): written every
 //! `daytime.save_seconds`, on a set and when the module unloads; read when
@@ -29,7 +32,9 @@ use buildat_interface::stash::Stash;
 use buildat_interface::{
     Host, Module, ModuleError, Receive, UnloadKind, events, export_module, log,
 };
-use buildat_main_api::{DefinePrivilege, GetPlayers, HasPrivilege, PlayerJoined, PlayerLeft};
+use buildat_main_api::{
+    ChatLine, DefinePrivilege, GetPlayers, HasPrivilege, PlayerJoined, PlayerLeft,
+};
 use buildat_network_api::{self as network, ClientDisconnected, Multicast, OutgoingPacket, PeerId};
 use buildat_voxelworld_api::{GetValue, PutValues, ValueWrite};
 use serde::{Deserialize, Serialize};
@@ -61,12 +66,16 @@ struct TimeCommand {
     clock: Option<String>,
 }
 
+/// Players' `/time HH:MM` waiting for the next tick, at most.
+const MAX_PENDING_SETS: usize = 64;
+
 /// What a reload carries over: the clock as it is now, who was told.
 #[derive(Debug, Serialize, Deserialize)]
 struct Kept {
     clock: Clock,
     peers: BTreeMap<PeerId, String>,
     since_save: f64,
+    pending: Vec<(String, f64)>,
 }
 
 impl Stash for Kept {
@@ -81,6 +90,8 @@ pub struct Daytime {
     restored: bool,
     /// Joined players, told the time.
     peers: BTreeMap<PeerId, String>,
+    /// Players' `/time HH:MM` (player, time), judged on the next tick.
+    pending: Vec<(String, f64)>,
     since_send: f64,
     since_save: f64,
 }
@@ -172,7 +183,47 @@ impl Daytime {
         }
     }
 
+    /// Judges the players' `/time HH:MM` (outside main's call now): sets
+    /// the time for those holding the privilege, tells each its answer.
+    fn judge_pending(&mut self) -> Result<(), ModuleError> {
+        for (player, time) in std::mem::take(&mut self.pending) {
+            let may = self.host.call(&HasPrivilege {
+                player: player.clone(),
+                privilege: PRIVILEGE.to_string(),
+            })?;
+            let answer = if may {
+                self.set(time)?;
+                log::info!("{player} set the time to {}", clock_text(time));
+                format!("time set: {}", self.report())
+            } else {
+                format!("setting the time needs the '{PRIVILEGE}' privilege")
+            };
+            self.tell(&player, answer)?;
+        }
+        Ok(())
+    }
+
+    /// A chat line to `player`, if it plays.
+    fn tell(&self, player: &str, text: String) -> Result<(), ModuleError> {
+        let Some(peer) = self
+            .peers
+            .iter()
+            .find_map(|(peer, name)| (name == player).then_some(*peer))
+        else {
+            return Ok(());
+        };
+        let packet = OutgoingPacket::new(&ChatLine { text })?;
+        network::queue_multicasts(
+            &self.host,
+            vec![Multicast {
+                peers: vec![peer],
+                packet,
+            }],
+        )
+    }
+
     fn tick(&mut self, dtime: f64) -> Result<(), ModuleError> {
+        self.judge_pending()?;
         let flip = self.clock.advance(self.day_seconds(), dtime);
         self.night_changed(flip)?;
         self.since_send += dtime.max(0.0);
@@ -225,22 +276,21 @@ impl Daytime {
             ))
         })?;
         if let Some(player) = by {
-            let may = self.host.call(&HasPrivilege {
-                player: player.to_string(),
-                privilege: PRIVILEGE.to_string(),
-            })?;
-            if !may {
-                return Err(ModuleError::msg(format!(
-                    "setting the time needs the '{PRIVILEGE}' privilege"
-                )));
+            // Main waits for this answer: its privileges are asked on the
+            // next tick.
+            if self.pending.len() >= MAX_PENDING_SETS {
+                return Err(ModuleError::msg(
+                    "too many asking to set the time at once; try again",
+                ));
             }
+            self.pending.push((player.to_string(), time));
+            return Ok(format!(
+                "setting the time to {} (privilege '{PRIVILEGE}')...",
+                clock_text(time)
+            ));
         }
         self.set(time)?;
-        log::info!(
-            "{} set the time to {}",
-            by.unwrap_or("the console"),
-            clock_text(time)
-        );
+        log::info!("the console set the time to {}", clock_text(time));
         Ok(format!("time set: {}", self.report()))
     }
 
@@ -249,6 +299,7 @@ impl Daytime {
             clock: self.clock,
             peers: std::mem::take(&mut self.peers),
             since_save: self.since_save,
+            pending: std::mem::take(&mut self.pending),
         }
     }
 
@@ -256,6 +307,7 @@ impl Daytime {
         self.clock = kept.clock;
         self.peers = kept.peers;
         self.since_save = kept.since_save;
+        self.pending = kept.pending;
         self.restored = true;
     }
 }
@@ -300,6 +352,7 @@ impl Module for Daytime {
             settings,
             restored: false,
             peers: BTreeMap::new(),
+            pending: Vec::new(),
             since_send: 0.0,
             since_save: 0.0,
         })

@@ -3,11 +3,17 @@
 //! (`require("buildat/module/daytime")`) sees the time the server tells it
 //! advance, the console's `time 23:00` makes night reach it at once (and
 //! `daytime:night_changed` is logged), and the clock survives a restart
-//! (written when the module unloads, read back when it starts).
+//! (written when the module unloads, read back when it starts). Over the
+//! raw protocol: a joining player gets `daytime:time`, reads `/time` in
+//! chat and sets it with `/time HH:MM` only once granted `settime`.
 
 use std::process::{Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
+
+use buildat_format::Packet;
+use buildat_harness::raw_client::RawClient;
+use buildat_main_api::{Chat, ChatLine, Join, Login};
 
 use crate::common::{Scratch, Server, client_binary, console, lines_of, start_game};
 
@@ -156,4 +162,97 @@ fn the_clock_survives_a_restart() {
         "{}",
         server.output()
     );
+}
+
+/// Reads `client`'s packets until a `P` that `wanted` accepts (30 s); the
+/// chat lines seen on the way are in the panic.
+fn wait_packet<P: Packet>(client: &mut RawClient, mut wanted: impl FnMut(&P) -> bool) -> P {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut lines = Vec::new();
+    loop {
+        let left = deadline
+            .checked_duration_since(Instant::now())
+            .unwrap_or_else(|| panic!("no {} in time; chat seen: {lines:?}", P::NAME));
+        let Some(packet) = client.recv(left).expect("still connected") else {
+            continue;
+        };
+        if packet.name == ChatLine::NAME {
+            lines.push(ChatLine::decode(&packet.data).expect("a chat line").text);
+        }
+        if packet.name == P::NAME {
+            let decoded = P::decode(&packet.data).expect("decodes");
+            if wanted(&decoded) {
+                return decoded;
+            }
+        }
+    }
+}
+
+#[test]
+fn a_joining_player_is_told_the_time_reads_it_in_chat_and_sets_it_only_with_settime() {
+    let scratch = setup();
+    let (mut server, address) = start_game(
+        &scratch,
+        &[
+            "voxelworld.view_radius=1",
+            "daytime.day_minutes=0",
+            "daytime.start_time=0.5",
+        ],
+    );
+    // An account (the first login claims the name), so it can be granted.
+    let mut ann = RawClient::connect(&address).expect("connect");
+    ann.send_packet(&Login {
+        name: "ann".into(),
+        password: "ann's secret".into(),
+    })
+    .expect("log in");
+    ann.send_packet(&Join { name: "ann".into() }).expect("join");
+    // daytime:time, 8 bytes: f32 time, f32 day_seconds (docs/protocol.md
+    // §15; read raw: the server's tests do not link the daytime API).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let told = loop {
+        let left = deadline
+            .checked_duration_since(Instant::now())
+            .expect("daytime:time within 30 s of joining");
+        if let Some(packet) = ann.recv(left).expect("still connected")
+            && packet.name == "daytime:time"
+        {
+            break packet.data;
+        }
+    };
+    assert_eq!(told.len(), 8);
+    let time = f32::from_le_bytes(told[..4].try_into().expect("4 bytes"));
+    let day_seconds = f32::from_le_bytes(told[4..].try_into().expect("4 bytes"));
+    assert_eq!((time, day_seconds), (0.5, 0.0));
+
+    ann.send_packet(&Chat {
+        text: "/time".into(),
+    })
+    .expect("chat");
+    wait_packet::<ChatLine>(&mut ann, |line| line.text.contains("12:00, day 0"));
+    ann.send_packet(&Chat {
+        text: "/time 23:00".into(),
+    })
+    .expect("chat");
+    // Asked at once, judged on the next tick (main is asked then).
+    wait_packet::<ChatLine>(&mut ann, |line| {
+        line.text.contains("setting the time to 23:00")
+    });
+    wait_packet::<ChatLine>(&mut ann, |line| {
+        line.text == "setting the time needs the 'settime' privilege"
+    });
+    let shown = console(&mut server, "time", ", day 0");
+    assert!(shown.contains("12:00, day 0"), "unchanged: {shown}");
+
+    // Granted the privilege, the same line sets it.
+    console(&mut server, "grant ann settime", "settime");
+    ann.send_packet(&Chat {
+        text: "/time 23:00".into(),
+    })
+    .expect("chat");
+    wait_packet::<ChatLine>(&mut ann, |line| {
+        line.text == "time set: 23:00, day 0, night"
+    });
+    let shown = console(&mut server, "time", ", day 0");
+    assert!(shown.contains("23:00, day 0, night"), "{shown}");
 }
