@@ -19,7 +19,8 @@
 //! player's punches and uses, delivered as the game would; light (full
 //! sunlight where a test sets none); the `active` module's ABMs (run one
 //! with [`TestWorld::run_abm`]: every match delivered, chance aside) and
-//! voxel timers on a clock of its own ([`TestWorld::pass`]). Does not
+//! voxel timers on a clock of its own ([`TestWorld::pass`]); the world's
+//! values (`get_value`, `put_values`, `list_values`). Does not
 //! own: the kit itself (`buildat_interface::testing`).
 
 use std::collections::{BTreeMap, HashMap};
@@ -40,8 +41,9 @@ use buildat_voxel::geometry::{FACES, Pos};
 use buildat_voxel::{AIR, BlockDefinition, BlockRegistry, VoxelInstance, VoxelRegistry};
 use buildat_voxelworld_api::{
     CreateNode, CreateNodes, DynamicNode, EditOutcome, EditVoxel, EditVoxels, GetGround, GetLights,
-    GetRegistry, GetSpawn, GetVoxel, GetVoxels, Ground, ListNodes, MoveNodes, RegisterBlock,
-    RemoveNodes, Replace, SpecialCause, SpecialVoxel, SpecialVoxels, special_voxel_event,
+    GetRegistry, GetSpawn, GetValue, GetVoxel, GetVoxels, Ground, ListNodes, ListValues,
+    MAX_VALUES_LISTED, MoveNodes, PutValues, RegisterBlock, RemoveNodes, Replace, SpecialCause,
+    SpecialVoxel, SpecialVoxels, StoredValue, special_voxel_event,
 };
 
 use crate::{Mod, Modkit};
@@ -64,6 +66,8 @@ struct World {
     /// (sunlight, block light) where a test set it; full sunlight elsewhere.
     lights: HashMap<Pos, (u8, u8)>,
     abms: BTreeMap<String, Abm>,
+    /// The world's values, by space and key.
+    values: BTreeMap<(String, String), Vec<u8>>,
     /// By module and position: deadline on [`World::clock`], tag, the
     /// voxel type it is bound to.
     timers: BTreeMap<(String, Pos), (f64, String, u32)>,
@@ -346,6 +350,50 @@ impl TestWorld {
                 .map(|&pos| {
                     let (deadline, _, _) = world.timers.get(&(get.module.clone(), pos))?;
                     Some(deadline - world.clock)
+                })
+                .collect())
+        });
+        let world = w();
+        self.kit.answer(move |get: GetValue| {
+            Ok(lock(&world).values.get(&(get.space, get.key)).cloned())
+        });
+        let world = w();
+        self.kit.answer(move |put: PutValues| {
+            let mut world = lock(&world);
+            let taken = put.writes.iter().any(|write| {
+                write.only_if_absent
+                    && world
+                        .values
+                        .contains_key(&(write.space.clone(), write.key.clone()))
+            });
+            if taken {
+                return Ok(false);
+            }
+            for write in put.writes {
+                let key = (write.space, write.key);
+                match write.value {
+                    Some(value) => world.values.insert(key, value),
+                    None => world.values.remove(&key),
+                };
+            }
+            Ok(true)
+        });
+        let world = w();
+        self.kit.answer(move |list: ListValues| {
+            let world = lock(&world);
+            Ok(world
+                .values
+                .iter()
+                .filter(|((space, key), _)| {
+                    *space == list.space
+                        && key.starts_with(&list.key_prefix)
+                        && list.after.as_ref().is_none_or(|after| key > after)
+                })
+                .take(list.limit.min(MAX_VALUES_LISTED) as usize)
+                .map(|((space, key), value)| StoredValue {
+                    space: space.clone(),
+                    key: key.clone(),
+                    value: value.clone(),
                 })
                 .collect())
         });
@@ -684,6 +732,12 @@ impl TestWorld {
         }
         self.deliver(module)?;
         Ok(count)
+    }
+
+    /// The world's value at `space`/`key` (what the module kept there).
+    pub fn value(&self, space: &str, key: &str) -> Option<Vec<u8>> {
+        let key = (space.to_string(), key.to_string());
+        lock(&self.world).values.get(&key).cloned()
     }
 
     /// The settings declarations the module made.

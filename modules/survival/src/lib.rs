@@ -85,7 +85,8 @@ impl Mod for Survival {
         m.block(content::sapling_block())
             .on_place(|_, ctx, pos| living::plant(ctx, pos));
         m.block(content::bed_block())
-            .on_use(|_, ctx, pos| living::sleep(ctx, pos));
+            .on_use(|_, ctx, pos| living::sleep(ctx, pos))
+            .on_dig(|_, ctx, pos| living::unmake_bed(ctx, pos));
         m.settings::<living::LivingSettings>();
         m.on_start(|_, ctx| register_content(ctx));
         m.on_start(|_, ctx| living::register_abms(ctx));

@@ -2,7 +2,8 @@
 //! (through the modkit): grass spreading to lit dirt beside it and dying
 //! under a block (two ABMs), a sapling growing into the worldgen's tree
 //! when its voxel timer fires, a bed a player makes its respawn point
-//! (the `health` module's `set_respawn`).
+//! (the `health` module's `set_respawn`) until it is dug (its sleepers
+//! kept in the world's values, space `survival.beds`).
 //!
 //! Owns: the rules and their settings (`survival.*`). Does not own: when
 //! voxels are found or timers fire, nor the budget (`active`), the tree's
@@ -14,7 +15,8 @@ use buildat_modkit::interface::CallError;
 use buildat_modkit::prelude::*;
 use buildat_modkit::voxel::{AIR, VoxelInstance, light};
 use buildat_modkit::voxelworld_api::{
-    EditOutcome, EditVoxel, EditVoxels, GetLights, GetVoxels, MAX_VOXELS_PER_CALL, Replace,
+    EditOutcome, EditVoxel, EditVoxels, GetLights, GetValue, GetVoxels, ListValues,
+    MAX_VALUES_LISTED, MAX_VOXELS_PER_CALL, PutValues, Replace, ValueWrite,
 };
 
 settings! {
@@ -189,25 +191,109 @@ pub fn grow(ctx: &mut Ctx, pos: Pos, sapling: u32) -> Result<bool, ModuleError> 
     Ok(matches!(outcomes.first(), Some(EditOutcome::Edited { .. })))
 }
 
+/// The space of the world's values the beds are kept in: `player/NAME`
+/// holds the position (`x,y,z`) of the bed NAME last used, `at/x,y,z/NAME`
+/// marks it, so a dug bed finds its sleepers.
+pub const BED_SPACE: &str = "survival.beds";
+
+fn bed_key([x, y, z]: Pos) -> String {
+    format!("{x},{y},{z}")
+}
+
+fn write(key: String, value: Option<Vec<u8>>) -> ValueWrite {
+    ValueWrite {
+        space: BED_SPACE.to_string(),
+        key,
+        value,
+        only_if_absent: false,
+    }
+}
+
+/// Sets `player`'s respawn point (`None`: the spawn point again); whether
+/// the `health` module took it (`false`: not loaded, nobody dies).
+fn set_respawn(
+    ctx: &mut Ctx,
+    player: &str,
+    position: Option<[f64; 3]>,
+) -> Result<bool, ModuleError> {
+    let set = SetRespawn {
+        player: player.to_string(),
+        position,
+    };
+    match ctx.host().call(&set) {
+        Ok(()) => Ok(true),
+        Err(ModuleError::Call(CallError::NotFound(_))) => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
 /// A player used the bed at `pos`: it becomes their respawn point (on top
-/// of it), told in chat. Without the `health` module nobody dies, so
-/// there is nothing to set: they are told so.
-pub fn sleep(ctx: &mut Ctx, [x, y, z]: Pos) -> Result<(), ModuleError> {
+/// of it), told in chat, and is kept (the player's previous bed forgets
+/// them). Without the `health` module nobody dies, so there is nothing to
+/// set: they are told so.
+pub fn sleep(ctx: &mut Ctx, pos: Pos) -> Result<(), ModuleError> {
     let Some(player) = ctx.player().map(str::to_string) else {
         return Ok(());
     };
+    let [x, y, z] = pos;
     let position = [f64::from(x) + 0.5, f64::from(y) + 1.0, f64::from(z) + 0.5];
-    let set = SetRespawn {
-        player: player.clone(),
-        position: Some(position),
-    };
-    let text = match ctx.host().call(&set) {
-        Ok(()) => "Respawn point set: you will wake up at this bed",
-        Err(ModuleError::Call(CallError::NotFound(_))) => "Nobody dies in this world: no need",
-        Err(error) => return Err(error),
-    };
-    ctx.tell(&player, text)?;
+    if !set_respawn(ctx, &player, Some(position))? {
+        ctx.tell(&player, "Nobody dies in this world: no need")?;
+        return Ok(());
+    }
+    let host = ctx.host();
+    let here = bed_key(pos);
+    let player_key = format!("player/{player}");
+    let previous = host.call(&GetValue {
+        space: BED_SPACE.to_string(),
+        key: player_key.clone(),
+    })?;
+    let mut writes = Vec::new();
+    if let Some(previous) = previous.and_then(|p| String::from_utf8(p).ok())
+        && previous != here
+    {
+        writes.push(write(format!("at/{previous}/{player}"), None));
+    }
+    writes.push(write(player_key, Some(here.clone().into_bytes())));
+    writes.push(write(format!("at/{here}/{player}"), Some(b"bed".to_vec())));
+    host.call(&PutValues { writes })?;
+    ctx.tell(&player, "Respawn point set: you will wake up at this bed")?;
     Ok(())
+}
+
+/// The bed at `pos` was dug (or replaced): whoever slept in it last
+/// respawns at the spawn point again, told in chat; how many.
+pub fn unmake_bed(ctx: &mut Ctx, pos: Pos) -> Result<usize, ModuleError> {
+    let host = ctx.host();
+    let here = bed_key(pos);
+    let prefix = format!("at/{here}/");
+    let marks = host.call(&ListValues {
+        space: BED_SPACE.to_string(),
+        key_prefix: prefix.clone(),
+        after: None,
+        limit: MAX_VALUES_LISTED,
+    })?;
+    let sleepers: Vec<String> = marks
+        .iter()
+        .filter_map(|mark| mark.key.strip_prefix(&prefix).map(str::to_string))
+        .collect();
+    if sleepers.is_empty() {
+        return Ok(0);
+    }
+    let mut writes = Vec::new();
+    for player in &sleepers {
+        set_respawn(ctx, player, None)?;
+        writes.push(write(format!("at/{here}/{player}"), None));
+        writes.push(write(format!("player/{player}"), None));
+    }
+    host.call(&PutValues { writes })?;
+    for player in &sleepers {
+        ctx.tell(
+            player,
+            "Your bed is gone: you will wake up at the spawn point",
+        )?;
+    }
+    Ok(sleepers.len())
 }
 
 #[cfg(test)]
@@ -382,6 +468,55 @@ mod tests {
             Some("dirt"),
             "leaves only into air"
         );
+    }
+
+    #[test]
+    fn a_dug_bed_sends_its_last_sleepers_back_to_the_spawn_point() {
+        let (world, mut m) = world();
+        let set = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&set);
+        world.kit().answer(move |call: SetRespawn| {
+            kept.lock().unwrap().push((call.player, call.position));
+            Ok(())
+        });
+        world.join("ann", 7);
+        world.join("bob", 8);
+        let (first, second) = ([2, 1, 2], [6, 1, 2]);
+        world.place(&mut m, first, "bed", Some("ann")).unwrap();
+        world.place(&mut m, second, "bed", Some("ann")).unwrap();
+        world.use_block(&mut m, first, "ann").unwrap();
+        world.use_block(&mut m, first, "bob").unwrap();
+        // Ann moves on to the second bed: the first forgets her.
+        world.use_block(&mut m, second, "ann").unwrap();
+        assert_eq!(
+            world.value(BED_SPACE, "player/ann").as_deref(),
+            Some(&b"6,1,2"[..])
+        );
+        assert!(world.value(BED_SPACE, "at/2,1,2/ann").is_none());
+        set.lock().unwrap().clear();
+
+        world.dig(&mut m, first, Some("ann")).unwrap();
+        assert_eq!(*set.lock().unwrap(), [("bob".to_string(), None)]);
+        assert!(world.value(BED_SPACE, "player/bob").is_none());
+        assert!(world.value(BED_SPACE, "at/2,1,2/bob").is_none());
+        assert!(
+            world.value(BED_SPACE, "player/ann").is_some(),
+            "her bed stands"
+        );
+        let told: Vec<(u64, String)> = sent::<ChatLine>(world.kit())
+            .into_iter()
+            .map(|(peer, line)| (peer, line.text))
+            .filter(|(_, text)| text.contains("bed is gone"))
+            .collect();
+        assert_eq!(told.len(), 1);
+        assert_eq!(told[0].0, 8, "bob is told");
+
+        // A bed nobody slept in: nothing to undo.
+        world.dig(&mut m, second, None).unwrap();
+        assert_eq!(set.lock().unwrap().len(), 2, "ann's bed: ann");
+        world.place(&mut m, first, "bed", None).unwrap();
+        world.dig(&mut m, first, None).unwrap();
+        assert_eq!(set.lock().unwrap().len(), 2);
     }
 
     #[test]
