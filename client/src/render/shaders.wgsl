@@ -81,7 +81,10 @@ struct FlatOut {
 fn vs_world_flat(@location(0) position: vec3<f32>, @location(1) colour: vec4<f32>) -> FlatOut {
     var out: FlatOut;
     out.clip = globals.view_projection * vec4<f32>(position, 1.0);
-    out.colour = vec4<f32>(fogged(colour.rgb, position), colour.a);
+    // Boxes (players, creatures) dim with the daylight as the terrain does,
+    // never below a quarter; the black outline stays black.
+    let lit = max(clamp(globals.light.w, 0.0, 1.0), 0.25);
+    out.colour = vec4<f32>(fogged(colour.rgb * lit, position), colour.a);
     return out;
 }
 

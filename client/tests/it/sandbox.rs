@@ -1326,4 +1326,21 @@ fn the_daytime_module_sets_the_daylight_from_the_time_it_is_told() {
         .filter(|(_, name, message)| name == "daytime" && message.contains("malformed"))
         .count();
     assert_eq!(warnings, 2);
+
+    // Between two packets the clock runs on locally: a 10 s day, 0.5 s on.
+    assert!(
+        rt.dispatch_packet("daytime:time", &packet(0.5, 10.0))
+            .is_empty()
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let now = rt
+        .eval_sandboxed(
+            "ask.lua",
+            r#"return require("buildat/module/daytime").time()"#,
+        )
+        .expect("runs");
+    let Some(Value::Number(now)) = now.first().cloned() else {
+        panic!("a number: {now:?}");
+    };
+    assert!((0.54..0.6).contains(&now), "{now}");
 }
