@@ -261,7 +261,7 @@ mod living {
 
     use buildat_format::{Packet, decode_voxels};
     use buildat_harness::raw_client::RawClient;
-    use buildat_main_api::{ChatLine, Correct, Join, Place, Refused, Spawn, Use};
+    use buildat_main_api::{ChatLine, Correct, Dig, Join, Place, Refused, Spawn, Use};
     use buildat_voxel::geometry::{self, Pos};
     use buildat_voxelworld_api::stream::{Ack, Chunk, Registry, UnloadChunk, VoxelUpdates};
 
@@ -556,7 +556,7 @@ mod living {
     }
 
     #[test]
-    fn a_player_who_used_a_bed_respawns_on_it() {
+    fn a_player_who_used_a_bed_respawns_on_it_until_it_is_dug() {
         let scratch = Scratch::new();
         scratch.add_living_world();
         let (mut server, address) = start_game(&scratch, &SETTINGS);
@@ -604,6 +604,34 @@ mod living {
             "moved to {:?}, not {on_bed:?} (the spawn: {:?})\n--- server:\n{}",
             gardener.corrected,
             gardener.position,
+            server.output()
+        );
+
+        // The bed dug: the next death respawns it at the spawn point.
+        let spawn = gardener.position.expect("spawned");
+        gardener.client.send_packet(&Dig { voxel: bed }).unwrap();
+        gardener.wait_for(bed, "air", 30);
+        gardener
+            .pump_until(Duration::from_secs(30), |g| {
+                g.told.iter().any(|t| t.contains("bed is gone"))
+            })
+            .expect("told its bed is gone");
+        gardener.died = false;
+        gardener.corrected.clear();
+        console(&mut server, "kill gardener", "gardener is dead");
+        gardener
+            .pump_until(Duration::from_secs(30), |g| g.died)
+            .expect("told it died again");
+        gardener.client.send("health:respawn", &[]).unwrap();
+        let at_spawn = gardener.pump_until(Duration::from_secs(30), |g| {
+            g.corrected
+                .iter()
+                .any(|p| (0..3).all(|i| (p[i] - spawn[i]).abs() < 1e-6))
+        });
+        assert!(
+            at_spawn.is_some(),
+            "moved to {:?}, not the spawn {spawn:?}\n--- server:\n{}",
+            gardener.corrected,
             server.output()
         );
         assert_eq!(
