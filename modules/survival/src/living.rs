@@ -10,6 +10,8 @@
 //! shape (`buildat-worldgen-terrain`'s `tree_voxels`), respawning
 //! (`health`).
 
+use std::collections::HashMap;
+
 use buildat_health_api::SetRespawn;
 use buildat_modkit::interface::CallError;
 use buildat_modkit::prelude::*;
@@ -58,14 +60,24 @@ fn above([x, y, z]: Pos) -> Pos {
 
 /// Whether the voxel `above` a grass voxel smothers it: a block light does
 /// not cross (opaque), or a liquid. Air, torches, saplings and leaves let
-/// it live.
-fn smothers(ctx: &mut Ctx, above: u32) -> Result<bool, ModuleError> {
-    if VoxelInstance(above).type_id() == AIR {
+/// it live. `known` remembers each type's answer for a batch.
+fn smothers(
+    ctx: &mut Ctx,
+    known: &mut HashMap<u32, bool>,
+    above: u32,
+) -> Result<bool, ModuleError> {
+    let type_id = VoxelInstance(above).type_id();
+    if type_id == AIR {
         return Ok(false);
     }
+    if let Some(&answer) = known.get(&type_id) {
+        return Ok(answer);
+    }
     let definition = ctx.voxel_definition(above)?;
-    Ok(definition.light_absorption >= light::OPAQUE
-        || buildat_liquid_api::is_liquid(&definition.name.block_name))
+    let answer = definition.light_absorption >= light::OPAQUE
+        || buildat_liquid_api::is_liquid(&definition.name.block_name);
+    known.insert(type_id, answer);
+    Ok(answer)
 }
 
 /// One `EditVoxels` of the voxels found into `name` (each only if it is
@@ -97,7 +109,7 @@ fn turn(ctx: &mut Ctx, voxels: &[(Pos, u32)], name: &str) -> Result<usize, Modul
 /// [`GRASS_LIGHT`] turns to grass. One `GetVoxels`, one `GetLights` and
 /// one `EditVoxels` per batch (of at most [`MAX_VOXELS_PER_CALL`]).
 pub fn spread_grass(ctx: &mut Ctx, found: &[(Pos, u32)]) -> Result<usize, ModuleError> {
-    let mut changed = 0;
+    let (mut changed, mut known) = (0, HashMap::new());
     for batch in found.chunks(MAX_VOXELS_PER_CALL) {
         let positions: Vec<Pos> = batch.iter().map(|&(pos, _)| above(pos)).collect();
         let host = ctx.host();
@@ -110,7 +122,7 @@ pub fn spread_grass(ctx: &mut Ctx, found: &[(Pos, u32)]) -> Result<usize, Module
             let (Some(voxel), Some((sun, block))) = (voxel, light) else {
                 continue;
             };
-            if sun.max(block) >= GRASS_LIGHT && !smothers(ctx, voxel)? {
+            if sun.max(block) >= GRASS_LIGHT && !smothers(ctx, &mut known, voxel)? {
                 lit.push(*found);
             }
         }
@@ -122,14 +134,14 @@ pub fn spread_grass(ctx: &mut Ctx, found: &[(Pos, u32)]) -> Result<usize, Module
 /// `survival:grass_die`: each grass voxel found under a voxel that
 /// smothers it turns to dirt.
 pub fn kill_grass(ctx: &mut Ctx, found: &[(Pos, u32)]) -> Result<usize, ModuleError> {
-    let mut changed = 0;
+    let (mut changed, mut known) = (0, HashMap::new());
     for batch in found.chunks(MAX_VOXELS_PER_CALL) {
         let positions: Vec<Pos> = batch.iter().map(|&(pos, _)| above(pos)).collect();
         let voxels = ctx.host().call(&GetVoxels { positions })?;
         let mut covered = Vec::new();
         for (found, voxel) in batch.iter().zip(voxels) {
             if let Some(voxel) = voxel
-                && smothers(ctx, voxel)?
+                && smothers(ctx, &mut known, voxel)?
             {
                 covered.push(*found);
             }
