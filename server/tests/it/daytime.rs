@@ -5,7 +5,8 @@
 //! `daytime:night_changed` is logged), and the clock survives a restart
 //! (written when the module unloads, read back when it starts). Over the
 //! raw protocol: a joining player gets `daytime:time`, reads `/time` in
-//! chat and sets it with `/time HH:MM` only once granted `settime`.
+//! chat and sets it with `/time HH:MM` only once granted `settime`. The
+//! `creatures` module (an optional dependency) rests from dusk to dawn.
 
 use std::process::{Command, Stdio};
 use std::sync::mpsc::Receiver;
@@ -255,4 +256,27 @@ fn a_joining_player_is_told_the_time_reads_it_in_chat_and_sets_it_only_with_sett
     });
     let shown = console(&mut server, "time", ", day 0");
     assert!(shown.contains("23:00, day 0, night"), "{shown}");
+}
+
+#[test]
+fn creatures_rest_when_the_console_makes_it_night_and_walk_at_dawn() {
+    let scratch = setup();
+    scratch.add_creatures();
+    let (mut server, _) = start_game(
+        &scratch,
+        &[
+            "voxelworld.view_radius=1",
+            "daytime.day_minutes=0",
+            "daytime.start_time=0.5",
+            "creatures.active_radius=0",
+        ],
+    );
+    let report = console(&mut server, "creatures", "creatures: ");
+    assert!(!report.contains("resting"), "{report}");
+    console(&mut server, "time 23:00", "time set: 23:00");
+    let report = console(&mut server, "creatures", "creatures: ");
+    assert!(report.contains("resting for the night"), "{report}");
+    console(&mut server, "time 7:00", "time set: 07:00");
+    let report = console(&mut server, "creatures", "creatures: ");
+    assert!(!report.contains("resting"), "{report}");
 }
