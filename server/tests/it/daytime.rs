@@ -3,10 +3,11 @@
 //! (`require("buildat/module/daytime")`) sees the time the server tells it
 //! advance, the console's `time 23:00` makes night reach it at once (and
 //! `daytime:night_changed` is logged), and the clock survives a restart
-//! (written when the module unloads, read back when it starts). Over the
-//! raw protocol: a joining player gets `daytime:time`, reads `/time` in
-//! chat and sets it with `/time HH:MM` only once granted `settime`. The
-//! `creatures` module (an optional dependency) rests from dusk to dawn.
+//! (written when the module unloads, read back when it starts) and a
+//! reload of the module. Over the raw protocol: a joining player gets
+//! `daytime:time`, reads `/time` in chat and sets it with `/time HH:MM`
+//! only once granted `settime`. The `creatures` module (an optional
+//! dependency) rests from dusk to dawn.
 
 use std::process::{Command, Stdio};
 use std::sync::mpsc::Receiver;
@@ -157,6 +158,10 @@ fn the_clock_survives_a_restart() {
         "later than 20:30 by the seconds run before the stop: {shown}"
     );
     assert!(shown.contains("night"), "{shown}");
+    // A reload of the module carries the clock over (its stash).
+    console(&mut server, "reload daytime", "daytime");
+    let again = console(&mut server, "time", ", day 0");
+    assert_eq!(clock_of(&again), clock_of(&shown), "{again}");
     assert_eq!(
         server.stop(Duration::from_secs(60)),
         Some(0),
