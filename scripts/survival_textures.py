@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Draws the survival content's textures (modules/survival/client_data/textures/*.png).
 
-Blocks (planks, chest, crafting table, sapling, bed) are 16x16 RGB tiles made like the
+Blocks (planks, chest, crafting table, saplings, bed) are 16x16 RGB tiles made like the
 terrain's (scripts/textures.py: base colour, seeded value noise, features);
 items (stick, lumps, pickaxes, axes, shovels) are 16x16 RGBA icons on a
 transparent background, drawn from a few strokes. Deterministic: running it
@@ -128,6 +128,27 @@ def sapling():
     return rows
 
 
+def pine_sapling():
+    """A young pine: a stem and tiers of dark needles narrowing upwards."""
+    rows = tile(62, (110, 150, 120), 16, fine=0.6)
+    rng = random.Random(63)
+    for y in range(SIZE):
+        for x in range(SIZE):
+            rows[y][x] = shade(rows[y][x], 36)
+    for y in range(12, SIZE):
+        for x in range(SIZE):
+            rows[y][x] = shade((110, 82, 54), rng.randint(-12, 12))
+    for y in range(2, 13):
+        rows[y][7] = (96, 66, 38)
+        rows[y][8] = (78, 52, 30)
+    for top, half in ((1, 2), (4, 4), (7, 5)):
+        for dy in range(4):
+            for x in range(8 - half + dy // 2, 8 + half - dy // 2):
+                if dy + top < 12 and abs(x - 7.5) <= half - (3 - dy) // 2:
+                    rows[top + dy][x] = shade((34, 84, 50), rng.randint(-14, 12))
+    return rows
+
+
 BLANKET = (176, 40, 44)
 PILLOW = (232, 228, 220)
 
@@ -235,6 +256,7 @@ BLOCKS = {
     "crafting_table_top": crafting_table_top,
     "crafting_table_side": crafting_table_side,
     "sapling": sapling,
+    "pine_sapling": pine_sapling,
     "bed_top": bed_top,
     "bed_side": bed_side,
 }

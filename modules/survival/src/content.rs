@@ -43,10 +43,14 @@ pub fn crafting_table_block() -> BlockDefinition {
     table
 }
 
-/// The sapling: no collision, clear; grows into the worldgen's tree when
-/// its voxel timer fires (`lib.rs`).
-pub fn sapling_block() -> BlockDefinition {
-    let mut sapling = BlockDefinition::simple("sapling", "sapling.png");
+/// The saplings: each with the leaves that drop it (the tree it grows
+/// into is `living.rs`'s).
+pub const SAPLINGS: [(&str, &str); 2] = [("sapling", "leaves"), ("pine_sapling", "pine_leaves")];
+
+/// A sapling's block: no collision, clear; grows into the worldgen's tree
+/// when its voxel timer fires (`living.rs`).
+pub fn sapling_block(name: &str) -> BlockDefinition {
+    let mut sapling = BlockDefinition::simple(name, &format!("{name}.png"));
     sapling.physically_solid = false;
     sapling.light_absorption = 0;
     sapling
@@ -78,15 +82,31 @@ fn block(name: &str, groups: &[(&str, i32)], drops: Vec<DropRule>) -> ItemDef {
     def
 }
 
-/// The sapling's item: its block, dug by hand at once, drawn as itself.
-fn sapling_item() -> ItemDef {
+/// A sapling's item: its block, dug by hand at once, drawn as itself.
+fn sapling_item(name: &str) -> ItemDef {
     let mut def = block(
-        "sapling",
+        name,
         &[("snappy", 3), ("oddly_breakable_by_hand", 3)],
         vec![],
     );
-    def.texture = "sapling.png".into();
+    def.texture = format!("{name}.png");
     def
+}
+
+/// Leaves: they give themselves, and once in [`SAPLING_RARITY`] digs
+/// their sapling too.
+fn leaves_item(leaves: &str, sapling: &str) -> ItemDef {
+    block(
+        leaves,
+        &[("snappy", 3), ("leaves", 1)],
+        vec![
+            DropRule::always(leaves, 1),
+            DropRule {
+                items: vec![ItemStack::new(sapling, 1)],
+                rarity: SAPLING_RARITY,
+            },
+        ],
+    )
 }
 
 fn craft(name: &str, description: &str) -> ItemDef {
@@ -202,19 +222,8 @@ pub fn items() -> Vec<ItemDef> {
         block("ice", &[("cracky", 3)], vec![]),
         block("sandstone", &[("cracky", 3)], vec![]),
         block("wood", &[("choppy", 2), ("tree", 1)], vec![]),
-        // Leaves give themselves, and now and then a sapling.
-        block(
-            "leaves",
-            &[("snappy", 3), ("leaves", 1)],
-            vec![
-                DropRule::always("leaves", 1),
-                DropRule {
-                    items: vec![ItemStack::new("sapling", 1)],
-                    rarity: SAPLING_RARITY,
-                },
-            ],
-        ),
-        block("pine_leaves", &[("snappy", 3), ("leaves", 1)], vec![]),
+        leaves_item("leaves", "sapling"),
+        leaves_item("pine_leaves", "pine_sapling"),
         block("cactus", &[("choppy", 3)], vec![]),
         // The default game's own block.
         block("torch", &[("oddly_breakable_by_hand", 3)], vec![]),
@@ -222,7 +231,8 @@ pub fn items() -> Vec<ItemDef> {
         block("planks", &[("choppy", 3), ("wood", 1)], vec![]),
         block("chest", &[("choppy", 2)], vec![]),
         block("crafting_table", &[("choppy", 2)], vec![]),
-        sapling_item(),
+        sapling_item("sapling"),
+        sapling_item("pine_sapling"),
         block("bed", &[("choppy", 2)], vec![]),
         craft("stick", "Stick"),
         craft("coal_lump", "Coal lump"),
@@ -310,6 +320,7 @@ mod tests {
                 "chest",
                 "crafting_table",
                 "sapling",
+                "pine_sapling",
                 "bed",
             ]);
         for name in blocks {
@@ -495,7 +506,8 @@ mod tests {
             planks_block(),
             chest_block(),
             crafting_table_block(),
-            sapling_block(),
+            sapling_block("sapling"),
+            sapling_block("pine_sapling"),
             bed_block(),
         ];
         let names = blocks
@@ -527,8 +539,14 @@ mod tests {
         // 1 in 20: about 100 of 2000.
         assert!((50..=160).contains(&saplings), "{saplings} saplings");
         assert!(seconds(&registry, "sapling", None).is_some(), "by hand");
-        assert!(!sapling_block().physically_solid);
-        assert_eq!(sapling_block().light_absorption, 0);
+        for (sapling, leaves) in SAPLINGS {
+            let def = registry.get_block(leaves).unwrap();
+            let any =
+                (0..200).any(|roll| roll_drops(def, roll).contains(&ItemStack::new(sapling, 1)));
+            assert!(any, "{leaves} drop {sapling}");
+            assert!(!sapling_block(sapling).physically_solid);
+            assert_eq!(sapling_block(sapling).light_absorption, 0);
+        }
         let grid = [
             one("leaves"),
             one("leaves"),

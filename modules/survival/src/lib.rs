@@ -82,8 +82,10 @@ impl Mod for Survival {
             .on_place(|_, ctx, pos| create_inventory(ctx, pos, LIST_MAIN, content::CHEST_SLOTS));
         m.block(content::crafting_table_block())
             .on_place(|_, ctx, pos| create_inventory(ctx, pos, LIST_CRAFT, content::TABLE_SLOTS));
-        m.block(content::sapling_block())
-            .on_place(|_, ctx, pos| living::plant(ctx, pos));
+        for (sapling, _) in content::SAPLINGS {
+            m.block(content::sapling_block(sapling))
+                .on_place(|_, ctx, pos| living::plant(ctx, pos));
+        }
         m.block(content::bed_block())
             .on_use(|_, ctx, pos| living::sleep(ctx, pos))
             .on_dig(|_, ctx, pos| living::unmake_bed(ctx, pos));

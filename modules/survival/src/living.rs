@@ -157,12 +157,18 @@ pub fn plant(ctx: &mut Ctx, pos: Pos) -> Result<bool, ModuleError> {
     ctx.set_timer(pos, seconds, GROW)
 }
 
-/// The tree a sapling at `pos` grows into: the worldgen's, its variant
-/// from the position (the same sapling always makes the same tree).
-pub fn tree_at(pos: Pos) -> Vec<(Pos, &'static str)> {
+/// The tree the sapling `sapling` (a block name of
+/// [`crate::content::SAPLINGS`]) at `pos` grows into: the worldgen's (a
+/// pine of a `pine_sapling`), its variant from the position (the same
+/// sapling always makes the same tree); `None` for another block.
+pub fn tree_at(sapling: &str, pos: Pos) -> Option<Vec<(Pos, &'static str)>> {
     let [x, y, z] = pos;
     let variant = buildat_worldgen_terrain::noise::hash(0x5a91_1e55, x, y, z);
-    buildat_worldgen_terrain::tree_voxels(pos, variant)
+    match sapling {
+        "sapling" => Some(buildat_worldgen_terrain::tree_voxels(pos, variant)),
+        "pine_sapling" => Some(buildat_worldgen_terrain::pine_voxels(pos, variant)),
+        _ => None,
+    }
 }
 
 /// The sapling `sapling` at `pos` grows (its timer fired): when its trunk
@@ -170,7 +176,10 @@ pub fn tree_at(pos: Pos) -> Vec<(Pos, &'static str)> {
 /// replaces it, the trunk and leaves only into air; otherwise it waits
 /// another `survival.sapling_seconds`. Whether it grew.
 pub fn grow(ctx: &mut Ctx, pos: Pos, sapling: u32) -> Result<bool, ModuleError> {
-    let tree = tree_at(pos);
+    let name = ctx.voxel_name(sapling)?;
+    let Some(tree) = tree_at(&name, pos) else {
+        return Err(ModuleError::msg(format!("{name} is not a sapling")));
+    };
     let trunk: Vec<Pos> = tree
         .iter()
         .filter(|(at, name)| *name == "wood" && *at != pos)
@@ -184,12 +193,16 @@ pub fn grow(ctx: &mut Ctx, pos: Pos, sapling: u32) -> Result<bool, ModuleError> 
         plant(ctx, pos)?;
         return Ok(false);
     }
-    let (wood, leaves) = (ctx.voxel_id("wood")?, ctx.voxel_id("leaves")?);
-    let edits = tree
-        .into_iter()
-        .map(|(at, name)| EditVoxel {
+    let mut ids = HashMap::new();
+    let mut edits = Vec::with_capacity(tree.len());
+    for (at, block) in tree {
+        let voxel = match ids.get(block) {
+            Some(&id) => id,
+            None => *ids.entry(block).or_insert(ctx.voxel_id(block)?),
+        };
+        edits.push(EditVoxel {
             pos: at,
-            voxel: if name == "wood" { wood } else { leaves },
+            voxel,
             replace: if at == pos {
                 Replace::Exactly(sapling)
             } else {
@@ -197,8 +210,8 @@ pub fn grow(ctx: &mut Ctx, pos: Pos, sapling: u32) -> Result<bool, ModuleError> 
             },
             save: true,
             by: None,
-        })
-        .collect();
+        });
+    }
     let outcomes = ctx.host().call(&EditVoxels { edits })?;
     Ok(matches!(outcomes.first(), Some(EditOutcome::Edited { .. })))
 }
@@ -338,7 +351,10 @@ mod tests {
         let mut water = BlockDefinition::simple("water", "water.png");
         water.light_absorption = 1;
         water.physically_solid = false;
-        for block in [BlockDefinition::simple("wood", "wood.png"), leaves, water] {
+        let mut pine_leaves = leaves.clone();
+        pine_leaves.name = "pine_leaves".into();
+        let wood = BlockDefinition::simple("wood", "wood.png");
+        for block in [wood, leaves, pine_leaves, water] {
             world.kit().host().call(&RegisterBlock { block }).unwrap();
         }
         world.kit().answer(|_: RegisterItems| Ok(()));
@@ -431,7 +447,7 @@ mod tests {
         assert_eq!(world.pass(&mut m, 29.0).unwrap(), 0);
         assert_eq!(world.voxel(base).as_deref(), Some("sapling"));
         assert_eq!(world.pass(&mut m, 2.0).unwrap(), 1);
-        let tree = tree_at(base);
+        let tree = tree_at("sapling", base).unwrap();
         assert!(tree.len() > 40);
         // Each voxel the first the tree writes there (only into air: the
         // trunk before the leaves around it).
@@ -445,8 +461,30 @@ mod tests {
         assert_eq!(world.voxel(base).as_deref(), Some("wood"));
         assert!(world.timers("test").is_empty(), "grown: no timer left");
         // The same sapling always makes the same tree, other places others.
-        assert_eq!(tree_at(base), tree);
-        assert!((0..20).any(|x| tree_at([x, 1, 0]).len() != tree.len()));
+        assert_eq!(tree_at("sapling", base).unwrap(), tree);
+        let other = |x| tree_at("sapling", [x, 1, 0]).unwrap().len();
+        assert!((0..20).any(|x| other(x) != tree.len()));
+    }
+
+    #[test]
+    fn a_pine_sapling_grows_into_the_worldgens_pine() {
+        let (world, mut m) = world();
+        world.fill([-4, 0, -4], [4, 0, 4], "dirt");
+        let base = [1, 1, 1];
+        world
+            .place(&mut m, base, "pine_sapling", Some("ann"))
+            .unwrap();
+        assert_eq!(world.pass(&mut m, 31.0).unwrap(), 1);
+        let pine = tree_at("pine_sapling", base).unwrap();
+        assert!(pine.iter().any(|(_, name)| *name == "pine_leaves"));
+        let mut first = std::collections::HashMap::new();
+        for (pos, name) in &pine {
+            first.entry(*pos).or_insert(*name);
+        }
+        for (pos, name) in first {
+            assert_eq!(world.voxel(pos).as_deref(), Some(name), "{pos:?}");
+        }
+        assert!(tree_at("stone", base).is_none());
     }
 
     #[test]
@@ -457,7 +495,8 @@ mod tests {
         world.place(&mut m, base, "sapling", None).unwrap();
         // A block where the trunk goes; another where a leaf goes.
         world.fill([0, 3, 0], [0, 3, 0], "stone");
-        let leaf = tree_at(base)
+        let leaf = tree_at("sapling", base)
+            .unwrap()
             .into_iter()
             .find(|(_, name)| *name == "leaves")
             .unwrap()

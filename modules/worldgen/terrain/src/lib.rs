@@ -19,7 +19,7 @@ use buildat_voxel::geometry::{self, CHUNK_SIZE, Pos};
 pub use column::{Biome, Column, SEA_LEVEL, column, surface_height};
 use noise::{hash, noise3};
 use structures::Write;
-pub use structures::tree_voxels;
+pub use structures::{pine_voxels, tree_voxels};
 
 /// A block the terrain uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

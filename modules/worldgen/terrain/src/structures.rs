@@ -1,6 +1,7 @@
 //! Structures that grow on the terrain and cross chunk and section borders:
-//! trees, pines and cacti, and ruined watchtowers; a tree's voxels alone
-//! ([`tree_voxels`]) for what grows one later (a sapling).
+//! trees, pines and cacti, and ruined watchtowers; a tree's or a pine's
+//! voxels alone ([`tree_voxels`], [`pine_voxels`]) for what grows one later
+//! (a sapling).
 //!
 //! Owns: where structures stand and what voxels they are. A structure is
 //! found from a grid of cells (one candidate per cell, at a hashed spot,
@@ -229,8 +230,18 @@ pub fn stamp(placement: &Placement, put: &mut impl FnMut(Pos, u32, Write)) {
 /// only into air), so a sapling (the `survival` module) grows into the
 /// worldgen's tree.
 pub fn tree_voxels(base: Pos, variant: u64) -> Vec<(Pos, &'static str)> {
+    plant_voxels(Kind::Tree, base, variant)
+}
+
+/// The voxels of the pine the generator stamps on `base`, as
+/// [`tree_voxels`] (trunk first, then its `pine_leaves`).
+pub fn pine_voxels(base: Pos, variant: u64) -> Vec<(Pos, &'static str)> {
+    plant_voxels(Kind::Pine, base, variant)
+}
+
+fn plant_voxels(kind: Kind, base: Pos, variant: u64) -> Vec<(Pos, &'static str)> {
     let placement = Placement {
-        kind: Kind::Tree,
+        kind,
         base,
         variant,
     };
@@ -355,6 +366,26 @@ mod tests {
             tree_voxels([0; 3], 1),
             "variants differ"
         );
+    }
+
+    #[test]
+    fn a_pine_is_its_trunk_then_pine_leaves_as_stamped() {
+        let base = [3, 4, 5];
+        let pine = pine_voxels(base, 7);
+        let trunk = 7 + (7 % 3) as usize;
+        assert!(pine[..trunk].iter().all(|(_, name)| *name == "wood"));
+        assert_eq!(pine[0].0, base);
+        assert!(pine[trunk..].iter().all(|(_, name)| *name == "pine_leaves"));
+        let mut stamped = Vec::new();
+        let placement = Placement {
+            kind: Kind::Pine,
+            base,
+            variant: 7,
+        };
+        stamp(&placement, &mut |pos, voxel, _| {
+            stamped.push((pos, crate::PALETTE[voxel as usize]));
+        });
+        assert_eq!(pine, stamped);
     }
 
     #[test]
