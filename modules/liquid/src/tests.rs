@@ -586,3 +586,30 @@ fn a_bucket_use_is_one_transact_and_other_uses_are_not_the_liquids_business() {
     }
     let _ = Cell::Source(Liquid::Water);
 }
+
+#[test]
+fn the_queue_and_counters_cross_a_reload_and_a_disabled_flow_moves_nothing() {
+    let (mut liquid, kit) = load(&[("liquid.step_seconds", "0"), ("liquid.enabled", "false")]);
+    let water = kit.id("water");
+    kit.world.lock().unwrap().set([0, 0, 0], water);
+    kit.world.lock().unwrap().set([1, 0, 0], AIR);
+    liquid
+        .emit(&VoxelsChanged {
+            changes: vec![VoxelChange {
+                pos: [1, 0, 0],
+                was: 1,
+                now: AIR,
+                by: None,
+            }],
+            untold: 0,
+        })
+        .unwrap();
+    tick(&mut liquid, 5);
+    assert_eq!(kit.at([1, 0, 0]), AIR, "disabled: nothing flows");
+    let before = liquid.call(&GetLiquidStats {}).unwrap();
+    assert_eq!(before.queued, 11);
+    let mut liquid = liquid.reload::<Liquids>().unwrap();
+    let after = liquid.call(&GetLiquidStats {}).unwrap();
+    assert_eq!(after.queued, before.queued);
+    assert_eq!(after.queue_peak, before.queue_peak);
+}
