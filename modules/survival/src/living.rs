@@ -49,7 +49,7 @@ pub const GRASS_LIGHT: u8 = 9;
 pub fn register_abms(ctx: &mut Ctx) -> Result<(), ModuleError> {
     let settings = ctx.settings::<LivingSettings>()?;
     let (every, chance) = (settings.grass_seconds, settings.grass_chance);
-    ctx.register_abm(GRASS_SPREAD, &["dirt"], &["grass"], every, chance)?;
+    ctx.register_abm(GRASS_SPREAD, &["dirt"], &["grass", "air"], every, chance)?;
     ctx.register_abm(GRASS_DIE, &["grass"], &[], every, chance)?;
     Ok(())
 }
@@ -104,12 +104,27 @@ fn turn(ctx: &mut Ctx, voxels: &[(Pos, u32)], name: &str) -> Result<usize, Modul
         .count())
 }
 
-/// `survival:grass_spread`: each dirt voxel found (beside grass) whose
-/// voxel above does not smother grass and has light of at least
-/// [`GRASS_LIGHT`] turns to grass. One `GetVoxels`, one `GetLights` and
-/// one `EditVoxels` per batch (of at most [`MAX_VOXELS_PER_CALL`]).
+/// The 26 voxels around `pos` (faces, edges, corners).
+fn around([x, y, z]: Pos) -> impl Iterator<Item = Pos> {
+    (-1..=1).flat_map(move |dx| {
+        (-1..=1).flat_map(move |dy| {
+            (-1..=1)
+                .filter(move |&dz| (dx, dy, dz) != (0, 0, 0))
+                .map(move |dz| [x + dx, y + dy, z + dz])
+        })
+    })
+}
+
+/// `survival:grass_spread`: each dirt voxel found (beside grass or air)
+/// whose voxel above does not smother grass and has light of at least
+/// [`GRASS_LIGHT`], with grass among the 26 voxels around it (diagonals
+/// too, as Luanti: dirt placed on grass turns even when the grass under it
+/// died first), turns to grass. Per batch (of at most
+/// [`MAX_VOXELS_PER_CALL`]): one `GetVoxels` and one `GetLights` above,
+/// `GetVoxels` around the lit ones, one `EditVoxels`.
 pub fn spread_grass(ctx: &mut Ctx, found: &[(Pos, u32)]) -> Result<usize, ModuleError> {
     let (mut changed, mut known) = (0, HashMap::new());
+    let grass = VoxelInstance(ctx.voxel_id("grass")?).type_id();
     for batch in found.chunks(MAX_VOXELS_PER_CALL) {
         let positions: Vec<Pos> = batch.iter().map(|&(pos, _)| above(pos)).collect();
         let host = ctx.host();
@@ -126,7 +141,19 @@ pub fn spread_grass(ctx: &mut Ctx, found: &[(Pos, u32)]) -> Result<usize, Module
                 lit.push(*found);
             }
         }
-        changed += turn(ctx, &lit, "grass")?;
+        let mut spreading = Vec::new();
+        for part in lit.chunks(MAX_VOXELS_PER_CALL / 26) {
+            let positions = part.iter().flat_map(|&(pos, _)| around(pos)).collect();
+            let voxels = host.call(&GetVoxels { positions })?;
+            for (found, near) in part.iter().zip(voxels.chunks(26)) {
+                let is_grass =
+                    |v: &Option<u32>| v.is_some_and(|v| VoxelInstance(v).type_id() == grass);
+                if near.iter().any(is_grass) {
+                    spreading.push(*found);
+                }
+            }
+        }
+        changed += turn(ctx, &spreading, "grass")?;
     }
     Ok(changed)
 }
@@ -379,7 +406,7 @@ mod tests {
         let abms = world.abms();
         let spread = abms.iter().find(|a| a.name == GRASS_SPREAD).unwrap();
         assert_eq!(spread.nodes, ["dirt"]);
-        assert_eq!(spread.neighbours, ["grass"]);
+        assert_eq!(spread.neighbours, ["grass", "air"]);
         assert_eq!((spread.interval_seconds, spread.chance), (1.0, 1));
         let die = abms.iter().find(|a| a.name == GRASS_DIE).unwrap();
         assert_eq!(die.nodes, ["grass"]);
@@ -401,18 +428,41 @@ mod tests {
         world.fill(above(under_sapling), above(under_sapling), "sapling");
         assert_eq!(
             world.run_abm(&mut m, GRASS_SPREAD).unwrap(),
-            4,
-            "beside grass"
+            5,
+            "beside grass or air"
         );
         assert_eq!(
             names(&world, &[lit, dark, covered, far, under_sapling]),
-            ["grass", "dirt", "dirt", "dirt", "grass"]
+            ["grass", "dirt", "dirt", "dirt", "grass"],
+            "not far from grass"
         );
         // A torch's light is as good as the sun's.
         world.set_light(above(dark), above(dark), (0, 12));
         world.run_abm(&mut m, GRASS_SPREAD).unwrap();
         assert_eq!(world.voxel(dark).as_deref(), Some("grass"));
         assert_eq!(world.voxel(covered).as_deref(), Some("dirt"));
+    }
+
+    #[test]
+    fn dirt_placed_on_grass_turns_even_when_the_grass_under_it_died_first() {
+        let (world, mut m) = world();
+        world.fill([-2, 0, -2], [2, 0, 2], "grass");
+        let placed = [0, 1, 0];
+        world.place(&mut m, placed, "dirt", Some("ann")).unwrap();
+        world.run_abm(&mut m, GRASS_DIE).unwrap();
+        assert_eq!(world.voxel([0, 0, 0]).as_deref(), Some("dirt"), "covered");
+        // Only diagonal grass is left beside it.
+        assert_eq!(
+            world.run_abm(&mut m, GRASS_SPREAD).unwrap(),
+            2,
+            "and the dead one"
+        );
+        assert_eq!(world.voxel(placed).as_deref(), Some("grass"));
+        assert_eq!(
+            world.voxel([0, 0, 0]).as_deref(),
+            Some("dirt"),
+            "covered by the new grass"
+        );
     }
 
     #[test]

@@ -542,6 +542,33 @@ mod living {
             "{leaves} leaves: {}",
             context(&gardener, &mut server)
         );
+
+        // Dirt placed on the ground's grass (its only grass beside it is
+        // below, covered and dying): it turns all the same.
+        let on_grass = [[0, -1], [1, -1], [-1, -1], [1, 1], [-1, 1]]
+            .into_iter()
+            .map(|[a, b]| {
+                // Across the grass side (a) and away from the sapling (b).
+                [x + a * dz - b * bx, y, z + a * dx - b * bz]
+            })
+            .find(|&[px, _, pz]| {
+                [px, pz] != [x, z]
+                    && [px, y, pz] != grass
+                    && [px, y, pz] != dirt
+                    && gardener.open([px, y, pz], 3)
+                    && gardener.voxel([px, y - 1, pz]) == Some("grass")
+            });
+        match on_grass {
+            Some(spot) => {
+                place(&mut gardener, spot, "dirt");
+                gardener.wait_for(spot, "dirt", 30);
+                gardener.wait_for(spot, "grass", 60);
+            }
+            None => eprintln!(
+                "no grass ground around {:?}: not placed on grass",
+                [x, y, z]
+            ),
+        }
         assert!(
             gardener.refused.is_empty(),
             "{}",
