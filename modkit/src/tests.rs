@@ -760,3 +760,44 @@ fn abms_are_registered_again_when_the_active_module_is_loaded_after_the_mod() {
     // The mod's own closure still runs.
     assert_eq!(m.module().state().loaded, ["items", "active"]);
 }
+
+#[test]
+fn a_timer_can_be_read_and_cancelled_and_an_abm_removed() {
+    #[derive(Default, Serialize, Deserialize)]
+    struct Keeper;
+    impl Mod for Keeper {
+        fn setup(m: &mut Setup<Self>) {
+            m.on_start(|_, ctx| ctx.register_abm("test:keep", &["dirt"], &[], 1.0, 1));
+            m.on_abm("test:keep", |_, _, _| Ok(()));
+            m.on_timer("keep", |_, _, _| Ok(()));
+            m.command("keep", "", None, |_, ctx, words| {
+                let pos = [1, 2, 3];
+                Ok(match words.first().map(String::as_str) {
+                    Some("set") => ctx.set_timer(pos, 5.0, "keep")?.to_string(),
+                    Some("left") => format!("{:?}", ctx.timer_left(pos)?),
+                    Some("cancel") => ctx.cancel_timers(&[pos, [9, 9, 9]])?.to_string(),
+                    _ => ctx.remove_abm("test:keep")?.to_string(),
+                })
+            });
+        }
+    }
+    let world = TestWorld::new();
+    world.fill([1, 2, 3], [1, 2, 3], "dirt");
+    let mut m = world.load::<Keeper>().unwrap();
+    assert_eq!(m.command("keep", &["set"], None).unwrap(), "true");
+    assert_eq!(m.command("keep", &["left"], None).unwrap(), "Some(5.0)");
+    assert_eq!(m.command("keep", &["cancel"], None).unwrap(), "1");
+    assert_eq!(m.command("keep", &["left"], None).unwrap(), "None");
+    assert!(world.timers("test").is_empty());
+    assert_eq!(world.pass(&mut m, 10.0).unwrap(), 0, "cancelled");
+    assert_eq!(world.abms().len(), 1);
+    assert_eq!(m.command("keep", &["remove"], None).unwrap(), "true");
+    assert!(world.abms().is_empty());
+    assert_eq!(m.command("keep", &["remove"], None).unwrap(), "false");
+    // A removed ABM is not registered again when active comes back.
+    m.emit(&ModuleLoaded {
+        name: "active".into(),
+    })
+    .unwrap();
+    assert!(world.abms().is_empty());
+}
