@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 
 use buildat_health_api::SetRespawn;
+use buildat_modkit::active_api::MIN_INTERVAL_SECONDS;
 use buildat_modkit::interface::CallError;
 use buildat_modkit::prelude::*;
 use buildat_modkit::voxel::{AIR, VoxelInstance, light};
@@ -48,7 +49,9 @@ pub const GRASS_LIGHT: u8 = 9;
 /// Registers the grass ABMs with the settings' interval and chance.
 pub fn register_abms(ctx: &mut Ctx) -> Result<(), ModuleError> {
     let settings = ctx.settings::<LivingSettings>()?;
-    let (every, chance) = (settings.grass_seconds, settings.grass_chance);
+    // A shorter interval than active takes is its shortest, not a failed start.
+    let every = settings.grass_seconds.max(MIN_INTERVAL_SECONDS);
+    let chance = settings.grass_chance;
     ctx.register_abm(GRASS_SPREAD, &["dirt"], &["grass", "air"], every, chance)?;
     ctx.register_abm(GRASS_DIE, &["grass"], &[], every, chance)?;
     Ok(())
@@ -412,6 +415,16 @@ mod tests {
         assert_eq!(die.nodes, ["grass"]);
         assert!(die.neighbours.is_empty());
         assert_eq!(spread.module, "test", "this module is told");
+        // Too short an interval is active's shortest.
+        let kit = TestHost::new().config("survival.grass_seconds", "0");
+        let world = TestWorld::on(kit);
+        world.kit().answer(|_: RegisterItems| Ok(()));
+        world
+            .kit()
+            .answer(|_: GetItems| Ok(ItemRegistry::default()));
+        world.kit().answer(|_: RegisterRecipes| Ok(()));
+        let _m = world.load::<Survival>().unwrap();
+        assert!(world.abms().iter().all(|a| a.interval_seconds == 0.1));
     }
 
     #[test]
