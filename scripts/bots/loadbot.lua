@@ -24,6 +24,12 @@ if not has_inv or type(inv) ~= "table" or inv.list == nil then
 	inv = nil
 end
 local log = buildat.Logger("loadbot")
+-- With the `health` module a bot that dies (a fall on its way home) asks
+-- to respawn a second later and plays on (counted as `deaths`).
+local has_health, health = pcall(require, "buildat/module/health")
+if not has_health or type(health) ~= "table" or health.on_died == nil then
+	health = nil
+end
 
 local REPORT_EVERY = 5 -- seconds
 local PING_EVERY = 0.5
@@ -36,7 +42,7 @@ local TRAVEL_STEP = 12 -- voxels per step on the way home (the server allows 16)
 local SPREAD = 16 -- home distance from the spawn: SPREAD * sqrt(peer) voxels
 
 -- Counts of the current window.
-local w = { sent = 0, answered = 0, lost = 0, late = 0, moves = 0, digs = 0, places = 0, edits = 0, refused = 0 }
+local w = { sent = 0, answered = 0, lost = 0, late = 0, moves = 0, digs = 0, places = 0, edits = 0, refused = 0, deaths = 0 }
 local hist = {} -- bucket -> count, this window
 local outstanding = {} -- ping seq -> os.clock() when sent
 local expired = {} -- seq -> true once counted as lost
@@ -86,8 +92,8 @@ local function report(kind)
 		parts[#parts + 1] = b .. ":" .. c
 	end
 	log:info(string.format(
-		"loadbot %s sent=%d answered=%d lost=%d late=%d moves=%d digs=%d places=%d edits=%d refused=%d chunks=%d inflight=%d hist=%s",
-		kind, w.sent, w.answered, w.lost, w.late, w.moves, w.digs, w.places, w.edits, w.refused,
+		"loadbot %s sent=%d answered=%d lost=%d late=%d moves=%d digs=%d places=%d edits=%d refused=%d deaths=%d chunks=%d inflight=%d hist=%s",
+		kind, w.sent, w.answered, w.lost, w.late, w.moves, w.digs, w.places, w.edits, w.refused, w.deaths,
 		buildat.world.chunk_count(), in_flight(), table.concat(parts, ",")
 	))
 	for k in pairs(w) do
@@ -119,6 +125,15 @@ local function top(x, z, near)
 end
 
 local started = false
+if health ~= nil then
+	health.on_died(function()
+		w.deaths += 1
+		buildat.set_timeout(1, function()
+			health.respawn()
+		end)
+	end)
+end
+
 main.on_spawn(function(_, sx, sy, sz)
 	if started then
 		return

@@ -420,6 +420,26 @@ pub fn client_binary() -> PathBuf {
     path
 }
 
+/// Every line a child writes (stdout and stderr), as they come.
+pub fn lines_of(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let (send, lines) = std::sync::mpsc::channel();
+    let out = child.stdout.take().expect("piped stdout");
+    let err = child.stderr.take().expect("piped stderr");
+    let to = send.clone();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = to.send(line);
+        }
+    });
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = send.send(line);
+        }
+    });
+    lines
+}
+
 /// A finished process's stderr then stdout.
 pub fn output_text(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned() + &String::from_utf8_lossy(&output.stdout)
