@@ -3,17 +3,20 @@
 //! trench dug in the terrain beside a poured source stays dry behind its
 //! bank; the bank dug, the water flows into it and stops (levels 7 to 4,
 //! as the client is streamed them); a bucket takes the source back (the
-//! bucket full in the census) and the flow dries up.
+//! bucket full in the census) and the flow dries up. And a generated
+//! lake stays still until a bank beside it is dug: then it flows out into
+//! a trench and stops.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use buildat_format::{Packet, decode_voxels};
 use buildat_harness::raw_client::RawClient;
-use buildat_main_api::{Dig, Join, Refused, Spawn, Use};
+use buildat_main_api::{Correct, Dig, Join, Refused, Spawn, Use};
 use buildat_voxel::VoxelInstance;
 use buildat_voxel::geometry::{self, Pos};
 use buildat_voxelworld_api::stream::{Ack, Chunk, Registry, UnloadChunk, VoxelUpdates};
+use buildat_worldgen_terrain::column::{SEA_LEVEL, column};
 
 use crate::common::{Scratch, Server, console, start_game};
 
@@ -73,6 +76,7 @@ impl Diver {
             };
             match packet.name.as_str() {
                 Spawn::NAME => self.position = Spawn::decode(&packet.data).unwrap().position,
+                Correct::NAME => self.position = Correct::decode(&packet.data).unwrap().position,
                 Registry::NAME => {
                     let mut registry = Registry::decode(&packet.data).unwrap().voxels;
                     registry.reindex();
@@ -225,11 +229,25 @@ fn a_dug_bank_lets_a_poured_source_flow_until_it_stops_and_a_bucket_takes_it_bac
     scratch.add_modules(&["liquid"]);
     let (mut server, address) = start_game(&scratch, &SETTINGS);
     let mut diver = Diver::join(&address, "diver");
+    // A view of radius 1 is the player's chunk and its six face neighbours.
     let chunk = geometry::chunk_of_voxel(diver.feet());
-    diver.pump_until(Duration::from_secs(120), |d| {
-        (-1..=1).all(|x| (-1..=1).all(|z| d.chunks.contains_key(&add(chunk, [x, 0, z]))))
-            && d.chunks.contains_key(&add(chunk, [0, -1, 0]))
-    });
+    let view: Vec<Pos> = [
+        [0, 0, 0],
+        [1, 0, 0],
+        [-1, 0, 0],
+        [0, 1, 0],
+        [0, -1, 0],
+        [0, 0, 1],
+        [0, 0, -1],
+    ]
+    .map(|d| add(chunk, d))
+    .to_vec();
+    assert!(
+        diver.pump_until(Duration::from_secs(120), |d| view
+            .iter()
+            .all(|c| d.chunks.contains_key(c))),
+        "the view streamed"
+    );
     let t = find_site(&diver).unwrap_or_else(|| {
         panic!(
             "no flat ground for a trench near {:?} (the test's terrain)",
@@ -260,8 +278,8 @@ fn a_dug_bank_lets_a_poured_source_flow_until_it_stops_and_a_bucket_takes_it_bac
     );
     // The bank holds: nothing flows into the trench.
     diver.pump_until(Duration::from_millis(1500), |_| false);
-    for i in 3..=5 {
-        assert!(diver.is_air(t[i]), "{:?} behind the bank", diver.at(t[i]));
+    for pos in &t[3..=5] {
+        assert!(diver.is_air(*pos), "{:?} behind the bank", diver.at(*pos));
     }
 
     // The bank dug: the water flows in, 7 beside the source, one less a
@@ -303,4 +321,154 @@ fn a_dug_bank_lets_a_poured_source_flow_until_it_stops_and_a_bucket_takes_it_bac
     let output = server.output();
     assert!(output.contains("bucket_water 1"), "{output}");
     server.stop_cleanly();
+}
+
+/// The world's seed, from the `world.toml` voxelworld wrote.
+fn seed_of(scratch: &Scratch) -> u64 {
+    let text = std::fs::read_to_string(scratch.world().join("world.toml")).expect("world.toml");
+    text.lines()
+        .find_map(|line| {
+            let value = line.trim().strip_prefix("seed")?.trim().strip_prefix('=')?;
+            value.trim().parse().ok()
+        })
+        .unwrap_or_else(|| panic!("a seed in {text}"))
+}
+
+/// Shores by the terrain's columns, nearest the origin first: a water
+/// column at least two deep (no ice) and, inland along `dir`, a beach
+/// column at sea level (the bank) and a column at most 3 above it (dug
+/// top-down into a pit), ground beyond and beside both. The terrain's
+/// shores rise steeply, so the trench is the bank and the pit's bottom.
+fn shores(seed: u64) -> impl Iterator<Item = ([i32; 2], [i32; 2])> {
+    let h = move |x: i32, z: i32| column(seed, x, z).height;
+    (1..400)
+        .flat_map(move |ring: i32| {
+            let r = ring * 8;
+            (-r..r).flat_map(move |k| {
+                [[k, -r], [r, k], [-k, r], [-r, -k]]
+                    .into_iter()
+                    .flat_map(move |[x, z]| {
+                        [[1, 0], [-1, 0], [0, 1], [0, -1]]
+                            .into_iter()
+                            .map(move |dir| ([x, z], dir))
+                    })
+            })
+        })
+        .filter(move |([x, z], [dx, dz])| {
+            let water = column(seed, *x, *z);
+            if water.height >= SEA_LEVEL - 1 || water.temperature < 0.3 {
+                return false;
+            }
+            let at = |i: i32| [x + dx * i, z + dz * i];
+            let ground_beside = |[cx, cz]: [i32; 2]| {
+                h(cx + dz, cz + dx) >= SEA_LEVEL && h(cx - dz, cz - dx) >= SEA_LEVEL
+            };
+            let [x1, z1] = at(1);
+            let [x2, z2] = at(2);
+            let [x3, z3] = at(3);
+            h(x1, z1) == SEA_LEVEL
+                && (SEA_LEVEL..=SEA_LEVEL + 3).contains(&h(x2, z2))
+                && h(x3, z3) >= SEA_LEVEL
+                && ground_beside(at(1))
+                && ground_beside(at(2))
+        })
+}
+
+#[test]
+fn a_generated_lake_stays_still_until_its_bank_is_dug_then_flows_out_and_stops() {
+    let scratch = Scratch::new();
+    scratch.add_survival_game();
+    scratch.add_modules(&["liquid"]);
+    // A view of radius 2 (a ball of chunks) holds the diagonal ones too.
+    let settings = ["voxelworld.view_radius=2", SETTINGS[1], SETTINGS[2]];
+    let (mut server, address) = start_game(&scratch, &settings);
+    let mut diver = Diver::join(&address, "diver");
+    let seed = seed_of(&scratch);
+    let seconds = Duration::from_secs(10);
+    for ([x, z], [dx, dz]) in shores(seed).take(5) {
+        // Above the bank, in the air (the console moves the player).
+        let above = [x + dx, 4, z + dz];
+        let (fx, fz) = (f64::from(above[0]) + 0.5, f64::from(above[2]) + 0.5);
+        console(&mut server, &format!("tp diver {fx} 4 {fz}"), "diver");
+        let side = [dz, 0, dx];
+        let t: [Pos; 4] =
+            std::array::from_fn(|i| [x + dx * i as i32, SEA_LEVEL, z + dz * i as i32]);
+        // Every chunk the checks below read.
+        let chunks: Vec<Pos> = t
+            .iter()
+            .flat_map(|p| {
+                [
+                    [0, 0, 0],
+                    [0, -1, 0],
+                    [0, 1, 0],
+                    [0, 3, 0],
+                    side,
+                    times(side, -1),
+                ]
+                .map(|d| geometry::chunk_of_voxel(add(*p, d)))
+            })
+            .collect();
+        let held = diver.pump_until(Duration::from_secs(60), |d| {
+            (d.position[0] - fx).abs() < 0.01 && chunks.iter().all(|c| d.chunks.contains_key(c))
+        });
+        assert!(
+            held,
+            "teleported to {above:?} and streamed {chunks:?}: at {:?}, holding {:?}",
+            diver.position,
+            diver.chunks.keys().collect::<Vec<_>>()
+        );
+        // The voxels as generated: else the next shore.
+        let as_generated = diver.at(t[0]).is_some_and(|(name, _)| name == "water")
+            && t[1..].iter().all(|p| diver.is_solid(*p))
+            && t[1..3].iter().all(|p| {
+                diver.is_solid(add(*p, [0, -1, 0]))
+                    && diver.is_solid(add(*p, side))
+                    && diver.is_solid(add(*p, times(side, -1)))
+            })
+            && diver.is_air(add(t[1], [0, 1, 0]));
+        if !as_generated {
+            continue;
+        }
+        // Dig the pit behind the bank, top-down to sea level: the lake
+        // stays still.
+        for y in (0..=3).rev() {
+            let pos = [t[2][0], y, t[2][2]];
+            if !diver.is_solid(pos) {
+                continue;
+            }
+            diver.client.send_packet(&Dig { voxel: pos }).unwrap();
+            assert!(
+                diver.pump_until(seconds, |d| d.is_air(pos)),
+                "dug {pos:?}: refused {:?}",
+                diver.refused
+            );
+        }
+        diver.pump_until(Duration::from_millis(1500), |_| false);
+        assert!(diver.is_air(t[2]), "the bank holds: {:?}", diver.at(t[2]));
+        // The bank dug: the lake flows out into the pit and stops there.
+        diver.client.send_packet(&Dig { voxel: t[1] }).unwrap();
+        for (i, level) in [(1, 7), (2, 6)] {
+            assert!(
+                diver.wait_for(t[i], "water_flowing", level, seconds),
+                "{:?} at {:?}; refused {:?}\n{}",
+                diver.at(t[i]),
+                t[i],
+                diver.refused,
+                server.output()
+            );
+        }
+        diver.pump_until(Duration::from_secs(1), |_| false);
+        assert!(diver.is_solid(t[3]));
+        assert!(diver.is_air(add(t[2], [0, 1, 0])), "water does not rise");
+        assert_eq!(
+            diver.at(t[0]),
+            Some(("water".to_string(), 0)),
+            "the lake's source stays"
+        );
+        let stats = console(&mut server, "liquid", "liquid: ");
+        assert!(stats.contains("liquid: 0 queued"), "{stats}");
+        server.stop_cleanly();
+        return;
+    }
+    panic!("no shore as generated near the origin for seed {seed}");
 }
