@@ -613,3 +613,58 @@ fn the_queue_and_counters_cross_a_reload_and_a_disabled_flow_moves_nothing() {
     assert_eq!(after.queued, before.queued);
     assert_eq!(after.queue_peak, before.queue_peak);
 }
+
+#[test]
+fn the_buckets_are_registered_and_their_recipe_once_iron_lumps_are_known() {
+    use buildat_crafting_api::{Recipe, RegisterRecipes};
+    use buildat_items_api::{GetItems, ItemDef, ItemRegistry, ItemsChanged, RegisterItems};
+
+    let kit = TestHost::new().name("liquid");
+    let registry = Arc::new(Mutex::new(VoxelRegistry::default()));
+    let blocks = Arc::new(Mutex::new(BlockRegistry::default()));
+    let answer = Arc::clone(&registry);
+    kit.answer::<GetRegistry>(move |_| Ok(answer.lock().unwrap().clone()));
+    let answer = Arc::clone(&registry);
+    kit.answer(move |register: RegisterBlock| {
+        let mut voxels = answer.lock().unwrap();
+        Ok(blocks
+            .lock()
+            .unwrap()
+            .add(register.block, &mut voxels)
+            .unwrap())
+    });
+    let items = Arc::new(Mutex::new(ItemRegistry::default()));
+    let kept = Arc::clone(&items);
+    kit.answer(move |register: RegisterItems| {
+        let mut items = kept.lock().unwrap();
+        for def in register.items {
+            items.items.insert(def.name.clone(), def);
+        }
+        Ok(())
+    });
+    let kept = Arc::clone(&items);
+    kit.answer(move |_: GetItems| Ok(kept.lock().unwrap().clone()));
+    let recipes: Arc<Mutex<Vec<Recipe>>> = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&recipes);
+    kit.answer(move |register: RegisterRecipes| {
+        kept.lock().unwrap().extend(register.recipes);
+        Ok(())
+    });
+    let mut liquid = kit.load::<Liquids>().unwrap();
+    // No worldgen here: liquid registers the water source itself.
+    assert!(registry.lock().unwrap().get_id("water").is_some());
+    let names: Vec<String> = items.lock().unwrap().items.keys().cloned().collect();
+    assert_eq!(names, ["bucket", "bucket_lava", "bucket_water"]);
+    assert_eq!(items.lock().unwrap().stack_max("bucket_water"), 1);
+    assert!(recipes.lock().unwrap().is_empty(), "no iron lumps yet");
+    // Survival registers its lumps: the recipe follows, once.
+    items.lock().unwrap().items.insert(
+        "iron_lump".into(),
+        ItemDef::craft("iron_lump", "Iron lump", "iron_lump.png"),
+    );
+    liquid.emit(&ItemsChanged { version: 2 }).unwrap();
+    liquid.emit(&ItemsChanged { version: 3 }).unwrap();
+    let recipes = recipes.lock().unwrap();
+    assert_eq!(recipes.len(), 1);
+    assert_eq!(recipes[0].output, ItemStack::new("bucket", 1));
+}
