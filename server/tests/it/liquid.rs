@@ -2,7 +2,7 @@
 //! with `liquid`) and a wire client holding its part of the world: a
 //! trench dug in the terrain beside a poured source stays dry behind its
 //! bank; the bank dug, the water flows into it and stops (levels 7 to 4,
-//! as the client is streamed them); a bucket takes the source back (the
+//! as the client is streamed them, the sunlight in it dimmed); a bucket takes the source back (the
 //! bucket full in the census) and the flow dries up. And a generated
 //! lake stays still until a bank beside it is dug: then it flows out into
 //! a trench and stops.
@@ -15,7 +15,7 @@ use buildat_harness::raw_client::RawClient;
 use buildat_main_api::{Correct, Dig, Join, Refused, Spawn, Use};
 use buildat_voxel::VoxelInstance;
 use buildat_voxel::geometry::{self, Pos};
-use buildat_voxelworld_api::stream::{Ack, Chunk, Registry, UnloadChunk, VoxelUpdates};
+use buildat_voxelworld_api::stream::{Ack, Chunk, Light, Registry, UnloadChunk, VoxelUpdates};
 use buildat_worldgen_terrain::column::{SEA_LEVEL, column};
 
 use crate::common::{Scratch, Server, console, start_game};
@@ -34,6 +34,8 @@ struct Diver {
     names: Vec<String>,
     solid: Vec<bool>,
     chunks: HashMap<Pos, Vec<u32>>,
+    /// Each held chunk's light bytes (`voxelworld:light`).
+    lights: HashMap<Pos, Vec<u8>>,
     refused: Vec<String>,
 }
 
@@ -51,6 +53,7 @@ impl Diver {
             names: Vec::new(),
             solid: Vec::new(),
             chunks: HashMap::new(),
+            lights: HashMap::new(),
             refused: Vec::new(),
         };
         assert!(
@@ -97,6 +100,11 @@ impl Diver {
                     self.chunks.insert(chunk.chunk, voxels);
                     self.client.send_packet(&Ack { chunks: 1 }).unwrap();
                 }
+                Light::NAME => {
+                    let light = Light::decode(&packet.data).unwrap();
+                    let bytes = buildat_format::decode_light(&light.light, 32 * 32 * 32).unwrap();
+                    self.lights.insert(light.chunk, bytes);
+                }
                 UnloadChunk::NAME => {
                     let unload = UnloadChunk::decode(&packet.data).unwrap();
                     self.chunks.remove(&unload.chunk);
@@ -116,6 +124,14 @@ impl Diver {
             }
         }
         true
+    }
+
+    /// The sunlight (0..=15) at `pos`, if its chunk's light is held.
+    fn sunlight(&self, pos: Pos) -> Option<u8> {
+        let light = self.lights.get(&geometry::chunk_of_voxel(pos))?;
+        light
+            .get(geometry::index_in_chunk(pos))
+            .map(|byte| byte >> 4)
     }
 
     fn voxel(&self, pos: Pos) -> Option<u32> {
@@ -282,6 +298,7 @@ fn a_dug_bank_lets_a_poured_source_flow_until_it_stops_and_a_bucket_takes_it_bac
         assert!(diver.is_air(*pos), "{:?} behind the bank", diver.at(*pos));
     }
 
+    let sun_before = diver.sunlight(t[4]);
     // The bank dug: the water flows in, 7 beside the source, one less a
     // voxel, and stops at the trench's end.
     diver.client.send_packet(&Dig { voxel: t[2] }).unwrap();
@@ -295,6 +312,14 @@ fn a_dug_bank_lets_a_poured_source_flow_until_it_stops_and_a_bucket_takes_it_bac
             server.output()
         );
     }
+    // The light follows: full sunlight coming straight down into the
+    // open trench loses the water's 1.
+    assert_eq!(sun_before, Some(15), "the trench is open to the sky");
+    assert!(
+        diver.pump_until(seconds, |d| d.sunlight(t[4]) == Some(14)),
+        "sunlight in the water {:?}",
+        diver.sunlight(t[4])
+    );
     diver.pump_until(Duration::from_secs(1), |_| false);
     let settled: Vec<_> = t.iter().map(|p| diver.at(*p)).collect();
     assert!(diver.is_solid(t[6]), "the trench's end holds: {settled:?}");
