@@ -42,8 +42,8 @@ use buildat_voxel::{AIR, BlockDefinition, BlockRegistry, VoxelInstance, VoxelReg
 use buildat_voxelworld_api::{
     CreateNode, CreateNodes, DynamicNode, EditOutcome, EditVoxel, EditVoxels, GetGround, GetLights,
     GetRegistry, GetSpawn, GetValue, GetVoxel, GetVoxels, Ground, ListNodes, ListValues,
-    MAX_VALUES_LISTED, MoveNodes, PutValues, RegisterBlock, RemoveNodes, Replace, SpecialCause,
-    SpecialVoxel, SpecialVoxels, StoredValue, special_voxel_event,
+    MemoryValues, MoveNodes, PutValues, RegisterBlock, RemoveNodes, Replace, SpecialCause,
+    SpecialVoxel, SpecialVoxels, special_voxel_event,
 };
 
 use crate::{Mod, Modkit};
@@ -67,7 +67,7 @@ struct World {
     lights: HashMap<Pos, (u8, u8)>,
     abms: BTreeMap<String, Abm>,
     /// The world's values, by space and key.
-    values: BTreeMap<(String, String), Vec<u8>>,
+    values: MemoryValues,
     /// By module and position: deadline on [`World::clock`], tag, the
     /// voxel type it is bound to.
     timers: BTreeMap<(String, Pos), (f64, String, u32)>,
@@ -354,49 +354,14 @@ impl TestWorld {
                 .collect())
         });
         let world = w();
-        self.kit.answer(move |get: GetValue| {
-            Ok(lock(&world).values.get(&(get.space, get.key)).cloned())
-        });
+        self.kit
+            .answer(move |get: GetValue| Ok(lock(&world).values.answer_get(&get)));
         let world = w();
-        self.kit.answer(move |put: PutValues| {
-            let mut world = lock(&world);
-            let taken = put.writes.iter().any(|write| {
-                write.only_if_absent
-                    && world
-                        .values
-                        .contains_key(&(write.space.clone(), write.key.clone()))
-            });
-            if taken {
-                return Ok(false);
-            }
-            for write in put.writes {
-                let key = (write.space, write.key);
-                match write.value {
-                    Some(value) => world.values.insert(key, value),
-                    None => world.values.remove(&key),
-                };
-            }
-            Ok(true)
-        });
+        self.kit
+            .answer(move |put: PutValues| Ok(lock(&world).values.answer_put(&put.writes)));
         let world = w();
-        self.kit.answer(move |list: ListValues| {
-            let world = lock(&world);
-            Ok(world
-                .values
-                .iter()
-                .filter(|((space, key), _)| {
-                    *space == list.space
-                        && key.starts_with(&list.key_prefix)
-                        && list.after.as_ref().is_none_or(|after| key > after)
-                })
-                .take(list.limit.min(MAX_VALUES_LISTED) as usize)
-                .map(|((space, key), value)| StoredValue {
-                    space: space.clone(),
-                    key: key.clone(),
-                    value: value.clone(),
-                })
-                .collect())
-        });
+        self.kit
+            .answer(move |list: ListValues| Ok(lock(&world).values.answer_list(&list)));
         let world = w();
         self.kit.answer(move |_: GetSpawn| Ok(lock(&world).spawn));
         let world = w();

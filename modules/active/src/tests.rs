@@ -11,7 +11,9 @@ use buildat_active_api::{
 use buildat_interface::testing::{TestHost, TestModule};
 use buildat_voxel::geometry::{CHUNK_SIZE, chunk_of_voxel, chunks_in_view};
 use buildat_voxel::{AIR, BlockDefinition, BlockRegistry};
-use buildat_voxelworld_api::{DynamicNode, FoundVoxels, IDENTITY, Sizes, StoredValue, VoxelChange};
+use buildat_voxelworld_api::{
+    DynamicNode, FoundVoxels, IDENTITY, MemoryValues, Sizes, VoxelChange,
+};
 
 use super::*;
 
@@ -20,7 +22,7 @@ use super::*;
 struct World {
     voxels: HashMap<Pos, u32>,
     chunks: BTreeSet<Pos>,
-    values: BTreeMap<(String, String), Vec<u8>>,
+    values: MemoryValues,
     find_calls: usize,
     /// How long `find_voxels` takes per chunk looked at.
     per_chunk: Duration,
@@ -109,36 +111,9 @@ fn fake_kit(world: &Shared, settings: &[(&str, &str)]) -> TestHost {
             .collect())
     });
     let w = world.clone();
-    kit.answer(move |put: PutValues| {
-        let mut world = lock(&w);
-        for write in put.writes {
-            let key = (write.space, write.key);
-            match write.value {
-                Some(value) => world.values.insert(key, value),
-                None => world.values.remove(&key),
-            };
-        }
-        Ok(true)
-    });
+    kit.answer(move |put: PutValues| Ok(lock(&w).values.answer_put(&put.writes)));
     let w = world.clone();
-    kit.answer(move |list: ListValues| {
-        let world = lock(&w);
-        Ok(world
-            .values
-            .iter()
-            .filter(|((space, key), _)| {
-                *space == list.space
-                    && key.starts_with(&list.key_prefix)
-                    && list.after.as_ref().is_none_or(|a| key > a)
-            })
-            .take(list.limit as usize)
-            .map(|((space, key), value)| StoredValue {
-                space: space.clone(),
-                key: key.clone(),
-                value: value.clone(),
-            })
-            .collect())
-    });
+    kit.answer(move |list: ListValues| Ok(lock(&w).values.answer_list(&list)));
     kit
 }
 

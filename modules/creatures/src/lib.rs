@@ -675,7 +675,7 @@ mod tests {
     use std::collections::BTreeMap;
     use std::sync::{Arc, Mutex};
 
-    type Values = BTreeMap<(String, String), Vec<u8>>;
+    type Values = buildat_voxelworld_api::MemoryValues;
 
     /// A kit for creatures (`config` on top of a small herd: radius 3,
     /// every creature active, seed 7) over the modkit's world in memory
@@ -718,18 +718,9 @@ mod tests {
         });
         let values: Arc<Mutex<Values>> = Arc::default();
         let kept = values.clone();
-        kit.answer(move |get: GetValue| {
-            Ok(kept.lock().unwrap().get(&(get.space, get.key)).cloned())
-        });
+        kit.answer(move |get: GetValue| Ok(kept.lock().unwrap().answer_get(&get)));
         let kept = values.clone();
-        kit.answer(move |put: PutValues| {
-            for write in put.writes {
-                if let Some(value) = write.value {
-                    kept.lock().unwrap().insert((write.space, write.key), value);
-                }
-            }
-            Ok(true)
-        });
+        kit.answer(move |put: PutValues| Ok(kept.lock().unwrap().answer_put(&put.writes)));
         (kit, world, values)
     }
 

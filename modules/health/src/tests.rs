@@ -24,7 +24,7 @@ use buildat_main_api::{GetPlayers, PlayerJoined, PlayerLeft, PlayerState, Telepo
 use buildat_network_api::Disconnect;
 use buildat_network_api::receive::testing::{DeliverPackets, disconnected, sent};
 use buildat_voxel::{VoxelName, VoxelRegistry};
-use buildat_voxelworld_api::{GetRegistry, GetSpawn, GetValue, GetVoxels, PutValues};
+use buildat_voxelworld_api::{GetRegistry, GetSpawn, GetValue, GetVoxels, MemoryValues, PutValues};
 
 use crate::HealthModule;
 
@@ -32,7 +32,7 @@ use crate::HealthModule;
 struct World {
     /// Players in the game: name → (peer, feet).
     players: BTreeMap<String, (u64, [f64; 3])>,
-    values: BTreeMap<(String, String), Vec<u8>>,
+    values: MemoryValues,
     /// Voxels of water (everything else: stone below y 0, air above).
     water: BTreeSet<[i32; 3]>,
     inventory: Option<Inventory>,
@@ -109,19 +109,9 @@ fn kit() -> (TestHost, Shared) {
     });
     kit.answer(|_: GetSpawn| Ok(Some(SPAWN)));
     let w = shared.clone();
-    kit.answer(move |get: GetValue| Ok(world(&w).values.get(&(get.space, get.key)).cloned()));
+    kit.answer(move |get: GetValue| Ok(world(&w).values.answer_get(&get)));
     let w = shared.clone();
-    kit.answer(move |put: PutValues| {
-        let mut world = world(&w);
-        for write in put.writes {
-            let key = (write.space, write.key);
-            match write.value {
-                Some(value) => world.values.insert(key, value),
-                None => world.values.remove(&key),
-            };
-        }
-        Ok(true)
-    });
+    kit.answer(move |put: PutValues| Ok(world(&w).values.answer_put(&put.writes)));
     let w = shared.clone();
     kit.answer(move |_: GetInventory| Ok(world(&w).inventory.clone()));
     kit.answer(|_: Transact| Ok(TxOutcome::Done));

@@ -27,8 +27,8 @@ use buildat_main_api::{PlayerJoined, PlayerLeft, VAR_PEER, VAR_PLAYER};
 use buildat_network_api::Disconnect;
 use buildat_network_api::receive::testing::{DeliverPackets, disconnected, sent};
 use buildat_voxelworld_api::{
-    CreateNodes, DynamicNode, EditTogether, GetValue, IDENTITY, ListNodes, ListValues, NodeMotion,
-    NodesChanged, PutValues, RemoveNodes, Replace, SetNodeVar, StoredValue,
+    CreateNodes, DynamicNode, EditTogether, GetValue, IDENTITY, ListNodes, ListValues,
+    MemoryValues, NodeMotion, NodesChanged, PutValues, RemoveNodes, Replace, SetNodeVar,
 };
 
 use crate::Inventories;
@@ -37,7 +37,7 @@ use crate::store;
 /// The world's values and what the fake voxelworld did.
 #[derive(Default)]
 struct World {
-    values: BTreeMap<(String, String), Vec<u8>>,
+    values: MemoryValues,
     /// Every write fails (a full disk, a lost database).
     fail_writes: bool,
     /// Edits at these voxels are refused (somebody changed the voxel).
@@ -115,32 +115,18 @@ fn match_grid(grid: &[Option<ItemStack>]) -> Option<CraftMatch> {
     }
 }
 
-fn write_all(world: &mut World, writes: &[buildat_voxelworld_api::ValueWrite]) {
-    for w in writes {
-        let key = (w.space.clone(), w.key.clone());
-        match &w.value {
-            Some(value) => {
-                world.values.insert(key, value.clone());
-            }
-            None => {
-                world.values.remove(&key);
-            }
-        }
-    }
-}
-
 fn kit() -> (TestHost, Shared) {
     let kit = TestHost::new();
     let shared: Shared = Arc::default();
     let w = shared.clone();
-    kit.answer(move |get: GetValue| Ok(world(&w).values.get(&(get.space, get.key)).cloned()));
+    kit.answer(move |get: GetValue| Ok(world(&w).values.answer_get(&get)));
     let w = shared.clone();
     kit.answer(move |put: PutValues| {
         let mut world = world(&w);
         if world.fail_writes {
             return Err(ModuleError::msg("the disk is full"));
         }
-        write_all(&mut world, &put.writes);
+        world.values.answer_put(&put.writes);
         Ok(true)
     });
     let w = shared.clone();
@@ -159,7 +145,7 @@ fn kit() -> (TestHost, Shared) {
                 .all(|e| !world.refuse_at.contains(&e.pos))
                 && keys.is_disjoint(&refused_keys);
             if ok {
-                write_all(&mut world, &group.writes);
+                world.values.answer_put(&group.writes);
                 world.edits.extend(group.edits.iter().cloned());
             } else {
                 refused_keys.extend(keys);
@@ -169,24 +155,7 @@ fn kit() -> (TestHost, Shared) {
         Ok(applied)
     });
     let w = shared.clone();
-    kit.answer(move |list: ListValues| {
-        let world = world(&w);
-        Ok(world
-            .values
-            .iter()
-            .filter(|((space, key), _)| {
-                *space == list.space
-                    && key.starts_with(&list.key_prefix)
-                    && list.after.as_ref().is_none_or(|after| key > after)
-            })
-            .take(list.limit as usize)
-            .map(|((space, key), value)| StoredValue {
-                space: space.clone(),
-                key: key.clone(),
-                value: value.clone(),
-            })
-            .collect())
-    });
+    kit.answer(move |list: ListValues| Ok(world(&w).values.answer_list(&list)));
     kit.answer(|_: GetItems| Ok(items()));
     kit.answer(|m: MatchGrid| Ok(match_grid(&m.grid)));
     kit.answer(|_: Disconnect| Ok(()));

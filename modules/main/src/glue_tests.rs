@@ -28,8 +28,8 @@ use buildat_voxel::geometry::Pos;
 use buildat_voxel::{AIR, VoxelName, VoxelRegistry};
 use buildat_voxelworld_api::{
     CreateNodes, DropOldTables, DynamicNode, EditOutcome, EditVoxels, GetNode, GetRegistry,
-    GetSizes, GetSpawn, GetValue, GetVoxel, GetVoxels, ListValues, MoveNodes, PutValues,
-    ReadOldTable, RegisterBlock, RemoveNode, Replace, Sizes,
+    GetSizes, GetSpawn, GetValue, GetVoxel, GetVoxels, ListValues, MemoryValues, MoveNodes,
+    PutValues, ReadOldTable, RegisterBlock, RemoveNode, Replace, Sizes,
 };
 
 use buildat_format::Packet;
@@ -42,7 +42,7 @@ use crate::{Game, TickStep};
 #[derive(Default)]
 struct FakeWorld {
     edited: HashMap<Pos, u32>,
-    values: BTreeMap<(String, String), Vec<u8>>,
+    values: MemoryValues,
     next_node: u64,
     /// Each player's `main` list, as the `inventory` module would keep it.
     inventories: BTreeMap<String, Vec<Option<ItemStack>>>,
@@ -336,21 +336,9 @@ fn answer_world(kit: &TestHost, world: &Arc<Mutex<FakeWorld>>) {
             .collect())
     });
     let w = at(world);
-    kit.answer(move |get: GetValue| {
-        Ok(w.lock().unwrap().values.get(&(get.space, get.key)).cloned())
-    });
+    kit.answer(move |get: GetValue| Ok(w.lock().unwrap().values.answer_get(&get)));
     let w = at(world);
-    kit.answer(move |put: PutValues| {
-        let mut world = w.lock().unwrap();
-        for write in put.writes {
-            let key = (write.space, write.key);
-            match write.value {
-                Some(value) => world.values.insert(key, value),
-                None => world.values.remove(&key),
-            };
-        }
-        Ok(true)
-    });
+    kit.answer(move |put: PutValues| Ok(w.lock().unwrap().values.answer_put(&put.writes)));
 }
 
 /// A loopback guest `name` as peer `peer`, joined and spawned.

@@ -68,10 +68,10 @@ use buildat_interface::{
 use buildat_items_api::{ItemRegistry, ItemsChanged};
 use buildat_main_api::{
     BUILT_IN_PRIVILEGES, BlockAction, BlockActionKind, BlockActions, Chat, Correct,
-    DefinePrivilege, Dig, DigStart, GetPlayers, GetPrivileges, Teleport, VoxelActions, GetTickStats, GrantPrivilege,
+    DefinePrivilege, Dig, DigStart, GetPlayers, GetPrivileges, GetTickStats, GrantPrivilege,
     HasPrivilege, Join, Login, Move, NodeAction, NodeActions, Ping, Place, PlayerJoined,
-    PlayerLeft, PlayerState, Pong, Punch, PunchNode, Refused, RevokePrivilege, Spawn, TickStats,
-    Use, UseNode, VAR_PEER, VAR_PLAYER, Wield, block_action_event,
+    PlayerLeft, PlayerState, Pong, Punch, PunchNode, Refused, RevokePrivilege, Spawn, Teleport,
+    TickStats, Use, UseNode, VAR_PEER, VAR_PLAYER, VoxelActions, Wield, block_action_event,
 };
 use buildat_network_api::{
     self as network, ClientConnected, ClientDisconnected, Multicast, OutgoingPacket, PeerId,

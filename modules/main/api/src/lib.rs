@@ -226,7 +226,6 @@ pub struct NodeAction {
     pub kind: BlockActionKind,
 }
 
-
 /// `main:voxel_actions`: every punch and use of a voxel in one tick that
 /// passed the game's checks (reach, sight, privilege), whatever its block,
 /// in the order they came: what a module acting on an item's use listens

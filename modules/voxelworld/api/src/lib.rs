@@ -577,6 +577,74 @@ pub fn check_value_key(space: &str, key: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The world's values in a map, answering [`GetValue`], [`PutValues`] and
+/// [`ListValues`] by their rules (all writes or none, `only_if_absent`,
+/// bytewise key order, paging after a key, the listing cap): what a
+/// module's tests answer those calls with, so every fake world keeps
+/// values the way storage does. Derefs to the map.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemoryValues(pub BTreeMap<(String, String), Vec<u8>>);
+
+impl MemoryValues {
+    /// [`GetValue`]'s answer.
+    pub fn answer_get(&self, get: &GetValue) -> Option<Vec<u8>> {
+        self.0.get(&(get.space.clone(), get.key.clone())).cloned()
+    }
+
+    /// [`PutValues`]'s answer: writes all of `writes` (true), or none when
+    /// an `only_if_absent` write finds its key taken (false).
+    pub fn answer_put(&mut self, writes: &[ValueWrite]) -> bool {
+        let taken = writes.iter().any(|write| {
+            write.only_if_absent
+                && self
+                    .0
+                    .contains_key(&(write.space.clone(), write.key.clone()))
+        });
+        if taken {
+            return false;
+        }
+        for write in writes {
+            let key = (write.space.clone(), write.key.clone());
+            match &write.value {
+                Some(value) => self.0.insert(key, value.clone()),
+                None => self.0.remove(&key),
+            };
+        }
+        true
+    }
+
+    /// [`ListValues`]'s answer.
+    pub fn answer_list(&self, list: &ListValues) -> Vec<StoredValue> {
+        self.0
+            .iter()
+            .filter(|((space, key), _)| {
+                *space == list.space
+                    && key.starts_with(&list.key_prefix)
+                    && list.after.as_ref().is_none_or(|after| key > after)
+            })
+            .take(list.limit.min(MAX_VALUES_LISTED) as usize)
+            .map(|((space, key), value)| StoredValue {
+                space: space.clone(),
+                key: key.clone(),
+                value: value.clone(),
+            })
+            .collect()
+    }
+}
+
+impl std::ops::Deref for MemoryValues {
+    type Target = BTreeMap<(String, String), Vec<u8>>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for MemoryValues {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
 /// Call: the value at `space`/`key`, if any (read from storage).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GetValue {
@@ -680,7 +748,6 @@ impl OldTable {
 pub struct DropOldTables {
     pub tables: Vec<String>,
 }
-
 
 /// `voxelworld:voxels_changed`: every voxel changed by one commit (edits
 /// of any module or player, not generation or loading), in the order made,
@@ -863,4 +930,47 @@ pub enum StoredNodeKind {
         velocity: [f32; 3],
         parent: Option<u64>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(key: &str, value: Option<&[u8]>, only_if_absent: bool) -> ValueWrite {
+        ValueWrite {
+            space: "s".into(),
+            key: key.into(),
+            value: value.map(<[u8]>::to_vec),
+            only_if_absent,
+        }
+    }
+
+    #[test]
+    fn memory_values_write_all_or_nothing_and_list_in_pages() {
+        let mut values = MemoryValues::default();
+        assert!(values.answer_put(&[write("a", Some(b"1"), true), write("b", Some(b"2"), false)]));
+        // A claim on a taken key refuses the whole write.
+        assert!(!values.answer_put(&[write("c", Some(b"3"), false), write("a", Some(b"x"), true)]));
+        assert_eq!(values.len(), 2, "nothing of the refused write");
+        let get = |key: &str| GetValue {
+            space: "s".into(),
+            key: key.into(),
+        };
+        assert_eq!(values.answer_get(&get("a")), Some(b"1".to_vec()));
+        assert!(values.answer_put(&[write("a", None, false), write("ab", Some(b"4"), false)]));
+        assert_eq!(values.answer_get(&get("a")), None, "removed");
+        let list = |after: Option<&str>, limit| ListValues {
+            space: "s".into(),
+            key_prefix: "a".into(),
+            after: after.map(str::to_string),
+            limit,
+        };
+        let keys = |listed: Vec<StoredValue>| -> Vec<String> {
+            listed.into_iter().map(|v| v.key).collect()
+        };
+        assert_eq!(keys(values.answer_list(&list(None, 10))), ["ab"]);
+        assert!(values.answer_put(&[write("aa", Some(b"5"), false)]));
+        assert_eq!(keys(values.answer_list(&list(None, 1))), ["aa"]);
+        assert_eq!(keys(values.answer_list(&list(Some("aa"), 10))), ["ab"]);
+    }
 }
