@@ -3,7 +3,9 @@
 //! trench dug in the terrain beside a poured source stays dry behind its
 //! bank; the bank dug, the water flows into it and stops (levels 7 to 4,
 //! as the client is streamed them, the sunlight in it dimmed); a bucket takes the source back (the
-//! bucket full in the census) and the flow dries up. And a generated
+//! bucket full in the census) and the flow dries up. A flood from a
+//! source poured in the air keeps every step within its budget while the
+//! server answers pings. And a generated
 //! lake stays still until a bank beside it is dug: then it flows out into
 //! a trench and stops.
 
@@ -12,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use buildat_format::{Packet, decode_voxels};
 use buildat_harness::raw_client::RawClient;
-use buildat_main_api::{Correct, Dig, Join, Refused, Spawn, Use};
+use buildat_main_api::{Correct, Dig, Join, Ping, Pong, Refused, Spawn, Use};
 use buildat_voxel::VoxelInstance;
 use buildat_voxel::geometry::{self, Pos};
 use buildat_voxelworld_api::stream::{Ack, Chunk, Light, Registry, UnloadChunk, VoxelUpdates};
@@ -37,6 +39,7 @@ struct Diver {
     /// Each held chunk's light bytes (`voxelworld:light`).
     lights: HashMap<Pos, Vec<u8>>,
     refused: Vec<String>,
+    pongs: usize,
 }
 
 impl Diver {
@@ -55,6 +58,7 @@ impl Diver {
             chunks: HashMap::new(),
             lights: HashMap::new(),
             refused: Vec::new(),
+            pongs: 0,
         };
         assert!(
             diver.pump_until(Duration::from_secs(120), |d| !d.position[0].is_nan()),
@@ -117,6 +121,7 @@ impl Diver {
                         }
                     }
                 }
+                Pong::NAME => self.pongs += 1,
                 Refused::NAME => self
                     .refused
                     .push(Refused::decode(&packet.data).unwrap().reason),
@@ -496,4 +501,92 @@ fn a_generated_lake_stays_still_until_its_bank_is_dug_then_flows_out_and_stops()
         return;
     }
     panic!("no shore as generated near the origin for seed {seed}");
+}
+
+/// The number before `word` in a `liquid` stats line.
+fn number_before(line: &str, word: &str) -> u64 {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    words
+        .windows(2)
+        .find(|w| w[1] == word)
+        .and_then(|w| w[0].parse().ok())
+        .unwrap_or_else(|| panic!("a number before {word:?} in {line:?}"))
+}
+
+#[test]
+fn a_flood_keeps_each_step_within_its_budget_and_the_server_answers_meanwhile() {
+    let scratch = Scratch::new();
+    scratch.add_survival_game();
+    scratch.add_modules(&["liquid"]);
+    let budget = 16;
+    let settings = [
+        SETTINGS[0],
+        SETTINGS[1],
+        "liquid.step_seconds=0.05",
+        "liquid.updates_per_tick=16",
+    ];
+    let (mut server, address) = start_game(&scratch, &settings);
+    let mut diver = Diver::join(&address, "diver");
+    let chunk = geometry::chunk_of_voxel(diver.feet());
+    assert!(
+        diver.pump_until(Duration::from_secs(120), |d| [[0, 0, 0], [0, 1, 0]]
+            .iter()
+            .all(|c| d.chunks.contains_key(&add(chunk, *c)))),
+        "the view streamed"
+    );
+    give(&mut server, "give diver bucket_water");
+    // A source poured in the air, 5 above the ground beside the player: it
+    // falls and spreads over the terrain.
+    let spot = [[2, 5, 0], [-2, 5, 0], [0, 5, 2], [0, 5, -2]]
+        .map(|d| add(diver.feet(), d))
+        .into_iter()
+        .find(|p| diver.is_air(*p))
+        .expect("air above the ground beside the spawn");
+    diver.client.send_packet(&Use { voxel: spot }).unwrap();
+    assert!(
+        diver.wait_for(spot, "water", 0, Duration::from_secs(10)),
+        "poured at {spot:?}: {:?}, refused {:?}",
+        diver.at(spot),
+        diver.refused
+    );
+    let started = Instant::now();
+    let (mut most_queued, mut slowest_ping) = (0, Duration::ZERO);
+    loop {
+        let line = console(&mut server, "liquid", "liquid: ");
+        let looked = number_before(&line, "looked");
+        assert!(looked <= budget, "a step over its budget: {line}");
+        assert_eq!(number_before(&line, "dropped"), 0, "{line}");
+        let queued = number_before(&line, "queued");
+        most_queued = most_queued.max(queued);
+        let pinged = Instant::now();
+        let pongs = diver.pongs;
+        diver.client.send_packet(&Ping { data: vec![7] }).unwrap();
+        assert!(
+            diver.pump_until(Duration::from_secs(5), |d| d.pongs > pongs),
+            "the server answers a ping during the flood"
+        );
+        slowest_ping = slowest_ping.max(pinged.elapsed());
+        if queued == 0 && number_before(&line, "voxels") > 0 {
+            let changed = number_before(&line, "voxels");
+            let peak: u64 = line
+                .split("(peak ")
+                .nth(1)
+                .and_then(|rest| rest.split(',').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("a peak in {line:?}"));
+            assert!(
+                changed > 20 && peak > budget,
+                "a flood bigger than a step: {changed} changed, {peak} queued at most \
+                 ({most_queued} seen)"
+            );
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the flood settles: {line}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(slowest_ping < Duration::from_secs(2), "{slowest_ping:?}");
+    server.stop_cleanly();
 }
