@@ -18,9 +18,9 @@ use buildat_inventory_api::{
 };
 use buildat_items_api::{DropRule, GetItems, GroupCap, ItemDef, ItemRegistry, ItemStack, ToolCaps};
 use buildat_main_api::{
-    BlockAction, BlockActionKind, BlockActions, Chat, ChatLine, Dig, DigStart, DigTime, Edits,
-    GetPlayers, Join, NodeAction, NodeActions, Place, PlayerJoined, PlayerLeft, Punch, PunchNode,
-    Refused, Spawn, Use, UseNode, Wield, block_action_event,
+    BlockAction, BlockActionKind, BlockActions, Chat, ChatLine, Correct, Dig, DigStart, DigTime,
+    Edits, GetPlayers, Join, NodeAction, NodeActions, Place, PlayerJoined, PlayerLeft, Punch,
+    PunchNode, Refused, Spawn, Teleport, Use, UseNode, VoxelActions, Wield, block_action_event,
 };
 use buildat_network_api::receive::testing::{DeliverPackets, disconnected, sent};
 use buildat_network_api::{ClientConnected, Disconnect};
@@ -616,9 +616,56 @@ fn a_use_and_a_punch_within_reach_are_told_to_the_block_s_handler_with_the_playe
         }],
         "one event for the module, in the order they came"
     );
+    assert_eq!(
+        kit.emitted::<VoxelActions>(),
+        [VoxelActions {
+            actions: vec![action(BlockActionKind::Use), action(BlockActionKind::Punch)]
+        }],
+        "and to every module, whatever the block"
+    );
     assert!(refusals(&kit, 1).is_empty(), "{:?}", refusals(&kit, 1));
     assert!(kit.calls::<EditVoxels>().is_empty(), "nothing edited");
     assert!(sent::<Edits>(&kit).is_empty(), "no news");
+}
+
+#[test]
+fn a_use_of_a_voxel_without_a_handler_is_told_only_as_a_voxel_action() {
+    let (kit, world, mut game) = game();
+    let stone = registry().get_id("stone").expect("registered");
+    world.lock().unwrap().edited.insert([2, 0, 0], stone);
+    join(&kit, &mut game, 1, "ann");
+    game.packet(1, &Use { voxel: [2, 0, 0] }).expect("use");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert!(told_levers(&kit).is_empty());
+    let told = kit.emitted::<VoxelActions>();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0].actions[0].pos, [2, 0, 0]);
+    assert_eq!(told[0].actions[0].kind, BlockActionKind::Use);
+}
+
+#[test]
+fn the_teleport_call_moves_a_player_as_tp_does_and_names_who_is_missing() {
+    let (kit, _world, mut game) = game();
+    join(&kit, &mut game, 1, "ann");
+    game.call(&Teleport {
+        player: "ann".into(),
+        position: [3.5, 10.0, -2.0],
+    })
+    .expect("moved");
+    assert_eq!(game.module().players[&1].position, [3.5, 10.0, -2.0]);
+    assert!(
+        sent::<Correct>(&kit)
+            .iter()
+            .any(|(to, c)| *to == 1 && c.position == [3.5, 10.0, -2.0]),
+        "the client is corrected"
+    );
+    let missing = game
+        .call(&Teleport {
+            player: "bob".into(),
+            position: [0.0, 0.0, 0.0],
+        })
+        .unwrap_err();
+    assert!(missing.to_string().contains("bob"), "{missing}");
 }
 
 #[test]
