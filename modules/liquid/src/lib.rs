@@ -1,9 +1,9 @@
 //! The `liquid` module: water (and lava) that flows. Sources are
 //! worldgen's `water` (and this module's `lava`); flowing voxels are this
 //! module's `water_flowing` / `lava_flowing`, their level in the game bits.
-//! Flow starts only from changes (`voxelworld:voxels_changed`): a changed
-//! voxel and every voxel whose rules read it are queued; generated lakes
-//! stay still until a bank is dug. Every `liquid.step_seconds` one step
+//! Flow starts only from changes (`voxelworld:voxels_changed`): a change
+//! of or to a liquid queues the voxel and every voxel whose rules read it,
+//! a dug voxel itself; generated lakes stay still until a bank is dug. Every `liquid.step_seconds` one step
 //! looks at up to `liquid.updates_per_tick` of the positions queued before
 //! it (`queue.rs`, rules in `flow.rs`), reading with one `GetVoxels` and
 //! writing with one `EditVoxels` per batch (each edit `Replace::Exactly`
@@ -184,14 +184,15 @@ impl Liquids {
     }
 
     /// Queues every voxel a change may set flowing (the echoes of the
-    /// flow's own edits excepted).
+    /// flow's own edits excepted; [`Queue::push_told`]).
     fn changed(&mut self, changed: VoxelsChanged) {
         for change in changed.changes {
             if self.echoes.get(&change.pos) == Some(&change.now) {
                 self.echoes.remove(&change.pos);
                 continue;
             }
-            self.queue.push_changed(change.pos);
+            self.queue
+                .push_told(self.kinds.as_ref(), change.pos, change.was, change.now);
         }
         if changed.untold > 0 {
             log::warn!(

@@ -13,6 +13,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
+use buildat_voxel::VoxelInstance;
 use buildat_voxel::geometry::Pos;
 
 use crate::flow::{self, Around, Cell, Kinds, Next};
@@ -82,6 +83,22 @@ impl Queue {
     pub fn push_changed(&mut self, pos: Pos) {
         for around in flow::affected(pos) {
             self.push(around);
+        }
+    }
+
+    /// Queues what a change somebody made (`was` to `now` at `pos`) may
+    /// set flowing: a change of or to a liquid, everything that reads it
+    /// ([`Queue::push_changed`]); a dug voxel (to air), itself (a liquid
+    /// beside or above fills it, and that change queues the rest); any
+    /// other, nothing (in a settled world no liquid rests on, or flows
+    /// into, air that a block then fills). Without `kinds` (the blocks not
+    /// registered yet) every change counts as a liquid's.
+    pub fn push_told(&mut self, kinds: Option<&Kinds>, pos: Pos, was: u32, now: u32) {
+        let liquid = |voxel| kinds.is_none_or(|kinds| kinds.is_liquid(voxel));
+        if liquid(was) || liquid(now) {
+            self.push_changed(pos);
+        } else if VoxelInstance(now).type_id() == buildat_voxel::AIR {
+            self.push(pos);
         }
     }
 

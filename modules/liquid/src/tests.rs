@@ -79,13 +79,13 @@ fn a_source_beside_a_dug_hole_fills_it_and_stops() {
     let mut queue = Queue::new(1000);
     // The trench dug beside the bank: nothing flows through the bank.
     for x in 2..=5 {
-        queue.push_changed([x, 0, 0]);
+        queue.push_told(Some(&KINDS), [x, 0, 0], STONE, AIR);
     }
     settle(&mut world, &mut queue, 64, 10);
     assert_eq!(world.at([2, 0, 0]), Some(AIR));
     // The bank dug: the trench fills, 7 beside the source, one less a voxel.
     world.set([1, 0, 0], AIR);
-    queue.push_changed([1, 0, 0]);
+    queue.push_told(Some(&KINDS), [1, 0, 0], STONE, AIR);
     let steps = settle(&mut world, &mut queue, 64, 20);
     assert_eq!(
         trench_levels(&world),
@@ -119,7 +119,7 @@ fn removing_the_source_dries_the_flow() {
     assert_eq!(world.at([5, 0, 0]), Some(flowing(3)));
     // A bucket takes the source.
     world.set([0, 0, 0], AIR);
-    queue.push_changed([0, 0, 0]);
+    queue.push_told(Some(&KINDS), [0, 0, 0], KINDS.water, AIR);
     settle(&mut world, &mut queue, 64, 100);
     assert_eq!(trench_levels(&world)[..6], [AIR; 6]);
 }
@@ -137,7 +137,7 @@ fn a_fall_makes_level_seven_below_and_spreads_where_it_lands() {
     }
     world.set([0, 5, 0], KINDS.water);
     let mut queue = Queue::new(10_000);
-    queue.push_changed([0, 5, 0]);
+    queue.push_told(Some(&KINDS), [0, 5, 0], AIR, KINDS.water);
     settle(&mut world, &mut queue, 256, 100);
     for y in 0..5 {
         assert_eq!(world.at([0, y, 0]), Some(flowing(7)), "y {y}");
@@ -177,7 +177,7 @@ fn a_ten_thousand_voxel_flood_settles_within_its_budget_and_cap() {
     let budget = 1024;
     let mut queue = Queue::new(100_000);
     for pos in &floor {
-        queue.push_changed(*pos);
+        queue.push_told(Some(&KINDS), *pos, STONE, AIR);
     }
     let steps = settle(&mut world, &mut queue, budget, 2000);
     assert_eq!(queue.dropped, 0);
@@ -529,9 +529,10 @@ fn the_module_steps_only_every_step_seconds_and_within_its_budget() {
     let water = kit.id("water");
     kit.world.lock().unwrap().set([0, 0, 0], water);
     kit.world.lock().unwrap().set([1, 0, 0], AIR);
+    // Sources taken: each queues its neighbourhood.
     let change = |x| VoxelChange {
         pos: [x, 0, 0],
-        was: 1,
+        was: water,
         now: AIR,
         by: None,
     };
@@ -597,8 +598,8 @@ fn the_queue_and_counters_cross_a_reload_and_a_disabled_flow_moves_nothing() {
         .emit(&VoxelsChanged {
             changes: vec![VoxelChange {
                 pos: [1, 0, 0],
-                was: 1,
-                now: AIR,
+                was: AIR,
+                now: water,
                 by: None,
             }],
             untold: 0,
@@ -667,4 +668,33 @@ fn the_buckets_are_registered_and_their_recipe_once_iron_lumps_are_known() {
     let recipes = recipes.lock().unwrap();
     assert_eq!(recipes.len(), 1);
     assert_eq!(recipes[0].output, ItemStack::new("bucket", 1));
+}
+
+#[test]
+fn a_dig_queues_its_voxel_a_liquid_change_its_neighbourhood_other_changes_nothing() {
+    let (mut liquid, kit) = load(&[("liquid.step_seconds", "60")]);
+    let water = kit.id("water");
+    let stone = kit.id("stone");
+    let mut told = |was, now| {
+        liquid
+            .emit(&VoxelsChanged {
+                changes: vec![VoxelChange {
+                    pos: [0, 0, 0],
+                    was,
+                    now,
+                    by: None,
+                }],
+                untold: 0,
+            })
+            .unwrap();
+        let queued = liquid.call(&GetLiquidStats {}).unwrap().queued;
+        // Empty the queue again: a step, looking at it all.
+        liquid.emit(&Tick { dtime: 61.0 }).unwrap();
+        queued
+    };
+    assert_eq!(told(stone, 1), 0, "a block replaced by a block");
+    assert_eq!(told(AIR, stone), 0, "a block placed");
+    assert_eq!(told(stone, AIR), 1, "a dig");
+    assert_eq!(told(AIR, water), 11, "a source poured");
+    assert_eq!(told(water, AIR), 11, "a source taken");
 }
