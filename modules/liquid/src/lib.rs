@@ -3,9 +3,9 @@
 //! module's `water_flowing` / `lava_flowing`, their level in the game bits.
 //! Flow starts only from changes (`voxelworld:voxels_changed`): a change
 //! of or to a liquid queues the voxel and every voxel whose rules read it,
-//! a dug voxel itself; generated lakes stay still until a bank is dug. Every `liquid.step_seconds` one step
-//! looks at up to `liquid.updates_per_tick` of the positions queued before
-//! it (`queue.rs`, rules in `flow.rs`), reading with one `GetVoxels` and
+//! a dug voxel itself; generated lakes stay still until a bank is dug.
+//! Every `liquid.step_seconds` one step looks at up to
+//! `liquid.updates_per_tick` of the positions queued before it (`queue.rs`, rules in `flow.rs`), reading with one `GetVoxels` and
 //! writing with one `EditVoxels` per batch (each edit `Replace::Exactly`
 //! what was read, saved); voxelworld relights and streams the edits. The
 //! queue is capped (`liquid.max_queue`), what does not fit dropped and
