@@ -5,7 +5,8 @@
 //! of or to a liquid queues the voxel and every voxel whose rules read it,
 //! a dug voxel itself; generated lakes stay still until a bank is dug.
 //! Every `liquid.step_seconds` one step looks at up to
-//! `liquid.updates_per_tick` of the positions queued before it (`queue.rs`, rules in `flow.rs`), reading with one `GetVoxels` and
+//! `liquid.updates_per_tick` of the positions queued before it
+//! (`queue.rs`, rules in `flow.rs`), reading with one `GetVoxels` and
 //! writing with one `EditVoxels` per batch (each edit `Replace::Exactly`
 //! what was read, saved); voxelworld relights and streams the edits. The
 //! queue is capped (`liquid.max_queue`), what does not fit dropped and
