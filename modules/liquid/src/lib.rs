@@ -12,7 +12,8 @@
 //! queue is capped (`liquid.max_queue`), what does not fit dropped and
 //! counted. Buckets (`bucket.rs`): items registered with `items`, a recipe
 //! with `crafting`, their use told by main's `main:voxel_actions`.
-//! Stats: the `get_liquid_stats` call and the console command `liquid`.
+//! Stats: the `get_liquid_stats` call and the console command `liquid`;
+//! `liquid flood X Z SOURCES` places sources for a bench (`flood.rs`).
 //!
 //! Owns: the liquid blocks' registration (and `water` where no worldgen
 //! made it), the flow queue and its stats, the buckets. Does not own: the
@@ -20,6 +21,7 @@
 //! (`inventory`), item and recipe registries (`items`, `crafting`).
 
 mod bucket;
+pub mod flood;
 pub mod flow;
 pub mod queue;
 
@@ -127,13 +129,33 @@ fn liquid_block(name: &str, light_source: u8, light_absorption: u8) -> BlockDefi
     block
 }
 
-/// `liquid`: the flow's stats.
+/// `liquid`: the flow's stats; `liquid flood X Z SOURCES`: a bench's flood.
 #[derive(clap::Parser)]
 #[command(
     name = "liquid",
-    about = "how the liquids keep up: queued positions, work per step, dropped"
+    about = "how the liquids keep up: queued positions, work per step, dropped",
+    args_conflicts_with_subcommands = true
 )]
-struct StatsCommand {}
+struct LiquidCommand {
+    #[command(subcommand)]
+    flood: Option<FloodCommand>,
+}
+
+#[derive(clap::Subcommand)]
+enum FloodCommand {
+    /// Place SOURCES water sources on the ground in a square grid around X Z (a bench's flood)
+    Flood {
+        #[arg(allow_negative_numbers = true)]
+        x: i32,
+        #[arg(allow_negative_numbers = true)]
+        z: i32,
+        #[arg(value_parser = clap::value_parser!(u32).range(1..=i64::from(flood::MOST_SOURCES)))]
+        sources: u32,
+        /// Voxels between two sources (16: their flows over flat ground do not meet)
+        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=256))]
+        spacing: u32,
+    },
+}
 
 impl Liquids {
     fn start(&mut self) -> Result<(), ModuleError> {
@@ -230,6 +252,30 @@ impl Liquids {
         self.echoes
             .extend(made.into_iter().map(|(pos, _, now)| (pos, now)));
         Ok(())
+    }
+
+    /// `liquid flood X Z SOURCES`: sources on the ground of a grid's
+    /// columns, placed on air in one `EditVoxels`; the flow follows from
+    /// voxelworld's `voxels_changed` as for any change.
+    fn flood(&mut self, x: i32, z: i32, sources: u32, spacing: u32) -> Result<String, ModuleError> {
+        let Some(kinds) = self.kinds else {
+            return Ok("liquid flood: the liquids are not registered yet".into());
+        };
+        let grid = flood::grid(x, z, sources, spacing);
+        let tops = self.host.call(&grid)?;
+        let edits = flood::sources_on(&grid, &tops, sources, kinds.water);
+        let tried = edits.len();
+        let outcomes = self.host.call(&EditVoxels { edits })?;
+        let placed = outcomes
+            .iter()
+            .filter(|o| matches!(o, EditOutcome::Edited { .. }))
+            .count();
+        Ok(format!(
+            "liquid flood: {placed} sources placed around {x},{z}, {spacing} apart \
+             ({} columns without known ground, {} not on air)",
+            sources as usize - tried.min(sources as usize),
+            tried - placed
+        ))
     }
 
     fn stats(&self) -> LiquidStats {
@@ -341,8 +387,16 @@ impl Module for Liquids {
                 Ok(())
             })
             .call(|liquids, _: GetLiquidStats| Ok(liquids.stats()))
-            .command(None, |liquids, _, _: StatsCommand| {
-                Ok(stats_line(&liquids.stats()))
+            .command(None, |liquids, _, command: LiquidCommand| {
+                match command.flood {
+                    None => Ok(stats_line(&liquids.stats())),
+                    Some(FloodCommand::Flood {
+                        x,
+                        z,
+                        sources,
+                        spacing,
+                    }) => liquids.flood(x, z, sources, spacing),
+                }
             })
             .stash(Liquids::keep, |liquids, kept: Kept| {
                 liquids.restore(kept);

@@ -15,8 +15,8 @@ use buildat_main_api::{BlockAction, BlockActionKind, GetPlayers, PlayerState, Vo
 use buildat_voxel::geometry::Pos;
 use buildat_voxel::{AIR, BlockDefinition, BlockRegistry, VoxelInstance};
 use buildat_voxelworld_api::{
-    EditOutcome, EditVoxels, GetRegistry, GetVoxels, RegisterBlock, Replace, VoxelChange,
-    VoxelRegistry, VoxelsChanged,
+    ColumnTops, EditOutcome, EditVoxels, GetRegistry, GetVoxels, RegisterBlock, Replace, Tops,
+    VoxelChange, VoxelRegistry, VoxelsChanged,
 };
 
 use crate::bucket::{self, Plan};
@@ -403,6 +403,23 @@ fn load(settings: &[(&str, &str)]) -> (TestModule<Liquids>, Kit) {
     let answer = Arc::clone(&world);
     kit.answer(move |get: GetVoxels| Ok(answer.lock().unwrap().get(&get.positions).unwrap()));
     let answer = Arc::clone(&world);
+    kit.answer(move |grid: ColumnTops| {
+        // Each column's top voxel that is not air, from y_top down.
+        let world = answer.lock().unwrap();
+        let mut tops = Tops::default();
+        for j in 0..grid.depth as i32 {
+            for i in 0..grid.width as i32 {
+                let (x, z) = (grid.x + i * grid.step as i32, grid.z + j * grid.step as i32);
+                let top = (grid.y_bottom..=grid.y_top)
+                    .rev()
+                    .find_map(|y| world.at([x, y, z]).filter(|v| *v != AIR).map(|v| (y, v)));
+                tops.heights.push(top.map_or(i32::MIN, |t| t.0));
+                tops.voxels.push(top.map_or(AIR, |t| t.1));
+            }
+        }
+        Ok(tops)
+    });
+    let answer = Arc::clone(&world);
     kit.answer(move |edit: EditVoxels| {
         let mut world = answer.lock().unwrap();
         Ok(edit
@@ -697,4 +714,83 @@ fn a_dig_queues_its_voxel_a_liquid_change_its_neighbourhood_other_changes_nothin
     assert_eq!(told(stone, AIR), 1, "a dig");
     assert_eq!(told(AIR, water), 11, "a source poured");
     assert_eq!(told(water, AIR), 11, "a source taken");
+}
+
+/// `liquid flood X Z SOURCES` (the bench's flood): a source on the ground
+/// of each column of a square grid around X, Z (one `ColumnTops`, one
+/// `EditVoxels`, placed only on air); told back as voxelworld would tell
+/// it, each flows over flat ground into its 112 voxels and the flow stops.
+#[test]
+fn a_bench_flood_places_sources_on_the_ground_of_a_grid_and_they_flow_and_stop() {
+    let (mut liquid, kit) = load(&[("liquid.step_seconds", "0")]);
+    let water = kit.id("water");
+    {
+        // A stone floor at y 0 walled in, air above and around it.
+        let mut world = kit.world.lock().unwrap();
+        world.default = Some(AIR);
+        for x in -40..=40 {
+            for z in -40..=40 {
+                world.set([x, 0, z], STONE);
+                if x.abs() == 40 || z.abs() == 40 {
+                    world.set([x, 1, z], STONE);
+                }
+            }
+        }
+    }
+    let line = liquid
+        .command("liquid", &["flood", "0", "0", "9"], None)
+        .unwrap();
+    assert!(line.starts_with("liquid flood: 9 sources placed"), "{line}");
+    let edits = liquid.kit().calls::<EditVoxels>();
+    let placed = &edits.last().unwrap().edits;
+    let mut at: Vec<Pos> = placed.iter().map(|e| e.pos).collect();
+    at.sort_unstable();
+    let mut grid = Vec::new();
+    for x in [-16, 0, 16] {
+        for z in [-16, 0, 16] {
+            grid.push([x, 1, z]);
+        }
+    }
+    assert_eq!(at, grid);
+    assert!(
+        placed
+            .iter()
+            .all(|e| e.voxel == water && e.replace == Replace::OnlyAir && e.save)
+    );
+    liquid
+        .emit(&VoxelsChanged {
+            changes: grid
+                .iter()
+                .map(|pos| VoxelChange {
+                    pos: *pos,
+                    was: AIR,
+                    now: water,
+                    by: None,
+                })
+                .collect(),
+            untold: 0,
+        })
+        .unwrap();
+    for _ in 0..100 {
+        tick(&mut liquid, 1);
+        if liquid.call(&GetLiquidStats {}).unwrap().queued == 0 {
+            break;
+        }
+    }
+    let stats = liquid.call(&GetLiquidStats {}).unwrap();
+    assert_eq!(stats.queued, 0, "settled");
+    assert_eq!(stats.changed_total, 9 * 112, "{stats:?}");
+    assert_eq!(level_of(kit.at([7, 1, 0])), 1);
+    assert_eq!(kit.at([8, 1, 0]), AIR);
+    // Too many sources for one call, or none, are refused by the parser.
+    assert!(
+        liquid
+            .command("liquid", &["flood", "0", "0", "0"], None)
+            .is_err()
+    );
+    assert!(
+        liquid
+            .command("liquid", &["flood", "0", "0", "4097"], None)
+            .is_err()
+    );
 }
