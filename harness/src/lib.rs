@@ -33,6 +33,7 @@ pub mod proc_stats;
 pub mod raw_client;
 pub mod server;
 pub mod slow_handlers;
+pub mod timerbench;
 pub mod walkgen;
 pub mod wire;
 pub mod world_check;

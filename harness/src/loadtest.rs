@@ -78,6 +78,39 @@ pub struct LoadOptions {
     /// (repeatable).
     #[arg(long = "console", value_name = "T:LINE", value_parser = parse_console_line)]
     pub console: Vec<(f64, String)>,
+    /// A console command asked after every window, its answer printed
+    /// under the row (e.g. `active`, `liquid`; repeatable).
+    #[arg(long = "ask", value_name = "COMMAND")]
+    pub ask: Vec<String>,
+    /// `FROM:TO`: the report adds the ping over the windows that lie
+    /// within FROM to TO seconds (e.g. while a console line's work runs;
+    /// repeatable).
+    #[arg(long = "span", value_name = "FROM:TO", value_parser = parse_span)]
+    pub spans: Vec<(f64, f64)>,
+}
+
+fn parse_span(text: &str) -> Result<(f64, f64), String> {
+    let (from, to) = text
+        .split_once(':')
+        .ok_or_else(|| format!("'{text}': expected FROM:TO"))?;
+    let number = |t: &str| t.trim().parse::<f64>().map_err(|e| format!("'{t}': {e}"));
+    let (from, to) = (number(from)?, number(to)?);
+    if !(from >= 0.0 && to > from) {
+        return Err(format!("'{text}': FROM must be 0 or more and below TO"));
+    }
+    Ok((from, to))
+}
+
+/// The windows that lie within `span` (seconds from the start; a window
+/// ends at its row's time), their counts added up.
+fn span_counts(rows: &[(f64, f64, Counts)], span: (f64, f64)) -> Counts {
+    let mut counts = Counts::default();
+    for (start, end, row) in rows {
+        if *start >= span.0 - 0.5 && *end <= span.1 + 0.5 {
+            counts.merge(row);
+        }
+    }
+    counts
 }
 
 fn parse_console_line(text: &str) -> Result<(f64, String), String> {
@@ -185,6 +218,8 @@ struct Driven {
     web_work: Option<String>,
     notes: Vec<String>,
     peak_rss_kib: u64,
+    /// Every window: its start and end (seconds from the start) and counts.
+    windows: Vec<(f64, f64, Counts)>,
 }
 
 /// `--browsers`: the pages (idle-priority browsers: on this one machine they
@@ -280,6 +315,7 @@ fn drive(server: &mut Server, fleet: &mut Fleet, options: &LoadOptions, ramp: Du
         web_work: None,
         notes: Vec::new(),
         peak_rss_kib: 0,
+        windows: Vec::new(),
     };
     let mut pages = match options.pages {
         0 => None,
@@ -318,6 +354,7 @@ fn drive(server: &mut Server, fleet: &mut Fleet, options: &LoadOptions, ramp: Du
     let mut console_lines = options.console.clone();
     console_lines.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut console_lines = console_lines.into_iter().peekable();
+    let mut window_start = 0.0;
     print_header();
     loop {
         std::thread::sleep(Duration::from_millis(250));
@@ -396,6 +433,15 @@ fn drive(server: &mut Server, fleet: &mut Fleet, options: &LoadOptions, ramp: Du
                 last_table_at = Instant::now();
             }
             print_row(fleet.report.spawned, &row);
+            driven.windows.push((window_start, t, row.counts.clone()));
+            window_start = t;
+            for command in &options.ask {
+                let answer = format!("{}: ", command.split_whitespace().next().unwrap_or(""));
+                match server.command(command, &[&answer], Duration::from_secs(5)) {
+                    Ok(line) => println!("       {line}"),
+                    Err(error) => println!("       {error:#}"),
+                }
+            }
             driven.peak_rss_kib = driven.peak_rss_kib.max(row.server_rss_kib);
             // The steady state: every bot joined and none gone yet.
             if started.elapsed() > ramp + window
@@ -597,7 +643,7 @@ pub(crate) fn module_table(server: &mut Server) -> Option<Vec<ModuleLine>> {
 
 /// Console commands whose answers end the report (those of the game's
 /// modules that are loaded).
-const STATUS_COMMANDS: [&str; 3] = ["world", "replicate", "creatures"];
+const STATUS_COMMANDS: [&str; 5] = ["world", "replicate", "creatures", "active", "liquid"];
 
 /// The answers of [`STATUS_COMMANDS`] at the end of the run.
 fn ask_status(server: &mut Server) -> Vec<String> {
@@ -679,6 +725,7 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
         web_work,
         notes,
         peak_rss_kib,
+        windows,
     } = drive(&mut server, &mut fleet, options, ramp);
     let end_sample = server.sample();
     let mut told = ask_status(&mut server);
@@ -716,6 +763,18 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
         lines.push(steady.line("none open"));
         lines.push(browsing.line(&what));
         lines.extend(web_work);
+    }
+    for span in &options.spans {
+        let counts = span_counts(&windows, *span);
+        lines.push(format!(
+            "ping round trip, windows within {:.0}..{:.0} s: p50 {} ms, p99 {} ms, max {} ms ({} pongs)",
+            span.0,
+            span.1,
+            show_ms(counts.hist.percentile_ms(50.0)),
+            show_ms(counts.hist.percentile_ms(99.0)),
+            show_ms(counts.hist.max_ms()),
+            counts.answered
+        ));
     }
     lines.extend(told.iter().map(|t| format!("server: {t}")));
     if let Some(limit) = options.slow_handler_ms {
@@ -825,6 +884,32 @@ mod tests {
         let [five_minutes, thousand] = goal_lines(&long);
         assert!(five_minutes.ends_with(": met (p99 20 ms)"));
         assert!(thousand.contains("not measured"));
+    }
+
+    #[test]
+    fn a_span_counts_only_the_windows_within_it() {
+        assert_eq!(parse_span("30:60"), Ok((30.0, 60.0)));
+        assert!(parse_span("60:30").is_err());
+        assert!(parse_span("30").is_err());
+        let window = |ms: f64| {
+            let mut counts = Counts {
+                answered: 1,
+                ..Counts::default()
+            };
+            counts.hist.record_ms(ms);
+            counts
+        };
+        let rows = vec![
+            (0.0, 10.2, window(1.0)),
+            (10.2, 20.1, window(100.0)),
+            (20.1, 30.3, window(200.0)),
+            (30.3, 40.0, window(1.0)),
+        ];
+        let during = span_counts(&rows, (10.0, 30.0));
+        assert_eq!(during.answered, 2);
+        assert!(during.hist.percentile_ms(50.0).is_some_and(|p| p >= 100.0));
+        assert_eq!(span_counts(&rows, (0.0, 5.0)).answered, 0);
+        assert_eq!(span_counts(&rows, (0.0, 40.0)).answered, 4);
     }
 
     #[test]

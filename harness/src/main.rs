@@ -13,7 +13,8 @@ use std::process::ExitCode;
 
 use buildat_harness::layout::{CommonOptions, Layout};
 use buildat_harness::{
-    abuse, census, crashtest, faulttest, inflate, lightbots, loadtest, mapbench, walkgen,
+    abuse, census, crashtest, faulttest, inflate, lightbots, loadtest, mapbench, timerbench,
+    walkgen,
 };
 use clap::{Parser, Subcommand};
 
@@ -55,6 +56,9 @@ enum Test {
     /// Players walk into terrain never generated: how long each waits for
     /// its full view after entering a chunk, against headless pregen.
     Walkgen(walkgen::WalkOptions),
+    /// N voxel timers set around a player: the idle server with them
+    /// stored and unloaded against none, the time to load and fire them.
+    Timerbench(timerbench::TimerOptions),
     /// Makes a stopped world's database N bytes big by copying its
     /// sections (new positions, new ids): a big world for the backup and
     /// storage figures.
@@ -95,6 +99,7 @@ fn main() -> ExitCode {
         Test::Lightbots(_) | Test::Inflate(_) => Ok(true),
         Test::Mapbench(options) => mapbench::run(&layout, options),
         Test::Walkgen(options) => walkgen::run(&layout, options),
+        Test::Timerbench(options) => timerbench::run(&layout, options),
     };
     if cli.common.keep {
         let _ = layout.scratch.keep();
