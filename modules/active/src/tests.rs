@@ -77,8 +77,14 @@ fn fake_kit(world: &Shared, settings: &[(&str, &str)]) -> TestHost {
     kit.answer(move |find: FindVoxels| {
         let mut world = lock(&w);
         world.find_calls += 1;
-        std::thread::sleep(world.per_chunk * find.chunks.len() as u32);
-        let mut answer = FoundVoxels::default();
+        // The world's time on the call, told in the answer as voxelworld
+        // does.
+        let work = world.per_chunk * find.chunks.len() as u32;
+        std::thread::sleep(work);
+        let mut answer = FoundVoxels {
+            micros: work.as_micros() as u64,
+            ..FoundVoxels::default()
+        };
         for chunk in &find.chunks {
             if !world.chunks.contains(chunk) {
                 answer.missing.push(*chunk);

@@ -123,6 +123,10 @@ struct Chunk {
     /// The [`World::drop_unread_decoded`] round in which its voxels were
     /// last read or written.
     read_round: u64,
+    /// The type ids it holds (sorted; a superset after edits), once a
+    /// `find_voxels` scanned it whole: kept when its decoded voxels are
+    /// dropped, so a later scan for types it lacks skips it undecoded.
+    types: Option<Vec<u32>>,
 }
 
 impl Chunk {
@@ -134,6 +138,7 @@ impl Chunk {
             light: None,
             sun_in: None,
             read_round: 0,
+            types: None,
         }
     }
 
@@ -157,6 +162,7 @@ impl Chunk {
             light: None,
             sun_in: None,
             read_round: 0,
+            types: None,
         })
     }
 }
@@ -452,6 +458,18 @@ impl World {
             _ => None,
         };
         let changed = previous.is_some();
+        if changed
+            && let Some(types) = self
+                .sections
+                .get_mut(&section_pos)
+                .and_then(|s| s.chunks.get_mut(&chunk_pos))
+                .and_then(|c| c.types.as_mut())
+        {
+            let type_id = buildat_voxel::VoxelInstance(voxel).type_id();
+            if let Err(at) = types.binary_search(&type_id) {
+                types.insert(at, type_id);
+            }
+        }
         self.handlers.refresh(&self.voxels);
         if let Some(previous) = previous {
             self.special.record(pos, previous, voxel, by);
@@ -572,6 +590,7 @@ impl World {
                 chunk.voxels = generated.voxels;
                 chunk.blob = generated.blob;
                 chunk.light = None;
+                chunk.types = None;
                 updated.push((chunk.node_id, chunk_pos));
                 self.light_dirty.insert(chunk_pos);
                 self.light_decoded.remove(&chunk_pos);

@@ -832,6 +832,13 @@ pub struct FoundVoxels {
     pub missing: Vec<Pos>,
     /// Chunks looked at whole (fewer than asked when `limit` stopped it).
     pub scanned: u32,
+    /// The time the world's thread spent on the call, in microseconds:
+    /// the work a caller budgets (its own wait for the answer also holds
+    /// the time the call waited behind others).
+    pub micros: u64,
+    /// Chunks skipped without decoding their voxels: the types they hold
+    /// were known and none was asked for.
+    pub skipped: u32,
 }
 
 /// Call: the light at several voxels (`None` where its chunk is not in
