@@ -34,7 +34,7 @@ use buildat_main_api::VoxelActions;
 use buildat_voxel::geometry::Pos;
 use buildat_voxel::light;
 use buildat_voxelworld_api::{
-    BlockDefinition, EditOutcome, EditVoxel, EditVoxels, GetRegistry, GetVoxels,
+    BlockDefinition, EditOutcome, EditVoxel, EditVoxels, GetGround, GetRegistry, GetVoxels,
     MAX_VOXELS_PER_CALL, RegisterBlock, Replace, VoxelsChanged,
 };
 use serde::{Deserialize, Serialize};
@@ -255,15 +255,21 @@ impl Liquids {
     }
 
     /// `liquid flood X Z SOURCES`: sources on the ground of a grid's
-    /// columns, placed on air in one `EditVoxels`; the flow follows from
+    /// columns (`get_ground` each, which loads or asks for its sections),
+    /// placed on air in one `EditVoxels`; the flow follows from
     /// voxelworld's `voxels_changed` as for any change.
     fn flood(&mut self, x: i32, z: i32, sources: u32, spacing: u32) -> Result<String, ModuleError> {
         let Some(kinds) = self.kinds else {
             return Ok("liquid flood: the liquids are not registered yet".into());
         };
-        let grid = flood::grid(x, z, sources, spacing);
-        let tops = self.host.call(&grid)?;
-        let edits = flood::sources_on(&grid, &tops, sources, kinds.water);
+        let mut edits = Vec::new();
+        for column in flood::grid(x, z, sources, spacing) {
+            let ground = self.host.call(&GetGround {
+                x: column.0,
+                z: column.1,
+            })?;
+            edits.extend(flood::source_on(column, ground, kinds.water));
+        }
         let tried = edits.len();
         let outcomes = self.host.call(&EditVoxels { edits })?;
         let placed = outcomes
@@ -272,8 +278,8 @@ impl Liquids {
             .count();
         Ok(format!(
             "liquid flood: {placed} sources placed around {x},{z}, {spacing} apart \
-             ({} columns without known ground, {} not on air)",
-            sources as usize - tried.min(sources as usize),
+             ({} columns without known ground or not air on it, {} refused)",
+            sources as usize - tried,
             tried - placed
         ))
     }

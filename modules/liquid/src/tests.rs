@@ -15,7 +15,7 @@ use buildat_main_api::{BlockAction, BlockActionKind, GetPlayers, PlayerState, Vo
 use buildat_voxel::geometry::Pos;
 use buildat_voxel::{AIR, BlockDefinition, BlockRegistry, VoxelInstance};
 use buildat_voxelworld_api::{
-    ColumnTops, EditOutcome, EditVoxels, GetRegistry, GetVoxels, RegisterBlock, Replace, Tops,
+    EditOutcome, EditVoxels, GetGround, GetRegistry, GetVoxels, Ground, RegisterBlock, Replace,
     VoxelChange, VoxelRegistry, VoxelsChanged,
 };
 
@@ -403,21 +403,17 @@ fn load(settings: &[(&str, &str)]) -> (TestModule<Liquids>, Kit) {
     let answer = Arc::clone(&world);
     kit.answer(move |get: GetVoxels| Ok(answer.lock().unwrap().get(&get.positions).unwrap()));
     let answer = Arc::clone(&world);
-    kit.answer(move |grid: ColumnTops| {
-        // Each column's top voxel that is not air, from y_top down.
+    kit.answer(move |column: GetGround| {
+        // The surface band's highest voxel that is not air, as ground.
         let world = answer.lock().unwrap();
-        let mut tops = Tops::default();
-        for j in 0..grid.depth as i32 {
-            for i in 0..grid.width as i32 {
-                let (x, z) = (grid.x + i * grid.step as i32, grid.z + j * grid.step as i32);
-                let top = (grid.y_bottom..=grid.y_top)
-                    .rev()
-                    .find_map(|y| world.at([x, y, z]).filter(|v| *v != AIR).map(|v| (y, v)));
-                tops.heights.push(top.map_or(i32::MIN, |t| t.0));
-                tops.voxels.push(top.map_or(AIR, |t| t.1));
-            }
-        }
-        Ok(tops)
+        let at = |y| world.at([column.x, y, column.z]).unwrap_or(AIR);
+        Ok((-64..128)
+            .rev()
+            .find(|y| at(*y) != AIR)
+            .map_or(Ground::NoGround, |y| Ground::Solid {
+                y,
+                above: at(y + 1),
+            }))
     });
     let answer = Arc::clone(&world);
     kit.answer(move |edit: EditVoxels| {
@@ -717,7 +713,7 @@ fn a_dig_queues_its_voxel_a_liquid_change_its_neighbourhood_other_changes_nothin
 }
 
 /// `liquid flood X Z SOURCES` (the bench's flood): a source on the ground
-/// of each column of a square grid around X, Z (one `ColumnTops`, one
+/// of each column of a square grid around X, Z (`get_ground` each, one
 /// `EditVoxels`, placed only on air); told back as voxelworld would tell
 /// it, each flows over flat ground into its 112 voxels and the flow stops.
 #[test]
