@@ -101,6 +101,20 @@ fn parse_span(text: &str) -> Result<(f64, f64), String> {
     Ok((from, to))
 }
 
+/// How a console line's answer starts: its first two words, or its first
+/// word and a colon (`liquid flood 0 0 9` → `liquid flood`, `liquid:`).
+fn answer_prefixes(line: &str) -> Vec<String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let mut prefixes = Vec::new();
+    if let Some(first) = words.first() {
+        prefixes.push(format!("{first}:"));
+        if let Some(second) = words.get(1) {
+            prefixes.push(format!("{first} {second}"));
+        }
+    }
+    prefixes
+}
+
 /// The windows that lie within `span` (seconds from the start; a window
 /// ends at its row's time), their counts added up.
 fn span_counts(rows: &[(f64, f64, Counts)], span: (f64, f64)) -> Counts {
@@ -355,6 +369,7 @@ fn drive(server: &mut Server, fleet: &mut Fleet, options: &LoadOptions, ramp: Du
     console_lines.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut console_lines = console_lines.into_iter().peekable();
     let mut window_start = 0.0;
+    let mut answers_from: Vec<(usize, Vec<String>)> = Vec::new();
     print_header();
     loop {
         std::thread::sleep(Duration::from_millis(250));
@@ -364,7 +379,19 @@ fn drive(server: &mut Server, fleet: &mut Fleet, options: &LoadOptions, ramp: Du
         while let Some((_, line)) = console_lines.next_if(|(at, _)| *at <= t) {
             println!("-- t = {t:.0} s: `{line}` on the console --");
             server.send(&line);
+            answers_from.push((server.seen.len(), answer_prefixes(&line)));
         }
+        // The console lines' answers: the first line after each that starts
+        // with its first two words or its name and a colon.
+        answers_from.retain(|(from, prefixes)| {
+            let answer = server.seen[*from..]
+                .iter()
+                .find(|l| prefixes.iter().any(|p| l.starts_with(p.as_str())));
+            if let Some(answer) = answer {
+                println!("-- console: {answer}");
+            }
+            answer.is_none()
+        });
         if let Some(b) = &mut browsers
             && let Some(opened) = b.opening.as_ref().and_then(|o| o.try_recv().ok())
         {
@@ -910,6 +937,16 @@ mod tests {
         assert!(during.hist.percentile_ms(50.0).is_some_and(|p| p >= 100.0));
         assert_eq!(span_counts(&rows, (0.0, 5.0)).answered, 0);
         assert_eq!(span_counts(&rows, (0.0, 40.0)).answered, 4);
+    }
+
+    #[test]
+    fn a_console_lines_answer_starts_with_its_first_words() {
+        assert_eq!(
+            answer_prefixes("liquid flood 0 0 9"),
+            ["liquid:", "liquid flood"]
+        );
+        assert_eq!(answer_prefixes("active"), ["active:"]);
+        assert!(answer_prefixes("  ").is_empty());
     }
 
     #[test]
