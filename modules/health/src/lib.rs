@@ -43,10 +43,11 @@ use buildat_inventory_api::{
     Change, GetInventory, Owner, SlotRef, Transact, Transaction, TxOutcome,
 };
 use buildat_liquid_api::{LAVA, LAVA_FLOWING, LIQUIDS};
-use buildat_main_api::{GetPlayers, PlayerJoined, PlayerLeft, Teleport};
+use buildat_main_api::{GetPlayers, PlayerJoined, PlayerLeft, Teleport, VAR_PLAYER};
 use buildat_network_api::{self as network, PeerId, ReceivePackets};
 use buildat_voxelworld_api::{
-    GetRegistry, GetSpawn, GetValue, GetVoxels, MAX_VOXELS_PER_CALL, PutValues, ValueWrite,
+    GetRegistry, GetSpawn, GetValue, GetVoxels, ListNodes, MAX_VOXELS_PER_CALL, NodesChanged,
+    PutValues, ValueWrite,
 };
 use serde::{Deserialize, Serialize};
 
@@ -129,8 +130,9 @@ struct Stored {
 struct Player {
     peer: PeerId,
     body: Body,
-    /// The feet, as main last said.
-    position: [f64; 3],
+    /// The feet, as main last moved the player's node; `None` until its
+    /// node is seen (not sampled before).
+    position: Option<[f64; 3]>,
     /// Changed since last stored.
     dirty: bool,
 }
@@ -150,6 +152,11 @@ pub struct HealthModule {
     rules: Rules,
     players: BTreeMap<String, Player>,
     peers: HashMap<PeerId, String>,
+    /// The players' dynamic nodes (main's, with the var `player`) by node
+    /// id: where the bodies are comes from `voxelworld:nodes_changed`, not
+    /// from calls to main each tick (main may be inside a call to this
+    /// module, a chat command, and waiting on main here would be a cycle).
+    node_names: HashMap<u64, String>,
     /// Voxel type ids (game bits masked) to what they are.
     kinds: HashMap<u32, Kind>,
     /// Seconds since the registry was read (read again on an unknown id,
@@ -206,6 +213,7 @@ impl Module for HealthModule {
             },
             players: BTreeMap::new(),
             peers: HashMap::new(),
+            node_names: HashMap::new(),
             kinds: HashMap::new(),
             registry_age: f64::INFINITY,
             save_clock: 0.0,
@@ -220,6 +228,10 @@ impl Module for HealthModule {
             .event(|h, _: events::Continue| h.start())
             .event(|h, tick: events::Tick| h.tick(tick.dtime))
             .event(|h, joined: PlayerJoined| h.on_joined(joined.name, joined.peer))
+            .event(|h, changed: NodesChanged| {
+                h.nodes_changed(&changed);
+                Ok(())
+            })
             .event(|h, left: PlayerLeft| h.on_left(&left.name, left.peer))
             .packet(|h, peer, _: RespawnRequest| h.on_respawn_request(peer))
             .settings::<HealthSettings>()
@@ -273,10 +285,52 @@ impl HealthModule {
         };
         for state in players {
             if !self.players.contains_key(&state.name) {
-                self.on_joined(state.name, state.peer)?;
+                self.on_joined(state.name.clone(), state.peer)?;
+            }
+            if let Some(player) = self.players.get_mut(&state.name) {
+                player.position = Some(state.position);
             }
         }
+        // The players' nodes, whose moves say where they are from now on.
+        match self.host.call(&ListNodes {
+            with_var: Some(VAR_PLAYER.to_string()),
+        }) {
+            Ok(nodes) => self.nodes_changed(&NodesChanged {
+                changed: nodes,
+                ..NodesChanged::default()
+            }),
+            Err(error) => log::debug!("listing the players' nodes: {error}"),
+        }
         Ok(())
+    }
+
+    /// Where the players' nodes went: their bodies' positions.
+    fn nodes_changed(&mut self, changed: &NodesChanged) {
+        for node in &changed.changed {
+            let Some(name) = node
+                .vars
+                .get(VAR_PLAYER)
+                .and_then(|v| String::from_utf8(v.clone()).ok())
+            else {
+                continue;
+            };
+            if let Some(player) = self.players.get_mut(&name) {
+                player.position = Some(node.position);
+            }
+            self.node_names.insert(node.id, name);
+        }
+        for motion in &changed.moved {
+            if let Some(player) = self
+                .node_names
+                .get(&motion.id)
+                .and_then(|name| self.players.get_mut(name))
+            {
+                player.position = Some(motion.position);
+            }
+        }
+        for id in &changed.removed {
+            self.node_names.remove(id);
+        }
     }
 
     fn refresh_registry(&mut self) {
@@ -336,7 +390,7 @@ impl HealthModule {
                 Player {
                     peer,
                     body,
-                    position: [0.0; 3],
+                    position: None,
                     dirty: stored.is_none(),
                 },
             );
@@ -469,23 +523,12 @@ impl HealthModule {
         if !self.enabled || self.players.is_empty() {
             return Ok(());
         }
-        let states = match self.host.call(&GetPlayers {}) {
-            Ok(states) => states,
-            Err(error) => {
-                log::debug!("asking main for the players: {error}");
-                return Ok(());
-            }
-        };
-        let mut living = Vec::new();
-        for state in states {
-            let Some(player) = self.players.get_mut(&state.name) else {
-                continue;
-            };
-            player.position = state.position;
-            if !player.body.dead {
-                living.push((state.name, state.position));
-            }
-        }
+        let living: Vec<(String, [f64; 3])> = self
+            .players
+            .iter()
+            .filter(|(_, p)| !p.body.dead)
+            .filter_map(|(name, p)| Some((name.clone(), p.position?)))
+            .collect();
         // Under the feet, at the feet, at the eyes, of each.
         let positions: Vec<[i32; 3]> = living
             .iter()
@@ -545,7 +588,11 @@ impl HealthModule {
         }
         let taken = player.body.hurt(amount);
         let hp = player.body.hp;
-        let (peer, position, dead) = (player.peer, player.position, player.body.dead);
+        let (peer, position, dead) = (
+            player.peer,
+            player.position.unwrap_or_default(),
+            player.body.dead,
+        );
         if taken == 0 {
             return Some(hp);
         }
@@ -692,7 +739,7 @@ impl HealthModule {
         };
         player.body.revive();
         player.dirty = true;
-        let mut at = player.position;
+        let mut at = player.position.unwrap_or_default();
         if let Some(position) = position {
             match self.host.call(&Teleport {
                 player: name.to_string(),
@@ -703,7 +750,7 @@ impl HealthModule {
             }
         }
         if let Some(player) = self.players.get_mut(name) {
-            player.position = at;
+            player.position = Some(at);
         }
         self.save(&[name.to_string()])?;
         self.send_state(name);

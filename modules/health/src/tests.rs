@@ -20,11 +20,14 @@ use buildat_interface::core_api::RunCommand;
 use buildat_interface::events::Tick;
 use buildat_interface::testing::{TestHost, TestModule};
 use buildat_inventory_api::{Change, GetInventory, Inventory, ItemStack, Transact, TxOutcome};
-use buildat_main_api::{GetPlayers, PlayerJoined, PlayerLeft, PlayerState, Teleport};
+use buildat_main_api::{GetPlayers, PlayerJoined, PlayerLeft, PlayerState, Teleport, VAR_PLAYER};
 use buildat_network_api::Disconnect;
 use buildat_network_api::receive::testing::{DeliverPackets, disconnected, sent};
 use buildat_voxel::{VoxelName, VoxelRegistry};
-use buildat_voxelworld_api::{GetRegistry, GetSpawn, GetValue, GetVoxels, MemoryValues, PutValues};
+use buildat_voxelworld_api::{
+    DynamicNode, GetRegistry, GetSpawn, GetValue, GetVoxels, ListNodes, MemoryValues, NodesChanged,
+    PutValues,
+};
 
 use crate::HealthModule;
 
@@ -85,6 +88,7 @@ fn kit() -> (TestHost, Shared) {
             .collect())
     });
     let w = shared.clone();
+    kit.answer(|_: ListNodes| Ok(Vec::new()));
     kit.answer(move |_: GetPlayers| {
         Ok(world(&w)
             .players
@@ -135,7 +139,25 @@ fn move_to(shared: &Shared, name: &str, position: [f64; 3]) {
     }
 }
 
-fn tick(health: &mut TestModule<HealthModule>) {
+/// A tick of the game: main moves every player's node where the fake world
+/// has it (`voxelworld:nodes_changed`, node id = peer), then `core:tick`.
+fn tick(health: &mut TestModule<HealthModule>, shared: &Shared) {
+    let changed: Vec<DynamicNode> = world(shared)
+        .players
+        .iter()
+        .map(|(name, (peer, position))| {
+            let mut node = DynamicNode::at_rest(*peer, *position, false, BTreeMap::new());
+            node.vars
+                .insert(VAR_PLAYER.to_string(), name.as_bytes().to_vec());
+            node
+        })
+        .collect();
+    health
+        .emit(&NodesChanged {
+            changed,
+            ..NodesChanged::default()
+        })
+        .unwrap();
     health.emit(&Tick { dtime: 0.05 }).unwrap();
 }
 
@@ -143,7 +165,7 @@ fn started() -> (TestHost, Shared, TestModule<HealthModule>) {
     let (kit, shared) = kit();
     let mut health = kit.load::<HealthModule>().unwrap();
     join(&mut health, &shared, "ann", 1);
-    tick(&mut health);
+    tick(&mut health, &shared);
     (kit, shared, health)
 }
 
@@ -186,14 +208,14 @@ fn a_join_sends_full_health_and_a_fall_through_ticks_hurts() {
     );
     // Up a pillar by teleport (no fall), then down 9 voxels step by step.
     move_to(&shared, "ann", [0.5, 9.0, 0.5]);
-    tick(&mut health);
+    tick(&mut health, &shared);
     for y in (0..9).rev() {
         move_to(&shared, "ann", [0.5, f64::from(y) + 0.3, 0.5]);
-        tick(&mut health);
+        tick(&mut health, &shared);
     }
     assert!(kit.emitted::<Damaged>().is_empty(), "not landed yet");
     move_to(&shared, "ann", [0.5, 0.0, 0.5]);
-    tick(&mut health);
+    tick(&mut health, &shared);
     let damaged = kit.emitted::<Damaged>();
     assert_eq!(
         damaged,
@@ -222,7 +244,7 @@ fn drowning_under_water_takes_breath_then_hp() {
     let (kit, shared, mut health) = started();
     world(&shared).water.extend([[0, 0, 0], [0, 1, 0]]);
     for _ in 0..20 * 12 {
-        tick(&mut health);
+        tick(&mut health, &shared);
     }
     let now = hp(&mut health, "ann").unwrap();
     assert_eq!(now.breath, 0);
@@ -249,7 +271,7 @@ fn death_drops_the_inventory_and_a_respawn_asked_for_puts_it_at_the_spawn() {
     });
     let place = [4.5, 2.0, -3.5];
     move_to(&shared, "ann", place);
-    tick(&mut health);
+    tick(&mut health, &shared);
     // A module's damage past the hp left kills.
     let after = health
         .call(&Damage {
@@ -345,7 +367,7 @@ fn death_drops_the_inventory_and_a_respawn_asked_for_puts_it_at_the_spawn() {
     health.packet(1, &RespawnRequest {}).unwrap();
     assert_eq!(kit.calls::<Teleport>().len(), 1);
     // The teleport was no fall.
-    tick(&mut health);
+    tick(&mut health, &shared);
     assert_eq!(kit.emitted::<Damaged>().len(), 1);
 }
 
@@ -368,7 +390,7 @@ fn a_bed_is_where_the_dead_come_back_and_the_void_kills() {
             .is_err()
     );
     move_to(&shared, "ann", [0.5, -200.0, 0.5]);
-    tick(&mut health);
+    tick(&mut health, &shared);
     assert_eq!(kit.emitted::<Died>()[0].cause, Cause::Void);
     assert!(
         command(&mut health, "health", &["ann"], None)
@@ -495,11 +517,11 @@ fn a_reload_keeps_health_and_the_players_and_counts_are_told() {
     assert_eq!(hp(&mut health, "ann").unwrap().hp, 15);
     // And it goes on hurting: a fall of 10 after the reload.
     move_to(&shared, "ann", [0.5, 10.0, 0.5]);
-    tick(&mut health);
+    tick(&mut health, &shared);
     move_to(&shared, "ann", [0.5, 5.0, 0.5]);
-    tick(&mut health);
+    tick(&mut health, &shared);
     move_to(&shared, "ann", [0.5, 0.0, 0.5]);
-    tick(&mut health);
+    tick(&mut health, &shared);
     assert_eq!(hp(&mut health, "ann").unwrap().hp, 8);
     assert_eq!(kit.emitted::<Damaged>().last().unwrap().cause, Cause::Fall);
 }
@@ -558,7 +580,7 @@ fn settings_turn_the_world_harmless_and_bad_ones_refuse_the_load() {
     join(&mut health, &shared, "ann", 1);
     for position in [[0.5, 30.0, 0.5], [0.5, 0.0, 0.5], [0.5, -300.0, 0.5]] {
         move_to(&shared, "ann", position);
-        tick(&mut health);
+        tick(&mut health, &shared);
     }
     assert!(kit.emitted::<Damaged>().is_empty());
     // The calls still work.
@@ -581,4 +603,24 @@ fn settings_turn_the_world_harmless_and_bad_ones_refuse_the_load() {
         let refused = kit.config(key, value).load::<HealthModule>();
         assert!(refused.is_err(), "{key}={value}");
     }
+}
+
+/// The bodies' positions come from the players' nodes: a tick asks main
+/// nothing (a chat command of this module runs inside a call from main, so
+/// a call to main from here at that moment would be a cycle).
+#[test]
+fn ticks_follow_the_players_nodes_and_ask_main_nothing() {
+    let (kit, shared, mut health) = started();
+    let asked = kit.calls::<GetPlayers>().len();
+    move_to(&shared, "ann", [0.5, 9.0, 0.5]);
+    tick(&mut health, &shared);
+    for y in (0..9).rev() {
+        move_to(&shared, "ann", [0.5, f64::from(y), 0.5]);
+        tick(&mut health, &shared);
+    }
+    assert_eq!(kit.calls::<GetPlayers>().len(), asked, "no call to main");
+    assert!(
+        hp(&mut health, "ann").unwrap().hp < MAX_HP,
+        "the fall seen through the node hurts"
+    );
 }

@@ -341,7 +341,8 @@ fn a_timer_survives_a_restart_and_fires_late_once() {
         .last()
         .and_then(|l| l.trim().parse().ok())
         .unwrap_or_else(|| panic!("late in {fired}"));
-    assert!(late >= 1.0, "{fired}");
+    // Due 4 s after it was set, before a stop, 4 s away and a start: late.
+    assert!(late > 0.0, "{fired}");
     std::thread::sleep(Duration::from_secs(2));
     server.pump();
     assert_eq!(
