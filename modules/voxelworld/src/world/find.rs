@@ -109,6 +109,10 @@ impl World {
                 answer.skipped += 1;
                 continue;
             }
+            // A chunk held only as its blob is decoded for the scan and
+            // dropped again after it: rounds over every chunk near the
+            // players must not keep them all decoded (128 KiB each).
+            let was_decoded = self.chunk_decoded(chunk);
             let Some(voxels) = self.voxels_of(chunk)? else {
                 answer.missing.push(chunk);
                 continue;
@@ -181,6 +185,9 @@ impl World {
             if let Some(palette) = palette {
                 self.set_chunk_types(chunk, palette);
             }
+            if !was_decoded {
+                self.drop_decoded(chunk);
+            }
         }
         answer.micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         Ok(answer)
@@ -195,6 +202,27 @@ impl World {
             .get(&chunk)?
             .types
             .as_ref()
+    }
+
+    /// Whether a chunk in memory holds its voxels decoded.
+    fn chunk_decoded(&self, chunk: Pos) -> bool {
+        self.sections
+            .get(&self.section_size.section_of_chunk(chunk))
+            .and_then(|s| s.chunks.get(&chunk))
+            .is_some_and(|c| c.voxels.is_some())
+    }
+
+    /// Drops a chunk's decoded voxels when its blob still holds them.
+    fn drop_decoded(&mut self, chunk: Pos) {
+        let section = self.section_size.section_of_chunk(chunk);
+        if let Some(held) = self
+            .sections
+            .get_mut(&section)
+            .and_then(|s| s.chunks.get_mut(&chunk))
+            && held.blob.is_some()
+        {
+            held.voxels = None;
+        }
     }
 
     fn set_chunk_types(&mut self, chunk: Pos, types: Vec<u32>) {
@@ -292,6 +320,10 @@ mod tests {
             .unwrap();
         assert_eq!((first.scanned, first.skipped), (1, 0), "scanned once");
         assert!(first.found.is_empty());
+        assert!(
+            !world.chunk_decoded([0, 0, 0]),
+            "held as its blob, it is not kept decoded after the scan"
+        );
         // Its decoded voxels are dropped (not read for two rounds).
         for _ in 0..3 {
             world.drop_unread_decoded();
@@ -300,6 +332,7 @@ mod tests {
             .find_voxels(&find(vec![dirt], vec![], 1, vec![[0, 0, 0]]))
             .unwrap();
         assert_eq!((again.scanned, again.skipped), (1, 1), "skipped");
+        assert!(!world.chunk_decoded([0, 0, 0]), "a skip decodes nothing");
         world.set_voxel([3, 4, 5], dirt).unwrap();
         let after_edit = world
             .find_voxels(&find(vec![dirt], vec![], 1, vec![[0, 0, 0]]))
