@@ -10,12 +10,10 @@
 //! The bot may fly, teleport and move fast (`main.default_privileges`): it
 //! goes to the nearest tree it holds.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{Scratch, client_binary, output_text, repo_root, start_game};
+use crate::common::{Scratch, client_binary, lines_of, output_text, repo_root, start_game};
 
 const SETTINGS: [&str; 2] = [
     "voxelworld.view_radius=2",
@@ -45,25 +43,6 @@ fn bot(address: &str, cache: &std::path::Path) -> Command {
         .arg(bot_script())
         .stdin(Stdio::null());
     command
-}
-
-/// Every line the child writes (stdout and stderr), as they come.
-fn lines_of(child: &mut Child) -> Receiver<String> {
-    let (send, lines) = channel();
-    let out = child.stdout.take().expect("piped stdout");
-    let err = child.stderr.take().expect("piped stderr");
-    let to = send.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            let _ = to.send(line);
-        }
-    });
-    std::thread::spawn(move || {
-        for line in BufReader::new(err).lines().map_while(Result::ok) {
-            let _ = send.send(line);
-        }
-    });
-    lines
 }
 
 /// The `survival: inventory: ...` line's list.
