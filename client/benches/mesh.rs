@@ -23,8 +23,6 @@ use buildat_worldgen_terrain::{self as terrain, PALETTE};
 
 const SEED: u64 = 1;
 const ROUNDS: usize = 5;
-/// Bytes of one vertex on the GPU (`render::gpu`).
-const VERTEX_BYTES: usize = 28;
 
 fn table() -> MeshTable {
     MeshTable::new(
@@ -43,7 +41,7 @@ fn table() -> MeshTable {
     )
 }
 
-type Mesher = fn(Pos, &Neighbourhood, &MeshTable) -> ChunkMesh;
+type Mesher = fn(&Neighbourhood, &MeshTable) -> ChunkMesh;
 
 /// (seconds for all chunks, meshes) of one round.
 fn round(
@@ -55,7 +53,7 @@ fn round(
     let started = Instant::now();
     let meshes: Vec<ChunkMesh> = chunks
         .iter()
-        .map(|&c| mesher(c, &Neighbourhood::gather(c, held), table))
+        .map(|&c| mesher(&Neighbourhood::gather(c, held), table))
         .collect();
     (started.elapsed().as_secs_f64(), meshes)
 }
@@ -98,15 +96,11 @@ fn main() {
         }
         times.sort_by(f64::total_cmp);
         let median = times[ROUNDS / 2];
-        let drawn: Vec<&ChunkMesh> = meshes.iter().filter(|m| !m.indices.is_empty()).collect();
+        let drawn: Vec<&ChunkMesh> = meshes.iter().filter(|m| !m.is_empty()).collect();
         let count = drawn.len().max(1);
         let triangles = drawn.iter().map(|m| m.triangles()).sum::<usize>() / count;
-        let vertex_kib = drawn
-            .iter()
-            .map(|m| m.vertices.len() * VERTEX_BYTES)
-            .sum::<usize>() as f64
-            / count as f64
-            / 1024.0;
+        let vertex_kib =
+            drawn.iter().map(|m| m.vertex_bytes()).sum::<usize>() as f64 / count as f64 / 1024.0;
         let rate = chunks.len() as f64 / median;
         rates.push((rate, triangles));
         println!("{name:<28} {rate:>10.0} {triangles:>16} {vertex_kib:>18.1}");

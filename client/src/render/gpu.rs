@@ -38,14 +38,26 @@ pub struct FlatVertex {
     pub colour: [f32; 4],
 }
 
-fn vertex_bytes(vertices: &[Vertex]) -> Vec<u8> {
+// TEMPORARY (helper M, issue 47): unpacks the mesher's packed 8-byte
+// vertices into the old 28-byte layout until G rewrites this for them.
+fn vertex_bytes(chunk: Pos, vertices: &[Vertex]) -> Vec<u8> {
+    let origin = chunk_origin(chunk).map(|c| c as f32);
     let mut out = Vec::with_capacity(vertices.len() * VERTEX_BYTES);
     for v in vertices {
-        for f in v.position.iter().chain(&v.uv) {
+        let p = v.position();
+        let [x, y, z] = [0, 1, 2].map(|a| origin[a] + p[a]);
+        let uv = match v.face() / 2 {
+            0 => [z, -y],
+            1 => [x, z],
+            _ => [x, -y],
+        };
+        for f in [x, y, z].iter().chain(&uv) {
             out.extend_from_slice(&f.to_le_bytes());
         }
-        out.extend_from_slice(&v.layer.to_le_bytes());
-        out.extend_from_slice(&v.face_ao.to_le_bytes());
+        out.extend_from_slice(&v.layer().to_le_bytes());
+        let light = ((v.sun_sum() / 4) << 4) | (v.block_sum() / 4);
+        let face_ao = v.face() as u32 | (v.ao() << 3) | (light << 5);
+        out.extend_from_slice(&face_ao.to_le_bytes());
     }
     out
 }
@@ -385,22 +397,26 @@ impl Renderer {
 
     /// Replaces a chunk's buffers (`None` or an empty mesh drops them).
     pub fn set_chunk(&mut self, chunk: Pos, mesh: Option<&ChunkMesh>) {
-        let Some(mesh) = mesh.filter(|m| !m.indices.is_empty()) else {
+        let Some(mesh) = mesh.filter(|m| !m.is_empty()) else {
             self.chunks.remove(&chunk);
             return;
         };
+        let all: Vec<Vertex> = mesh.vertices().copied().collect();
+        let quad_indices: Vec<u32> = (0..all.len() as u32 / 4)
+            .flat_map(|q| [0, 1, 2, 0, 2, 3].map(|i| 4 * q + i))
+            .collect();
         let vertices = self
             .device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("chunk vertices"),
-                contents: &vertex_bytes(&mesh.vertices),
+                contents: &vertex_bytes(chunk, &all),
                 usage: wgpu::BufferUsages::VERTEX,
             });
         let indices = self
             .device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("chunk indices"),
-                contents: &index_bytes(&mesh.indices),
+                contents: &index_bytes(&quad_indices),
                 usage: wgpu::BufferUsages::INDEX,
             });
         self.chunks.insert(
@@ -408,7 +424,7 @@ impl Renderer {
             GpuChunk {
                 vertices,
                 indices,
-                count: u32::try_from(mesh.indices.len()).unwrap_or(u32::MAX),
+                count: u32::try_from(quad_indices.len()).unwrap_or(u32::MAX),
             },
         );
     }
