@@ -246,6 +246,20 @@ local function ui_for(file)
 		remove_box = host.ui_remove_box, -- (id)
 		set_position = host.ui_set_position, -- (x, y, z): move the player (feet)
 		set_daylight = host.ui_set_daylight, -- (sun, r, g, b): sunlight factor and sky colour, 0..1
+		-- Game screens (docs/client.md "Game screens"):
+		define_items = host.ui_define_items, -- ({ [name] = { description, texture, voxel } })
+		open_screen = function(id, screen) -- (id, { title, columns, rows, widgets, on_close })
+			host.ui_open_screen(file, id, screen)
+		end,
+		close_screen = host.ui_close_screen, -- (id)
+		update_slots = host.ui_update_slots, -- (grid id, slots): everywhere it is drawn
+		set_hotbar_slots = host.ui_set_hotbar_slots, -- (slots | nil): the hotbar as item slots
+		set_health = host.ui_set_health, -- (points, max) | (nil): hearts above the hotbar
+		open_chat = host.ui_open_chat, -- ([prefix]): the chat line takes typed text
+		add_chat_line = host.ui_add_chat_line, -- (text)
+		on_chat = function(fn) -- fn(text): the chat line was submitted
+			host.ui_on_chat(file, fn)
+		end,
 	})
 end
 

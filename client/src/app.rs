@@ -754,6 +754,7 @@ impl Client {
                     self.outcome.get_or_insert(Outcome::FrontendClosed);
                     Vec::new()
                 }
+                widget => self.runtime.dispatch_ui(&widget),
             };
             for error in errors {
                 self.lua_failed(&error);

@@ -18,6 +18,8 @@ use crate::sandbox::UiState;
 
 /// Session → frontend.
 #[derive(Debug)]
+// `Ui` is large, but sent only when the game changes what is shown.
+#[allow(clippy::large_enum_variant)]
 pub enum ToFrontend {
     /// The voxel registry (sent again, with every held chunk, when it
     /// changes).
@@ -77,6 +79,35 @@ pub enum FromFrontend {
     },
     /// The player moved (client-side physics), feet position.
     Moved([f64; 3]),
+    /// The chat line was submitted (Enter) with this text.
+    ChatSubmit(String),
+    /// A stack was dragged from one slot to another (grid id and 0-based
+    /// index; the hotbar's grid is `"hotbar"`) while `screen` was open;
+    /// `count` `None`: the whole stack.
+    SlotMove {
+        from: (String, usize),
+        to: (String, usize),
+        count: Option<u32>,
+        screen: String,
+    },
+    /// A click without a drag on slot `index` (0-based) of a grid that has
+    /// an `on_click`.
+    SlotClick {
+        grid: String,
+        index: usize,
+        button: Button,
+        screen: String,
+    },
+    /// A screen's button was clicked.
+    ButtonClick { screen: String, widget: String },
+    /// A screen's text field was submitted (Enter).
+    FieldSubmit {
+        screen: String,
+        widget: String,
+        text: String,
+    },
+    /// The player closed a screen (Esc).
+    ScreenClosed(String),
     /// The window was closed: end the session.
     Quit,
 }

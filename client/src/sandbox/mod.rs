@@ -40,7 +40,10 @@ use crate::terminal::escape;
 use crate::world::WorldView;
 
 pub use api::{MAX_EXIT_HOOKS, MAX_OUTBOX_BYTES, MAX_SUBSCRIPTIONS, MAX_TIMERS};
-pub use ui::{Action, Daylight, MAX_TEXT_BYTES, MAX_UI_ENTRIES, UiBox, UiState};
+pub use ui::{
+    Action, CHAT_LINES, ChatLine, Daylight, ItemDef, MAX_TEXT_BYTES, MAX_UI_ENTRIES, Screen,
+    Slots, Stack, UiBox, UiState, Widget, WidgetKind,
+};
 use vm::{describe, load_text};
 
 /// Default memory limit of the whole VM.

@@ -17,7 +17,7 @@ use mlua::{Function, Lua, Table, Value};
 
 use super::vm::lua_error;
 use super::{Runtime, ScriptError, Shared};
-use crate::frontend::{Button, Target};
+use crate::frontend::{Button, FromFrontend, Target};
 
 /// `ui_set_box`'s arguments: id, position, size, optional colour.
 type BoxArgs = (
@@ -115,6 +115,107 @@ pub struct UiState {
     pub teleport: Option<(u64, [f64; 3])>,
     /// The time of day's light; `None`: full sun under the client's own sky.
     pub daylight: Option<Daylight>,
+    /// What a slot draws for each item name (`define_items`).
+    pub items: BTreeMap<String, ItemDef>,
+    /// Open screens in the order they were opened; the last one is drawn.
+    pub screens: Vec<Screen>,
+    /// The hotbar as item slots (`set_hotbar_slots`); when set it is drawn
+    /// instead of `hotbar`'s names, and `select` works on it.
+    pub hotbar_slots: Option<Slots>,
+    /// Health points and maximum (`set_health`); `None`: no hearts.
+    pub health: Option<(u32, u32)>,
+    /// The last `open_chat` (a serial, so a repeat opens it again) and the
+    /// text the line starts with.
+    pub chat_open: Option<(u64, String)>,
+    /// The last [`CHAT_LINES`] chat lines, oldest first.
+    pub chat_lines: Vec<ChatLine>,
+}
+
+/// Chat lines the UI state keeps (and the window shows).
+pub const CHAT_LINES: usize = 10;
+/// Open screens at most (only the last is drawn).
+pub const MAX_SCREENS: usize = 64;
+/// Largest cell coordinate or size of a screen and its widgets.
+pub const MAX_CELLS: f64 = 64.0;
+
+/// What a slot draws for an item (`define_items`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemDef {
+    pub description: String,
+    /// A `client_data` file (`main/client_data/textures/stick.png`).
+    pub texture: Option<String>,
+    /// A voxel name: the icon is an isometric cube of its textures.
+    pub voxel: Option<String>,
+}
+
+/// A stack of items in a slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stack {
+    pub name: String,
+    pub count: u32,
+    pub wear: u32,
+}
+
+/// A grid's slots, `None` where empty.
+pub type Slots = Vec<Option<Stack>>;
+
+/// A screen's widget, at `x`, `y` cells from the panel's top left.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Widget {
+    pub x: f32,
+    pub y: f32,
+    pub kind: WidgetKind,
+}
+
+/// What a widget is; sizes in cells.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WidgetKind {
+    /// An item grid; `clickable`: it has an `on_click` (a click without a
+    /// drag is reported, the craft preview).
+    Slots {
+        id: String,
+        columns: u32,
+        slots: Slots,
+        clickable: bool,
+    },
+    Label {
+        text: String,
+    },
+    Button {
+        id: String,
+        width: f32,
+        text: String,
+    },
+    Field {
+        id: String,
+        width: f32,
+        text: String,
+    },
+    Image {
+        width: f32,
+        height: f32,
+        file: String,
+    },
+}
+
+/// A modal panel the game opened (`open_screen`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Screen {
+    pub id: String,
+    /// Counts openings, so a screen opened again with the same id is new to
+    /// the frontend (a text typed into its fields is dropped).
+    pub serial: u64,
+    pub title: String,
+    pub columns: f32,
+    pub rows: f32,
+    pub widgets: Vec<Widget>,
+}
+
+/// A line of the chat, with a serial the frontend times its fading by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatLine {
+    pub serial: u64,
+    pub text: String,
 }
 
 /// A key bound to a Lua function by the file `owner`.
@@ -130,6 +231,14 @@ pub(super) struct Handler {
     func: Function,
 }
 
+/// The callbacks of an open screen: its `on_close` and its widgets'
+/// `on_move`, `on_click`, `on_submit`, by (widget id, callback name).
+pub(super) struct ScreenHandlers {
+    owner: Rc<str>,
+    on_close: Option<Function>,
+    widgets: WidgetHandlers,
+}
+
 /// Lua's UI state and handlers.
 #[derive(Default)]
 pub(super) struct Ui {
@@ -140,6 +249,25 @@ pub(super) struct Ui {
     keys: Vec<KeyHandler>,
     clicks: Vec<Handler>,
     moves: Vec<Handler>,
+    chats: Vec<Handler>,
+    /// By screen id.
+    screens: BTreeMap<String, ScreenHandlers>,
+    serial: u64,
+}
+
+impl Ui {
+    fn next_serial(&mut self) -> u64 {
+        self.serial += 1;
+        self.serial
+    }
+
+    /// The hotbar's length: its item slots, else its names.
+    fn hotbar_len(&self) -> usize {
+        self.state
+            .hotbar_slots
+            .as_ref()
+            .map_or(self.state.hotbar.len(), Vec::len)
+    }
 }
 
 /// Which of the UI's handler lists a registration function fills.
@@ -159,6 +287,321 @@ fn check_len(what: &str, len: usize) -> mlua::Result<()> {
     } else {
         Ok(())
     }
+}
+
+/// `text` cut to [`MAX_TEXT_BYTES`] on a character boundary.
+fn cut(mut text: String) -> String {
+    if text.len() > MAX_TEXT_BYTES {
+        let mut end = MAX_TEXT_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
+
+fn type_of(value: &Value) -> &'static str {
+    match value {
+        Value::Nil => "nothing",
+        other => other.type_name(),
+    }
+}
+
+/// The fields of a table the game passed, read raw (no metamethods), each
+/// error naming the call, the part (`what`) and the field.
+struct Fields<'a> {
+    table: &'a Table,
+    what: String,
+}
+
+impl Fields<'_> {
+    fn error(&self, key: &str, expected: &str, got: &Value) -> mlua::Error {
+        lua_error(format!(
+            "{}: field {key:?} must be {expected}, got {}",
+            self.what,
+            type_of(got)
+        ))
+    }
+
+    fn value(&self, key: &str) -> mlua::Result<Value> {
+        self.table.raw_get(key)
+    }
+
+    /// A string (a number is taken as its text), cut to the limit;
+    /// `None` when absent.
+    fn opt_text(&self, key: &str) -> mlua::Result<Option<String>> {
+        match self.value(key)? {
+            Value::Nil => Ok(None),
+            Value::String(s) => Ok(Some(cut(s.to_string_lossy()))),
+            Value::Integer(n) => Ok(Some(n.to_string())),
+            Value::Number(n) => Ok(Some(n.to_string())),
+            other => Err(self.error(key, "a string", &other)),
+        }
+    }
+
+    /// A name (an id, a file): a string of 1 to [`MAX_TEXT_BYTES`] bytes.
+    fn name(&self, key: &str) -> mlua::Result<String> {
+        match self.value(key)? {
+            Value::String(s) => {
+                let s = s.to_str()?.to_string();
+                if s.is_empty() || s.len() > MAX_TEXT_BYTES {
+                    return Err(lua_error(format!(
+                        "{}: field {key:?} must be 1 to {MAX_TEXT_BYTES} bytes long, got {}",
+                        self.what,
+                        s.len()
+                    )));
+                }
+                Ok(s)
+            }
+            other => Err(self.error(key, "a string", &other)),
+        }
+    }
+
+    /// A finite number in `min..=max`; `default` when absent (`None`:
+    /// required).
+    fn number(&self, key: &str, default: Option<f64>, min: f64, max: f64) -> mlua::Result<f64> {
+        let expected = || format!("a number from {min} to {max}");
+        match self.value(key)? {
+            Value::Nil if default.is_some() => Ok(default.unwrap_or(min)),
+            Value::Integer(n) if (min..=max).contains(&(n as f64)) => Ok(n as f64),
+            Value::Number(n) if (min..=max).contains(&n) => Ok(n),
+            Value::Integer(n) => Err(lua_error(format!(
+                "{}: field {key:?} must be {}, got {n}",
+                self.what,
+                expected()
+            ))),
+            Value::Number(n) => Err(lua_error(format!(
+                "{}: field {key:?} must be {}, got {n}",
+                self.what,
+                expected()
+            ))),
+            other => Err(self.error(key, &expected(), &other)),
+        }
+    }
+
+    fn opt_function(&self, key: &str) -> mlua::Result<Option<Function>> {
+        match self.value(key)? {
+            Value::Nil => Ok(None),
+            Value::Function(f) => Ok(Some(f)),
+            other => Err(self.error(key, "a function", &other)),
+        }
+    }
+}
+
+/// A grid's slots from Lua: `{ { name = s, count = n, wear = n } or false,
+/// ... }` (also `{ name, count, wear }` by position); a count of 0 is an
+/// empty slot.
+fn parse_slots(value: Value, what: &str) -> mlua::Result<Slots> {
+    let table = match value {
+        Value::Table(t) => t,
+        other => {
+            return Err(lua_error(format!(
+                "{what}: slots must be a table of stacks, got {}",
+                type_of(&other)
+            )));
+        }
+    };
+    let len = table.raw_len();
+    if len > MAX_UI_ENTRIES {
+        return Err(lua_error(format!(
+            "{what}: {len} slots, over {MAX_UI_ENTRIES}"
+        )));
+    }
+    let mut slots = Vec::with_capacity(len);
+    for i in 1..=len {
+        let stack = match table.raw_get::<Value>(i)? {
+            Value::Nil | Value::Boolean(false) => None,
+            Value::Table(t) => {
+                let fields = Fields {
+                    table: &t,
+                    what: format!("{what}: slot {i}"),
+                };
+                let positional = |key: &str, index: i64| -> mlua::Result<Value> {
+                    match t.raw_get::<Value>(key)? {
+                        Value::Nil => t.raw_get(index),
+                        v => Ok(v),
+                    }
+                };
+                let name = match positional("name", 1)? {
+                    Value::String(s) => s.to_str()?.to_string(),
+                    other => return Err(fields.error("name", "a string", &other)),
+                };
+                if name.is_empty() || name.len() > MAX_TEXT_BYTES {
+                    return Err(lua_error(format!(
+                        "{what}: slot {i}: an item name must be 1 to {MAX_TEXT_BYTES} bytes long"
+                    )));
+                }
+                let integer = |key: &str, index: i64, default: u32| -> mlua::Result<u32> {
+                    match positional(key, index)? {
+                        Value::Nil => Ok(default),
+                        Value::Integer(n) => u32::try_from(n).map_err(|_| {
+                            lua_error(format!("{what}: slot {i}: {key} {n} is out of range"))
+                        }),
+                        Value::Number(n)
+                            if n.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&n) =>
+                        {
+                            Ok(n as u32)
+                        }
+                        other => Err(fields.error(key, "a whole number, 0 or more", &other)),
+                    }
+                };
+                let count = integer("count", 2, 1)?;
+                let wear = integer("wear", 3, 0)?;
+                (count > 0).then_some(Stack { name, count, wear })
+            }
+            other => {
+                return Err(lua_error(format!(
+                    "{what}: slot {i} must be a stack table or false, got {}",
+                    type_of(&other)
+                )));
+            }
+        };
+        slots.push(stack);
+    }
+    Ok(slots)
+}
+
+/// One widget of `open_screen`; its callbacks go to `handlers`.
+fn parse_widget(
+    table: &Table,
+    what: String,
+    handlers: &mut WidgetHandlers,
+) -> mlua::Result<Widget> {
+    let f = Fields { table, what };
+    let x = f.number("x", Some(0.0), 0.0, MAX_CELLS)? as f32;
+    let y = f.number("y", Some(0.0), 0.0, MAX_CELLS)? as f32;
+    let kind = match f.value("kind")? {
+        Value::String(s) => s.to_str()?.to_string(),
+        other => {
+            return Err(f.error(
+                "kind",
+                "\"slots\", \"label\", \"button\", \"field\" or \"image\"",
+                &other,
+            ));
+        }
+    };
+    let mut handler = |id: &str, name: &'static str| -> mlua::Result<()> {
+        if let Some(func) = f.opt_function(name)? {
+            handlers.push((id.to_string(), name, func));
+        }
+        Ok(())
+    };
+    let kind = match kind.as_str() {
+        "slots" => {
+            let id = f.name("id")?;
+            let columns = f.number("columns", None, 1.0, MAX_CELLS)? as u32;
+            let slots = parse_slots(f.value("slots")?, &f.what)?;
+            handler(&id, "on_move")?;
+            let clickable = f.opt_function("on_click")?.is_some();
+            handler(&id, "on_click")?;
+            WidgetKind::Slots {
+                id,
+                columns,
+                slots,
+                clickable,
+            }
+        }
+        "label" => WidgetKind::Label {
+            text: f.opt_text("text")?.unwrap_or_default(),
+        },
+        "button" => {
+            let id = f.name("id")?;
+            handler(&id, "on_click")?;
+            WidgetKind::Button {
+                width: f.number("width", Some(3.0), 0.5, MAX_CELLS)? as f32,
+                text: f.opt_text("text")?.unwrap_or_default(),
+                id,
+            }
+        }
+        "field" => {
+            let id = f.name("id")?;
+            handler(&id, "on_submit")?;
+            WidgetKind::Field {
+                width: f.number("width", Some(6.0), 0.5, MAX_CELLS)? as f32,
+                text: f.opt_text("text")?.unwrap_or_default(),
+                id,
+            }
+        }
+        "image" => WidgetKind::Image {
+            width: f.number("width", Some(1.0), 0.1, MAX_CELLS)? as f32,
+            height: f.number("height", Some(1.0), 0.1, MAX_CELLS)? as f32,
+            file: f.name("file")?,
+        },
+        other => {
+            return Err(lua_error(format!(
+                "{}: unknown kind {other:?} (one of slots, label, button, field, image)",
+                f.what
+            )));
+        }
+    };
+    Ok(Widget { x, y, kind })
+}
+
+/// A widget's callbacks: (widget id, callback name, function).
+type WidgetHandlers = Vec<(String, &'static str, Function)>;
+
+/// `open_screen(id, screen)`'s screen table: the screen, its `on_close`
+/// and its widgets' callbacks.
+fn parse_screen(
+    id: String,
+    table: &Table,
+) -> mlua::Result<(Screen, Option<Function>, WidgetHandlers)> {
+    let what = format!("open_screen {id:?}");
+    let f = Fields {
+        table,
+        what: what.clone(),
+    };
+    let title = f.opt_text("title")?.unwrap_or_default();
+    let columns = f.number("columns", None, 1.0, MAX_CELLS)? as f32;
+    let rows = f.number("rows", None, 1.0, MAX_CELLS)? as f32;
+    let on_close = f.opt_function("on_close")?;
+    let mut handlers = Vec::new();
+    let mut widgets = Vec::new();
+    let mut slots = 0;
+    match f.value("widgets")? {
+        Value::Nil => {}
+        Value::Table(list) => {
+            let len = list.raw_len();
+            if len > MAX_UI_ENTRIES {
+                return Err(lua_error(format!(
+                    "{what}: {len} widgets, over {MAX_UI_ENTRIES}"
+                )));
+            }
+            for i in 1..=len {
+                let widget = match list.raw_get::<Value>(i)? {
+                    Value::Table(t) => {
+                        parse_widget(&t, format!("{what}: widget {i}"), &mut handlers)?
+                    }
+                    other => {
+                        return Err(lua_error(format!(
+                            "{what}: widget {i} must be a table, got {}",
+                            type_of(&other)
+                        )));
+                    }
+                };
+                if let WidgetKind::Slots { slots: s, .. } = &widget.kind {
+                    slots += s.len();
+                    if slots > MAX_UI_ENTRIES {
+                        return Err(lua_error(format!(
+                            "{what}: over {MAX_UI_ENTRIES} slots in all"
+                        )));
+                    }
+                }
+                widgets.push(widget);
+            }
+        }
+        other => return Err(f.error("widgets", "a list of widget tables", &other)),
+    }
+    let screen = Screen {
+        id,
+        serial: 0,
+        title,
+        columns,
+        rows,
+        widgets,
+    };
+    Ok((screen, on_close, handlers))
 }
 
 impl Runtime {
@@ -280,7 +723,7 @@ impl Runtime {
             "ui_select",
             lua.create_function(move |_, slot: i64| {
                 let mut ui = s.ui.borrow_mut();
-                let len = i64::try_from(ui.state.hotbar.len()).unwrap_or(i64::MAX);
+                let len = i64::try_from(ui.hotbar_len()).unwrap_or(i64::MAX);
                 if len > 0 {
                     // 1-based in Lua; wraps both ways, so the wheel cycles.
                     ui.state.selected = usize::try_from((slot - 1).rem_euclid(len)).unwrap_or(0);
@@ -295,8 +738,13 @@ impl Runtime {
             "ui_selected",
             lua.create_function(move |_, ()| {
                 let ui = s.ui.borrow();
-                let name = ui.state.hotbar.get(ui.state.selected).cloned();
-                Ok((name.as_ref().map(|_| ui.state.selected + 1), name))
+                let selected = ui.state.selected;
+                if let Some(slots) = &ui.state.hotbar_slots {
+                    let name = slots.get(selected).cloned().flatten().map(|s| s.name);
+                    return Ok(((selected < slots.len()).then_some(selected + 1), name));
+                }
+                let name = ui.state.hotbar.get(selected).cloned();
+                Ok((name.as_ref().map(|_| selected + 1), name))
             })?,
         )?;
 
@@ -364,6 +812,255 @@ impl Runtime {
                 let serial = ui.state.teleport.map_or(1, |(n, _)| n + 1);
                 ui.state.teleport = Some((serial, [x, y, z]));
                 ui.changed = true;
+                Ok(())
+            })?,
+        )?;
+        Self::widget_functions(lua, shared, host)
+    }
+
+    /// The game screens' primitives: items, screens, slots, the hotbar's
+    /// slots, health and the chat.
+    fn widget_functions(lua: &Lua, shared: &Rc<Shared>, host: &Table) -> mlua::Result<()> {
+        let s = shared.clone();
+        host.raw_set(
+            "ui_define_items",
+            lua.create_function(move |_, items: Value| {
+                let Value::Table(items) = items else {
+                    return Err(lua_error(format!(
+                        "define_items: expected a table {{ [name] = {{ description, texture, voxel }} }}, got {}",
+                        type_of(&items)
+                    )));
+                };
+                let mut parsed = Vec::new();
+                for pair in items.pairs::<Value, Value>() {
+                    let (name, def) = pair?;
+                    let name = match name {
+                        Value::String(n) if !n.as_bytes().is_empty() && n.as_bytes().len() <= MAX_TEXT_BYTES => {
+                            n.to_str()?.to_string()
+                        }
+                        other => {
+                            return Err(lua_error(format!(
+                                "define_items: keys must be item names of 1 to {MAX_TEXT_BYTES} bytes, got {}",
+                                type_of(&other)
+                            )));
+                        }
+                    };
+                    let Value::Table(def) = def else {
+                        return Err(lua_error(format!(
+                            "define_items: item {name:?} must be a table {{ description, texture, voxel }}, got {}",
+                            type_of(&def)
+                        )));
+                    };
+                    let f = Fields {
+                        table: &def,
+                        what: format!("define_items: item {name:?}"),
+                    };
+                    parsed.push((
+                        name,
+                        ItemDef {
+                            description: f.opt_text("description")?.unwrap_or_default(),
+                            // "" (the protocol's empty texture) is none.
+                            texture: f.opt_text("texture")?.filter(|t| !t.is_empty()),
+                            voxel: f.opt_text("voxel")?.filter(|v| !v.is_empty()),
+                        },
+                    ));
+                    if parsed.len() > MAX_UI_ENTRIES {
+                        return Err(lua_error(format!("define_items: over {MAX_UI_ENTRIES} items")));
+                    }
+                }
+                let mut ui = s.ui.borrow_mut();
+                for (name, def) in parsed {
+                    if !ui.state.items.contains_key(&name) {
+                        check_len("items", ui.state.items.len())?;
+                    }
+                    ui.state.items.insert(name, def);
+                }
+                ui.changed = true;
+                Ok(())
+            })?,
+        )?;
+
+        let s = shared.clone();
+        host.raw_set(
+            "ui_open_screen",
+            lua.create_function(move |_, (owner, id, screen): (String, Value, Value)| {
+                let id = match id {
+                    Value::String(id) if !id.as_bytes().is_empty() && id.as_bytes().len() <= MAX_TEXT_BYTES => {
+                        id.to_str()?.to_string()
+                    }
+                    other => {
+                        return Err(lua_error(format!(
+                            "open_screen: the id must be a string of 1 to {MAX_TEXT_BYTES} bytes, got {}",
+                            type_of(&other)
+                        )));
+                    }
+                };
+                let Value::Table(table) = screen else {
+                    return Err(lua_error(format!(
+                        "open_screen {id:?}: expected a screen table {{ title, columns, rows, widgets }}, got {}",
+                        type_of(&screen)
+                    )));
+                };
+                let (mut screen, on_close, widgets) = parse_screen(id, &table)?;
+                let mut ui = s.ui.borrow_mut();
+                let before = ui.state.screens.len();
+                ui.state.screens.retain(|s| s.id != screen.id);
+                if ui.state.screens.len() == before && before >= MAX_SCREENS {
+                    return Err(lua_error(format!("open_screen: over {MAX_SCREENS} open screens")));
+                }
+                screen.serial = ui.next_serial();
+                ui.screens.insert(
+                    screen.id.clone(),
+                    ScreenHandlers {
+                        owner: owner.into(),
+                        on_close,
+                        widgets,
+                    },
+                );
+                ui.state.screens.push(screen);
+                ui.changed = true;
+                Ok(())
+            })?,
+        )?;
+
+        let s = shared.clone();
+        host.raw_set(
+            "ui_close_screen",
+            lua.create_function(move |_, id: String| {
+                let mut ui = s.ui.borrow_mut();
+                ui.screens.remove(&id);
+                let before = ui.state.screens.len();
+                ui.state.screens.retain(|s| s.id != id);
+                ui.changed |= ui.state.screens.len() != before;
+                Ok(())
+            })?,
+        )?;
+
+        let s = shared.clone();
+        host.raw_set(
+            "ui_update_slots",
+            lua.create_function(move |_, (id, slots): (String, Value)| {
+                let slots = parse_slots(slots, &format!("update_slots {id:?}"))?;
+                let mut ui = s.ui.borrow_mut();
+                for screen in &mut ui.state.screens {
+                    for widget in &mut screen.widgets {
+                        if let WidgetKind::Slots {
+                            id: grid,
+                            slots: old,
+                            ..
+                        } = &mut widget.kind
+                            && *grid == id
+                        {
+                            old.clone_from(&slots);
+                        }
+                    }
+                }
+                if id == "hotbar" {
+                    ui.state.hotbar_slots = Some(slots);
+                    ui.state.selected = ui.state.selected.min(ui.hotbar_len().saturating_sub(1));
+                }
+                ui.changed = true;
+                Ok(())
+            })?,
+        )?;
+
+        let s = shared.clone();
+        host.raw_set(
+            "ui_set_hotbar_slots",
+            lua.create_function(move |_, slots: Value| {
+                let slots = match slots {
+                    Value::Nil => None,
+                    slots => Some(parse_slots(slots, "set_hotbar_slots")?),
+                };
+                let mut ui = s.ui.borrow_mut();
+                ui.state.hotbar_slots = slots;
+                ui.state.selected = ui.state.selected.min(ui.hotbar_len().saturating_sub(1));
+                ui.changed = true;
+                Ok(())
+            })?,
+        )?;
+
+        let s = shared.clone();
+        host.raw_set(
+            "ui_set_health",
+            lua.create_function(move |_, (points, max): (Option<f64>, Option<f64>)| {
+                let health = match points {
+                    None => None,
+                    Some(points) => {
+                        let max = max.unwrap_or(20.0);
+                        finite(&[points, max])?;
+                        if !(1.0..=1000.0).contains(&max) {
+                            return Err(lua_error(format!(
+                                "set_health: the maximum must be 1 to 1000, got {max}"
+                            )));
+                        }
+                        let max = max.round() as u32;
+                        Some(((points.round().max(0.0) as u32).min(max), max))
+                    }
+                };
+                let mut ui = s.ui.borrow_mut();
+                if ui.state.health != health {
+                    ui.state.health = health;
+                    ui.changed = true;
+                }
+                Ok(())
+            })?,
+        )?;
+
+        let s = shared.clone();
+        host.raw_set(
+            "ui_open_chat",
+            lua.create_function(move |_, prefix: Option<String>| {
+                let mut ui = s.ui.borrow_mut();
+                let serial = ui.next_serial();
+                ui.state.chat_open = Some((serial, cut(prefix.unwrap_or_default())));
+                ui.changed = true;
+                Ok(())
+            })?,
+        )?;
+
+        let s = shared.clone();
+        host.raw_set(
+            "ui_add_chat_line",
+            lua.create_function(move |_, text: Value| {
+                let text = match text {
+                    Value::String(t) => cut(t.to_string_lossy()),
+                    other => {
+                        return Err(lua_error(format!(
+                            "add_chat_line: expected a string, got {}",
+                            type_of(&other)
+                        )));
+                    }
+                };
+                let mut ui = s.ui.borrow_mut();
+                let serial = ui.next_serial();
+                let lines = &mut ui.state.chat_lines;
+                lines.push(ChatLine { serial, text });
+                if lines.len() > CHAT_LINES {
+                    let extra = lines.len() - CHAT_LINES;
+                    lines.drain(..extra);
+                }
+                ui.changed = true;
+                Ok(())
+            })?,
+        )?;
+
+        let s = shared.clone();
+        host.raw_set(
+            "ui_on_chat",
+            lua.create_function(move |_, (owner, func): (String, Value)| {
+                let Value::Function(func) = func else {
+                    return Err(lua_error(format!(
+                        "on_chat: expected a function, got {}",
+                        type_of(&func)
+                    )));
+                };
+                let mut ui = s.ui.borrow_mut();
+                check_len("chat handlers", ui.chats.len())?;
+                ui.chats.push(Handler {
+                    owner: owner.into(),
+                    func,
+                });
                 Ok(())
             })?,
         )?;
@@ -444,6 +1141,137 @@ impl Runtime {
                 })
                 .err()
             })
+            .collect()
+    }
+
+    /// Calls the Lua callbacks of a widget message from the frontend (chat,
+    /// slots, buttons, fields, a screen closed); other messages call nothing.
+    pub fn dispatch_ui(&self, message: &FromFrontend) -> Vec<ScriptError> {
+        match message {
+            FromFrontend::ChatSubmit(text) => {
+                let handlers: Vec<(Rc<str>, Function)> = {
+                    let ui = self.shared.ui.borrow();
+                    ui.chats
+                        .iter()
+                        .map(|h| (h.owner.clone(), h.func.clone()))
+                        .collect()
+                };
+                let text = cut(text.clone());
+                handlers
+                    .into_iter()
+                    .filter_map(|(owner, func)| {
+                        self.enter(&owner, Some("chat handler"), || {
+                            func.call::<()>(text.as_str())
+                        })
+                        .err()
+                    })
+                    .collect()
+            }
+            FromFrontend::SlotMove {
+                from,
+                to,
+                count,
+                screen,
+            } => {
+                let count = count.or_else(|| self.slot_count(screen, &from.0, from.1));
+                let args = (from.0.clone(), from.1 + 1, to.0.clone(), to.1 + 1, count);
+                let handler = self
+                    .screen_handler(screen, &to.0, "on_move")
+                    .or_else(|| self.screen_handler(screen, &from.0, "on_move"));
+                self.call_screen_handler(handler, "slot move handler", || args)
+            }
+            FromFrontend::SlotClick {
+                grid,
+                index,
+                button,
+                screen,
+            } => {
+                let handler = self.screen_handler(screen, grid, "on_click");
+                self.call_screen_handler(handler, "slot click handler", || {
+                    (index + 1, button.name())
+                })
+            }
+            FromFrontend::ButtonClick { screen, widget } => {
+                let handler = self.screen_handler(screen, widget, "on_click");
+                self.call_screen_handler(handler, "button handler", || ())
+            }
+            FromFrontend::FieldSubmit {
+                screen,
+                widget,
+                text,
+            } => {
+                let handler = self.screen_handler(screen, widget, "on_submit");
+                let text = cut(text.clone());
+                self.call_screen_handler(handler, "field handler", || text)
+            }
+            FromFrontend::ScreenClosed(id) => {
+                let handlers = {
+                    let mut ui = self.shared.ui.borrow_mut();
+                    let before = ui.state.screens.len();
+                    ui.state.screens.retain(|s| s.id != *id);
+                    ui.changed |= ui.state.screens.len() != before;
+                    ui.screens.remove(id)
+                };
+                let handler = handlers.and_then(|h| Some((h.owner, h.on_close?)));
+                self.call_screen_handler(handler, "screen close handler", || ())
+            }
+            FromFrontend::Key { .. }
+            | FromFrontend::Click { .. }
+            | FromFrontend::Moved(_)
+            | FromFrontend::Quit => Vec::new(),
+        }
+    }
+
+    /// The count of a stack shown in slot `index` of grid `grid` (on the
+    /// screen `screen`, or the hotbar).
+    fn slot_count(&self, screen: &str, grid: &str, index: usize) -> Option<u32> {
+        let ui = self.shared.ui.borrow();
+        let stack = |slots: &Slots| slots.get(index).cloned().flatten().map(|s| s.count);
+        let on_screen = ui
+            .state
+            .screens
+            .iter()
+            .filter(|s| s.id == screen)
+            .flat_map(|s| &s.widgets)
+            .find_map(|w| match &w.kind {
+                WidgetKind::Slots { id, slots, .. } if id == grid => Some(stack(slots)),
+                _ => None,
+            });
+        match on_screen {
+            Some(count) => count,
+            None if grid == "hotbar" => ui.state.hotbar_slots.as_ref().and_then(stack),
+            None => None,
+        }
+    }
+
+    /// The callback `name` of widget `widget` on the open screen `screen`.
+    fn screen_handler(
+        &self,
+        screen: &str,
+        widget: &str,
+        name: &str,
+    ) -> Option<(Rc<str>, Function)> {
+        let ui = self.shared.ui.borrow();
+        let handlers = ui.screens.get(screen)?;
+        handlers
+            .widgets
+            .iter()
+            .find(|(id, n, _)| id == widget && *n == name)
+            .map(|(_, _, f)| (handlers.owner.clone(), f.clone()))
+    }
+
+    fn call_screen_handler<A: mlua::IntoLuaMulti>(
+        &self,
+        handler: Option<(Rc<str>, Function)>,
+        context: &str,
+        args: impl FnOnce() -> A,
+    ) -> Vec<ScriptError> {
+        let Some((owner, func)) = handler else {
+            return Vec::new();
+        };
+        self.enter(&owner, Some(context), || func.call::<()>(args()))
+            .err()
+            .into_iter()
             .collect()
     }
 

@@ -1344,3 +1344,294 @@ fn the_daytime_module_sets_the_daylight_from_the_time_it_is_told() {
     };
     assert!((0.54..0.6).contains(&now), "{now}");
 }
+
+/// The game screens' API (docs/client.md "Game screens"): items, a screen
+/// with every kind of widget, slots updated in the screen and the hotbar,
+/// the hotbar's item slots and their selection, health, the chat; then
+/// the frontend's widget messages reach the right callbacks (the target
+/// grid's `on_move` with 1-based indices and the whole stack's count for a
+/// left drag, a slot click, a button, a field, the chat, Esc closing the
+/// screen and calling its `on_close`), a failing one contained.
+#[test]
+fn the_game_screens_hold_what_the_game_opened_and_route_widget_events() {
+    use buildat_client::frontend::{Button, FromFrontend};
+    use buildat_client::sandbox::{CHAT_LINES, Stack, WidgetKind};
+
+    let (rt, _log) = runtime();
+    rt.set_graphical(true);
+    run(
+        &rt,
+        "game/client_lua/init.lua",
+        r##"
+        local ui = buildat.ui
+        local function say(...)
+            local parts = {}
+            for i = 1, select("#", ...) do parts[i] = tostring((select(i, ...))) end
+            buildat.send_packet("test:ui", table.concat(parts, " "))
+        end
+        ui.define_items({
+            stone = { description = "Stone", voxel = "stone" },
+            stick = { description = "Stick", texture = "main/client_data/textures/stick.png" },
+            dirt = { description = "Dirt", texture = "", voxel = "dirt" },
+        })
+        ui.open_screen("inv", {
+            title = "Inventory", columns = 9, rows = 6,
+            on_close = function() say("closed inv") end,
+            widgets = {
+                { kind = "slots", id = "main", x = 0, y = 1, columns = 8,
+                  slots = { { name = "stone", count = 5 }, false, { "stick", 2, 7 } },
+                  on_move = function(...) say("move", ...) end },
+                { kind = "slots", id = "craft", x = 0, y = 4, columns = 2, slots = { false, false },
+                  on_move = function(...) say("craft move", ...) end,
+                  on_click = function(...) say("craft click", ...) end },
+                { kind = "label", x = 3, y = 4, text = "Craft" },
+                { kind = "button", id = "sort", x = 6, y = 4, text = "Sort",
+                  on_click = function() say("sort") end },
+                { kind = "field", id = "search", x = 0, y = 5, width = 5, text = "st",
+                  on_submit = function(text) say("search", text) end },
+                { kind = "button", id = "bad", x = 6, y = 5, text = "Bad",
+                  on_click = function() error("button boom") end },
+                { kind = "image", x = 8, y = 0, width = 1, height = 1,
+                  file = "main/client_data/logo.png" },
+            },
+        })
+        ui.update_slots("main", { false, { name = "stone", count = 4 } })
+        ui.set_hotbar_slots({ { name = "dirt", count = 3 }, false })
+        ui.select(2)
+        local slot, name = ui.selected()
+        assert(slot == 2 and name == nil, "an empty hotbar slot: " .. tostring(slot))
+        ui.select(3)
+        slot, name = ui.selected()
+        assert(slot == 1 and name == "dirt", "select wraps over the item slots")
+        ui.set_health(17, 20)
+        ui.on_chat(function(text) say("chat", text) end)
+        ui.open_chat("/")
+        for i = 1, 12 do ui.add_chat_line("line " .. i) end
+
+        -- Bad arguments are clear errors naming what is wrong.
+        local function fails(pattern, f, ...)
+            local ok, err = pcall(f, ...)
+            assert(not ok, "expected an error matching " .. pattern)
+            assert(string.find(tostring(err), pattern, 1, true), tostring(err))
+        end
+        fails('field "columns" must be a number from 1 to 64', ui.open_screen, "x",
+            { title = "t", columns = 0, rows = 1 })
+        fails('widget 1: unknown kind "slider"', ui.open_screen, "x",
+            { columns = 1, rows = 1, widgets = { { kind = "slider" } } })
+        fails('widget 1: field "id" must be a string', ui.open_screen, "x",
+            { columns = 1, rows = 1, widgets = { { kind = "slots", columns = 1, slots = {} } } })
+        fails("slot 2 must be a stack table or false", ui.update_slots, "main", { false, 7 })
+        fails('field "on_click" must be a function', ui.open_screen, "x",
+            { columns = 1, rows = 1, widgets = { { kind = "button", id = "b", on_click = 1 } } })
+        fails("define_items: item \"x\" must be a table", ui.define_items, { x = 1 })
+        fails("the maximum must be 1 to 1000", ui.set_health, 1, 0)
+        fails("add_chat_line: expected a string", ui.add_chat_line, {})
+        fails("on_chat: expected a function", ui.on_chat, 1)
+        "##,
+    )
+    .expect("the game's screen script runs");
+
+    let state = rt.take_ui_change().expect("the UI changed");
+    assert_eq!(state.items.len(), 3);
+    assert_eq!(state.items["stone"].voxel.as_deref(), Some("stone"));
+    assert_eq!(
+        state.items["dirt"].texture, None,
+        "an empty texture is none"
+    );
+    assert_eq!(state.screens.len(), 1, "the failed screens were not opened");
+    let screen = &state.screens[0];
+    assert_eq!(
+        (screen.id.as_str(), screen.title.as_str()),
+        ("inv", "Inventory")
+    );
+    assert_eq!((screen.columns, screen.rows), (9.0, 6.0));
+    assert_eq!(screen.widgets.len(), 7);
+    let stone = |count| {
+        Some(Stack {
+            name: "stone".into(),
+            count,
+            wear: 0,
+        })
+    };
+    match &screen.widgets[0].kind {
+        WidgetKind::Slots {
+            id,
+            columns,
+            slots,
+            clickable,
+        } => {
+            assert_eq!((id.as_str(), *columns, *clickable), ("main", 8, false));
+            assert_eq!(slots, &vec![None, stone(4)], "update_slots replaced them");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        &screen.widgets[1].kind,
+        WidgetKind::Slots {
+            clickable: true,
+            ..
+        }
+    ));
+    assert!(matches!(&screen.widgets[4].kind, WidgetKind::Field { text, .. } if text == "st"));
+    assert!(
+        matches!(&screen.widgets[6].kind, WidgetKind::Image { file, .. } if file == "main/client_data/logo.png")
+    );
+    assert_eq!(
+        state.hotbar_slots,
+        Some(vec![
+            Some(Stack {
+                name: "dirt".into(),
+                count: 3,
+                wear: 0
+            }),
+            None
+        ])
+    );
+    assert_eq!(state.selected, 0);
+    assert_eq!(state.health, Some((17, 20)));
+    assert_eq!(state.chat_open.as_ref().map(|(_, p)| p.as_str()), Some("/"));
+    assert_eq!(state.chat_lines.len(), CHAT_LINES);
+    assert_eq!(state.chat_lines[0].text, "line 3", "the oldest lines go");
+    assert_eq!(state.chat_lines[CHAT_LINES - 1].text, "line 12");
+    sent(&rt);
+
+    let screen = || "inv".to_string();
+    let left_drag = FromFrontend::SlotMove {
+        from: ("main".into(), 1),
+        to: ("craft".into(), 0),
+        count: None,
+        screen: screen(),
+    };
+    let to_hotbar = FromFrontend::SlotMove {
+        from: ("main".into(), 1),
+        to: ("hotbar".into(), 1),
+        count: Some(2),
+        screen: screen(),
+    };
+    let messages = [
+        left_drag,
+        to_hotbar,
+        FromFrontend::SlotClick {
+            grid: "craft".into(),
+            index: 1,
+            button: Button::Right,
+            screen: screen(),
+        },
+        FromFrontend::ButtonClick {
+            screen: screen(),
+            widget: "sort".into(),
+        },
+        FromFrontend::FieldSubmit {
+            screen: screen(),
+            widget: "search".into(),
+            text: "stone".into(),
+        },
+        FromFrontend::ChatSubmit("/help me".into()),
+        FromFrontend::ButtonClick {
+            screen: "gone".into(),
+            widget: "sort".into(),
+        },
+    ];
+    for message in &messages {
+        let errors = rt.dispatch_ui(message);
+        assert!(errors.is_empty(), "{message:?}: {errors:?}");
+    }
+    let errors = rt.dispatch_ui(&FromFrontend::ButtonClick {
+        screen: screen(),
+        widget: "bad".into(),
+    });
+    assert_eq!(errors.len(), 1, "the failing button's error is returned");
+    assert!(
+        errors[0].to_string().contains("button boom"),
+        "{}",
+        errors[0]
+    );
+    assert!(
+        rt.dispatch_ui(&FromFrontend::ScreenClosed(screen()))
+            .is_empty()
+    );
+    assert!(
+        rt.dispatch_ui(&FromFrontend::ScreenClosed(screen()))
+            .is_empty(),
+        "closing it again calls nothing"
+    );
+    let said: Vec<String> = sent(&rt).into_iter().map(|(_, text)| text).collect();
+    assert_eq!(
+        said,
+        [
+            "craft move main 2 craft 1 4",
+            "move main 2 hotbar 2 2",
+            "craft click 2 right",
+            "sort",
+            "search stone",
+            "chat /help me",
+            "closed inv",
+        ]
+    );
+    let state = rt.take_ui_change().expect("closing changed the UI");
+    assert!(state.screens.is_empty(), "Esc removed the screen");
+}
+
+/// Screens, their widgets and slots, items and chat handlers are bounded
+/// like every other UI entry.
+#[test]
+fn the_game_screens_are_bounded() {
+    use buildat_client::sandbox::MAX_UI_ENTRIES;
+
+    let (rt, _log) = runtime_with_bystander(TIME_LIMIT);
+    let result = rt.eval_sandboxed(
+        "game/client_lua/flood.lua",
+        &format!(
+            r#"
+            local ui = buildat.ui
+            local n = {n}
+            local slots, widgets = {{}}, {{}}
+            for i = 1, n do
+                slots[i] = {{ name = "stone", count = 1 }}
+                widgets[i] = {{ kind = "label", text = "x" }}
+            end
+            local big_grid = pcall(ui.update_slots, "g", slots)
+            local many_widgets = pcall(ui.open_screen, "s", {{ columns = 1, rows = 1, widgets = widgets }})
+            local screens
+            for i = 1, 100 do
+                if not pcall(ui.open_screen, "s" .. i, {{ columns = 1, rows = 1 }}) then
+                    screens = i
+                    break
+                end
+            end
+            local items
+            for i = 1, n do
+                if not pcall(ui.define_items, {{ ["item" .. i] = {{ description = "x" }} }}) then
+                    items = i
+                    break
+                end
+            end
+            local chats
+            for i = 1, n do
+                if not pcall(ui.on_chat, function() end) then
+                    chats = i
+                    break
+                end
+            end
+            local long = string.rep("x", 300)
+            local long_id = pcall(ui.open_screen, long, {{ columns = 1, rows = 1 }})
+            local nan_health = pcall(ui.set_health, 0 / 0, 20)
+            return big_grid, many_widgets, screens, items, chats, long_id, nan_health
+            "#,
+            n = MAX_UI_ENTRIES + 10
+        ),
+    );
+    let values = result.expect("the flood script runs to its end");
+    assert_eq!(values[0], Value::Boolean(false), "a grid over the limit");
+    assert_eq!(values[1], Value::Boolean(false), "widgets over the limit");
+    let number = |i: usize| match &values[i] {
+        Value::Integer(n) => *n as usize,
+        other => panic!("value {i}: {other:?}"),
+    };
+    assert_eq!(number(2), 65, "64 open screens at most");
+    assert_eq!(number(3), MAX_UI_ENTRIES + 1, "items");
+    assert_eq!(number(4), MAX_UI_ENTRIES + 1, "chat handlers");
+    assert_eq!(values[5], Value::Boolean(false), "an over-long screen id");
+    assert_eq!(values[6], Value::Boolean(false), "a NaN health");
+    assert_healthy(&rt, "after the screens flood");
+}
