@@ -5,8 +5,9 @@
 --! Owns: the protocol glue of the `health:*` packets (docs/protocol.md,
 --! "health"): the hp and breath the server last sent (`health:state`),
 --! hurts (`health:hurt`), death (`health:died`) and asking to respawn
---! (`health:respawn`). In a graphical client: an overlay line with hearts
---! and breath, on death "you died: press R to respawn" (R bound).
+--! (`health:respawn`). In a graphical client: the health bar
+--! (`buildat.ui.set_health`), an overlay line with the breath while it is
+--! short, on death "you died: press R to respawn" (R bound).
 --! Does not own: any rule (the server decides every hp).
 --!
 --! Interface returned: hp() -> n | nil (before the first state),
@@ -44,20 +45,25 @@ local function draw()
 	if not graphical() or hp == nil then
 		return
 	end
-	local text
+	local ui = buildat.ui
+	local text = nil
 	if dead then
 		text = "you died: press R to respawn"
-	else
-		-- One heart for 2 hp, one bubble per breath (shown under water).
-		local hearts = string.rep("<3 ", math.floor((hp + 1) / 2))
-		text = string.format("hp %d/%d %s", hp, max_hp, hearts)
-		if breath ~= nil and breath < max_breath then
-			text = text .. string.format(" breath %d/%d %s", breath, max_breath, string.rep("o", breath))
-		end
+	elseif breath ~= nil and breath < max_breath then
+		-- One bubble per breath (shown under water).
+		text = string.format("breath %d/%d %s", breath, max_breath, string.rep("o", breath))
 	end
-	pcall(buildat.ui.set_text, TEXT_ID, text)
-	if buildat.ui.set_health ~= nil then
-		pcall(buildat.ui.set_health, hp, max_hp)
+	if ui.set_health == nil then
+		-- A client without the health bar: hearts on the text line.
+		local hearts = string.format("hp %d/%d %s", hp, max_hp, string.rep("<3 ", math.floor((hp + 1) / 2)))
+		text = dead and text or (hearts .. (text and (" " .. text) or ""))
+	end
+	pcall(ui.set_text, TEXT_ID, text)
+	if ui.set_health ~= nil then
+		local ok, err = pcall(ui.set_health, hp, max_hp)
+		if not ok then
+			log:warning("set_health: " .. tostring(err))
+		end
 	end
 end
 

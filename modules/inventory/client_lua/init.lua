@@ -5,13 +5,16 @@
 --! Owns: the protocol glue of the `inventory:*` packets (docs/protocol.md
 --! §11): the lists the server last sent (`inventory:lists`), craft
 --! previews (`inventory:preview`), asking for actions (`inventory:act`)
---! and calling back with their answers (`inventory:answer`). The server
+--! and calling back with their answers (`inventory:answer`); at -v each
+--! list as it came (`lists of OWNER LIST: 1=NAME*COUNT ...`). The server
 --! decides every move: nothing here changes a list until the server says so.
 --! Does not own: drawing (the game's Lua binds `buildat.ui`'s slot grids).
 --!
 --! Interface returned (owners: "me", "voxel:X,Y,Z"; slots 1-based):
 --! list(owner, list) -> { [1..n] = { name, count, wear } or false } | nil,
---! on_change(fn(owner, list)), move(from, to, count, [fn(ok, reason)]) with
+--! lists(owner) -> { list names, sorted } (empty when none came),
+--! on_change(fn(owner, list)), on_preview(fn(owner)) (after each
+--! inventory:preview), move(from, to, count, [fn(ok, reason)]) with
 --! from/to = { owner, list, index }, drop(from, count, [fn]),
 --! craft(grid_owner, to, [fn]), preview(grid_owner) -> { name, count } | nil,
 --! open(x, y, z, [fn]) / close(x, y, z), count(name) -> n (in my main list),
@@ -28,7 +31,7 @@ local MAX_PENDING = 1000
 -- inventories[owner_key][list] = slots; previews[owner_key] = stack or nil
 local inventories, previews = {}, {}
 local my_name = nil
-local change_fns = {}
+local change_fns, preview_fns = {}, {}
 local pending, pending_count, seq = {}, 0, 0
 
 local function call_all(fns, ...)
@@ -90,6 +93,20 @@ local function read_stack(data, at)
 	return { name = name, count = count, wear = wear, meta = meta }, at
 end
 
+-- A list in one line: its filled slots as INDEX=NAME*COUNT.
+local function describe(list)
+	local filled = {}
+	for i, stack in ipairs(list) do
+		if stack then
+			table.insert(filled, i .. "=" .. stack.name .. "*" .. stack.count)
+		end
+	end
+	if #filled == 0 then
+		return "empty"
+	end
+	return table.concat(filled, " ")
+end
+
 local function pack_owner(owner)
 	if owner == "me" then
 		assert(my_name ~= nil, "my inventory has not come yet")
@@ -143,7 +160,8 @@ buildat.sub_packet("inventory:lists", function(data)
 			lists[name] = list
 		end
 		inventories[owner] = lists
-		for name in pairs(lists) do
+		for name, list in pairs(lists) do
+			log:verbose("lists of " .. owner .. " " .. name .. ": " .. describe(list))
 			call_all(change_fns, owner, name)
 		end
 	end)
@@ -157,6 +175,7 @@ buildat.sub_packet("inventory:preview", function(data)
 		local owner, at = read_owner(data, 1)
 		local stack = read_stack(data, at)
 		previews[owner] = stack or nil
+		call_all(preview_fns, owner)
 	end)
 	if not ok then
 		log:error("a bad inventory:preview: " .. tostring(err))
@@ -192,8 +211,21 @@ function M.list(owner, list)
 	return lists[list]
 end
 
+function M.lists(owner)
+	local names = {}
+	for name in pairs(inventories[owner] or {}) do
+		table.insert(names, name)
+	end
+	table.sort(names)
+	return names
+end
+
 function M.on_change(fn)
 	table.insert(change_fns, fn)
+end
+
+function M.on_preview(fn)
+	table.insert(preview_fns, fn)
 end
 
 function M.move(from, to, count, fn)

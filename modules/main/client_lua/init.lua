@@ -14,9 +14,12 @@
 --! digging (a left click starts a dig, which completes after its time
 --! unless another click or a wield comes first), placing, punching (F
 --! held) and using (E held, or the middle button) with the mouse, the
---! hotbar (in survival the inventory's first 8 slots, with their counts
---! on a text line; else the registry's blocks; number keys and the wheel
---! wield slots 1-8),
+--! hotbar (in survival the inventory's first 8 slots as item slots;
+--! else the registry's blocks; number keys and the wheel wield slots
+--! 1-8), the chat (T, or / for a command; every chat line shown), the
+--! inventory screens (I: the player's; a used chest's or crafting
+--! table's; each drag and craft asked of the server, a grid changed only
+--! by its lists),
 --! other players and every other node (creatures, ...) as boxes, a help
 --! line).
 --! Does not own: the world itself (the client keeps the voxelworld stream
@@ -256,10 +259,17 @@ buildat.sub_packet("main:refused", function(data)
 	call_all(refused_fns, data)
 end)
 
--- A chat line (someone's message, a command's answer): printed, and
--- passed to the on_chat callbacks.
+-- A chat line (someone's message, a command's answer): printed, shown in
+-- the chat (a headless client draws nothing) and passed to the on_chat
+-- callbacks.
 buildat.sub_packet("main:chat_line", function(data)
 	log:info("chat: " .. data)
+	if ui.add_chat_line ~= nil then
+		local ok, err = pcall(ui.add_chat_line, data)
+		if not ok then
+			log:warning("chat line not shown: " .. tostring(err))
+		end
+	end
 	call_all(chat_fns, data)
 end)
 
@@ -443,11 +453,17 @@ end
 -- player (keys bound to actions) and reports where it went; the rest is
 -- the game's.
 if graphical then
-	-- The inventory module's Lua, when the server runs it (survival).
-	local has_inv, inv = pcall(require, "buildat/module/inventory")
-	if not has_inv or type(inv) ~= "table" or inv.list == nil then
-		inv = nil
+	-- The inventory and items modules' Lua, when the server runs them
+	-- (survival).
+	local function optional(name, field)
+		local ok, m = pcall(require, "buildat/module/" .. name)
+		if not ok or type(m) ~= "table" or m[field] == nil then
+			return nil
+		end
+		return m
 	end
+	local inv = optional("inventory", "list")
+	local items = optional("items", "get")
 	for key, action in pairs({ W = "forward", S = "back", A = "left", D = "right", Space = "jump" }) do
 		ui.bind(key, action)
 	end
@@ -482,12 +498,299 @@ if graphical then
 			held[key] = pressed
 		end)
 	end
+
+	-- The chat: T opens the line, / opens it starting with "/" (a
+	-- command); a line typed is said (main:chat), every main:chat_line is
+	-- shown (above, in its handler).
+	if ui.open_chat ~= nil then
+		ui.bind("T", function(pressed)
+			if pressed then
+				ui.open_chat()
+			end
+		end)
+		ui.bind("Slash", function(pressed)
+			if pressed then
+				ui.open_chat("/")
+			end
+		end)
+		ui.on_chat(function(text)
+			if string.find(text, "%S") then
+				M.chat(text)
+			end
+		end)
+	end
+
+	-- The inventory screens (survival): I opens the player's own (its
+	-- main list, 4 x 8, the first row the hotbar, beside its 2 x 2 craft
+	-- grid and what that makes); using a voxel with an inventory (a
+	-- chest, a crafting table) opens that voxel's above the player's main
+	-- list. The grids show only what the server sent: a drag asks the
+	-- server (inv.move, inv.craft) and the grid changes when its
+	-- inventory:lists comes (update_slots).
+	--
+	-- Grid ids: OWNER .. "/" .. LIST (OWNER "me" or "voxel:X,Y,Z"), a craft
+	-- result OWNER .. "/=>", and "hotbar" (the first 8 of me/main).
+	local RESULT = "=>"
+	local screens = {} -- screen id -> { grids = { grid ids }, owner = voxel owner or nil }
+	local grids = {} -- grid id -> { owner, list, result = bool, screens = n }
+
+	-- A list as a grid's slots (1-based, false for empty).
+	local function shown(list, first, last)
+		local out = {}
+		for i = first or 1, last or #list do
+			local stack = list[i]
+			if stack then
+				table.insert(out, { name = stack.name, count = stack.count, wear = stack.wear })
+			else
+				table.insert(out, false)
+			end
+		end
+		return out
+	end
+
+	local function preview_slots(owner)
+		local stack = inv.preview(owner)
+		if stack == nil then
+			return { false }
+		end
+		return { { name = stack.name, count = stack.count, wear = 0 } }
+	end
+
+	local function slots_of(grid_id)
+		local grid = grids[grid_id]
+		if grid.result then
+			return preview_slots(grid.owner)
+		end
+		return shown(inv.list(grid.owner, grid.list) or {})
+	end
+
+	-- Where a moved-to or crafted-into slot is in the server's terms.
+	local function slot_ref(grid_id, index)
+		if grid_id == "hotbar" then
+			return { owner = "me", list = "main", index = index }
+		end
+		local grid = grids[grid_id]
+		if grid == nil or grid.result then
+			return nil
+		end
+		return { owner = grid.owner, list = grid.list, index = index }
+	end
+
+	local function describe(ref)
+		return ref.owner .. " " .. ref.list .. " " .. ref.index
+	end
+
+	-- The first slot of my main list that takes a craft's result: the
+	-- same item with room, else an empty one.
+	local function craft_target(owner)
+		local result = inv.preview(owner)
+		local main = inv.list("me", "main") or {}
+		if result ~= nil then
+			local def = items and items.get(result.name)
+			local max = def and def.stack_max or 99
+			for i, stack in ipairs(main) do
+				if stack and stack.name == result.name and stack.wear == 0
+					and next(stack.meta or {}) == nil and stack.count + result.count <= max then
+					return { owner = "me", list = "main", index = i }
+				end
+			end
+		end
+		for i, stack in ipairs(main) do
+			if not stack then
+				return { owner = "me", list = "main", index = i }
+			end
+		end
+		return nil
+	end
+
+	local function answered(what)
+		return function(ok, reason)
+			if ok then
+				log:verbose(what .. ": done")
+			else
+				log:info(what .. ": refused: " .. tostring(reason))
+			end
+		end
+	end
+
+	local function craft(owner, to)
+		if to == nil then
+			log:info("craft: no room in the inventory")
+			return
+		end
+		inv.craft(owner, to, answered("craft " .. owner .. " into " .. describe(to)))
+	end
+
+	-- A stack dragged onto a slot: a move, or a craft when it came from a
+	-- result.
+	local function on_move(from_id, from_index, to_id, to_index, count)
+		local to = slot_ref(to_id, to_index)
+		if to == nil then
+			return
+		end
+		local from_grid = grids[from_id]
+		if from_grid ~= nil and from_grid.result then
+			craft(from_grid.owner, to)
+			return
+		end
+		local from = slot_ref(from_id, from_index)
+		if from == nil then
+			return
+		end
+		if count == nil then
+			local stack = (inv.list(from.owner, from.list) or {})[from.index]
+			if not stack then
+				return
+			end
+			count = stack.count
+		end
+		local what = "move " .. describe(from) .. " -> " .. describe(to) .. " (" .. count .. ")"
+		inv.move(from, to, count, answered(what))
+	end
+
+	-- Adds a list's grid (and, for a craft list, its result) to `widgets`
+	-- at row y; the rows it takes.
+	local function add_grid(widgets, screen_grids, owner, list, x, y)
+		local slots = inv.list(owner, list) or {}
+		local columns = 8
+		if list == "craft" then
+			columns = math.max(1, math.floor(math.sqrt(#slots) + 0.5))
+		end
+		local id = owner .. "/" .. list
+		grids[id] = grids[id] or { owner = owner, list = list }
+		table.insert(screen_grids, id)
+		table.insert(widgets, {
+			kind = "slots", id = id, x = x, y = y, columns = columns,
+			slots = shown(slots), on_move = on_move,
+		})
+		local rows = math.max(1, math.ceil(#slots / columns))
+		if list == "craft" then
+			local result = owner .. "/" .. RESULT
+			grids[result] = grids[result] or { owner = owner, list = list, result = true }
+			table.insert(screen_grids, result)
+			table.insert(widgets, { kind = "label", x = x + columns + 0.25, y = y + (rows - 1) / 2, text = "->" })
+			table.insert(widgets, {
+				kind = "slots", id = result, x = x + columns + 1, y = y + (rows - 1) / 2, columns = 1,
+				slots = preview_slots(owner), on_move = on_move,
+				on_click = function()
+					craft(owner, craft_target(owner))
+				end,
+			})
+			return rows, columns + 2
+		end
+		return rows, columns
+	end
+
+	local function forget_screen(id)
+		local screen = screens[id]
+		if screen == nil then
+			return
+		end
+		screens[id] = nil
+		if screen.voxel ~= nil then
+			local v = screen.voxel
+			inv.close(v[1], v[2], v[3])
+		end
+		log:verbose("screen " .. id .. " closed")
+	end
+
+	local function close_screen(id)
+		if screens[id] ~= nil then
+			ui.close_screen(id)
+			forget_screen(id)
+		end
+	end
+
+	local function show_screen(id, title, widgets, screen_grids, columns, rows, voxel)
+		screens[id] = { grids = screen_grids, voxel = voxel }
+		ui.open_screen(id, {
+			title = title, columns = columns, rows = rows, widgets = widgets,
+			on_close = function()
+				forget_screen(id)
+			end,
+		})
+		log:verbose("screen " .. id .. " opened")
+	end
+
+	-- The player's own screen: main beside craft.
+	local function open_inventory()
+		if inv.list("me", "main") == nil then
+			return
+		end
+		local widgets, screen_grids = {}, {}
+		local rows = add_grid(widgets, screen_grids, "me", "main", 0, 0)
+		local craft_rows, craft_columns = 0, 0
+		if inv.list("me", "craft") ~= nil then
+			craft_rows, craft_columns = add_grid(widgets, screen_grids, "me", "craft", 9, 0)
+		end
+		show_screen("inventory", "Inventory", widgets, screen_grids,
+			9 + craft_columns, math.max(rows, craft_rows))
+	end
+
+	-- A voxel's screen, once the server let the player open it: each of
+	-- its lists, then the player's main list below.
+	local function open_voxel(x, y, z)
+		local owner = string.format("voxel:%d,%d,%d", x, y, z)
+		local name = buildat.world.get_voxel(x, y, z) or "inventory"
+		inv.open(x, y, z, function(ok)
+			if not ok then
+				return
+			end
+			for id in pairs(screens) do
+				close_screen(id)
+			end
+			local widgets, screen_grids = {}, {}
+			local row, width = 0, 8
+			for _, list in ipairs(inv.lists(owner)) do
+				local rows, columns = add_grid(widgets, screen_grids, owner, list, 0, row)
+				row += rows + 0.5
+				width = math.max(width, columns)
+			end
+			local rows = add_grid(widgets, screen_grids, "me", "main", 0, row)
+			show_screen(owner, (string.gsub(name, "_", " ")), widgets, screen_grids, width,
+				row + rows, { x, y, z })
+		end)
+	end
+
+	if inv ~= nil and ui.open_screen ~= nil then
+		ui.bind("I", function(pressed)
+			if not pressed then
+				return
+			end
+			if screens.inventory ~= nil then
+				close_screen("inventory")
+			else
+				open_inventory()
+			end
+		end)
+		-- Every list change and preview reaches the grids showing it.
+		local function refresh(owner, list)
+			for _, id in ipairs({ owner .. "/" .. list, owner .. "/" .. RESULT }) do
+				if grids[id] ~= nil then
+					for _, screen in pairs(screens) do
+						if table.find(screen.grids, id) then
+							ui.update_slots(id, slots_of(id))
+							break
+						end
+					end
+				end
+			end
+		end
+		inv.on_change(refresh)
+		inv.on_preview(function(owner)
+			refresh(owner, RESULT)
+		end)
+	end
+
 	ui.on_click(function(button, target)
 		if target == nil then
 			return
 		end
 		if button == "middle" or (button == "left" and held.E) then
 			M.use(target.x, target.y, target.z)
+			if inv ~= nil and ui.open_screen ~= nil then
+				open_voxel(target.x, target.y, target.z)
+			end
 		elseif button == "left" and held.F then
 			M.punch(target.x, target.y, target.z)
 		elseif button == "left" then
@@ -513,28 +816,34 @@ if graphical then
 		M.move(x, y, z)
 	end)
 	-- The hotbar: in survival the first 8 slots of the inventory's main
-	-- list (their counts on a text line) once it holds anything; else the
-	-- registry's blocks, once the registry arrives (the client has taken it
-	-- in before subscribers see it): creative, or a game without items.
+	-- list (item slots with icons and counts) once it holds anything; else
+	-- the registry's blocks, once the registry arrives (the client has
+	-- taken it in before subscribers see it): creative, or a game without
+	-- items.
 	local hotbar_from_inventory = false
 	local function show_inventory_hotbar()
 		local slots = inv and inv.list("me", "main")
 		if slots == nil then
 			return
 		end
-		local names, counts = {}, {}
+		local names, counts, any = {}, {}, false
 		for i = 1, 8 do
 			local stack = slots[i]
 			names[i] = stack and stack.name or ""
 			if stack then
+				any = true
 				local count = stack.count > 1 and (" x" .. stack.count) or ""
 				table.insert(counts, i .. " " .. stack.name .. count)
 			end
 		end
-		if #counts > 0 or hotbar_from_inventory then
+		if any or hotbar_from_inventory then
 			hotbar_from_inventory = true
-			ui.set_hotbar(names)
-			ui.set_text("3 hotbar", table.concat(counts, "  "))
+			if ui.set_hotbar_slots ~= nil then
+				ui.set_hotbar_slots(shown(slots, 1, 8))
+			else
+				ui.set_hotbar(names)
+				ui.set_text("3 hotbar", table.concat(counts, "  "))
+			end
 		end
 	end
 	if inv ~= nil then
@@ -549,7 +858,8 @@ if graphical then
 			ui.set_hotbar(buildat.world.block_names())
 		end
 	end)
-	ui.set_text("1 help", "WASD move  SPACE jump  LMB dig (wait)  F+LMB punch  E+LMB/MMB use  RMB place  1-9/WHEEL block  ESC mouse")
+	ui.set_text("1 help", "WASD move  SPACE jump  LMB dig (wait)  F+LMB punch  E+LMB/MMB use  RMB place  1-9/WHEEL block  "
+		.. "T chat  / command  I inventory  ESC mouse")
 	buildat.set_interval(1, function()
 		ui.set_text("2 players", "players " .. (count_of(other_players()) + (me.peer ~= nil and 1 or 0)))
 	end)
