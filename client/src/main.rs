@@ -224,6 +224,7 @@ fn frontend_from(cli: &Cli, settings: &Settings) -> Frontend {
         Frontend::Window(window::WindowOptions {
             size: cli.size,
             deadline,
+            verbose: cli.verbose > 0,
         })
     } else {
         Frontend::None

@@ -32,11 +32,14 @@ pub struct Atlas {
     pub textured: usize,
     /// Each block's mean colour (its top face), for the hotbar.
     pub swatches: HashMap<String, [u8; 3]>,
+    /// Each block's layer per face (+x, -x, +y, -y, +z, -z), for its item
+    /// icon (`icons`).
+    pub faces: HashMap<String, [u32; 6]>,
 }
 
 /// The file holding texture `texture`: `<module>/client_data/textures/<texture>`
 /// or `<module>/client_data/<texture>`, first by name.
-fn find_texture<'a>(files: &'a HashMap<String, Arc<[u8]>>, texture: &str) -> Option<&'a [u8]> {
+pub fn find_texture<'a>(files: &'a HashMap<String, Arc<[u8]>>, texture: &str) -> Option<&'a [u8]> {
     let suffixes = [
         format!("/client_data/textures/{texture}"),
         format!("/client_data/{texture}"),
@@ -168,6 +171,7 @@ impl Atlas {
         let mut by_key: HashMap<String, u32> = HashMap::new();
         let mut textured = 0;
         let mut swatches = HashMap::new();
+        let mut block_faces = HashMap::new();
         let mut entries = Vec::new();
         for definition in registry.definitions() {
             let id = definition.id as usize;
@@ -209,6 +213,7 @@ impl Atlas {
                 by_key.insert(key, layer);
                 layer
             });
+            block_faces.entry(block.clone()).or_insert(faces);
             if let Some(layer) = layers.get(faces[2] as usize) {
                 swatches
                     .entry(block.clone())
@@ -223,6 +228,7 @@ impl Atlas {
             table: Arc::new(MeshTable::new(entries)),
             textured,
             swatches,
+            faces: block_faces,
         }
     }
 }

@@ -151,6 +151,9 @@ pub struct Renderer {
     chunks: HashMap<Pos, GpuChunk>,
     depth: Option<(u32, u32, wgpu::TextureView)>,
     atlas_version: u64,
+    /// The UI's textured quads (`ui_gpu`: the frontends set them, `draw`
+    /// draws them last).
+    pub ui: super::ui_gpu::UiLayer,
 }
 
 impl Renderer {
@@ -307,6 +310,7 @@ impl Renderer {
             false,
             false,
         );
+        let ui = super::ui_gpu::UiLayer::new(&device, &queue, format);
         Self {
             device,
             queue,
@@ -322,6 +326,7 @@ impl Renderer {
             chunks: HashMap::new(),
             depth: None,
             atlas_version: 0,
+            ui,
         }
     }
 
@@ -553,6 +558,8 @@ impl Renderer {
                         pass.draw(0..*count, 0..1);
                     }
                 }
+                // ---- Hook (W): the UI (icons, images) is drawn here, last.
+                self.ui.draw(&mut pass);
             }
         }
         self.queue.submit([encoder.finish()]);

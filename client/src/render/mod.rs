@@ -25,10 +25,12 @@ pub mod atlas;
 pub mod camera;
 pub mod easing;
 pub mod gpu;
+pub mod icons;
 pub mod mesh;
 pub mod offscreen;
 pub mod overlay;
 pub mod player;
+pub mod ui_gpu;
 pub mod window;
 
 use std::collections::{HashMap, HashSet};
@@ -175,6 +177,11 @@ impl Scene {
 
     pub fn atlas(&self) -> Option<&Atlas> {
         self.atlas.as_ref()
+    }
+
+    /// Every `client_data` file received, by full name.
+    pub fn files(&self) -> &HashMap<String, Arc<[u8]>> {
+        &self.files
     }
 
     /// A block's colour for the hotbar, from the atlas.

@@ -18,7 +18,8 @@ use glam::Vec3;
 
 use super::camera::Camera;
 use super::gpu::{self, FrameExtras, FrameStats, Renderer};
-use super::overlay::Overlay;
+use super::icons::ScenePictures;
+use super::overlay::{Overlay, UiPainter, UiView};
 use super::player::EYE_HEIGHT;
 use super::{RenderError, Scene};
 use crate::frontend::FrontendLink;
@@ -114,8 +115,16 @@ pub fn run(link: FrontendLink, options: &ShotOptions) -> Result<ShotReport, Rend
         overlay.crosshair();
         let texts: Vec<&str> = scene.ui.texts.values().map(String::as_str).collect();
         overlay.lines(texts);
-        overlay.hotbar(&scene.ui.hotbar, scene.ui.selected, |b| scene.swatch(b));
         extras.screen_triangles = overlay.triangles;
+        // The game's UI: hotbar, hearts, chat lines (all shown), the top
+        // screen.
+        let mut painter = UiPainter::new(width, height);
+        let mut pictures = ScenePictures::new(&mut renderer.ui, &renderer.queue, &scene);
+        let view = UiView::default();
+        painter.ui(&mut pictures, &scene.ui, scene.ui.screens.last(), &view);
+        renderer
+            .ui
+            .set_vertices(&renderer.device, &renderer.queue, &painter.vertices);
     }
     let radius = scene.view_radius(camera.eye.to_array());
     let mut frame = FrameStats::default();

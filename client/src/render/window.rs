@@ -10,7 +10,7 @@
 //! the frame loop. Does not own: what keys do (the game's Lua:
 //! `buildat.ui.bind`), drawing (`gpu`), physics (`player`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,11 +25,14 @@ use winit::window::{CursorGrabMode, Window, WindowId};
 
 use super::camera::Camera;
 use super::gpu::{self, FrameExtras, Renderer};
-use super::overlay::Overlay;
+use super::icons::ScenePictures;
+use super::overlay::{
+    CHAT_GONE, CHAT_SHOWN, Hit, Overlay, ScreenLayout, UiPainter, UiView, hotbar_hit,
+};
 use super::player::{self, Intent, Player};
 use super::{RenderError, Scene};
 use crate::frontend::{Button, FromFrontend, FrontendLink, Target};
-use crate::sandbox::Action;
+use crate::sandbox::{Action, MAX_TEXT_BYTES, Screen, WidgetKind};
 
 /// Degrees of turn per pixel of mouse motion.
 const MOUSE_SENSITIVITY: f32 = 0.12;
@@ -60,6 +63,9 @@ pub struct WindowOptions {
     pub size: (u32, u32),
     /// End the session after this (the same as closing the window).
     pub deadline: Option<Instant>,
+    /// Log each opened screen's layout (`-v`): `ui: screen ID grid GRID at
+    /// X,Y cell C`, the pixel of each grid's top left and a cell's size.
+    pub verbose: bool,
 }
 
 /// A winit key as the game binds it: letters `"A"`..`"Z"`, digits
@@ -109,6 +115,18 @@ struct App {
     frame_ms: Vec<f32>,
     /// When the window opened, and the process's CPU seconds then.
     opened: Option<(Instant, Option<f64>)>,
+    /// The chat line, the mouse over a screen, a drag, typed fields.
+    ui_view: UiView,
+    /// The last `open_chat` serial acted on.
+    chat_seen: u64,
+    /// When each chat line (by serial) arrived.
+    chat_times: HashMap<u64, Instant>,
+    /// The serial of the top screen last seen.
+    screen_seen: Option<u64>,
+    /// Screens closed here (Esc) that the session has not yet removed.
+    dismissed: HashSet<u64>,
+    /// Where a mouse button went down on a screen, and which.
+    press: Option<(Hit, Button)>,
 }
 
 /// Runs the window until it is closed, the session ends, or the deadline.
@@ -138,6 +156,12 @@ pub fn run(link: FrontendLink, options: WindowOptions) -> Result<WindowReport, R
         target: None,
         frame_ms: Vec::new(),
         opened: None,
+        ui_view: UiView::default(),
+        chat_seen: 0,
+        chat_times: HashMap::new(),
+        screen_seen: None,
+        dismissed: HashSet::new(),
+        press: None,
     };
     event_loop
         .run_app(&mut app)
@@ -237,7 +261,106 @@ impl App {
         self.captured = on && grabbed;
     }
 
-    fn key(&mut self, name: String, pressed: bool) {
+    /// The screen drawn on top (the last opened that was not closed here).
+    fn top_screen(&self) -> Option<&Screen> {
+        self.scene
+            .ui
+            .screens
+            .iter()
+            .rev()
+            .find(|s| !self.dismissed.contains(&s.serial))
+    }
+
+    /// Releases every held key (the game's handlers hear each go up), so
+    /// nothing stays pressed while the chat or a field takes the keys.
+    fn release_keys(&mut self) {
+        for key in std::mem::take(&mut self.held_keys) {
+            if !self.scene.ui.actions.contains_key(&key) {
+                let _ = self.link.to_session.send(FromFrontend::Key {
+                    key,
+                    pressed: false,
+                });
+            }
+        }
+    }
+
+    /// A key while the chat line or a screen's field takes typed text:
+    /// Enter submits, Esc closes, Backspace deletes, the rest is text.
+    /// Returns false when no text entry is open.
+    fn text_key(&mut self, name: &str, pressed: bool, text: Option<&str>) -> bool {
+        let focus = self.ui_view.focus.clone();
+        let screen = self.top_screen().map(|s| s.id.clone());
+        let entry = if self.ui_view.chat_input.is_some() {
+            None
+        } else if let (Some(field), Some(screen)) = (focus, screen) {
+            Some((screen, field))
+        } else {
+            return false;
+        };
+        if !pressed {
+            return true;
+        }
+        let buffer = match &entry {
+            None => self.ui_view.chat_input.get_or_insert_default(),
+            Some((_, field)) => self.ui_view.fields.entry(field.clone()).or_default(),
+        };
+        match name {
+            "Escape" => match entry {
+                None => self.ui_view.chat_input = None,
+                Some(_) => self.ui_view.focus = None,
+            },
+            "Enter" | "NumpadEnter" => {
+                let text = std::mem::take(buffer);
+                match entry {
+                    None => {
+                        self.ui_view.chat_input = None;
+                        if !text.trim().is_empty() {
+                            let _ = self.link.to_session.send(FromFrontend::ChatSubmit(text));
+                        }
+                    }
+                    Some((screen, widget)) => {
+                        self.ui_view.focus = None;
+                        let _ = self.link.to_session.send(FromFrontend::FieldSubmit {
+                            screen,
+                            widget,
+                            text,
+                        });
+                    }
+                }
+            }
+            "Backspace" => {
+                buffer.pop();
+            }
+            _ => {
+                for c in text.unwrap_or("").chars().filter(|c| !c.is_control()) {
+                    if buffer.len() + c.len_utf8() <= MAX_TEXT_BYTES {
+                        buffer.push(c);
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    fn key(&mut self, name: String, pressed: bool, text: Option<&str>) {
+        if self.text_key(&name, pressed, text) {
+            return;
+        }
+        if let Some(screen) = self.top_screen() {
+            if name == "Escape" {
+                if pressed {
+                    let (id, serial) = (screen.id.clone(), screen.serial);
+                    self.dismissed.insert(serial);
+                    self.press = None;
+                    self.ui_view.drag = None;
+                    let _ = self.link.to_session.send(FromFrontend::ScreenClosed(id));
+                }
+                return;
+            }
+            if self.scene.ui.actions.contains_key(&name) {
+                return; // no walking behind a screen
+            }
+        }
         let action = self.scene.ui.actions.get(&name).copied();
         if pressed {
             if !self.held_keys.insert(name.clone()) {
@@ -261,7 +384,203 @@ impl App {
         }
     }
 
+    /// Follows the UI state: the chat opened by the game, chat lines'
+    /// ages, the top screen (the mouse freed while one is open, captured
+    /// again once none is), what is under the mouse.
+    fn sync_ui(&mut self, now: Instant) {
+        let chat = self.scene.ui.chat_open.clone();
+        if let Some((serial, prefix)) = chat
+            && serial != self.chat_seen
+        {
+            self.chat_seen = serial;
+            self.ui_view.chat_input = Some(prefix);
+            self.release_keys();
+        }
+        let lines = &self.scene.ui.chat_lines;
+        self.chat_times
+            .retain(|serial, _| lines.iter().any(|l| l.serial == *serial));
+        self.ui_view.chat_alpha.clear();
+        for line in lines {
+            let came = *self.chat_times.entry(line.serial).or_insert(now);
+            let age = now.duration_since(came).as_secs_f32();
+            let alpha = ((CHAT_GONE - age) / (CHAT_GONE - CHAT_SHOWN)).clamp(0.0, 1.0);
+            self.ui_view.chat_alpha.insert(line.serial, alpha);
+        }
+        let screens = &self.scene.ui.screens;
+        self.dismissed
+            .retain(|serial| screens.iter().any(|s| s.serial == *serial));
+        let top = self.top_screen().map(|s| s.serial);
+        if top != self.screen_seen {
+            self.screen_seen = top;
+            self.ui_view.focus = None;
+            self.ui_view.fields.clear();
+            self.ui_view.drag = None;
+            self.press = None;
+            match top {
+                Some(_) => {
+                    self.release_keys();
+                    self.capture(false);
+                    self.log_layout();
+                }
+                None => self.capture(true),
+            }
+        }
+        self.ui_view.hover = self.ui_view.cursor.and_then(|[x, y]| self.hit(x, y));
+    }
+
+    /// What is at (x, y) pixels: the top screen's widgets, else the
+    /// hotbar's item slots (while a screen is open).
+    fn hit(&self, x: f32, y: f32) -> Option<Hit> {
+        let screen = self.top_screen()?;
+        let (width, height) = self.size();
+        ScreenLayout::new(screen, width, height)
+            .hit(screen, x, y)
+            .or_else(|| {
+                hotbar_hit(&self.scene.ui, width, height, x, y).map(|index| Hit::Slot {
+                    grid: "hotbar".into(),
+                    index,
+                })
+            })
+    }
+
+    fn size(&self) -> (u32, u32) {
+        self.gfx
+            .as_ref()
+            .map_or(self.options.size, |g| (g.config.width, g.config.height))
+    }
+
+    /// With `-v`, where the top screen's grids are (tests aim the mouse
+    /// with it).
+    fn log_layout(&self) {
+        if !self.options.verbose {
+            return;
+        }
+        let Some(screen) = self.top_screen() else {
+            return;
+        };
+        let (width, height) = self.size();
+        let layout = ScreenLayout::new(screen, width, height);
+        for widget in &screen.widgets {
+            if let WidgetKind::Slots { id, columns, .. } = &widget.kind {
+                let r = layout.slot(widget, *columns, 0);
+                eprintln!(
+                    "buildat-client: ui: screen {} grid {id} at {},{} cell {}",
+                    screen.id,
+                    r.x.round(),
+                    r.y.round(),
+                    layout.cell.round()
+                );
+            }
+        }
+    }
+
+    /// The stack shown in slot `index` of grid `grid` (on the top screen,
+    /// else the hotbar).
+    fn stack_count(&self, grid: &str, index: usize) -> Option<u32> {
+        let on_screen = self.top_screen().and_then(|screen| {
+            screen.widgets.iter().find_map(|w| match &w.kind {
+                WidgetKind::Slots { id, slots, .. } if id == grid => {
+                    Some(slots.get(index).cloned().flatten())
+                }
+                _ => None,
+            })
+        });
+        let stack = match on_screen {
+            Some(stack) => stack,
+            None if grid == "hotbar" => self
+                .scene
+                .ui
+                .hotbar_slots
+                .as_ref()
+                .and_then(|s| s.get(index).cloned().flatten()),
+            None => None,
+        };
+        stack.map(|s| s.count)
+    }
+
+    /// A mouse button on the top screen: a slot starts a drag (or a click),
+    /// a button is clicked, a field takes the keys.
+    fn screen_button(&mut self, button: Button, pressed: bool) {
+        let Some(screen) = self.top_screen().cloned() else {
+            return;
+        };
+        let screen_id = screen.id.clone();
+        let hit = self.ui_view.cursor.and_then(|[x, y]| self.hit(x, y));
+        if pressed {
+            if self.press.is_some() {
+                return;
+            }
+            match &hit {
+                Some(Hit::Slot { grid, index }) => {
+                    if self.stack_count(grid, *index).is_some() {
+                        self.ui_view.drag = Some((grid.clone(), *index));
+                    }
+                    self.press = hit.clone().map(|h| (h, button));
+                }
+                Some(Hit::Button(widget)) if button == Button::Left => {
+                    let _ = self.link.to_session.send(FromFrontend::ButtonClick {
+                        screen: screen_id,
+                        widget: widget.clone(),
+                    });
+                }
+                Some(Hit::Field(widget)) if button == Button::Left => {
+                    let text = screen.widgets.iter().find_map(|w| match &w.kind {
+                        WidgetKind::Field { id, text, .. } if id == widget => Some(text.clone()),
+                        _ => None,
+                    });
+                    self.ui_view
+                        .fields
+                        .entry(widget.clone())
+                        .or_insert_with(|| text.unwrap_or_default());
+                    self.ui_view.focus = Some(widget.clone());
+                }
+                _ => self.ui_view.focus = None,
+            }
+            return;
+        }
+        let Some((Hit::Slot { grid, index }, down)) = self.press.take() else {
+            return;
+        };
+        self.ui_view.drag = None;
+        if down != button {
+            return;
+        }
+        let clickable = screen.widgets.iter().any(
+            |w| matches!(&w.kind, WidgetKind::Slots { id, clickable: true, .. } if *id == grid),
+        );
+        let message = match hit {
+            Some(Hit::Slot {
+                grid: to_grid,
+                index: to_index,
+            }) if (to_grid.as_str(), to_index) != (grid.as_str(), index) => {
+                let Some(count) = self.stack_count(&grid, index) else {
+                    return;
+                };
+                FromFrontend::SlotMove {
+                    from: (grid, index),
+                    to: (to_grid, to_index),
+                    count: match button {
+                        Button::Right => Some(count.div_ceil(2)),
+                        _ => None,
+                    },
+                    screen: screen_id,
+                }
+            }
+            Some(Hit::Slot { .. }) if clickable => FromFrontend::SlotClick {
+                grid,
+                index,
+                button,
+                screen: screen_id,
+            },
+            _ => return,
+        };
+        let _ = self.link.to_session.send(message);
+    }
+
     fn intent(&self) -> Intent {
+        if self.ui_view.chat_input.is_some() || self.top_screen().is_some() {
+            return Intent::default();
+        }
         let held = |action: Action| {
             self.scene
                 .ui
@@ -302,6 +621,7 @@ impl App {
             self.teleport_seen = serial;
             self.player = Some(Player::new(DVec3::new(x, y, z)));
         }
+        self.sync_ui(now);
         let intent = self.intent();
         let scene = &self.scene;
         let solid = |v: [i32; 3]| scene.solid(v);
@@ -370,9 +690,21 @@ impl App {
             .map(String::as_str)
             .chain(self.scene.ui.texts.values().map(String::as_str));
         overlay.lines(lines);
-        let scene = &self.scene;
-        overlay.hotbar(&scene.ui.hotbar, scene.ui.selected, |b| scene.swatch(b));
         extras.screen_triangles = overlay.triangles;
+        let top = self
+            .scene
+            .ui
+            .screens
+            .iter()
+            .rev()
+            .find(|s| !self.dismissed.contains(&s.serial));
+        let mut painter = UiPainter::new(width, height);
+        let renderer = &mut gfx.renderer;
+        let mut pictures = ScenePictures::new(&mut renderer.ui, &renderer.queue, &self.scene);
+        painter.ui(&mut pictures, &self.scene.ui, top, &self.ui_view);
+        renderer
+            .ui
+            .set_vertices(&renderer.device, &renderer.queue, &painter.vertices);
         let frame = match gfx.surface.get_current_texture() {
             wgpu::CurrentSurfaceTexture::Success(frame)
             | wgpu::CurrentSurfaceTexture::Suboptimal(frame) => frame,
@@ -423,24 +755,34 @@ impl ApplicationHandler for App {
             }
             WindowEvent::KeyboardInput { event, .. } => {
                 if let PhysicalKey::Code(code) = event.physical_key {
-                    self.key(key_name(code), event.state == ElementState::Pressed);
+                    let pressed = event.state == ElementState::Pressed;
+                    self.key(key_name(code), pressed, event.text.as_deref());
                 }
             }
-            WindowEvent::MouseInput {
-                state: ElementState::Pressed,
-                button,
-                ..
-            } => {
-                if !self.captured {
-                    self.capture(true);
-                    return;
-                }
+            WindowEvent::CursorMoved { position, .. } => {
+                self.ui_view.cursor = Some([position.x as f32, position.y as f32]);
+            }
+            WindowEvent::CursorLeft { .. } => self.ui_view.cursor = None,
+            WindowEvent::MouseInput { state, button, .. } => {
                 let button = match button {
                     MouseButton::Left => Button::Left,
                     MouseButton::Right => Button::Right,
                     MouseButton::Middle => Button::Middle,
                     _ => return,
                 };
+                let pressed = state == ElementState::Pressed;
+                if self.top_screen().is_some() {
+                    self.ui_view.hover = self.ui_view.cursor.and_then(|[x, y]| self.hit(x, y));
+                    self.screen_button(button, pressed);
+                    return;
+                }
+                if !pressed || self.ui_view.chat_input.is_some() {
+                    return;
+                }
+                if !self.captured {
+                    self.capture(true);
+                    return;
+                }
                 let _ = self.link.to_session.send(FromFrontend::Click {
                     button,
                     target: self.target,
