@@ -244,6 +244,8 @@ local function ui_for(file)
 		selected = host.ui_selected, -- () -> slot, name (nil, nil when empty)
 		set_box = host.ui_set_box, -- (id, x, y, z, width, height [, r, g, b])
 		remove_box = host.ui_remove_box, -- (id)
+		set_model = host.ui_set_model, -- (id, file, x, y, z [, yaw [, vx, vy, vz]]): a model (docs/client.md "Models")
+		remove_model = host.ui_remove_model, -- (id)
 		set_position = host.ui_set_position, -- (x, y, z): move the player (feet)
 		set_daylight = host.ui_set_daylight, -- (sun, r, g, b): sunlight factor and sky colour, 0..1
 		-- Game screens (docs/client.md "Game screens"):

@@ -1,10 +1,12 @@
-//! Where the window draws the boxes Lua set (other players, creatures):
+//! Where the window draws the boxes and models Lua set (other players,
+//! creatures):
 //! eased toward the latest position rather than jumping to it, so a node
 //! the server tells of a few times a second (far nodes' changes come every
 //! 2nd or 4th tick, docs/protocol.md) glides between its updates.
 //!
-//! Owns: each box's drawn position and how it follows its target. Does not
-//! own: the boxes themselves (`sandbox::ui`) or drawing (`gpu`). The
+//! Owns: each box's (or model's) drawn position and how it follows its
+//! target. Does not own: the boxes and models themselves (`sandbox::ui`)
+//! or drawing (`gpu`, `models`). The
 //! offscreen screenshot does not ease: it draws where Lua set each box.
 //!
 //! Invariants: a drawn position exists only for a box Lua holds; a box
@@ -13,7 +15,24 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::sandbox::UiBox;
+use crate::sandbox::{UiBox, UiModel};
+
+/// Something Lua places in the world by its bottom centre.
+pub trait Placed {
+    fn target(&self) -> [f64; 3];
+}
+
+impl Placed for UiBox {
+    fn target(&self) -> [f64; 3] {
+        self.position
+    }
+}
+
+impl Placed for UiModel {
+    fn target(&self) -> [f64; 3] {
+        self.position
+    }
+}
 
 /// The time constant of the easing: a box covers 63 % of the way to its
 /// target in this long, 98 % in four times it.
@@ -30,11 +49,11 @@ pub struct EasedBoxes {
 impl EasedBoxes {
     /// Moves every drawn box toward its target, `seconds` after the last
     /// frame; forgets the boxes Lua removed.
-    pub fn ease(&mut self, boxes: &BTreeMap<String, UiBox>, seconds: f64) {
+    pub fn ease<T: Placed>(&mut self, boxes: &BTreeMap<String, T>, seconds: f64) {
         self.drawn.retain(|id, _| boxes.contains_key(id));
         let share = 1.0 - (-seconds.max(0.0) / EASE_SECONDS).exp();
         for (id, target) in boxes {
-            let target = target.position;
+            let target = target.target();
             // A new box is drawn where it is (its id copied once, not
             // every frame).
             let Some(drawn) = self.drawn.get_mut(id) else {
@@ -53,8 +72,8 @@ impl EasedBoxes {
     }
 
     /// Where to draw the box `id` (where Lua set it, if never eased).
-    pub fn position(&self, id: &str, target: &UiBox) -> [f64; 3] {
-        self.drawn.get(id).copied().unwrap_or(target.position)
+    pub fn position<T: Placed>(&self, id: &str, target: &T) -> [f64; 3] {
+        self.drawn.get(id).copied().unwrap_or(target.target())
     }
 }
 

@@ -14,6 +14,7 @@
 //! - `atlas`: textures into layers, per-type layers per face.
 //! - `camera`: matrices and the frustum.
 //! - `easing`: where the window draws the boxes between their updates.
+//! - `models`: glTF models (players, creatures): reading, animating, drawing.
 //! - `player`: client-side movement, collision and the crosshair's ray.
 //! - `gpu`: the device, pipelines, buffers and one frame's drawing.
 //! - `overlay`: the 2D layer: crosshair, text, hotbar.
@@ -27,6 +28,7 @@ pub mod easing;
 pub mod gpu;
 pub mod icons;
 pub mod mesh;
+pub mod models;
 pub mod offscreen;
 pub mod overlay;
 pub mod player;
@@ -173,6 +175,11 @@ impl Scene {
             edit_received_at: HashMap::new(),
             edit_latency: [0; 3],
         })
+    }
+
+    /// A `client_data` file the session received (models read theirs).
+    pub fn file(&self, name: &str) -> Option<Arc<[u8]>> {
+        self.files.get(name).cloned()
     }
 
     pub fn atlas(&self) -> Option<&Atlas> {

@@ -87,6 +87,37 @@ pub struct UiBox {
     pub colour: [f32; 3],
 }
 
+/// A model in the world (`buildat.ui.set_model`: players, creatures that
+/// name one), drawn by `render::models`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UiModel {
+    /// The `client_data` file, e.g. `creatures/client_data/models/cow.glb`.
+    pub file: String,
+    /// Bottom centre.
+    pub position: [f64; 3],
+    /// Degrees: 0 faces +x, 90 faces +z.
+    pub yaw: f32,
+    /// Voxels a second; the horizontal speed chooses `walk` or `idle`.
+    pub velocity: [f32; 3],
+}
+
+/// `ui_set_model`'s arguments: id, file, position, optional yaw and
+/// velocity.
+type ModelArgs = (
+    String,
+    String,
+    f64,
+    f64,
+    f64,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+);
+
+/// The longest model file name, in bytes.
+pub const MAX_MODEL_FILE_BYTES: usize = 256;
+
 /// The light of the time of day (`buildat.ui.set_daylight`): how much of
 /// the voxels' sunlight shines, and the sky's colour.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -110,6 +141,8 @@ pub struct UiState {
     pub actions: BTreeMap<String, Action>,
     /// Boxes by id.
     pub boxes: BTreeMap<String, UiBox>,
+    /// Models by id.
+    pub models: BTreeMap<String, UiModel>,
     /// The last `set_position` (a serial, so a repeat of the same position
     /// still moves the player back there) and feet position.
     pub teleport: Option<(u64, [f64; 3])>,
@@ -780,6 +813,48 @@ impl Runtime {
             lua.create_function(move |_, id: String| {
                 let mut ui = s.ui.borrow_mut();
                 ui.changed |= ui.state.boxes.remove(&id).is_some();
+                Ok(())
+            })?,
+        )?;
+
+        let s = shared.clone();
+        host.raw_set(
+            "ui_set_model",
+            lua.create_function(move |_, (id, file, x, y, z, yaw, vx, vy, vz): ModelArgs| {
+                let (vx, vy, vz) = (vx.unwrap_or(0.0), vy.unwrap_or(0.0), vz.unwrap_or(0.0));
+                let yaw = yaw.unwrap_or(0.0);
+                finite(&[x, y, z, yaw, vx, vy, vz])?;
+                if file.is_empty() || file.len() > MAX_MODEL_FILE_BYTES {
+                    return Err(lua_error(format!(
+                        "set_model: file: expected a client_data file name of 1 to \
+                         {MAX_MODEL_FILE_BYTES} bytes"
+                    )));
+                }
+                let mut ui = s.ui.borrow_mut();
+                if !ui.state.models.contains_key(&id) {
+                    check_len("models", ui.state.models.len())?;
+                }
+                let speed = |v: f64| v.clamp(-1000.0, 1000.0) as f32;
+                ui.state.models.insert(
+                    id,
+                    UiModel {
+                        file,
+                        position: [x, y, z],
+                        yaw: yaw.rem_euclid(360.0) as f32,
+                        velocity: [speed(vx), speed(vy), speed(vz)],
+                    },
+                );
+                ui.changed = true;
+                Ok(())
+            })?,
+        )?;
+
+        let s = shared.clone();
+        host.raw_set(
+            "ui_remove_model",
+            lua.create_function(move |_, id: String| {
+                let mut ui = s.ui.borrow_mut();
+                ui.changed |= ui.state.models.remove(&id).is_some();
                 Ok(())
             })?,
         )?;

@@ -17,6 +17,10 @@ use crate::physics::Body;
 pub const VAR_CREATURE: &str = "creature";
 /// Variable: the colour to draw it, 3 bytes (red, green, blue).
 pub const VAR_COLOUR: &str = "colour";
+/// Variable: the model to draw (UTF-8), a file of this module's
+/// `client_data` as clients name it: `creatures/client_data/models/<kind>.glb`
+/// (written by `scripts/models.py`; docs/client.md "Models").
+pub const VAR_MODEL: &str = "model";
 /// Variable: the box to draw, in voxels: width (x), height (y), depth (z),
 /// each a little-endian `f32` (12 bytes); the position is the middle of
 /// its bottom face.
@@ -90,7 +94,13 @@ impl Kind {
             (VAR_CREATURE.to_string(), self.name.as_bytes().to_vec()),
             (VAR_COLOUR.to_string(), self.colour.to_vec()),
             (VAR_SIZE.to_string(), size),
+            (VAR_MODEL.to_string(), self.model().into_bytes()),
         ])
+    }
+
+    /// The `client_data` name of this kind's model.
+    pub fn model(&self) -> String {
+        format!("creatures/client_data/models/{}.glb", self.name)
     }
 
     /// The node a creature of this kind standing at `position` is made
@@ -128,6 +138,13 @@ mod tests {
             let height = f32::from_le_bytes([size[4], size[5], size[6], size[7]]);
             assert_eq!(f64::from(height), kind.body.height as f32 as f64);
             assert!(kind.body.half_width < 0.5, "spans at most two voxels");
+            // The model it names is in this module's client_data.
+            let model = String::from_utf8(vars[VAR_MODEL].clone()).expect("UTF-8");
+            let path = model
+                .strip_prefix("creatures/")
+                .expect("a file of this module");
+            let on_disk = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+            assert!(on_disk.is_file(), "{} is missing", on_disk.display());
         }
         assert_eq!(kind_of(&BTreeMap::new()), None);
         let stranger = BTreeMap::from([(VAR_CREATURE.to_string(), b"dragon".to_vec())]);

@@ -45,7 +45,9 @@
 //! - `creature`: its kind's name, UTF-8 (`chicken`, `cow`, `sheep`);
 //! - `colour`: 3 bytes, red, green, blue;
 //! - `size`: width (x), height (y), depth (z) in voxels, each a
-//!   little-endian `f32`; the node's position is the middle of its feet.
+//!   little-endian `f32`; the node's position is the middle of its feet;
+//! - `model`: its model, a file of this module's `client_data`
+//!   (`creatures/client_data/models/<kind>.glb`, UTF-8).
 //!
 //! Its orientation is a turn about +y by its heading (unturned faces +z),
 //! its velocity what it walks and falls, in voxels a second.
