@@ -1,15 +1,28 @@
 //! The GPU side: the wgpu instance (Vulkan only), device and queue, the
-//! pipelines (chunks; flat colour in the world for boxes and the target's
-//! outline; flat colour on the screen for the overlay), the atlas as a
-//! texture array, each chunk's vertex and index buffers, and drawing one
-//! frame into a texture view (a window's surface or an offscreen texture),
-//! skipping chunks outside the view frustum; and reading a texture back.
+//! pipelines (chunks: solid, alpha-tested cutout and blended; flat colour
+//! in the world for boxes and the target's outline; flat colour on the
+//! screen for the overlay), the atlas as a texture array, each chunk's
+//! packed vertices in one buffer, one shared quad index buffer, and drawing
+//! one frame into a texture view (a window's surface or an offscreen
+//! texture); and reading a texture back.
 //!
-//! Owns: every GPU resource. Does not own: meshing (`mesh`), what the
-//! overlay shows (`overlay`), the camera's placement (`camera`, `player`),
-//! windows and surfaces (`window`).
+//! A frame: chunks outside the view frustum are skipped; solid quads are
+//! drawn front to back (near chunks first, so the depth test rejects what
+//! they hide before it is shaded) and only the faces that can face the eye
+//! (a chunk's solid quads are grouped by face at upload); then the cutout
+//! quads; then (hook) models; then boxes and the outline; then the blended
+//! quads without depth writes, chunks back to front and each chunk's quads
+//! back to front (re-sorted when the eye enters another voxel); then the
+//! overlay. Under water (`FrameExtras::underwater`) the fog is short and
+//! blue and every world colour is tinted.
+//!
+//! Owns: every GPU resource, the draw order, the transparent sort. Does
+//! not own: meshing (`mesh`), what the overlay shows (`overlay`), the
+//! camera's placement (`camera`, `player`), windows and surfaces
+//! (`window`), whether the eye is in water (`Scene::underwater`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use buildat_voxel::geometry::{CHUNK_SIZE, Pos, chunk_origin};
 use glam::Vec3;
@@ -18,18 +31,25 @@ use wgpu::util::DeviceExt;
 use super::RenderError;
 use super::atlas::{Atlas, TILE};
 use super::camera::{Camera, Frustum};
-use super::mesh::{ChunkMesh, Vertex};
+use super::mesh::{ChunkMesh, VERTEX_BYTES, Vertex};
 use crate::sandbox::Daylight;
 
 /// The offscreen target's format (also preferred for windows).
 pub const COLOUR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
 const DEPTH_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
-/// Bytes of one chunk vertex on the GPU.
-const VERTEX_BYTES: usize = 7 * 4;
 /// Bytes of one flat vertex.
 const FLAT_BYTES: usize = 7 * 4;
+/// Bytes of one chunk's instance data (its origin).
+const INSTANCE_BYTES: u64 = 16;
+/// Bytes of the globals uniform.
+const GLOBALS_BYTES: u64 = 256;
 /// The light's direction (from the sun, slanted so faces differ).
 const LIGHT: [f32; 3] = [-0.45, -0.8, -0.35];
+/// Under water: the fog's colour in full daylight (linear RGB), where it
+/// starts and ends (voxels from the eye), and the tint of every colour.
+pub const WATER_FOG: [f32; 3] = [0.03, 0.16, 0.38];
+const WATER_FOG_RANGE: [f32; 2] = [0.0, 14.0];
+const WATER_TINT: [f32; 3] = [0.45, 0.62, 1.0];
 
 /// A vertex of flat-coloured geometry: world or screen (NDC) position.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -38,42 +58,30 @@ pub struct FlatVertex {
     pub colour: [f32; 4],
 }
 
-// TEMPORARY (helper M, issue 47): unpacks the mesher's packed 8-byte
-// vertices into the old 28-byte layout until G rewrites this for them.
-fn vertex_bytes(chunk: Pos, vertices: &[Vertex]) -> Vec<u8> {
-    let origin = chunk_origin(chunk).map(|c| c as f32);
-    let mut out = Vec::with_capacity(vertices.len() * VERTEX_BYTES);
+fn vertex_bytes<'a>(vertices: impl Iterator<Item = &'a Vertex>) -> Vec<u8> {
+    let mut out = Vec::new();
     for v in vertices {
-        let p = v.position();
-        let [x, y, z] = [0, 1, 2].map(|a| origin[a] + p[a]);
-        let uv = match v.face() / 2 {
-            0 => [z, -y],
-            1 => [x, z],
-            _ => [x, -y],
-        };
-        for f in [x, y, z].iter().chain(&uv) {
-            out.extend_from_slice(&f.to_le_bytes());
-        }
-        out.extend_from_slice(&v.layer().to_le_bytes());
-        let light = ((v.sun_sum() / 4) << 4) | (v.block_sum() / 4);
-        let face_ao = v.face() as u32 | (v.ao() << 3) | (light << 5);
-        out.extend_from_slice(&face_ao.to_le_bytes());
+        out.extend_from_slice(&v.to_bytes());
     }
     out
 }
 
-fn flat_bytes(vertices: &[FlatVertex]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(vertices.len() * FLAT_BYTES);
+fn flat_bytes(vertices: &[FlatVertex], out: &mut Vec<u8>) {
     for v in vertices {
         for f in v.position.iter().chain(&v.colour) {
             out.extend_from_slice(&f.to_le_bytes());
         }
     }
-    out
 }
 
-fn index_bytes(indices: &[u32]) -> Vec<u8> {
-    indices.iter().flat_map(|i| i.to_le_bytes()).collect()
+fn index_bytes(indices: impl Iterator<Item = u32>) -> Vec<u8> {
+    indices.flat_map(|i| i.to_le_bytes()).collect()
+}
+
+/// The 6 indices of quad `q` (vertices 4q..4q+4): (0,1,2) (0,2,3).
+fn quad_indices(q: u32) -> [u32; 6] {
+    let v = q * 4;
+    [v, v + 1, v + 2, v, v + 2, v + 3]
 }
 
 /// A Vulkan-only instance.
@@ -108,10 +116,28 @@ pub fn open_device(
     Ok((adapter, device, queue))
 }
 
-struct GpuChunk {
-    vertices: wgpu::Buffer,
+/// A chunk's blended quads: their centres and the index buffer holding
+/// them back to front as last sorted.
+struct BlendedQuads {
+    /// The first blended quad in the chunk's vertex buffer.
+    first: u32,
+    /// Centres, chunk-relative.
+    centres: Vec<Vec3>,
     indices: wgpu::Buffer,
-    count: u32,
+    /// The eye's voxel (chunk-relative) the order was sorted for.
+    sorted_for: Option<[i32; 3]>,
+}
+
+struct GpuChunk {
+    origin: Vec3,
+    /// Solid quads grouped by face, then cutout, then blended: 4 packed
+    /// vertices each.
+    vertices: wgpu::Buffer,
+    /// Face `f`'s solid quads are `solid_faces[f]..solid_faces[f + 1]`.
+    solid_faces: [u32; 7],
+    /// Quads `solid_faces[6]..cutout_end` are cutout.
+    cutout_end: u32,
+    blended: Option<BlendedQuads>,
 }
 
 /// What one frame draws besides the chunks.
@@ -126,14 +152,115 @@ pub struct FrameExtras {
     /// The time of day's light (`buildat.ui.set_daylight`); `None`: full
     /// sun under [`super::SKY`].
     pub daylight: Option<Daylight>,
+    /// The eye is in a liquid (`Scene::underwater`): short blue fog, blue
+    /// tint.
+    pub underwater: bool,
+    /// The chunks the eye may see through open space
+    /// (`Scene::reachable_chunks`); `None`: all.
+    pub reachable: Option<Arc<HashSet<Pos>>>,
 }
 
 /// Counters of the last frame.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FrameStats {
     pub chunks_drawn: usize,
+    /// Outside the frustum, or wholly in the fog.
     pub chunks_culled: usize,
+    /// Sealed off from the eye (cave culling).
+    pub chunks_sealed: usize,
+    /// Triangles submitted (faces turned away from the eye are not).
     pub triangles: usize,
+    /// Draw calls of chunks.
+    pub draws: usize,
+}
+
+/// The blended quads' order, back to front from `eye` (all in the same
+/// space): the farthest centre first, ties in list order.
+pub fn back_to_front(centres: &[Vec3], eye: Vec3) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..centres.len() as u32).collect();
+    let distance = |q: &u32| centres[*q as usize].distance_squared(eye);
+    order.sort_by(|a, b| distance(b).total_cmp(&distance(a)));
+    order
+}
+
+/// The centre of each quad (4 vertices) of `vertices`.
+pub fn quad_centres(vertices: &[Vertex]) -> Vec<Vec3> {
+    vertices
+        .chunks_exact(4)
+        .map(|quad| quad.iter().map(|v| Vec3::from(v.position())).sum::<Vec3>() / 4.0)
+        .collect()
+}
+
+/// Which faces of a chunk spanning `min`..`min + CHUNK_SIZE` can face
+/// `eye` (a face's quads lie in planes inside the chunk's box; +x faces
+/// are seen only from beyond their plane, so from x > min.x).
+fn faces_toward(min: Vec3, eye: Vec3) -> [bool; 6] {
+    let max = min + Vec3::splat(CHUNK_SIZE as f32);
+    [
+        eye.x > min.x,
+        eye.x < max.x,
+        eye.y > min.y,
+        eye.y < max.y,
+        eye.z > min.z,
+        eye.z < max.z,
+    ]
+}
+
+/// Whether the box `min`..`max` lies wholly beyond the fog's end from `eye`
+/// (`fog`: start, end, 1 for distances in 3D else horizontal), so it would
+/// be drawn in the fog's colour alone.
+fn in_fog(min: Vec3, max: Vec3, eye: Vec3, fog: [f32; 3]) -> bool {
+    let mut nearest = eye.clamp(min, max) - eye;
+    if fog[2] < 0.5 {
+        nearest.y = 0.0;
+    }
+    nearest.length() > fog[1] + 0.5
+}
+
+/// A growable GPU buffer written with `queue.write_buffer`.
+struct Growing {
+    buffer: wgpu::Buffer,
+    capacity: u64,
+    label: &'static str,
+    usage: wgpu::BufferUsages,
+}
+
+impl Growing {
+    fn new(device: &wgpu::Device, label: &'static str, usage: wgpu::BufferUsages) -> Self {
+        let capacity = 4096;
+        Self {
+            buffer: Self::create(device, label, usage, capacity),
+            capacity,
+            label,
+            usage,
+        }
+    }
+
+    fn create(
+        device: &wgpu::Device,
+        label: &str,
+        usage: wgpu::BufferUsages,
+        size: u64,
+    ) -> wgpu::Buffer {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size,
+            usage: usage | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// Writes `bytes` at the start, growing the buffer first if needed.
+    fn write(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, bytes: &[u8]) {
+        let needed = bytes.len() as u64;
+        if needed > self.capacity {
+            self.capacity = needed.next_power_of_two();
+            self.buffer = Self::create(device, self.label, self.usage, self.capacity);
+        }
+        if !bytes.is_empty() {
+            queue.write_buffer(&self.buffer, 0, bytes);
+        }
+    }
 }
 
 pub struct Renderer {
@@ -144,16 +271,41 @@ pub struct Renderer {
     bind_layout: wgpu::BindGroupLayout,
     bind_group: Option<wgpu::BindGroup>,
     sampler: wgpu::Sampler,
-    chunk_pipeline: wgpu::RenderPipeline,
+    solid_pipeline: wgpu::RenderPipeline,
+    cutout_pipeline: wgpu::RenderPipeline,
+    blended_pipeline: wgpu::RenderPipeline,
     world_triangles: wgpu::RenderPipeline,
     world_lines: wgpu::RenderPipeline,
     screen_triangles: wgpu::RenderPipeline,
     chunks: HashMap<Pos, GpuChunk>,
+    /// (0,1,2, 0,2,3) + 4k for every quad k below `quad_capacity`.
+    quad_indices: wgpu::Buffer,
+    quad_capacity: u32,
+    /// The origins of the chunks drawn this frame, one per instance.
+    instances: Growing,
+    /// This frame's flat vertices: boxes, outline, overlay.
+    flat: Growing,
     depth: Option<(u32, u32, wgpu::TextureView)>,
     atlas_version: u64,
+    /// Models in the world (`models`: the frontends place them, then
+    /// `draw` prepares and draws them after the opaque terrain).
+    pub models: super::models::ModelRenderer,
     /// The UI's textured quads (`ui_gpu`: the frontends set them, `draw`
     /// draws them last).
     pub ui: super::ui_gpu::UiLayer,
+}
+
+/// How a pipeline treats depth, culling and blending.
+struct PipelineKind<'a> {
+    label: &'a str,
+    vertex_entry: &'a str,
+    fragment_entry: &'a str,
+    buffers: &'a [Option<wgpu::VertexBufferLayout<'a>>],
+    topology: wgpu::PrimitiveTopology,
+    depth_write: bool,
+    depth_test: bool,
+    cull: bool,
+    blend: Option<wgpu::BlendState>,
 }
 
 impl Renderer {
@@ -165,7 +317,7 @@ impl Renderer {
         });
         let globals = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("globals"),
-            size: 128,
+            size: GLOBALS_BYTES,
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
@@ -213,40 +365,46 @@ impl Renderer {
             min_filter: wgpu::FilterMode::Nearest,
             ..Default::default()
         });
-        let chunk_attributes =
-            wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x2, 2 => Uint32, 3 => Uint32];
+        let chunk_attributes = wgpu::vertex_attr_array![0 => Uint32x2];
+        let instance_attributes = wgpu::vertex_attr_array![1 => Float32x4];
+        let chunk_buffers = [
+            Some(wgpu::VertexBufferLayout {
+                array_stride: VERTEX_BYTES as u64,
+                step_mode: wgpu::VertexStepMode::Vertex,
+                attributes: &chunk_attributes,
+            }),
+            Some(wgpu::VertexBufferLayout {
+                array_stride: INSTANCE_BYTES,
+                step_mode: wgpu::VertexStepMode::Instance,
+                attributes: &instance_attributes,
+            }),
+        ];
         let flat_attributes = wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x4];
-        let pipeline = |label: &str,
-                        vertex_entry: &str,
-                        fragment_entry: &str,
-                        attributes: &[wgpu::VertexAttribute],
-                        stride: usize,
-                        topology: wgpu::PrimitiveTopology,
-                        depth: bool,
-                        cull: bool| {
+        let flat_buffers = [Some(wgpu::VertexBufferLayout {
+            array_stride: FLAT_BYTES as u64,
+            step_mode: wgpu::VertexStepMode::Vertex,
+            attributes: &flat_attributes,
+        })];
+        let pipeline = |kind: PipelineKind<'_>| {
             device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-                label: Some(label),
+                label: Some(kind.label),
                 layout: Some(&layout),
                 vertex: wgpu::VertexState {
                     module: &shader,
-                    entry_point: Some(vertex_entry),
+                    entry_point: Some(kind.vertex_entry),
                     compilation_options: Default::default(),
-                    buffers: &[Some(wgpu::VertexBufferLayout {
-                        array_stride: stride as u64,
-                        step_mode: wgpu::VertexStepMode::Vertex,
-                        attributes,
-                    })],
+                    buffers: kind.buffers,
                 },
                 primitive: wgpu::PrimitiveState {
-                    topology,
+                    topology: kind.topology,
                     front_face: wgpu::FrontFace::Ccw,
-                    cull_mode: cull.then_some(wgpu::Face::Back),
+                    cull_mode: kind.cull.then_some(wgpu::Face::Back),
                     ..Default::default()
                 },
                 depth_stencil: Some(wgpu::DepthStencilState {
                     format: DEPTH_FORMAT,
-                    depth_write_enabled: Some(depth),
-                    depth_compare: Some(if depth {
+                    depth_write_enabled: Some(kind.depth_write),
+                    depth_compare: Some(if kind.depth_test {
                         wgpu::CompareFunction::LessEqual
                     } else {
                         wgpu::CompareFunction::Always
@@ -257,11 +415,11 @@ impl Renderer {
                 multisample: Default::default(),
                 fragment: Some(wgpu::FragmentState {
                     module: &shader,
-                    entry_point: Some(fragment_entry),
+                    entry_point: Some(kind.fragment_entry),
                     compilation_options: Default::default(),
                     targets: &[Some(wgpu::ColorTargetState {
                         format,
-                        blend: Some(wgpu::BlendState::ALPHA_BLENDING),
+                        blend: kind.blend,
                         write_mask: wgpu::ColorWrites::ALL,
                     })],
                 }),
@@ -270,46 +428,50 @@ impl Renderer {
             })
         };
         use wgpu::PrimitiveTopology::{LineList, TriangleList};
-        let chunk_pipeline = pipeline(
-            "chunks",
-            "vs_chunk",
-            "fs_chunk",
-            &chunk_attributes,
-            VERTEX_BYTES,
-            TriangleList,
-            true,
-            true,
-        );
-        let world_triangles = pipeline(
-            "boxes",
-            "vs_world_flat",
-            "fs_flat",
-            &flat_attributes,
-            FLAT_BYTES,
-            TriangleList,
-            true,
-            true,
-        );
-        let world_lines = pipeline(
-            "outline",
-            "vs_world_flat",
-            "fs_flat",
-            &flat_attributes,
-            FLAT_BYTES,
-            LineList,
-            true,
-            false,
-        );
-        let screen_triangles = pipeline(
+        let alpha = Some(wgpu::BlendState::ALPHA_BLENDING);
+        let chunk = |label, fragment_entry, depth_write, cull, blend| PipelineKind {
+            label,
+            vertex_entry: "vs_chunk",
+            fragment_entry,
+            buffers: &chunk_buffers,
+            topology: TriangleList,
+            depth_write,
+            depth_test: true,
+            cull,
+            blend,
+        };
+        let flat = |label, vertex_entry, topology, depth: bool, cull| PipelineKind {
+            label,
+            vertex_entry,
+            fragment_entry: "fs_flat",
+            buffers: &flat_buffers,
+            topology,
+            depth_write: depth,
+            depth_test: depth,
+            cull,
+            blend: alpha,
+        };
+        // Solid: no blending (cheaper, and the colour needs no read).
+        let solid_pipeline = pipeline(chunk("solid chunks", "fs_chunk", true, true, None));
+        let cutout_pipeline = pipeline(chunk("cutout chunks", "fs_cutout", true, false, None));
+        // Blended: both sides (water seen from below), tested against the
+        // opaque depth, not written (what is behind another blended quad
+        // still shows through it).
+        let blended_pipeline = pipeline(chunk("blended chunks", "fs_blended", false, false, alpha));
+        let world_triangles = pipeline(flat("boxes", "vs_world_flat", TriangleList, true, true));
+        let world_lines = pipeline(flat("outline", "vs_world_flat", LineList, true, false));
+        let screen_triangles = pipeline(flat(
             "overlay",
             "vs_screen_flat",
-            "fs_flat",
-            &flat_attributes,
-            FLAT_BYTES,
             TriangleList,
             false,
             false,
-        );
+        ));
+        let quad_capacity = 1024;
+        let quad_indices = Self::quad_index_buffer(&device, quad_capacity);
+        let instances = Growing::new(&device, "chunk origins", wgpu::BufferUsages::VERTEX);
+        let flat = Growing::new(&device, "flat vertices", wgpu::BufferUsages::VERTEX);
+        let models = super::models::ModelRenderer::new(&device, format, DEPTH_FORMAT);
         let ui = super::ui_gpu::UiLayer::new(&device, &queue, format);
         Self {
             device,
@@ -319,15 +481,30 @@ impl Renderer {
             bind_layout,
             bind_group: None,
             sampler,
-            chunk_pipeline,
+            solid_pipeline,
+            cutout_pipeline,
+            blended_pipeline,
             world_triangles,
             world_lines,
             screen_triangles,
             chunks: HashMap::new(),
+            quad_indices,
+            quad_capacity,
+            instances,
+            flat,
             depth: None,
             atlas_version: 0,
+            models,
             ui,
         }
+    }
+
+    fn quad_index_buffer(device: &wgpu::Device, quads: u32) -> wgpu::Buffer {
+        device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("quad indices"),
+            contents: &index_bytes((0..quads).flat_map(quad_indices)),
+            usage: wgpu::BufferUsages::INDEX,
+        })
     }
 
     pub fn format(&self) -> wgpu::TextureFormat {
@@ -406,30 +583,66 @@ impl Renderer {
             self.chunks.remove(&chunk);
             return;
         };
-        let all: Vec<Vertex> = mesh.vertices().copied().collect();
-        let quad_indices: Vec<u32> = (0..all.len() as u32 / 4)
-            .flat_map(|q| [0, 1, 2, 0, 2, 3].map(|i| 4 * q + i))
-            .collect();
+        // Solid quads grouped by face (a stable counting sort: the mesher's
+        // order within a face is kept).
+        let solid: Vec<&[Vertex]> = mesh.solid.chunks_exact(4).collect();
+        let mut solid_faces = [0u32; 7];
+        for quad in &solid {
+            solid_faces[quad[0].face().min(5) + 1] += 1;
+        }
+        for f in 0..6 {
+            solid_faces[f + 1] += solid_faces[f];
+        }
+        let mut grouped: Vec<&Vertex> = Vec::with_capacity(mesh.solid.len());
+        for f in 0..6 {
+            grouped.extend(
+                solid
+                    .iter()
+                    .filter(|q| q[0].face().min(5) == f)
+                    .flat_map(|q| q.iter()),
+            );
+        }
+        let solid_quads = solid_faces[6];
+        let cutout_end = solid_quads + (mesh.cutout.len() / 4) as u32;
+        let blended_quads = (mesh.blended.len() / 4) as u32;
+        let bytes = vertex_bytes(
+            grouped
+                .into_iter()
+                .chain(mesh.cutout.iter())
+                .chain(mesh.blended.iter()),
+        );
         let vertices = self
             .device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("chunk vertices"),
-                contents: &vertex_bytes(chunk, &all),
+                contents: &bytes,
                 usage: wgpu::BufferUsages::VERTEX,
             });
-        let indices = self
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("chunk indices"),
-                contents: &index_bytes(&quad_indices),
-                usage: wgpu::BufferUsages::INDEX,
-            });
+        let largest = solid_quads.max(cutout_end - solid_quads);
+        if largest > self.quad_capacity {
+            self.quad_capacity = largest.next_power_of_two();
+            self.quad_indices = Self::quad_index_buffer(&self.device, self.quad_capacity);
+        }
+        let blended = (blended_quads > 0).then(|| BlendedQuads {
+            first: cutout_end,
+            centres: quad_centres(&mesh.blended),
+            indices: self
+                .device
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("blended indices"),
+                    contents: &index_bytes((0..blended_quads).flat_map(quad_indices)),
+                    usage: wgpu::BufferUsages::INDEX | wgpu::BufferUsages::COPY_DST,
+                }),
+            sorted_for: None,
+        });
         self.chunks.insert(
             chunk,
             GpuChunk {
+                origin: Vec3::from(chunk_origin(chunk).map(|c| c as f32)),
                 vertices,
-                indices,
-                count: u32::try_from(quad_indices.len()).unwrap_or(u32::MAX),
+                solid_faces,
+                cutout_end,
+                blended,
             },
         );
     }
@@ -469,33 +682,106 @@ impl Renderer {
             .daylight
             .map_or((1.0, super::SKY), |d| (d.sun, d.sky));
         let light = Vec3::from(LIGHT).normalize();
+        let (clear, fog, fog_colour, tint) = if extras.underwater {
+            let dim = sun.clamp(0.15, 1.0);
+            let water = WATER_FOG.map(|c| c * dim);
+            (
+                water,
+                [WATER_FOG_RANGE[0], WATER_FOG_RANGE[1], 1.0],
+                water,
+                WATER_TINT,
+            )
+        } else {
+            (sky, [view_radius * 0.6, view_radius, 0.0], sky, [1.0; 3])
+        };
         let mut uniform: Vec<f32> = view_projection.to_cols_array().to_vec();
         uniform.extend_from_slice(&[camera.eye.x, camera.eye.y, camera.eye.z, 1.0]);
         uniform.extend_from_slice(&[sky[0], sky[1], sky[2], 1.0]);
-        uniform.extend_from_slice(&[view_radius * 0.6, view_radius, 0.0, 0.0]);
+        uniform.extend_from_slice(&[fog[0], fog[1], fog[2], 0.0]);
         uniform.extend_from_slice(&[light.x, light.y, light.z, sun]);
+        uniform.extend_from_slice(&[fog_colour[0], fog_colour[1], fog_colour[2], 1.0]);
+        uniform.extend_from_slice(&[tint[0], tint[1], tint[2], 1.0]);
         let bytes: Vec<u8> = uniform.iter().flat_map(|f| f.to_le_bytes()).collect();
         self.queue.write_buffer(&self.globals, 0, &bytes);
+        self.models.prepare(
+            &self.device,
+            &self.queue,
+            view_projection,
+            camera.eye,
+            fog_colour,
+            [fog[0], fog[1]],
+            light,
+            sun,
+        );
 
         let depth = self.depth_view(width, height);
         let frustum = Frustum::new(view_projection);
         let mut stats = FrameStats::default();
-        let flat_buffer = |label: &str, vertices: &[FlatVertex]| {
-            (!vertices.is_empty()).then(|| {
-                (
-                    self.device
-                        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                            label: Some(label),
-                            contents: &flat_bytes(vertices),
-                            usage: wgpu::BufferUsages::VERTEX,
-                        }),
-                    u32::try_from(vertices.len()).unwrap_or(0),
-                )
-            })
-        };
-        let boxes = flat_buffer("boxes", &extras.world_triangles);
-        let lines = flat_buffer("outline", &extras.world_lines);
-        let overlay = flat_buffer("overlay", &extras.screen_triangles);
+
+        // The chunks in view, near to far, each with its instance slot.
+        let eye = camera.eye;
+        let half = Vec3::splat(CHUNK_SIZE as f32 / 2.0);
+        let mut visible: Vec<(f32, Pos)> = Vec::with_capacity(self.chunks.len());
+        for (chunk, gpu) in &self.chunks {
+            let min = gpu.origin;
+            let max = min + Vec3::splat(CHUNK_SIZE as f32);
+            if !frustum.intersects_box(min, max) || in_fog(min, max, eye, fog) {
+                stats.chunks_culled += 1;
+                continue;
+            }
+            if extras
+                .reachable
+                .as_ref()
+                .is_some_and(|r| !r.contains(chunk))
+            {
+                stats.chunks_sealed += 1;
+                continue;
+            }
+            visible.push(((min + half).distance_squared(eye), *chunk));
+        }
+        visible.sort_by(|a, b| a.0.total_cmp(&b.0));
+        stats.chunks_drawn = visible.len();
+        let mut origins = Vec::with_capacity(visible.len() * INSTANCE_BYTES as usize);
+        for (_, chunk) in &visible {
+            let origin = self.chunks.get(chunk).map_or(Vec3::ZERO, |g| g.origin);
+            for f in [origin.x, origin.y, origin.z, 1.0] {
+                origins.extend_from_slice(&f.to_le_bytes());
+            }
+        }
+        self.instances.write(&self.device, &self.queue, &origins);
+
+        // Blended quads re-sorted where the eye entered another voxel.
+        let eye_voxel = eye.floor().as_ivec3();
+        for (_, chunk) in &visible {
+            let Some(gpu) = self.chunks.get_mut(chunk) else {
+                continue;
+            };
+            let Some(blended) = &mut gpu.blended else {
+                continue;
+            };
+            let here = (eye_voxel - gpu.origin.as_ivec3()).to_array();
+            if blended.sorted_for == Some(here) {
+                continue;
+            }
+            blended.sorted_for = Some(here);
+            let order = back_to_front(&blended.centres, eye - gpu.origin);
+            let bytes = index_bytes(order.into_iter().flat_map(quad_indices));
+            self.queue.write_buffer(&blended.indices, 0, &bytes);
+        }
+
+        // The flat vertices, one buffer: boxes, outline, overlay.
+        let mut flat = Vec::new();
+        let mut ranges = Vec::with_capacity(3);
+        for vertices in [
+            &extras.world_triangles,
+            &extras.world_lines,
+            &extras.screen_triangles,
+        ] {
+            let first = (flat.len() / FLAT_BYTES) as u32;
+            flat_bytes(vertices, &mut flat);
+            ranges.push(first..(flat.len() / FLAT_BYTES) as u32);
+        }
+        self.flat.write(&self.device, &self.queue, &flat);
 
         let mut encoder = self
             .device
@@ -511,9 +797,9 @@ impl Renderer {
                     resolve_target: None,
                     ops: wgpu::Operations {
                         load: wgpu::LoadOp::Clear(wgpu::Color {
-                            r: f64::from(sky[0]),
-                            g: f64::from(sky[1]),
-                            b: f64::from(sky[2]),
+                            r: f64::from(clear[0]),
+                            g: f64::from(clear[1]),
+                            b: f64::from(clear[2]),
                             a: 1.0,
                         }),
                         store: wgpu::StoreOp::Store,
@@ -533,30 +819,101 @@ impl Renderer {
             });
             if let Some(bind_group) = &self.bind_group {
                 pass.set_bind_group(0, bind_group, &[]);
-                pass.set_pipeline(&self.chunk_pipeline);
-                let size = CHUNK_SIZE as f32;
-                for (chunk, gpu) in &self.chunks {
-                    let min = Vec3::from(chunk_origin(*chunk).map(|c| c as f32));
-                    if !frustum.intersects_box(min, min + Vec3::splat(size)) {
-                        stats.chunks_culled += 1;
+                pass.set_index_buffer(self.quad_indices.slice(..), wgpu::IndexFormat::Uint32);
+                pass.set_vertex_buffer(1, self.instances.buffer.slice(..));
+                // Solid, near to far, only the faces turned to the eye.
+                pass.set_pipeline(&self.solid_pipeline);
+                for (slot, (_, chunk)) in visible.iter().enumerate() {
+                    let Some(gpu) = self.chunks.get(chunk) else {
+                        continue;
+                    };
+                    let toward = faces_toward(gpu.origin, eye);
+                    let mut bound = false;
+                    let mut f = 0;
+                    while f < 6 {
+                        if !toward[f] {
+                            f += 1;
+                            continue;
+                        }
+                        // Runs of faces drawn together.
+                        let start = gpu.solid_faces[f];
+                        while f < 6 && toward[f] {
+                            f += 1;
+                        }
+                        let end = gpu.solid_faces[f];
+                        if end == start {
+                            continue;
+                        }
+                        if !bound {
+                            pass.set_vertex_buffer(0, gpu.vertices.slice(..));
+                            bound = true;
+                        }
+                        let slot = slot as u32;
+                        pass.draw_indexed(start * 6..end * 6, 0, slot..slot + 1);
+                        stats.draws += 1;
+                        stats.triangles += (end - start) as usize * 2;
+                    }
+                }
+                // Cutout (leaves), both sides.
+                pass.set_pipeline(&self.cutout_pipeline);
+                for (slot, (_, chunk)) in visible.iter().enumerate() {
+                    let Some(gpu) = self.chunks.get(chunk) else {
+                        continue;
+                    };
+                    let quads = gpu.cutout_end - gpu.solid_faces[6];
+                    if quads == 0 {
                         continue;
                     }
-                    stats.chunks_drawn += 1;
-                    stats.triangles += gpu.count as usize / 3;
                     pass.set_vertex_buffer(0, gpu.vertices.slice(..));
-                    pass.set_index_buffer(gpu.indices.slice(..), wgpu::IndexFormat::Uint32);
-                    pass.draw_indexed(0..gpu.count, 0, 0..1);
+                    let base = (gpu.solid_faces[6] * 4) as i32;
+                    let slot = slot as u32;
+                    pass.draw_indexed(0..quads * 6, base, slot..slot + 1);
+                    stats.draws += 1;
+                    stats.triangles += quads as usize * 2;
                 }
-                for (pipeline, buffer) in [
-                    (&self.world_triangles, &boxes),
-                    (&self.world_lines, &lines),
-                    (&self.screen_triangles, &overlay),
+                // ---- Hook (E): models are drawn here, after the opaque
+                // terrain and before anything blended. They set their own
+                // pipeline and bind groups; the flat draws below set theirs.
+                let model_triangles = self.models.draw(&mut pass);
+                stats.triangles += model_triangles;
+                stats.draws += usize::from(model_triangles > 0);
+
+                // Boxes and the outline.
+                pass.set_vertex_buffer(0, self.flat.buffer.slice(..));
+                for (pipeline, range) in [
+                    (&self.world_triangles, &ranges[0]),
+                    (&self.world_lines, &ranges[1]),
                 ] {
-                    if let Some((buffer, count)) = buffer {
+                    if !range.is_empty() {
                         pass.set_pipeline(pipeline);
-                        pass.set_vertex_buffer(0, buffer.slice(..));
-                        pass.draw(0..*count, 0..1);
+                        pass.draw(range.clone(), 0..1);
                     }
+                }
+                // Blended, far to near, each chunk's quads far to near.
+                pass.set_bind_group(0, bind_group, &[]);
+                pass.set_pipeline(&self.blended_pipeline);
+                pass.set_vertex_buffer(1, self.instances.buffer.slice(..));
+                for (slot, (_, chunk)) in visible.iter().enumerate().rev() {
+                    let Some(gpu) = self.chunks.get(chunk) else {
+                        continue;
+                    };
+                    let Some(blended) = &gpu.blended else {
+                        continue;
+                    };
+                    let quads = blended.centres.len() as u32;
+                    pass.set_vertex_buffer(0, gpu.vertices.slice(..));
+                    pass.set_index_buffer(blended.indices.slice(..), wgpu::IndexFormat::Uint32);
+                    let base = (blended.first * 4) as i32;
+                    let slot = slot as u32;
+                    pass.draw_indexed(0..quads * 6, base, slot..slot + 1);
+                    stats.draws += 1;
+                    stats.triangles += quads as usize * 2;
+                }
+                // The overlay, on top of everything.
+                if !ranges[2].is_empty() {
+                    pass.set_pipeline(&self.screen_triangles);
+                    pass.set_vertex_buffer(0, self.flat.buffer.slice(..));
+                    pass.draw(ranges[2].clone(), 0..1);
                 }
                 // ---- Hook (W): the UI (icons, images) is drawn here, last.
                 self.ui.draw(&mut pass);
@@ -699,4 +1056,64 @@ pub fn render_target(
         usage,
         view_formats: &[],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blended_quads_are_drawn_farthest_first() {
+        let centres = [
+            Vec3::new(1.0, 0.0, 0.0),
+            Vec3::new(5.0, 0.0, 0.0),
+            Vec3::new(3.0, 0.0, 0.0),
+            Vec3::new(-4.0, 0.0, 0.0),
+        ];
+        assert_eq!(back_to_front(&centres, Vec3::ZERO), vec![1, 3, 2, 0]);
+        // From the other side the order turns round.
+        assert_eq!(
+            back_to_front(&centres, Vec3::new(6.0, 0.0, 0.0)),
+            vec![3, 0, 2, 1]
+        );
+        assert!(back_to_front(&[], Vec3::ZERO).is_empty());
+    }
+
+    #[test]
+    fn a_quads_centre_is_the_mean_of_its_corners() {
+        let quad = |x0: u32, y: u32, lowered: bool| {
+            [[x0, y, 0], [x0 + 2, y, 0], [x0 + 2, y, 1], [x0, y, 1]]
+                .map(|p| Vertex::pack(p, 2, 3, lowered, 0, 60, 0))
+        };
+        let mut vertices = quad(0, 4, false).to_vec();
+        vertices.extend(quad(10, 4, true));
+        let centres = quad_centres(&vertices);
+        assert_eq!(centres.len(), 2);
+        assert_eq!(centres[0], Vec3::new(1.0, 4.0, 0.5));
+        assert_eq!(centres[1], Vec3::new(11.0, 3.875, 0.5));
+    }
+
+    #[test]
+    fn only_faces_that_can_face_the_eye_are_drawn() {
+        let min = Vec3::new(32.0, 0.0, -32.0);
+        // From beyond the chunk's -x side, below it, inside its z span.
+        let eye = Vec3::new(10.0, -5.0, -10.0);
+        assert_eq!(
+            faces_toward(min, eye),
+            [false, true, false, true, true, true]
+        );
+        // From inside, every face can.
+        assert_eq!(faces_toward(min, min + Vec3::splat(3.0)), [true; 6]);
+    }
+
+    #[test]
+    fn chunks_wholly_in_the_fog_are_skipped() {
+        let (min, max) = (Vec3::new(64.0, -32.0, 0.0), Vec3::new(96.0, 0.0, 32.0));
+        let eye = Vec3::new(0.0, 100.0, 16.0);
+        // Horizontally 64 away: inside a fog ending at 70, not at 60.
+        assert!(!in_fog(min, max, eye, [40.0, 70.0, 0.0]));
+        assert!(in_fog(min, max, eye, [30.0, 60.0, 0.0]));
+        // In 3D (under water) the height counts too.
+        assert!(in_fog(min, max, eye, [40.0, 70.0, 1.0]));
+    }
 }

@@ -9,7 +9,9 @@
 //! when its light changes), the registry and `client_data` files, the atlas built
 //! from them, meshing through the worker thread (a chunk is remeshed when
 //! it changes, with the neighbours an edit at its border touches), the
-//! latest UI state, and the view radius estimated from what is held.
+//! latest UI state, the view radius estimated from what is held, what
+//! the eye is in (under water: the renderer's blue fog), and which chunks
+//! it may see through open space (`visibility`, kept per chunk here).
 //! - `mesh`: the chunk mesher and its worker thread.
 //! - `atlas`: textures into layers, per-type layers per face.
 //! - `camera`: matrices and the frustum.
@@ -17,6 +19,7 @@
 //! - `models`: glTF models (players, creatures): reading, animating, drawing.
 //! - `player`: client-side movement, collision and the crosshair's ray.
 //! - `gpu`: the device, pipelines, buffers and one frame's drawing.
+//! - `visibility`: cave culling (chunks sealed off from the eye).
 //! - `overlay`: the 2D layer: crosshair, text, hotbar.
 //! - `offscreen`, `window`: the two frontends.
 //!
@@ -33,6 +36,7 @@ pub mod offscreen;
 pub mod overlay;
 pub mod player;
 pub mod ui_gpu;
+pub mod visibility;
 pub mod window;
 
 use std::collections::{HashMap, HashSet};
@@ -52,6 +56,10 @@ use mesh::{ChunkLight, ChunkMesh, ChunkVoxels, Kind, MeshJob, Mesher, Neighbourh
 /// of arrivals is meshed once each, nearest first, with its neighbours
 /// as they are by then.
 const MAX_IN_FLIGHT: usize = 2;
+
+/// Chunks whose [`visibility::Connectivity`] is filled per frame at most
+/// (the rest count as open until their turn).
+const MAX_FILLS_PER_FRAME: usize = 32;
 
 /// Sky colour (linear RGB), also the fog's.
 pub const SKY: [f32; 3] = [0.45, 0.66, 0.92];
@@ -123,6 +131,13 @@ pub struct Scene {
     /// Edits drawn, by frames from the one that received the update to the
     /// one that draws it: 1, 2, more.
     pub edit_latency: [u64; 3],
+    /// Which faces each held chunk's open space joins (filled lazily).
+    connectivity: HashMap<Pos, visibility::Connectivity>,
+    /// Bumped whenever a chunk or the atlas changes.
+    world_version: u64,
+    /// The last [`Self::reachable_chunks`]: from which chunk, at which
+    /// world version.
+    reach_cache: Option<(Pos, u64, Arc<HashSet<Pos>>)>,
 }
 
 impl Scene {
@@ -174,21 +189,24 @@ impl Scene {
             frame: 0,
             edit_received_at: HashMap::new(),
             edit_latency: [0; 3],
+            connectivity: HashMap::new(),
+            world_version: 0,
+            reach_cache: None,
         })
     }
 
     /// A `client_data` file the session received (models read theirs).
+    /// Every `client_data` file received, by full name.
+    pub fn files(&self) -> &HashMap<String, Arc<[u8]>> {
+        &self.files
+    }
+
     pub fn file(&self, name: &str) -> Option<Arc<[u8]>> {
         self.files.get(name).cloned()
     }
 
     pub fn atlas(&self) -> Option<&Atlas> {
         self.atlas.as_ref()
-    }
-
-    /// Every `client_data` file received, by full name.
-    pub fn files(&self) -> &HashMap<String, Arc<[u8]>> {
-        &self.files
     }
 
     /// A block's colour for the hotbar, from the atlas.
@@ -225,6 +243,8 @@ impl Scene {
                 }
                 ToFrontend::Chunk { chunk, voxels } => {
                     self.chunks_received += 1;
+                    self.connectivity.remove(&chunk);
+                    self.world_version += 1;
                     self.last_chunk_at = Some(Instant::now());
                     let voxels: ChunkVoxels = voxels;
                     if voxels.iter().all(|v| v & MAX_TYPE_ID == buildat_voxel::AIR) {
@@ -258,6 +278,8 @@ impl Scene {
                 }
                 ToFrontend::Unload { chunk } => {
                     self.chunks.remove(&chunk);
+                    self.connectivity.remove(&chunk);
+                    self.world_version += 1;
                     self.edit_received_at.remove(&chunk);
                     self.lights.remove(&chunk);
                     self.empty.remove(&chunk);
@@ -273,6 +295,8 @@ impl Scene {
         if rebuild_atlas && let Some(registry) = &self.registry {
             self.atlas = Some(Atlas::build(registry, &self.files));
             self.atlas_version += 1;
+            self.connectivity.clear();
+            self.world_version += 1;
             remesh.extend(self.chunks.keys().copied());
         }
         for chunk in remesh {
@@ -375,14 +399,89 @@ impl Scene {
         self.pending.is_empty() && self.dirty.is_empty()
     }
 
-    /// Whether a voxel blocks movement; `None` when its chunk is not held.
-    pub fn solid(&self, voxel: Pos) -> Option<bool> {
+    /// A held voxel's value; `None` when its chunk is not held.
+    fn voxel(&self, voxel: Pos) -> Option<u32> {
         let chunk = self.chunks.get(&chunk_of_voxel(voxel))?;
-        let value = chunk.get(index_in_chunk(voxel)).copied()?;
+        chunk.get(index_in_chunk(voxel)).copied()
+    }
+
+    /// Whether a voxel blocks movement (anything drawn but a liquid:
+    /// leaves, glass and ice too); `None` when its chunk is not held.
+    pub fn solid(&self, voxel: Pos) -> Option<bool> {
+        let value = self.voxel(voxel)?;
         Some(match &self.atlas {
-            Some(atlas) => atlas.table.kind(value) == Kind::Opaque,
+            Some(atlas) => !matches!(atlas.table.kind(value), Kind::Empty | Kind::Liquid),
             None => value & MAX_TYPE_ID != buildat_voxel::AIR,
         })
+    }
+
+    /// The held chunks `eye` may see through open space (cave culling,
+    /// [`visibility::reachable`]); `None` (draw all) before the atlas or
+    /// when the eye is outside the held chunks.
+    pub fn reachable_chunks(&mut self, eye: glam::Vec3) -> Option<Arc<HashSet<Pos>>> {
+        let atlas = self.atlas.as_ref()?;
+        let start = chunk_of_voxel(eye.floor().as_ivec3().to_array());
+        if let Some((from, version, set)) = &self.reach_cache
+            && (*from, *version) == (start, self.world_version)
+        {
+            return Some(set.clone());
+        }
+        let mut bounds: Option<(Pos, Pos)> = None;
+        for chunk in self.chunks.keys() {
+            let (min, max) = bounds.get_or_insert((*chunk, *chunk));
+            for a in 0..3 {
+                min[a] = min[a].min(chunk[a]);
+                max[a] = max[a].max(chunk[a]);
+            }
+        }
+        let (min, max) = bounds?;
+        if (0..3).any(|a| start[a] < min[a] || start[a] > max[a]) {
+            return None;
+        }
+        let mut filled = 0;
+        let mut complete = true;
+        for (chunk, voxels) in &self.chunks {
+            if self.connectivity.contains_key(chunk) {
+                continue;
+            }
+            if filled == MAX_FILLS_PER_FRAME {
+                complete = false;
+                break;
+            }
+            filled += 1;
+            let joins = if self.empty.contains(chunk) {
+                visibility::Connectivity::ALL
+            } else {
+                visibility::Connectivity::of(voxels, |v| atlas.table.kind(v) != Kind::Opaque)
+            };
+            self.connectivity.insert(*chunk, joins);
+        }
+        let connectivity = &self.connectivity;
+        let set = Arc::new(visibility::reachable(start, (min, max), |c| {
+            connectivity.get(&c).copied()
+        }));
+        if complete {
+            self.reach_cache = Some((start, self.world_version, set.clone()));
+        }
+        Some(set)
+    }
+
+    /// Whether `eye` is inside a liquid: its voxel is one, below the
+    /// lowered surface when the voxel above is not.
+    pub fn underwater(&self, eye: glam::Vec3) -> bool {
+        let Some(atlas) = &self.atlas else {
+            return false;
+        };
+        let here = eye.floor().as_ivec3().to_array();
+        let liquid = |p: Pos| {
+            self.voxel(p)
+                .is_some_and(|v| atlas.table.kind(v) == Kind::Liquid)
+        };
+        if !liquid(here) {
+            return false;
+        }
+        let above = [here[0], here[1] + 1, here[2]];
+        liquid(above) || eye.y - eye.y.floor() < 1.0 - mesh::LIQUID_DROP
     }
 
     /// The highest non-empty voxel's top in the column at (x, z), among

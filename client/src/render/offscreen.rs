@@ -107,9 +107,18 @@ pub fn run(link: FrontendLink, options: &ShotOptions) -> Result<ShotReport, Rend
     let view = texture.create_view(&Default::default());
     let mut extras = FrameExtras {
         daylight: scene.ui.daylight,
+        underwater: scene.underwater(camera.eye),
+        reachable: scene.reachable_chunks(camera.eye),
         ..FrameExtras::default()
     };
     scene.box_triangles(&mut extras.world_triangles);
+    // Models (E): where Lua set them, posed at the animations' start.
+    renderer.models.place(
+        &scene.ui.models,
+        &|name| scene.file(name),
+        0.0,
+        &mut extras.world_triangles,
+    );
     if options.overlay {
         let mut overlay = Overlay::new(width, height);
         overlay.crosshair();

@@ -1,19 +1,25 @@
-// The renderer's shaders (client/src/render/gpu.rs): chunks (texture array,
-// directional light, per-vertex ambient occlusion, the server's per-voxel
-// sunlight and block light, fog into the sky), and
-// flat-coloured geometry in the world (boxes, the target's outline) or on
-// the screen (the overlay).
+// The renderer's shaders (client/src/render/gpu.rs): chunks from packed
+// 8-byte vertices (texture array, directional light, ambient occlusion,
+// smooth sunlight and block light, fog into the sky or, under water, a
+// short blue fog and tint) in three flavours (solid, alpha-tested cutout,
+// blended), and flat-coloured geometry in the world (boxes, the target's
+// outline) or on the screen (the overlay).
 
 struct Globals {
     view_projection: mat4x4<f32>,
     eye: vec4<f32>,
-    // rgb: sky and fog colour.
+    // rgb: sky colour (the clear colour above water).
     sky: vec4<f32>,
-    // x: fog start, y: fog end (voxels from the eye).
+    // x: fog start, y: fog end (voxels from the eye); z: 1 measures the
+    // distance in 3D (under water), 0 horizontally.
     fog: vec4<f32>,
     // xyz: direction the light travels; w: the daylight (0..1, the time of
     // day's factor of the voxels' sunlight).
     light: vec4<f32>,
+    // rgb: the colour fog fades into.
+    fog_colour: vec4<f32>,
+    // rgb: every world colour is multiplied by it (blue under water).
+    tint: vec4<f32>,
 };
 
 @group(0) @binding(0) var<uniform> globals: Globals;
@@ -25,51 +31,94 @@ struct ChunkOut {
     @location(0) uv: vec2<f32>,
     @location(1) @interpolate(flat) layer: u32,
     @location(2) shade: f32,
-    @location(3) world: vec3<f32>,
+    // The position relative to the eye.
+    @location(3) relative: vec3<f32>,
 };
 
+// A packed vertex (mesh::Vertex): `a` = x 0-5, y 6-11, z 12-17, face
+// 18-20, ambient occlusion 21-22, lowered 23; `b` = layer 0-15, sunlight
+// sum 16-21, block light sum 22-27. `origin`: the chunk's corner (per
+// instance).
 @vertex
-fn vs_chunk(
-    @location(0) position: vec3<f32>,
-    @location(1) uv: vec2<f32>,
-    @location(2) layer: u32,
-    @location(3) face_ao: u32,
-) -> ChunkOut {
+fn vs_chunk(@location(0) packed: vec2<u32>, @location(1) origin: vec4<f32>) -> ChunkOut {
+    let a = packed.x;
+    let b = packed.y;
+    let lowered = f32((a >> 23u) & 1u) * 0.125;
+    let local = vec3<f32>(f32(a & 63u), f32((a >> 6u) & 63u) - lowered, f32((a >> 12u) & 63u));
+    let face = (a >> 18u) & 7u;
     var normals = array<vec3<f32>, 6>(
         vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(-1.0, 0.0, 0.0),
         vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(0.0, -1.0, 0.0),
         vec3<f32>(0.0, 0.0, 1.0), vec3<f32>(0.0, 0.0, -1.0),
     );
-    let normal = normals[face_ao & 7u];
-    let ao = f32((face_ao >> 3u) & 3u) / 3.0;
+    let normal = normals[min(face, 5u)];
+    // The texture repeats once per voxel: u, v from the position in the
+    // face's plane (v down the sides).
+    var uv: vec2<f32>;
+    if face < 2u {
+        uv = vec2<f32>(local.z, -local.y);
+    } else if face < 4u {
+        uv = vec2<f32>(local.x, local.z);
+    } else {
+        uv = vec2<f32>(local.x, -local.y);
+    }
+    let ao = f32((a >> 21u) & 3u) / 3.0;
     let diffuse = max(dot(normal, -globals.light.xyz), 0.0);
-    // The light in front of the face (bits 5-12): sunlight (its brightness
-    // scaled by the daylight) or block light, whichever is brighter, each
-    // level 0.8 times the one above, never darker than a faint ambient.
-    let voxel_light = (face_ao >> 5u) & 255u;
+    // Smooth light: each sum is of the 4 levels around the vertex; the
+    // sunlight scaled by the daylight or the block light, whichever is
+    // brighter, each level 0.8 times the one above, never darker than a
+    // faint ambient.
+    let sun_level = f32((b >> 16u) & 63u) * 0.25;
+    let block_level = f32((b >> 22u) & 63u) * 0.25;
     let daylight = clamp(globals.light.w, 0.0, 1.0);
-    let sun = pow(0.8, 15.0 - f32((voxel_light >> 4u) & 15u)) * daylight;
-    let torch = pow(0.8, 15.0 - f32(voxel_light & 15u));
+    let sun = pow(0.8, 15.0 - min(sun_level, 15.0)) * daylight;
+    let torch = pow(0.8, 15.0 - min(block_level, 15.0));
     let brightness = max(max(sun, torch), 0.05);
+    let world = origin.xyz + local;
     var out: ChunkOut;
-    out.clip = globals.view_projection * vec4<f32>(position, 1.0);
+    out.clip = globals.view_projection * vec4<f32>(world, 1.0);
     out.uv = uv;
-    out.layer = layer;
+    out.layer = b & 0xffffu;
     out.shade = (0.5 + 0.5 * diffuse) * (0.4 + 0.6 * ao) * brightness;
-    out.world = position;
+    out.relative = world - globals.eye.xyz;
     return out;
 }
 
-fn fogged(colour: vec3<f32>, world: vec3<f32>) -> vec3<f32> {
-    let distance = length(world.xz - globals.eye.xz);
-    let amount = clamp((distance - globals.fog.x) / max(globals.fog.y - globals.fog.x, 1.0), 0.0, 1.0);
-    return mix(colour, globals.sky.rgb, amount);
+// How much fog covers a point at `relative` to the eye (0..1).
+fn fog_amount(relative: vec3<f32>) -> f32 {
+    let horizontal = length(relative.xz);
+    let distance = mix(horizontal, length(relative), globals.fog.z);
+    return clamp((distance - globals.fog.x) / max(globals.fog.y - globals.fog.x, 1.0), 0.0, 1.0);
+}
+
+fn fogged(colour: vec3<f32>, relative: vec3<f32>) -> vec3<f32> {
+    return mix(colour * globals.tint.rgb, globals.fog_colour.rgb, fog_amount(relative));
 }
 
 @fragment
 fn fs_chunk(in: ChunkOut) -> @location(0) vec4<f32> {
     let texel = textureSample(tiles, tile_sampler, in.uv, in.layer);
-    return vec4<f32>(fogged(texel.rgb * in.shade, in.world), 1.0);
+    return vec4<f32>(fogged(texel.rgb * in.shade, in.relative), 1.0);
+}
+
+// Leaves: texels with alpha below one half are holes.
+@fragment
+fn fs_cutout(in: ChunkOut) -> @location(0) vec4<f32> {
+    let texel = textureSample(tiles, tile_sampler, in.uv, in.layer);
+    if texel.a < 0.5 {
+        discard;
+    }
+    return vec4<f32>(fogged(texel.rgb * in.shade, in.relative), 1.0);
+}
+
+// Water, ice, glass: blended with what is behind by the texel's alpha; the
+// fog also fades them out, so far water is the fog's colour.
+@fragment
+fn fs_blended(in: ChunkOut) -> @location(0) vec4<f32> {
+    let texel = textureSample(tiles, tile_sampler, in.uv, in.layer);
+    let fog = fog_amount(in.relative);
+    let colour = mix(texel.rgb * in.shade * globals.tint.rgb, globals.fog_colour.rgb, fog);
+    return vec4<f32>(colour, mix(texel.a, 1.0, fog));
 }
 
 struct FlatOut {
@@ -84,7 +133,7 @@ fn vs_world_flat(@location(0) position: vec3<f32>, @location(1) colour: vec4<f32
     // Boxes (players, creatures) dim with the daylight as the terrain does,
     // never below a quarter; the black outline stays black.
     let lit = max(clamp(globals.light.w, 0.0, 1.0), 0.25);
-    out.colour = vec4<f32>(fogged(colour.rgb * lit, position), colour.a);
+    out.colour = vec4<f32>(fogged(colour.rgb * lit, position - globals.eye.xyz), colour.a);
     return out;
 }
 

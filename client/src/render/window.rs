@@ -661,10 +661,24 @@ impl App {
         }
         let mut extras = FrameExtras {
             daylight: self.scene.ui.daylight,
+            underwater: self.scene.underwater(eye),
+            reachable: self.scene.reachable_chunks(eye),
             ..FrameExtras::default()
         };
         self.scene.ease_boxes(seconds);
         self.scene.box_triangles(&mut extras.world_triangles);
+        // Models (E): eased like boxes, animated by the window's clock.
+        let clock = self
+            .opened
+            .map_or(0.0, |(t, _)| now.duration_since(t).as_secs_f64());
+        gfx.renderer.models.ease(&self.scene.ui.models, seconds);
+        let scene = &self.scene;
+        gfx.renderer.models.place(
+            &scene.ui.models,
+            &|name| scene.file(name),
+            clock,
+            &mut extras.world_triangles,
+        );
         if let Some(target) = self.target {
             let min = Vec3::from(target.voxel.map(|c| c as f32)) - Vec3::splat(0.002);
             gpu::box_lines(

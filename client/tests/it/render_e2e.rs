@@ -10,6 +10,10 @@
 //!   with nothing to connect to it fails without writing a picture;
 //!   with the `daytime` module a screenshot at midnight (set on the
 //!   console) is much darker than one at noon from the same eyes;
+//!   floors seen straight down through a water voxel a bot placed differ
+//!   from the same floors dry and still differ from each other (water is
+//!   seen through, not its own colour), and an eye inside that water sees
+//!   a dark blue fog;
 //! - window: under Xvfb, the window mode starts and survives 10 s of
 //!   scripted input (keys, mouse motion, clicks, the wheel) from xdotool.
 //!
@@ -300,6 +304,200 @@ fn a_screenshot_follows_the_clients_rule_against_a_tls_server() {
     assert_ne!(out.status.code(), Some(0), "{said}");
     assert!(said.contains("no screenshot written"), "{said}");
     assert!(!nothing.exists(), "{said}");
+}
+
+/// Builds a little scene beside spawn, column A two voxels along +x of the
+/// spawn point and column B two further along +z: with `STEP` "floor" it
+/// places a stone block on B's top (A keeps its natural top: grass); with
+/// "water" a water voxel on each column's top. Either way it then prints
+/// `floors X A_Y Z B_Y` (the top voxel under each water, B at Z + 2).
+const POOL: &str = r#"
+local main = require("buildat/module/main")
+local log = buildat.Logger("pool")
+local STEP = "@STEP@"
+main.on_refused(function(reason)
+    log:error("refused: " .. tostring(reason))
+end)
+main.on_spawn(function(_, x, y, z)
+    local tx, tz = math.floor(x) + 2, math.floor(z)
+    local function top(cx, cz)
+        for ty = math.floor(y) + 8, math.floor(y) - 16, -1 do
+            local name = buildat.world.get_voxel(cx, ty, cz)
+            if name ~= nil and name ~= "air" and name ~= "water" then
+                return ty
+            end
+        end
+        return nil
+    end
+    local function try()
+        local a, b = top(tx, tz), top(tx, tz + 2)
+        if a == nil or b == nil then
+            buildat.set_timeout(0.2, try)
+            return
+        end
+        local places
+        if STEP == "floor" then
+            places = { { tx, b + 1, tz + 2, "stone" } }
+            b = b + 1
+        else
+            places = { { tx, a + 1, tz, "water" }, { tx, b + 1, tz + 2, "water" } }
+        end
+        local left = #places
+        main.on_edit(function(_, ex, ey, ez, name)
+            for _, p in ipairs(places) do
+                if p[1] == ex and p[2] == ey and p[3] == ez and p[4] == name then
+                    left -= 1
+                end
+            end
+            if left == 0 then
+                log:info("floors " .. tx .. " " .. a .. " " .. tz .. " " .. b)
+                buildat.set_timeout(0.5, buildat.disconnect)
+            end
+        end)
+        for _, p in ipairs(places) do
+            main.place(p[1], p[2], p[3], p[4])
+        end
+    end
+    try()
+end)
+"#;
+
+/// Runs the pool builder's `step`; column A's x, floor y and z, and B's
+/// floor y (at z + 2).
+fn pool(setup: &Setup, address: &str, step: &str) -> (i32, i32, i32, i32) {
+    let script = setup.script(&format!("pool-{step}.lua"), &POOL.replace("@STEP@", step));
+    let out = setup
+        .command(address, "builder", &script, &[])
+        .output()
+        .expect("run the pool builder");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("pool: floors "))
+        .unwrap_or_else(|| panic!("the pool was not built:\n{stderr}"));
+    let v: Vec<i32> = line
+        .split("floors ")
+        .nth(1)
+        .expect("floors")
+        .split(' ')
+        .map(|n| n.trim().parse().expect("coordinate"))
+        .collect();
+    (v[0], v[1], v[2], v[3])
+}
+
+/// The mean colour of the `r`-pixel square around the picture's centre.
+fn centre_mean(image: &Image, r: usize) -> [f64; 3] {
+    let (cx, cy) = (image.width / 2, image.height / 2);
+    let mut sum = [0.0; 3];
+    let mut n = 0.0;
+    for y in cy - r..cy + r {
+        for x in cx - r..cx + r {
+            let p = image.pixel(x, y);
+            for c in 0..3 {
+                sum[c] += f64::from(p[c]);
+            }
+            n += 1.0;
+        }
+    }
+    sum.map(|s| s / n)
+}
+
+fn colour_distance(a: [f64; 3], b: [f64; 3]) -> f64 {
+    (0..3).map(|c| (a[c] - b[c]).powi(2)).sum::<f64>().sqrt()
+}
+
+/// Water is seen through: looking straight down at two floors (grass, and
+/// a stone block a bot placed), then at the same floors under a water
+/// voxel each. Under water each floor's picture changes (the water is
+/// drawn), and the two wet pictures still differ as their floors do (an
+/// opaque water would look alike over both: its own colour). Then an eye
+/// inside the water sees a dark blue fog, not the sky.
+#[test]
+fn terrain_seen_through_water_differs_from_dry_terrain_and_from_water() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let setup = Setup::new();
+    let (_server, address) = setup.start(&[]);
+    let shots = setup.scratch.path();
+    let (x, a, z, b) = pool(&setup, &address, "floor");
+    // Straight down from 4 voxels above a floor's top face.
+    let above = |floor: i32, dz: i32| {
+        format!(
+            "{},{},{},0,-89.5",
+            f64::from(x) + 0.5,
+            f64::from(floor) + 5.0,
+            f64::from(z + dz) + 0.5
+        )
+    };
+    let shoot = |name: &str, camera: &str| {
+        let path = shots.join(name);
+        screenshot(&setup, &address, &path, &["--camera", camera]);
+        path
+    };
+    let dry = [
+        shoot("dry-a.png", &above(a, 0)),
+        shoot("dry-b.png", &above(b, 2)),
+    ];
+    assert_eq!(pool(&setup, &address, "water"), (x, a, z, b));
+    let wet = [
+        shoot("wet-a.png", &above(a, 0)),
+        shoot("wet-b.png", &above(b, 2)),
+    ];
+    let inside = format!(
+        "{},{},{},30,-20",
+        f64::from(x) + 0.5,
+        f64::from(a) + 1.4,
+        f64::from(z) + 0.5
+    );
+    let under = shoot("under.png", &inside);
+    if let Some(keep) = std::env::var_os("BUILDAT_TEST_KEEP_SHOTS") {
+        let keep = Path::new(&keep);
+        std::fs::create_dir_all(keep).expect("the folder for the pictures");
+        for shot in dry.iter().chain(&wet).chain([&under]) {
+            let name = shot.file_name().expect("a file name");
+            std::fs::copy(shot, keep.join(name)).expect("a picture kept");
+        }
+    }
+    let mean = |path: &Path| centre_mean(&Image::read(path), 8);
+    let (dry, wet) = (dry.map(|p| mean(&p)), wet.map(|p| mean(&p)));
+    let said = format!("dry {dry:.0?}, wet {wet:.0?}");
+    for i in 0..2 {
+        assert!(
+            colour_distance(dry[i], wet[i]) > 12.0,
+            "the water changes nothing over floor {i}: {said}"
+        );
+    }
+    let floors = colour_distance(dry[0], dry[1]);
+    assert!(floors > 25.0, "the two floors look alike: {said}");
+    // Seen through the water, the floors still differ, the same way.
+    let through = colour_distance(wet[0], wet[1]);
+    assert!(
+        through > floors * 0.2 && through > 8.0,
+        "over both floors the water looks the same (its own colour): {said}"
+    );
+    let along: f64 = (0..3)
+        .map(|c| (dry[0][c] - dry[1][c]) * (wet[0][c] - wet[1][c]))
+        .sum();
+    assert!(along > 0.0, "the floors show through reversed: {said}");
+
+    // From inside the water: a dark blue fog where the sky would be.
+    let under = Image::read(&under);
+    let mut sum = [0.0f64; 3];
+    for p in under.rgb.chunks_exact(3) {
+        for c in 0..3 {
+            sum[c] += f64::from(p[c]);
+        }
+    }
+    let [r, g, bl] = sum.map(|s| s / (under.rgb.len() / 3) as f64);
+    assert!(
+        bl > r + 30.0 && bl > g,
+        "under water the picture is not blue: mean {r:.0} {g:.0} {bl:.0}"
+    );
+    assert!(
+        !is_sky(under.pixel(0, 0)),
+        "under water the sky shows: {:?}",
+        under.pixel(0, 0)
+    );
 }
 
 /// Whether `program` runs (`program -version` or `--version`).
