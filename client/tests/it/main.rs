@@ -1,10 +1,10 @@
 //! The client's integration tests, one binary (one link) for all: the Luau
 //! sandbox (`sandbox`), the world view (`world`), the client binary against
 //! `buildat-harness`'s fake server (`cli`, `world_cli`), and against the
-//! real `buildat-server` (`e2e`, `world_e2e`, and the renderer's
-//! `render_e2e`); the rule that keeps a password off a readable path
-//! (`security`); that the client links no module ABI (`deps`). `common`
-//! is what they share.
+//! real `buildat-server` (`e2e`, `world_e2e`, the renderer's
+//! `render_e2e`, the game's chat and inventory screens `ui_e2e`); the
+//! rule that keeps a password off a readable path (`security`); that the
+//! client links no module ABI (`deps`). `common` is what they share.
 
 mod cli;
 mod common;
@@ -13,6 +13,7 @@ mod e2e;
 mod render_e2e;
 mod sandbox;
 mod security;
+mod ui_e2e;
 mod world;
 mod world_cli;
 mod world_e2e;

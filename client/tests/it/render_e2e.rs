@@ -23,12 +23,13 @@
 
 use std::io::Cursor;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use buildat_client::render::SKY;
 
 use crate::common::game::{CLIENT, Running, SERIAL, Setup, text};
+use crate::common::xvfb::{Xvfb, installed};
 
 /// A decoded screenshot: width, height, RGB rows.
 struct Image {
@@ -498,73 +499,6 @@ fn terrain_seen_through_water_differs_from_dry_terrain_and_from_water() {
         "under water the sky shows: {:?}",
         under.pixel(0, 0)
     );
-}
-
-/// Whether `program` runs (`program -version` or `--version`).
-fn installed(program: &str) -> bool {
-    ["-version", "--version"].iter().any(|flag| {
-        Command::new(program)
-            .arg(flag)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok()
-    })
-}
-
-/// An Xvfb server on a free display, killed on drop.
-struct Xvfb {
-    child: std::process::Child,
-    display: String,
-}
-
-impl Xvfb {
-    fn start() -> Self {
-        use std::io::Read;
-        let mut child = Command::new("Xvfb")
-            .args([
-                "-displayfd",
-                "1",
-                "-screen",
-                "0",
-                "1024x768x24",
-                "-nolisten",
-                "tcp",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start Xvfb");
-        let mut stdout = child.stdout.take().expect("Xvfb stdout");
-        let mut number = String::new();
-        let mut byte = [0u8; 1];
-        while stdout.read(&mut byte).unwrap_or(0) == 1 && byte[0] != b'\n' {
-            number.push(char::from(byte[0]));
-        }
-        assert!(!number.trim().is_empty(), "Xvfb did not report its display");
-        Self {
-            child,
-            display: format!(":{}", number.trim()),
-        }
-    }
-
-    fn xdotool(&self, args: &[&str]) {
-        let status = Command::new("xdotool")
-            .args(args)
-            .env("DISPLAY", &self.display)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .expect("run xdotool");
-        assert!(status.success(), "xdotool {args:?} failed");
-    }
-}
-
-impl Drop for Xvfb {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// The mean of every channel of every pixel, 0..255.

@@ -53,18 +53,8 @@ local function draw()
 		-- One bubble per breath (shown under water).
 		text = string.format("breath %d/%d %s", breath, max_breath, string.rep("o", breath))
 	end
-	if ui.set_health == nil then
-		-- A client without the health bar: hearts on the text line.
-		local hearts = string.format("hp %d/%d %s", hp, max_hp, string.rep("<3 ", math.floor((hp + 1) / 2)))
-		text = dead and text or (hearts .. (text and (" " .. text) or ""))
-	end
-	pcall(ui.set_text, TEXT_ID, text)
-	if ui.set_health ~= nil then
-		local ok, err = pcall(ui.set_health, hp, max_hp)
-		if not ok then
-			log:warning("set_health: " .. tostring(err))
-		end
-	end
+	ui.set_text(TEXT_ID, text)
+	ui.set_health(hp, max_hp)
 end
 
 buildat.sub_packet("health:state", function(data)

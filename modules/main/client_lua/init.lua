@@ -264,12 +264,7 @@ end)
 -- callbacks.
 buildat.sub_packet("main:chat_line", function(data)
 	log:info("chat: " .. data)
-	if ui.add_chat_line ~= nil then
-		local ok, err = pcall(ui.add_chat_line, data)
-		if not ok then
-			log:warning("chat line not shown: " .. tostring(err))
-		end
-	end
+	ui.add_chat_line(data)
 	call_all(chat_fns, data)
 end)
 
@@ -502,23 +497,21 @@ if graphical then
 	-- The chat: T opens the line, / opens it starting with "/" (a
 	-- command); a line typed is said (main:chat), every main:chat_line is
 	-- shown (above, in its handler).
-	if ui.open_chat ~= nil then
-		ui.bind("T", function(pressed)
-			if pressed then
-				ui.open_chat()
-			end
-		end)
-		ui.bind("Slash", function(pressed)
-			if pressed then
-				ui.open_chat("/")
-			end
-		end)
-		ui.on_chat(function(text)
-			if string.find(text, "%S") then
-				M.chat(text)
-			end
-		end)
-	end
+	ui.bind("T", function(pressed)
+		if pressed then
+			ui.open_chat()
+		end
+	end)
+	ui.bind("Slash", function(pressed)
+		if pressed then
+			ui.open_chat("/")
+		end
+	end)
+	ui.on_chat(function(text)
+		if string.find(text, "%S") then
+			M.chat(text)
+		end
+	end)
 
 	-- The inventory screens (survival): I opens the player's own (its
 	-- main list, 4 x 8, the first row the hotbar, beside its 2 x 2 craft
@@ -752,7 +745,7 @@ if graphical then
 		end)
 	end
 
-	if inv ~= nil and ui.open_screen ~= nil then
+	if inv ~= nil then
 		ui.bind("I", function(pressed)
 			if not pressed then
 				return
@@ -788,7 +781,7 @@ if graphical then
 		end
 		if button == "middle" or (button == "left" and held.E) then
 			M.use(target.x, target.y, target.z)
-			if inv ~= nil and ui.open_screen ~= nil then
+			if inv ~= nil then
 				open_voxel(target.x, target.y, target.z)
 			end
 		elseif button == "left" and held.F then
@@ -826,24 +819,15 @@ if graphical then
 		if slots == nil then
 			return
 		end
-		local names, counts, any = {}, {}, false
+		local any = false
 		for i = 1, 8 do
-			local stack = slots[i]
-			names[i] = stack and stack.name or ""
-			if stack then
+			if slots[i] then
 				any = true
-				local count = stack.count > 1 and (" x" .. stack.count) or ""
-				table.insert(counts, i .. " " .. stack.name .. count)
 			end
 		end
 		if any or hotbar_from_inventory then
 			hotbar_from_inventory = true
-			if ui.set_hotbar_slots ~= nil then
-				ui.set_hotbar_slots(shown(slots, 1, 8))
-			else
-				ui.set_hotbar(names)
-				ui.set_text("3 hotbar", table.concat(counts, "  "))
-			end
+			ui.set_hotbar_slots(shown(slots, 1, 8))
 		end
 	end
 	if inv ~= nil then

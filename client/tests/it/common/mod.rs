@@ -4,12 +4,14 @@
 //! which `cargo test --workspace` builds), building the repository's
 //! modules once into a shared build dir (artifacts are content-addressed,
 //! so copies laid out per test reuse them), copying module folders, and
-//! starting it through `buildat-harness`'s driver. The fake server is
+//! starting it through `buildat-harness`'s driver; a virtual X display
+//! and xdotool for the window tests (`xvfb`). The fake server is
 //! `buildat_harness::fake_server`.
 #![allow(dead_code)]
 
 pub mod game;
 pub mod world_data;
+pub mod xvfb;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
