@@ -109,9 +109,34 @@ local function player_of(node)
 	return name, string.unpack("<I8", peer)
 end
 
--- Every other node as a box: players their size, the rest by their vars
--- `size` (3 little-endian floats: width, height, depth) and `colour` (3
--- bytes), when they have them.
+-- Models (docs/client.md "Models"): the players' own, and a creature's
+-- when its node names one (var `model`, a client_data file).
+local PLAYER_MODEL = "main/client_data/models/player.glb"
+-- The last facing drawn per node id (degrees), kept while it stands still.
+local facing = {}
+
+-- Places node `id`'s model: facing its orientation (a turn about +y, the
+-- unturned node facing +z), or where it walks when it is unturned
+-- (players), animated by its velocity.
+local function show_model(id, node, file)
+	local qx, qy, qz, qw = node.qx or 0, node.qy or 0, node.qz or 0, node.qw or 1
+	local vx, vz = node.vx or 0, node.vz or 0
+	local yaw = facing[id] or 90
+	if qx ~= 0 or qy ~= 0 or qz ~= 0 then
+		-- Where the turn takes +z.
+		local fx = 2 * (qx * qz + qw * qy)
+		local fz = 1 - 2 * (qx * qx + qy * qy)
+		yaw = math.deg(math.atan2(fz, fx))
+	elseif vx * vx + vz * vz > 0.01 then
+		yaw = math.deg(math.atan2(vz, vx))
+	end
+	facing[id] = yaw
+	ui.set_model("node:" .. id, file, node.x, node.y, node.z, yaw, vx, node.vy or 0, vz)
+end
+
+-- Every other node as a model (players; creatures naming one) or a box:
+-- the rest by their vars `size` (3 little-endian floats: width, height,
+-- depth) and `colour` (3 bytes), when they have them.
 local function show_node(id)
 	if not graphical then
 		return
@@ -123,8 +148,13 @@ local function show_node(id)
 	local name, peer = player_of(node)
 	if name ~= nil then
 		if peer ~= me.peer then
-			ui.set_box("node:" .. id, node.x, node.y, node.z, 0.6, 1.8, 0.9, 0.35, 0.2)
+			show_model(id, node, PLAYER_MODEL)
 		end
+		return
+	end
+	local model = node.vars.model
+	if model ~= nil and #model > 0 and #model <= 256 then
+		show_model(id, node, model)
 		return
 	end
 	local w, h = 0.8, 0.8
@@ -170,6 +200,8 @@ buildat.nodes.on_removed(function(id)
 	end
 	if graphical then
 		ui.remove_box("node:" .. id)
+		ui.remove_model("node:" .. id)
+		facing[id] = nil
 	end
 end)
 
