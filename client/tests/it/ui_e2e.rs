@@ -10,13 +10,15 @@
 //!   result); a drag asks the server (`inventory:act` move) and changes
 //!   nothing until its `inventory:lists`; a click on the result crafts; a
 //!   used chest's screen opens once the server lets it and closing it
-//!   closes the chest; the health bar follows `health:state`;
+//!   (Esc, or I) closes the chest; the health bar follows `health:state`;
 //! - through the real server and real window clients under Xvfb, driven
 //!   by xdotool: a line typed into one window's chat (T, then typing, then
 //!   Enter; and a command after /) reaches a second client (a headless
-//!   bot); the inventory screen opens (I) and a stack dragged with the
-//!   mouse moves: the server's `inventory:lists` shows it in its new slot,
-//!   and after the window left, a bot of the same player finds it there.
+//!   bot); the inventory screen opens (I), a stack dragged with the mouse
+//!   moves (the server's answer and `inventory:lists` show it in its new
+//!   slot), wood dragged into the craft grid and a click on the result
+//!   make planks, and after the window left, a bot of the same player
+//!   finds both there.
 //!
 //! The window tests need a Vulkan driver (lavapipe on CI) and `Xvfb` and
 //! `xdotool`: without them they fail on CI (`CI` set) and are skipped
@@ -390,6 +392,19 @@ fn a_used_chest_opens_its_screen_once_the_server_lets_it_and_closing_closes_it()
     for c in [3i32, -4, 5] {
         expected.extend(c.to_le_bytes());
     }
+    assert_eq!(acts(&rt), [expected.clone()]);
+    // Opened again, I closes it.
+    assert!(rt.dispatch_click(Button::Middle, target).is_empty());
+    let sent = rt.take_outgoing();
+    let mut answer = sent[1].1[..4].to_vec();
+    answer.push(1);
+    assert!(rt.dispatch_packet("inventory:answer", &answer).is_empty());
+    assert_eq!(rt.ui_state().screens.len(), 1);
+    assert!(rt.dispatch_key("I", true).is_empty());
+    assert!(
+        rt.ui_state().screens.is_empty(),
+        "I closes the chest's screen"
+    );
     assert_eq!(acts(&rt), [expected]);
     // A refused open opens nothing.
     assert!(rt.dispatch_click(Button::Middle, target).is_empty());
@@ -556,7 +571,37 @@ fn grid_layout(line: &str) -> (f64, f64, f64) {
     )
 }
 
-/// Reads slot 10 of the main list of `player`, as a bot of that player.
+/// The window pixel (as xdotool's arguments) of the centre of the slot at
+/// `column`, `row` of a grid laid out at `(x, y, cell)`.
+fn slot_centre((x, y, cell): (f64, f64, f64), column: f64, row: f64) -> (String, String) {
+    (
+        format!("{}", (x + (column + 0.5) * cell).round()),
+        format!("{}", (y + (row + 0.5) * cell).round()),
+    )
+}
+
+/// Drags with the left button from one window pixel to another, in
+/// steps as a hand does.
+fn drag(xvfb: &Xvfb, window: &str, from: (String, String), to: (String, String)) {
+    let step = |a: &str, b: &str| {
+        let (a, b): (f64, f64) = (a.parse().expect("x"), b.parse().expect("x"));
+        format!("{}", ((a + b) / 2.0).round())
+    };
+    let middle = (step(&from.0, &to.0), step(&from.1, &to.1));
+    xvfb.xdotool(&["mousemove", "--window", window, &from.0, &from.1]);
+    std::thread::sleep(Duration::from_millis(300));
+    xvfb.xdotool(&["mousedown", "1"]);
+    std::thread::sleep(Duration::from_millis(300));
+    xvfb.xdotool(&["mousemove", "--window", window, &middle.0, &middle.1]);
+    std::thread::sleep(Duration::from_millis(200));
+    xvfb.xdotool(&["mousemove", "--window", window, &to.0, &to.1]);
+    std::thread::sleep(Duration::from_millis(300));
+    xvfb.xdotool(&["mouseup", "1"]);
+    std::thread::sleep(Duration::from_millis(300));
+}
+
+/// Reads slots 1 and 10 of the main list of `player`, as a bot of that
+/// player.
 const CHECKER: &str = r#"
 local inv = require("buildat/module/inventory")
 local log = buildat.Logger("checker")
@@ -574,7 +619,7 @@ end)
 "#;
 
 #[test]
-fn the_inventory_screen_opens_and_a_dragged_stack_moves() {
+fn the_inventory_screen_opens_a_dragged_stack_moves_and_a_click_on_the_result_crafts() {
     if !xvfb::available() {
         return;
     }
@@ -605,33 +650,24 @@ fn the_inventory_screen_opens_and_a_dragged_stack_moves() {
     // I opens the screen; the window logs where its grids are.
     xvfb.xdotool(&["key", "i"]);
     expect(&mut player, "screen inventory opened", "I opens the screen");
-    let layout = expect(
-        &mut player,
-        "ui: screen inventory grid me/main at ",
-        "the window lays the screen out",
-    );
-    let (x, y, cell) = grid_layout(&layout);
-    // Slot 1 (row 0, column 0) to slot 10 (row 1, column 1).
-    let centre = |column: f64, row: f64| {
-        (
-            format!("{}", (x + (column + 0.5) * cell).round()),
-            format!("{}", (y + (row + 0.5) * cell).round()),
-        )
+    let grid = |player: &mut Running, grid: &str| {
+        grid_layout(&expect(
+            player,
+            &format!("ui: screen inventory grid {grid} at "),
+            "the window lays the screen out",
+        ))
     };
-    let (fx, fy) = centre(0.0, 0.0);
-    let (tx, ty) = centre(1.0, 1.0);
+    let main = grid(&mut player, "me/main");
+    let craft = grid(&mut player, "me/craft");
+    let result = grid(&mut player, "me/=>");
     std::thread::sleep(Duration::from_millis(500));
-    xvfb.xdotool(&["mousemove", "--window", &id, &fx, &fy]);
-    std::thread::sleep(Duration::from_millis(300));
-    xvfb.xdotool(&["mousedown", "1"]);
-    std::thread::sleep(Duration::from_millis(300));
-    // In steps, as a hand drags.
-    let (mx, my) = centre(0.5, 0.5);
-    xvfb.xdotool(&["mousemove", "--window", &id, &mx, &my]);
-    std::thread::sleep(Duration::from_millis(200));
-    xvfb.xdotool(&["mousemove", "--window", &id, &tx, &ty]);
-    std::thread::sleep(Duration::from_millis(300));
-    xvfb.xdotool(&["mouseup", "1"]);
+    // Slot 1 (row 0, column 0) to slot 10 (row 1, column 1).
+    drag(
+        &xvfb,
+        &id,
+        slot_centre(main, 0.0, 0.0),
+        slot_centre(main, 1.0, 1.0),
+    );
 
     // The server's answer: the move done, and its lists with the dirt in
     // slot 10.
@@ -644,6 +680,48 @@ fn the_inventory_screen_opens_and_a_dragged_stack_moves() {
         &mut player,
         "lists of me main: 10=dirt*5",
         "the server's lists show the stack moved",
+    );
+
+    // Crafting: wood dragged into the craft grid, a click on the result
+    // (4 planks) puts them into the first empty slot of main.
+    server
+        .command(
+            "give player wood 1",
+            &["gave 1 wood"],
+            Duration::from_secs(30),
+        )
+        .expect("the console gives wood");
+    expect(
+        &mut player,
+        "lists of me main: 1=wood*1 10=dirt*5",
+        "the wood arrives",
+    );
+    drag(
+        &xvfb,
+        &id,
+        slot_centre(main, 0.0, 0.0),
+        slot_centre(craft, 1.0, 0.0),
+    );
+    expect(
+        &mut player,
+        "lists of me craft: 2=wood*1",
+        "the wood moves into the craft grid",
+    );
+    // The preview follows the lists.
+    std::thread::sleep(Duration::from_secs(1));
+    let (rx, ry) = slot_centre(result, 0.0, 0.0);
+    xvfb.xdotool(&["mousemove", "--window", &id, &rx, &ry]);
+    std::thread::sleep(Duration::from_millis(300));
+    xvfb.xdotool(&["click", "1"]);
+    expect(
+        &mut player,
+        "craft me into me main 1: done",
+        "the server crafts",
+    );
+    expect(
+        &mut player,
+        "lists of me main: 1=planks*4 10=dirt*5",
+        "the planks arrive",
     );
     assert!(player.running(), "the window closed");
     let (_, stderr) = player.finish(Duration::from_secs(1));
@@ -658,7 +736,7 @@ fn the_inventory_screen_opens_and_a_dragged_stack_moves() {
     let said = crate::common::game::text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{said}");
     assert!(
-        said.contains("checker: slot 1 empty, slot 10 dirt*5"),
+        said.contains("checker: slot 1 planks*4, slot 10 dirt*5"),
         "{said}"
     );
 }

@@ -782,8 +782,12 @@ if graphical then
 			if not pressed then
 				return
 			end
-			if screens.inventory ~= nil then
-				close_screen("inventory")
+			-- I closes whatever inventory screen is open, else opens the
+			-- player's.
+			if next(screens) ~= nil then
+				for id in pairs(screens) do
+					close_screen(id)
+				end
 			else
 				open_inventory()
 			end
