@@ -185,6 +185,7 @@ fn parse_camera(text: &str) -> Result<Camera, String> {
             eye: glam::Vec3::new(x, y, z),
             yaw,
             pitch: pitch.clamp(-89.9, 89.9),
+            fov: buildat_client::render::camera::FOV_DEGREES,
         }),
         _ => Err(format!(
             "{text:?}: expected five finite numbers X,Y,Z,YAW,PITCH"

@@ -16,6 +16,9 @@ pub struct Camera {
     pub eye: Vec3,
     pub yaw: f32,
     pub pitch: f32,
+    /// Vertical field of view, degrees ([`FOV_DEGREES`] by default; the
+    /// settings may change it).
+    pub fov: f32,
 }
 
 impl Camera {
@@ -33,7 +36,7 @@ impl Camera {
     pub fn view_projection(&self, aspect: f32, far: f32) -> Mat4 {
         // wgpu's clip space is DirectX's: depth 0..1, y up.
         let projection = glam::camera::rh::proj::directx::perspective(
-            FOV_DEGREES.to_radians(),
+            self.fov.clamp(10.0, 150.0).to_radians(),
             aspect.max(0.01),
             NEAR,
             far.max(1.0),
@@ -77,6 +80,7 @@ mod tests {
             eye: Vec3::ZERO,
             yaw: 0.0,
             pitch: 0.0,
+            fov: FOV_DEGREES,
         };
         let frustum = Frustum::new(camera.view_projection(1.5, 200.0));
         let one = Vec3::ONE;

@@ -168,5 +168,6 @@ fn default_camera(scene: &Scene) -> Camera {
         eye: feet + Vec3::new(0.0, EYE_HEIGHT as f32, 0.0),
         yaw: 0.0,
         pitch: 0.0,
+        fov: super::camera::FOV_DEGREES,
     }
 }

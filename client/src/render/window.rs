@@ -645,6 +645,7 @@ impl App {
             eye,
             yaw: self.yaw,
             pitch: self.pitch,
+            fov: super::camera::FOV_DEGREES,
         };
         self.target = player::cast_ray(&solid, eye, camera.forward(), player::REACH);
         let Some(gfx) = &mut self.gfx else { return };
