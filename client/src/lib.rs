@@ -17,6 +17,7 @@
 //! - [`frontend`]: what the session and a graphical frontend tell each other.
 //! - [`render`]: the renderer (window and offscreen), never used by bots.
 //! - [`terminal`]: server text escaped before it is printed.
+//! - [`settings`]: the window's settings file (view radius, field of view, mouse, keys).
 
 pub mod app;
 pub mod cache;
@@ -27,6 +28,7 @@ pub mod nodes;
 pub mod render;
 pub mod sandbox;
 pub mod session;
+pub mod settings;
 pub mod terminal;
 pub mod tls;
 pub mod transport;

@@ -16,6 +16,7 @@ use buildat_client::frontend;
 use buildat_client::render::camera::Camera;
 use buildat_client::render::{offscreen, window};
 use buildat_client::sandbox::{self, Level};
+use buildat_client::settings::ClientSettings;
 use buildat_client::terminal::escape;
 use buildat_client::tls as app_tls;
 use buildat_client::world;
@@ -151,6 +152,11 @@ struct Cli {
     /// No window, even with a display.
     #[arg(long)]
     headless: bool,
+    /// Play as a guest: the window asks for no name and password. Without
+    /// a password (--password-file, BUILDAT_PASSWORD) the window otherwise
+    /// asks first (not in a timed run: --quit-after).
+    #[arg(long)]
+    guest: bool,
     /// More output: -v shows verbose log lines, -vv debug ones.
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -196,7 +202,12 @@ fn parse_camera(text: &str) -> Result<Camera, String> {
 /// Which frontend draws the session.
 enum Frontend {
     None,
-    Window(window::WindowOptions),
+    /// The window, and where its login prompt's answer comes (the session
+    /// waits for it before connecting).
+    Window(
+        window::WindowOptions,
+        Option<crossbeam_channel::Receiver<window::LoginChoice>>,
+    ),
     Screenshot(offscreen::ShotOptions),
 }
 
@@ -222,11 +233,38 @@ fn frontend_from(cli: &Cli, settings: &Settings) -> Frontend {
         || cli.ascii_map
         || cli.map.is_some();
     if cli.window || (display && !headless_run) {
-        Frontend::Window(window::WindowOptions {
-            size: cli.size,
-            deadline,
-            verbose: cli.verbose > 0,
-        })
+        let settings_path = buildat_client::settings::default_path();
+        let (user_settings, warning) = settings_path
+            .as_deref()
+            .map(ClientSettings::load)
+            .unwrap_or_default();
+        if let Some(warning) = warning {
+            eprintln!("buildat-client: warning: {warning}");
+        }
+        // No password: the window asks for one (or a guest's name) first.
+        let (login, answer) =
+            if settings.password.is_none() && !cli.guest && cli.quit_after.is_none() {
+                let (reply, answer) = crossbeam_channel::bounded(1);
+                let request = window::LoginRequest {
+                    server: cli.connect.clone(),
+                    name: cli.name.clone().unwrap_or_default(),
+                    reply,
+                };
+                (Some(request), Some(answer))
+            } else {
+                (None, None)
+            };
+        Frontend::Window(
+            window::WindowOptions {
+                size: cli.size,
+                deadline,
+                verbose: cli.verbose > 0,
+                settings: user_settings,
+                settings_path,
+                login,
+            },
+            answer,
+        )
     } else {
         Frontend::None
     }
@@ -420,15 +458,37 @@ fn run_session(settings: &Settings, name: &str, label: &str, bots: bool) -> u8 {
 /// Runs the session on its own thread while `frontend` draws it on this
 /// one (a window's event loop must own the main thread); the session ends
 /// when the frontend does, and the other way round.
-fn run_with_frontend(settings: &Settings, name: &str, frontend: Frontend) -> u8 {
+fn run_with_frontend(settings: &Settings, name: &str, mut frontend: Frontend) -> u8 {
     let (session_link, frontend_link) = frontend::link();
-    let session_settings = settings.clone();
-    let session_name = name.to_string();
+    let mut session_settings = settings.clone();
+    let mut session_name = name.to_string();
+    let login = match &mut frontend {
+        Frontend::Window(_, answer) => answer.take(),
+        _ => None,
+    };
     let session = std::thread::Builder::new()
         .name("session".into())
         // Lua's C stack limit assumes a main-thread-sized stack.
         .stack_size(8 << 20)
         .spawn(move || {
+            if let Some(answer) = login {
+                // The window's login prompt first.
+                let Ok(choice) = answer.recv() else {
+                    eprintln!("buildat-client: the window closed before logging in");
+                    return EXIT_OK;
+                };
+                let security = buildat_client::transport::Security {
+                    force_tls: session_settings.force_tls,
+                    insecure_plaintext: session_settings.insecure_plaintext,
+                    has_password: choice.password.is_some(),
+                };
+                if let Err(error) = security.check() {
+                    eprintln!("buildat-client: {error}");
+                    return EXIT_USAGE;
+                }
+                session_name = choice.name;
+                session_settings.password = choice.password;
+            }
             let mut config = session_settings.config(&session_name, "", false);
             config.frontend = Some(session_link);
             let (result, summary) = app::run(config);
@@ -475,7 +535,7 @@ fn run_with_frontend(settings: &Settings, name: &str, frontend: Frontend) -> u8 
                 }
             );
         }),
-        Frontend::Window(options) => window::run(frontend_link, options).map(|report| {
+        Frontend::Window(options, _) => window::run(frontend_link, options).map(|report| {
             let cpu = report
                 .cpu_ms_per_frame
                 .map_or_else(|| "unknown".to_string(), |ms| format!("{ms:.1} ms"));

@@ -361,6 +361,8 @@ pub struct UiView {
     /// The focused field and the text typed into each field of the top screen.
     pub focus: Option<String>,
     pub fields: HashMap<String, String>,
+    /// Fields whose text is drawn as stars (a password).
+    pub masked: Vec<String>,
 }
 
 /// The UI's textured quads for a screen of `width`×`height` pixels.
@@ -370,8 +372,8 @@ pub struct UiPainter {
     pub vertices: Vec<UiVertex>,
 }
 
-const PANEL: [f32; 4] = [0.1, 0.1, 0.12, 0.92];
-const SLOT: [f32; 4] = [0.28, 0.28, 0.31, 1.0];
+const PANEL: [f32; 4] = [0.02, 0.02, 0.025, 0.9];
+const SLOT: [f32; 4] = [0.16, 0.16, 0.18, 1.0];
 const SLOT_HOVER: [f32; 4] = [0.5, 0.5, 0.56, 1.0];
 const WHITE_TEXT: [f32; 4] = [1.0, 1.0, 1.0, 1.0];
 
@@ -732,6 +734,13 @@ impl UiPainter {
                     };
                     self.frame(b, 1.0, edge);
                     let typed = view.fields.get(id).unwrap_or(text);
+                    let stars;
+                    let typed = if view.masked.contains(id) {
+                        stars = "*".repeat(typed.chars().count());
+                        &stars
+                    } else {
+                        typed
+                    };
                     let shown = if focused {
                         format!("{typed}_")
                     } else {

@@ -10,7 +10,10 @@
 //! the frame loop. Does not own: what keys do (the game's Lua:
 //! `buildat.ui.bind`), drawing (`gpu`), physics (`player`).
 
+mod native;
+
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,9 +36,8 @@ use super::player::{self, Intent, Player};
 use super::{RenderError, Scene};
 use crate::frontend::{Button, FromFrontend, FrontendLink, Target};
 use crate::sandbox::{Action, MAX_TEXT_BYTES, Screen, WidgetKind};
+use crate::settings::{self, ClientSettings};
 
-/// Degrees of turn per pixel of mouse motion.
-const MOUSE_SENSITIVITY: f32 = 0.12;
 /// The player's position is reported at most this often.
 const MOVE_REPORT_EVERY: Duration = Duration::from_millis(100);
 
@@ -66,6 +68,27 @@ pub struct WindowOptions {
     /// Log each opened screen's layout (`-v`): `ui: screen ID grid GRID at
     /// X,Y cell C`, the pixel of each grid's top left and a cell's size.
     pub verbose: bool,
+    /// The user's settings, and the file the settings screen saves them to.
+    pub settings: ClientSettings,
+    pub settings_path: Option<PathBuf>,
+    /// Ask for a name and password before the session connects.
+    pub login: Option<LoginRequest>,
+}
+
+/// The login prompt's question: the server shown, the name offered, where
+/// the answer goes (the session waits for it before connecting).
+#[derive(Debug, Clone)]
+pub struct LoginRequest {
+    pub server: String,
+    pub name: String,
+    pub reply: crossbeam_channel::Sender<LoginChoice>,
+}
+
+/// The login prompt's answer: a name, and a password (`None`: as a guest).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoginChoice {
+    pub name: String,
+    pub password: Option<String>,
 }
 
 /// A winit key as the game binds it: letters `"A"`..`"Z"`, digits
@@ -127,6 +150,16 @@ struct App {
     dismissed: HashSet<u64>,
     /// Where a mouse button went down on a screen, and which.
     press: Option<(Hit, Button)>,
+    /// The user's settings in force.
+    settings: ClientSettings,
+    /// The window's own screen (menu, settings, login), over the game's.
+    native: Option<Screen>,
+    /// The settings being edited on the settings screen, and the action
+    /// waiting for its new key.
+    settings_edit: Option<ClientSettings>,
+    rebinding: Option<Action>,
+    /// The login prompt's question.
+    login: Option<LoginRequest>,
 }
 
 /// Runs the window until it is closed, the session ends, or the deadline.
@@ -162,7 +195,26 @@ pub fn run(link: FrontendLink, options: WindowOptions) -> Result<WindowReport, R
         screen_seen: None,
         dismissed: HashSet::new(),
         press: None,
+        settings: ClientSettings::default(),
+        native: None,
+        settings_edit: None,
+        rebinding: None,
+        login: None,
     };
+    app.settings = app.options.settings.clone();
+    if let Some(request) = app.options.login.take() {
+        app.native = Some(native::login(&request.server, &request.name, ""));
+        app.ui_view
+            .fields
+            .insert("name".into(), request.name.clone());
+        app.ui_view.focus = Some(if request.name.is_empty() {
+            "name".into()
+        } else {
+            "password".into()
+        });
+        app.ui_view.masked = vec!["password".into()];
+        app.login = Some(request);
+    }
     event_loop
         .run_app(&mut app)
         .map_err(|e| RenderError::Window(e.to_string()))?;
@@ -261,21 +313,166 @@ impl App {
         self.captured = on && grabbed;
     }
 
-    /// The screen drawn on top (the last opened that was not closed here).
+    /// The screen drawn on top: the window's own, else the last the game
+    /// opened that was not closed here.
     fn top_screen(&self) -> Option<&Screen> {
+        self.native.as_ref().or_else(|| {
+            self.scene
+                .ui
+                .screens
+                .iter()
+                .rev()
+                .find(|s| !self.dismissed.contains(&s.serial))
+        })
+    }
+
+    /// The native action of `key`: the user's choice (settings), else the
+    /// game's binding unless the user moved that action to another key.
+    fn action_of(&self, key: &str) -> Option<Action> {
+        if let Some(action) = Action::ALL
+            .into_iter()
+            .find(|a| self.settings.key_of(*a) == Some(key))
+        {
+            return Some(action);
+        }
+        let action = self.scene.ui.actions.get(key).copied()?;
+        self.settings.key_of(action).is_none().then_some(action)
+    }
+
+    /// The game's key for `action` (the first, by name).
+    fn game_key(&self, action: Action) -> Option<String> {
         self.scene
             .ui
-            .screens
+            .actions
             .iter()
-            .rev()
-            .find(|s| !self.dismissed.contains(&s.serial))
+            .find(|(_, a)| **a == action)
+            .map(|(k, _)| k.clone())
+    }
+
+    /// Opens the settings screen on a copy of the settings in force.
+    fn open_settings(&mut self) {
+        if self.login.is_some() {
+            return;
+        }
+        self.settings_edit = Some(self.settings.clone());
+        self.rebinding = None;
+        self.show_settings();
+    }
+
+    fn show_settings(&mut self) {
+        if let Some(edit) = &self.settings_edit {
+            let screen = native::settings(edit, self.rebinding, |a| self.game_key(a));
+            self.native = Some(screen);
+        }
+    }
+
+    /// Closes the window's own screen (not the login prompt).
+    fn close_native(&mut self) {
+        if self.login.is_none() {
+            self.native = None;
+            self.settings_edit = None;
+            self.rebinding = None;
+        }
+    }
+
+    /// A button of the window's own screens.
+    fn native_click(&mut self, widget: &str) {
+        match widget {
+            "resume" => self.close_native(),
+            "settings" => self.open_settings(),
+            "save" => {
+                if let Some(edit) = self.settings_edit.take() {
+                    if let Some(path) = &self.options.settings_path
+                        && let Err(error) = edit.save(path)
+                    {
+                        eprintln!(
+                            "buildat-client: cannot save the settings to {}: {error}",
+                            path.display()
+                        );
+                    }
+                    self.settings = edit;
+                }
+                self.close_native();
+            }
+            "close" => self.close_native(),
+            "login" | "guest" => self.answer_login(widget == "login"),
+            _ => {
+                let Some(edit) = &mut self.settings_edit else {
+                    return;
+                };
+                if let Some(action) = widget.strip_prefix("key:").and_then(Action::parse) {
+                    self.rebinding = Some(action);
+                } else {
+                    let (lo, hi) = settings::VIEW_RADIUS;
+                    let sens = |s: f32, f: f32| {
+                        let (lo, hi) = settings::MOUSE_SENSITIVITY;
+                        ((s * f * 100.0).round() / 100.0).clamp(lo, hi)
+                    };
+                    match widget {
+                        "radius-" => edit.view_radius = edit.view_radius.saturating_sub(1).max(lo),
+                        "radius+" => edit.view_radius = (edit.view_radius + 1).min(hi),
+                        "fov-" => edit.fov = (edit.fov - 5.0).max(settings::FOV.0),
+                        "fov+" => edit.fov = (edit.fov + 5.0).min(settings::FOV.1),
+                        "mouse-" => edit.mouse_sensitivity = sens(edit.mouse_sensitivity, 0.8),
+                        "mouse+" => edit.mouse_sensitivity = sens(edit.mouse_sensitivity, 1.25),
+                        _ => return,
+                    }
+                }
+                self.show_settings();
+            }
+        }
+    }
+
+    /// The login prompt answered: with the password typed (`login`), or
+    /// as a guest. The session connects once it has the answer.
+    fn answer_login(&mut self, with_password: bool) {
+        let Some(request) = &self.login else {
+            return;
+        };
+        let name = self
+            .ui_view
+            .fields
+            .get("name")
+            .map_or("", |n| n.trim())
+            .to_string();
+        let password = self
+            .ui_view
+            .fields
+            .get("password")
+            .cloned()
+            .unwrap_or_default();
+        let message = if name.is_empty() || name.len() > 32 {
+            "A name of 1 to 32 bytes, please"
+        } else if with_password && password.is_empty() {
+            "Type the password, or play as a guest"
+        } else {
+            ""
+        };
+        if !message.is_empty() {
+            self.native = Some(native::login(&request.server, &name, message));
+            return;
+        }
+        eprintln!(
+            "buildat-client: logging in as {name}{}",
+            if with_password { "" } else { " (a guest)" }
+        );
+        let choice = LoginChoice {
+            name,
+            password: with_password.then_some(password),
+        };
+        let _ = request.reply.send(choice);
+        self.login = None;
+        self.native = None;
+        self.ui_view.masked.clear();
+        self.ui_view.fields.clear();
+        self.ui_view.focus = None;
     }
 
     /// Releases every held key (the game's handlers hear each go up), so
     /// nothing stays pressed while the chat or a field takes the keys.
     fn release_keys(&mut self) {
         for key in std::mem::take(&mut self.held_keys) {
-            if !self.scene.ui.actions.contains_key(&key) {
+            if self.action_of(&key).is_none() {
                 let _ = self.link.to_session.send(FromFrontend::Key {
                     key,
                     pressed: false,
@@ -318,6 +515,11 @@ impl App {
                             let _ = self.link.to_session.send(FromFrontend::ChatSubmit(text));
                         }
                     }
+                    Some((screen, widget)) if screen.starts_with('@') => {
+                        // The login prompt: Enter logs in.
+                        self.ui_view.fields.insert(widget, text);
+                        self.answer_login(true);
+                    }
                     Some((screen, widget)) => {
                         self.ui_view.focus = None;
                         let _ = self.link.to_session.send(FromFrontend::FieldSubmit {
@@ -331,6 +533,14 @@ impl App {
             "Backspace" => {
                 buffer.pop();
             }
+            "Tab" if entry.as_ref().is_some_and(|(s, _)| s.starts_with('@')) => {
+                // The login prompt: from the name to the password and back.
+                let next = match self.ui_view.focus.as_deref() {
+                    Some("name") => "password",
+                    _ => "name",
+                };
+                self.ui_view.focus = Some(next.into());
+            }
             _ => {
                 for c in text.unwrap_or("").chars().filter(|c| !c.is_control()) {
                     if buffer.len() + c.len_utf8() <= MAX_TEXT_BYTES {
@@ -343,12 +553,34 @@ impl App {
     }
 
     fn key(&mut self, name: String, pressed: bool, text: Option<&str>) {
+        if let Some(action) = self.rebinding {
+            // The settings screen waits for the action's new key.
+            if pressed {
+                if name != "Escape"
+                    && let Some(edit) = &mut self.settings_edit
+                {
+                    edit.keys.insert(action.name().to_string(), name);
+                }
+                self.rebinding = None;
+                self.show_settings();
+            }
+            return;
+        }
         if self.text_key(&name, pressed, text) {
+            return;
+        }
+        if name == "F10" && pressed && self.ui_view.chat_input.is_none() {
+            match self.native.as_ref().map(|s| s.id.as_str()) {
+                Some(native::SETTINGS) => self.close_native(),
+                _ => self.open_settings(),
+            }
             return;
         }
         if let Some(screen) = self.top_screen() {
             if name == "Escape" {
-                if pressed {
+                if pressed && screen.id.starts_with('@') {
+                    self.close_native();
+                } else if pressed {
                     let (id, serial) = (screen.id.clone(), screen.serial);
                     self.dismissed.insert(serial);
                     self.press = None;
@@ -357,20 +589,21 @@ impl App {
                 }
                 return;
             }
-            if self.scene.ui.actions.contains_key(&name) {
-                return; // no walking behind a screen
+            if screen.id.starts_with('@') || self.action_of(&name).is_some() {
+                return; // no walking (or game keys) behind the window's screens
             }
         }
-        let action = self.scene.ui.actions.get(&name).copied();
+        if name == "Escape" && pressed && self.ui_view.chat_input.is_none() {
+            // Esc's menu (which frees the mouse); the game hears Esc too.
+            self.native = Some(native::menu());
+        }
+        let action = self.action_of(&name);
         if pressed {
             if !self.held_keys.insert(name.clone()) {
                 return; // auto-repeat
             }
         } else {
             self.held_keys.remove(&name);
-        }
-        if name == "Escape" && pressed && self.captured {
-            self.capture(false);
         }
         if action == Some(Action::FreeMouse) && pressed {
             let on = !self.captured;
@@ -412,8 +645,10 @@ impl App {
         let top = self.top_screen().map(|s| s.serial);
         if top != self.screen_seen {
             self.screen_seen = top;
-            self.ui_view.focus = None;
-            self.ui_view.fields.clear();
+            if self.login.is_none() {
+                self.ui_view.focus = None;
+                self.ui_view.fields.clear();
+            }
             self.ui_view.drag = None;
             self.press = None;
             match top {
@@ -517,6 +752,11 @@ impl App {
                     }
                     self.press = hit.clone().map(|h| (h, button));
                 }
+                Some(Hit::Button(widget))
+                    if button == Button::Left && screen_id.starts_with('@') =>
+                {
+                    self.native_click(widget);
+                }
                 Some(Hit::Button(widget)) if button == Button::Left => {
                     let _ = self.link.to_session.send(FromFrontend::ButtonClick {
                         screen: screen_id,
@@ -533,6 +773,15 @@ impl App {
                         .entry(widget.clone())
                         .or_insert_with(|| text.unwrap_or_default());
                     self.ui_view.focus = Some(widget.clone());
+                }
+                None if screen_id == native::MENU => {
+                    // A click beside the menu goes back to the game.
+                    let (width, height) = self.size();
+                    let panel = ScreenLayout::new(&screen, width, height).panel;
+                    let [x, y] = self.ui_view.cursor.unwrap_or([0.0, 0.0]);
+                    if !panel.contains(x, y) {
+                        self.close_native();
+                    }
                 }
                 _ => self.ui_view.focus = None,
             }
@@ -582,11 +831,9 @@ impl App {
             return Intent::default();
         }
         let held = |action: Action| {
-            self.scene
-                .ui
-                .actions
+            self.held_keys
                 .iter()
-                .any(|(key, a)| *a == action && self.held_keys.contains(key))
+                .any(|key| self.action_of(key) == Some(action))
         };
         Intent {
             forward: held(Action::Forward),
@@ -645,7 +892,7 @@ impl App {
             eye,
             yaw: self.yaw,
             pitch: self.pitch,
-            fov: super::camera::FOV_DEGREES,
+            fov: self.settings.fov,
         };
         self.target = player::cast_ray(&solid, eye, camera.forward(), player::REACH);
         let Some(gfx) = &mut self.gfx else { return };
@@ -730,7 +977,9 @@ impl App {
             _ => return,
         };
         let view = frame.texture.create_view(&Default::default());
-        let radius = self.scene.view_radius(eye.to_array());
+        // The user's drawing distance (settings) caps what is held.
+        let most = (self.settings.view_radius * buildat_voxel::geometry::CHUNK_SIZE as u32) as f32;
+        let radius = self.scene.view_radius(eye.to_array()).min(most);
         gfx.renderer
             .draw(&view, (width, height), &camera, radius, &extras);
         gfx.window.pre_present_notify();
@@ -831,8 +1080,9 @@ impl ApplicationHandler for App {
         if let DeviceEvent::MouseMotion { delta: (dx, dy) } = event
             && self.captured
         {
-            self.yaw = (self.yaw + dx as f32 * MOUSE_SENSITIVITY).rem_euclid(360.0);
-            self.pitch = (self.pitch - dy as f32 * MOUSE_SENSITIVITY).clamp(-89.0, 89.0);
+            let sensitivity = self.settings.mouse_sensitivity;
+            self.yaw = (self.yaw + dx as f32 * sensitivity).rem_euclid(360.0);
+            self.pitch = (self.pitch - dy as f32 * sensitivity).clamp(-89.0, 89.0);
         }
     }
 
