@@ -891,6 +891,53 @@ mod tests {
         assert!(!single.is_far([2000.0, 0.0, 30.0]), "no far herd");
     }
 
+    /// A cow saved by an earlier version (no `model` var) is given its
+    /// kind's model as it is adopted; one naming it already is left alone.
+    #[test]
+    fn an_adopted_creature_without_a_model_is_given_its_kinds() {
+        use buildat_voxelworld_api::{DynamicNode, SetNodeVar};
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (kit, _world, _values) = herd_kit(
+            dir.path(),
+            &[("creatures.count", "0"), ("creatures.persistent", "0")],
+        );
+        let cow = &KINDS[1];
+        let mut old_vars = cow.vars();
+        old_vars.remove(kinds::VAR_MODEL);
+        let nodes = [
+            DynamicNode::at_rest(41, [0.5, 1.0, 0.5], true, old_vars),
+            DynamicNode::at_rest(42, [2.5, 1.0, 0.5], true, cow.vars()),
+        ];
+        kit.answer(move |list: ListNodes| {
+            Ok(nodes
+                .iter()
+                .filter(|n| {
+                    list.with_var
+                        .as_ref()
+                        .is_none_or(|v| n.vars.contains_key(v))
+                })
+                .cloned()
+                .collect())
+        });
+        let calls: Arc<Mutex<Vec<SetNodeVar>>> = Arc::default();
+        let kept = calls.clone();
+        kit.answer(move |call: SetNodeVar| {
+            kept.lock().unwrap().push(call);
+            Ok(())
+        });
+        let mut creatures = kit.load::<Creatures>().expect("loads");
+        tick(&mut creatures, 3);
+        assert_eq!(
+            *calls.lock().unwrap(),
+            [SetNodeVar {
+                id: 41,
+                name: "model".to_string(),
+                value: b"creatures/client_data/models/cow.glb".to_vec(),
+            }]
+        );
+    }
+
     #[test]
     fn settings_out_of_range_are_named() {
         assert!(check_within("creatures.radius", 24.0, 1.0, 512.0).is_ok());

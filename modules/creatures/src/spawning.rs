@@ -1,6 +1,7 @@
 //! Spawning: the spawn area made ready (its sections loaded or asked
 //! for) before anything is placed, the creatures already in the world
-//! adopted (at start and every 5 s), the herds kept at their counts
+//! adopted (at start and every 5 s; one saved by an earlier version is
+//! given its kind's `model` var), the herds kept at their counts
 //! (queued spawns, transient creatures past the count removed), and the
 //! queued ones placed on the surface of random columns of their herd's
 //! area, a batch a tick in one `GetVoxels` and one `CreateNodes`.
@@ -11,6 +12,8 @@
 //! creatures made (`count.rs`).
 
 use super::*;
+
+use buildat_voxelworld_api::SetNodeVar;
 
 impl Creatures {
     /// The sections the main herd's spawning searches, made ready before
@@ -70,6 +73,19 @@ impl Creatures {
             let Some(kind) = kinds::kind_of(&node.vars) else {
                 continue;
             };
+            // A node saved by an earlier version names no model (or an
+            // old one): it names its kind's now, once, as it is adopted.
+            let model = KINDS[kind].model();
+            if node.vars.get(kinds::VAR_MODEL).map(Vec::as_slice) != Some(model.as_bytes()) {
+                let set = SetNodeVar {
+                    id: node.id,
+                    name: kinds::VAR_MODEL.to_string(),
+                    value: model.into_bytes(),
+                };
+                if let Err(error) = self.host.call(&set) {
+                    log::debug!("creatures: node {} keeps its old model: {error}", node.id);
+                }
+            }
             self.ids.insert(node.id);
             self.creatures
                 .push(Creature::new(node.id, kind, node.position, &mut self.rng));
