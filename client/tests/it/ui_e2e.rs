@@ -18,7 +18,10 @@
 //!   moves (the server's answer and `inventory:lists` show it in its new
 //!   slot), wood dragged into the craft grid and a click on the result
 //!   make planks, and after the window left, a bot of the same player
-//!   finds both there.
+//!   finds both there; a chest a bot placed before the window's eyes,
+//!   used with the middle button, opens its screen, a stack dragged into
+//!   it moves (the server's answer and the chest's lists), Esc closes it,
+//!   and a bot opening the chest then finds the stack.
 //!
 //! The window tests need a Vulkan driver (lavapipe on CI) and `Xvfb` and
 //! `xdotool`: without them they fail on CI (`CI` set) and are skipped
@@ -740,3 +743,180 @@ fn the_inventory_screen_opens_a_dragged_stack_moves_and_a_click_on_the_result_cr
         "{said}"
     );
 }
+
+/// Places the chest it was given at the spawn point's eye height, two
+/// voxels along +x (where a player who just spawned looks), and prints
+/// where.
+const PLACER: &str = r#"
+local main = require("buildat/module/main")
+local inv = require("buildat/module/inventory")
+local log = buildat.Logger("placer")
+main.on_refused(function(reason)
+    log:error("refused: " .. tostring(reason))
+end)
+main.on_spawn(function(_, x, y, z)
+    local tx, ty, tz = math.floor(x) + 2, math.floor(y + 1.62), math.floor(z)
+    local function try()
+        local slot = inv.find("chest")
+        local here = buildat.world.get_voxel(tx, ty, tz)
+        if slot == nil or here == nil then
+            buildat.set_timeout(0.2, try)
+            return
+        end
+        if here ~= "air" or buildat.world.get_voxel(tx - 1, ty, tz) ~= "air" then
+            log:error("no air before the spawn point's eyes: " .. here)
+            buildat.disconnect()
+            return
+        end
+        main.on_edit(function(_, ex, ey, ez, name)
+            if ex == tx and ey == ty and ez == tz and string.find(name, "^chest") then
+                log:info("chest at " .. tx .. "," .. ty .. "," .. tz)
+                buildat.set_timeout(0.5, buildat.disconnect)
+            end
+        end)
+        main.wield(slot - 1)
+        main.place(tx, ty, tz, "chest")
+    end
+    try()
+end)
+"#;
+
+#[test]
+fn a_chest_used_in_the_window_opens_its_screen_and_takes_a_dragged_stack() {
+    if !xvfb::available() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let setup = survival_setup();
+    let (mut server, address) = setup.start(&[]);
+    server
+        .command(
+            "give placer chest 1",
+            &["gave 1 chest"],
+            Duration::from_secs(30),
+        )
+        .expect("the console gives a chest");
+    let placer = setup.script("placer.lua", PLACER);
+    let out = setup
+        .command(&address, "placer", &placer, &[])
+        .output()
+        .expect("run the placer");
+    let said = crate::common::game::text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let chest = said
+        .lines()
+        .find_map(|l| l.split("placer: chest at ").nth(1))
+        .unwrap_or_else(|| panic!("no chest placed:\n{said}"))
+        .trim()
+        .to_string();
+    let owner = format!("voxel:{chest}");
+
+    let xvfb = Xvfb::start();
+    let mut player = window(&setup, &address, &xvfb, "player");
+    expect(
+        &mut player,
+        "lists of me main:",
+        "the player's inventory comes",
+    );
+    server
+        .command(
+            "give player dirt 5",
+            &["gave 5 dirt"],
+            Duration::from_secs(30),
+        )
+        .expect("the console gives dirt");
+    expect(
+        &mut player,
+        "lists of me main: 1=dirt*5",
+        "the dirt arrives",
+    );
+    let id = window_ready(&mut player, &xvfb);
+    // The middle button uses the chest in front of the eyes (the first
+    // click may only capture the mouse).
+    let opened = format!("screen {owner} opened");
+    let mut open = None;
+    for _ in 0..5 {
+        xvfb.xdotool(&["click", "2"]);
+        open = player.wait_for(&opened, Duration::from_secs(3));
+        if open.is_some() {
+            break;
+        }
+    }
+    if open.is_none() {
+        expect(&mut player, &opened, "using the chest opens its screen");
+    }
+    let grid = |player: &mut Running, grid: &str| {
+        grid_layout(&expect(
+            player,
+            &format!("ui: screen {owner} grid {grid} at "),
+            "the window lays the chest's screen out",
+        ))
+    };
+    let chest_grid = grid(&mut player, &format!("{owner}/main"));
+    let main = grid(&mut player, "me/main");
+    std::thread::sleep(Duration::from_millis(500));
+    drag(
+        &xvfb,
+        &id,
+        slot_centre(main, 0.0, 0.0),
+        slot_centre(chest_grid, 2.0, 0.0),
+    );
+    expect(
+        &mut player,
+        &format!("move me main 1 -> {owner} main 3 (5): done"),
+        "the server accepts the move into the chest",
+    );
+    expect(
+        &mut player,
+        &format!("lists of {owner} main: 3=dirt*5"),
+        "the chest's lists show the stack",
+    );
+    // Esc closes the screen, and the chest.
+    xvfb.xdotool(&["key", "Escape"]);
+    expect(
+        &mut player,
+        &format!("screen {owner} closed"),
+        "Esc closes the chest's screen",
+    );
+    assert!(player.running(), "the window closed");
+    let (_, stderr) = player.finish(Duration::from_secs(1));
+    assert!(!stderr.contains("ERROR"), "{stderr}");
+
+    // What the server stored: a bot opening the chest finds the dirt.
+    let checker = setup.script("chest-checker.lua", &CHEST_CHECKER.replace("@POS@", &chest));
+    let out = setup
+        .command(&address, "checker", &checker, &[])
+        .output()
+        .expect("run the checker");
+    let said = crate::common::game::text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("checker: open true, slot 3 dirt*5"), "{said}");
+}
+
+/// Opens the chest at `@POS@` and prints its third slot.
+const CHEST_CHECKER: &str = r#"
+local main = require("buildat/module/main")
+local inv = require("buildat/module/inventory")
+local log = buildat.Logger("checker")
+local X, Y, Z = @POS@
+-- The server knows where a player is once it moved: a step in place
+-- first, then the chest, again until the server knows.
+main.on_spawn(function(_, x, y, z)
+    local tries = 0
+    local function try()
+        tries += 1
+        main.move(x, y, z)
+        inv.open(X, Y, Z, function(ok, reason)
+            if not ok and tries < 20 then
+                buildat.set_timeout(0.25, try)
+                return
+            end
+            local slots = inv.list(string.format("voxel:%d,%d,%d", X, Y, Z), "main")
+            local s = slots and slots[3]
+            log:info("open " .. tostring(ok) .. ", slot 3 " .. (s and (s.name .. "*" .. s.count) or "empty"))
+            buildat.disconnect()
+        end)
+    end
+    try()
+end)
+"#;
