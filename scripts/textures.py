@@ -4,8 +4,11 @@
 Each texture is 16x16 RGB, drawn from a base colour, seeded value noise and
 a few features (ore specks, grass blades, sand ripples, water waves,
 bark lines, mortar, moss), so the
-default game ships textures of its own. Deterministic: running it again
-writes the same bytes. Standard library only.
+default game ships textures of its own. The see-through ones are RGBA, and
+their alpha decides how the client draws them: leaves have holes (alpha 0:
+alpha-tested), water, ice and glass are translucent (alpha between 0 and
+255: blended). Deterministic: running it again writes the same bytes.
+Standard library only.
 
     scripts/textures.py [OUT_DIR]
 """
@@ -20,14 +23,16 @@ SIZE = 16
 
 
 def png(path, pixels):
-    """Writes rows of (r, g, b) as an 8-bit RGB PNG."""
+    """Writes rows of (r, g, b) as an 8-bit RGB PNG, or of (r, g, b, a) as RGBA."""
+    channels = len(pixels[0][0])
     raw = b"".join(b"\0" + bytes(c for px in row for c in px) for row in pixels)
 
     def chunk(kind, data):
         body = kind + data
         return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
 
-    header = struct.pack(">IIBBBBB", SIZE, SIZE, 8, 2, 0, 0, 0)
+    colour_type = 6 if channels == 4 else 2
+    header = struct.pack(">IIBBBBB", SIZE, SIZE, 8, colour_type, 0, 0, 0)
     data = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
     path.write_bytes(data)
 
@@ -102,6 +107,12 @@ def sand():
     return rows
 
 
+def alpha(rows, a):
+    """Rows of (r, g, b) with alpha `a` (a number, or a function of x, y)."""
+    at = a if callable(a) else (lambda x, y: a)
+    return [[(*px, at(x, y)) for x, px in enumerate(row)] for y, row in enumerate(rows)]
+
+
 def water():
     rows = tile(5, (52, 96, 196), 14, fine=0.2)
     for y in range(2, SIZE, 6):
@@ -109,7 +120,7 @@ def water():
             yy = (y + (x // 4) % 2) % SIZE
             r, g, b = rows[yy][x]
             rows[yy][x] = (clamp(r + 30), clamp(g + 34), clamp(b + 30))
-    return rows
+    return alpha(rows, 160)
 
 
 def coal_ore():
@@ -152,7 +163,7 @@ def ice():
         for x, y in ((i, (i * 3) % SIZE), ((i + 7) % SIZE, i)):
             r, g, b = rows[y][x]
             rows[y][x] = (clamp(r + 40), clamp(g + 36), clamp(b + 18))
-    return rows
+    return alpha(rows, 180)
 
 
 def wood():
@@ -165,12 +176,37 @@ def wood():
     return rows
 
 
+def holes(rows, seed, share):
+    """Cuts see-through holes (alpha 0) where value noise is lowest, about
+    `share` of the texels; the rest stays fully opaque."""
+    at = noise(seed, 2)
+    values = sorted(at(x, y) for y in range(SIZE) for x in range(SIZE))
+    cut = values[int(share * len(values))]
+    return alpha(rows, lambda x, y: 0 if at(x, y) < cut else 255)
+
+
 def leaves():
-    return specks(tile(14, (58, 124, 44), 30, fine=0.8), 140, (34, 84, 28), 14)
+    rows = specks(tile(14, (58, 124, 44), 30, fine=0.8), 140, (34, 84, 28), 14)
+    return holes(rows, 141, 0.3)
 
 
 def pine_leaves():
-    return specks(tile(15, (40, 92, 60), 26, fine=0.8), 150, (24, 60, 40), 14)
+    rows = specks(tile(15, (40, 92, 60), 26, fine=0.8), 150, (24, 60, 40), 14)
+    return holes(rows, 151, 0.25)
+
+
+def glass():
+    """Clear panes in a light frame, a few streaks of shine."""
+    rows = tile(19, (206, 226, 232), 6)
+
+    def see_through(x, y):
+        if x in (0, SIZE - 1) or y in (0, SIZE - 1):
+            return 230
+        if (x + y) % 11 == 0 and 3 <= x <= 9:
+            return 110
+        return 36
+
+    return alpha(rows, see_through)
 
 
 def cactus():
@@ -223,6 +259,7 @@ TEXTURES = {
     "cactus": cactus,
     "cobblestone": cobblestone,
     "mossy_cobblestone": mossy_cobblestone,
+    "glass": glass,
 }
 
 

@@ -6,15 +6,16 @@
 //! once per voxel.
 //!
 //! Owns: finding a texture file by name, decoding and resizing it, the
-//! name-derived colours, and each voxel type's layer per face (the mesher's
-//! [`MeshTable`]). Does not own: GPU textures (`gpu`), or which files
+//! name-derived colours, and each voxel type's kind ([`kind_of`]: opaque,
+//! cutout, blended or liquid, from its definition and its textures' alpha)
+//! and layer per face (the mesher's [`MeshTable`]). Does not own: GPU textures (`gpu`), or which files
 //! the server sends.
 
 use std::collections::HashMap;
 use std::io::Cursor;
 use std::sync::Arc;
 
-use buildat_voxel::{AIR, UNKNOWN_NAME, VoxelRegistry};
+use buildat_voxel::{AIR, UNKNOWN_NAME, VoxelDefinition, VoxelRegistry, light};
 
 use super::mesh::{Kind, MeshTable};
 
@@ -164,6 +165,38 @@ fn mean_colour(layer: &[u8]) -> [u8; 3] {
     sum.map(|s| u8::try_from(s / n).unwrap_or(u8::MAX))
 }
 
+/// How a drawn voxel type is drawn, from its definition and its faces'
+/// layers: not physically solid and dimming light (water, lava) a liquid;
+/// else light-opaque ([`light::OPAQUE`]) opaque whatever its texture; else
+/// its texture's alpha decides: some texel strictly between 0 and 255
+/// blended (glass, ice), some texel 0 cutout (leaves), none opaque. (A
+/// clear block that is not solid, a torch or a sapling, is not a liquid:
+/// its texture decides too.)
+pub fn kind_of(definition: &VoxelDefinition, layers: [Option<&Vec<u8>>; 6]) -> Kind {
+    if definition.id == AIR {
+        return Kind::Empty;
+    }
+    if !definition.physically_solid && definition.light_absorption > 0 {
+        return Kind::Liquid;
+    }
+    if definition.light_absorption >= light::OPAQUE {
+        return Kind::Opaque;
+    }
+    let alphas = || {
+        layers
+            .iter()
+            .flatten()
+            .flat_map(|layer| layer.chunks_exact(4).map(|px| px[3]))
+    };
+    if alphas().any(|a| a > 0 && a < 255) {
+        Kind::Blended
+    } else if alphas().any(|a| a == 0) {
+        Kind::Cutout
+    } else {
+        Kind::Opaque
+    }
+}
+
 impl Atlas {
     /// Layers for every texture the registry names, from `files`.
     pub fn build(registry: &VoxelRegistry, files: &HashMap<String, Arc<[u8]>>) -> Self {
@@ -181,10 +214,8 @@ impl Atlas {
             let block = &definition.name.block_name;
             let kind = if definition.id == AIR {
                 Kind::Empty
-            } else if definition.physically_solid {
-                Kind::Opaque
             } else {
-                Kind::Liquid
+                Kind::Opaque
             };
             if kind == Kind::Empty || block == UNKNOWN_NAME {
                 // Not drawn, or the checker of layer 0.
@@ -219,6 +250,7 @@ impl Atlas {
                     .entry(block.clone())
                     .or_insert_with(|| mean_colour(layer));
             }
+            let kind = kind_of(definition, faces.map(|f| layers.get(f as usize)));
             if let Some(entry) = entries.get_mut(id) {
                 *entry = (kind, faces);
             }
@@ -249,6 +281,112 @@ mod tests {
             writer.write_image_data(&pixels).expect("data");
         }
         out
+    }
+
+    /// A `side`² RGBA PNG whose texel (x, y) is `texel(x, y)`.
+    fn rgba_png(side: u32, texel: impl Fn(u32, u32) -> [u8; 4]) -> Vec<u8> {
+        let mut out = Vec::new();
+        {
+            let mut encoder = png::Encoder::new(&mut out, side, side);
+            encoder.set_color(png::ColorType::Rgba);
+            encoder.set_depth(png::BitDepth::Eight);
+            let mut writer = encoder.write_header().expect("header");
+            let pixels: Vec<u8> = (0..side * side)
+                .flat_map(|i| texel(i % side, i / side))
+                .collect();
+            writer.write_image_data(&pixels).expect("data");
+        }
+        out
+    }
+
+    #[test]
+    fn kinds_come_from_solidity_light_and_texture_alpha() {
+        // (name, solid, light absorption, texture alpha at x < 8 and x >= 8)
+        let blocks: [(&str, bool, u8, [u8; 2]); 8] = [
+            ("stone", true, light::OPAQUE, [255, 255]),
+            ("water", false, 1, [160, 160]),
+            ("lava", false, light::OPAQUE, [255, 255]),
+            ("leaves", true, 1, [0, 255]),
+            ("ice", true, 2, [180, 180]),
+            ("glass", true, 0, [36, 230]),
+            // Light-opaque: its holes are not drawn through.
+            ("grate", true, light::OPAQUE, [0, 255]),
+            // Clear but not solid, no see-through texels: not a liquid.
+            ("torch", false, 0, [255, 255]),
+        ];
+        let mut registry = VoxelRegistry::default();
+        let mut files = HashMap::new();
+        for (name, solid, absorption, alpha) in blocks {
+            registry
+                .add_lit(
+                    VoxelName::simple(name),
+                    std::array::from_fn(|_| format!("{name}.png")),
+                    "",
+                    solid,
+                    buildat_voxel::VoxelLight {
+                        source: 0,
+                        absorption,
+                    },
+                )
+                .expect("add");
+            let texture = rgba_png(16, |x, _| [90, 90, 90, alpha[usize::from(x >= 8)]]);
+            files.insert(
+                format!("main/client_data/textures/{name}.png"),
+                Arc::<[u8]>::from(texture),
+            );
+        }
+        let atlas = Atlas::build(&registry, &files);
+        let kind = |name: &str| {
+            let id = registry
+                .get_id(&VoxelName::simple(name).canonical())
+                .expect("registered");
+            atlas.table.kind(id)
+        };
+        assert_eq!(kind("air"), Kind::Empty);
+        assert_eq!(kind("stone"), Kind::Opaque);
+        assert_eq!(kind("water"), Kind::Liquid);
+        assert_eq!(kind("lava"), Kind::Liquid);
+        assert_eq!(kind("leaves"), Kind::Cutout);
+        assert_eq!(kind("ice"), Kind::Blended);
+        assert_eq!(kind("glass"), Kind::Blended);
+        assert_eq!(kind("grate"), Kind::Opaque);
+        assert_eq!(kind("torch"), Kind::Opaque);
+    }
+
+    #[test]
+    fn the_default_games_see_through_textures_have_the_kinds_they_are_drawn_for() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../modules/main/client_data/textures"
+        );
+        let layer = |name: &str| {
+            let bytes = std::fs::read(format!("{dir}/{name}.png")).expect("texture file");
+            decode_tile(&bytes).expect("a PNG")
+        };
+        let definition = |solid: bool, absorption: u8| VoxelDefinition {
+            id: 1,
+            name: VoxelName::simple("x"),
+            textures: std::array::from_fn(|_| String::new()),
+            handler_module: String::new(),
+            physically_solid: solid,
+            edge_material: buildat_voxel::EdgeMaterial::Solid,
+            light_source: 0,
+            light_absorption: absorption,
+        };
+        let kind = |name: &str, absorption: u8| {
+            let tile = layer(name);
+            kind_of(&definition(true, absorption), [Some(&tile); 6])
+        };
+        assert_eq!(kind("leaves", 1), Kind::Cutout);
+        assert_eq!(kind("pine_leaves", 1), Kind::Cutout);
+        assert_eq!(kind("ice", 2), Kind::Blended);
+        assert_eq!(kind("glass", 0), Kind::Blended);
+        assert_eq!(
+            kind("water", 1),
+            Kind::Blended,
+            "its texture is see-through too"
+        );
+        assert_eq!(kind("stone", 0), Kind::Opaque);
     }
 
     #[test]

@@ -30,7 +30,7 @@ const PADDED: usize = SIZE + 2;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// Not drawn, hides nothing.
-    Empty,
+    Empty = 0,
     /// Drawn; hides its neighbours' faces.
     Opaque,
     /// Drawn alpha-tested (leaves); hides only faces of its own type.
@@ -44,14 +44,30 @@ pub enum Kind {
 
 /// Per type id: its kind and texture layer per face (+x, -x, +y, -y, +z,
 /// -z, as `VoxelDefinition::textures`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct MeshTable {
     entries: Vec<(Kind, [u32; 6])>,
+    /// Each id's kind, dense (air's Empty), for the mesher's inner loop.
+    kinds: Vec<Kind>,
+}
+
+impl Default for MeshTable {
+    fn default() -> Self {
+        Self::new(Vec::new())
+    }
 }
 
 impl MeshTable {
     pub fn new(entries: Vec<(Kind, [u32; 6])>) -> Self {
-        Self { entries }
+        let mut kinds: Vec<Kind> = entries
+            .iter()
+            .enumerate()
+            .map(|(id, (kind, _))| if id as u32 == AIR { Kind::Empty } else { *kind })
+            .collect();
+        if kinds.is_empty() {
+            kinds.push(Kind::Empty);
+        }
+        Self { entries, kinds }
     }
 
     pub fn kind(&self, voxel: u32) -> Kind {
@@ -59,9 +75,7 @@ impl MeshTable {
         if id == AIR {
             return Kind::Empty;
         }
-        self.entries
-            .get(id as usize)
-            .map_or(Kind::Opaque, |(kind, _)| *kind)
+        self.kinds.get(id as usize).copied().unwrap_or(Kind::Opaque)
     }
 
     fn layer(&self, voxel: u32, face: usize) -> u32 {
@@ -241,33 +255,6 @@ impl Neighbourhood {
             lights: std::array::from_fn(|i| lights.get(&at(i)).cloned()),
         }
     }
-
-    /// The padded volume of kinds, values and light, `PADDED`³, x fastest.
-    fn padded(&self, table: &MeshTable) -> (Vec<Kind>, Vec<u32>, Vec<u8>) {
-        let mut kinds = vec![Kind::Opaque; PADDED * PADDED * PADDED];
-        let mut values = vec![AIR; PADDED * PADDED * PADDED];
-        let mut light = vec![FULL_SUN; PADDED * PADDED * PADDED];
-        for pz in 0..PADDED {
-            for py in 0..PADDED {
-                for px in 0..PADDED {
-                    let [cx, cy, cz] = [px, py, pz].map(chunk_step);
-                    let Some(Some(chunk)) = self.neighbours.get(cx + 3 * cy + 9 * cz) else {
-                        continue;
-                    };
-                    let [lx, ly, lz] = [px, py, pz].map(|p| (p + SIZE - 1) % SIZE);
-                    let index = lx + SIZE * (ly + SIZE * lz);
-                    let value = chunk.get(index).copied().unwrap_or(AIR);
-                    let at = px + PADDED * (py + PADDED * pz);
-                    kinds[at] = table.kind(value);
-                    values[at] = value;
-                    if let Some(Some(lit)) = self.lights.get(cx + 3 * cy + 9 * cz) {
-                        light[at] = lit.get(index).copied().unwrap_or(FULL_SUN);
-                    }
-                }
-            }
-        }
-        (kinds, values, light)
-    }
 }
 
 /// Which of the three chunks along an axis a padded coordinate falls in.
@@ -281,88 +268,491 @@ fn chunk_step(p: usize) -> usize {
     }
 }
 
-/// Unit normals of the six faces, in `VoxelDefinition::textures` order.
-const NORMALS: [[i32; 3]; 6] = buildat_voxel::geometry::FACES;
+/// Steps between padded positions along x, y and z.
+const STRIDE: [usize; 3] = [1, PADDED, PADDED * PADDED];
+const PADDED_VOLUME: usize = PADDED * PADDED * PADDED;
+/// The chunk's bits of a padded mask row (bits 1..=SIZE).
+const INNER: u64 = ((1u64 << SIZE) - 1) << 1;
 
-/// Whether a face of `voxel` is drawn against `neighbour`.
-fn face_visible(voxel: Kind, neighbour: Kind) -> bool {
-    match voxel {
-        Kind::Empty => false,
-        Kind::Opaque => neighbour != Kind::Opaque,
-        Kind::Cutout | Kind::Blended | Kind::Liquid => neighbour == Kind::Empty,
+/// One bit per padded voxel, as rows of bits along each axis: the row
+/// along `axis` holding padded position `p` is
+/// `p[(axis + 2) % 3] + PADDED * p[(axis + 1) % 3]` and its bit `p[axis]`.
+/// So for faces along axis `d`, whose in-plane axes are u = `(d + 1) % 3`
+/// and v = `(d + 2) % 3`, the row along u at slice `s` (on d) and row `r`
+/// (on v) is `masks[u][s + PADDED * r]`: a face's row and the row in front
+/// of it are one index apart.
+struct Masks([Vec<u64>; 3]);
+
+impl Masks {
+    fn new() -> Self {
+        Self(std::array::from_fn(|_| vec![0; PADDED * PADDED]))
+    }
+
+    /// Fills the rows along y and z from the rows along x: each plane of
+    /// them is a bit matrix the other's is the transpose of.
+    fn transpose_from_x(&mut self) {
+        let [x, y, z] = &mut self.0;
+        let mut m = [0u64; 64];
+        for pz in 0..PADDED {
+            for (py, row) in m.iter_mut().take(PADDED).enumerate() {
+                *row = x[pz + PADDED * py];
+            }
+            transpose64(&mut m);
+            for (px, row) in m.iter_mut().take(PADDED).enumerate() {
+                y[px + PADDED * pz] = *row;
+                *row = 0;
+            }
+        }
+        for py in 0..PADDED {
+            m[..PADDED].copy_from_slice(&x[PADDED * py..PADDED * (py + 1)]);
+            transpose64(&mut m);
+            for (px, row) in m.iter_mut().take(PADDED).enumerate() {
+                z[py + PADDED * px] = *row;
+                *row = 0;
+            }
+        }
     }
 }
 
-/// What must match for two faces to merge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FaceKey {
-    kind: Kind,
-    layer: u32,
-    ao: [u8; 4],
-    /// The light byte of the voxel in front of the face.
-    light: u8,
+/// Transposes a 64 × 64 bit matrix in place (row i's bit j becomes row
+/// j's bit i), by swapping ever smaller blocks.
+fn transpose64(m: &mut [u64; 64]) {
+    let mut j = 32;
+    let mut mask: u64 = 0x0000_0000_ffff_ffff;
+    while j != 0 {
+        let mut k = 0;
+        while k < 64 {
+            let t = ((m[k] >> j) ^ m[k + j]) & mask;
+            m[k] ^= t << j;
+            m[k + j] ^= t;
+            k = (k + j + 1) & !j;
+        }
+        j >>= 1;
+        mask ^= mask << j;
+    }
 }
 
-/// The padded volume and how to read it.
+/// A type that is drawn but does not hide other types' faces (cutout,
+/// blended, liquid): its voxels' masks, since it hides its own faces.
+struct Class {
+    id: u32,
+    masks: Masks,
+}
+
+/// What the mesher reads of the chunk and one voxel of each neighbour
+/// (the padded volume, `PADDED`³, x fastest): which voxels are opaque and
+/// of which see-through type, as rows of bits, and the light. Voxel values
+/// are read from the chunks themselves, for the visible faces only. Kept
+/// per thread and reused.
 struct Volume {
-    kinds: Vec<Kind>,
-    values: Vec<u32>,
+    /// Light bytes (sunlight in the high nibble).
     light: Vec<u8>,
+    /// Opaque voxels.
+    opaque: Masks,
+    /// The see-through drawn types present; the first `classes` are in use.
+    class_masks: Vec<Class>,
+    classes: usize,
+    /// A slice's faces that may merge, one row of bits per v, and their
+    /// [`Face::merge_key`]s.
+    rows: [u32; SIZE],
+    keys: Vec<u64>,
+}
+
+/// The index of `id`'s class among the first `used`, added if new.
+fn class_of(classes: &mut Vec<Class>, used: &mut usize, id: u32) -> usize {
+    if let Some(i) = classes[..*used].iter().position(|c| c.id == id) {
+        return i;
+    }
+    if *used == classes.len() {
+        classes.push(Class {
+            id,
+            masks: Masks::new(),
+        });
+    }
+    let i = *used;
+    classes[i].id = id;
+    *used += 1;
+    i
+}
+
+/// The value at chunk position `p` (each coordinate 0..=SIZE: SIZE is the
+/// next chunk's first), if its chunk is held.
+fn value_at(neighbourhood: &Neighbourhood, p: [usize; 3]) -> Option<u32> {
+    let [cx, cy, cz] = p.map(|c| usize::from(c >= SIZE) + 1);
+    let [x, y, z] = p.map(|c| c % SIZE);
+    neighbourhood.neighbours[cx + 3 * cy + 9 * cz]
+        .as_deref()
+        .and_then(|v| v.get(x + SIZE * (y + SIZE * z)))
+        .copied()
+}
+
+/// What one corner of a face carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Corner {
+    ao: u32,
+    /// The sum of the 4 sunlight levels around it (0..=60).
+    sun: u32,
+    /// The sum of the 4 block light levels around it (0..=60).
+    block: u32,
+    lowered: bool,
+}
+
+/// What a face is drawn with.
+#[derive(Debug, Clone, Copy)]
+struct Face {
+    kind: Kind,
+    layer: u32,
+    corners: [Corner; 4],
+}
+
+impl Face {
+    /// The key of a face whose corners are all alike (it may merge with
+    /// faces of the same key), or `None`.
+    fn merge_key(&self) -> Option<u64> {
+        let c = self.corners[0];
+        if self.corners[1..].iter().any(|o| *o != c) {
+            return None;
+        }
+        Some(
+            u64::from(self.layer)
+                | (self.kind as u64) << 32
+                | u64::from(c.ao) << 36
+                | u64::from(c.sun) << 38
+                | u64::from(c.block) << 44
+                | u64::from(c.lowered) << 50,
+        )
+    }
+
+    fn from_key(key: u64) -> Self {
+        let kind = match (key >> 32) & 15 {
+            k if k == Kind::Cutout as u64 => Kind::Cutout,
+            k if k == Kind::Blended as u64 => Kind::Blended,
+            k if k == Kind::Liquid as u64 => Kind::Liquid,
+            _ => Kind::Opaque,
+        };
+        let corner = Corner {
+            ao: ((key >> 36) & 3) as u32,
+            sun: ((key >> 38) & 63) as u32,
+            block: ((key >> 44) & 63) as u32,
+            lowered: (key >> 50) & 1 == 1,
+        };
+        Self {
+            kind,
+            layer: (key & 0xffff_ffff) as u32,
+            corners: [corner; 4],
+        }
+    }
 }
 
 impl Volume {
-    /// The chunk and its neighbours' borders, padded, as the meshers read them.
-    fn gather(neighbourhood: &Neighbourhood, table: &MeshTable) -> Self {
-        let (kinds, values, light) = neighbourhood.padded(table);
+    fn new() -> Self {
         Self {
-            kinds,
-            values,
-            light,
+            light: vec![FULL_SUN; PADDED_VOLUME],
+            opaque: Masks::new(),
+            class_masks: Vec::new(),
+            classes: 0,
+            rows: [0; SIZE],
+            keys: vec![0; SIZE * SIZE],
         }
     }
 
-    fn at(p: [i32; 3]) -> usize {
-        let [x, y, z] = p.map(|c| (c + 1) as usize);
-        x + PADDED * (y + PADDED * z)
-    }
-
-    fn kind(&self, p: [i32; 3]) -> Kind {
-        self.kinds.get(Self::at(p)).copied().unwrap_or(Kind::Opaque)
-    }
-
-    fn value(&self, p: [i32; 3]) -> u32 {
-        self.values.get(Self::at(p)).copied().unwrap_or(AIR)
-    }
-
-    fn light(&self, p: [i32; 3]) -> u8 {
-        self.light.get(Self::at(p)).copied().unwrap_or(FULL_SUN)
-    }
-
-    fn opaque(&self, p: [i32; 3]) -> bool {
-        self.kind(p) == Kind::Opaque
-    }
-
-    /// The face of the voxel at `p` facing `face`, if drawn.
-    fn face(&self, table: &MeshTable, p: [i32; 3], face: usize) -> Option<FaceKey> {
-        let n = NORMALS[face];
-        let front = add(p, n);
-        if !face_visible(self.kind(p), self.kind(front)) {
-            return None;
+    /// Reads the chunk and its neighbours' borders. A neighbour not held
+    /// (or not a whole chunk) is opaque; light not known is full sun.
+    fn gather(&mut self, neighbourhood: &Neighbourhood, table: &MeshTable) {
+        for class in &mut self.class_masks[..self.classes] {
+            class.masks.0[0].fill(0);
         }
-        let (u, v) = face_axes(face);
-        let corners = [(-1, -1), (1, -1), (1, 1), (-1, 1)];
-        let ao = corners.map(|(du, dv)| {
-            let side1 = self.opaque(add(front, scale(u, du)));
-            let side2 = self.opaque(add(front, scale(v, dv)));
-            let corner = self.opaque(add(add(front, scale(u, du)), scale(v, dv)));
-            vertex_ao(side1, side2, corner)
-        });
-        Some(FaceKey {
-            kind: self.kind(p),
-            layer: table.layer(self.value(p), face),
-            ao,
-            light: self.light(front),
-        })
+        self.classes = 0;
+        // Along x: the -x neighbour's last voxel, the chunk's row, the +x
+        // neighbour's first: (chunk step, first padded x, first source x, length).
+        const SEGMENTS: [(usize, usize, usize, usize); 3] =
+            [(0, 0, SIZE - 1, 1), (1, 1, 0, SIZE), (2, PADDED - 1, 0, 1)];
+        let kind_of = &table.kinds[..];
+        let light = &mut self.light[..];
+        let x_rows = &mut self.opaque.0[0][..];
+        for pz in 0..PADDED {
+            let (cz, lz) = (chunk_step(pz), (pz + SIZE - 1) % SIZE);
+            for py in 0..PADDED {
+                let (cy, ly) = (chunk_step(py), (py + SIZE - 1) % SIZE);
+                let row = STRIDE[1] * py + STRIDE[2] * pz;
+                let source_row = SIZE * (ly + SIZE * lz);
+                let mut x_bits = 0u64;
+                for (cx, first, source, len) in SEGMENTS {
+                    let i = cx + 3 * cy + 9 * cz;
+                    let at = row + first..row + first + len;
+                    let from = source_row + source..source_row + source + len;
+                    match neighbourhood.lights[i]
+                        .as_deref()
+                        .and_then(|l| l.get(from.clone()))
+                    {
+                        Some(lit) => light[at.clone()].copy_from_slice(lit),
+                        None => light[at].fill(FULL_SUN),
+                    }
+                    let Some(values) = neighbourhood.neighbours[i]
+                        .as_deref()
+                        .and_then(|v| v.get(from))
+                    else {
+                        x_bits |= ((1u64 << len) - 1) << first;
+                        continue;
+                    };
+                    // Branch-free: terrain mixes kinds unpredictably.
+                    let (mut opaque, mut clear) = (0u64, 0u64);
+                    for (k, &value) in values.iter().enumerate() {
+                        let kind = kind_of
+                            .get((value & MAX_TYPE_ID) as usize)
+                            .copied()
+                            .unwrap_or(Kind::Opaque);
+                        opaque |= u64::from(kind == Kind::Opaque) << k;
+                        clear |= u64::from(kind as u8 > Kind::Opaque as u8) << k;
+                    }
+                    x_bits |= opaque << first;
+                    while clear != 0 {
+                        let k = clear.trailing_zeros() as usize;
+                        clear &= clear - 1;
+                        let class = class_of(
+                            &mut self.class_masks,
+                            &mut self.classes,
+                            values[k] & MAX_TYPE_ID,
+                        );
+                        self.class_masks[class].masks.0[0][pz + PADDED * py] |= 1 << (first + k);
+                    }
+                }
+                x_rows[pz + PADDED * py] = x_bits;
+            }
+        }
+        self.opaque.transpose_from_x();
+        for class in &mut self.class_masks[..self.classes] {
+            class.masks.transpose_from_x();
+        }
+    }
+
+    /// The visible faces of the row along u at padded slice `s` (on the
+    /// face's axis) and padded row `r` (on v), bit i for chunk position i.
+    #[inline]
+    fn visible(&self, face: usize, s: usize, r: usize) -> u32 {
+        let d = face / 2;
+        let u = (d + 1) % 3;
+        let here = s + PADDED * r;
+        let front = if face.is_multiple_of(2) {
+            here + 1
+        } else {
+            here - 1
+        };
+        let front_opaque = self.opaque.0[u][front];
+        let mut bits = self.opaque.0[u][here] & !front_opaque;
+        for class in &self.class_masks[..self.classes] {
+            let rows = &class.masks.0[u];
+            bits |= rows[here] & !(front_opaque | rows[front]);
+        }
+        ((bits & INNER) >> 1) as u32
+    }
+
+    /// The face facing `face` of the voxel of value `value` at chunk
+    /// position `at` (slice on the face's axis, u, v): its corners' ambient
+    /// occlusion (from opaque voxels beside the one in front), smooth light
+    /// (the light of the 4 voxels in front around the corner, an opaque one
+    /// counting as the mean of the others), and whether it sits on a
+    /// liquid's lowered top (`open_above`: the voxel above is not the same
+    /// type).
+    fn face(
+        &self,
+        table: &MeshTable,
+        value: u32,
+        open_above: impl Fn() -> bool,
+        at: [usize; 3],
+        face: usize,
+    ) -> Face {
+        let [s, i, r] = at;
+        let d = face / 2;
+        let positive = face.is_multiple_of(2);
+        let (u, v) = ((d + 1) % 3, (d + 2) % 3);
+        let (su, sv) = (STRIDE[u], STRIDE[v]);
+        // The padded slice in front, and the 3×3 voxels there around the
+        // face: bit du of `near[dv]` (du, dv in 0..3) is whether the one at
+        // (i - 1 + du, r - 1 + dv) is opaque.
+        let front_s = if positive { s + 2 } else { s };
+        let rows = &self.opaque.0[u];
+        let near = [r, r + 1, r + 2].map(|pr| (rows[front_s + PADDED * pr] >> i) & 7);
+        let opaque = |du: usize, dv: usize| (near[dv] >> du) & 1 == 1;
+        let front = STRIDE[d] * front_s + su * (i + 1) + sv * (r + 1);
+        let light = |du: usize, dv: usize| self.light[front + su * du + sv * dv - su - sv];
+        let id = value & MAX_TYPE_ID;
+        let kind = table.kind(id);
+        let lowered_top = kind == Kind::Liquid && open_above();
+        // Whether corner k (0..4: -u-v, +u-v, +u+v, -u+v) is at the voxel's top.
+        let top = |k: usize| {
+            if d == 1 {
+                positive
+            } else if u == 1 {
+                k == 1 || k == 2
+            } else {
+                k >= 2
+            }
+        };
+        let centre = light(1, 1);
+        let even = near == [0; 3]
+            && [
+                (0, 0),
+                (1, 0),
+                (2, 0),
+                (0, 1),
+                (2, 1),
+                (0, 2),
+                (1, 2),
+                (2, 2),
+            ]
+            .iter()
+            .all(|&(du, dv)| light(du, dv) == centre);
+        let corners = if even {
+            // Open and evenly lit (most faces): no sums to take.
+            let (sun, block) = (u32::from(centre >> 4) * 4, u32::from(centre & 15) * 4);
+            std::array::from_fn(|k| Corner {
+                ao: 3,
+                sun,
+                block,
+                lowered: lowered_top && top(k),
+            })
+        } else {
+            std::array::from_fn(|k| {
+                // The corner's offsets along u and v in the 3×3 (0 or 2).
+                let (du, dv) = [(0, 0), (2, 0), (2, 2), (0, 2)][k];
+                let (side1, side2, diagonal) = (opaque(du, 1), opaque(1, dv), opaque(du, dv));
+                let ao = u32::from(vertex_ao(side1, side2, diagonal));
+                // The one in front is never opaque (the face would be
+                // hidden); the diagonal is cut off when both sides are.
+                let mut count = 1;
+                let (mut sun, mut block) = (u32::from(centre >> 4), u32::from(centre & 15));
+                for (open, (lu, lv)) in [
+                    (!side1, (du, 1)),
+                    (!side2, (1, dv)),
+                    (!(diagonal || side1 && side2), (du, dv)),
+                ] {
+                    if open {
+                        let l = light(lu, lv);
+                        count += 1;
+                        sun += u32::from(l >> 4);
+                        block += u32::from(l & 15);
+                    }
+                }
+                Corner {
+                    ao,
+                    sun: four_of(sun, count),
+                    block: four_of(block, count),
+                    lowered: lowered_top && top(k),
+                }
+            })
+        };
+        Face {
+            kind,
+            layer: table.layer(id, face),
+            corners,
+        }
+    }
+
+    /// Meshes the gathered chunk; `merge` false: one quad per face.
+    fn mesh(&mut self, neighbourhood: &Neighbourhood, table: &MeshTable, merge: bool) -> ChunkMesh {
+        let mut mesh = ChunkMesh::default();
+        let Some(values) = neighbourhood.neighbours[13]
+            .as_deref()
+            .filter(|v| v.len() == CHUNK_VOLUME)
+        else {
+            return mesh;
+        };
+        for face in 0..6 {
+            let d = face / 2;
+            let (u, v) = ((d + 1) % 3, (d + 2) % 3);
+            for s in 0..SIZE {
+                let mut any = false;
+                for r in 0..SIZE {
+                    let mut bits = self.visible(face, s + 1, r + 1);
+                    self.rows[r] = 0;
+                    while bits != 0 {
+                        let i = bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        let mut p = [0; 3];
+                        (p[d], p[u], p[v]) = (s, i, r);
+                        let value = values[p[0] + SIZE * (p[1] + SIZE * p[2])];
+                        let open_above = || {
+                            let above = value_at(neighbourhood, [p[0], p[1] + 1, p[2]]);
+                            above.is_none_or(|a| a & MAX_TYPE_ID != value & MAX_TYPE_ID)
+                        };
+                        let drawn = self.face(table, value, open_above, [s, i, r], face);
+                        match drawn.merge_key().filter(|_| merge) {
+                            Some(key) => {
+                                self.rows[r] |= 1 << i;
+                                self.keys[r * SIZE + i] = key;
+                                any = true;
+                            }
+                            None => push_quad(&mut mesh, face, [s, i, r], [1, 1], &drawn),
+                        }
+                    }
+                }
+                if any {
+                    self.merge_slice(&mut mesh, face, s);
+                }
+            }
+        }
+        mesh
+    }
+
+    /// Greedy merging of a slice's mergeable faces: each run along u as
+    /// long as the key holds, then grown along v while the rows above hold
+    /// the same run.
+    fn merge_slice(&mut self, mesh: &mut ChunkMesh, face: usize, s: usize) {
+        for r in 0..SIZE {
+            while self.rows[r] != 0 {
+                let i = self.rows[r].trailing_zeros() as usize;
+                let key = self.keys[r * SIZE + i];
+                let run = (!(self.rows[r] >> i)).trailing_zeros() as usize;
+                let mut w = 1;
+                while w < run && self.keys[r * SIZE + i + w] == key {
+                    w += 1;
+                }
+                let span = (((1u64 << w) - 1) << i) as u32;
+                self.rows[r] &= !span;
+                let mut h = 1;
+                while r + h < SIZE
+                    && self.rows[r + h] & span == span
+                    && self.keys[(r + h) * SIZE + i..(r + h) * SIZE + i + w]
+                        .iter()
+                        .all(|&k| k == key)
+                {
+                    self.rows[r + h] &= !span;
+                    h += 1;
+                }
+                push_quad(mesh, face, [s, i, r], [w, h], &Face::from_key(key));
+            }
+        }
+    }
+}
+
+thread_local! {
+    static VOLUME: std::cell::RefCell<Option<Volume>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` on this thread's volume, gathered from `neighbourhood`.
+fn with_volume<T>(
+    neighbourhood: &Neighbourhood,
+    table: &MeshTable,
+    f: impl FnOnce(&mut Volume, &Neighbourhood) -> T,
+) -> T {
+    VOLUME.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let volume = slot.get_or_insert_with(Volume::new);
+        volume.gather(neighbourhood, table);
+        f(volume, neighbourhood)
+    })
+}
+
+/// The sum of 4 light levels when `count` of them (1..=4) summed to
+/// `total`: the missing ones count as the mean of the others, rounded.
+#[inline]
+fn four_of(total: u32, count: u32) -> u32 {
+    match count {
+        1 => total * 4,
+        2 => total * 2,
+        3 => (total * 4 + 1) / 3,
+        _ => total,
     }
 }
 
@@ -376,143 +766,59 @@ pub fn vertex_ao(side1: bool, side2: bool, corner: bool) -> u8 {
     }
 }
 
-fn add(a: [i32; 3], b: [i32; 3]) -> [i32; 3] {
-    [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
-}
-
-fn scale(a: [i32; 3], s: i32) -> [i32; 3] {
-    a.map(|c| c * s)
-}
-
-fn unit(axis: usize) -> [i32; 3] {
-    std::array::from_fn(|i| i32::from(i == axis))
-}
-
-/// The two in-plane axes of a face, as unit vectors, ordered so that
-/// (u, v, normal) is right-handed for positive faces.
-fn face_axes(face: usize) -> ([i32; 3], [i32; 3]) {
-    let d = face / 2;
-    (unit((d + 1) % 3), unit((d + 2) % 3))
-}
-
-/// Appends one quad: `at` is the voxel (chunk-relative) whose face it
-/// starts at, `w`×`h` voxels along u and v.
-fn push_quad(mesh: &mut ChunkMesh, face: usize, at: [i32; 3], size: [i32; 2], key: FaceKey) {
+/// Appends one quad to its kind's list: `at` is (slice on the face's axis,
+/// u, v) of the voxel it starts at in the chunk, `size` voxels along u and
+/// v. Wound counter-clockwise seen from outside, its first vertex chosen so
+/// that the triangles' shared diagonal joins the lighter corners (AO then
+/// interpolates without a visible seam).
+fn push_quad(mesh: &mut ChunkMesh, face: usize, at: [usize; 3], size: [usize; 2], drawn: &Face) {
     let d = face / 2;
     let positive = face.is_multiple_of(2);
-    let (u, v) = face_axes(face);
-    let mut corner = at;
-    if positive {
-        corner[d] += 1;
-    }
+    let (u, v) = ((d + 1) % 3, (d + 2) % 3);
+    let [s, i, r] = at;
     let [w, h] = size;
     let offsets = [(0, 0), (w, 0), (w, h), (0, h)];
-    let sun = u32::from(key.light >> 4) * 4;
-    let block = u32::from(key.light & 15) * 4;
-    let vertices: [Vertex; 4] = std::array::from_fn(|i| {
-        let (du, dv) = offsets[i];
-        let p = add(add(corner, scale(u, du)), scale(v, dv));
-        Vertex::pack(
-            p.map(|c| c as u32),
-            face,
-            u32::from(key.ao[i]),
-            false,
-            key.layer,
-            sun,
-            block,
-        )
+    let vertices: [Vertex; 4] = std::array::from_fn(|k| {
+        let mut p = [0u32; 3];
+        p[d] = (s + usize::from(positive)) as u32;
+        p[u] = (i + offsets[k].0) as u32;
+        p[v] = (r + offsets[k].1) as u32;
+        let c = drawn.corners[k];
+        Vertex::pack(p, face, c.ao, c.lowered, drawn.layer, c.sun, c.block)
     });
-    // Split along the diagonal whose ends are lighter, so AO interpolates
-    // without a visible seam; wind counter-clockwise seen from outside.
-    let flip =
-        u32::from(key.ao[0]) + u32::from(key.ao[2]) < u32::from(key.ao[1]) + u32::from(key.ao[3]);
+    let c = &drawn.corners;
+    let light = |k: usize| c[k].sun.max(c[k].block);
+    let flip = (c[0].ao + c[2].ao, light(0) + light(2)) < (c[1].ao + c[3].ao, light(1) + light(3));
     let order: [usize; 4] = match (flip, positive) {
         (false, true) => [0, 1, 2, 3],
         (false, false) => [0, 3, 2, 1],
         (true, true) => [1, 2, 3, 0],
         (true, false) => [1, 0, 3, 2],
     };
-    let list = match key.kind {
+    let list = match drawn.kind {
         Kind::Cutout => &mut mesh.cutout,
         Kind::Blended | Kind::Liquid => &mut mesh.blended,
         Kind::Empty | Kind::Opaque => &mut mesh.solid,
     };
-    list.extend(order.map(|i| vertices[i]));
+    list.extend(order.map(|k| vertices[k]));
 }
 
-/// Meshes one chunk: hidden faces culled, equal coplanar faces merged.
+/// Meshes one chunk by binary greedy meshing: visible faces found a row
+/// of bits at a time, faces whose corners are all alike merged with equal
+/// neighbours (same layer, kind, AO, light and lowering), the others drawn
+/// one quad each.
 pub fn mesh_chunk(neighbourhood: &Neighbourhood, table: &MeshTable) -> ChunkMesh {
-    let volume = Volume::gather(neighbourhood, table);
-    let mut mesh = ChunkMesh::default();
-    let n = CHUNK_SIZE;
-    let mut mask: Vec<Option<FaceKey>> = vec![None; SIZE * SIZE];
-    for face in 0..6 {
-        let d = face / 2;
-        let (u, v) = face_axes(face);
-        let (ua, va) = ((d + 1) % 3, (d + 2) % 3);
-        for slice in 0..n {
-            for j in 0..n {
-                for i in 0..n {
-                    let p = add(add(scale(unit(d), slice), scale(u, i)), scale(v, j));
-                    mask[i as usize + SIZE * j as usize] = volume.face(table, p, face);
-                }
-            }
-            // Greedy: grow each face along u, then the row along v.
-            for j in 0..SIZE {
-                let mut i = 0;
-                while i < SIZE {
-                    let Some(key) = mask[i + SIZE * j] else {
-                        i += 1;
-                        continue;
-                    };
-                    let mut w = 1;
-                    while i + w < SIZE && mask[i + w + SIZE * j] == Some(key) {
-                        w += 1;
-                    }
-                    let mut h = 1;
-                    'grow: while j + h < SIZE {
-                        for k in 0..w {
-                            if mask[i + k + SIZE * (j + h)] != Some(key) {
-                                break 'grow;
-                            }
-                        }
-                        h += 1;
-                    }
-                    for row in 0..h {
-                        for k in 0..w {
-                            mask[i + k + SIZE * (j + row)] = None;
-                        }
-                    }
-                    let mut at = [0; 3];
-                    at[d] = slice;
-                    at[ua] = i as i32;
-                    at[va] = j as i32;
-                    push_quad(&mut mesh, face, at, [w as i32, h as i32], key);
-                    i += w;
-                }
-            }
-        }
-    }
-    mesh
+    with_volume(neighbourhood, table, |volume, n| {
+        volume.mesh(n, table, true)
+    })
 }
 
-/// The baseline: one quad per visible face, nothing merged (hidden faces
-/// are still culled and AO still computed, so only the merging differs).
+/// The baseline: one quad per visible face, nothing merged (the same
+/// culling, AO and light, so only the merging differs).
 pub fn mesh_chunk_naive(neighbourhood: &Neighbourhood, table: &MeshTable) -> ChunkMesh {
-    let volume = Volume::gather(neighbourhood, table);
-    let mut mesh = ChunkMesh::default();
-    for z in 0..CHUNK_SIZE {
-        for y in 0..CHUNK_SIZE {
-            for x in 0..CHUNK_SIZE {
-                for face in 0..6 {
-                    if let Some(key) = volume.face(table, [x, y, z], face) {
-                        push_quad(&mut mesh, face, [x, y, z], [1, 1], key);
-                    }
-                }
-            }
-        }
-    }
-    mesh
+    with_volume(neighbourhood, table, |volume, n| {
+        volume.mesh(n, table, false)
+    })
 }
 
 /// A chunk to mesh; `generation` tells a result from a stale one.
@@ -619,38 +925,90 @@ pub fn chunk_from_fn(chunk: Pos, f: impl Fn([i32; 3]) -> u32) -> ChunkVoxels {
 mod tests {
     use super::*;
 
+    /// Unit normals of the six faces, in `VoxelDefinition::textures` order.
+    const NORMALS: [[i32; 3]; 6] = buildat_voxel::geometry::FACES;
     const STONE: u32 = 2;
+    const WATER: u32 = 3;
+    const LEAVES: u32 = 4;
+    const GLASS: u32 = 5;
 
     fn table() -> MeshTable {
         MeshTable::new(vec![
             (Kind::Empty, [0; 6]),
             (Kind::Opaque, [1; 6]),
             (Kind::Opaque, [2, 2, 3, 4, 2, 2]),
+            (Kind::Liquid, [5; 6]),
+            (Kind::Cutout, [6; 6]),
+            (Kind::Blended, [7; 6]),
         ])
     }
 
-    /// The chunk at the origin holding `solid` voxels; its neighbours air.
-    fn world(solid: &[[i32; 3]]) -> Neighbourhood {
+    /// The chunk at the origin and its neighbours from `f` of the position.
+    fn world_of(f: impl Fn([i32; 3]) -> u32) -> Neighbourhood {
         let mut held = HashMap::new();
         for z in -1..=1 {
             for y in -1..=1 {
                 for x in -1..=1 {
                     let chunk = [x, y, z];
-                    held.insert(
-                        chunk,
-                        chunk_from_fn(chunk, |p| if solid.contains(&p) { STONE } else { AIR }),
-                    );
+                    held.insert(chunk, chunk_from_fn(chunk, &f));
                 }
             }
         }
         Neighbourhood::gather([0, 0, 0], &held)
     }
 
+    /// The chunk at the origin holding `solid` voxels; its neighbours air.
+    fn world(solid: &[[i32; 3]]) -> Neighbourhood {
+        world_of(|p| if solid.contains(&p) { STONE } else { AIR })
+    }
+
+    fn quads(list: &[Vertex]) -> impl Iterator<Item = &[Vertex]> {
+        list.chunks_exact(4)
+    }
+
+    #[test]
+    fn a_vertex_packs_into_8_bytes_and_unpacks_to_what_was_packed() {
+        assert_eq!(std::mem::size_of::<Vertex>(), 8);
+        assert_eq!(VERTEX_BYTES, 8);
+        for (position, face, ao, lowered, layer, sun, block) in [
+            ([32, 0, 17], 5, 3, true, 0xffff, 60, 0),
+            ([0, 32, 32], 0, 0, false, 0, 0, 60),
+            ([5, 31, 1], 3, 2, true, 1234, 37, 41),
+        ] {
+            let v = Vertex::pack(position, face, ao, lowered, layer, sun, block);
+            assert_eq!(v.corner(), position);
+            assert_eq!(v.face(), face);
+            assert_eq!(v.ao(), ao);
+            assert_eq!(v.lowered(), lowered);
+            assert_eq!(v.layer(), layer);
+            assert_eq!(v.sun_sum(), sun);
+            assert_eq!(v.block_sum(), block);
+            let drop = if lowered { LIQUID_DROP } else { 0.0 };
+            let [x, y, z] = position.map(|c| c as f32);
+            assert_eq!(v.position(), [x, y - drop, z]);
+            let bytes = v.to_bytes();
+            assert_eq!(u32::from_le_bytes(bytes[..4].try_into().unwrap()), v.a);
+            assert_eq!(u32::from_le_bytes(bytes[4..].try_into().unwrap()), v.b);
+        }
+        // Each field keeps to its bits: all ones in one leave the others 0.
+        let v = Vertex::pack([63, 0, 0], 0, 0, false, 0, 63, 0);
+        assert_eq!(
+            (v.corner(), v.face(), v.block_sum(), v.layer()),
+            ([63, 0, 0], 0, 0, 0)
+        );
+    }
+
     #[test]
     fn a_lone_voxel_has_six_open_faces() {
         let mesh = mesh_chunk(&world(&[[5, 5, 5]]), &table());
         assert_eq!(mesh.quads(), 6);
+        assert_eq!(mesh.solid.len(), 24);
         assert!(mesh.vertices().all(|v| v.ao() == 3));
+        assert!(
+            mesh.vertices()
+                .all(|v| v.sun_sum() == 60 && v.block_sum() == 0),
+            "no light: full sun"
+        );
         let layers: Vec<u32> = (0..6)
             .map(|f| {
                 mesh.vertices()
@@ -718,45 +1076,308 @@ mod tests {
         }
     }
 
-    #[test]
-    fn faces_carry_the_light_in_front_of_them_and_merge_only_alike() {
-        let solid: Vec<[i32; 3]> = (0..4).map(|x| [x, 5, 5]).collect();
-        let mut neighbourhood = world(&solid);
-        let full = mesh_chunk(&neighbourhood, &table());
-        assert!(
-            full.vertices()
-                .all(|v| v.sun_sum() == 60 && v.block_sum() == 0),
-            "no light: full sun"
-        );
-        // Above the row of voxels: a torch's light fading along +x.
+    /// Light bytes of the chunk at the origin: `f` of the chunk position.
+    fn light_of(f: impl Fn([usize; 3]) -> u8) -> ChunkLight {
         let mut light = vec![0u8; CHUNK_VOLUME];
-        for x in 0..4 {
-            light[x + SIZE * (6 + SIZE * 5)] = 14 - x as u8;
+        for (i, l) in light.iter_mut().enumerate() {
+            *l = f([i % SIZE, i / SIZE % SIZE, i / (SIZE * SIZE)]);
         }
-        neighbourhood.lights[13] = Some(light.into());
-        let mesh = mesh_chunk(&neighbourhood, &table());
-        let tops: Vec<u32> = mesh
+        light.into()
+    }
+
+    /// The top face's vertex of `mesh` at corner `at`.
+    fn top_corner(mesh: &ChunkMesh, at: [u32; 3]) -> Vertex {
+        *mesh
             .vertices()
-            .filter(|v| v.face() == 2)
-            .map(|v| v.block_sum() / 4)
-            .collect();
-        assert_eq!(tops.len(), 4 * 4, "a top quad per light level");
-        for level in 11..=14 {
-            assert_eq!(tops.iter().filter(|&&l| l == level).count(), 4);
+            .find(|v| v.face() == 2 && v.corner() == at)
+            .unwrap_or_else(|| panic!("no top vertex at {at:?}: {mesh:?}"))
+    }
+
+    #[test]
+    fn a_corner_carries_the_sum_of_the_light_of_the_four_voxels_in_front_around_it() {
+        // A floor voxel at (5, 5, 5); above it, around its top face, block
+        // light 12 (in front), 8 (+x), 4 (+z), 0 (+x+z), and sunlight 15
+        // only in front.
+        let levels = |p: [usize; 3]| -> u8 {
+            match p {
+                [5, 6, 5] => 0xf0 | 12,
+                [6, 6, 5] => 8,
+                [5, 6, 6] => 4,
+                _ => 0,
+            }
+        };
+        let mut neighbourhood = world(&[[5, 5, 5]]);
+        neighbourhood.lights[13] = Some(light_of(levels));
+        let mesh = mesh_chunk(&neighbourhood, &table());
+        let sums = |v: Vertex| (v.block_sum(), v.sun_sum());
+        assert_eq!(sums(top_corner(&mesh, [6, 6, 6])), (12 + 8 + 4, 15));
+        assert_eq!(sums(top_corner(&mesh, [6, 6, 5])), (12 + 8, 15));
+        assert_eq!(sums(top_corner(&mesh, [5, 6, 6])), (12 + 4, 15));
+        assert_eq!(sums(top_corner(&mesh, [5, 6, 5])), (12, 15));
+        // An opaque voxel on the diagonal (+x+z) counts as the mean of the
+        // three others, and darkens the corner.
+        let mut neighbourhood = world(&[[5, 5, 5], [6, 6, 6]]);
+        neighbourhood.lights[13] = Some(light_of(levels));
+        let mesh = mesh_chunk(&neighbourhood, &table());
+        let corner = top_corner(&mesh, [6, 6, 6]);
+        assert_eq!(sums(corner), ((12 + 8 + 4) * 4 / 3, 20));
+        assert_eq!(corner.ao(), 2);
+        assert_eq!(sums(top_corner(&mesh, [5, 6, 5])), (12, 15));
+    }
+
+    #[test]
+    fn faces_merge_only_when_their_corners_are_alike() {
+        let solid: Vec<[i32; 3]> = (0..8).map(|x| [x, 5, 5]).collect();
+        let mut neighbourhood = world(&solid);
+        let top = |mesh: &ChunkMesh| mesh.vertices().filter(|v| v.face() == 2).count() / 4;
+        assert_eq!(
+            top(&mesh_chunk(&neighbourhood, &table())),
+            1,
+            "all alike: one quad"
+        );
+        // Full sun above, block light 10 over x = 6: the faces whose
+        // corners see it differ (x = 5, 6, 7), the rest still merge.
+        neighbourhood.lights[13] =
+            Some(light_of(|p| if p == [6, 6, 5] { 0xf0 | 10 } else { 0xf0 }));
+        let mesh = mesh_chunk(&neighbourhood, &table());
+        assert_eq!(top(&mesh), 4, "x 0..5 merged, then one quad each");
+        for quad in quads(&mesh.solid).filter(|q| q[0].face() == 2) {
+            let xs: Vec<u32> = quad.iter().map(|v| v.corner()[0]).collect();
+            let (min, max) = (xs.iter().min().unwrap(), xs.iter().max().unwrap());
+            if max - min > 1 {
+                assert_eq!((*min, *max), (0, 5));
+                assert!(quad.iter().all(|v| v.block_sum() == 0 && v.sun_sum() == 60));
+            }
         }
-        assert!(mesh.quads() > full.quads());
+    }
+
+    #[test]
+    fn a_liquid_top_is_lowered_but_not_under_the_same_liquid() {
+        let water = [[5, 5, 5], [5, 6, 5]];
+        let mesh = mesh_chunk(
+            &world_of(|p| if water.contains(&p) { WATER } else { AIR }),
+            &table(),
+        );
+        assert!(mesh.solid.is_empty() && mesh.cutout.is_empty());
+        assert_eq!(mesh.quads(), 4 * 2 + 2, "4 sides × 2 voxels, top, bottom");
+        let tops: Vec<&Vertex> = mesh.blended.iter().filter(|v| v.face() == 2).collect();
+        assert_eq!(tops.len(), 4, "no top face between the two water voxels");
+        assert!(
+            tops.iter()
+                .all(|v| v.lowered() && v.position()[1] == 7.0 - LIQUID_DROP)
+        );
+        for v in &mesh.blended {
+            // Only what reaches the upper voxel's top is lowered: the lower
+            // voxel's sides end under water, at y = 6, at full height.
+            assert_eq!(v.lowered(), v.corner()[1] == 7, "{v:?}");
+        }
+        // Under a stone the top is hidden; beside stone the side is too.
+        let mesh = mesh_chunk(
+            &world_of(|p| match p {
+                [5, 5, 5] => WATER,
+                [5, 6, 5] | [6, 5, 5] => STONE,
+                _ => AIR,
+            }),
+            &table(),
+        );
+        assert_eq!(quads(&mesh.blended).count(), 4);
+        assert!(quads(&mesh.blended).all(|q| q[0].face() != 2 && q[0].face() != 0));
+    }
+
+    #[test]
+    fn leaves_hide_neither_their_neighbours_nor_are_hidden_by_other_leaves_faces_between_them() {
+        let mesh = mesh_chunk_naive(
+            &world_of(|p| match p {
+                [5, 5, 5] => STONE,
+                [6, 5, 5] | [7, 5, 5] => LEAVES,
+                _ => AIR,
+            }),
+            &table(),
+        );
+        assert_eq!(
+            quads(&mesh.solid).count(),
+            6,
+            "the stone's face towards the leaves is drawn"
+        );
+        assert!(quads(&mesh.solid).any(|q| q[0].face() == 0));
+        // 12 faces of two leaves, less the 2 between them and the one
+        // against the stone.
+        assert_eq!(quads(&mesh.cutout).count(), 9);
+        assert!(mesh.blended.is_empty());
+        assert!(quads(&mesh.cutout).all(|q| q[0].layer() == 6));
+        let greedy = mesh_chunk(
+            &world_of(|p| {
+                if p == [6, 5, 5] || p == [7, 5, 5] {
+                    LEAVES
+                } else {
+                    AIR
+                }
+            }),
+            &table(),
+        );
+        assert_eq!(
+            quads(&greedy.cutout).count(),
+            6,
+            "two leaves merge like a block"
+        );
+    }
+
+    #[test]
+    fn glass_hides_glass_but_not_water_or_stone() {
+        let two = world_of(|p| {
+            if p == [5, 5, 5] || p == [6, 5, 5] {
+                GLASS
+            } else {
+                AIR
+            }
+        });
+        assert_eq!(mesh_chunk_naive(&two, &table()).blended.len() / 4, 10);
+        let mesh = mesh_chunk(&two, &table());
+        assert_eq!((mesh.quads(), mesh.blended.len() / 4), (6, 6));
+        let mixed = mesh_chunk_naive(
+            &world_of(|p| match p {
+                [5, 5, 5] => GLASS,
+                [6, 5, 5] => WATER,
+                [4, 5, 5] => STONE,
+                _ => AIR,
+            }),
+            &table(),
+        );
+        // Glass and water both draw their faces between them; the stone
+        // draws its face towards the glass, the glass not towards the stone.
+        assert_eq!(quads(&mixed.blended).count(), 5 + 6);
+        assert_eq!(quads(&mixed.solid).count(), 6);
+    }
+
+    /// A deterministic jumble of stone, water, leaves and glass, with light
+    /// varying from voxel to voxel.
+    fn jumble() -> Neighbourhood {
+        let hash = |p: [i32; 3]| -> u32 {
+            let mut h = (p[0] as u32).wrapping_mul(0x9e37_79b9)
+                ^ (p[1] as u32).wrapping_mul(0x85eb_ca6b)
+                ^ (p[2] as u32).wrapping_mul(0xc2b2_ae35);
+            h ^= h >> 15;
+            h = h.wrapping_mul(0x2c1b_3c6d);
+            h ^ (h >> 12)
+        };
+        let mut neighbourhood = world_of(|p| {
+            let ground = 10 + (p[0] + p[2]).rem_euclid(7);
+            match hash(p) % 16 {
+                _ if p[1] < ground - 3 => STONE,
+                0..=5 if p[1] < ground => STONE,
+                6 if p[1] < ground => GLASS,
+                7 => LEAVES,
+                8 if p[1] < ground + 4 => WATER,
+                _ if p[1] < 6 => WATER,
+                _ => AIR,
+            }
+        });
+        neighbourhood.lights[13] = Some(light_of(|p| {
+            let h = hash(p.map(|c| c as i32 + 1000));
+            if h % 5 == 0 {
+                (h % 256) as u8
+            } else {
+                0xf0 | (p[1] / 3) as u8
+            }
+        }));
+        neighbourhood
+    }
+
+    #[test]
+    fn the_merged_mesh_covers_exactly_the_naive_faces_with_their_corners() {
+        let neighbourhood = jumble();
+        let naive = mesh_chunk_naive(&neighbourhood, &table());
+        let greedy = mesh_chunk(&neighbourhood, &table());
+        assert!(naive.quads() > 1000, "{}", naive.quads());
+        assert!(greedy.quads() < naive.quads());
+        for list in [&naive.solid, &naive.cutout, &naive.blended] {
+            assert!(!list.is_empty());
+        }
+        // Each naive face by its list, face and corners, vertices sorted.
+        let key = |q: &[Vertex]| {
+            let mut vs: Vec<(u32, u32)> = q.iter().map(|v| (v.a, v.b)).collect();
+            vs.sort_unstable();
+            vs
+        };
+        let mut faces: HashMap<(usize, Vec<(u32, u32)>), usize> = HashMap::new();
+        for (l, list) in [&naive.solid, &naive.cutout, &naive.blended]
+            .into_iter()
+            .enumerate()
+        {
+            for q in quads(list) {
+                *faces.entry((l, key(q))).or_default() += 1;
+            }
+        }
+        for (l, list) in [&greedy.solid, &greedy.cutout, &greedy.blended]
+            .into_iter()
+            .enumerate()
+        {
+            for q in quads(list) {
+                let lo = [0, 1, 2].map(|a| q.iter().map(|v| v.corner()[a]).min().unwrap_or(0));
+                let hi = [0, 1, 2].map(|a| q.iter().map(|v| v.corner()[a]).max().unwrap_or(0));
+                let face = q[0].face();
+                let d = face / 2;
+                let (u, v) = ((d + 1) % 3, (d + 2) % 3);
+                let units = (hi[u] - lo[u]) * (hi[v] - lo[v]);
+                if units > 1 {
+                    assert!(
+                        q.iter().all(|x| x.b == q[0].b && x.a >> 18 == q[0].a >> 18),
+                        "merged corners differ: {q:?}"
+                    );
+                }
+                for j in lo[v]..hi[v] {
+                    for i in lo[u]..hi[u] {
+                        let unit: Vec<Vertex> = [(0, 0), (1, 0), (1, 1), (0, 1)]
+                            .iter()
+                            .map(|&(du, dv)| {
+                                let mut p = lo;
+                                p[u] = i + du;
+                                p[v] = j + dv;
+                                let like = if units > 1 {
+                                    q[0]
+                                } else {
+                                    *q.iter().find(|x| x.corner() == p).expect("a corner")
+                                };
+                                Vertex {
+                                    a: like.a & !0x3ffff | p[0] | p[1] << 6 | p[2] << 12,
+                                    b: like.b,
+                                }
+                            })
+                            .collect();
+                        let k = (l, key(&unit));
+                        let left = faces.get_mut(&k).unwrap_or_else(|| {
+                            panic!("list {l}: {unit:?} of {q:?} is no naive face")
+                        });
+                        *left -= 1;
+                        if *left == 0 {
+                            faces.remove(&k);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(faces.is_empty(), "naive faces not covered: {}", faces.len());
     }
 
     #[test]
     fn quads_wind_counter_clockwise_seen_from_outside() {
-        let mesh = mesh_chunk(&world(&[[5, 5, 5]]), &table());
-        for quad in mesh.solid.chunks(4) {
-            for tri in [[0, 1, 2], [0, 2, 3]] {
-                let [a, b, c] = tri.map(|i| glam::Vec3::from(quad[i].position()));
-                let normal = (b - a).cross(c - a).normalize();
-                let face = quad[0].face();
-                let expected = glam::Vec3::from(NORMALS[face].map(|c| c as f32));
-                assert!(normal.dot(expected) > 0.99, "face {face}: {normal}");
+        for mesh in [
+            mesh_chunk(&world(&[[5, 5, 5]]), &table()),
+            mesh_chunk(&jumble(), &table()),
+        ] {
+            for list in [&mesh.solid, &mesh.cutout, &mesh.blended] {
+                for quad in quads(list) {
+                    for tri in [[0, 1, 2], [0, 2, 3]] {
+                        let [a, b, c] = tri.map(|i| glam::Vec3::from(quad[i].position()));
+                        let normal = (b - a).cross(c - a).normalize();
+                        let face = quad[0].face();
+                        let expected = glam::Vec3::from(NORMALS[face].map(|c| c as f32));
+                        assert!(
+                            normal.dot(expected) > 0.99,
+                            "face {face}: {normal} {quad:?}"
+                        );
+                    }
+                }
             }
         }
     }
