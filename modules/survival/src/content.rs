@@ -26,6 +26,15 @@ fn faces(block: &mut BlockDefinition, textures: [&str; 6]) {
     block.textures = textures.map(str::to_string);
 }
 
+/// Glass: solid, clear (light crosses it undimmed); its texture
+/// (`glass.png`, the default game's, drawn by `scripts/textures.py`) is
+/// see-through, so clients draw it blended.
+pub fn glass_block() -> BlockDefinition {
+    let mut glass = BlockDefinition::simple("glass", "glass.png");
+    glass.light_absorption = 0;
+    glass
+}
+
 /// The chest: an inventory (`main`, 32 slots) made when it is placed.
 pub fn chest_block() -> BlockDefinition {
     let mut chest = BlockDefinition::simple("chest", "chest_side.png");
@@ -234,6 +243,11 @@ pub fn items() -> Vec<ItemDef> {
         sapling_item("sapling"),
         sapling_item("pine_sapling"),
         block("bed", &[("choppy", 2)], vec![]),
+        block(
+            "glass",
+            &[("cracky", 3), ("oddly_breakable_by_hand", 3)],
+            vec![],
+        ),
         craft("stick", "Stick"),
         craft("coal_lump", "Coal lump"),
         craft("iron_lump", "Iron lump"),
@@ -249,6 +263,8 @@ pub fn recipes() -> Vec<Recipe> {
         Recipe::shaped("stick", 4, 1, &["group:wood", "group:wood"]),
         Recipe::shaped("torch", 4, 1, &["coal_lump", "stick"]),
         Recipe::shaped("crafting_table", 1, 2, &["group:wood"; 4]),
+        // No furnace: sand fused with a lump of coal.
+        Recipe::shapeless("glass", 1, &["sand", "coal_lump"]),
         // A mattress of leaves on a frame of planks.
         Recipe::shaped(
             "bed",
@@ -322,6 +338,7 @@ mod tests {
                 "sapling",
                 "pine_sapling",
                 "bed",
+                "glass",
             ]);
         for name in blocks {
             registry.items.insert(name.into(), ItemDef::block(name));
@@ -366,6 +383,24 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn glass_ice_and_leaves_let_light_through_and_glass_is_made_of_sand() {
+        use buildat_modkit::voxel::light::OPAQUE;
+        use buildat_worldgen_terrain::{ICE, LEAVES, PINE_LEAVES, light_absorption};
+        let glass = glass_block();
+        assert_eq!(glass.light_absorption, 0);
+        assert!(glass.physically_solid);
+        for id in [ICE, LEAVES, PINE_LEAVES] {
+            assert!(light_absorption(id) < OPAQUE, "{id}");
+        }
+        let registry = registry();
+        assert_eq!(
+            craft(&registry, &[one("sand"), None, None, one("coal_lump")], 2),
+            ItemStack::new("glass", 1)
+        );
+        assert!(seconds(&registry, "glass", None).is_some(), "dug by hand");
     }
 
     #[test]

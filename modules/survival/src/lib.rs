@@ -31,14 +31,14 @@ use buildat_modkit::voxelworld_api::{GetRegistry, RegisterBlock};
 #[derive(Default, Serialize, Deserialize)]
 pub struct Survival {}
 
-/// Registers the planks, the items whose blocks this world has, then the
+/// Registers the planks and glass, the items whose blocks this world has, then the
 /// recipes the item registry can make (the rest logged and left out: a
 /// world with another generator may lack trunks or ores).
 fn register_content(ctx: &mut Ctx) -> Result<(), ModuleError> {
     let host = ctx.host();
-    host.call(&RegisterBlock {
-        block: content::planks_block(),
-    })?;
+    for block in [content::planks_block(), content::glass_block()] {
+        host.call(&RegisterBlock { block })?;
+    }
     let voxels = host.call(&GetRegistry {})?;
     let blocks: BTreeSet<String> = voxels
         .definitions()
@@ -160,12 +160,13 @@ mod tests {
 
     #[test]
     fn the_content_is_registered_on_start_for_the_blocks_this_world_has() {
-        let w = world(&["wood", "coal_ore", "cobblestone"]);
+        let w = world(&["wood", "coal_ore", "cobblestone", "sand"]);
         let _m = w.world.load::<Survival>().unwrap();
         let items = w.items.lock().unwrap().clone();
         // Its blocks and the terrain's it found; not those the world lacks.
         for name in [
             "planks",
+            "glass",
             "chest",
             "crafting_table",
             "wood",
@@ -181,6 +182,7 @@ mod tests {
         assert!(recipes.iter().any(|r| r.output.name == "pick_wood"));
         assert!(recipes.iter().any(|r| r.output.name == "torch"));
         assert!(recipes.iter().any(|r| r.output.name == "pick_iron"));
+        assert!(recipes.iter().any(|r| r.output.name == "glass"));
         let all = content::recipes().len();
         assert_eq!(recipes.len(), all, "every recipe's items are known here");
     }
