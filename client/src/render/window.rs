@@ -66,7 +66,8 @@ pub struct WindowOptions {
     /// End the session after this (the same as closing the window).
     pub deadline: Option<Instant>,
     /// Log each opened screen's layout (`-v`): `ui: screen ID grid GRID at
-    /// X,Y cell C`, the pixel of each grid's top left and a cell's size.
+    /// X,Y cell C`, the pixel of each grid's top left and a cell's size;
+    /// `ui: screen ID button|field WIDGET at X,Y size W,H`.
     pub verbose: bool,
     /// The user's settings, and the file the settings screen saves them to.
     pub settings: ClientSettings,
@@ -684,8 +685,8 @@ impl App {
             .map_or(self.options.size, |g| (g.config.width, g.config.height))
     }
 
-    /// With `-v`, where the top screen's grids are (tests aim the mouse
-    /// with it).
+    /// With `-v`, where the top screen's grids, buttons and fields are
+    /// (tests aim the mouse with it).
     fn log_layout(&self) {
         if !self.options.verbose {
             return;
@@ -696,16 +697,31 @@ impl App {
         let (width, height) = self.size();
         let layout = ScreenLayout::new(screen, width, height);
         for widget in &screen.widgets {
-            if let WidgetKind::Slots { id, columns, .. } = &widget.kind {
-                let r = layout.slot(widget, *columns, 0);
-                eprintln!(
-                    "buildat-client: ui: screen {} grid {id} at {},{} cell {}",
-                    screen.id,
-                    r.x.round(),
-                    r.y.round(),
-                    layout.cell.round()
-                );
-            }
+            let (what, id) = match &widget.kind {
+                WidgetKind::Slots { id, columns, .. } => {
+                    let r = layout.slot(widget, *columns, 0);
+                    eprintln!(
+                        "buildat-client: ui: screen {} grid {id} at {},{} cell {}",
+                        screen.id,
+                        r.x.round(),
+                        r.y.round(),
+                        layout.cell.round()
+                    );
+                    continue;
+                }
+                WidgetKind::Button { id, .. } => ("button", id),
+                WidgetKind::Field { id, .. } => ("field", id),
+                _ => continue,
+            };
+            let r = layout.widget(widget);
+            eprintln!(
+                "buildat-client: ui: screen {} {what} {id} at {},{} size {},{}",
+                screen.id,
+                r.x.round(),
+                r.y.round(),
+                r.w.round(),
+                r.h.round()
+            );
         }
     }
 

@@ -744,8 +744,8 @@ impl Runtime {
             lua.create_function(move |_, names: Vec<String>| {
                 let mut ui = s.ui.borrow_mut();
                 check_len("hotbar slots", names.len())?;
-                ui.state.selected = ui.state.selected.min(names.len().saturating_sub(1));
                 ui.state.hotbar = names;
+                ui.state.selected = ui.state.selected.min(ui.hotbar_len().saturating_sub(1));
                 ui.changed = true;
                 Ok(())
             })?,

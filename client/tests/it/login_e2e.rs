@@ -56,3 +56,98 @@ fn the_window_asks_for_a_login_before_it_connects() {
         "the window's answer: {stderr}"
     );
 }
+
+/// `ui: screen SCREEN button|field ID at X,Y size W,H` (window pixels):
+/// the widget's centre.
+fn widget_centre(line: &str) -> (String, String) {
+    let rest = line.split(" at ").nth(1).expect("at X,Y");
+    let mut words = rest.split_whitespace();
+    let (x, y) = words.next().expect("X,Y").split_once(',').expect("X,Y");
+    assert_eq!(words.next(), Some("size"), "{line}");
+    let (w, h) = words.next().expect("W,H").split_once(',').expect("W,H");
+    let number = |s: &str| s.parse::<f64>().expect("a number");
+    (
+        format!("{}", (number(x) + number(w) / 2.0).round()),
+        format!("{}", (number(y) + number(h) / 2.0).round()),
+    )
+}
+
+/// A malformed settings file is named (file, line, cause) and the
+/// defaults are used; F10's settings screen changes the field of view
+/// (+ twice) and Save writes the file, which reads back.
+#[test]
+fn the_settings_screen_saves_the_settings_file_and_a_malformed_one_is_named() {
+    if !xvfb::available() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let setup = Setup::new();
+    let (_server, address) = setup.start(&[]);
+    let xvfb = Xvfb::start();
+    let config = tempfile::tempdir().expect("config dir");
+    let file = config.path().join("buildat").join("client.toml");
+    std::fs::create_dir_all(file.parent().expect("folder")).expect("folder");
+    std::fs::write(&file, "fov = 70\nzoom = 2\n").expect("write");
+    let mut command = Command::new(CLIENT);
+    command
+        .args(["--connect", &address, "--cache"])
+        .arg(setup.cache())
+        .args([
+            "--name", "bob", "--guest", "--window", "--size", "640x480", "-v",
+        ])
+        .env("DISPLAY", &xvfb.display)
+        .env("XDG_CONFIG_HOME", config.path());
+    let mut client = Running::spawn(command);
+    let warning = client.wait_for("settings file", Duration::from_secs(30));
+    let spawned = client.wait_for("spawned at", Duration::from_secs(90));
+    let id = xvfb.window("Buildat", Duration::from_secs(30));
+    let (Some(warning), Some(_), Some(id)) = (warning, spawned, id) else {
+        let (_, said) = client.finish(Duration::from_secs(1));
+        panic!("no warning, spawn or window; the client said:\n{said}");
+    };
+    assert!(
+        warning.contains(&file.display().to_string())
+            && warning.contains("line 2")
+            && warning.contains("unknown setting \"zoom\""),
+        "{warning}"
+    );
+    xvfb.xdotool(&["windowfocus", &id]);
+    std::thread::sleep(Duration::from_secs(1));
+    xvfb.xdotool(&["key", "F10"]);
+    let plus = client.wait_for(
+        "ui: screen @settings button fov+ at",
+        Duration::from_secs(20),
+    );
+    let save = client.wait_for(
+        "ui: screen @settings button save at",
+        Duration::from_secs(5),
+    );
+    let (Some(plus), Some(save)) = (plus, save) else {
+        let (_, said) = client.finish(Duration::from_secs(1));
+        panic!("no settings screen; the client said:\n{said}");
+    };
+    for line in [&plus, &plus, &save] {
+        let (x, y) = widget_centre(line);
+        xvfb.xdotool(&["mousemove", "--window", &id, &x, &y]);
+        std::thread::sleep(Duration::from_millis(300));
+        xvfb.xdotool(&["click", "1"]);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let mut text = String::new();
+    for _ in 0..50 {
+        text = std::fs::read_to_string(&file).unwrap_or_default();
+        if text.contains("fov = 80") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(client.running(), "the window closed");
+    let (_, said) = client.finish(Duration::from_secs(1));
+    assert!(
+        text.contains("fov = 80"),
+        "{text}\nthe client said:\n{said}"
+    );
+    let saved = buildat_client::settings::ClientSettings::parse(&text).expect("it reads back");
+    assert_eq!(saved.fov, 80.0);
+    assert!(!text.contains("zoom"), "{text}");
+}
