@@ -185,10 +185,15 @@ end)
 buildat.sub_packet("inventory:answer", function(data)
 	local n, ok = string.unpack("<I4B", data)
 	local reason = string.sub(data, 6)
-	if ok == 0 then
-		log:info("refused: " .. reason)
-	end
 	local fn = pending[n]
+	if ok == 0 then
+		-- Whoever asked with a callback hears why; else it is logged.
+		if fn == nil then
+			log:info("refused: " .. reason)
+		else
+			log:verbose("refused: " .. reason)
+		end
+	end
 	if fn ~= nil then
 		pending[n] = nil
 		pending_count -= 1
