@@ -111,6 +111,24 @@ pub fn key_name(code: KeyCode) -> String {
     }
 }
 
+/// The native action of `key`: the user's choice (`settings`), else the
+/// game's binding (`actions`) unless the user moved that action to another
+/// key.
+fn action_of(
+    settings: &ClientSettings,
+    actions: &std::collections::BTreeMap<String, Action>,
+    key: &str,
+) -> Option<Action> {
+    if let Some(action) = Action::ALL
+        .into_iter()
+        .find(|a| settings.key_of(*a) == Some(key))
+    {
+        return Some(action);
+    }
+    let action = actions.get(key).copied()?;
+    settings.key_of(action).is_none().then_some(action)
+}
+
 struct Gfx {
     window: Arc<Window>,
     surface: wgpu::Surface<'static>,
@@ -330,14 +348,7 @@ impl App {
     /// The native action of `key`: the user's choice (settings), else the
     /// game's binding unless the user moved that action to another key.
     fn action_of(&self, key: &str) -> Option<Action> {
-        if let Some(action) = Action::ALL
-            .into_iter()
-            .find(|a| self.settings.key_of(*a) == Some(key))
-        {
-            return Some(action);
-        }
-        let action = self.scene.ui.actions.get(key).copied()?;
-        self.settings.key_of(action).is_none().then_some(action)
+        action_of(&self.settings, &self.scene.ui.actions, key)
     }
 
     /// The game's key for `action` (the first, by name).
@@ -1106,5 +1117,27 @@ impl ApplicationHandler for App {
         if let Some(gfx) = &self.gfx {
             gfx.window.request_redraw();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A key the user chose in the settings does its action, the game's
+    /// key for that action no longer does, the game's other keys stay.
+    #[test]
+    fn the_settings_keys_replace_the_games_keys_for_their_actions() {
+        let actions = std::collections::BTreeMap::from([
+            ("W".to_string(), Action::Forward),
+            ("Space".to_string(), Action::Jump),
+        ]);
+        let mut settings = ClientSettings::default();
+        assert_eq!(action_of(&settings, &actions, "W"), Some(Action::Forward));
+        settings.keys.insert("forward".into(), "Z".into());
+        assert_eq!(action_of(&settings, &actions, "Z"), Some(Action::Forward));
+        assert_eq!(action_of(&settings, &actions, "W"), None, "moved away");
+        assert_eq!(action_of(&settings, &actions, "Space"), Some(Action::Jump));
+        assert_eq!(action_of(&settings, &actions, "Q"), None);
     }
 }
