@@ -10,7 +10,9 @@
 //!   result); a drag asks the server (`inventory:act` move) and changes
 //!   nothing until its `inventory:lists`; a click on the result crafts; a
 //!   used chest's screen opens once the server lets it and closing it
-//!   (Esc, or I) closes the chest; the health bar follows `health:state`;
+//!   (Esc, or I) closes the chest; a used crafting table's screen shows
+//!   its 3 x 3 grid and result, which a click or a drag crafts into the
+//!   player's main list; the health bar follows `health:state`;
 //! - through the real server and real window clients under Xvfb, driven
 //!   by xdotool: a line typed into one window's chat (T, then typing, then
 //!   Enter; and a command after /) reaches a second client (a headless
@@ -417,6 +419,77 @@ fn a_used_chest_opens_its_screen_once_the_server_lets_it_and_closing_closes_it()
     answer.extend(b"too far");
     assert!(rt.dispatch_packet("inventory:answer", &answer).is_empty());
     assert!(rt.ui_state().screens.is_empty());
+    assert!(errors(&log).is_empty(), "{:?}", errors(&log));
+}
+
+#[test]
+fn a_used_crafting_table_shows_its_3_by_3_grid_and_its_result_crafts_into_main() {
+    let (rt, log) = game(&["inventory", "main"]);
+    let me = Owner::Player("tester");
+    let table = Owner::Voxel([-2, 7, 1]);
+    let packet = lists(&me, &[("main", 32, &[(0, "dirt", 5)]), ("craft", 4, &[])]);
+    assert!(rt.dispatch_packet("inventory:lists", &packet).is_empty());
+    let target = Some(Target {
+        voxel: [-2, 7, 1],
+        before: [-2, 8, 1],
+    });
+    assert!(rt.dispatch_key("E", true).is_empty());
+    assert!(rt.dispatch_click(Button::Left, target).is_empty());
+    assert!(rt.dispatch_key("E", false).is_empty());
+    let sent = rt.take_outgoing();
+    let names: Vec<&str> = sent.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["main:use", "inventory:act"], "E + click uses");
+    let table_lists: Filled = &[(0, "planks", 1), (4, "planks", 1)];
+    let packet = lists(&table, &[("craft", 9, table_lists)]);
+    assert!(rt.dispatch_packet("inventory:lists", &packet).is_empty());
+    let mut preview = Vec::new();
+    put_owner(&mut preview, &table);
+    put_slot(&mut preview, Some(("stick", 4)));
+    assert!(rt.dispatch_packet("inventory:preview", &preview).is_empty());
+    let mut answer = sent[1].1[..4].to_vec();
+    answer.push(1);
+    assert!(rt.dispatch_packet("inventory:answer", &answer).is_empty());
+    let state = rt.ui_state();
+    let screen = state.screens.last().expect("the table's screen");
+    assert_eq!(screen.id, "voxel:-2,7,1");
+    let grids: Vec<(String, u32, usize)> = screen
+        .widgets
+        .iter()
+        .filter_map(|w| match &w.kind {
+            WidgetKind::Slots {
+                id, columns, slots, ..
+            } => Some((id.clone(), *columns, slots.len())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        grids,
+        [
+            ("voxel:-2,7,1/craft".to_string(), 3, 9),
+            ("voxel:-2,7,1/=>".to_string(), 1, 1),
+            ("me/main".to_string(), 8, 32)
+        ]
+    );
+    assert_eq!(grid(&rt, "voxel:-2,7,1/=>"), [stack("stick", 4)]);
+    // Its result dragged onto slot 3 of main crafts into that slot.
+    let take = slot_move(("voxel:-2,7,1/=>", 0), ("me/main", 2), "voxel:-2,7,1");
+    assert!(rt.dispatch_ui(&take).is_empty());
+    let mut expected = vec![2u8]; // craft
+    put_owner(&mut expected, &table);
+    expected.extend(slot_ref(&me, "main", 2));
+    assert_eq!(acts(&rt), [expected]);
+    // A click on it crafts into the first empty slot of main.
+    let click = FromFrontend::SlotClick {
+        grid: "voxel:-2,7,1/=>".into(),
+        index: 0,
+        button: Button::Left,
+        screen: "voxel:-2,7,1".into(),
+    };
+    assert!(rt.dispatch_ui(&click).is_empty());
+    let mut expected = vec![2u8];
+    put_owner(&mut expected, &table);
+    expected.extend(slot_ref(&me, "main", 1));
+    assert_eq!(acts(&rt), [expected]);
     assert!(errors(&log).is_empty(), "{:?}", errors(&log));
 }
 
