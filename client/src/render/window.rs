@@ -769,6 +769,25 @@ impl App {
         let screen_id = screen.id.clone();
         let hit = self.ui_view.cursor.and_then(|[x, y]| self.hit(x, y));
         if pressed {
+            if let Some((Hit::Slot { grid, index }, Button::Left)) = &self.press {
+                // A right click while dragging drops one into the slot under
+                // the mouse; the drag goes on.
+                if button == Button::Right
+                    && let Some(Hit::Slot {
+                        grid: to_grid,
+                        index: to_index,
+                    }) = &hit
+                    && (to_grid, to_index) != (grid, index)
+                {
+                    let _ = self.link.to_session.send(FromFrontend::SlotMove {
+                        from: (grid.clone(), *index),
+                        to: (to_grid.clone(), *to_index),
+                        count: Some(1),
+                        screen: screen_id,
+                    });
+                }
+                return;
+            }
             if self.press.is_some() {
                 return;
             }
@@ -814,13 +833,13 @@ impl App {
             }
             return;
         }
-        let Some((Hit::Slot { grid, index }, down)) = self.press.take() else {
+        if self.press.as_ref().is_some_and(|(_, down)| *down != button) {
+            return; // another button than the drag's (a right click dropping one)
+        }
+        let Some((Hit::Slot { grid, index }, _)) = self.press.take() else {
             return;
         };
         self.ui_view.drag = None;
-        if down != button {
-            return;
-        }
         let clickable = screen.widgets.iter().any(
             |w| matches!(&w.kind, WidgetKind::Slots { id, clickable: true, .. } if *id == grid),
         );

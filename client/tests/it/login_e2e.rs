@@ -1,7 +1,10 @@
-//! The window on its own (issue 47, item 5), through the real server and
-//! the real window client under Xvfb, typed into with xdotool: opened
-//! without a password, the window asks for a name and password before it
-//! connects; what is typed logs in (the first login claims the name).
+//! The window on its own (issue 47, item 5) and its mouse on screens,
+//! through the real server and the real window client under Xvfb, driven
+//! by xdotool: opened without a password, the window asks for a name and
+//! password before it connects, and what is typed logs in (the first login
+//! claims the name); a malformed settings file is named and F10's settings
+//! screen saves the file; drags of a stack move all of it (left button),
+//! half (right) or one (a right click while dragging).
 //!
 //! Needs a Vulkan driver (lavapipe on CI), `Xvfb` and `xdotool`: without
 //! them it fails on CI (`CI` set) and is skipped elsewhere, saying so.
@@ -150,4 +153,101 @@ fn the_settings_screen_saves_the_settings_file_and_a_malformed_one_is_named() {
     let saved = buildat_client::settings::ClientSettings::parse(&text).expect("it reads back");
     assert_eq!(saved.fov, 80.0);
     assert!(!text.contains("zoom"), "{text}");
+}
+
+/// A screen a script opens: one grid of 4 slots, its moves logged.
+const DRAG_SCREEN: &str = r#"
+local ui = buildat.ui
+local log = buildat.Logger("drag")
+buildat.set_timeout(1, function()
+    ui.open_screen("t", { title = "Drag", columns = 4, rows = 1, widgets = {
+        { kind = "slots", id = "a", x = 0, y = 0, columns = 4,
+          slots = { { name = "stone", count = 10 }, false, false, false },
+          on_move = function(from, i, to, j, count)
+              log:info("moved " .. from .. i .. " " .. to .. j .. " " .. tostring(count))
+          end },
+    } })
+end)
+"#;
+
+/// Drags in a window (xdotool): the left button moves the whole stack, a
+/// right click while dragging drops one and the drag goes on, the right
+/// button drags half; each is one `on_move` and nothing moves on screen
+/// by itself (the slot still holds 10 for the next drag).
+#[test]
+fn drags_move_all_half_or_one_by_the_mouse_buttons() {
+    if !xvfb::available() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let setup = Setup::new();
+    let (_server, address) = setup.start(&[]);
+    let xvfb = Xvfb::start();
+    let script = setup.script("drag.lua", DRAG_SCREEN);
+    let mut command = Command::new(CLIENT);
+    command
+        .args(["--connect", &address, "--cache"])
+        .arg(setup.cache())
+        .args([
+            "--name", "dragger", "--guest", "--window", "--size", "640x480", "-v",
+        ])
+        .arg("--script")
+        .arg(&script)
+        .env("DISPLAY", &xvfb.display);
+    let mut client = Running::spawn(command);
+    let grid = client.wait_for("ui: screen t grid a at ", Duration::from_secs(90));
+    let id = xvfb.window("Buildat", Duration::from_secs(30));
+    let (Some(grid), Some(id)) = (grid, id) else {
+        let (_, said) = client.finish(Duration::from_secs(1));
+        panic!("no screen or window; the client said:\n{said}");
+    };
+    let rest = grid.split(" at ").nth(1).expect("at X,Y");
+    let mut words = rest.split_whitespace();
+    let (x, y) = words.next().expect("X,Y").split_once(',').expect("X,Y");
+    let cell: f64 = words.nth(1).expect("cell").parse().expect("cell");
+    let (x, y): (f64, f64) = (x.parse().expect("x"), y.parse().expect("y"));
+    let slot = |i: f64| {
+        (
+            format!("{}", (x + (i + 0.5) * cell).round()),
+            format!("{}", (y + 0.5 * cell).round()),
+        )
+    };
+    let move_to = |i: f64| {
+        let (sx, sy) = slot(i);
+        xvfb.xdotool(&["mousemove", "--window", &id, &sx, &sy]);
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let button = |what: &str, which: &str| {
+        xvfb.xdotool(&[what, which]);
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    xvfb.xdotool(&["windowfocus", &id]);
+    std::thread::sleep(Duration::from_millis(500));
+    // Left drag from slot 1, a right click over slot 2, release over 3.
+    move_to(0.0);
+    button("mousedown", "1");
+    move_to(1.0);
+    button("click", "3");
+    move_to(2.0);
+    button("mouseup", "1");
+    // Right drag from slot 1 to slot 4.
+    move_to(0.0);
+    button("mousedown", "3");
+    move_to(3.0);
+    button("mouseup", "3");
+    let lines: Vec<Option<String>> = [
+        "drag: moved a1 a2 1",
+        "drag: moved a1 a3 10",
+        "drag: moved a1 a4 5",
+    ]
+    .iter()
+    .map(|needle| client.wait_for(needle, Duration::from_secs(10)))
+    .collect();
+    assert!(client.running(), "the window closed");
+    let (_, said) = client.finish(Duration::from_secs(1));
+    assert!(
+        lines.iter().all(Option::is_some),
+        "{lines:?}; the client said:\n{said}"
+    );
+    assert_eq!(said.matches("drag: moved").count(), 3, "{said}");
 }
