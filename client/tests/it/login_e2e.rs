@@ -251,3 +251,49 @@ fn drags_move_all_half_or_one_by_the_mouse_buttons() {
     );
     assert_eq!(said.matches("drag: moved").count(), 3, "{said}");
 }
+
+/// Without --name the prompt's name field has the keys; Play as guest
+/// (clicked) joins without a password under the name typed.
+#[test]
+fn the_login_prompt_plays_as_a_guest_under_the_name_typed() {
+    if !xvfb::available() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let setup = Setup::new();
+    let (_server, address) = setup.start(&[]);
+    let xvfb = Xvfb::start();
+    let config = tempfile::tempdir().expect("config dir");
+    let mut command = Command::new(CLIENT);
+    command
+        .args(["--connect", &address, "--cache"])
+        .arg(setup.cache())
+        .args(["--window", "--size", "640x480", "-v"])
+        .env("DISPLAY", &xvfb.display)
+        .env("XDG_CONFIG_HOME", config.path())
+        .env_remove("BUILDAT_PASSWORD");
+    let mut client = Running::spawn(command);
+    let guest = client.wait_for("ui: screen @login button guest at", Duration::from_secs(60));
+    let id = xvfb.window("Buildat", Duration::from_secs(30));
+    let (Some(guest), Some(id)) = (guest, id) else {
+        let (_, said) = client.finish(Duration::from_secs(1));
+        panic!("no login prompt; the client said:\n{said}");
+    };
+    xvfb.xdotool(&["windowfocus", &id]);
+    std::thread::sleep(Duration::from_millis(500));
+    xvfb.xdotool(&["type", "--delay", "60", "carol"]);
+    assert!(
+        client
+            .wait_for("spawned at", Duration::from_secs(2))
+            .is_none(),
+        "it joined before the prompt was answered"
+    );
+    let (x, y) = widget_centre(&guest);
+    xvfb.xdotool(&["mousemove", "--window", &id, &x, &y]);
+    std::thread::sleep(Duration::from_millis(300));
+    xvfb.xdotool(&["click", "1"]);
+    let spawned = client.wait_for("spawned at", Duration::from_secs(60));
+    let (_, said) = client.finish(Duration::from_secs(1));
+    assert!(spawned.is_some(), "the guest never spawned:\n{said}");
+    assert!(said.contains("logging in as carol (a guest)"), "{said}");
+}
