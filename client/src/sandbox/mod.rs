@@ -41,8 +41,8 @@ use crate::world::WorldView;
 
 pub use api::{MAX_EXIT_HOOKS, MAX_OUTBOX_BYTES, MAX_SUBSCRIPTIONS, MAX_TIMERS};
 pub use ui::{
-    Action, CHAT_LINES, ChatLine, Daylight, ItemDef, MAX_TEXT_BYTES, MAX_UI_ENTRIES, Screen,
-    Slots, Stack, UiBox, UiModel, UiState, Widget, WidgetKind,
+    Action, CHAT_LINES, ChatLine, Daylight, ItemDef, MAX_TEXT_BYTES, MAX_UI_ENTRIES, Screen, Slots,
+    Stack, UiBox, UiModel, UiState, Widget, WidgetKind,
 };
 use vm::{describe, load_text};
 
