@@ -1107,6 +1107,12 @@ mod tests {
     }
 
     #[test]
+    fn the_shader_fetches_tiles_of_the_atlas_size() {
+        let line = format!("const TILE: f32 = {TILE}.0;");
+        assert!(include_str!("shaders.wgsl").contains(&line), "{line}");
+    }
+
+    #[test]
     fn chunks_wholly_in_the_fog_are_skipped() {
         let (min, max) = (Vec3::new(64.0, -32.0, 0.0), Vec3::new(96.0, 0.0, 32.0));
         let eye = Vec3::new(0.0, 100.0, 16.0);

@@ -26,13 +26,17 @@ struct Globals {
 @group(0) @binding(1) var tiles: texture_2d_array<f32>;
 @group(0) @binding(2) var tile_sampler: sampler;
 
+// Texels per tile side (atlas::TILE).
+const TILE: f32 = 16.0;
+
 struct ChunkOut {
     @builtin(position) clip: vec4<f32>,
     @location(0) uv: vec2<f32>,
     @location(1) @interpolate(flat) layer: u32,
-    @location(2) shade: f32,
-    // The position relative to the eye.
-    @location(3) relative: vec3<f32>,
+    // x: the light's factor; y: the fog's ramp (0 at its start, 1 at its
+    // end), per vertex: interpolating it is close enough over a quad and
+    // saves the fragments a square root.
+    @location(2) shade_fog: vec2<f32>,
 };
 
 // A packed vertex (mesh::Vertex): `a` = x 0-5, y 6-11, z 12-17, face
@@ -79,45 +83,53 @@ fn vs_chunk(@location(0) packed: vec2<u32>, @location(1) origin: vec4<f32>) -> C
     out.clip = globals.view_projection * vec4<f32>(world, 1.0);
     out.uv = uv;
     out.layer = b & 0xffffu;
-    out.shade = (0.5 + 0.5 * diffuse) * (0.4 + 0.6 * ao) * brightness;
-    out.relative = world - globals.eye.xyz;
+    let shade = (0.5 + 0.5 * diffuse) * (0.4 + 0.6 * ao) * brightness;
+    out.shade_fog = vec2<f32>(shade, fog_ramp(world - globals.eye.xyz));
     return out;
 }
 
-// How much fog covers a point at `relative` to the eye (0..1).
-fn fog_amount(relative: vec3<f32>) -> f32 {
+// Where a point at `relative` to the eye is on the fog's ramp, unclamped.
+fn fog_ramp(relative: vec3<f32>) -> f32 {
     let horizontal = length(relative.xz);
     let distance = mix(horizontal, length(relative), globals.fog.z);
-    return clamp((distance - globals.fog.x) / max(globals.fog.y - globals.fog.x, 1.0), 0.0, 1.0);
+    return (distance - globals.fog.x) / max(globals.fog.y - globals.fog.x, 1.0);
 }
 
-fn fogged(colour: vec3<f32>, relative: vec3<f32>) -> vec3<f32> {
-    return mix(colour * globals.tint.rgb, globals.fog_colour.rgb, fog_amount(relative));
+fn fogged(colour: vec3<f32>, ramp: f32) -> vec3<f32> {
+    return mix(colour * globals.tint.rgb, globals.fog_colour.rgb, clamp(ramp, 0.0, 1.0));
+}
+
+// The tile's texel at `uv` (repeating once per voxel): a plain fetch, no
+// sampler (nearest, one level: the same texel, cheaper on a CPU
+// rasteriser).
+fn texel_at(uv: vec2<f32>, layer: u32) -> vec4<f32> {
+    let at = vec2<i32>(min(fract(uv) * TILE, vec2<f32>(TILE - 1.0)));
+    return textureLoad(tiles, at, layer, 0);
 }
 
 @fragment
 fn fs_chunk(in: ChunkOut) -> @location(0) vec4<f32> {
-    let texel = textureSample(tiles, tile_sampler, in.uv, in.layer);
-    return vec4<f32>(fogged(texel.rgb * in.shade, in.relative), 1.0);
+    let texel = texel_at(in.uv, in.layer);
+    return vec4<f32>(fogged(texel.rgb * in.shade_fog.x, in.shade_fog.y), 1.0);
 }
 
 // Leaves: texels with alpha below one half are holes.
 @fragment
 fn fs_cutout(in: ChunkOut) -> @location(0) vec4<f32> {
-    let texel = textureSample(tiles, tile_sampler, in.uv, in.layer);
+    let texel = texel_at(in.uv, in.layer);
     if texel.a < 0.5 {
         discard;
     }
-    return vec4<f32>(fogged(texel.rgb * in.shade, in.relative), 1.0);
+    return vec4<f32>(fogged(texel.rgb * in.shade_fog.x, in.shade_fog.y), 1.0);
 }
 
 // Water, ice, glass: blended with what is behind by the texel's alpha; the
 // fog also fades them out, so far water is the fog's colour.
 @fragment
 fn fs_blended(in: ChunkOut) -> @location(0) vec4<f32> {
-    let texel = textureSample(tiles, tile_sampler, in.uv, in.layer);
-    let fog = fog_amount(in.relative);
-    let colour = mix(texel.rgb * in.shade * globals.tint.rgb, globals.fog_colour.rgb, fog);
+    let texel = texel_at(in.uv, in.layer);
+    let fog = clamp(in.shade_fog.y, 0.0, 1.0);
+    let colour = mix(texel.rgb * in.shade_fog.x * globals.tint.rgb, globals.fog_colour.rgb, fog);
     return vec4<f32>(colour, mix(texel.a, 1.0, fog));
 }
 
@@ -133,7 +145,7 @@ fn vs_world_flat(@location(0) position: vec3<f32>, @location(1) colour: vec4<f32
     // Boxes (players, creatures) dim with the daylight as the terrain does,
     // never below a quarter; the black outline stays black.
     let lit = max(clamp(globals.light.w, 0.0, 1.0), 0.25);
-    out.colour = vec4<f32>(fogged(colour.rgb * lit, position - globals.eye.xyz), colour.a);
+    out.colour = vec4<f32>(fogged(colour.rgb * lit, fog_ramp(position - globals.eye.xyz)), colour.a);
     return out;
 }
 
