@@ -495,15 +495,34 @@ impl Volume {
                         x_bits |= ((1u64 << len) - 1) << first;
                         continue;
                     };
-                    // Branch-free: terrain mixes kinds unpredictably.
-                    let (mut opaque, mut clear) = (0u64, 0u64);
-                    for (k, &value) in values.iter().enumerate() {
-                        let kind = kind_of
+                    let kind = |value: u32| {
+                        kind_of
                             .get((value & MAX_TYPE_ID) as usize)
                             .copied()
-                            .unwrap_or(Kind::Opaque);
-                        opaque |= u64::from(kind == Kind::Opaque) << k;
-                        clear |= u64::from(kind as u8 > Kind::Opaque as u8) << k;
+                            .unwrap_or(Kind::Opaque)
+                    };
+                    let (mut opaque, mut clear) = (0u64, 0u64);
+                    let first_value = values[0];
+                    if values
+                        .iter()
+                        .fold(0, |differ, &v| differ | (v ^ first_value))
+                        == 0
+                    {
+                        // A row of one value (air above ground, stone below,
+                        // layers of dirt): one lookup.
+                        let all = (1u64 << len) - 1;
+                        match kind(first_value) {
+                            Kind::Empty => {}
+                            Kind::Opaque => opaque = all,
+                            _ => clear = all,
+                        }
+                    } else {
+                        // Branch-free: terrain mixes kinds unpredictably.
+                        for (k, &value) in values.iter().enumerate() {
+                            let kind = kind(value);
+                            opaque |= u64::from(kind == Kind::Opaque) << k;
+                            clear |= u64::from(kind as u8 > Kind::Opaque as u8) << k;
+                        }
                     }
                     x_bits |= opaque << first;
                     while clear != 0 {
@@ -572,7 +591,11 @@ impl Volume {
         // (i - 1 + du, r - 1 + dv) is opaque.
         let front_s = if positive { s + 2 } else { s };
         let rows = &self.opaque.0[u];
-        let near = [r, r + 1, r + 2].map(|pr| (rows[front_s + PADDED * pr] >> i) & 7);
+        let near = [
+            (rows[front_s + PADDED * r] >> i) & 7,
+            (rows[front_s + PADDED * (r + 1)] >> i) & 7,
+            (rows[front_s + PADDED * (r + 2)] >> i) & 7,
+        ];
         let opaque = |du: usize, dv: usize| (near[dv] >> du) & 1 == 1;
         let front = STRIDE[d] * front_s + su * (i + 1) + sv * (r + 1);
         let light = |du: usize, dv: usize| self.light[front + su * du + sv * dv - su - sv];
@@ -590,34 +613,27 @@ impl Volume {
             }
         };
         let centre = light(1, 1);
-        let even = near == [0; 3]
-            && [
-                (0, 0),
-                (1, 0),
-                (2, 0),
-                (0, 1),
-                (2, 1),
-                (0, 2),
-                (1, 2),
-                (2, 2),
-            ]
-            .iter()
-            .all(|&(du, dv)| light(du, dv) == centre);
-        let corners = if even {
-            // Open and evenly lit (most faces): no sums to take.
-            let (sun, block) = (u32::from(centre >> 4) * 4, u32::from(centre & 15) * 4);
-            std::array::from_fn(|k| Corner {
-                ao: 3,
-                sun,
-                block,
-                lowered: lowered_top && top(k),
-            })
-        } else {
-            std::array::from_fn(|k| {
+        let mut corners = [Corner {
+            ao: 3,
+            sun: u32::from(centre >> 4) * 4,
+            block: u32::from(centre & 15) * 4,
+            lowered: false,
+        }; 4];
+        let even = (near[0] | near[1] | near[2]) == 0 && {
+            let row = |dv: usize| {
+                let at = front + sv * dv - sv - su;
+                (self.light[at] ^ centre)
+                    | (self.light[at + su] ^ centre)
+                    | (self.light[at + 2 * su] ^ centre)
+            };
+            (row(0) | row(1) | row(2)) == 0
+        };
+        if !even {
+            for (k, corner) in corners.iter_mut().enumerate() {
                 // The corner's offsets along u and v in the 3×3 (0 or 2).
                 let (du, dv) = [(0, 0), (2, 0), (2, 2), (0, 2)][k];
                 let (side1, side2, diagonal) = (opaque(du, 1), opaque(1, dv), opaque(du, dv));
-                let ao = u32::from(vertex_ao(side1, side2, diagonal));
+                corner.ao = u32::from(vertex_ao(side1, side2, diagonal));
                 // The one in front is never opaque (the face would be
                 // hidden); the diagonal is cut off when both sides are.
                 let mut count = 1;
@@ -634,14 +650,15 @@ impl Volume {
                         block += u32::from(l & 15);
                     }
                 }
-                Corner {
-                    ao,
-                    sun: four_of(sun, count),
-                    block: four_of(block, count),
-                    lowered: lowered_top && top(k),
-                }
-            })
-        };
+                corner.sun = four_of(sun, count);
+                corner.block = four_of(block, count);
+            }
+        }
+        if lowered_top {
+            for (k, corner) in corners.iter_mut().enumerate() {
+                corner.lowered = top(k);
+            }
+        }
         Face {
             kind,
             layer: table.layer(id, face),
@@ -744,6 +761,18 @@ fn with_volume<T>(
     })
 }
 
+/// Whether the chunk is not held or all of one type that is not drawn
+/// (air): no face can be drawn, nothing need be read around it.
+fn nothing_drawn(neighbourhood: &Neighbourhood, table: &MeshTable) -> bool {
+    let Some(values) = neighbourhood.neighbours[13].as_deref() else {
+        return true;
+    };
+    let Some(&first) = values.first() else {
+        return true;
+    };
+    table.kind(first) == Kind::Empty && values.iter().all(|&v| v == first)
+}
+
 /// The sum of 4 light levels when `count` of them (1..=4) summed to
 /// `total`: the missing ones count as the mean of the others, rounded.
 #[inline]
@@ -778,14 +807,15 @@ fn push_quad(mesh: &mut ChunkMesh, face: usize, at: [usize; 3], size: [usize; 2]
     let [s, i, r] = at;
     let [w, h] = size;
     let offsets = [(0, 0), (w, 0), (w, h), (0, h)];
-    let vertices: [Vertex; 4] = std::array::from_fn(|k| {
+    let mut vertices = [Vertex::default(); 4];
+    for (k, vertex) in vertices.iter_mut().enumerate() {
         let mut p = [0u32; 3];
         p[d] = (s + usize::from(positive)) as u32;
         p[u] = (i + offsets[k].0) as u32;
         p[v] = (r + offsets[k].1) as u32;
         let c = drawn.corners[k];
-        Vertex::pack(p, face, c.ao, c.lowered, drawn.layer, c.sun, c.block)
-    });
+        *vertex = Vertex::pack(p, face, c.ao, c.lowered, drawn.layer, c.sun, c.block);
+    }
     let c = &drawn.corners;
     let light = |k: usize| c[k].sun.max(c[k].block);
     let flip = (c[0].ao + c[2].ao, light(0) + light(2)) < (c[1].ao + c[3].ao, light(1) + light(3));
@@ -800,7 +830,12 @@ fn push_quad(mesh: &mut ChunkMesh, face: usize, at: [usize; 3], size: [usize; 2]
         Kind::Blended | Kind::Liquid => &mut mesh.blended,
         Kind::Empty | Kind::Opaque => &mut mesh.solid,
     };
-    list.extend(order.map(|k| vertices[k]));
+    list.extend_from_slice(&[
+        vertices[order[0]],
+        vertices[order[1]],
+        vertices[order[2]],
+        vertices[order[3]],
+    ]);
 }
 
 /// Meshes one chunk by binary greedy meshing: visible faces found a row
@@ -808,6 +843,9 @@ fn push_quad(mesh: &mut ChunkMesh, face: usize, at: [usize; 3], size: [usize; 2]
 /// neighbours (same layer, kind, AO, light and lowering), the others drawn
 /// one quad each.
 pub fn mesh_chunk(neighbourhood: &Neighbourhood, table: &MeshTable) -> ChunkMesh {
+    if nothing_drawn(neighbourhood, table) {
+        return ChunkMesh::default();
+    }
     with_volume(neighbourhood, table, |volume, n| {
         volume.mesh(n, table, true)
     })
@@ -816,6 +854,9 @@ pub fn mesh_chunk(neighbourhood: &Neighbourhood, table: &MeshTable) -> ChunkMesh
 /// The baseline: one quad per visible face, nothing merged (the same
 /// culling, AO and light, so only the merging differs).
 pub fn mesh_chunk_naive(neighbourhood: &Neighbourhood, table: &MeshTable) -> ChunkMesh {
+    if nothing_drawn(neighbourhood, table) {
+        return ChunkMesh::default();
+    }
     with_volume(neighbourhood, table, |volume, n| {
         volume.mesh(n, table, false)
     })
