@@ -276,6 +276,12 @@ impl Runtime {
             "clear_timer",
             "on_exit",
             "nodes_sub",
+            // The UI's, which take the calling file (boot.lua wraps them).
+            "ui_bind",
+            "ui_on_click",
+            "ui_on_move",
+            "ui_open_screen",
+            "ui_on_chat",
         ] {
             out.push((format!("host.{name}"), self.host.raw_get(name)?));
         }
