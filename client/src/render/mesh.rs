@@ -291,13 +291,30 @@ impl Masks {
     /// Fills the rows along y and z from the rows along x: each plane of
     /// them is a bit matrix the other's is the transpose of.
     fn transpose_from_x(&mut self) {
+        const FULL: u64 = (1 << PADDED) - 1;
         let [x, y, z] = &mut self.0;
         let mut m = [0u64; 64];
+        // A plane all clear or all set (sky, rock) is its own transpose.
+        let uniform = |m: &[u64; 64]| {
+            let (any, all) = m[..PADDED]
+                .iter()
+                .fold((0, FULL), |(any, all), &row| (any | row, all & row));
+            if any == 0 {
+                Some(0)
+            } else if all == FULL {
+                Some(FULL)
+            } else {
+                None
+            }
+        };
         for pz in 0..PADDED {
             for (py, row) in m.iter_mut().take(PADDED).enumerate() {
                 *row = x[pz + PADDED * py];
             }
-            transpose64(&mut m);
+            match uniform(&m) {
+                Some(rows) => m[..PADDED].fill(rows),
+                None => transpose64(&mut m),
+            }
             for (px, row) in m.iter_mut().take(PADDED).enumerate() {
                 y[px + PADDED * pz] = *row;
                 *row = 0;
@@ -305,7 +322,10 @@ impl Masks {
         }
         for py in 0..PADDED {
             m[..PADDED].copy_from_slice(&x[PADDED * py..PADDED * (py + 1)]);
-            transpose64(&mut m);
+            match uniform(&m) {
+                Some(rows) => m[..PADDED].fill(rows),
+                None => transpose64(&mut m),
+            }
             for (px, row) in m.iter_mut().take(PADDED).enumerate() {
                 z[py + PADDED * px] = *row;
                 *row = 0;
@@ -1037,6 +1057,45 @@ mod tests {
             (v.corner(), v.face(), v.block_sum(), v.layer()),
             ([63, 0, 0], 0, 0, 0)
         );
+    }
+
+    #[test]
+    fn the_rows_along_y_and_z_hold_the_same_voxels_as_the_rows_along_x() {
+        let mut masks = Masks::new();
+        let mut seed = 0x1234_5678_u64;
+        for py in 0..PADDED {
+            for pz in 0..PADDED {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                // Planes of every kind: empty (z < 4), full (z > 30), mixed.
+                let full = (1u64 << PADDED) - 1;
+                masks.0[0][pz + PADDED * py] = match pz {
+                    0..4 => 0,
+                    31.. => full,
+                    _ if py == 7 => full,
+                    _ => seed & full,
+                };
+            }
+        }
+        masks.transpose_from_x();
+        for px in 0..PADDED {
+            for py in 0..PADDED {
+                for pz in 0..PADDED {
+                    let bit = (masks.0[0][pz + PADDED * py] >> px) & 1;
+                    assert_eq!(
+                        (masks.0[1][px + PADDED * pz] >> py) & 1,
+                        bit,
+                        "y row {px} {py} {pz}"
+                    );
+                    assert_eq!(
+                        (masks.0[2][py + PADDED * px] >> pz) & 1,
+                        bit,
+                        "z row {px} {py} {pz}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
