@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Draws the liquid module's textures (modules/liquid/client_data/textures/*.png).
 
-Blocks (water_flowing, lava, lava_flowing) are 16x16 RGB tiles made like the
+Blocks (water_flowing, lava, lava_flowing) are 16x16 tiles made like the
 terrain's (scripts/textures.py: base colour, seeded value noise, features);
-the flowing ones streaked. Items (bucket, bucket_water, bucket_lava) are
+the flowing ones streaked; water_flowing is RGBA, translucent (alpha 160) like
+the terrain's water, so clients blend it. Items (bucket, bucket_water, bucket_lava) are
 16x16 RGBA icons on a transparent background. Deterministic: running it
 again writes the same bytes. Standard library only.
 
@@ -50,7 +51,9 @@ def streaked(rows, by):
 
 
 def water_flowing():
-    return streaked(tile(55, (60, 106, 206), 12, fine=0.3), 30)
+    # Translucent like the terrain's water (alpha 160): clients blend it.
+    rows = streaked(tile(55, (60, 106, 206), 12, fine=0.3), 30)
+    return [[(*px, 160) for px in row] for row in rows]
 
 
 def lava():
@@ -103,7 +106,8 @@ def main():
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent / "client_data" / "textures"
     out.mkdir(parents=True, exist_ok=True)
     for name, draw in BLOCKS.items():
-        png(out / f"{name}.png", draw())
+        pixels = draw()
+        (png_rgba if len(pixels[0][0]) == 4 else png)(out / f"{name}.png", pixels)
     for name, draw in ITEMS.items():
         png_rgba(out / f"{name}.png", draw())
     print(f"wrote {len(BLOCKS) + len(ITEMS)} textures to {out}")
