@@ -301,6 +301,11 @@ impl Ui {
             .as_ref()
             .map_or(self.state.hotbar.len(), Vec::len)
     }
+
+    /// Keeps the selection within the hotbar after it changed.
+    fn clamp_selected(&mut self) {
+        self.state.selected = self.state.selected.min(self.hotbar_len().saturating_sub(1));
+    }
 }
 
 /// Which of the UI's handler lists a registration function fills.
@@ -320,6 +325,58 @@ fn check_len(what: &str, len: usize) -> mlua::Result<()> {
     } else {
         Ok(())
     }
+}
+
+/// Room in `map` for `key`: a key already there is replaced, a new one
+/// must stay within [`MAX_UI_ENTRIES`].
+fn check_room<V>(map: &BTreeMap<String, V>, key: &str, what: &str) -> mlua::Result<()> {
+    if map.contains_key(key) {
+        Ok(())
+    } else {
+        check_len(what, map.len())
+    }
+}
+
+/// A name (an id, a file, an item name): a string of 1 to
+/// [`MAX_TEXT_BYTES`] bytes, else an error saying `what` must be one.
+fn check_name(value: Value, what: &str) -> mlua::Result<String> {
+    match value {
+        Value::String(s) if (1..=MAX_TEXT_BYTES).contains(&s.as_bytes().len()) => {
+            Ok(s.to_str()?.to_string())
+        }
+        Value::String(s) => Err(lua_error(format!(
+            "{what} must be 1 to {MAX_TEXT_BYTES} bytes long, got {}",
+            s.as_bytes().len()
+        ))),
+        other => Err(lua_error(format!(
+            "{what} must be a string, got {}",
+            type_of(&other)
+        ))),
+    }
+}
+
+/// `value` as a table, else an error: `expected` and what `value` is.
+fn check_table(value: Value, expected: impl FnOnce() -> String) -> mlua::Result<Table> {
+    match value {
+        Value::Table(table) => Ok(table),
+        other => Err(lua_error(format!(
+            "{}, got {}",
+            expected(),
+            type_of(&other)
+        ))),
+    }
+}
+
+/// The length of a list the game passed, at most [`MAX_UI_ENTRIES`]
+/// (`what`: whose, `items`: of what).
+fn check_list_len(list: &Table, what: &str, items: &str) -> mlua::Result<usize> {
+    let len = list.raw_len();
+    if len > MAX_UI_ENTRIES {
+        return Err(lua_error(format!(
+            "{what}: {len} {items}, over {MAX_UI_ENTRIES}"
+        )));
+    }
+    Ok(len)
 }
 
 /// `text` cut to [`MAX_TEXT_BYTES`] on a character boundary.
@@ -375,41 +432,26 @@ impl Fields<'_> {
 
     /// A name (an id, a file): a string of 1 to [`MAX_TEXT_BYTES`] bytes.
     fn name(&self, key: &str) -> mlua::Result<String> {
-        match self.value(key)? {
-            Value::String(s) => {
-                let s = s.to_str()?.to_string();
-                if s.is_empty() || s.len() > MAX_TEXT_BYTES {
-                    return Err(lua_error(format!(
-                        "{}: field {key:?} must be 1 to {MAX_TEXT_BYTES} bytes long, got {}",
-                        self.what,
-                        s.len()
-                    )));
-                }
-                Ok(s)
-            }
-            other => Err(self.error(key, "a string", &other)),
-        }
+        check_name(self.value(key)?, &format!("{}: field {key:?}", self.what))
     }
 
     /// A finite number in `min..=max`; `default` when absent (`None`:
     /// required).
     fn number(&self, key: &str, default: Option<f64>, min: f64, max: f64) -> mlua::Result<f64> {
-        let expected = || format!("a number from {min} to {max}");
-        match self.value(key)? {
-            Value::Nil if default.is_some() => Ok(default.unwrap_or(min)),
-            Value::Integer(n) if (min..=max).contains(&(n as f64)) => Ok(n as f64),
-            Value::Number(n) if (min..=max).contains(&n) => Ok(n),
-            Value::Integer(n) => Err(lua_error(format!(
-                "{}: field {key:?} must be {}, got {n}",
-                self.what,
-                expected()
-            ))),
-            Value::Number(n) => Err(lua_error(format!(
-                "{}: field {key:?} must be {}, got {n}",
-                self.what,
-                expected()
-            ))),
-            other => Err(self.error(key, &expected(), &other)),
+        let expected = format!("a number from {min} to {max}");
+        let n = match self.value(key)? {
+            Value::Nil if let Some(default) = default => return Ok(default),
+            Value::Integer(n) => n as f64,
+            Value::Number(n) => n,
+            other => return Err(self.error(key, &expected, &other)),
+        };
+        if (min..=max).contains(&n) {
+            Ok(n)
+        } else {
+            Err(lua_error(format!(
+                "{}: field {key:?} must be {expected}, got {n}",
+                self.what
+            )))
         }
     }
 
@@ -426,21 +468,8 @@ impl Fields<'_> {
 /// ... }` (also `{ name, count, wear }` by position); a count of 0 is an
 /// empty slot.
 fn parse_slots(value: Value, what: &str) -> mlua::Result<Slots> {
-    let table = match value {
-        Value::Table(t) => t,
-        other => {
-            return Err(lua_error(format!(
-                "{what}: slots must be a table of stacks, got {}",
-                type_of(&other)
-            )));
-        }
-    };
-    let len = table.raw_len();
-    if len > MAX_UI_ENTRIES {
-        return Err(lua_error(format!(
-            "{what}: {len} slots, over {MAX_UI_ENTRIES}"
-        )));
-    }
+    let table = check_table(value, || format!("{what}: slots must be a table of stacks"))?;
+    let len = check_list_len(&table, what, "slots")?;
     let mut slots = Vec::with_capacity(len);
     for i in 1..=len {
         let stack = match table.raw_get::<Value>(i)? {
@@ -456,15 +485,10 @@ fn parse_slots(value: Value, what: &str) -> mlua::Result<Slots> {
                         v => Ok(v),
                     }
                 };
-                let name = match positional("name", 1)? {
-                    Value::String(s) => s.to_str()?.to_string(),
-                    other => return Err(fields.error("name", "a string", &other)),
-                };
-                if name.is_empty() || name.len() > MAX_TEXT_BYTES {
-                    return Err(lua_error(format!(
-                        "{what}: slot {i}: an item name must be 1 to {MAX_TEXT_BYTES} bytes long"
-                    )));
-                }
+                let name = check_name(
+                    positional("name", 1)?,
+                    &format!("{}: field \"name\"", fields.what),
+                )?;
                 let integer = |key: &str, index: i64, default: u32| -> mlua::Result<u32> {
                     match positional(key, index)? {
                         Value::Nil => Ok(default),
@@ -595,24 +619,11 @@ fn parse_screen(
     match f.value("widgets")? {
         Value::Nil => {}
         Value::Table(list) => {
-            let len = list.raw_len();
-            if len > MAX_UI_ENTRIES {
-                return Err(lua_error(format!(
-                    "{what}: {len} widgets, over {MAX_UI_ENTRIES}"
-                )));
-            }
-            for i in 1..=len {
-                let widget = match list.raw_get::<Value>(i)? {
-                    Value::Table(t) => {
-                        parse_widget(&t, format!("{what}: widget {i}"), &mut handlers)?
-                    }
-                    other => {
-                        return Err(lua_error(format!(
-                            "{what}: widget {i} must be a table, got {}",
-                            type_of(&other)
-                        )));
-                    }
-                };
+            for i in 1..=check_list_len(&list, &what, "widgets")? {
+                let table = check_table(list.raw_get(i)?, || {
+                    format!("{what}: widget {i} must be a table")
+                })?;
+                let widget = parse_widget(&table, format!("{what}: widget {i}"), &mut handlers)?;
                 if let WidgetKind::Slots { slots: s, .. } = &widget.kind {
                     slots += s.len();
                     if slots > MAX_UI_ENTRIES {
@@ -652,18 +663,9 @@ impl Runtime {
             lua.create_function(move |_, (id, text): (String, Option<String>)| {
                 let mut ui = s.ui.borrow_mut();
                 match text {
-                    Some(mut text) => {
-                        if !ui.state.texts.contains_key(&id) {
-                            check_len("text lines", ui.state.texts.len())?;
-                        }
-                        if text.len() > MAX_TEXT_BYTES {
-                            let mut end = MAX_TEXT_BYTES;
-                            while !text.is_char_boundary(end) {
-                                end -= 1;
-                            }
-                            text.truncate(end);
-                        }
-                        ui.state.texts.insert(id, text);
+                    Some(text) => {
+                        check_room(&ui.state.texts, &id, "text lines")?;
+                        ui.state.texts.insert(id, cut(text));
                     }
                     None => {
                         ui.state.texts.remove(&id);
@@ -745,7 +747,7 @@ impl Runtime {
                 let mut ui = s.ui.borrow_mut();
                 check_len("hotbar slots", names.len())?;
                 ui.state.hotbar = names;
-                ui.state.selected = ui.state.selected.min(ui.hotbar_len().saturating_sub(1));
+                ui.clamp_selected();
                 ui.changed = true;
                 Ok(())
             })?,
@@ -787,9 +789,7 @@ impl Runtime {
             lua.create_function(move |_, (id, x, y, z, width, height, r, g, b): BoxArgs| {
                 finite(&[x, y, z, width, height])?;
                 let mut ui = s.ui.borrow_mut();
-                if !ui.state.boxes.contains_key(&id) {
-                    check_len("boxes", ui.state.boxes.len())?;
-                }
+                check_room(&ui.state.boxes, &id, "boxes")?;
                 let channel = |c: Option<f64>| c.unwrap_or(1.0).clamp(0.0, 1.0) as f32;
                 ui.state.boxes.insert(
                     id,
@@ -831,9 +831,7 @@ impl Runtime {
                     )));
                 }
                 let mut ui = s.ui.borrow_mut();
-                if !ui.state.models.contains_key(&id) {
-                    check_len("models", ui.state.models.len())?;
-                }
+                check_room(&ui.state.models, &id, "models")?;
                 let speed = |v: f64| v.clamp(-1000.0, 1000.0) as f32;
                 ui.state.models.insert(
                     id,
@@ -900,32 +898,20 @@ impl Runtime {
         host.raw_set(
             "ui_define_items",
             lua.create_function(move |_, items: Value| {
-                let Value::Table(items) = items else {
-                    return Err(lua_error(format!(
-                        "define_items: expected a table {{ [name] = {{ description, texture, voxel }} }}, got {}",
-                        type_of(&items)
-                    )));
-                };
+                let items = check_table(items, || {
+                    "define_items: expected a table { [name] = { description, texture, voxel } }"
+                        .into()
+                })?;
                 let mut parsed = Vec::new();
                 for pair in items.pairs::<Value, Value>() {
                     let (name, def) = pair?;
-                    let name = match name {
-                        Value::String(n) if !n.as_bytes().is_empty() && n.as_bytes().len() <= MAX_TEXT_BYTES => {
-                            n.to_str()?.to_string()
-                        }
-                        other => {
-                            return Err(lua_error(format!(
-                                "define_items: keys must be item names of 1 to {MAX_TEXT_BYTES} bytes, got {}",
-                                type_of(&other)
-                            )));
-                        }
-                    };
-                    let Value::Table(def) = def else {
-                        return Err(lua_error(format!(
-                            "define_items: item {name:?} must be a table {{ description, texture, voxel }}, got {}",
-                            type_of(&def)
-                        )));
-                    };
+                    let name = check_name(name, "define_items: a key (an item name)")?;
+                    let def = check_table(def, || {
+                        format!(
+                            "define_items: item {name:?} must be a table \
+                             {{ description, texture, voxel }}"
+                        )
+                    })?;
                     let f = Fields {
                         table: &def,
                         what: format!("define_items: item {name:?}"),
@@ -940,14 +926,14 @@ impl Runtime {
                         },
                     ));
                     if parsed.len() > MAX_UI_ENTRIES {
-                        return Err(lua_error(format!("define_items: over {MAX_UI_ENTRIES} items")));
+                        return Err(lua_error(format!(
+                            "define_items: over {MAX_UI_ENTRIES} items"
+                        )));
                     }
                 }
                 let mut ui = s.ui.borrow_mut();
                 for (name, def) in parsed {
-                    if !ui.state.items.contains_key(&name) {
-                        check_len("items", ui.state.items.len())?;
-                    }
+                    check_room(&ui.state.items, &name, "items")?;
                     ui.state.items.insert(name, def);
                 }
                 ui.changed = true;
@@ -959,29 +945,21 @@ impl Runtime {
         host.raw_set(
             "ui_open_screen",
             lua.create_function(move |_, (owner, id, screen): (String, Value, Value)| {
-                let id = match id {
-                    Value::String(id) if !id.as_bytes().is_empty() && id.as_bytes().len() <= MAX_TEXT_BYTES => {
-                        id.to_str()?.to_string()
-                    }
-                    other => {
-                        return Err(lua_error(format!(
-                            "open_screen: the id must be a string of 1 to {MAX_TEXT_BYTES} bytes, got {}",
-                            type_of(&other)
-                        )));
-                    }
-                };
-                let Value::Table(table) = screen else {
-                    return Err(lua_error(format!(
-                        "open_screen {id:?}: expected a screen table {{ title, columns, rows, widgets }}, got {}",
-                        type_of(&screen)
-                    )));
-                };
+                let id = check_name(id, "open_screen: the id")?;
+                let table = check_table(screen, || {
+                    format!(
+                        "open_screen {id:?}: expected a screen table \
+                         {{ title, columns, rows, widgets }}"
+                    )
+                })?;
                 let (mut screen, on_close, widgets) = parse_screen(id, &table)?;
                 let mut ui = s.ui.borrow_mut();
                 let before = ui.state.screens.len();
                 ui.state.screens.retain(|s| s.id != screen.id);
                 if ui.state.screens.len() == before && before >= MAX_SCREENS {
-                    return Err(lua_error(format!("open_screen: over {MAX_SCREENS} open screens")));
+                    return Err(lua_error(format!(
+                        "open_screen: over {MAX_SCREENS} open screens"
+                    )));
                 }
                 screen.serial = ui.next_serial();
                 ui.screens.insert(
@@ -1032,7 +1010,7 @@ impl Runtime {
                 }
                 if id == "hotbar" {
                     ui.state.hotbar_slots = Some(slots);
-                    ui.state.selected = ui.state.selected.min(ui.hotbar_len().saturating_sub(1));
+                    ui.clamp_selected();
                 }
                 ui.changed = true;
                 Ok(())
@@ -1049,7 +1027,7 @@ impl Runtime {
                 };
                 let mut ui = s.ui.borrow_mut();
                 ui.state.hotbar_slots = slots;
-                ui.state.selected = ui.state.selected.min(ui.hotbar_len().saturating_sub(1));
+                ui.clamp_selected();
                 ui.changed = true;
                 Ok(())
             })?,
@@ -1185,36 +1163,47 @@ impl Runtime {
     /// Calls the click handlers with the button's name and the target
     /// (`{ x, y, z, before = { x, y, z } }`, or nil).
     pub fn dispatch_click(&self, button: Button, target: Option<Target>) -> Vec<ScriptError> {
-        let handlers: Vec<(Rc<str>, Function)> = {
-            let ui = self.shared.ui.borrow();
-            ui.clicks
-                .iter()
-                .map(|h| (h.owner.clone(), h.func.clone()))
-                .collect()
-        };
-        let context = "click handler";
+        self.call_handlers(
+            |ui| &ui.clicks,
+            "click handler",
+            || {
+                let target = match target {
+                    Some(t) => {
+                        let table = self.lua.create_table()?;
+                        table.raw_set("x", t.voxel[0])?;
+                        table.raw_set("y", t.voxel[1])?;
+                        table.raw_set("z", t.voxel[2])?;
+                        let before = self.lua.create_table()?;
+                        before.raw_set("x", t.before[0])?;
+                        before.raw_set("y", t.before[1])?;
+                        before.raw_set("z", t.before[2])?;
+                        table.raw_set("before", before)?;
+                        Value::Table(table)
+                    }
+                    None => Value::Nil,
+                };
+                Ok((button.name(), target))
+            },
+        )
+    }
+
+    /// Calls each handler of a list (`list` picks it) with `args()`, each
+    /// as its own entry from Rust under its owner's name; their errors.
+    fn call_handlers<A: mlua::IntoLuaMulti>(
+        &self,
+        list: fn(&Ui) -> &Vec<Handler>,
+        context: &str,
+        args: impl Fn() -> mlua::Result<A>,
+    ) -> Vec<ScriptError> {
+        let handlers: Vec<(Rc<str>, Function)> = list(&self.shared.ui.borrow())
+            .iter()
+            .map(|h| (h.owner.clone(), h.func.clone()))
+            .collect();
         handlers
             .into_iter()
             .filter_map(|(owner, func)| {
-                self.enter(&owner, Some(context), || {
-                    let target = match target {
-                        Some(t) => {
-                            let table = self.lua.create_table()?;
-                            table.raw_set("x", t.voxel[0])?;
-                            table.raw_set("y", t.voxel[1])?;
-                            table.raw_set("z", t.voxel[2])?;
-                            let before = self.lua.create_table()?;
-                            before.raw_set("x", t.before[0])?;
-                            before.raw_set("y", t.before[1])?;
-                            before.raw_set("z", t.before[2])?;
-                            table.raw_set("before", before)?;
-                            Value::Table(table)
-                        }
-                        None => Value::Nil,
-                    };
-                    func.call::<()>((button.name(), target))
-                })
-                .err()
+                self.enter(&owner, Some(context), || func.call::<()>(args()?))
+                    .err()
             })
             .collect()
     }
@@ -1224,23 +1213,8 @@ impl Runtime {
     pub fn dispatch_ui(&self, message: &FromFrontend) -> Vec<ScriptError> {
         match message {
             FromFrontend::ChatSubmit(text) => {
-                let handlers: Vec<(Rc<str>, Function)> = {
-                    let ui = self.shared.ui.borrow();
-                    ui.chats
-                        .iter()
-                        .map(|h| (h.owner.clone(), h.func.clone()))
-                        .collect()
-                };
                 let text = cut(text.clone());
-                handlers
-                    .into_iter()
-                    .filter_map(|(owner, func)| {
-                        self.enter(&owner, Some("chat handler"), || {
-                            func.call::<()>(text.as_str())
-                        })
-                        .err()
-                    })
-                    .collect()
+                self.call_handlers(|ui| &ui.chats, "chat handler", || Ok(text.as_str()))
             }
             FromFrontend::SlotMove {
                 from,
@@ -1352,20 +1326,7 @@ impl Runtime {
 
     /// Calls the move handlers with the player's new feet position.
     pub fn dispatch_move(&self, position: [f64; 3]) -> Vec<ScriptError> {
-        let handlers: Vec<(Rc<str>, Function)> = {
-            let ui = self.shared.ui.borrow();
-            ui.moves
-                .iter()
-                .map(|h| (h.owner.clone(), h.func.clone()))
-                .collect()
-        };
         let [x, y, z] = position;
-        handlers
-            .into_iter()
-            .filter_map(|(owner, func)| {
-                self.enter(&owner, Some("move handler"), || func.call::<()>((x, y, z)))
-                    .err()
-            })
-            .collect()
+        self.call_handlers(|ui| &ui.moves, "move handler", || Ok((x, y, z)))
     }
 }

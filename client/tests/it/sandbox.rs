@@ -1429,6 +1429,12 @@ fn the_game_screens_hold_what_the_game_opened_and_route_widget_events() {
         fails('field "on_click" must be a function', ui.open_screen, "x",
             { columns = 1, rows = 1, widgets = { { kind = "button", id = "b", on_click = 1 } } })
         fails("define_items: item \"x\" must be a table", ui.define_items, { x = 1 })
+        fails("define_items: a key (an item name) must be 1 to 200 bytes long, got 0",
+            ui.define_items, { [""] = {} })
+        fails("open_screen: the id must be a string, got", ui.open_screen, 1, {})
+        fails('slot 1: field "name" must be 1 to 200 bytes long, got 0', ui.update_slots, "main",
+            { { name = "" } })
+        fails("set_hotbar_slots: slots must be a table of stacks, got", ui.set_hotbar_slots, 5)
         fails("the maximum must be 1 to 1000", ui.set_health, 1, 0)
         fails("add_chat_line: expected a string", ui.add_chat_line, {})
         fails("on_chat: expected a function", ui.on_chat, 1)
