@@ -1,16 +1,24 @@
 //! Chunk meshing: a chunk's voxels (with a one-voxel border from its
-//! neighbours) into triangles, hidden faces culled, coplanar faces of the
-//! same texture and light merged greedily, each vertex carrying its
-//! ambient occlusion (0 = fully occluded corner, 3 = open) and the light
-//! of the voxel in front of its face (the server's sunlight and block
-//! light; full sun where a chunk's light has not come).
+//! neighbours) into quads of packed 8-byte vertices, by binary greedy
+//! meshing: which voxels are opaque and of which see-through type is kept
+//! as rows of bits along each axis, so a row of 32 faces is culled in a
+//! few bit operations (a face shows unless the voxel in front is opaque or,
+//! for a cutout, blended or liquid voxel, of its own type); each visible
+//! face gets per-corner ambient occlusion (0 = fully occluded .. 3 = open)
+//! and smooth light (the sum of the light of the 4 voxels in front around
+//! the corner: the server's sunlight and block light, full sun where a
+//! chunk's light has not come); faces whose 4 corners are alike merge
+//! greedily with equal neighbours (same layer, kind, AO, light), the others
+//! stay one quad each. A liquid's top (its voxel above not the same type)
+//! is lowered by [`LIQUID_DROP`]. Quads go to the solid, cutout (leaves)
+//! or blended (water, ice, glass) list by their type's [`Kind`].
 //!
-//! Owns: the padded voxel volume, what is drawn (the [`MeshTable`]: each
-//! type id's kind and texture layer per face), the greedy mesher and the
-//! naive one-quad-per-visible-face mesher the benchmark compares it with,
-//! and the worker thread meshing off the render thread. Does not own: GPU
-//! buffers (`render::gpu`), textures (`render::atlas`), which chunks are
-//! held (`world`).
+//! Owns: the packed [`Vertex`], what is drawn (the [`MeshTable`]: each type
+//! id's kind and texture layer per face), the mesher and the naive
+//! one-quad-per-visible-face mesher the benchmark compares it with, and
+//! the worker thread meshing off the render thread. Does not own: GPU
+//! buffers and sorting blended quads (`render::gpu`), textures and which
+//! kind a type is (`render::atlas`), which chunks are held (`world`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
