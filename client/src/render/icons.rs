@@ -10,12 +10,12 @@
 //! cells (`ui_gpu`).
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Cursor;
 use std::sync::Arc;
 
 use super::Scene;
 use super::atlas::{Atlas, TILE, find_texture};
 use super::overlay::Pictures;
+use super::png_rgba;
 use super::ui_gpu::{CELL, UiLayer, UvRect};
 use crate::sandbox::ItemDef;
 
@@ -78,22 +78,9 @@ pub fn block_icon(top: &[u8], right: &[u8], left: &[u8]) -> Vec<u8> {
 /// A PNG scaled (nearest texel) into a cell, centred, its proportions
 /// kept; `None` when it does not decode or is too large.
 pub fn image_icon(png_bytes: &[u8]) -> Option<Vec<u8>> {
-    let mut decoder = png::Decoder::new(Cursor::new(png_bytes));
-    decoder.set_transformations(png::Transformations::normalize_to_color8());
-    let mut reader = decoder.read_info().ok()?;
-    let (width, height) = (reader.info().width, reader.info().height);
-    if width == 0 || height == 0 || u64::from(width) * u64::from(height) > MAX_IMAGE_PIXELS {
-        return None;
-    }
-    let mut buffer = vec![0; reader.output_buffer_size()?];
-    let info = reader.next_frame(&mut buffer).ok()?;
-    let channels = match info.color_type {
-        png::ColorType::Grayscale => 1,
-        png::ColorType::GrayscaleAlpha => 2,
-        png::ColorType::Rgb => 3,
-        png::ColorType::Rgba => 4,
-        png::ColorType::Indexed => return None,
-    };
+    let fits = |w, h| u64::from(w) * u64::from(h) <= MAX_IMAGE_PIXELS;
+    let image = png_rgba::decode(png_bytes, fits).ok()?;
+    let (width, height) = (image.width, image.height);
     let scale = CELL as f32 / width.max(height) as f32;
     let (w, h) = (
         ((width as f32 * scale) as u32).clamp(1, CELL),
@@ -105,16 +92,9 @@ pub fn image_icon(png_bytes: &[u8]) -> Option<Vec<u8>> {
         for x in 0..w {
             let sx = (x as u64 * u64::from(width) / u64::from(w)) as usize;
             let sy = (y as u64 * u64::from(height) / u64::from(h)) as usize;
-            let at = sy * info.line_size + sx * channels;
-            let rgba = match *buffer.get(at..at + channels)? {
-                [g] => [g, g, g, 255],
-                [g, a] => [g, g, g, a],
-                [r, g, b] => [r, g, b, 255],
-                [r, g, b, a] => [r, g, b, a],
-                _ => return None,
-            };
+            let at = (sy * width as usize + sx) * 4;
             let to = (((oy + y) * CELL + ox + x) * 4) as usize;
-            out[to..to + 4].copy_from_slice(&rgba);
+            out[to..to + 4].copy_from_slice(image.rgba.get(at..at + 4)?);
         }
     }
     Some(out)

@@ -19,6 +19,8 @@
 //! - `models`: glTF models (players, creatures): reading, animating, drawing.
 //! - `player`: client-side movement, collision and the crosshair's ray.
 //! - `gpu`: the device, pipelines, buffers and one frame's drawing.
+//! - `pipeline`: wgpu set-up the renderers share (layout entries, pipelines).
+//! - `png_rgba`: PNG files into RGBA8 texels.
 //! - `visibility`: cave culling (chunks sealed off from the eye).
 //! - `overlay`: the 2D layer: crosshair, text, hotbar.
 //! - `offscreen`, `window`: the two frontends.
@@ -34,7 +36,9 @@ pub mod mesh;
 pub mod models;
 pub mod offscreen;
 pub mod overlay;
+pub mod pipeline;
 pub mod player;
+pub mod png_rgba;
 pub mod ui_gpu;
 pub mod visibility;
 pub mod window;

@@ -31,6 +31,8 @@ use thiserror::Error;
 use wgpu::util::DeviceExt;
 
 use super::easing::EasedBoxes;
+use super::pipeline;
+use super::png_rgba::{self, PngError};
 use crate::sandbox::UiModel;
 
 /// The largest model file read.
@@ -91,12 +93,7 @@ pub enum ModelError {
 }
 
 /// A texture as RGBA8 rows.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Texture {
-    pub width: u32,
-    pub height: u32,
-    pub rgba: Vec<u8>,
-}
+pub use super::png_rgba::Rgba as Texture;
 
 impl Texture {
     fn white() -> Self {
@@ -301,52 +298,12 @@ fn image_bytes<'f>(
 
 /// Decodes a PNG into RGBA8, refusing sides over [`MAX_TEXTURE_SIDE`].
 pub fn decode_png(bytes: &[u8]) -> Result<Texture, ModelError> {
-    let bad =
-        |e: &dyn std::fmt::Display| ModelError::Texture(format!("not a PNG it can read: {e}"));
-    let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
-    decoder.set_transformations(png::Transformations::normalize_to_color8());
-    let mut reader = decoder.read_info().map_err(|e| bad(&e))?;
-    let (width, height) = {
-        let info = reader.info();
-        (info.width, info.height)
-    };
-    if width == 0 || height == 0 || width > MAX_TEXTURE_SIDE || height > MAX_TEXTURE_SIDE {
-        return Err(ModelError::Texture(format!(
-            "{width}×{height} texels (each side 1 to {MAX_TEXTURE_SIDE})"
-        )));
-    }
-    let size = reader
-        .output_buffer_size()
-        .ok_or_else(|| ModelError::Texture("too large".into()))?;
-    let mut buffer = vec![0; size];
-    let info = reader.next_frame(&mut buffer).map_err(|e| bad(&e))?;
-    let channels = match info.color_type {
-        png::ColorType::Grayscale => 1,
-        png::ColorType::GrayscaleAlpha => 2,
-        png::ColorType::Rgb => 3,
-        png::ColorType::Rgba => 4,
-        png::ColorType::Indexed => return Err(ModelError::Texture("indexed colour".into())),
-    };
-    let mut rgba = Vec::with_capacity((width * height * 4) as usize);
-    for y in 0..height as usize {
-        for x in 0..width as usize {
-            let at = y * info.line_size + x * channels;
-            let px = buffer
-                .get(at..at + channels)
-                .ok_or_else(|| ModelError::Texture("short image data".into()))?;
-            rgba.extend_from_slice(&match *px {
-                [g] => [g, g, g, 255],
-                [g, a] => [g, g, g, a],
-                [r, g, b] => [r, g, b, 255],
-                [r, g, b, a] => [r, g, b, a],
-                _ => [255; 4],
-            });
-        }
-    }
-    Ok(Texture {
-        width,
-        height,
-        rgba,
+    let fits = |w, h| w <= MAX_TEXTURE_SIDE && h <= MAX_TEXTURE_SIDE;
+    png_rgba::decode(bytes, fits).map_err(|e| {
+        ModelError::Texture(match e {
+            PngError::Size { .. } => format!("{e} (each side 1 to {MAX_TEXTURE_SIDE})"),
+            e => e.to_string(),
+        })
     })
 }
 
@@ -910,32 +867,9 @@ impl ModelRenderer {
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("model"),
             entries: &[
-                wgpu::BindGroupLayoutEntry {
-                    binding: 0,
-                    visibility: wgpu::ShaderStages::VERTEX_FRAGMENT,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                },
-                wgpu::BindGroupLayoutEntry {
-                    binding: 1,
-                    visibility: wgpu::ShaderStages::FRAGMENT,
-                    ty: wgpu::BindingType::Texture {
-                        sample_type: wgpu::TextureSampleType::Float { filterable: true },
-                        view_dimension: wgpu::TextureViewDimension::D2,
-                        multisampled: false,
-                    },
-                    count: None,
-                },
-                wgpu::BindGroupLayoutEntry {
-                    binding: 2,
-                    visibility: wgpu::ShaderStages::FRAGMENT,
-                    ty: wgpu::BindingType::Sampler(wgpu::SamplerBindingType::Filtering),
-                    count: None,
-                },
+                pipeline::uniform_entry(0),
+                pipeline::texture_entry(1, wgpu::TextureViewDimension::D2),
+                pipeline::sampler_entry(2),
             ],
         });
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
@@ -943,59 +877,32 @@ impl ModelRenderer {
             bind_group_layouts: &[None, None, None, Some(&layout)],
             immediate_size: 0,
         });
-        let sampler = device.create_sampler(&wgpu::SamplerDescriptor {
-            label: Some("model texels"),
-            address_mode_u: wgpu::AddressMode::Repeat,
-            address_mode_v: wgpu::AddressMode::Repeat,
-            mag_filter: wgpu::FilterMode::Nearest,
-            min_filter: wgpu::FilterMode::Nearest,
-            ..Default::default()
-        });
+        let sampler = pipeline::texel_sampler(device, "model texels");
         let attributes = wgpu::vertex_attr_array![
             0 => Float32x3, 1 => Float32x3, 2 => Float32x2, 3 => Float32x4, 4 => Float32
         ];
-        let pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-            label: Some("models"),
-            layout: Some(&pipeline_layout),
-            vertex: wgpu::VertexState {
-                module: &shader,
-                entry_point: Some("vs_model"),
-                compilation_options: Default::default(),
-                buffers: &[Some(wgpu::VertexBufferLayout {
-                    array_stride: (VERTEX_FLOATS * 4) as u64,
-                    step_mode: wgpu::VertexStepMode::Vertex,
-                    attributes: &attributes,
-                })],
-            },
-            primitive: wgpu::PrimitiveState {
-                topology: wgpu::PrimitiveTopology::TriangleList,
-                front_face: wgpu::FrontFace::Ccw,
-                // Exported models are not always closed or consistently
-                // wound: both sides are drawn.
-                cull_mode: None,
-                ..Default::default()
-            },
-            depth_stencil: Some(wgpu::DepthStencilState {
-                format: depth,
-                depth_write_enabled: Some(true),
-                depth_compare: Some(wgpu::CompareFunction::LessEqual),
-                stencil: Default::default(),
-                bias: Default::default(),
-            }),
-            multisample: Default::default(),
-            fragment: Some(wgpu::FragmentState {
-                module: &shader,
-                entry_point: Some("fs_model"),
-                compilation_options: Default::default(),
-                targets: &[Some(wgpu::ColorTargetState {
-                    format,
-                    blend: None,
-                    write_mask: wgpu::ColorWrites::ALL,
-                })],
-            }),
-            multiview_mask: None,
-            cache: None,
-        });
+        let pipeline = pipeline::PipelineDesc {
+            label: "models",
+            layout: &pipeline_layout,
+            shader: &shader,
+            vertex_entry: "vs_model",
+            fragment_entry: "fs_model",
+            buffers: &[Some(wgpu::VertexBufferLayout {
+                array_stride: (VERTEX_FLOATS * 4) as u64,
+                step_mode: wgpu::VertexStepMode::Vertex,
+                attributes: &attributes,
+            })],
+            topology: wgpu::PrimitiveTopology::TriangleList,
+            // Exported models are not always closed or consistently
+            // wound: both sides are drawn.
+            cull: false,
+            format,
+            blend: None,
+            depth_format: depth,
+            depth_write: true,
+            depth_compare: wgpu::CompareFunction::LessEqual,
+        }
+        .create(device);
         Self {
             cache: ModelCache::default(),
             eased: EasedBoxes::default(),

@@ -11,6 +11,8 @@
 
 use std::collections::HashMap;
 
+use super::pipeline;
+
 /// Texels along each side of a cell.
 pub const CELL: u32 = 64;
 /// Texels along each side of the UI texture.
@@ -107,22 +109,8 @@ impl UiLayer {
         let bind_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("ui"),
             entries: &[
-                wgpu::BindGroupLayoutEntry {
-                    binding: 0,
-                    visibility: wgpu::ShaderStages::FRAGMENT,
-                    ty: wgpu::BindingType::Texture {
-                        sample_type: wgpu::TextureSampleType::Float { filterable: true },
-                        view_dimension: wgpu::TextureViewDimension::D2,
-                        multisampled: false,
-                    },
-                    count: None,
-                },
-                wgpu::BindGroupLayoutEntry {
-                    binding: 1,
-                    visibility: wgpu::ShaderStages::FRAGMENT,
-                    ty: wgpu::BindingType::Sampler(wgpu::SamplerBindingType::Filtering),
-                    count: None,
-                },
+                pipeline::texture_entry(0, wgpu::TextureViewDimension::D2),
+                pipeline::sampler_entry(1),
             ],
         });
         let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -149,41 +137,26 @@ impl UiLayer {
             source: wgpu::ShaderSource::Wgsl(SHADER.into()),
         });
         let attributes = wgpu::vertex_attr_array![0 => Float32x2, 1 => Float32x2, 2 => Float32x4];
-        let pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-            label: Some("ui"),
-            layout: Some(&layout),
-            vertex: wgpu::VertexState {
-                module: &shader,
-                entry_point: Some("vs_ui"),
-                compilation_options: Default::default(),
-                buffers: &[Some(wgpu::VertexBufferLayout {
-                    array_stride: VERTEX_BYTES,
-                    step_mode: wgpu::VertexStepMode::Vertex,
-                    attributes: &attributes,
-                })],
-            },
-            primitive: wgpu::PrimitiveState::default(),
-            depth_stencil: Some(wgpu::DepthStencilState {
-                format: wgpu::TextureFormat::Depth32Float,
-                depth_write_enabled: Some(false),
-                depth_compare: Some(wgpu::CompareFunction::Always),
-                stencil: Default::default(),
-                bias: Default::default(),
-            }),
-            multisample: Default::default(),
-            fragment: Some(wgpu::FragmentState {
-                module: &shader,
-                entry_point: Some("fs_ui"),
-                compilation_options: Default::default(),
-                targets: &[Some(wgpu::ColorTargetState {
-                    format,
-                    blend: Some(wgpu::BlendState::ALPHA_BLENDING),
-                    write_mask: wgpu::ColorWrites::ALL,
-                })],
-            }),
-            multiview_mask: None,
-            cache: None,
-        });
+        let pipeline = pipeline::PipelineDesc {
+            label: "ui",
+            layout: &layout,
+            shader: &shader,
+            vertex_entry: "vs_ui",
+            fragment_entry: "fs_ui",
+            buffers: &[Some(wgpu::VertexBufferLayout {
+                array_stride: VERTEX_BYTES,
+                step_mode: wgpu::VertexStepMode::Vertex,
+                attributes: &attributes,
+            })],
+            topology: wgpu::PrimitiveTopology::TriangleList,
+            cull: false,
+            format,
+            blend: Some(wgpu::BlendState::ALPHA_BLENDING),
+            depth_format: wgpu::TextureFormat::Depth32Float,
+            depth_write: false,
+            depth_compare: wgpu::CompareFunction::Always,
+        }
+        .create(device);
         let layer = Self {
             texture,
             bind_group,

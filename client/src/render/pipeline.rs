@@ -1,0 +1,121 @@
+//! Pieces of wgpu set-up the renderers share (`models`, `ui_gpu`; `gpu`'s
+//! terrain pipelines are of the same shape): bind group layout entries,
+//! the texel sampler and a render pipeline of one vertex and one fragment
+//! entry into one colour target with depth.
+//!
+//! Owns: those descriptors. Does not own: any buffer, texture or draw
+//! call (each renderer its own).
+
+/// A uniform buffer seen by both shader stages.
+pub fn uniform_entry(binding: u32) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::VERTEX_FRAGMENT,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Uniform,
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+/// A filterable colour texture sampled by the fragment stage.
+pub fn texture_entry(
+    binding: u32,
+    view_dimension: wgpu::TextureViewDimension,
+) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::FRAGMENT,
+        ty: wgpu::BindingType::Texture {
+            sample_type: wgpu::TextureSampleType::Float { filterable: true },
+            view_dimension,
+            multisampled: false,
+        },
+        count: None,
+    }
+}
+
+/// A filtering sampler used by the fragment stage.
+pub fn sampler_entry(binding: u32) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::FRAGMENT,
+        ty: wgpu::BindingType::Sampler(wgpu::SamplerBindingType::Filtering),
+        count: None,
+    }
+}
+
+/// Texels drawn sharp (nearest) and repeated: voxel and model textures.
+pub fn texel_sampler(device: &wgpu::Device, label: &str) -> wgpu::Sampler {
+    device.create_sampler(&wgpu::SamplerDescriptor {
+        label: Some(label),
+        address_mode_u: wgpu::AddressMode::Repeat,
+        address_mode_v: wgpu::AddressMode::Repeat,
+        mag_filter: wgpu::FilterMode::Nearest,
+        min_filter: wgpu::FilterMode::Nearest,
+        ..Default::default()
+    })
+}
+
+/// A render pipeline: `vertex_entry` and `fragment_entry` of `shader`,
+/// counter-clockwise triangles (or lines) front, into one target of
+/// `format` with a depth buffer of `depth_format`.
+pub struct PipelineDesc<'a> {
+    pub label: &'a str,
+    pub layout: &'a wgpu::PipelineLayout,
+    pub shader: &'a wgpu::ShaderModule,
+    pub vertex_entry: &'a str,
+    pub fragment_entry: &'a str,
+    pub buffers: &'a [Option<wgpu::VertexBufferLayout<'a>>],
+    pub topology: wgpu::PrimitiveTopology,
+    /// Back faces culled; else both sides drawn.
+    pub cull: bool,
+    pub format: wgpu::TextureFormat,
+    pub blend: Option<wgpu::BlendState>,
+    pub depth_format: wgpu::TextureFormat,
+    pub depth_write: bool,
+    pub depth_compare: wgpu::CompareFunction,
+}
+
+impl PipelineDesc<'_> {
+    pub fn create(&self, device: &wgpu::Device) -> wgpu::RenderPipeline {
+        device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+            label: Some(self.label),
+            layout: Some(self.layout),
+            vertex: wgpu::VertexState {
+                module: self.shader,
+                entry_point: Some(self.vertex_entry),
+                compilation_options: Default::default(),
+                buffers: self.buffers,
+            },
+            primitive: wgpu::PrimitiveState {
+                topology: self.topology,
+                front_face: wgpu::FrontFace::Ccw,
+                cull_mode: self.cull.then_some(wgpu::Face::Back),
+                ..Default::default()
+            },
+            depth_stencil: Some(wgpu::DepthStencilState {
+                format: self.depth_format,
+                depth_write_enabled: Some(self.depth_write),
+                depth_compare: Some(self.depth_compare),
+                stencil: Default::default(),
+                bias: Default::default(),
+            }),
+            multisample: Default::default(),
+            fragment: Some(wgpu::FragmentState {
+                module: self.shader,
+                entry_point: Some(self.fragment_entry),
+                compilation_options: Default::default(),
+                targets: &[Some(wgpu::ColorTargetState {
+                    format: self.format,
+                    blend: self.blend,
+                    write_mask: wgpu::ColorWrites::ALL,
+                })],
+            }),
+            multiview_mask: None,
+            cache: None,
+        })
+    }
+}
