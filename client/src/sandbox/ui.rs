@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use mlua::{Function, Lua, Table, Value};
+use mlua::{FromLuaMulti, Function, IntoLuaMulti, Lua, Table, Value};
 
 use super::vm::lua_error;
 use super::{Runtime, ScriptError, Shared};
@@ -310,6 +310,29 @@ impl Ui {
 
 /// Which of the UI's handler lists a registration function fills.
 type HandlerList = fn(&mut Ui) -> &mut Vec<Handler>;
+
+/// Where the `ui_*` primitives go: the host table, each a Lua function
+/// given the shared state.
+struct HostFunctions<'a> {
+    lua: &'a Lua,
+    shared: &'a Rc<Shared>,
+    host: &'a Table,
+}
+
+impl HostFunctions<'_> {
+    /// `host[name]`: calls `f` with the shared state and the arguments.
+    fn set<A: FromLuaMulti, R: IntoLuaMulti>(
+        &self,
+        name: &str,
+        f: impl Fn(&Shared, A) -> mlua::Result<R> + 'static,
+    ) -> mlua::Result<()> {
+        let shared = self.shared.clone();
+        self.host.raw_set(
+            name,
+            self.lua.create_function(move |_, args| f(&shared, args))?,
+        )
+    }
+}
 
 fn finite(values: &[f64]) -> mlua::Result<()> {
     if values.iter().all(|v| v.is_finite()) {
@@ -651,16 +674,12 @@ fn parse_screen(
 impl Runtime {
     /// The `ui_*` primitives boot.lua wraps as `buildat.ui`.
     pub(super) fn ui_functions(lua: &Lua, shared: &Rc<Shared>, host: &Table) -> mlua::Result<()> {
-        let s = shared.clone();
-        host.raw_set(
-            "ui_graphical",
-            lua.create_function(move |_, ()| Ok(s.ui.borrow().graphical))?,
-        )?;
+        let host = HostFunctions { lua, shared, host };
+        host.set("ui_graphical", |s, ()| Ok(s.ui.borrow().graphical))?;
 
-        let s = shared.clone();
-        host.raw_set(
+        host.set(
             "ui_set_text",
-            lua.create_function(move |_, (id, text): (String, Option<String>)| {
+            move |s, (id, text): (String, Option<String>)| {
                 let mut ui = s.ui.borrow_mut();
                 match text {
                     Some(text) => {
@@ -673,13 +692,12 @@ impl Runtime {
                 }
                 ui.changed = true;
                 Ok(())
-            })?,
+            },
         )?;
 
-        let s = shared.clone();
-        host.raw_set(
+        host.set(
             "ui_bind",
-            lua.create_function(move |_, (owner, key, what): (String, String, Value)| {
+            move |s, (owner, key, what): (String, String, Value)| {
                 let mut ui = s.ui.borrow_mut();
                 ui.keys.retain(|k| k.key != key);
                 ui.state.actions.remove(&key);
@@ -713,21 +731,27 @@ impl Runtime {
                 }
                 ui.changed = true;
                 Ok(())
-            })?,
+            },
         )?;
 
         for (name, what, list) in [
             (
-                "ui_on_click",
+                "on_click",
                 "click handlers",
                 (|ui| &mut ui.clicks) as HandlerList,
             ),
-            ("ui_on_move", "move handlers", |ui| &mut ui.moves),
+            ("on_move", "move handlers", |ui| &mut ui.moves),
+            ("on_chat", "chat handlers", |ui| &mut ui.chats),
         ] {
-            let s = shared.clone();
-            host.raw_set(
-                name,
-                lua.create_function(move |_, (owner, func): (String, Function)| {
+            host.set(
+                &format!("ui_{name}"),
+                move |s, (owner, func): (String, Value)| {
+                    let Value::Function(func) = func else {
+                        return Err(lua_error(format!(
+                            "{name}: expected a function, got {}",
+                            type_of(&func)
+                        )));
+                    };
                     let mut ui = s.ui.borrow_mut();
                     let handlers = list(&mut ui);
                     check_len(what, handlers.len())?;
@@ -736,57 +760,44 @@ impl Runtime {
                         func,
                     });
                     Ok(())
-                })?,
+                },
             )?;
         }
 
-        let s = shared.clone();
-        host.raw_set(
-            "ui_set_hotbar",
-            lua.create_function(move |_, names: Vec<String>| {
-                let mut ui = s.ui.borrow_mut();
-                check_len("hotbar slots", names.len())?;
-                ui.state.hotbar = names;
-                ui.clamp_selected();
+        host.set("ui_set_hotbar", move |s, names: Vec<String>| {
+            let mut ui = s.ui.borrow_mut();
+            check_len("hotbar slots", names.len())?;
+            ui.state.hotbar = names;
+            ui.clamp_selected();
+            ui.changed = true;
+            Ok(())
+        })?;
+
+        host.set("ui_select", move |s, slot: i64| {
+            let mut ui = s.ui.borrow_mut();
+            let len = i64::try_from(ui.hotbar_len()).unwrap_or(i64::MAX);
+            if len > 0 {
+                // 1-based in Lua; wraps both ways, so the wheel cycles.
+                ui.state.selected = usize::try_from((slot - 1).rem_euclid(len)).unwrap_or(0);
                 ui.changed = true;
-                Ok(())
-            })?,
-        )?;
+            }
+            Ok(())
+        })?;
 
-        let s = shared.clone();
-        host.raw_set(
-            "ui_select",
-            lua.create_function(move |_, slot: i64| {
-                let mut ui = s.ui.borrow_mut();
-                let len = i64::try_from(ui.hotbar_len()).unwrap_or(i64::MAX);
-                if len > 0 {
-                    // 1-based in Lua; wraps both ways, so the wheel cycles.
-                    ui.state.selected = usize::try_from((slot - 1).rem_euclid(len)).unwrap_or(0);
-                    ui.changed = true;
-                }
-                Ok(())
-            })?,
-        )?;
+        host.set("ui_selected", move |s, ()| {
+            let ui = s.ui.borrow();
+            let selected = ui.state.selected;
+            if let Some(slots) = &ui.state.hotbar_slots {
+                let name = slots.get(selected).cloned().flatten().map(|s| s.name);
+                return Ok(((selected < slots.len()).then_some(selected + 1), name));
+            }
+            let name = ui.state.hotbar.get(selected).cloned();
+            Ok((name.as_ref().map(|_| selected + 1), name))
+        })?;
 
-        let s = shared.clone();
-        host.raw_set(
-            "ui_selected",
-            lua.create_function(move |_, ()| {
-                let ui = s.ui.borrow();
-                let selected = ui.state.selected;
-                if let Some(slots) = &ui.state.hotbar_slots {
-                    let name = slots.get(selected).cloned().flatten().map(|s| s.name);
-                    return Ok(((selected < slots.len()).then_some(selected + 1), name));
-                }
-                let name = ui.state.hotbar.get(selected).cloned();
-                Ok((name.as_ref().map(|_| selected + 1), name))
-            })?,
-        )?;
-
-        let s = shared.clone();
-        host.raw_set(
+        host.set(
             "ui_set_box",
-            lua.create_function(move |_, (id, x, y, z, width, height, r, g, b): BoxArgs| {
+            move |s, (id, x, y, z, width, height, r, g, b): BoxArgs| {
                 finite(&[x, y, z, width, height])?;
                 let mut ui = s.ui.borrow_mut();
                 check_room(&ui.state.boxes, &id, "boxes")?;
@@ -804,23 +815,18 @@ impl Runtime {
                 );
                 ui.changed = true;
                 Ok(())
-            })?,
+            },
         )?;
 
-        let s = shared.clone();
-        host.raw_set(
-            "ui_remove_box",
-            lua.create_function(move |_, id: String| {
-                let mut ui = s.ui.borrow_mut();
-                ui.changed |= ui.state.boxes.remove(&id).is_some();
-                Ok(())
-            })?,
-        )?;
+        host.set("ui_remove_box", move |s, id: String| {
+            let mut ui = s.ui.borrow_mut();
+            ui.changed |= ui.state.boxes.remove(&id).is_some();
+            Ok(())
+        })?;
 
-        let s = shared.clone();
-        host.raw_set(
+        host.set(
             "ui_set_model",
-            lua.create_function(move |_, (id, file, x, y, z, yaw, vx, vy, vz): ModelArgs| {
+            move |s, (id, file, x, y, z, yaw, vx, vy, vz): ModelArgs| {
                 let (vx, vy, vz) = (vx.unwrap_or(0.0), vy.unwrap_or(0.0), vz.unwrap_or(0.0));
                 let yaw = yaw.unwrap_or(0.0);
                 finite(&[x, y, z, yaw, vx, vy, vz])?;
@@ -844,23 +850,18 @@ impl Runtime {
                 );
                 ui.changed = true;
                 Ok(())
-            })?,
+            },
         )?;
 
-        let s = shared.clone();
-        host.raw_set(
-            "ui_remove_model",
-            lua.create_function(move |_, id: String| {
-                let mut ui = s.ui.borrow_mut();
-                ui.changed |= ui.state.models.remove(&id).is_some();
-                Ok(())
-            })?,
-        )?;
+        host.set("ui_remove_model", move |s, id: String| {
+            let mut ui = s.ui.borrow_mut();
+            ui.changed |= ui.state.models.remove(&id).is_some();
+            Ok(())
+        })?;
 
-        let s = shared.clone();
-        host.raw_set(
+        host.set(
             "ui_set_daylight",
-            lua.create_function(move |_, (sun, r, g, b): (f64, f64, f64, f64)| {
+            move |s, (sun, r, g, b): (f64, f64, f64, f64)| {
                 finite(&[sun, r, g, b])?;
                 let channel = |c: f64| c.clamp(0.0, 1.0) as f32;
                 let daylight = Some(Daylight {
@@ -873,78 +874,68 @@ impl Runtime {
                     ui.changed = true;
                 }
                 Ok(())
-            })?,
+            },
         )?;
 
-        let s = shared.clone();
-        host.raw_set(
-            "ui_set_position",
-            lua.create_function(move |_, (x, y, z): (f64, f64, f64)| {
-                finite(&[x, y, z])?;
-                let mut ui = s.ui.borrow_mut();
-                let serial = ui.state.teleport.map_or(1, |(n, _)| n + 1);
-                ui.state.teleport = Some((serial, [x, y, z]));
-                ui.changed = true;
-                Ok(())
-            })?,
-        )?;
-        Self::widget_functions(lua, shared, host)
+        host.set("ui_set_position", move |s, (x, y, z): (f64, f64, f64)| {
+            finite(&[x, y, z])?;
+            let mut ui = s.ui.borrow_mut();
+            let serial = ui.state.teleport.map_or(1, |(n, _)| n + 1);
+            ui.state.teleport = Some((serial, [x, y, z]));
+            ui.changed = true;
+            Ok(())
+        })?;
+        Self::widget_functions(&host)
     }
 
     /// The game screens' primitives: items, screens, slots, the hotbar's
     /// slots, health and the chat.
-    fn widget_functions(lua: &Lua, shared: &Rc<Shared>, host: &Table) -> mlua::Result<()> {
-        let s = shared.clone();
-        host.raw_set(
-            "ui_define_items",
-            lua.create_function(move |_, items: Value| {
-                let items = check_table(items, || {
-                    "define_items: expected a table { [name] = { description, texture, voxel } }"
-                        .into()
-                })?;
-                let mut parsed = Vec::new();
-                for pair in items.pairs::<Value, Value>() {
-                    let (name, def) = pair?;
-                    let name = check_name(name, "define_items: a key (an item name)")?;
-                    let def = check_table(def, || {
-                        format!(
-                            "define_items: item {name:?} must be a table \
+    fn widget_functions(host: &HostFunctions<'_>) -> mlua::Result<()> {
+        host.set("ui_define_items", move |s, items: Value| {
+            let items = check_table(items, || {
+                "define_items: expected a table { [name] = { description, texture, voxel } }".into()
+            })?;
+            let mut parsed = Vec::new();
+            for pair in items.pairs::<Value, Value>() {
+                let (name, def) = pair?;
+                let name = check_name(name, "define_items: a key (an item name)")?;
+                let def = check_table(def, || {
+                    format!(
+                        "define_items: item {name:?} must be a table \
                              {{ description, texture, voxel }}"
-                        )
-                    })?;
-                    let f = Fields {
-                        table: &def,
-                        what: format!("define_items: item {name:?}"),
-                    };
-                    parsed.push((
-                        name,
-                        ItemDef {
-                            description: f.opt_text("description")?.unwrap_or_default(),
-                            // "" (the protocol's empty texture) is none.
-                            texture: f.opt_text("texture")?.filter(|t| !t.is_empty()),
-                            voxel: f.opt_text("voxel")?.filter(|v| !v.is_empty()),
-                        },
-                    ));
-                    if parsed.len() > MAX_UI_ENTRIES {
-                        return Err(lua_error(format!(
-                            "define_items: over {MAX_UI_ENTRIES} items"
-                        )));
-                    }
+                    )
+                })?;
+                let f = Fields {
+                    table: &def,
+                    what: format!("define_items: item {name:?}"),
+                };
+                parsed.push((
+                    name,
+                    ItemDef {
+                        description: f.opt_text("description")?.unwrap_or_default(),
+                        // "" (the protocol's empty texture) is none.
+                        texture: f.opt_text("texture")?.filter(|t| !t.is_empty()),
+                        voxel: f.opt_text("voxel")?.filter(|v| !v.is_empty()),
+                    },
+                ));
+                if parsed.len() > MAX_UI_ENTRIES {
+                    return Err(lua_error(format!(
+                        "define_items: over {MAX_UI_ENTRIES} items"
+                    )));
                 }
-                let mut ui = s.ui.borrow_mut();
-                for (name, def) in parsed {
-                    check_room(&ui.state.items, &name, "items")?;
-                    ui.state.items.insert(name, def);
-                }
-                ui.changed = true;
-                Ok(())
-            })?,
-        )?;
+            }
+            let mut ui = s.ui.borrow_mut();
+            for (name, def) in parsed {
+                check_room(&ui.state.items, &name, "items")?;
+                ui.state.items.insert(name, def);
+            }
+            ui.changed = true;
+            Ok(())
+        })?;
 
-        let s = shared.clone();
-        host.raw_set(
+        host.set(
             "ui_open_screen",
-            lua.create_function(move |_, (owner, id, screen): (String, Value, Value)| {
+            move |s, (owner, id, screen): (String, Value, Value)| {
                 let id = check_name(id, "open_screen: the id")?;
                 let table = check_table(screen, || {
                     format!(
@@ -973,70 +964,57 @@ impl Runtime {
                 ui.state.screens.push(screen);
                 ui.changed = true;
                 Ok(())
-            })?,
+            },
         )?;
 
-        let s = shared.clone();
-        host.raw_set(
-            "ui_close_screen",
-            lua.create_function(move |_, id: String| {
-                let mut ui = s.ui.borrow_mut();
-                ui.screens.remove(&id);
-                let before = ui.state.screens.len();
-                ui.state.screens.retain(|s| s.id != id);
-                ui.changed |= ui.state.screens.len() != before;
-                Ok(())
-            })?,
-        )?;
+        host.set("ui_close_screen", move |s, id: String| {
+            let mut ui = s.ui.borrow_mut();
+            ui.screens.remove(&id);
+            let before = ui.state.screens.len();
+            ui.state.screens.retain(|s| s.id != id);
+            ui.changed |= ui.state.screens.len() != before;
+            Ok(())
+        })?;
 
-        let s = shared.clone();
-        host.raw_set(
-            "ui_update_slots",
-            lua.create_function(move |_, (id, slots): (String, Value)| {
-                let slots = parse_slots(slots, &format!("update_slots {id:?}"))?;
-                let mut ui = s.ui.borrow_mut();
-                for screen in &mut ui.state.screens {
-                    for widget in &mut screen.widgets {
-                        if let WidgetKind::Slots {
-                            id: grid,
-                            slots: old,
-                            ..
-                        } = &mut widget.kind
-                            && *grid == id
-                        {
-                            old.clone_from(&slots);
-                        }
+        host.set("ui_update_slots", move |s, (id, slots): (String, Value)| {
+            let slots = parse_slots(slots, &format!("update_slots {id:?}"))?;
+            let mut ui = s.ui.borrow_mut();
+            for screen in &mut ui.state.screens {
+                for widget in &mut screen.widgets {
+                    if let WidgetKind::Slots {
+                        id: grid,
+                        slots: old,
+                        ..
+                    } = &mut widget.kind
+                        && *grid == id
+                    {
+                        old.clone_from(&slots);
                     }
                 }
-                if id == "hotbar" {
-                    ui.state.hotbar_slots = Some(slots);
-                    ui.clamp_selected();
-                }
-                ui.changed = true;
-                Ok(())
-            })?,
-        )?;
-
-        let s = shared.clone();
-        host.raw_set(
-            "ui_set_hotbar_slots",
-            lua.create_function(move |_, slots: Value| {
-                let slots = match slots {
-                    Value::Nil => None,
-                    slots => Some(parse_slots(slots, "set_hotbar_slots")?),
-                };
-                let mut ui = s.ui.borrow_mut();
-                ui.state.hotbar_slots = slots;
+            }
+            if id == "hotbar" {
+                ui.state.hotbar_slots = Some(slots);
                 ui.clamp_selected();
-                ui.changed = true;
-                Ok(())
-            })?,
-        )?;
+            }
+            ui.changed = true;
+            Ok(())
+        })?;
 
-        let s = shared.clone();
-        host.raw_set(
+        host.set("ui_set_hotbar_slots", move |s, slots: Value| {
+            let slots = match slots {
+                Value::Nil => None,
+                slots => Some(parse_slots(slots, "set_hotbar_slots")?),
+            };
+            let mut ui = s.ui.borrow_mut();
+            ui.state.hotbar_slots = slots;
+            ui.clamp_selected();
+            ui.changed = true;
+            Ok(())
+        })?;
+
+        host.set(
             "ui_set_health",
-            lua.create_function(move |_, (points, max): (Option<f64>, Option<f64>)| {
+            move |s, (points, max): (Option<f64>, Option<f64>)| {
                 let health = match points {
                     None => None,
                     Some(points) => {
@@ -1057,66 +1035,39 @@ impl Runtime {
                     ui.changed = true;
                 }
                 Ok(())
-            })?,
+            },
         )?;
 
-        let s = shared.clone();
-        host.raw_set(
-            "ui_open_chat",
-            lua.create_function(move |_, prefix: Option<String>| {
-                let mut ui = s.ui.borrow_mut();
-                let serial = ui.next_serial();
-                ui.state.chat_open = Some((serial, cut(prefix.unwrap_or_default())));
-                ui.changed = true;
-                Ok(())
-            })?,
-        )?;
+        host.set("ui_open_chat", move |s, prefix: Option<String>| {
+            let mut ui = s.ui.borrow_mut();
+            let serial = ui.next_serial();
+            ui.state.chat_open = Some((serial, cut(prefix.unwrap_or_default())));
+            ui.changed = true;
+            Ok(())
+        })?;
 
-        let s = shared.clone();
-        host.raw_set(
-            "ui_add_chat_line",
-            lua.create_function(move |_, text: Value| {
-                let text = match text {
-                    Value::String(t) => cut(t.to_string_lossy()),
-                    other => {
-                        return Err(lua_error(format!(
-                            "add_chat_line: expected a string, got {}",
-                            type_of(&other)
-                        )));
-                    }
-                };
-                let mut ui = s.ui.borrow_mut();
-                let serial = ui.next_serial();
-                let lines = &mut ui.state.chat_lines;
-                lines.push(ChatLine { serial, text });
-                if lines.len() > CHAT_LINES {
-                    let extra = lines.len() - CHAT_LINES;
-                    lines.drain(..extra);
-                }
-                ui.changed = true;
-                Ok(())
-            })?,
-        )?;
-
-        let s = shared.clone();
-        host.raw_set(
-            "ui_on_chat",
-            lua.create_function(move |_, (owner, func): (String, Value)| {
-                let Value::Function(func) = func else {
+        host.set("ui_add_chat_line", move |s, text: Value| {
+            let text = match text {
+                Value::String(t) => cut(t.to_string_lossy()),
+                other => {
                     return Err(lua_error(format!(
-                        "on_chat: expected a function, got {}",
-                        type_of(&func)
+                        "add_chat_line: expected a string, got {}",
+                        type_of(&other)
                     )));
-                };
-                let mut ui = s.ui.borrow_mut();
-                check_len("chat handlers", ui.chats.len())?;
-                ui.chats.push(Handler {
-                    owner: owner.into(),
-                    func,
-                });
-                Ok(())
-            })?,
-        )?;
+                }
+            };
+            let mut ui = s.ui.borrow_mut();
+            let serial = ui.next_serial();
+            let lines = &mut ui.state.chat_lines;
+            lines.push(ChatLine { serial, text });
+            if lines.len() > CHAT_LINES {
+                let extra = lines.len() - CHAT_LINES;
+                lines.drain(..extra);
+            }
+            ui.changed = true;
+            Ok(())
+        })?;
+
         Ok(())
     }
 
