@@ -9,29 +9,27 @@
 //! Needs a Vulkan driver (lavapipe on CI), `Xvfb` and `xdotool`: without
 //! them it fails on CI (`CI` set) and is skipped elsewhere, saying so.
 
-use std::process::Command;
 use std::time::Duration;
 
-use crate::common::game::{CLIENT, Running, SERIAL, Setup};
-use crate::common::xvfb::{self, Xvfb};
+use crate::common::game::{Running, Setup};
+use crate::common::xvfb::{self, WindowGame, grid_layout, slot_centre, widget_centre};
 
 #[test]
 fn the_window_asks_for_a_login_before_it_connects() {
-    if !xvfb::available() {
+    let Some(WindowGame {
+        setup,
+        server: _server,
+        address,
+        xvfb,
+        ..
+    }) = xvfb::window_game(Setup::new)
+    else {
         return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let setup = Setup::new();
-    let (_server, address) = setup.start(&[]);
-    let xvfb = Xvfb::start();
+    };
     let config = tempfile::tempdir().expect("config dir");
     // No --password-file, no BUILDAT_PASSWORD, no --quit-after: the prompt.
-    let mut command = Command::new(CLIENT);
+    let mut command = xvfb.client(&setup, &address, &["--name", "alice"]);
     command
-        .args(["--connect", &address, "--cache"])
-        .arg(setup.cache())
-        .args(["--name", "alice", "--window", "--size", "640x480"])
-        .env("DISPLAY", &xvfb.display)
         .env("XDG_CONFIG_HOME", config.path())
         .env_remove("BUILDAT_PASSWORD");
     let mut client = Running::spawn(command);
@@ -60,46 +58,27 @@ fn the_window_asks_for_a_login_before_it_connects() {
     );
 }
 
-/// `ui: screen SCREEN button|field ID at X,Y size W,H` (window pixels):
-/// the widget's centre.
-fn widget_centre(line: &str) -> (String, String) {
-    let rest = line.split(" at ").nth(1).expect("at X,Y");
-    let mut words = rest.split_whitespace();
-    let (x, y) = words.next().expect("X,Y").split_once(',').expect("X,Y");
-    assert_eq!(words.next(), Some("size"), "{line}");
-    let (w, h) = words.next().expect("W,H").split_once(',').expect("W,H");
-    let number = |s: &str| s.parse::<f64>().expect("a number");
-    (
-        format!("{}", (number(x) + number(w) / 2.0).round()),
-        format!("{}", (number(y) + number(h) / 2.0).round()),
-    )
-}
-
 /// A malformed settings file is named (file, line, cause) and the
 /// defaults are used; F10's settings screen changes the field of view
 /// (+ twice) and Save writes the file, which reads back.
 #[test]
 fn the_settings_screen_saves_the_settings_file_and_a_malformed_one_is_named() {
-    if !xvfb::available() {
+    let Some(WindowGame {
+        setup,
+        server: _server,
+        address,
+        xvfb,
+        ..
+    }) = xvfb::window_game(Setup::new)
+    else {
         return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let setup = Setup::new();
-    let (_server, address) = setup.start(&[]);
-    let xvfb = Xvfb::start();
+    };
     let config = tempfile::tempdir().expect("config dir");
     let file = config.path().join("buildat").join("client.toml");
     std::fs::create_dir_all(file.parent().expect("folder")).expect("folder");
     std::fs::write(&file, "fov = 70\nzoom = 2\n").expect("write");
-    let mut command = Command::new(CLIENT);
-    command
-        .args(["--connect", &address, "--cache"])
-        .arg(setup.cache())
-        .args([
-            "--name", "bob", "--guest", "--window", "--size", "640x480", "-v",
-        ])
-        .env("DISPLAY", &xvfb.display)
-        .env("XDG_CONFIG_HOME", config.path());
+    let mut command = xvfb.client(&setup, &address, &["--name", "bob", "--guest", "-v"]);
+    command.env("XDG_CONFIG_HOME", config.path());
     let mut client = Running::spawn(command);
     let warning = client.wait_for("settings file", Duration::from_secs(30));
     let spawned = client.wait_for("spawned at", Duration::from_secs(90));
@@ -130,10 +109,7 @@ fn the_settings_screen_saves_the_settings_file_and_a_malformed_one_is_named() {
         panic!("no settings screen; the client said:\n{said}");
     };
     for line in [&plus, &plus, &save] {
-        let (x, y) = widget_centre(line);
-        xvfb.xdotool(&["mousemove", "--window", &id, &x, &y]);
-        std::thread::sleep(Duration::from_millis(300));
-        xvfb.xdotool(&["click", "1"]);
+        xvfb.click_at(&id, &widget_centre(line));
         std::thread::sleep(Duration::from_millis(300));
     }
     let mut text = String::new();
@@ -176,24 +152,19 @@ end)
 /// by itself (the slot still holds 10 for the next drag).
 #[test]
 fn drags_move_all_half_or_one_by_the_mouse_buttons() {
-    if !xvfb::available() {
+    let Some(WindowGame {
+        setup,
+        server: _server,
+        address,
+        xvfb,
+        ..
+    }) = xvfb::window_game(Setup::new)
+    else {
         return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let setup = Setup::new();
-    let (_server, address) = setup.start(&[]);
-    let xvfb = Xvfb::start();
+    };
     let script = setup.script("drag.lua", DRAG_SCREEN);
-    let mut command = Command::new(CLIENT);
-    command
-        .args(["--connect", &address, "--cache"])
-        .arg(setup.cache())
-        .args([
-            "--name", "dragger", "--guest", "--window", "--size", "640x480", "-v",
-        ])
-        .arg("--script")
-        .arg(&script)
-        .env("DISPLAY", &xvfb.display);
+    let mut command = xvfb.client(&setup, &address, &["--name", "dragger", "--guest", "-v"]);
+    command.arg("--script").arg(&script);
     let mut client = Running::spawn(command);
     let grid = client.wait_for("ui: screen t grid a at ", Duration::from_secs(90));
     let id = xvfb.window("Buildat", Duration::from_secs(30));
@@ -201,19 +172,9 @@ fn drags_move_all_half_or_one_by_the_mouse_buttons() {
         let (_, said) = client.finish(Duration::from_secs(1));
         panic!("no screen or window; the client said:\n{said}");
     };
-    let rest = grid.split(" at ").nth(1).expect("at X,Y");
-    let mut words = rest.split_whitespace();
-    let (x, y) = words.next().expect("X,Y").split_once(',').expect("X,Y");
-    let cell: f64 = words.nth(1).expect("cell").parse().expect("cell");
-    let (x, y): (f64, f64) = (x.parse().expect("x"), y.parse().expect("y"));
-    let slot = |i: f64| {
-        (
-            format!("{}", (x + (i + 0.5) * cell).round()),
-            format!("{}", (y + 0.5 * cell).round()),
-        )
-    };
+    let grid = grid_layout(&grid);
     let move_to = |i: f64| {
-        let (sx, sy) = slot(i);
+        let (sx, sy) = slot_centre(grid, i, 0.0);
         xvfb.xdotool(&["mousemove", "--window", &id, &sx, &sy]);
         std::thread::sleep(Duration::from_millis(300));
     };
@@ -256,20 +217,19 @@ fn drags_move_all_half_or_one_by_the_mouse_buttons() {
 /// (clicked) joins without a password under the name typed.
 #[test]
 fn the_login_prompt_plays_as_a_guest_under_the_name_typed() {
-    if !xvfb::available() {
+    let Some(WindowGame {
+        setup,
+        server: _server,
+        address,
+        xvfb,
+        ..
+    }) = xvfb::window_game(Setup::new)
+    else {
         return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let setup = Setup::new();
-    let (_server, address) = setup.start(&[]);
-    let xvfb = Xvfb::start();
+    };
     let config = tempfile::tempdir().expect("config dir");
-    let mut command = Command::new(CLIENT);
+    let mut command = xvfb.client(&setup, &address, &["-v"]);
     command
-        .args(["--connect", &address, "--cache"])
-        .arg(setup.cache())
-        .args(["--window", "--size", "640x480", "-v"])
-        .env("DISPLAY", &xvfb.display)
         .env("XDG_CONFIG_HOME", config.path())
         .env_remove("BUILDAT_PASSWORD");
     let mut client = Running::spawn(command);
@@ -288,10 +248,7 @@ fn the_login_prompt_plays_as_a_guest_under_the_name_typed() {
             .is_none(),
         "it joined before the prompt was answered"
     );
-    let (x, y) = widget_centre(&guest);
-    xvfb.xdotool(&["mousemove", "--window", &id, &x, &y]);
-    std::thread::sleep(Duration::from_millis(300));
-    xvfb.xdotool(&["click", "1"]);
+    xvfb.click_at(&id, &widget_centre(&guest));
     let spawned = client.wait_for("spawned at", Duration::from_secs(60));
     let (_, said) = client.finish(Duration::from_secs(1));
     assert!(spawned.is_some(), "the guest never spawned:\n{said}");

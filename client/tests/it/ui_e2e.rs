@@ -37,9 +37,9 @@ use std::time::Duration;
 use buildat_client::frontend::{Button, FromFrontend, Target};
 use buildat_client::sandbox::{Level, Options, Runtime, Slots, Stack, WidgetKind};
 
-use crate::common::game::{CLIENT, Running, SERIAL, Setup};
-use crate::common::xvfb::{self, Xvfb};
-use crate::common::{copy_dir, repo_root};
+use crate::common::game::{Running, Setup};
+use crate::common::xvfb::{self, WindowGame, Xvfb, grid_layout, slot_centre};
+use crate::common::{Server, copy_dir, repo_root};
 
 type Log = Rc<RefCell<Vec<(Level, String, String)>>>;
 
@@ -190,6 +190,24 @@ fn grid(rt: &Runtime, id: &str) -> Slots {
         .unwrap_or_else(|| panic!("no grid {id} on {screen:?}"))
 }
 
+/// The screen drawn (the last opened): its id and its grids' ids, columns
+/// and slot counts.
+fn top_screen_grids(rt: &Runtime) -> (String, Vec<(String, u32, usize)>) {
+    let state = rt.ui_state();
+    let screen = state.screens.last().expect("a screen is open");
+    let grids = screen
+        .widgets
+        .iter()
+        .filter_map(|w| match &w.kind {
+            WidgetKind::Slots {
+                id, columns, slots, ..
+            } => Some((id.clone(), *columns, slots.len())),
+            _ => None,
+        })
+        .collect();
+    (screen.id.clone(), grids)
+}
+
 fn slot_move(from: (&str, usize), to: (&str, usize), screen: &str) -> FromFrontend {
     FromFrontend::SlotMove {
         from: (from.0.into(), from.1),
@@ -266,19 +284,8 @@ fn the_inventory_screen_asks_the_server_for_each_move_and_shows_only_its_answer(
     // I opens main (4 x 8) beside craft (2 x 2) and its result.
     assert!(rt.dispatch_key("I", true).is_empty());
     assert!(rt.dispatch_key("I", false).is_empty());
-    let state = rt.ui_state();
-    let screen = state.screens.last().expect("I opens a screen");
-    assert_eq!(screen.id, "inventory");
-    let columns: Vec<(String, u32, usize)> = screen
-        .widgets
-        .iter()
-        .filter_map(|w| match &w.kind {
-            WidgetKind::Slots {
-                id, columns, slots, ..
-            } => Some((id.clone(), *columns, slots.len())),
-            _ => None,
-        })
-        .collect();
+    let (screen, columns) = top_screen_grids(&rt);
+    assert_eq!(screen, "inventory", "I opens a screen");
     assert_eq!(
         columns,
         [
@@ -449,19 +456,8 @@ fn a_used_crafting_table_shows_its_3_by_3_grid_and_its_result_crafts_into_main()
     let mut answer = sent[1].1[..4].to_vec();
     answer.push(1);
     assert!(rt.dispatch_packet("inventory:answer", &answer).is_empty());
-    let state = rt.ui_state();
-    let screen = state.screens.last().expect("the table's screen");
-    assert_eq!(screen.id, "voxel:-2,7,1");
-    let grids: Vec<(String, u32, usize)> = screen
-        .widgets
-        .iter()
-        .filter_map(|w| match &w.kind {
-            WidgetKind::Slots {
-                id, columns, slots, ..
-            } => Some((id.clone(), *columns, slots.len())),
-            _ => None,
-        })
-        .collect();
+    let (screen, grids) = top_screen_grids(&rt);
+    assert_eq!(screen, "voxel:-2,7,1", "the table's screen");
     assert_eq!(
         grids,
         [
@@ -495,22 +491,11 @@ fn a_used_crafting_table_shows_its_3_by_3_grid_and_its_result_crafts_into_main()
 
 /// A window client under `xvfb` named `name`, logging at -v.
 fn window(setup: &Setup, address: &str, xvfb: &Xvfb, name: &str) -> Running {
-    let mut command = Command::new(CLIENT);
-    command
-        .args(["--connect", address, "--cache"])
-        .arg(setup.cache())
-        .args([
-            "--name",
-            name,
-            "--window",
-            "--size",
-            "640x480",
-            "--quit-after",
-            "90",
-            "-v",
-        ])
-        .env("DISPLAY", &xvfb.display);
-    Running::spawn(command)
+    Running::spawn(xvfb.client(
+        setup,
+        address,
+        &["--name", name, "--quit-after", "90", "-v"],
+    ))
 }
 
 /// Waits for the window client to spawn and its window to show; the
@@ -569,17 +554,20 @@ end)
 
 #[test]
 fn a_line_typed_in_a_window_s_chat_reaches_another_client() {
-    if !xvfb::available() {
+    let Some(WindowGame {
+        setup,
+        server: _server,
+        address,
+        xvfb,
+        ..
+    }) = xvfb::window_game(Setup::new)
+    else {
         return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let setup = Setup::new();
-    let (_server, address) = setup.start(&[]);
+    };
     let reader_script = setup.script("reader.lua", READER);
     let mut reader = Running::spawn(setup.command(&address, "reader", &reader_script, &[]));
     expect(&mut reader, "reader: ready", "the reader spawns");
 
-    let xvfb = Xvfb::start();
     let mut writer = window(&setup, &address, &xvfb, "writer");
     let id = window_ready(&mut writer, &xvfb);
     // T opens the line; what is typed then is said on Enter.
@@ -631,29 +619,45 @@ fn survival_setup() -> Setup {
     setup
 }
 
-/// A slots grid's layout as the window logs it at -v:
-/// `ui: screen SCREEN grid GRID at X,Y cell C` (window pixels).
-fn grid_layout(line: &str) -> (f64, f64, f64) {
-    let rest = line.split(" at ").nth(1).expect("at X,Y");
-    let mut words = rest.split_whitespace();
-    let xy = words.next().expect("X,Y");
-    let (x, y) = xy.split_once(',').expect("X,Y");
-    assert_eq!(words.next(), Some("cell"), "{line}");
-    let cell = words.next().expect("cell size");
-    (
-        x.parse().expect("x"),
-        y.parse().expect("y"),
-        cell.parse().expect("cell"),
-    )
+/// A window client "player" of the survival game whose inventory came and
+/// then got 5 dirt (given on the server's console) in slot 1; its
+/// window's id, focused.
+fn player_with_dirt(
+    setup: &Setup,
+    address: &str,
+    server: &mut Server,
+    xvfb: &Xvfb,
+) -> (Running, String) {
+    let mut player = window(setup, address, xvfb, "player");
+    expect(
+        &mut player,
+        "lists of me main:",
+        "the player's inventory comes",
+    );
+    server
+        .command(
+            "give player dirt 5",
+            &["gave 5 dirt"],
+            Duration::from_secs(30),
+        )
+        .expect("the console gives dirt");
+    expect(
+        &mut player,
+        "lists of me main: 1=dirt*5",
+        "the dirt arrives",
+    );
+    let id = window_ready(&mut player, xvfb);
+    (player, id)
 }
 
-/// The window pixel (as xdotool's arguments) of the centre of the slot at
-/// `column`, `row` of a grid laid out at `(x, y, cell)`.
-fn slot_centre((x, y, cell): (f64, f64, f64), column: f64, row: f64) -> (String, String) {
-    (
-        format!("{}", (x + (column + 0.5) * cell).round()),
-        format!("{}", (y + (row + 0.5) * cell).round()),
-    )
+/// Where the window laid out grid `grid` of the open screen `screen`
+/// (it logs it at -v when the screen is first drawn).
+fn screen_grid(player: &mut Running, screen: &str, grid: &str) -> (f64, f64, f64) {
+    grid_layout(&expect(
+        player,
+        &format!("ui: screen {screen} grid {grid} at "),
+        "the window lays the screen out",
+    ))
 }
 
 /// Drags with the left button from one window pixel to another, in
@@ -696,46 +700,24 @@ end)
 
 #[test]
 fn the_inventory_screen_opens_a_dragged_stack_moves_and_a_click_on_the_result_crafts() {
-    if !xvfb::available() {
+    let Some(WindowGame {
+        setup,
+        mut server,
+        address,
+        xvfb,
+        ..
+    }) = xvfb::window_game(survival_setup)
+    else {
         return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let setup = survival_setup();
-    let (mut server, address) = setup.start(&[]);
-    let xvfb = Xvfb::start();
-    let mut player = window(&setup, &address, &xvfb, "player");
-    expect(
-        &mut player,
-        "lists of me main:",
-        "the player's inventory comes",
-    );
-    server
-        .command(
-            "give player dirt 5",
-            &["gave 5 dirt"],
-            Duration::from_secs(30),
-        )
-        .expect("the console gives dirt");
-    expect(
-        &mut player,
-        "lists of me main: 1=dirt*5",
-        "the dirt arrives",
-    );
-    let id = window_ready(&mut player, &xvfb);
+    };
+    let (mut player, id) = player_with_dirt(&setup, &address, &mut server, &xvfb);
 
     // I opens the screen; the window logs where its grids are.
     xvfb.xdotool(&["key", "i"]);
     expect(&mut player, "screen inventory opened", "I opens the screen");
-    let grid = |player: &mut Running, grid: &str| {
-        grid_layout(&expect(
-            player,
-            &format!("ui: screen inventory grid {grid} at "),
-            "the window lays the screen out",
-        ))
-    };
-    let main = grid(&mut player, "me/main");
-    let craft = grid(&mut player, "me/craft");
-    let result = grid(&mut player, "me/=>");
+    let main = screen_grid(&mut player, "inventory", "me/main");
+    let craft = screen_grid(&mut player, "inventory", "me/craft");
+    let result = screen_grid(&mut player, "inventory", "me/=>");
     std::thread::sleep(Duration::from_millis(500));
     // Slot 1 (row 0, column 0) to slot 10 (row 1, column 1).
     drag(
@@ -785,10 +767,7 @@ fn the_inventory_screen_opens_a_dragged_stack_moves_and_a_click_on_the_result_cr
     );
     // The preview follows the lists.
     std::thread::sleep(Duration::from_secs(1));
-    let (rx, ry) = slot_centre(result, 0.0, 0.0);
-    xvfb.xdotool(&["mousemove", "--window", &id, &rx, &ry]);
-    std::thread::sleep(Duration::from_millis(300));
-    xvfb.xdotool(&["click", "1"]);
+    xvfb.click_at(&id, &slot_centre(result, 0.0, 0.0));
     expect(
         &mut player,
         "craft me into me main 1: done",
@@ -856,12 +835,16 @@ end)
 
 #[test]
 fn a_chest_used_in_the_window_opens_its_screen_and_takes_a_dragged_stack() {
-    if !xvfb::available() {
+    let Some(WindowGame {
+        setup,
+        mut server,
+        address,
+        xvfb,
+        ..
+    }) = xvfb::window_game(survival_setup)
+    else {
         return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let setup = survival_setup();
-    let (mut server, address) = setup.start(&[]);
+    };
     server
         .command(
             "give placer chest 1",
@@ -884,26 +867,7 @@ fn a_chest_used_in_the_window_opens_its_screen_and_takes_a_dragged_stack() {
         .to_string();
     let owner = format!("voxel:{chest}");
 
-    let xvfb = Xvfb::start();
-    let mut player = window(&setup, &address, &xvfb, "player");
-    expect(
-        &mut player,
-        "lists of me main:",
-        "the player's inventory comes",
-    );
-    server
-        .command(
-            "give player dirt 5",
-            &["gave 5 dirt"],
-            Duration::from_secs(30),
-        )
-        .expect("the console gives dirt");
-    expect(
-        &mut player,
-        "lists of me main: 1=dirt*5",
-        "the dirt arrives",
-    );
-    let id = window_ready(&mut player, &xvfb);
+    let (mut player, id) = player_with_dirt(&setup, &address, &mut server, &xvfb);
     // The middle button uses the chest in front of the eyes (the first
     // click may only capture the mouse).
     let opened = format!("screen {owner} opened");
@@ -918,15 +882,8 @@ fn a_chest_used_in_the_window_opens_its_screen_and_takes_a_dragged_stack() {
     if open.is_none() {
         expect(&mut player, &opened, "using the chest opens its screen");
     }
-    let grid = |player: &mut Running, grid: &str| {
-        grid_layout(&expect(
-            player,
-            &format!("ui: screen {owner} grid {grid} at "),
-            "the window lays the chest's screen out",
-        ))
-    };
-    let chest_grid = grid(&mut player, &format!("{owner}/main"));
-    let main = grid(&mut player, "me/main");
+    let chest_grid = screen_grid(&mut player, &owner, &format!("{owner}/main"));
+    let main = screen_grid(&mut player, &owner, "me/main");
     std::thread::sleep(Duration::from_millis(500));
     drag(
         &xvfb,

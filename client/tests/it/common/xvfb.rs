@@ -2,10 +2,15 @@
 //! (killed on drop), and `xdotool` against it (keys, typing, the mouse,
 //! finding the client's window). `available` says whether both programs
 //! are installed (the tests fail without them on CI, `CI` set, and are
-//! skipped elsewhere, saying so).
+//! skipped elsewhere, saying so). And the window client on it: its
+//! command, and the places of its screens' grids and widgets as it logs
+//! them at -v, where the mouse clicks and drags.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use super::Server;
+use super::game::{CLIENT, SERIAL, Setup};
 
 /// Whether `program` runs (`program -version` or `--version`).
 pub fn installed(program: &str) -> bool {
@@ -107,6 +112,97 @@ impl Xvfb {
             std::thread::sleep(Duration::from_millis(200));
         }
     }
+}
+
+impl Xvfb {
+    /// A window client of `setup` (640×480) on this display, connecting
+    /// to `address`, with `args` added.
+    pub fn client(&self, setup: &Setup, address: &str, args: &[&str]) -> Command {
+        let mut command = Command::new(CLIENT);
+        command
+            .args(["--connect", address, "--cache"])
+            .arg(setup.cache())
+            .args(["--window", "--size", "640x480"])
+            .args(args)
+            .env("DISPLAY", &self.display);
+        command
+    }
+
+    /// Moves the mouse to a pixel of `window` and clicks the left button.
+    pub fn click_at(&self, window: &str, (x, y): &(String, String)) {
+        self.xdotool(&["mousemove", "--window", window, x, y]);
+        std::thread::sleep(Duration::from_millis(300));
+        self.xdotool(&["click", "1"]);
+    }
+}
+
+/// What a window test runs against, one at a time: a game (`setup`), its
+/// server at `address` and a display. Dropped in that reverse order, the
+/// turn last.
+pub struct WindowGame {
+    pub xvfb: Xvfb,
+    pub server: Server,
+    pub address: String,
+    pub setup: Setup,
+    _turn: std::sync::MutexGuard<'static, ()>,
+}
+
+/// A [`WindowGame`] of the game `setup` makes, once it is this test's turn;
+/// `None` (the test returns) where Xvfb or xdotool is missing.
+pub fn window_game(setup: impl FnOnce() -> Setup) -> Option<WindowGame> {
+    if !available() {
+        return None;
+    }
+    let turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let setup = setup();
+    let (server, address) = setup.start(&[]);
+    Some(WindowGame {
+        xvfb: Xvfb::start(),
+        server,
+        address,
+        setup,
+        _turn: turn,
+    })
+}
+
+/// A slots grid's layout as the window logs it at -v:
+/// `ui: screen SCREEN grid GRID at X,Y cell C` (window pixels).
+pub fn grid_layout(line: &str) -> (f64, f64, f64) {
+    let rest = line.split(" at ").nth(1).expect("at X,Y");
+    let mut words = rest.split_whitespace();
+    let xy = words.next().expect("X,Y");
+    let (x, y) = xy.split_once(',').expect("X,Y");
+    assert_eq!(words.next(), Some("cell"), "{line}");
+    let cell = words.next().expect("cell size");
+    (
+        x.parse().expect("x"),
+        y.parse().expect("y"),
+        cell.parse().expect("cell"),
+    )
+}
+
+/// The window pixel (as xdotool's arguments) of the centre of the slot at
+/// `column`, `row` of a grid laid out at `(x, y, cell)`.
+pub fn slot_centre((x, y, cell): (f64, f64, f64), column: f64, row: f64) -> (String, String) {
+    (
+        format!("{}", (x + (column + 0.5) * cell).round()),
+        format!("{}", (y + (row + 0.5) * cell).round()),
+    )
+}
+
+/// The centre (as xdotool's arguments) of a button or field as the window
+/// logs it at -v: `ui: screen SCREEN button|field ID at X,Y size W,H`.
+pub fn widget_centre(line: &str) -> (String, String) {
+    let rest = line.split(" at ").nth(1).expect("at X,Y");
+    let mut words = rest.split_whitespace();
+    let (x, y) = words.next().expect("X,Y").split_once(',').expect("X,Y");
+    assert_eq!(words.next(), Some("size"), "{line}");
+    let (w, h) = words.next().expect("W,H").split_once(',').expect("W,H");
+    let number = |s: &str| s.parse::<f64>().expect("a number");
+    (
+        format!("{}", (number(x) + number(w) / 2.0).round()),
+        format!("{}", (number(y) + number(h) / 2.0).round()),
+    )
 }
 
 impl Drop for Xvfb {
