@@ -255,8 +255,11 @@ impl Neighbourhood {
         lights: &HashMap<Pos, ChunkLight>,
     ) -> Self {
         let at = |i: usize| -> Pos {
-            let offset = [i % 3, i / 3 % 3, i / 9].map(|o| o as i32 - 1);
-            std::array::from_fn(|a| chunk[a] + offset[a])
+            [
+                chunk[0] + (i % 3) as i32 - 1,
+                chunk[1] + (i / 3 % 3) as i32 - 1,
+                chunk[2] + (i / 9) as i32 - 1,
+            ]
         };
         Self {
             neighbours: std::array::from_fn(|i| held.get(&at(i)).cloned()),
@@ -414,15 +417,32 @@ fn value_at(neighbourhood: &Neighbourhood, p: [usize; 3]) -> Option<u32> {
         .copied()
 }
 
-/// What one corner of a face carries.
+/// What one corner of a face carries, packed: ambient occlusion bits 0-1,
+/// lowered bit 2, the sum of the 4 sunlight levels around it (0..=60) bits
+/// 3-8, of the block light bits 9-14. One word, so corners compare at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Corner {
-    ao: u32,
-    /// The sum of the 4 sunlight levels around it (0..=60).
-    sun: u32,
-    /// The sum of the 4 block light levels around it (0..=60).
-    block: u32,
-    lowered: bool,
+struct Corner(u32);
+
+impl Corner {
+    fn new(ao: u32, sun: u32, block: u32) -> Self {
+        Self((ao & 3) | (sun & 63) << 3 | (block & 63) << 9)
+    }
+
+    fn ao(self) -> u32 {
+        self.0 & 3
+    }
+
+    fn lowered(self) -> bool {
+        self.0 & 4 != 0
+    }
+
+    fn sun(self) -> u32 {
+        (self.0 >> 3) & 63
+    }
+
+    fn block(self) -> u32 {
+        (self.0 >> 9) & 63
+    }
 }
 
 /// What a face is drawn with.
@@ -437,18 +457,11 @@ impl Face {
     /// The key of a face whose corners are all alike (it may merge with
     /// faces of the same key), or `None`.
     fn merge_key(&self) -> Option<u64> {
-        let c = self.corners[0];
-        if self.corners[1..].iter().any(|o| *o != c) {
+        let [a, b, c, d] = self.corners;
+        if a != b || a != c || a != d {
             return None;
         }
-        Some(
-            u64::from(self.layer)
-                | (self.kind as u64) << 32
-                | u64::from(c.ao) << 36
-                | u64::from(c.sun) << 38
-                | u64::from(c.block) << 44
-                | u64::from(c.lowered) << 50,
-        )
+        Some(u64::from(self.layer) | (self.kind as u64) << 32 | u64::from(a.0) << 36)
     }
 
     fn from_key(key: u64) -> Self {
@@ -458,16 +471,10 @@ impl Face {
             k if k == Kind::Liquid as u64 => Kind::Liquid,
             _ => Kind::Opaque,
         };
-        let corner = Corner {
-            ao: ((key >> 36) & 3) as u32,
-            sun: ((key >> 38) & 63) as u32,
-            block: ((key >> 44) & 63) as u32,
-            lowered: (key >> 50) & 1 == 1,
-        };
         Self {
             kind,
             layer: (key & 0xffff_ffff) as u32,
-            corners: [corner; 4],
+            corners: [Corner((key >> 36) as u32); 4],
         }
     }
 }
@@ -641,12 +648,8 @@ impl Volume {
             }
         };
         let centre = light(1, 1);
-        let mut corners = [Corner {
-            ao: 3,
-            sun: u32::from(centre >> 4) * 4,
-            block: u32::from(centre & 15) * 4,
-            lowered: false,
-        }; 4];
+        let mut corners =
+            [Corner::new(3, u32::from(centre >> 4) * 4, u32::from(centre & 15) * 4); 4];
         let even = (near[0] | near[1] | near[2]) == 0 && {
             let row = |dv: usize| {
                 let at = front + sv * dv - sv - su;
@@ -661,7 +664,7 @@ impl Volume {
                 // The corner's offsets along u and v in the 3×3 (0 or 2).
                 let (du, dv) = [(0, 0), (2, 0), (2, 2), (0, 2)][k];
                 let (side1, side2, diagonal) = (opaque(du, 1), opaque(1, dv), opaque(du, dv));
-                corner.ao = u32::from(vertex_ao(side1, side2, diagonal));
+                let ao = u32::from(vertex_ao(side1, side2, diagonal));
                 // The one in front is never opaque (the face would be
                 // hidden); the diagonal is cut off when both sides are.
                 let mut count = 1;
@@ -678,13 +681,12 @@ impl Volume {
                         block += u32::from(l & 15);
                     }
                 }
-                corner.sun = four_of(sun, count);
-                corner.block = four_of(block, count);
+                *corner = Corner::new(ao, four_of(sun, count), four_of(block, count));
             }
         }
         if lowered_top {
             for (k, corner) in corners.iter_mut().enumerate() {
-                corner.lowered = top(k);
+                corner.0 |= u32::from(top(k)) << 2;
             }
         }
         Face {
@@ -842,11 +844,20 @@ fn push_quad(mesh: &mut ChunkMesh, face: usize, at: [usize; 3], size: [usize; 2]
         p[u] = (i + offsets[k].0) as u32;
         p[v] = (r + offsets[k].1) as u32;
         let c = drawn.corners[k];
-        *vertex = Vertex::pack(p, face, c.ao, c.lowered, drawn.layer, c.sun, c.block);
+        *vertex = Vertex::pack(
+            p,
+            face,
+            c.ao(),
+            c.lowered(),
+            drawn.layer,
+            c.sun(),
+            c.block(),
+        );
     }
     let c = &drawn.corners;
-    let light = |k: usize| c[k].sun.max(c[k].block);
-    let flip = (c[0].ao + c[2].ao, light(0) + light(2)) < (c[1].ao + c[3].ao, light(1) + light(3));
+    let light = |k: usize| c[k].sun().max(c[k].block());
+    let flip =
+        (c[0].ao() + c[2].ao(), light(0) + light(2)) < (c[1].ao() + c[3].ao(), light(1) + light(3));
     let order: [usize; 4] = match (flip, positive) {
         (false, true) => [0, 1, 2, 3],
         (false, false) => [0, 3, 2, 1],
