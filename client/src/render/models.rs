@@ -1027,45 +1027,21 @@ impl ModelRenderer {
                 continue;
             }
             let texture = &model.texture;
-            let size = wgpu::Extent3d {
-                width: texture.width,
-                height: texture.height,
-                depth_or_array_layers: 1,
-            };
             let gpu_texture = device.create_texture_with_data(
                 queue,
-                &wgpu::TextureDescriptor {
-                    label: Some("model texture"),
-                    size,
-                    mip_level_count: 1,
-                    sample_count: 1,
-                    dimension: wgpu::TextureDimension::D2,
-                    format: wgpu::TextureFormat::Rgba8UnormSrgb,
-                    usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
-                    view_formats: &[],
-                },
+                &pipeline::rgba_texture("model texture", texture.width, texture.height),
                 wgpu::util::TextureDataOrder::LayerMajor,
                 &texture.rgba,
             );
             let view = gpu_texture.create_view(&Default::default());
-            let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("model"),
-                layout: &self.layout,
-                entries: &[
-                    wgpu::BindGroupEntry {
-                        binding: 0,
-                        resource: self.globals.as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 1,
-                        resource: wgpu::BindingResource::TextureView(&view),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 2,
-                        resource: wgpu::BindingResource::Sampler(&self.sampler),
-                    },
-                ],
-            });
+            let group = pipeline::texture_bind_group(
+                device,
+                "model",
+                &self.layout,
+                Some(&self.globals),
+                &view,
+                &self.sampler,
+            );
             self.bound
                 .insert(batch.file.clone(), (model.clone(), group));
         }

@@ -1,7 +1,8 @@
 //! Pieces of wgpu set-up the renderers share (`models`, `ui_gpu`; `gpu`'s
 //! terrain pipelines are of the same shape): bind group layout entries,
-//! the texel sampler and a render pipeline of one vertex and one fragment
-//! entry into one colour target with depth.
+//! an RGBA texture and its bind group, the texel sampler and a render
+//! pipeline of one vertex and one fragment entry into one colour target
+//! with depth.
 //!
 //! Owns: those descriptors. Does not own: any buffer, texture or draw
 //! call (each renderer its own).
@@ -56,6 +57,59 @@ pub fn texel_sampler(device: &wgpu::Device, label: &str) -> wgpu::Sampler {
         mag_filter: wgpu::FilterMode::Nearest,
         min_filter: wgpu::FilterMode::Nearest,
         ..Default::default()
+    })
+}
+
+/// An sRGB RGBA8 2D texture of `width` × `height` texels that shaders
+/// sample and the queue writes.
+pub fn rgba_texture(label: &str, width: u32, height: u32) -> wgpu::TextureDescriptor<'_> {
+    wgpu::TextureDescriptor {
+        label: Some(label),
+        size: wgpu::Extent3d {
+            width,
+            height,
+            depth_or_array_layers: 1,
+        },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format: wgpu::TextureFormat::Rgba8UnormSrgb,
+        usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+        view_formats: &[],
+    }
+}
+
+/// A bind group of `uniform` (binding 0, when given), then `view` and
+/// `sampler` (the next two bindings): the layouts made of
+/// [`uniform_entry`], [`texture_entry`], [`sampler_entry`].
+pub fn texture_bind_group(
+    device: &wgpu::Device,
+    label: &str,
+    layout: &wgpu::BindGroupLayout,
+    uniform: Option<&wgpu::Buffer>,
+    view: &wgpu::TextureView,
+    sampler: &wgpu::Sampler,
+) -> wgpu::BindGroup {
+    let mut entries: Vec<wgpu::BindGroupEntry<'_>> = uniform
+        .map(|buffer| wgpu::BindGroupEntry {
+            binding: 0,
+            resource: buffer.as_entire_binding(),
+        })
+        .into_iter()
+        .collect();
+    let first = entries.len() as u32;
+    entries.push(wgpu::BindGroupEntry {
+        binding: first,
+        resource: wgpu::BindingResource::TextureView(view),
+    });
+    entries.push(wgpu::BindGroupEntry {
+        binding: first + 1,
+        resource: wgpu::BindingResource::Sampler(sampler),
+    });
+    device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some(label),
+        layout,
+        entries: &entries,
     })
 }
 
