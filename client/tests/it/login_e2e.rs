@@ -12,18 +12,11 @@
 use std::time::Duration;
 
 use crate::common::game::{Running, Setup};
-use crate::common::xvfb::{self, WindowGame, grid_layout, slot_centre, widget_centre};
+use crate::common::xvfb::{self, grid_layout, slot_centre, widget_centre};
 
 #[test]
 fn the_window_asks_for_a_login_before_it_connects() {
-    let Some(WindowGame {
-        setup,
-        server: _server,
-        address,
-        xvfb,
-        ..
-    }) = xvfb::window_game(Setup::new)
-    else {
+    let Some((_turn, setup, _server, address, xvfb)) = xvfb::window_game(Setup::new) else {
         return;
     };
     let config = tempfile::tempdir().expect("config dir");
@@ -63,14 +56,7 @@ fn the_window_asks_for_a_login_before_it_connects() {
 /// (+ twice) and Save writes the file, which reads back.
 #[test]
 fn the_settings_screen_saves_the_settings_file_and_a_malformed_one_is_named() {
-    let Some(WindowGame {
-        setup,
-        server: _server,
-        address,
-        xvfb,
-        ..
-    }) = xvfb::window_game(Setup::new)
-    else {
+    let Some((_turn, setup, _server, address, xvfb)) = xvfb::window_game(Setup::new) else {
         return;
     };
     let config = tempfile::tempdir().expect("config dir");
@@ -152,14 +138,7 @@ end)
 /// by itself (the slot still holds 10 for the next drag).
 #[test]
 fn drags_move_all_half_or_one_by_the_mouse_buttons() {
-    let Some(WindowGame {
-        setup,
-        server: _server,
-        address,
-        xvfb,
-        ..
-    }) = xvfb::window_game(Setup::new)
-    else {
+    let Some((_turn, setup, _server, address, xvfb)) = xvfb::window_game(Setup::new) else {
         return;
     };
     let script = setup.script("drag.lua", DRAG_SCREEN);
@@ -217,14 +196,7 @@ fn drags_move_all_half_or_one_by_the_mouse_buttons() {
 /// (clicked) joins without a password under the name typed.
 #[test]
 fn the_login_prompt_plays_as_a_guest_under_the_name_typed() {
-    let Some(WindowGame {
-        setup,
-        server: _server,
-        address,
-        xvfb,
-        ..
-    }) = xvfb::window_game(Setup::new)
-    else {
+    let Some((_turn, setup, _server, address, xvfb)) = xvfb::window_game(Setup::new) else {
         return;
     };
     let config = tempfile::tempdir().expect("config dir");

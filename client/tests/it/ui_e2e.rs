@@ -38,7 +38,7 @@ use buildat_client::frontend::{Button, FromFrontend, Target};
 use buildat_client::sandbox::{Level, Options, Runtime, Slots, Stack, WidgetKind};
 
 use crate::common::game::{Running, Setup};
-use crate::common::xvfb::{self, WindowGame, Xvfb, grid_layout, slot_centre};
+use crate::common::xvfb::{self, Xvfb, grid_layout, slot_centre};
 use crate::common::{Server, copy_dir, repo_root};
 
 type Log = Rc<RefCell<Vec<(Level, String, String)>>>;
@@ -554,14 +554,7 @@ end)
 
 #[test]
 fn a_line_typed_in_a_window_s_chat_reaches_another_client() {
-    let Some(WindowGame {
-        setup,
-        server: _server,
-        address,
-        xvfb,
-        ..
-    }) = xvfb::window_game(Setup::new)
-    else {
+    let Some((_turn, setup, _server, address, xvfb)) = xvfb::window_game(Setup::new) else {
         return;
     };
     let reader_script = setup.script("reader.lua", READER);
@@ -700,14 +693,7 @@ end)
 
 #[test]
 fn the_inventory_screen_opens_a_dragged_stack_moves_and_a_click_on_the_result_crafts() {
-    let Some(WindowGame {
-        setup,
-        mut server,
-        address,
-        xvfb,
-        ..
-    }) = xvfb::window_game(survival_setup)
-    else {
+    let Some((_turn, setup, mut server, address, xvfb)) = xvfb::window_game(survival_setup) else {
         return;
     };
     let (mut player, id) = player_with_dirt(&setup, &address, &mut server, &xvfb);
@@ -835,14 +821,7 @@ end)
 
 #[test]
 fn a_chest_used_in_the_window_opens_its_screen_and_takes_a_dragged_stack() {
-    let Some(WindowGame {
-        setup,
-        mut server,
-        address,
-        xvfb,
-        ..
-    }) = xvfb::window_game(survival_setup)
-    else {
+    let Some((_turn, setup, mut server, address, xvfb)) = xvfb::window_game(survival_setup) else {
         return;
     };
     server

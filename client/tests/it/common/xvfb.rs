@@ -136,33 +136,21 @@ impl Xvfb {
     }
 }
 
-/// What a window test runs against, one at a time: a game (`setup`), its
-/// server at `address` and a display. Dropped in that reverse order, the
-/// turn last.
-pub struct WindowGame {
-    pub xvfb: Xvfb,
-    pub server: Server,
-    pub address: String,
-    pub setup: Setup,
-    _turn: std::sync::MutexGuard<'static, ()>,
-}
+/// This test's turn (one game at a time): held until the test ends.
+pub type Turn = std::sync::MutexGuard<'static, ()>;
 
-/// A [`WindowGame`] of the game `setup` makes, once it is this test's turn;
-/// `None` (the test returns) where Xvfb or xdotool is missing.
-pub fn window_game(setup: impl FnOnce() -> Setup) -> Option<WindowGame> {
+/// What a window test runs against, once it is its turn: the game `setup`
+/// makes, its server and address, and a display; `None` (the test
+/// returns) where Xvfb or xdotool is missing. Bound in this order, they
+/// are dropped in the reverse: the display first, the turn last.
+pub fn window_game(setup: impl FnOnce() -> Setup) -> Option<(Turn, Setup, Server, String, Xvfb)> {
     if !available() {
         return None;
     }
     let turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let setup = setup();
     let (server, address) = setup.start(&[]);
-    Some(WindowGame {
-        xvfb: Xvfb::start(),
-        server,
-        address,
-        setup,
-        _turn: turn,
-    })
+    Some((turn, setup, server, address, Xvfb::start()))
 }
 
 /// A slots grid's layout as the window logs it at -v:
