@@ -21,6 +21,22 @@ const GLYPH_W: f32 = 6.0;
 const LINE_H: f32 = 10.0;
 
 /// 5×7 glyphs: seven rows, bit 4 the leftmost column.
+/// The top left corners of the lit font pixels of `text` drawn from (x, y),
+/// `scale` screen pixels per font pixel.
+fn text_pixels(x: f32, y: f32, text: &str, scale: f32) -> impl Iterator<Item = (f32, f32)> + '_ {
+    text.chars().enumerate().flat_map(move |(i, c)| {
+        let gx = x + i as f32 * GLYPH_W * scale;
+        glyph(c)
+            .into_iter()
+            .enumerate()
+            .flat_map(move |(row, bits)| {
+                (0..5)
+                    .filter(move |col| bits & (0x10 >> col) != 0)
+                    .map(move |col| (gx + col as f32 * scale, y + row as f32 * scale))
+            })
+    })
+}
+
 fn glyph(c: char) -> [u8; 7] {
     match c.to_ascii_uppercase() {
         '0' => [0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E],
@@ -124,23 +140,9 @@ impl Overlay {
 
     /// A line of text at (x, y) pixels, with a dark shadow.
     pub fn text(&mut self, x: f32, y: f32, text: &str, colour: [f32; 4]) {
-        for (dx, colour) in [(SCALE, [0.0, 0.0, 0.0, 0.6]), (0.0, colour)] {
-            for (i, c) in text.chars().enumerate() {
-                let rows = glyph(c);
-                let gx = x + dx + i as f32 * GLYPH_W * SCALE;
-                for (row, bits) in rows.iter().enumerate() {
-                    for col in 0..5 {
-                        if bits & (0x10 >> col) != 0 {
-                            self.rect(
-                                gx + col as f32 * SCALE,
-                                y + dx + row as f32 * SCALE,
-                                SCALE,
-                                SCALE,
-                                colour,
-                            );
-                        }
-                    }
-                }
+        for (d, colour) in [(SCALE, [0.0, 0.0, 0.0, 0.6]), (0.0, colour)] {
+            for (px, py) in text_pixels(x + d, y + d, text, SCALE) {
+                self.rect(px, py, SCALE, SCALE, colour);
             }
         }
     }
@@ -441,21 +443,14 @@ impl UiPainter {
     pub fn text(&mut self, x: f32, y: f32, text: &str, colour: [f32; 4], scale: f32) {
         let shadow = [0.0, 0.0, 0.0, 0.6 * colour[3]];
         for (d, colour) in [(scale, shadow), (0.0, colour)] {
-            for (i, c) in text.chars().enumerate() {
-                let gx = x + d + i as f32 * GLYPH_W * scale;
-                for (row, bits) in glyph(c).iter().enumerate() {
-                    for col in 0..5 {
-                        if bits & (0x10 >> col) != 0 {
-                            let r = Rect {
-                                x: gx + col as f32 * scale,
-                                y: y + d + row as f32 * scale,
-                                w: scale,
-                                h: scale,
-                            };
-                            self.rect(r, colour);
-                        }
-                    }
-                }
+            for (x, y) in text_pixels(x + d, y + d, text, scale) {
+                let r = Rect {
+                    x,
+                    y,
+                    w: scale,
+                    h: scale,
+                };
+                self.rect(r, colour);
             }
         }
     }
@@ -838,6 +833,24 @@ mod tests {
         let lit: u32 = glyph('1').iter().map(|r| r.count_ones()).sum();
         assert_eq!(overlay.triangles.len() as u32, lit * 2 * 6);
         assert_eq!(glyph('a'), glyph('A'));
+    }
+
+    #[test]
+    fn text_pixels_are_the_lit_font_pixels_scaled_one_glyph_width_apart() {
+        let pixels: Vec<(f32, f32)> = text_pixels(10.0, 20.0, "1.", 2.0).collect();
+        let mut expected = Vec::new();
+        for (i, c) in ['1', '.'].into_iter().enumerate() {
+            for (row, bits) in glyph(c).into_iter().enumerate() {
+                for col in 0..5 {
+                    if bits & (0x10 >> col) != 0 {
+                        let x = 10.0 + i as f32 * GLYPH_W * 2.0 + col as f32 * 2.0;
+                        expected.push((x, 20.0 + row as f32 * 2.0));
+                    }
+                }
+            }
+        }
+        assert!(!expected.is_empty());
+        assert_eq!(pixels, expected);
     }
 
     use crate::sandbox::ChatLine;
