@@ -302,6 +302,20 @@ impl Ui {
             .map_or(self.state.hotbar.len(), Vec::len)
     }
 
+    /// Removes `id` from a map of the state (`map` picks it); a change when
+    /// it was there.
+    fn remove<V>(&mut self, map: fn(&mut UiState) -> &mut BTreeMap<String, V>, id: &str) {
+        self.changed |= map(&mut self.state).remove(id).is_some();
+    }
+
+    /// Closes the screen `id` (a change when it was open); its handlers.
+    fn close_screen(&mut self, id: &str) -> Option<ScreenHandlers> {
+        let before = self.state.screens.len();
+        self.state.screens.retain(|s| s.id != id);
+        self.changed |= self.state.screens.len() != before;
+        self.screens.remove(id)
+    }
+
     /// Keeps the selection within the hotbar after it changed.
     fn clamp_selected(&mut self) {
         self.state.selected = self.state.selected.min(self.hotbar_len().saturating_sub(1));
@@ -819,8 +833,7 @@ impl Runtime {
         )?;
 
         host.set("ui_remove_box", move |s, id: String| {
-            let mut ui = s.ui.borrow_mut();
-            ui.changed |= ui.state.boxes.remove(&id).is_some();
+            s.ui.borrow_mut().remove(|state| &mut state.boxes, &id);
             Ok(())
         })?;
 
@@ -854,8 +867,7 @@ impl Runtime {
         )?;
 
         host.set("ui_remove_model", move |s, id: String| {
-            let mut ui = s.ui.borrow_mut();
-            ui.changed |= ui.state.models.remove(&id).is_some();
+            s.ui.borrow_mut().remove(|state| &mut state.models, &id);
             Ok(())
         })?;
 
@@ -968,11 +980,7 @@ impl Runtime {
         )?;
 
         host.set("ui_close_screen", move |s, id: String| {
-            let mut ui = s.ui.borrow_mut();
-            ui.screens.remove(&id);
-            let before = ui.state.screens.len();
-            ui.state.screens.retain(|s| s.id != id);
-            ui.changed |= ui.state.screens.len() != before;
+            s.ui.borrow_mut().close_screen(&id);
             Ok(())
         })?;
 
@@ -1205,13 +1213,7 @@ impl Runtime {
                 self.call_screen_handler(handler, "field handler", || text)
             }
             FromFrontend::ScreenClosed(id) => {
-                let handlers = {
-                    let mut ui = self.shared.ui.borrow_mut();
-                    let before = ui.state.screens.len();
-                    ui.state.screens.retain(|s| s.id != *id);
-                    ui.changed |= ui.state.screens.len() != before;
-                    ui.screens.remove(id)
-                };
+                let handlers = self.shared.ui.borrow_mut().close_screen(id);
                 let handler = handlers.and_then(|h| Some((h.owner, h.on_close?)));
                 self.call_screen_handler(handler, "screen close handler", || ())
             }

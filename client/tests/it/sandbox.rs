@@ -1581,6 +1581,24 @@ fn the_game_screens_hold_what_the_game_opened_and_route_widget_events() {
     );
     let state = rt.take_ui_change().expect("closing changed the UI");
     assert!(state.screens.is_empty(), "Esc removed the screen");
+    // The game closing a screen removes it and its handlers, without
+    // calling its on_close.
+    rt.eval_sandboxed(
+        "game/client_lua/close.lua",
+        r#"
+        buildat.ui.open_screen("x", { columns = 1, rows = 1,
+            on_close = function() error("on_close called") end })
+        buildat.ui.close_screen("x")
+        "#,
+    )
+    .expect("opens and closes a screen");
+    let state = rt.take_ui_change().expect("the UI changed");
+    assert!(state.screens.is_empty(), "close_screen removed it");
+    assert!(
+        rt.dispatch_ui(&FromFrontend::ScreenClosed("x".into()))
+            .is_empty(),
+        "its handlers went with it"
+    );
 }
 
 /// Screens, their widgets and slots, items and chat handlers are bounded
