@@ -166,17 +166,16 @@ fn mean_colour(layer: &[u8]) -> [u8; 3] {
 }
 
 /// How a drawn voxel type is drawn, from its definition and its faces'
-/// layers: not physically solid and dimming light (water, lava) a liquid;
-/// else light-opaque ([`light::OPAQUE`]) opaque whatever its texture; else
-/// its texture's alpha decides: some texel strictly between 0 and 255
-/// blended (glass, ice), some texel 0 cutout (leaves), none opaque. (A
-/// clear block that is not solid, a torch or a sapling, is not a liquid:
-/// its texture decides too.)
+/// layers: not physically solid (water, lava, and a torch or a sapling,
+/// which the player walks through) a liquid; else light-opaque
+/// ([`light::OPAQUE`]) opaque whatever its texture; else its texture's
+/// alpha decides: some texel strictly between 0 and 255 blended (glass,
+/// ice), some texel 0 cutout (leaves), none opaque.
 pub fn kind_of(definition: &VoxelDefinition, layers: [Option<&Vec<u8>>; 6]) -> Kind {
     if definition.id == AIR {
         return Kind::Empty;
     }
-    if !definition.physically_solid && definition.light_absorption > 0 {
+    if !definition.physically_solid {
         return Kind::Liquid;
     }
     if definition.light_absorption >= light::OPAQUE {
@@ -311,7 +310,7 @@ mod tests {
             ("glass", true, 0, [36, 230]),
             // Light-opaque: its holes are not drawn through.
             ("grate", true, light::OPAQUE, [0, 255]),
-            // Clear but not solid, no see-through texels: not a liquid.
+            // Not solid: walked through like water, drawn like it.
             ("torch", false, 0, [255, 255]),
         ];
         let mut registry = VoxelRegistry::default();
@@ -350,7 +349,7 @@ mod tests {
         assert_eq!(kind("ice"), Kind::Blended);
         assert_eq!(kind("glass"), Kind::Blended);
         assert_eq!(kind("grate"), Kind::Opaque);
-        assert_eq!(kind("torch"), Kind::Opaque);
+        assert_eq!(kind("torch"), Kind::Liquid);
     }
 
     #[test]
