@@ -21,33 +21,18 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
-use std::rc::Rc;
-use std::time::Duration;
 
-use buildat_client::sandbox::{MAX_UI_ENTRIES, Options, Runtime};
+use buildat_client::sandbox::{MAX_UI_ENTRIES, Runtime};
 use buildat_format::Packet;
 use buildat_replicate_protocol::{NodeState, NodeUpdates};
 use buildat_voxelworld_protocol::DynamicNode;
 
 use crate::common::game::{CLIENT, SERIAL, Setup, text};
-use crate::common::repo_root;
 
 /// A graphical runtime running the default game's client Lua (`main`) as
 /// the server ships it.
 fn game() -> Runtime {
-    let rt = Runtime::new(Options {
-        memory_limit: 64 << 20,
-        time_limit: Duration::from_secs(2),
-        client_name: "tester".into(),
-        log: Rc::new(|_, _, _| {}),
-    })
-    .expect("runtime starts");
-    rt.set_graphical(true);
-    let name = "main/client_lua/init.lua";
-    let source = std::fs::read(repo_root().join("modules").join(name)).expect("client Lua");
-    rt.set_file(name, &source);
-    rt.run_script(name).expect("main's client Lua runs");
-    rt
+    crate::common::lua::game(&["main"]).0
 }
 
 /// A node at `position` with `orientation`, `velocity` and `vars`.

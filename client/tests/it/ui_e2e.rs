@@ -29,57 +29,16 @@
 //! `xdotool`: without them they fail on CI (`CI` set) and are skipped
 //! elsewhere, saying so.
 
-use std::cell::RefCell;
 use std::process::Command;
-use std::rc::Rc;
 use std::time::Duration;
 
 use buildat_client::frontend::{Button, FromFrontend, Target};
-use buildat_client::sandbox::{Level, Options, Runtime, Slots, Stack, WidgetKind};
+use buildat_client::sandbox::{Runtime, Slots, Stack, WidgetKind};
 
 use crate::common::game::{Running, Setup};
+use crate::common::lua::{errors, game};
 use crate::common::xvfb::{self, Xvfb, grid_layout, slot_centre};
 use crate::common::{Server, copy_dir, repo_root};
-
-type Log = Rc<RefCell<Vec<(Level, String, String)>>>;
-
-/// A graphical runtime (as a window's session) named `tester`, running the
-/// client Lua of `modules` (in order) as the server ships it.
-fn game(modules: &[&str]) -> (Runtime, Log) {
-    let log: Log = Rc::default();
-    let sink = log.clone();
-    let rt = Runtime::new(Options {
-        memory_limit: 64 << 20,
-        time_limit: Duration::from_secs(2),
-        client_name: "tester".into(),
-        log: Rc::new(move |level, name, message| {
-            sink.borrow_mut()
-                .push((level, name.to_string(), message.to_string()));
-        }),
-    })
-    .expect("runtime starts");
-    rt.set_graphical(true);
-    for module in modules {
-        let name = format!("{module}/client_lua/init.lua");
-        let source = std::fs::read(repo_root().join("modules").join(&name)).expect("client Lua");
-        rt.set_file(&name, &source);
-    }
-    for module in modules {
-        rt.run_script(&format!("{module}/client_lua/init.lua"))
-            .unwrap_or_else(|e| panic!("{module}'s client Lua runs: {e}"));
-    }
-    rt.take_outgoing();
-    (rt, log)
-}
-
-/// Errors the game's Lua logged.
-fn errors(log: &Log) -> Vec<String> {
-    log.borrow()
-        .iter()
-        .filter(|(level, _, _)| *level <= Level::Warning)
-        .map(|(_, name, message)| format!("{name}: {message}"))
-        .collect()
-}
 
 fn put_s1(out: &mut Vec<u8>, s: &str) {
     out.push(u8::try_from(s.len()).expect("short"));

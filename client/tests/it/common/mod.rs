@@ -5,11 +5,13 @@
 //! modules once into a shared build dir (artifacts are content-addressed,
 //! so copies laid out per test reuse them), copying module folders, and
 //! starting it through `buildat-harness`'s driver; a virtual X display
-//! and xdotool for the window tests (`xvfb`). The fake server is
+//! and xdotool for the window tests (`xvfb`); the game's client Lua in a
+//! runtime without a server (`lua`). The fake server is
 //! `buildat_harness::fake_server`.
 #![allow(dead_code)]
 
 pub mod game;
+pub mod lua;
 pub mod world_data;
 pub mod xvfb;
 
