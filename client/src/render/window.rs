@@ -35,7 +35,7 @@ use super::overlay::{
 use super::player::{self, Intent, Player};
 use super::{RenderError, Scene};
 use crate::frontend::{Button, FromFrontend, FrontendLink, Target};
-use crate::sandbox::{Action, MAX_TEXT_BYTES, Screen, WidgetKind};
+use crate::sandbox::{Action, MAX_TEXT_BYTES, Screen, UiState, WidgetKind};
 use crate::settings::{self, ClientSettings};
 
 /// The player's position is reported at most this often.
@@ -335,14 +335,9 @@ impl App {
     /// The screen drawn on top: the window's own, else the last the game
     /// opened that was not closed here.
     fn top_screen(&self) -> Option<&Screen> {
-        self.native.as_ref().or_else(|| {
-            self.scene
-                .ui
-                .screens
-                .iter()
-                .rev()
-                .find(|s| !self.dismissed.contains(&s.serial))
-        })
+        self.native
+            .as_ref()
+            .or_else(|| top_game_screen(&self.scene.ui, &self.dismissed))
     }
 
     /// The native action of `key`: the user's choice (settings), else the
@@ -999,13 +994,7 @@ impl App {
             .chain(self.scene.ui.texts.values().map(String::as_str));
         overlay.lines(lines);
         extras.screen_triangles = overlay.triangles;
-        let top = self
-            .scene
-            .ui
-            .screens
-            .iter()
-            .rev()
-            .find(|s| !self.dismissed.contains(&s.serial));
+        let top = top_game_screen(&self.scene.ui, &self.dismissed);
         let mut painter = UiPainter::new(width, height);
         let renderer = &mut gfx.renderer;
         let mut pictures = ScenePictures::new(&mut renderer.ui, &renderer.queue, &self.scene);
@@ -1031,6 +1020,15 @@ impl App {
         gfx.window.pre_present_notify();
         gfx.renderer.queue.present(frame);
     }
+}
+
+/// The last screen the game opened that was not closed in the window
+/// (`dismissed`: their serials).
+fn top_game_screen<'a>(ui: &'a UiState, dismissed: &HashSet<u64>) -> Option<&'a Screen> {
+    ui.screens
+        .iter()
+        .rev()
+        .find(|s| !dismissed.contains(&s.serial))
 }
 
 impl ApplicationHandler for App {
