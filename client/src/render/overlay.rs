@@ -21,6 +21,12 @@ const GLYPH_W: f32 = 6.0;
 const LINE_H: f32 = 10.0;
 
 /// 5×7 glyphs: seven rows, bit 4 the leftmost column.
+/// Pixel (px, py) of a `width`×`height` screen (origin top left) in
+/// normalised device coordinates.
+fn ndc(px: f32, py: f32, width: f32, height: f32) -> [f32; 2] {
+    [px / width * 2.0 - 1.0, 1.0 - py / height * 2.0]
+}
+
 /// The top left corners of the lit font pixels of `text` drawn from (x, y),
 /// `scale` screen pixels per font pixel.
 fn text_pixels(x: f32, y: f32, text: &str, scale: f32) -> impl Iterator<Item = (f32, f32)> + '_ {
@@ -122,12 +128,9 @@ impl Overlay {
 
     /// A filled rectangle, in pixels.
     pub fn rect(&mut self, x: f32, y: f32, w: f32, h: f32, colour: [f32; 4]) {
-        let ndc = |px: f32, py: f32| {
-            [
-                px / self.width * 2.0 - 1.0,
-                1.0 - py / self.height * 2.0,
-                0.0,
-            ]
+        let ndc = |px, py| {
+            let [x, y] = ndc(px, py, self.width, self.height);
+            [x, y, 0.0]
         };
         let corners = [ndc(x, y), ndc(x + w, y), ndc(x + w, y + h), ndc(x, y + h)];
         for i in [0, 3, 2, 0, 2, 1] {
@@ -393,7 +396,7 @@ impl UiPainter {
     }
 
     fn quad(&mut self, r: Rect, uv: UvRect, colour: [f32; 4]) {
-        let ndc = |px: f32, py: f32| [px / self.width * 2.0 - 1.0, 1.0 - py / self.height * 2.0];
+        let ndc = |px, py| ndc(px, py, self.width, self.height);
         let corners = [
             (ndc(r.x, r.y), [uv[0], uv[1]]),
             (ndc(r.x + r.w, r.y), [uv[2], uv[1]]),
@@ -833,6 +836,13 @@ mod tests {
         let lit: u32 = glyph('1').iter().map(|r| r.count_ones()).sum();
         assert_eq!(overlay.triangles.len() as u32, lit * 2 * 6);
         assert_eq!(glyph('a'), glyph('A'));
+    }
+
+    #[test]
+    fn ndc_puts_the_top_left_pixel_at_minus_one_one_and_the_centre_at_zero() {
+        assert_eq!(ndc(0.0, 0.0, 640.0, 480.0), [-1.0, 1.0]);
+        assert_eq!(ndc(320.0, 240.0, 640.0, 480.0), [0.0, 0.0]);
+        assert_eq!(ndc(640.0, 480.0, 640.0, 480.0), [1.0, -1.0]);
     }
 
     #[test]
