@@ -220,16 +220,8 @@ mod tests {
     }
 
     fn png_of(width: u32, height: u32, rgba: [u8; 4]) -> Vec<u8> {
-        let mut out = Vec::new();
-        {
-            let mut encoder = png::Encoder::new(&mut out, width, height);
-            encoder.set_color(png::ColorType::Rgba);
-            encoder.set_depth(png::BitDepth::Eight);
-            let mut writer = encoder.write_header().expect("header");
-            let pixels: Vec<u8> = (0..width * height).flat_map(|_| rgba).collect();
-            writer.write_image_data(&pixels).expect("data");
-        }
-        out
+        let pixels = rgba.repeat((width * height) as usize);
+        png_rgba::encode(width, height, png::ColorType::Rgba, &pixels)
     }
 
     /// A wide PNG is scaled in with its proportions: centred, clear above

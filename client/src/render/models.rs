@@ -1127,18 +1127,7 @@ mod tests {
         // 108: idle translations (2 × vec3), 24 bytes
         bin.extend(floats(&[2.0, 0.0, 0.0, 2.0, 0.5, 0.0]));
         // 132: the PNG
-        let png = {
-            let mut out = Vec::new();
-            let mut encoder = png::Encoder::new(&mut out, 2, 1);
-            encoder.set_color(png::ColorType::Rgb);
-            encoder.set_depth(png::BitDepth::Eight);
-            let mut writer = encoder.write_header().expect("header");
-            writer
-                .write_image_data(&[255, 0, 0, 0, 0, 255])
-                .expect("data");
-            drop(writer);
-            out
-        };
+        let png = png_rgba::encode(2, 1, png::ColorType::Rgb, &[255, 0, 0, 0, 0, 255]);
         let png_len = png.len();
         bin.extend(png);
         let json = format!(
@@ -1346,16 +1335,7 @@ mod tests {
             e,
             Err(ModelError::MissingTexture("m/client_data/skin.png".into()))
         );
-        let png = {
-            let mut out = Vec::new();
-            let mut encoder = png::Encoder::new(&mut out, 1, 1);
-            encoder.set_color(png::ColorType::Rgba);
-            encoder.set_depth(png::BitDepth::Eight);
-            let mut writer = encoder.write_header().expect("header");
-            writer.write_image_data(&[1, 2, 3, 4]).expect("data");
-            drop(writer);
-            out
-        };
+        let png = png_rgba::encode(1, 1, png::ColorType::Rgba, &[1, 2, 3, 4]);
         let files = |name: &str| (name == "m/client_data/skin.png").then_some(&png[..]);
         let model = Model::parse(&by_uri, "m/client_data/x.glb", &files).expect("reads");
         assert_eq!(model.texture.rgba, vec![1, 2, 3, 4]);

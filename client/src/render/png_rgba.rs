@@ -73,22 +73,32 @@ pub fn decode(bytes: &[u8], fits: impl FnOnce(u32, u32) -> bool) -> Result<Rgba,
     })
 }
 
+/// A PNG of `width` × `height` 8-bit texels of `colour` type, rows of
+/// `data` top first (for tests).
+#[cfg(test)]
+pub(crate) fn encode(width: u32, height: u32, colour: png::ColorType, data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, width, height);
+    encoder.set_color(colour);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header().expect("header");
+    writer.write_image_data(data).expect("data");
+    drop(writer);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A PNG of `width` × `height` texels of `colour`.
+    /// A PNG of `width` × `height` texels, each `texel`.
     fn png(width: u32, height: u32, colour: png::ColorType, texel: &[u8]) -> Vec<u8> {
-        let mut out = Vec::new();
-        let mut encoder = png::Encoder::new(&mut out, width, height);
-        encoder.set_color(colour);
-        encoder.set_depth(png::BitDepth::Eight);
-        let mut writer = encoder.write_header().expect("header");
-        writer
-            .write_image_data(&texel.repeat((width * height) as usize))
-            .expect("data");
-        drop(writer);
-        out
+        encode(
+            width,
+            height,
+            colour,
+            &texel.repeat((width * height) as usize),
+        )
     }
 
     #[test]
