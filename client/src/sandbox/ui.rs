@@ -599,22 +599,21 @@ fn parse_widget(
         "label" => WidgetKind::Label {
             text: f.opt_text("text")?.unwrap_or_default(),
         },
-        "button" => {
+        "button" | "field" => {
+            let button = kind == "button";
+            let (callback, width) = if button {
+                ("on_click", 3.0)
+            } else {
+                ("on_submit", 6.0)
+            };
             let id = f.name("id")?;
-            handler(&id, "on_click")?;
-            WidgetKind::Button {
-                width: f.number("width", Some(3.0), 0.5, MAX_CELLS)? as f32,
-                text: f.opt_text("text")?.unwrap_or_default(),
-                id,
-            }
-        }
-        "field" => {
-            let id = f.name("id")?;
-            handler(&id, "on_submit")?;
-            WidgetKind::Field {
-                width: f.number("width", Some(6.0), 0.5, MAX_CELLS)? as f32,
-                text: f.opt_text("text")?.unwrap_or_default(),
-                id,
+            handler(&id, callback)?;
+            let width = f.number("width", Some(width), 0.5, MAX_CELLS)? as f32;
+            let text = f.opt_text("text")?.unwrap_or_default();
+            if button {
+                WidgetKind::Button { id, width, text }
+            } else {
+                WidgetKind::Field { id, width, text }
             }
         }
         "image" => WidgetKind::Image {
