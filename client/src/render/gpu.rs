@@ -191,6 +191,14 @@ pub fn quad_centres(vertices: &[Vertex]) -> Vec<Vec3> {
         .collect()
 }
 
+/// The draw order of a solid quad within its face's group: its plane's
+/// coordinate along the face's normal, farthest along the normal first.
+fn plane_order(v: &Vertex) -> i32 {
+    let face = v.face().min(5);
+    let c = v.corner()[face / 2] as i32;
+    if face % 2 == 0 { -c } else { c }
+}
+
 /// Which faces of a chunk spanning `min`..`min + CHUNK_SIZE` can face
 /// `eye` (a face's quads lie in planes inside the chunk's box; +x faces
 /// are seen only from beyond their plane, so from x > min.x).
@@ -215,6 +223,17 @@ fn in_fog(min: Vec3, max: Vec3, eye: Vec3, fog: [f32; 3]) -> bool {
         nearest.y = 0.0;
     }
     nearest.length() > fog[1] + 0.5
+}
+
+/// The sun's diffuse light on each face (+x -x +y -y +z -z), as the
+/// shader's `face_light`: 0.5 + 0.5 × the cosine towards the light.
+fn face_light(light: Vec3) -> [f32; 8] {
+    let mut out = [0.0; 8];
+    for (face, normal) in buildat_voxel::geometry::FACES.iter().enumerate() {
+        let normal = Vec3::from(normal.map(|c| c as f32));
+        out[face] = 0.5 + 0.5 * normal.dot(-light).max(0.0);
+    }
+    out
 }
 
 /// A growable GPU buffer written with `queue.write_buffer`.
@@ -595,12 +614,14 @@ impl Renderer {
         }
         let mut grouped: Vec<&Vertex> = Vec::with_capacity(mesh.solid.len());
         for f in 0..6 {
-            grouped.extend(
-                solid
-                    .iter()
-                    .filter(|q| q[0].face().min(5) == f)
-                    .flat_map(|q| q.iter()),
-            );
+            let mut quads: Vec<&&[Vertex]> =
+                solid.iter().filter(|q| q[0].face().min(5) == f).collect();
+            // Near to far for any eye that sees them: a face is seen from
+            // its normal's side, so the planes farthest along the normal
+            // come first (+y: the highest first); the depth test then
+            // rejects what they hide before it is shaded.
+            quads.sort_by_key(|q| plane_order(&q[0]));
+            grouped.extend(quads.into_iter().flat_map(|q| q.iter()));
         }
         let solid_quads = solid_faces[6];
         let cutout_end = solid_quads + (mesh.cutout.len() / 4) as u32;
@@ -701,6 +722,7 @@ impl Renderer {
         uniform.extend_from_slice(&[light.x, light.y, light.z, sun]);
         uniform.extend_from_slice(&[fog_colour[0], fog_colour[1], fog_colour[2], 1.0]);
         uniform.extend_from_slice(&[tint[0], tint[1], tint[2], 1.0]);
+        uniform.extend_from_slice(&face_light(light));
         let bytes: Vec<u8> = uniform.iter().flat_map(|f| f.to_le_bytes()).collect();
         self.queue.write_buffer(&self.globals, 0, &bytes);
         self.models.prepare(
@@ -1104,6 +1126,17 @@ mod tests {
         );
         // From inside, every face can.
         assert_eq!(faces_toward(min, min + Vec3::splat(3.0)), [true; 6]);
+    }
+
+    #[test]
+    fn solid_faces_are_ordered_nearest_plane_first() {
+        let at = |y: u32, face: usize| Vertex::pack([0, y, 0], face, 3, false, 0, 60, 0);
+        let mut up = [at(3, 2), at(9, 2), at(5, 2)];
+        up.sort_by_key(plane_order);
+        assert_eq!(up.map(|v| v.corner()[1]), [9, 5, 3], "+y: highest first");
+        let mut down = [at(3, 3), at(9, 3), at(5, 3)];
+        down.sort_by_key(plane_order);
+        assert_eq!(down.map(|v| v.corner()[1]), [3, 5, 9], "-y: lowest first");
     }
 
     #[test]

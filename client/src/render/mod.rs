@@ -442,13 +442,20 @@ impl Scene {
         if (0..3).any(|a| start[a] < min[a] || start[a] > max[a]) {
             return None;
         }
+        // A screenshot (no window frame counted yet) fills every chunk's
+        // at once; the window a few per frame.
+        let budget = if self.frame == 0 {
+            usize::MAX
+        } else {
+            MAX_FILLS_PER_FRAME
+        };
         let mut filled = 0;
         let mut complete = true;
         for (chunk, voxels) in &self.chunks {
             if self.connectivity.contains_key(chunk) {
                 continue;
             }
-            if filled == MAX_FILLS_PER_FRAME {
+            if filled == budget {
                 complete = false;
                 break;
             }

@@ -20,6 +20,9 @@ struct Globals {
     fog_colour: vec4<f32>,
     // rgb: every world colour is multiplied by it (blue under water).
     tint: vec4<f32>,
+    // The sun's diffuse light on each face (+x -x +y -y in the first, +z
+    // -z in the second's xy): 0.5 + 0.5 * max(dot(normal, -light), 0).
+    face_light: array<vec4<f32>, 2>,
 };
 
 @group(0) @binding(0) var<uniform> globals: Globals;
@@ -49,13 +52,7 @@ fn vs_chunk(@location(0) packed: vec2<u32>, @location(1) origin: vec4<f32>) -> C
     let b = packed.y;
     let lowered = f32((a >> 23u) & 1u) * 0.125;
     let local = vec3<f32>(f32(a & 63u), f32((a >> 6u) & 63u) - lowered, f32((a >> 12u) & 63u));
-    let face = (a >> 18u) & 7u;
-    var normals = array<vec3<f32>, 6>(
-        vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(-1.0, 0.0, 0.0),
-        vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(0.0, -1.0, 0.0),
-        vec3<f32>(0.0, 0.0, 1.0), vec3<f32>(0.0, 0.0, -1.0),
-    );
-    let normal = normals[min(face, 5u)];
+    let face = min((a >> 18u) & 7u, 5u);
     // The texture repeats once per voxel: u, v from the position in the
     // face's plane (v down the sides).
     var uv: vec2<f32>;
@@ -67,7 +64,7 @@ fn vs_chunk(@location(0) packed: vec2<u32>, @location(1) origin: vec4<f32>) -> C
         uv = vec2<f32>(local.x, -local.y);
     }
     let ao = f32((a >> 21u) & 3u) / 3.0;
-    let diffuse = max(dot(normal, -globals.light.xyz), 0.0);
+    let diffuse = globals.face_light[face / 4u][face % 4u];
     // Smooth light: each sum is of the 4 levels around the vertex; the
     // sunlight scaled by the daylight or the block light, whichever is
     // brighter, each level 0.8 times the one above, never darker than a
@@ -83,7 +80,7 @@ fn vs_chunk(@location(0) packed: vec2<u32>, @location(1) origin: vec4<f32>) -> C
     out.clip = globals.view_projection * vec4<f32>(world, 1.0);
     out.uv = uv;
     out.layer = b & 0xffffu;
-    let shade = (0.5 + 0.5 * diffuse) * (0.4 + 0.6 * ao) * brightness;
+    let shade = diffuse * (0.4 + 0.6 * ao) * brightness;
     out.shade_fog = vec2<f32>(shade, fog_ramp(world - globals.eye.xyz));
     return out;
 }
