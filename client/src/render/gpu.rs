@@ -196,7 +196,7 @@ pub fn quad_centres(vertices: &[Vertex]) -> Vec<Vec3> {
 fn plane_order(v: &Vertex) -> i32 {
     let face = v.face().min(5);
     let c = v.corner()[face / 2] as i32;
-    if face % 2 == 0 { -c } else { c }
+    if face.is_multiple_of(2) { -c } else { c }
 }
 
 /// Which faces of a chunk spanning `min`..`min + CHUNK_SIZE` can face
