@@ -32,6 +32,7 @@ use super::RenderError;
 use super::atlas::{Atlas, TILE};
 use super::camera::{Camera, Frustum};
 use super::mesh::{ChunkMesh, VERTEX_BYTES, Vertex};
+use super::pipeline::{self, PipelineDesc};
 use crate::sandbox::Daylight;
 
 /// The offscreen target's format (also preferred for windows).
@@ -343,32 +344,9 @@ impl Renderer {
         let bind_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("globals and atlas"),
             entries: &[
-                wgpu::BindGroupLayoutEntry {
-                    binding: 0,
-                    visibility: wgpu::ShaderStages::VERTEX_FRAGMENT,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                },
-                wgpu::BindGroupLayoutEntry {
-                    binding: 1,
-                    visibility: wgpu::ShaderStages::FRAGMENT,
-                    ty: wgpu::BindingType::Texture {
-                        sample_type: wgpu::TextureSampleType::Float { filterable: true },
-                        view_dimension: wgpu::TextureViewDimension::D2Array,
-                        multisampled: false,
-                    },
-                    count: None,
-                },
-                wgpu::BindGroupLayoutEntry {
-                    binding: 2,
-                    visibility: wgpu::ShaderStages::FRAGMENT,
-                    ty: wgpu::BindingType::Sampler(wgpu::SamplerBindingType::Filtering),
-                    count: None,
-                },
+                pipeline::uniform_entry(0),
+                pipeline::texture_entry(1, wgpu::TextureViewDimension::D2Array),
+                pipeline::sampler_entry(2),
             ],
         });
         let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
@@ -376,14 +354,7 @@ impl Renderer {
             bind_group_layouts: &[Some(&bind_layout)],
             immediate_size: 0,
         });
-        let sampler = device.create_sampler(&wgpu::SamplerDescriptor {
-            label: Some("tiles"),
-            address_mode_u: wgpu::AddressMode::Repeat,
-            address_mode_v: wgpu::AddressMode::Repeat,
-            mag_filter: wgpu::FilterMode::Nearest,
-            min_filter: wgpu::FilterMode::Nearest,
-            ..Default::default()
-        });
+        let sampler = pipeline::texel_sampler(&device, "tiles");
         let chunk_attributes = wgpu::vertex_attr_array![0 => Uint32x2];
         let instance_attributes = wgpu::vertex_attr_array![1 => Float32x4];
         let chunk_buffers = [
@@ -405,46 +376,26 @@ impl Renderer {
             attributes: &flat_attributes,
         })];
         let pipeline = |kind: PipelineKind<'_>| {
-            device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-                label: Some(kind.label),
-                layout: Some(&layout),
-                vertex: wgpu::VertexState {
-                    module: &shader,
-                    entry_point: Some(kind.vertex_entry),
-                    compilation_options: Default::default(),
-                    buffers: kind.buffers,
+            PipelineDesc {
+                label: kind.label,
+                layout: &layout,
+                shader: &shader,
+                vertex_entry: kind.vertex_entry,
+                fragment_entry: kind.fragment_entry,
+                buffers: kind.buffers,
+                topology: kind.topology,
+                cull: kind.cull,
+                format,
+                blend: kind.blend,
+                depth_format: DEPTH_FORMAT,
+                depth_write: kind.depth_write,
+                depth_compare: if kind.depth_test {
+                    wgpu::CompareFunction::LessEqual
+                } else {
+                    wgpu::CompareFunction::Always
                 },
-                primitive: wgpu::PrimitiveState {
-                    topology: kind.topology,
-                    front_face: wgpu::FrontFace::Ccw,
-                    cull_mode: kind.cull.then_some(wgpu::Face::Back),
-                    ..Default::default()
-                },
-                depth_stencil: Some(wgpu::DepthStencilState {
-                    format: DEPTH_FORMAT,
-                    depth_write_enabled: Some(kind.depth_write),
-                    depth_compare: Some(if kind.depth_test {
-                        wgpu::CompareFunction::LessEqual
-                    } else {
-                        wgpu::CompareFunction::Always
-                    }),
-                    stencil: Default::default(),
-                    bias: Default::default(),
-                }),
-                multisample: Default::default(),
-                fragment: Some(wgpu::FragmentState {
-                    module: &shader,
-                    entry_point: Some(kind.fragment_entry),
-                    compilation_options: Default::default(),
-                    targets: &[Some(wgpu::ColorTargetState {
-                        format,
-                        blend: kind.blend,
-                        write_mask: wgpu::ColorWrites::ALL,
-                    })],
-                }),
-                multiview_mask: None,
-                cache: None,
-            })
+            }
+            .create(&device)
         };
         use wgpu::PrimitiveTopology::{LineList, TriangleList};
         let alpha = Some(wgpu::BlendState::ALPHA_BLENDING);
@@ -576,24 +527,14 @@ impl Renderer {
             dimension: Some(wgpu::TextureViewDimension::D2Array),
             ..Default::default()
         });
-        self.bind_group = Some(self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("globals and atlas"),
-            layout: &self.bind_layout,
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: self.globals.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: wgpu::BindingResource::TextureView(&view),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: wgpu::BindingResource::Sampler(&self.sampler),
-                },
-            ],
-        }));
+        self.bind_group = Some(pipeline::texture_bind_group(
+            &self.device,
+            "globals and atlas",
+            &self.bind_layout,
+            Some(&self.globals),
+            &view,
+            &self.sampler,
+        ));
     }
 
     /// Replaces a chunk's buffers (`None` or an empty mesh drops them).

@@ -1,5 +1,5 @@
-//! Pieces of wgpu set-up the renderers share (`models`, `ui_gpu`; `gpu`'s
-//! terrain pipelines are of the same shape): bind group layout entries,
+//! Pieces of wgpu set-up the renderers share (`gpu`, `models`, `ui_gpu`):
+//! bind group layout entries,
 //! an RGBA texture and its bind group, the texel sampler and a render
 //! pipeline of one vertex and one fragment entry into one colour target
 //! with depth.
