@@ -407,11 +407,7 @@ impl TestWorld {
             Ok(world
                 .nodes
                 .values()
-                .filter(|n| {
-                    list.with_var
-                        .as_ref()
-                        .is_none_or(|v| n.vars.contains_key(v))
-                })
+                .filter(|n| list.includes(n))
                 .cloned()
                 .collect())
         });

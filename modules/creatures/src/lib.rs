@@ -910,15 +910,7 @@ mod tests {
             DynamicNode::at_rest(42, [2.5, 1.0, 0.5], true, cow.vars()),
         ];
         kit.answer(move |list: ListNodes| {
-            Ok(nodes
-                .iter()
-                .filter(|n| {
-                    list.with_var
-                        .as_ref()
-                        .is_none_or(|v| n.vars.contains_key(v))
-                })
-                .cloned()
-                .collect())
+            Ok(nodes.iter().filter(|n| list.includes(n)).cloned().collect())
         });
         let calls: Arc<Mutex<Vec<SetNodeVar>>> = Arc::default();
         let kept = calls.clone();

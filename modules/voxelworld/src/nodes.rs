@@ -36,7 +36,7 @@ pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
             Ok(ids)
         })
         .call(|world, request: GetNode| Ok(world.world.get_node(request.id)))
-        .call(|world, request: ListNodes| Ok(world.world.list_nodes(request.with_var.as_deref())))
+        .call(|world, request: ListNodes| Ok(world.world.list_nodes(&request)))
         .call(|world, request: RemoveNode| {
             world
                 .world

@@ -342,6 +342,16 @@ pub struct ListNodes {
     pub with_var: Option<String>,
 }
 
+impl ListNodes {
+    /// Whether `node` is one this call lists (it has the variable asked
+    /// for, or none was).
+    pub fn includes(&self, node: &DynamicNode) -> bool {
+        self.with_var
+            .as_ref()
+            .is_none_or(|var| node.vars.contains_key(var))
+    }
+}
+
 /// Call: move dynamic nodes, all of a module's in one call a tick; the
 /// nodes attached to each move with it. A node moving into another section
 /// moves there (saved with it if persistent). Answers the ids it does not

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use buildat_voxel::geometry::{self, Pos};
-use buildat_voxelworld_api::{DynamicNode, NodeMotion, NodesChanged};
+use buildat_voxelworld_api::{DynamicNode, ListNodes, NodeMotion, NodesChanged};
 
 use super::{Section, World, WorldError};
 
@@ -104,12 +104,12 @@ impl World {
         self.node(id).cloned()
     }
 
-    /// Every loaded dynamic node, or those having the variable `with_var`.
-    pub fn list_nodes(&self, with_var: Option<&str>) -> Vec<DynamicNode> {
+    /// The loaded dynamic nodes `request` asks for.
+    pub fn list_nodes(&self, request: &ListNodes) -> Vec<DynamicNode> {
         self.node_sections
             .keys()
             .filter_map(|id| self.node(*id))
-            .filter(|node| with_var.is_none_or(|var| node.vars.contains_key(var)))
+            .filter(|node| request.includes(node))
             .cloned()
             .collect()
     }
@@ -393,8 +393,19 @@ mod tests {
             std::slice::from_ref(&node),
             "a node loaded from storage is told"
         );
-        assert_eq!(world.list_nodes(Some("kind")), std::slice::from_ref(&node));
-        assert!(world.list_nodes(Some("colour")).is_empty());
+        assert_eq!(
+            world.list_nodes(&ListNodes {
+                with_var: Some("kind".into())
+            }),
+            std::slice::from_ref(&node)
+        );
+        assert!(
+            world
+                .list_nodes(&ListNodes {
+                    with_var: Some("colour".into())
+                })
+                .is_empty()
+        );
         assert_eq!(node.position, [next_x + 1.5, 40.5, 1.5]);
         assert_eq!(node.orientation, QUARTER_TURN);
         assert_eq!(node.velocity, [1.0, 0.0, 0.0]);
