@@ -498,14 +498,8 @@ impl Renderer {
             depth_or_array_layers: layers,
         };
         let texture = self.device.create_texture(&wgpu::TextureDescriptor {
-            label: Some("atlas"),
             size,
-            mip_level_count: 1,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format: wgpu::TextureFormat::Rgba8UnormSrgb,
-            usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
-            view_formats: &[],
+            ..pipeline::rgba_texture("atlas", TILE, TILE)
         });
         let data: Vec<u8> = atlas.layers.concat();
         self.queue.write_texture(
@@ -1005,20 +999,7 @@ pub fn render_target(
     format: wgpu::TextureFormat,
     usage: wgpu::TextureUsages,
 ) -> wgpu::Texture {
-    device.create_texture(&wgpu::TextureDescriptor {
-        label: Some(label),
-        size: wgpu::Extent3d {
-            width,
-            height,
-            depth_or_array_layers: 1,
-        },
-        mip_level_count: 1,
-        sample_count: 1,
-        dimension: wgpu::TextureDimension::D2,
-        format,
-        usage,
-        view_formats: &[],
-    })
+    device.create_texture(&pipeline::texture_2d(label, (width, height), format, usage))
 }
 
 #[cfg(test)]

@@ -63,6 +63,21 @@ pub fn texel_sampler(device: &wgpu::Device, label: &str) -> wgpu::Sampler {
 /// An sRGB RGBA8 2D texture of `width` × `height` texels that shaders
 /// sample and the queue writes.
 pub fn rgba_texture(label: &str, width: u32, height: u32) -> wgpu::TextureDescriptor<'_> {
+    texture_2d(
+        label,
+        (width, height),
+        wgpu::TextureFormat::Rgba8UnormSrgb,
+        wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+    )
+}
+
+/// A single-sample 2D texture of one mip level.
+pub fn texture_2d(
+    label: &str,
+    (width, height): (u32, u32),
+    format: wgpu::TextureFormat,
+    usage: wgpu::TextureUsages,
+) -> wgpu::TextureDescriptor<'_> {
     wgpu::TextureDescriptor {
         label: Some(label),
         size: wgpu::Extent3d {
@@ -73,8 +88,8 @@ pub fn rgba_texture(label: &str, width: u32, height: u32) -> wgpu::TextureDescri
         mip_level_count: 1,
         sample_count: 1,
         dimension: wgpu::TextureDimension::D2,
-        format: wgpu::TextureFormat::Rgba8UnormSrgb,
-        usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+        format,
+        usage,
         view_formats: &[],
     }
 }

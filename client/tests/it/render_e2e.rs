@@ -174,18 +174,23 @@ fn digger(setup: &Setup, address: &str, dig: bool) -> [i32; 3] {
     if dig {
         assert!(stderr.contains("digger: dug"), "{stderr}");
     }
-    let line = stderr
-        .lines()
-        .find(|l| l.contains("digger: top "))
-        .unwrap_or_else(|| panic!("no top voxel:\n{stderr}"));
-    let v: Vec<i32> = line
-        .split("top ")
-        .nth(1)
-        .expect("position")
-        .split(',')
-        .map(|n| n.trim().parse().expect("coordinate"))
-        .collect();
+    let v = numbers_after(&stderr, "digger: top ", ',');
     [v[0], v[1], v[2]]
+}
+
+/// The integers after `marker` on the first line of `log` holding it,
+/// split by `separator`; panics naming the marker and quoting the log
+/// when there is none.
+fn numbers_after(log: &str, marker: &str, separator: char) -> Vec<i32> {
+    let line = log
+        .lines()
+        .find(|l| l.contains(marker))
+        .unwrap_or_else(|| panic!("no line with {marker:?}:\n{log}"));
+    let (_, numbers) = line.split_once(marker).expect("the marker");
+    numbers
+        .split(separator)
+        .map(|n| n.trim().parse().expect("an integer"))
+        .collect()
 }
 
 /// A screenshot from spawn shows terrain: most pixels below the horizon
@@ -373,17 +378,7 @@ fn pool(setup: &Setup, address: &str, step: &str) -> (i32, i32, i32, i32) {
         .expect("run the pool builder");
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let line = stderr
-        .lines()
-        .find(|l| l.contains("pool: floors "))
-        .unwrap_or_else(|| panic!("the pool was not built:\n{stderr}"));
-    let v: Vec<i32> = line
-        .split("floors ")
-        .nth(1)
-        .expect("floors")
-        .split(' ')
-        .map(|n| n.trim().parse().expect("coordinate"))
-        .collect();
+    let v = numbers_after(&stderr, "pool: floors ", ' ');
     (v[0], v[1], v[2], v[3])
 }
 
