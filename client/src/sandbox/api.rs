@@ -19,10 +19,10 @@ use std::time::{Duration, Instant};
 
 use mlua::{Function, Lua, Table, Value};
 
-use super::vm::{describe, load_text, lua_error};
 use super::{FailureKind, Level, Runtime, ScriptError, Shared};
 use crate::lua_sources;
 use crate::world::WorldView;
+use buildat_luau::{describe, load_text, lua_error};
 
 /// Packets Lua may queue between two flushes, in bytes.
 pub const MAX_OUTBOX_BYTES: usize = 64 << 20;
@@ -382,7 +382,7 @@ impl Runtime {
             return Vec::new();
         }
         let context = format!("handler of packet {name}");
-        let data = match self.lua.create_string(data) {
+        let data = match self.vm.lua().create_string(data) {
             Ok(data) => data,
             Err(error) => {
                 return vec![ScriptError {

@@ -40,11 +40,13 @@ use crate::terminal::escape;
 use crate::world::WorldView;
 
 pub use api::{MAX_EXIT_HOOKS, MAX_OUTBOX_BYTES, MAX_SUBSCRIPTIONS, MAX_TIMERS};
+use buildat_luau::{Vm, describe, load_text};
 pub use ui::{
     Action, CHAT_LINES, ChatLine, Daylight, ItemDef, MAX_TEXT_BYTES, MAX_UI_ENTRIES, Screen, Slots,
     Stack, UiBox, UiModel, UiState, Widget, WidgetKind,
 };
-use vm::{describe, load_text};
+
+pub use buildat_luau::FailureKind;
 
 /// Default memory limit of the whole VM.
 pub const DEFAULT_MEMORY_LIMIT: usize = 256 << 20;
@@ -140,17 +142,6 @@ impl Default for Options {
 #[error("cannot start the Lua runtime: {0}")]
 pub struct SetupError(#[from] mlua::Error);
 
-/// Why a script was stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailureKind {
-    /// It raised an error (or a call it made failed).
-    Error,
-    /// It ran past the time limit.
-    TimeLimit,
-    /// The VM's memory limit was reached.
-    MemoryLimit,
-}
-
 /// A contained failure of Lua code: logged, never fatal to the client.
 #[derive(Debug, Clone, Error)]
 #[error("{file}: {message}")]
@@ -164,9 +155,6 @@ pub struct ScriptError {
 
 /// What the VM's interrupt, the host primitives and [`Runtime`] share.
 struct Shared {
-    time_limit: Duration,
-    memory_limit: usize,
-    budget: vm::Budget,
     files: RefCell<HashMap<String, Rc<[u8]>>>,
     outbox: RefCell<Vec<(String, Vec<u8>)>>,
     outbox_bytes: Cell<usize>,
@@ -187,7 +175,7 @@ struct Shared {
 
 /// The client's Lua VM.
 pub struct Runtime {
-    lua: Lua,
+    vm: Vm,
     shared: Rc<Shared>,
     host: Table,
     ext_env: Table,
@@ -208,11 +196,15 @@ impl Runtime {
 
     /// Bot mode: runs a trusted local file (the same API plus timers).
     pub fn run_trusted(&self, name: &str, source: &[u8]) -> Result<(), ScriptError> {
-        let source = self.lua.create_string(source).map_err(|e| ScriptError {
-            file: name.to_string(),
-            kind: FailureKind::MemoryLimit,
-            message: describe(&e),
-        })?;
+        let source = self
+            .vm
+            .lua()
+            .create_string(source)
+            .map_err(|e| ScriptError {
+                file: name.to_string(),
+                kind: FailureKind::MemoryLimit,
+                message: describe(&e),
+            })?;
         self.enter(name, None, || {
             self.run_trusted_fn.call::<()>((source, name))
         })
@@ -223,7 +215,7 @@ impl Runtime {
     pub fn eval_sandboxed(&self, name: &str, source: &str) -> Result<Vec<Value>, ScriptError> {
         self.enter(name, None, || {
             let env: Table = self.sandbox_env_fn.call(name)?;
-            let f = load_text(&self.lua, source.as_bytes(), name, env, true)?;
+            let f = load_text(self.vm.lua(), source.as_bytes(), name, env, true)?;
             Ok(f.call::<MultiValue>(())?.into_vec())
         })
     }
@@ -235,12 +227,12 @@ impl Runtime {
 
     /// Bytes the VM uses.
     pub fn used_memory(&self) -> usize {
-        self.lua.used_memory()
+        self.vm.lua().used_memory()
     }
 
     /// The VM (for benchmarks and tests).
     pub fn lua(&self) -> &Lua {
-        &self.lua
+        self.vm.lua()
     }
 
     /// The host's own values that sandboxed code must never reach, named
@@ -259,9 +251,9 @@ impl Runtime {
                 "boot runtime table".into(),
                 Value::Table(self.runtime.clone()),
             ),
-            ("globals".into(), Value::Table(self.lua.globals())),
+            ("globals".into(), Value::Table(self.vm.lua().globals())),
         ];
-        if let Some(meta) = self.lua.globals().metatable() {
+        if let Some(meta) = self.vm.lua().globals().metatable() {
             out.push(("globals metatable".into(), Value::Table(meta.clone())));
             out.push(("real globals".into(), meta.raw_get("__index")?));
         }

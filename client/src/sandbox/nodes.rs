@@ -13,9 +13,9 @@ use std::rc::Rc;
 use mlua::{Function, Lua, Table};
 
 use super::api::MAX_SUBSCRIPTIONS;
-use super::vm::lua_error;
 use super::{Runtime, ScriptError, Shared};
 use crate::nodes::{Applied, NodeView};
+use buildat_luau::lua_error;
 
 /// What a node callback is called for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

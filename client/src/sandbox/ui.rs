@@ -15,9 +15,9 @@ use std::rc::Rc;
 
 use mlua::{FromLuaMulti, Function, IntoLuaMulti, Lua, Table, Value};
 
-use super::vm::lua_error;
 use super::{Runtime, ScriptError, Shared};
 use crate::frontend::{Button, FromFrontend, Target};
+use buildat_luau::lua_error;
 
 /// `ui_set_box`'s arguments: id, position, size, optional colour.
 type BoxArgs = (
@@ -1127,11 +1127,11 @@ impl Runtime {
             || {
                 let target = match target {
                     Some(t) => {
-                        let table = self.lua.create_table()?;
+                        let table = self.vm.lua().create_table()?;
                         table.raw_set("x", t.voxel[0])?;
                         table.raw_set("y", t.voxel[1])?;
                         table.raw_set("z", t.voxel[2])?;
-                        let before = self.lua.create_table()?;
+                        let before = self.vm.lua().create_table()?;
                         before.raw_set("x", t.before[0])?;
                         before.raw_set("y", t.before[1])?;
                         before.raw_set("z", t.before[2])?;
