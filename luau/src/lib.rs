@@ -180,7 +180,7 @@ pub struct Vm {
 
 impl Vm {
     /// A VM with the coroutine, table, os, string, utf8, bit32, math,
-    /// buffer and vector libraries, [`REMOVED_GLOBALS`] gone,
+    /// buffer and vector libraries, `REMOVED_GLOBALS` gone,
     /// `sandbox(true)`, neither the globals nor the real globals
     /// "safeenv", the memory limit set and the interrupt installed.
     pub fn new(limits: Limits) -> Result<Vm, mlua::Error> {

@@ -2,14 +2,12 @@
 //! sends runs sandboxed, and the client's own `client_lua/` runs trusted.
 //!
 //! Owns: [`Runtime`] and what callers see of it: its options, log sinks and
-//! errors, the state the VM and the host primitives share (`Shared`:
-//! limits, time budget, files, outbox, subscriptions, timers, exit hooks,
+//! errors, the state the host primitives share (`Shared`: files, outbox, subscriptions, timers, exit hooks,
 //! the session's [`WorldView`] and replicated nodes, the UI), running scripts (`core:run_script`, bot
 //! files, evaluations for tests), and the audit list of the host's own
 //! values. The rest is split by seam:
-//! - `vm`: the VM and its limits (libraries, globals removed, the
-//!   sandbox setup, the memory limit, the time budget and its interrupt,
-//!   one contained entry from Rust into Lua, compiling source text).
+//! - `vm`: the runtime set up on a `buildat_luau` VM, and one contained
+//!   entry from Rust into Lua (a failure as a [`ScriptError`]).
 //! - `api`: the host primitives `client_lua/boot.lua` builds the
 //!   `buildat` API from, and their Rust side (draining the outbox,
 //!   delivering packets, running timers and exit hooks, transferred files).
@@ -18,7 +16,9 @@
 //! - `nodes`: `buildat.nodes`' primitives over the replicated nodes and
 //!   their added / changed / removed callbacks.
 //!
-//! Does not own: the whitelist and the per-file environments (that is
+//! Does not own: the VM and its limits (libraries, globals removed, the
+//! sandbox set-up, the memory limit, the time budget and its interrupt,
+//! compiling source text: `buildat_luau`), the whitelist and the per-file environments (that is
 //! `client_lua/boot.lua`, run through [`crate::lua_sources`]), the network
 //! and the file transfer (`app`, `session`), the world stream itself
 //! (`world`; `app` feeds it).
@@ -149,11 +149,12 @@ pub struct ScriptError {
     /// The file the failing code belongs to.
     pub file: String,
     pub kind: FailureKind,
-    /// What happened, without the stack traceback.
+    /// What happened, without the stack traceback (where Lua was first,
+    /// when a limit stopped it).
     pub message: String,
 }
 
-/// What the VM's interrupt, the host primitives and [`Runtime`] share.
+/// What the host primitives and [`Runtime`] share.
 struct Shared {
     files: RefCell<HashMap<String, Rc<[u8]>>>,
     outbox: RefCell<Vec<(String, Vec<u8>)>>,

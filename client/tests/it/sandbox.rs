@@ -135,6 +135,12 @@ fn assert_contained(source: &str, kind: FailureKind, case: &str) -> ScriptError 
 fn infinite_loop() {
     let e = assert_contained("while true do end", FailureKind::TimeLimit, "while true");
     assert!(e.message.contains("time limit of 200 ms"), "{e}");
+    // Where the loop was, as Lua names the file.
+    assert!(
+        e.message
+            .starts_with("evil/client_lua/init.lua:1: stopped: ran past"),
+        "{e}"
+    );
 }
 
 #[test]
