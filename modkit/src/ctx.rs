@@ -34,7 +34,9 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    pub(crate) fn new(host: Host) -> Self {
+    /// A context on `host` (what a module built on the receive table
+    /// without the modkit, such as `lua`, uses for the same helpers).
+    pub fn new(host: Host) -> Self {
         Self {
             host,
             player: None,
@@ -65,7 +67,8 @@ impl Ctx {
         Ok(S::read(&self.host)?)
     }
 
-    pub(crate) fn forget_registry(&mut self) {
+    /// Forgets the cached voxel registry (blocks were registered).
+    pub fn forget_registry(&mut self) {
         self.registry = None;
     }
 

@@ -47,7 +47,7 @@ pub struct Entity {
 }
 
 /// A turn about +y as a quaternion (x, y, z, w).
-fn turn(yaw: f32) -> [f32; 4] {
+pub fn turn(yaw: f32) -> [f32; 4] {
     let half = yaw / 2.0;
     [0.0, half.sin(), 0.0, half.cos()]
 }

@@ -32,7 +32,7 @@ use buildat_active_api::{
 };
 use buildat_interface::core_api::DeclareSettings;
 use buildat_interface::testing::{TestHost, TestModule};
-use buildat_interface::{ModuleError, encode};
+use buildat_interface::{Module, ModuleError, encode};
 use buildat_main_api::{
     BlockAction, BlockActionKind, BlockActions, VAR_PEER, VAR_PLAYER, block_action_event,
 };
@@ -420,7 +420,13 @@ impl TestWorld {
 
     /// Loads the mod `M` on the kit (create, table, init, `core:start`).
     pub fn load<M: Mod>(&self) -> Result<TestModule<Modkit<M>>, ModuleError> {
-        let mut module = self.kit.load::<Modkit<M>>()?;
+        self.load_module::<Modkit<M>>()
+    }
+
+    /// Loads any module `T` on the kit (a module written on the receive
+    /// table without the modkit, such as `lua`), as [`TestWorld::load`].
+    pub fn load_module<T: Module>(&self) -> Result<TestModule<T>, ModuleError> {
+        let mut module = self.kit.load::<T>()?;
         self.deliver(&mut module)?;
         Ok(module)
     }
@@ -462,9 +468,9 @@ impl TestWorld {
     /// `by` puts the block `name` at `pos`, as a player's place through
     /// the game: the module is told what voxelworld would tell it, and
     /// what its own edits cause in turn.
-    pub fn place<M: Mod>(
+    pub fn place<T: Module>(
         &self,
-        module: &mut TestModule<Modkit<M>>,
+        module: &mut TestModule<T>,
         pos: Pos,
         name: &str,
         by: Option<&str>,
@@ -475,9 +481,9 @@ impl TestWorld {
     }
 
     /// `by` digs the voxel at `pos` (air there), as [`TestWorld::place`].
-    pub fn dig<M: Mod>(
+    pub fn dig<T: Module>(
         &self,
-        module: &mut TestModule<Modkit<M>>,
+        module: &mut TestModule<T>,
         pos: Pos,
         by: Option<&str>,
     ) -> Result<(), ModuleError> {
@@ -488,9 +494,9 @@ impl TestWorld {
     /// The player `by` punches the voxel at `pos`, as a `main:punch` the
     /// game judged: the module is told (`main:block_action/<module>`) if
     /// the voxel's block is its own, then what its closures' edits cause.
-    pub fn punch<M: Mod>(
+    pub fn punch<T: Module>(
         &self,
-        module: &mut TestModule<Modkit<M>>,
+        module: &mut TestModule<T>,
         pos: Pos,
         by: &str,
     ) -> Result<(), ModuleError> {
@@ -499,23 +505,23 @@ impl TestWorld {
 
     /// The player `by` uses the voxel at `pos` (`main:use`), as
     /// [`TestWorld::punch`].
-    pub fn use_block<M: Mod>(
+    pub fn use_block<T: Module>(
         &self,
-        module: &mut TestModule<Modkit<M>>,
+        module: &mut TestModule<T>,
         pos: Pos,
         by: &str,
     ) -> Result<(), ModuleError> {
         self.act(module, pos, by, BlockActionKind::Use)
     }
 
-    fn act<M: Mod>(
+    fn act<T: Module>(
         &self,
-        module: &mut TestModule<Modkit<M>>,
+        module: &mut TestModule<T>,
         pos: Pos,
         by: &str,
         kind: BlockActionKind,
     ) -> Result<(), ModuleError> {
-        let name = module.module().ctx.module_name();
+        let name = self.kit.host().module_name();
         let event = block_action_event(&name);
         let voxel = {
             let world = lock(&self.world);
@@ -542,8 +548,8 @@ impl TestWorld {
 
     /// Tells the module what the edits since the last delivery did to its
     /// voxels, round after round, until its handlers edit nothing more.
-    pub fn deliver<M: Mod>(&self, module: &mut TestModule<Modkit<M>>) -> Result<(), ModuleError> {
-        let name = module.module().ctx.module_name();
+    pub fn deliver<T: Module>(&self, module: &mut TestModule<T>) -> Result<(), ModuleError> {
+        let name = self.kit.host().module_name();
         let event = special_voxel_event(&name);
         for _ in 0..MAX_ROUNDS {
             let voxels = lock(&self.world).take_told(&name);
@@ -611,9 +617,9 @@ impl TestWorld {
     /// matches (by block name; chance aside, so a test is exact) in one
     /// batch to its module, then what the module's edits cause. How many
     /// voxels were delivered.
-    pub fn run_abm<M: Mod>(
+    pub fn run_abm<T: Module>(
         &self,
-        module: &mut TestModule<Modkit<M>>,
+        module: &mut TestModule<T>,
         name: &str,
     ) -> Result<usize, ModuleError> {
         let (abm, voxels) = {
@@ -653,12 +659,12 @@ impl TestWorld {
     /// fire (once, in one event, with how late), those whose voxel was
     /// replaced by another type are dropped unfired; then what the
     /// module's edits cause. How many fired.
-    pub fn pass<M: Mod>(
+    pub fn pass<T: Module>(
         &self,
-        module: &mut TestModule<Modkit<M>>,
+        module: &mut TestModule<T>,
         seconds: f64,
     ) -> Result<usize, ModuleError> {
-        let name = module.module().ctx.module_name();
+        let name = self.kit.host().module_name();
         let fired = {
             let mut world = lock(&self.world);
             world.clock += seconds;

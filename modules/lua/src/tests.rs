@@ -1,0 +1,267 @@
+//! The lua module on modkit's test world: real Luau, real mod folders
+//! (the examples, and mods written by the tests into temp folders), the
+//! world's calls answered in memory.
+
+use std::path::{Path, PathBuf};
+
+use buildat_interface::core_api::{ListModules, ModuleInfo, ModuleState};
+use buildat_interface::events::Tick;
+use buildat_interface::log;
+use buildat_interface::testing::{TestHost, TestModule};
+use buildat_modkit::testing::TestWorld;
+
+use crate::LuaHost;
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/lua_mods")
+}
+
+/// A world whose module list holds `mods` (name, folder), on a kit named
+/// `lua` with `config`.
+fn world_with(mods: &[(&str, PathBuf)], config: &[(&str, &str)]) -> TestWorld {
+    let mut kit = TestHost::new().name("lua");
+    for (key, value) in config {
+        kit = kit.config(key, value);
+    }
+    let infos: Vec<ModuleInfo> = mods
+        .iter()
+        .enumerate()
+        .map(|(index, (name, dir))| ModuleInfo {
+            name: name.to_string(),
+            path: dir.display().to_string(),
+            state: ModuleState::Loaded,
+            build_hash: String::new(),
+            loaded_at_unix_ms: 0,
+            load_index: index as u32,
+            queued: 0,
+            times: Default::default(),
+        })
+        .collect();
+    kit.answer(move |_: ListModules| Ok(infos.clone()));
+    TestWorld::on(kit)
+}
+
+/// A mod folder in a temp dir with `init.lua` holding `source`.
+struct TempMod {
+    dir: PathBuf,
+}
+
+impl TempMod {
+    fn new(name: &str, source: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "buildat-lua-test-{}-{name}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("server_lua")).expect("temp dir");
+        let made = Self { dir };
+        made.write(source);
+        made
+    }
+
+    fn write(&self, source: &str) {
+        std::fs::write(self.dir.join("server_lua/init.lua"), source).expect("write init.lua");
+    }
+}
+
+impl Drop for TempMod {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn tick(module: &mut TestModule<LuaHost>, times: usize) {
+    for _ in 0..times {
+        module.emit(&Tick { dtime: 0.05 }).expect("tick");
+    }
+}
+
+fn logged(world: &TestWorld, level: log::Level, part: &str) -> Option<String> {
+    world
+        .kit()
+        .logs()
+        .into_iter()
+        .find(|(at, text)| *at == level && text.contains(part))
+        .map(|(_, text)| text)
+}
+
+#[test]
+fn the_bouncer_example_puts_a_torch_on_itself_and_says_who_used_it() {
+    let world = world_with(&[("bouncer", examples().join("bouncer"))], &[]);
+    world.fill([-2, 0, -2], [2, 0, 2], "stone");
+    world.join("ann", 7);
+    let mut m = world.load_module::<LuaHost>().expect("load");
+    world
+        .place(&mut m, [0, 1, 0], "lua_bouncer", Some("ann"))
+        .expect("place");
+    assert_eq!(world.voxel([0, 2, 0]).as_deref(), Some("torch"));
+    world.use_block(&mut m, [0, 1, 0], "ann").expect("use");
+    world.dig(&mut m, [0, 1, 0], Some("ann")).expect("dig");
+    let told: Vec<String> =
+        buildat_network_api::receive::testing::sent::<buildat_main_api::ChatLine>(world.kit())
+            .into_iter()
+            .map(|(_, line)| line.text)
+            .collect();
+    assert_eq!(
+        told,
+        ["ann bounces (1)", "the bouncer at 0,1,0 is gone"],
+        "its torch touched it once"
+    );
+}
+
+#[test]
+fn the_circler_example_circles_two_voxels_above_spawn() {
+    let world = world_with(&[("circler", examples().join("circler"))], &[]);
+    world.set_spawn(Some([0.5, 10.0, 0.5]));
+    let mut m = world.load_module::<LuaHost>().expect("load");
+    tick(&mut m, 40);
+    let nodes = world.nodes();
+    assert_eq!(nodes.len(), 1, "one kept");
+    let [x, y, z] = nodes[0].position;
+    assert_eq!(y, 12.0);
+    let radius = ((x - 0.5).powi(2) + (z - 0.5).powi(2)).sqrt();
+    assert!((radius - 4.0).abs() < 1e-9, "{radius}");
+}
+
+const COUNTER: &str = r#"
+local said = "one"
+buildat.register_chatcommand("say", {func = function(name) return true, said end})
+"#;
+
+#[test]
+fn a_saved_file_is_live_at_the_next_tick_and_a_broken_one_keeps_the_old_version() {
+    let temp = TempMod::new("say", COUNTER);
+    let world = world_with(&[("say", temp.dir.clone())], &[]);
+    let mut m = world.load_module::<LuaHost>().expect("load");
+    assert_eq!(m.command("say", &[], None).expect("say"), "one");
+    temp.write(&COUNTER.replace("\"one\"", "\"two\""));
+    tick(&mut m, 1);
+    assert_eq!(m.command("say", &[], None).expect("say"), "two");
+    assert!(logged(&world, log::Level::Info, "lua mod say reloaded").is_some());
+
+    temp.write("local x = \n\nbuildat.register_chatcommand(\"say\", {func = function() return true, 'three' end})\nthis is not lua\n");
+    tick(&mut m, 2);
+    assert_eq!(
+        m.command("say", &[], None).expect("say"),
+        "two",
+        "the old version runs on"
+    );
+    let error = logged(&world, log::Level::Error, "previous version keeps running")
+        .expect("the error is logged");
+    assert!(error.contains("say/server_lua/init.lua:4"), "{error}");
+    let errors = world
+        .kit()
+        .logs()
+        .iter()
+        .filter(|(level, _)| *level == log::Level::Error)
+        .count();
+    tick(&mut m, 3);
+    let again = world
+        .kit()
+        .logs()
+        .iter()
+        .filter(|(level, _)| *level == log::Level::Error)
+        .count();
+    assert_eq!(errors, again, "a broken version is tried once");
+}
+
+#[test]
+fn a_mod_that_loops_eats_memory_or_errors_every_tick_is_stopped_and_named_and_the_others_go_on() {
+    let looping = TempMod::new(
+        "looping",
+        "buildat.register_entity('spinner', {keep = 1, on_step = function(self)\n  while true do end\nend})\n",
+    );
+    let bomb = TempMod::new(
+        "bomb",
+        "local t = {}\nbuildat.register_chatcommand('grow', {func = function()\n  while true do t[#t + 1] = string.rep('x', 65536) .. #t end\nend})\n",
+    );
+    let failing = TempMod::new(
+        "failing",
+        "buildat.register_entity('failer', {keep = 1, on_step = function(self)\n  error('every tick')\nend})\n",
+    );
+    let calm = TempMod::new("calm", COUNTER);
+    let world = world_with(
+        &[
+            ("looping", looping.dir.clone()),
+            ("bomb", bomb.dir.clone()),
+            ("failing", failing.dir.clone()),
+            ("calm", calm.dir.clone()),
+        ],
+        &[
+            ("lua.call_ms", "20"),
+            ("lua.memory_mb", "8"),
+            ("lua.max_errors", "5"),
+        ],
+    );
+    world.set_spawn(Some([0.5, 1.0, 0.5]));
+    let mut m = world.load_module::<LuaHost>().expect("load");
+    tick(&mut m, 10);
+    let stopped = logged(&world, log::Level::Warn, "lua mod looping stopped").expect("looping");
+    assert!(
+        stopped.contains("looping/server_lua/init.lua:2"),
+        "{stopped}"
+    );
+    assert!(stopped.contains("time limit"), "{stopped}");
+    let stopped = logged(&world, log::Level::Warn, "lua mod failing stopped").expect("failing");
+    assert!(
+        stopped.contains("failing/server_lua/init.lua:2"),
+        "{stopped}"
+    );
+
+    let grown = m
+        .command("grow", &[], None)
+        .expect_err("the bomb is stopped");
+    assert!(grown.to_string().contains("memory"), "{grown}");
+    let stopped = logged(&world, log::Level::Warn, "lua mod bomb stopped").expect("bomb");
+    assert!(stopped.contains("bomb/server_lua/init.lua:3"), "{stopped}");
+    assert_eq!(m.command("say", &[], None).expect("say"), "one");
+    let again = m.command("grow", &[], None).expect_err("stopped");
+    assert!(again.to_string().contains("is stopped"), "{again}");
+
+    // Saved again, it runs again.
+    looping.write(
+        "buildat.register_chatcommand('spin', {func = function() return true, 'fixed' end})\n",
+    );
+    tick(&mut m, 1);
+    assert_eq!(m.command("spin", &[], None).expect("spin"), "fixed");
+}
+
+#[test]
+fn the_hello_example_answers_in_its_setting_s_words_and_counts_across_a_reload() {
+    let world = world_with(
+        &[("hello", examples().join("hello"))],
+        &[("hello.text", "hi")],
+    );
+    let mut m = world.load_module::<LuaHost>().expect("load");
+    assert_eq!(
+        world.kit().commands()[0].privilege.as_deref(),
+        Some("interact")
+    );
+    assert_eq!(
+        m.command("hello", &[], Some("ann")).expect("hello"),
+        "hi #1"
+    );
+    let mut m = m.reload::<LuaHost>().expect("reload");
+    assert_eq!(m.command("hello", &[], None).expect("hello"), "hi #2");
+}
+
+#[test]
+fn the_garden_example_s_abm_turns_dirt_beside_grass_in_the_open_into_grass() {
+    let world = world_with(&[("garden", examples().join("garden"))], &[]);
+    world.fill([0, 0, 0], [0, 0, 0], "grass");
+    world.fill([1, 0, 0], [2, 0, 0], "dirt");
+    world.fill([2, 1, 0], [2, 1, 0], "stone");
+    let mut m = world.load_module::<LuaHost>().expect("load");
+    let abm = world.abms();
+    assert_eq!(abm.len(), 1);
+    assert_eq!(abm[0].name, "garden/grass spreads");
+    assert_eq!(abm[0].module, "lua");
+    world.run_abm(&mut m, "garden/grass spreads").expect("run");
+    assert_eq!(world.voxel([1, 0, 0]).as_deref(), Some("grass"));
+    assert_eq!(
+        world.voxel([2, 0, 0]).as_deref(),
+        Some("dirt"),
+        "covered by stone"
+    );
+}
