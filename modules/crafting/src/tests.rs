@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use buildat_crafting_api::{GetRecipes, MatchGrid, Recipe, RegisterRecipes};
+use buildat_crafting_api::{GetRecipes, MatchGrid, Recipe, RegisterRecipes, SetRecipes};
 use buildat_interface::testing::{TestHost, TestModule};
 use buildat_items_api::{GetItems, ItemDef, ItemRegistry, ItemStack, ItemsChanged};
 
@@ -169,4 +169,65 @@ fn recipes_survive_a_reload_and_are_not_doubled_by_registering_again() {
     assert_eq!(crafting.call(&GetRecipes {}).unwrap().len(), 2);
     crafting.call(&register).unwrap();
     assert_eq!(crafting.call(&GetRecipes {}).unwrap().len(), 2);
+}
+
+fn set(owner: &str, recipes: Vec<Recipe>) -> SetRecipes {
+    SetRecipes {
+        owner: owner.into(),
+        recipes,
+    }
+}
+
+#[test]
+fn setting_an_owners_recipes_again_replaces_them_in_place() {
+    let (mut crafting, _) = load();
+    let torch = Recipe::shapeless("stick", 1, &["planks"]);
+    crafting
+        .call(&RegisterRecipes {
+            recipes: vec![planks()],
+        })
+        .unwrap();
+    crafting.call(&set("lua", vec![sticks()])).unwrap();
+    crafting
+        .call(&RegisterRecipes {
+            recipes: vec![torch.clone()],
+        })
+        .unwrap();
+    // The same set again (a reload that changed nothing): one copy.
+    crafting.call(&set("lua", vec![sticks()])).unwrap();
+    assert_eq!(
+        crafting.call(&GetRecipes {}).unwrap(),
+        vec![planks(), sticks(), torch.clone()]
+    );
+    // A changed set replaces the old one where it was, another owner's stays.
+    let more = Recipe::shaped("stick", 8, 1, &["planks", "planks"]);
+    crafting.call(&set("other", vec![planks()])).unwrap();
+    crafting
+        .call(&set("lua", vec![more.clone(), sticks()]))
+        .unwrap();
+    assert_eq!(
+        crafting.call(&GetRecipes {}).unwrap(),
+        vec![planks(), more, sticks(), torch.clone(), planks()]
+    );
+    // The set survives a reload with its owner; empty removes it.
+    let mut crafting = crafting.reload::<Crafting>().unwrap();
+    crafting.call(&set("lua", vec![])).unwrap();
+    assert_eq!(
+        crafting.call(&GetRecipes {}).unwrap(),
+        vec![planks(), torch, planks()]
+    );
+}
+
+#[test]
+fn a_bad_recipe_refuses_a_whole_set_and_keeps_the_old_one() {
+    let (mut crafting, _) = load();
+    crafting.call(&set("lua", vec![sticks()])).unwrap();
+    let error = crafting
+        .call(&set(
+            "lua",
+            vec![planks(), Recipe::shapeless("gold", 1, &["wood"])],
+        ))
+        .unwrap_err();
+    assert!(error.to_string().contains("gold"), "{error}");
+    assert_eq!(crafting.call(&GetRecipes {}).unwrap(), vec![sticks()]);
 }

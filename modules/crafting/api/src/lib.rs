@@ -1,6 +1,7 @@
 //! `buildat-crafting-api`: the `crafting` module's public API: recipes
 //! ([`Recipe`], [`RecipeShape`]), what a grid makes ([`match_grid`], pure)
-//! and the calls ([`RegisterRecipes`], [`MatchGrid`], [`GetRecipes`]).
+//! and the calls ([`RegisterRecipes`], [`SetRecipes`], [`MatchGrid`],
+//! [`GetRecipes`]).
 //!
 //! Owns: the meaning of a recipe (shaped ones match anywhere in the grid,
 //! trimmed to their bounding box, not mirrored; shapeless ones in any
@@ -335,6 +336,21 @@ pub struct RegisterRecipes {
     pub recipes: Vec<Recipe>,
 }
 
+/// Call `set_recipes`: the recipes of `owner` (a name the caller chooses,
+/// as `lua` for the Lua mods) become exactly `recipes`, replacing every
+/// recipe set under that owner before: what a module registering on
+/// behalf of others calls again after each change, so a changed recipe
+/// replaces its old version instead of being added beside it. They take
+/// the place of the owner's earlier recipes in the order (the first time:
+/// after every recipe registered before); an empty list removes them.
+/// Checked as [`RegisterRecipes`]: one bad recipe refuses the call, naming
+/// why, and nothing changes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SetRecipes {
+    pub owner: String,
+    pub recipes: Vec<Recipe>,
+}
+
 /// Call `match_grid`: [`match_grid`] over the registered recipes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MatchGrid {
@@ -349,6 +365,7 @@ pub struct GetRecipes {}
 buildat_interface::calls! {
     module MODULE;
     RegisterRecipes = "register_recipes" -> ();
+    SetRecipes = "set_recipes" -> ();
     MatchGrid = "match_grid" -> Option<CraftMatch>;
     GetRecipes = "get_recipes" -> Vec<Recipe>;
 }
