@@ -3,7 +3,6 @@
 //! for voxelworld's values and settings). Checks what each binding records
 //! or asks of a native module, the errors a modder sees, and `apply`.
 
-use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -17,7 +16,6 @@ use buildat_inventory_api::{
 };
 use buildat_items_api::{GetItems, ItemDef, ItemKind, ItemRegistry, ItemStack, RegisterItems};
 use buildat_main_api::{DefinePrivilege, GetPrivileges, HasPrivilege};
-use buildat_modkit::Ctx;
 use buildat_modkit::testing::TestWorld;
 use mlua::{Function, Table, Value};
 
@@ -50,15 +48,7 @@ impl Drop for ModDir {
 /// What the module's instance would share, on `kit`.
 pub(crate) fn shared(kit: &TestHost) -> Rc<Shared> {
     let host = kit.host();
-    Rc::new(Shared {
-        host,
-        ctx: RefCell::new(Ctx::new(host)),
-        settings: LuaSettings::default(),
-        entities: RefCell::default(),
-        jobs: RefCell::default(),
-        clock: Cell::new(0.0),
-        published: RefCell::default(),
-    })
+    Rc::new(Shared::new(host, LuaSettings::default()))
 }
 
 /// Loads mod `name` with `init` as its `init.lua`.
@@ -310,6 +300,9 @@ fn game() -> Game {
     let privileges = Arc::new(Mutex::new(Vec::new()));
     let kept = Arc::clone(&privileges);
     world.kit().answer(move |define: DefinePrivilege| {
+        if define.name == "refused" {
+            return Err(buildat_interface::ModuleError::msg("privilege refused"));
+        }
         kept.lock().unwrap().push(define);
         Ok(())
     });
@@ -413,15 +406,24 @@ fn apply_registers_every_mods_game_and_a_reload_replaces_a_mods_recipes() {
 }
 
 #[test]
-fn apply_leaves_out_a_refused_item_and_registers_the_rest() {
+fn apply_leaves_out_a_refused_item_or_privilege_and_registers_the_rest() {
     let game = game();
     let shared = shared(game.world.kit());
     let m = loaded(
         &shared,
-        r#"buildat.register_craftitem("refused", {}) buildat.register_craftitem("seed", {})"#,
+        r#"buildat.register_craftitem("refused", {}) buildat.register_craftitem("seed", {})
+           buildat.register_privilege("refused") buildat.register_privilege("gardener")"#,
     );
     apply_all(&shared, &[&m]);
     assert!(game.items.lock().unwrap().items.contains_key("seed"));
+    let defined: Vec<_> = game
+        .privileges
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|d| d.name.clone())
+        .collect();
+    assert_eq!(defined, vec!["gardener"]);
     assert!(
         game.world
             .kit()

@@ -979,14 +979,23 @@ fn apply_recipes(shared: &Shared, all: &[&Registrations]) -> Result<(), ModuleEr
     }
 }
 
-/// Every mod's privileges (defining one again only sets its description).
+/// Every mod's privileges (defining one again only sets its description);
+/// one refused is logged, the others still defined.
 fn apply_privileges(shared: &Shared, all: &[&Registrations]) -> Result<(), ModuleError> {
     for reg in all {
         for (name, description) in &reg.privileges {
-            shared.host.call(&DefinePrivilege {
+            let defined = shared.host.call(&DefinePrivilege {
                 name: name.clone(),
                 description: description.clone(),
-            })?;
+            });
+            match defined {
+                Err(error) if not_loaded(&error) => return Err(error),
+                Err(error) => warn(
+                    shared,
+                    &format!("lua mods: privilege {name} left out: {error}"),
+                ),
+                Ok(()) => {}
+            }
         }
     }
     Ok(())
