@@ -21,10 +21,10 @@ pub(crate) mod api;
 pub(crate) mod entities;
 pub(crate) mod mods;
 pub(crate) mod storage;
+pub mod testing;
 #[cfg(test)]
 mod tests;
 
-use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -37,7 +37,6 @@ use buildat_interface::settings::Settings;
 use buildat_interface::stash::Stash;
 use buildat_interface::{Host, Module, ModuleError, Receive, UnloadKind, export_module, log};
 use buildat_main_api::{BlockActionKind, BlockActions, HasPrivilege, block_action_event};
-use buildat_modkit::Ctx;
 use buildat_voxel::VoxelInstance;
 use buildat_voxelworld_api::{
     MoveNodes, NodeMotion, RegisterBlock, RemoveNodes, SpecialCause, SpecialVoxels,
@@ -108,15 +107,7 @@ impl Module for LuaHost {
     fn create(host: Host) -> Result<Self, ModuleError> {
         let settings = LuaSettings::read(&host)?;
         Ok(Self {
-            shared: Rc::new(Shared {
-                host,
-                ctx: RefCell::new(Ctx::new(host)),
-                settings,
-                entities: RefCell::default(),
-                jobs: RefCell::default(),
-                clock: Cell::new(0.0),
-                published: RefCell::default(),
-            }),
+            shared: Rc::new(Shared::new(host, settings)),
             mods: Vec::new(),
             blocks: HashMap::new(),
             commands: HashMap::new(),
@@ -175,13 +166,7 @@ impl Module for LuaHost {
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
         if matches!(kind, UnloadKind::ForGood | UnloadKind::AfterFailure) {
-            let ids: Vec<u64> = self
-                .shared
-                .entities
-                .take()
-                .iter()
-                .map(LiveEntity::id)
-                .collect();
+            let ids: Vec<u64> = self.shared.entities.take().values().map(|e| e.id).collect();
             self.remove_nodes(ids);
         }
         Ok(())
@@ -270,7 +255,7 @@ impl LuaHost {
     /// others) and registers what it declared.
     fn install(&mut self, mut new: LuaMod) {
         let name = new.name().to_string();
-        let old = self
+        let mut old = self
             .mods
             .iter()
             .position(|m| m.name() == name)
@@ -280,10 +265,16 @@ impl LuaHost {
             .borrow_mut()
             .retain(|job| job.mod_name != name);
         // Its entities: kept (handed over) or rebuilt.
-        let mut entities = self.shared.entities.take();
+        let mine: Vec<LiveEntity> = self
+            .shared
+            .entities
+            .borrow()
+            .values()
+            .filter(|e| e.mod_name == name)
+            .cloned()
+            .collect();
         let mut gone = Vec::new();
-        let mut old = old;
-        for entity in entities.iter_mut().filter(|e| e.mod_name == name) {
+        for entity in mine {
             let keep = new
                 .data
                 .reg
@@ -291,45 +282,36 @@ impl LuaHost {
                 .entities
                 .iter()
                 .any(|d| d.name == entity.kind && d.on_reload == OnReload::Keep);
-            if !keep {
-                gone.push(entity.id());
-                continue;
-            }
-            let staticdata = match &mut old {
-                Some(old) => {
-                    let data = Rc::clone(&old.data);
-                    old.run(
+            let staticdata = match (&mut old, keep) {
+                (Some(old), true) => old
+                    .run(
                         || format!("get_staticdata of {}", entity.kind),
-                        |_| {
+                        |lua| entities::staticdata(lua, entity.slot),
+                    )
+                    .unwrap_or_default(),
+                _ => String::new(),
+            };
+            let data = Rc::clone(&new.data);
+            let activated = keep
+                && new
+                    .run(
+                        || format!("on_activate of {}", entity.kind),
+                        |lua| {
                             let reg = data.reg.borrow();
                             match reg.entities.iter().find(|d| d.name == entity.kind) {
-                                Some(def) => entities::staticdata(entity, def),
-                                None => Ok(String::new()),
+                                Some(def) => {
+                                    entities::activate(lua, &entity, def, &staticdata).map(|_| true)
+                                }
+                                None => Ok(false),
                             }
                         },
                     )
-                    .unwrap_or_default()
-                }
-                None => String::new(),
-            };
-            let data = Rc::clone(&new.data);
-            let kind = entity.kind.clone();
-            let activated = new.run(
-                || format!("on_activate of {kind}"),
-                |lua| {
-                    let reg = data.reg.borrow();
-                    match reg.entities.iter().find(|d| d.name == entity.kind) {
-                        Some(def) => entities::activate(lua, entity, def, &staticdata),
-                        None => Ok(()),
-                    }
-                },
-            );
-            if activated.is_err() {
-                entity.this = None;
+                    .unwrap_or(false);
+            if !activated {
+                self.shared.entities.borrow_mut().remove(&entity.slot);
+                gone.push(entity.id);
             }
         }
-        entities.retain(|e| !gone.contains(&e.id()));
-        self.shared.entities.borrow_mut().extend(entities);
         self.remove_nodes(gone);
         // Its ABMs that are no more.
         if let Some(old) = &old {
@@ -469,14 +451,13 @@ impl LuaHost {
             .borrow_mut()
             .retain(|job| job.mod_name != name);
         self.shared.published.borrow_mut().remove(name);
-        let mut entities = self.shared.entities.take();
-        let ids: Vec<u64> = entities
-            .iter()
-            .filter(|e| e.mod_name == name)
-            .map(LiveEntity::id)
-            .collect();
-        entities.retain(|e| e.mod_name != name);
-        *self.shared.entities.borrow_mut() = entities;
+        let mut ids = Vec::new();
+        self.shared.entities.borrow_mut().retain(|_, e| {
+            if e.mod_name == name {
+                ids.push(e.id);
+            }
+            e.mod_name != name
+        });
         self.remove_nodes(ids);
         self.commands.retain(|_, owner| owner != name);
         self.blocks.retain(|_, (owner, _)| owner != name);
@@ -557,6 +538,7 @@ impl LuaHost {
     /// Makes the entities each kind keeps and lacks.
     fn spawn_missing(&mut self) {
         let shared = Rc::clone(&self.shared);
+        let mut gone = Vec::new();
         for m in &mut self.mods {
             if m.status != mods::Status::Running {
                 continue;
@@ -574,19 +556,22 @@ impl LuaHost {
                 let alive = shared
                     .entities
                     .borrow()
-                    .iter()
+                    .values()
                     .filter(|e| e.mod_name == m.name() && e.kind == kind)
                     .count();
                 let mut places = Vec::new();
                 for _ in alive..keep {
                     let at = match &place {
                         Some(place) => m
-                            .run(|| format!("place of {kind}"), |_| place.call::<Value>(()))
+                            .run(
+                                || format!("place of {kind}"),
+                                |lua| match place.call::<Value>(())? {
+                                    Value::Nil => Ok(None),
+                                    at => api::fpos_from_lua(lua, &at).map(Some),
+                                },
+                            )
                             .ok()
-                            .and_then(|at| match at {
-                                Value::Nil => None,
-                                at => api::fpos_from_lua(&at).ok(),
-                            }),
+                            .flatten(),
                         None => shared.ctx.borrow_mut().spawn_point().ok().flatten(),
                     };
                     match at {
@@ -615,91 +600,116 @@ impl LuaHost {
                         continue;
                     }
                 };
-                for mut entity in made.into_iter().flatten() {
-                    let _ = m.run(
+                for entity in made.into_iter().flatten() {
+                    let activated = m.run(
                         || format!("on_activate of {kind}"),
                         |lua| {
                             let reg = data.reg.borrow();
                             match reg.entities.iter().find(|d| d.name == kind) {
-                                Some(def) => entities::activate(lua, &mut entity, def, ""),
+                                Some(def) => entities::activate(lua, &entity, def, "").map(drop),
                                 None => Ok(()),
                             }
                         },
                     );
-                    shared.entities.borrow_mut().push(entity);
+                    if activated.is_ok() {
+                        shared.entities.borrow_mut().insert(entity.slot, entity);
+                    } else {
+                        gone.push(entity.id);
+                    }
                 }
             }
         }
+        self.remove_nodes(gone);
     }
 
-    /// Every entity's `on_step`, then one `MoveNodes` for those that moved
-    /// and one `RemoveNodes` for those removed.
+    /// Every mod's entities stepped (one entry into each mod's VM), then
+    /// one `MoveNodes` for those that moved and one `RemoveNodes` for
+    /// those removed.
     fn step_entities(&mut self, dtime: f64) {
         let shared = Rc::clone(&self.shared);
-        let mut list = shared.entities.take();
-        for entity in &mut list {
-            let Some(m) = self.mods.iter_mut().find(|m| m.name() == entity.mod_name) else {
-                continue;
-            };
-            entity.age += dtime;
-            let step = m
-                .data
-                .reg
-                .borrow()
-                .entities
-                .iter()
-                .find(|d| d.name == entity.kind)
-                .and_then(|d| d.on_step.clone());
-            let (Some(step), Some(this)) = (step, entity.this.clone()) else {
-                continue;
-            };
-            let age = entity.age;
-            let kind = &entity.kind;
-            let _ = m.run(
-                || format!("on_step of {kind}"),
-                |_| {
-                    this.raw_set("age", age)?;
-                    step.call::<()>((this, dtime))
-                },
-            );
+        let with_entities: HashSet<String> = {
+            let mut entities = shared.entities.borrow_mut();
+            for entity in entities.values_mut() {
+                entity.age += dtime;
+            }
+            entities.values().map(|e| e.mod_name.clone()).collect()
+        };
+        let mut moved = Vec::new();
+        for m in self
+            .mods
+            .iter_mut()
+            .filter(|m| with_entities.contains(m.name()))
+        {
+            if let Ok(stepped) = m.run(
+                || "its entities' on_step".to_string(),
+                |lua| entities::step(lua, dtime),
+            ) {
+                moved.extend(stepped.moved);
+                m.errors("on_step", stepped.errors);
+            }
         }
-        list.extend(shared.entities.take());
         let mut moves = Vec::new();
         let mut removed = Vec::new();
-        list.retain_mut(|entity| {
-            let object = entity.object.borrow().clone();
-            if object.removed {
-                removed.push(object.id);
-                return false;
-            }
-            let (before, yaw) = entity.sent;
-            if object.position != before || object.yaw != yaw {
+        {
+            let mut entities = shared.entities.borrow_mut();
+            for step in moved {
+                let Some(entity) = entities.get_mut(&step.slot) else {
+                    continue;
+                };
+                if step.removed {
+                    removed.push(entity.id);
+                    entities.remove(&step.slot);
+                    continue;
+                }
+                let before = entity.position;
                 let velocity = std::array::from_fn(|i| {
                     if dtime > 0.0 {
-                        ((object.position[i] - before[i]) / dtime) as f32
+                        ((step.position[i] - before[i]) / dtime) as f32
                     } else {
                         0.0
                     }
                 });
                 moves.push(NodeMotion {
-                    id: object.id,
-                    position: object.position,
-                    orientation: buildat_modkit::turn(object.yaw),
+                    id: entity.id,
+                    position: step.position,
+                    orientation: buildat_modkit::turn(step.yaw),
                     velocity,
                 });
-                entity.sent = (object.position, object.yaw);
+                (entity.position, entity.yaw) = (step.position, step.yaw);
             }
-            true
-        });
+        }
         if !moves.is_empty() {
             match shared.host.call(&MoveNodes { moves }) {
-                Ok(lost) if !lost.is_empty() => list.retain(|e| !lost.contains(&e.id())),
+                Ok(lost) if !lost.is_empty() => self.forget_entities(&lost),
                 Ok(_) => {}
                 Err(error) => self.log(log::Level::Warn, &format!("moving entities: {error}")),
             }
         }
-        *shared.entities.borrow_mut() = list;
         self.remove_nodes(removed);
+    }
+
+    /// Entities whose nodes the world lost (their section unloaded): gone
+    /// here and in their mods' VMs (kept kinds are made again).
+    fn forget_entities(&mut self, ids: &[u64]) {
+        let lost: Vec<LiveEntity> = {
+            let mut entities = self.shared.entities.borrow_mut();
+            let lost: Vec<u32> = entities
+                .values()
+                .filter(|e| ids.contains(&e.id))
+                .map(|e| e.slot)
+                .collect();
+            lost.iter()
+                .filter_map(|slot| entities.remove(slot))
+                .collect()
+        };
+        for entity in lost {
+            if let Some(m) = self.find(&entity.mod_name) {
+                let _ = m.run(
+                    || "forgetting a lost entity".to_string(),
+                    |lua| entities::forget(lua, entity.slot),
+                );
+            }
+        }
     }
 
     fn run_command(&mut self, run: RunCommand) -> Result<String, ModuleError> {
@@ -845,34 +855,25 @@ impl LuaHost {
 
     /// The stash: every entity, with what its `get_staticdata` answers.
     fn save(&mut self) -> Stashed {
-        let list = self.shared.entities.take();
+        let list: Vec<LiveEntity> = self.shared.entities.take().into_values().collect();
         let mut stashed = Vec::new();
-        for entity in &list {
+        for entity in list {
             let staticdata = match self.find(&entity.mod_name) {
-                Some(m) => {
-                    let data = Rc::clone(&m.data);
-                    m.run(
+                Some(m) => m
+                    .run(
                         || format!("get_staticdata of {}", entity.kind),
-                        |_| {
-                            let reg = data.reg.borrow();
-                            match reg.entities.iter().find(|d| d.name == entity.kind) {
-                                Some(def) => entities::staticdata(entity, def),
-                                None => Ok(String::new()),
-                            }
-                        },
+                        |lua| entities::staticdata(lua, entity.slot),
                     )
-                    .unwrap_or_default()
-                }
+                    .unwrap_or_default(),
                 None => String::new(),
             };
-            let object = entity.object.borrow();
             stashed.push(StashedEntity {
-                id: object.id,
-                mod_name: entity.mod_name.clone(),
-                kind: entity.kind.clone(),
+                id: entity.id,
+                mod_name: entity.mod_name,
+                kind: entity.kind,
                 home: entity.home,
-                position: object.position,
-                yaw: object.yaw,
+                position: entity.position,
+                yaw: entity.yaw,
                 age: entity.age,
                 staticdata,
             });
@@ -885,41 +886,40 @@ impl LuaHost {
     fn restore_entities(&mut self) {
         let mut gone = Vec::new();
         for stashed in std::mem::take(&mut self.stashed) {
-            let mut entity = LiveEntity {
-                mod_name: stashed.mod_name.clone(),
-                kind: stashed.kind.clone(),
+            let entity = LiveEntity {
+                slot: self.shared.new_slot(),
+                id: stashed.id,
+                mod_name: stashed.mod_name,
+                kind: stashed.kind,
                 home: stashed.home,
+                position: stashed.position,
+                yaw: stashed.yaw,
                 age: stashed.age,
-                object: Rc::new(RefCell::new(entities::ObjectState {
-                    id: stashed.id,
-                    position: stashed.position,
-                    yaw: stashed.yaw,
-                    removed: false,
-                })),
-                this: None,
-                sent: (stashed.position, stashed.yaw),
             };
-            let Some(m) = self.find(&stashed.mod_name) else {
-                gone.push(stashed.id);
+            let Some(m) = self.find(&entity.mod_name) else {
+                gone.push(entity.id);
                 continue;
             };
             let data = Rc::clone(&m.data);
-            let kind = stashed.kind.clone();
             let activated = m.run(
-                || format!("on_activate of {kind}"),
+                || format!("on_activate of {}", entity.kind),
                 |lua| {
                     let reg = data.reg.borrow();
-                    match reg.entities.iter().find(|d| d.name == kind) {
-                        Some(def) => entities::activate(lua, &mut entity, def, &stashed.staticdata)
-                            .map(|()| true),
+                    match reg.entities.iter().find(|d| d.name == entity.kind) {
+                        Some(def) => {
+                            entities::activate(lua, &entity, def, &stashed.staticdata).map(|_| true)
+                        }
                         None => Ok(false),
                     }
                 },
             );
             if activated == Ok(true) {
-                self.shared.entities.borrow_mut().push(entity);
+                self.shared
+                    .entities
+                    .borrow_mut()
+                    .insert(entity.slot, entity);
             } else {
-                gone.push(stashed.id);
+                gone.push(entity.id);
             }
         }
         self.remove_nodes(gone);

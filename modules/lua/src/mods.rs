@@ -18,7 +18,7 @@
 //!   file and line; only a saved file runs it again.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime};
@@ -49,14 +49,38 @@ pub(crate) struct Shared {
     /// Voxel names and ids, chat, players, ABMs.
     pub ctx: RefCell<Ctx>,
     pub settings: LuaSettings,
-    /// Every mod's entities.
-    pub entities: RefCell<Vec<LiveEntity>>,
+    /// Every mod's entities, by slot.
+    pub entities: RefCell<BTreeMap<u32, LiveEntity>>,
+    /// The slot the next entity gets.
+    pub next_slot: Cell<u32>,
     /// `buildat.after` jobs, every mod's.
     pub jobs: RefCell<Vec<Job>>,
     /// Seconds of game time since the module started (what jobs wait on).
     pub clock: Cell<f64>,
     /// What each mod published (`buildat.publish`): its VM and its table.
     pub published: RefCell<HashMap<String, (Rc<Vm>, Table)>>,
+}
+
+impl Shared {
+    pub fn new(host: Host, settings: LuaSettings) -> Self {
+        Self {
+            host,
+            ctx: RefCell::new(Ctx::new(host)),
+            settings,
+            entities: RefCell::default(),
+            next_slot: Cell::new(1),
+            jobs: RefCell::default(),
+            clock: Cell::new(0.0),
+            published: RefCell::default(),
+        }
+    }
+
+    /// A slot for a new entity.
+    pub fn new_slot(&self) -> u32 {
+        let slot = self.next_slot.get();
+        self.next_slot.set(slot.wrapping_add(1));
+        slot
+    }
 }
 
 /// A `buildat.after` job.
@@ -142,7 +166,8 @@ pub(crate) enum OnReload {
 /// `buildat.register_entity`.
 pub(crate) struct EntityDef {
     pub name: String,
-    /// The definition as the mod gave it (`self`'s `__index`).
+    /// The definition as the mod gave it (`self`'s `__index`: its
+    /// `on_activate`, `on_step` and `get_staticdata` are called from there).
     pub table: Table,
     pub colour: [u8; 3],
     pub size: [f32; 3],
@@ -150,9 +175,6 @@ pub(crate) struct EntityDef {
     /// How many the host keeps in the world.
     pub keep: usize,
     pub place: Option<Function>,
-    pub on_activate: Option<Function>,
-    pub on_step: Option<Function>,
-    pub get_staticdata: Option<Function>,
     pub on_reload: OnReload,
 }
 
@@ -306,6 +328,27 @@ impl LuaMod {
             self.failed(&what, &failure);
             format!("{failure} (in {what})")
         })
+    }
+
+    /// Errors caught inside an entry (the entity steps, each under
+    /// `pcall`), as [`LuaMod::run`] takes one.
+    pub fn errors(&mut self, what: &str, messages: Vec<String>) {
+        for message in messages {
+            if self.status != Status::Running {
+                return;
+            }
+            let kind = if message.contains("not enough memory") {
+                FailureKind::MemoryLimit
+            } else {
+                FailureKind::Error
+            };
+            let failure = Failure {
+                kind,
+                message,
+                location: None,
+            };
+            self.failed(what, &failure);
+        }
     }
 
     /// A failure of one entry: stops the mod past a limit or too many

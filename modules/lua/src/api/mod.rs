@@ -27,6 +27,7 @@ const ENV_KEY: &str = "buildat.env";
 /// `buildat` (= `core`). Sets the VM's [`ModData`].
 pub(crate) fn environment(lua: &Lua, vm: &Vm, data: Rc<ModData>) -> mlua::Result<Table> {
     lua.set_app_data(Rc::clone(&data));
+    crate::entities::install(lua, vm.real_globals())?;
     let env = lua.create_table()?;
     let meta = lua.create_table()?;
     meta.raw_set("__index", vm.real_globals())?;
@@ -95,8 +96,30 @@ pub(crate) fn include(lua: &Lua, file: String) -> mlua::Result<MultiValue> {
     )
 }
 
-fn coordinate(table: &Table, axis: &str) -> mlua::Result<f64> {
-    match table.raw_get::<Value>(axis)? {
+/// The strings the hot bindings index tables with, made once per VM (a
+/// key given as `&str` is hashed and interned again on every use).
+pub(crate) struct Keys {
+    pub x: mlua::LuaString,
+    pub y: mlua::LuaString,
+    pub z: mlua::LuaString,
+}
+
+/// The VM's [`Keys`].
+pub(crate) fn keys(lua: &Lua) -> mlua::Result<Rc<Keys>> {
+    if let Some(keys) = lua.app_data_ref::<Rc<Keys>>() {
+        return Ok(Rc::clone(&keys));
+    }
+    let keys = Rc::new(Keys {
+        x: lua.create_string("x")?,
+        y: lua.create_string("y")?,
+        z: lua.create_string("z")?,
+    });
+    lua.set_app_data(Rc::clone(&keys));
+    Ok(keys)
+}
+
+fn coordinate(table: &Table, key: &mlua::LuaString, axis: &str) -> mlua::Result<f64> {
+    match table.raw_get::<Value>(key)? {
         Value::Integer(n) => Ok(n as f64),
         Value::Number(n) if n.is_finite() => Ok(n),
         other => Err(lua_error(format!(
@@ -106,24 +129,30 @@ fn coordinate(table: &Table, axis: &str) -> mlua::Result<f64> {
     }
 }
 
-/// A position `{x=, y=, z=}`, as exact numbers.
-pub(crate) fn fpos_from_lua(value: &Value) -> mlua::Result<[f64; 3]> {
-    let Value::Table(table) = value else {
-        return Err(lua_error(format!(
+/// A position `{x=, y=, z=}` (or a Luau `vector`), as exact numbers.
+pub(crate) fn fpos_from_lua(lua: &Lua, value: &Value) -> mlua::Result<[f64; 3]> {
+    match value {
+        Value::Table(table) => {
+            let keys = keys(lua)?;
+            Ok([
+                coordinate(table, &keys.x, "x")?,
+                coordinate(table, &keys.y, "y")?,
+                coordinate(table, &keys.z, "z")?,
+            ])
+        }
+        Value::Vector(v) if [v.x(), v.y(), v.z()].iter().all(|c| c.is_finite()) => {
+            Ok([v.x() as f64, v.y() as f64, v.z() as f64])
+        }
+        _ => Err(lua_error(format!(
             "a position is a table {{x=, y=, z=}}, not {}",
             value.type_name()
-        )));
-    };
-    Ok([
-        coordinate(table, "x")?,
-        coordinate(table, "y")?,
-        coordinate(table, "z")?,
-    ])
+        ))),
+    }
 }
 
 /// A voxel's position `{x=, y=, z=}` (numbers rounded down).
-pub(crate) fn pos_from_lua(value: &Value) -> mlua::Result<Pos> {
-    let [x, y, z] = fpos_from_lua(value)?;
+pub(crate) fn pos_from_lua(lua: &Lua, value: &Value) -> mlua::Result<Pos> {
+    let [x, y, z] = fpos_from_lua(lua, value)?;
     let voxel = |v: f64| {
         let v = v.floor();
         if v.abs() > 1e9 {
@@ -137,19 +166,16 @@ pub(crate) fn pos_from_lua(value: &Value) -> mlua::Result<Pos> {
 
 /// `{x=, y=, z=}` of a voxel.
 pub(crate) fn pos_to_lua(lua: &Lua, [x, y, z]: Pos) -> mlua::Result<Table> {
-    let table = lua.create_table_with_capacity(0, 3)?;
-    table.raw_set("x", x)?;
-    table.raw_set("y", y)?;
-    table.raw_set("z", z)?;
-    Ok(table)
+    fpos_to_lua(lua, [x as f64, y as f64, z as f64])
 }
 
-/// `{x=, y=, z=}` of a point.
-pub(crate) fn fpos_to_lua(lua: &Lua, [x, y, z]: [f64; 3]) -> mlua::Result<Table> {
+/// `{x=, y=, z=}` of a point (whole numbers as integers).
+pub(crate) fn fpos_to_lua(lua: &Lua, position: [f64; 3]) -> mlua::Result<Table> {
+    let keys = keys(lua)?;
     let table = lua.create_table_with_capacity(0, 3)?;
-    table.raw_set("x", x)?;
-    table.raw_set("y", y)?;
-    table.raw_set("z", z)?;
+    for (key, v) in [&keys.x, &keys.y, &keys.z].into_iter().zip(position) {
+        table.raw_set(key, v)?;
+    }
     Ok(table)
 }
 

@@ -166,7 +166,7 @@ fn register_abm(lua: &Lua, def: Table) -> mlua::Result<()> {
     let neighbours: Option<Vec<String>> = field(&def, F, "neighbors")?;
     let interval: Option<f64> = field(&def, F, "interval")?;
     let interval = interval.unwrap_or(1.0);
-    if !(interval >= MIN_INTERVAL_SECONDS) || !interval.is_finite() {
+    if !interval.is_finite() || interval < MIN_INTERVAL_SECONDS {
         return Err(lua_error(format!(
             "{F}: interval is at least {MIN_INTERVAL_SECONDS} seconds, not {interval}"
         )));
@@ -211,6 +211,9 @@ fn register_entity(lua: &Lua, (name, def): (String, Table)) -> mlua::Result<()> 
         }
     };
     let keep: Option<usize> = field(&def, F, "keep")?;
+    for hook in ["on_activate", "on_step", "get_staticdata"] {
+        field::<Option<Function>>(&def, F, hook)?;
+    }
     let entity = EntityDef {
         name: name.clone(),
         colour: colour.unwrap_or([200, 60, 60]),
@@ -218,9 +221,6 @@ fn register_entity(lua: &Lua, (name, def): (String, Table)) -> mlua::Result<()> 
         model: field(&def, F, "model")?,
         keep: keep.unwrap_or(0).min(1000),
         place: field(&def, F, "place")?,
-        on_activate: field(&def, F, "on_activate")?,
-        on_step: field(&def, F, "on_step")?,
-        get_staticdata: field(&def, F, "get_staticdata")?,
         on_reload,
         table: def,
     };
@@ -237,20 +237,22 @@ fn register_entity(lua: &Lua, (name, def): (String, Table)) -> mlua::Result<()> 
 fn add_entity(lua: &Lua, (pos, name): (Value, String)) -> mlua::Result<Value> {
     const F: &str = "add_entity";
     let data = mod_data(lua)?;
-    let at = fpos_from_lua(&pos)?;
+    let at = fpos_from_lua(lua, &pos)?;
     let reg = data.reg.borrow();
     let Some(def) = reg.entities.iter().find(|e| e.name == name) else {
         return Err(lua_error(format!("{F}: the mod has no entity '{name}'")));
     };
     let made = crate::entities::create(&data.shared, &data.name, &[(def, at)])
         .map_err(|e| call_failed(F, e))?;
-    let Some(Some(mut entity)) = made.into_iter().next() else {
+    let Some(Some(entity)) = made.into_iter().next() else {
         return Ok(Value::Nil);
     };
-    crate::entities::activate(lua, &mut entity, def, "")?;
-    let this = entity.this.clone();
-    data.shared.entities.borrow_mut().push(entity);
-    Ok(this.map(Value::Table).unwrap_or(Value::Nil))
+    let this = crate::entities::activate(lua, &entity, def, "")?;
+    data.shared
+        .entities
+        .borrow_mut()
+        .insert(entity.slot, entity);
+    Ok(Value::Table(this))
 }
 
 /// `after(seconds, func, ...)`: a job, cancelled with `job:cancel()`.
@@ -283,7 +285,7 @@ fn after(lua: &Lua, (seconds, run, args): (f64, Function, Variadic<Value>)) -> m
 
 fn get_node(lua: &Lua, pos: Value) -> mlua::Result<Table> {
     let data = mod_data(lua)?;
-    let pos = pos_from_lua(&pos)?;
+    let pos = pos_from_lua(lua, &pos)?;
     let name = data
         .shared
         .ctx
@@ -297,7 +299,7 @@ fn get_node(lua: &Lua, pos: Value) -> mlua::Result<Table> {
 
 fn set_node(lua: &Lua, (pos, node): (Value, Table)) -> mlua::Result<bool> {
     let data = mod_data(lua)?;
-    let pos = pos_from_lua(&pos)?;
+    let pos = pos_from_lua(lua, &pos)?;
     let name: String = field(&node, "set_node", "name")?;
     data.shared
         .ctx
