@@ -158,8 +158,9 @@ impl Budget {
     }
 }
 
-/// "file:line" of the innermost Lua function running, if any.
-fn location(lua: &Lua) -> Option<String> {
+/// "file:line" of the innermost Lua function running, if any (a binding
+/// names its caller with it).
+pub fn location(lua: &Lua) -> Option<String> {
     (0..LOCATION_DEPTH).find_map(|level| {
         lua.inspect_stack(level, |debug| {
             let line = debug.current_line()?;

@@ -46,6 +46,24 @@ pub struct Entity {
     pub age: f64,
 }
 
+/// A node's move from `before` to `position` in `dtime` seconds, turned
+/// `yaw` about +y (its velocity the mean over the move).
+pub fn motion(id: u64, before: [f64; 3], position: [f64; 3], yaw: f32, dtime: f64) -> NodeMotion {
+    let velocity = std::array::from_fn(|i| {
+        if dtime > 0.0 {
+            ((position[i] - before[i]) / dtime) as f32
+        } else {
+            0.0
+        }
+    });
+    NodeMotion {
+        id,
+        position,
+        orientation: turn(yaw),
+        velocity,
+    }
+}
+
 /// A turn about +y as a quaternion (x, y, z, w).
 pub fn turn(yaw: f32) -> [f32; 4] {
     let half = yaw / 2.0;
@@ -91,19 +109,13 @@ pub(crate) fn tick<M: Mod>(
             continue;
         }
         if entity.position != before || entity.yaw != yaw {
-            let velocity = std::array::from_fn(|i| {
-                if dtime > 0.0 {
-                    ((entity.position[i] - before[i]) / dtime) as f32
-                } else {
-                    0.0
-                }
-            });
-            moves.push(NodeMotion {
-                id: entity.id,
-                position: entity.position,
-                orientation: turn(entity.yaw),
-                velocity,
-            });
+            moves.push(motion(
+                entity.id,
+                before,
+                entity.position,
+                entity.yaw,
+                dtime,
+            ));
         }
     }
     if !moves.is_empty() {

@@ -70,7 +70,7 @@ pub use buildat_voxelworld_api as voxelworld_api;
 pub use serde;
 
 pub use ctx::Ctx;
-pub use entity::{Entity, VAR_COLOUR, VAR_ENTITY, VAR_SIZE, turn};
+pub use entity::{Entity, VAR_COLOUR, VAR_ENTITY, VAR_SIZE, motion, turn};
 pub use setup::{BlockSetup, EntitySetup, Setup, VoxelClosure};
 
 /// What a modder writes most modules with.

@@ -39,8 +39,7 @@ use buildat_interface::{Host, Module, ModuleError, Receive, UnloadKind, export_m
 use buildat_main_api::{BlockActionKind, BlockActions, HasPrivilege, block_action_event};
 use buildat_voxel::VoxelInstance;
 use buildat_voxelworld_api::{
-    MoveNodes, NodeMotion, RegisterBlock, RemoveNodes, SpecialCause, SpecialVoxels,
-    special_voxel_event,
+    MoveNodes, RegisterBlock, RemoveNodes, SpecialCause, SpecialVoxels, special_voxel_event,
 };
 use mlua::{Function, MultiValue, Value};
 use serde::{Deserialize, Serialize};
@@ -661,20 +660,13 @@ impl LuaHost {
                     entities.remove(&step.slot);
                     continue;
                 }
-                let before = entity.position;
-                let velocity = std::array::from_fn(|i| {
-                    if dtime > 0.0 {
-                        ((step.position[i] - before[i]) / dtime) as f32
-                    } else {
-                        0.0
-                    }
-                });
-                moves.push(NodeMotion {
-                    id: entity.id,
-                    position: step.position,
-                    orientation: buildat_modkit::turn(step.yaw),
-                    velocity,
-                });
+                moves.push(buildat_modkit::motion(
+                    entity.id,
+                    entity.position,
+                    step.position,
+                    step.yaw,
+                    dtime,
+                ));
                 (entity.position, entity.yaw) = (step.position, step.yaw);
             }
         }

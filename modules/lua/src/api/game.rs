@@ -86,23 +86,6 @@ pub(crate) fn install(lua: &Lua, buildat: &Table, _data: Rc<ModData>) -> mlua::R
     Ok(())
 }
 
-/// How deep [`caller_location`] looks for a Lua line.
-const LOCATION_DEPTH: usize = 8;
-
-/// "file:line" of the innermost Lua code running (the caller of a
-/// binding), if any.
-pub(crate) fn caller_location(lua: &Lua) -> Option<String> {
-    (0..LOCATION_DEPTH).find_map(|level| {
-        lua.inspect_stack(level, |debug| {
-            let line = debug.current_line()?;
-            let source = debug.source();
-            let file = source.short_src.as_deref().unwrap_or("?").to_string();
-            Some(format!("{file}:{line}"))
-        })
-        .flatten()
-    })
-}
-
 /// A binding's error as a modder reads it: "file:line: message" of the
 /// Lua line that called it (Luau adds no place to a host function's
 /// error); a memory error is left as it is.
@@ -110,7 +93,7 @@ pub(crate) fn located(lua: &Lua, error: mlua::Error) -> mlua::Error {
     if matches!(error, mlua::Error::MemoryError(_)) {
         return error;
     }
-    match caller_location(lua) {
+    match buildat_luau::location(lua) {
         Some(at) => lua_error(format!("{at}: {}", describe_error(&error))),
         None => error,
     }
