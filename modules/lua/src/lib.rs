@@ -259,10 +259,11 @@ impl LuaHost {
             .iter()
             .position(|m| m.name() == name)
             .map(|at| self.mods.remove(at));
+        let current = Rc::as_ptr(&new.data);
         self.shared
             .jobs
             .borrow_mut()
-            .retain(|job| job.mod_name != name);
+            .retain(|job| job.mod_name != name || std::ptr::eq(job.owner.as_ptr(), current));
         // Its entities: kept (handed over) or rebuilt.
         let mine: Vec<LiveEntity> = self
             .shared
@@ -521,7 +522,7 @@ impl LuaHost {
             due
         };
         for job in due {
-            if job.cancelled.get() {
+            if job.cancelled.get() || job.owner.strong_count() == 0 {
                 continue;
             }
             if let Some(m) = self.find(&job.mod_name) {

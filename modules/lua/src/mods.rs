@@ -86,6 +86,9 @@ impl Shared {
 /// A `buildat.after` job.
 pub(crate) struct Job {
     pub mod_name: String,
+    /// The version of the mod that made it (a reload drops the old
+    /// version's jobs, not those the new one's `init.lua` made).
+    pub owner: std::rc::Weak<ModData>,
     pub due: f64,
     pub run: Function,
     pub args: Vec<mlua::Value>,

@@ -204,3 +204,126 @@ fn the_garden_example_s_abm_turns_dirt_beside_grass_in_the_open_into_grass() {
         "covered by stone"
     );
 }
+
+const KEEPER: &str = r#"
+buildat.register_entity("walker", {keep = 1, on_reload = "keep",
+  on_activate = function(self, staticdata) self.steps = tonumber(staticdata) or 0 end,
+  on_step = function(self) self.steps += 1; local p = self.object:get_pos(); self.object:set_pos({x = p.x + 1, y = p.y, z = p.z}) end,
+  get_staticdata = function(self) return tostring(self.steps) end})
+buildat.register_chatcommand("steps", {func = function() return true, "VERSION" end})
+"#;
+
+#[test]
+fn a_reload_keeps_entities_with_their_staticdata_or_rebuilds_them_as_the_mod_says() {
+    let temp = TempMod::new("keeper", &KEEPER.replace("VERSION", "one"));
+    let world = world_with(&[("keeper", temp.dir.clone())], &[]);
+    world.set_spawn(Some([0.5, 1.0, 0.5]));
+    let mut m = world.load_module::<LuaHost>().expect("load");
+    tick(&mut m, 5);
+    let nodes = world.nodes();
+    assert_eq!(nodes.len(), 1);
+    let (id, x) = (nodes[0].id, nodes[0].position[0]);
+    assert!(x > 3.0, "it walked: {x}");
+
+    // Kept: the same node goes on from where it was, its count handed over.
+    temp.write(&KEEPER.replace("VERSION", "two").replace(
+        "get_staticdata = function(self) return tostring(self.steps) end",
+        "get_staticdata = function(self) return tostring(self.steps) end, on_step2 = 1",
+    ));
+    tick(&mut m, 1);
+    assert_eq!(m.command("steps", &[], None).expect("steps"), "two");
+    let nodes = world.nodes();
+    assert_eq!(nodes.len(), 1);
+    assert_eq!(nodes[0].id, id, "the same entity");
+    assert!(nodes[0].position[0] > x, "it goes on from where it was");
+
+    // Across a reload of the lua module itself too, with its count.
+    let mut m = m.reload::<LuaHost>().expect("reload the module");
+    tick(&mut m, 1);
+    let nodes = world.nodes();
+    assert_eq!(nodes.len(), 1);
+    assert_eq!(nodes[0].id, id, "the same entity after the module's reload");
+
+    // Rebuilt: the old one goes, a new one is made at the spawn.
+    temp.write(&KEEPER.replace("on_reload = \"keep\"", "on_reload = \"rebuild\""));
+    tick(&mut m, 1);
+    tick(&mut m, 30);
+    let nodes = world.nodes();
+    assert_eq!(nodes.len(), 1);
+    assert_ne!(nodes[0].id, id, "made again");
+}
+
+#[test]
+fn after_jobs_run_when_due_and_a_cancelled_one_does_not() {
+    let temp = TempMod::new(
+        "timer",
+        r#"
+local said = {}
+buildat.after(0.12, function(word) said[#said + 1] = word end, "late")
+buildat.after(0, function() said[#said + 1] = "soon" end)
+local job = buildat.after(0.05, function() said[#said + 1] = "cancelled" end)
+job:cancel()
+buildat.register_chatcommand("said", {func = function() return true, table.concat(said, ",") end})
+"#,
+    );
+    let world = world_with(&[("timer", temp.dir.clone())], &[]);
+    let mut m = world.load_module::<LuaHost>().expect("load");
+    tick(&mut m, 1);
+    assert_eq!(m.command("said", &[], None).expect("said"), "soon");
+    tick(&mut m, 2);
+    assert_eq!(m.command("said", &[], None).expect("said"), "soon,late");
+}
+
+#[test]
+fn a_mod_calls_another_s_published_functions_with_copied_values() {
+    let lib = TempMod::new(
+        "lib",
+        r#"
+local calls = 0
+buildat.publish({
+  double = function(t) calls += 1; return {n = t.n * 2, calls = calls} end,
+  name = "the lib",
+})
+"#,
+    );
+    let user = TempMod::new(
+        "user",
+        r#"
+buildat.register_chatcommand("use", {func = function()
+  local lib = buildat.get_mod("lib")
+  local answer = lib.double({n = 21})
+  local ok, err = pcall(lib.double, {n = function() end})
+  return true, lib.name .. " " .. answer.n .. " " .. answer.calls .. " " .. tostring(ok) .. " " .. tostring(buildat.get_mod("nobody"))
+end})
+"#,
+    );
+    let world = world_with(&[("lib", lib.dir.clone()), ("user", user.dir.clone())], &[]);
+    let mut m = world.load_module::<LuaHost>().expect("load");
+    assert_eq!(
+        m.command("use", &[], None).expect("use"),
+        "the lib 42 1 false nil",
+        "a function does not cross"
+    );
+}
+
+#[test]
+fn add_entity_makes_one_now_and_include_runs_another_file_of_the_mod() {
+    let temp = TempMod::new(
+        "adder",
+        r#"
+local offset = buildat.include("offset.lua")
+buildat.register_entity("box", {})
+buildat.register_chatcommand("add", {func = function()
+  local self = buildat.add_entity({x = offset, y = 5, z = 0}, "box")
+  local ok = pcall(buildat.include, "../../secret.lua")
+  return true, self.name .. " " .. self.object:get_pos().x .. " " .. tostring(ok)
+end})
+"#,
+    );
+    std::fs::write(temp.dir.join("server_lua/offset.lua"), "return 7\n").expect("write");
+    let world = world_with(&[("adder", temp.dir.clone())], &[]);
+    let mut m = world.load_module::<LuaHost>().expect("load");
+    assert_eq!(m.command("add", &[], None).expect("add"), "box 7 false");
+    assert_eq!(world.nodes().len(), 1);
+    assert_eq!(world.nodes()[0].position, [7.0, 5.0, 0.0]);
+}

@@ -267,6 +267,7 @@ fn after(lua: &Lua, (seconds, run, args): (f64, Function, Variadic<Value>)) -> m
     let cancelled = Rc::new(Cell::new(false));
     shared.jobs.borrow_mut().push(Job {
         mod_name: data.name.clone(),
+        owner: Rc::downgrade(&data),
         due: shared.clock.get() + seconds,
         run,
         args: args.into_iter().collect(),
