@@ -2,7 +2,8 @@
 //! host in-process with real module libraries (`core`), and the real
 //! `buildat-server` binary over real sockets (`cli`, `network`,
 //! `client_file`, `world`, `game`, `inventory`, `items`, `accounts`, `tls`, `forwarded`, `creatures`,
-//! `api_reload`, `web`, `settings`, `scaffold`, `examples`, `survival`). `common` is
+//! `api_reload`, `web`, `settings`, `scaffold`, `examples`, `survival`,
+//! `lua_mods`). `common` is
 //! what they share; the server driver and the wire client are
 //! `buildat-harness`'s.
 
@@ -23,6 +24,7 @@ mod inventory;
 mod items;
 mod liquid;
 mod living;
+mod lua_mods;
 mod network;
 mod scaffold;
 mod settings;

@@ -1,10 +1,10 @@
--- Items and an ABM: seeds (crafted from grass, or given by /seeds) and grass spreading over bare dirt.
+-- Items and an ABM: seeds (crafted from grass, or given by /seeds) and grass growing on bare dirt.
 buildat.register_craftitem("seed", {description = "Seed", inventory_image = "seed.png", stack_max = 99})
 buildat.register_craft({type = "shapeless", output = "seed 2", recipe = {"grass"}})
 
--- Dirt in the open beside grass turns into grass, now and then.
+-- Dirt with air above it grows grass, now and then.
 buildat.register_abm({
-	label = "grass spreads", nodenames = {"dirt"}, neighbors = {"grass"}, interval = 2, chance = 2,
+	label = "grass grows", nodenames = {"dirt"}, neighbors = {"air"}, interval = 2, chance = 2,
 	action = function(pos)
 		if buildat.get_node({x = pos.x, y = pos.y + 1, z = pos.z}).name == "air" then
 			buildat.set_node(pos, {name = "grass"})
