@@ -600,9 +600,10 @@ fn an_edit_goes_live_with_a_client_connected_and_a_broken_edit_keeps_the_old_ver
         server.pump();
         let from_server = server.seen.len();
         write(&init, &broken);
-        server
+        let logged = server
             .wait_for_from(from_server, line, Duration::from_secs(30))
             .unwrap_or_else(|| panic!("the broken edit logs {line:?}:\n{}", server.output()));
+        eprintln!("the broken edit logged: {logged}");
         let from = bot.seen.len();
         bot.wait_for(from, "chat: hi there, edited #", Duration::from_secs(30))
             .unwrap_or_else(|| {
