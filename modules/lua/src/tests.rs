@@ -186,7 +186,7 @@ fn the_hello_example_answers_in_its_setting_s_words_and_counts_across_a_reload()
 }
 
 #[test]
-fn the_garden_example_s_abm_turns_dirt_beside_grass_in_the_open_into_grass() {
+fn the_garden_example_s_abm_turns_dirt_in_the_open_into_grass() {
     let world = world_with(&[("garden", examples().join("garden"))], &[]);
     world.fill([0, 0, 0], [0, 0, 0], "grass");
     world.fill([1, 0, 0], [2, 0, 0], "dirt");
@@ -194,9 +194,9 @@ fn the_garden_example_s_abm_turns_dirt_beside_grass_in_the_open_into_grass() {
     let mut m = world.load_module::<LuaHost>().expect("load");
     let abm = world.abms();
     assert_eq!(abm.len(), 1);
-    assert_eq!(abm[0].name, "garden/grass spreads");
+    assert_eq!(abm[0].name, "garden/grass grows");
     assert_eq!(abm[0].module, "lua");
-    world.run_abm(&mut m, "garden/grass spreads").expect("run");
+    world.run_abm(&mut m, "garden/grass grows").expect("run");
     assert_eq!(world.voxel([1, 0, 0]).as_deref(), Some("grass"));
     assert_eq!(
         world.voxel([2, 0, 0]).as_deref(),
