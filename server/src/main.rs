@@ -10,6 +10,7 @@ use buildat_interface::meta::ModuleMeta;
 use buildat_server::builder::{BuildError, Builder};
 use buildat_server::config::{ModuleProfile, ServerConfig};
 use buildat_server::core::Core;
+use buildat_server::scaffold::ModuleKind;
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 mod inspect;
@@ -102,12 +103,18 @@ enum Command {
     /// Write a new module that builds, loads and passes its test: meta.json,
     /// Cargo.toml, src/lib.rs (a chat command named after it, counting
     /// greetings across reloads), tests/NAME.rs (on the test kit) and
-    /// client_lua/init.lua, into the last `--modules DIR` given, else the
-    /// world's `modules/` folder (which the server searches). A running
-    /// server with that module path loads it at once.
+    /// client_lua/init.lua (with --lua: a Lua mod, no Rust), into the last
+    /// `--modules DIR` given, else the world's `modules/` folder (which the
+    /// server searches). A running server with that module path loads it at
+    /// once.
     NewModule {
         /// The module's name (its folder's): letters, digits, '_' and '-'.
         name: String,
+        /// A server-side Lua mod (meta.json, server_lua/init.lua and
+        /// client_lua/init.lua): no Rust, run by the `lua` module, live on
+        /// every save.
+        #[arg(long, conflicts_with = "lua_only")]
+        lua: bool,
         /// Client Lua only (meta.json and client_lua/init.lua), no Rust.
         #[arg(long)]
         lua_only: bool,
@@ -369,7 +376,7 @@ fn new_module(
     config: &ServerConfig,
     target: Option<PathBuf>,
     name: &str,
-    lua_only: bool,
+    kind: ModuleKind,
 ) -> anyhow::Result<u8> {
     let modules = match target {
         Some(dir) => dir,
@@ -389,8 +396,8 @@ fn new_module(
             other.display()
         );
     }
-    let (dir, files) = buildat_server::scaffold::write_module(&modules, name, lua_only)?;
-    if !lua_only {
+    let (dir, files) = buildat_server::scaffold::write_module(&modules, name, kind)?;
+    if kind == ModuleKind::Rust {
         let target = config.build_dir.join("target");
         if let Err(error) =
             buildat_server::builder::outside::prepare(&dir, &target, &config.module_paths)
@@ -407,8 +414,13 @@ fn new_module(
         dir.display(),
         files.join(", ")
     );
-    if !lua_only {
-        println!("test it: cd {} && cargo test", dir.display());
+    match kind {
+        ModuleKind::Rust => println!("test it: cd {} && cargo test", dir.display()),
+        ModuleKind::LuaMod => println!(
+            "edit {} and save: a running server loads it again at once",
+            dir.join("server_lua/init.lua").display()
+        ),
+        ModuleKind::ClientOnly => {}
     }
     println!(
         "a server searching {} loads it now; else start one with `--modules {}`, \
@@ -577,9 +589,18 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     let config = config_from(&cli)?;
     match cli.command {
         Some(Command::Build { alone }) => return build_all(&config, alone),
-        Some(Command::NewModule { name, lua_only }) => {
+        Some(Command::NewModule {
+            name,
+            lua,
+            lua_only,
+        }) => {
             let target = cli.modules.last().map(|dir| absolute(dir)).transpose()?;
-            return new_module(&config, target, &name, lua_only);
+            let kind = match (lua, lua_only) {
+                (true, _) => ModuleKind::LuaMod,
+                (false, true) => ModuleKind::ClientOnly,
+                (false, false) => ModuleKind::Rust,
+            };
+            return new_module(&config, target, &name, kind);
         }
         Some(Command::Inspect { file, section }) => {
             let listing = inspect::inspect(&file, section)?;

@@ -3,6 +3,9 @@
 //! (built into the binary): `meta.json`, `Cargo.toml`, `src/lib.rs` (a
 //! chat command named after the module, counting greetings across
 //! reloads), `tests/NAME.rs` (that command on the test kit) and
+//! `client_lua/init.lua`; with `--lua`, a server-side Lua mod:
+//! `meta.json` (no Rust, needs the `lua` module), `server_lua/init.lua`
+//! (the same command in Lua, its count in mod storage) and
 //! `client_lua/init.lua`; with `--lua-only`, `meta.json` (no server code)
 //! and `client_lua/init.lua`.
 //!
@@ -22,6 +25,19 @@ const TEST_RS: &str = include_str!("../templates/module/test.rs.in");
 const INIT_LUA: &str = include_str!("../templates/module/init.lua.in");
 const META_JSON: &str = include_str!("../templates/module/meta.json");
 const META_LUA_ONLY_JSON: &str = include_str!("../templates/module/meta-lua-only.json");
+const SERVER_INIT_LUA: &str = include_str!("../templates/module/server-init.lua.in");
+const META_LUA_MOD_JSON: &str = include_str!("../templates/module/meta-lua-mod.json");
+
+/// What kind of module `new-module` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModuleKind {
+    /// Server code in Rust (a cdylib the server builds), and client Lua.
+    Rust,
+    /// Server code in Lua (run by the `lua` module), and client Lua.
+    LuaMod,
+    /// Client Lua only, no server code.
+    ClientOnly,
+}
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -40,7 +56,7 @@ pub enum ScaffoldError {
 }
 
 /// The files of a new module `name`, as paths inside its folder and their text.
-pub fn module_files(name: &str, lua_only: bool) -> Result<Vec<(PathBuf, String)>, ScaffoldError> {
+pub fn module_files(name: &str, kind: ModuleKind) -> Result<Vec<(PathBuf, String)>, ScaffoldError> {
     if check_module_name(name).is_err() || name.starts_with("__") {
         return Err(ScaffoldError::BadName(name.to_string()));
     }
@@ -52,17 +68,22 @@ pub fn module_files(name: &str, lua_only: bool) -> Result<Vec<(PathBuf, String)>
             .replace("{{crate}}", &package.replace('-', "_"))
     };
     let mut files = vec![(PathBuf::from("client_lua/init.lua"), fill(INIT_LUA))];
-    if lua_only {
-        files.push((PathBuf::from("meta.json"), META_LUA_ONLY_JSON.to_string()));
-    } else {
-        files.extend([
+    // The meta.json last: a folder is a module once it has its meta.json,
+    // so a server watching never sees one without its other files.
+    match kind {
+        ModuleKind::ClientOnly => {
+            files.push((PathBuf::from("meta.json"), META_LUA_ONLY_JSON.to_string()));
+        }
+        ModuleKind::LuaMod => files.extend([
+            (PathBuf::from("server_lua/init.lua"), fill(SERVER_INIT_LUA)),
+            (PathBuf::from("meta.json"), META_LUA_MOD_JSON.to_string()),
+        ]),
+        ModuleKind::Rust => files.extend([
             (PathBuf::from("Cargo.toml"), fill(CARGO_TOML)),
             (PathBuf::from("src/lib.rs"), fill(LIB_RS)),
             (PathBuf::from(format!("tests/{name}.rs")), fill(TEST_RS)),
-            // Last: a folder is a module once it has its meta.json, so a
-            // server watching never sees one without its other files.
             (PathBuf::from("meta.json"), META_JSON.to_string()),
-        ]);
+        ]),
     }
     Ok(files)
 }
@@ -72,9 +93,9 @@ pub fn module_files(name: &str, lua_only: bool) -> Result<Vec<(PathBuf, String)>
 pub fn write_module(
     modules: &Path,
     name: &str,
-    lua_only: bool,
+    kind: ModuleKind,
 ) -> Result<(PathBuf, Vec<PathBuf>), ScaffoldError> {
-    let files = module_files(name, lua_only)?;
+    let files = module_files(name, kind)?;
     let dir = modules.join(name);
     if dir.exists() {
         return Err(ScaffoldError::Exists(dir));
@@ -105,11 +126,14 @@ mod tests {
     fn names_are_checked_and_templates_filled() {
         for bad in ["", "a b", "__loader", "x/y", "../up"] {
             assert!(
-                matches!(module_files(bad, false), Err(ScaffoldError::BadName(_))),
+                matches!(
+                    module_files(bad, ModuleKind::Rust),
+                    Err(ScaffoldError::BadName(_))
+                ),
                 "{bad:?}"
             );
         }
-        let files = module_files("my-mod", false).expect("files");
+        let files = module_files("my-mod", ModuleKind::Rust).expect("files");
         let names: Vec<String> = files.iter().map(|(p, _)| p.display().to_string()).collect();
         assert_eq!(
             names,
@@ -125,7 +149,15 @@ mod tests {
         assert!(!text.contains("{{"), "every placeholder filled");
         assert!(text.contains("name = \"buildat-module-my-mod\""));
         assert!(text.contains("use buildat_module_my_mod::Greeter;"));
-        let lua_only = module_files("plain", true).expect("files");
+        let lua_mod = module_files("garden", ModuleKind::LuaMod).expect("files");
+        assert_eq!(lua_mod.len(), 3);
+        let meta = &lua_mod.last().expect("meta.json").1;
+        let meta: serde_json::Value = serde_json::from_str(meta).expect("json");
+        assert_eq!(meta["disable_rust"], true);
+        assert_eq!(meta["dependencies"][0]["module"], "lua");
+        let init = &lua_mod[1].1;
+        assert!(init.contains("register_chatcommand(\"garden\""), "{init}");
+        let lua_only = module_files("plain", ModuleKind::ClientOnly).expect("files");
         assert_eq!(lua_only.len(), 2);
         assert!(lua_only.iter().any(|(p, t)| p == Path::new("meta.json")
             && serde_json::from_str::<serde_json::Value>(t).expect("json")["disable_rust"]
@@ -135,11 +167,12 @@ mod tests {
     #[test]
     fn an_existing_folder_is_never_overwritten() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let (module, written) = write_module(dir.path(), "hello", true).expect("written");
+        let (module, written) =
+            write_module(dir.path(), "hello", ModuleKind::ClientOnly).expect("written");
         assert_eq!(written.len(), 2);
         assert!(module.join("client_lua/init.lua").is_file());
         assert!(matches!(
-            write_module(dir.path(), "hello", false),
+            write_module(dir.path(), "hello", ModuleKind::Rust),
             Err(ScaffoldError::Exists(_))
         ));
         assert!(!module.join("Cargo.toml").exists());

@@ -185,3 +185,27 @@ fn new_module_into(scratch: &Scratch, modules: &Path, name: &str) -> String {
         &[name, "--modules", &modules.display().to_string()],
     )
 }
+
+#[test]
+fn new_module_lua_writes_a_lua_mod_that_is_live_without_a_build_and_on_every_save() {
+    let scratch = Scratch::new();
+    scratch.add_game();
+    scratch.add_modules(&["lua"]);
+    let mut server = start_watching(&scratch);
+    let world_modules = scratch.world().join("modules");
+
+    // A Lua mod: live without a build, and again on every save.
+    let said = new_module(&scratch.world(), &["garden", "--lua"]);
+    assert!(said.contains("server_lua/init.lua"), "{said}");
+    server.expect_line("lua mod garden loaded", Duration::from_secs(60));
+    let answer = console(&mut server, "garden", "from garden");
+    assert!(answer.contains("hello console from garden #1"), "{answer}");
+    let init = world_modules.join("garden/server_lua/init.lua");
+    let text = std::fs::read_to_string(&init).expect("init.lua");
+    std::fs::write(&init, text.replace("\"hello \"", "\"hi \"")).expect("save");
+    server.expect_line("lua mod garden reloaded", Duration::from_secs(10));
+    let answer = console(&mut server, "garden", "from garden");
+    assert!(answer.contains("hi console from garden #2"), "{answer}");
+    assert!(!world_modules.join("garden/Cargo.toml").exists());
+    server.stop_cleanly();
+}
