@@ -48,8 +48,6 @@ const REMOVED_GLOBALS: &[&str] = &[
 
 /// The interrupt looks at the clock once in this many calls.
 const CLOCK_EVERY: u32 = 256;
-/// The interrupt looks at the memory used once in this many calls.
-const MEMORY_EVERY: u32 = 16;
 /// How deep the interrupt looks for a Lua line (a C function such as
 /// `string.find` may be on top).
 const LOCATION_DEPTH: usize = 8;
@@ -133,7 +131,7 @@ mod fast_interrupt {
 
     use mlua::{Lua, ffi};
 
-    use super::{Budget, CLOCK_EVERY, MEMORY_EVERY};
+    use super::{Budget, CLOCK_EVERY};
 
     type Interrupt = unsafe extern "C-unwind" fn(*mut ffi::lua_State, c_int);
 
@@ -198,7 +196,10 @@ mod fast_interrupt {
             }
             if !budget.exceeded.get() {
                 let ticks = budget.ticks.get().wrapping_add(1);
-                if !ticks.is_multiple_of(MEMORY_EVERY) && !ticks.is_multiple_of(CLOCK_EVERY) {
+                // SAFETY: `state` is the running state Luau gave.
+                let used_kb = unsafe { ffi::lua_gc(state, ffi::LUA_GCCOUNT, 0) }.max(0) as usize;
+                let high = used_kb * 1024 > budget.limits.memory_bytes / 4 * 3;
+                if !high && !ticks.is_multiple_of(CLOCK_EVERY) {
                     budget.ticks.set(ticks);
                     return;
                 }
@@ -221,13 +222,13 @@ impl Budget {
         if !self.exceeded.get() {
             let ticks = self.ticks.get().wrapping_add(1);
             self.ticks.set(ticks);
-            if ticks.is_multiple_of(MEMORY_EVERY) {
-                let used = lua.used_memory();
-                if used > self.limits.memory_bytes / 4 * 3 && used > self.last_memory.get() {
-                    *self.memory_location.borrow_mut() = location(lua);
-                }
-                self.last_memory.set(used);
+            // The fast path comes here at every call while the memory is
+            // high, so a bomb of a few big pieces is placed too.
+            let used = lua.used_memory();
+            if used > self.limits.memory_bytes / 4 * 3 && used > self.last_memory.get() {
+                *self.memory_location.borrow_mut() = location(lua);
             }
+            self.last_memory.set(used);
             if !ticks.is_multiple_of(CLOCK_EVERY) || Instant::now() < self.deadline.get() {
                 return Ok(VmState::Continue);
             }

@@ -241,3 +241,21 @@ fn describe_drops_the_traceback() {
     let error = lua_error("a.lua:1: boom\nstack traceback:\n  a.lua:1");
     assert_eq!(describe(&error), "a.lua:1: boom");
 }
+
+#[test]
+fn a_bomb_of_a_few_big_pieces_is_placed_too() {
+    let vm = Vm::new(Limits {
+        memory_bytes: 16 << 20,
+        time_per_entry: Duration::from_secs(5),
+    })
+    .expect("vm");
+    let failure = vm
+        .enter(None, || {
+            let source = "local kept = {}\nfor i = 1, 100 do\n  kept[i] = string.rep('x', 1048576 + i)\nend\n";
+            vm.lua().load(source).set_name("=mod/big.lua").exec()
+        })
+        .expect_err("the limit stops it");
+    assert_eq!(failure.kind, FailureKind::MemoryLimit);
+    let location = failure.location.expect("placed");
+    assert!(location.starts_with("mod/big.lua:"), "{location}");
+}

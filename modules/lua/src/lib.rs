@@ -832,18 +832,35 @@ impl LuaHost {
         else {
             return;
         };
-        let label = batch.name.clone();
-        let _ = m.run(
-            || format!("the ABM {label}"),
-            |lua| {
-                for (&(pos, _), name) in batch.voxels.iter().zip(names) {
+        // One entry a voxel: a batch may hold thousands (each action's
+        // calls cross to other modules). What does not fit in the mod's
+        // time this tick is left: the ABM's chance picks others next time.
+        let label = batch.name.as_str();
+        let total = batch.voxels.len();
+        for (done, (&(pos, _), name)) in batch.voxels.iter().zip(names).enumerate() {
+            if m.status != mods::Status::Running {
+                return;
+            }
+            if !m.has_time_for_a_call() {
+                let host = self.shared.host;
+                host.log(
+                    log::Level::Debug,
+                    &format!(
+                        "lua mod {owner}: the ABM {label} left {} of {total} voxels (out of time this tick)",
+                        total - done
+                    ),
+                );
+                return;
+            }
+            let _ = m.run(
+                || format!("the ABM {label} at {pos:?}"),
+                |lua| {
                     let node = lua.create_table()?;
                     node.raw_set("name", name)?;
-                    action.call::<()>((api::pos_to_lua(lua, pos)?, node))?;
-                }
-                Ok(())
-            },
-        );
+                    action.call::<()>((api::pos_to_lua(lua, pos)?, node))
+                },
+            );
+        }
     }
 
     /// The stash: every entity, with what its `get_staticdata` answers.

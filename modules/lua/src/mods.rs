@@ -303,6 +303,14 @@ impl LuaMod {
         self.failed_stamps = Some(stamps);
     }
 
+    /// Whether one whole call (`lua.call_ms`) still fits in the mod's time
+    /// this tick (`lua.tick_ms`).
+    pub fn has_time_for_a_call(&self) -> bool {
+        let settings = &self.data.shared.settings;
+        let tick = Duration::from_millis(settings.tick_ms.max(1));
+        self.tick_used + Duration::from_millis(settings.call_ms).min(tick) <= tick
+    }
+
     /// A new tick: its time budget starts again.
     pub fn new_tick(&mut self) {
         self.tick_used = Duration::ZERO;

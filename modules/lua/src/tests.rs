@@ -327,3 +327,35 @@ end})
     assert_eq!(world.nodes().len(), 1);
     assert_eq!(world.nodes()[0].position, [7.0, 5.0, 0.0]);
 }
+
+#[test]
+fn an_abm_batch_larger_than_the_mod_s_time_is_cut_short_not_the_mod_stopped() {
+    let temp = TempMod::new(
+        "slow",
+        r#"
+buildat.register_abm({label = "slow", nodenames = {"dirt"}, interval = 1, action = function(pos)
+  local started = os.clock()
+  while os.clock() - started < 0.002 do end
+  buildat.set_node(pos, {name = "grass"})
+end})
+buildat.register_chatcommand("alive", {func = function() return true, "yes" end})
+"#,
+    );
+    let world = world_with(
+        &[("slow", temp.dir.clone())],
+        &[("lua.call_ms", "20"), ("lua.tick_ms", "60")],
+    );
+    world.fill([0, 0, 0], [99, 0, 4], "dirt");
+    let mut m = world.load_module::<LuaHost>().expect("load");
+    assert_eq!(world.run_abm(&mut m, "slow/slow").expect("run"), 500);
+    let grown = (0..100)
+        .flat_map(|x| (0..5).map(move |z| [x, 0, z]))
+        .filter(|&pos| world.voxel(pos).as_deref() == Some("grass"))
+        .count();
+    assert!(
+        grown > 0 && grown < 100,
+        "{grown} of 500 in one tick's time"
+    );
+    assert_eq!(m.command("alive", &[], None).expect("alive"), "yes");
+    assert!(logged(&world, log::Level::Warn, "stopped").is_none());
+}
