@@ -15,6 +15,8 @@
 //!   command eating memory, an error on every tick) are stopped and named
 //!   with file and line; the other mods' commands and the players go on,
 //!   and saving a stopped mod's file loads it again.
+//! - A mod folder moved into a watched module path of a running server
+//!   loads; taken away, it unloads.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -57,6 +59,17 @@ fn setup(example_mods: &[&str]) -> Scratch {
 /// creative (the bot places any block), one chunk of view, `hello` saying
 /// "hi there".
 fn start(scratch: &Scratch, extra_paths: &[PathBuf], settings: &[&str]) -> (Server, String) {
+    start_with(scratch, extra_paths, settings, false)
+}
+
+/// [`start`], the module paths watched if `watch` (a folder dropped in
+/// loads).
+fn start_with(
+    scratch: &Scratch,
+    extra_paths: &[PathBuf],
+    settings: &[&str],
+    watch: bool,
+) -> (Server, String) {
     let mut all = vec![
         "voxelworld.view_radius=1",
         "main.creative=true",
@@ -70,7 +83,10 @@ fn start(scratch: &Scratch, extra_paths: &[PathBuf], settings: &[&str]) -> (Serv
     for setting in &all {
         args.extend(["--set".to_string(), setting.to_string()]);
     }
-    args.extend(["--listen", "127.0.0.1:0", "--no-watch"].map(String::from));
+    args.extend(["--listen", "127.0.0.1:0"].map(String::from));
+    if !watch {
+        args.push("--no-watch".to_string());
+    }
     let mut server = start_server(&args, Stdio::piped());
     let address = server.listen_address();
     server.expect_line("server started", Duration::from_secs(600));
@@ -758,6 +774,35 @@ fn a_runaway_mod_is_stopped_and_named_and_the_game_goes_on() {
     }
     ping(&mut client, b"still here after all");
     assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn a_mod_folder_dropped_into_a_running_server_loads_and_one_taken_away_unloads() {
+    let scratch = setup(&[]);
+    let (mut server, _address) = start_with(&scratch, &[], &[], true);
+    server.expect_line("watching module folders", Duration::from_secs(30));
+    // Copied elsewhere, then moved in whole (as a file manager drops it).
+    let staged = scratch.dir.path().join("staged_hello");
+    copy_dir(&examples().join("hello"), &staged);
+    let dir = lua_mods(&scratch).join("hello");
+    std::fs::rename(&staged, &dir).expect("move the mod in");
+    console_until(&mut server, "hello", "hi there #1", Duration::from_secs(60));
+    server
+        .wait_for_from(0, "lua mod hello loaded", Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("its load is logged:\n{}", server.output()));
+
+    std::fs::remove_dir_all(&dir).expect("take the mod away");
+    server
+        .wait_for_from(0, "lua mod hello unloaded", Duration::from_secs(60))
+        .unwrap_or_else(|| panic!("the mod taken away unloads:\n{}", server.output()));
+    server.send("hello");
+    assert!(
+        server
+            .wait_for("hi there #", Duration::from_secs(3))
+            .is_none(),
+        "/hello is gone with its mod:\n{}",
+        server.output()
+    );
 }
 
 /// Sends a console line every second until a line holding `answer` comes.
