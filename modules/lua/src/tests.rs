@@ -359,3 +359,19 @@ buildat.register_chatcommand("alive", {func = function() return true, "yes" end}
     assert_eq!(m.command("alive", &[], None).expect("alive"), "yes");
     assert!(logged(&world, log::Level::Warn, "stopped").is_none());
 }
+
+#[test]
+fn a_world_binding_s_error_names_the_lua_line_that_called_it() {
+    let temp = TempMod::new(
+        "typo",
+        "buildat.register_chatcommand('typo', {func = function()\n  return true, buildat.get_node({x = 1, y = 'two', z = 3}).name\nend})\n",
+    );
+    let world = world_with(&[("typo", temp.dir.clone())], &[]);
+    let mut m = world.load_module::<LuaHost>().expect("load");
+    let error = m.command("typo", &[], None).expect_err("a bad position");
+    let error = error.to_string();
+    assert!(
+        error.contains("typo/server_lua/init.lua:2: ") && error.contains("y is string"),
+        "{error}"
+    );
+}

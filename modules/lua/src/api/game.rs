@@ -33,9 +33,9 @@ use buildat_items_api::{
 use buildat_luau::{describe as describe_error, lua_error};
 use buildat_main_api::{DefinePrivilege, GetPrivileges, HasPrivilege};
 use buildat_voxelworld_api::GetRegistry;
-use mlua::{FromLua, FromLuaMulti, IntoLuaMulti, Lua, MultiValue, Table, Value, Variadic};
+use mlua::{Lua, Table, Value, Variadic};
 
-use super::{mod_data, registering};
+use super::{bind, field, mod_data, registering};
 use crate::mods::{ModData, Registrations, Shared};
 
 /// The owner every Lua mod's recipes are set under (`crafting`'s
@@ -84,47 +84,6 @@ pub(crate) fn install(lua: &Lua, buildat: &Table, _data: Rc<ModData>) -> mlua::R
     )?;
     buildat.raw_set("setting", bind(lua, "setting", setting)?)?;
     Ok(())
-}
-
-/// A binding's error as a modder reads it: "file:line: message" of the
-/// Lua line that called it (Luau adds no place to a host function's
-/// error); a memory error is left as it is.
-pub(crate) fn located(lua: &Lua, error: mlua::Error) -> mlua::Error {
-    if matches!(error, mlua::Error::MemoryError(_)) {
-        return error;
-    }
-    match buildat_luau::location(lua) {
-        Some(at) => lua_error(format!("{at}: {}", describe_error(&error))),
-        None => error,
-    }
-}
-
-/// The host function `name`: its arguments converted (an error names the
-/// function), its errors [`located`].
-pub(crate) fn bind<A, R>(
-    lua: &Lua,
-    name: &'static str,
-    f: impl Fn(&Lua, A) -> mlua::Result<R> + 'static,
-) -> mlua::Result<mlua::Function>
-where
-    A: FromLuaMulti,
-    R: IntoLuaMulti,
-{
-    lua.create_function(move |lua, args: MultiValue| {
-        let args = A::from_lua_multi(args, lua).map_err(|e| {
-            located(
-                lua,
-                lua_error(format!("{name}: bad arguments: {}", describe_error(&e))),
-            )
-        })?;
-        f(lua, args).map_err(|e| located(lua, e))
-    })
-}
-
-/// A field of a definition table, converted, with an error naming it.
-fn field<T: FromLua>(def: &Table, function: &str, key: &str) -> mlua::Result<T> {
-    def.raw_get::<T>(key)
-        .map_err(|e| lua_error(format!("{function}: field '{key}': {}", describe_error(&e))))
 }
 
 /// Makes a call to a native module for `function`: "no M module is

@@ -14,7 +14,7 @@ pub(crate) mod world;
 
 use std::rc::Rc;
 
-use buildat_luau::{Vm, load_text, lua_error};
+use buildat_luau::{Vm, describe, load_text, lua_error};
 use buildat_voxel::geometry::Pos;
 use mlua::{Lua, MultiValue, Table, Value};
 
@@ -177,6 +177,47 @@ pub(crate) fn fpos_to_lua(lua: &Lua, position: [f64; 3]) -> mlua::Result<Table> 
         table.raw_set(key, v)?;
     }
     Ok(table)
+}
+
+/// A binding's error as a modder reads it: "file:line: message" of the
+/// Lua line that called it (Luau adds no place to a host function's
+/// error); a memory error is left as it is.
+pub(crate) fn located(lua: &Lua, error: mlua::Error) -> mlua::Error {
+    if matches!(error, mlua::Error::MemoryError(_)) {
+        return error;
+    }
+    match buildat_luau::location(lua) {
+        Some(at) => lua_error(format!("{at}: {}", describe(&error))),
+        None => error,
+    }
+}
+
+/// The host function `name`: its arguments converted (an error names the
+/// function), its errors [`located`].
+pub(crate) fn bind<A, R>(
+    lua: &Lua,
+    name: &'static str,
+    f: impl Fn(&Lua, A) -> mlua::Result<R> + 'static,
+) -> mlua::Result<mlua::Function>
+where
+    A: mlua::FromLuaMulti,
+    R: mlua::IntoLuaMulti,
+{
+    lua.create_function(move |lua, args: MultiValue| {
+        let args = A::from_lua_multi(args, lua).map_err(|e| {
+            located(
+                lua,
+                lua_error(format!("{name}: bad arguments: {}", describe(&e))),
+            )
+        })?;
+        f(lua, args).map_err(|e| located(lua, e))
+    })
+}
+
+/// A field of a definition table, converted, with an error naming it.
+pub(crate) fn field<T: mlua::FromLua>(def: &Table, function: &str, key: &str) -> mlua::Result<T> {
+    def.raw_get::<T>(key)
+        .map_err(|e| lua_error(format!("{function}: field '{key}': {}", describe(&e))))
 }
 
 /// A native module's error as a Lua error, naming the function.

@@ -23,7 +23,8 @@ use buildat_voxel::{BlockDefinition, light};
 use mlua::{Function, Lua, MultiValue, Table, Value, Variadic};
 
 use super::{
-    call_failed, fpos_from_lua, fpos_to_lua, include, mod_data, pos_from_lua, registering,
+    bind, call_failed, field, fpos_from_lua, fpos_to_lua, include, mod_data, pos_from_lua,
+    registering,
 };
 use crate::mods::{AbmDef, ChatCommand, EntityDef, Job, NodeDef, OnReload};
 
@@ -33,41 +34,39 @@ const MAX_COPY_DEPTH: usize = 16;
 pub(crate) fn install(lua: &Lua, buildat: &Table) -> mlua::Result<()> {
     buildat.raw_set(
         "register_chatcommand",
-        lua.create_function(register_chatcommand)?,
+        bind(lua, "register_chatcommand", register_chatcommand)?,
     )?;
-    buildat.raw_set("register_node", lua.create_function(register_node)?)?;
-    buildat.raw_set("register_abm", lua.create_function(register_abm)?)?;
-    buildat.raw_set("register_entity", lua.create_function(register_entity)?)?;
-    buildat.raw_set("add_entity", lua.create_function(add_entity)?)?;
-    buildat.raw_set("after", lua.create_function(after)?)?;
-    buildat.raw_set("get_node", lua.create_function(get_node)?)?;
-    buildat.raw_set("set_node", lua.create_function(set_node)?)?;
-    buildat.raw_set("get_spawn", lua.create_function(get_spawn)?)?;
-    buildat.raw_set("chat_send_player", lua.create_function(chat_send_player)?)?;
-    buildat.raw_set("chat_send_all", lua.create_function(chat_send_all)?)?;
+    buildat.raw_set("register_node", bind(lua, "register_node", register_node)?)?;
+    buildat.raw_set("register_abm", bind(lua, "register_abm", register_abm)?)?;
+    buildat.raw_set(
+        "register_entity",
+        bind(lua, "register_entity", register_entity)?,
+    )?;
+    buildat.raw_set("add_entity", bind(lua, "add_entity", add_entity)?)?;
+    buildat.raw_set("after", bind(lua, "after", after)?)?;
+    buildat.raw_set("get_node", bind(lua, "get_node", get_node)?)?;
+    buildat.raw_set("set_node", bind(lua, "set_node", set_node)?)?;
+    buildat.raw_set("get_spawn", bind(lua, "get_spawn", get_spawn)?)?;
+    buildat.raw_set(
+        "chat_send_player",
+        bind(lua, "chat_send_player", chat_send_player)?,
+    )?;
+    buildat.raw_set("chat_send_all", bind(lua, "chat_send_all", chat_send_all)?)?;
     buildat.raw_set(
         "get_connected_players",
-        lua.create_function(get_connected_players)?,
+        bind(lua, "get_connected_players", get_connected_players)?,
     )?;
-    buildat.raw_set("log", lua.create_function(log_line)?)?;
+    buildat.raw_set("log", bind(lua, "log", log_line)?)?;
     buildat.raw_set(
         "get_current_modname",
-        lua.create_function(|lua, ()| Ok(mod_data(lua)?.name.clone()))?,
+        bind(lua, "get_current_modname", |lua, ()| {
+            Ok(mod_data(lua)?.name.clone())
+        })?,
     )?;
-    buildat.raw_set("include", lua.create_function(include)?)?;
-    buildat.raw_set("publish", lua.create_function(publish)?)?;
-    buildat.raw_set("get_mod", lua.create_function(get_mod)?)?;
+    buildat.raw_set("include", bind(lua, "include", include)?)?;
+    buildat.raw_set("publish", bind(lua, "publish", publish)?)?;
+    buildat.raw_set("get_mod", bind(lua, "get_mod", get_mod)?)?;
     Ok(())
-}
-
-/// A field of a definition table, converted, with an error naming it.
-fn field<T: mlua::FromLua>(def: &Table, function: &str, key: &str) -> mlua::Result<T> {
-    def.raw_get::<T>(key).map_err(|e| {
-        lua_error(format!(
-            "{function}: field '{key}': {}",
-            buildat_luau::describe(&e)
-        ))
-    })
 }
 
 fn register_chatcommand(lua: &Lua, (name, def): (String, Table)) -> mlua::Result<()> {
