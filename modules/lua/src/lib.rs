@@ -36,7 +36,9 @@ use buildat_interface::events::{Continue, ModuleLoaded, ModuleUnloaded, Start, T
 use buildat_interface::settings::Settings;
 use buildat_interface::stash::Stash;
 use buildat_interface::{Host, Module, ModuleError, Receive, UnloadKind, export_module, log};
-use buildat_main_api::{BlockActionKind, BlockActions, HasPrivilege, block_action_event};
+use buildat_main_api::{
+    BlockActionKind, BlockActions, HasPrivilege, PlayerJoined, PlayerLeft, block_action_event,
+};
 use buildat_voxel::VoxelInstance;
 use buildat_voxelworld_api::{
     MoveNodes, RegisterBlock, RemoveNodes, SpecialCause, SpecialVoxels, special_voxel_event,
@@ -146,6 +148,14 @@ impl Module for LuaHost {
             })
             .event(|lua: &mut Self, tick: Tick| {
                 lua.tick(tick.dtime);
+                Ok(())
+            })
+            .event(|lua: &mut Self, joined: PlayerJoined| {
+                lua.on_player(&joined.name, true);
+                Ok(())
+            })
+            .event(|lua: &mut Self, left: PlayerLeft| {
+                lua.on_player(&left.name, false);
                 Ok(())
             })
             .call(|lua: &mut Self, run: RunCommand| lua.run_command(run))
@@ -490,6 +500,12 @@ impl LuaHost {
         }
         self.reload_changed();
         self.run_jobs();
+        for m in &mut self.mods {
+            let steps = m.data.reg.borrow().globalsteps.clone();
+            for step in steps {
+                let _ = m.run(|| "a globalstep".to_string(), |_| step.call::<()>(dtime));
+            }
+        }
         self.spawn_wait -= dtime;
         if self.spawn_wait <= 0.0 {
             self.spawn_wait = SPAWN_RETRY;
@@ -701,6 +717,28 @@ impl LuaHost {
                     || "forgetting a lost entity".to_string(),
                     |lua| entities::forget(lua, entity.slot),
                 );
+            }
+        }
+    }
+
+    /// Every mod's `register_on_joinplayer` (or `..._leaveplayer`) callbacks.
+    fn on_player(&mut self, name: &str, joined: bool) {
+        for m in &mut self.mods {
+            let callbacks = {
+                let reg = m.data.reg.borrow();
+                if joined {
+                    reg.on_join.clone()
+                } else {
+                    reg.on_leave.clone()
+                }
+            };
+            for callback in callbacks {
+                let what = if joined {
+                    "on_joinplayer"
+                } else {
+                    "on_leaveplayer"
+                };
+                let _ = m.run(|| what.to_string(), |_| callback.call::<()>(name));
             }
         }
     }

@@ -115,6 +115,12 @@ pub(crate) struct Registrations {
     pub nodes: Vec<NodeDef>,
     pub abms: Vec<AbmDef>,
     pub entities: Vec<EntityDef>,
+    /// `register_globalstep`: run every tick with the seconds since the last.
+    pub globalsteps: Vec<Function>,
+    /// `register_on_joinplayer`: run with a player's name when they join.
+    pub on_join: Vec<Function>,
+    /// `register_on_leaveplayer`: run with a player's name when they leave.
+    pub on_leave: Vec<Function>,
     /// What the mod offers other mods (`buildat.publish`).
     pub published: Option<Table>,
     pub items: Vec<buildat_items_api::ItemDef>,

@@ -375,3 +375,36 @@ fn a_world_binding_s_error_names_the_lua_line_that_called_it() {
         "{error}"
     );
 }
+
+#[test]
+fn globalsteps_run_every_tick_and_join_and_leave_callbacks_get_the_player() {
+    let temp = TempMod::new(
+        "greeter",
+        r#"
+local seen, time = {}, 0
+buildat.register_globalstep(function(dtime) time += dtime end)
+buildat.register_on_joinplayer(function(name) seen[#seen + 1] = "+" .. name end)
+buildat.register_on_leaveplayer(function(name) seen[#seen + 1] = "-" .. name end)
+buildat.register_chatcommand("seen", {func = function()
+  return true, table.concat(seen, " ") .. " " .. string.format("%.2f", time)
+end})
+"#,
+    );
+    let world = world_with(&[("greeter", temp.dir.clone())], &[]);
+    let mut m = world.load_module::<LuaHost>().expect("load");
+    tick(&mut m, 3);
+    m.emit(&buildat_main_api::PlayerJoined {
+        name: "ann".into(),
+        peer: 7,
+    })
+    .expect("joined");
+    m.emit(&buildat_main_api::PlayerLeft {
+        name: "ann".into(),
+        peer: 7,
+    })
+    .expect("left");
+    assert_eq!(
+        m.command("seen", &[], None).expect("seen"),
+        "+ann -ann 0.15"
+    );
+}

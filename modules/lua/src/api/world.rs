@@ -3,7 +3,8 @@
 //! `register_entity`, `add_entity`, `after`, `get_node`, `set_node`,
 //! `get_spawn`, `chat_send_player`, `chat_send_all`,
 //! `get_connected_players`, `log`, `get_current_modname`, `include`,
-//! `publish` and `get_mod`.
+//! `publish`, `get_mod`, `register_globalstep`, `register_on_joinplayer`
+//! and `register_on_leaveplayer`.
 //!
 //! Owns: checking each function's arguments (errors name the function and
 //! the field) and turning them into [`Registrations`] or calls through
@@ -64,6 +65,39 @@ pub(crate) fn install(lua: &Lua, buildat: &Table) -> mlua::Result<()> {
         })?,
     )?;
     buildat.raw_set("include", bind(lua, "include", include)?)?;
+    buildat.raw_set(
+        "register_globalstep",
+        bind(lua, "register_globalstep", |lua, f: Function| {
+            registering(lua, "register_globalstep")?
+                .reg
+                .borrow_mut()
+                .globalsteps
+                .push(f);
+            Ok(())
+        })?,
+    )?;
+    buildat.raw_set(
+        "register_on_joinplayer",
+        bind(lua, "register_on_joinplayer", |lua, f: Function| {
+            registering(lua, "register_on_joinplayer")?
+                .reg
+                .borrow_mut()
+                .on_join
+                .push(f);
+            Ok(())
+        })?,
+    )?;
+    buildat.raw_set(
+        "register_on_leaveplayer",
+        bind(lua, "register_on_leaveplayer", |lua, f: Function| {
+            registering(lua, "register_on_leaveplayer")?
+                .reg
+                .borrow_mut()
+                .on_leave
+                .push(f);
+            Ok(())
+        })?,
+    )?;
     buildat.raw_set("publish", bind(lua, "publish", publish)?)?;
     buildat.raw_set("get_mod", bind(lua, "get_mod", get_mod)?)?;
     Ok(())
