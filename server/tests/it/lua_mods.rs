@@ -15,6 +15,8 @@
 //!   command eating memory, an error on every tick) are stopped and named
 //!   with file and line; the other mods' commands and the players go on,
 //!   and saving a stopped mod's file loads it again.
+//! - A saved recipe (`garden`'s, a copy) replaces the old one: the bot's
+//!   craft preview of the same grass changes, and it crafts the new count.
 //! - A mod folder moved into a watched module path of a running server
 //!   loads; taken away, it unloads.
 
@@ -655,6 +657,102 @@ fn an_edit_goes_live_with_a_client_connected_and_a_broken_edit_keeps_the_old_ver
     // (The console's /hello counted too.)
     assert!(bye > last_edited, "the count goes on: {text}");
     assert_eq!(status, Some(0), "{text}\n--- server:\n{}", server.output());
+}
+
+/// The recipe bot (`crafter`): puts one grass in its craft grid and reads
+/// the preview, takes it back and again, until the preview is 3 seeds
+/// (the recipe as saved), then crafts them and leaves.
+const RECIPE_BOT: &str = r#"
+local previews = 0
+inv.on_preview(function()
+	previews += 1
+end)
+
+local function slot(list, index)
+	return { owner = ME, list = list, index = index }
+end
+
+local function move(from, to, n)
+	local ok, reason = await(function(cb)
+		inv.move(from, to, n, cb)
+	end)
+	if not ok then
+		error("moving " .. from.list .. " " .. from.index .. " to " .. to.list .. " " .. to.index .. ": " .. tostring(reason), 0)
+	end
+end
+
+local function empty_main_slot()
+	for i, stack in ipairs(inv.list(ME, "main") or {}) do
+		if stack == false then
+			return i
+		end
+	end
+	error("no empty slot", 0)
+end
+
+local function play()
+	wait_until("spawning and my grass", function()
+		return main.position() ~= nil and inv.count("grass") == 3
+	end, 120)
+	local deadline = os.clock() + 120
+	while true do
+		local before = previews
+		move(slot("main", inv.find("grass")), slot("craft", 1), 1)
+		wait_until("a preview", function()
+			return previews > before and inv.preview(ME) ~= nil
+		end, 10)
+		local preview = inv.preview(ME)
+		log:info("preview " .. preview.name .. " " .. preview.count)
+		if preview.name == "seed" and preview.count == 3 then
+			break
+		end
+		if os.clock() > deadline then
+			error("the recipe did not change", 0)
+		end
+		move(slot("craft", 1), slot("main", inv.find("grass")), 1)
+		sleep(0.5)
+	end
+	local ok, reason = await(function(cb)
+		inv.craft(ME, slot("main", empty_main_slot()), cb)
+	end)
+	if not ok then
+		error("crafting: " .. tostring(reason), 0)
+	end
+	wait_until("the seeds", function()
+		return inv.count("seed") == 3
+	end, 10)
+	log:info("crafted " .. inv.count("seed") .. " seeds")
+	buildat.disconnect()
+end
+
+co = coroutine.create(play)
+resume()
+"#;
+
+#[test]
+fn a_saved_recipe_replaces_the_old_one_for_a_connected_player() {
+    let scratch = setup(&["garden"]);
+    let init = lua_mods(&scratch).join("garden/server_lua/init.lua");
+    let original = std::fs::read_to_string(&init).expect("garden's init.lua");
+    let (mut server, address) = start(&scratch, &[], &[]);
+    console(&mut server, "give crafter grass 3", "gave 3 grass");
+    let mut bot = Bot::start(&address, "crafter", RECIPE_BOT);
+    bot.wait_for(0, "crafter: preview seed 2", Duration::from_secs(180))
+        .unwrap_or_else(|| {
+            panic!(
+                "grass crafts 2 seeds:\n{}\n--- server:\n{}",
+                bot.text(),
+                server.output()
+            )
+        });
+    let edited = original.replace(r#"output = "seed 2""#, r#"output = "seed 3""#);
+    assert_ne!(edited, original, "garden's recipe makes \"seed 2\"");
+    write(&init, &edited);
+    let status = bot.finish(Duration::from_secs(180));
+    let text = bot.text();
+    let context = || format!("{text}\n--- server:\n{}", server.output());
+    assert!(text.contains("crafter: crafted 3 seeds"), "{}", context());
+    assert_eq!(status, Some(0), "{}", context());
 }
 
 /// Writes `text` to `path` (a whole new file, as an editor saves).
