@@ -577,8 +577,18 @@ fn an_edit_goes_live_with_a_client_connected_and_a_broken_edit_keeps_the_old_ver
     // A good edit: live while the bot keeps asking, the count going on.
     let edited = answer_with(&original, r#"text .. ", edited #""#);
     let from = bot.seen.len();
+    server.pump();
+    let from_server = server.seen.len();
     let saved = Instant::now();
     write(&init, &edited);
+    let reloaded = server
+        .wait_for_from(
+            from_server,
+            "lua mod hello reloaded",
+            Duration::from_secs(30),
+        )
+        .unwrap_or_else(|| panic!("the edit reloads hello:\n{}", server.output()));
+    eprintln!("reloaded {:?} after saving: {reloaded}", saved.elapsed());
     let first = bot
         .wait_for(from, "chat: hi there, edited #", Duration::from_secs(30))
         .unwrap_or_else(|| {
