@@ -1,11 +1,13 @@
-//! `buildat-server inspect FILE [--section X,Y,Z]`: what a world backup
-//! holds, read from its index (and one section's record), with no world,
-//! no module and no server.
+//! `buildat-server inspect FILE [--section X,Y,Z | --verify]`: what a
+//! world backup holds, read from its index (and one section's record), with
+//! no world, no module and no server; `--verify` reads it whole.
 //!
 //! Owns: reading a backup's head and index from the file, listing its
 //! sections with their sizes, counting modules' values by space (never
 //! showing them: they hold password verifiers), and listing one section's
-//! nodes from their markers and bodies. Does not own: the backup's layout
+//! nodes from their markers and bodies; verifying a whole backup (every
+//! record read and decoded, its section and node count as the index says,
+//! every value read, no bytes missing or left over). Does not own: the backup's layout
 //! (`buildat_format::backup`, docs/formats.md §10) or what nodes mean
 //! (voxelworld writes and restores backups).
 
@@ -136,6 +138,113 @@ fn describe_section(backup: &mut Backup, entry: &BackupSection) -> anyhow::Resul
     Ok(out)
 }
 
+/// At most this many problems are listed by `--verify` (then how many more).
+const MAX_PROBLEMS_SHOWN: usize = 20;
+
+/// `inspect FILE --verify`: the backup read whole. Every section's record
+/// is read and decoded (each node), and must be of the section and hold
+/// the nodes the index says; every module value is read; the records and
+/// values must fill the file to its end. The summary, or an error naming
+/// each thing wrong (the command then exits non-zero).
+pub fn verify(path: &Path) -> anyhow::Result<String> {
+    let mut backup = open(path)?;
+    let meta = backup.meta().clone();
+    let mut problems = Vec::new();
+    let (mut nodes, mut end) = (0u64, 0u64);
+    let mut seen = std::collections::HashSet::new();
+    for entry in &meta.sections {
+        let pos = entry.pos;
+        end = end.max(entry.payload.offset.saturating_add(entry.payload.len));
+        if !seen.insert(pos) {
+            problems.push(format!("section {pos:?}: listed twice in the index"));
+        }
+        let record = match backup.record(entry) {
+            Ok(record) => record,
+            Err(error) => {
+                problems.push(format!(
+                    "section {pos:?}: its record cannot be read: {error}"
+                ));
+                continue;
+            }
+        };
+        let reader = match SectionReader::open(&record) {
+            Ok(reader) => reader,
+            Err(error) => {
+                problems.push(format!(
+                    "section {pos:?}: its record does not decode: {error}"
+                ));
+                continue;
+            }
+        };
+        if reader.section() != pos {
+            problems.push(format!(
+                "section {pos:?}: its record is of section {:?}",
+                reader.section()
+            ));
+        }
+        if reader.chunk_size() != meta.chunk_size {
+            problems.push(format!(
+                "section {pos:?}: its record's chunks are {:?} voxels, the backup's {:?}",
+                reader.chunk_size(),
+                meta.chunk_size
+            ));
+        }
+        match reader.all_nodes() {
+            Ok(found) if found.len() as u64 == u64::from(entry.nodes) => {
+                nodes += found.len() as u64;
+            }
+            Ok(found) => problems.push(format!(
+                "section {pos:?}: the index says {} nodes, its record holds {}",
+                entry.nodes,
+                found.len()
+            )),
+            Err(error) => {
+                problems.push(format!("section {pos:?}: a node does not decode: {error}"))
+            }
+        }
+    }
+    for (n, value) in meta.values.iter().enumerate() {
+        end = end.max(value.payload.offset.saturating_add(value.payload.len));
+        // Named by space and place, never by key or bytes (password verifiers).
+        if let Err(error) = backup.read_payload(&value.payload) {
+            problems.push(format!(
+                "module value {} (of {}): cannot be read: {error}",
+                n + 1,
+                value.space
+            ));
+        }
+    }
+    let payload_len = backup.payload_len();
+    if payload_len > end {
+        problems.push(format!(
+            "{} bytes after the last record or value (the index does not cover them)",
+            payload_len - end
+        ));
+    }
+    if !problems.is_empty() {
+        let more = problems.len().saturating_sub(MAX_PROBLEMS_SHOWN);
+        problems.truncate(MAX_PROBLEMS_SHOWN);
+        let mut text = problems.join("\n  ");
+        if more > 0 {
+            text.push_str(&format!("\n  and {more} more"));
+        }
+        bail!(
+            "{} is not a whole backup: {} sections, {} module values in its index;\n  {text}",
+            path.display(),
+            meta.sections.len(),
+            meta.values.len()
+        );
+    }
+    Ok(format!(
+        "{} verified: {} sections ({nodes} nodes) and {} module values read whole; every \
+         record decodes, is of its section and holds the nodes the index says; {:.1} MB\n",
+        path.display(),
+        meta.sections.len(),
+        meta.values.len(),
+        (backup.payload_len() as f64) / 1e6
+    ))
+}
+
 fn ago(seconds: u64) -> String {
     match seconds {
         0..120 => format!("{seconds} s ago"),
@@ -148,12 +257,134 @@ fn ago(seconds: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use buildat_format::backup::WorldBackup;
 
     #[test]
     fn sections_are_read_as_three_numbers() {
         assert_eq!(parse_section("1,-2, 3"), Ok([1, -2, 3]));
         assert!(parse_section("1,2").is_err());
         assert!(parse_section("1,x,3").is_err());
+    }
+
+    /// A backup of two sections (two nodes, one node) and one value.
+    fn sample_backup(meta_edit: impl FnOnce(&mut WorldBackup)) -> Vec<u8> {
+        use buildat_format::container::PayloadRef;
+        use buildat_format::section::{Node, NodeOptions, SectionWriter};
+        let mut payloads = Vec::new();
+        let mut sections = Vec::new();
+        for (pos, count) in [([0, 0, 0], 2u32), ([1, 0, -1], 1)] {
+            let mut writer = SectionWriter::new(pos, [32; 3]).unwrap();
+            for id in 0..u64::from(count) {
+                let node = Node {
+                    id: id + 1,
+                    kind: NodeKind::StaticChunk {
+                        chunk: [id as i32, 0, 0],
+                    },
+                    vars: [("buildat_voxel_data".to_string(), vec![1, 2, 3])].into(),
+                };
+                writer.add_node(&node, NodeOptions::default()).unwrap();
+            }
+            let record = writer.finish().unwrap();
+            sections.push(BackupSection {
+                pos,
+                save_enabled: true,
+                generated: true,
+                nodes: count,
+                payload: PayloadRef {
+                    blob: 0,
+                    offset: payloads.len() as u64,
+                    len: record.len() as u64,
+                },
+            });
+            payloads.extend_from_slice(&record);
+        }
+        let values = vec![BackupValue {
+            space: "main.accounts".into(),
+            key: "bob-secret".into(),
+            payload: PayloadRef {
+                blob: 0,
+                offset: payloads.len() as u64,
+                len: 8,
+            },
+        }];
+        payloads.extend_from_slice(b"verifier");
+        let mut meta = WorldBackup {
+            section_size: [2, 2, 2],
+            chunk_size: [32; 3],
+            next_node_id: 4,
+            sections,
+            values,
+            ..WorldBackup::default()
+        };
+        meta_edit(&mut meta);
+        let mut file = buildat_format::backup::backup_head(&meta).unwrap();
+        file.extend_from_slice(&payloads);
+        file
+    }
+
+    #[test]
+    fn verify_reads_a_backup_whole_and_names_what_is_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("one.backup");
+        let whole = sample_backup(|_| {});
+        std::fs::write(&path, &whole).unwrap();
+        let summary = verify(&path).unwrap();
+        assert!(
+            summary.contains("verified: 2 sections (3 nodes) and 1 module values"),
+            "{summary}"
+        );
+        let wrong = |bytes: &[u8]| {
+            std::fs::write(&path, bytes).unwrap();
+            format!("{:#}", verify(&path).unwrap_err())
+        };
+        // The index's count differs from the record's.
+        let error = wrong(&sample_backup(|meta| meta.sections[1].nodes = 5));
+        assert!(
+            error.contains("section [1, 0, -1]: the index says 5 nodes, its record holds 1"),
+            "{error}"
+        );
+        // A record of another section.
+        let error = wrong(&sample_backup(|meta| meta.sections[0].pos = [9, 9, 9]));
+        assert!(
+            error.contains("its record is of section [0, 0, 0]"),
+            "{error}"
+        );
+        // Cut short: the value (and then records) cannot be read.
+        let error = wrong(&whole[..whole.len() - 4]);
+        assert!(
+            error.contains("module value 1 (of main.accounts)"),
+            "{error}"
+        );
+        assert!(!error.contains("bob-secret"), "keys are not shown: {error}");
+        // A record's bytes damaged: its section is named.
+        let mut damaged = whole.clone();
+        let record_start = whole.len() - 8 - sample_record_lens().iter().sum::<usize>();
+        for byte in &mut damaged[record_start..record_start + 16] {
+            *byte ^= 0xff;
+        }
+        let error = wrong(&damaged);
+        assert!(error.contains("section [0, 0, 0]: its record"), "{error}");
+        // Bytes no entry covers.
+        let mut longer = whole.clone();
+        longer.extend_from_slice(b"junk");
+        let error = wrong(&longer);
+        assert!(error.contains("4 bytes after the last record"), "{error}");
+        // Listing alone does not read the records: it passes the damaged one.
+        std::fs::write(&path, &damaged).unwrap();
+        assert!(inspect(&path, None).is_ok());
+    }
+
+    /// The sample's record lengths, from its index.
+    fn sample_record_lens() -> Vec<usize> {
+        let mut lens = Vec::new();
+        sample_backup(|meta| {
+            lens = meta
+                .sections
+                .iter()
+                .map(|s| s.payload.len as usize)
+                .collect();
+        });
+        lens
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! tick, cancelled and joined before an unload), or at once headless; a
 //! restore headless only, into a new world, with its `world.toml`.
 //!
-//! Owns: the running backup. Does not own: the file's format and the
-//! copying (`backup.rs`).
+//! Owns: the running backup (the console's or the schedule's, which is
+//! told its end). Does not own: the file's format and the copying
+//! (`backup.rs`), when scheduled ones run (`backup_schedule.rs`).
 
 use super::*;
 use crate::commands::CommandError;
@@ -19,6 +20,8 @@ pub(crate) struct BackupRun {
     pub(crate) cancel: Arc<AtomicBool>,
     pub(crate) thread: std::thread::JoinHandle<Result<backup::BackupReport, backup::BackupError>>,
     pub(crate) last_report: Instant,
+    /// Started by the schedule (`backup_schedule.rs`), which is told its end.
+    pub(crate) scheduled: bool,
 }
 
 impl BackupRun {
@@ -36,15 +39,24 @@ impl BackupRun {
 
     /// Waits for the thread and says how it ended.
     pub(crate) fn finish(self) -> String {
-        let seconds = self.started.elapsed().as_secs_f64();
-        match self.thread.join() {
-            Ok(Ok(report)) => report.done_line(seconds),
-            Ok(Err(error)) => format!("backup to {} failed: {error}", self.file.display()),
-            Err(_) => format!(
-                "backup to {} failed: its thread panicked",
-                self.file.display()
-            ),
+        let file = self.file.clone();
+        let (outcome, seconds) = self.outcome();
+        match outcome {
+            Ok(report) => report.done_line(seconds),
+            Err(why) => format!("backup to {} failed: {why}", file.display()),
         }
+    }
+
+    /// Waits for the thread: what it wrote or why it failed, and the
+    /// seconds it took.
+    pub(crate) fn outcome(self) -> (Result<backup::BackupReport, String>, f64) {
+        let seconds = self.started.elapsed().as_secs_f64();
+        let outcome = match self.thread.join() {
+            Ok(Ok(report)) => Ok(report),
+            Ok(Err(error)) => Err(error.to_string()),
+            Err(_) => Err("its thread panicked".to_string()),
+        };
+        (outcome, seconds)
     }
 }
 
@@ -60,6 +72,15 @@ impl VoxelWorld {
     /// `backup FILE`: saves, takes a snapshot of the storage, and writes
     /// it on a thread of its own (headless: at once, on this one).
     pub(crate) fn backup(&mut self, file: &Path) -> Result<String, CommandError> {
+        self.start_backup(file, false)
+    }
+
+    /// [`Self::backup`], for the console or (`scheduled`) the schedule.
+    pub(crate) fn start_backup(
+        &mut self,
+        file: &Path,
+        scheduled: bool,
+    ) -> Result<String, CommandError> {
         if let Some(run) = &self.backup_run {
             return Err(CommandError::Running {
                 command: "backup",
@@ -129,6 +150,7 @@ impl VoxelWorld {
             cancel,
             thread,
             last_report: Instant::now(),
+            scheduled,
         });
         Ok(format!(
             "backup started into {}: the world as saved now, written while the game goes on; \
@@ -144,7 +166,13 @@ impl VoxelWorld {
         };
         if run.thread.is_finished() {
             if let Some(run) = self.backup_run.take() {
-                log::info!("{}", run.finish());
+                if run.scheduled {
+                    let file = run.file.clone();
+                    let (outcome, seconds) = run.outcome();
+                    self.scheduled_backup_ended(&file, outcome, seconds);
+                } else {
+                    log::info!("{}", run.finish());
+                }
             }
             return;
         }

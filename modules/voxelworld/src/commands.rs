@@ -1,4 +1,5 @@
-//! The console's commands: `pregen`, `migrate`, `backup`, `restore` and
+//! The console's commands: `pregen`, `migrate`, `backup` (and `backup
+//! status`), `restore` and
 //! `world`, registered at start (and headless, `buildat-server --world DIR
 //! pregen ...`), parsed and run.
 //!
@@ -95,15 +96,27 @@ struct MigrateArgs {
     to: String,
 }
 
-/// `backup FILE`.
+/// `backup FILE | status`.
 #[derive(clap::Parser)]
 #[command(
     name = "backup",
     about = "write the world as saved now into FILE (one file, docs/formats.md §10) while \
-             players play; its progress is logged every second"
+             players play; its progress is logged every second; `backup status`: the \
+             schedule (backup.every) and how the last scheduled one ended",
+    override_usage = "backup FILE | status",
+    args_conflicts_with_subcommands = true
 )]
 struct BackupArgs {
-    file: PathBuf,
+    #[command(subcommand)]
+    status: Option<BackupStatusArg>,
+    /// The file to write (one named `status`: `./status`).
+    file: Option<PathBuf>,
+}
+
+#[derive(clap::Subcommand)]
+enum BackupStatusArg {
+    /// The schedule and how the last scheduled backup ended.
+    Status,
 }
 
 /// `restore FILE`.
@@ -135,7 +148,15 @@ pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
             Ok(world.migrate(&asked.to)?)
         })
         .command(None, |world, _, asked: BackupArgs| {
-            Ok(world.backup(&asked.file)?)
+            match (asked.status, asked.file) {
+                (Some(BackupStatusArg::Status), _) => {
+                    Ok(backup_schedule::describe(&world.backup_status()))
+                }
+                (None, Some(file)) => Ok(world.backup(&file)?),
+                (None, None) => Err(ModuleError::from(CommandError::Usage(
+                    "backup: a FILE is required; usage: backup FILE | backup status".into(),
+                ))),
+            }
         })
         .command(None, |world, _, asked: RestoreArgs| {
             Ok(world.restore_backup(&asked.file)?)

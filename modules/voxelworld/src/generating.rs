@@ -1,13 +1,17 @@
 //! Asking the generator: a section loaded or asked for, requests reviewed
 //! against what players want, a generator's answer applied and streamed,
 //! and `pregen` (a region generated and saved, headless at once or on a
-//! running server a slice a tick).
+//! running server a slice a tick); the world border (`voxelworld.border`,
+//! the `get_border` call): a section beyond it is never asked for, a
+//! generator's answer for one is dropped, pregen skips them (a stored one
+//! still loads).
 //!
 //! Owns: those calls to and from the generator module. Does not own: the
 //! bookkeeping of what was asked (`generation.rs`), a pregen's plan
 //! (`pregen.rs`), the terrain (the generator module).
 
 use super::*;
+use buildat_voxelworld_api::GetBorder;
 
 impl VoxelWorld {
     /// Asks the generator for a section, once (again after a while, or
@@ -18,6 +22,9 @@ impl VoxelWorld {
         section: Pos,
         distance: Option<u32>,
     ) -> Result<(), ModuleError> {
+        if self.beyond_border(section) {
+            return Ok(());
+        }
         if let Some(distance) = self.generation.ask(section, distance, Instant::now()) {
             self.host.emit(&GenerationRequest { section, distance })?;
         }
@@ -68,6 +75,14 @@ impl VoxelWorld {
         &mut self,
         generated: GeneratedSection,
     ) -> Result<(), ModuleError> {
+        if self.beyond_border(generated.section) {
+            self.generation.done(&generated.section);
+            log::debug!(
+                "section {:?} is beyond the world border: not applied",
+                generated.section
+            );
+            return Ok(());
+        }
         let chunks = generated
             .chunks
             .into_iter()
@@ -100,12 +115,21 @@ impl VoxelWorld {
     ) -> Result<PregenRun, ModuleError> {
         let mut missing = Vec::new();
         let mut already_present = 0;
+        let mut beyond = 0;
         for section in pregen::region(radius, height) {
-            if self.world.is_stored(section).map_err(ModuleError::from)? {
+            if self.beyond_border(section) {
+                beyond += 1;
+            } else if self.world.is_stored(section).map_err(ModuleError::from)? {
                 already_present += 1;
             } else {
                 missing.push(section);
             }
+        }
+        if let Some(border) = self.border.filter(|_| beyond > 0) {
+            log::info!(
+                "pregen: {beyond} sections beyond the world border ({} blocks) skipped",
+                border.blocks
+            );
         }
         Ok(PregenRun::new(missing, already_present, batch))
     }
@@ -152,12 +176,19 @@ impl VoxelWorld {
     /// Asks the generator for `sections`, applies and saves them (each
     /// section in its own transaction: an interrupted run keeps what it
     /// finished, and a rerun skips it). Returns how many were generated.
-    pub(crate) fn generate_and_save(&mut self, sections: Vec<Pos>) -> Result<u64, ModuleError> {
+    pub(crate) fn generate_and_save(&mut self, mut sections: Vec<Pos>) -> Result<u64, ModuleError> {
+        sections.retain(|section| !self.beyond_border(*section));
+        if sections.is_empty() {
+            return Ok(0);
+        }
         let generated = self
             .host
             .call_module(&self.generator, &Generate { sections })?;
         let mut count = 0;
         for section in generated {
+            if self.beyond_border(section.section) {
+                continue;
+            }
             let chunks = section
                 .chunks
                 .into_iter()
@@ -174,6 +205,14 @@ impl VoxelWorld {
         self.save()?;
         Ok(count)
     }
+
+    /// Whether `section` has no voxel inside the world border (never
+    /// generated).
+    pub(crate) fn beyond_border(&self, section: Pos) -> bool {
+        self.border.is_some_and(|border| {
+            border.section_beyond(section, self.world.section_size().0, CHUNK_SIZE)
+        })
+    }
 }
 
 /// The calls of this feature, in the module's receive table.
@@ -187,10 +226,127 @@ pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
                 .map_err(ModuleError::from)
         })
         .call(|world, request: ApplyGenerated| world.apply_generated(request.section))
+        .call(|world, _: GetBorder| Ok(world.border))
         .call(|world, region: Pregen| {
             world.pregen(
                 region.radius.min(1024) as i32,
                 region.height.min(1024) as i32,
             )
         });
+}
+
+#[cfg(test)]
+mod tests {
+    use buildat_interface::testing::TestHost;
+    use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
+    use buildat_voxelworld_api::{
+        ApplyGenerated, BlockDefinition, Border, ChunkData, Generate, GeneratedSection,
+        GenerationRequest, GetBorder, GetVoxel, LoadOrGenerateSection, Pregen, RegisterBlock,
+    };
+
+    /// `section` all stone, as a generator would answer it.
+    fn stone_section(section: Pos) -> GeneratedSection {
+        let chunks = SectionSize::default()
+            .chunks_of_section(section)
+            .into_iter()
+            .map(|chunk| {
+                let voxels = vec![1u32; CHUNK_SIZE.pow(3) as usize];
+                let blob =
+                    buildat_format::encode_voxels(&voxels, |_| Some("stone")).expect("encodes");
+                (chunk, ChunkData { node_id: 0, blob })
+            })
+            .collect();
+        GeneratedSection { section, chunks }
+    }
+
+    /// With `voxelworld.border` = 20 (sections of 64 voxels: x and z
+    /// sections -1 and 0 reach inside), a section beyond is never asked
+    /// of the generator, a generator's answer for one is not stored, and
+    /// pregen skips them.
+    #[test]
+    fn nothing_beyond_the_border_is_generated() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kit = TestHost::new()
+            .world_path(dir.path())
+            .config("voxelworld.border", "20");
+        kit.answer(|generate: Generate| {
+            Ok(generate.sections.into_iter().map(stone_section).collect())
+        });
+        let mut world = kit.load::<crate::VoxelWorld>().expect("loads");
+        world
+            .call(&RegisterBlock {
+                block: BlockDefinition::simple("stone", "stone.png"),
+            })
+            .expect("registers");
+        assert_eq!(
+            world.call(&GetBorder {}).expect("answers"),
+            Some(Border { blocks: 20 })
+        );
+
+        let beyond: Pos = [1, 0, 0];
+        let inside: Pos = [-1, 0, -1];
+        for section in [beyond, inside] {
+            let status = world
+                .call(&LoadOrGenerateSection { section })
+                .expect("answers");
+            assert!(!status.generated, "{section:?}");
+        }
+        let asked: Vec<Pos> = kit
+            .emitted::<GenerationRequest>()
+            .iter()
+            .map(|r| r.section)
+            .collect();
+        assert_eq!(asked, [inside], "only the section inside is asked for");
+
+        // A generator answering for a section beyond anyway: not stored.
+        for section in [beyond, inside] {
+            world
+                .call(&ApplyGenerated {
+                    section: stone_section(section),
+                })
+                .expect("answered");
+        }
+        let voxel = |world: &mut buildat_interface::testing::TestModule<crate::VoxelWorld>,
+                     pos: Pos| world.call(&GetVoxel { pos }).expect("answers");
+        assert_eq!(voxel(&mut world, [70, 5, 5]), None, "beyond: not generated");
+        assert!(
+            voxel(&mut world, [-30, 5, -30]).is_some(),
+            "inside: generated"
+        );
+        assert!(!world.module_mut().world.is_stored(beyond).expect("reads"));
+
+        // Pregen: the region's sections inside, none beyond.
+        let report = world
+            .call(&Pregen {
+                radius: 2,
+                height: 0,
+            })
+            .expect("pregen");
+        assert_eq!(
+            report.generated + report.already_present,
+            4,
+            "x and z sections -1 and 0: {report:?}"
+        );
+        let generated: Vec<Pos> = kit
+            .calls::<Generate>()
+            .into_iter()
+            .flat_map(|g| g.sections)
+            .collect();
+        assert!(
+            generated
+                .iter()
+                .all(|s| (-1..=0).contains(&s[0]) && (-1..=0).contains(&s[2])),
+            "{generated:?}"
+        );
+        for x in -2..=2 {
+            assert!(
+                !world
+                    .module_mut()
+                    .world
+                    .is_stored([x, 0, 2])
+                    .expect("reads"),
+                "{x}"
+            );
+        }
+    }
 }

@@ -39,6 +39,8 @@
 //! The module's glue, by feature: `viewers.rs` (pumping the stream),
 //! `edits.rs` (edits and commits), `generating.rs` (the generator and
 //! `pregen`), `saving.rs`, `commands.rs` (the console), `backup_run.rs`,
+//! `backup_schedule.rs` (backups on a schedule: `backup.every`,
+//! `backup.keep`, `backup.dir`, a settings namespace of its own),
 //! `values.rs`, `ground.rs` (`get_ground`, `get_spawn`).
 //! Does not own: terrain (a generator module, `worldgen` by default) or
 //! where players are and what they may do (the game module).
@@ -63,6 +65,7 @@
 
 pub mod backup;
 mod backup_run;
+pub mod backup_schedule;
 mod commands;
 pub mod durability;
 mod edits;
@@ -105,7 +108,7 @@ use buildat_network_api::{
 use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
 use buildat_voxelworld_api::stream::{Ack, Registry};
 use buildat_voxelworld_api::{
-    ApplyGenerated, Commit, CreateNode, CreateNodes, EditOutcome, EditTogether, EditVoxel,
+    ApplyGenerated, Border, Commit, CreateNode, CreateNodes, EditOutcome, EditTogether, EditVoxel,
     EditVoxels, Generate, GeneratedSection, GenerationCancel, GenerationRequest, GetNode,
     GetRegistry, GetSizes, GetVoxel, GetVoxels, GetWorldConfig, ListNodes, LoadOrGenerateSection,
     MAX_VOXELS_PER_CALL, MoveNodes, NodeVolumeUpdated, NodesChanged, Pregen, PregenReport,
@@ -210,8 +213,12 @@ struct VoxelWorld {
     headless: bool,
     /// The console's `backup` on a running server, on a thread of its own.
     backup_run: Option<BackupRun>,
+    /// Backups on a schedule (`backup.*`) and how the last one ended.
+    backups: backup_schedule::BackupSchedule,
     /// The `storage` setting this run opened (`--set` over `world.toml`).
     storage_setting: String,
+    /// `voxelworld.border`: sections beyond it are never generated.
+    border: Option<Border>,
 }
 
 impl VoxelWorld {
@@ -253,6 +260,7 @@ impl VoxelWorld {
             self.pregen_slice(Instant::now() + pregen::PREGEN_SLICE);
         }
         self.watch_backup();
+        self.tick_backup_schedule();
         self.since_drop_decoded += dtime;
         if self.since_drop_decoded >= DROP_DECODED_INTERVAL {
             self.since_drop_decoded = 0.0;
@@ -335,6 +343,8 @@ buildat_interface::settings! {
         max_database_bytes: u64 = 0,
         /// Where the world is stored for this run, over world.toml's `storage`.
         storage: Option<String> = None,
+        /// The world border, in blocks from 0,0 on x and z: nothing beyond it is generated and players stop at it (0: none).
+        border: u32 = 0,
     }
 }
 
@@ -399,6 +409,12 @@ impl Module for VoxelWorld {
         let budget = set.max_loaded_sections;
         let radius = set.view_radius;
         let stream_budget = set.stream_budget;
+        let headless = host.get_config(config::HEADLESS).as_deref() == Some("1");
+        let backups = backup_schedule::BackupSchedule::new(
+            backup_schedule::BackupSettings::read(&host)?,
+            &world_path,
+            headless,
+        )?;
         Ok(Self {
             host,
             world: World::new(storage, budget),
@@ -420,15 +436,18 @@ impl Module for VoxelWorld {
             sections_saved: 0,
             save_errors: 0,
             pregen_run: None,
-            headless: host.get_config(config::HEADLESS).as_deref() == Some("1"),
+            headless,
             backup_run: None,
+            backups,
             storage_setting: setting,
+            border: Border::of_setting(set.border),
         })
     }
 
     fn receive(table: &mut Receive<Self>) {
         table
             .settings::<WorldSettings>()
+            .settings::<backup_schedule::BackupSettings>()
             .stash(VoxelWorld::stash, VoxelWorld::restore)
             .event(|world, _: events::Start| world.start())
             .event(|world, _: events::Continue| world.resume())
@@ -461,6 +480,7 @@ impl Module for VoxelWorld {
                     section_size: world.world.section_size().0,
                 })
             })
+            .call(|world, _: buildat_voxelworld_api::GetBackupStatus| Ok(world.backup_status()))
             .call(|world, _: GetStats| {
                 Ok(WorldStats {
                     loaded_sections: world.world.loaded_sections() as u64,

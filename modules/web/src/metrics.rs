@@ -454,6 +454,7 @@ mod tests {
                     timers_loaded: 100_000,
                     ..Default::default()
                 }),
+                backups: None,
                 tiles_rendered: 0,
                 tile_seconds: 0.0,
                 tile_failures: 0,

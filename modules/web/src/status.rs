@@ -1,8 +1,8 @@
 //! The status page and its JSON (`/status`, `/api/players`).
 //!
 //! Owns: gathering the server's state from the modules that own it (the
-//! core's `list_modules`; voxelworld's `list_nodes` of players and
-//! `get_stats`; network's, main's and replicate's `get_stats` and
+//! core's `list_modules`; voxelworld's `list_nodes` of players,
+//! `get_stats` and `get_backup_status` (the `backups` row); network's, main's and replicate's `get_stats` and
 //! active's `get_active_stats` when those modules are loaded), the world folder's size on disk, and drawing it as
 //! one HTML page (escaped, refreshed every 5 s, no script). Does not own:
 //! any figure (the modules above), the metrics' names (`metrics.rs`).
@@ -56,6 +56,8 @@ pub struct Status {
     pub replicate: Option<buildat_replicate_api::Stats>,
     /// Active voxels (`active`): the ABMs' backlog and budget, the timers.
     pub active: Option<buildat_active_api::ActiveStats>,
+    /// Scheduled backups (`voxelworld`'s `backup.*`) and the last one's end.
+    pub backups: Option<buildat_voxelworld_api::BackupStatus>,
     /// Map tiles drawn by this page and the time they took.
     pub tiles_rendered: u64,
     pub tile_seconds: f64,
@@ -201,6 +203,13 @@ pub fn collect(shared: &Shared) -> Status {
         &buildat_active_api::GetActiveStats {},
         &mut unavailable,
     );
+    let backups = ask_loaded(
+        host,
+        &modules,
+        "backups",
+        &buildat_voxelworld_api::GetBackupStatus {},
+        &mut unavailable,
+    );
     let rows = modules
         .iter()
         .map(|m| ModuleRow {
@@ -223,6 +232,7 @@ pub fn collect(shared: &Shared) -> Status {
         network,
         replicate,
         active,
+        backups,
         tiles_rendered: counters.tiles_rendered,
         tile_seconds: counters.tile_seconds,
         tile_failures: counters.tile_failures,
@@ -285,6 +295,42 @@ pub fn active_text(active: &buildat_active_api::ActiveStats) -> String {
         active.timers_loaded,
         active.timers_fired
     )
+}
+
+/// The scheduled backups' row (HTML, escaped): the schedule, how the last
+/// one ended (a failure with its cause) and when the next is due.
+pub fn backups_text(backups: &buildat_voxelworld_api::BackupStatus, now_unix_s: u64) -> String {
+    let mut out = if backups.every_s == 0 {
+        "none scheduled (backup.every)".to_string()
+    } else {
+        format!(
+            "every {}, the newest {} kept",
+            duration_text(backups.every_s as f64),
+            backups.keep
+        )
+    };
+    if let Some(last) = &backups.last {
+        let ago = duration_text(now_unix_s.saturating_sub(last.finished_unix_s) as f64);
+        match &last.error {
+            None => out.push_str(&format!(
+                "; last ok {ago} ago: {} ({})",
+                escape(&last.file),
+                bytes_text(last.bytes)
+            )),
+            Some(error) => out.push_str(&format!(
+                "; <span class=\"bad\">last FAILED {ago} ago: {}: {}</span>",
+                escape(&last.file),
+                escape(error)
+            )),
+        }
+    }
+    if backups.running {
+        out.push_str("; one being written");
+    }
+    if let Some(next) = backups.next_in_s {
+        out.push_str(&format!("; next in {}", duration_text(next as f64)));
+    }
+    out
 }
 
 /// The status page.
@@ -364,6 +410,12 @@ pub fn page(status: &Status) -> String {
     }
     row(
         "map tiles drawn",
+    if let Some(backups) = &status.backups {
+        row(
+            "backups",
+            backups_text(backups, crate::now_unix_ms() / 1000),
+        );
+    }
         format!(
             "{} ({:.1} ms each); {} not drawn",
             status.tiles_rendered,
@@ -469,6 +521,18 @@ mod tests {
             }),
             tiles_rendered: 0,
             tile_seconds: 0.0,
+            backups: Some(buildat_voxelworld_api::BackupStatus {
+                every_s: 6 * 3600,
+                keep: 7,
+                last: Some(buildat_voxelworld_api::BackupOutcome {
+                    finished_unix_s: crate::now_unix_ms() / 1000 - 30,
+                    file: "/w/backups/<b>.backup".into(),
+                    bytes: 0,
+                    error: Some("No space left on device".into()),
+                }),
+                next_in_s: Some(60),
+                ..Default::default()
+            }),
             tile_failures: 0,
             unavailable: vec![],
         };
@@ -482,3 +546,13 @@ mod tests {
         assert!(html.contains("timers 5 loaded"), "{html}");
     }
 }
+        assert!(html.contains("<th>backups</th>"), "{html}");
+        assert!(
+            html.contains("every 6 h 0 min, the newest 7 kept"),
+            "{html}"
+        );
+        assert!(
+            html.contains("last FAILED 30 s ago: /w/backups/&lt;b&gt;.backup: No space left"),
+            "{html}"
+        );
+        assert!(html.contains("next in 1 min 0 s"), "{html}");

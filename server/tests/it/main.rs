@@ -3,13 +3,14 @@
 //! `buildat-server` binary over real sockets (`cli`, `network`,
 //! `client_file`, `world`, `game`, `inventory`, `items`, `accounts`, `tls`, `forwarded`, `creatures`,
 //! `api_reload`, `web`, `settings`, `scaffold`, `examples`, `survival`,
-//! `lua_mods`). `common` is
+//! `lua_mods`, `backup_schedule`). `common` is
 //! what they share; the server driver and the wire client are
 //! `buildat-harness`'s.
 
 mod accounts;
 mod active;
 mod api_reload;
+mod backup_schedule;
 mod cli;
 mod client_file;
 mod common;

@@ -8,7 +8,9 @@
 //! calls (among them modules' values kept with the world: [`GetValue`],
 //! [`PutValues`], [`ListValues`], and edits stored together
 //! with values: [`EditTogether`]), the generator's call ([`Generate`]) and
-//! the stored node record. Re-exports the world stream's packets
+//! the stored node record, and the world border's rule ([`Border`]: what
+//! voxelworld does not generate and `main` does not let players cross).
+//! Re-exports the world stream's packets
 //! ([`stream`]) and dynamic nodes ([`DynamicNode`]) from
 //! `buildat-voxelworld-protocol`, which the client uses without this crate.
 //! Does not own: the world itself (the `voxelworld` module) or voxel types
@@ -126,6 +128,48 @@ pub struct Sizes {
     pub chunk_size: i32,
     /// Chunks along each side of a section.
     pub section_size: [i32; 3],
+}
+
+/// Call `get_border`: the world border (`voxelworld.border`), `None`
+/// when the world has none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GetBorder {}
+
+/// The world border: the world stops `blocks` voxels from 0,0 on x and on
+/// z. A position is inside while `|x|` and `|z|` are at most `blocks`
+/// (the voxels `-blocks..blocks`); a section with no voxel inside is never
+/// generated, and players do not move past it (`main`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Border {
+    pub blocks: u32,
+}
+
+impl Border {
+    /// The border of the setting `voxelworld.border` (0: none).
+    pub fn of_setting(blocks: u32) -> Option<Self> {
+        (blocks > 0).then_some(Self { blocks })
+    }
+
+    /// How far `position` is beyond the border on x or z (the farther),
+    /// 0 inside.
+    pub fn beyond(&self, position: [f64; 3]) -> f64 {
+        let limit = f64::from(self.blocks);
+        (position[0].abs() - limit)
+            .max(position[2].abs() - limit)
+            .max(0.0)
+    }
+
+    /// Whether no voxel of `section` (of `section_size` chunks of
+    /// `chunk_size` voxels) is inside the border on x or z.
+    pub fn section_beyond(&self, section: Pos, section_size: [i32; 3], chunk_size: i32) -> bool {
+        let limit = i64::from(self.blocks);
+        [0, 2].into_iter().any(|axis| {
+            let side = i64::from(section_size[axis]) * i64::from(chunk_size);
+            let first = i64::from(section[axis]) * side;
+            let last = first + side - 1;
+            first >= limit || last < -limit
+        })
+    }
 }
 
 /// Call: a voxel; `None` where its section is not generated.
@@ -520,6 +564,41 @@ pub struct WorldStats {
     pub save_errors: u64,
 }
 
+/// Call: the scheduled backups (`backup.every`, `backup.keep`,
+/// `backup.dir`) and how the last one ended, for operators' dashboards.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GetBackupStatus {}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackupStatus {
+    /// Seconds between scheduled backups (0: none scheduled).
+    pub every_s: u64,
+    /// How many scheduled backups are kept.
+    pub keep: u32,
+    /// Where they are written.
+    pub dir: String,
+    /// Seconds until the next one (or its retry); `None` when none is
+    /// scheduled or one is running.
+    pub next_in_s: Option<u64>,
+    /// A scheduled backup is being written.
+    pub running: bool,
+    /// How the last scheduled backup ended, if one did since the start.
+    pub last: Option<BackupOutcome>,
+}
+
+/// How one scheduled backup ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackupOutcome {
+    /// When it ended, seconds since the Unix epoch.
+    pub finished_unix_s: u64,
+    /// The file it wrote (or would have).
+    pub file: String,
+    /// Its size in bytes (0 when it failed).
+    pub bytes: u64,
+    /// Why it failed; `None` when it is whole.
+    pub error: Option<String>,
+}
+
 /// A module's value kept in the world's storage with the world (on its
 /// backend, moved by `migrate`, in every backup): what a module keeps
 /// that is not in a section (accounts, bans, a shop's prices). Keyed by a
@@ -863,6 +942,7 @@ buildat_interface::calls! {
     module MODULE;
     ColumnTops = "column_tops" -> Tops;
     GetStats = "get_stats" -> WorldStats;
+    GetBackupStatus = "get_backup_status" -> BackupStatus;
     GetGround = "get_ground" -> Ground;
     GetSpawn = "get_spawn" -> Option<[f64; 3]>;
     FindVoxels = "find_voxels" -> FoundVoxels;
@@ -874,6 +954,7 @@ buildat_interface::calls! {
     RegisterBlock = "register_block" -> Vec<u32>;
     GetRegistry = "get_registry" -> VoxelRegistry;
     GetSizes = "get_sizes" -> Sizes;
+    GetBorder = "get_border" -> Option<Border>;
     GetWorldConfig = "get_world_config" -> WorldConfig;
     GetVoxel = "get_voxel" -> Option<u32>;
     GetVoxels = "get_voxels" -> Vec<Option<u32>>;
@@ -989,5 +1070,25 @@ mod tests {
         assert!(values.answer_put(&[write("aa", Some(b"5"), false)]));
         assert_eq!(keys(values.answer_list(&list(None, 1))), ["aa"]);
         assert_eq!(keys(values.answer_list(&list(Some("aa"), 10))), ["ab"]);
+    }
+
+    #[test]
+    fn the_border_holds_sections_with_a_voxel_inside_and_measures_how_far_out() {
+        assert_eq!(Border::of_setting(0), None);
+        let border = Border::of_setting(20).expect("a border");
+        assert_eq!(border.beyond([20.0, 500.0, -20.0]), 0.0);
+        assert_eq!(border.beyond([-23.5, 0.0, 21.0]), 3.5);
+        // Sections of 64 voxels: x -64..-1 and 0..63 reach inside, 64.. not.
+        let beyond = |s: Pos| border.section_beyond(s, [2, 2, 2], 32);
+        assert!(!beyond([0, 0, 0]) && !beyond([-1, 9, -1]));
+        assert!(beyond([1, 0, 0]) && beyond([0, 0, -2]) && beyond([-2, 0, 0]));
+        // A border on a section's edge: the section starting there is out.
+        let edge = Border { blocks: 64 };
+        assert!(!edge.section_beyond([-1, 0, 0], [2, 2, 2], 32));
+        assert!(edge.section_beyond([1, 0, 0], [2, 2, 2], 32));
+        assert!(edge.section_beyond([-2, 0, 0], [2, 2, 2], 32));
+        let huge = Border { blocks: u32::MAX };
+        assert!(!huge.section_beyond([1000, 0, -1000], [64, 64, 64], 32));
+        assert!(huge.section_beyond([i32::MAX, 0, i32::MIN], [64, 64, 64], 32));
     }
 }
