@@ -1,4 +1,5 @@
-//! What players do, judged at the tick: moves (speed, collisions, flying)
+//! What players do, judged at the tick: moves (the world border, speed,
+//! collisions, flying)
 //! and digs, places, punches and uses (reach, sight; creative edits in one
 //! world call, survival ones in one inventory transaction call:
 //! `digging.rs`; the punches and uses told to their blocks' handler
@@ -177,6 +178,8 @@ impl Game {
                     "moved more than {} voxels at once",
                     rules::MAX_MOVE
                 ))
+            } else if let Err(reason) = rules::check_border(self.border, from, to) {
+                Err(reason)
             } else if let Some(voxels) = &voxels {
                 rules::judge_move(from, to, voxels, checks, lookup)
                     .and_then(|()| player.motion.spend(from, to, speed, at))

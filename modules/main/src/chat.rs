@@ -596,6 +596,7 @@ impl Game {
     pub(crate) fn move_player(&mut self, peer: PeerId, to: [f64; 3]) -> Result<String, String> {
         rules::check_position(to)?;
         let player = self.players.get_mut(&peer).ok_or("that player left")?;
+        rules::check_border(self.border, player.position, to)?;
         player.position = to;
         player.motion = rules::Motion::new(Instant::now());
         let name = player.account.name.clone();
@@ -642,8 +643,17 @@ impl Game {
                 }
             })
             .collect();
+        let ticks = match self.tick_window.minute(Instant::now()) {
+            Some(minute) => format!(
+                "tick p50 {:.2} ms, p99 {:.2} ms over the last minute ({} ticks)",
+                minute.p50 * 1000.0,
+                minute.p99 * 1000.0,
+                minute.count
+            ),
+            None => "no tick in the last minute".to_string(),
+        };
         format!(
-            "up {}; {} playing: {}",
+            "up {}; {ticks}; {} playing: {}",
             describe_seconds(self.started.elapsed().as_secs()),
             players.len(),
             players.join(", ")

@@ -27,15 +27,15 @@ use buildat_network_api::{ClientConnected, Disconnect};
 use buildat_voxel::geometry::Pos;
 use buildat_voxel::{AIR, VoxelName, VoxelRegistry};
 use buildat_voxelworld_api::{
-    CreateNodes, DropOldTables, DynamicNode, EditOutcome, EditVoxels, GetNode, GetRegistry,
-    GetSizes, GetSpawn, GetValue, GetVoxel, GetVoxels, ListValues, MemoryValues, MoveNodes,
-    PutValues, ReadOldTable, RegisterBlock, RemoveNode, Replace, Sizes,
+    Border, CreateNodes, DropOldTables, DynamicNode, EditOutcome, EditVoxels, GetBorder, GetNode,
+    GetRegistry, GetSizes, GetSpawn, GetValue, GetVoxel, GetVoxels, ListValues, MemoryValues,
+    MoveNodes, PutValues, ReadOldTable, RegisterBlock, RemoveNode, Replace, Sizes,
 };
 
 use buildat_format::Packet;
 use buildat_interface::Event;
 
-use crate::{Game, TickStep};
+use crate::{Game, GetTickStats, TickStep};
 
 /// A flat world: stone below y = 0, air from there up, every section
 /// generated; the values of accounts kept in memory.
@@ -48,6 +48,8 @@ struct FakeWorld {
     inventories: BTreeMap<String, Vec<Option<ItemStack>>>,
     /// Where each node is.
     nodes: BTreeMap<u64, [f64; 3]>,
+    /// What `get_border` answers.
+    border: Option<Border>,
 }
 
 /// The fake game's items: stone (cracky, drops cobble) and dirt
@@ -181,6 +183,15 @@ fn game() -> (TestHost, Arc<Mutex<FakeWorld>>, TestModule<Game>) {
 /// A kit whose world is a [`FakeWorld`] with the settings `config`, the
 /// game loaded on it.
 fn game_with(config: &[(&str, &str)]) -> (TestHost, Arc<Mutex<FakeWorld>>, TestModule<Game>) {
+    game_on(config, FakeWorld::default())
+}
+
+/// A kit whose world is `world` with the settings `config`, the game
+/// loaded on it.
+fn game_on(
+    config: &[(&str, &str)],
+    world: FakeWorld,
+) -> (TestHost, Arc<Mutex<FakeWorld>>, TestModule<Game>) {
     let world_dir = tempfile::tempdir().expect("a temp dir");
     let mut kit = TestHost::new()
         .name("main")
@@ -191,7 +202,7 @@ fn game_with(config: &[(&str, &str)]) -> (TestHost, Arc<Mutex<FakeWorld>>, TestM
     }
     // The directory stays for the test process (the game may write there).
     std::mem::forget(world_dir);
-    let world = Arc::new(Mutex::new(FakeWorld::default()));
+    let world = Arc::new(Mutex::new(world));
     answer_world(&kit, &world);
     let game = kit.load::<Game>().expect("the game loads on the kit");
     (kit, world, game)
@@ -215,6 +226,8 @@ fn answer_world(kit: &TestHost, world: &Arc<Mutex<FakeWorld>>) {
     .answer(|_: GetSpawn| Ok(Some([0.5, 0.0, 0.5])))
     .answer(|_: RemoveNode| Ok(()))
     .answer(|moves: MoveNodes| Ok(moves.moves.iter().map(|m| m.id).collect()));
+    let w = at(world);
+    kit.answer(move |_: GetBorder| Ok(w.lock().unwrap().border));
     let w = at(world);
     kit.answer(move |get: GetVoxel| Ok(Some(w.lock().unwrap().voxel(get.pos))));
     let w = at(world);
@@ -1113,4 +1126,141 @@ fn the_wielded_slot_and_a_waiting_dig_start_cross_a_reload() {
     let times = dig_times(&kit);
     assert_eq!(times.len(), 1, "answered by the new version");
     assert!(times[0].seconds < 0.0, "slot 3 is empty: the hand");
+}
+
+/// `main.whitelist` lets the names on it play, refuses others (a guest,
+/// or a login, before any account is made) with the reason; `main.motd`
+/// is told each joiner.
+#[test]
+fn the_whitelist_refuses_other_names_and_joiners_are_told_the_motd() {
+    let (kit, _world, mut game) = game_with(&[
+        ("main.whitelist", "Ann, bob"),
+        ("main.motd", "  Welcome to the test world!  "),
+    ]);
+    join(&kit, &mut game, 1, "ANN");
+    assert_eq!(told(&kit, 1), ["Welcome to the test world!"]);
+
+    game.emit(&ClientConnected {
+        peer: 2,
+        address: "127.0.0.1:40002".into(),
+    })
+    .expect("connected");
+    game.packet(2, &Join { name: "Eve".into() }).expect("join");
+    game.emit(&ClientConnected {
+        peer: 3,
+        address: "127.0.0.1:40003".into(),
+    })
+    .expect("connected");
+    game.packet(
+        3,
+        &buildat_main_api::Login {
+            name: "mallory".into(),
+            password: "secret".into(),
+        },
+    )
+    .expect("login");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert_eq!(
+        disconnected(&kit),
+        [
+            (2, "Eve is not on this server's whitelist".to_string()),
+            (3, "mallory is not on this server's whitelist".to_string()),
+        ]
+    );
+    assert_eq!(game.module().players.len(), 1, "only ann plays");
+    assert!(game.module().pending_logins.is_empty(), "no password work");
+    assert!(kit.calls::<PutValues>().is_empty(), "no account made");
+
+    // A name that is none is refused at start, naming the setting.
+    let kit = TestHost::new()
+        .name("main")
+        .config("main.whitelist", "ann,10.0.0.1");
+    let error = kit.load::<Game>().err().expect("refused");
+    assert!(error.to_string().contains("main.whitelist"), "{error}");
+}
+
+/// Positions the game accepted for peer `peer`'s moves: where it is.
+fn move_to(game: &mut TestModule<Game>, peer: u64, to: [f64; 3]) -> [f64; 3] {
+    game.packet(peer, &buildat_main_api::Move { position: to })
+        .expect("move");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    game.module().players[&peer].position
+}
+
+/// The world's border (`get_border`) stops every move out of it, also
+/// with the movement checks off; one beyond it may come back; `/tp` does
+/// not take a player out.
+#[test]
+fn moves_stop_at_the_world_border() {
+    let world = FakeWorld {
+        border: Border::of_setting(20),
+        ..FakeWorld::default()
+    };
+    let (kit, _world, mut game) = game_on(
+        &[("main.creative", "true"), ("main.free_movement", "true")],
+        world,
+    );
+    join(&kit, &mut game, 1, "ann");
+    assert_eq!(move_to(&mut game, 1, [8.5, 0.0, 0.5]), [8.5, 0.0, 0.5]);
+    assert_eq!(move_to(&mut game, 1, [16.5, 0.0, 0.5]), [16.5, 0.0, 0.5]);
+    assert_eq!(
+        move_to(&mut game, 1, [24.5, 0.0, 0.5]),
+        [16.5, 0.0, 0.5],
+        "put back"
+    );
+    assert!(
+        sent::<Correct>(&kit)
+            .iter()
+            .any(|(to, c)| *to == 1 && c.position == [16.5, 0.0, 0.5]),
+        "the client is corrected"
+    );
+    let refused = refusals(&kit, 1);
+    assert!(
+        refused.iter().any(|r| r.contains("border is 20 blocks")),
+        "{refused:?}"
+    );
+    assert_eq!(move_to(&mut game, 1, [20.0, 0.0, 0.5]), [20.0, 0.0, 0.5]);
+    assert_eq!(
+        move_to(&mut game, 1, [20.0, 0.0, -12.0]),
+        [20.0, 0.0, -12.0]
+    );
+    assert_eq!(
+        move_to(&mut game, 1, [20.0, 0.0, -20.0]),
+        [20.0, 0.0, -20.0]
+    );
+    assert_eq!(
+        move_to(&mut game, 1, [20.0, 0.0, -20.5]),
+        [20.0, 0.0, -20.0]
+    );
+
+    let answer = game
+        .command("tp", &["ann", "40", "0", "0"], None)
+        .expect("ran");
+    assert!(answer.contains("border"), "{answer}");
+    // Beyond it already (the border set after it went there): it comes back.
+    game.module_mut().players.get_mut(&1).expect("ann").position = [30.0, 0.0, 0.5];
+    assert_eq!(move_to(&mut game, 1, [31.0, 0.0, 0.5]), [30.0, 0.0, 0.5]);
+    assert_eq!(move_to(&mut game, 1, [25.0, 0.0, 0.5]), [25.0, 0.0, 0.5]);
+}
+
+/// `/status` and `get_tick_stats` give the last minute's tick p50 and p99.
+#[test]
+fn status_shows_the_last_minute_s_tick_time() {
+    let (kit, _world, mut game) = game();
+    let status = game.command("status", &[], None).expect("ran");
+    assert!(status.contains("no tick in the last minute"), "{status}");
+    join(&kit, &mut game, 1, "ann");
+    for _ in 0..9 {
+        game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    }
+    let stats = game.call(&GetTickStats {}).expect("answers");
+    assert_eq!(stats.minute_count, 10, "{stats:?}");
+    assert!(stats.minute_p50_seconds > 0.0, "{stats:?}");
+    assert!(stats.minute_p99_seconds >= stats.minute_p50_seconds);
+    let status = game.command("status", &[], None).expect("ran");
+    assert!(
+        status.contains("tick p50 ") && status.contains(" ms over the last minute (10 ticks)"),
+        "{status}"
+    );
+    assert!(status.contains("1 playing: ann"), "{status}");
 }

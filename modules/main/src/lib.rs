@@ -34,7 +34,10 @@
 //! `main:player_joined`/`main:player_left` and `main:node_actions`
 //! (punches and uses of nodes, with the wielded item). Its `client_lua/`
 //! is what clients run. It times its ticks (`get_tick_stats`,
-//! `buildat-main-api`).
+//! `buildat-main-api`, with the last minute's p50 and p99, also in
+//! `/status`). Operators' basics: `main.whitelist` (the only names that
+//! may play), `main.motd` (told each joiner) and the world border
+//! (voxelworld's `get_border`: no move past it).
 //! Does not own: the world or its stream (`voxelworld`), sockets (`network`).
 
 pub mod accounts;
@@ -80,9 +83,9 @@ use buildat_network_api::{
 use buildat_voxel::geometry::{Pos, SectionSize};
 use buildat_voxel::{AIR, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
-    BlockDefinition, CreateNode, CreateNodes, EditOutcome, EditVoxel, EditVoxels, GetNode,
-    GetRegistry, GetSizes, GetSpawn, GetVoxels, IDENTITY, MAX_VOXELS_PER_CALL, MoveNodes,
-    NodeMotion, RegisterBlock, RemoveNode, Replace, SpecialVoxels, Viewer, Viewers,
+    BlockDefinition, Border, CreateNode, CreateNodes, EditOutcome, EditVoxel, EditVoxels,
+    GetBorder, GetNode, GetRegistry, GetSizes, GetSpawn, GetVoxels, IDENTITY, MAX_VOXELS_PER_CALL,
+    MoveNodes, NodeMotion, RegisterBlock, RemoveNode, Replace, SpecialVoxels, Viewer, Viewers,
 };
 use chat::Caller;
 use players::{Account, Player};
@@ -119,6 +122,10 @@ buildat_interface::settings! {
         join_timeout_s: f64 = 120.0,
         /// Every player plays as if it held `creative`: endless blocks, instant digging, no inventory.
         creative: bool = false,
+        /// The only names that may play, separated by commas (empty: everyone).
+        whitelist: String = String::new(),
+        /// A chat line each player is told on joining (empty: none).
+        motd: String = String::new(),
     }
 }
 
@@ -196,6 +203,15 @@ struct Game {
     owed_dtime: f64,
     /// Everyone plays creative (`main.creative`).
     creative: bool,
+    /// The names' keys that may play (`main.whitelist`; empty: everyone).
+    whitelist: BTreeSet<String>,
+    /// Told each player on joining (`main.motd`; empty: nothing).
+    motd: String,
+    /// The world border (voxelworld's `get_border`, asked at start): no
+    /// player moves past it.
+    border: Option<Border>,
+    /// The last minute's ticks (`get_tick_stats`, `/status`).
+    tick_window: tick::TickWindow,
     /// The `items` and `inventory` modules answered when the game started:
     /// without them everyone plays creative (there is nothing to take from).
     survival: bool,
@@ -246,6 +262,12 @@ impl Game {
 impl Module for Game {
     fn create(host: Host) -> Result<Self, ModuleError> {
         let settings = MainSettings::read(&host)?;
+        let whitelist = login::parse_whitelist(&settings.whitelist).map_err(ModuleError::msg)?;
+        let motd = settings.motd.trim().to_string();
+        if !motd.is_empty() {
+            chat::check_chat_text(&motd)
+                .map_err(|reason| ModuleError::msg(format!("main.motd: {reason}")))?;
+        }
         let world = host.world_path();
         std::fs::create_dir_all(&world)
             .map_err(|e| ModuleError::msg(format!("creating {}: {e}", world.display())))?;
@@ -342,6 +364,10 @@ impl Module for Game {
             tick: None,
             owed_dtime: 0.0,
             creative: settings.creative,
+            whitelist,
+            motd,
+            border: None,
+            tick_window: tick::TickWindow::default(),
             survival: false,
             items: None,
             pending_dig_starts: Vec::new(),
@@ -412,7 +438,7 @@ impl Module for Game {
                 Ok(())
             })
             .settings::<MainSettings>()
-            .call(|game, _: GetTickStats| Ok(game.tick_stats.clone()))
+            .call(|game, _: GetTickStats| Ok(game.tick_stats()))
             .call(|game, _: GetPlayers| Ok(game.player_states()))
             .call(|game, teleport: Teleport| {
                 game.teleport_player(&teleport.player, teleport.position)
@@ -464,6 +490,7 @@ impl Game {
     fn start(&mut self, stash: Option<GameStash>) -> Result<(), ModuleError> {
         let sizes = self.host.call(&GetSizes {})?;
         self.section_size = SectionSize(sizes.section_size);
+        self.border = self.host.call(&GetBorder {})?;
         for block in game_blocks() {
             self.host.call(&RegisterBlock { block })?;
         }

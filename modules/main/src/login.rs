@@ -8,7 +8,8 @@
 //! that logged in to the account before is never held back), new accounts
 //! per minute, and only then "busy" past `main.max_pending_logins`, so one
 //! source cannot fill the queue; a name already playing refused so the
-//! first player stays), `/password`'s work and answer, joining
+//! first player stays; a name not on `main.whitelist` refused first, before
+//! anything else is looked at or made), `/password`'s work and answer, joining
 //! (`main:join`: as the account logged in, or as a guest where
 //! `main.guests` allows it: `auto` for loopback peers), and what each
 //! player may do (its privileges, none while a reset password waits to be
@@ -71,6 +72,21 @@ pub(crate) fn check_guests(setting: &str, ip: Option<IpAddr>) -> Result<bool, St
     }
 }
 
+/// The account keys `main.whitelist` names (`setting`: names separated by
+/// commas; empty: nobody is held back), or why a name in it is not one.
+pub(crate) fn parse_whitelist(setting: &str) -> Result<BTreeSet<String>, String> {
+    setting
+        .split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(|name| {
+            names::check_name(name)
+                .map(|name| name.key)
+                .map_err(|reason| format!("main.whitelist: {name:?}: {reason}"))
+        })
+        .collect()
+}
+
 /// What a client that must log in is told.
 const LOG_IN_FIRST: &str = "this server needs a password: run buildat-client with --password-file FILE \
      (or BUILDAT_PASSWORD); the first login claims the name";
@@ -85,6 +101,17 @@ impl Game {
         }) {
             log::debug!("disconnecting peer {peer}: {error}");
         }
+    }
+
+    /// Why `name` may not play here, if it may not (`main.whitelist`).
+    pub(crate) fn check_whitelist(&self, name: &names::PlayerName) -> Result<(), String> {
+        if self.whitelist.is_empty() || self.whitelist.contains(&name.key) {
+            return Ok(());
+        }
+        Err(format!(
+            "{} is not on this server's whitelist",
+            name.display
+        ))
     }
 
     /// Whether `peer` may play as a guest (`main.guests`, checked at start).
@@ -133,6 +160,11 @@ impl Game {
             Ok(name) => name,
             Err(reason) => return self.reject(peer, &reason),
         };
+        // Before any limit, lookup or password work: nothing is made for it.
+        if let Err(reason) = self.check_whitelist(&name) {
+            log::info!("login as {} refused: {reason}", name.display);
+            return self.reject(peer, &reason);
+        }
         if login.password.is_empty() || login.password.len() > MAX_PASSWORD_BYTES {
             return self.reject(
                 peer,
@@ -484,6 +516,10 @@ impl Game {
                 Ok(name) => name,
                 Err(reason) => return self.refuse(peer, &reason),
             };
+            if let Err(reason) = self.check_whitelist(&name) {
+                self.reject(peer, &reason);
+                return Ok(());
+            }
             match self.accounts.get_name(&name.key) {
                 Ok(None) => {}
                 Ok(Some(_)) => {
@@ -635,5 +671,18 @@ mod tests {
         assert_eq!(check_guests("true", ip("192.0.2.2")), Ok(true));
         assert_eq!(check_guests("false", ip("127.0.0.1")), Ok(false));
         assert!(check_guests("yes", None).is_err());
+    }
+
+    #[test]
+    fn the_whitelist_holds_account_keys_and_refuses_what_is_no_name() {
+        assert!(parse_whitelist("").expect("empty").is_empty());
+        assert!(parse_whitelist(" , ").expect("blank").is_empty());
+        let keys = parse_whitelist("Ann, BOB ,carol").expect("names");
+        assert_eq!(
+            keys.into_iter().collect::<Vec<_>>(),
+            ["ann", "bob", "carol"]
+        );
+        let error = parse_whitelist("ann,10.0.0.1").expect_err("an address");
+        assert!(error.starts_with("main.whitelist: \"10.0.0.1\""), "{error}");
     }
 }

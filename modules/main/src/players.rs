@@ -1,5 +1,5 @@
 //! Players in the game: who they are (`Account`, `Player`), joining on the
-//! world's spawn, their nodes made and moved once a tick, leaving, and
+//! world's spawn (told `main.motd`), their nodes made and moved once a tick, leaving, and
 //! connections that never join.
 //!
 //! Owns: the players' table as joining and leaving change it. Does not own:
@@ -144,6 +144,9 @@ impl Game {
                 account.name
             );
             self.send(peer, &Spawn { peer, position });
+            if !self.motd.is_empty() {
+                self.tell(peer, self.motd.clone());
+            }
             let privileges = self.privileges_of(&account);
             if !account.guest && self.must_change_password(&account.key) {
                 self.tell(

@@ -1,7 +1,7 @@
 //! The game's rules, pure: what a player may do, and the news gathered per
 //! tick.
 //!
-//! Owns: validation limits (move distance, speed over time, gravity,
+//! Owns: validation limits (move distance, the world border, speed over time, gravity,
 //! collision of the player's box with solid voxels, reach with line of
 //! sight, action rate) and [`News`]. The movement and sight rules name the voxels they
 //! need ([`move_voxels`], [`sight_voxels`]) and judge from their solidity
@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use buildat_main_api::{Edit, Edits};
 use buildat_voxel::geometry::Pos;
+use buildat_voxelworld_api::Border;
 
 /// Longest move accepted in one `main:move`, in voxels.
 pub const MAX_MOVE: f64 = 16.0;
@@ -46,6 +47,24 @@ pub const CLIENT_WALK_SPEED: f64 = 4.5;
 /// on the flat or up stairs (5.5–5.8 voxels a second of path), is never
 /// corrected, and a cheat gains at most half again.
 pub const DEFAULT_MAX_SPEED: f64 = 1.5 * CLIENT_WALK_SPEED;
+
+/// Why a move from `from` to `to` crosses the world border (`voxelworld.border`),
+/// if it does: it ends beyond the border and farther out than it started
+/// (a player beyond it already, put there before the border was set, may
+/// come back). Every player is held to it, whatever its privileges.
+pub fn check_border(border: Option<Border>, from: [f64; 3], to: [f64; 3]) -> Result<(), String> {
+    let Some(border) = border else {
+        return Ok(());
+    };
+    let out = border.beyond(to);
+    if out > 0.0 && out > border.beyond(from) {
+        return Err(format!(
+            "the world ends here: its border is {} blocks from 0,0 on x and z",
+            border.blocks
+        ));
+    }
+    Ok(())
+}
 
 /// Why a position is not in the world, if it is not.
 pub fn check_position(position: [f64; 3]) -> Result<(), String> {
@@ -528,6 +547,20 @@ mod tests {
                 (vec![11, 14], vec![[1000, 0, 0]]),
             ]
         );
+    }
+
+    #[test]
+    fn the_border_stops_moves_out_and_lets_those_beyond_come_back() {
+        let border = Border::of_setting(20);
+        assert!(check_border(None, [0.0; 3], [1e6, 0.0, 0.0]).is_ok());
+        assert!(check_border(border, [16.5, 9.0, 0.5], [20.0, 9.0, -20.0]).is_ok());
+        let error = check_border(border, [16.5, 9.0, 0.5], [20.5, 9.0, 0.5]).expect_err("out");
+        assert!(error.contains("20 blocks from 0,0"), "{error}");
+        assert!(check_border(border, [0.5, 9.0, -19.0], [0.5, 9.0, -21.0]).is_err());
+        // Beyond already: back in, or along it, but not farther out.
+        assert!(check_border(border, [30.0, 9.0, 0.0], [25.0, 9.0, 0.0]).is_ok());
+        assert!(check_border(border, [30.0, 9.0, 0.0], [30.0, 9.0, 5.0]).is_ok());
+        assert!(check_border(border, [30.0, 9.0, 0.0], [31.0, 9.0, 0.0]).is_err());
     }
 
     #[test]

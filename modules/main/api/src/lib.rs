@@ -22,7 +22,8 @@ pub const TICK_BUCKETS: [f64; 10] = [
 
 /// Call `get_tick_stats`: how long the game's ticks took (the steps of
 /// each `core:tick`: joins, moves, actions, news; not the packets handled
-/// between the steps), since the module's instance loaded.
+/// between the steps), since the module's instance loaded, and the p50
+/// and p99 of the last minute.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GetTickStats {}
 
@@ -38,6 +39,12 @@ pub struct TickStats {
     pub buckets: Vec<u64>,
     /// The latest tick's duration, in seconds.
     pub last_seconds: f64,
+    /// Ticks of the last minute (the `minute_` figures; 0: none yet).
+    pub minute_count: u64,
+    /// The median duration of the last minute's ticks, in seconds.
+    pub minute_p50_seconds: f64,
+    /// The 99th percentile of the last minute's ticks, in seconds.
+    pub minute_p99_seconds: f64,
 }
 
 impl TickStats {

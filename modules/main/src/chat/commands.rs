@@ -365,7 +365,7 @@ impl GameCommand for Tp {
 #[derive(Parser)]
 #[command(
     name = "status",
-    about = "who is playing, for how long the server has run"
+    about = "who is playing, for how long the server has run, the game's tick time"
 )]
 pub(super) struct Status {}
 
