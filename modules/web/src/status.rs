@@ -361,10 +361,12 @@ pub fn page(status: &Status) -> String {
         row(
             "game tick",
             format!(
-                "{:.2} ms last, {:.2} ms mean over {} ticks",
+                "{:.2} ms last, {:.2} ms mean over {} ticks; last minute: p50 {:.2} ms, p99 {:.2} ms",
                 tick.last_seconds * 1000.0,
                 mean * 1000.0,
-                tick.count
+                tick.count,
+                tick.minute_p50_seconds * 1000.0,
+                tick.minute_p99_seconds * 1000.0,
             ),
         );
     }
@@ -408,14 +410,14 @@ pub fn page(status: &Status) -> String {
     if let Some(active) = &status.active {
         row("active voxels", active_text(active));
     }
-    row(
-        "map tiles drawn",
     if let Some(backups) = &status.backups {
         row(
             "backups",
             backups_text(backups, crate::now_unix_ms() / 1000),
         );
     }
+    row(
+        "map tiles drawn",
         format!(
             "{} ({:.1} ms each); {} not drawn",
             status.tiles_rendered,
@@ -519,8 +521,6 @@ mod tests {
                 timers_loaded: 5,
                 ..Default::default()
             }),
-            tiles_rendered: 0,
-            tile_seconds: 0.0,
             backups: Some(buildat_voxelworld_api::BackupStatus {
                 every_s: 6 * 3600,
                 keep: 7,
@@ -533,6 +533,8 @@ mod tests {
                 next_in_s: Some(60),
                 ..Default::default()
             }),
+            tiles_rendered: 0,
+            tile_seconds: 0.0,
             tile_failures: 0,
             unavailable: vec![],
         };
@@ -544,8 +546,6 @@ mod tests {
         assert!(html.contains("active voxels"), "{html}");
         assert!(html.contains("backlog 17 chunks"), "{html}");
         assert!(html.contains("timers 5 loaded"), "{html}");
-    }
-}
         assert!(html.contains("<th>backups</th>"), "{html}");
         assert!(
             html.contains("every 6 h 0 min, the newest 7 kept"),
@@ -556,3 +556,5 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("next in 1 min 0 s"), "{html}");
+    }
+}
