@@ -27,6 +27,7 @@ mod liquid;
 mod living;
 mod lua_mods;
 mod network;
+mod operator_basics;
 mod scaffold;
 mod settings;
 mod survival;
