@@ -559,6 +559,14 @@ fn web_page_serves_metrics_status_tiles_and_admin_actions_and_survives_a_reload(
         status["tick"]["count"].as_u64().unwrap_or(0) > 0,
         "{status}"
     );
+    // The last minute's tick time, as `/status` in chat gives it.
+    let minute = |key: &str| status["tick"][key].as_f64().unwrap_or(-1.0);
+    assert!(minute("minute_count") > 0.0, "{status}");
+    assert!(
+        minute("minute_p99_seconds") >= minute("minute_p50_seconds")
+            && minute("minute_p50_seconds") > 0.0,
+        "{status}"
+    );
     assert!(
         status["world_disk_bytes"].as_u64().unwrap_or(0) > 0,
         "{status}"
@@ -568,6 +576,7 @@ fn web_page_serves_metrics_status_tiles_and_admin_actions_and_survives_a_reload(
         html.contains("walker") && html.contains("voxelworld"),
         "{html}"
     );
+    assert!(html.contains("; last minute: p50 "), "{html}");
 
     let after = parse_exposition(&get(&web, "/metrics").text()).expect("valid");
     assert_eq!(after.value("buildat_players", &[]), Some(1.0));
