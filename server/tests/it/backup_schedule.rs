@@ -2,13 +2,24 @@
 //! `backup.dir`): they appear whole under their UTC names, the oldest
 //! beyond `backup.keep` go and files of other names stay; `inspect
 //! --verify` passes on one and fails, naming why, on a cut copy; a failed
-//! one is logged with its cause and shown by `backup status`.
+//! one is logged with its cause and shown by `backup status` and on the
+//! web status page.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use buildat_harness::http::request;
+
 use crate::common::{Scratch, console, run_headless, run_headless_args, start_server};
+
+/// A port free now, for the web page.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
 
 /// The file a `scheduled backup done in ... MB in FILE; ...` line names.
 fn done_file(line: &str) -> PathBuf {
@@ -129,11 +140,19 @@ fn scheduled_backups_appear_whole_and_the_oldest_beyond_keep_go_and_nothing_else
     );
 
     // A folder that cannot be made: the failure and its cause are logged
-    // and shown, and the file in the way is left alone.
+    // and shown (the console, the web page's `backups` row), and the file
+    // in the way is left alone.
+    scratch.add_game();
+    scratch.add_web();
+    let web = format!("127.0.0.1:{}", free_port());
     let mut args = scratch.server_args();
     args.extend(
         [
             "--no-watch",
+            "--listen",
+            "127.0.0.1:0",
+            "--set",
+            &format!("web.listen={web}"),
             "--set",
             "backup.every=1s",
             "--set",
@@ -142,7 +161,7 @@ fn scheduled_backups_appear_whole_and_the_oldest_beyond_keep_go_and_nothing_else
         .map(String::from),
     );
     let mut server = start_server(&args, Stdio::piped());
-    server.expect_line("server started", Duration::from_secs(120));
+    server.expect_line("server started", Duration::from_secs(300));
     let failed = server
         .wait_for("scheduled backup to ", Duration::from_secs(30))
         .unwrap_or_else(|| panic!("a failed backup is logged:\n{}", server.output()));
@@ -152,6 +171,19 @@ fn scheduled_backups_appear_whole_and_the_oldest_beyond_keep_go_and_nothing_else
     );
     let status = console(&mut server, "backup status", "backups: every 1s into");
     assert!(status.contains("; last: FAILED at "), "{status}");
+    let page = request(&web, "GET", "/", None).expect("the status page");
+    let html = String::from_utf8_lossy(&page.body);
+    let row = html
+        .split("<th>backups</th>")
+        .nth(1)
+        .and_then(|rest| rest.split("</tr>").next())
+        .unwrap_or_else(|| panic!("a backups row:\n{html}"));
+    assert!(
+        row.contains("every 1 s, the newest 7 kept")
+            && row.contains("last FAILED ")
+            && row.contains("notes.txt"),
+        "{row}"
+    );
     server.stop_cleanly();
     assert_eq!(std::fs::read(&notes).unwrap(), b"mine");
 }
