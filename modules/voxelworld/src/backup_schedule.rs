@@ -575,6 +575,30 @@ mod tests {
     }
 
     #[test]
+    fn the_folder_is_the_worlds_unless_set_and_keep_is_at_least_one() {
+        let world = Path::new("/srv/world");
+        let set = |keep, dir: Option<&str>| BackupSettings {
+            every: Every(Some(Duration::from_secs(60))),
+            keep,
+            dir: dir.map(PathBuf::from),
+        };
+        let dir_of = |settings| BackupSchedule::new(settings, world, false).unwrap().dir;
+        assert_eq!(dir_of(set(7, None)), world.join("backups"));
+        assert_eq!(dir_of(set(7, Some("old"))), world.join("old"));
+        assert_eq!(dir_of(set(7, Some("/mnt/b"))), PathBuf::from("/mnt/b"));
+        let error = BackupSchedule::new(set(0, None), world, false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(error.contains("backup.keep: '0'"), "{error}");
+        // Headless (a console command run alone), nothing is scheduled.
+        let headless = BackupSchedule::new(set(7, None), world, true).unwrap();
+        assert!(headless.schedule.is_none());
+        assert_eq!(headless.status(false).next_in_s, None);
+        assert_eq!(headless.status(false).every_s, 60);
+    }
+
+    #[test]
     fn a_failure_is_retried_once_after_a_minute_then_on_schedule() {
         let t0 = Instant::now();
         let at = |s: u64| t0 + Duration::from_secs(s);
