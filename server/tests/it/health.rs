@@ -21,51 +21,16 @@ const SETTINGS: [&str; 3] = [
 /// The bot: run 1 (full hp at join) falls, is killed, respawns, falls
 /// again and leaves; run 2 (less than full hp at join) prints its hp and
 /// leaves. Failures leave through a malformed packet (exit 5).
-const BOT: &str = r#"
+const BOT: &str = concat!(
+    r#"
 local main = require("buildat/module/main")
 local inv = require("buildat/module/inventory")
 local health = require("buildat/module/health")
 local log = buildat.Logger("hbot")
 
-local co = nil
-local failed = false
-
-local function fail(why)
-	if failed then
-		return
-	end
-	failed = true
-	log:error("FAILED: " .. tostring(why))
-	buildat.send_packet("main:place", "\255")
-end
-
-local function resume(...)
-	if co == nil or coroutine.status(co) ~= "suspended" then
-		return
-	end
-	local ok, err = coroutine.resume(co, ...)
-	if not ok then
-		fail(err)
-	end
-end
-
-local function sleep(seconds)
-	buildat.set_timeout(seconds, function()
-		resume()
-	end)
-	coroutine.yield()
-end
-
-local function wait_until(what, pred, timeout)
-	local deadline = os.clock() + (timeout or 30)
-	while not pred() do
-		if os.clock() > deadline then
-			error("timed out waiting for " .. what, 0)
-		end
-		sleep(0.1)
-	end
-end
-
+"#,
+    include_str!("common/bot_coroutines.lua"),
+    r#"
 local hurts, died = {}, nil
 health.on_hurt(function(amount, cause)
 	table.insert(hurts, { amount = amount, cause = cause })
@@ -152,7 +117,8 @@ end
 
 co = coroutine.create(play)
 resume()
-"#;
+"#
+);
 
 fn bot(address: &str, cache: &std::path::Path, script: &std::path::Path) -> Command {
     let mut command = Command::new(client_binary());
