@@ -408,3 +408,37 @@ end})
         "+ann -ann 0.15"
     );
 }
+
+#[test]
+fn find_nodes_in_area_player_positions_and_the_time_of_day() {
+    let temp = TempMod::new(
+        "finder",
+        r#"
+buildat.register_chatcommand("find", {func = function()
+  local found = buildat.find_nodes_in_area({x = 0, y = 0, z = 0}, {x = 3, y = 1, z = 3}, {"dirt", "grass"})
+  local first = found[1]
+  local ann = buildat.get_player_pos("ann")
+  local ok = pcall(buildat.find_nodes_in_area, {x = 0, y = 0, z = 0}, {x = 1000, y = 1000, z = 0}, "dirt")
+  return true, #found .. " " .. first.x .. "," .. first.y .. "," .. first.z .. " " .. ann.y
+    .. " " .. tostring(buildat.get_player_pos("bob")) .. " " .. tostring(buildat.get_timeofday()) .. " " .. tostring(ok)
+end})
+"#,
+    );
+    let world = world_with(&[("finder", temp.dir.clone())], &[]);
+    world.fill([0, 0, 0], [3, 0, 3], "stone");
+    world.fill([1, 0, 1], [2, 0, 1], "dirt");
+    world.fill([3, 1, 3], [3, 1, 3], "grass");
+    world.kit().answer(|_: buildat_main_api::GetPlayers| {
+        Ok(vec![buildat_main_api::PlayerState {
+            name: "ann".into(),
+            peer: 7,
+            position: [0.5, 9.0, 0.5],
+            wield: 0,
+        }])
+    });
+    let mut m = world.load_module::<LuaHost>().expect("load");
+    assert_eq!(
+        m.command("find", &[], None).expect("find"),
+        "3 1,0,1 9 nil nil false"
+    );
+}

@@ -3,8 +3,9 @@
 //! `register_entity`, `add_entity`, `after`, `get_node`, `set_node`,
 //! `get_spawn`, `chat_send_player`, `chat_send_all`,
 //! `get_connected_players`, `log`, `get_current_modname`, `include`,
-//! `publish`, `get_mod`, `register_globalstep`, `register_on_joinplayer`
-//! and `register_on_leaveplayer`.
+//! `publish`, `get_mod`, `register_globalstep`, `register_on_joinplayer`,
+//! `register_on_leaveplayer`, `get_player_pos`, `set_player_pos`,
+//! `get_timeofday`, `set_timeofday` and `find_nodes_in_area`.
 //!
 //! Owns: checking each function's arguments (errors name the function and
 //! the field) and turning them into [`Registrations`] or calls through
@@ -15,17 +16,21 @@
 //! [`Registrations`]: crate::mods::Registrations
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use buildat_active_api::{Abm, MIN_INTERVAL_SECONDS};
-use buildat_interface::log;
+use buildat_daytime_api::{GetTime, SetTime};
+use buildat_interface::{CallError, ModuleError, log};
 use buildat_luau::lua_error;
-use buildat_voxel::{BlockDefinition, light};
+use buildat_main_api::{GetPlayers, Teleport};
+use buildat_voxel::{BlockDefinition, VoxelInstance, light};
+use buildat_voxelworld_api::{GetVoxels, MAX_VOXELS_PER_CALL};
 use mlua::{Function, Lua, MultiValue, Table, Value, Variadic};
 
 use super::{
     bind, call_failed, field, fpos_from_lua, fpos_to_lua, include, mod_data, pos_from_lua,
-    registering,
+    pos_to_lua, registering,
 };
 use crate::mods::{AbmDef, ChatCommand, EntityDef, Job, NodeDef, OnReload};
 
@@ -65,6 +70,20 @@ pub(crate) fn install(lua: &Lua, buildat: &Table) -> mlua::Result<()> {
         })?,
     )?;
     buildat.raw_set("include", bind(lua, "include", include)?)?;
+    buildat.raw_set(
+        "get_player_pos",
+        bind(lua, "get_player_pos", get_player_pos)?,
+    )?;
+    buildat.raw_set(
+        "set_player_pos",
+        bind(lua, "set_player_pos", set_player_pos)?,
+    )?;
+    buildat.raw_set("get_timeofday", bind(lua, "get_timeofday", get_timeofday)?)?;
+    buildat.raw_set("set_timeofday", bind(lua, "set_timeofday", set_timeofday)?)?;
+    buildat.raw_set(
+        "find_nodes_in_area",
+        bind(lua, "find_nodes_in_area", find_nodes_in_area)?,
+    )?;
     buildat.raw_set(
         "register_globalstep",
         bind(lua, "register_globalstep", |lua, f: Function| {
@@ -399,6 +418,132 @@ fn log_line(lua: &Lua, (level, text): (String, Option<String>)) -> mlua::Result<
         .host
         .log(level, &format!("[{}] {text}", data.name));
     Ok(())
+}
+
+/// Where the player `name` stands (nil: not playing).
+fn get_player_pos(lua: &Lua, name: String) -> mlua::Result<Value> {
+    let data = mod_data(lua)?;
+    let players = data
+        .shared
+        .host
+        .call(&GetPlayers {})
+        .map_err(|e| call_failed("get_player_pos", e))?;
+    match players
+        .into_iter()
+        .find(|p| p.name.eq_ignore_ascii_case(&name))
+    {
+        Some(player) => Ok(Value::Table(fpos_to_lua(lua, player.position)?)),
+        None => Ok(Value::Nil),
+    }
+}
+
+/// Moves the player `name` (main's teleport, with its checks).
+fn set_player_pos(lua: &Lua, (name, pos): (String, Value)) -> mlua::Result<()> {
+    let data = mod_data(lua)?;
+    let position = fpos_from_lua(lua, &pos)?;
+    data.shared
+        .host
+        .call(&Teleport {
+            player: name,
+            position,
+        })
+        .map_err(|e| call_failed("set_player_pos", e))
+}
+
+/// The time of day, 0..1 (0 midnight, 0.5 noon); nil without a
+/// `daytime` module.
+fn get_timeofday(lua: &Lua, (): ()) -> mlua::Result<Option<f64>> {
+    let data = mod_data(lua)?;
+    match data.shared.host.call(&GetTime {}) {
+        Ok(time) => Ok(Some(time.time)),
+        Err(ModuleError::Call(CallError::NotFound(_))) => Ok(None),
+        Err(error) => Err(call_failed("get_timeofday", error)),
+    }
+}
+
+fn set_timeofday(lua: &Lua, time: f64) -> mlua::Result<()> {
+    let data = mod_data(lua)?;
+    data.shared
+        .host
+        .call(&SetTime { time })
+        .map_err(|e| call_failed("set_timeofday", e))
+}
+
+/// Most voxels `find_nodes_in_area` looks at in one call.
+const MAX_FIND_VOXELS: usize = 8 * MAX_VOXELS_PER_CALL;
+
+/// The positions in the box `minp`..`maxp` (both included) whose block is
+/// one of `names` (a name or a list), in x, y, z order; at most
+/// [`MAX_FIND_VOXELS`] voxels looked at.
+fn find_nodes_in_area(
+    lua: &Lua,
+    (minp, maxp, names): (Value, Value, Value),
+) -> mlua::Result<Vec<Table>> {
+    const F: &str = "find_nodes_in_area";
+    let data = mod_data(lua)?;
+    let (a, b) = (pos_from_lua(lua, &minp)?, pos_from_lua(lua, &maxp)?);
+    let low: [i32; 3] = std::array::from_fn(|i| a[i].min(b[i]));
+    let high: [i32; 3] = std::array::from_fn(|i| a[i].max(b[i]));
+    let volume = (0..3).try_fold(1usize, |volume, i| {
+        volume.checked_mul((i64::from(high[i]) - i64::from(low[i]) + 1) as usize)
+    });
+    if volume.is_none_or(|v| v > MAX_FIND_VOXELS) {
+        return Err(lua_error(format!(
+            "{F}: the box holds more than {MAX_FIND_VOXELS} voxels; look in smaller boxes"
+        )));
+    }
+    let names: Vec<String> = match names {
+        Value::String(name) => vec![name.to_str()?.to_string()],
+        Value::Table(list) => list
+            .sequence_values::<String>()
+            .collect::<mlua::Result<_>>()?,
+        other => {
+            return Err(lua_error(format!(
+                "{F}: the names are a name or a list of names, not {}",
+                other.type_name()
+            )));
+        }
+    };
+    let mut positions = Vec::new();
+    for x in low[0]..=high[0] {
+        for y in low[1]..=high[1] {
+            for z in low[2]..=high[2] {
+                positions.push([x, y, z]);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    let mut ctx = data.shared.ctx.borrow_mut();
+    let mut wanted: HashMap<u32, bool> = HashMap::new();
+    for chunk in positions.chunks(MAX_VOXELS_PER_CALL) {
+        let voxels = data
+            .shared
+            .host
+            .call(&GetVoxels {
+                positions: chunk.to_vec(),
+            })
+            .map_err(|e| call_failed(F, e))?;
+        for (pos, voxel) in chunk.iter().zip(voxels) {
+            let Some(voxel) = voxel else {
+                continue;
+            };
+            let type_id = VoxelInstance(voxel).type_id();
+            let is_wanted = match wanted.get(&type_id) {
+                Some(&is) => is,
+                None => {
+                    let name = ctx.voxel_name(voxel).unwrap_or_default();
+                    let is = names.contains(&name);
+                    wanted.insert(type_id, is);
+                    is
+                }
+            };
+            if is_wanted {
+                found.push(*pos);
+            }
+        }
+    }
+    drop(ctx);
+    found.into_iter().map(|pos| pos_to_lua(lua, pos)).collect()
 }
 
 fn publish(lua: &Lua, table: Table) -> mlua::Result<()> {
