@@ -401,7 +401,11 @@ impl LuaHost {
             let register = RegisterCommand {
                 name: command.name.clone(),
                 usage: command.params.clone(),
-                help: command.description.clone(),
+                help: if command.description.is_empty() {
+                    format!("(Lua mod {name})")
+                } else {
+                    format!("{} (Lua mod {name})", command.description)
+                },
                 privilege: command.privileges.first().cloned(),
             };
             match host.call(&register) {
