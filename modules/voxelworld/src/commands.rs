@@ -119,14 +119,17 @@ enum BackupStatusArg {
     Status,
 }
 
-/// `restore FILE`.
+/// `restore FILE`, or `restore` (the last rollback undone).
 #[derive(clap::Parser)]
 #[command(
     name = "restore",
-    about = "headless only, into a new world: buildat-server restore FILE --world NEWDIR"
+    about = "restore FILE: a backup, headless only, into a new world: buildat-server restore FILE \
+             --world NEWDIR; restore (no FILE): undoes the last `rollback confirm`",
+    override_usage = "restore [FILE]"
 )]
 struct RestoreArgs {
-    file: PathBuf,
+    /// The backup (none: undo the last `rollback confirm`).
+    file: Option<PathBuf>,
 }
 
 /// `world`.
@@ -158,8 +161,11 @@ pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
                 ))),
             }
         })
-        .command(None, |world, _, asked: RestoreArgs| {
-            Ok(world.restore_backup(&asked.file)?)
+        .command(Some("server"), |world, _, asked: RestoreArgs| {
+            match asked.file {
+                Some(file) => Ok(world.restore_backup(&file)?),
+                None => world.restore_rollback(),
+            }
         })
         .command(
             Some("server"),

@@ -41,7 +41,10 @@
 //! `pregen`), `saving.rs`, `commands.rs` (the console), `backup_run.rs`,
 //! `backup_schedule.rs` (backups on a schedule: `backup.every`,
 //! `backup.keep`, `backup.dir`, a settings namespace of its own),
-//! `values.rs`, `ground.rs` (`get_ground`, `get_spawn`).
+//! `values.rs`, `ground.rs` (`get_ground`, `get_spawn`), `rollback.rs`
+//! (the rollback log: every voxel change with who, when, before and after,
+//! written in packed blocks; `inspect`, `rollback`, `restore`; settings
+//! `rollback.enabled`, `rollback.keep_days`).
 //! Does not own: terrain (a generator module, `worldgen` by default) or
 //! where players are and what they may do (the game module).
 //!
@@ -78,6 +81,7 @@ pub mod migrate;
 mod nodes;
 pub mod old_tables;
 pub mod pregen;
+pub mod rollback;
 mod saving;
 pub mod special;
 pub mod storage;
@@ -219,6 +223,8 @@ struct VoxelWorld {
     storage_setting: String,
     /// `voxelworld.border`: sections beyond it are never generated.
     border: Option<Border>,
+    /// The rollback log's timers, previews and rollbacks done (`rollback.rs`).
+    rollback: rollback::RollbackState,
 }
 
 impl VoxelWorld {
@@ -238,6 +244,7 @@ impl VoxelWorld {
         durability::take_back_recovery(&self.host.world_path(), &mut self.world);
         let [w, h, d] = self.world.section_size().0;
         log::info!("world open: sections of {w}x{h}x{d} chunks of {CHUNK_SIZE}^3 voxels");
+        self.prune_log(rollback::now_ms());
         Ok(())
     }
 
@@ -261,6 +268,7 @@ impl VoxelWorld {
         }
         self.watch_backup();
         self.tick_backup_schedule();
+        self.tick_rollback(dtime);
         self.since_drop_decoded += dtime;
         if self.since_drop_decoded >= DROP_DECODED_INTERVAL {
             self.since_drop_decoded = 0.0;
@@ -410,6 +418,7 @@ impl Module for VoxelWorld {
         let radius = set.view_radius;
         let stream_budget = set.stream_budget;
         let headless = host.get_config(config::HEADLESS).as_deref() == Some("1");
+        let rollback = rollback::RollbackState::new(&rollback::RollbackSettings::read(&host)?);
         let backups = backup_schedule::BackupSchedule::new(
             backup_schedule::BackupSettings::read(&host)?,
             &world_path,
@@ -417,7 +426,11 @@ impl Module for VoxelWorld {
         )?;
         Ok(Self {
             host,
-            world: World::new(storage, budget),
+            world: {
+                let mut world = World::new(storage, budget);
+                world.log.enabled = rollback.enabled;
+                world
+            },
             streamer: stream::Streamer::new(radius, stream_budget),
             registry_packet: None,
             changed_holders: BTreeSet::new(),
@@ -441,6 +454,7 @@ impl Module for VoxelWorld {
             backups,
             storage_setting: setting,
             border: Border::of_setting(set.border),
+            rollback,
         })
     }
 
@@ -448,6 +462,7 @@ impl Module for VoxelWorld {
         table
             .settings::<WorldSettings>()
             .settings::<backup_schedule::BackupSettings>()
+            .settings::<rollback::RollbackSettings>()
             .stash(VoxelWorld::stash, VoxelWorld::restore)
             .event(|world, _: events::Start| world.start())
             .event(|world, _: events::Continue| world.resume())
@@ -501,6 +516,7 @@ impl Module for VoxelWorld {
         values::receive(table);
         ground::receive(table);
         finding::receive(table);
+        rollback::receive(table);
     }
 
     fn unload(&mut self, kind: UnloadKind) -> Result<(), ModuleError> {
@@ -519,6 +535,7 @@ impl Module for VoxelWorld {
                 run.progress()
             );
         }
+        self.flush_log();
         // For a reload, the table stashes the world after this.
         if kind != UnloadKind::Reload {
             self.save_at_stop();

@@ -24,6 +24,8 @@
 //! section(sx, sy, sz, save_enabled, generated)    -- PRIMARY KEY (sx, sy, sz)
 //! node(id INTEGER PRIMARY KEY, sx, sy, sz, data BLOB)
 //! module_value(space, key, data BLOB)             -- PRIMARY KEY (space, key)
+//! rollback_block(t0, t1, ax, ay, az, data BLOB)   -- the rollback log (`rollback.rs`),
+//!                                                 -- made when missing, no version bump
 //! ```
 
 pub mod postgresql;
@@ -69,6 +71,20 @@ pub enum StorageError {
     NewerSchema { found: i64 },
     #[error("world database is damaged: {0}")]
     Damaged(String),
+    /// A storage (a test's wrapper) that keeps no rollback log.
+    #[error("this world storage keeps no rollback log")]
+    NoLog,
+}
+
+/// A block of the rollback log as stored: the edits of one area
+/// ([`crate::rollback::AREA`] voxels a side, `area` its index) from `t0` to
+/// `t1` (milliseconds since the Unix epoch), packed (`rollback.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogBlock {
+    pub t0: i64,
+    pub t1: i64,
+    pub area: [i32; 3],
+    pub data: Vec<u8>,
 }
 
 /// A section as stored: flags and its nodes' (id, data).
@@ -142,6 +158,24 @@ pub trait WorldStorage: Send {
     fn list_values(&mut self, query: &ListValues) -> Result<Vec<StoredValue>, StorageError>;
     /// Every module's value (migration).
     fn all_values(&mut self) -> Result<Vec<StoredValue>, StorageError>;
+    /// Appends blocks of the rollback log, in one transaction.
+    fn append_log(&mut self, _blocks: &[LogBlock]) -> Result<(), StorageError> {
+        Err(StorageError::NoLog)
+    }
+    /// The rollback log's blocks that end at `since` or later, of the
+    /// areas from `areas[0]` to `areas[1]` (inclusive), oldest first.
+    fn read_log(
+        &mut self,
+        _since: i64,
+        _areas: [[i32; 3]; 2],
+    ) -> Result<Vec<LogBlock>, StorageError> {
+        Err(StorageError::NoLog)
+    }
+    /// Deletes the rollback log's blocks that ended before `before`
+    /// (whole blocks); how many.
+    fn prune_log(&mut self, _before: i64) -> Result<u64, StorageError> {
+        Err(StorageError::NoLog)
+    }
 }
 
 /// The world as stored when [`WorldStorage::snapshot`] was called: later
@@ -324,7 +358,11 @@ impl SqliteStorage {
                  id INTEGER NOT NULL, data BLOB NOT NULL, reason TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS module_value (
                  space TEXT NOT NULL, key TEXT NOT NULL, data BLOB NOT NULL,
-                 PRIMARY KEY (space, key)) WITHOUT ROWID;",
+                 PRIMARY KEY (space, key)) WITHOUT ROWID;
+             CREATE TABLE IF NOT EXISTS rollback_block (
+                 t0 INTEGER NOT NULL, t1 INTEGER NOT NULL, ax INTEGER NOT NULL,
+                 ay INTEGER NOT NULL, az INTEGER NOT NULL, data BLOB NOT NULL);
+             CREATE INDEX IF NOT EXISTS rollback_block_by_end ON rollback_block (t1);",
         )?;
         let version: Option<i64> = connection
             .query_row(
@@ -578,6 +616,50 @@ impl WorldStorage for SqliteStorage {
 
     fn all_values(&mut self) -> Result<Vec<StoredValue>, StorageError> {
         sqlite_reads::values(&self.connection, None)
+    }
+
+    fn append_log(&mut self, blocks: &[LogBlock]) -> Result<(), StorageError> {
+        let transaction = self.connection.transaction()?;
+        {
+            let mut insert = transaction.prepare_cached(
+                "INSERT INTO rollback_block (t0, t1, ax, ay, az, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            for b in blocks {
+                let [ax, ay, az] = b.area;
+                insert.execute(params![b.t0, b.t1, ax, ay, az, b.data])?;
+            }
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    fn read_log(
+        &mut self,
+        since: i64,
+        areas: [[i32; 3]; 2],
+    ) -> Result<Vec<LogBlock>, StorageError> {
+        let [[x0, y0, z0], [x1, y1, z1]] = areas;
+        let mut select = self.connection.prepare_cached(
+            "SELECT t0, t1, ax, ay, az, data FROM rollback_block WHERE t1 >= ?1
+             AND ax BETWEEN ?2 AND ?3 AND ay BETWEEN ?4 AND ?5 AND az BETWEEN ?6 AND ?7
+             ORDER BY t0",
+        )?;
+        let rows = select.query_map(params![since, x0, x1, y0, y1, z0, z1], |r| {
+            Ok(LogBlock {
+                t0: r.get(0)?,
+                t1: r.get(1)?,
+                area: [r.get(2)?, r.get(3)?, r.get(4)?],
+                data: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    fn prune_log(&mut self, before: i64) -> Result<u64, StorageError> {
+        let deleted = self
+            .connection
+            .execute("DELETE FROM rollback_block WHERE t1 < ?1", params![before])?;
+        Ok(deleted as u64)
     }
 }
 

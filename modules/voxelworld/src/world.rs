@@ -299,6 +299,9 @@ pub struct World {
     /// Sections that came into memory (`true`) or left it since the last
     /// [`World::take_section_events`] (`world/find.rs`).
     section_events: BTreeMap<Pos, bool>,
+    /// Every voxel change for the rollback log, until it is written
+    /// (`rollback.rs`; records nothing while the log is off).
+    pub log: crate::rollback::Recorder,
 }
 
 impl World {
@@ -338,6 +341,7 @@ impl World {
             handlers: Handlers::default(),
             special: Pending::default(),
             section_events: BTreeMap::new(),
+            log: crate::rollback::Recorder::default(),
         }
     }
 
@@ -473,6 +477,7 @@ impl World {
         self.handlers.refresh(&self.voxels);
         if let Some(previous) = previous {
             self.special.record(pos, previous, voxel, by);
+            self.log.record(pos, previous, voxel, by);
         }
         if changed {
             let entry = self

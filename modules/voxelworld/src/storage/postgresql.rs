@@ -49,8 +49,8 @@ use postgres::{Client, Config, NoTls, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::{
-    ListValues, SCHEMA_VERSION, StorageCounts, StorageError, StorageSnapshot, StoredSection,
-    StoredValue, ValueWrite, WorldStorage,
+    ListValues, LogBlock, SCHEMA_VERSION, StorageCounts, StorageError, StorageSnapshot,
+    StoredSection, StoredValue, ValueWrite, WorldStorage,
 };
 
 /// Connections the pool keeps open at most.
@@ -79,7 +79,11 @@ const SCHEMA: &str = "
         id BIGINT NOT NULL, data BYTEA NOT NULL, reason TEXT NOT NULL);
     CREATE TABLE IF NOT EXISTS module_value (
         space TEXT COLLATE \"C\" NOT NULL, key TEXT COLLATE \"C\" NOT NULL, data BYTEA NOT NULL,
-        PRIMARY KEY (space, key));";
+        PRIMARY KEY (space, key));
+    CREATE TABLE IF NOT EXISTS rollback_block (
+        t0 BIGINT NOT NULL, t1 BIGINT NOT NULL, ax INTEGER NOT NULL,
+        ay INTEGER NOT NULL, az INTEGER NOT NULL, data BYTEA NOT NULL);
+    CREATE INDEX IF NOT EXISTS rollback_block_by_end ON rollback_block (t1);";
 
 /// A section's row, then its nodes' rows, in one round trip (no row with
 /// flags: not stored). Two plain index scans: cheaper to plan, at each
@@ -994,6 +998,52 @@ impl WorldStorage for PgStorage {
 
     fn all_values(&mut self) -> Result<Vec<StoredValue>, StorageError> {
         self.with(|c| pg_reads::values(c, None))
+    }
+
+    fn append_log(&mut self, blocks: &[LogBlock]) -> Result<(), StorageError> {
+        self.with(|c| {
+            let mut transaction = c.client.transaction()?;
+            let insert = transaction.prepare(
+                "INSERT INTO rollback_block (t0, t1, ax, ay, az, data) VALUES ($1, $2, $3, $4, $5, $6)",
+            )?;
+            for b in blocks {
+                let [ax, ay, az] = b.area;
+                transaction.execute(&insert, &[&b.t0, &b.t1, &ax, &ay, &az, &b.data])?;
+            }
+            transaction.commit()
+        })
+    }
+
+    fn read_log(
+        &mut self,
+        since: i64,
+        areas: [[i32; 3]; 2],
+    ) -> Result<Vec<LogBlock>, StorageError> {
+        let [[x0, y0, z0], [x1, y1, z1]] = areas;
+        self.with(|c| {
+            let rows = c.client.query(
+                "SELECT t0, t1, ax, ay, az, data FROM rollback_block WHERE t1 >= $1
+                 AND ax BETWEEN $2 AND $3 AND ay BETWEEN $4 AND $5 AND az BETWEEN $6 AND $7
+                 ORDER BY t0",
+                &[&since, &x0, &x1, &y0, &y1, &z0, &z1],
+            )?;
+            Ok(rows
+                .into_iter()
+                .map(|r| LogBlock {
+                    t0: r.get(0),
+                    t1: r.get(1),
+                    area: [r.get(2), r.get(3), r.get(4)],
+                    data: r.get(5),
+                })
+                .collect())
+        })
+    }
+
+    fn prune_log(&mut self, before: i64) -> Result<u64, StorageError> {
+        self.with(|c| {
+            c.client
+                .execute("DELETE FROM rollback_block WHERE t1 < $1", &[&before])
+        })
     }
 }
 

@@ -1,0 +1,1229 @@
+//! The rollback log: who changed which voxel, when, from what to what;
+//! `inspect`, `rollback` and `restore` (with no file) on it.
+//!
+//! Owns: recording every voxel change the world makes through
+//! `set_voxel_by` (edits, `edit_together`, `set_voxel`: [`Recorder`], in
+//! memory on the module's thread, the player's name or `EditVoxel::by`,
+//! else unnamed), writing it to the world's storage in blocks every
+//! [`FLUSH_INTERVAL_S`] (one block per [`AREA`]-voxel cube a flush touched;
+//! each a zlib-packed blob of varint columns, with its own tables of
+//! actor names and voxel type names, so ids that change between runs do
+//! not matter: [`encode_block`], [`decode_block`]), pruning blocks older
+//! than `rollback.keep_days` at start and daily, the choice of what a
+//! rollback puts back ([`select`]), and the commands' runs: a preview,
+//! `rollback confirm` through the normal edit path (`EditVoxels`, so
+//! holders of the chunks are streamed the change; recorded as done by
+//! `rollback`), `restore` putting back what the last rollback replaced
+//! (recorded as `restore`).
+//! Does not own: the storage tables (`storage.rs`,
+//! `storage/postgresql.rs`: `rollback_block`), the edit path (`edits.rs`).
+//! Not recorded: sections generated, inventory transactions. The stack of
+//! rollbacks `restore` undoes is in memory: a restart or reload forgets it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Write};
+
+use buildat_voxel::{TYPE_ID_BITS, VoxelInstance};
+use buildat_voxelworld_api::Replace;
+
+use super::*;
+use crate::storage::LogBlock;
+
+/// A block of the log covers a cube of this many voxels a side.
+pub const AREA: i32 = 128;
+/// Seconds between two writes of the log to storage.
+pub const FLUSH_INTERVAL_S: f64 = 10.0;
+/// Edits in memory that make a write before its time.
+const FLUSH_EDITS: usize = 200_000;
+/// Edits kept in memory while storage fails, at most (the oldest go past it).
+const MAX_UNWRITTEN: usize = 2_000_000;
+/// Seconds between two prunings.
+const PRUNE_INTERVAL_S: f64 = 86_400.0;
+/// The name edits without `by` are logged under.
+pub const UNNAMED: &str = "(unnamed)";
+/// Who the edits of `rollback confirm` and of `restore` are logged as.
+pub const ROLLBACK_ACTOR: &str = "rollback";
+pub const RESTORE_ACTOR: &str = "restore";
+/// The layout of a block's blob (its first byte, before the zlib stream).
+const BLOCK_VERSION: u8 = 1;
+/// A blob decompressing past this is refused as damaged.
+const MAX_BLOCK_BYTES: u64 = 256 << 20;
+
+buildat_interface::settings! {
+    /// The rollback log (`--set rollback.KEY=VALUE`), declared by voxelworld.
+    pub(crate) struct RollbackSettings in "rollback" {
+        /// Record every voxel change (who, when, before and after) for inspect, rollback and restore.
+        enabled: bool = true,
+        /// Days the log keeps; older blocks are pruned at start and daily (0: kept for ever).
+        keep_days: u32 = 14,
+    }
+}
+
+/// Why the log cannot be read or a command cannot run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LogError {
+    #[error("rollback log block damaged: {0}")]
+    Damaged(String),
+    #[error("rollback log: {0}")]
+    Storage(#[from] storage::StorageError),
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl From<LogError> for ModuleError {
+    fn from(error: LogError) -> Self {
+        match error {
+            LogError::Usage(text) => ModuleError::Usage(text),
+            error => ModuleError::msg(error.to_string()),
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// One change as recorded in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Logged {
+    pub time_ms: i64,
+    pub pos: Pos,
+    pub before: u32,
+    pub after: u32,
+    /// Index into the recorder's actors.
+    pub actor: u32,
+}
+
+/// The changes not written yet, in the order they were made.
+#[derive(Debug, Default)]
+pub struct Recorder {
+    pub enabled: bool,
+    actors: Vec<String>,
+    actor_index: HashMap<String, u32>,
+    pending: Vec<Logged>,
+}
+
+impl Recorder {
+    /// Records one change (nothing when the log is off).
+    pub fn record(&mut self, pos: Pos, before: u32, after: u32, by: Option<&str>) {
+        if !self.enabled {
+            return;
+        }
+        let name = by.unwrap_or(UNNAMED);
+        let actor = match self.actor_index.get(name) {
+            Some(actor) => *actor,
+            None => {
+                let actor = self.actors.len() as u32;
+                self.actors.push(name.to_string());
+                self.actor_index.insert(name.to_string(), actor);
+                actor
+            }
+        };
+        self.pending.push(Logged {
+            time_ms: now_ms(),
+            pos,
+            before,
+            after,
+            actor,
+        });
+    }
+
+    pub fn len(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// The pending changes with their actors' names, emptied.
+    pub fn take(&mut self) -> Vec<Entry> {
+        let pending = std::mem::take(&mut self.pending);
+        let entries = pending
+            .into_iter()
+            .map(|l| Entry {
+                time_ms: l.time_ms,
+                pos: l.pos,
+                before: l.before,
+                after: l.after,
+                by: self.actors[l.actor as usize].clone(),
+            })
+            .collect();
+        if self.actors.len() > 4096 {
+            self.actors.clear();
+            self.actor_index.clear();
+        }
+        entries
+    }
+
+    /// Puts back entries a write could not store (before newer ones).
+    pub fn put_back(&mut self, entries: Vec<Entry>) {
+        let newer = std::mem::take(&mut self.pending);
+        let enabled = self.enabled;
+        self.enabled = true;
+        let keep = entries.len().min(MAX_UNWRITTEN.saturating_sub(newer.len()));
+        let skip = entries.len() - keep;
+        for e in entries.into_iter().skip(skip) {
+            self.record(e.pos, e.before, e.after, Some(&e.by));
+            if let Some(last) = self.pending.last_mut() {
+                last.time_ms = e.time_ms;
+            }
+        }
+        self.enabled = enabled;
+        self.pending.extend(newer);
+    }
+}
+
+/// One change with its actor's name (voxels as this run's ids).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub time_ms: i64,
+    pub pos: Pos,
+    pub before: u32,
+    pub after: u32,
+    pub by: String,
+}
+
+/// The area (cube of [`AREA`] voxels) holding `pos`.
+pub fn area_of(pos: Pos) -> [i32; 3] {
+    pos.map(|c| c.div_euclid(AREA))
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(data: &[u8], at: &mut usize) -> Result<u64, LogError> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *data
+            .get(*at)
+            .ok_or_else(|| LogError::Damaged("ends inside a number".into()))?;
+        *at += 1;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return Ok(v);
+        }
+    }
+    Err(LogError::Damaged("a number too long".into()))
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// Interns strings in order of first use.
+#[derive(Default)]
+struct Names {
+    list: Vec<String>,
+    index: HashMap<String, u64>,
+}
+
+impl Names {
+    fn of(&mut self, name: &str) -> u64 {
+        if let Some(i) = self.index.get(name) {
+            return *i;
+        }
+        let i = self.list.len() as u64;
+        self.list.push(name.to_string());
+        self.index.insert(name.to_string(), i);
+        i
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        put_varint(out, self.list.len() as u64);
+        for name in &self.list {
+            put_varint(out, name.len() as u64);
+            out.extend_from_slice(name.as_bytes());
+        }
+    }
+}
+
+fn read_names(data: &[u8], at: &mut usize) -> Result<Vec<String>, LogError> {
+    let count = get_varint(data, at)? as usize;
+    let mut names = Vec::with_capacity(count.min(4096));
+    for _ in 0..count {
+        let len = get_varint(data, at)? as usize;
+        let end = at
+            .checked_add(len)
+            .filter(|end| *end <= data.len())
+            .ok_or_else(|| LogError::Damaged("a name past its end".into()))?;
+        let name = std::str::from_utf8(&data[*at..end])
+            .map_err(|_| LogError::Damaged("a name not UTF-8".into()))?;
+        names.push(name.to_string());
+        *at = end;
+    }
+    Ok(names)
+}
+
+/// Packs changes (in the order made) into a block's blob: the version
+/// byte, then zlib of: the first time, the actor names, the voxel type
+/// names (`voxel_name` of a type id), the count, then one column each of
+/// time deltas, x, y and z deltas (zigzag varints), before, after (type
+/// index and game bits) and actor index.
+pub fn encode_block(entries: &[Entry], voxel_name: &dyn Fn(u32) -> String) -> Vec<u8> {
+    let mut actors = Names::default();
+    let mut types = Names::default();
+    let mut voxel = |v: u32| -> u64 {
+        let local = types.of(&voxel_name(VoxelInstance(v).type_id()));
+        (local << (32 - TYPE_ID_BITS)) | u64::from(v >> TYPE_ID_BITS)
+    };
+    let mut columns: [Vec<u8>; 7] = Default::default();
+    let first = entries.first().map_or(0, |e| e.time_ms);
+    let (mut time, mut pos) = (first, [0i32; 3]);
+    for e in entries {
+        put_varint(&mut columns[0], zigzag(e.time_ms.wrapping_sub(time)));
+        time = e.time_ms;
+        for axis in 0..3 {
+            let delta = i64::from(e.pos[axis]) - i64::from(pos[axis]);
+            put_varint(&mut columns[1 + axis], zigzag(delta));
+        }
+        pos = e.pos;
+        let before = voxel(e.before);
+        let after = voxel(e.after);
+        put_varint(&mut columns[4], before);
+        put_varint(&mut columns[5], after);
+        put_varint(&mut columns[6], actors.of(&e.by));
+    }
+    let mut plain = Vec::new();
+    put_varint(&mut plain, zigzag(first));
+    actors.write(&mut plain);
+    types.write(&mut plain);
+    put_varint(&mut plain, entries.len() as u64);
+    for column in &columns {
+        plain.extend_from_slice(column);
+    }
+    let mut out = vec![BLOCK_VERSION];
+    let mut encoder = flate2::write::ZlibEncoder::new(&mut out, flate2::Compression::default());
+    // Writing into a Vec does not fail.
+    let _ = encoder.write_all(&plain);
+    let _ = encoder.finish();
+    out
+}
+
+/// A block's changes back, in the order made; voxel types by name through
+/// `voxel_id` (a type this run does not know reads as `unknown`).
+pub fn decode_block(
+    data: &[u8],
+    voxel_id: &dyn Fn(&str) -> Option<u32>,
+) -> Result<Vec<Entry>, LogError> {
+    let Some((&BLOCK_VERSION, packed)) = data.split_first() else {
+        return Err(LogError::Damaged(format!(
+            "layout {:?}, this server reads {BLOCK_VERSION}",
+            data.first()
+        )));
+    };
+    let mut plain = Vec::new();
+    flate2::read::ZlibDecoder::new(packed)
+        .take(MAX_BLOCK_BYTES)
+        .read_to_end(&mut plain)
+        .map_err(|e| LogError::Damaged(format!("zlib: {e}")))?;
+    let at = &mut 0usize;
+    let first = unzigzag(get_varint(&plain, at)?);
+    let actors = read_names(&plain, at)?;
+    let types: Vec<u32> = read_names(&plain, at)?
+        .iter()
+        .map(|name| voxel_id(name).unwrap_or(buildat_voxel::UNKNOWN))
+        .collect();
+    let count = get_varint(&plain, at)? as usize;
+    if count > plain.len() {
+        return Err(LogError::Damaged(format!(
+            "{count} edits in {} bytes",
+            plain.len()
+        )));
+    }
+    let mut columns: [Vec<u64>; 7] = std::array::from_fn(|_| Vec::with_capacity(count));
+    for column in &mut columns {
+        for _ in 0..count {
+            column.push(get_varint(&plain, at)?);
+        }
+    }
+    let voxel = |code: u64| -> Result<u32, LogError> {
+        let local = (code >> (32 - TYPE_ID_BITS)) as usize;
+        let bits = (code & ((1 << (32 - TYPE_ID_BITS)) - 1)) as u32;
+        let id = types
+            .get(local)
+            .ok_or_else(|| LogError::Damaged(format!("voxel type {local} not in the block")))?;
+        Ok(id | (bits << TYPE_ID_BITS))
+    };
+    let [dts, xs, ys, zs, befores, afters, whos] = &columns;
+    let (mut time, mut pos) = (first, [0i64; 3]);
+    let mut entries = Vec::with_capacity(count);
+    for (i, dt) in dts.iter().enumerate() {
+        time = time.wrapping_add(unzigzag(*dt));
+        for (axis, column) in [xs, ys, zs].into_iter().enumerate() {
+            pos[axis] = pos[axis].wrapping_add(unzigzag(column[i]));
+        }
+        let by = actors
+            .get(whos[i] as usize)
+            .ok_or_else(|| LogError::Damaged("an actor not in the block".into()))?;
+        let p = pos.map(|c| i32::try_from(c).unwrap_or(i32::MAX));
+        entries.push(Entry {
+            time_ms: time,
+            pos: p,
+            before: voxel(befores[i])?,
+            after: voxel(afters[i])?,
+            by: by.clone(),
+        });
+    }
+    Ok(entries)
+}
+
+/// Groups changes by area into blocks (each in the order made).
+pub fn blocks_of(entries: &[Entry], voxel_name: &dyn Fn(u32) -> String) -> Vec<LogBlock> {
+    let mut by_area: BTreeMap<[i32; 3], Vec<Entry>> = BTreeMap::new();
+    for e in entries {
+        by_area.entry(area_of(e.pos)).or_default().push(e.clone());
+    }
+    by_area
+        .into_iter()
+        .map(|(area, list)| LogBlock {
+            t0: list.iter().map(|e| e.time_ms).min().unwrap_or(0),
+            t1: list.iter().map(|e| e.time_ms).max().unwrap_or(0),
+            area,
+            data: encode_block(&list, voxel_name),
+        })
+        .collect()
+}
+
+/// What a rollback puts back at one position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Revert {
+    pub pos: Pos,
+    /// The voxel before the actor's first change in the window.
+    pub to: u32,
+    /// What the actor left there (the voxel must still be it, unless forced).
+    pub expect: u32,
+}
+
+/// A box of voxels: a centre and a radius (a cube).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Within {
+    pub centre: Pos,
+    pub radius: i32,
+}
+
+impl Within {
+    fn holds(&self, pos: Pos) -> bool {
+        (0..3).all(|a| {
+            (i64::from(pos[a]) - i64::from(self.centre[a])).abs() <= i64::from(self.radius)
+        })
+    }
+}
+
+/// What a rollback of `name`'s changes since `since` puts back: for every
+/// position `name` changed then (within `within`), the voxel from before
+/// `name`'s first change there in the window, expected to still hold
+/// what `name`'s last change there left. `entries` in the order made.
+/// Also how many of `name`'s changes that covers.
+pub fn select(
+    entries: &[Entry],
+    name: &str,
+    since: i64,
+    within: Option<Within>,
+) -> (Vec<Revert>, usize) {
+    let mut by_pos: BTreeMap<Pos, Revert> = BTreeMap::new();
+    let mut edits = 0;
+    for e in entries {
+        if e.by != name || e.time_ms < since || !within.is_none_or(|w| w.holds(e.pos)) {
+            continue;
+        }
+        edits += 1;
+        by_pos
+            .entry(e.pos)
+            .and_modify(|r| r.expect = e.after)
+            .or_insert(Revert {
+                pos: e.pos,
+                to: e.before,
+                expect: e.after,
+            });
+    }
+    (by_pos.into_values().collect(), edits)
+}
+
+/// A duration as `90s`, `10m`, `2h`, `3d` (a bare number: seconds), in
+/// milliseconds.
+pub fn parse_duration(text: &str) -> Option<i64> {
+    let (number, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((at, _)) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let n: i64 = number.parse().ok()?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => return None,
+    };
+    n.checked_mul(seconds)?.checked_mul(1000)
+}
+
+fn describe_age(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        0..60 => format!("{s}s ago"),
+        60..3600 => format!("{}m{:02}s ago", s / 60, s % 60),
+        3600..86_400 => format!("{}h{:02}m ago", s / 3600, s / 60 % 60),
+        _ => format!("{}d{:02}h ago", s / 86_400, s / 3600 % 24),
+    }
+}
+
+/// A rollback previewed, waiting for `rollback confirm`.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub name: String,
+    pub reverts: Vec<Revert>,
+    pub force: bool,
+}
+
+/// The log's state in the module.
+#[derive(Debug, Default)]
+pub struct RollbackState {
+    /// `rollback.enabled`.
+    pub enabled: bool,
+    pub keep_days: u32,
+    since_flush: f64,
+    since_prune: f64,
+    /// Previews by who made them (`""`: the console).
+    plans: HashMap<String, Plan>,
+    /// Rollbacks applied, newest last: (position, what was replaced, what was put).
+    done: Vec<Vec<(Pos, u32, u32)>>,
+    failing: bool,
+}
+
+impl RollbackState {
+    pub(crate) fn new(settings: &RollbackSettings) -> Self {
+        Self {
+            enabled: settings.enabled,
+            keep_days: settings.keep_days,
+            ..Self::default()
+        }
+    }
+}
+
+/// The voxel's name as `inspect` shows it.
+fn shown(world: &World, voxel: u32) -> String {
+    let name = world
+        .voxels
+        .get_name(VoxelInstance(voxel).type_id())
+        .unwrap_or_else(|| format!("#{voxel}"));
+    match VoxelInstance(voxel).game_bits() {
+        0 => name,
+        bits => format!("{name}+{bits}"),
+    }
+}
+
+impl VoxelWorld {
+    /// A tick: writes the log every [`FLUSH_INTERVAL_S`] (or when much is
+    /// waiting), prunes it daily.
+    pub(crate) fn tick_rollback(&mut self, dtime: f64) {
+        let state = &mut self.rollback;
+        state.since_flush += dtime;
+        state.since_prune += dtime;
+        if state.since_flush >= FLUSH_INTERVAL_S || self.world.log.len() >= FLUSH_EDITS {
+            self.rollback.since_flush = 0.0;
+            self.flush_log();
+        }
+        if self.rollback.since_prune >= PRUNE_INTERVAL_S {
+            self.rollback.since_prune = 0.0;
+            self.prune_log(now_ms());
+        }
+    }
+
+    /// Writes what is in memory to storage (kept for the next try when
+    /// storage fails, one warning until it works again).
+    pub(crate) fn flush_log(&mut self) {
+        if self.world.log.is_empty() {
+            return;
+        }
+        let entries = self.world.log.take();
+        let voxels = &self.world.voxels;
+        let name = |id: u32| voxels.get_name(id).unwrap_or_else(|| format!("#{id}"));
+        let blocks = blocks_of(&entries, &name);
+        match self.world.storage_mut().append_log(&blocks) {
+            Ok(()) => {
+                if self.rollback.failing {
+                    log::info!("rollback log: written again");
+                }
+                self.rollback.failing = false;
+            }
+            Err(error) => {
+                if !self.rollback.failing {
+                    log::warn!(
+                        "rollback log: cannot write {} edits ({error}); kept in memory and retried",
+                        entries.len()
+                    );
+                }
+                self.rollback.failing = true;
+                self.world.log.put_back(entries);
+            }
+        }
+    }
+
+    /// Deletes blocks older than `rollback.keep_days` before `now`.
+    pub(crate) fn prune_log(&mut self, now: i64) {
+        if self.rollback.keep_days == 0 {
+            return;
+        }
+        let before = now - i64::from(self.rollback.keep_days) * 86_400_000;
+        match self.world.storage_mut().prune_log(before) {
+            Ok(0) | Err(storage::StorageError::NoLog) => {}
+            Ok(n) => log::info!(
+                "rollback log: pruned {n} blocks older than {} days",
+                self.rollback.keep_days
+            ),
+            Err(error) => log::warn!("rollback log: cannot prune ({error})"),
+        }
+    }
+
+    /// The log's changes since `since` in the areas `areas`, in the order
+    /// made (what is in memory written first).
+    pub(crate) fn read_log(
+        &mut self,
+        since: i64,
+        areas: [[i32; 3]; 2],
+    ) -> Result<Vec<Entry>, LogError> {
+        self.flush_log();
+        let blocks = self.world.storage_mut().read_log(since, areas)?;
+        let voxels = &self.world.voxels;
+        let id = |name: &str| voxels.get_id(name);
+        let mut entries = Vec::new();
+        for block in blocks {
+            entries.extend(decode_block(&block.data, &id)?);
+        }
+        entries.sort_by_key(|e| e.time_ms);
+        Ok(entries)
+    }
+
+    /// `inspect X Y Z`: the voxel's history, newest first.
+    pub(crate) fn inspect(&mut self, pos: Pos, lines: usize) -> Result<String, LogError> {
+        let area = area_of(pos);
+        let entries = self.read_log(i64::MIN, [area, area])?;
+        let now = now_ms();
+        let mut out: Vec<String> = entries
+            .iter()
+            .rev()
+            .filter(|e| e.pos == pos)
+            .take(lines)
+            .map(|e| {
+                format!(
+                    "{} {}: {} -> {}",
+                    describe_age(now - e.time_ms),
+                    e.by,
+                    shown(&self.world, e.before),
+                    shown(&self.world, e.after)
+                )
+            })
+            .collect();
+        let [x, y, z] = pos;
+        if out.is_empty() {
+            return Ok(format!("{x} {y} {z}: no change logged"));
+        }
+        out.insert(0, format!("{x} {y} {z}, newest first:"));
+        Ok(out.join("\n"))
+    }
+
+    /// `rollback NAME DURATION [radius R at X Y Z] [force]`: the preview.
+    pub(crate) fn preview_rollback(
+        &mut self,
+        caller: &str,
+        name: &str,
+        within_ms: i64,
+        within: Option<Within>,
+        force: bool,
+    ) -> Result<String, LogError> {
+        let since = now_ms() - within_ms;
+        let areas = match within {
+            Some(w) => [
+                area_of(w.centre.map(|c| c.saturating_sub(w.radius))),
+                area_of(w.centre.map(|c| c.saturating_add(w.radius))),
+            ],
+            None => [[i32::MIN; 3], [i32::MAX; 3]],
+        };
+        let entries = self.read_log(since, areas)?;
+        let (reverts, edits) = select(&entries, name, since, within);
+        if reverts.is_empty() {
+            self.rollback.plans.remove(caller);
+            return Ok(format!(
+                "rollback: {name} changed nothing in that time and place"
+            ));
+        }
+        let mut low = reverts[0].pos;
+        let mut high = low;
+        for r in &reverts {
+            for a in 0..3 {
+                low[a] = low[a].min(r.pos[a]);
+                high[a] = high[a].max(r.pos[a]);
+            }
+        }
+        let voxels = reverts.len();
+        self.rollback.plans.insert(
+            caller.to_string(),
+            Plan {
+                name: name.to_string(),
+                reverts,
+                force,
+            },
+        );
+        Ok(format!(
+            "rollback preview: {edits} edits by {name} on {voxels} voxels, from {} {} {} to {} {} {}{}; \
+             `rollback confirm` puts them back",
+            low[0],
+            low[1],
+            low[2],
+            high[0],
+            high[1],
+            high[2],
+            if force {
+                " (force: also where others changed them since)"
+            } else {
+                ""
+            }
+        ))
+    }
+
+    /// Edits by `actor`, each only where the voxel is still what is
+    /// expected (unless `force`), through the edit path; the ones made as
+    /// (position, replaced, put).
+    fn apply_reverts(
+        &mut self,
+        reverts: &[(Pos, u32, u32)],
+        force: bool,
+        actor: &str,
+    ) -> Result<Vec<(Pos, u32, u32)>, ModuleError> {
+        let mut made = Vec::new();
+        for chunk in reverts.chunks(MAX_VOXELS_PER_CALL) {
+            let edits = chunk
+                .iter()
+                .map(|(pos, expect, to)| EditVoxel {
+                    pos: *pos,
+                    voxel: *to,
+                    replace: if force {
+                        Replace::Any
+                    } else {
+                        Replace::Exactly(*expect)
+                    },
+                    save: true,
+                    by: Some(actor.to_string()),
+                })
+                .collect();
+            let outcomes = self.edit_voxels(edits)?;
+            for ((pos, _, to), outcome) in chunk.iter().zip(outcomes) {
+                if let EditOutcome::Edited { previous } = outcome
+                    && previous != *to
+                {
+                    made.push((*pos, previous, *to));
+                }
+            }
+        }
+        Ok(made)
+    }
+
+    /// `rollback confirm`: the caller's preview applied.
+    pub(crate) fn confirm_rollback(&mut self, caller: &str) -> Result<String, ModuleError> {
+        let Some(plan) = self.rollback.plans.remove(caller) else {
+            return Err(LogError::Usage(
+                "rollback confirm: nothing previewed; run rollback NAME DURATION first".into(),
+            )
+            .into());
+        };
+        let reverts: Vec<(Pos, u32, u32)> = plan
+            .reverts
+            .iter()
+            .map(|r| (r.pos, r.expect, r.to))
+            .collect();
+        let made = self.apply_reverts(&reverts, plan.force, ROLLBACK_ACTOR)?;
+        let skipped = plan.reverts.len() - made.len();
+        let count = made.len();
+        self.rollback.done.push(made);
+        Ok(format!(
+            "rollback of {}: {count} voxels put back, {skipped} left (changed by others since, \
+             not generated, or already so); `restore` undoes it",
+            plan.name
+        ))
+    }
+
+    /// `restore` with no file: the last rollback undone.
+    pub(crate) fn restore_rollback(&mut self) -> Result<String, ModuleError> {
+        let Some(done) = self.rollback.done.pop() else {
+            return Err(LogError::Usage(
+                "restore: no rollback to undo since the server started (restore FILE restores a backup)"
+                    .into(),
+            )
+            .into());
+        };
+        // Put back what was replaced, where the rollback's voxel still is.
+        let undo: Vec<(Pos, u32, u32)> =
+            done.iter().map(|(p, was, put)| (*p, *put, *was)).collect();
+        let made = self.apply_reverts(&undo, false, RESTORE_ACTOR)?;
+        Ok(format!(
+            "restore: {} of {} voxels the last rollback changed are back as they were",
+            made.len(),
+            done.len()
+        ))
+    }
+}
+
+/// `inspect`.
+#[derive(clap::Parser)]
+#[command(
+    name = "inspect",
+    about = "a voxel's history from the rollback log, newest first: when, who, before -> after",
+    override_usage = "inspect X Y Z [--lines N]",
+    allow_negative_numbers = true
+)]
+struct InspectArgs {
+    x: i32,
+    y: i32,
+    z: i32,
+    /// At most N lines.
+    #[arg(long, default_value_t = 10)]
+    lines: usize,
+}
+
+/// `rollback`.
+#[derive(clap::Parser)]
+#[command(
+    name = "rollback",
+    about = "puts back what a player changed: a preview, then `rollback confirm` applies it; \
+             DURATION as 30m, 2h, 3d; force: also where others changed the voxel since",
+    override_usage = "rollback NAME DURATION [radius R at X Y Z] [force] | rollback confirm",
+    allow_negative_numbers = true
+)]
+struct RollbackArgs {
+    #[arg(value_name = "WORDS", required = true)]
+    words: Vec<String>,
+}
+
+const ROLLBACK_USAGE: &str =
+    "usage: rollback NAME DURATION [radius R at X Y Z] [force] | rollback confirm";
+
+fn usage(what: &str) -> LogError {
+    LogError::Usage(format!("rollback: {what}; {ROLLBACK_USAGE}"))
+}
+
+/// A rollback's words: NAME, DURATION, then options.
+fn parse_rollback(words: &[String]) -> Result<(String, i64, Option<Within>, bool), LogError> {
+    let [name, duration, rest @ ..] = words else {
+        return Err(usage("NAME and DURATION are needed"));
+    };
+    let within_ms =
+        parse_duration(duration).ok_or_else(|| usage(&format!("{duration:?} is no duration")))?;
+    let (mut within, mut force) = (None, false);
+    let number = |w: Option<&String>| -> Result<i32, LogError> {
+        w.and_then(|w| w.parse().ok())
+            .ok_or_else(|| usage("radius R at X Y Z takes four numbers"))
+    };
+    let mut rest = rest.iter();
+    while let Some(word) = rest.next() {
+        match word.as_str() {
+            "force" => force = true,
+            "radius" => {
+                let radius = number(rest.next())?;
+                if rest.next().map(String::as_str) != Some("at") {
+                    return Err(usage("radius R needs its centre: at X Y Z"));
+                }
+                let centre = [
+                    number(rest.next())?,
+                    number(rest.next())?,
+                    number(rest.next())?,
+                ];
+                within = Some(Within {
+                    centre,
+                    radius: radius.max(0),
+                });
+            }
+            other => return Err(usage(&format!("{other:?} is not understood"))),
+        }
+    }
+    Ok((name.clone(), within_ms, within, force))
+}
+
+/// The log's commands, in the module's receive table (`restore` with no
+/// file is `commands.rs`'s).
+pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
+    table
+        .command(Some("server"), |world, _, asked: InspectArgs| {
+            Ok(world.inspect([asked.x, asked.y, asked.z], asked.lines)?)
+        })
+        .command(Some("server"), |world, by, asked: RollbackArgs| {
+            let caller = by.unwrap_or("").to_string();
+            if asked.words.len() == 1 && asked.words[0] == "confirm" {
+                return world.confirm_rollback(&caller);
+            }
+            let (name, within_ms, within, force) = parse_rollback(&asked.words)?;
+            Ok(world.preview_rollback(&caller, &name, within_ms, within, force)?)
+        });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names() -> (impl Fn(u32) -> String, impl Fn(&str) -> Option<u32>) {
+        let table = ["air", "unknown", "stone", "dirt", "glass", "water"];
+        (
+            move |id: u32| {
+                table
+                    .get(id as usize)
+                    .map_or(format!("#{id}"), |s| s.to_string())
+            },
+            move |name: &str| table.iter().position(|n| *n == name).map(|i| i as u32),
+        )
+    }
+
+    fn entry(time_ms: i64, pos: Pos, before: u32, after: u32, by: &str) -> Entry {
+        Entry {
+            time_ms,
+            pos,
+            before,
+            after,
+            by: by.into(),
+        }
+    }
+
+    /// A realistic batch: 100 players digging and placing near each other
+    /// over a minute, water flowing; 20,000 edits in one area.
+    fn realistic_batch(count: usize) -> Vec<Entry> {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let players: Vec<String> = (0..100).map(|i| format!("player{i}")).collect();
+        let mut time = 1_790_000_000_000i64;
+        let mut spots: Vec<Pos> = (0..100)
+            .map(|_| {
+                let r = next();
+                [
+                    (r % 120) as i32,
+                    10 + (r >> 8) as i32 % 20,
+                    (r >> 16) as i32 % 120,
+                ]
+            })
+            .collect();
+        (0..count)
+            .map(|_| {
+                let r = next();
+                time += (r % 6) as i64;
+                let who = (r >> 8) as usize % 100;
+                let spot = &mut spots[who];
+                spot[(r >> 20) as usize % 3] += ((r >> 24) % 3) as i32 - 1;
+                let (before, after, by) = match r >> 40 & 7 {
+                    0 => (0, 5, UNNAMED.to_string()),
+                    1..4 => (2 + (r >> 44) as u32 % 2, 0, players[who].clone()),
+                    _ => (0, 2 + (r >> 44) as u32 % 3, players[who].clone()),
+                };
+                entry(time, *spot, before, after, &by)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_block_round_trips_and_costs_few_bytes_an_edit() {
+        let (name, id) = names();
+        let mut entries = realistic_batch(20_000);
+        entries.push(entry(
+            5,
+            [-7, i32::MIN, i32::MAX],
+            2 | (3 << TYPE_ID_BITS),
+            1,
+            "ann",
+        ));
+        entries.push(entry(-5, [0, 0, 0], 9, 0, "ann"));
+        let blob = encode_block(&entries, &name);
+        let back = decode_block(&blob, &id).expect("decodes");
+        let mut expected = entries.clone();
+        // Type 9 has no name this run knows: it reads as unknown.
+        expected.last_mut().unwrap().before = buildat_voxel::UNKNOWN;
+        assert_eq!(back, expected);
+        let real = realistic_batch(20_000);
+        let bytes = encode_block(&real, &name).len();
+        let per_edit = bytes as f64 / real.len() as f64;
+        println!(
+            "rollback log: {bytes} bytes for {} edits: {per_edit:.2} bytes an edit",
+            real.len()
+        );
+        assert!(per_edit <= 8.0, "{per_edit} bytes an edit");
+        assert!(
+            decode_block(&blob[..blob.len() / 2], &id).is_err(),
+            "cut short"
+        );
+        assert!(decode_block(&[7, 1, 2], &id).is_err(), "another layout");
+    }
+
+    /// Several players on the same voxels: the griefer's are put back to
+    /// what was there before the griefer's first change in the window,
+    /// expecting what the griefer left; others' changes and the
+    /// griefer's before the window are not touched.
+    #[test]
+    fn a_rollback_selects_the_voxel_from_before_the_actors_first_change() {
+        let (stone, dirt, glass) = (2, 3, 4);
+        let entries = vec![
+            entry(100, [0, 0, 0], 0, dirt, "ann"),
+            entry(200, [0, 0, 0], dirt, 0, "griefer"),
+            entry(300, [0, 0, 0], 0, glass, "griefer"),
+            entry(400, [1, 0, 0], stone, 0, "griefer"),
+            entry(500, [1, 0, 0], 0, dirt, "ann"),
+            entry(600, [2, 0, 0], stone, 0, "ann"),
+            entry(50, [3, 0, 0], stone, 0, "griefer"),
+            entry(700, [50, 0, 0], stone, 0, "griefer"),
+        ];
+        let (reverts, edits) = select(&entries, "griefer", 150, None);
+        assert_eq!(edits, 4);
+        assert_eq!(
+            reverts,
+            vec![
+                Revert {
+                    pos: [0, 0, 0],
+                    to: dirt,
+                    expect: glass
+                },
+                Revert {
+                    pos: [1, 0, 0],
+                    to: stone,
+                    expect: 0
+                },
+                Revert {
+                    pos: [50, 0, 0],
+                    to: stone,
+                    expect: 0
+                },
+            ]
+        );
+        let near = Within {
+            centre: [0, 0, 0],
+            radius: 10,
+        };
+        let (reverts, _) = select(&entries, "griefer", 150, Some(near));
+        assert_eq!(reverts.len(), 2, "{reverts:?}");
+        assert!(select(&entries, "nobody", 0, None).0.is_empty());
+    }
+
+    /// The log on each backend: blocks appended and read back by time and
+    /// area; pruning deletes the blocks that ended before the cut, whole,
+    /// and nothing else.
+    #[test]
+    fn pruning_removes_only_blocks_older_than_the_cut() {
+        for test_world in crate::storage::testing::each_backend() {
+            let mut storage = test_world.open(buildat_voxel::geometry::SectionSize::default());
+            let block = |t0: i64, t1: i64, area: [i32; 3]| LogBlock {
+                t0,
+                t1,
+                area,
+                data: vec![1, 2, 3],
+            };
+            let day = 86_400_000;
+            let now = 100 * day;
+            storage
+                .append_log(&[
+                    block(now - 20 * day, now - 15 * day, [0, 0, 0]),
+                    block(now - 15 * day, now - 13 * day, [0, 0, 0]),
+                    block(now - day, now, [0, 0, 0]),
+                    block(now - day, now, [5, 0, 0]),
+                ])
+                .expect("appended");
+            let all = [[i32::MIN; 3], [i32::MAX; 3]];
+            assert_eq!(storage.read_log(i64::MIN, all).expect("read").len(), 4);
+            let here = storage.read_log(i64::MIN, [[0; 3], [0; 3]]).expect("read");
+            assert_eq!(here.len(), 3, "{}: by area", test_world.backend);
+            assert_eq!(
+                storage.read_log(now - 14 * day, all).expect("read").len(),
+                3,
+                "by end"
+            );
+            // keep_days 14: what ended before now - 14 days goes.
+            assert_eq!(storage.prune_log(now - 14 * day).expect("pruned"), 1);
+            let left = storage.read_log(i64::MIN, all).expect("read");
+            assert_eq!(left.len(), 3, "{}", test_world.backend);
+            assert!(left.iter().all(|b| b.t1 >= now - 14 * day));
+            assert_eq!(left[0], block(now - 15 * day, now - 13 * day, [0, 0, 0]));
+            assert_eq!(storage.prune_log(now - 14 * day).expect("pruned"), 0);
+        }
+    }
+
+    /// The module: edits by a griefer and by ann are logged with who made
+    /// them; `inspect` shows a voxel's history newest first; a rollback
+    /// previews, `rollback confirm` puts back the griefer's voxels
+    /// (streamed to the chunk's holder), not where ann changed one after
+    /// the griefer; `restore` brings the griefer's voxels again; the log
+    /// survives a restart of the module (read from storage).
+    #[test]
+    fn rollback_confirm_and_restore_through_the_module() {
+        use buildat_interface::testing::TestHost;
+        use buildat_network_api::receive::testing::sent;
+        use buildat_voxel::BlockDefinition;
+        use buildat_voxel::geometry::SectionSize;
+        use buildat_voxelworld_api::ChunkData;
+        use buildat_voxelworld_api::stream::VoxelUpdates;
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kit = TestHost::new().world_path(dir.path());
+        let mut world = kit.load::<VoxelWorld>().expect("loads");
+        let stone = world
+            .call(&RegisterBlock {
+                block: BlockDefinition::simple("stone", "stone.png"),
+            })
+            .expect("registers")[0];
+        let chunks = SectionSize::default()
+            .chunks_of_section([0, 0, 0])
+            .into_iter()
+            .map(|chunk| {
+                let voxels = vec![stone; CHUNK_SIZE.pow(3) as usize];
+                let blob = buildat_format::encode_voxels(&voxels, |_| Some("stone")).expect("blob");
+                (chunk, ChunkData { node_id: 0, blob })
+            })
+            .collect();
+        world
+            .call(&ApplyGenerated {
+                section: GeneratedSection {
+                    section: [0, 0, 0],
+                    chunks,
+                },
+            })
+            .expect("applied");
+        world
+            .emit(&Viewer {
+                peer: 7,
+                position: [1.5, 2.5, 3.5],
+            })
+            .expect("moved");
+        let edit = |pos: Pos, voxel: u32, by: &str| EditVoxel {
+            pos,
+            voxel,
+            replace: Replace::Any,
+            save: true,
+            by: Some(by.into()),
+        };
+        let air = buildat_voxel::AIR;
+        world
+            .call(&EditVoxels {
+                edits: vec![
+                    edit([1, 1, 1], air, "griefer"),
+                    edit([2, 1, 1], air, "griefer"),
+                    edit([3, 1, 1], air, "griefer"),
+                    edit([5, 1, 1], air, "ann"),
+                ],
+            })
+            .expect("edited");
+        // ann fills one of the griefer's holes: the rollback leaves it.
+        world
+            .call(&EditVoxels {
+                edits: vec![edit([3, 1, 1], stone, "ann")],
+            })
+            .expect("edited");
+        let command = |world: &mut buildat_interface::testing::TestModule<VoxelWorld>,
+                       words: &[&str]| {
+            let (name, args) = words.split_first().expect("a command");
+            world.command(name, args, None).expect("runs")
+        };
+        let history = command(&mut world, &["inspect", "3", "1", "1"]);
+        let lines: Vec<&str> = history.lines().collect();
+        assert_eq!(lines.len(), 3, "{history}");
+        assert!(lines[1].ends_with("ann: air -> stone"), "{history}");
+        assert!(lines[2].ends_with("griefer: stone -> air"), "{history}");
+        assert!(command(&mut world, &["inspect", "9", "9", "9"]).contains("no change logged"));
+
+        let preview = command(&mut world, &["rollback", "griefer", "10m"]);
+        assert!(
+            preview.contains("3 edits by griefer on 3 voxels"),
+            "{preview}"
+        );
+        assert_eq!(
+            world.call(&GetVoxel { pos: [1, 1, 1] }).expect("read"),
+            Some(air),
+            "a preview changes nothing"
+        );
+        kit.clear();
+        let done = command(&mut world, &["rollback", "confirm"]);
+        assert!(done.contains("2 voxels put back, 1 left"), "{done}");
+        let at = |world: &mut buildat_interface::testing::TestModule<VoxelWorld>, pos: Pos| {
+            world.call(&GetVoxel { pos }).expect("read")
+        };
+        assert_eq!(at(&mut world, [1, 1, 1]), Some(stone));
+        assert_eq!(at(&mut world, [2, 1, 1]), Some(stone));
+        assert_eq!(at(&mut world, [5, 1, 1]), Some(air), "ann's dig stays");
+        assert!(
+            !sent::<VoxelUpdates>(&kit).is_empty(),
+            "streamed to the holder"
+        );
+        let history = command(&mut world, &["inspect", "1", "1", "1"]);
+        assert!(
+            history
+                .lines()
+                .nth(1)
+                .is_some_and(|l| l.ends_with("rollback: air -> stone")),
+            "{history}"
+        );
+        assert!(
+            world.command("rollback", &["confirm"], None).is_err(),
+            "used up"
+        );
+
+        let restored = command(&mut world, &["restore"]);
+        assert!(restored.contains("2 of 2"), "{restored}");
+        assert_eq!(at(&mut world, [1, 1, 1]), Some(air));
+        assert_eq!(at(&mut world, [3, 1, 1]), Some(stone));
+        assert!(
+            world.command("restore", &[], None).is_err(),
+            "nothing left to undo"
+        );
+
+        // Written to storage on unload, read back by the next run.
+        drop(world);
+        let mut world = kit.load::<VoxelWorld>().expect("loads again");
+        world
+            .call(&RegisterBlock {
+                block: BlockDefinition::simple("stone", "stone.png"),
+            })
+            .expect("registers");
+        let history = command(&mut world, &["inspect", "1", "1", "1"]);
+        assert_eq!(history.lines().count(), 4, "{history}");
+        assert!(
+            history
+                .lines()
+                .nth(1)
+                .is_some_and(|l| l.ends_with("restore: stone -> air"))
+        );
+    }
+
+    #[test]
+    fn rollback_words_and_durations_parse() {
+        assert_eq!(parse_duration("10m"), Some(600_000));
+        assert_eq!(parse_duration("2h"), Some(7_200_000));
+        assert_eq!(parse_duration("3d"), Some(259_200_000));
+        assert_eq!(parse_duration("45"), Some(45_000));
+        assert_eq!(parse_duration("1y"), None);
+        let words = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        let (name, ms, within, force) =
+            parse_rollback(&words("griefer 1h radius 5 at 1 -2 3 force")).expect("parses");
+        assert_eq!((name.as_str(), ms, force), ("griefer", 3_600_000, true));
+        assert_eq!(
+            within,
+            Some(Within {
+                centre: [1, -2, 3],
+                radius: 5
+            })
+        );
+        assert!(parse_rollback(&words("griefer")).is_err());
+        assert!(parse_rollback(&words("griefer soon")).is_err());
+        assert!(parse_rollback(&words("griefer 1h radius 5")).is_err());
+    }
+}
