@@ -1,0 +1,214 @@
+//! The rollback log on the real server: a griefer's edits are logged with
+//! its name, `inspect` shows them, `rollback griefer 10m` previews and
+//! `rollback confirm` puts the voxels back while another player, standing
+//! there, is streamed the change (its own edit stays); `restore` brings the
+//! griefer's voxels again.
+
+use buildat_format::Packet;
+use buildat_main_api::{Dig, Join, Place, Refused, Spawn};
+use buildat_voxelworld_api::stream::{Ack, Chunk, Registry, VoxelUpdates};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use crate::common::{Scratch, console};
+use buildat_format::decode_voxels;
+use buildat_harness::raw_client::RawClient;
+use buildat_voxel::geometry::{self, Pos};
+
+/// A player as the test sees it: the chunks it holds, kept up to date.
+struct Player {
+    client: RawClient,
+    position: [f64; 3],
+    spawned: bool,
+    names: Vec<String>,
+    chunks: HashMap<Pos, Vec<u32>>,
+}
+
+impl Player {
+    fn join(address: &str, name: &str) -> Self {
+        let mut client = RawClient::connect(address).expect("connect");
+        client
+            .send_packet(&Join {
+                name: name.to_string(),
+            })
+            .expect("join");
+        let mut player = Self {
+            client,
+            position: [0.0; 3],
+            spawned: false,
+            names: Vec::new(),
+            chunks: HashMap::new(),
+        };
+        player
+            .pump_until(Duration::from_secs(120), |p| {
+                p.spawned && p.voxel_name(p.feet()).is_some()
+            })
+            .expect("spawned, its chunk held");
+        player
+    }
+
+    /// Handles packets until `done` or the timeout (`None`).
+    fn pump_until(&mut self, timeout: Duration, mut done: impl FnMut(&Self) -> bool) -> Option<()> {
+        let deadline = Instant::now() + timeout;
+        while !done(self) {
+            let left = deadline.checked_duration_since(Instant::now())?;
+            let Some(packet) = self
+                .client
+                .recv(left.min(Duration::from_millis(200)))
+                .expect("connected")
+            else {
+                continue;
+            };
+            match packet.name.as_str() {
+                Spawn::NAME => {
+                    self.position = Spawn::decode(&packet.data).expect("spawn").position;
+                    self.spawned = true;
+                }
+                Registry::NAME => {
+                    let mut registry = Registry::decode(&packet.data).expect("registry");
+                    registry.voxels.reindex();
+                    self.names = registry
+                        .voxels
+                        .definitions()
+                        .iter()
+                        .map(|d| d.name.canonical())
+                        .collect();
+                }
+                Chunk::NAME => {
+                    let chunk = Chunk::decode(&packet.data).expect("chunk");
+                    let names = &self.names;
+                    let voxels = decode_voxels(
+                        &chunk.blob,
+                        |n| names.iter().position(|x| x == n).map(|i| i as u32),
+                        1,
+                    )
+                    .expect("voxels")
+                    .voxels;
+                    self.chunks.insert(chunk.chunk, voxels);
+                    self.client.send_packet(&Ack { chunks: 1 }).expect("ack");
+                }
+                VoxelUpdates::NAME => {
+                    let updates = VoxelUpdates::decode(&packet.data).expect("updates");
+                    if let Some(voxels) = self.chunks.get_mut(&updates.chunk) {
+                        for (index, value) in updates.changes {
+                            voxels[usize::from(index)] =
+                                buildat_voxel::VoxelInstance(value).type_id();
+                        }
+                    }
+                }
+                Refused::NAME => {
+                    panic!(
+                        "refused: {}",
+                        Refused::decode(&packet.data).expect("refused").reason
+                    )
+                }
+                _ => {}
+            }
+        }
+        Some(())
+    }
+
+    fn voxel_name(&self, voxel: Pos) -> Option<&str> {
+        let chunk = self.chunks.get(&geometry::chunk_of_voxel(voxel))?;
+        let id = chunk[geometry::index_in_chunk(voxel)];
+        self.names.get(id as usize).map(String::as_str)
+    }
+
+    fn feet(&self) -> Pos {
+        self.position.map(|p| p.floor() as i32)
+    }
+
+    /// Waits until this player sees each voxel as named.
+    fn sees(&mut self, expected: &[(Pos, &str)], what: &str) {
+        let seen = self.pump_until(Duration::from_secs(30), |p| {
+            expected
+                .iter()
+                .all(|(pos, name)| p.voxel_name(*pos) == Some(*name))
+        });
+        if seen.is_none() {
+            let now: Vec<_> = expected
+                .iter()
+                .map(|(pos, _)| (*pos, self.voxel_name(*pos).map(str::to_string)))
+                .collect();
+            panic!("{what}: expected {expected:?}, seen {now:?}");
+        }
+    }
+}
+
+#[test]
+fn a_griefers_edits_are_rolled_back_while_another_player_watches_and_restored() {
+    let started = Instant::now();
+    let scratch = Scratch::new();
+    scratch.add_game();
+    let (mut server, address) = crate::common::start_small_game(&scratch, &[]);
+    let mut griefer = Player::join(&address, "griefer");
+    let mut builder = Player::join(&address, "builder");
+    let feet = griefer.feet();
+    let below = [feet[0], feet[1] - 1, feet[2]];
+    let ground = griefer.voxel_name(below).expect("held").to_string();
+    assert_ne!(ground, "air", "standing on something");
+    let placed = [feet[0] + 2, feet[1], feet[2]];
+    let built = [feet[0], feet[1], feet[2] + 2];
+    let free = |p: &Player, pos: Pos| p.voxel_name(pos) == Some("air");
+    assert!(
+        free(&griefer, placed) && free(&griefer, built),
+        "air to build in"
+    );
+
+    griefer.dig(below);
+    griefer.place(placed, "stone");
+    builder.place(built, "stone");
+    let griefed = [(below, "air"), (placed, "stone"), (built, "stone")];
+    builder.sees(&griefed, "the edits");
+
+    let history = console(
+        &mut server,
+        &format!("inspect {} {} {}", below[0], below[1], below[2]),
+        "griefer:",
+    );
+    assert!(
+        history.contains(&format!("griefer: {ground} -> air")),
+        "{history}"
+    );
+
+    let preview = console(&mut server, "rollback griefer 10m", "rollback preview");
+    assert!(
+        preview.contains("2 edits by griefer on 2 voxels"),
+        "{preview}"
+    );
+    let done = console(&mut server, "rollback confirm", "voxels put back");
+    assert!(done.contains("2 voxels put back"), "{done}");
+    builder.sees(
+        &[(below, ground.as_str()), (placed, "air"), (built, "stone")],
+        "the rollback streamed to the builder",
+    );
+
+    let restored = console(&mut server, "restore", "restore:");
+    assert!(restored.contains("2 of 2"), "{restored}");
+    builder.sees(&griefed, "the restore streamed to the builder");
+
+    // Newest first: the restore, then the rollback, then the griefer.
+    let inspect = format!("inspect {} {} {}", placed[0], placed[1], placed[2]);
+    let newest = console(&mut server, &inspect, "restore: air -> stone");
+    let line = server
+        .wait_for_from(0, "griefer: air -> stone", Duration::from_secs(10))
+        .expect("the griefer's edit in the history");
+    assert!(newest.contains("ago"), "{newest} / {line}");
+    drop(griefer);
+    drop(builder);
+    server.stop_cleanly();
+    println!("rollback e2e took {:?}", started.elapsed());
+}
+
+impl Player {
+    fn dig(&mut self, voxel: Pos) {
+        self.client.send_packet(&Dig { voxel }).expect("dig");
+    }
+
+    fn place(&mut self, voxel: Pos, name: &str) {
+        let name = name.to_string();
+        self.client
+            .send_packet(&Place { voxel, name })
+            .expect("place");
+    }
+}
