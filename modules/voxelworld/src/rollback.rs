@@ -399,6 +399,43 @@ pub fn blocks_of(entries: &[Entry], voxel_name: &dyn Fn(u32) -> String) -> Vec<L
         .collect()
 }
 
+/// Writes the world's recorded changes to its storage in blocks; how many
+/// (on an error they stay recorded, for the next try).
+pub fn write_log(world: &mut World) -> Result<usize, storage::StorageError> {
+    if world.log.is_empty() {
+        return Ok(0);
+    }
+    let entries = world.log.take();
+    let voxels = &world.voxels;
+    let name = |id: u32| voxels.get_name(id).unwrap_or_else(|| format!("#{id}"));
+    let blocks = blocks_of(&entries, &name);
+    match world.storage_mut().append_log(&blocks) {
+        Ok(()) => Ok(entries.len()),
+        Err(error) => {
+            world.log.put_back(entries);
+            Err(error)
+        }
+    }
+}
+
+/// The stored changes since `since` in the areas `areas` (from
+/// `areas[0]` to `areas[1]`), in the order made; voxels as this run's ids.
+pub fn read_log(
+    world: &mut World,
+    since: i64,
+    areas: [[i32; 3]; 2],
+) -> Result<Vec<Entry>, LogError> {
+    let blocks = world.storage_mut().read_log(since, areas)?;
+    let voxels = &world.voxels;
+    let id = |name: &str| voxels.get_id(name);
+    let mut entries = Vec::new();
+    for block in blocks {
+        entries.extend(decode_block(&block.data, &id)?);
+    }
+    entries.sort_by_key(|e| e.time_ms);
+    Ok(entries)
+}
+
 /// What a rollback puts back at one position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Revert {
@@ -551,12 +588,8 @@ impl VoxelWorld {
         if self.world.log.is_empty() {
             return;
         }
-        let entries = self.world.log.take();
-        let voxels = &self.world.voxels;
-        let name = |id: u32| voxels.get_name(id).unwrap_or_else(|| format!("#{id}"));
-        let blocks = blocks_of(&entries, &name);
-        match self.world.storage_mut().append_log(&blocks) {
-            Ok(()) => {
+        match write_log(&mut self.world) {
+            Ok(_) => {
                 if self.rollback.failing {
                     log::info!("rollback log: written again");
                 }
@@ -566,11 +599,10 @@ impl VoxelWorld {
                 if !self.rollback.failing {
                     log::warn!(
                         "rollback log: cannot write {} edits ({error}); kept in memory and retried",
-                        entries.len()
+                        self.world.log.len()
                     );
                 }
                 self.rollback.failing = true;
-                self.world.log.put_back(entries);
             }
         }
     }
@@ -599,15 +631,7 @@ impl VoxelWorld {
         areas: [[i32; 3]; 2],
     ) -> Result<Vec<Entry>, LogError> {
         self.flush_log();
-        let blocks = self.world.storage_mut().read_log(since, areas)?;
-        let voxels = &self.world.voxels;
-        let id = |name: &str| voxels.get_id(name);
-        let mut entries = Vec::new();
-        for block in blocks {
-            entries.extend(decode_block(&block.data, &id)?);
-        }
-        entries.sort_by_key(|e| e.time_ms);
-        Ok(entries)
+        read_log(&mut self.world, since, areas)
     }
 
     /// `inspect X Y Z`: the voxel's history, newest first.
