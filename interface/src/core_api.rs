@@ -100,8 +100,9 @@ crate::calls! {
 /// `declare_settings`: the calling module's settings under `namespace`
 /// ([`crate::settings::Settings::declare`], on `core:start` and
 /// `core:continue`), replacing what it declared before under it; kept
-/// until the module unloads. The core warns about `--set` keys in the
-/// namespace that none declares.
+/// until the module unloads. The core warns about `--set` keys and
+/// `world.toml` keys in the namespace that none declares (with the nearest
+/// declared name) and refuses a value set for one that is not of its type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeclareSettings {
     pub namespace: String,
@@ -124,8 +125,33 @@ pub struct ModuleSettings {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CurrentSetting {
     pub info: crate::settings::SettingInfo,
-    /// The value set (`--set KEY=VALUE`); `None`: unset, the default holds.
+    /// The value set (`--set KEY=VALUE`, else `world.toml`); `None`:
+    /// unset, the default holds.
     pub value: Option<String>,
+    /// Where `value` came from.
+    pub source: SettingSource,
+}
+
+/// Where a setting's value comes from, strongest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SettingSource {
+    /// `--set KEY=VALUE`, for one run.
+    Set,
+    /// The module's table in `<world>/world.toml`.
+    File,
+    /// Neither: the declared default.
+    Default,
+}
+
+impl SettingSource {
+    /// As `buildat-server settings` shows it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Set => "--set",
+            Self::File => "world.toml",
+            Self::Default => "default",
+        }
+    }
 }
 
 crate::calls! {

@@ -21,9 +21,11 @@
 //! ```
 //!
 //! Owns: the [`Settings`] trait, the macro, parsing and showing a value
-//! ([`SettingValue`]), [`SettingInfo`] and [`SettingsError`]. Does not own:
-//! where values come from (the host's `get_config`: `--set KEY=VALUE`), nor
-//! the core's table of declared settings (the server).
+//! ([`SettingValue`], [`check_value`]), [`SettingInfo`] and
+//! [`SettingsError`]. Does not own: where values come from (the host's
+//! `get_config`: `--set KEY=VALUE`, else the `[NAMESPACE]` table of
+//! `<world>/world.toml`), nor the core's table of declared settings (the
+//! server).
 
 use serde::{Deserialize, Serialize};
 
@@ -165,6 +167,50 @@ pub trait Settings: Sized {
             namespace: Self::NAMESPACE.to_string(),
             settings: Self::describe(),
         })
+    }
+}
+
+/// Checks `text` as a value of the declared setting `info` by its type
+/// name, as the module's [`Settings::read`] would parse it, so a value set
+/// anywhere (`--set`, `world.toml`, the console's `set`) is refused with
+/// the same [`SettingsError`] before the module reads it. A type this
+/// crate does not know (a module's own) passes: its module checks it.
+pub fn check_value(info: &SettingInfo, text: &str) -> Result<(), SettingsError> {
+    fn check<T: SettingValue>(text: &str) -> Option<Result<(), String>> {
+        Some(T::parse_setting(text).map(drop))
+    }
+    let (optional, name) = match info.type_name.strip_prefix("optional ") {
+        Some(inner) => (true, inner),
+        None => (false, info.type_name.as_str()),
+    };
+    if optional && text.is_empty() {
+        return Ok(());
+    }
+    let checked = match name {
+        "u8" => check::<u8>(text),
+        "u16" => check::<u16>(text),
+        "u32" => check::<u32>(text),
+        "u64" => check::<u64>(text),
+        "usize" => check::<usize>(text),
+        "i8" => check::<i8>(text),
+        "i16" => check::<i16>(text),
+        "i32" => check::<i32>(text),
+        "i64" => check::<i64>(text),
+        "isize" => check::<isize>(text),
+        "f32" => check::<f32>(text),
+        "f64" => check::<f64>(text),
+        "bool" => check::<bool>(text),
+        "char" => check::<char>(text),
+        _ => None,
+    };
+    match checked {
+        Some(Err(reason)) => Err(SettingsError::Invalid {
+            key: info.key.clone(),
+            value: text.to_string(),
+            type_name: info.type_name.clone(),
+            reason,
+        }),
+        _ => Ok(()),
     }
 }
 
@@ -366,6 +412,27 @@ mod tests {
         );
         let module_error = ModuleError::from(read(&[("probe.rate", "x")]).unwrap_err());
         assert!(module_error.to_string().contains("probe.rate"));
+    }
+
+    #[test]
+    fn check_value_refuses_as_reading_would() {
+        let described = Probe::describe();
+        let by_key = |key: &str| described.iter().find(|s| s.key == key).unwrap().clone();
+        let per_ip = by_key("probe.max_per_ip");
+        assert_eq!(check_value(&per_ip, "3"), Ok(()));
+        let refused = check_value(&per_ip, "many").unwrap_err();
+        assert_eq!(refused, read(&[("probe.max_per_ip", "many")]).unwrap_err());
+        assert!(check_value(&by_key("probe.public"), "yes").is_err());
+        assert_eq!(check_value(&by_key("probe.public"), "true"), Ok(()));
+        assert_eq!(check_value(&by_key("probe.rate"), "64"), Ok(()));
+        assert_eq!(check_value(&by_key("probe.listen"), "anything"), Ok(()));
+        assert_eq!(check_value(&by_key("probe.cert"), ""), Ok(()));
+        assert!(check_value(&by_key("probe.bottom"), "-1.5").is_err());
+        let own = SettingInfo {
+            type_name: "duration".into(),
+            ..per_ip
+        };
+        assert_eq!(check_value(&own, "6h"), Ok(()), "a module's own type");
     }
 
     #[test]

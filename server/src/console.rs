@@ -25,6 +25,8 @@ commands:
   reload NAME     rebuild if changed, then reload keeping queued events;
                   the modules built against its changed API are rebuilt
                   and reloaded with it (all or none)
+  set MODULE.KEY VALUE  check a setting's value, keep it in world.toml
+                  (comments kept); MODULE reads it at its next reload
   emit NAME [TEXT]  emit an event; its payload is TEXT as a bincode string
                   (modules document which events take one), else empty
   stop            unload every module in reverse load order and exit
@@ -96,6 +98,9 @@ pub fn run_command(core: &Core, line: &str) -> String {
     if command == "emit" {
         return emit(core, line);
     }
+    if command == "set" {
+        return set(core, line);
+    }
     let argument = words.next();
     let result = match (command, argument) {
         ("help", _) => Ok(help(core)),
@@ -146,6 +151,23 @@ fn add_module_path(core: &Core, line: &str) -> String {
         return "usage: modules add DIR".to_string();
     }
     match crate::module_paths::add(core, std::path::Path::new(dir)) {
+        Ok(answer) => answer,
+        Err(error) => format!("error: {error}"),
+    }
+}
+
+/// `set KEY VALUE`: the rest of the line after KEY, trimmed, is VALUE (a
+/// string may hold spaces; empty: an unset optional).
+fn set(core: &Core, line: &str) -> String {
+    let rest = line.trim_start().trim_start_matches("set").trim_start();
+    let (key, value) = match rest.split_once(char::is_whitespace) {
+        Some((key, value)) => (key, value.trim()),
+        None => (rest, ""),
+    };
+    if key.is_empty() {
+        return "usage: set MODULE.KEY VALUE".to_string();
+    }
+    match core.set_setting(key, value) {
         Ok(answer) => answer,
         Err(error) => format!("error: {error}"),
     }

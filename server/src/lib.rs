@@ -5,7 +5,8 @@
 //! (cargo builds of modules), [`console`], [`watch`] (module file
 //! watching), [`module_paths`] (a module path added while running),
 //! [`scaffold`] (`new-module`),
-//! [`config`] and the `settings` listing ([`settings`]). Does not own any
+//! [`config`], the `settings` listing ([`settings`]) and the settings file
+//! `world.toml` ([`world_settings`]). Does not own any
 //! game behaviour: that lives in modules.
 
 pub mod builder;
@@ -16,3 +17,4 @@ pub mod module_paths;
 pub mod scaffold;
 pub mod settings;
 pub mod watch;
+pub mod world_settings;

@@ -1,9 +1,12 @@
 //! The listing `buildat-server settings` prints: every loaded module's
 //! declared settings (`buildat_interface::settings`) as a table of key,
-//! type, default, current value and help.
+//! type, default, current value, where it came from and help; and the
+//! warning about a set key no module declares, with the nearest declared
+//! name ([`not_declared`]).
 //!
-//! Owns: the table's layout. Does not own: the declarations (the modules)
-//! or collecting them (the core's `list_settings`).
+//! Owns: the table's layout, the warning's text and the nearest name (edit
+//! distance). Does not own: the declarations (the modules) or collecting
+//! them (the core's `list_settings`).
 
 use buildat_interface::core_api::ModuleSettings;
 
@@ -12,7 +15,8 @@ const EMPTY: &str = "-";
 
 /// The table of `modules`' settings: one block per module, its name on a
 /// line, then a row per setting. The current value is the one set
-/// (`--set KEY=VALUE`, marked `(set)`) or else the default.
+/// (`--set KEY=VALUE`, else `world.toml`) or else the default; SOURCE says
+/// which (`--set`, `world.toml`, `default`).
 pub fn format_table(modules: &[ModuleSettings]) -> String {
     if modules.is_empty() {
         return "no loaded module declares settings\n".to_string();
@@ -24,14 +28,14 @@ pub fn format_table(modules: &[ModuleSettings]) -> String {
             text.to_string()
         }
     };
-    let header = ["KEY", "TYPE", "DEFAULT", "VALUE", "HELP"].map(String::from);
-    let rows: Vec<(&str, [String; 5])> = modules
+    let header = ["KEY", "TYPE", "DEFAULT", "VALUE", "SOURCE", "HELP"].map(String::from);
+    let rows: Vec<(&str, [String; 6])> = modules
         .iter()
         .flat_map(|module| {
             module.settings.iter().map(|setting| {
                 let info = &setting.info;
                 let value = match &setting.value {
-                    Some(value) => format!("{} (set)", shown(value)),
+                    Some(value) => shown(value),
                     None => shown(&info.default),
                 };
                 let row = [
@@ -39,6 +43,7 @@ pub fn format_table(modules: &[ModuleSettings]) -> String {
                     info.type_name.clone(),
                     shown(&info.default),
                     value,
+                    setting.source.label().to_string(),
                     info.help.clone(),
                 ];
                 (module.module.as_str(), row)
@@ -51,7 +56,7 @@ pub fn format_table(modules: &[ModuleSettings]) -> String {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let line = |row: &[String; 5]| {
+    let line = |row: &[String; 6]| {
         let mut text = String::from("  ");
         for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
             if i + 1 == row.len() {
@@ -78,9 +83,55 @@ pub fn format_table(modules: &[ModuleSettings]) -> String {
     out
 }
 
+/// The warning for `key`, set in `source` (`--set`, `world.toml`), in a
+/// namespace of `module` that declares `declared` but not `key`: with the
+/// nearest declared name when one is near.
+pub fn not_declared<'a>(
+    key: &str,
+    module: &str,
+    source: &str,
+    declared: impl IntoIterator<Item = &'a str>,
+) -> String {
+    let hint = match nearest(key, declared) {
+        Some(name) => format!("; did you mean {name}?"),
+        None => String::new(),
+    };
+    format!(
+        "{key} is not a setting of {module}{hint} (set in {source}; `buildat-server settings` \
+         lists them)"
+    )
+}
+
+/// The name in `names` nearest to `key` by edit distance, when it is near
+/// enough to be a typo of it (at most a third of its letters, or 2, apart).
+pub fn nearest<'a>(key: &str, names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = (key.chars().count() / 3).max(2);
+    names
+        .into_iter()
+        .map(|name| (edit_distance(key, name), name))
+        .filter(|(distance, _)| *distance <= limit)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, name)| name)
+}
+
+/// Levenshtein distance in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = previous[j] + usize::from(ca != *cb);
+            current[j + 1] = substitute.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
-    use buildat_interface::core_api::CurrentSetting;
+    use buildat_interface::core_api::{CurrentSetting, SettingSource};
     use buildat_interface::settings::SettingInfo;
 
     use super::*;
@@ -93,8 +144,28 @@ mod tests {
                 default: default.into(),
                 help: format!("The {key}."),
             },
+            source: if value.is_some() {
+                SettingSource::File
+            } else {
+                SettingSource::Default
+            },
             value: value.map(String::from),
         }
+    }
+
+    #[test]
+    fn the_nearest_declared_name_is_suggested() {
+        let declared = ["main.creative", "main.motd", "main.whitelist"];
+        assert_eq!(nearest("main.creativ", declared), Some("main.creative"));
+        assert_eq!(nearest("main.mtod", declared), Some("main.motd"));
+        assert_eq!(nearest("main.everything_else", declared), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(
+            not_declared("main.creativ", "main", "world.toml", declared),
+            "main.creativ is not a setting of main; did you mean main.creative? (set in \
+             world.toml; `buildat-server settings` lists them)"
+        );
+        assert!(!not_declared("main.zzzzzzzzzz", "main", "--set", declared).contains("mean"));
     }
 
     #[test]
@@ -123,13 +194,16 @@ mod tests {
                 "u32",
                 "16",
                 "3",
-                "(set)",
+                "world.toml",
                 "The",
                 "network.max_connections_per_ip."
             ]
         );
         let unset = lines[3].split_whitespace().collect::<Vec<_>>();
-        assert_eq!(&unset[..4], ["network.tls_cert", "u32", "-", "-"]);
+        assert_eq!(
+            &unset[..5],
+            ["network.tls_cert", "u32", "-", "-", "default"]
+        );
         // Columns line up: every row's help starts where the header's does.
         let help_at = lines[1].find("HELP").unwrap();
         assert_eq!(lines[2].find("The ").unwrap(), help_at);

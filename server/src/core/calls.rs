@@ -3,8 +3,8 @@
 //! and Lua-only modules, and for cycles, through the wait-for graph), the
 //! typed form ([`Core::call_typed`]), calls addressed to the `__core`
 //! pseudo-module (load, unload, reload, list modules, register a console
-//! command, declare and list settings), and running a module's console
-//! command.
+//! command, declare and list settings: answered in `settings`), and
+//! running a module's console command.
 //!
 //! Does not own: what a load, unload or reload does (`lifecycle`), the
 //! command table (`commands`), serving a call on the module's thread
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use buildat_interface::core_api::{self, ModuleState};
 use buildat_interface::{Call, CallError, ModuleError};
 
-use super::slot::{CallReply, FULL_QUEUE_WAIT, Message, lock};
+use super::slot::{CallReply, FULL_QUEUE_WAIT, Message};
 use super::{CONSOLE_CALLER, Core, CoreError, CoreInner, commands};
 
 impl Core {
@@ -216,55 +216,6 @@ impl CoreInner {
         REPLIES
             .try_with(|replies| send_and_wait(replies))
             .unwrap_or_else(|_| send_and_wait(&Replies::new()))
-    }
-
-    /// Keeps the settings `module` declares under a namespace (replacing
-    /// what it declared there before) and warns about `--set` keys in the
-    /// namespace it does not declare (a typo the module would never read).
-    fn declare_settings(
-        &self,
-        module: &str,
-        request: core_api::DeclareSettings,
-    ) -> Result<(), ModuleError> {
-        let slot = self.get_slot(module).ok_or_else(|| {
-            ModuleError::Call(CallError::Invalid(format!(
-                "only a loaded module declares settings, not '{module}'"
-            )))
-        })?;
-        let prefix = format!("{}.", request.namespace);
-        for key in self.config.extra.keys() {
-            if key.starts_with(&prefix) && !request.settings.iter().any(|s| &s.key == key) {
-                tracing::warn!(
-                    "--set {key}: module {module} has no such setting (`buildat-server settings` \
-                     lists them)"
-                );
-            }
-        }
-        lock(&slot.settings).insert(request.namespace, request.settings);
-        Ok(())
-    }
-
-    /// Every loaded module's declared settings, in load order, each with
-    /// the value set for it (`--set`).
-    fn list_settings(&self) -> Vec<core_api::ModuleSettings> {
-        self.list_modules()
-            .into_iter()
-            .filter_map(|info| {
-                let slot = self.get_slot(&info.name)?;
-                let settings: Vec<core_api::CurrentSetting> = lock(&slot.settings)
-                    .values()
-                    .flatten()
-                    .map(|setting| core_api::CurrentSetting {
-                        value: self.config.extra.get(&setting.key).cloned(),
-                        info: setting.clone(),
-                    })
-                    .collect();
-                (!settings.is_empty()).then_some(core_api::ModuleSettings {
-                    module: info.name,
-                    settings,
-                })
-            })
-            .collect()
     }
 
     /// Calls addressed to `__core`.

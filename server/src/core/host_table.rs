@@ -101,7 +101,7 @@ impl HostCtx {
                 .join("\n"),
             config::LISTEN => settings.listen.clone(),
             config::LOG_LEVEL => settings.log_level.clone(),
-            other => settings.extra.get(other)?.clone(),
+            other => self.core.get_setting(other)?.0,
         };
         Some(value)
     }

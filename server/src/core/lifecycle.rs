@@ -53,6 +53,7 @@ impl Core {
                 None,
             )
             .map_err(|e| CoreError::Startup(e.message().to_string()))?;
+        self.inner.write_setting_defaults();
         let count = lock(&self.inner.load_order).len();
         tracing::info!(
             "server started: {count} modules loaded in {} ms",
@@ -61,8 +62,10 @@ impl Core {
         Ok(count)
     }
 
-    /// Loads a module from `dir`, or from the module paths by name.
+    /// Loads a module from `dir`, or from the module paths by name (the
+    /// settings in `world.toml` read again first).
     pub fn load_module(&self, name: &str, dir: Option<&Path>) -> Result<(), CoreError> {
+        self.inner.refresh_file_settings();
         self.inner.load_module(name, dir)
     }
 
@@ -98,8 +101,10 @@ impl Core {
     /// (a dependent that does not build leaves every one on its old code,
     /// with the compiler's message in the error), then swaps them in load
     /// order, each keeping its queue and the tmp data it stored. Answers
-    /// which were reloaded and how long building and swapping took.
+    /// which were reloaded and how long building and swapping took. The
+    /// settings in `world.toml` are read again first.
     pub fn reload_module(&self, name: &str) -> Result<Reloaded, CoreError> {
+        self.inner.refresh_file_settings();
         self.inner.reload(name)
     }
 

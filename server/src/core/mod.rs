@@ -10,8 +10,10 @@
 //! are spread over files by seam: `lifecycle` (load, unload, reload, with
 //! dependencies; the module table and load order as they change) and
 //! `calls` (calls to modules and to `__core`, typed calls, module console
-//! commands). Invariants: every call into a module runs on its own thread;
-//! a module's thread is joined before its library is closed; a panicking
+//! commands) and `settings` (the modules' settings: `--set` over
+//! `world.toml` over the declared default; the console's `set`).
+//! Invariants: every call into a module runs on its own thread; a module's
+//! thread is joined before its library is closed; a panicking
 //! module is marked failed and unloaded while every other module keeps
 //! running; events sent to a reloading module wait in its queue.
 //! Does not own: finding modules and ordering them (`__loader`), building
@@ -24,6 +26,7 @@ mod host_table;
 mod images;
 mod instance;
 mod lifecycle;
+mod settings;
 mod shared;
 mod slot;
 mod waits;
@@ -126,6 +129,9 @@ pub(crate) struct CoreInner {
     /// The folders searched for modules: the configured ones, then those
     /// added while running (`modules add DIR`).
     module_paths: RwLock<Vec<PathBuf>>,
+    /// The values of `<world>/world.toml` by dotted key, as read at start
+    /// and changed by the console's `set` (`calls.rs`); `--set` wins.
+    file_settings: RwLock<std::collections::BTreeMap<String, String>>,
 }
 
 /// The server's module host. Cheap to clone.
@@ -154,6 +160,9 @@ impl Core {
         let builder = Builder::new(config.build_dir.clone(), config.module_profile)
             .with_module_paths(config.module_paths.clone());
         let module_paths = RwLock::new(config.module_paths.clone());
+        let settings_file = config.world_path.join(crate::world_settings::FILE_NAME);
+        let file_settings = crate::world_settings::read_values(&settings_file)
+            .map_err(|e| CoreError::Startup(e.to_string()))?;
         let inner = Arc::new(CoreInner {
             build_cancel: builder.canceller(),
             builder,
@@ -173,6 +182,7 @@ impl Core {
             commands: commands::CommandTable::default(),
             built_against: Mutex::new(HashMap::new()),
             module_paths,
+            file_settings: RwLock::new(file_settings),
         });
         let supervisor = inner.clone();
         std::thread::Builder::new()

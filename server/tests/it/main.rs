@@ -2,8 +2,8 @@
 //! host in-process with real module libraries (`core`), and the real
 //! `buildat-server` binary over real sockets (`cli`, `network`,
 //! `client_file`, `world`, `game`, `inventory`, `items`, `accounts`, `tls`, `forwarded`, `creatures`,
-//! `api_reload`, `web`, `settings`, `scaffold`, `examples`, `survival`,
-//! `lua_mods`, `backup_schedule`). `common` is
+//! `api_reload`, `web`, `settings`, `settings_file`, `scaffold`, `examples`, `survival`,
+//! `lua_mods`, `backup_schedule`, `rollback`). `common` is
 //! what they share; the server driver and the wire client are
 //! `buildat-harness`'s.
 
@@ -28,8 +28,10 @@ mod living;
 mod lua_mods;
 mod network;
 mod operator_basics;
+mod rollback;
 mod scaffold;
 mod settings;
+mod settings_file;
 mod survival;
 mod tls;
 mod web;

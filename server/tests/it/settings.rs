@@ -36,20 +36,27 @@ fn settings_lists_the_network_modules_settings_with_current_values() {
     );
     assert_eq!(status, Some(0), "{output}");
     let set = row(&output, "network.max_connections_per_ip");
-    assert_eq!(&set[1..5], ["usize", "16", "3", "(set)"], "{output}");
+    assert_eq!(&set[1..5], ["usize", "16", "3", "--set"], "{output}");
     assert_eq!(
         set[5..].join(" "),
         "Connections one address may hold at once (0: unlimited).",
         "{output}"
     );
     let unset = row(&output, "network.max_frame_size");
-    assert_eq!(&unset[1..4], ["u32", "16777216", "16777216"], "{output}");
+    assert_eq!(
+        &unset[1..5],
+        ["u32", "16777216", "16777216", "default"],
+        "{output}"
+    );
     assert!(
         output.lines().any(|line| line == "network"),
         "the module's name heads its settings:\n{output}"
     );
     assert!(
-        output.contains("--set network.max_conections: module network has no such setting"),
+        output.contains(
+            "network.max_conections is not a setting of network; did you mean \
+             network.max_connections? (set in --set"
+        ),
         "a misspelt key is warned about:\n{output}"
     );
 }

@@ -1,0 +1,237 @@
+//! The modules' settings in the host: the value a module is handed for a
+//! key (`--set KEY=VALUE` for one run, else the key in its namespace's
+//! table of `<world>/world.toml`, else nothing: the module's declared
+//! default), what each module declared (`declare_settings`: set keys it
+//! does not declare warned about with the nearest declared name, a set
+//! value not of its type refused, so the module does not start on it),
+//! the listing with each value's source (`list_settings`), the commented
+//! defaults written into the file after the start, and the console's
+//! `set MODULE.KEY VALUE`.
+//!
+//! Owns: precedence and the file's values as the host holds them
+//! (`CoreInner::file_settings`: read at start, again before a console
+//! `load`/`reload` and after a `set`). Does not own: the file's format and
+//! editing (`crate::world_settings`), the warning's text
+//! (`crate::settings`), parsing a value (`buildat_interface::settings`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use buildat_interface::core_api::{self, SettingSource};
+use buildat_interface::settings::{SettingInfo, check_value};
+use buildat_interface::{CallError, ModuleError};
+
+use super::slot::lock;
+use super::{Core, CoreError, CoreInner};
+use crate::world_settings;
+
+impl Core {
+    /// `set KEY VALUE` on the console: checks `value` against the setting
+    /// a loaded module declares as `key`, writes it into `world.toml`
+    /// (comments kept), hands it out from now on, and says when the module
+    /// reads it (at its next reload).
+    pub fn set_setting(&self, key: &str, value: &str) -> Result<String, CoreError> {
+        self.inner.set_setting(key, value)
+    }
+}
+
+impl CoreInner {
+    fn settings_path(&self) -> PathBuf {
+        self.config.world_path.join(world_settings::FILE_NAME)
+    }
+
+    /// The value handed to modules for `key`, and where it comes from:
+    /// `--set` over `world.toml`; `None`: neither sets it.
+    pub(super) fn get_setting(&self, key: &str) -> Option<(String, SettingSource)> {
+        if let Some(value) = self.config.extra.get(key) {
+            return Some((value.clone(), SettingSource::Set));
+        }
+        let file = self.file_settings.read().unwrap_or_else(|e| e.into_inner());
+        file.get(key)
+            .map(|value| (value.clone(), SettingSource::File))
+    }
+
+    /// Reads `world.toml` again (an operator's edit is seen by the next
+    /// load or reload); a file that does not parse keeps the values held,
+    /// with a warning.
+    pub(super) fn refresh_file_settings(&self) {
+        match world_settings::read_values(&self.settings_path()) {
+            Ok(values) => self.replace_file_settings(values),
+            Err(error) => tracing::warn!("{error}: keeping the values read before"),
+        }
+    }
+
+    fn replace_file_settings(&self, values: BTreeMap<String, String>) {
+        *self
+            .file_settings
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = values;
+    }
+
+    /// Keeps the settings `module` declares under a namespace (replacing
+    /// what it declared there before), warns about set keys in the
+    /// namespace it does not declare (a typo the module would never read),
+    /// naming the nearest declared one, and refuses a set value that is not
+    /// of its setting's type (the module does not start on it).
+    pub(super) fn declare_settings(
+        &self,
+        module: &str,
+        request: core_api::DeclareSettings,
+    ) -> Result<(), ModuleError> {
+        let slot = self.get_slot(module).ok_or_else(|| {
+            ModuleError::Call(CallError::Invalid(format!(
+                "only a loaded module declares settings, not '{module}'"
+            )))
+        })?;
+        let prefix = format!("{}.", request.namespace);
+        let declared: Vec<&str> = request.settings.iter().map(|s| s.key.as_str()).collect();
+        let file_keys: Vec<String> = self
+            .file_settings
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        let set_keys = self.config.extra.keys().map(|key| (key, "--set"));
+        let file_keys = file_keys.iter().map(|key| (key, "world.toml"));
+        for (key, source) in set_keys.chain(file_keys) {
+            if key.starts_with(&prefix) && !declared.contains(&key.as_str()) {
+                tracing::warn!(
+                    "{}",
+                    crate::settings::not_declared(key, module, source, declared.iter().copied())
+                );
+            }
+        }
+        for info in &request.settings {
+            if let Some((value, _)) = self.get_setting(&info.key) {
+                check_value(info, &value)?;
+            }
+        }
+        lock(&slot.settings).insert(request.namespace, request.settings);
+        Ok(())
+    }
+
+    /// Every loaded module's declared settings, in load order, each with
+    /// the value set for it and where from.
+    pub(super) fn list_settings(&self) -> Vec<core_api::ModuleSettings> {
+        self.list_modules()
+            .into_iter()
+            .filter_map(|info| {
+                let slot = self.get_slot(&info.name)?;
+                let settings: Vec<core_api::CurrentSetting> = lock(&slot.settings)
+                    .values()
+                    .flatten()
+                    .map(|setting| {
+                        let (value, source) = match self.get_setting(&setting.key) {
+                            Some((value, source)) => (Some(value), source),
+                            None => (None, SettingSource::Default),
+                        };
+                        core_api::CurrentSetting {
+                            value,
+                            source,
+                            info: setting.clone(),
+                        }
+                    })
+                    .collect();
+                (!settings.is_empty()).then_some(core_api::ModuleSettings {
+                    module: info.name,
+                    settings,
+                })
+            })
+            .collect()
+    }
+
+    /// Every declared setting: (module, namespace, its settings), in load
+    /// order.
+    fn declared(&self) -> Vec<(String, String, Vec<SettingInfo>)> {
+        self.list_modules()
+            .into_iter()
+            .filter_map(|info| Some((info.name.clone(), self.get_slot(&info.name)?)))
+            .flat_map(|(module, slot)| {
+                lock(&slot.settings)
+                    .iter()
+                    .map(|(namespace, settings)| {
+                        (module.clone(), namespace.clone(), settings.clone())
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// After the start: every declared setting not in `world.toml` yet is
+    /// added to its namespace's table as a commented default under its
+    /// help (the file made when there is none). What is there is kept.
+    pub(super) fn write_setting_defaults(&self) {
+        let path = self.settings_path();
+        let declared: Vec<(String, Vec<SettingInfo>)> = self
+            .declared()
+            .into_iter()
+            .map(|(_, namespace, settings)| (namespace, settings))
+            .collect();
+        let result = world_settings::read_text(&path).and_then(|text| {
+            world_settings::add_defaults(&text, &declared).map_err(|message| {
+                world_settings::SettingsFileError::Edit {
+                    path: path.clone(),
+                    message,
+                }
+            })
+        });
+        match result {
+            Ok(None) => {}
+            Ok(Some(text)) => match world_settings::write(&path, &text) {
+                Ok(()) => tracing::info!(
+                    "{}: added the settings not in it yet, commented, with their defaults",
+                    path.display()
+                ),
+                Err(error) => tracing::warn!("{error}"),
+            },
+            Err(error) => tracing::warn!("cannot add the settings' defaults: {error}"),
+        }
+    }
+
+    fn set_setting(&self, key: &str, value: &str) -> Result<String, CoreError> {
+        let declared = self.declared();
+        let Some((module, namespace, info)) =
+            declared.iter().find_map(|(module, namespace, settings)| {
+                let info = settings.iter().find(|info| info.key == key)?;
+                Some((module, namespace, info))
+            })
+        else {
+            let keys = declared
+                .iter()
+                .flat_map(|(_, _, settings)| settings.iter().map(|s| s.key.as_str()));
+            let hint = match crate::settings::nearest(key, keys) {
+                Some(name) => format!("; did you mean {name}?"),
+                None => String::new(),
+            };
+            return Err(CoreError::Refused(format!(
+                "no loaded module declares the setting {key}{hint} (`settings` lists them)"
+            )));
+        };
+        check_value(info, value).map_err(|e| CoreError::Refused(e.to_string()))?;
+        let field = key
+            .strip_prefix(namespace.as_str())
+            .and_then(|rest| rest.strip_prefix('.'))
+            .ok_or_else(|| CoreError::Refused(format!("{key} is not in {namespace}")))?;
+        let path = self.settings_path();
+        let refused =
+            |message: String| CoreError::Refused(format!("{}: {message}", path.display()));
+        let text = world_settings::read_text(&path).map_err(|e| refused(e.to_string()))?;
+        let text = world_settings::set_value(&text, namespace, field, &info.type_name, value)
+            .map_err(refused)?;
+        world_settings::write(&path, &text).map_err(|e| refused(e.to_string()))?;
+        let values = world_settings::values_of(&text).map_err(refused)?;
+        self.replace_file_settings(values);
+        let mut answer = format!(
+            "{key} = {value:?} is in {} now; {module} reads it at the next reload of {module} \
+             (`reload {module}`)",
+            path.display()
+        );
+        if let Some(set) = self.config.extra.get(key) {
+            answer.push_str(&format!(
+                "; --set {key}={set} still wins until the server restarts without it"
+            ));
+        }
+        Ok(answer)
+    }
+}

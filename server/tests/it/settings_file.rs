@@ -1,0 +1,229 @@
+//! `<world>/world.toml` as the modules' settings file, on the real binary
+//! with the network module: a value in `[network]` is honoured (a second
+//! connection from one address refused) and listed with its source; a
+//! mistyped key is warned about with the nearest real name; the first
+//! start adds the commented defaults keeping the operator's lines; the
+//! console's `set` is checked, kept in the file with its comments and read
+//! by the next `reload`; a bad value stops the start naming the key; and
+//! in-process, `--set` wins over the file, which wins over the default.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use buildat_format::Packet;
+use buildat_harness::raw_client::RawClient;
+use buildat_network_api::DisconnectPacket;
+use buildat_test_net_probe_api::Echo;
+
+use crate::common::{self, Scratch, run_headless};
+
+const WORLD_TOML: &str = "\
+# My world's notes.
+[world]
+name = \"Settings test\"
+
+[network]
+# One connection an address, for this test.
+max_connections_per_ip = 1
+connects_per_ip_per_second = 0
+max_conections = 5
+";
+
+fn write_world_toml(scratch: &Scratch, text: &str) -> std::path::PathBuf {
+    std::fs::create_dir_all(scratch.world()).expect("world dir");
+    let path = scratch.world().join("world.toml");
+    std::fs::write(&path, text).expect("world.toml");
+    path
+}
+
+/// An echo comes back: the connection is served.
+fn echoed(client: &mut RawClient) {
+    client.queue_packet(&Echo::seq(7)).expect("queue");
+    client.flush().expect("send");
+    let packet = client
+        .recv(Duration::from_secs(30))
+        .expect("connected")
+        .expect("an echo within 30 s");
+    assert_eq!(packet.name, Echo::NAME);
+}
+
+/// Why the server closed `client`.
+fn refused(client: &mut RawClient) -> String {
+    let packets = client
+        .wait_closed(Duration::from_secs(10))
+        .expect("refused and closed");
+    packets
+        .iter()
+        .find(|p| p.name == DisconnectPacket::NAME)
+        .and_then(|p| DisconnectPacket::decode(&p.data).ok())
+        .expect("a reason is sent")
+        .reason
+}
+
+#[test]
+fn world_toml_settings_are_honoured_listed_and_set_from_the_console() {
+    let scratch = Scratch::new();
+    scratch.add_network();
+    let path = write_world_toml(&scratch, WORLD_TOML);
+
+    // `settings`: the file's value and its source; the typo named.
+    let (status, output) = run_headless(&scratch, &["settings".to_string()]);
+    assert_eq!(status, Some(0), "{output}");
+    let row = |key: &str| -> Vec<String> {
+        output
+            .lines()
+            .find(|line| line.split_whitespace().next() == Some(key))
+            .unwrap_or_else(|| panic!("no row for {key}:\n{output}"))
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(
+        row("network.max_connections_per_ip")[1..5],
+        ["usize", "16", "1", "world.toml"],
+        "{output}"
+    );
+    assert_eq!(
+        row("network.max_frame_size")[1..5],
+        ["u32", "16777216", "16777216", "default"],
+        "{output}"
+    );
+    assert!(
+        output.contains(
+            "network.max_conections is not a setting of network; did you mean \
+             network.max_connections? (set in world.toml"
+        ),
+        "the typo is warned about with the real name:\n{output}"
+    );
+
+    // The first start added every setting, commented under its help, and
+    // kept the operator's lines.
+    let text = std::fs::read_to_string(&path).expect("world.toml");
+    assert!(text.starts_with(WORLD_TOML), "kept as it was:\n{text}");
+    assert!(
+        text.contains("# Largest frame a peer may send, in bytes.\n# max_frame_size = 16777216\n"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("# max_connections_per_ip ="),
+        "set: not added:\n{text}"
+    );
+
+    // The real server honours it: a second connection is refused.
+    let mut args = scratch.server_args();
+    args.extend(["--listen", "127.0.0.1:0", "--no-watch"].map(String::from));
+    let mut server = common::start_server(&args, Stdio::piped());
+    let address = server.listen_address();
+    server.expect_line("server started", Duration::from_secs(60));
+    let mut first = RawClient::connect(&address).expect("connect");
+    echoed(&mut first);
+    let mut second = RawClient::connect(&address).expect("connect");
+    let reason = refused(&mut second);
+    assert!(reason.contains("too many connections"), "{reason}");
+
+    // `set`: checked against the declaration, kept in the file with its
+    // comments, read by the next reload.
+    let answer = common::console(&mut server, "set network.max_frame_size lots", "error");
+    assert!(
+        answer.contains("network.max_frame_size") && answer.contains("'lots' is not a valid u32"),
+        "{answer}"
+    );
+    let answer = common::console(
+        &mut server,
+        "set network.max_conections 3",
+        "did you mean network.max_connections",
+    );
+    assert!(answer.contains("error"), "{answer}");
+    common::console(
+        &mut server,
+        "set network.max_frame_size 65536",
+        "at the next reload of network",
+    );
+    common::console(
+        &mut server,
+        "set network.max_connections_per_ip 3",
+        "at the next reload of network",
+    );
+    let text = std::fs::read_to_string(&path).expect("world.toml");
+    assert!(
+        text.contains("# One connection an address, for this test.\nmax_connections_per_ip = 3\n"),
+        "the value replaced, its comment kept:\n{text}"
+    );
+    assert!(text.contains("max_frame_size = 65536\n"), "{text}");
+    assert!(
+        !text.contains("# max_frame_size ="),
+        "the commented line replaced:\n{text}"
+    );
+    assert!(text.starts_with("# My world's notes.\n[world]\nname = \"Settings test\"\n"));
+    assert!(
+        text.contains("\nmax_conections = 5\n"),
+        "the rest kept:\n{text}"
+    );
+    common::console(&mut server, "reload network", "reloaded");
+    let mut more: Vec<RawClient> = (0..2)
+        .map(|_| RawClient::connect(&address).expect("connect"))
+        .collect();
+    for client in &mut more {
+        echoed(client);
+    }
+    server.send("stop");
+    assert_eq!(server.wait_exit(Duration::from_secs(30)), Some(0));
+}
+
+#[test]
+fn a_bad_value_in_world_toml_stops_the_start_naming_the_key() {
+    let scratch = Scratch::new();
+    scratch.add_network();
+    write_world_toml(&scratch, "[network]\nmax_frame_size = \"lots\"\n");
+    let mut args = scratch.server_args();
+    args.extend(["--listen", "127.0.0.1:0", "--no-watch"].map(String::from));
+    let mut server = common::start_server(&args, Stdio::null());
+    let status = server.wait_exit(Duration::from_secs(120));
+    let output = server.output();
+    assert!(
+        matches!(status, Some(code) if code != 0),
+        "{status:?}\n{output}"
+    );
+    assert!(
+        output.contains("setting network.max_frame_size: 'lots' is not a valid u32"),
+        "{output}"
+    );
+    assert!(output.contains("the server did not start"), "{output}");
+}
+
+#[test]
+fn set_wins_over_the_file_which_wins_over_the_default() {
+    use buildat_interface::config::HEADLESS;
+    use buildat_interface::core_api::{ListSettings, SettingSource};
+
+    let scratch = Scratch::new();
+    scratch.add_network();
+    write_world_toml(
+        &scratch,
+        "[network]\nmax_name_len = 5\nmax_frame_size = 1000\n",
+    );
+    let core = scratch.core(&[(HEADLESS, "1"), ("network.max_name_len", "9")]);
+    core.start().expect("the modules load");
+    let listed = core.call_typed(&ListSettings {}, None).expect("list");
+    let setting = |key: &str| {
+        listed
+            .iter()
+            .flat_map(|m| &m.settings)
+            .find(|s| s.info.key == key)
+            .map(|s| (s.value.clone(), s.source))
+            .unwrap_or_else(|| panic!("{key} is declared"))
+    };
+    assert_eq!(
+        setting("network.max_name_len"),
+        (Some("9".into()), SettingSource::Set)
+    );
+    assert_eq!(
+        setting("network.max_frame_size"),
+        (Some("1000".into()), SettingSource::File)
+    );
+    assert_eq!(
+        setting("network.idle_timeout_ms"),
+        (None, SettingSource::Default)
+    );
+    core.stop_all();
+}
