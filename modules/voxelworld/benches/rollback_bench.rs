@@ -5,7 +5,7 @@
 //! it (one of them, the griefer, 100,000 of those), recorded as the
 //! module records them (`World::set_voxel_by`), written every 50,000 edits
 //! (about 10 s of 500 bots at 10 edits a second) as the module writes them
-//! (`rollback::write_log`). The file's growth (after a WAL checkpoint,
+//! (`rollback::write_log`, a slice of `WRITE_SLICE` edits a tick). The file's growth (after a WAL checkpoint,
 //! sections not saved again) over the edits is the bytes an edit. Then the
 //! rollback of the griefer's edits: the log read and decoded, what to put
 //! back chosen (`rollback::select`), and each voxel checked and set with a
@@ -21,6 +21,7 @@ use std::time::Instant;
 
 use buildat_format::encode_voxels;
 use buildat_module_voxelworld::rollback::{self, now_ms};
+use buildat_module_voxelworld::world::World;
 use buildat_voxel::geometry::{Pos, SectionSize};
 use buildat_worldgen_terrain as terrain;
 use rusqlite::Connection;
@@ -38,6 +39,17 @@ fn file_bytes(path: &std::path::Path) -> u64 {
     let wal = path.with_extension("sqlite-wal");
     std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
         + std::fs::metadata(wal).map(|m| m.len()).unwrap_or(0)
+}
+
+/// Writes everything recorded, a slice at a time as the module's ticks do.
+fn write_all(world: &mut World, total: &mut f64, slowest: &mut f64) {
+    while !world.log.is_empty() {
+        let t = Instant::now();
+        rollback::write_log(world, rollback::WRITE_SLICE).expect("write");
+        let took = t.elapsed().as_secs_f64();
+        *total += took;
+        *slowest = slowest.max(took);
+    }
 }
 
 fn main() {
@@ -94,7 +106,7 @@ fn main() {
         })
         .collect();
     let started = Instant::now();
-    let mut write_time = 0.0;
+    let (mut write_time, mut slowest_slice) = (0.0, 0.0f64);
     let mut griefed = 0;
     for i in 0..EDITS {
         let r = next();
@@ -119,15 +131,11 @@ fn main() {
             world.commit();
         }
         if i % WRITE_EVERY == WRITE_EVERY - 1 {
-            let t = Instant::now();
-            rollback::write_log(&mut world).expect("write");
-            write_time += t.elapsed().as_secs_f64();
+            write_all(&mut world, &mut write_time, &mut slowest_slice);
         }
     }
     world.commit();
-    let t = Instant::now();
-    rollback::write_log(&mut world).expect("write");
-    write_time += t.elapsed().as_secs_f64();
+    write_all(&mut world, &mut write_time, &mut slowest_slice);
     let edit_time = started.elapsed().as_secs_f64();
     let after_bytes = file_bytes(&path);
     let logged = after_bytes.saturating_sub(before_bytes);
@@ -155,7 +163,7 @@ fn main() {
         }
     }
     world.commit();
-    rollback::write_log(&mut world).expect("write");
+    rollback::write_log(&mut world, usize::MAX).expect("write");
     let apply_time = t.elapsed().as_secs_f64();
 
     println!("| rollback log ({EDITS} edits by {PLAYERS} players, SQLite) | value |");
@@ -176,6 +184,11 @@ fn main() {
         "| writing the log: {} writes, in all | {:.3} s |",
         EDITS.div_ceil(WRITE_EVERY),
         write_time
+    );
+    println!(
+        "| the slowest slice of {} edits written (a tick's share) | {:.1} ms |",
+        rollback::WRITE_SLICE,
+        slowest_slice * 1e3
     );
     println!("| griefer's edits made / found in the log | {griefed} / {edits} |");
     println!(

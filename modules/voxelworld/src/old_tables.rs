@@ -25,6 +25,7 @@ const WORLD_TABLES: &[&str] = &[
     "node",
     "quarantine",
     "module_value",
+    "rollback_block",
 ];
 
 /// Checks a table name: a plain identifier, not one of the world's.
@@ -156,7 +157,14 @@ mod tests {
         assert_eq!(table.get(&table.rows[1], "n"), Some(&OldCell::Null));
         assert_eq!(table.get(&table.rows[1], "none"), None);
         assert_eq!(read_old_table(&path, "main_bans").unwrap(), None);
-        for refused in ["section", "module_value", "sqlite_master", "a; DROP", ""] {
+        for refused in [
+            "section",
+            "module_value",
+            "rollback_block",
+            "sqlite_master",
+            "a; DROP",
+            "",
+        ] {
             assert!(read_old_table(&path, refused).is_err(), "{refused}");
             assert!(drop_old_tables(&path, &[refused.to_string()]).is_err());
         }

@@ -35,6 +35,9 @@ pub const AREA: i32 = 128;
 pub const FLUSH_INTERVAL_S: f64 = 10.0;
 /// Edits in memory that make a write before its time.
 const FLUSH_EDITS: usize = 200_000;
+/// Edits one tick writes at most (a write goes on over the next ticks):
+/// packing them costs the world's thread a few milliseconds at a time.
+pub const WRITE_SLICE: usize = 4096;
 /// Edits kept in memory while storage fails, at most (the oldest go past it).
 const MAX_UNWRITTEN: usize = 2_000_000;
 /// Seconds between two prunings.
@@ -141,11 +144,12 @@ impl Recorder {
         self.pending.is_empty()
     }
 
-    /// The pending changes with their actors' names, emptied.
-    pub fn take(&mut self) -> Vec<Entry> {
-        let pending = std::mem::take(&mut self.pending);
-        let entries = pending
-            .into_iter()
+    /// The oldest `limit` pending changes with their actors' names, taken.
+    pub fn take(&mut self, limit: usize) -> Vec<Entry> {
+        let n = limit.min(self.pending.len());
+        let entries = self
+            .pending
+            .drain(..n)
             .map(|l| Entry {
                 time_ms: l.time_ms,
                 pos: l.pos,
@@ -154,7 +158,7 @@ impl Recorder {
                 by: self.actors[l.actor as usize].clone(),
             })
             .collect();
-        if self.actors.len() > 4096 {
+        if self.pending.is_empty() && self.actors.len() > 4096 {
             self.actors.clear();
             self.actor_index.clear();
         }
@@ -399,13 +403,13 @@ pub fn blocks_of(entries: &[Entry], voxel_name: &dyn Fn(u32) -> String) -> Vec<L
         .collect()
 }
 
-/// Writes the world's recorded changes to its storage in blocks; how many
-/// (on an error they stay recorded, for the next try).
-pub fn write_log(world: &mut World) -> Result<usize, storage::StorageError> {
+/// Writes the world's oldest `limit` recorded changes to its storage in
+/// blocks; how many (on an error they stay recorded, for the next try).
+pub fn write_log(world: &mut World, limit: usize) -> Result<usize, storage::StorageError> {
     if world.log.is_empty() {
         return Ok(0);
     }
-    let entries = world.log.take();
+    let entries = world.log.take(limit);
     let voxels = &world.voxels;
     let name = |id: u32| voxels.get_name(id).unwrap_or_else(|| format!("#{id}"));
     let blocks = blocks_of(&entries, &name);
@@ -536,6 +540,8 @@ pub struct RollbackState {
     pub keep_days: u32,
     since_flush: f64,
     since_prune: f64,
+    /// A write of the log is going on, a slice a tick.
+    writing: bool,
     /// Previews by who made them (`""`: the console).
     plans: HashMap<String, Plan>,
     /// Rollbacks applied, newest last: (position, what was replaced, what was put).
@@ -573,8 +579,14 @@ impl VoxelWorld {
         state.since_flush += dtime;
         state.since_prune += dtime;
         if state.since_flush >= FLUSH_INTERVAL_S || self.world.log.len() >= FLUSH_EDITS {
-            self.rollback.since_flush = 0.0;
-            self.flush_log();
+            state.since_flush = 0.0;
+            state.writing = true;
+        }
+        if self.rollback.writing {
+            self.write_log_slice(WRITE_SLICE);
+            if self.world.log.is_empty() || self.rollback.failing {
+                self.rollback.writing = false;
+            }
         }
         if self.rollback.since_prune >= PRUNE_INTERVAL_S {
             self.rollback.since_prune = 0.0;
@@ -585,10 +597,15 @@ impl VoxelWorld {
     /// Writes what is in memory to storage (kept for the next try when
     /// storage fails, one warning until it works again).
     pub(crate) fn flush_log(&mut self) {
+        self.write_log_slice(usize::MAX);
+    }
+
+    /// Writes the oldest `limit` changes in memory to storage.
+    fn write_log_slice(&mut self, limit: usize) {
         if self.world.log.is_empty() {
             return;
         }
-        match write_log(&mut self.world) {
+        match write_log(&mut self.world, limit) {
             Ok(_) => {
                 if self.rollback.failing {
                     log::info!("rollback log: written again");
@@ -1226,6 +1243,39 @@ mod tests {
                 .nth(1)
                 .is_some_and(|l| l.ends_with("restore: stone -> air"))
         );
+    }
+
+    /// The recorder hands out its oldest changes a slice at a time, with
+    /// their actors, and puts back what could not be written before newer
+    /// ones; it records nothing while off.
+    #[test]
+    fn the_recorder_is_written_in_slices_oldest_first() {
+        let mut recorder = Recorder::default();
+        recorder.record([0, 0, 0], 0, 2, Some("ann"));
+        assert!(recorder.is_empty(), "off");
+        recorder.enabled = true;
+        recorder.record([1, 0, 0], 0, 2, Some("ann"));
+        recorder.record([2, 0, 0], 0, 2, None);
+        recorder.record([3, 0, 0], 2, 0, Some("bob"));
+        let first = recorder.take(2);
+        assert_eq!(
+            first
+                .iter()
+                .map(|e| (e.pos[0], e.by.as_str()))
+                .collect::<Vec<_>>(),
+            vec![(1, "ann"), (2, UNNAMED)]
+        );
+        recorder.record([4, 0, 0], 2, 0, Some("ann"));
+        recorder.put_back(first.clone());
+        let all = recorder.take(usize::MAX);
+        assert_eq!(
+            all.iter()
+                .map(|e| (e.pos[0], e.by.as_str()))
+                .collect::<Vec<_>>(),
+            vec![(1, "ann"), (2, UNNAMED), (3, "bob"), (4, "ann")]
+        );
+        assert_eq!(all[0].time_ms, first[0].time_ms, "its time kept");
+        assert!(recorder.is_empty());
     }
 
     #[test]
