@@ -53,7 +53,17 @@ impl Core {
                 None,
             )
             .map_err(|e| CoreError::Startup(e.message().to_string()))?;
-        self.inner.write_setting_defaults();
+        self.inner.warn_unclaimed_settings();
+        // Not for a headless command: `restore` takes the backup's
+        // world.toml only into a world whose file is voxelworld's default.
+        if !self
+            .inner
+            .config
+            .extra
+            .contains_key(buildat_interface::config::HEADLESS)
+        {
+            self.inner.write_setting_defaults();
+        }
         let count = lock(&self.inner.load_order).len();
         tracing::info!(
             "server started: {count} modules loaded in {} ms",

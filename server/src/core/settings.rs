@@ -158,6 +158,45 @@ impl CoreInner {
             .collect()
     }
 
+    /// After the start: warns about set keys (`--set`, `world.toml`) in a
+    /// namespace no loaded module declares (a misspelt module name), with
+    /// the nearest declared key; `world.toml`'s `[world]` table is
+    /// voxelworld's own, not settings. Keys in a declared namespace were
+    /// warned about when it was declared.
+    pub(super) fn warn_unclaimed_settings(&self) {
+        let declared = self.declared();
+        let namespaces: Vec<&str> = declared.iter().map(|(_, n, _)| n.as_str()).collect();
+        let keys: Vec<&str> = declared
+            .iter()
+            .flat_map(|(_, _, settings)| settings.iter().map(|s| s.key.as_str()))
+            .collect();
+        let file_keys: Vec<String> = self
+            .file_settings
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        let set_keys = self.config.extra.keys().map(|key| (key, "--set"));
+        let file_keys = file_keys.iter().map(|key| (key, "world.toml"));
+        for (key, source) in set_keys.chain(file_keys) {
+            let Some((namespace, _)) = key.split_once('.') else {
+                continue;
+            };
+            if namespaces.contains(&namespace) || (source == "world.toml" && namespace == "world") {
+                continue;
+            }
+            let hint = match crate::settings::nearest(key, keys.iter().copied()) {
+                Some(name) => format!("; did you mean {name}?"),
+                None => String::new(),
+            };
+            tracing::warn!(
+                "{key} is not a setting of any loaded module{hint} (set in {source}; \
+                 `buildat-server settings` lists them)"
+            );
+        }
+    }
+
     /// After the start: every declared setting not in `world.toml` yet is
     /// added to its namespace's table as a commented default under its
     /// help (the file made when there is none). What is there is kept.

@@ -27,6 +27,9 @@ name = \"Settings test\"
 max_connections_per_ip = 1
 connects_per_ip_per_second = 0
 max_conections = 5
+
+[netwrok]
+max_frame_size = 1
 ";
 
 fn write_world_toml(scratch: &Scratch, text: &str) -> std::path::PathBuf {
@@ -95,18 +98,21 @@ fn world_toml_settings_are_honoured_listed_and_set_from_the_console() {
         ),
         "the typo is warned about with the real name:\n{output}"
     );
-
-    // The first start added every setting, commented under its help, and
-    // kept the operator's lines.
-    let text = std::fs::read_to_string(&path).expect("world.toml");
-    assert!(text.starts_with(WORLD_TOML), "kept as it was:\n{text}");
     assert!(
-        text.contains("# Largest frame a peer may send, in bytes.\n# max_frame_size = 16777216\n"),
-        "{text}"
+        output.contains(
+            "netwrok.max_frame_size is not a setting of any loaded module; did you mean \
+             network.max_frame_size? (set in world.toml"
+        ),
+        "a misspelt table too:\n{output}"
     );
     assert!(
-        !text.contains("# max_connections_per_ip ="),
-        "set: not added:\n{text}"
+        !output.contains("world.name is not"),
+        "[world] is voxelworld's own:\n{output}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("world.toml"),
+        WORLD_TOML,
+        "a headless command leaves the file as it is (restore needs voxelworld's default)"
     );
 
     // The real server honours it: a second connection is refused.
@@ -120,6 +126,26 @@ fn world_toml_settings_are_honoured_listed_and_set_from_the_console() {
     let mut second = RawClient::connect(&address).expect("connect");
     let reason = refused(&mut second);
     assert!(reason.contains("too many connections"), "{reason}");
+
+    // The first start (not the headless `settings`) added every setting,
+    // commented under its help, and kept the operator's lines.
+    let text = std::fs::read_to_string(&path).expect("world.toml");
+    for kept in [
+        "# My world's notes.\n[world]\nname = \"Settings test\"\n\n[network]\n",
+        "# One connection an address, for this test.\nmax_connections_per_ip = 1\n\
+         connects_per_ip_per_second = 0\nmax_conections = 5\n",
+        "[netwrok]\nmax_frame_size = 1\n",
+    ] {
+        assert!(text.contains(kept), "{kept:?} kept as it was:\n{text}");
+    }
+    assert!(
+        text.contains("# Largest frame a peer may send, in bytes.\n# max_frame_size = 16777216\n"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("# max_connections_per_ip ="),
+        "set: not added:\n{text}"
+    );
 
     // `set`: checked against the declaration, kept in the file with its
     // comments, read by the next reload.

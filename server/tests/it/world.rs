@@ -560,9 +560,15 @@ fn a_backup_taken_while_a_player_plays_restores_section_for_section_byte_for_byt
             node.0
         );
     }
-    assert_eq!(
-        std::fs::read_to_string(restored.join("world.toml")).unwrap(),
-        std::fs::read_to_string(scratch.world().join("world.toml")).unwrap()
+    // The world's own fields; the modules' tables the server added after
+    // them are not taken from a backup (a headless restore adds none).
+    let original = std::fs::read_to_string(scratch.world().join("world.toml")).unwrap();
+    let restored_toml = std::fs::read_to_string(restored.join("world.toml")).unwrap();
+    assert!(
+        original.starts_with(&restored_toml),
+        "{restored_toml}
+---
+{original}"
     );
     // Not twice into one world.
     let (status, output) = restore(&scratch);
