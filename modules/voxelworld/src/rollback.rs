@@ -281,8 +281,13 @@ fn read_names(data: &[u8], at: &mut usize) -> Result<Vec<String>, LogError> {
 pub fn encode_block(entries: &[Entry], voxel_name: &dyn Fn(u32) -> String) -> Vec<u8> {
     let mut actors = Names::default();
     let mut types = Names::default();
+    // Each type's name looked up once a block.
+    let mut local_of: HashMap<u32, u64> = HashMap::new();
     let mut voxel = |v: u32| -> u64 {
-        let local = types.of(&voxel_name(VoxelInstance(v).type_id()));
+        let type_id = VoxelInstance(v).type_id();
+        let local = *local_of
+            .entry(type_id)
+            .or_insert_with(|| types.of(&voxel_name(type_id)));
         (local << (32 - TYPE_ID_BITS)) | u64::from(v >> TYPE_ID_BITS)
     };
     let mut columns: [Vec<u8>; 7] = Default::default();
