@@ -439,7 +439,16 @@ pub fn read_log(
     let id = |name: &str| voxels.get_id(name);
     let mut entries = Vec::new();
     for block in blocks {
-        entries.extend(decode_block(&block.data, &id)?);
+        // One damaged block does not hide the others.
+        match decode_block(&block.data, &id) {
+            Ok(decoded) => entries.extend(decoded),
+            Err(error) => log::warn!(
+                "rollback log: the block of area {:?} from {} to {} ms is skipped: {error}",
+                block.area,
+                block.t0,
+                block.t1
+            ),
+        }
     }
     entries.sort_by_key(|e| e.time_ms);
     Ok(entries)
@@ -1281,6 +1290,90 @@ mod tests {
         );
         assert_eq!(all[0].time_ms, first[0].time_ms, "its time kept");
         assert!(recorder.is_empty());
+    }
+
+    /// `rollback.keep_days` through the module: at start, the blocks
+    /// that ended more than that many days ago go, the newer stay; with
+    /// `rollback.enabled=false` an edit is not logged.
+    #[test]
+    fn the_module_prunes_at_start_and_a_disabled_log_records_nothing() {
+        use buildat_interface::testing::TestHost;
+        use buildat_voxel::BlockDefinition;
+        use buildat_voxel::geometry::SectionSize;
+        use buildat_voxelworld_api::ChunkData;
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("world.sqlite");
+        let day = 86_400_000;
+        let now = now_ms();
+        let block = |t1: i64| LogBlock {
+            t0: t1 - 1000,
+            t1,
+            area: [0, 0, 0],
+            // The newer one damaged: skipped by inspect, not in its way.
+            data: if t1 < now - 3 * day {
+                encode_block(&[], &|_| String::new())
+            } else {
+                vec![BLOCK_VERSION, 0xff]
+            },
+        };
+        let mut storage =
+            crate::storage::SqliteStorage::open(&path, SectionSize::default()).expect("opens");
+        crate::storage::WorldStorage::append_log(
+            &mut storage,
+            &[block(now - 4 * day), block(now - 2 * day)],
+        )
+        .expect("appended");
+        drop(storage);
+        let all = [[i32::MIN; 3], [i32::MAX; 3]];
+        let kit = TestHost::new()
+            .world_path(dir.path())
+            .config("rollback.keep_days", "3")
+            .config("rollback.enabled", "false");
+        let mut world = kit.load::<VoxelWorld>().expect("loads");
+        let left = world
+            .module_mut()
+            .world
+            .storage_mut()
+            .read_log(i64::MIN, all)
+            .expect("read");
+        assert_eq!(left, vec![block(now - 2 * day)], "only the older went");
+
+        let stone = world
+            .call(&RegisterBlock {
+                block: BlockDefinition::simple("stone", "stone.png"),
+            })
+            .expect("registers")[0];
+        let chunks = SectionSize::default()
+            .chunks_of_section([0, 0, 0])
+            .into_iter()
+            .map(|chunk| {
+                let voxels = vec![buildat_voxel::AIR; CHUNK_SIZE.pow(3) as usize];
+                let blob = buildat_format::encode_voxels(&voxels, |_| Some("air")).expect("blob");
+                (chunk, ChunkData { node_id: 0, blob })
+            })
+            .collect();
+        world
+            .call(&ApplyGenerated {
+                section: GeneratedSection {
+                    section: [0, 0, 0],
+                    chunks,
+                },
+            })
+            .expect("applied");
+        world
+            .call(&EditVoxel {
+                pos: [1, 1, 1],
+                voxel: stone,
+                replace: Replace::Any,
+                save: true,
+                by: Some("ann".into()),
+            })
+            .expect("edited");
+        let answer = world
+            .command("inspect", &["1", "1", "1"], None)
+            .expect("runs");
+        assert!(answer.contains("no change logged"), "{answer}");
     }
 
     #[test]
