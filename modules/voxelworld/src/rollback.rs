@@ -59,6 +59,8 @@ buildat_interface::settings! {
         enabled: bool = true,
         /// Days the log keeps; older blocks are pruned at start and daily (0: kept for ever).
         keep_days: u32 = 14,
+        /// Megabytes of packed blocks the log keeps at most; the oldest past it are pruned at start and daily (0: no cap).
+        max_mb: u64 = 0,
     }
 }
 
@@ -552,6 +554,8 @@ pub struct RollbackState {
     /// `rollback.enabled`.
     pub enabled: bool,
     pub keep_days: u32,
+    /// `rollback.max_mb`.
+    pub max_mb: u64,
     since_flush: f64,
     since_prune: f64,
     /// A write of the log is going on, a slice a tick.
@@ -568,6 +572,7 @@ impl RollbackState {
         Self {
             enabled: settings.enabled,
             keep_days: settings.keep_days,
+            max_mb: settings.max_mb,
             ..Self::default()
         }
     }
@@ -638,8 +643,20 @@ impl VoxelWorld {
         }
     }
 
-    /// Deletes blocks older than `rollback.keep_days` before `now`.
+    /// Deletes blocks older than `rollback.keep_days` before `now`, then
+    /// the oldest past `rollback.max_mb`.
     pub(crate) fn prune_log(&mut self, now: i64) {
+        if self.rollback.max_mb > 0 {
+            let max_bytes = self.rollback.max_mb.saturating_mul(1_000_000);
+            match self.world.storage_mut().prune_log_to(max_bytes) {
+                Ok(0) | Err(storage::StorageError::NoLog) => {}
+                Ok(n) => log::info!(
+                    "rollback log: pruned the {n} oldest blocks past {} MB",
+                    self.rollback.max_mb
+                ),
+                Err(error) => log::warn!("rollback log: cannot prune by size ({error})"),
+            }
+        }
         if self.rollback.keep_days == 0 {
             return;
         }
@@ -1076,7 +1093,7 @@ mod tests {
     /// area; pruning deletes the blocks that ended before the cut, whole,
     /// and nothing else.
     #[test]
-    fn pruning_removes_only_blocks_older_than_the_cut() {
+    fn pruning_removes_only_blocks_older_than_the_cut_or_past_the_size() {
         for test_world in crate::storage::testing::each_backend() {
             let mut storage = test_world.open(buildat_voxel::geometry::SectionSize::default());
             let block = |t0: i64, t1: i64, area: [i32; 3]| LogBlock {
@@ -1111,6 +1128,44 @@ mod tests {
             assert!(left.iter().all(|b| b.t1 >= now - 14 * day));
             assert_eq!(left[0], block(now - 15 * day, now - 13 * day, [0, 0, 0]));
             assert_eq!(storage.prune_log(now - 14 * day).expect("pruned"), 0);
+
+            // By size: the newest blocks whose blobs fit stay.
+            let sized = |t1: i64, bytes: usize| LogBlock {
+                t0: t1 - 10,
+                t1,
+                area: [1, 1, 1],
+                data: vec![7; bytes],
+            };
+            storage
+                .append_log(&[
+                    sized(now + 30, 100),
+                    sized(now + 10, 100),
+                    sized(now + 20, 100),
+                ])
+                .expect("appended");
+            let total = |storage: &mut Box<dyn crate::storage::WorldStorage>| -> usize {
+                storage
+                    .read_log(i64::MIN, all)
+                    .expect("read")
+                    .iter()
+                    .map(|b| b.data.len())
+                    .sum()
+            };
+            assert_eq!(total(&mut storage), 309);
+            assert_eq!(storage.prune_log_to(10_000).expect("pruned"), 0, "all fit");
+            assert_eq!(
+                storage.prune_log_to(250).expect("pruned"),
+                4,
+                "{}",
+                test_world.backend
+            );
+            let left = storage.read_log(i64::MIN, all).expect("read");
+            assert_eq!(
+                left.iter().map(|b| b.t1).collect::<Vec<_>>(),
+                vec![now + 20, now + 30],
+                "{}: the two newest",
+                test_world.backend
+            );
         }
     }
 

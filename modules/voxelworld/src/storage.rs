@@ -176,7 +176,32 @@ pub trait WorldStorage: Send {
     fn prune_log(&mut self, _before: i64) -> Result<u64, StorageError> {
         Err(StorageError::NoLog)
     }
+    /// Deletes the rollback log's oldest blocks (by end) until their
+    /// blobs hold at most `max_bytes` together; how many.
+    fn prune_log_to(&mut self, _max_bytes: u64) -> Result<u64, StorageError> {
+        Err(StorageError::NoLog)
+    }
 }
+
+/// The rollback log's blocks past the newest `max_bytes` of blobs (SQLite
+/// and PostgreSQL alike; `ID` is the row's id column).
+macro_rules! prune_to_sql {
+    ($id:literal, $param:literal) => {
+        concat!(
+            "DELETE FROM rollback_block WHERE ",
+            $id,
+            " IN (SELECT ",
+            $id,
+            " FROM (SELECT ",
+            $id,
+            ", SUM(length(data)) OVER (ORDER BY t1 DESC, t0 DESC ROWS BETWEEN UNBOUNDED PRECEDING \
+             AND CURRENT ROW) AS kept FROM rollback_block) AS newest WHERE kept > ",
+            $param,
+            ")"
+        )
+    };
+}
+pub(crate) use prune_to_sql;
 
 /// The world as stored when [`WorldStorage::snapshot`] was called: later
 /// saves are not seen. Dropping it ends the read.
@@ -659,6 +684,14 @@ impl WorldStorage for SqliteStorage {
         let deleted = self
             .connection
             .execute("DELETE FROM rollback_block WHERE t1 < ?1", params![before])?;
+        Ok(deleted as u64)
+    }
+
+    fn prune_log_to(&mut self, max_bytes: u64) -> Result<u64, StorageError> {
+        let max = i64::try_from(max_bytes).unwrap_or(i64::MAX);
+        let deleted = self
+            .connection
+            .execute(prune_to_sql!("rowid", "?1"), params![max])?;
         Ok(deleted as u64)
     }
 }

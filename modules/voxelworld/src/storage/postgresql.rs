@@ -1045,6 +1045,14 @@ impl WorldStorage for PgStorage {
                 .execute("DELETE FROM rollback_block WHERE t1 < $1", &[&before])
         })
     }
+
+    fn prune_log_to(&mut self, max_bytes: u64) -> Result<u64, StorageError> {
+        let max = i64::try_from(max_bytes).unwrap_or(i64::MAX);
+        self.with(|c| {
+            c.client
+                .execute(super::prune_to_sql!("ctid", "$1"), &[&max])
+        })
+    }
 }
 
 /// A value claimed: written only where the key holds nothing.
