@@ -1,11 +1,12 @@
 //! The rollback log on the real server: a griefer's edits are logged with
-//! its name, `inspect` shows them, `rollback griefer 10m` previews and
-//! `rollback confirm` puts the voxels back while another player, standing
-//! there, is streamed the change (its own edit stays); `restore` brings the
-//! griefer's voxels again.
+//! its name, `inspect` shows them, `rollback griefer 10m` previews (on the
+//! console and in chat) and `/rollback confirm` in chat puts the voxels
+//! back while the player who ran it, standing there, is streamed the
+//! change (its own edit stays); `restore` brings the griefer's voxels
+//! again.
 
 use buildat_format::Packet;
-use buildat_main_api::{Dig, Join, Place, Refused, Spawn};
+use buildat_main_api::{Chat, ChatLine, Dig, Join, Place, Refused, Spawn};
 use buildat_voxelworld_api::stream::{Ack, Chunk, Registry, VoxelUpdates};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -22,6 +23,8 @@ struct Player {
     spawned: bool,
     names: Vec<String>,
     chunks: HashMap<Pos, Vec<u32>>,
+    /// Chat lines received.
+    chat: Vec<String>,
 }
 
 impl Player {
@@ -38,6 +41,7 @@ impl Player {
             spawned: false,
             names: Vec::new(),
             chunks: HashMap::new(),
+            chat: Vec::new(),
         };
         player
             .pump_until(Duration::from_secs(120), |p| {
@@ -96,6 +100,10 @@ impl Player {
                         }
                     }
                 }
+                ChatLine::NAME => {
+                    self.chat
+                        .push(ChatLine::decode(&packet.data).expect("chat line").text);
+                }
                 Refused::NAME => {
                     panic!(
                         "refused: {}",
@@ -140,7 +148,11 @@ fn a_griefers_edits_are_rolled_back_while_another_player_watches_and_restored() 
     let started = Instant::now();
     let scratch = Scratch::new();
     scratch.add_game();
-    let (mut server, address) = crate::common::start_small_game(&scratch, &[]);
+    // Guests may run the log's commands (privilege `server`) in chat.
+    let (mut server, address) = crate::common::start_small_game(
+        &scratch,
+        &["main.default_privileges=interact,shout,server"],
+    );
     let mut griefer = Player::join(&address, "griefer");
     let mut builder = Player::join(&address, "builder");
     let feet = griefer.feet();
@@ -176,7 +188,10 @@ fn a_griefers_edits_are_rolled_back_while_another_player_watches_and_restored() 
         preview.contains("2 edits by griefer on 2 voxels"),
         "{preview}"
     );
-    let done = console(&mut server, "rollback confirm", "voxels put back");
+    // The same in chat, by the builder: its own preview, confirmed.
+    let preview = builder.command("/rollback griefer 10m", "rollback preview");
+    assert!(preview.contains("on 2 voxels"), "{preview}");
+    let done = builder.command("/rollback confirm", "voxels put back");
     assert!(done.contains("2 voxels put back"), "{done}");
     builder.sees(
         &[(below, ground.as_str()), (placed, "air"), (built, "stone")],
@@ -201,6 +216,23 @@ fn a_griefers_edits_are_rolled_back_while_another_player_watches_and_restored() 
 }
 
 impl Player {
+    /// Says `line` in chat and waits for a chat line holding `answer`.
+    fn command(&mut self, line: &str, answer: &str) -> String {
+        let from = self.chat.len();
+        self.client
+            .send_packet(&Chat { text: line.into() })
+            .expect("chat");
+        let found = |p: &Self| p.chat[from..].iter().any(|l| l.contains(answer));
+        if self.pump_until(Duration::from_secs(30), found).is_none() {
+            panic!("'{line}' answers '{answer}': {:?}", &self.chat[from..]);
+        }
+        self.chat[from..]
+            .iter()
+            .find(|l| l.contains(answer))
+            .cloned()
+            .unwrap_or_default()
+    }
+
     fn dig(&mut self, voxel: Pos) {
         self.client.send_packet(&Dig { voxel }).expect("dig");
     }
