@@ -530,6 +530,21 @@ pub fn parse_duration(text: &str) -> Option<i64> {
     n.checked_mul(seconds)?.checked_mul(1000)
 }
 
+/// `YYYY-MM-DD HH:MM:SS UTC` of a time in milliseconds since the epoch.
+fn describe_time(ms: i64) -> String {
+    let stamp = crate::backup_schedule::stamp((ms.max(0) / 1000) as u64);
+    // `YYYY-MM-DDTHH-MM-SSZ`.
+    match (
+        stamp.get(..10),
+        stamp.get(11..13),
+        stamp.get(14..16),
+        stamp.get(17..19),
+    ) {
+        (Some(date), Some(h), Some(m), Some(s)) => format!("{date} {h}:{m}:{s} UTC"),
+        _ => stamp,
+    }
+}
+
 fn describe_age(ms: i64) -> String {
     let s = ms.max(0) / 1000;
     match s {
@@ -694,7 +709,8 @@ impl VoxelWorld {
             .take(lines)
             .map(|e| {
                 format!(
-                    "{} {}: {} -> {}",
+                    "{} ({}) {}: {} -> {}",
+                    describe_time(e.time_ms),
                     describe_age(now - e.time_ms),
                     e.by,
                     shown(&self.world, e.before),
@@ -1433,6 +1449,8 @@ mod tests {
 
     #[test]
     fn rollback_words_and_durations_parse() {
+        assert_eq!(describe_time(1_796_608_700_123), "2026-12-07 01:58:20 UTC");
+        assert_eq!(describe_age(3_725_000), "1h02m ago");
         assert_eq!(parse_duration("10m"), Some(600_000));
         assert_eq!(parse_duration("2h"), Some(7_200_000));
         assert_eq!(parse_duration("3d"), Some(259_200_000));
