@@ -430,11 +430,14 @@ pub fn write_log(world: &mut World, limit: usize) -> Result<usize, storage::Stor
 }
 
 /// The stored changes since `since` in the areas `areas` (from
-/// `areas[0]` to `areas[1]`), in the order made; voxels as this run's ids.
+/// `areas[0]` to `areas[1]`) that `keep` accepts, in the order made;
+/// voxels as this run's ids. Blocks are decoded one at a time, so only
+/// what is kept is held.
 pub fn read_log(
     world: &mut World,
     since: i64,
     areas: [[i32; 3]; 2],
+    keep: &dyn Fn(&Entry) -> bool,
 ) -> Result<Vec<Entry>, LogError> {
     let blocks = world.storage_mut().read_log(since, areas)?;
     let voxels = &world.voxels;
@@ -443,7 +446,7 @@ pub fn read_log(
     for block in blocks {
         // One damaged block does not hide the others.
         match decode_block(&block.data, &id) {
-            Ok(decoded) => entries.extend(decoded),
+            Ok(decoded) => entries.extend(decoded.into_iter().filter(|e| keep(e))),
             Err(error) => log::warn!(
                 "rollback log: the block of area {:?} from {} to {} ms is skipped: {error}",
                 block.area,
@@ -692,15 +695,16 @@ impl VoxelWorld {
         &mut self,
         since: i64,
         areas: [[i32; 3]; 2],
+        keep: &dyn Fn(&Entry) -> bool,
     ) -> Result<Vec<Entry>, LogError> {
         self.flush_log();
-        read_log(&mut self.world, since, areas)
+        read_log(&mut self.world, since, areas, keep)
     }
 
     /// `inspect X Y Z`: the voxel's history, newest first.
     pub(crate) fn inspect(&mut self, pos: Pos, lines: usize) -> Result<String, LogError> {
         let area = area_of(pos);
-        let entries = self.read_log(i64::MIN, [area, area])?;
+        let entries = self.read_log(i64::MIN, [area, area], &|e| e.pos == pos)?;
         let now = now_ms();
         let mut out: Vec<String> = entries
             .iter()
@@ -743,7 +747,7 @@ impl VoxelWorld {
             ],
             None => [[i32::MIN; 3], [i32::MAX; 3]],
         };
-        let entries = self.read_log(since, areas)?;
+        let entries = self.read_log(since, areas, &|e| e.by == name)?;
         let (reverts, edits) = select(&entries, name, since, within);
         if reverts.is_empty() {
             self.rollback.plans.remove(caller);
