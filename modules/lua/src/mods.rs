@@ -237,6 +237,21 @@ pub(crate) fn stamps_of(dir: &Path) -> Vec<Stamp> {
     stamps
 }
 
+/// How long an empty file waits before it is taken as empty: an editor
+/// that truncates a file and then writes it may be polled in between.
+const EMPTY_SETTLE: Duration = Duration::from_millis(500);
+
+/// Whether one of the files is empty and was saved a moment ago (so may
+/// be a save caught between its truncation and its write).
+fn being_written(stamps: &[Stamp], now: SystemTime) -> bool {
+    stamps.iter().any(|(_, modified, len)| {
+        *len == 0
+            && now
+                .duration_since(*modified)
+                .is_ok_and(|age| age < EMPTY_SETTLE)
+    })
+}
+
 /// Whether a module folder holds a Lua mod.
 pub(crate) fn is_lua_mod(dir: &Path) -> bool {
     dir.join(SERVER_LUA).join(INIT_FILE).is_file()
@@ -301,7 +316,8 @@ impl LuaMod {
     /// broken version was tried): the stamps now, if so.
     pub fn changed_files(&self) -> Option<Vec<Stamp>> {
         let now = stamps_of(&self.data.dir);
-        (now != self.stamps && self.failed_stamps.as_ref() != Some(&now)).then_some(now)
+        let changed = now != self.stamps && self.failed_stamps.as_ref() != Some(&now);
+        (changed && !being_written(&now, SystemTime::now())).then_some(now)
     }
 
     /// A save that did not load: not tried again until it changes.

@@ -442,3 +442,20 @@ end})
         "3 1,0,1 9 nil nil false"
     );
 }
+
+#[test]
+fn a_save_caught_between_truncation_and_write_is_not_loaded_as_an_empty_mod() {
+    let temp = TempMod::new("half", COUNTER);
+    let world = world_with(&[("half", temp.dir.clone())], &[]);
+    let mut m = world.load_module::<LuaHost>().expect("load");
+    temp.write("");
+    tick(&mut m, 1);
+    assert_eq!(
+        m.command("say", &[], None)
+            .expect("the old version answers"),
+        "one"
+    );
+    temp.write(&COUNTER.replace("\"one\"", "\"two\""));
+    tick(&mut m, 1);
+    assert_eq!(m.command("say", &[], None).expect("say"), "two");
+}
