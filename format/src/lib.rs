@@ -8,8 +8,8 @@
 //! record ([`section`]), the single-blob container ([`container`]) and its one
 //! kind, the world backup ([`backup`]), packet framing and packet type tables
 //! ([`packet`]), payload encoding with the typed [`Packet`] trait
-//! ([`payload`]), and the PROXY protocol v2 header a forwarder sends
-//! ([`proxy`]); each packet's definition lives in the crate that owns it.
+//! ([`payload`]), the PROXY protocol v2 header a forwarder sends
+//! ([`proxy`]), and a block of the rollback log ([`rollback_blob`]); each packet's definition lives in the crate that owns it.
 //! `docs/formats.md` describes every byte.
 //!
 //! Does not own: I/O of any kind (callers hand in byte slices and take back
@@ -53,6 +53,7 @@ pub mod payload;
 pub mod proxy;
 pub mod reader;
 pub mod records;
+pub mod rollback_blob;
 pub mod section;
 pub mod strings;
 pub mod voxel_blob;

@@ -8,7 +8,8 @@
 //! [`FLUSH_INTERVAL_S`] (one block per [`AREA`]-voxel cube a flush touched;
 //! each a zlib-packed blob of varint columns, with its own tables of
 //! actor names and voxel type names, so ids that change between runs do
-//! not matter: [`encode_block`], [`decode_block`]), pruning blocks older
+//! not matter: [`encode_block`], [`decode_block`] over
+//! `buildat_format::rollback_blob`), pruning blocks older
 //! than `rollback.keep_days` at start and daily, the choice of what a
 //! rollback puts back ([`select`]), and the commands' runs: a preview,
 //! `rollback confirm` through the normal edit path (`EditVoxels`, so
@@ -21,8 +22,8 @@
 //! rollbacks `restore` undoes is in memory: a restart or reload forgets it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{Read, Write};
 
+use buildat_format::rollback_blob::{self, LoggedChange, LoggedVoxel, RollbackBlob};
 use buildat_voxel::{TYPE_ID_BITS, VoxelInstance};
 use buildat_voxelworld_api::Replace;
 
@@ -47,10 +48,6 @@ pub const UNNAMED: &str = "(unnamed)";
 /// Who the edits of `rollback confirm` and of `restore` are logged as.
 pub const ROLLBACK_ACTOR: &str = "rollback";
 pub const RESTORE_ACTOR: &str = "restore";
-/// The layout of a block's blob (its first byte, before the zlib stream).
-const BLOCK_VERSION: u8 = 1;
-/// A blob decompressing past this is refused as damaged.
-const MAX_BLOCK_BYTES: u64 = 256 << 20;
 
 buildat_interface::settings! {
     /// The rollback log (`--set rollback.KEY=VALUE`), declared by voxelworld.
@@ -200,129 +197,59 @@ pub fn area_of(pos: Pos) -> [i32; 3] {
     pos.map(|c| c.div_euclid(AREA))
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn get_varint(data: &[u8], at: &mut usize) -> Result<u64, LogError> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let byte = *data
-            .get(*at)
-            .ok_or_else(|| LogError::Damaged("ends inside a number".into()))?;
-        *at += 1;
-        v |= u64::from(byte & 0x7f) << shift;
-        if byte < 0x80 {
-            return Ok(v);
-        }
-    }
-    Err(LogError::Damaged("a number too long".into()))
-}
-
-fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
-fn unzigzag(v: u64) -> i64 {
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
-}
-
 /// Interns strings in order of first use.
 #[derive(Default)]
 struct Names {
     list: Vec<String>,
-    index: HashMap<String, u64>,
+    index: HashMap<String, u32>,
 }
 
 impl Names {
-    fn of(&mut self, name: &str) -> u64 {
+    fn of(&mut self, name: &str) -> u32 {
         if let Some(i) = self.index.get(name) {
             return *i;
         }
-        let i = self.list.len() as u64;
+        let i = self.list.len() as u32;
         self.list.push(name.to_string());
         self.index.insert(name.to_string(), i);
         i
     }
-
-    fn write(&self, out: &mut Vec<u8>) {
-        put_varint(out, self.list.len() as u64);
-        for name in &self.list {
-            put_varint(out, name.len() as u64);
-            out.extend_from_slice(name.as_bytes());
-        }
-    }
 }
 
-fn read_names(data: &[u8], at: &mut usize) -> Result<Vec<String>, LogError> {
-    let count = get_varint(data, at)? as usize;
-    let mut names = Vec::with_capacity(count.min(4096));
-    for _ in 0..count {
-        let len = get_varint(data, at)? as usize;
-        let end = at
-            .checked_add(len)
-            .filter(|end| *end <= data.len())
-            .ok_or_else(|| LogError::Damaged("a name past its end".into()))?;
-        let name = std::str::from_utf8(&data[*at..end])
-            .map_err(|_| LogError::Damaged("a name not UTF-8".into()))?;
-        names.push(name.to_string());
-        *at = end;
-    }
-    Ok(names)
-}
-
-/// Packs changes (in the order made) into a block's blob: the version
-/// byte, then zlib of: the first time, the actor names, the voxel type
-/// names (`voxel_name` of a type id), the count, then one column each of
-/// time deltas, x, y and z deltas (zigzag varints), before, after (type
-/// index and game bits) and actor index.
+/// Packs changes (in the order made) into a block's blob
+/// ([`buildat_format::rollback_blob`]): actors and voxel types by name
+/// (`voxel_name` of a type id), so ids that change between runs do not
+/// matter.
 pub fn encode_block(entries: &[Entry], voxel_name: &dyn Fn(u32) -> String) -> Vec<u8> {
     let mut actors = Names::default();
     let mut types = Names::default();
     // Each type's name looked up once a block.
-    let mut local_of: HashMap<u32, u64> = HashMap::new();
-    let mut voxel = |v: u32| -> u64 {
+    let mut local_of: HashMap<u32, u32> = HashMap::new();
+    let mut voxel = |v: u32| {
         let type_id = VoxelInstance(v).type_id();
-        let local = *local_of
+        let type_index = *local_of
             .entry(type_id)
             .or_insert_with(|| types.of(&voxel_name(type_id)));
-        (local << (32 - TYPE_ID_BITS)) | u64::from(v >> TYPE_ID_BITS)
-    };
-    let mut columns: [Vec<u8>; 7] = Default::default();
-    let first = entries.first().map_or(0, |e| e.time_ms);
-    let (mut time, mut pos) = (first, [0i32; 3]);
-    for e in entries {
-        put_varint(&mut columns[0], zigzag(e.time_ms.wrapping_sub(time)));
-        time = e.time_ms;
-        for axis in 0..3 {
-            let delta = i64::from(e.pos[axis]) - i64::from(pos[axis]);
-            put_varint(&mut columns[1 + axis], zigzag(delta));
+        LoggedVoxel {
+            type_index,
+            bits: v >> TYPE_ID_BITS,
         }
-        pos = e.pos;
-        let before = voxel(e.before);
-        let after = voxel(e.after);
-        put_varint(&mut columns[4], before);
-        put_varint(&mut columns[5], after);
-        put_varint(&mut columns[6], actors.of(&e.by));
-    }
-    let mut plain = Vec::new();
-    put_varint(&mut plain, zigzag(first));
-    actors.write(&mut plain);
-    types.write(&mut plain);
-    put_varint(&mut plain, entries.len() as u64);
-    for column in &columns {
-        plain.extend_from_slice(column);
-    }
-    let mut out = vec![BLOCK_VERSION];
-    let mut encoder = flate2::write::ZlibEncoder::new(&mut out, flate2::Compression::default());
-    // Writing into a Vec does not fail.
-    let _ = encoder.write_all(&plain);
-    let _ = encoder.finish();
-    out
+    };
+    let changes = entries
+        .iter()
+        .map(|e| LoggedChange {
+            time_ms: e.time_ms,
+            pos: e.pos,
+            before: voxel(e.before),
+            after: voxel(e.after),
+            actor: actors.of(&e.by),
+        })
+        .collect();
+    rollback_blob::encode(&RollbackBlob {
+        actors: actors.list,
+        types: types.list,
+        changes,
+    })
 }
 
 /// A block's changes back, in the order made; voxel types by name through
@@ -331,66 +258,35 @@ pub fn decode_block(
     data: &[u8],
     voxel_id: &dyn Fn(&str) -> Option<u32>,
 ) -> Result<Vec<Entry>, LogError> {
-    let Some((&BLOCK_VERSION, packed)) = data.split_first() else {
-        return Err(LogError::Damaged(format!(
-            "layout {:?}, this server reads {BLOCK_VERSION}",
-            data.first()
-        )));
-    };
-    let mut plain = Vec::new();
-    flate2::read::ZlibDecoder::new(packed)
-        .take(MAX_BLOCK_BYTES)
-        .read_to_end(&mut plain)
-        .map_err(|e| LogError::Damaged(format!("zlib: {e}")))?;
-    let at = &mut 0usize;
-    let first = unzigzag(get_varint(&plain, at)?);
-    let actors = read_names(&plain, at)?;
-    let types: Vec<u32> = read_names(&plain, at)?
+    let blob = rollback_blob::decode(data).map_err(|e| LogError::Damaged(e.to_string()))?;
+    let ids: Vec<u32> = blob
+        .types
         .iter()
         .map(|name| voxel_id(name).unwrap_or(buildat_voxel::UNKNOWN))
         .collect();
-    let count = get_varint(&plain, at)? as usize;
-    if count > plain.len() {
-        return Err(LogError::Damaged(format!(
-            "{count} edits in {} bytes",
-            plain.len()
-        )));
-    }
-    let mut columns: [Vec<u64>; 7] = std::array::from_fn(|_| Vec::with_capacity(count));
-    for column in &mut columns {
-        for _ in 0..count {
-            column.push(get_varint(&plain, at)?);
-        }
-    }
-    let voxel = |code: u64| -> Result<u32, LogError> {
-        let local = (code >> (32 - TYPE_ID_BITS)) as usize;
-        let bits = (code & ((1 << (32 - TYPE_ID_BITS)) - 1)) as u32;
-        let id = types
-            .get(local)
-            .ok_or_else(|| LogError::Damaged(format!("voxel type {local} not in the block")))?;
-        Ok(id | (bits << TYPE_ID_BITS))
+    let voxel = |v: LoggedVoxel| {
+        ids.get(v.type_index as usize)
+            .map(|id| id | (v.bits << TYPE_ID_BITS))
+            .ok_or_else(|| {
+                LogError::Damaged(format!("voxel type {} not in the block", v.type_index))
+            })
     };
-    let [dts, xs, ys, zs, befores, afters, whos] = &columns;
-    let (mut time, mut pos) = (first, [0i64; 3]);
-    let mut entries = Vec::with_capacity(count);
-    for (i, dt) in dts.iter().enumerate() {
-        time = time.wrapping_add(unzigzag(*dt));
-        for (axis, column) in [xs, ys, zs].into_iter().enumerate() {
-            pos[axis] = pos[axis].wrapping_add(unzigzag(column[i]));
-        }
-        let by = actors
-            .get(whos[i] as usize)
-            .ok_or_else(|| LogError::Damaged("an actor not in the block".into()))?;
-        let p = pos.map(|c| i32::try_from(c).unwrap_or(i32::MAX));
-        entries.push(Entry {
-            time_ms: time,
-            pos: p,
-            before: voxel(befores[i])?,
-            after: voxel(afters[i])?,
-            by: by.clone(),
-        });
-    }
-    Ok(entries)
+    blob.changes
+        .iter()
+        .map(|c| {
+            Ok(Entry {
+                time_ms: c.time_ms,
+                pos: c.pos,
+                before: voxel(c.before)?,
+                after: voxel(c.after)?,
+                by: blob
+                    .actors
+                    .get(c.actor as usize)
+                    .cloned()
+                    .ok_or_else(|| LogError::Damaged("an actor not in the block".into()))?,
+            })
+        })
+        .collect()
 }
 
 /// Groups changes by area into blocks (each in the order made).
@@ -1389,7 +1285,7 @@ mod tests {
             data: if t1 < now - 3 * day {
                 encode_block(&[], &|_| String::new())
             } else {
-                vec![BLOCK_VERSION, 0xff]
+                vec![rollback_blob::VERSION, 0xff]
             },
         };
         let mut storage =
