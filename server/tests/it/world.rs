@@ -108,7 +108,7 @@ fn an_unknown_headless_command_names_the_ones_there_are() {
         server
             .output()
             .contains(
-                "unknown command 'pregenerate': the loaded modules offer backup, migrate, pregen, restore"
+                "unknown command 'pregenerate': the loaded modules offer backup, inspect, migrate, pregen, restore, rollback, world"
             ),
         "{}",
         server.output()
