@@ -85,17 +85,9 @@ impl CoreInner {
         })?;
         let prefix = format!("{}.", request.namespace);
         let declared: Vec<&str> = request.settings.iter().map(|s| s.key.as_str()).collect();
-        let file_keys: Vec<String> = self
-            .file_settings
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .cloned()
-            .collect();
-        let set_keys = self.config.extra.keys().map(|key| (key, "--set"));
-        let file_keys = file_keys.iter().map(|key| (key, "world.toml"));
-        for (key, source) in set_keys.chain(file_keys) {
-            if key.starts_with(&prefix) && !declared.contains(&key.as_str()) {
+        for (key, source) in &self.configured_keys() {
+            let (key, source) = (key.as_str(), *source);
+            if key.starts_with(&prefix) && !declared.contains(&key) {
                 tracing::warn!(
                     "{}",
                     crate::settings::not_declared(key, module, source, declared.iter().copied())
@@ -109,6 +101,15 @@ impl CoreInner {
         }
         lock(&slot.settings).insert(request.namespace, request.settings);
         Ok(())
+    }
+
+    /// Every key given a value outside the code, with where from: `--set`
+    /// first, then `world.toml`.
+    fn configured_keys(&self) -> Vec<(String, &'static str)> {
+        let set_keys = self.config.extra.keys().map(|key| (key.clone(), "--set"));
+        let file = self.file_settings.read().unwrap_or_else(|e| e.into_inner());
+        let file_keys = file.keys().map(|key| (key.clone(), "world.toml"));
+        set_keys.chain(file_keys).collect()
     }
 
     /// Every loaded module's declared settings, in load order, each with
@@ -170,16 +171,8 @@ impl CoreInner {
             .iter()
             .flat_map(|(_, _, settings)| settings.iter().map(|s| s.key.as_str()))
             .collect();
-        let file_keys: Vec<String> = self
-            .file_settings
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .cloned()
-            .collect();
-        let set_keys = self.config.extra.keys().map(|key| (key, "--set"));
-        let file_keys = file_keys.iter().map(|key| (key, "world.toml"));
-        for (key, source) in set_keys.chain(file_keys) {
+        for (key, source) in &self.configured_keys() {
+            let (key, source) = (key.as_str(), *source);
             let Some((namespace, _)) = key.split_once('.') else {
                 continue;
             };
