@@ -145,7 +145,7 @@ impl Ctx {
             voxel,
             replace,
             save: true,
-            by: None,
+            by: buildat_voxelworld_api::by_module(&self.module_name()),
         })?;
         Ok(matches!(outcome, EditOutcome::Edited { .. }))
     }

@@ -100,7 +100,9 @@ impl World {
         if !allowed {
             return EditOutcome::Refused { current };
         }
-        self.set(edit.pos, edit.voxel, edit.by);
+        // As voxelworld: a module's own edit is told as no player's.
+        let by = buildat_voxelworld_api::get_player_of(edit.by.as_deref()).map(str::to_string);
+        self.set(edit.pos, edit.voxel, by);
         EditOutcome::Edited { previous: current }
     }
 

@@ -141,6 +141,11 @@ fn a_placed_block_changes_the_voxel_above_and_hears_digs_and_touches() {
     assert_eq!(edits.len(), 1, "{edits:?}");
     assert_eq!(edits[0].pos, [0, 2, 0]);
     assert_eq!(edits[0].voxel, world.id("torch"));
+    assert_eq!(
+        edits[0].by.as_deref(),
+        Some("test (module)"),
+        "the rollback log names the module"
+    );
     // Its own torch touched it (a module's edit: nobody).
     assert_eq!(m.module().state().touched_by, ["nobody"]);
 

@@ -34,7 +34,7 @@ pub fn source_on(column: (i32, i32), ground: Ground, water: u32) -> Option<EditV
             voxel: water,
             replace: Replace::OnlyAir,
             save: true,
-            by: None,
+            by: buildat_voxelworld_api::by_module("liquid"),
         }),
         _ => None,
     }

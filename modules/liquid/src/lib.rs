@@ -109,7 +109,7 @@ impl World for HostWorld {
                     voxel: *now,
                     replace: Replace::Exactly(*seen),
                     save: true,
-                    by: None,
+                    by: buildat_voxelworld_api::by_module("liquid"),
                 })
                 .collect(),
         })?;

@@ -778,6 +778,18 @@ fn a_bench_flood_places_sources_on_the_ground_of_a_grid_and_they_flow_and_stop()
     assert_eq!(stats.changed_total, 9 * 112, "{stats:?}");
     assert_eq!(level_of(kit.at([7, 1, 0])), 1);
     assert_eq!(kit.at([8, 1, 0]), AIR);
+    // The sources and every flow are the module's own edits, so the
+    // rollback log names it.
+    let calls = liquid.kit().calls::<EditVoxels>();
+    assert!(calls.len() > 1, "sources and flows");
+    assert!(
+        calls
+            .iter()
+            .flat_map(|call| &call.edits)
+            .all(|e| e.by.as_deref() == Some("liquid (module)")),
+        "{:?}",
+        calls[0].edits.first()
+    );
     // Too many sources for one call, or none, are refused by the parser.
     assert!(
         liquid

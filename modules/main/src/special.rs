@@ -104,7 +104,7 @@ impl Game {
                     voxel: AIR,
                     replace: Replace::Exactly(voxel),
                     save: true,
-                    by: None,
+                    by: buildat_voxelworld_api::by_module("main"),
                 })?;
                 match outcome {
                     EditOutcome::Edited { .. } => log::debug!("a torch at {pos:?} dropped"),

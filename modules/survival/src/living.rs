@@ -97,7 +97,7 @@ fn turn(ctx: &mut Ctx, voxels: &[(Pos, u32)], name: &str) -> Result<usize, Modul
             voxel,
             replace: Replace::Exactly(was),
             save: true,
-            by: None,
+            by: buildat_modkit::voxelworld_api::by_module("survival"),
         })
         .collect();
     let outcomes = ctx.host().call(&EditVoxels { edits })?;
@@ -239,7 +239,7 @@ pub fn grow(ctx: &mut Ctx, pos: Pos, sapling: u32) -> Result<bool, ModuleError> 
                 Replace::OnlyAir
             },
             save: true,
-            by: None,
+            by: buildat_modkit::voxelworld_api::by_module("survival"),
         });
     }
     let outcomes = ctx.host().call(&EditVoxels { edits })?;

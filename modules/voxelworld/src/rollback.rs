@@ -4,7 +4,7 @@
 //! Owns: recording every voxel change the world makes through
 //! `set_voxel_by` (edits, `edit_together`, `set_voxel`: [`Recorder`], in
 //! memory on the module's thread, the player's name or `EditVoxel::by`,
-//! else unnamed), writing it to the world's storage in blocks every
+//! `by_module` names a module, else unnamed), writing it to the world's storage in blocks every
 //! [`FLUSH_INTERVAL_S`] (one block per [`AREA`]-voxel cube a flush touched;
 //! each a zlib-packed blob of varint columns, with its own tables of
 //! actor names and voxel type names, so ids that change between runs do

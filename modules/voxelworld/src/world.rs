@@ -476,7 +476,10 @@ impl World {
         }
         self.handlers.refresh(&self.voxels);
         if let Some(previous) = previous {
-            self.special.record(pos, previous, voxel, by);
+            // A module's own edit is logged under its name; handlers
+            // hear of no player.
+            let player = buildat_voxelworld_api::get_player_of(by);
+            self.special.record(pos, previous, voxel, player);
             self.log.record(pos, previous, voxel, by);
         }
         if changed {
@@ -863,6 +866,46 @@ pub(crate) mod tests {
         let committed = world.commit();
         assert_eq!(committed.len(), 1);
         assert_eq!(committed[0].voxels, None);
+    }
+
+    /// A module's own edit (`by_module`) is logged under the module's
+    /// name; the voxel's handler is told of no player.
+    #[test]
+    fn a_modules_own_edit_is_logged_by_its_name_and_told_as_no_players() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut world = open(dir.path());
+        world.log.enabled = true;
+        generate(&mut world, [0, 0, 0], "stone");
+        let mut torch = BlockDefinition::simple("torch", "torch.png");
+        torch.handler_module = "main".into();
+        let torch = world.register_block(torch).unwrap()[0];
+        world
+            .set_voxel_by(
+                [1, 1, 1],
+                AIR,
+                buildat_voxelworld_api::by_module("liquid").as_deref(),
+            )
+            .unwrap();
+        world.set_voxel_by([1, 1, 1], torch, Some("ann")).unwrap();
+        let (told, _) = world.take_special();
+        assert_eq!(told["main"][0].by.as_deref(), Some("ann"));
+        world
+            .set_voxel_by(
+                [1, 1, 1],
+                AIR,
+                buildat_voxelworld_api::by_module("main").as_deref(),
+            )
+            .unwrap();
+        let logged: Vec<String> = world
+            .log
+            .take(usize::MAX)
+            .into_iter()
+            .map(|e| e.by)
+            .collect();
+        assert_eq!(logged, ["liquid (module)", "ann", "main (module)"]);
+        let (told, _) = world.take_special();
+        assert_eq!(told["main"].len(), 1, "{told:?}");
+        assert_eq!(told["main"][0].by, None, "the torch's removal: no player");
     }
 
     #[test]

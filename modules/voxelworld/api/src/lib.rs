@@ -227,8 +227,25 @@ pub struct EditVoxel {
     pub replace: Replace,
     pub save: bool,
     /// The player the edit is made for (a dig, a place), if any: handler
-    /// modules are told it ([`SpecialVoxel::by`]).
+    /// modules are told it ([`SpecialVoxel::by`]). A module's own edit
+    /// (water flowing, a torch dropping) names its module with
+    /// [`by_module`]: the rollback log records it, handlers are told `None`.
     pub by: Option<String>,
+}
+
+/// What follows a module's name in [`EditVoxel::by`] for its own edits (a
+/// space: no player's name holds one).
+pub const MODULE_ACTOR_SUFFIX: &str = " (module)";
+
+/// [`EditVoxel::by`] of an edit the module `module` makes on its own
+/// (not for a player): logged as `liquid (module)`.
+pub fn by_module(module: &str) -> Option<String> {
+    Some(format!("{module}{MODULE_ACTOR_SUFFIX}"))
+}
+
+/// The player an [`EditVoxel::by`] names: `None` for a module's own edit.
+pub fn get_player_of(by: Option<&str>) -> Option<&str> {
+    by.filter(|by| !by.ends_with(MODULE_ACTOR_SUFFIX))
 }
 
 /// What an [`EditVoxel`] did.
