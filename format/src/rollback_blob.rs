@@ -221,6 +221,155 @@ pub fn decode(data: &[u8]) -> Result<RollbackBlob, RollbackBlobError> {
     })
 }
 
+/// The layout of a block of inventory changes ([`encode_items`]): its
+/// first byte, never a voxel block's.
+pub const ITEMS_VERSION: u8 = 0x49;
+
+/// One slot's change in an inventory transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoggedItem {
+    /// Milliseconds since the Unix epoch.
+    pub time_ms: i64,
+    /// Indices into the block's actor, inventory and item names.
+    pub actor: u32,
+    pub inventory: u32,
+    pub slot: u16,
+    pub item: u32,
+    /// How many came into the slot (negative: went out).
+    pub count: i32,
+}
+
+/// A block of inventory changes: its names and its changes, in the order
+/// made.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ItemsBlob {
+    pub actors: Vec<String>,
+    pub inventories: Vec<String>,
+    pub items: Vec<String>,
+    pub changes: Vec<LoggedItem>,
+}
+
+fn pack(version: u8, plain: &[u8]) -> Vec<u8> {
+    let mut out = vec![version];
+    let mut encoder = flate2::write::ZlibEncoder::new(&mut out, flate2::Compression::default());
+    // Writing into a Vec does not fail.
+    let _ = encoder.write_all(plain);
+    let _ = encoder.finish();
+    out
+}
+
+fn unpack(data: &[u8], version: u8) -> Result<Vec<u8>, RollbackBlobError> {
+    let packed = match data.split_first() {
+        Some((&found, packed)) if found == version => packed,
+        _ => {
+            return Err(RollbackBlobError::Version {
+                found: data.first().copied(),
+            });
+        }
+    };
+    let mut plain = Vec::new();
+    flate2::read::ZlibDecoder::new(packed)
+        .take(MAX_PLAIN_BYTES as u64 + 1)
+        .read_to_end(&mut plain)
+        .map_err(|e| RollbackBlobError::Zlib(e.to_string()))?;
+    if plain.len() > MAX_PLAIN_BYTES {
+        return Err(RollbackBlobError::TooLarge);
+    }
+    Ok(plain)
+}
+
+/// Packs a block of inventory changes ([`ITEMS_VERSION`], then zlib of:
+/// the first change's time, the actor, inventory and item names, the count
+/// of changes, then six varint columns: time delta and count (zigzag),
+/// actor, inventory, slot and item).
+pub fn encode_items(blob: &ItemsBlob) -> Vec<u8> {
+    let mut columns: [Vec<u8>; 6] = Default::default();
+    let [c_dt, c_actor, c_inventory, c_slot, c_item, c_count] = &mut columns;
+    let first = blob.changes.first().map_or(0, |c| c.time_ms);
+    let mut time = first;
+    for change in &blob.changes {
+        put_varint(c_dt, zigzag_encode(change.time_ms.wrapping_sub(time)));
+        time = change.time_ms;
+        put_varint(c_actor, u64::from(change.actor));
+        put_varint(c_inventory, u64::from(change.inventory));
+        put_varint(c_slot, u64::from(change.slot));
+        put_varint(c_item, u64::from(change.item));
+        put_varint(c_count, zigzag_encode(i64::from(change.count)));
+    }
+    let mut plain = Vec::new();
+    put_varint(&mut plain, zigzag_encode(first));
+    put_names(&mut plain, &blob.actors);
+    put_names(&mut plain, &blob.inventories);
+    put_names(&mut plain, &blob.items);
+    put_varint(&mut plain, blob.changes.len() as u64);
+    for column in &columns {
+        plain.extend_from_slice(column);
+    }
+    pack(ITEMS_VERSION, &plain)
+}
+
+/// A block of inventory changes back: every name index checked.
+pub fn decode_items(data: &[u8]) -> Result<ItemsBlob, RollbackBlobError> {
+    let plain = unpack(data, ITEMS_VERSION)?;
+    let mut reader = Reader::new(&plain);
+    let first = zigzag_decode(reader.varint()?);
+    let actors = read_names(&mut reader)?;
+    let inventories = read_names(&mut reader)?;
+    let items = read_names(&mut reader)?;
+    // Each change takes at least six bytes.
+    let count = reader.varint_len(reader.remaining() / 6)?;
+    let mut columns: [Vec<u64>; 6] = std::array::from_fn(|_| Vec::with_capacity(count));
+    for column in &mut columns {
+        for _ in 0..count {
+            column.push(reader.varint()?);
+        }
+    }
+    if reader.remaining() != 0 {
+        return Err(RollbackBlobError::Invalid(format!(
+            "{} bytes after the last column",
+            reader.remaining()
+        )));
+    }
+    let index = |value: u64, names: &[String], what: &str| {
+        u32::try_from(value)
+            .ok()
+            .filter(|&i| (i as usize) < names.len())
+            .ok_or_else(|| RollbackBlobError::Invalid(format!("{what} {value} not in the block")))
+    };
+    let [
+        dts,
+        actor_column,
+        inventory_column,
+        slots,
+        item_column,
+        counts,
+    ] = &columns;
+    let mut time = first;
+    let mut changes = Vec::with_capacity(count);
+    for i in 0..count {
+        let at = |column: &Vec<u64>| column.get(i).copied().unwrap_or(0);
+        time = time.wrapping_add(zigzag_decode(at(dts)));
+        let slot = u16::try_from(at(slots))
+            .map_err(|_| RollbackBlobError::Invalid(format!("slot {} out of range", at(slots))))?;
+        let delta = zigzag_decode(at(counts));
+        changes.push(LoggedItem {
+            time_ms: time,
+            actor: index(at(actor_column), &actors, "actor")?,
+            inventory: index(at(inventory_column), &inventories, "inventory")?,
+            slot,
+            item: index(at(item_column), &items, "item")?,
+            count: i32::try_from(delta)
+                .map_err(|_| RollbackBlobError::Invalid(format!("count {delta} out of range")))?,
+        });
+    }
+    Ok(ItemsBlob {
+        actors,
+        inventories,
+        items,
+        changes,
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::expect_used, clippy::indexing_slicing)]
 mod tests {
@@ -278,5 +427,46 @@ mod tests {
         let mut bad = blob();
         bad.types.clear();
         assert!(decode(&encode(&bad)).is_err(), "a voxel with no types");
+    }
+
+    /// Inventory changes round trip; every cut, a name index past the
+    /// names and a voxel block's layout are errors.
+    #[test]
+    fn a_block_of_inventory_changes_round_trips_and_checks_its_indices() {
+        let item = |time_ms, actor, slot, count| LoggedItem {
+            time_ms,
+            actor,
+            inventory: 1,
+            slot,
+            item: 0,
+            count,
+        };
+        let blob = ItemsBlob {
+            actors: vec!["ann".into(), "inventory (module)".into()],
+            inventories: vec!["player:ann main".into(), "drop:7 main".into()],
+            items: vec!["dirt".into()],
+            changes: vec![
+                item(1_765_000_000_000, 0, 3, -5),
+                item(1_765_000_000_000, 1, u16::MAX, i32::MAX),
+                item(1_764_000_000_000, 0, 0, i32::MIN),
+            ],
+        };
+        let bytes = encode_items(&blob);
+        assert_eq!(decode_items(&bytes).expect("decodes"), blob);
+        assert_eq!(
+            decode_items(&encode_items(&ItemsBlob::default())).expect("decodes"),
+            ItemsBlob::default()
+        );
+        for end in 0..bytes.len() {
+            assert!(decode_items(&bytes[..end]).is_err(), "cut at {end}");
+        }
+        let mut bad = blob.clone();
+        bad.changes[0].item = 1;
+        assert!(
+            decode_items(&encode_items(&bad)).is_err(),
+            "item past the names"
+        );
+        assert!(decode_items(&encode(&RollbackBlob::default())).is_err());
+        assert!(decode(&bytes).is_err(), "not a voxel block");
     }
 }

@@ -19,7 +19,9 @@ use buildat_inventory_api::{
     Change, EditVoxel, Inventory, ItemStack, LIST_MAIN, MAX_TRANSACTIONS_PER_WRITE, Owner, SlotRef,
     Transaction, TxOutcome,
 };
-use buildat_voxelworld_api::{EditGroup, EditTogether, PutValues, ValueWrite};
+use buildat_voxelworld_api::{
+    EditGroup, EditTogether, ItemLogged, LogItems, PutValues, ValueWrite,
+};
 
 use crate::store::{self, DropPlace, Stored};
 use crate::{Inventories, tx};
@@ -52,6 +54,58 @@ struct Staged {
     edit: Option<EditVoxel>,
     /// Its owners' states after it (and the staged ones before it).
     writes: Vec<(Owner, Option<Stored>)>,
+    /// Its slots' changes, for the rollback log.
+    moved: Vec<Moved>,
+}
+
+/// One slot's change: the inventory and list (`player:ann main`), the
+/// slot, the item and how many came in (negative: went out).
+pub(crate) type Moved = (String, u16, String, i32);
+
+/// The slots' changes from `before` to `after` of `owner`'s inventory.
+pub(crate) fn moved(
+    owner: &Owner,
+    before: Option<&Inventory>,
+    after: Option<&Inventory>,
+) -> Vec<Moved> {
+    let empty = BTreeMap::new();
+    let was = before.map_or(&empty, |i| &i.lists);
+    let now = after.map_or(&empty, |i| &i.lists);
+    let mut out = Vec::new();
+    for name in was
+        .keys()
+        .chain(now.keys().filter(|k| !was.contains_key(*k)))
+    {
+        let slots = |lists: &BTreeMap<String, Vec<Option<ItemStack>>>| {
+            lists.get(name).cloned().unwrap_or_default()
+        };
+        let (old, new) = (slots(was), slots(now));
+        let where_ = format!("{} {name}", owner.key());
+        for index in 0..old.len().max(new.len()) {
+            let slot = u16::try_from(index).unwrap_or(u16::MAX);
+            let (a, b) = (
+                old.get(index).cloned().flatten(),
+                new.get(index).cloned().flatten(),
+            );
+            match (a, b) {
+                (Some(a), Some(b)) if a.name == b.name => {
+                    let delta = i32::from(b.count) - i32::from(a.count);
+                    if delta != 0 {
+                        out.push((where_.clone(), slot, a.name, delta));
+                    }
+                }
+                (a, b) => {
+                    if let Some(a) = a {
+                        out.push((where_.clone(), slot, a.name, -i32::from(a.count)));
+                    }
+                    if let Some(b) = b {
+                        out.push((where_.clone(), slot, b.name, i32::from(b.count)));
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 impl Inventories {
@@ -101,13 +155,24 @@ impl Inventories {
         for (index, job) in jobs.iter().enumerate() {
             match self.stage(job, &staged_state, now) {
                 Ok(writes) => {
+                    let mut moves = Vec::new();
                     for (owner, stored) in &writes {
+                        let before = match staged_state.get(owner) {
+                            Some(state) => state.clone(),
+                            None => self.held.get(owner).cloned(),
+                        };
+                        moves.extend(moved(
+                            owner,
+                            before.as_ref().map(|s| &s.inventory),
+                            stored.as_ref().map(|s| &s.inventory),
+                        ));
                         staged_state.insert(owner.clone(), stored.clone());
                     }
                     staged.push(Staged {
                         job: index,
                         edit: job.tx.edit.clone(),
                         writes,
+                        moved: moves,
                     });
                     outcomes.push(TxOutcome::Done);
                 }
@@ -146,6 +211,7 @@ impl Inventories {
                 );
             }
         }
+        self.log_moved(&jobs, &staged, &applied);
         let owners: Vec<Owner> = finals.iter().map(|(owner, _)| owner.clone()).collect();
         let before: Vec<(Owner, Option<Stored>)> = owners
             .iter()
@@ -155,6 +221,40 @@ impl Inventories {
         self.drops_changed(&before, &finals)?;
         self.tell_changed(&owners);
         Ok(outcomes)
+    }
+
+    /// Tells voxelworld's rollback log the slots the applied transactions
+    /// changed (who, which inventory, what item, how many); a failure
+    /// to tell is logged, not the transactions'.
+    fn log_moved(&self, jobs: &[Job], staged: &[Staged], applied: &[bool]) {
+        let time_ms = now_millis();
+        let changes: Vec<ItemLogged> = staged
+            .iter()
+            .zip(applied)
+            .filter(|(_, ok)| **ok)
+            .flat_map(|(s, _)| {
+                let by = jobs
+                    .get(s.job)
+                    .and_then(|j| j.tx.by.clone())
+                    .unwrap_or_else(|| "(unnamed)".to_string());
+                s.moved
+                    .iter()
+                    .map(move |(inventory, slot, item, count)| ItemLogged {
+                        time_ms,
+                        by: by.clone(),
+                        inventory: inventory.clone(),
+                        slot: *slot,
+                        item: item.clone(),
+                        count: *count,
+                    })
+            })
+            .collect();
+        if changes.is_empty() {
+            return;
+        }
+        if let Err(error) = self.host.emit(&LogItems { changes }) {
+            log::warn!("the rollback log was not told of inventory changes: {error}");
+        }
     }
 
     /// Applies one job to copies of what it touches; its owners' new
@@ -342,6 +442,13 @@ pub(crate) fn distance(a: [f64; 3], b: [f64; 3]) -> f64 {
         .map(|(a, b)| (a - b) * (a - b))
         .sum::<f64>()
         .sqrt()
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// Seconds since the Unix epoch.

@@ -346,7 +346,7 @@ impl Inventories {
                         count: stack.count,
                     }],
                     edit: None,
-                    by: None,
+                    by: buildat_voxelworld_api::by_module("inventory"),
                 })
             })
             .collect();

@@ -192,7 +192,9 @@ impl Module for Inventories {
             })
             .call(|inv, _: Census| store::census(&inv.host))
             .command(None, |inv, _, _: CensusCommand| inv.census_report())
-            .command(Some("give"), |inv, _, give: GiveCommand| inv.give(give))
+            .command(Some("give"), |inv, by, give: GiveCommand| {
+                inv.give(give, by)
+            })
             .stash(
                 |inv| Kept {
                     peers: inv.peers.clone(),
@@ -492,7 +494,9 @@ impl Inventories {
         Ok(out)
     }
 
-    fn give(&mut self, give: GiveCommand) -> Result<String, ModuleError> {
+    /// `give`, by the operator `by` (`None`: the console), who the
+    /// rollback log names.
+    fn give(&mut self, give: GiveCommand, by: Option<&str>) -> Result<String, ModuleError> {
         let count = give.count.unwrap_or(1);
         let owner = Owner::Player(give.player.clone());
         if self.load(&owner)?.is_none() {
@@ -512,7 +516,7 @@ impl Inventories {
                 overflow: Overflow::Refuse,
             }],
             edit: None,
-            by: None,
+            by: Some(by.unwrap_or("console").to_string()),
         };
         match self.transact(vec![tx.into()])?.pop() {
             Some(TxOutcome::Done) => Ok(format!("gave {count} {} to {}", give.item, give.player)),

@@ -1585,3 +1585,80 @@ fn a_crafting_table_within_reach_crafts_into_the_players_inventory() {
             .all(Option::is_none)
     );
 }
+
+/// The slots' changes the module emits for the rollback log, as
+/// `(by, inventory, slot, item, count)`.
+fn logged(kit: &TestHost) -> Vec<(String, String, u16, String, i32)> {
+    kit.emitted::<buildat_voxelworld_api::LogItems>()
+        .into_iter()
+        .flat_map(|l| l.changes)
+        .map(|c| (c.by, c.inventory, c.slot, c.item, c.count))
+        .collect()
+}
+
+/// Every stored transaction is told to the rollback log, slot by slot,
+/// with who made it: a give (by the operator), a move, a craft; a
+/// transaction that is not stored tells nothing.
+#[test]
+fn stored_transactions_are_told_to_the_rollback_log_slot_by_slot() {
+    let (kit, shared, mut inv) = started();
+    kit.clear();
+    give(&mut inv, "ann", "wood", 2);
+    let entry = |by: &str, inv: &str, slot, item: &str, count| {
+        (by.to_string(), inv.to_string(), slot, item.to_string(), count)
+    };
+    assert_eq!(
+        logged(&kit),
+        vec![entry("console", "player:ann main", 0, "wood", 2)]
+    );
+    kit.clear();
+    assert!(
+        act(
+            &mut inv,
+            1,
+            1,
+            moving(slot(&ann(), "main", 0), slot(&ann(), "craft", 0), 1)
+        )
+        .ok
+    );
+    assert_eq!(
+        logged(&kit),
+        vec![
+            entry("ann", "player:ann craft", 0, "wood", 1),
+            entry("ann", "player:ann main", 0, "wood", -1),
+        ]
+    );
+    kit.clear();
+    assert!(
+        act(
+            &mut inv,
+            1,
+            2,
+            Action::Craft {
+                grid: ann(),
+                to: slot(&ann(), "main", 5),
+            }
+        )
+        .ok
+    );
+    assert_eq!(
+        logged(&kit),
+        vec![
+            entry("ann", "player:ann craft", 0, "wood", -1),
+            entry("ann", "player:ann main", 5, "planks", 4),
+        ]
+    );
+    // Not stored: nothing logged.
+    kit.clear();
+    world(&shared).fail_writes = true;
+    assert!(
+        !act(
+            &mut inv,
+            1,
+            3,
+            moving(slot(&ann(), "main", 0), slot(&ann(), "main", 1), 1)
+        )
+        .ok
+    );
+    assert!(logged(&kit).is_empty());
+}

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use buildat_format::rollback_blob::{self, LoggedChange, LoggedVoxel, RollbackBlob};
 use buildat_voxel::{TYPE_ID_BITS, VoxelInstance};
-use buildat_voxelworld_api::Replace;
+use buildat_voxelworld_api::{ItemLogged, LogItems, Replace};
 
 use super::*;
 use crate::storage::LogBlock;
@@ -41,6 +41,11 @@ const FLUSH_EDITS: usize = 200_000;
 pub const WRITE_SLICE: usize = 4096;
 /// Edits kept in memory while storage fails, at most (the oldest go past it).
 const MAX_UNWRITTEN: usize = 2_000_000;
+/// The area the blocks of inventory changes are stored under: below any
+/// voxel's (a voxel's area is at least `i32::MIN / AREA`).
+pub const ITEMS_AREA: [i32; 3] = [i32::MIN; 3];
+/// Inventory changes kept in memory while storage fails, at most.
+const MAX_UNWRITTEN_ITEMS: usize = 200_000;
 /// Seconds between two prunings.
 const PRUNE_INTERVAL_S: f64 = 86_400.0;
 /// The name edits without `by` are logged under.
@@ -53,10 +58,13 @@ buildat_interface::settings! {
     /// The rollback log (`--set rollback.KEY=VALUE`), declared by voxelworld.
     pub(crate) struct RollbackSettings in "rollback" {
         /// Record every voxel change (who, when, before and after) for inspect, rollback and restore.
+        #[live]
         enabled: bool = true,
         /// Days the log keeps; older blocks are pruned at start and daily (0: kept for ever).
+        #[live]
         keep_days: u32 = 14,
         /// Megabytes of packed blocks the log keeps at most; the oldest past it are pruned at start and daily (0: no cap).
+        #[live]
         max_mb: u64 = 0,
     }
 }
@@ -108,6 +116,8 @@ pub struct Recorder {
     actors: Vec<String>,
     actor_index: HashMap<String, u32>,
     pending: Vec<Logged>,
+    /// Inventory changes not written yet, in the order told.
+    items: Vec<ItemLogged>,
 }
 
 impl Recorder {
@@ -135,12 +145,37 @@ impl Recorder {
         });
     }
 
+    /// Records inventory changes (nothing when the log is off).
+    pub fn record_items(&mut self, changes: Vec<ItemLogged>) {
+        if !self.enabled {
+            return;
+        }
+        self.items.extend(changes);
+        let over = self.items.len().saturating_sub(MAX_UNWRITTEN_ITEMS);
+        self.items.drain(..over);
+    }
+
+    /// The oldest `limit` inventory changes not written, taken.
+    pub fn take_items(&mut self, limit: usize) -> Vec<ItemLogged> {
+        let n = limit.min(self.items.len());
+        self.items.drain(..n).collect()
+    }
+
+    /// Puts back inventory changes a write could not store.
+    pub fn put_back_items(&mut self, mut items: Vec<ItemLogged>) {
+        items.append(&mut self.items);
+        self.items = items;
+        let over = self.items.len().saturating_sub(MAX_UNWRITTEN_ITEMS);
+        self.items.drain(..over);
+    }
+
+    /// Voxel and inventory changes not written.
     pub fn len(&self) -> usize {
-        self.pending.len()
+        self.pending.len() + self.items.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.pending.is_empty()
+        self.pending.is_empty() && self.items.is_empty()
     }
 
     /// The oldest `limit` pending changes with their actors' names, taken.
@@ -195,6 +230,57 @@ pub struct Entry {
 /// The area (cube of [`AREA`] voxels) holding `pos`.
 pub fn area_of(pos: Pos) -> [i32; 3] {
     pos.map(|c| c.div_euclid(AREA))
+}
+
+/// Every voxel's area (not [`ITEMS_AREA`]).
+pub fn voxel_areas() -> [[i32; 3]; 2] {
+    [area_of([i32::MIN; 3]), area_of([i32::MAX; 3])]
+}
+
+/// Packs inventory changes into a block stored under [`ITEMS_AREA`].
+pub fn items_block(changes: &[ItemLogged]) -> LogBlock {
+    let (mut actors, mut inventories, mut items) =
+        (Names::default(), Names::default(), Names::default());
+    let changes = changes
+        .iter()
+        .map(|c| rollback_blob::LoggedItem {
+            time_ms: c.time_ms,
+            actor: actors.of(&c.by),
+            inventory: inventories.of(&c.inventory),
+            slot: c.slot,
+            item: items.of(&c.item),
+            count: c.count,
+        })
+        .collect::<Vec<_>>();
+    LogBlock {
+        t0: changes.iter().map(|c| c.time_ms).min().unwrap_or(0),
+        t1: changes.iter().map(|c| c.time_ms).max().unwrap_or(0),
+        area: ITEMS_AREA,
+        data: rollback_blob::encode_items(&rollback_blob::ItemsBlob {
+            actors: actors.list,
+            inventories: inventories.list,
+            items: items.list,
+            changes,
+        }),
+    }
+}
+
+/// A block of inventory changes back, in the order made.
+pub fn decode_items_block(data: &[u8]) -> Result<Vec<ItemLogged>, LogError> {
+    let blob = rollback_blob::decode_items(data).map_err(|e| LogError::Damaged(e.to_string()))?;
+    let name = |names: &[String], i: u32| names.get(i as usize).cloned().unwrap_or_default();
+    Ok(blob
+        .changes
+        .iter()
+        .map(|c| ItemLogged {
+            time_ms: c.time_ms,
+            by: name(&blob.actors, c.actor),
+            inventory: name(&blob.inventories, c.inventory),
+            slot: c.slot,
+            item: name(&blob.items, c.item),
+            count: c.count,
+        })
+        .collect())
 }
 
 /// Interns strings in order of first use.
@@ -312,12 +398,23 @@ pub fn write_log(world: &mut World, limit: usize) -> Result<usize, storage::Stor
     if world.log.is_empty() {
         return Ok(0);
     }
-    let entries = world.log.take(limit);
+    let items = world.log.take_items(limit);
+    let written = items.len();
+    if !items.is_empty()
+        && let Err(error) = world.storage_mut().append_log(&[items_block(&items)])
+    {
+        world.log.put_back_items(items);
+        return Err(error);
+    }
+    let entries = world.log.take(limit.saturating_sub(written));
+    if entries.is_empty() {
+        return Ok(written);
+    }
     let voxels = &world.voxels;
     let name = |id: u32| voxels.get_name(id).unwrap_or_else(|| format!("#{id}"));
     let blocks = blocks_of(&entries, &name);
     match world.storage_mut().append_log(&blocks) {
-        Ok(()) => Ok(entries.len()),
+        Ok(()) => Ok(written + entries.len()),
         Err(error) => {
             world.log.put_back(entries);
             Err(error)
@@ -557,6 +654,25 @@ impl VoxelWorld {
         }
     }
 
+    /// The console's `set` of a `rollback.*` setting: recording stops or
+    /// starts at once (what was recorded is still written), and a changed
+    /// limit prunes the log now, not at the next daily pruning.
+    pub(crate) fn apply_rollback_settings(&mut self, settings: RollbackSettings) -> String {
+        let limits = (settings.keep_days, settings.max_mb);
+        let changed = limits != (self.rollback.keep_days, self.rollback.max_mb);
+        self.rollback.enabled = settings.enabled;
+        self.world.log.enabled = settings.enabled;
+        self.rollback.keep_days = settings.keep_days;
+        self.rollback.max_mb = settings.max_mb;
+        let recording = if settings.enabled { "on" } else { "off" };
+        if changed {
+            self.prune_log(now_ms());
+            format!("the rollback log is {recording}, pruned now by its new limits")
+        } else {
+            format!("the rollback log is {recording}")
+        }
+    }
+
     /// Deletes blocks older than `rollback.keep_days` before `now`, then
     /// the oldest past `rollback.max_mb`.
     pub(crate) fn prune_log(&mut self, now: i64) {
@@ -626,6 +742,57 @@ impl VoxelWorld {
         Ok(out.join("\n"))
     }
 
+    /// `inspect player NAME`: the inventory changes NAME made or NAME's
+    /// inventories took, newest first.
+    pub(crate) fn inspect_player(&mut self, name: &str, lines: usize) -> Result<String, LogError> {
+        self.flush_log();
+        let blocks = self
+            .world
+            .storage_mut()
+            .read_log(i64::MIN, [ITEMS_AREA, ITEMS_AREA])?;
+        let own = format!("player:{name} ");
+        let mut found = Vec::new();
+        for block in blocks {
+            match decode_items_block(&block.data) {
+                Ok(changes) => found.extend(
+                    changes
+                        .into_iter()
+                        .filter(|c| c.by == name || c.inventory.starts_with(&own)),
+                ),
+                Err(error) => log::warn!(
+                    "rollback log: a block of inventory changes from {} to {} ms is skipped: {error}",
+                    block.t0,
+                    block.t1
+                ),
+            }
+        }
+        found.sort_by_key(|c| c.time_ms);
+        let now = now_ms();
+        let mut out: Vec<String> = found
+            .iter()
+            .rev()
+            .take(lines)
+            .map(|c| {
+                format!(
+                    "{} ({}) {}: {:+} {} {} {} slot {}",
+                    describe_time(c.time_ms),
+                    describe_age(now - c.time_ms),
+                    c.by,
+                    c.count,
+                    c.item,
+                    if c.count < 0 { "out of" } else { "into" },
+                    c.inventory,
+                    c.slot
+                )
+            })
+            .collect();
+        if out.is_empty() {
+            return Ok(format!("{name}: no inventory change logged"));
+        }
+        out.insert(0, format!("{name}'s inventory changes, newest first:"));
+        Ok(out.join("\n"))
+    }
+
     /// `rollback NAME DURATION [radius R at X Y Z] [force]`: the preview.
     pub(crate) fn preview_rollback(
         &mut self,
@@ -641,7 +808,7 @@ impl VoxelWorld {
                 area_of(w.centre.map(|c| c.saturating_sub(w.radius))),
                 area_of(w.centre.map(|c| c.saturating_add(w.radius))),
             ],
-            None => [[i32::MIN; 3], [i32::MAX; 3]],
+            None => voxel_areas(),
         };
         let entries = self.read_log(since, areas, &|e| e.by == name)?;
         let (reverts, edits) = select(&entries, name, since, within);
@@ -771,14 +938,14 @@ impl VoxelWorld {
 #[derive(clap::Parser)]
 #[command(
     name = "inspect",
-    about = "a voxel's history from the rollback log, newest first: when, who, before -> after",
-    override_usage = "inspect X Y Z [--lines N]",
+    about = "a voxel's history from the rollback log, newest first: when, who, before -> after; \
+             or a player's inventory changes",
+    override_usage = "inspect X Y Z [--lines N] | inspect player NAME [--lines N]",
     allow_negative_numbers = true
 )]
 struct InspectArgs {
-    x: i32,
-    y: i32,
-    z: i32,
+    #[arg(value_name = "WORDS")]
+    words: Vec<String>,
     /// At most N lines.
     #[arg(long, default_value_t = 10)]
     lines: usize,
@@ -797,6 +964,8 @@ struct RollbackArgs {
     #[arg(value_name = "WORDS", required = true)]
     words: Vec<String>,
 }
+
+const INSPECT_USAGE: &str = "usage: inspect X Y Z [--lines N] | inspect player NAME [--lines N]";
 
 const ROLLBACK_USAGE: &str =
     "usage: rollback NAME DURATION [radius R at X Y Z] [force] | rollback confirm";
@@ -847,7 +1016,26 @@ fn parse_rollback(words: &[String]) -> Result<(String, i64, Option<Within>, bool
 pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
     table
         .command(Some("server"), |world, _, asked: InspectArgs| {
-            Ok(world.inspect([asked.x, asked.y, asked.z], asked.lines)?)
+            let words: Vec<&str> = asked.words.iter().map(String::as_str).collect();
+            match words.as_slice() {
+                ["player", name] => Ok(world.inspect_player(name, asked.lines)?),
+                [x, y, z] => {
+                    let number = |w: &str| {
+                        w.parse::<i32>().map_err(|_| {
+                            LogError::Usage(format!(
+                                "inspect: {w:?} is no coordinate; {INSPECT_USAGE}"
+                            ))
+                        })
+                    };
+                    let pos = [number(x)?, number(y)?, number(z)?];
+                    Ok(world.inspect(pos, asked.lines)?)
+                }
+                _ => Err(LogError::Usage(INSPECT_USAGE.into()).into()),
+            }
+        })
+        .event(|world, logged: LogItems| {
+            world.world.log.record_items(logged.changes);
+            Ok(())
         })
         .command(Some("server"), |world, by, asked: RollbackArgs| {
             let caller = by.unwrap_or("").to_string();
@@ -1345,6 +1533,108 @@ mod tests {
             .command("inspect", &["1", "1", "1"], None)
             .expect("runs");
         assert!(answer.contains("no change logged"), "{answer}");
+    }
+
+    /// Inventory changes told by the inventory module are kept in the
+    /// log's storage (a restart reads them back); `inspect player NAME`
+    /// lists what NAME did or NAME's inventories took, newest first; they
+    /// are pruned by `rollback.keep_days` like the voxels' blocks, the
+    /// newer kept; a voxel's history and a whole-world rollback do not
+    /// trip on their blocks.
+    #[test]
+    fn inventory_changes_are_logged_inspected_by_player_and_pruned() {
+        use buildat_interface::testing::TestHost;
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let day = 86_400_000;
+        let now = now_ms();
+        let change = |time_ms: i64, by: &str, inventory: &str, item: &str, count: i32| ItemLogged {
+            time_ms,
+            by: by.into(),
+            inventory: inventory.into(),
+            slot: 3,
+            item: item.into(),
+            count,
+        };
+        let kit = TestHost::new().world_path(dir.path());
+        let mut world = kit.load::<VoxelWorld>().expect("loads");
+        world
+            .emit(&LogItems {
+                changes: vec![change(now - 5 * day, "ann", "player:ann main", "stick", 2)],
+            })
+            .expect("told");
+        world.module_mut().flush_log();
+        world
+            .emit(&LogItems {
+                changes: vec![
+                    change(now - 1000, "ann", "player:ann main", "dirt", -3),
+                    change(now - 1000, "ann", "voxel:1,2,3 main", "dirt", 3),
+                    change(now - 500, "console", "player:ann main", "pick", 1),
+                    change(now - 400, "bob", "player:bob main", "stone", 5),
+                ],
+            })
+            .expect("told");
+        let answer = world
+            .command("inspect", &["player", "ann", "--lines", "3"], None)
+            .expect("runs");
+        let lines: Vec<&str> = answer.lines().collect();
+        assert_eq!(lines.len(), 4, "{answer}");
+        assert!(
+            lines[1].ends_with("console: +1 pick into player:ann main slot 3"),
+            "{answer}"
+        );
+        assert!(
+            lines[2].ends_with("ann: +3 dirt into voxel:1,2,3 main slot 3"),
+            "{answer}"
+        );
+        assert!(
+            lines[3].ends_with("ann: -3 dirt out of player:ann main slot 3"),
+            "{answer}"
+        );
+        assert!(
+            world
+                .command("inspect", &["player", "nobody"], None)
+                .expect("runs")
+                .contains("no inventory change logged")
+        );
+        assert!(
+            world.command("inspect", &["player"], None).is_err(),
+            "usage"
+        );
+        // A voxel's history and a rollback over the whole world read past
+        // the items' blocks.
+        assert!(
+            world
+                .command("inspect", &["1", "2", "3"], None)
+                .expect("runs")
+                .contains("no change logged")
+        );
+        assert!(
+            world
+                .command("rollback", &["ann", "10d"], None)
+                .expect("runs")
+                .contains("changed nothing")
+        );
+        let skipped = kit
+            .logs()
+            .into_iter()
+            .filter(|(_, line)| line.contains("skipped"))
+            .collect::<Vec<_>>();
+        assert!(skipped.is_empty(), "no block taken for damaged: {skipped:?}");
+
+        // A restart: kept in storage; keep_days 3 prunes the older block.
+        drop(world);
+        kit.set_config("rollback.keep_days", "3");
+        let mut world = kit.load::<VoxelWorld>().expect("loads again");
+        let answer = world
+            .command("inspect", &["player", "ann", "--lines", "10"], None)
+            .expect("runs");
+        assert_eq!(answer.lines().count(), 4, "{answer}");
+        assert!(!answer.contains("stick"), "pruned: {answer}");
+        let bob = world
+            .command("inspect", &["player", "bob"], None)
+            .expect("runs");
+        assert!(bob.contains("bob: +5 stone into player:bob main"), "{bob}");
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! console and in chat) and `/rollback confirm` in chat puts the voxels
 //! back while the player who ran it, standing there, is streamed the
 //! change (its own edit stays); `restore` brings the griefer's voxels
-//! again.
+//! again. A player's inventory move (and the operator's give) is listed by
+//! `inspect player NAME`.
 
 use buildat_format::Packet;
 use buildat_main_api::{Chat, ChatLine, Dig, Join, Place, Refused, Spawn};
@@ -243,4 +244,83 @@ impl Player {
             .send_packet(&Place { voxel, name })
             .expect("place");
     }
+}
+
+/// In the survival game: the operator gives a player stone and the player
+/// moves two of it to another slot with an `inventory:act` packet; the
+/// transactions reach the rollback log (through the inventory module's
+/// event to voxelworld) and `inspect player NAME` lists them, newest first.
+#[test]
+fn a_players_inventory_move_is_listed_by_inspect_player() {
+    use buildat_inventory_api::{Act, Action, Owner, SlotRef};
+
+    let scratch = Scratch::new();
+    scratch.add_survival_game();
+    let (mut server, address) = crate::common::start_small_game(&scratch, &[]);
+    let mut mover = Player::join(&address, "mover");
+    // The items module learns the terrain's blocks a moment after start.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let answer = console(&mut server, "give mover stone 5", "mover");
+        if answer.contains("gave ") {
+            break;
+        }
+        assert!(
+            answer.contains("unknown item") && Instant::now() < deadline,
+            "{answer}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let slot = |index| SlotRef {
+        owner: Owner::Player("mover".into()),
+        list: "main".into(),
+        index,
+    };
+    mover
+        .client
+        .send_packet(&Act {
+            seq: 1,
+            action: Action::Move {
+                from: slot(0),
+                to: slot(4),
+                count: 2,
+            },
+        })
+        .expect("act");
+    // Stored, then told to the log: asked again until it is there.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let from = loop {
+        mover.pump_until(Duration::from_millis(300), |_| false);
+        server.pump();
+        let from = server.seen.len();
+        server.send("inspect player mover");
+        let heading = server
+            .wait_for_from(from, "inventory change", Duration::from_secs(30))
+            .expect("inspect answers");
+        if heading.contains("inventory changes, newest first") {
+            let moved = server.wait_for_from(
+                from,
+                "mover: +2 stone into player:mover main slot 4",
+                Duration::from_secs(5),
+            );
+            if moved.is_some() {
+                break from;
+            }
+        }
+        assert!(Instant::now() < deadline, "{}", server.output());
+    };
+    for line in [
+        "mover: -2 stone out of player:mover main slot 0",
+        "console: +5 stone into player:mover main slot 0",
+    ] {
+        assert!(
+            server
+                .wait_for_from(from, line, Duration::from_secs(5))
+                .is_some(),
+            "{line}: {}",
+            server.output()
+        );
+    }
+    drop(mover);
+    server.stop_cleanly();
 }

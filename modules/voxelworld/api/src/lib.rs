@@ -94,6 +94,33 @@ impl Event for Viewers {
     const NAME: &'static str = "voxelworld:viewers_moved";
 }
 
+/// One slot's change in an inventory transaction, for the rollback log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ItemLogged {
+    /// Milliseconds since the Unix epoch.
+    pub time_ms: i64,
+    /// Who it was for: a player's name, else a module's (`by_module`).
+    pub by: String,
+    /// The inventory and its list, as `player:ann main`.
+    pub inventory: String,
+    pub slot: u16,
+    /// The item's name.
+    pub item: String,
+    /// How many came into the slot (negative: went out of it).
+    pub count: i32,
+}
+
+/// Inventory transactions' slot changes for the rollback log
+/// (`voxelworld:log_items`), sent by the inventory module after they are
+/// stored; kept with the log's voxel changes, pruned with them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogItems {
+    pub changes: Vec<ItemLogged>,
+}
+impl Event for LogItems {
+    const NAME: &'static str = "voxelworld:log_items";
+}
+
 /// Call: register a block; answers the voxel ids it uses.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RegisterBlock {
@@ -142,6 +169,17 @@ pub struct GetBorder {}
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Border {
     pub blocks: u32,
+}
+
+/// Emitted by voxelworld when the console's `set voxelworld.border`
+/// changed the border of the running world (`main` stops moves at the new
+/// one).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BorderChanged {
+    pub border: Option<Border>,
+}
+impl Event for BorderChanged {
+    const NAME: &'static str = "voxelworld:border_changed";
 }
 
 impl Border {
