@@ -489,6 +489,9 @@ impl Game {
     }
 
     pub(crate) fn on_dig(&mut self, peer: PeerId, packet: Dig) -> Result<(), ModuleError> {
+        if self.inspected(peer, packet.voxel) {
+            return Ok(());
+        }
         self.queue_action(PendingAction {
             peer,
             voxel: packet.voxel,
@@ -508,6 +511,9 @@ impl Game {
         voxel: Pos,
         kind: BlockActionKind,
     ) -> Result<(), ModuleError> {
+        if kind == BlockActionKind::Punch && self.inspected(peer, voxel) {
+            return Ok(());
+        }
         self.queue_action(PendingAction {
             peer,
             voxel,

@@ -282,6 +282,11 @@ impl Game {
             let mut words = command.split_whitespace().map(String::from);
             let name = words.next().unwrap_or_default();
             let args: Vec<String> = words.collect();
+            if name == "inspect" && (args.is_empty() || args == ["off"]) {
+                let reply = self.inspect_mode(peer, args.is_empty());
+                self.tell(peer, reply.unwrap_or_else(|error| error));
+                return Ok(());
+            }
             let reply = self.run_command(Caller::Player(peer), &name, &args);
             let reply = reply.unwrap_or_else(|error| error);
             if !reply.is_empty() {
@@ -297,6 +302,46 @@ impl Game {
         log::info!("chat: {line}");
         self.tell_all(&line);
         Ok(())
+    }
+
+    /// `/inspect` (toggles) or `/inspect off` in chat: inspect mode, where
+    /// the player's digs and punches show the voxel's history (voxelworld's
+    /// `inspect X Y Z`, with its privilege) instead of digging.
+    fn inspect_mode(&mut self, peer: PeerId, toggle: bool) -> Result<String, String> {
+        // The privilege voxelworld's `inspect` declares.
+        let privilege = self
+            .host
+            .call(&ListCommands {})
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .find(|c| c.name == "inspect" && c.module != self.host.module_name())
+            .and_then(|c| c.privilege)
+            .ok_or("no /inspect here (the world's rollback log is not loaded)")?;
+        if !privilege.is_empty() && !self.may(Caller::Player(peer), &privilege) {
+            return Err(format!("/inspect needs the '{privilege}' privilege"));
+        }
+        let player = self.players.get_mut(&peer).ok_or("join first")?;
+        player.inspecting = toggle && !player.inspecting;
+        Ok(if player.inspecting {
+            "inspect mode on: dig or punch a voxel to see its history (it is not dug); \
+             /inspect off ends it (so does a reload of the game)"
+                .into()
+        } else {
+            "inspect mode off: digs dig again".into()
+        })
+    }
+
+    /// In inspect mode, a dig or punch of `voxel`: the voxel's history told
+    /// to the player instead; whether it was (the action then goes no
+    /// further).
+    pub(crate) fn inspected(&mut self, peer: PeerId, voxel: [i32; 3]) -> bool {
+        if !self.players.get(&peer).is_some_and(|p| p.inspecting) {
+            return false;
+        }
+        let args = voxel.map(|c| c.to_string()).to_vec();
+        let reply = self.run_module_command(Caller::Player(peer), "inspect", &args);
+        self.tell(peer, reply.unwrap_or_else(|error| error));
+        true
     }
 
     /// Runs the command `name`, the game's or another module's; its
@@ -330,7 +375,7 @@ impl Game {
 
     /// Another module's command (the core's table), if the caller holds
     /// its privilege.
-    fn run_module_command(
+    pub(crate) fn run_module_command(
         &mut self,
         caller: Caller,
         name: &str,

@@ -122,6 +122,10 @@ impl Game {
         if !self.admit_action(peer, self.pending_dig_starts.len())? {
             return Ok(());
         }
+        // Inspect mode: no dig starts (the dig shows the history).
+        if self.players.get(&peer).is_some_and(|p| p.inspecting) {
+            return Ok(());
+        }
         self.pending_dig_starts.push((peer, start.voxel));
         Ok(())
     }

@@ -41,6 +41,9 @@ pub(crate) struct Player {
     pub(crate) wield: u16,
     /// The dig under way (`digging.rs`).
     pub(crate) digging: Option<digging::Digging>,
+    /// Inspect mode (`/inspect`): its digs and punches show the voxel's
+    /// history instead (not kept over a reload of the game).
+    pub(crate) inspecting: bool,
 }
 
 impl Player {
@@ -63,6 +66,7 @@ impl Player {
             node_moving: false,
             wield: 0,
             digging: None,
+            inspecting: false,
         }
     }
 }
@@ -159,6 +163,22 @@ impl Game {
                 name: account.name.clone(),
                 peer,
             };
+            // Who played from where, for `rollback ADDRESS DURATION`.
+            if let Some(address) = self.addresses.get(&peer) {
+                let login = buildat_voxelworld_api::LogLogin {
+                    time_ms: std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+                    name: account.name.clone(),
+                    address: address.clone(),
+                };
+                if let Err(error) = self.host.emit(&login) {
+                    log::warn!(
+                        "telling the rollback log where {} plays from: {error}",
+                        login.name
+                    );
+                }
+            }
             self.players
                 .insert(peer, Player::new(account, privileges, position, node));
             self.host.emit(&joined)?;

@@ -15,17 +15,22 @@
 //! `rollback confirm` through the normal edit path (`EditVoxels`, so
 //! holders of the chunks are streamed the change; recorded as done by
 //! `rollback`), `restore` putting back what the last rollback replaced
-//! (recorded as `restore`).
+//! (recorded as `restore`). Also the inventory module's transactions
+//! (`voxelworld:log_items`, blocks of [`ITEMS_AREA`], `inspect player
+//! NAME`) and the game's joins with their addresses
+//! (`voxelworld:log_login`, blocks of [`LOGINS_AREA`], whose sessions
+//! `rollback ADDRESS` covers), written and pruned with the voxels'.
 //! Does not own: the storage tables (`storage.rs`,
-//! `storage/postgresql.rs`: `rollback_block`), the edit path (`edits.rs`).
-//! Not recorded: sections generated, inventory transactions. The stack of
+//! `storage/postgresql.rs`: `rollback_block`), the edit path (`edits.rs`),
+//! inspect mode (main's chat).
+//! Not recorded: sections generated. The stack of
 //! rollbacks `restore` undoes is in memory: a restart or reload forgets it.
 
 use std::collections::{BTreeMap, HashMap};
 
 use buildat_format::rollback_blob::{self, LoggedChange, LoggedVoxel, RollbackBlob};
 use buildat_voxel::{TYPE_ID_BITS, VoxelInstance};
-use buildat_voxelworld_api::{ItemLogged, LogItems, Replace};
+use buildat_voxelworld_api::{ItemLogged, LogItems, LogLogin, Replace};
 
 use super::*;
 use crate::storage::LogBlock;
@@ -44,6 +49,12 @@ const MAX_UNWRITTEN: usize = 2_000_000;
 /// The area the blocks of inventory changes are stored under: below any
 /// voxel's (a voxel's area is at least `i32::MIN / AREA`).
 pub const ITEMS_AREA: [i32; 3] = [i32::MIN; 3];
+/// The area the blocks of logins (who played from which address) are
+/// stored under, in the inventory changes' layout (actor: the name,
+/// inventory: [`LOGIN`], item: the address).
+pub const LOGINS_AREA: [i32; 3] = [i32::MIN, i32::MIN, i32::MIN + 1];
+/// The inventory name of a login in its block.
+pub const LOGIN: &str = "login";
 /// Inventory changes kept in memory while storage fails, at most.
 const MAX_UNWRITTEN_ITEMS: usize = 200_000;
 /// Seconds between two prunings.
@@ -118,6 +129,8 @@ pub struct Recorder {
     pending: Vec<Logged>,
     /// Inventory changes not written yet, in the order told.
     items: Vec<ItemLogged>,
+    /// Logins not written yet (as [`LOGINS_AREA`]'s blocks hold them).
+    logins: Vec<ItemLogged>,
 }
 
 impl Recorder {
@@ -169,13 +182,28 @@ impl Recorder {
         self.items.drain(..over);
     }
 
-    /// Voxel and inventory changes not written.
+    /// Records a login (nothing when the log is off).
+    pub fn record_login(&mut self, login: LogLogin) {
+        if !self.enabled || self.logins.len() >= MAX_UNWRITTEN_ITEMS {
+            return;
+        }
+        self.logins.push(ItemLogged {
+            time_ms: login.time_ms,
+            by: login.name,
+            inventory: LOGIN.into(),
+            slot: 0,
+            item: login.address,
+            count: 0,
+        });
+    }
+
+    /// Voxel and inventory changes and logins not written.
     pub fn len(&self) -> usize {
-        self.pending.len() + self.items.len()
+        self.pending.len() + self.items.len() + self.logins.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.pending.is_empty() && self.items.is_empty()
+        self.pending.is_empty() && self.items.is_empty() && self.logins.is_empty()
     }
 
     /// The oldest `limit` pending changes with their actors' names, taken.
@@ -237,8 +265,9 @@ pub fn voxel_areas() -> [[i32; 3]; 2] {
     [area_of([i32::MIN; 3]), area_of([i32::MAX; 3])]
 }
 
-/// Packs inventory changes into a block stored under [`ITEMS_AREA`].
-pub fn items_block(changes: &[ItemLogged]) -> LogBlock {
+/// Packs inventory changes into a block stored under `area`
+/// ([`ITEMS_AREA`], [`LOGINS_AREA`]).
+pub fn items_block(changes: &[ItemLogged], area: [i32; 3]) -> LogBlock {
     let (mut actors, mut inventories, mut items) =
         (Names::default(), Names::default(), Names::default());
     let changes = changes
@@ -255,7 +284,7 @@ pub fn items_block(changes: &[ItemLogged]) -> LogBlock {
     LogBlock {
         t0: changes.iter().map(|c| c.time_ms).min().unwrap_or(0),
         t1: changes.iter().map(|c| c.time_ms).max().unwrap_or(0),
-        area: ITEMS_AREA,
+        area,
         data: rollback_blob::encode_items(&rollback_blob::ItemsBlob {
             actors: actors.list,
             inventories: inventories.list,
@@ -398,10 +427,17 @@ pub fn write_log(world: &mut World, limit: usize) -> Result<usize, storage::Stor
     if world.log.is_empty() {
         return Ok(0);
     }
+    if !world.log.logins.is_empty() {
+        let logins = items_block(&world.log.logins, LOGINS_AREA);
+        world.storage_mut().append_log(&[logins])?;
+        world.log.logins.clear();
+    }
     let items = world.log.take_items(limit);
     let written = items.len();
     if !items.is_empty()
-        && let Err(error) = world.storage_mut().append_log(&[items_block(&items)])
+        && let Err(error) = world
+            .storage_mut()
+            .append_log(&[items_block(&items, ITEMS_AREA)])
     {
         world.log.put_back_items(items);
         return Err(error);
@@ -488,10 +524,21 @@ pub fn select(
     since: i64,
     within: Option<Within>,
 ) -> (Vec<Revert>, usize) {
+    select_by(entries, &|e| e.by == name, since, within)
+}
+
+/// [`select`] of the changes `covers` accepts (an address's players while
+/// they played from it).
+pub fn select_by(
+    entries: &[Entry],
+    covers: &dyn Fn(&Entry) -> bool,
+    since: i64,
+    within: Option<Within>,
+) -> (Vec<Revert>, usize) {
     let mut by_pos: BTreeMap<Pos, Revert> = BTreeMap::new();
     let mut edits = 0;
     for e in entries {
-        if e.by != name || e.time_ms < since || !within.is_none_or(|w| w.holds(e.pos)) {
+        if !covers(e) || e.time_ms < since || !within.is_none_or(|w| w.holds(e.pos)) {
             continue;
         }
         edits += 1;
@@ -505,6 +552,39 @@ pub fn select(
             });
     }
     (by_pos.into_values().collect(), edits)
+}
+
+/// A player's time on one address: from a login to its next login (or
+/// for ever).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    pub name: String,
+    pub from_ms: i64,
+    pub to_ms: i64,
+}
+
+/// The sessions from `address` that reach `since` or later, from logins
+/// (each `by`: the name, `item`: the address) in any order.
+pub fn sessions_from(logins: &[ItemLogged], address: &str, since: i64) -> Vec<Session> {
+    let mut by_name: BTreeMap<&str, Vec<&ItemLogged>> = BTreeMap::new();
+    for login in logins {
+        by_name.entry(&login.by).or_default().push(login);
+    }
+    let mut sessions = Vec::new();
+    for (name, mut list) in by_name {
+        list.sort_by_key(|l| l.time_ms);
+        for (i, login) in list.iter().enumerate() {
+            let to_ms = list.get(i + 1).map_or(i64::MAX, |next| next.time_ms);
+            if login.item == address && to_ms >= since {
+                sessions.push(Session {
+                    name: name.to_string(),
+                    from_ms: login.time_ms,
+                    to_ms,
+                });
+            }
+        }
+    }
+    sessions
 }
 
 /// A duration as `90s`, `10m`, `2h`, `3d` (a bare number: seconds), in
@@ -742,6 +822,27 @@ impl VoxelWorld {
         Ok(out.join("\n"))
     }
 
+    /// Every login the log keeps (what is in memory written first).
+    fn read_logins(&mut self) -> Result<Vec<ItemLogged>, LogError> {
+        self.flush_log();
+        let blocks = self
+            .world
+            .storage_mut()
+            .read_log(i64::MIN, [LOGINS_AREA, LOGINS_AREA])?;
+        let mut logins = Vec::new();
+        for block in blocks {
+            match decode_items_block(&block.data) {
+                Ok(list) => logins.extend(list),
+                Err(error) => log::warn!(
+                    "rollback log: a block of logins from {} to {} ms is skipped: {error}",
+                    block.t0,
+                    block.t1
+                ),
+            }
+        }
+        Ok(logins)
+    }
+
     /// `inspect player NAME`: the inventory changes NAME made or NAME's
     /// inventories took, newest first.
     pub(crate) fn inspect_player(&mut self, name: &str, lines: usize) -> Result<String, LogError> {
@@ -810,8 +911,40 @@ impl VoxelWorld {
             ],
             None => voxel_areas(),
         };
-        let entries = self.read_log(since, areas, &|e| e.by == name)?;
-        let (reverts, edits) = select(&entries, name, since, within);
+        // An address: every name that played from it in the window,
+        // while it did.
+        let address = name
+            .parse::<std::net::IpAddr>()
+            .ok()
+            .map(|ip| ip.to_canonical().to_string());
+        let sessions = match &address {
+            Some(address) => sessions_from(&self.read_logins()?, address, since),
+            None => Vec::new(),
+        };
+        let covers = |e: &Entry| match &address {
+            Some(_) => sessions
+                .iter()
+                .any(|s| s.name == e.by && (s.from_ms..s.to_ms).contains(&e.time_ms)),
+            None => e.by == name,
+        };
+        let entries = self.read_log(since, areas, &covers)?;
+        let (reverts, edits) = select_by(&entries, &covers, since, within);
+        let name = match &address {
+            Some(address) => {
+                let mut names: Vec<&str> = sessions.iter().map(|s| s.name.as_str()).collect();
+                names.sort_unstable();
+                names.dedup();
+                if names.is_empty() {
+                    self.rollback.plans.remove(caller);
+                    return Ok(format!(
+                        "rollback: nobody played from {address} in that time"
+                    ));
+                }
+                format!("{address} ({})", names.join(", "))
+            }
+            None => name.to_string(),
+        };
+        let name = name.as_str();
         if reverts.is_empty() {
             self.rollback.plans.remove(caller);
             return Ok(format!(
@@ -955,9 +1088,10 @@ struct InspectArgs {
 #[derive(clap::Parser)]
 #[command(
     name = "rollback",
-    about = "puts back what a player changed: a preview, then `rollback confirm` applies it; \
-             DURATION as 30m, 2h, 3d; force: also where others changed the voxel since",
-    override_usage = "rollback NAME DURATION [radius R at X Y Z] [force] | rollback confirm",
+    about = "puts back what a player (or every player on an IP address) changed: a preview, \
+             then `rollback confirm` applies it; DURATION as 30m, 2h, 3d; force: also where \
+             others changed the voxel since",
+    override_usage = "rollback NAME|ADDRESS DURATION [radius R at X Y Z] [force] | rollback confirm",
     allow_negative_numbers = true
 )]
 struct RollbackArgs {
@@ -968,7 +1102,7 @@ struct RollbackArgs {
 const INSPECT_USAGE: &str = "usage: inspect X Y Z [--lines N] | inspect player NAME [--lines N]";
 
 const ROLLBACK_USAGE: &str =
-    "usage: rollback NAME DURATION [radius R at X Y Z] [force] | rollback confirm";
+    "usage: rollback NAME|ADDRESS DURATION [radius R at X Y Z] [force] | rollback confirm";
 
 fn usage(what: &str) -> LogError {
     LogError::Usage(format!("rollback: {what}; {ROLLBACK_USAGE}"))
@@ -1035,6 +1169,10 @@ pub(crate) fn receive(table: &mut Receive<VoxelWorld>) {
         })
         .event(|world, logged: LogItems| {
             world.world.log.record_items(logged.changes);
+            Ok(())
+        })
+        .event(|world, login: LogLogin| {
+            world.world.log.record_login(login);
             Ok(())
         })
         .command(Some("server"), |world, by, asked: RollbackArgs| {
@@ -1620,7 +1758,10 @@ mod tests {
             .into_iter()
             .filter(|(_, line)| line.contains("skipped"))
             .collect::<Vec<_>>();
-        assert!(skipped.is_empty(), "no block taken for damaged: {skipped:?}");
+        assert!(
+            skipped.is_empty(),
+            "no block taken for damaged: {skipped:?}"
+        );
 
         // A restart: kept in storage; keep_days 3 prunes the older block.
         drop(world);
@@ -1635,6 +1776,134 @@ mod tests {
             .command("inspect", &["player", "bob"], None)
             .expect("runs");
         assert!(bob.contains("bob: +5 stone into player:bob main"), "{bob}");
+    }
+
+    /// A player's sessions: from each login to its next; those from the
+    /// address that reach the window are kept, per name.
+    #[test]
+    fn sessions_from_an_address_run_from_a_login_to_the_next() {
+        let login = |time_ms: i64, name: &str, address: &str| ItemLogged {
+            time_ms,
+            by: name.into(),
+            inventory: LOGIN.into(),
+            slot: 0,
+            item: address.into(),
+            count: 0,
+        };
+        let logins = vec![
+            login(300, "ann", "10.0.0.3"),
+            login(100, "ann", "10.0.0.1"),
+            login(50, "bob", "10.0.0.1"),
+            login(10, "carl", "10.0.0.1"),
+            login(20, "carl", "10.0.0.2"),
+            login(150, "dan", "10.0.0.2"),
+        ];
+        let sessions = sessions_from(&logins, "10.0.0.1", 40);
+        let session = |name: &str, from_ms, to_ms| Session {
+            name: name.into(),
+            from_ms,
+            to_ms,
+        };
+        assert_eq!(
+            sessions,
+            vec![session("ann", 100, 300), session("bob", 50, i64::MAX)],
+            "carl left 10.0.0.1 before the window"
+        );
+        assert!(sessions_from(&logins, "10.9.9.9", 0).is_empty());
+    }
+
+    /// `rollback ADDRESS DURATION` through the module: the logins the game
+    /// tells are kept; the preview names every player that played from
+    /// the address and covers their edits, not another address's player;
+    /// confirm puts them back.
+    #[test]
+    fn a_rollback_by_address_covers_every_player_from_it() {
+        use buildat_interface::testing::TestHost;
+        use buildat_voxel::BlockDefinition;
+        use buildat_voxel::geometry::SectionSize;
+        use buildat_voxelworld_api::ChunkData;
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kit = TestHost::new().world_path(dir.path());
+        let mut world = kit.load::<VoxelWorld>().expect("loads");
+        let stone = world
+            .call(&RegisterBlock {
+                block: BlockDefinition::simple("stone", "stone.png"),
+            })
+            .expect("registers")[0];
+        let chunks = SectionSize::default()
+            .chunks_of_section([0, 0, 0])
+            .into_iter()
+            .map(|chunk| {
+                let voxels = vec![stone; CHUNK_SIZE.pow(3) as usize];
+                let blob = buildat_format::encode_voxels(&voxels, |_| Some("stone")).expect("blob");
+                (chunk, ChunkData { node_id: 0, blob })
+            })
+            .collect();
+        world
+            .call(&ApplyGenerated {
+                section: GeneratedSection {
+                    section: [0, 0, 0],
+                    chunks,
+                },
+            })
+            .expect("applied");
+        let now = now_ms();
+        for (name, address) in [
+            ("ann", "127.0.0.1"),
+            ("bob", "127.0.0.1"),
+            ("carl", "10.0.0.2"),
+        ] {
+            world
+                .emit(&LogLogin {
+                    time_ms: now - 60_000,
+                    name: name.into(),
+                    address: address.into(),
+                })
+                .expect("told");
+        }
+        let dig = |pos: Pos, by: &str| EditVoxel {
+            pos,
+            voxel: buildat_voxel::AIR,
+            replace: Replace::Any,
+            save: true,
+            by: Some(by.into()),
+        };
+        world
+            .call(&EditVoxels {
+                edits: vec![
+                    dig([1, 1, 1], "ann"),
+                    dig([2, 1, 1], "bob"),
+                    dig([3, 1, 1], "carl"),
+                ],
+            })
+            .expect("edited");
+        let preview = world
+            .command("rollback", &["127.0.0.1", "10m"], None)
+            .expect("runs");
+        assert!(
+            preview.contains("2 edits by 127.0.0.1 (ann, bob) on 2 voxels"),
+            "{preview}"
+        );
+        let nobody = world
+            .command("rollback", &["10.9.9.9", "10m"], None)
+            .expect("runs");
+        assert!(nobody.contains("nobody played from 10.9.9.9"), "{nobody}");
+        world
+            .command("rollback", &["127.0.0.1", "10m"], None)
+            .expect("runs");
+        let done = world.command("rollback", &["confirm"], None).expect("runs");
+        assert!(done.contains("2 voxels put back"), "{done}");
+        let at = |world: &mut buildat_interface::testing::TestModule<VoxelWorld>, pos: Pos| {
+            world.call(&GetVoxel { pos }).expect("read")
+        };
+        assert_eq!(at(&mut world, [1, 1, 1]), Some(stone));
+        assert_eq!(at(&mut world, [2, 1, 1]), Some(stone));
+        assert_eq!(
+            at(&mut world, [3, 1, 1]),
+            Some(buildat_voxel::AIR),
+            "carl's stays"
+        );
     }
 
     #[test]

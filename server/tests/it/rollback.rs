@@ -3,8 +3,9 @@
 //! console and in chat) and `/rollback confirm` in chat puts the voxels
 //! back while the player who ran it, standing there, is streamed the
 //! change (its own edit stays); `restore` brings the griefer's voxels
-//! again. A player's inventory move (and the operator's give) is listed by
-//! `inspect player NAME`.
+//! again; `rollback 127.0.0.1 10m` names both bots; `/inspect` mode shows
+//! a dug voxel's history instead of digging it. A player's inventory move
+//! (and the operator's give) is listed by `inspect player NAME`.
 
 use buildat_format::Packet;
 use buildat_main_api::{Chat, ChatLine, Dig, Join, Place, Refused, Spawn};
@@ -210,6 +211,33 @@ fn a_griefers_edits_are_rolled_back_while_another_player_watches_and_restored() 
         .wait_for_from(0, "griefer: air -> stone", Duration::from_secs(10))
         .expect("the griefer's edit in the history");
     assert!(newest.contains("ago"), "{newest} / {line}");
+
+    // By address: both bots played from 127.0.0.1; the preview names them.
+    let by_address = console(&mut server, "rollback 127.0.0.1 10m", "rollback preview");
+    assert!(
+        by_address.contains("3 edits by 127.0.0.1 (builder, griefer) on 3 voxels"),
+        "{by_address}"
+    );
+
+    // Inspect mode: the builder's dig shows the voxel's history and does
+    // not dig it; after /inspect off a dig digs.
+    builder.command("/inspect", "inspect mode on");
+    let from = builder.chat.len();
+    builder.dig(placed);
+    let told = builder.pump_until(Duration::from_secs(30), |p| {
+        p.chat[from..]
+            .iter()
+            .any(|l| l.contains("restore: air -> stone") && l.contains("griefer: air -> stone"))
+    });
+    assert!(
+        told.is_some(),
+        "the history in chat: {:?}",
+        &builder.chat[from..]
+    );
+    builder.command("/inspect off", "inspect mode off");
+    assert_eq!(builder.voxel_name(placed), Some("stone"), "not dug");
+    builder.dig(placed);
+    builder.sees(&[(placed, "air")], "a dig after inspect mode");
     drop(griefer);
     drop(builder);
     server.stop_cleanly();

@@ -121,6 +121,21 @@ impl Event for LogItems {
     const NAME: &'static str = "voxelworld:log_items";
 }
 
+/// A player joined from an address (`voxelworld:log_login`), told by the
+/// game: the rollback log keeps it as long as its edits, so
+/// `rollback ADDRESS DURATION` knows who played from where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogLogin {
+    /// Milliseconds since the Unix epoch.
+    pub time_ms: i64,
+    pub name: String,
+    /// The peer's IP address in its one form (`1.2.3.4`, `2001:db8::1`).
+    pub address: String,
+}
+impl Event for LogLogin {
+    const NAME: &'static str = "voxelworld:log_login";
+}
+
 /// Call: register a block; answers the voxel ids it uses.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RegisterBlock {
