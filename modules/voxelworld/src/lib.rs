@@ -112,13 +112,13 @@ use buildat_network_api::{
 use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
 use buildat_voxelworld_api::stream::{Ack, Registry};
 use buildat_voxelworld_api::{
-    ApplyGenerated, Border, Commit, CreateNode, CreateNodes, EditOutcome, EditTogether, EditVoxel,
-    EditVoxels, Generate, GeneratedSection, GenerationCancel, GenerationRequest, GetNode,
-    GetRegistry, GetSizes, GetVoxel, GetVoxels, GetWorldConfig, ListNodes, LoadOrGenerateSection,
-    MAX_VOXELS_PER_CALL, MoveNodes, NodeVolumeUpdated, NodesChanged, Pregen, PregenReport,
-    RegisterBlock, RemoveNode, RemoveNodes, Save, SectionStatus, SetNodeParent, SetNodeVar,
-    SetSectionSaveEnabled, SetVoxel, Sizes, SpecialVoxels, Viewer, Viewers, VoxelChange,
-    VoxelsChanged, WorldConfig, WorldStats,
+    ApplyGenerated, Border, BorderChanged, Commit, CreateNode, CreateNodes, EditOutcome,
+    EditTogether, EditVoxel, EditVoxels, Generate, GeneratedSection, GenerationCancel,
+    GenerationRequest, GetNode, GetRegistry, GetSizes, GetVoxel, GetVoxels, GetWorldConfig,
+    ListNodes, LoadOrGenerateSection, MAX_VOXELS_PER_CALL, MoveNodes, NodeVolumeUpdated,
+    NodesChanged, Pregen, PregenReport, RegisterBlock, RemoveNode, RemoveNodes, Save,
+    SectionStatus, SetNodeParent, SetNodeVar, SetSectionSaveEnabled, SetVoxel, Sizes,
+    SpecialVoxels, Viewer, Viewers, VoxelChange, VoxelsChanged, WorldConfig, WorldStats,
 };
 use buildat_voxelworld_api::{
     DropOldTables, GetStats, GetValue, ListValues, MAX_VALUE_BYTES, MAX_VALUE_WRITES, PutValues,
@@ -167,12 +167,15 @@ struct WorldStash {
     sections: Vec<StashedSection>,
     /// Who is streamed what, so players keep their world across the reload.
     viewers: HashMap<PeerId, stream::ViewerState>,
+    /// The rollback log's previews and the rollbacks `restore` can undo.
+    rollback: rollback::RollbackStash,
 }
 
 impl buildat_interface::Stash for WorldStash {
     /// 2: voxel definitions carry their light; viewers their light updates.
     /// 3: viewers' queued changes carry their chunk and order.
-    const LAYOUT: u32 = 3;
+    /// 4: the rollback log's previews and undoable rollbacks.
+    const LAYOUT: u32 = 4;
 }
 
 struct VoxelWorld {
@@ -309,6 +312,7 @@ impl VoxelWorld {
             Vec::new()
         });
         WorldStash {
+            rollback: self.rollback.stash(),
             viewers: self.streamer.take_viewers(),
             voxels: self.world.voxels.clone(),
             blocks: self.world.blocks.clone(),
@@ -321,6 +325,7 @@ impl VoxelWorld {
 
     fn restore(&mut self, stash: WorldStash) -> Result<(), ModuleError> {
         self.streamer.restore_viewers(stash.viewers);
+        self.rollback.restore(stash.rollback);
         self.world.voxels = stash.voxels;
         self.world.voxels.reindex();
         self.world.blocks = stash.blocks;
@@ -352,6 +357,7 @@ buildat_interface::settings! {
         /// Where the world is stored for this run, over world.toml's `storage`.
         storage: Option<String> = None,
         /// The world border, in blocks from 0,0 on x and z: nothing beyond it is generated and players stop at it (0: none).
+        #[live]
         border: u32 = 0,
     }
 }
@@ -383,6 +389,22 @@ pub enum OpenError {
 impl From<OpenError> for ModuleError {
     fn from(error: OpenError) -> Self {
         ModuleError::msg(error.to_string())
+    }
+}
+
+impl VoxelWorld {
+    /// The console's `set voxelworld.border`: the new border holds for
+    /// generation and pregen from now on (sections generated beyond it
+    /// stay), and `voxelworld:border_changed` tells the game.
+    fn apply_border(&mut self, blocks: u32) -> Result<String, ModuleError> {
+        self.border = Border::of_setting(blocks);
+        self.host.emit(&BorderChanged {
+            border: self.border,
+        })?;
+        Ok(match self.border {
+            Some(border) => format!("the world border is {} blocks from 0,0", border.blocks),
+            None => "the world has no border".to_string(),
+        })
     }
 }
 
@@ -460,9 +482,14 @@ impl Module for VoxelWorld {
 
     fn receive(table: &mut Receive<Self>) {
         table
-            .settings::<WorldSettings>()
-            .settings::<backup_schedule::BackupSettings>()
-            .settings::<rollback::RollbackSettings>()
+            .live_settings(|world, set: WorldSettings, _| world.apply_border(set.border))
+            .live_settings(|world, set: backup_schedule::BackupSettings, _| {
+                let path = world.host.world_path();
+                world.backups.apply(set, &path, world.headless)
+            })
+            .live_settings(|world, set: rollback::RollbackSettings, _| {
+                Ok(world.apply_rollback_settings(set))
+            })
             .stash(VoxelWorld::stash, VoxelWorld::restore)
             .event(|world, _: events::Start| world.start())
             .event(|world, _: events::Continue| world.resume())

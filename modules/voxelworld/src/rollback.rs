@@ -23,8 +23,9 @@
 //! Does not own: the storage tables (`storage.rs`,
 //! `storage/postgresql.rs`: `rollback_block`), the edit path (`edits.rs`),
 //! inspect mode (main's chat).
-//! Not recorded: sections generated. The stack of
-//! rollbacks `restore` undoes is in memory: a restart or reload forgets it.
+//! Not recorded: sections generated. The previews and the stack of
+//! rollbacks `restore` undoes are in memory: they cross a reload
+//! ([`RollbackStash`]), a restart forgets them.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -489,7 +490,7 @@ pub fn read_log(
 }
 
 /// What a rollback puts back at one position.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Revert {
     pub pos: Pos,
     /// The voxel before the actor's first change in the window.
@@ -632,7 +633,7 @@ fn describe_age(ms: i64) -> String {
 }
 
 /// A rollback previewed, waiting for `rollback confirm`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Plan {
     pub name: String,
     pub reverts: Vec<Revert>,
@@ -658,7 +659,29 @@ pub struct RollbackState {
     failing: bool,
 }
 
+/// What of the commands crosses a reload of voxelworld: the previews
+/// waiting for `rollback confirm` and the rollbacks `restore` can undo.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct RollbackStash {
+    plans: HashMap<String, Plan>,
+    done: Vec<Vec<(Pos, u32, u32)>>,
+}
+
 impl RollbackState {
+    /// The previews and the rollbacks to undo, for the next version.
+    pub(crate) fn stash(&mut self) -> RollbackStash {
+        RollbackStash {
+            plans: std::mem::take(&mut self.plans),
+            done: std::mem::take(&mut self.done),
+        }
+    }
+
+    /// Takes back what [`Self::stash`] gave.
+    pub(crate) fn restore(&mut self, stash: RollbackStash) {
+        self.plans = stash.plans;
+        self.done = stash.done;
+    }
+
     pub(crate) fn new(settings: &RollbackSettings) -> Self {
         Self {
             enabled: settings.enabled,
@@ -1904,6 +1927,71 @@ mod tests {
             Some(buildat_voxel::AIR),
             "carl's stays"
         );
+    }
+
+    /// A preview waits for `rollback confirm` across a reload of the
+    /// module, and the rollback it applies is undone by `restore` after
+    /// another reload (the module's stash).
+    #[test]
+    fn previews_and_undoable_rollbacks_cross_a_reload() {
+        use buildat_interface::testing::{TestHost, TestModule};
+        use buildat_voxel::BlockDefinition;
+        use buildat_voxel::geometry::SectionSize;
+        use buildat_voxelworld_api::ChunkData;
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kit = TestHost::new().world_path(dir.path());
+        let mut world = kit.load::<VoxelWorld>().expect("loads");
+        let stone = world
+            .call(&RegisterBlock {
+                block: BlockDefinition::simple("stone", "stone.png"),
+            })
+            .expect("registers")[0];
+        let chunks = SectionSize::default()
+            .chunks_of_section([0, 0, 0])
+            .into_iter()
+            .map(|chunk| {
+                let voxels = vec![stone; CHUNK_SIZE.pow(3) as usize];
+                let blob = buildat_format::encode_voxels(&voxels, |_| Some("stone")).expect("blob");
+                (chunk, ChunkData { node_id: 0, blob })
+            })
+            .collect();
+        world
+            .call(&ApplyGenerated {
+                section: GeneratedSection {
+                    section: [0, 0, 0],
+                    chunks,
+                },
+            })
+            .expect("applied");
+        world
+            .call(&EditVoxel {
+                pos: [1, 1, 1],
+                voxel: buildat_voxel::AIR,
+                replace: Replace::Any,
+                save: true,
+                by: Some("griefer".into()),
+            })
+            .expect("edited");
+        let preview = world
+            .command("rollback", &["griefer", "10m"], Some("op"))
+            .expect("runs");
+        assert!(preview.contains("1 edits by griefer"), "{preview}");
+        let at = |world: &mut TestModule<VoxelWorld>| {
+            world.call(&GetVoxel { pos: [1, 1, 1] }).expect("read")
+        };
+        let mut world = world.reload::<VoxelWorld>().expect("reloads");
+        let done = world
+            .command("rollback", &["confirm"], Some("op"))
+            .expect("the preview crossed the reload");
+        assert!(done.contains("1 voxels put back"), "{done}");
+        assert_eq!(at(&mut world), Some(stone));
+        let mut world = world.reload::<VoxelWorld>().expect("reloads");
+        let restored = world
+            .command("restore", &[], None)
+            .expect("the rollback crossed the reload");
+        assert!(restored.contains("1 of 1"), "{restored}");
+        assert_eq!(at(&mut world), Some(buildat_voxel::AIR));
     }
 
     #[test]
