@@ -18,3 +18,15 @@ pub const LISTEN: &str = "listen";
 pub const HEADLESS: &str = "headless";
 /// The server's log level (`error`, `warn`, `info`, `debug`, `trace`).
 pub const LOG_LEVEL: &str = "log_level";
+
+/// Every key above: the core's own, not a module's setting (a module reads
+/// them without declaring them).
+pub const CORE_KEYS: &[&str] = &[
+    MODULE_NAME,
+    MODULE_PATH,
+    WORLD_PATH,
+    MODULE_PATHS,
+    LISTEN,
+    HEADLESS,
+    LOG_LEVEL,
+];

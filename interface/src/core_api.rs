@@ -160,6 +160,27 @@ crate::calls! {
     ListSettings = "list_settings" -> Vec<ModuleSettings>;
 }
 
+/// Answered by a module for settings it declared live (`#[live]` in
+/// [`crate::settings!`], [`crate::Receive::live_settings`]): the console's
+/// `set` changed `keys` of `namespace` (kept in `world.toml` already); the
+/// module reads its settings again and applies them now. The reply says
+/// what applying did (may be empty); an error (a value it cannot take)
+/// leaves the module on the values it had, and the core puts the file
+/// back. Addressed to the declaring module (the core does this).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApplySettings {
+    pub namespace: String,
+    /// `namespace.field` of each setting changed.
+    pub keys: Vec<String>,
+}
+
+impl crate::Call for ApplySettings {
+    /// No fixed module: the core calls the module that declared them.
+    const MODULE: &'static str = "";
+    const FUNCTION: &'static str = "apply_settings";
+    type Reply = String;
+}
+
 /// Answered by a module for each command it registered: run it with the
 /// words after its name; the reply is what the console prints. Addressed to
 /// the registering module with `Host::call_module` (the core does this).

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use clap::Parser;
 use serde::de::DeserializeOwned;
 
-use crate::core_api::{RegisterCommand, RunCommand};
+use crate::core_api::{ApplySettings, RegisterCommand, RunCommand};
 use crate::events::{Continue, Event, Start};
 use crate::module::{Host, Module, ModuleError, UnloadKind};
 use crate::stash::Stash;
@@ -31,6 +31,8 @@ type CommandFn<M> = Box<dyn FnMut(&mut M, Option<&str>, &[String]) -> Result<Str
 /// Tells the core what a settings struct declares.
 type DeclareFn = fn(&Host) -> Result<(), ModuleError>;
 type SaveFn<M> = Box<dyn FnMut(&mut M) -> Result<Vec<u8>, ModuleError>>;
+/// Reads a settings struct again and applies it (`apply_settings`).
+type ApplyFn<M> = Box<dyn FnMut(&mut M, &Host, &[String]) -> Result<String, ModuleError>>;
 
 /// What carries a module's state over its own reload.
 struct StashHooks<M> {
@@ -53,6 +55,8 @@ pub struct Receive<M> {
     stash: Option<StashHooks<M>>,
     /// Each settings struct's declaration to the core (`declare_settings`).
     settings: Vec<DeclareFn>,
+    /// What applies each namespace's live settings, by namespace.
+    live: BTreeMap<&'static str, ApplyFn<M>>,
 }
 
 /// Panics on a second handler for one name: a module's table is its own
@@ -74,6 +78,7 @@ impl<M: 'static> Receive<M> {
             commands: BTreeMap::new(),
             stash: None,
             settings: Vec::new(),
+            live: BTreeMap::new(),
         }
     }
 
@@ -201,9 +206,31 @@ impl<M: 'static> Receive<M> {
 
     /// Declares the settings `S` to the core on `core:start` and
     /// `core:continue` (`buildat-server settings` lists them); the module
-    /// reads them with [`crate::settings::Settings::read`].
+    /// reads them with [`crate::settings::Settings::read`], so a change is
+    /// read at its next reload (none is declared live: for those, see
+    /// [`Self::live_settings`]).
     pub fn settings<S: crate::settings::Settings>(&mut self) -> &mut Self {
+        self.settings.push(S::declare_read_at_start);
+        self
+    }
+
+    /// Declares the settings `S` as [`Self::settings`] does, those marked
+    /// `#[live]` live: when the console's `set` changes one, the core calls
+    /// `apply_settings` ([`ApplySettings`]) and `apply` gets `S` read again
+    /// with the keys changed, on the module's thread. Its reply tells the
+    /// operator what it did; an error (also a value `S` does not read)
+    /// means the module keeps what it had, and the core puts the file
+    /// back.
+    pub fn live_settings<S: crate::settings::Settings + 'static>(
+        &mut self,
+        mut apply: impl FnMut(&mut M, S, &[String]) -> Result<String, ModuleError> + 'static,
+    ) -> &mut Self {
+        check_new(&self.live, "live settings", S::NAMESPACE);
         self.settings.push(S::declare);
+        self.live.insert(
+            S::NAMESPACE,
+            Box::new(move |module, host, keys| apply(module, S::read(host)?, keys)),
+        );
         self
     }
 
@@ -293,6 +320,21 @@ impl<M: Module> Dispatch<M> {
     pub fn call(&mut self, function: &str, payload: &[u8]) -> Result<Vec<u8>, ModuleError> {
         if let Some(handler) = self.table.calls.get_mut(function) {
             return handler(&mut self.module, payload);
+        }
+        if function == ApplySettings::FUNCTION && !self.table.live.is_empty() {
+            let request: ApplySettings =
+                payload::decode(payload).map_err(|error| ModuleError::Malformed {
+                    what: format!("call {function}"),
+                    error,
+                })?;
+            let Some(apply) = self.table.live.get_mut(request.namespace.as_str()) else {
+                return Err(ModuleError::Message(format!(
+                    "the settings of {} are not applied live: they are read at the next reload",
+                    request.namespace
+                )));
+            };
+            let reply = apply(&mut self.module, &self.table.host, &request.keys)?;
+            return Ok(payload::encode(&reply)?);
         }
         if function == RunCommand::FUNCTION && !self.table.commands.is_empty() {
             let run: RunCommand =

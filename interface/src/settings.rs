@@ -43,6 +43,13 @@ pub struct SettingInfo {
     pub default: String,
     /// The setting's doc comment, on one line.
     pub help: String,
+    /// Applied live: the console's `set` hands the new value to the
+    /// running module at once ([`crate::core_api::ApplySettings`]);
+    /// otherwise it is read at the module's next reload. Marked `#[live]`
+    /// in [`settings!`](crate::settings!) and declared with
+    /// [`crate::Receive::live_settings`].
+    #[serde(default)]
+    pub live: bool,
 }
 
 /// A setting's value was set but is not of its type.
@@ -161,11 +168,29 @@ pub trait Settings: Sized {
 
     /// Tells the core what this module declares, for `buildat-server
     /// settings` (on `core:start` and `core:continue`; they go when the
-    /// module unloads).
+    /// module unloads), each setting marked live as [`Self::describe`]
+    /// says: for a module that applies them
+    /// ([`crate::Receive::live_settings`]).
     fn declare(host: &Host) -> Result<(), ModuleError> {
         host.call(&crate::core_api::DeclareSettings {
             namespace: Self::NAMESPACE.to_string(),
             settings: Self::describe(),
+        })
+    }
+
+    /// [`Self::declare`] with no setting live: a module that reads its
+    /// settings only when it starts ([`crate::Receive::settings`]).
+    fn declare_read_at_start(host: &Host) -> Result<(), ModuleError> {
+        let settings = Self::describe()
+            .into_iter()
+            .map(|info| SettingInfo {
+                live: false,
+                ..info
+            })
+            .collect();
+        host.call(&crate::core_api::DeclareSettings {
+            namespace: Self::NAMESPACE.to_string(),
+            settings,
         })
     }
 }
@@ -234,10 +259,12 @@ pub fn read_one<T: SettingValue>(
 }
 
 /// Describes one setting for [`settings!`](crate::settings!): its doc
-/// comment's lines joined on one line.
+/// comment's lines joined on one line; live when marked (`live` holds the
+/// marker `#[live]` left, or nothing).
 #[doc(hidden)]
-pub fn info<T: SettingValue>(key: &str, default: T, help: &[&str]) -> SettingInfo {
+pub fn info<T: SettingValue>(key: &str, default: T, help: &[&str], live: &[&str]) -> SettingInfo {
     SettingInfo {
+        live: !live.is_empty(),
         key: key.to_string(),
         type_name: T::type_name(),
         default: default.show_setting(),
@@ -251,13 +278,18 @@ pub fn info<T: SettingValue>(key: &str, default: T, help: &[&str]) -> SettingInf
 }
 
 /// Declares a module's settings as one struct: each field's doc comment is
-/// its help, its type a [`SettingValue`], its key `NAMESPACE.field`:
+/// its help, its type a [`SettingValue`], its key `NAMESPACE.field`. A
+/// field marked `#[live]` (after its doc comment) is applied live: the
+/// console's `set` hands it to the running module at once, through the
+/// handler the module gives [`crate::Receive::live_settings`]; unmarked
+/// ones are read at the module's next reload:
 ///
 /// ```
 /// buildat_interface::settings! {
 ///     /// The network module's settings.
 ///     pub struct NetworkSettings in "network" {
 ///         /// Connections one address may hold at once.
+///         #[live]
 ///         pub max_connections_per_ip: u32 = 16,
 ///         /// TLS certificate (PEM), relative to the world.
 ///         pub tls_cert: Option<String> = None,
@@ -267,6 +299,8 @@ pub fn info<T: SettingValue>(key: &str, default: T, help: &[&str]) -> SettingInf
 /// let set = |key: &str| (key == "network.max_connections_per_ip").then(|| "3".to_string());
 /// assert_eq!(NetworkSettings::read_with(set).unwrap().max_connections_per_ip, 3);
 /// assert_eq!(NetworkSettings::default().tls_cert, None);
+/// let live: Vec<bool> = NetworkSettings::describe().iter().map(|s| s.live).collect();
+/// assert_eq!(live, [true, false]);
 /// ```
 /// Implements [`Settings`], `Default` (every default), `Debug` and `Clone`.
 #[macro_export]
@@ -276,6 +310,7 @@ macro_rules! settings {
         $vis:vis struct $name:ident in $namespace:literal {
             $(
                 $(#[doc = $help:literal])*
+                $(#[live $($live:tt)*])?
                 $field_vis:vis $field:ident : $ty:ty = $default:expr
             ),* $(,)?
         }
@@ -319,6 +354,7 @@ macro_rules! settings {
                             concat!($namespace, ".", stringify!($field)),
                             $default,
                             &[$($help),*],
+                            &[$(stringify!(live $($live)*))?],
                         ),
                     )*
                 ]
@@ -346,6 +382,7 @@ mod tests {
             /// A rate.
             rate: f64 = 2.5,
             /// Empty or unset: none.
+            #[live]
             cert: Option<String> = None,
             bottom: i32 = -64,
         }
@@ -457,8 +494,15 @@ mod tests {
                 type_name: "u32".into(),
                 default: "16".into(),
                 help: "Connections one address may hold at once.".into(),
+                live: false,
             }
         );
+        let live: Vec<&str> = described
+            .iter()
+            .filter(|s| s.live)
+            .map(|s| s.key.as_str())
+            .collect();
+        assert_eq!(live, ["probe.cert"], "only the field marked #[live]");
         assert_eq!(described[1].help, "Where to listen, on two lines.");
         assert_eq!(described[1].type_name, "string");
         assert_eq!(described[1].default, "0.0.0.0:20000");

@@ -314,6 +314,14 @@ impl TestHost {
         self
     }
 
+    /// Changes a configuration value while a module runs (an operator's
+    /// `set`, before the core's [`crate::core_api::ApplySettings`]).
+    pub fn set_config(&self, key: &str, value: &str) {
+        self.state()
+            .config
+            .insert(key.to_string(), value.to_string());
+    }
+
     /// The module's name (default `test`).
     pub fn name(self, name: &str) -> Self {
         self.config(crate::config::MODULE_NAME, name)
@@ -730,6 +738,106 @@ mod tests {
         assert_eq!(counter.module().count, 11);
         assert_eq!(kit.commands().len(), 2);
         assert_eq!(counter.call(&GetCount {}).unwrap(), 11);
+    }
+
+    crate::settings! {
+        /// A greeter's settings: one live, one read at start.
+        struct GreeterSettings in "greeter" {
+            /// Said to each comer.
+            #[live]
+            greeting: String = "hello".to_string(),
+            /// Read at start only.
+            loud: bool = false,
+        }
+    }
+
+    struct Greeter {
+        greeting: String,
+        loud: bool,
+    }
+
+    impl Module for Greeter {
+        fn create(host: Host) -> Result<Self, ModuleError> {
+            let settings = GreeterSettings::read(&host)?;
+            Ok(Self {
+                greeting: settings.greeting,
+                loud: settings.loud,
+            })
+        }
+
+        fn receive(table: &mut Receive<Self>) {
+            table.live_settings(|greeter, settings: GreeterSettings, keys| {
+                if settings.greeting.is_empty() {
+                    return Err(ModuleError::msg("greeter.greeting: say something"));
+                }
+                greeter.greeting = settings.greeting;
+                Ok(format!("greeting now (changed: {})", keys.join(",")))
+            });
+        }
+    }
+
+    #[test]
+    fn live_settings_are_declared_live_and_applied_on_the_cores_call() {
+        use crate::core_api::ApplySettings;
+        let kit = TestHost::new();
+        let mut greeter = kit.load::<Greeter>().unwrap();
+        let declared = kit.calls::<crate::core_api::DeclareSettings>();
+        let live: Vec<(&str, bool)> = declared[0]
+            .settings
+            .iter()
+            .map(|s| (s.key.as_str(), s.live))
+            .collect();
+        assert_eq!(live, [("greeter.greeting", true), ("greeter.loud", false)]);
+
+        let apply = ApplySettings {
+            namespace: "greeter".into(),
+            keys: vec!["greeter.greeting".into()],
+        };
+        kit.set_config("greeter.greeting", "welcome");
+        kit.set_config("greeter.loud", "true");
+        let reply = greeter.call(&apply).unwrap();
+        assert_eq!(reply, "greeting now (changed: greeter.greeting)");
+        assert_eq!(greeter.module().greeting, "welcome");
+        assert!(
+            !greeter.module().loud,
+            "what is not live waits for a reload"
+        );
+
+        // Refused late (by the module) or not of its type: the old value stays.
+        kit.set_config("greeter.greeting", "");
+        let error = greeter.call(&apply).unwrap_err();
+        assert!(error.to_string().contains("say something"), "{error}");
+        kit.set_config("greeter.greeting", "hi");
+        kit.set_config("greeter.loud", "very");
+        let error = greeter.call(&apply).unwrap_err();
+        assert!(error.to_string().contains("greeter.loud"), "{error}");
+        assert_eq!(greeter.module().greeting, "welcome");
+
+        // A namespace with no live handler is refused, naming it.
+        let error = greeter
+            .call(&ApplySettings {
+                namespace: "other".into(),
+                keys: vec![],
+            })
+            .unwrap_err();
+        assert!(error.to_string().contains("next reload"), "{error}");
+    }
+
+    #[test]
+    fn settings_declared_without_a_live_handler_are_not_live() {
+        struct Plain;
+        impl Module for Plain {
+            fn create(_: Host) -> Result<Self, ModuleError> {
+                Ok(Self)
+            }
+            fn receive(table: &mut Receive<Self>) {
+                table.settings::<GreeterSettings>();
+            }
+        }
+        let kit = TestHost::new();
+        let _plain = kit.load::<Plain>().unwrap();
+        let declared = kit.calls::<crate::core_api::DeclareSettings>();
+        assert!(declared[0].settings.iter().all(|s| !s.live), "{declared:?}");
     }
 
     #[test]

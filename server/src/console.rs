@@ -26,7 +26,11 @@ commands:
                   the modules built against its changed API are rebuilt
                   and reloaded with it (all or none)
   set MODULE.KEY VALUE  check a setting's value, keep it in world.toml
-                  (comments kept); MODULE reads it at its next reload
+                  (comments kept); a live one is applied now (MODULE
+                  refusing it keeps its value and the file), the others
+                  at MODULE's next reload (`settings` shows which)
+  settings        every loaded module's settings: value, source, and
+                  whether a `set` of it is applied live or at a reload
   emit NAME [TEXT]  emit an event; its payload is TEXT as a bincode string
                   (modules document which events take one), else empty
   stop            unload every module in reverse load order and exit
@@ -104,6 +108,7 @@ pub fn run_command(core: &Core, line: &str) -> String {
     let argument = words.next();
     let result = match (command, argument) {
         ("help", _) => Ok(help(core)),
+        ("settings", _) => return settings(core),
         ("modules", Some("add")) => return add_module_path(core, line),
         ("modules", _) => Ok(format_modules(core)),
         ("stop", _) => {
@@ -170,6 +175,17 @@ fn set(core: &Core, line: &str) -> String {
     match core.set_setting(key, value) {
         Ok(answer) => answer,
         Err(error) => format!("error: {error}"),
+    }
+}
+
+/// `settings`: the table `buildat-server settings` prints, of the running
+/// server.
+fn settings(core: &Core) -> String {
+    match core.call_typed(&buildat_interface::core_api::ListSettings {}, None) {
+        Ok(modules) => crate::settings::format_table(&modules)
+            .trim_end()
+            .to_string(),
+        Err(error) => format!("error: settings: {error}"),
     }
 }
 

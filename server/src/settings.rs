@@ -1,6 +1,8 @@
 //! The listing `buildat-server settings` prints: every loaded module's
 //! declared settings (`buildat_interface::settings`) as a table of key,
-//! type, default, current value, where it came from and help; and the
+//! type, default, current value, where it came from, when a change is
+//! applied (`live`: at once by the console's `set`; `reload`: at the
+//! module's next reload) and help; and the
 //! warning about a set key no module declares, with the nearest declared
 //! name ([`not_declared`]).
 //!
@@ -16,7 +18,8 @@ const EMPTY: &str = "-";
 /// The table of `modules`' settings: one block per module, its name on a
 /// line, then a row per setting. The current value is the one set
 /// (`--set KEY=VALUE`, else `world.toml`) or else the default; SOURCE says
-/// which (`--set`, `world.toml`, `default`).
+/// which (`--set`, `world.toml`, `default`); APPLIED when a `set` of it
+/// takes effect ([`applied`]).
 pub fn format_table(modules: &[ModuleSettings]) -> String {
     if modules.is_empty() {
         return "no loaded module declares settings\n".to_string();
@@ -28,8 +31,11 @@ pub fn format_table(modules: &[ModuleSettings]) -> String {
             text.to_string()
         }
     };
-    let header = ["KEY", "TYPE", "DEFAULT", "VALUE", "SOURCE", "HELP"].map(String::from);
-    let rows: Vec<(&str, [String; 6])> = modules
+    let header = [
+        "KEY", "TYPE", "DEFAULT", "VALUE", "SOURCE", "APPLIED", "HELP",
+    ]
+    .map(String::from);
+    let rows: Vec<(&str, [String; 7])> = modules
         .iter()
         .flat_map(|module| {
             module.settings.iter().map(|setting| {
@@ -44,6 +50,7 @@ pub fn format_table(modules: &[ModuleSettings]) -> String {
                     shown(&info.default),
                     value,
                     setting.source.label().to_string(),
+                    applied(info.live).to_string(),
                     info.help.clone(),
                 ];
                 (module.module.as_str(), row)
@@ -56,7 +63,7 @@ pub fn format_table(modules: &[ModuleSettings]) -> String {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let line = |row: &[String; 6]| {
+    let line = |row: &[String; 7]| {
         let mut text = String::from("  ");
         for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
             if i + 1 == row.len() {
@@ -81,6 +88,13 @@ pub fn format_table(modules: &[ModuleSettings]) -> String {
         out.push_str(&line(row));
     }
     out
+}
+
+/// When a setting's change takes effect, as the APPLIED column shows it:
+/// `live` (the console's `set` hands it to the running module) or `reload`
+/// (the module reads it at its next reload).
+pub fn applied(live: bool) -> &'static str {
+    if live { "live" } else { "reload" }
 }
 
 /// The warning for `key`, set in `source` (`--set`, `world.toml`), in a
@@ -143,6 +157,7 @@ mod tests {
                 type_name: "u32".into(),
                 default: default.into(),
                 help: format!("The {key}."),
+                live: false,
             },
             source: if value.is_some() {
                 SettingSource::File
@@ -174,7 +189,13 @@ mod tests {
             ModuleSettings {
                 module: "network".into(),
                 settings: vec![
-                    setting("network.max_connections_per_ip", "16", Some("3")),
+                    CurrentSetting {
+                        info: SettingInfo {
+                            live: true,
+                            ..setting("network.max_connections_per_ip", "16", None).info
+                        },
+                        ..setting("network.max_connections_per_ip", "16", Some("3"))
+                    },
                     setting("network.tls_cert", "", None),
                 ],
             },
@@ -195,14 +216,15 @@ mod tests {
                 "16",
                 "3",
                 "world.toml",
+                "live",
                 "The",
                 "network.max_connections_per_ip."
             ]
         );
         let unset = lines[3].split_whitespace().collect::<Vec<_>>();
         assert_eq!(
-            &unset[..5],
-            ["network.tls_cert", "u32", "-", "-", "default"]
+            &unset[..6],
+            ["network.tls_cert", "u32", "-", "-", "default", "reload"]
         );
         // Columns line up: every row's help starts where the header's does.
         let help_at = lines[1].find("HELP").unwrap();

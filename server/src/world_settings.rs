@@ -346,6 +346,7 @@ mod tests {
             type_name: type_name.into(),
             default: default.into(),
             help: help.into(),
+            live: false,
         }
     }
 

@@ -57,8 +57,10 @@ buildat_interface::settings! {
         /// Milliseconds one call into a mod may run (a callback, a step, a command).
         pub call_ms: u64 = 50,
         /// Milliseconds a mod's Lua may run in one tick, all its calls together.
+        #[live]
         pub tick_ms: u64 = 100,
         /// Errors a mod may raise in 10 seconds before it is stopped.
+        #[live]
         pub max_errors: u32 = 20,
     }
 }
@@ -121,7 +123,15 @@ impl Module for LuaHost {
     fn receive(table: &mut Receive<Self>) {
         let module = table.host().module_name();
         table
-            .settings::<LuaSettings>()
+            .live_settings(|lua: &mut Self, settings: LuaSettings, _| {
+                let mut held = lua.shared.settings.borrow_mut();
+                held.tick_ms = settings.tick_ms;
+                held.max_errors = settings.max_errors;
+                Ok(format!(
+                    "every mod's Lua may run {} ms a tick and raise {} errors in 10 s",
+                    held.tick_ms, held.max_errors
+                ))
+            })
             .event(|lua: &mut Self, _: Start| {
                 lua.discover();
                 Ok(())

@@ -48,7 +48,9 @@ pub(crate) struct Shared {
     pub host: Host,
     /// Voxel names and ids, chat, players, ABMs.
     pub ctx: RefCell<Ctx>,
-    pub settings: LuaSettings,
+    /// `lua.*`: `tick_ms` and `max_errors` are live (read at each use),
+    /// `memory_mb` and `call_ms` apply to each mod's next VM.
+    pub settings: RefCell<LuaSettings>,
     /// Every mod's entities, by slot.
     pub entities: RefCell<BTreeMap<u32, LiveEntity>>,
     /// The slot the next entity gets.
@@ -66,7 +68,7 @@ impl Shared {
         Self {
             host,
             ctx: RefCell::new(Ctx::new(host)),
-            settings,
+            settings: RefCell::new(settings),
             entities: RefCell::default(),
             next_slot: Cell::new(1),
             jobs: RefCell::default(),
@@ -273,7 +275,7 @@ impl LuaMod {
             let torn = stamps_of(dir) != before;
             LoadError { message, torn }
         };
-        let settings = &shared.settings;
+        let settings = shared.settings.borrow().clone();
         let vm = Vm::new(Limits {
             memory_bytes: settings.memory_mb.saturating_mul(1 << 20) as usize,
             time_per_entry: Duration::from_millis(settings.call_ms.max(1)),
@@ -328,7 +330,7 @@ impl LuaMod {
     /// Whether one whole call (`lua.call_ms`) still fits in the mod's time
     /// this tick (`lua.tick_ms`).
     pub fn has_time_for_a_call(&self) -> bool {
-        let settings = &self.data.shared.settings;
+        let settings = self.data.shared.settings.borrow();
         let tick = Duration::from_millis(settings.tick_ms.max(1));
         self.tick_used + Duration::from_millis(settings.call_ms).min(tick) <= tick
     }
@@ -351,7 +353,7 @@ impl LuaMod {
             return Err(format!("the lua mod {} is stopped: {why}", self.name()));
         }
         let shared = &self.data.shared;
-        let tick_budget = Duration::from_millis(shared.settings.tick_ms.max(1));
+        let tick_budget = Duration::from_millis(shared.settings.borrow().tick_ms.max(1));
         let left = tick_budget.saturating_sub(self.tick_used);
         let started = Instant::now();
         let result = self.vm.enter(Some(started + left), || f(self.vm.lua()));
@@ -401,7 +403,7 @@ impl LuaMod {
         {
             self.errors.pop_front();
         }
-        let max = self.data.shared.settings.max_errors as usize;
+        let max = self.data.shared.settings.borrow().max_errors as usize;
         if self.errors.len() > max {
             self.stop(&format!(
                 "{failure} (in {what}; {} errors in {} s)",

@@ -459,3 +459,31 @@ fn a_save_caught_between_truncation_and_write_is_not_loaded_as_an_empty_mod() {
     tick(&mut m, 1);
     assert_eq!(m.command("say", &[], None).expect("say"), "two");
 }
+
+/// `set lua.tick_ms` and `set lua.max_errors` on the console: applied to
+/// the running mods at once; a value that is not one keeps the old.
+#[test]
+fn the_tick_time_and_error_limits_are_applied_live() {
+    use buildat_interface::core_api::ApplySettings;
+    let world = world_with(&[], &[("lua.tick_ms", "60")]);
+    let mut m = world.load_module::<LuaHost>().expect("load");
+    let apply = ApplySettings {
+        namespace: "lua".into(),
+        keys: vec!["lua.tick_ms".into()],
+    };
+    world.kit().set_config("lua.tick_ms", "7");
+    world.kit().set_config("lua.max_errors", "3");
+    world.kit().set_config("lua.memory_mb", "1");
+    let reply = m.call(&apply).expect("applied");
+    assert_eq!(
+        reply,
+        "every mod's Lua may run 7 ms a tick and raise 3 errors in 10 s"
+    );
+    let held = m.module().shared.settings.borrow().clone();
+    assert_eq!((held.tick_ms, held.max_errors), (7, 3));
+    assert_eq!(held.memory_mb, 64, "not live: the next reload");
+    world.kit().set_config("lua.tick_ms", "soon");
+    let error = m.call(&apply).unwrap_err();
+    assert!(error.to_string().contains("lua.tick_ms"), "{error}");
+    assert_eq!(m.module().shared.settings.borrow().tick_ms, 7);
+}

@@ -1179,6 +1179,45 @@ fn the_whitelist_refuses_other_names_and_joiners_are_told_the_motd() {
     assert!(error.to_string().contains("main.whitelist"), "{error}");
 }
 
+/// The console's `set` of `main.motd` and `main.whitelist` is applied at
+/// once: a joiner after it is told the new motd; a player not on the new
+/// whitelist is disconnected, told why; a value the game cannot take is
+/// refused and the old one stays.
+#[test]
+fn motd_and_whitelist_are_applied_live() {
+    use buildat_interface::core_api::ApplySettings;
+    let (kit, _world, mut game) = game_with(&[("main.motd", "old news")]);
+    join(&kit, &mut game, 1, "ann");
+    join(&kit, &mut game, 2, "bob");
+    assert_eq!(told(&kit, 1).first().map(String::as_str), Some("old news"));
+    let apply = |keys: &[&str]| ApplySettings {
+        namespace: "main".into(),
+        keys: keys.iter().map(|k| k.to_string()).collect(),
+    };
+
+    kit.set_config("main.motd", "new news");
+    let reply = game.call(&apply(&["main.motd"])).expect("applied");
+    assert_eq!(reply, "");
+    join(&kit, &mut game, 3, "cid");
+    assert_eq!(told(&kit, 3).first().map(String::as_str), Some("new news"));
+
+    kit.set_config("main.whitelist", "ann,cid");
+    let reply = game.call(&apply(&["main.whitelist"])).expect("applied");
+    assert_eq!(reply, "disconnected 1 not on the new whitelist: bob");
+    assert_eq!(
+        disconnected(&kit),
+        [(2, "bob is not on this server's whitelist".to_string())]
+    );
+    assert_eq!(game.module().players.len(), 2, "ann and cid play on");
+
+    // Refused late: the game keeps what it had.
+    kit.set_config("main.whitelist", "ann,10.0.0.1");
+    let error = game.call(&apply(&["main.whitelist"])).unwrap_err();
+    assert!(error.to_string().contains("main.whitelist"), "{error}");
+    assert_eq!(game.module().whitelist.len(), 2);
+    assert_eq!(game.module().motd, "new news");
+}
+
 /// Positions the game accepted for peer `peer`'s moves: where it is.
 fn move_to(game: &mut TestModule<Game>, peer: u64, to: [f64; 3]) -> [f64; 3] {
     game.packet(peer, &buildat_main_api::Move { position: to })
@@ -1241,6 +1280,17 @@ fn moves_stop_at_the_world_border() {
     game.module_mut().players.get_mut(&1).expect("ann").position = [30.0, 0.0, 0.5];
     assert_eq!(move_to(&mut game, 1, [31.0, 0.0, 0.5]), [30.0, 0.0, 0.5]);
     assert_eq!(move_to(&mut game, 1, [25.0, 0.0, 0.5]), [25.0, 0.0, 0.5]);
+
+    // `set voxelworld.border` on the console: the world tells the game.
+    game.emit(&buildat_voxelworld_api::BorderChanged {
+        border: Border::of_setting(40),
+    })
+    .expect("told");
+    assert_eq!(move_to(&mut game, 1, [35.0, 0.0, 0.5]), [35.0, 0.0, 0.5]);
+    assert_eq!(move_to(&mut game, 1, [41.0, 0.0, 0.5]), [35.0, 0.0, 0.5]);
+    game.emit(&buildat_voxelworld_api::BorderChanged { border: None })
+        .expect("told");
+    assert_eq!(move_to(&mut game, 1, [41.0, 0.0, 0.5]), [41.0, 0.0, 0.5]);
 }
 
 /// `/status` and `get_tick_stats` give the last minute's tick p50 and p99.

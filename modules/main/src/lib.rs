@@ -83,9 +83,10 @@ use buildat_network_api::{
 use buildat_voxel::geometry::{Pos, SectionSize};
 use buildat_voxel::{AIR, UNKNOWN, VoxelRegistry};
 use buildat_voxelworld_api::{
-    BlockDefinition, Border, CreateNode, CreateNodes, EditOutcome, EditVoxel, EditVoxels,
-    GetBorder, GetNode, GetRegistry, GetSizes, GetSpawn, GetVoxels, IDENTITY, MAX_VOXELS_PER_CALL,
-    MoveNodes, NodeMotion, RegisterBlock, RemoveNode, Replace, SpecialVoxels, Viewer, Viewers,
+    BlockDefinition, Border, BorderChanged, CreateNode, CreateNodes, EditOutcome, EditVoxel,
+    EditVoxels, GetBorder, GetNode, GetRegistry, GetSizes, GetSpawn, GetVoxels, IDENTITY,
+    MAX_VOXELS_PER_CALL, MoveNodes, NodeMotion, RegisterBlock, RemoveNode, Replace, SpecialVoxels,
+    Viewer, Viewers,
 };
 use chat::Caller;
 use players::{Account, Player};
@@ -122,11 +123,25 @@ buildat_interface::settings! {
         join_timeout_s: f64 = 120.0,
         /// Every player plays as if it held `creative`: endless blocks, instant digging, no inventory.
         creative: bool = false,
-        /// The only names that may play, separated by commas (empty: everyone).
+        /// The only names that may play, separated by commas (empty: everyone); a `set` disconnects the players not on the new list.
+        #[live]
         whitelist: String = String::new(),
         /// A chat line each player is told on joining (empty: none).
+        #[live]
         motd: String = String::new(),
+        /// Retired, must stay empty: it gave every privilege to whoever claimed the name first; make an admin with the console's `admin NAME`.
+        admin: String = String::new(),
     }
+}
+
+/// `main.motd` trimmed, refused as a chat line would be.
+fn check_motd(motd: &str) -> Result<String, ModuleError> {
+    let motd = motd.trim().to_string();
+    if !motd.is_empty() {
+        chat::check_chat_text(&motd)
+            .map_err(|reason| ModuleError::msg(format!("main.motd: {reason}")))?;
+    }
+    Ok(motd)
 }
 
 /// The game's own blocks (the terrain's are the generator's).
@@ -259,15 +274,49 @@ impl Game {
     }
 }
 
+impl Game {
+    /// The console's `set` of a live setting (`main.motd`,
+    /// `main.whitelist`): both checked before either is taken; a player
+    /// (or a connection logging in or joining) whose name is not on a new
+    /// whitelist is disconnected, told why.
+    fn apply_settings(&mut self, settings: MainSettings) -> Result<String, ModuleError> {
+        let whitelist = login::parse_whitelist(&settings.whitelist).map_err(ModuleError::msg)?;
+        self.motd = check_motd(&settings.motd)?;
+        self.whitelist = whitelist;
+        if self.whitelist.is_empty() {
+            return Ok(String::new());
+        }
+        let off: Vec<(PeerId, String)> = self
+            .players
+            .iter()
+            .map(|(peer, player)| (peer, &player.account))
+            .chain(self.joining.iter().chain(self.logged_in.iter()))
+            .filter(|(_, account)| !self.whitelist.contains(&account.key))
+            .map(|(peer, account)| (*peer, account.name.clone()))
+            .collect();
+        for (peer, name) in &off {
+            self.logged_in.remove(peer);
+            self.joining.remove(peer);
+            self.reject(*peer, &format!("{name} is not on this server's whitelist"));
+            self.remove_player(*peer);
+        }
+        if off.is_empty() {
+            return Ok(String::new());
+        }
+        let names: Vec<&str> = off.iter().map(|(_, name)| name.as_str()).collect();
+        Ok(format!(
+            "disconnected {} not on the new whitelist: {}",
+            off.len(),
+            names.join(", ")
+        ))
+    }
+}
+
 impl Module for Game {
     fn create(host: Host) -> Result<Self, ModuleError> {
         let settings = MainSettings::read(&host)?;
         let whitelist = login::parse_whitelist(&settings.whitelist).map_err(ModuleError::msg)?;
-        let motd = settings.motd.trim().to_string();
-        if !motd.is_empty() {
-            chat::check_chat_text(&motd)
-                .map_err(|reason| ModuleError::msg(format!("main.motd: {reason}")))?;
-        }
+        let motd = check_motd(&settings.motd)?;
         let world = host.world_path();
         std::fs::create_dir_all(&world)
             .map_err(|e| ModuleError::msg(format!("creating {}: {e}", world.display())))?;
@@ -293,7 +342,7 @@ impl Module for Game {
         let defaults = settings.default_privileges;
         // Whoever claimed the name first (a guest too) got every
         // privilege: the operator makes an admin of an account instead.
-        let admin = host.get_config("main.admin").unwrap_or_default();
+        let admin = settings.admin;
         if !admin.is_empty() {
             return Err(ModuleError::msg(format!(
                 "main.admin is no longer read: it gave every privilege to whoever claimed the \
@@ -437,7 +486,11 @@ impl Module for Game {
                 game.send(peer, &Pong { data });
                 Ok(())
             })
-            .settings::<MainSettings>()
+            .live_settings(|game, settings: MainSettings, _| game.apply_settings(settings))
+            .event(|game, changed: BorderChanged| {
+                game.border = changed.border;
+                Ok(())
+            })
             .call(|game, _: GetTickStats| Ok(game.tick_stats()))
             .call(|game, _: GetPlayers| Ok(game.player_states()))
             .call(|game, teleport: Teleport| {

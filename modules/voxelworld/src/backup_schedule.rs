@@ -109,10 +109,13 @@ buildat_interface::settings! {
     /// Backups on a schedule (`--set backup.KEY=VALUE`), declared by voxelworld.
     pub(crate) struct BackupSettings in "backup" {
         /// Time between scheduled backups, as 6h, 30m or 90s (empty or 0: none).
+        #[live]
         every: Every = Every(None),
         /// How many scheduled backups backup.dir keeps (older ones the schedule made are removed).
+        #[live]
         keep: u32 = 7,
         /// Where scheduled backups go, relative to the world (unset: <world>/backups).
+        #[live]
         dir: Option<PathBuf> = None,
     }
 }
@@ -311,6 +314,30 @@ impl BackupSchedule {
             keep: settings.keep,
             dir,
             last: None,
+        })
+    }
+
+    /// The console's `set` of a `backup.*` setting: the schedule made
+    /// again from the new settings (the next backup `every` from now; a
+    /// backup under way finishes where it started), the last outcome kept.
+    /// Refused as at start (`backup.keep` 0): the schedule stays as it was.
+    pub(crate) fn apply(
+        &mut self,
+        settings: BackupSettings,
+        world: &Path,
+        headless: bool,
+    ) -> Result<String, ModuleError> {
+        let mut schedule = Self::new(settings, world, headless)?;
+        schedule.last = self.last.take();
+        *self = schedule;
+        Ok(match (&self.schedule, self.every) {
+            (Some(_), Some(every)) => format!(
+                "the next backup in {} into {}, the newest {} kept",
+                show_duration(every),
+                self.dir.display(),
+                self.keep
+            ),
+            _ => "no backups on a schedule".to_string(),
         })
     }
 

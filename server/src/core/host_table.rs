@@ -3,8 +3,10 @@
 //!
 //! Owns: [`HostCtx`] (which module is calling, which subscriptions this
 //! instance made, which shared buffers it holds: given back when the
-//! context is dropped, after the instance ends) and the table handed to
-//! the module. Invariant: no panic
+//! context is dropped, after the instance ends; which settings it read
+//! through `get_config`, each checked once against the declared ones after
+//! the handler that read it: [`HostCtx::check_config_reads`]) and the
+//! table handed to the module. Invariant: no panic
 //! crosses back into the module: every function runs under `catch_unwind`
 //! and reports failure as a status. Does not own: the operations themselves
 //! (`core/mod.rs`).
@@ -12,6 +14,7 @@
 use std::collections::HashSet;
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use buildat_interface::abi::{self, ByteSink, HostTable, RawSlice, Status};
@@ -30,6 +33,17 @@ pub(crate) struct HostCtx {
     instance_subs: Mutex<HashSet<String>>,
     /// The shared buffers this instance holds references to.
     holdings: Holdings,
+    /// Settings keys this instance read, and those not checked yet.
+    reads: Mutex<ConfigReads>,
+    /// `reads` has keys to check (so a handler that read none costs no lock).
+    reads_pending: AtomicBool,
+}
+
+/// The keys an instance read through `get_config`.
+#[derive(Default)]
+struct ConfigReads {
+    seen: HashSet<String>,
+    unchecked: Vec<String>,
 }
 
 impl Drop for HostCtx {
@@ -51,6 +65,34 @@ impl HostCtx {
             slot,
             instance_subs: Mutex::new(HashSet::new()),
             holdings: Holdings::default(),
+            reads: Mutex::new(ConfigReads::default()),
+            reads_pending: AtomicBool::new(false),
+        }
+    }
+
+    /// After the start event (the module has declared its settings) and
+    /// after each handler: warns about each key read since that is neither
+    /// the core's own nor declared by a loaded module, once per key and
+    /// instance.
+    pub fn check_config_reads(&self) {
+        if !self.reads_pending.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let unchecked = std::mem::take(&mut lock(&self.reads).unchecked);
+        for key in unchecked {
+            let declared = self.core.is_declared(&key);
+            if let Some(warning) = super::settings::undeclared_read(&self.slot.name, &key, declared)
+            {
+                tracing::warn!("{warning}");
+            }
+        }
+    }
+
+    fn note_read(&self, key: &str) {
+        let mut reads = lock(&self.reads);
+        if reads.seen.insert(key.to_string()) {
+            reads.unchecked.push(key.to_string());
+            self.reads_pending.store(true, Ordering::Release);
         }
     }
 
@@ -101,7 +143,10 @@ impl HostCtx {
                 .join("\n"),
             config::LISTEN => settings.listen.clone(),
             config::LOG_LEVEL => settings.log_level.clone(),
-            other => self.core.get_setting(other)?.0,
+            other => {
+                self.note_read(other);
+                self.core.get_setting(other)?.0
+            }
         };
         Some(value)
     }

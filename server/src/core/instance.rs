@@ -300,8 +300,9 @@ fn thread_main(args: ThreadArgs) -> Option<Library> {
     // starting goes back to whoever asked for the load.
     let (unload_kind, serve_failure) = match started {
         Ok(()) => {
+            ctx.check_config_reads();
             let _ = ready.send(Ok(()));
-            match serve_queue(&slot, &mut instance, core.config.slow_handler_limit) {
+            match serve_queue(&slot, &ctx, &mut instance, core.config.slow_handler_limit) {
                 Ok(kind) => (kind, None),
                 Err(reason) => (UnloadKind::AfterFailure, Some(reason)),
             }
@@ -357,9 +358,11 @@ impl HandledTimes<'_> {
 
 /// Delivers queued events and calls until a stop message (returns its kind)
 /// or a panic (returns the reason). Handlers that run at least `slow_limit`
-/// are logged.
+/// are logged; after each, the settings it read are checked
+/// ([`HostCtx::check_config_reads`]).
 fn serve_queue(
     slot: &ModuleSlot,
+    ctx: &HostCtx,
     instance: &mut Instance,
     slow_limit: Option<Duration>,
 ) -> Result<UnloadKind, String> {
@@ -414,6 +417,7 @@ fn serve_queue(
             }
             Message::Stop(kind) => return Ok(kind),
         }
+        ctx.check_config_reads();
     }
     Ok(UnloadKind::ForGood)
 }

@@ -5,8 +5,12 @@
 //! does not declare warned about with the nearest declared name, a set
 //! value not of its type refused, so the module does not start on it),
 //! the listing with each value's source (`list_settings`), the commented
-//! defaults written into the file after the start, and the console's
-//! `set MODULE.KEY VALUE`.
+//! defaults written into the file after the start, the console's
+//! `set MODULE.KEY VALUE` (a live setting handed to its module at once:
+//! `apply_settings`, the file put back when the module refuses it), and
+//! the check of what modules read: a key a module reads through
+//! `get_config` that is neither the core's ([`config::CORE_KEYS`]) nor
+//! declared by a loaded module is warned about, naming both.
 //!
 //! Owns: precedence and the file's values as the host holds them
 //! (`CoreInner::file_settings`: read at start, again before a console
@@ -16,23 +20,39 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use buildat_interface::core_api::{self, SettingSource};
 use buildat_interface::settings::{SettingInfo, check_value};
-use buildat_interface::{CallError, ModuleError};
+use buildat_interface::{Call, CallError, ModuleError, config};
 
 use super::slot::lock;
-use super::{Core, CoreError, CoreInner};
+use super::{CONSOLE_CALLER, Core, CoreError, CoreInner};
 use crate::world_settings;
 
 impl Core {
     /// `set KEY VALUE` on the console: checks `value` against the setting
     /// a loaded module declares as `key`, writes it into `world.toml`
     /// (comments kept), hands it out from now on, and says when the module
-    /// reads it (at its next reload).
+    /// takes it: now (a live setting, applied by the module before this
+    /// answers; a module that refuses it keeps its value and the file is
+    /// put back, an error) or at its next reload.
     pub fn set_setting(&self, key: &str, value: &str) -> Result<String, CoreError> {
         self.inner.set_setting(key, value)
     }
+}
+
+/// What to say about a key a module read that nobody declares; `None`
+/// when it is the core's own or declared.
+pub(crate) fn undeclared_read(module: &str, key: &str, declared: bool) -> Option<String> {
+    if declared || config::CORE_KEYS.contains(&key) {
+        return None;
+    }
+    Some(format!(
+        "module {module} read the setting {key}, which no loaded module declares (declare it \
+         with settings! so `buildat-server settings` lists it; the core's own keys are {})",
+        config::CORE_KEYS.join(", ")
+    ))
 }
 
 impl CoreInner {
@@ -142,6 +162,13 @@ impl CoreInner {
             .collect()
     }
 
+    /// Whether a loaded module declares the setting `key`.
+    pub(super) fn is_declared(&self, key: &str) -> bool {
+        self.declared()
+            .iter()
+            .any(|(_, _, settings)| settings.iter().any(|s| s.key == key))
+    }
+
     /// Every declared setting: (module, namespace, its settings), in load
     /// order.
     fn declared(&self) -> Vec<(String, String, Vec<SettingInfo>)> {
@@ -221,7 +248,7 @@ impl CoreInner {
         }
     }
 
-    fn set_setting(&self, key: &str, value: &str) -> Result<String, CoreError> {
+    fn set_setting(self: &Arc<Self>, key: &str, value: &str) -> Result<String, CoreError> {
         let declared = self.declared();
         let Some((module, namespace, info)) =
             declared.iter().find_map(|(module, namespace, settings)| {
@@ -249,21 +276,79 @@ impl CoreInner {
         let refused =
             |message: String| CoreError::Refused(format!("{}: {message}", path.display()));
         let text = world_settings::read_text(&path).map_err(|e| refused(e.to_string()))?;
+        let before = text.clone();
         let text = world_settings::set_value(&text, namespace, field, &info.type_name, value)
             .map_err(refused)?;
-        world_settings::write(&path, &text).map_err(|e| refused(e.to_string()))?;
         let values = world_settings::values_of(&text).map_err(refused)?;
+        world_settings::write(&path, &text).map_err(|e| refused(e.to_string()))?;
+        let held = self
+            .file_settings
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         self.replace_file_settings(values);
-        let mut answer = format!(
-            "{key} = {value:?} is in {} now; {module} reads it at the next reload of {module} \
-             (`reload {module}`)",
-            path.display()
-        );
         if let Some(set) = self.config.extra.get(key) {
-            answer.push_str(&format!(
-                "; --set {key}={set} still wins until the server restarts without it"
+            return Ok(format!(
+                "{key} = {value:?} is in {} now; --set {key}={set} still wins until the server \
+                 restarts without it",
+                path.display()
             ));
         }
-        Ok(answer)
+        if !info.live {
+            return Ok(format!(
+                "{key} = {value:?} is in {} now; {module} reads it at the next reload of \
+                 {module} (`reload {module}`)",
+                path.display()
+            ));
+        }
+        match self.apply_settings(module, namespace, key) {
+            Ok(done) => {
+                let done = if done.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {done}")
+                };
+                Ok(format!(
+                    "{key} = {value:?} is in {} now and applied now by {module}{done}",
+                    path.display()
+                ))
+            }
+            Err(error) => {
+                // The module keeps what it had: so does the file.
+                self.replace_file_settings(held);
+                let put_back = match world_settings::write(&path, &before) {
+                    Ok(()) => format!("{} is as it was", path.display()),
+                    Err(e) => format!("{e}; {} holds the refused value", path.display()),
+                };
+                Err(CoreError::Refused(format!(
+                    "{key} = {value:?}: {module} did not apply it and keeps the value it had \
+                     ({}); {put_back}",
+                    error.message()
+                )))
+            }
+        }
+    }
+
+    /// Asks `module` to read its live settings of `namespace` again now
+    /// that `key` changed; its answer says what it did.
+    fn apply_settings(
+        self: &Arc<Self>,
+        module: &str,
+        namespace: &str,
+        key: &str,
+    ) -> Result<String, CallError> {
+        let request = core_api::ApplySettings {
+            namespace: namespace.to_string(),
+            keys: vec![key.to_string()],
+        };
+        let payload =
+            buildat_interface::encode(&request).map_err(|e| CallError::Invalid(e.to_string()))?;
+        let reply = self.call(
+            CONSOLE_CALLER,
+            module,
+            core_api::ApplySettings::FUNCTION,
+            &payload,
+        )?;
+        buildat_interface::decode(&reply).map_err(|e| CallError::Invalid(e.to_string()))
     }
 }

@@ -36,9 +36,13 @@ fn settings_lists_the_network_modules_settings_with_current_values() {
     );
     assert_eq!(status, Some(0), "{output}");
     let set = row(&output, "network.max_connections_per_ip");
-    assert_eq!(&set[1..5], ["usize", "16", "3", "--set"], "{output}");
     assert_eq!(
-        set[5..].join(" "),
+        &set[1..6],
+        ["usize", "16", "3", "--set", "reload"],
+        "{output}"
+    );
+    assert_eq!(
+        set[6..].join(" "),
         "Connections one address may hold at once (0: unlimited).",
         "{output}"
     );

@@ -742,6 +742,7 @@ fn setting(
             type_name: type_name.to_string(),
             default: shown,
             help: help.unwrap_or_default(),
+            live: false,
         });
     }
     let Some(set) = data.shared.host.get_config(&full) else {

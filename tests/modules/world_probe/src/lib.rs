@@ -57,6 +57,8 @@ pub fn bit_place(section: [i32; 3], bit: i32) -> [i32; 3] {
 
 struct WorldProbe {
     host: Host,
+    /// `world_probe.idle` is set: no rounds.
+    idle: bool,
     round: u64,
     ready: bool,
     stone: u32,
@@ -148,7 +150,7 @@ impl WorldProbe {
         if !self.ready {
             return self.prepare();
         }
-        if self.host.get_config("world_probe.idle").is_none() {
+        if !self.idle {
             for _ in 0..ROUNDS_PER_TICK {
                 self.write_round()?;
             }
@@ -276,9 +278,19 @@ impl WorldProbe {
     }
 }
 
+buildat_interface::settings! {
+    /// The probe's one setting.
+    struct ProbeSettings in "world_probe" {
+        /// Set (to anything): write no rounds, only answer `hammer`.
+        idle: Option<String> = None,
+    }
+}
+
 impl Module for WorldProbe {
     fn create(host: Host) -> Result<Self, ModuleError> {
+        use buildat_interface::settings::Settings;
         Ok(Self {
+            idle: ProbeSettings::read(&host)?.idle.is_some(),
             host,
             round: 0,
             ready: false,
@@ -290,6 +302,7 @@ impl Module for WorldProbe {
 
     fn receive(table: &mut Receive<Self>) {
         table
+            .settings::<ProbeSettings>()
             .event(|probe, _: events::Start| probe.register_command())
             .event(|probe, _: events::Continue| probe.register_command())
             .event(|probe, _: events::Tick| probe.tick())
