@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use buildat_interface::core_api::{self, SettingSource};
+use buildat_interface::core_api::{self, ModuleState, SettingSource};
 use buildat_interface::settings::{SettingInfo, check_value};
 use buildat_interface::{Call, CallError, ModuleError, config};
 
@@ -301,6 +301,15 @@ impl CoreInner {
                 path.display()
             ));
         }
+        let state = self.get_slot(module).map(|slot| slot.state());
+        if !matches!(state, Some(ModuleState::Loaded)) {
+            return Ok(format!(
+                "{key} = {value:?} is in {} now; {module} is not running ({}), it reads it when \
+                 it loads again",
+                path.display(),
+                state.map_or("unloaded".to_string(), |s| format!("{s:?}").to_lowercase())
+            ));
+        }
         match self.apply_settings(module, namespace, key) {
             Ok(done) => {
                 let done = if done.is_empty() {
@@ -350,5 +359,29 @@ impl CoreInner {
             &payload,
         )?;
         buildat_interface::decode(&reply).map_err(|e| CallError::Invalid(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_key_is_warned_about_unless_declared_or_the_cores_own() {
+        assert_eq!(undeclared_read("web", "network.tls_cert", true), None);
+        for key in config::CORE_KEYS {
+            assert_eq!(undeclared_read("web", key, false), None, "{key}");
+        }
+        let warning = undeclared_read("probe", "probe_panic", false).expect("warned");
+        assert!(
+            warning.starts_with(
+                "module probe read the setting probe_panic, which no loaded module declares"
+            ),
+            "{warning}"
+        );
+        assert!(
+            warning.contains("headless"),
+            "names the core's keys: {warning}"
+        );
     }
 }
