@@ -642,7 +642,11 @@ fn items_are_given_and_taken_through_inventory_transactions() {
             overflow: Overflow::Refuse,
         }]
     );
-    assert_eq!(tx.by.as_deref(), Some("ann"));
+    assert_eq!(
+        tx.by.as_deref(),
+        Some("hello (module)"),
+        "the rollback log names the mod"
+    );
     // Full now: refused, with why.
     let (given, why): (u16, String) = eval(&m, "return buildat.give_item('ann', 'flour')").unwrap();
     assert_eq!((given, why.as_str()), (0, "no room"));

@@ -558,7 +558,8 @@ fn give_item(
             overflow: Overflow::Refuse,
         }],
         edit: None,
-        by: Some(player),
+        // The rollback log names the mod that gave it.
+        by: buildat_voxelworld_api::by_module(&data.name),
     };
     Ok(match call(&data, F, &Transact { tx })? {
         TxOutcome::Done => (count, None),
@@ -618,7 +619,8 @@ fn take_item(
     let tx = Transaction {
         changes,
         edit: None,
-        by: Some(player),
+        // The rollback log names the mod that took it.
+        by: buildat_voxelworld_api::by_module(&data.name),
     };
     Ok(match call(&data, F, &Transact { tx })? {
         TxOutcome::Done => (count - left, None),
