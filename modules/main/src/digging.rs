@@ -122,8 +122,9 @@ impl Game {
         if !self.admit_action(peer, self.pending_dig_starts.len())? {
             return Ok(());
         }
-        // Inspect mode: no dig starts (the dig shows the history).
-        if self.players.get(&peer).is_some_and(|p| p.inspecting) {
+        // Inspect mode: the history told at the start, and no dig time
+        // (the client's timed dig waits for one, so it does not dig).
+        if self.inspected(peer, start.voxel) {
             return Ok(());
         }
         self.pending_dig_starts.push((peer, start.voxel));

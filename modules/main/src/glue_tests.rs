@@ -1314,3 +1314,105 @@ fn status_shows_the_last_minute_s_tick_time() {
     );
     assert!(status.contains("1 playing: ann"), "{status}");
 }
+
+/// `/inspect` in chat: inspect mode (the privilege voxelworld's `inspect`
+/// declares); a dig start, a dig and a punch each tell the voxel's history
+/// (voxelworld's `inspect X Y Z`, by the player) and dig nothing, no dig
+/// time; `/inspect off` ends it and digs dig again. Without the privilege
+/// it is refused.
+#[test]
+fn inspect_mode_tells_a_voxels_history_instead_of_digging_it() {
+    use buildat_interface::core_api::{CommandInfo, RunModuleCommand};
+    let (kit, world, mut game) = game_with(&[
+        ("main.default_privileges", "interact,shout,server"),
+        ("main.creative", "true"),
+    ]);
+    kit.answer(|_: ListCommands| {
+        Ok(vec![CommandInfo {
+            name: "inspect".into(),
+            module: "voxelworld".into(),
+            usage: String::new(),
+            help: String::new(),
+            privilege: Some("server".into()),
+        }])
+    });
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&asked);
+    kit.answer(move |run: RunModuleCommand| {
+        seen.lock()
+            .unwrap()
+            .push((run.name.clone(), run.args.clone(), run.by.clone()));
+        Ok(format!(
+            "{}, newest first:\n... griefer: stone -> air",
+            run.args.join(" ")
+        ))
+    });
+    join(&kit, &mut game, 1, "ann");
+    let stone = registry().get_id("stone").expect("registered");
+    let say = |game: &mut TestModule<Game>, text: &str| {
+        game.packet(1, &Chat { text: text.into() }).expect("chat");
+    };
+    say(&mut game, "/inspect");
+    assert!(
+        told(&kit, 1).last().unwrap().starts_with("inspect mode on"),
+        "{:?}",
+        told(&kit, 1)
+    );
+    kit.clear();
+    game.packet(1, &DigStart { voxel: [0, -1, 0] })
+        .expect("start");
+    game.packet(1, &Dig { voxel: [0, -1, 0] }).expect("dig");
+    game.packet(1, &Punch { voxel: [1, -1, 0] }).expect("punch");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert_eq!(world.lock().unwrap().voxel([0, -1, 0]), stone, "not dug");
+    assert!(dig_times(&kit).is_empty());
+    let lines = told(&kit, 1);
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(lines[2].starts_with("1 -1 0, newest first"), "{lines:?}");
+    assert_eq!(
+        asked.lock().unwrap()[0],
+        (
+            "inspect".to_string(),
+            vec!["0".to_string(), "-1".into(), "0".into()],
+            Some("ann".to_string())
+        )
+    );
+    say(&mut game, "/inspect off");
+    assert!(
+        told(&kit, 1)
+            .last()
+            .unwrap()
+            .starts_with("inspect mode off")
+    );
+    game.packet(1, &Dig { voxel: [0, -1, 0] }).expect("dig");
+    game.emit(&Tick { dtime: 0.05 }).expect("a tick");
+    assert_ne!(world.lock().unwrap().voxel([0, -1, 0]), stone, "dug");
+
+    // Without the privilege: refused.
+    let (kit, _world, mut game) = self::game();
+    kit.answer(|_: ListCommands| {
+        Ok(vec![CommandInfo {
+            name: "inspect".into(),
+            module: "voxelworld".into(),
+            usage: String::new(),
+            help: String::new(),
+            privilege: Some("server".into()),
+        }])
+    });
+    join(&kit, &mut game, 1, "ann");
+    game.packet(
+        1,
+        &Chat {
+            text: "/inspect".into(),
+        },
+    )
+    .expect("chat");
+    assert!(
+        told(&kit, 1)
+            .last()
+            .unwrap()
+            .contains("needs the 'server' privilege"),
+        "{:?}",
+        told(&kit, 1)
+    );
+}
