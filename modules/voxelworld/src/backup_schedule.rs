@@ -625,6 +625,34 @@ mod tests {
         assert_eq!(headless.status(false).every_s, 60);
     }
 
+    /// `set backup.*` on the console: the schedule made again from the new
+    /// settings; refused as at start, the old one stays.
+    #[test]
+    fn a_set_makes_the_schedule_again_or_keeps_it_when_refused() {
+        let world = Path::new("/srv/world");
+        let set = |every: Option<u64>, keep| BackupSettings {
+            every: Every(every.map(Duration::from_secs)),
+            keep,
+            dir: None,
+        };
+        let mut schedule = BackupSchedule::new(set(None, 7), world, false).unwrap();
+        assert_eq!(schedule.status(false).next_in_s, None);
+        let said = schedule.apply(set(Some(3600), 3), world, false).unwrap();
+        assert_eq!(
+            said,
+            "the next backup in 1h into /srv/world/backups, the newest 3 kept"
+        );
+        let status = schedule.status(false);
+        assert_eq!((status.every_s, status.keep), (3600, 3));
+        assert!(status.next_in_s.is_some_and(|s| s > 3500), "{status:?}");
+        let error = schedule.apply(set(Some(60), 0), world, false).unwrap_err();
+        assert!(error.to_string().contains("backup.keep"), "{error}");
+        assert_eq!(schedule.status(false).every_s, 3600, "kept");
+        let said = schedule.apply(set(None, 3), world, false).unwrap();
+        assert_eq!(said, "no backups on a schedule");
+        assert_eq!(schedule.status(false).next_in_s, None);
+    }
+
     #[test]
     fn a_failure_is_retried_once_after_a_minute_then_on_schedule() {
         let t0 = Instant::now();
