@@ -238,6 +238,97 @@ impl Browser {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// Its processes: chromium's own and every descendant (zygotes,
+    /// renderers, the GPU and network services).
+    pub fn processes(&self) -> Vec<u32> {
+        process_tree(self.pid())
+    }
+
+    /// User + system CPU seconds of all its processes so far.
+    pub fn cpu_seconds(&self) -> f64 {
+        self.processes()
+            .into_iter()
+            .filter_map(crate::proc_stats::sample)
+            .map(|s| s.cpu_seconds)
+            .sum()
+    }
+
+    /// Its processes' threads by scheduling policy: those under the idle
+    /// policy (`SCHED_IDLE`) and the others.
+    pub fn thread_policies(&self) -> ThreadPolicies {
+        let mut policies = ThreadPolicies::default();
+        for pid in self.processes() {
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            for task in tasks.flatten() {
+                let Some(policy) = std::fs::read_to_string(task.path().join("stat"))
+                    .ok()
+                    .and_then(|stat| stat_field(&stat, 41))
+                else {
+                    continue;
+                };
+                if policy == SCHED_IDLE {
+                    policies.idle += 1;
+                } else {
+                    policies.other += 1;
+                }
+            }
+        }
+        policies
+    }
+}
+
+/// `SCHED_IDLE` in a thread's `/proc/.../stat` (field 41, its policy).
+const SCHED_IDLE: u64 = 5;
+
+/// Threads counted by scheduling policy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ThreadPolicies {
+    pub idle: usize,
+    pub other: usize,
+}
+
+/// Field `n` (1-based, as `man 5 proc` numbers them) of a `/proc/.../stat`
+/// line, as a number; the command name (field 2, in parentheses) may hold
+/// spaces.
+fn stat_field(stat: &str, n: usize) -> Option<u64> {
+    let after_name = stat.rsplit_once(')')?.1;
+    after_name
+        .split_whitespace()
+        .nth(n.checked_sub(3)?)?
+        .parse()
+        .ok()
+}
+
+/// `root` and every process descending from it.
+pub fn process_tree(root: u32) -> Vec<u32> {
+    let mut children: std::collections::HashMap<u32, Vec<u32>> = Default::default();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let parent = std::fs::read_to_string(entry.path().join("stat"))
+                .ok()
+                .and_then(|stat| stat_field(&stat, 4));
+            if let Some(parent) = parent.and_then(|p| u32::try_from(p).ok()) {
+                children.entry(parent).or_default().push(pid);
+            }
+        }
+    }
+    let mut tree = vec![root];
+    let mut next = 0;
+    while let Some(pid) = tree.get(next).copied() {
+        tree.extend(children.get(&pid).into_iter().flatten());
+        next += 1;
+    }
+    tree
 }
 
 impl Drop for Browser {
@@ -275,6 +366,29 @@ pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stat_fields_count_past_a_name_with_spaces() {
+        let stat = "42 (a (b) c) S 7 42 42 0 -1 4194560 1 2 3 4 150 25";
+        assert_eq!(stat_field(stat, 1), None, "the pid is before the name");
+        assert_eq!(stat_field(stat, 4), Some(7));
+        assert_eq!(stat_field(stat, 14), Some(150));
+        assert_eq!(stat_field(stat, 15), Some(25));
+        assert_eq!(stat_field(stat, 41), None);
+    }
+
+    #[test]
+    fn a_process_tree_holds_its_children() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("sleep");
+        let tree = process_tree(std::process::id());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(tree.first(), Some(&std::process::id()));
+        assert!(tree.contains(&child.id()), "{tree:?}");
+    }
 
     #[test]
     fn base64_decodes() {

@@ -2,7 +2,7 @@
 //! a real server for SECONDS; every window prints the ping round trips,
 //! losses, and the server's CPU and memory; the end prints totals and the
 //! verdict against the goal. With `--browsers N`, N headless chromium
-//! pages show the web map from halfway through the steady state on, and
+//! pages show the web map from a third into the steady state on, and
 //! the report compares the two halves.
 //!
 //! Owns: the load run and its report. Does not own: the bots' behaviour
@@ -56,7 +56,7 @@ pub struct LoadOptions {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub settings: Vec<String>,
     /// Headless chromium pages showing the web module's map, opened
-    /// halfway through the steady state: the report compares ping and
+    /// a third into the steady state: the report compares ping and
     /// server CPU before and after they open.
     #[arg(long, default_value_t = 0, conflicts_with = "pages")]
     pub browsers: u32,
@@ -253,15 +253,19 @@ struct Browsers {
     settling: bool,
     /// The web module's own counters once the pages showed, and when.
     counters_at_open: Option<(Instant, std::collections::HashMap<String, f64>)>,
+    /// The browsers' CPU seconds (every process of theirs) once the pages
+    /// showed, and when.
+    cpu_at_open: Option<(Instant, f64)>,
 }
 
-/// The web module's `buildat_web_*` counters, read through a page.
-fn web_counters(browser: &mut Browser) -> Option<std::collections::HashMap<String, f64>> {
-    let text = browser
-        .evaluate("fetch('/metrics').then(r => r.text())")
-        .ok()?;
+/// The web module's `buildat_web_*` counters, read from `/metrics` (not
+/// through a page: an idle-priority browser on a busy machine took up to
+/// a minute to answer, and the run's rows waited for it).
+fn web_counters(web: &str) -> Option<std::collections::HashMap<String, f64>> {
+    let reply = crate::http::request(web, "GET", "/metrics", None).ok()?;
     Some(
-        text.as_str()?
+        reply
+            .text()
             .lines()
             .filter(|line| line.starts_with("buildat_web_"))
             .filter_map(|line| {
@@ -273,10 +277,31 @@ fn web_counters(browser: &mut Browser) -> Option<std::collections::HashMap<Strin
 }
 
 impl Browsers {
+    /// The browsers' own CPU while they were open (% of one core, all
+    /// their processes), and their threads' scheduling policies: what they
+    /// took of the machine the server shares with them.
+    fn browser_work(&mut self) -> Option<String> {
+        let (at, before) = self.cpu_at_open.take()?;
+        let now: f64 = self.open.iter().map(Browser::cpu_seconds).sum();
+        let seconds = at.elapsed().as_secs_f64().max(f64::EPSILON);
+        let processes: usize = self.open.iter().map(|b| b.processes().len()).sum();
+        let (idle, other) = self
+            .open
+            .iter()
+            .map(Browser::thread_policies)
+            .fold((0, 0), |(i, o), p| (i + p.idle, o + p.other));
+        Some(format!(
+            "browsers over {seconds:.0} s open: {:.0} % of a core ({:.1} s of CPU), {processes} processes, \
+             threads: {idle} at idle priority, {other} not",
+            (now - before) / seconds * 100.0,
+            now - before
+        ))
+    }
+
     /// What the page's server side did while the pages were open.
     fn web_work(&mut self) -> Option<String> {
         let (at, before) = self.counters_at_open.take()?;
-        let after = web_counters(self.open.first_mut()?)?;
+        let after = web_counters(&self.web)?;
         let delta = |name: &str| {
             after.get(name).copied().unwrap_or(0.0) - before.get(name).copied().unwrap_or(0.0)
         };
@@ -302,13 +327,26 @@ impl Browsers {
             let open = || -> anyhow::Result<Vec<Browser>> {
                 let binary = Browser::binary()
                     .context("chromium is missing: scripts/install-browser-deps installs it")?;
-                let mut browsers = Vec::new();
-                for _ in 0..count {
-                    let mut browser = Browser::launch_idle(binary, 1100, 720)?;
-                    browser.navigate(&url)?;
-                    browsers.push(browser);
-                }
-                Ok(browsers)
+                // All at once: one after the other, ten chromium at idle
+                // priority on a busy machine took 60 to 95 s to open.
+                let opening: Vec<_> = (0..count)
+                    .map(|_| {
+                        let url = url.clone();
+                        std::thread::spawn(move || -> anyhow::Result<Browser> {
+                            let mut browser = Browser::launch_idle(binary, 1100, 720)?;
+                            browser.navigate(&url)?;
+                            Ok(browser)
+                        })
+                    })
+                    .collect();
+                opening
+                    .into_iter()
+                    .map(|thread| {
+                        thread
+                            .join()
+                            .map_err(|_| anyhow::anyhow!("a browser's thread panicked"))?
+                    })
+                    .collect()
             };
             let _ = done.send(open());
         });
@@ -348,11 +386,17 @@ fn drive(server: &mut Server, fleet: &mut Fleet, options: &LoadOptions, ramp: Du
         _ => match server.web_address() {
             Ok(web) => Some(Browsers {
                 web,
-                open_at: (ramp.as_secs_f64() + window.as_secs_f64() + options.seconds) / 2.0,
+                // A third into the steady state: opening takes a while on
+                // a busy machine, and the half with them open needs windows.
+                open_at: {
+                    let steady_from = ramp.as_secs_f64() + window.as_secs_f64();
+                    steady_from + (options.seconds - steady_from).max(60.0) / 3.0
+                },
                 opening: None,
                 open: Vec::new(),
                 settling: false,
                 counters_at_open: None,
+                cpu_at_open: None,
             }),
             Err(error) => {
                 driven.notes.push(format!("no browsers: {error:#}"));
@@ -400,11 +444,12 @@ fn drive(server: &mut Server, fleet: &mut Fleet, options: &LoadOptions, ramp: Du
                 Ok(open) => {
                     println!("-- {} browsers show the map (t = {t:.0} s) --", open.len());
                     b.open = open;
-                    b.counters_at_open = b
-                        .open
-                        .first_mut()
-                        .and_then(web_counters)
-                        .map(|counters| (Instant::now(), counters));
+                    b.counters_at_open =
+                        web_counters(&b.web).map(|counters| (Instant::now(), counters));
+                    b.cpu_at_open = Some((
+                        Instant::now(),
+                        b.open.iter().map(Browser::cpu_seconds).sum(),
+                    ));
                 }
                 Err(error) => {
                     driven.notes.push(format!("browsers: {error:#}"));
@@ -532,8 +577,14 @@ fn drive(server: &mut Server, fleet: &mut Fleet, options: &LoadOptions, ramp: Du
             break;
         }
     }
-    if let Some(work) = browsers.as_mut().and_then(Browsers::web_work) {
-        driven.web_work = Some(work);
+    if let Some(b) = browsers.as_mut() {
+        let work: Vec<String> = [b.web_work(), b.browser_work()]
+            .into_iter()
+            .flatten()
+            .collect();
+        if !work.is_empty() {
+            driven.web_work = Some(work.join("\n"));
+        }
     }
     if let Some(pages) = pages.take() {
         let (answered, failed) = (

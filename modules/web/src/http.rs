@@ -10,8 +10,10 @@
 //! of `/login`, or `web.public`; an admin action needs the header), and
 //! the routes: `/` (status page), `/status` (JSON), `/metrics`, `/map`,
 //! `/map.js`, `/login` (a page asking for the token; `POST` with the
-//! header sets the cookie), `/tile/Z/X/Y.png`, `/api/players`,
-//! `/api/changes?since=N`, `POST /admin/...`. Work that
+//! header sets the cookie), `/tile/Z/X/Y.png` (with an `ETag`: a page
+//! asking again for a tile it has gets 304), `/api/players`,
+//! `/api/changes?since=N`, `/api/live` (the map's pushed updates, a
+//! stream of `live.rs`), `POST /admin/...`. Work that
 //! calls other modules runs on the runtime's blocking threads, never on
 //! the module's own thread, so the page never holds up the module's
 //! events. [`Server::stop`] stops accepting, ends the connections and
@@ -31,8 +33,8 @@ use buildat_interface::log;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{
-    CACHE_CONTROL, CONTENT_TYPE, HeaderValue, LOCATION, REFERRER_POLICY, RETRY_AFTER, SET_COOKIE,
-    X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
+    CACHE_CONTROL, CONTENT_TYPE, ETAG, HeaderValue, IF_NONE_MATCH, LOCATION, REFERRER_POLICY,
+    RETRY_AFTER, SET_COOKIE, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
 };
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -41,7 +43,7 @@ use tokio::sync::watch;
 
 use crate::access::{self, AllowedHosts};
 use crate::limits::{Connections, RequestRate};
-use crate::{Shared, admin, map, metrics, status, tls};
+use crate::{Shared, admin, live, map, metrics, status, tls};
 
 /// How long stopping may wait for connections and blocking work.
 const STOP_WAIT: Duration = Duration::from_secs(5);
@@ -160,6 +162,7 @@ impl Server {
         let scheme = if gate.secure { "https" } else { "http" };
         let (stop, stopped) = watch::channel(false);
         runtime.spawn(refresh_loop(shared.clone(), stopped.clone()));
+        runtime.spawn(live::run(shared.clone(), stopped.clone()));
         runtime.spawn(accept_loop(shared, gate, acceptor, listener, stopped));
         Ok(Self {
             address,
@@ -251,8 +254,15 @@ async fn serve<S>(
 ) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    let live_stopped = stopped.clone();
     let service = hyper::service::service_fn(move |request| {
-        handle(shared.clone(), gate.clone(), peer, request)
+        handle(
+            shared.clone(),
+            gate.clone(),
+            peer,
+            request,
+            live_stopped.clone(),
+        )
     });
     let connection = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
@@ -269,6 +279,9 @@ async fn serve<S>(
 }
 
 pub type Reply = Response<Full<Bytes>>;
+
+/// A response's body: all at once, or the live feed's stream.
+pub type Body = http_body_util::Either<Full<Bytes>, live::LiveBody>;
 
 pub fn reply(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Reply {
     let mut response = Response::new(Full::new(body.into()));
@@ -312,20 +325,37 @@ async fn blocking(
 /// A tile; while the map's budget is spent, waits for it (the blocks
 /// fetched so far are kept), up to [`BUDGET_WAIT`], so a page's tiles come
 /// at the pace the budget allows; then 503 with `Retry-After`.
-async fn tile_reply(shared: &Arc<Shared>, tile: map::TileId) -> Reply {
+/// A page that has the tile (`If-None-Match` its tag) gets 304; every
+/// answer says to ask again (`no-cache`), so a changed tile is never
+/// shown from the browser's cache.
+async fn tile_reply(
+    shared: &Arc<Shared>,
+    tile: map::TileId,
+    if_none_match: Option<String>,
+) -> Reply {
     let deadline = Instant::now() + BUDGET_WAIT;
     loop {
         let shared = shared.clone();
+        let if_none_match = if_none_match.clone();
         let drawn = tokio::task::spawn_blocking(move || {
             let started = Instant::now();
             match map::tile_png(&shared, tile) {
-                Ok((png, drawn_now)) => {
-                    if drawn_now {
+                Ok(drawn) => {
+                    if drawn.drawn_now {
                         let mut counters = shared.counters();
                         counters.tiles_rendered += 1;
                         counters.tile_seconds += started.elapsed().as_secs_f64();
                     }
-                    Ok(reply(StatusCode::OK, "image/png", png))
+                    let unchanged = if_none_match
+                        .as_deref()
+                        .is_some_and(|tags| tags.split(',').any(|t| t.trim() == &*drawn.etag));
+                    let response = if unchanged {
+                        reply(StatusCode::NOT_MODIFIED, "image/png", Bytes::new())
+                    } else {
+                        reply(StatusCode::OK, "image/png", drawn.png)
+                    };
+                    let response = with_header(response, ETAG, &drawn.etag);
+                    Ok(with_header(response, CACHE_CONTROL, "no-cache"))
                 }
                 Err(map::MapError::Busy(wait)) => Err(wait),
                 Err(error) => {
@@ -406,7 +436,28 @@ fn login(gate: &Gate, shared: &Shared, method: &Method, bearer: bool) -> Reply {
     }
 }
 
+/// Answers a request; `/api/live`, once [`answer`] lets it through, gets
+/// the live feed's stream as its body.
 async fn handle(
+    shared: Arc<Shared>,
+    gate: Arc<Gate>,
+    peer: SocketAddr,
+    request: Request<Incoming>,
+    stopped: watch::Receiver<bool>,
+) -> Result<Response<Body>, Infallible> {
+    let live = request.method() == Method::GET && request.uri().path() == "/api/live";
+    let reply = answer(shared.clone(), gate, peer, request).await?;
+    if live && reply.status() == StatusCode::OK {
+        let (parts, _) = reply.into_parts();
+        return Ok(Response::from_parts(
+            parts,
+            http_body_util::Either::Right(shared.live.stream(stopped)),
+        ));
+    }
+    Ok(reply.map(http_body_util::Either::Left))
+}
+
+async fn answer(
     shared: Arc<Shared>,
     gate: Arc<Gate>,
     peer: SocketAddr,
@@ -430,6 +481,11 @@ async fn handle(
         ));
     }
     let path = request.uri().path().to_string();
+    let if_none_match = request
+        .headers()
+        .get(IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let query = request.uri().query().unwrap_or_default().to_string();
     let bearer = admin::request_token(request.headers())
         .is_some_and(|t| admin::token_matches(&shared.token, t));
@@ -519,6 +575,8 @@ async fn handle(
         "/map" => reply(StatusCode::OK, "text/html; charset=utf-8", MAP_HTML),
         "/map.js" => reply(StatusCode::OK, "text/javascript; charset=utf-8", MAP_JS),
         "/api/players" => blocking(&shared, |shared| json(status::players(shared).as_ref())).await,
+        // The stream itself is `handle`'s: these are its headers.
+        "/api/live" => reply(StatusCode::OK, "text/event-stream", Bytes::new()),
         "/api/changes" => {
             let since = query
                 .split('&')
@@ -528,7 +586,7 @@ async fn handle(
             json(&shared.map.changes_since(since))
         }
         _ => match map::parse_tile_path(&path) {
-            Some(tile) => tile_reply(&shared, tile).await,
+            Some(tile) => tile_reply(&shared, tile, if_none_match).await,
             None => text(StatusCode::NOT_FOUND, "no such page\n"),
         },
     };

@@ -42,6 +42,7 @@ pub mod access;
 pub mod admin;
 pub mod http;
 pub mod limits;
+pub mod live;
 pub mod map;
 pub mod metrics;
 pub mod status;
@@ -76,10 +77,13 @@ pub struct Shared {
     pub started_unix_ms: AtomicU64,
     pub started: Instant,
     pub map: map::MapState,
+    /// The map's live feed (`/api/live`).
+    pub live: live::Live,
     /// Counters the module keeps itself.
     pub counters: Mutex<Counters>,
-    /// The players as last asked of the world, and when: every open page
-    /// polls them each second, the world is asked at most twice a second.
+    /// The players as last asked of the world, and when: the live feed
+    /// asks once a second while a page listens, `/api/players` is answered
+    /// from this for half a second.
     pub players: Mutex<Option<(Instant, Arc<Vec<status::Player>>)>>,
 }
 
@@ -304,6 +308,7 @@ impl Module for Web {
                 started_unix_ms: AtomicU64::new(now_unix_ms()),
                 started: Instant::now(),
                 map,
+                live: live::Live::default(),
                 counters: Mutex::new(Counters::default()),
                 players: Mutex::new(None),
             }),

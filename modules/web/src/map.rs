@@ -10,7 +10,8 @@
 //! map's budget of the world's time (`web.map_share`, with up to
 //! `MAP_BURST_S` saved): pages' new blocks and the refresher's spend the
 //! same budget, the refresher only while more than `REFRESH_FLOOR_S` is
-//! left (the rest is for pages), and a tile needing a block when none is
+//! left (the rest is for pages) and within its own part of the share
+//! (`REFRESH_PART`), and a tile needing a block when none is
 //! left is answered 503 with `Retry-After`: however many pages ask, for
 //! whatever tiles, and however fast the world changes, the map costs the
 //! world at most that share of its thread over time,
@@ -55,6 +56,13 @@ pub const MAP_BURST_S: f64 = 2.0;
 /// The refresher fetches only while more than this is saved: the rest is
 /// for the blocks pages ask for.
 const REFRESH_FLOOR_S: f64 = 1.0;
+/// The refresher's own part of the share, and the most it may save up: a
+/// world edited all over the view keeps every block changing, and the
+/// refresher fetching them again at the whole share cost a busy world
+/// that share for as long as a page was open; at a quarter of it, a
+/// changed tile waits longer instead.
+pub const REFRESH_PART: f64 = 0.25;
+const REFRESH_BURST_S: f64 = 0.25;
 /// A block no page asked for this long is not refreshed (a changed one is
 /// dropped, to be fetched when asked again).
 const WANTED_FOR: Duration = Duration::from_secs(120);
@@ -134,10 +142,18 @@ pub struct MapState {
     /// The map's budget: seconds of calls it may make now, and when it
     /// was last topped up.
     budget: Mutex<Option<(f64, Instant)>>,
+    /// The refresher's own part ([`REFRESH_PART`] of the share), spent
+    /// with the budget above.
+    refresh_budget: Mutex<Option<(f64, Instant)>>,
     /// Tiles drawn, with the blocks they were drawn from: served again
     /// while those are still the cached ones (every open page asks for a
     /// changed tile; it is drawn once).
     drawn: Mutex<HashMap<TileId, DrawnTile>>,
+    /// Tags of drawn tiles: this map's own prefix (its start, so a tag
+    /// of a module before a reload is never taken for one of now) and a
+    /// count.
+    tag_prefix: String,
+    tags: std::sync::atomic::AtomicU64,
 }
 
 impl Default for MapState {
@@ -149,6 +165,17 @@ impl Default for MapState {
 struct DrawnTile {
     blocks: Vec<Arc<Block>>,
     png: hyper::body::Bytes,
+    etag: Arc<str>,
+}
+
+/// A tile as served: the PNG (one buffer shared by every page asking),
+/// its tag (`ETag`: the same until a block under it changes), and whether
+/// it was drawn for this request.
+#[derive(Debug, Clone)]
+pub struct TilePng {
+    pub png: hyper::body::Bytes,
+    pub etag: Arc<str>,
+    pub drawn_now: bool,
 }
 
 /// Tiles kept drawn (a few KiB to 50 KiB each).
@@ -173,7 +200,15 @@ impl MapState {
             fetching: Mutex::default(),
             palette: Mutex::default(),
             budget: Mutex::default(),
+            refresh_budget: Mutex::default(),
             drawn: Mutex::default(),
+            tag_prefix: format!(
+                "{:x}",
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_micros())
+            ),
+            tags: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -246,18 +281,31 @@ impl MapState {
     /// topping it up by its share of the time since; answers what is
     /// left.
     fn spend_at(&self, spent: f64, now: Instant) -> f64 {
-        let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());
-        let (left, at) = budget.unwrap_or((MAP_BURST_S, now));
-        let topped = (left + now.saturating_duration_since(at).as_secs_f64() * self.share)
-            .min(MAP_BURST_S)
-            - spent;
-        *budget = Some((topped, now));
-        topped
+        take_from(&self.budget, self.share, MAP_BURST_S, spent, now)
     }
 
-    /// Takes `spent` seconds of calls from the budget.
-    pub fn spend(&self, spent: f64) {
-        self.spend_at(spent, Instant::now());
+    /// The refresher's part: [`Self::spend_at`] of its own bucket.
+    fn spend_refresh_at(&self, spent: f64, now: Instant) -> f64 {
+        take_from(
+            &self.refresh_budget,
+            self.share * REFRESH_PART,
+            REFRESH_BURST_S,
+            spent,
+            now,
+        )
+    }
+
+    /// Takes `spent` seconds of calls `who` made from the budget (and the
+    /// refresher's from its part too).
+    pub fn spend_as(&self, who: Spender, spent: f64) {
+        self.spend_as_at(who, spent, Instant::now());
+    }
+
+    fn spend_as_at(&self, who: Spender, spent: f64, now: Instant) {
+        self.spend_at(spent, now);
+        if who == Spender::Refresher {
+            self.spend_refresh_at(spent, now);
+        }
     }
 
     /// Whether `who` may make a call at `now`; if not, how long until it
@@ -268,10 +316,15 @@ impl MapState {
             Spender::Refresher => REFRESH_FLOOR_S,
         };
         let left = self.spend_at(0.0, now);
-        if left > floor {
+        let mut wait = (floor - left) / self.share;
+        if who == Spender::Refresher {
+            let part = self.spend_refresh_at(0.0, now);
+            wait = wait.max(-part / (self.share * REFRESH_PART));
+        }
+        if wait < 0.0 {
             Ok(())
         } else {
-            Err(Duration::from_secs_f64((floor - left) / self.share + 0.05))
+            Err(Duration::from_secs_f64(wait + 0.05))
         }
     }
 
@@ -304,6 +357,11 @@ impl MapState {
             blocks,
             reset: since < oldest || since > inner.seq,
         }
+    }
+
+    /// The latest change's number.
+    pub fn seq(&self) -> u64 {
+        self.inner().seq
     }
 
     /// Blocks cached now.
@@ -341,7 +399,7 @@ fn block_for(shared: &Shared, key: (i32, i32), asked: bool) -> Result<Arc<Block>
     map.may_fetch(who).map_err(MapError::Busy)?;
     let started = Instant::now();
     let fetched = fetch(shared, key);
-    map.spend(started.elapsed().as_secs_f64());
+    map.spend_as(who, started.elapsed().as_secs_f64());
     let block = Arc::new(Block {
         tops: fetched?,
         fetched: Instant::now(),
@@ -369,6 +427,23 @@ fn fetch(shared: &Shared, key: (i32, i32)) -> Result<Tops, MapError> {
     counters.tops_calls += 1;
     counters.tops_seconds += started.elapsed().as_secs_f64();
     Ok(tops)
+}
+
+/// A bucket's seconds left at `now` after topping it up by `share` of the
+/// time since (to at most `burst`) and taking `spent`.
+fn take_from(
+    bucket: &Mutex<Option<(f64, Instant)>>,
+    share: f64,
+    burst: f64,
+    spent: f64,
+    now: Instant,
+) -> f64 {
+    let mut bucket = bucket.lock().unwrap_or_else(|e| e.into_inner());
+    let (left, at) = bucket.unwrap_or((burst, now));
+    let topped =
+        (left + now.saturating_duration_since(at).as_secs_f64() * share).min(burst) - spent;
+    *bucket = Some((topped, now));
+    topped
 }
 
 /// Fetches again the blocks that changed or have columns not generated,
@@ -411,9 +486,8 @@ pub fn colours_of(registry: &VoxelRegistry) -> Vec<[u8; 3]> {
         .collect()
 }
 
-/// A tile as a PNG, drawn again only if a block under it changed; whether
-/// it was drawn now.
-pub fn tile_png(shared: &Shared, tile: TileId) -> Result<(hyper::body::Bytes, bool), MapError> {
+/// A tile as a PNG, drawn again only if a block under it changed.
+pub fn tile_png(shared: &Shared, tile: TileId) -> Result<TilePng, MapError> {
     let blocks = tile_blocks(shared, tile)?;
     let cached_png = {
         let drawn = shared.map.drawn.lock().unwrap_or_else(|e| e.into_inner());
@@ -423,12 +497,25 @@ pub fn tile_png(shared: &Shared, tile: TileId) -> Result<(hyper::body::Bytes, bo
                 d.blocks.len() == blocks.len()
                     && d.blocks.iter().zip(&blocks).all(|(a, b)| Arc::ptr_eq(a, b))
             })
-            .map(|d| d.png.clone())
+            .map(|d| TilePng {
+                png: d.png.clone(),
+                etag: d.etag.clone(),
+                drawn_now: false,
+            })
     };
-    if let Some(png) = cached_png {
-        return Ok((png, false));
+    if let Some(cached) = cached_png {
+        return Ok(cached);
     }
     let png = hyper::body::Bytes::from(render_tile(shared, &blocks, tile.level)?);
+    let etag: Arc<str> = format!(
+        "\"{}-{}\"",
+        shared.map.tag_prefix,
+        shared
+            .map
+            .tags
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
+    .into();
     let mut drawn = shared.map.drawn.lock().unwrap_or_else(|e| e.into_inner());
     if drawn.len() >= MAX_DRAWN {
         drawn.clear();
@@ -438,9 +525,14 @@ pub fn tile_png(shared: &Shared, tile: TileId) -> Result<(hyper::body::Bytes, bo
         DrawnTile {
             blocks,
             png: png.clone(),
+            etag: etag.clone(),
         },
     );
-    Ok((png, true))
+    Ok(TilePng {
+        png,
+        etag,
+        drawn_now: true,
+    })
 }
 
 /// The blocks under a tile, row by row.
@@ -694,6 +786,29 @@ mod tests {
             "{wait:?}, not about {expected} s"
         );
         assert!(map.may_fetch_at(Spender::Page, start + wait).is_ok());
+    }
+
+    #[test]
+    fn the_refresher_alone_spends_its_part_of_the_share() {
+        // The refresher fetching without pause (a world edited all over
+        // the view), each call 5 ms: over 100 s it spends its part, and a
+        // page may still fetch at once.
+        let map = MapState::default();
+        let start = Instant::now();
+        let mut spent = 0.0;
+        for step in 0..100_000u64 {
+            let now = start + Duration::from_millis(step);
+            if map.may_fetch_at(Spender::Refresher, now).is_ok() {
+                map.spend_as_at(Spender::Refresher, 0.005, now);
+                spent += 0.005;
+            }
+        }
+        let allowed = REFRESH_BURST_S + 100.0 * MAP_SHARE * REFRESH_PART;
+        assert!(spent <= allowed + 0.01, "{spent} s of calls in 100 s");
+        assert!(spent >= allowed - 0.1, "{spent} s: its part is used");
+        let end = start + Duration::from_secs(100);
+        assert_eq!(map.may_fetch_at(Spender::Page, end), Ok(()));
+        assert!(map.may_fetch_at(Spender::Refresher, end).is_err());
     }
 
     #[test]

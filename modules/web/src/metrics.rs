@@ -9,6 +9,7 @@
 //! Does not own: the figures (the modules owning them).
 
 use std::fmt::Write;
+use std::sync::atomic::Ordering;
 
 use buildat_interface::core_api::QUEUE_WAIT_BOUNDS_S;
 use buildat_main_api::TICK_BUCKETS;
@@ -27,6 +28,11 @@ pub struct Snapshot {
     pub requests: u64,
     pub admin_actions: u64,
     pub cached_blocks: u64,
+    /// The map's live feed: streams open, frames made, and the times the
+    /// players were asked of the world.
+    pub live_streams: u64,
+    pub live_frames: u64,
+    pub players_asked: u64,
 }
 
 pub fn collect(shared: &Shared) -> Snapshot {
@@ -44,6 +50,9 @@ pub fn collect(shared: &Shared) -> Snapshot {
         requests: counters.requests,
         admin_actions: counters.admin_actions,
         cached_blocks: shared.map.cached_blocks() as u64,
+        live_streams: shared.live.streams() as u64,
+        live_frames: shared.live.frames_made.load(Ordering::Relaxed),
+        players_asked: shared.live.players_asked.load(Ordering::Relaxed),
     }
 }
 
@@ -413,6 +422,24 @@ pub fn render(snapshot: &Snapshot) -> String {
         snapshot.cached_blocks as f64,
     );
     out.one(
+        "buildat_web_live_streams",
+        "gauge",
+        "Map pages listening to the live feed (/api/live) now.",
+        snapshot.live_streams as f64,
+    );
+    out.one(
+        "buildat_web_live_frames_total",
+        "counter",
+        "Frames of the live feed made (each encoded once for every page).",
+        snapshot.live_frames as f64,
+    );
+    out.one(
+        "buildat_web_players_asked_total",
+        "counter",
+        "Times the web module asked the world for the players.",
+        snapshot.players_asked as f64,
+    );
+    out.one(
         "buildat_web_requests_total",
         "counter",
         "HTTP requests the web module answered.",
@@ -466,6 +493,9 @@ mod tests {
             requests: 0,
             admin_actions: 0,
             cached_blocks: 0,
+            live_streams: 2,
+            live_frames: 0,
+            players_asked: 0,
         };
         let text = render(&snapshot);
         assert!(
@@ -477,6 +507,8 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("# TYPE buildat_active_timers_fired_total counter"));
+        assert!(text.contains("\nbuildat_web_live_streams 2\n"), "{text}");
+        assert!(text.contains("# TYPE buildat_web_players_asked_total counter"));
     }
 
     #[test]

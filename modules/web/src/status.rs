@@ -85,6 +85,10 @@ pub fn players(shared: &Shared) -> std::sync::Arc<Vec<Player>> {
 }
 
 fn ask_players(shared: &Shared) -> Vec<Player> {
+    shared
+        .live
+        .players_asked
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let Ok(nodes) = shared.host.call(&ListNodes {
         with_var: Some(VAR_PLAYER.into()),
     }) else {

@@ -819,6 +819,47 @@ fn a_browser_draws_the_map_and_a_walking_players_marker() {
         marker(&mut browser).filter(|(x, _)| (x - first.0).abs() > 8.0)
     });
     assert!(later.is_some(), "the marker moves from {first:?}");
+    // The players come on the pushed stream, never polled, and the marker
+    // is painted where the walker stands: red at the spot on the canvas,
+    // within the walk of a frame and a half (5 voxels a second, 4 pixels
+    // a voxel) of where the world has it.
+    assert_eq!(evaluate(&mut browser, "buildatMap.live()"), true);
+    assert!(
+        evaluate(&mut browser, "buildatMap.frames").as_u64() >= Some(2),
+        "frames on the stream"
+    );
+    let polled = evaluate(
+        &mut browser,
+        "performance.getEntriesByType('resource').filter(e => e.name.includes('/api/players')).length",
+    );
+    assert_eq!(polled, 0, "the page does not poll /api/players");
+    let painted = evaluate(
+        &mut browser,
+        "(() => {
+            const at = buildatMap.markerPosition('walker');
+            const ratio = window.devicePixelRatio || 1;
+            const canvas = document.getElementById('markers');
+            const pixel = canvas.getContext('2d')
+                .getImageData(Math.round(at[0] * ratio), Math.round(at[1] * ratio), 1, 1).data;
+            return [at[0], at[1], pixel[0], pixel[1], pixel[2], pixel[3]];
+        })()",
+    );
+    let world_x = player_x(&web, "walker").expect("the walker in /api/players");
+    let expected_x = f64::from(WIDTH) / 2.0 + (world_x - spawn[0].round()) * 4.0;
+    let painted_x = painted[0].as_f64().unwrap_or(f64::NAN);
+    assert!(
+        (painted_x - expected_x).abs() <= 30.0,
+        "marker at {painted}, the walker at x {world_x} (expected about {expected_x})"
+    );
+    let (red, green, alpha) = (
+        painted[2].as_u64().unwrap_or(0),
+        painted[3].as_u64().unwrap_or(255),
+        painted[5].as_u64().unwrap_or(0),
+    );
+    assert!(
+        red > 200 && green < 120 && alpha > 200,
+        "a red marker painted there: {painted}"
+    );
     screenshot(&mut browser, "web-map.png");
 
     // The 1,000 × 1,000 voxel area around the spawn, zoomed out, fully
@@ -840,6 +881,154 @@ fn a_browser_draws_the_map_and_a_walking_players_marker() {
         evaluate(&mut browser, "buildatMap.tileCount()")
     );
     drop(browser);
+    walker.stop();
+    server.stop_cleanly();
+}
+
+/// A raw `/api/live` stream: its reply's head, then the frames (`data:`
+/// lines) it sends, counted by a thread of its own until `stop`.
+struct LiveStream {
+    frames: Arc<std::sync::Mutex<Vec<String>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LiveStream {
+    fn open(web: &str, stop: Arc<AtomicBool>) -> (Self, String) {
+        use std::io::{BufRead, BufReader, Write};
+        let mut stream = std::net::TcpStream::connect(web).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .expect("timeout");
+        write!(stream, "GET /api/live HTTP/1.1\r\nHost: {web}\r\n\r\n").expect("write");
+        let mut reader = BufReader::new(stream);
+        let mut head = String::new();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !head.ends_with("\r\n\r\n") && Instant::now() < deadline {
+            let _ = reader.read_line(&mut head);
+        }
+        let frames = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = frames.clone();
+        let thread = std::thread::spawn(move || {
+            let mut line = String::new();
+            while !stop.load(Ordering::Relaxed) {
+                match reader.read_line(&mut line) {
+                    Ok(0) => return,
+                    // Chunked: a frame's line sits between chunk sizes.
+                    Ok(_) if line.ends_with('\n') => {
+                        if let Some(data) = line.trim_end().strip_prefix("data: ") {
+                            seen.lock().expect("frames").push(data.to_string());
+                        }
+                        line.clear();
+                    }
+                    _ => {}
+                }
+            }
+        });
+        (
+            Self {
+                frames,
+                thread: Some(thread),
+            },
+            head,
+        )
+    }
+
+    fn frames(&self) -> Vec<String> {
+        self.frames.lock().expect("frames").clone()
+    }
+}
+
+impl Drop for LiveStream {
+    fn drop(&mut self) {
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn metric(web: &str, name: &str) -> f64 {
+    parse_exposition(&get(web, "/metrics").text())
+        .expect("metrics parse")
+        .value(name, &[])
+        .unwrap_or_else(|| panic!("{name} in /metrics"))
+}
+
+#[test]
+fn live_streams_share_one_players_snapshot_and_tiles_are_asked_again_cheaply() {
+    let scratch = Scratch::new();
+    let (mut server, address, web) = start(&scratch);
+    let (mut walker, spawn) = Walker::start(&address, "walker");
+    wait_until(Duration::from_secs(30), || player_x(&web, "walker")).expect("the walker");
+
+    // Eight pages listen for six seconds while the walker walks.
+    const PAGES: usize = 8;
+    let stop = Arc::new(AtomicBool::new(false));
+    let asked_before = metric(&web, "buildat_web_players_asked_total");
+    let started = Instant::now();
+    let streams: Vec<LiveStream> = (0..PAGES)
+        .map(|_| {
+            let (stream, head) = LiveStream::open(&web, stop.clone());
+            assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+            assert!(
+                head.to_ascii_lowercase()
+                    .contains("content-type: text/event-stream"),
+                "{head}"
+            );
+            stream
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(6));
+    assert_eq!(metric(&web, "buildat_web_live_streams"), PAGES as f64);
+    let asked = metric(&web, "buildat_web_players_asked_total") - asked_before;
+    let seconds = started.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    // Once a frame (a second) for all of them, and once for each of the
+    // two /metrics reads: not once a page.
+    assert!(
+        asked <= seconds.ceil() + 3.0,
+        "{asked} asks of the world in {seconds:.1} s for {PAGES} pages"
+    );
+    let all: Vec<Vec<String>> = streams.iter().map(LiveStream::frames).collect();
+    for frames in &all {
+        assert!(frames.len() >= 3, "a frame a second: {frames:?}");
+        let frame: serde_json::Value =
+            serde_json::from_str(frames.last().expect("a frame")).expect("a JSON frame");
+        let walker_at = frame["players"]
+            .as_array()
+            .and_then(|players| players.iter().find(|p| p[0] == "walker"))
+            .unwrap_or_else(|| panic!("the walker in {frame}"));
+        assert!(
+            (walker_at[1].as_f64().unwrap_or(f64::NAN) - spawn[0]).abs() <= 11.0,
+            "{frame}"
+        );
+        assert!(frame["seq"].is_u64() && frame["from"].is_u64(), "{frame}");
+    }
+    // The pages see the same frames (one snapshot shared).
+    let first: HashSet<&String> = all[0].iter().collect();
+    assert!(
+        all[1..]
+            .iter()
+            .all(|f| f.iter().any(|frame| first.contains(frame))),
+        "the streams share frames"
+    );
+    drop(streams);
+    wait_until(Duration::from_secs(5), || {
+        (metric(&web, "buildat_web_live_streams") == 0.0).then_some(())
+    })
+    .expect("a stream ends with its page");
+
+    // A tile a page has is not sent again: its tag answers 304.
+    let tile = tile_of(spawn[0], spawn[2]);
+    let first = get_as(&web, &web, &tile, "");
+    assert_eq!(first.status, 200);
+    assert_eq!(first.header("cache-control"), Some("no-cache"));
+    let tag = first.header("etag").expect("a tile's ETag").to_string();
+    let again = get_as(&web, &web, &tile, &format!("If-None-Match: {tag}\r\n"));
+    assert_eq!(again.status, 304, "{again:?}");
+    assert!(again.body.is_empty());
+    let other = get_as(&web, &web, &tile, "If-None-Match: \"old\"\r\n");
+    assert_eq!(other.status, 200);
+
     walker.stop();
     server.stop_cleanly();
 }

@@ -1,8 +1,14 @@
 // The live map of the web module: tiles drawn by the server
 // (/tile/LEVEL/X/Y.png, 128 pixels covering 128 * 2^LEVEL voxels, X along
 // x and Y along z), panned by dragging and zoomed with the wheel or the
-// buttons; players from /api/players every second as markers; tiles whose
-// chunks changed (/api/changes) drawn again; a tile the server could not
+// buttons. Updates are pushed on one stream (/api/live, Server-Sent
+// Events: a frame a second at most, only when something changed: every
+// player and the blocks changed since the last frame); the players are
+// painted on one canvas, only those in view, with names when few are in
+// view, when zoomed in, or under the pointer; nothing is painted when
+// nothing changed, and the stream is closed while the page is hidden.
+// Tiles whose chunks changed are drawn again (a frame that does not follow
+// the last one seen asks /api/changes for what was missed); a tile the server could not
 // draw (the world busy, the module reloading) asked again after 1 s, then
 // 2, 4 ... 30 s while in view (also when the map's share of the world's
 // time is spent for now: 503 with Retry-After). Off loopback the page
@@ -15,7 +21,8 @@
   const MAX_SCALE = 16;
   const view = document.getElementById('map');
   const layer = document.getElementById('tiles');
-  const markerLayer = document.getElementById('markers');
+  const canvas = document.getElementById('markers');
+  const context = canvas.getContext('2d');
   const info = document.getElementById('info');
   const params = new URLSearchParams(location.search);
   const number = (name, fallback) => {
@@ -30,11 +37,23 @@
     seq: null,
   };
   const tiles = new Map();
-  const markers = new Map();
+  // Where each player was last painted (CSS pixels), those in view only.
+  let painted = new Map();
+  // The player under the pointer (its name is shown).
+  let hover = null;
+  // Names are painted when at most this many players are in view (or
+  // zoomed in to 4 pixels a voxel or more).
+  const LABELS_UP_TO = 40;
   // For tests and the curious: what the map shows.
   const map = {
     state: state,
+    // Every player of the last frame: [name, x, y, z].
     players: [],
+    // Frames received on the stream, and canvas paints.
+    frames: 0,
+    paints: 0,
+    // Whether the stream is open now.
+    live: function () { return source !== null && source.readyState === 1; },
     // Every tile in view loaded (or failed with no retry due).
     complete: function () {
       for (const img of tiles.values()) {
@@ -53,9 +72,11 @@
       return count;
     },
     tileCount: function () { return tiles.size; },
+    // Where a player's marker was last painted (CSS pixels in the view),
+    // or null if it is not in view.
     markerPosition: function (name) {
-      const marker = markers.get(name);
-      return marker ? [parseFloat(marker.style.left), parseFloat(marker.style.top)] : null;
+      const at = painted.get(name);
+      return at ? [at[0], at[1]] : null;
     },
     moveTo: function (x, z, scale) {
       state.x = x;
@@ -135,7 +156,7 @@
         tiles.delete(key);
       }
     }
-    drawMarkers();
+    schedulePaint();
   }
 
   function drawInfo() {
@@ -144,32 +165,74 @@
       ' \u00b7 ' + map.players.length + ' playing';
   }
 
-  function drawMarkers() {
-    const seen = new Set();
-    for (const player of map.players) {
-      seen.add(player.name);
-      let marker = markers.get(player.name);
-      if (!marker) {
-        marker = document.createElement('div');
-        marker.className = 'marker';
-        const label = document.createElement('span');
-        label.textContent = player.name;
-        marker.appendChild(label);
-        markerLayer.appendChild(marker);
-        markers.set(player.name, marker);
-      }
-      const [left, top] = screenOf(player.position[0], player.position[2]);
-      marker.style.left = left + 'px';
-      marker.style.top = top + 'px';
-      marker.title = player.name + ' at ' + player.position.map(Math.round).join(', ');
+  // One paint at the next frame, however many reasons came meanwhile
+  // (none while the page is hidden: browsers hold animation frames back).
+  let paintDue = false;
+  function schedulePaint() {
+    if (paintDue) return;
+    paintDue = true;
+    requestAnimationFrame(paint);
+  }
+
+  function paint() {
+    paintDue = false;
+    map.paints++;
+    const width = view.clientWidth;
+    const height = view.clientHeight;
+    const ratio = window.devicePixelRatio || 1;
+    if (canvas.width !== Math.round(width * ratio) || canvas.height !== Math.round(height * ratio)) {
+      canvas.width = Math.round(width * ratio);
+      canvas.height = Math.round(height * ratio);
+      canvas.style.width = width + 'px';
+      canvas.style.height = height + 'px';
     }
-    for (const [name, marker] of markers) {
-      if (!seen.has(name)) {
-        marker.remove();
-        markers.delete(name);
-      }
+    context.setTransform(ratio, 0, 0, ratio, 0, 0);
+    context.clearRect(0, 0, width, height);
+    const inView = [];
+    const next = new Map();
+    for (const player of map.players) {
+      const [x, y] = screenOf(player[1], player[3]);
+      if (x < -8 || y < -8 || x > width + 8 || y > height + 8) continue;
+      inView.push([player[0], x, y]);
+      next.set(player[0], [x, y]);
+    }
+    painted = next;
+    context.beginPath();
+    for (const [, x, y] of inView) {
+      context.moveTo(x + 6, y);
+      context.arc(x, y, 6, 0, 2 * Math.PI);
+    }
+    context.fillStyle = '#ff3b30';
+    context.fill();
+    context.lineWidth = 2;
+    context.strokeStyle = '#fff';
+    context.stroke();
+    const labels = inView.length <= LABELS_UP_TO || state.scale >= 4;
+    context.font = '13px "DejaVu Sans", sans-serif';
+    context.textBaseline = 'middle';
+    context.lineWidth = 3;
+    context.strokeStyle = '#000';
+    context.fillStyle = '#fff';
+    for (const [name, x, y] of inView) {
+      if (!labels && name !== hover) continue;
+      context.strokeText(name, x + 10, y);
+      context.fillText(name, x + 10, y);
     }
     drawInfo();
+  }
+
+  // The player whose marker is under the pointer, if any.
+  function playerAt(px, py) {
+    let best = null;
+    let bestDistance = 100;
+    for (const [name, at] of painted) {
+      const distance = (at[0] - px) * (at[0] - px) + (at[1] - py) * (at[1] - py);
+      if (distance < bestDistance) {
+        best = name;
+        bestDistance = distance;
+      }
+    }
+    return best;
   }
 
   function zoom(factor, atX, atY) {
@@ -192,7 +255,16 @@
     view.setPointerCapture(event.pointerId);
   });
   view.addEventListener('pointermove', function (event) {
-    if (!drag) return;
+    if (!drag) {
+      const rect = view.getBoundingClientRect();
+      const under = playerAt(event.clientX - rect.left, event.clientY - rect.top);
+      if (under !== hover) {
+        hover = under;
+        view.title = under || '';
+        schedulePaint();
+      }
+      return;
+    }
     state.x -= (event.clientX - drag.x) / state.scale;
     state.z -= (event.clientY - drag.y) / state.scale;
     drag = { x: event.clientX, y: event.clientY };
@@ -212,51 +284,101 @@
   document.getElementById('zoom-out').addEventListener('click', function () { zoom(0.5); });
   window.addEventListener('resize', draw);
 
-  async function pollPlayers() {
-    try {
-      const response = await fetch('/api/players', { cache: 'no-store' });
-      // Off loopback the page needs the login's cookie: a server restarted
-      // with a new token, say, asks for it again.
-      if (response.status === 401) {
-        location.replace('/login?next=' + encodeURIComponent(location.pathname + location.search));
-        return;
-      }
-      if (response.ok) {
-        map.players = await response.json();
-        drawMarkers();
-      }
-    } catch (error) {
-      // The server may be reloading the module: try again next second.
+  // Draws again the tiles covering `blocks` (level-0 tiles), or every
+  // tile when `all`.
+  function redrawTiles(blocks, all, version) {
+    for (const [key, img] of tiles) {
+      const l = Number(img.dataset.level);
+      const tx = Number(img.dataset.x);
+      const tz = Number(img.dataset.z);
+      const hit = all || blocks.some(function (block) {
+        return Math.floor(block[0] / (1 << l)) === tx && Math.floor(block[1] / (1 << l)) === tz;
+      });
+      if (hit) img.src = tileSource(key, version);
     }
   }
 
-  // Draws again the tiles covering changed blocks (level-0 tiles).
-  async function pollChanges() {
+  // What the stream missed (a frame skipped while the page was slow, or
+  // the stream reopened): the change feed since the last change seen.
+  let catchingUp = false;
+  async function catchUp() {
+    if (catchingUp) return;
+    catchingUp = true;
     try {
-      const since = state.seq === null ? 0 : state.seq;
-      const response = await fetch('/api/changes?since=' + since, { cache: 'no-store' });
-      if (!response.ok) return;
-      const changes = await response.json();
-      if (state.seq !== null && (changes.reset || changes.blocks.length > 0)) {
-        for (const [key, img] of tiles) {
-          const l = Number(img.dataset.level);
-          const tx = Number(img.dataset.x);
-          const tz = Number(img.dataset.z);
-          const hit = changes.reset || changes.blocks.some(function (block) {
-            return Math.floor(block[0] / (1 << l)) === tx && Math.floor(block[1] / (1 << l)) === tz;
-          });
-          if (hit) img.src = tileSource(key, changes.seq);
-        }
+      const response = await fetch('/api/changes?since=' + state.seq, { cache: 'no-store' });
+      if (response.ok) {
+        const changes = await response.json();
+        if (changes.reset || changes.blocks.length > 0) redrawTiles(changes.blocks, changes.reset, changes.seq);
+        if (state.seq === null || changes.seq > state.seq) state.seq = changes.seq;
       }
-      state.seq = changes.seq;
     } catch (error) {
-      // As above.
+      // The server may be reloading the module: the next frame tries again.
+    }
+    catchingUp = false;
+  }
+
+  function onFrame(frame) {
+    map.frames++;
+    if (state.seq === null) {
+      // The first frame: the tiles are being loaded as they are now.
+      state.seq = frame.seq;
+    } else if (frame.reset) {
+      redrawTiles([], true, frame.seq);
+      state.seq = frame.seq;
+    } else if (frame.from === state.seq) {
+      if (frame.blocks.length > 0) redrawTiles(frame.blocks, false, frame.seq);
+      state.seq = frame.seq;
+    } else if (frame.seq !== state.seq) {
+      catchUp();
+    }
+    map.players = frame.players;
+    schedulePaint();
+  }
+
+  let source = null;
+  let reopen = null;
+  function openLive() {
+    if (source !== null || document.hidden) return;
+    source = new EventSource('/api/live');
+    source.onmessage = function (event) {
+      try {
+        onFrame(JSON.parse(event.data));
+      } catch (error) {
+        // A frame this page does not understand: the next one may do.
+      }
+    };
+    source.onerror = function () {
+      // The browser reconnects by itself unless the server refused the
+      // stream; then see why (off loopback: the login's cookie).
+      if (source === null || source.readyState !== 2) return;
+      source = null;
+      fetch('/api/changes?since=0', { cache: 'no-store' }).then(function (response) {
+        if (response.status === 401) {
+          location.replace('/login?next=' + encodeURIComponent(location.pathname + location.search));
+        }
+      }, function () {});
+      clearTimeout(reopen);
+      reopen = setTimeout(openLive, 2000);
+    };
+  }
+  function closeLive() {
+    clearTimeout(reopen);
+    if (source !== null) {
+      source.close();
+      source = null;
     }
   }
+  // A hidden page costs nothing: no stream, no paints.
+  document.addEventListener('visibilitychange', function () {
+    if (document.hidden) {
+      closeLive();
+    } else {
+      openLive();
+      // Changes made while it was hidden.
+      if (state.seq !== null) catchUp();
+    }
+  });
 
   draw();
-  pollPlayers();
-  pollChanges();
-  setInterval(pollPlayers, 1000);
-  setInterval(pollChanges, 2000);
+  openLive();
 })();
