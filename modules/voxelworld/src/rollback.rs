@@ -1114,7 +1114,7 @@ struct InspectArgs {
     about = "puts back what a player (or every player on an IP address) changed: a preview, \
              then `rollback confirm` applies it; DURATION as 30m, 2h, 3d; force: also where \
              others changed the voxel since",
-    override_usage = "rollback NAME|ADDRESS DURATION [radius R at X Y Z] [force] | rollback confirm",
+    override_usage = "rollback NAME|ADDRESS|module:MODULE DURATION [radius R at X Y Z] [force] | rollback confirm",
     allow_negative_numbers = true
 )]
 struct RollbackArgs {
@@ -1124,8 +1124,7 @@ struct RollbackArgs {
 
 const INSPECT_USAGE: &str = "usage: inspect X Y Z [--lines N] | inspect player NAME [--lines N]";
 
-const ROLLBACK_USAGE: &str =
-    "usage: rollback NAME|ADDRESS DURATION [radius R at X Y Z] [force] | rollback confirm";
+const ROLLBACK_USAGE: &str = "usage: rollback NAME|ADDRESS|module:MODULE DURATION [radius R at X Y Z] [force] | rollback confirm";
 
 fn usage(what: &str) -> LogError {
     LogError::Usage(format!("rollback: {what}; {ROLLBACK_USAGE}"))
@@ -1165,7 +1164,19 @@ fn parse_rollback(words: &[String]) -> Result<(String, i64, Option<Within>, bool
             other => return Err(usage(&format!("{other:?} is not understood"))),
         }
     }
-    Ok((name.clone(), within_ms, within, force))
+    Ok((actor_of(name)?, within_ms, within, force))
+}
+
+/// The log's actor a rollback's NAME means: `module:NAME` is the module's
+/// own edits (`NAME (module)`, a name with a space no word can hold), any
+/// other word a player's name or an address.
+fn actor_of(name: &str) -> Result<String, LogError> {
+    match name.strip_prefix("module:") {
+        Some("") => Err(usage("module: needs the module's name (module:liquid)")),
+        Some(module) => buildat_voxelworld_api::by_module(module)
+            .ok_or_else(|| usage(&format!("{module:?} is no module's name"))),
+        None => Ok(name.to_string()),
+    }
 }
 
 /// The log's commands, in the module's receive table (`restore` with no
@@ -2017,5 +2028,71 @@ mod tests {
         assert!(parse_rollback(&words("griefer")).is_err());
         assert!(parse_rollback(&words("griefer soon")).is_err());
         assert!(parse_rollback(&words("griefer 1h radius 5")).is_err());
+        // A module's own edits, by a word: the log's `liquid (module)`.
+        let (name, ..) = parse_rollback(&words("module:liquid 10m")).expect("parses");
+        assert_eq!(name, "liquid (module)");
+        let error = parse_rollback(&words("module: 10m")).expect_err("no module named");
+        assert!(error.to_string().contains("module:liquid"), "{error}");
+    }
+
+    /// `rollback module:liquid` puts back the water's edits, not a
+    /// player's next to them.
+    #[test]
+    fn a_modules_edits_are_rolled_back_by_module_name() {
+        use buildat_interface::testing::TestHost;
+        use buildat_voxel::BlockDefinition;
+        use buildat_voxel::geometry::SectionSize;
+        use buildat_voxelworld_api::ChunkData;
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kit = TestHost::new().world_path(dir.path());
+        let mut world = kit.load::<VoxelWorld>().expect("loads");
+        let stone = world
+            .call(&RegisterBlock {
+                block: BlockDefinition::simple("stone", "stone.png"),
+            })
+            .expect("registers")[0];
+        let chunks = SectionSize::default()
+            .chunks_of_section([0, 0, 0])
+            .into_iter()
+            .map(|chunk| {
+                let voxels = vec![stone; CHUNK_SIZE.pow(3) as usize];
+                let blob = buildat_format::encode_voxels(&voxels, |_| Some("stone")).expect("blob");
+                (chunk, ChunkData { node_id: 0, blob })
+            })
+            .collect();
+        world
+            .call(&ApplyGenerated {
+                section: GeneratedSection {
+                    section: [0, 0, 0],
+                    chunks,
+                },
+            })
+            .expect("applied");
+        for (pos, by) in [
+            ([1, 1, 1], buildat_voxelworld_api::by_module("liquid")),
+            ([2, 1, 1], Some("ann".to_string())),
+        ] {
+            world
+                .call(&EditVoxel {
+                    pos,
+                    voxel: buildat_voxel::AIR,
+                    replace: Replace::Any,
+                    save: true,
+                    by,
+                })
+                .expect("edited");
+        }
+        let preview = world
+            .command("rollback", &["module:liquid", "10m"], Some("op"))
+            .expect("runs");
+        assert!(preview.contains("1 edits by liquid (module)"), "{preview}");
+        let done = world
+            .command("rollback", &["confirm"], Some("op"))
+            .expect("applies");
+        assert!(done.contains("1 voxels put back"), "{done}");
+        let mut at = |pos| world.call(&GetVoxel { pos }).expect("read");
+        assert_eq!(at([1, 1, 1]), Some(stone));
+        assert_eq!(at([2, 1, 1]), Some(buildat_voxel::AIR), "ann's stays");
     }
 }
