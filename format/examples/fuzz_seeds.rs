@@ -5,7 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use buildat_format::backup::{BackupSection, BackupValue, WorldBackup, backup_head};
+use buildat_format::backup::{
+    BackupLogRun, BackupSection, BackupValue, LogRecordBlock, WorldBackup, backup_head,
+    encode_log_record,
+};
 use buildat_format::container::PayloadRef;
 use buildat_format::records::{Placement, RecordWriter};
 use buildat_format::section::{Node, NodeKind, NodeOptions, SectionWriter};
@@ -125,6 +128,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         offset: offset as u64,
         len: len as u64,
     };
+    let log = encode_log_record(&[LogRecordBlock {
+        t0: 1_800_000_000_000,
+        t1: 1_800_000_010_000,
+        area: [0, -1, 1],
+        data: b"packed".to_vec(),
+    }]);
     let meta = WorldBackup {
         section_size: [2, 2, 2],
         chunk_size: [32, 32, 32],
@@ -153,12 +162,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             key: "ann".into(),
             payload: payload(section.len() + 2, 3),
         }],
+        log: vec![BackupLogRun {
+            blocks: 1,
+            payload: payload(section.len() + 5, log.len()),
+        }],
     };
     let mut c = vec![0u8];
     c.extend_from_slice(&backup_head(&meta)?);
     c.extend_from_slice(&section);
     c.extend_from_slice(b"xy");
     c.extend_from_slice(b"ann");
+    c.extend_from_slice(&log);
     put("container", "backup", &c)?;
 
     let mut tx = SenderPacketTypes::new();

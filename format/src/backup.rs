@@ -3,8 +3,11 @@
 //! records (§5), so a reader finds one section (or a region) from the index
 //! and decodes only its bytes.
 //!
-//! Owns: the [`WorldBackup`] metadata kind (magic `BWBK`, validity token 2;
-//! token 1, before modules' values, is still read), [`BackupSection`] (one
+//! Owns: the [`WorldBackup`] metadata kind (magic `BWBK`, validity token 3;
+//! token 1, before modules' values, and 2, before the rollback log, are
+//! still read), [`BackupLogRun`] and its payload, a log record of
+//! rollback-log blocks ([`encode_log_record`], [`decode_log_record`]:
+//! every length checked), [`BackupSection`] (one
 //! index entry), [`BackupValue`] (a module's value: its bytes are a payload
 //! too), [`backup_head`] (blob 0's header and
 //! metadata, written in front of payloads laid out earlier) and
@@ -71,11 +74,128 @@ pub struct WorldBackup {
     /// Every module's value, by space and key; their payloads follow the
     /// sections'.
     pub values: Vec<BackupValue>,
+    /// The rollback log's blocks, in runs; their payloads (log records)
+    /// follow the values'.
+    pub log: Vec<BackupLogRun>,
 }
 
 impl ContainerKind for WorldBackup {
     const MAGIC: [u8; 4] = *b"BWBK";
+    const VALIDITY_TOKEN: u32 = 3;
+}
+
+/// A run of the rollback log's blocks in a backup: its payload is a log
+/// record ([`encode_log_record`]) of `blocks` blocks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackupLogRun {
+    pub blocks: u32,
+    pub payload: PayloadRef,
+}
+
+/// One block of the rollback log (the world's `rollback_block` row): its
+/// area, the span of time it covers (ms since the Unix epoch) and its
+/// packed bytes (`crate::rollback_blob`), carried as they are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogRecordBlock {
+    pub t0: i64,
+    pub t1: i64,
+    pub area: [i32; 3],
+    pub data: Vec<u8>,
+}
+
+/// Why a log record does not decode.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LogRecordError {
+    #[error("log record: {0}")]
+    Read(#[from] crate::reader::ReadError),
+    #[error("log record: {found} bytes after its {blocks} blocks")]
+    Trailing { blocks: u32, found: usize },
+}
+
+/// The fewest bytes a block takes in a log record (five one-byte
+/// varints and an empty blob's length).
+const MIN_LOG_BLOCK_BYTES: usize = 6;
+
+/// A log record: per block t0, t1, the area's x, y and z (zig-zag
+/// varints), then the blob (varint length, bytes).
+pub fn encode_log_record(blocks: &[LogRecordBlock]) -> Vec<u8> {
+    use crate::writer::{put_varint, zigzag_encode};
+    let mut out = Vec::with_capacity(blocks.iter().map(|b| b.data.len() + 16).sum());
+    for block in blocks {
+        put_varint(&mut out, zigzag_encode(block.t0));
+        put_varint(&mut out, zigzag_encode(block.t1));
+        for c in block.area {
+            put_varint(&mut out, zigzag_encode(i64::from(c)));
+        }
+        put_varint(&mut out, block.data.len() as u64);
+        out.extend_from_slice(&block.data);
+    }
+    out
+}
+
+/// A log record of `blocks` blocks back, every length checked against
+/// the bytes there are; nothing may follow the last block.
+pub fn decode_log_record(
+    record: &[u8],
+    blocks: u32,
+) -> Result<Vec<LogRecordBlock>, LogRecordError> {
+    let mut reader = crate::reader::Reader::new(record);
+    // Never more room than the bytes could hold.
+    let mut out = Vec::with_capacity((blocks as usize).min(record.len() / MIN_LOG_BLOCK_BYTES));
+    for _ in 0..blocks {
+        let t0 = reader.zigzag_i64()?;
+        let t1 = reader.zigzag_i64()?;
+        let area = [
+            reader.zigzag_i32()?,
+            reader.zigzag_i32()?,
+            reader.zigzag_i32()?,
+        ];
+        let data = reader.bytes()?.to_vec();
+        out.push(LogRecordBlock { t0, t1, area, data });
+    }
+    if reader.remaining() != 0 {
+        return Err(LogRecordError::Trailing {
+            blocks,
+            found: reader.remaining(),
+        });
+    }
+    Ok(out)
+}
+
+/// The second backup layout (validity token 2: no rollback log), read as
+/// a [`WorldBackup`] with an empty log; never written.
+#[derive(Debug, Serialize, Deserialize)]
+struct WorldBackupV2 {
+    section_size: [i32; 3],
+    chunk_size: [u32; 3],
+    next_node_id: u64,
+    settings: String,
+    source: String,
+    taken_unix_s: u64,
+    sections: Vec<BackupSection>,
+    values: Vec<BackupValue>,
+}
+
+impl ContainerKind for WorldBackupV2 {
+    const MAGIC: [u8; 4] = *b"BWBK";
     const VALIDITY_TOKEN: u32 = 2;
+}
+
+impl From<WorldBackupV2> for WorldBackup {
+    fn from(v2: WorldBackupV2) -> Self {
+        Self {
+            section_size: v2.section_size,
+            chunk_size: v2.chunk_size,
+            next_node_id: v2.next_node_id,
+            settings: v2.settings,
+            source: v2.source,
+            taken_unix_s: v2.taken_unix_s,
+            sections: v2.sections,
+            values: v2.values,
+            log: Vec::new(),
+        }
+    }
 }
 
 /// The first backup layout (validity token 1: no modules' values), read
@@ -107,19 +227,20 @@ impl From<WorldBackupV1> for WorldBackup {
             taken_unix_s: v1.taken_unix_s,
             sections: v1.sections,
             values: Vec::new(),
+            log: Vec::new(),
         }
     }
 }
 
-/// Whether a header is a backup's of the first layout (checks the magic,
-/// and that the token is one this code reads).
-fn is_first_layout(header: &crate::container::ContainerHeader) -> Result<bool, ContainerError> {
-    if header.validity_token == WorldBackupV1::VALIDITY_TOKEN {
-        crate::container::check_kind::<WorldBackupV1>(header)?;
-        return Ok(true);
+/// Which layout a backup's header is of (its validity token: 1, 2 or 3);
+/// checks the magic, and that the token is one this code reads.
+fn layout(header: &crate::container::ContainerHeader) -> Result<u32, ContainerError> {
+    match header.validity_token {
+        WorldBackupV1::VALIDITY_TOKEN => crate::container::check_kind::<WorldBackupV1>(header)?,
+        WorldBackupV2::VALIDITY_TOKEN => crate::container::check_kind::<WorldBackupV2>(header)?,
+        _ => crate::container::check_kind::<WorldBackup>(header)?,
     }
-    crate::container::check_kind::<WorldBackup>(header)?;
-    Ok(false)
+    Ok(header.validity_token)
 }
 
 /// Blob 0's header and metadata: a backup file is these bytes followed by
@@ -132,7 +253,7 @@ pub fn backup_head(meta: &WorldBackup) -> Result<Vec<u8>, ContainerError> {
 /// first [`HEADER_LEN`] bytes; checks the magic and validity token.
 pub fn backup_head_len(first: &[u8]) -> Result<u64, ContainerError> {
     let header = read_header(first)?;
-    is_first_layout(&header)?;
+    layout(&header)?;
     if header.meta_len > crate::container::MAX_META_LEN as u64 {
         return Err(ContainerError::MetaTooLarge {
             len: header.meta_len,
@@ -144,12 +265,20 @@ pub fn backup_head_len(first: &[u8]) -> Result<u64, ContainerError> {
 /// The index, from the head's bytes (as many as [`backup_head_len`] said;
 /// more are ignored).
 pub fn decode_backup_head(head: &[u8]) -> Result<WorldBackup, ContainerError> {
-    if is_first_layout(&read_header(head)?)? {
-        let (meta, _payloads) = crate::container::decode_primary::<WorldBackupV1>(head)?;
-        return Ok(meta.into());
+    match layout(&read_header(head)?)? {
+        WorldBackupV1::VALIDITY_TOKEN => {
+            let (meta, _payloads) = crate::container::decode_primary::<WorldBackupV1>(head)?;
+            Ok(meta.into())
+        }
+        WorldBackupV2::VALIDITY_TOKEN => {
+            let (meta, _payloads) = crate::container::decode_primary::<WorldBackupV2>(head)?;
+            Ok(meta.into())
+        }
+        _ => {
+            let (meta, _payloads) = crate::container::decode_primary::<WorldBackup>(head)?;
+            Ok(meta)
+        }
     }
-    let (meta, _payloads) = crate::container::decode_primary::<WorldBackup>(head)?;
-    Ok(meta)
 }
 
 /// Checks that `section`'s payload lies within a payload section of
@@ -297,6 +426,14 @@ mod tests {
                     len: 0,
                 },
             }],
+            log: vec![BackupLogRun {
+                blocks: 0,
+                payload: PayloadRef {
+                    blob: 0,
+                    offset: 5,
+                    len: 0,
+                },
+            }],
         }
     }
 
@@ -318,16 +455,72 @@ mod tests {
         let read = decode_backup_head(&file).unwrap();
         assert_eq!(read.sections, meta.sections);
         assert!(read.values.is_empty());
-        // A token neither layout has is refused, naming the current one.
+        assert!(read.log.is_empty());
+        // A token no layout has is refused, naming the current one.
         let mut unknown = file.clone();
-        unknown[4] = 3;
+        unknown[4] = 4;
         assert_eq!(
             decode_backup_head(&unknown).unwrap_err(),
             ContainerError::ValidityToken {
-                expected: 2,
-                found: 3
+                expected: 3,
+                found: 4
             }
         );
+    }
+
+    #[test]
+    fn a_second_layout_head_reads_with_an_empty_log() {
+        let meta = sample();
+        let v2 = WorldBackupV2 {
+            section_size: meta.section_size,
+            chunk_size: meta.chunk_size,
+            next_node_id: meta.next_node_id,
+            settings: meta.settings.clone(),
+            source: meta.source.clone(),
+            taken_unix_s: meta.taken_unix_s,
+            sections: meta.sections.clone(),
+            values: meta.values.clone(),
+        };
+        let file = crate::container::primary_head(&v2).unwrap();
+        assert_eq!(&file[4..8], &2u32.to_le_bytes());
+        assert_eq!(backup_head_len(&file).unwrap(), file.len() as u64);
+        let read = decode_backup_head(&file).unwrap();
+        assert_eq!(read.values, meta.values);
+        assert!(read.log.is_empty());
+    }
+
+    #[test]
+    fn a_log_record_round_trips_and_a_damaged_one_is_an_error() {
+        let blocks = vec![
+            LogRecordBlock {
+                t0: 1_800_000_000_000,
+                t1: 1_800_000_010_000,
+                area: [-3, 0, i32::MAX],
+                data: b"packed".to_vec(),
+            },
+            LogRecordBlock {
+                t0: -5,
+                t1: i64::MAX,
+                area: [i32::MIN; 3],
+                data: Vec::new(),
+            },
+        ];
+        let record = encode_log_record(&blocks);
+        assert_eq!(decode_log_record(&record, 2).unwrap(), blocks);
+        for cut in 0..record.len() {
+            assert!(
+                decode_log_record(&record[..cut], 2).is_err(),
+                "cut at {cut}"
+            );
+        }
+        assert!(matches!(
+            decode_log_record(&record, 1),
+            Err(LogRecordError::Trailing { blocks: 1, .. })
+        ));
+        assert!(decode_log_record(&record, 3).is_err());
+        // A count far past the bytes: an error, not an allocation.
+        assert!(decode_log_record(&record, u32::MAX).is_err());
+        assert_eq!(decode_log_record(&[], 0).unwrap(), Vec::new());
     }
 
     #[test]

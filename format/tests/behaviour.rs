@@ -509,6 +509,7 @@ fn backup_file() -> (Vec<u8>, WorldBackup) {
         taken_unix_s: 0,
         sections: vec![section([0, 0, 0], 0, 4), section([1, 0, 0], 4, 5)],
         values: Vec::new(),
+        log: Vec::new(),
     };
     let mut file = backup_head(&meta).unwrap();
     file.extend_from_slice(b"datamore!");
@@ -553,19 +554,19 @@ fn container_kinds_do_not_mix() {
     );
 
     let mut stale = backup.clone();
-    stale[4] = 3;
+    stale[4] = 4;
     assert_eq!(
         decode_backup_head(&stale).unwrap_err(),
         ContainerError::ValidityToken {
-            expected: 2,
-            found: 3
+            expected: 3,
+            found: 4
         }
     );
     assert_eq!(
         backup_head_len(&stale).unwrap_err(),
         ContainerError::ValidityToken {
-            expected: 2,
-            found: 3
+            expected: 3,
+            found: 4
         }
     );
     assert!(matches!(
@@ -583,7 +584,7 @@ fn container_head_payloads_and_bounds() {
     let (file, meta) = backup_file();
     let h = container::read_header(&file).unwrap();
     assert_eq!(h.magic, *b"BWBK");
-    assert_eq!(h.validity_token, 2);
+    assert_eq!(h.validity_token, 3);
     let head_len = backup_head_len(&file[..HEADER_LEN]).unwrap();
     assert_eq!(head_len, HEADER_LEN as u64 + h.meta_len);
     assert_eq!(file.len() as u64, head_len + 9);

@@ -7,8 +7,9 @@
 use std::collections::BTreeMap;
 
 use buildat_format::backup::{
-    BackupSection, BackupValue, WorldBackup, backup_head, backup_head_len, check_backup_payload,
-    check_payload_ref, decode_backup_head,
+    BackupLogRun, BackupSection, BackupValue, LogRecordBlock, WorldBackup, backup_head,
+    backup_head_len, check_backup_payload, check_payload_ref, decode_backup_head,
+    decode_log_record, encode_log_record,
 };
 use buildat_format::container::{PayloadRef, decode_primary};
 use buildat_format::packet::{self, DEFINE_PACKET_TYPE};
@@ -277,8 +278,19 @@ fn section() {
 
 /// A world backup (the container's one kind) with two sections whose
 /// payloads are `abc` and `defg` (opaque to the container; in a real backup
-/// each is a section record) and one module's value, `hi`.
-const BACKUP: &str = "4257424b 02000000 3400000000000000 \
+/// each is a section record), one module's value, `hi`, and a run of one
+/// rollback-log block (t0 1, t1 2, area 0 -1 1, blob `z`).
+const BACKUP: &str = "4257424b 03000000 3900000000000000 \
+     040404 202020 fb2c01 03613d31 04772e6462 fc00d2496b \
+     02 020306 01 01 02 000003 000001 01 00 01 000304 \
+     01 036d2e61 016b 000702 \
+     01 01 000907 \
+     616263 64656667 6869 \
+     0204 000102 01 7a";
+
+/// The second layout (validity token 2, before the rollback log): still
+/// read, as a backup with an empty log.
+const BACKUP_V2: &str = "4257424b 02000000 3400000000000000 \
      040404 202020 fb2c01 03613d31 04772e6462 fc00d2496b \
      02 020306 01 01 02 000003 000001 01 00 01 000304 \
      01 036d2e61 016b 000702 \
@@ -332,6 +344,23 @@ fn backup_meta() -> WorldBackup {
                 len: 2,
             },
         }],
+        log: vec![BackupLogRun {
+            blocks: 1,
+            payload: PayloadRef {
+                blob: 0,
+                offset: 9,
+                len: 7,
+            },
+        }],
+    }
+}
+
+fn log_block() -> LogRecordBlock {
+    LogRecordBlock {
+        t0: 1,
+        t1: 2,
+        area: [0, -1, 1],
+        data: b"z".to_vec(),
     }
 }
 
@@ -342,16 +371,23 @@ fn container() {
     file.extend_from_slice(b"abc");
     file.extend_from_slice(b"defg");
     file.extend_from_slice(b"hi");
+    file.extend_from_slice(&encode_log_record(&[log_block()]));
     let g = unhex(BACKUP);
     assert_eq!(file, g);
 
     // The head alone gives the index; the payloads follow it.
     let head_len = backup_head_len(&g).unwrap();
-    assert_eq!(head_len, 16 + 0x34);
+    assert_eq!(head_len, 16 + 0x39);
     assert_eq!(decode_backup_head(&g[..head_len as usize]).unwrap(), meta);
     let (decoded, payloads) = decode_primary::<WorldBackup>(&g).unwrap();
     assert_eq!(decoded, meta);
-    assert_eq!(payloads, b"abcdefghi");
+    assert_eq!(&payloads[..9], b"abcdefghi");
+    let run = &meta.log[0];
+    let at = check_payload_ref(&run.payload, payloads.len() as u64).unwrap() as usize;
+    assert_eq!(
+        decode_log_record(&payloads[at..at + run.payload.len as usize], run.blocks).unwrap(),
+        [log_block()]
+    );
     let got: Vec<&[u8]> = meta
         .sections
         .iter()
@@ -374,8 +410,21 @@ fn container_first_layout() {
     let read = decode_backup_head(&g[..head_len as usize]).unwrap();
     let mut meta = backup_meta();
     meta.values.clear();
+    meta.log.clear();
     assert_eq!(read, meta);
     assert_eq!(&g[head_len as usize..], b"abcdefg");
+}
+
+#[test]
+fn container_second_layout() {
+    let g = unhex(BACKUP_V2);
+    let head_len = backup_head_len(&g).unwrap();
+    assert_eq!(head_len, 16 + 0x34);
+    let read = decode_backup_head(&g[..head_len as usize]).unwrap();
+    let mut meta = backup_meta();
+    meta.log.clear();
+    assert_eq!(read, meta);
+    assert_eq!(&g[head_len as usize..], b"abcdefghi");
 }
 
 #[test]

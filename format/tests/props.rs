@@ -189,6 +189,7 @@ fn backup_file(
         taken_unix_s,
         sections: Vec::new(),
         values: Vec::new(),
+        log: Vec::new(),
     };
     for (pos, save_enabled, generated, nodes, bytes) in sections {
         meta.sections.push(BackupSection {

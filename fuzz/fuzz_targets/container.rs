@@ -1,12 +1,13 @@
 //! Fuzz target: the container read as a world backup (its one kind) never
 //! panics: the header, the head (header and metadata), and every payload ref
-//! of a decoded index checked against the payload bytes there are, and the
-//! `BackupReader` over the same bytes.
+//! of a decoded index checked against the payload bytes there are, the
+//! `BackupReader` over the same bytes, and the rollback log's records
+//! (each run's payload, and the input itself) decoded.
 #![no_main]
 
 use buildat_format::backup::{
     BackupReader, WorldBackup, backup_head, backup_head_len, check_backup_payload,
-    decode_backup_head,
+    decode_backup_head, decode_log_record, encode_log_record,
 };
 use buildat_format::container::{self, HEADER_LEN, decode_primary};
 use libfuzzer_sys::fuzz_target;
@@ -17,10 +18,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let _ = container::read_header(rest);
     check(rest);
-    // Give the input a valid backup header (of either layout) now and then
+    check_log_record(rest, u32::from(split));
+    // Give the input a valid backup header (of any layout) now and then
     // so bincode is reached.
     let mut framed = b"BWBK".to_vec();
-    framed.extend_from_slice(&(1 + u32::from(split & 1)).to_le_bytes());
+    framed.extend_from_slice(&(1 + u32::from(split % 3)).to_le_bytes());
     let meta_len = (rest.len() as u64).min(u64::from(split));
     framed.extend_from_slice(&meta_len.to_le_bytes());
     framed.extend_from_slice(rest);
@@ -38,6 +40,11 @@ fn check(file: &[u8]) {
         for value in reader.meta().values.clone() {
             if let Ok(bytes) = reader.read_payload(&value.payload) {
                 assert_eq!(bytes.len() as u64, value.payload.len);
+            }
+        }
+        for run in reader.meta().log.clone() {
+            if let Ok(bytes) = reader.read_payload(&run.payload) {
+                check_log_record(&bytes, run.blocks);
             }
         }
     }
@@ -68,4 +75,12 @@ fn check(file: &[u8]) {
     // What decoded encodes and decodes back to the same index.
     let head = backup_head(&meta).expect("a decoded index encodes");
     assert_eq!(decode_backup_head(&head).expect("re-decodes"), meta);
+}
+
+/// A log record never panics; what decodes encodes back to the same bytes.
+fn check_log_record(bytes: &[u8], blocks: u32) {
+    if let Ok(decoded) = decode_log_record(bytes, blocks) {
+        assert_eq!(decoded.len(), blocks as usize);
+        assert_eq!(encode_log_record(&decoded), bytes);
+    }
 }

@@ -7,7 +7,8 @@
 //! showing them: they hold password verifiers), and listing one section's
 //! nodes from their markers and bodies; verifying a whole backup (every
 //! record read and decoded, its section and node count as the index says,
-//! every value read, no bytes missing or left over). Does not own: the backup's layout
+//! every value read, every block of the rollback log read and its packed
+//! blob decoded, no bytes missing or left over). Does not own: the backup's layout
 //! (`buildat_format::backup`, docs/formats.md §10) or what nodes mean
 //! (voxelworld writes and restores backups).
 
@@ -17,7 +18,10 @@ use std::io::BufReader;
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use buildat_format::backup::{BackupReader, BackupSection, BackupValue, check_backup_payload};
+use buildat_format::backup::{
+    BackupReader, BackupSection, BackupValue, check_backup_payload, decode_log_record,
+};
+use buildat_format::rollback_blob;
 use buildat_format::section::{NodeKind, SectionReader};
 
 type Backup = BackupReader<BufReader<File>>;
@@ -51,8 +55,9 @@ pub fn inspect(path: &Path, section: Option<[i32; 3]>) -> anyhow::Result<String>
     let mut out = format!(
         "world backup {}: taken {} (unix time {}) from {}\n\
          sections of {w}x{h}x{d} chunks of {cx}x{cy}x{cz} voxels; next node id {}\n\
-         {} sections, {nodes} nodes, {:.1} MB of section records and values\n\
-         {}\n",
+         {} sections, {nodes} nodes, {:.1} MB of section records, values and log\n\
+         {}\n\
+         {} blocks of the rollback log\n",
         path.display(),
         ago(now.saturating_sub(meta.taken_unix_s)),
         meta.taken_unix_s,
@@ -61,6 +66,10 @@ pub fn inspect(path: &Path, section: Option<[i32; 3]>) -> anyhow::Result<String>
         meta.sections.len(),
         backup.payload_len() as f64 / 1e6,
         describe_values(&meta.values),
+        meta.log
+            .iter()
+            .map(|run| u64::from(run.blocks))
+            .sum::<u64>(),
     );
     if let Some(pos) = section {
         let Some(entry) = meta.sections.iter().find(|s| s.pos == pos).cloned() else {
@@ -214,6 +223,37 @@ pub fn verify(path: &Path) -> anyhow::Result<String> {
             ));
         }
     }
+    let mut log_blocks = 0u64;
+    for (n, run) in meta.log.iter().enumerate() {
+        end = end.max(run.payload.offset.saturating_add(run.payload.len));
+        let run_name = format!("rollback log run {}", n + 1);
+        let record = match backup.read_payload(&run.payload) {
+            Ok(record) => record,
+            Err(error) => {
+                problems.push(format!("{run_name}: cannot be read: {error}"));
+                continue;
+            }
+        };
+        let blocks = match decode_log_record(&record, run.blocks) {
+            Ok(blocks) => blocks,
+            Err(error) => {
+                problems.push(format!("{run_name}: does not decode: {error}"));
+                continue;
+            }
+        };
+        for (b, block) in blocks.iter().enumerate() {
+            if let Err(why) = check_log_blob(&block.data) {
+                problems.push(format!(
+                    "{run_name}, block {} (area {:?}, {} to {} ms): its blob does not decode: {why}",
+                    b + 1,
+                    block.area,
+                    block.t0,
+                    block.t1
+                ));
+            }
+        }
+        log_blocks += blocks.len() as u64;
+    }
     let payload_len = backup.payload_len();
     if payload_len > end {
         problems.push(format!(
@@ -229,20 +269,33 @@ pub fn verify(path: &Path) -> anyhow::Result<String> {
             text.push_str(&format!("\n  and {more} more"));
         }
         bail!(
-            "{} is not a whole backup: {} sections, {} module values in its index;\n  {text}",
+            "{} is not a whole backup: {} sections, {} module values, {} runs of the rollback \
+             log in its index;\n  {text}",
             path.display(),
             meta.sections.len(),
-            meta.values.len()
+            meta.values.len(),
+            meta.log.len()
         );
     }
     Ok(format!(
-        "{} verified: {} sections ({nodes} nodes) and {} module values read whole; every \
-         record decodes, is of its section and holds the nodes the index says; {:.1} MB\n",
+        "{} verified: {} sections ({nodes} nodes), {} module values and {log_blocks} blocks of \
+         the rollback log read whole; every record decodes, is of its section and holds the \
+         nodes the index says; every log block decodes; {:.1} MB\n",
         path.display(),
         meta.sections.len(),
         meta.values.len(),
         (backup.payload_len() as f64) / 1e6
     ))
+}
+
+/// A block of the rollback log decodes: one of voxel changes, or (its
+/// first byte says) of inventory changes or logins.
+fn check_log_blob(data: &[u8]) -> Result<(), rollback_blob::RollbackBlobError> {
+    if data.first() == Some(&rollback_blob::ITEMS_VERSION) {
+        rollback_blob::decode_items(data).map(|_| ())
+    } else {
+        rollback_blob::decode(data).map(|_| ())
+    }
 }
 
 fn ago(seconds: u64) -> String {
@@ -330,7 +383,9 @@ mod tests {
         std::fs::write(&path, &whole).unwrap();
         let summary = verify(&path).unwrap();
         assert!(
-            summary.contains("verified: 2 sections (3 nodes) and 1 module values"),
+            summary.contains(
+                "verified: 2 sections (3 nodes), 1 module values and 0 blocks of the rollback log"
+            ),
             "{summary}"
         );
         let wrong = |bytes: &[u8]| {
@@ -385,6 +440,77 @@ mod tests {
                 .collect();
         });
         lens
+    }
+
+    /// A backup whose log holds a good block and one damaged: the damaged
+    /// one is named (its run, its place, its area), not a panic; the
+    /// good one alone verifies.
+    #[test]
+    fn verify_decodes_every_block_of_the_rollback_log() {
+        use buildat_format::backup::{BackupLogRun, LogRecordBlock, encode_log_record};
+        use buildat_format::container::PayloadRef;
+        use buildat_format::rollback_blob::{LoggedChange, LoggedVoxel, RollbackBlob};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.backup");
+        let voxel = |type_index| LoggedVoxel {
+            type_index,
+            bits: 0,
+        };
+        let good = LogRecordBlock {
+            t0: 1_800_000_000_000,
+            t1: 1_800_000_000_000,
+            area: [0, 0, 0],
+            data: rollback_blob::encode(&RollbackBlob {
+                actors: vec!["griefer".into()],
+                types: vec!["air".into(), "stone".into()],
+                changes: vec![LoggedChange {
+                    time_ms: 1_800_000_000_000,
+                    pos: [1, 2, 3],
+                    before: voxel(1),
+                    after: voxel(0),
+                    actor: 0,
+                }],
+            }),
+        };
+        let mut damaged = good.clone();
+        damaged.area = [4, 0, -1];
+        // A layout no code reads.
+        damaged.data[0] = 0x77;
+        let with_log = |blocks: &[LogRecordBlock]| {
+            let record = encode_log_record(blocks);
+            // After the sample's records and its value's 8 bytes.
+            let payloads_len = sample_record_lens().iter().sum::<usize>() as u64 + 8;
+            let mut file = sample_backup(|meta| {
+                meta.log = vec![BackupLogRun {
+                    blocks: blocks.len() as u32,
+                    payload: PayloadRef {
+                        blob: 0,
+                        offset: payloads_len,
+                        len: record.len() as u64,
+                    },
+                }];
+            });
+            file.extend_from_slice(&record);
+            file
+        };
+        std::fs::write(&path, with_log(std::slice::from_ref(&good))).unwrap();
+        let summary = verify(&path).unwrap();
+        assert!(
+            summary.contains("1 blocks of the rollback log"),
+            "{summary}"
+        );
+        assert!(
+            inspect(&path, None)
+                .unwrap()
+                .contains("1 blocks of the rollback log")
+        );
+        std::fs::write(&path, with_log(&[good, damaged])).unwrap();
+        let error = format!("{:#}", verify(&path).unwrap_err());
+        assert!(
+            error.contains("rollback log run 1, block 2 (area [4, 0, -1]")
+                && error.contains("its blob does not decode"),
+            "{error}"
+        );
     }
 
     #[test]

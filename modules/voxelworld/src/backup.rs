@@ -20,7 +20,10 @@
 //! `files.rs`), reading it, and restoring
 //! (into an empty storage, taking the backup's section size and node id
 //! counter, then counting what was written). Modules' values (accounts,
-//! bans) come from the same snapshot as the sections.
+//! bans) and the rollback log's blocks (as they are stored, in runs of
+//! [`crate::storage::LOG_PAGE`]: the format's log records) come from the
+//! same snapshot as the sections; a backup from before the log restores
+//! with an empty one.
 //! Does not own: the snapshot (each backend's `WorldStorage::snapshot`),
 //! the container layout (`buildat_format::backup`), when a backup runs or
 //! how its progress is told (`lib.rs`).
@@ -34,7 +37,8 @@ use std::time::Instant;
 
 use buildat_format::SectionError;
 use buildat_format::backup::{
-    BackupReadError, BackupReader, BackupSection, BackupValue, WorldBackup, backup_head,
+    BackupLogRun, BackupReadError, BackupReader, BackupSection, BackupValue, LogRecordBlock,
+    LogRecordError, WorldBackup, backup_head, decode_log_record, encode_log_record,
 };
 use buildat_format::container::{ContainerError, PayloadRef};
 use buildat_format::section::{Node, NodeKind, NodeOptions, SectionReader, SectionWriter};
@@ -42,7 +46,7 @@ use buildat_voxel::geometry::{CHUNK_SIZE, Pos, SectionSize};
 use buildat_voxelworld_api::{StoredNode, StoredNodeKind};
 
 use crate::storage::{
-    StorageCounts, StorageError, StorageSnapshot, StoredSection, StoredValue, ValueWrite,
+    LogBlock, StorageCounts, StorageError, StorageSnapshot, StoredSection, StoredValue, ValueWrite,
     WorldStorage,
 };
 
@@ -103,6 +107,8 @@ pub enum BackupError {
         expected: StorageCounts,
         found: StorageCounts,
     },
+    #[error("the rollback log's run {run}: {source}")]
+    Log { run: usize, source: LogRecordError },
     #[error("cancelled")]
     Cancelled,
 }
@@ -237,6 +243,8 @@ pub struct BackupReport {
     pub sections: u64,
     pub nodes: u64,
     pub values: u64,
+    /// The rollback log's blocks.
+    pub log_blocks: u64,
     pub bytes: u64,
 }
 
@@ -244,10 +252,11 @@ impl BackupReport {
     /// The line that ends a backup, `seconds` after it started.
     pub fn done_line(&self, seconds: f64) -> String {
         format!(
-            "backup done in {seconds:.1} s: {} sections, {} nodes, {} values, {:.1} MB in {}",
+            "backup done in {seconds:.1} s: {} sections, {} nodes, {} values, {} log blocks, {:.1} MB in {}",
             self.sections,
             self.nodes,
             self.values,
+            self.log_blocks,
             self.bytes as f64 / 1e6,
             self.file.display()
         )
@@ -383,6 +392,30 @@ fn write_parts(
         });
         offset += value.len() as u64;
     }
+    let mut log = Vec::new();
+    let log_blocks = crate::storage::each_log_page(
+        |skip, limit| snapshot.log_page(skip, limit),
+        |blocks| {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(BackupError::Cancelled);
+            }
+            // At most a page of blocks.
+            let count = u32::try_from(blocks.len()).unwrap_or(u32::MAX);
+            let record =
+                encode_log_record(&blocks.into_iter().map(record_block).collect::<Vec<_>>());
+            payloads.write_all(&record).map_err(io(payload_path))?;
+            log.push(BackupLogRun {
+                blocks: count,
+                payload: PayloadRef {
+                    blob: 0,
+                    offset,
+                    len: record.len() as u64,
+                },
+            });
+            offset += record.len() as u64;
+            Ok(())
+        },
+    )?;
     let mut payloads = payloads
         .into_inner()
         .map_err(|e| io(payload_path)(e.into_error()))?;
@@ -397,6 +430,7 @@ fn write_parts(
             .map_or(0, |d| d.as_secs()),
         sections,
         values,
+        log,
     };
     let head = backup_head(&meta).map_err(|source| BackupError::Container {
         path: file.to_path_buf(),
@@ -429,8 +463,29 @@ fn write_parts(
         sections: meta.sections.len() as u64,
         nodes,
         values: meta.values.len() as u64,
+        log_blocks,
         bytes: head.len() as u64 + offset,
     })
+}
+
+/// A stored block of the rollback log as the format's log record holds it.
+fn record_block(block: LogBlock) -> LogRecordBlock {
+    LogRecordBlock {
+        t0: block.t0,
+        t1: block.t1,
+        area: block.area,
+        data: block.data,
+    }
+}
+
+/// A log record's block as the storage keeps it.
+fn stored_block(block: LogRecordBlock) -> LogBlock {
+    LogBlock {
+        t0: block.t0,
+        t1: block.t1,
+        area: block.area,
+        data: block.data,
+    }
 }
 
 /// A backup file opened for reading (`buildat_format::backup::BackupReader`
@@ -470,6 +525,24 @@ impl BackupFile {
         stored_section(entry, &record)
     }
 
+    /// The rollback log's blocks of run number `run` (of the index's
+    /// `log`), every length checked.
+    pub fn log_run(&mut self, run: usize) -> Result<Vec<LogBlock>, BackupError> {
+        let Some(entry) = self.reader.meta().log.get(run).cloned() else {
+            return Ok(Vec::new());
+        };
+        let record =
+            self.reader
+                .read_payload(&entry.payload)
+                .map_err(|source| BackupError::Read {
+                    path: self.path.clone(),
+                    source,
+                })?;
+        let blocks = decode_log_record(&record, entry.blocks)
+            .map_err(|source| BackupError::Log { run, source })?;
+        Ok(blocks.into_iter().map(stored_block).collect())
+    }
+
     /// The module's value `entry` indexes.
     pub fn value(&mut self, entry: &BackupValue) -> Result<StoredValue, BackupError> {
         let value =
@@ -487,15 +560,31 @@ impl BackupFile {
     }
 }
 
+/// What a restore wrote: the storage's counts after it, and the rollback
+/// log's blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Restored {
+    pub counts: StorageCounts,
+    pub log_blocks: u64,
+}
+
+impl Restored {
+    /// `3 sections, 40 nodes and 2 values, 7 log blocks`.
+    pub fn describe(&self) -> String {
+        format!("{}, {} log blocks", self.counts.describe(), self.log_blocks)
+    }
+}
+
 /// Writes every section of `backup` into the empty `storage` (taking the
 /// backup's section size and node id counter first), telling `progress`
-/// (sections done, total) after each, then every module's value; then
-/// counts what the storage holds and answers it (what was written).
+/// (sections done, total) after each, then every module's value and the
+/// rollback log's blocks (a run to a transaction); then counts what the
+/// storage holds and answers it (what was written).
 pub fn restore(
     backup: &mut BackupFile,
     storage: &mut dyn WorldStorage,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<StorageCounts, BackupError> {
+) -> Result<Restored, BackupError> {
     let already = storage.counts()?;
     if already != StorageCounts::default() {
         return Err(BackupError::NotEmpty {
@@ -538,11 +627,20 @@ pub fn restore(
         storage.put_values(&writes)?;
         expected.values += writes.len() as u64;
     }
+    let mut log_blocks = 0;
+    for run in 0..meta.log.len() {
+        let blocks = backup.log_run(run)?;
+        storage.append_log(&blocks)?;
+        log_blocks += blocks.len() as u64;
+    }
     let found = storage.counts()?;
     if found != expected {
         return Err(BackupError::Mismatch { expected, found });
     }
-    Ok(found)
+    Ok(Restored {
+        counts: found,
+        log_blocks,
+    })
 }
 
 /// Logs "`what`: done/total sections (percent)" at most once a second
@@ -682,6 +780,30 @@ mod tests {
                 .put_values(&[account("ann", b"verifier"), account("bob", b"")])
                 .unwrap()
         );
+        storage.append_log(&log_blocks(0..600)).unwrap();
+    }
+
+    /// Blocks of the rollback log (their bytes opaque here), of voxels'
+    /// areas and of inventories'.
+    fn log_blocks(range: std::ops::Range<i64>) -> Vec<LogBlock> {
+        range
+            .map(|i| LogBlock {
+                t0: 1_800_000_000_000 + i * 10_000,
+                t1: 1_800_000_000_000 + i * 10_000 + 9_999,
+                area: if i % 7 == 0 {
+                    crate::rollback::ITEMS_AREA
+                } else {
+                    [i as i32 % 5, -1, i as i32]
+                },
+                data: vec![i as u8; (i % 40) as usize],
+            })
+            .collect()
+    }
+
+    fn whole_log(storage: &mut dyn WorldStorage) -> Vec<LogBlock> {
+        storage
+            .read_log(i64::MIN, [[i32::MIN; 3], [i32::MAX; 3]])
+            .unwrap()
     }
 
     #[test]
@@ -698,6 +820,7 @@ mod tests {
             later.nodes.truncate(0);
             original.save_section(&later).unwrap();
             original.reserve_node_ids(100).unwrap();
+            original.append_log(&log_blocks(600..601)).unwrap();
             original
                 .put_values(&[ValueWrite {
                     space: "main.accounts".into(),
@@ -718,10 +841,16 @@ mod tests {
             .unwrap();
             drop(snapshot);
             assert_eq!(
-                (report.sections, report.nodes, report.values),
-                (6, 18, 2),
+                (
+                    report.sections,
+                    report.nodes,
+                    report.values,
+                    report.log_blocks
+                ),
+                (6, 18, 2, 600),
                 "{backend}"
             );
+            assert!(report.done_line(1.0).contains("600 log blocks"));
             assert_eq!(told.last(), Some(&(6, 6)));
             assert_eq!(report.bytes, std::fs::metadata(&file).unwrap().len());
             assert!(!beside(&file, ".partial").exists());
@@ -732,7 +861,14 @@ mod tests {
             assert_eq!(backup.meta().settings, "[world]\nseed = 5\n");
             let mut restored = to.open(SectionSize::default());
             let done = restore(&mut backup, restored.as_mut(), &mut |_, _| {}).unwrap();
-            assert_eq!((done.sections, done.nodes, done.values), (6, 18, 2));
+            let counts = done.counts;
+            assert_eq!((counts.sections, counts.nodes, counts.values), (6, 18, 2));
+            // The log as it was at the snapshot: its blocks, not the later one.
+            assert_eq!(done.log_blocks, 600, "{backend}");
+            assert!(done.describe().contains("600 log blocks"));
+            let mut expected = log_blocks(0..600);
+            expected.sort_by_key(|b| b.t0);
+            assert_eq!(whole_log(restored.as_mut()), expected, "{backend}");
             assert_eq!(
                 restored.get_value("main.accounts", "ann").unwrap(),
                 Some(b"verifier".to_vec()),
@@ -864,9 +1000,62 @@ mod tests {
                 for entry in &entries {
                     backup.section(entry)?;
                 }
+                for run in 0..backup.meta().log.len() {
+                    backup.log_run(run)?;
+                }
                 Ok(())
             });
             assert!(outcome.is_err(), "cut at {cut} of {}", bytes.len());
         }
+    }
+}
+
+#[cfg(test)]
+mod log_tests {
+    use super::*;
+    use crate::storage::testing::sqlite_world;
+    use buildat_voxel::geometry::SectionSize;
+
+    /// A backup whose log record is damaged: reading or restoring it is
+    /// an error naming the log's run, not a panic.
+    #[test]
+    fn a_damaged_log_run_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let test_world = sqlite_world();
+        let mut world = test_world.open(SectionSize::default());
+        world
+            .append_log(&[LogBlock {
+                t0: 5,
+                t1: 6,
+                area: [1, 2, 3],
+                data: b"blob".to_vec(),
+            }])
+            .unwrap();
+        let file = dir.path().join("log.backup");
+        let mut snapshot = world.snapshot().unwrap();
+        let report = write_backup(
+            snapshot.as_mut(),
+            String::new(),
+            &file,
+            &AtomicBool::new(false),
+            &mut |_, _| {},
+        )
+        .unwrap();
+        assert_eq!(report.log_blocks, 1);
+        // The log record ends the file: t0 t1 x y z (a byte each), the
+        // blob's length (4), its bytes. A length past the end:
+        let mut bytes = std::fs::read(&file).unwrap();
+        let length_at = bytes.len() - 5;
+        assert_eq!(bytes[length_at], 4);
+        bytes[length_at] = 0x7f;
+        let damaged = dir.path().join("damaged.backup");
+        std::fs::write(&damaged, &bytes).unwrap();
+        let mut backup = BackupFile::open(&damaged).unwrap();
+        let error = backup.log_run(0).unwrap_err();
+        assert!(matches!(error, BackupError::Log { run: 0, .. }), "{error}");
+        let restored_world = sqlite_world();
+        let mut restored = restored_world.open(SectionSize::default());
+        let error = restore(&mut backup, restored.as_mut(), &mut |_, _| {}).unwrap_err();
+        assert!(error.to_string().contains("rollback log"), "{error}");
     }
 }

@@ -98,6 +98,8 @@ impl VoxelWorld {
                 error,
             })?;
         self.save()?;
+        // The log's edits up to now are in the backup too.
+        self.flush_log();
         let mut snapshot = self
             .world
             .storage_mut()

@@ -269,13 +269,14 @@ impl VoxelWorld {
             progress.tell(done, total)
         })?;
         Ok(format!(
-            "migrate done in {:.1} s: {} sections, {} nodes and {} values copied; source {}; \
-             destination {}: they match. To use it, set \
+            "migrate done in {:.1} s: {} sections, {} nodes and {} values copied, and {} blocks \
+             of the rollback log; source {}; destination {}: they match. To use it, set \
              storage = \"{}\" under [world] in world.toml (or --set voxelworld.storage=...)",
             started.elapsed().as_secs_f64(),
             report.sections,
             report.nodes,
             report.values,
+            report.log_blocks,
             report.source.describe(),
             report.destination.describe(),
             storage::postgresql::redact_url(to)

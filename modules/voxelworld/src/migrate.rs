@@ -4,7 +4,9 @@
 //!
 //! Owns: the copy (section by section, each written in one transaction of
 //! the destination, so an interrupted run leaves whole sections; then
-//! modules' values, a thousand to a transaction), the node
+//! modules' values, a thousand to a transaction; then the rollback log's
+//! blocks as stored, a page of [`crate::storage::LOG_PAGE`] to a
+//! transaction, counted on both sides), the node
 //! id counter carried over before any node (the destination never hands out
 //! an id the source did), the checks before (same section size, an empty
 //! destination, not the source itself) and the verification after (sections
@@ -47,6 +49,10 @@ pub enum MigrateError {
         from: StorageCounts,
         to: StorageCounts,
     },
+    #[error(
+        "verification failed: {copied} blocks of the rollback log copied, the destination holds {found}"
+    )]
+    LogMismatch { copied: u64, found: u64 },
 }
 
 /// What a migration copied, and the counts that verified it.
@@ -55,6 +61,8 @@ pub struct MigrateReport {
     pub sections: u64,
     pub nodes: u64,
     pub values: u64,
+    /// The rollback log's blocks.
+    pub log_blocks: u64,
     pub source: StorageCounts,
     pub destination: StorageCounts,
 }
@@ -111,6 +119,20 @@ pub fn migrate(
         destination.put_values(batch)?;
     }
     let values = writes.len() as u64;
+    let log_blocks = crate::storage::each_log_page(
+        |skip, limit| source.log_page(skip, limit),
+        |blocks| destination.append_log(&blocks).map_err(MigrateError::from),
+    )?;
+    let found = crate::storage::each_log_page(
+        |skip, limit| destination.log_page(skip, limit),
+        |_| Ok::<(), MigrateError>(()),
+    )?;
+    if found != log_blocks {
+        return Err(MigrateError::LogMismatch {
+            copied: log_blocks,
+            found,
+        });
+    }
     let source_counts = source.counts()?;
     let destination_counts = destination.counts()?;
     let copied = StorageCounts {
@@ -128,6 +150,7 @@ pub fn migrate(
         sections,
         nodes,
         values,
+        log_blocks,
         source: source_counts,
         destination: destination_counts,
     })
@@ -136,8 +159,8 @@ pub fn migrate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::StoredSection;
     use crate::storage::testing::{each_backend, sqlite_world};
+    use crate::storage::{LogBlock, StoredSection};
     use buildat_voxel::geometry::SectionSize;
 
     fn fill(storage: &mut dyn WorldStorage) {
@@ -170,6 +193,30 @@ mod tests {
         for batch in values.chunks(1000) {
             assert!(storage.put_values(batch).unwrap());
         }
+        storage.append_log(&log_blocks()).unwrap();
+    }
+
+    /// 600 blocks of the rollback log (more than two pages), of voxels'
+    /// areas and of inventories'.
+    fn log_blocks() -> Vec<LogBlock> {
+        (0..600i64)
+            .map(|i| LogBlock {
+                t0: 1_800_000_000_000 + i * 10_000,
+                t1: 1_800_000_000_000 + i * 10_000 + 9_999,
+                area: if i % 7 == 0 {
+                    crate::rollback::ITEMS_AREA
+                } else {
+                    [i as i32 % 5, -1, i as i32]
+                },
+                data: vec![i as u8; (i % 40) as usize],
+            })
+            .collect()
+    }
+
+    fn whole_log(storage: &mut dyn WorldStorage) -> Vec<LogBlock> {
+        storage
+            .read_log(i64::MIN, [[i32::MIN; 3], [i32::MAX; 3]])
+            .unwrap()
     }
 
     #[test]
@@ -193,6 +240,8 @@ mod tests {
                 "{backend}"
             );
             assert_eq!(report.values, 1500, "{backend}");
+            assert_eq!(report.log_blocks, 600, "{backend}");
+            assert_eq!(whole_log(there.as_mut()), log_blocks(), "{backend}");
             assert_eq!(report.source, report.destination);
             assert_eq!(seen.last(), Some(&(20, 20)));
             assert_eq!(
@@ -212,6 +261,7 @@ mod tests {
                 );
             }
             assert_eq!(back.all_values().unwrap(), source.all_values().unwrap());
+            assert_eq!(whole_log(back.as_mut()), log_blocks(), "{backend}: the log");
             assert!(back.reserve_node_ids(1).unwrap().start >= 1001);
 
             let error = migrate(source.as_mut(), there.as_mut(), |_, _| {})

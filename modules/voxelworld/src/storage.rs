@@ -181,6 +181,39 @@ pub trait WorldStorage: Send {
     fn prune_log_to(&mut self, _max_bytes: u64) -> Result<u64, StorageError> {
         Err(StorageError::NoLog)
     }
+    /// The rollback log's blocks in storage order, `skip` blocks in, at
+    /// most `limit` (a migration copies the log page by page).
+    fn log_page(&mut self, _skip: u64, _limit: usize) -> Result<Vec<LogBlock>, StorageError> {
+        Err(StorageError::NoLog)
+    }
+}
+
+/// How many of the rollback log's blocks a copy (backup, restore,
+/// migrate) reads or writes at once.
+pub const LOG_PAGE: usize = 256;
+
+/// Every page of the rollback log `page` reads (`page(skip, limit)`, as
+/// [`WorldStorage::log_page`]), handed to `each` in order; a storage
+/// that keeps no log has none. How many blocks there were.
+pub fn each_log_page<E: From<StorageError>>(
+    mut page: impl FnMut(u64, usize) -> Result<Vec<LogBlock>, StorageError>,
+    mut each: impl FnMut(Vec<LogBlock>) -> Result<(), E>,
+) -> Result<u64, E> {
+    let mut read = 0u64;
+    loop {
+        let blocks = match page(read, LOG_PAGE) {
+            Err(StorageError::NoLog) => return Ok(read),
+            other => other?,
+        };
+        let last = blocks.len() < LOG_PAGE;
+        read += blocks.len() as u64;
+        if !blocks.is_empty() {
+            each(blocks)?;
+        }
+        if last {
+            return Ok(read);
+        }
+    }
 }
 
 /// The rollback log's blocks past the newest `max_bytes` of blobs (SQLite
@@ -216,6 +249,9 @@ pub trait StorageSnapshot: Send {
     fn next_node_id(&mut self) -> Result<u64, StorageError>;
     /// Every module's value, by space and key.
     fn all_values(&mut self) -> Result<Vec<StoredValue>, StorageError>;
+    /// The rollback log's blocks in storage order, `skip` blocks in, at
+    /// most `limit` (a backup reads the log page by page).
+    fn log_page(&mut self, skip: u64, limit: usize) -> Result<Vec<LogBlock>, StorageError>;
 }
 
 /// The error a non-empty storage gives [`WorldStorage::set_empty_section_size`].
@@ -694,6 +730,10 @@ impl WorldStorage for SqliteStorage {
             .execute(prune_to_sql!("rowid", "?1"), params![max])?;
         Ok(deleted as u64)
     }
+
+    fn log_page(&mut self, skip: u64, limit: usize) -> Result<Vec<LogBlock>, StorageError> {
+        sqlite_reads::log_page(&self.connection, skip, limit)
+    }
 }
 
 /// The SQLite backend's writes, inside a transaction the caller commits.
@@ -799,6 +839,28 @@ mod sqlite_reads {
         }))
     }
 
+    /// The rollback log's blocks by row, `skip` in, at most `limit`.
+    pub fn log_page(
+        connection: &Connection,
+        skip: u64,
+        limit: usize,
+    ) -> Result<Vec<LogBlock>, StorageError> {
+        let mut select = connection.prepare_cached(
+            "SELECT t0, t1, ax, ay, az, data FROM rollback_block ORDER BY rowid LIMIT ?1 OFFSET ?2",
+        )?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let skip = i64::try_from(skip).unwrap_or(i64::MAX);
+        let rows = select.query_map(params![limit, skip], |r| {
+            Ok(LogBlock {
+                t0: r.get(0)?,
+                t1: r.get(1)?,
+                area: [r.get(2)?, r.get(3)?, r.get(4)?],
+                data: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
     pub fn next_node_id(connection: &Connection) -> Result<u64, StorageError> {
         Ok(connection.query_row(
             "SELECT value FROM meta WHERE key = 'next_node_id'",
@@ -875,6 +937,10 @@ impl StorageSnapshot for SqliteSnapshot {
 
     fn all_values(&mut self) -> Result<Vec<StoredValue>, StorageError> {
         sqlite_reads::values(&self.connection, None)
+    }
+
+    fn log_page(&mut self, skip: u64, limit: usize) -> Result<Vec<LogBlock>, StorageError> {
+        sqlite_reads::log_page(&self.connection, skip, limit)
     }
 }
 

@@ -1053,6 +1053,10 @@ impl WorldStorage for PgStorage {
                 .execute(super::prune_to_sql!("ctid", "$1"), &[&max])
         })
     }
+
+    fn log_page(&mut self, skip: u64, limit: usize) -> Result<Vec<LogBlock>, StorageError> {
+        self.with(|c| pg_reads::log_page(c, skip, limit))
+    }
 }
 
 /// A value claimed: written only where the key holds nothing.
@@ -1090,6 +1094,30 @@ fn apply_writes(
 /// What the backend and its snapshots read alike.
 mod pg_reads {
     use super::*;
+
+    /// The rollback log's blocks by their place in the table (stable
+    /// within a snapshot's transaction), `skip` in, at most `limit`.
+    pub fn log_page(
+        c: &mut PgConnection,
+        skip: u64,
+        limit: usize,
+    ) -> Result<Vec<LogBlock>, postgres::Error> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let skip = i64::try_from(skip).unwrap_or(i64::MAX);
+        let rows = c.client.query(
+            "SELECT t0, t1, ax, ay, az, data FROM rollback_block ORDER BY ctid LIMIT $1 OFFSET $2",
+            &[&limit, &skip],
+        )?;
+        Ok(rows
+            .into_iter()
+            .map(|r| LogBlock {
+                t0: r.get(0),
+                t1: r.get(1),
+                area: [r.get(2), r.get(3), r.get(4)],
+                data: r.get(5),
+            })
+            .collect())
+    }
 
     pub fn load_section(
         c: &mut PgConnection,
@@ -1213,6 +1241,10 @@ impl StorageSnapshot for PgSnapshot {
 
     fn all_values(&mut self) -> Result<Vec<StoredValue>, StorageError> {
         self.read(|c| pg_reads::values(c, None))
+    }
+
+    fn log_page(&mut self, skip: u64, limit: usize) -> Result<Vec<LogBlock>, StorageError> {
+        self.read(|c| pg_reads::log_page(c, skip, limit))
     }
 }
 
