@@ -82,14 +82,34 @@ pub struct LoadOptions {
     /// under the row (e.g. `active`, `liquid`; repeatable).
     #[arg(long = "ask", value_name = "COMMAND")]
     pub ask: Vec<String>,
-    /// `FROM:TO`: the report adds the ping over the windows that lie
-    /// within FROM to TO seconds (e.g. while a console line's work runs;
-    /// repeatable).
-    #[arg(long = "span", value_name = "FROM:TO", value_parser = parse_span)]
-    pub spans: Vec<(f64, f64)>,
+    /// `[LABEL=]FROM:TO`: the report adds the ping over the windows that
+    /// lie within FROM to TO seconds (e.g. while a console line's work
+    /// runs; repeatable). Spans with the same LABEL are also added up into
+    /// one line, so states taken in turns compare in one run (`--span
+    /// on=70:130 --span off=130:190 --span on=190:250 ...`).
+    #[arg(long = "span", value_name = "[LABEL=]FROM:TO", value_parser = parse_span)]
+    pub spans: Vec<Span>,
 }
 
-fn parse_span(text: &str) -> Result<(f64, f64), String> {
+/// A `--span`: its label (empty when none) and its seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Span {
+    pub label: String,
+    pub from: f64,
+    pub to: f64,
+}
+
+fn parse_span(text: &str) -> Result<Span, String> {
+    let (label, times) = match text.split_once('=') {
+        Some((label, times)) if !label.trim().is_empty() => (label.trim().to_string(), times),
+        Some(_) => return Err(format!("'{text}': the label before '=' is empty")),
+        None => (String::new(), text),
+    };
+    let (from, to) = parse_times(times)?;
+    Ok(Span { label, from, to })
+}
+
+fn parse_times(text: &str) -> Result<(f64, f64), String> {
     let (from, to) = text
         .split_once(':')
         .ok_or_else(|| format!("'{text}': expected FROM:TO"))?;
@@ -842,17 +862,34 @@ pub fn run(layout: &Layout, options: &LoadOptions) -> anyhow::Result<bool> {
         lines.push(browsing.line(&what));
         lines.extend(web_work);
     }
-    for span in &options.spans {
-        let counts = span_counts(&windows, *span);
-        lines.push(format!(
-            "ping round trip, windows within {:.0}..{:.0} s: p50 {} ms, p99 {} ms, max {} ms ({} pongs)",
-            span.0,
-            span.1,
+    let ping_line = |what: String, counts: &Counts| {
+        format!(
+            "ping round trip, {what}: p50 {} ms, p99 {} ms, max {} ms ({} pongs)",
             show_ms(counts.hist.percentile_ms(50.0)),
             show_ms(counts.hist.percentile_ms(99.0)),
             show_ms(counts.hist.max_ms()),
             counts.answered
-        ));
+        )
+    };
+    let mut labelled: Vec<(String, Counts)> = Vec::new();
+    for span in &options.spans {
+        let counts = span_counts(&windows, (span.from, span.to));
+        let name = if span.label.is_empty() {
+            String::new()
+        } else {
+            format!("{} ", span.label)
+        };
+        let what = format!("{name}windows within {:.0}..{:.0} s", span.from, span.to);
+        lines.push(ping_line(what, &counts));
+        if !span.label.is_empty() {
+            match labelled.iter_mut().find(|(label, _)| *label == span.label) {
+                Some((_, total)) => total.merge(&counts),
+                None => labelled.push((span.label.clone(), counts)),
+            }
+        }
+    }
+    for (label, counts) in &labelled {
+        lines.push(ping_line(format!("every '{label}' span"), counts));
     }
     lines.extend(told.iter().map(|t| format!("server: {t}")));
     if let Some(limit) = options.slow_handler_ms {
@@ -966,7 +1003,14 @@ mod tests {
 
     #[test]
     fn a_span_counts_only_the_windows_within_it() {
-        assert_eq!(parse_span("30:60"), Ok((30.0, 60.0)));
+        let span = |label: &str, from, to| Span {
+            label: label.to_string(),
+            from,
+            to,
+        };
+        assert_eq!(parse_span("30:60"), Ok(span("", 30.0, 60.0)));
+        assert_eq!(parse_span("off=30:60"), Ok(span("off", 30.0, 60.0)));
+        assert!(parse_span("=30:60").is_err());
         assert!(parse_span("60:30").is_err());
         assert!(parse_span("30").is_err());
         let window = |ms: f64| {
