@@ -5,7 +5,9 @@
 //! change (its own edit stays); `restore` brings the griefer's voxels
 //! again; `rollback 127.0.0.1 10m` names both bots; `/inspect` mode shows
 //! a dug voxel's history instead of digging it. A player's inventory move
-//! (and the operator's give) is listed by `inspect player NAME`.
+//! (and the operator's give) is listed by `inspect player NAME`. The log
+//! goes with a backup: restored into a new world, `inspect` there tells the
+//! same history.
 
 use buildat_format::Packet;
 use buildat_main_api::{Chat, ChatLine, Dig, Join, Place, Refused, Spawn};
@@ -13,7 +15,7 @@ use buildat_voxelworld_api::stream::{Ack, Chunk, Registry, VoxelUpdates};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use crate::common::{Scratch, console};
+use crate::common::{Scratch, console, run_headless_args, start_server, with_world};
 use buildat_format::decode_voxels;
 use buildat_harness::raw_client::RawClient;
 use buildat_voxel::geometry::{self, Pos};
@@ -350,5 +352,78 @@ fn a_players_inventory_move_is_listed_by_inspect_player() {
         );
     }
     drop(mover);
+    server.stop_cleanly();
+}
+
+/// A griefer's edits, backed up on the live server (`backup FILE`), are in
+/// the backup's log (`inspect FILE --verify` decodes its blocks); restored
+/// into a new world, `inspect X Y Z` there tells the same history.
+#[test]
+fn the_log_goes_with_a_backup_into_a_restored_world() {
+    let scratch = Scratch::new();
+    scratch.add_game();
+    let (mut server, address) = crate::common::start_small_game(&scratch, &[]);
+    let mut griefer = Player::join(&address, "griefer");
+    let feet = griefer.feet();
+    let below = [feet[0], feet[1] - 1, feet[2]];
+    let ground = griefer.voxel_name(below).expect("held").to_string();
+    assert_ne!(ground, "air", "standing on something");
+    griefer.dig(below);
+    griefer.sees(&[(below, "air")], "the dig");
+    let inspect = format!("inspect {} {} {}", below[0], below[1], below[2]);
+    let told = format!("griefer: {ground} -> air");
+    let history = console(&mut server, &inspect, "griefer:");
+    assert!(history.contains(&told), "{history}");
+
+    let file = scratch.dir.path().join("logged.backup");
+    console(
+        &mut server,
+        &format!("backup {}", file.display()),
+        "backup started into",
+    );
+    let done = server
+        .wait_for("backup done in", Duration::from_secs(120))
+        .unwrap_or_else(|| panic!("the backup ends:\n{}", server.output()));
+    assert!(
+        done.contains(" log blocks, ") && !done.contains(" 0 log blocks"),
+        "{done}"
+    );
+    drop(griefer);
+    server.stop_cleanly();
+
+    let verified = run_headless_args(&[
+        "inspect".to_string(),
+        file.display().to_string(),
+        "--verify".into(),
+    ]);
+    assert!(
+        verified.contains("blocks of the rollback log read whole")
+            && verified.contains("every log block decodes")
+            && !verified.contains(" 0 blocks of the rollback log"),
+        "{verified}"
+    );
+
+    let restored = scratch.dir.path().join("restored");
+    let mut args = vec!["restore".to_string(), file.display().to_string()];
+    args.extend(with_world(scratch.server_args(), &restored));
+    let output = run_headless_args(&args);
+    assert!(output.contains("restore done in"), "{output}");
+    assert!(!output.contains(" 0 log blocks"), "{output}");
+
+    let mut args = with_world(scratch.server_args(), &restored);
+    args.extend(
+        [
+            "--set",
+            "voxelworld.view_radius=1",
+            "--listen",
+            "127.0.0.1:0",
+            "--no-watch",
+        ]
+        .map(String::from),
+    );
+    let mut server = start_server(&args, std::process::Stdio::piped());
+    server.expect_line("server started", Duration::from_secs(120));
+    let history = console(&mut server, &inspect, "griefer:");
+    assert!(history.contains(&told), "in the restored world: {history}");
     server.stop_cleanly();
 }
