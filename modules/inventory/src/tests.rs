@@ -1605,7 +1605,13 @@ fn stored_transactions_are_told_to_the_rollback_log_slot_by_slot() {
     kit.clear();
     give(&mut inv, "ann", "wood", 2);
     let entry = |by: &str, inv: &str, slot, item: &str, count| {
-        (by.to_string(), inv.to_string(), slot, item.to_string(), count)
+        (
+            by.to_string(),
+            inv.to_string(),
+            slot,
+            item.to_string(),
+            count,
+        )
     };
     assert_eq!(
         logged(&kit),
