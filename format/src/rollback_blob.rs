@@ -139,47 +139,18 @@ pub fn encode(blob: &RollbackBlob) -> Vec<u8> {
     for column in &columns {
         plain.extend_from_slice(column);
     }
-    let mut out = vec![VERSION];
-    let mut encoder = flate2::write::ZlibEncoder::new(&mut out, flate2::Compression::default());
-    // Writing into a Vec does not fail.
-    let _ = encoder.write_all(&plain);
-    let _ = encoder.finish();
-    out
+    pack(VERSION, &plain)
 }
 
 /// A block back: every name, index and coordinate checked.
 pub fn decode(data: &[u8]) -> Result<RollbackBlob, RollbackBlobError> {
-    let Some((&VERSION, packed)) = data.split_first() else {
-        return Err(RollbackBlobError::Version {
-            found: data.first().copied(),
-        });
-    };
-    let mut plain = Vec::new();
-    flate2::read::ZlibDecoder::new(packed)
-        .take(MAX_PLAIN_BYTES as u64 + 1)
-        .read_to_end(&mut plain)
-        .map_err(|e| RollbackBlobError::Zlib(e.to_string()))?;
-    if plain.len() > MAX_PLAIN_BYTES {
-        return Err(RollbackBlobError::TooLarge);
-    }
+    let plain = unpack(data, VERSION)?;
     let mut reader = Reader::new(&plain);
     let first = zigzag_decode(reader.varint()?);
     let actors = read_names(&mut reader)?;
     let types = read_names(&mut reader)?;
     // Each change takes at least seven bytes.
-    let count = reader.varint_len(reader.remaining() / 7)?;
-    let mut columns: [Vec<u64>; 7] = std::array::from_fn(|_| Vec::with_capacity(count));
-    for column in &mut columns {
-        for _ in 0..count {
-            column.push(reader.varint()?);
-        }
-    }
-    if reader.remaining() != 0 {
-        return Err(RollbackBlobError::Invalid(format!(
-            "{} bytes after the last column",
-            reader.remaining()
-        )));
-    }
+    let (count, columns) = read_columns::<7>(&mut reader)?;
     let type_count = types.len() as u64;
     let coordinate = |c: i64| {
         i32::try_from(c)
@@ -258,6 +229,28 @@ fn pack(version: u8, plain: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The count of changes, then `N` varint columns of that many values each
+/// (a change takes at least `N` bytes: the count is bounded by what is
+/// left), and nothing after them.
+fn read_columns<const N: usize>(
+    reader: &mut Reader<'_>,
+) -> Result<(usize, [Vec<u64>; N]), RollbackBlobError> {
+    let count = reader.varint_len(reader.remaining() / N)?;
+    let mut columns: [Vec<u64>; N] = std::array::from_fn(|_| Vec::with_capacity(count));
+    for column in &mut columns {
+        for _ in 0..count {
+            column.push(reader.varint()?);
+        }
+    }
+    if reader.remaining() != 0 {
+        return Err(RollbackBlobError::Invalid(format!(
+            "{} bytes after the last column",
+            reader.remaining()
+        )));
+    }
+    Ok((count, columns))
+}
+
 fn unpack(data: &[u8], version: u8) -> Result<Vec<u8>, RollbackBlobError> {
     let packed = match data.split_first() {
         Some((&found, packed)) if found == version => packed,
@@ -317,19 +310,7 @@ pub fn decode_items(data: &[u8]) -> Result<ItemsBlob, RollbackBlobError> {
     let inventories = read_names(&mut reader)?;
     let items = read_names(&mut reader)?;
     // Each change takes at least six bytes.
-    let count = reader.varint_len(reader.remaining() / 6)?;
-    let mut columns: [Vec<u64>; 6] = std::array::from_fn(|_| Vec::with_capacity(count));
-    for column in &mut columns {
-        for _ in 0..count {
-            column.push(reader.varint()?);
-        }
-    }
-    if reader.remaining() != 0 {
-        return Err(RollbackBlobError::Invalid(format!(
-            "{} bytes after the last column",
-            reader.remaining()
-        )));
-    }
+    let (count, columns) = read_columns::<6>(&mut reader)?;
     let index = |value: u64, names: &[String], what: &str| {
         u32::try_from(value)
             .ok()

@@ -673,7 +673,7 @@ impl ProgressLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::testing::{each_backend, sqlite_world};
+    use crate::storage::testing::{each_backend, log_blocks, sqlite_world, whole_log};
 
     fn encoded(node: &StoredNode) -> Vec<u8> {
         buildat_interface::encode(node).unwrap()
@@ -781,29 +781,6 @@ mod tests {
                 .unwrap()
         );
         storage.append_log(&log_blocks(0..600)).unwrap();
-    }
-
-    /// Blocks of the rollback log (their bytes opaque here), of voxels'
-    /// areas and of inventories'.
-    fn log_blocks(range: std::ops::Range<i64>) -> Vec<LogBlock> {
-        range
-            .map(|i| LogBlock {
-                t0: 1_800_000_000_000 + i * 10_000,
-                t1: 1_800_000_000_000 + i * 10_000 + 9_999,
-                area: if i % 7 == 0 {
-                    crate::rollback::ITEMS_AREA
-                } else {
-                    [i as i32 % 5, -1, i as i32]
-                },
-                data: vec![i as u8; (i % 40) as usize],
-            })
-            .collect()
-    }
-
-    fn whole_log(storage: &mut dyn WorldStorage) -> Vec<LogBlock> {
-        storage
-            .read_log(i64::MIN, [[i32::MIN; 3], [i32::MAX; 3]])
-            .unwrap()
     }
 
     #[test]

@@ -159,8 +159,8 @@ pub fn migrate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::testing::{each_backend, sqlite_world};
-    use crate::storage::{LogBlock, StoredSection};
+    use crate::storage::StoredSection;
+    use crate::storage::testing::{each_backend, log_blocks, sqlite_world, whole_log};
     use buildat_voxel::geometry::SectionSize;
 
     fn fill(storage: &mut dyn WorldStorage) {
@@ -193,30 +193,7 @@ mod tests {
         for batch in values.chunks(1000) {
             assert!(storage.put_values(batch).unwrap());
         }
-        storage.append_log(&log_blocks()).unwrap();
-    }
-
-    /// 600 blocks of the rollback log (more than two pages), of voxels'
-    /// areas and of inventories'.
-    fn log_blocks() -> Vec<LogBlock> {
-        (0..600i64)
-            .map(|i| LogBlock {
-                t0: 1_800_000_000_000 + i * 10_000,
-                t1: 1_800_000_000_000 + i * 10_000 + 9_999,
-                area: if i % 7 == 0 {
-                    crate::rollback::ITEMS_AREA
-                } else {
-                    [i as i32 % 5, -1, i as i32]
-                },
-                data: vec![i as u8; (i % 40) as usize],
-            })
-            .collect()
-    }
-
-    fn whole_log(storage: &mut dyn WorldStorage) -> Vec<LogBlock> {
-        storage
-            .read_log(i64::MIN, [[i32::MIN; 3], [i32::MAX; 3]])
-            .unwrap()
+        storage.append_log(&log_blocks(0..600)).unwrap();
     }
 
     #[test]
@@ -241,7 +218,7 @@ mod tests {
             );
             assert_eq!(report.values, 1500, "{backend}");
             assert_eq!(report.log_blocks, 600, "{backend}");
-            assert_eq!(whole_log(there.as_mut()), log_blocks(), "{backend}");
+            assert_eq!(whole_log(there.as_mut()), log_blocks(0..600), "{backend}");
             assert_eq!(report.source, report.destination);
             assert_eq!(seen.last(), Some(&(20, 20)));
             assert_eq!(
@@ -261,7 +238,11 @@ mod tests {
                 );
             }
             assert_eq!(back.all_values().unwrap(), source.all_values().unwrap());
-            assert_eq!(whole_log(back.as_mut()), log_blocks(), "{backend}: the log");
+            assert_eq!(
+                whole_log(back.as_mut()),
+                log_blocks(0..600),
+                "{backend}: the log"
+            );
             assert!(back.reserve_node_ids(1).unwrap().start >= 1001);
 
             let error = migrate(source.as_mut(), there.as_mut(), |_, _| {})

@@ -953,6 +953,30 @@ pub(crate) mod testing {
     use super::*;
     use buildat_test_pg::TestDatabase;
 
+    /// Blocks of the rollback log (their bytes opaque here), of voxels'
+    /// areas and of inventories', numbered `range`.
+    pub fn log_blocks(range: std::ops::Range<i64>) -> Vec<LogBlock> {
+        range
+            .map(|i| LogBlock {
+                t0: 1_800_000_000_000 + i * 10_000,
+                t1: 1_800_000_000_000 + i * 10_000 + 9_999,
+                area: if i % 7 == 0 {
+                    crate::rollback::ITEMS_AREA
+                } else {
+                    [i as i32 % 5, -1, i as i32]
+                },
+                data: vec![i as u8; (i % 40) as usize],
+            })
+            .collect()
+    }
+
+    /// Every block of the log `storage` holds.
+    pub fn whole_log(storage: &mut dyn WorldStorage) -> Vec<LogBlock> {
+        storage
+            .read_log(i64::MIN, [[i32::MIN; 3], [i32::MAX; 3]])
+            .unwrap()
+    }
+
     /// A fresh, empty world on one backend; opened as often as wanted (each
     /// open sees what the last wrote); a PostgreSQL one is dropped with it.
     pub struct TestWorld {
