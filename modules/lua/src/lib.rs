@@ -82,6 +82,18 @@ pub struct LuaHost {
     spawn_wait: f64,
     /// Entities of the previous instance, until their mods load.
     stashed: Vec<StashedEntity>,
+    /// ABM batches not done yet, each run on over the next ticks as its
+    /// mod's time allows, until its ABM's next batch replaces it.
+    pending_abms: Vec<PendingAbm>,
+    /// The state of the shuffle of ABM batches (xorshift64, never 0).
+    shuffle: u64,
+}
+
+/// What is left of an ABM's batch: its voxels and their names, in the
+/// (shuffled) order they run.
+struct PendingAbm {
+    name: String,
+    voxels: std::collections::VecDeque<(buildat_voxel::geometry::Pos, Option<String>)>,
 }
 
 /// An entity carried across a reload of this module.
@@ -116,6 +128,8 @@ impl Module for LuaHost {
             commands: HashMap::new(),
             registered: HashSet::new(),
             spawn_wait: 0.0,
+            pending_abms: Vec::new(),
+            shuffle: shuffle_seed(),
             stashed: Vec::new(),
         })
     }
@@ -512,6 +526,7 @@ impl LuaHost {
         for m in &mut self.mods {
             m.new_tick();
         }
+        self.run_pending_abms();
         self.reload_changed();
         self.run_jobs();
         for m in &mut self.mods {
@@ -858,20 +873,54 @@ impl LuaHost {
         );
     }
 
+    /// An ABM's batch: shuffled (so a batch larger than the mod's time
+    /// does not leave the same voxels out every time), replacing what was
+    /// left of the ABM's previous batch, then run as far as the mod's time
+    /// goes this tick and on over the next ticks.
     fn on_abm(&mut self, batch: AbmBatch) {
-        let Some(owner) = batch.name.split('/').next().map(str::to_string) else {
-            return;
-        };
-        let names: Vec<Option<String>> = {
+        let mut voxels: Vec<(buildat_voxel::geometry::Pos, Option<String>)> = {
             let mut ctx = self.shared.ctx.borrow_mut();
             batch
                 .voxels
                 .iter()
-                .map(|&(_, voxel)| ctx.voxel_name(voxel).ok())
+                .map(|&(pos, voxel)| (pos, ctx.voxel_name(voxel).ok()))
                 .collect()
         };
+        for i in (1..voxels.len()).rev() {
+            self.shuffle ^= self.shuffle << 13;
+            self.shuffle ^= self.shuffle >> 7;
+            self.shuffle ^= self.shuffle << 17;
+            voxels.swap(i, (self.shuffle % (i as u64 + 1)) as usize);
+        }
+        self.pending_abms.retain(|p| p.name != batch.name);
+        self.pending_abms.push(PendingAbm {
+            name: batch.name,
+            voxels: voxels.into(),
+        });
+        self.run_pending_abms();
+    }
+
+    /// Runs the ABMs' pending voxels, one entry a voxel (a batch may hold
+    /// thousands, and each action's calls cross to other modules), each
+    /// mod as far as its time this tick goes; the rest waits for the next
+    /// tick. A batch whose mod or ABM is gone, or whose mod is stopped, is
+    /// dropped.
+    fn run_pending_abms(&mut self) {
+        let mut pending = std::mem::take(&mut self.pending_abms);
+        pending.retain_mut(|batch| self.run_abm(batch));
+        // Batches that came while these ran (none: actions do not send
+        // batches) go after them.
+        pending.append(&mut self.pending_abms);
+        self.pending_abms = pending;
+    }
+
+    /// Runs `batch` while its mod has time; whether some of it is left.
+    fn run_abm(&mut self, batch: &mut PendingAbm) -> bool {
+        let Some(owner) = batch.name.split('/').next().map(str::to_string) else {
+            return false;
+        };
         let Some(m) = self.find(&owner) else {
-            return;
+            return false;
         };
         let Some(action) = m
             .data
@@ -882,28 +931,17 @@ impl LuaHost {
             .find(|a| a.abm.name == batch.name)
             .map(|a| a.action.clone())
         else {
-            return;
+            return false;
         };
-        // One entry a voxel: a batch may hold thousands (each action's
-        // calls cross to other modules). What does not fit in the mod's
-        // time this tick is left: the ABM's chance picks others next time.
         let label = batch.name.as_str();
-        let total = batch.voxels.len();
-        for (done, (&(pos, _), name)) in batch.voxels.iter().zip(names).enumerate() {
+        while let Some((pos, name)) = batch.voxels.front().cloned() {
             if m.status != mods::Status::Running {
-                return;
+                return false;
             }
             if !m.has_time_for_a_call() {
-                let host = self.shared.host;
-                host.log(
-                    log::Level::Debug,
-                    &format!(
-                        "lua mod {owner}: the ABM {label} left {} of {total} voxels (out of time this tick)",
-                        total - done
-                    ),
-                );
-                return;
+                return true;
             }
+            batch.voxels.pop_front();
             let _ = m.run(
                 || format!("the ABM {label} at {pos:?}"),
                 |lua| {
@@ -913,6 +951,7 @@ impl LuaHost {
                 },
             );
         }
+        false
     }
 
     /// The stash: every entity, with what its `get_staticdata` answers.
@@ -1039,4 +1078,12 @@ fn summary(reg: &Registrations) -> String {
     } else {
         said.join(", ")
     }
+}
+
+/// A seed for the shuffle of ABM batches: the clock's nanoseconds, never 0.
+fn shuffle_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos | 1
 }
