@@ -1058,13 +1058,15 @@ impl VoxelWorld {
             .iter()
             .map(|r| (r.pos, r.expect, r.to))
             .collect();
+        let started = std::time::Instant::now();
         let made = self.apply_reverts(&reverts, plan.force, ROLLBACK_ACTOR)?;
+        let seconds = started.elapsed().as_secs_f64();
         let skipped = plan.reverts.len() - made.len();
         let count = made.len();
         self.rollback.done.push(made);
         Ok(format!(
             "rollback of {}: {count} voxels put back, {skipped} left (changed by others since, \
-             not generated, or already so); `restore` undoes it",
+             not generated, or already so) in {seconds:.2} s; `restore` undoes it",
             plan.name
         ))
     }
@@ -1081,11 +1083,13 @@ impl VoxelWorld {
         // Put back what was replaced, where the rollback's voxel still is.
         let undo: Vec<(Pos, u32, u32)> =
             done.iter().map(|(p, was, put)| (*p, *put, *was)).collect();
+        let started = std::time::Instant::now();
         let made = self.apply_reverts(&undo, false, RESTORE_ACTOR)?;
         Ok(format!(
-            "restore: {} of {} voxels the last rollback changed are back as they were",
+            "restore: {} of {} voxels the last rollback changed are back as they were (in {:.2} s)",
             made.len(),
-            done.len()
+            done.len(),
+            started.elapsed().as_secs_f64()
         ))
     }
 }
