@@ -434,7 +434,10 @@ fn accounts_move_with_the_world_to_postgresql_and_into_backups() {
         &["restore".to_string(), file.display().to_string()],
     );
     assert_eq!(status, Some(0), "{output}");
-    assert!(output.contains(" nodes and 4 values written"), "{output}");
+    assert!(
+        output.contains(" nodes and 4 values, ") && output.contains("log blocks written"),
+        "{output}"
+    );
     let (mut server, address) = start_small_game(&scratch, &["main.guests=false"]);
     check_accounts_kept(&mut server, &address, "restored into SQLite");
     server.stop_cleanly();
