@@ -180,6 +180,7 @@ fuzz_target!(|inp: Input| {
         taken_unix_s: b.taken_unix_s,
         sections: Vec::new(),
         values: Vec::new(),
+        log: Vec::new(),
     };
     let mut payloads = Vec::new();
     for (pos, save_enabled, generated, nodes, bytes) in b.sections.iter().take(64) {
