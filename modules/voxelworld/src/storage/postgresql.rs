@@ -1027,15 +1027,7 @@ impl WorldStorage for PgStorage {
                  ORDER BY t0",
                 &[&since, &x0, &x1, &y0, &y1, &z0, &z1],
             )?;
-            Ok(rows
-                .into_iter()
-                .map(|r| LogBlock {
-                    t0: r.get(0),
-                    t1: r.get(1),
-                    area: [r.get(2), r.get(3), r.get(4)],
-                    data: r.get(5),
-                })
-                .collect())
+            Ok(rows.into_iter().map(log_block_of_row).collect())
         })
     }
 
@@ -1108,15 +1100,7 @@ mod pg_reads {
             "SELECT t0, t1, ax, ay, az, data FROM rollback_block ORDER BY ctid LIMIT $1 OFFSET $2",
             &[&limit, &skip],
         )?;
-        Ok(rows
-            .into_iter()
-            .map(|r| LogBlock {
-                t0: r.get(0),
-                t1: r.get(1),
-                area: [r.get(2), r.get(3), r.get(4)],
-                data: r.get(5),
-            })
-            .collect())
+        Ok(rows.into_iter().map(log_block_of_row).collect())
     }
 
     pub fn load_section(
@@ -1279,6 +1263,16 @@ fn save_row(
             &data,
         ],
     )
+}
+
+/// A `rollback_block` row read as `t0, t1, ax, ay, az, data`.
+fn log_block_of_row(row: postgres::Row) -> LogBlock {
+    LogBlock {
+        t0: row.get(0),
+        t1: row.get(1),
+        area: [row.get(2), row.get(3), row.get(4)],
+        data: row.get(5),
+    }
 }
 
 #[cfg(test)]
