@@ -1,7 +1,9 @@
 //! Light kept with the chunks: computed when a chunk is first asked for
 //! (a batch lit at once on this thread and [`LIGHT_THREADS`]` - 1`
 //! helpers, the inputs gathered here and each chunk's voxels copied out
-//! once per batch), and relit once a tick for what changed
+//! once per batch; a section whose chunks mostly want light is lit whole,
+//! in one box, [`light::light_region`]), and relit once a tick for what
+//! changed
 //! ([`World::relight`]): single edits updated in place on staged copies of
 //! the chunks they reach, the rest (and an edit whose change reaches a
 //! chunk at the edge of what is loaded) relit whole, in slices.
@@ -42,9 +44,13 @@ struct LightMemo {
     voxels: HashMap<Pos, Option<Arc<[u32]>>>,
 }
 
-/// A chunk's 27 chunks of voxels and the 9 sunlight masks above, as
-/// [`light::Surroundings`] borrows them.
-type LightInput = ([Option<Arc<[u32]>>; 27], [Option<Arc<Vec<bool>>>; 9]);
+/// A region's chunks and those around it, and the sunlight masks of the
+/// row above, as [`light::Region`] borrows them.
+type RegionInput = (Vec<Option<Arc<[u32]>>>, Vec<Option<Arc<Vec<bool>>>>);
+/// Chunks of a section that must want light for the whole section to be
+/// lit at once (lighting a section of 8 costs about what 3 chunks lit
+/// alone do).
+const SECTION_AT_ONCE: usize = 4;
 /// Most voxels an update of light in place visits per channel before the
 /// chunks are relit whole instead.
 const IN_PLACE_LIMIT: usize = 200_000;
@@ -200,63 +206,144 @@ impl World {
         chunk: Pos,
         memo: &mut LightMemo,
     ) -> Result<Option<ChunkLight>, WorldError> {
-        Ok(self.light_chunks(&[chunk], memo)?.pop().flatten())
+        let lit = self.light_chunks(&[chunk], memo)?;
+        let answer = lit
+            .iter()
+            .find(|(c, _)| *c == chunk)
+            .map(|(_, l)| l.clone());
+        self.keep_light(lit, &[chunk], None);
+        Ok(answer)
     }
 
-    /// Computes the light of `chunks` (each `None` if not in memory) from
-    /// what is in memory around them, keeps it and answers it, in order.
-    /// The inputs are gathered here; the light itself is computed on up to
-    /// [`LIGHT_THREADS`] threads at once (this one included).
-    fn light_chunks(
-        &mut self,
-        chunks: &[Pos],
-        memo: &mut LightMemo,
-    ) -> Result<Vec<Option<ChunkLight>>, WorldError> {
-        self.refresh_light_table();
-        let offsets: [Pos; 27] =
-            std::array::from_fn(|i| [i % 3, i / 3 % 3, i / 9].map(|o| o as i32 - 1));
-        let mut inputs = Vec::with_capacity(chunks.len());
+    /// The regions to light for `chunks`: a chunk's whole section when all
+    /// of it is generated and at least [`SECTION_AT_ONCE`] of its chunks
+    /// want light (asked for now, never lit, or stale), else the chunk
+    /// alone. Chunks not in memory are left out.
+    fn light_regions(&self, chunks: &[Pos]) -> Vec<(Pos, [i32; 3])> {
+        let size = self.section_size;
+        let mut regions = Vec::new();
+        let mut sections = BTreeSet::new();
         for &chunk in chunks {
             if self.generated_chunk(chunk).is_none() {
-                inputs.push(None);
                 continue;
             }
-            let at = |o: Pos| [chunk[0] + o[0], chunk[1] + o[1], chunk[2] + o[2]];
-            let mut voxels: [Option<Arc<[u32]>>; 27] = Default::default();
-            for (slot, offset) in voxels.iter_mut().zip(offsets) {
-                *slot = self.memo_voxels(at(offset), memo)?;
+            let section = size.section_of_chunk(chunk);
+            if sections.contains(&section) {
+                continue;
             }
-            let mut masks: [Option<Arc<Vec<bool>>>; 9] = Default::default();
-            for (i, mask) in masks.iter_mut().enumerate() {
-                let above = at([(i % 3) as i32 - 1, 1, (i / 3) as i32 - 1]);
+            let members = size.chunks_of_section(section);
+            let whole = members.iter().all(|&c| self.generated_chunk(c).is_some());
+            let wanting = members
+                .iter()
+                .filter(|&&c| {
+                    chunks.contains(&c)
+                        || self.light_stale.contains(&c)
+                        || self
+                            .generated_chunk(c)
+                            .is_some_and(|found| found.light.is_none())
+                })
+                .count();
+            if whole && wanting >= SECTION_AT_ONCE {
+                sections.insert(section);
+                let first = std::array::from_fn(|a| section[a] * size.0[a]);
+                regions.push((first, size.0));
+            } else {
+                regions.push((chunk, [1, 1, 1]));
+            }
+        }
+        regions
+    }
+
+    /// What lighting the region of `size` chunks from `first` reads: its
+    /// chunks and one around (x fastest), and the sunlight masks of the
+    /// row above them.
+    fn region_input(
+        &mut self,
+        first: Pos,
+        size: [i32; 3],
+        memo: &mut LightMemo,
+    ) -> Result<RegionInput, WorldError> {
+        let grid = size.map(|n| n + 2);
+        let at = |g: [i32; 3]| std::array::from_fn(|a| first[a] + g[a] - 1);
+        let mut voxels = Vec::with_capacity((grid[0] * grid[1] * grid[2]) as usize);
+        for gz in 0..grid[2] {
+            for gy in 0..grid[1] {
+                for gx in 0..grid[0] {
+                    voxels.push(self.memo_voxels(at([gx, gy, gz]), memo)?);
+                }
+            }
+        }
+        let mut masks = Vec::with_capacity((grid[0] * grid[2]) as usize);
+        for gz in 0..grid[2] {
+            for gx in 0..grid[0] {
+                let above = at([gx, grid[1] - 1, gz]);
+                let mut mask = None;
                 if self.generated_chunk(above).is_some() {
                     let sun_in = self.sun_in(above, memo)?;
                     if let Some(found) = self.generated_chunk_mut(above) {
                         found.sun_in = Some(sun_in.as_ref().clone());
                     }
-                    *mask = Some(sun_in);
+                    mask = Some(sun_in);
                 }
+                masks.push(mask);
             }
-            inputs.push(Some((voxels, masks)));
+        }
+        Ok((voxels, masks))
+    }
+
+    /// Computes the light of `chunks` from what is in memory around them,
+    /// keeps it and answers it, with that of the other chunks of any
+    /// section lit whole with them ([`World::light_regions`]); chunks not
+    /// in memory are left out. The inputs are gathered here; the light
+    /// itself is computed on up to [`LIGHT_THREADS`] threads at once (this
+    /// one included).
+    fn light_chunks(
+        &mut self,
+        chunks: &[Pos],
+        memo: &mut LightMemo,
+    ) -> Result<Vec<(Pos, ChunkLight)>, WorldError> {
+        self.refresh_light_table();
+        let regions = self.light_regions(chunks);
+        let mut inputs = Vec::with_capacity(regions.len());
+        for &(first, size) in &regions {
+            inputs.push((first, size, self.region_input(first, size, memo)?));
         }
         let table = &self.light_table;
-        let light_one = |input: &Option<LightInput>| {
-            input.as_ref().map(|(voxels, masks)| {
-                let around = light::Surroundings {
-                    chunks: std::array::from_fn(|i| voxels[i].as_deref()),
-                    sun_in: std::array::from_fn(|i| masks[i].as_ref().map(|m| m.as_slice())),
-                };
-                Arc::new(light::light_chunk(&around, table))
-            })
+        let light_one = |(first, size, (voxels, masks)): &(Pos, [i32; 3], RegionInput)| {
+            let region = light::Region {
+                size: size.map(|n| n.max(0) as usize),
+                chunks: voxels.iter().map(|v| v.as_deref()).collect(),
+                sun_in: masks
+                    .iter()
+                    .map(|m| m.as_ref().map(|m| m.as_slice()))
+                    .collect(),
+            };
+            let mut out = Vec::new();
+            let mut index = 0;
+            let lit = light::light_region(&region, table);
+            for z in 0..size[2] {
+                for y in 0..size[1] {
+                    for x in 0..size[0] {
+                        if let Some(light) = lit.get(index) {
+                            let chunk = [first[0] + x, first[1] + y, first[2] + z];
+                            out.push((chunk, Arc::new(light.clone())));
+                        }
+                        index += 1;
+                    }
+                }
+            }
+            out
         };
         let per_thread = inputs.len().div_ceil(LIGHT_THREADS).max(1);
-        let lit: Vec<Option<ChunkLight>> = std::thread::scope(|scope| {
+        let lit: Vec<(Pos, ChunkLight)> = std::thread::scope(|scope| {
             let mut parts = inputs.chunks(per_thread);
             let own = parts.next().unwrap_or_default();
             let others: Vec<_> = parts
-                .map(|part| scope.spawn(move || part.iter().map(light_one).collect::<Vec<_>>()))
+                .map(|part| {
+                    scope.spawn(move || part.iter().flat_map(light_one).collect::<Vec<_>>())
+                })
                 .collect();
-            let mut lit: Vec<Option<ChunkLight>> = own.iter().map(light_one).collect();
+            let mut lit: Vec<(Pos, ChunkLight)> = own.iter().flat_map(light_one).collect();
             for other in others {
                 match other.join() {
                     Ok(part) => lit.extend(part),
@@ -265,14 +352,43 @@ impl World {
             }
             lit
         });
-        for (&chunk, light) in chunks.iter().zip(&lit) {
-            if let Some(light) = light
-                && let Some(found) = self.generated_chunk_mut(chunk)
-            {
-                found.light = Some(light.clone());
+        Ok(lit)
+    }
+
+    /// Keeps the light [`World::light_chunks`] computed for the chunks
+    /// `asked` and for those of their sections not lit before, and for
+    /// those stale (no longer stale then) if `relit` is given; answers in
+    /// `relit` those whose kept light changed. A chunk already lit and not
+    /// stale keeps its light (it is the same), and one stale is relit by
+    /// [`World::relight`], which tells its holders.
+    fn keep_light(
+        &mut self,
+        lit: Vec<(Pos, ChunkLight)>,
+        asked: &[Pos],
+        mut relit: Option<&mut BTreeMap<Pos, ChunkLight>>,
+    ) {
+        for (chunk, light) in lit {
+            let stale = self.light_stale.contains(&chunk);
+            let Some(found) = self.generated_chunk_mut(chunk) else {
+                continue;
+            };
+            let keep = match (&found.light, relit.as_deref_mut()) {
+                (None, _) => true,
+                (Some(old), Some(relit)) if asked.contains(&chunk) || stale => {
+                    if *old != light {
+                        relit.insert(chunk, light.clone());
+                    }
+                    true
+                }
+                (Some(_), _) => asked.contains(&chunk) && relit.is_none() && !stale,
+            };
+            if keep {
+                found.light = Some(light);
+                if relit.is_some() {
+                    self.light_stale.remove(&chunk);
+                }
             }
         }
-        Ok(lit)
     }
 
     /// Lights those of `chunks` whose light is not computed yet, together
@@ -287,7 +403,8 @@ impl World {
             })
             .collect();
         if missing.len() > 1 {
-            self.light_chunks(&missing, &mut LightMemo::default())?;
+            let lit = self.light_chunks(&missing, &mut LightMemo::default())?;
+            self.keep_light(lit, &missing, None);
         }
         Ok(())
     }
@@ -357,33 +474,30 @@ impl World {
             if computed_any && Instant::now() >= deadline {
                 break;
             }
-            // The next few stale chunks that have light, lit together.
+            // The next few stale chunks that have light, lit together
+            // (with their sections where most of one is stale).
             let mut batch = Vec::with_capacity(LIGHT_THREADS);
-            let mut old = Vec::with_capacity(LIGHT_THREADS);
             while batch.len() < LIGHT_THREADS {
-                let Some(chunk) = self.light_stale.pop_first() else {
+                let Some(chunk) = self.light_stale.first().copied() else {
                     break;
                 };
                 // Never asked for: computed when it is.
-                if let Some(light) = self.generated_chunk(chunk).and_then(|c| c.light.clone()) {
+                if self
+                    .generated_chunk(chunk)
+                    .is_some_and(|c| c.light.is_some())
+                {
                     batch.push(chunk);
-                    old.push(light);
                 }
+                self.light_stale.remove(&chunk);
             }
             if batch.is_empty() {
                 break;
             }
             computed_any = true;
-            self.light_counts.whole += batch.len() as u64;
             match self.light_chunks(&batch, &mut memo) {
                 Ok(lit) => {
-                    for ((chunk, old), new) in batch.into_iter().zip(old).zip(lit) {
-                        if let Some(new) = new
-                            && new != old
-                        {
-                            relit.insert(chunk, new);
-                        }
-                    }
+                    self.light_counts.whole += lit.len() as u64;
+                    self.keep_light(lit, &batch, Some(&mut relit));
                 }
                 Err(error) => {
                     // Relit by a later call: nothing is dropped.
@@ -574,6 +688,48 @@ mod tests {
         world.set_voxel([5, 60, 20], AIR).unwrap();
         relight(&mut world);
         assert_eq!(light::sun(light_at(&mut world, open)), 15);
+    }
+
+    #[test]
+    fn a_section_lit_at_once_gives_each_chunk_the_light_it_gets_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut world, torch, _) = open_with_torch(dir.path());
+        for z in -1..=1 {
+            for y in -1..=1 {
+                for x in -1..=1 {
+                    generate(&mut world, [x, y, z], "stone");
+                }
+            }
+        }
+        world.set_voxel([40, 20, 40], torch).unwrap();
+        world.set_voxel([31, 31, 31], torch).unwrap();
+        world.relight(far()).unwrap();
+        // The first chunk asked of an unlit section lights all of it.
+        world.chunk_light([0, 0, 0]).unwrap().unwrap();
+        let section = world.section_size.chunks_of_section([0, 0, 0]);
+        let together: Vec<ChunkLight> = section
+            .iter()
+            .map(|&c| {
+                world
+                    .generated_chunk(c)
+                    .unwrap()
+                    .light
+                    .clone()
+                    .expect("lit with it")
+            })
+            .collect();
+        // Each again alone: the others lit, so only it is.
+        for (&chunk, together) in section.iter().zip(&together) {
+            world.generated_chunk_mut(chunk).unwrap().light = None;
+            let alone = world.chunk_light(chunk).unwrap().unwrap();
+            assert!(alone == *together, "chunk {chunk:?}");
+        }
+        assert!(
+            together
+                .iter()
+                .any(|l| l.iter().any(|&b| light::block(b) > 0)),
+            "the torches light the section"
+        );
     }
 
     #[test]

@@ -30,6 +30,12 @@
 //!   that is not loaded is open sky (clear, full sunlight coming down), so
 //!   the top of the loaded world is lit before what is above it arrives.
 
+pub mod reference;
+mod region;
+
+pub use reference::light_box;
+pub use region::{Region, light_region};
+
 use crate::geometry::{CHUNK_SIZE, CHUNK_VOLUME};
 use crate::{MAX_TYPE_ID, VoxelLight, VoxelRegistry};
 
@@ -45,8 +51,6 @@ pub const FULL_SUN: u8 = MAX_LIGHT << 4;
 pub const COLUMNS: usize = (CHUNK_SIZE * CHUNK_SIZE) as usize;
 
 const SIZE: usize = CHUNK_SIZE as usize;
-/// A lit chunk's box side: the chunk and [`MARGIN`] voxels each side.
-const BOX: usize = SIZE + 2 * MARGIN;
 
 /// serde's default absorption: opaque.
 pub(crate) fn opaque() -> u8 {
@@ -90,6 +94,8 @@ pub enum LightError {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LightTable {
     props: Vec<VoxelLight>,
+    /// Per type id: source << 4 | absorption, as lighting a box reads it.
+    packed: Vec<u8>,
 }
 
 impl LightTable {
@@ -108,12 +114,21 @@ impl LightTable {
                 };
             }
         }
-        Self { props }
+        Self::from_props(props)
     }
 
     /// A table from each type id's light (index = type id).
     pub fn from_props(props: Vec<VoxelLight>) -> Self {
-        Self { props }
+        let packed = props
+            .iter()
+            .map(|p| p.source.min(MAX_LIGHT) << 4 | p.absorption.min(OPAQUE))
+            .collect();
+        Self { props, packed }
+    }
+
+    /// Per type id: its source level << 4 | its absorption.
+    pub(crate) fn packed(&self) -> &[u8] {
+        &self.packed
     }
 
     /// A voxel's light properties (by its type id; game bits ignored). An
@@ -136,139 +151,6 @@ const CLEAR_VOXEL: VoxelLight = VoxelLight {
     source: 0,
     absorption: 0,
 };
-
-/// The light of a box of `size` voxels (x fastest, then y, then z), from
-/// each voxel's light properties and, per column (x + size_x·z), whether
-/// full sunlight comes down into its top voxel. Nothing outside the box
-/// lights it.
-pub fn light_box(
-    size: [usize; 3],
-    props: &[VoxelLight],
-    sky: &[bool],
-) -> Result<Vec<u8>, LightError> {
-    let [sx, sy, sz] = size;
-    let volume = sx.saturating_mul(sy).saturating_mul(sz);
-    if props.len() != volume {
-        return Err(LightError::WrongVolume {
-            size,
-            expected: volume,
-            actual: props.len(),
-        });
-    }
-    let columns = sx.saturating_mul(sz);
-    if sky.len() != columns {
-        return Err(LightError::WrongSky {
-            size,
-            expected: columns,
-            actual: sky.len(),
-        });
-    }
-    if volume == 0 {
-        return Ok(Vec::new());
-    }
-    let mut queue = Buckets::default();
-    // Sunlight: full sun into the top voxel of each open column.
-    let mut sun = vec![0u8; volume];
-    for z in 0..sz {
-        for x in 0..sx {
-            if !sky.get(x + sx * z).copied().unwrap_or(false) {
-                continue;
-            }
-            let top = x + sx * ((sy - 1) + sy * z);
-            let absorption = props.get(top).map_or(OPAQUE, |p| p.absorption);
-            if absorption < OPAQUE
-                && let Some(slot) = sun.get_mut(top)
-            {
-                *slot = MAX_LIGHT - absorption;
-                queue.push(*slot, top);
-            }
-        }
-    }
-    spread(size, props, &mut sun, &mut queue, true);
-    // Block light: every source at its level.
-    let mut block_light = vec![0u8; volume];
-    for (index, p) in props.iter().enumerate() {
-        if p.source > 0
-            && let Some(slot) = block_light.get_mut(index)
-        {
-            *slot = p.source.min(MAX_LIGHT);
-            queue.push(*slot, index);
-        }
-    }
-    spread(size, props, &mut block_light, &mut queue, false);
-    Ok(sun
-        .iter()
-        .zip(&block_light)
-        .map(|(&s, &b)| pack(s, b))
-        .collect())
-}
-
-/// Voxel indices by light level, brightest processed first.
-#[derive(Default)]
-struct Buckets {
-    levels: [Vec<usize>; MAX_LIGHT as usize + 1],
-}
-
-impl Buckets {
-    fn push(&mut self, level: u8, index: usize) {
-        if let Some(bucket) = self.levels.get_mut(usize::from(level)) {
-            bucket.push(index);
-        }
-    }
-}
-
-/// Spreads the queued light through the box until nothing brightens: a
-/// voxel is final when its level's bucket is reached (every step costs at
-/// least as much as it did before, so brightest first is exact).
-fn spread(
-    size: [usize; 3],
-    props: &[VoxelLight],
-    light: &mut [u8],
-    queue: &mut Buckets,
-    sunlight: bool,
-) {
-    let [sx, sy, sz] = size;
-    let (row, layer) = (sx, sx * sy);
-    for level in (1..=MAX_LIGHT).rev() {
-        while let Some(index) = queue.levels[usize::from(level)].pop() {
-            if light.get(index).copied() != Some(level) {
-                continue; // brightened since it was queued
-            }
-            let (x, y, z) = (index % sx, index / row % sy, index / layer);
-            let neighbours = [
-                (x > 0, index.wrapping_sub(1), false),
-                (x + 1 < sx, index + 1, false),
-                (y > 0, index.wrapping_sub(row), true),
-                (y + 1 < sy, index + row, false),
-                (z > 0, index.wrapping_sub(layer), false),
-                (z + 1 < sz, index + layer, false),
-            ];
-            for (inside, next, down) in neighbours {
-                if !inside {
-                    continue;
-                }
-                let Some(absorption) = props.get(next).map(|p| p.absorption) else {
-                    continue;
-                };
-                if absorption >= OPAQUE {
-                    continue;
-                }
-                let cost = if sunlight && down && level == MAX_LIGHT {
-                    absorption
-                } else {
-                    absorption + 1
-                };
-                let lit = level.saturating_sub(cost);
-                if let Some(slot) = light.get_mut(next)
-                    && lit > *slot
-                {
-                    *slot = lit;
-                    queue.push(lit, next);
-                }
-            }
-        }
-    }
-}
 
 /// What lighting one chunk needs of the world around it.
 #[derive(Debug, Clone, Copy, Default)]
@@ -310,82 +192,20 @@ pub fn sun_exits(voxels: &[u32], table: &LightTable, sun_in: Option<&[bool]>) ->
     open
 }
 
-/// Where a box coordinate falls: the chunk offset (0..3 for -1..=1) and the
-/// coordinate inside that chunk.
-fn split(b: usize) -> (usize, usize) {
-    let r = b as i32 - MARGIN as i32;
-    (
-        (r.div_euclid(CHUNK_SIZE) + 1) as usize,
-        r.rem_euclid(CHUNK_SIZE) as usize,
-    )
-}
-
 /// The light of the chunk at the centre of `around` (x fastest, then y,
 /// then z, [`CHUNK_VOLUME`] bytes), computed over the chunk and [`MARGIN`]
 /// voxels on each side: exactly what lighting its whole neighbourhood at
-/// once gives it.
+/// once gives it ([`reference::light_chunk`] states it plainly; this is
+/// [`light_region`] of one chunk).
 pub fn light_chunk(around: &Surroundings<'_>, table: &LightTable) -> Vec<u8> {
-    let axis: Vec<(usize, usize)> = (0..BOX).map(split).collect();
-    let chunk = |cx: usize, cy: usize, cz: usize| {
-        around
-            .chunks
-            .get(cx + 3 * cy + 9 * cz)
-            .copied()
-            .flatten()
-            .filter(|v| v.len() == CHUNK_VOLUME)
+    let region = Region {
+        size: [1, 1, 1],
+        chunks: around.chunks.to_vec(),
+        sun_in: around.sun_in.to_vec(),
     };
-    let mut props = Vec::with_capacity(BOX * BOX * BOX);
-    for &(cz, lz) in &axis {
-        for &(cy, ly) in &axis {
-            for &(cx, lx) in &axis {
-                props.push(match chunk(cx, cy, cz) {
-                    Some(voxels) => voxels
-                        .get(lx + SIZE * (ly + SIZE * lz))
-                        .map_or(OPAQUE_VOXEL, |&v| table.get(v)),
-                    // Above: open sky. Beside or below: dark rock.
-                    None if cy == 2 => CLEAR_VOXEL,
-                    None => OPAQUE_VOXEL,
-                });
-            }
-        }
-    }
-    // Full sunlight into the box's top: the chunk above's column from just
-    // above the box up is clear and sunlit.
-    let (_, top) = split(BOX - 1);
-    let mut sky = Vec::with_capacity(BOX * BOX);
-    for &(cz, lz) in &axis {
-        for &(cx, lx) in &axis {
-            let open = match chunk(cx, 2, cz) {
-                None => true,
-                Some(voxels) => {
-                    let sun_in = around
-                        .sun_in
-                        .get(cx + 3 * cz)
-                        .copied()
-                        .flatten()
-                        .is_none_or(|mask| mask.get(lx + SIZE * lz).copied().unwrap_or(false));
-                    sun_in
-                        && (top + 1..SIZE).all(|ly| {
-                            voxels
-                                .get(lx + SIZE * (ly + SIZE * lz))
-                                .is_some_and(|&v| table.get(v).absorption == 0)
-                        })
-                }
-            };
-            sky.push(open);
-        }
-    }
-    let lit = light_box([BOX; 3], &props, &sky).unwrap_or_default();
-    let mut out = Vec::with_capacity(CHUNK_VOLUME);
-    for z in 0..SIZE {
-        for y in 0..SIZE {
-            for x in 0..SIZE {
-                let at = (x + MARGIN) + BOX * ((y + MARGIN) + BOX * (z + MARGIN));
-                out.push(lit.get(at).copied().unwrap_or(0));
-            }
-        }
-    }
-    out
+    light_region(&region, table)
+        .pop()
+        .unwrap_or_else(|| vec![0; CHUNK_VOLUME])
 }
 
 #[cfg(test)]
@@ -633,6 +453,103 @@ mod tests {
             cave.light([0, 0, 0]).iter().all(|&l| l == 0),
             "rock above, nothing loaded beside: dark"
         );
+    }
+
+    /// A small xorshift for worlds made up by the tests.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    #[test]
+    fn the_fast_lighting_gives_what_the_reference_gives_voxel_for_voxel() {
+        let table = table();
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        for round in 0..24 {
+            // Terrain of a random height with random holes, leaves, water,
+            // torches and glowstone; some neighbours missing, some sunlight
+            // masks closed.
+            let ground = rng.below(96) as i32 - 16;
+            let mut chunks: Vec<Vec<u32>> = Vec::new();
+            for i in 0..27 {
+                let o = [i % 3, i / 3 % 3, i / 9].map(|c| c - 1);
+                let mut voxels = Vec::with_capacity(CHUNK_VOLUME);
+                for j in 0..CHUNK_VOLUME {
+                    let y = o[1] * 32 + (j / 32 % 32) as i32;
+                    let roll = rng.below(1000);
+                    voxels.push(match roll {
+                        0..=2 => TORCH,
+                        3 => GLOWSTONE,
+                        4..=40 => LEAVES,
+                        41..=70 => WATER,
+                        _ if y < ground && roll < 900 => STONE,
+                        _ if y < ground => AIR,
+                        _ if roll < 990 => AIR,
+                        _ => STONE,
+                    });
+                }
+                chunks.push(voxels);
+            }
+            let masks: Vec<Vec<bool>> = (0..9)
+                .map(|_| (0..COLUMNS).map(|_| rng.below(8) != 0).collect())
+                .collect();
+            let missing: Vec<bool> = (0..27).map(|i| i != 13 && rng.below(5) == 0).collect();
+            let around = Surroundings {
+                chunks: std::array::from_fn(|i| (!missing[i]).then(|| chunks[i].as_slice())),
+                sun_in: std::array::from_fn(|i| (rng.below(3) != 0).then(|| masks[i].as_slice())),
+            };
+            let fast = light_chunk(&around, &table);
+            let plain = reference::light_chunk(&around, &table);
+            for (i, (f, p)) in fast.iter().zip(&plain).enumerate() {
+                assert_eq!(
+                    f,
+                    p,
+                    "round {round}, voxel {i} (x, y, z = {}, {}, {})",
+                    i % 32,
+                    i / 32 % 32,
+                    i / 1024
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_region_lit_at_once_is_its_chunks_lit_one_by_one() {
+        let world = World::filled(&area(), hills);
+        let table = table();
+        // The 2 × 2 × 2 chunks from (0, 0, 0), with the world around them.
+        let grid: Vec<Pos> = (0..64)
+            .map(|i| [i % 4 - 1, i / 4 % 4 - 1, i / 16 - 1])
+            .collect();
+        let masks: Vec<Option<Vec<bool>>> = (0..16)
+            .map(|i| world.sun_in([i % 4 - 1, 2, i / 4 - 1], &table))
+            .collect();
+        let region = Region {
+            size: [2, 2, 2],
+            chunks: grid
+                .iter()
+                .map(|c| world.chunks.get(c).map(Vec::as_slice))
+                .collect(),
+            sun_in: masks.iter().map(|m| m.as_deref()).collect(),
+        };
+        let lit = light_region(&region, &table);
+        assert_eq!(lit.len(), 8);
+        for (i, light) in lit.iter().enumerate() {
+            let chunk = [i as i32 % 2, i as i32 / 2 % 2, i as i32 / 4];
+            assert!(*light == world.light(chunk), "chunk {chunk:?}");
+        }
+        let wrong = Region {
+            size: [2, 2, 2],
+            chunks: Vec::new(),
+            sun_in: Vec::new(),
+        };
+        assert!(light_region(&wrong, &table).is_empty());
     }
 
     #[test]
