@@ -6,7 +6,9 @@
 
 use buildat_voxel::VoxelLight;
 use buildat_voxel::geometry::CHUNK_VOLUME;
-use buildat_voxel::light::{LightTable, Region, Surroundings, light_region, reference};
+use buildat_voxel::light::{
+    LightTable, Region, Surroundings, light_region, reference, sun_exits,
+};
 use libfuzzer_sys::fuzz_target;
 
 /// Air, stone, water, leaves, ice, a torch, glowstone.
@@ -75,15 +77,26 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(lit.len(), size[0] * size[1] * size[2]);
     for (n, got) in lit.iter().enumerate() {
         let c = [n % size[0] + 1, n / size[0] % size[1] + 1, 1];
+        // Sunlight into each chunk of the row above this one: the masks
+        // above the grid followed down through the rows between.
+        let below: Vec<Option<Vec<bool>>> = (0..9)
+            .map(|i| {
+                let (gx, gz) = (c[0] + i % 3 - 1, c[2] + i / 3 - 1);
+                let mut coming = masks[gx + grid[0] * gz].clone();
+                for row in (c[1] + 1..=size[1]).rev() {
+                    coming = chunks[gx + grid[0] * (row + 1 + grid[1] * gz)]
+                        .as_deref()
+                        .map(|above| sun_exits(above, &table, coming.as_deref()));
+                }
+                coming
+            })
+            .collect();
         let around = Surroundings {
             chunks: std::array::from_fn(|i| {
                 let g = [c[0] + i % 3 - 1, c[1] + i / 3 % 3 - 1, c[2] + i / 9 - 1];
                 chunks[g[0] + grid[0] * (g[1] + grid[1] * g[2])].as_deref()
             }),
-            sun_in: std::array::from_fn(|i| {
-                let g = [c[0] + i % 3 - 1, c[2] + i / 3 - 1];
-                masks[g[0] + grid[0] * g[1]].as_deref()
-            }),
+            sun_in: std::array::from_fn(|i| below[i].as_deref()),
         };
         assert!(*got == reference::light_chunk(&around, &table), "chunk {c:?}");
     }

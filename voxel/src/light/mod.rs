@@ -544,6 +544,25 @@ mod tests {
             let chunk = [i as i32 % 2, i as i32 / 2 % 2, i as i32 / 4];
             assert!(*light == world.light(chunk), "chunk {chunk:?}");
         }
+        // Two chunks tall at the edge of the world (nothing at x = -1):
+        // the chunk missing beside the upper one is sky to the lower.
+        let grid: Vec<Pos> = (0..36)
+            .map(|i| [i % 3 - 1, i / 3 % 4 - 1, i / 12 - 1])
+            .collect();
+        let masks: Vec<Option<Vec<bool>>> = (0..9)
+            .map(|i| world.sun_in([i % 3 - 1, 2, i / 3 - 1], &table))
+            .collect();
+        let tall = Region {
+            size: [1, 2, 1],
+            chunks: grid
+                .iter()
+                .map(|c| world.chunks.get(c).map(Vec::as_slice))
+                .collect(),
+            sun_in: masks.iter().map(|m| m.as_deref()).collect(),
+        };
+        let lit = light_region(&tall, &table);
+        assert!(lit[0] == world.light([0, 0, 0]), "the lower chunk");
+        assert!(lit[1] == world.light([0, 1, 0]), "the upper chunk");
         let wrong = Region {
             size: [2, 2, 2],
             chunks: Vec::new(),

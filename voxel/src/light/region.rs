@@ -59,10 +59,85 @@ pub fn light_region(region: &Region<'_>, table: &LightTable) -> Vec<Vec<u8>> {
     {
         return Vec::new();
     }
-    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
-        Ok(mut scratch) => scratch.light(region, table),
-        // Only if lighting called itself: light with fresh buffers.
-        Err(_) => Scratch::default().light(region, table),
+    let light = |region: &Region<'_>| {
+        SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+            Ok(mut scratch) => scratch.light(region, table),
+            // Only if lighting called itself: light with fresh buffers.
+            Err(_) => Scratch::default().light(region, table),
+        })
+    };
+    if !missing_above_some(region) {
+        return light(region);
+    }
+    // A chunk missing beside the region above its lowest row is open sky
+    // to the chunks below it and rock to those beside it: no one box holds
+    // both, so each chunk is lit in its own, with the sunlight coming into
+    // each row of the grid followed down from the masks above it.
+    let at = |g: [usize; 3]| g[0] + grid[0] * (g[1] + grid[1] * g[2]);
+    let chunk = |g: [usize; 3]| region.chunks.get(at(g)).copied().flatten();
+    // masks[gx + grid_x·(gz + grid_z·gy)]: sunlight into the chunk at row gy.
+    let mut masks: Vec<Option<Vec<bool>>> = vec![None; grid[0] * grid[1] * grid[2]];
+    for gz in 0..grid[2] {
+        for gx in 0..grid[0] {
+            let mut coming = region
+                .sun_in
+                .get(gx + grid[0] * gz)
+                .copied()
+                .flatten()
+                .map(<[bool]>::to_vec);
+            for gy in (1..=ny + 1).rev() {
+                if gy <= ny {
+                    coming = chunk([gx, gy + 1, gz])
+                        .map(|above| super::sun_exits(above, table, coming.as_deref()));
+                }
+                if let Some(slot) = masks.get_mut(gx + grid[0] * (gz + grid[2] * gy)) {
+                    slot.clone_from(&coming);
+                }
+            }
+        }
+    }
+    let mut lit = Vec::with_capacity(nx * ny * nz);
+    for cz in 1..=nz {
+        for cy in 1..=ny {
+            for cx in 1..=nx {
+                let one = Region {
+                    size: [1, 1, 1],
+                    chunks: (0..27)
+                        .map(|i| chunk([cx + i % 3 - 1, cy + i / 3 % 3 - 1, cz + i / 9 - 1]))
+                        .collect(),
+                    sun_in: (0..9)
+                        .map(|i| {
+                            let (gx, gz) = (cx + i % 3 - 1, cz + i / 3 - 1);
+                            masks
+                                .get(gx + grid[0] * (gz + grid[2] * (cy + 1)))
+                                .and_then(|m| m.as_deref())
+                        })
+                        .collect(),
+                };
+                lit.extend(light(&one));
+            }
+        }
+    }
+    lit
+}
+
+/// Whether a chunk around the region is missing in a row beside the
+/// region other than its lowest (grid rows 2..=ny): above some of the
+/// region's chunks and beside others.
+fn missing_above_some(region: &Region<'_>) -> bool {
+    let [nx, ny, nz] = region.size;
+    let grid = [nx + 2, ny + 2, nz + 2];
+    (2..=ny).any(|gy| {
+        (0..grid[2]).any(|gz| {
+            (0..grid[0]).any(|gx| {
+                region
+                    .chunks
+                    .get(gx + grid[0] * (gy + grid[1] * gz))
+                    .copied()
+                    .flatten()
+                    .is_none_or(|v| v.len() != CHUNK_VOLUME)
+            })
+        })
     })
 }
 
