@@ -121,16 +121,15 @@ fn parse_times(text: &str) -> Result<(f64, f64), String> {
     Ok((from, to))
 }
 
-/// How a console line's answer starts: its first two words, or its first
-/// word and a colon (`liquid flood 0 0 9` → `liquid flood`, `liquid:`).
+/// How a console line's answer starts: its first word and a colon, or its
+/// first word and a space (`liquid flood 0 0 9` → `liquid:`, `liquid `;
+/// `rollback 127.0.0.1 10m` is answered `rollback preview: ...`).
 fn answer_prefixes(line: &str) -> Vec<String> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let mut prefixes = Vec::new();
     if let Some(first) = words.first() {
         prefixes.push(format!("{first}:"));
-        if let Some(second) = words.get(1) {
-            prefixes.push(format!("{first} {second}"));
-        }
+        prefixes.push(format!("{first} "));
     }
     prefixes
 }
@@ -1035,12 +1034,12 @@ mod tests {
     }
 
     #[test]
-    fn a_console_lines_answer_starts_with_its_first_words() {
+    fn a_console_lines_answer_starts_with_its_first_word() {
         assert_eq!(
             answer_prefixes("liquid flood 0 0 9"),
-            ["liquid:", "liquid flood"]
+            ["liquid:", "liquid "]
         );
-        assert_eq!(answer_prefixes("active"), ["active:"]);
+        assert_eq!(answer_prefixes("active"), ["active:", "active "]);
         assert!(answer_prefixes("  ").is_empty());
     }
 

@@ -76,6 +76,10 @@ struct PregenArgs {
     #[arg(long, value_name = "H", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(0..=1024))]
     height: u32,
+    /// Also light every chunk as its section is generated, as Luanti does
+    /// (headless only; light is never stored, so this only measures it).
+    #[arg(long)]
+    light: bool,
 }
 
 #[derive(clap::Subcommand)]
@@ -228,10 +232,20 @@ impl VoxelWorld {
         }
         let (radius, height) = (radius as i32, asked.height as i32);
         if self.headless {
-            let report = self.pregen(radius, height)?;
-            return Ok(format!(
+            let (report, lit) = self.pregen(radius, height, asked.light)?;
+            let mut answer = format!(
                 "pregen done: {} sections generated, {} already present",
                 report.generated, report.already_present
+            );
+            if let Some((chunks, seconds)) = lit {
+                answer.push_str(&format!("; lit {chunks} chunks in {seconds:.2} s"));
+            }
+            return Ok(answer);
+        }
+        if asked.light {
+            return Err(CommandError::Usage(
+                "pregen: --light only headless (`buildat-server --world DIR pregen --radius N --light`)"
+                    .into(),
             ));
         }
         let run = self.plan_pregen(radius, height, pregen::LIVE_BATCH)?;
@@ -340,15 +354,21 @@ mod tests {
             world.command("pregen", &["stop"], None).expect("answers"),
             "no pregen is running"
         );
+        let light = world
+            .command("pregen", &["--radius", "1", "--light"], None)
+            .expect_err("only headless");
+        assert!(light.to_string().contains("only headless"), "{light}");
         let module = world.module_mut();
         assert!(matches!(
             module.pregen_command(PregenArgs {
                 stop: None,
                 radius: None,
-                height: 1
+                height: 1,
+                light: false,
             }),
             Err(CommandError::Usage(_))
         ));
+
         assert!(matches!(
             module.restore_backup(Path::new("x.backup")),
             Err(CommandError::RestoreWhileRunning)

@@ -409,6 +409,16 @@ impl World {
         Ok(())
     }
 
+    /// Lights every one of `chunks` in memory, whether lit before or not,
+    /// from what is in memory around it, and keeps the light of those not
+    /// lit before; answers how many were lit (pregen's `--light`).
+    pub fn light_all(&mut self, chunks: &[Pos]) -> Result<u64, WorldError> {
+        let lit = self.light_chunks(chunks, &mut LightMemo::default())?;
+        let count = lit.len() as u64;
+        self.keep_light(lit, &[], None);
+        Ok(count)
+    }
+
     /// A chunk's light (one byte per voxel, `buildat_voxel::light`),
     /// computed on first use; `None` if its section is not generated. Light
     /// kept while changes wait for the next [`World::relight`] is answered
