@@ -61,7 +61,7 @@ pub mod writer;
 
 pub use backup::{BackupReadError, BackupReader, BackupSection, WorldBackup};
 pub use container::{ContainerError, ContainerHeader, ContainerKind, PayloadRef};
-pub use light_blob::{LightBlobError, decode_light, encode_light};
+pub use light_blob::{LightBlobError, decode_light, encode_light, encode_light_v1};
 pub use magic::MagicError;
 pub use packet::{
     Frame, FrameDecoder, FrameEncoder, FrameError, PacketReadError, PacketReader, PacketTypeError,

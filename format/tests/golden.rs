@@ -203,18 +203,25 @@ fn voxel_blob() {
 }
 
 /// Light bytes `f0 f0 f0 0e` (three voxels in full sun, one lit 14 by a
-/// torch): format 01, 4 bytes, zlib.
-const LIGHT: &str = "0104789cfbf0e1031f00088202df";
+/// torch): format 01, 4 bytes, zlib (still read).
+const LIGHT_V1: &str = "0104789cfbf0e1031f00088202df";
+/// The same as written now: format 02, 4 bytes, a zstd frame.
+const LIGHT: &str = "0204 28b52ffd 2004 210000 f0f0f00e";
 
 #[test]
 fn light_blob() {
     let light = [0xf0u8, 0xf0, 0xf0, 0x0e];
     let enc = buildat_format::encode_light(&light).unwrap();
     let g = unhex(LIGHT);
-    // Header exact; the zlib stream compared by what it inflates to.
-    assert_eq!(enc[..2], g[..2]);
-    assert_eq!(buildat_format::decode_light(&enc, 4).unwrap(), light);
+    assert_eq!(enc, g, "version 2 is written byte for byte");
     assert_eq!(buildat_format::decode_light(&g, 4).unwrap(), light);
+    let old = unhex(LIGHT_V1);
+    // Version 1: the zlib stream compared by what it inflates to.
+    assert_eq!(
+        buildat_format::encode_light_v1(&light).unwrap()[..2],
+        old[..2]
+    );
+    assert_eq!(buildat_format::decode_light(&old, 4).unwrap(), light);
 }
 
 const SECTION: &str = "42534e01 020306 202020 01 12 6275696c6461745f766f78656c5f64617461 \
