@@ -1,7 +1,7 @@
 //! Rollback log benchmark, the two goals: the bytes on disk an
 //! edit costs, and the time to roll back 100,000 edits. A world of
 //! generated terrain in a SQLite file (8 x 2 x 8 sections around the
-//! origin); 500 players dig and place 1,000,000 times at random spots in
+//! origin); 500 players dig and place 1,000,000 times (`-- --edits N`) at random spots in
 //! it (one of them, the griefer, 100,000 of those), recorded as the
 //! module records them (`World::set_voxel_by`), written every 50,000 edits
 //! (about 10 s of 500 bots at 10 edits a second) as the module writes them
@@ -26,7 +26,9 @@ use buildat_voxel::geometry::{Pos, SectionSize};
 use buildat_worldgen_terrain as terrain;
 use rusqlite::Connection;
 
-const EDITS: usize = 1_000_000;
+/// Edits logged unless `-- --edits N` says otherwise (the goal's
+/// 10,000,000: `-- --edits 10000000`).
+const DEFAULT_EDITS: usize = 1_000_000;
 const GRIEFER_EDITS: usize = 100_000;
 const PLAYERS: usize = 500;
 const WRITE_EVERY: usize = 50_000;
@@ -53,6 +55,13 @@ fn write_all(world: &mut World, total: &mut f64, slowest: &mut f64) {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let edits_arg = args
+        .iter()
+        .position(|a| a == "--edits")
+        .and_then(|i| args.get(i + 1))
+        .map(|n| n.parse::<usize>().expect("--edits N: a count of edits"));
+    let total_edits = edits_arg.unwrap_or(DEFAULT_EDITS).max(GRIEFER_EDITS);
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("world.sqlite");
     let mut world = open_world(&path);
@@ -108,9 +117,9 @@ fn main() {
     let started = Instant::now();
     let (mut write_time, mut slowest_slice) = (0.0, 0.0f64);
     let mut griefed = 0;
-    for i in 0..EDITS {
+    for i in 0..total_edits {
         let r = next();
-        let griefer = i % (EDITS / GRIEFER_EDITS) == 0;
+        let griefer = i % (total_edits / GRIEFER_EDITS) == 0;
         let who = if griefer {
             0
         } else {
@@ -169,23 +178,23 @@ fn main() {
     rollback::write_log(&mut world, usize::MAX).expect("write");
     let apply_time = t.elapsed().as_secs_f64();
 
-    println!("| rollback log ({EDITS} edits by {PLAYERS} players, SQLite) | value |");
+    println!("| rollback log ({total_edits} edits by {PLAYERS} players, SQLite) | value |");
     println!("|---|---|");
     println!(
         "| bytes on disk an edit (file growth {logged} B) | {:.2} |",
-        logged as f64 / EDITS as f64
+        logged as f64 / total_edits as f64
     );
     println!(
-        "| 10 million edits on disk (extrapolated) | {:.0} MB |",
-        logged as f64 / EDITS as f64 * 1e7 / 1e6
+        "| 10 million edits on disk (at this rate) | {:.0} MB |",
+        logged as f64 / total_edits as f64 * 1e7 / 1e6
     );
     println!(
         "| recording + writing, per edit (edits themselves included) | {:.2} us |",
-        edit_time / EDITS as f64 * 1e6
+        edit_time / total_edits as f64 * 1e6
     );
     println!(
         "| writing the log: {} writes, in all | {:.3} s |",
-        EDITS.div_ceil(WRITE_EVERY),
+        total_edits.div_ceil(WRITE_EVERY),
         write_time
     );
     println!(
@@ -195,7 +204,7 @@ fn main() {
     );
     println!("| griefer's edits made / found in the log | {griefed} / {edits} |");
     println!(
-        "| rollback: reading and decoding {EDITS} logged edits (the griefer's {} kept) | {:.3} s |",
+        "| rollback: reading and decoding {total_edits} logged edits (the griefer's {} kept) | {:.3} s |",
         entries.len(),
         read_time
     );
