@@ -68,14 +68,7 @@ impl From<VoxelBlobError> for LightBlobError {
 
 /// Encodes light bytes (at most [`MAX_LIGHT_BYTES`]).
 pub fn encode_light(light: &[u8]) -> Result<Vec<u8>, LightBlobError> {
-    if light.len() > MAX_LIGHT_BYTES {
-        return Err(LightBlobError::TooMany {
-            count: light.len() as u64,
-            max: MAX_LIGHT_BYTES,
-        });
-    }
-    let mut out = vec![LIGHT_BLOB_V2];
-    put_varint(&mut out, light.len() as u64);
+    let mut out = head(LIGHT_BLOB_V2, light)?;
     let frame = ZSTD.with(|zstd| match zstd.try_borrow_mut() {
         Ok(mut zstd) => zstd.compress(light),
         Err(_) => Zstd::new().and_then(|mut zstd| zstd.compress(light)),
@@ -86,15 +79,21 @@ pub fn encode_light(light: &[u8]) -> Result<Vec<u8>, LightBlobError> {
 
 /// Encodes light bytes as format 1 (zlib), as blobs were before zstd.
 pub fn encode_light_v1(light: &[u8]) -> Result<Vec<u8>, LightBlobError> {
+    let mut out = head(LIGHT_BLOB_V1, light)?;
+    deflate_into(light, &mut out)?;
+    Ok(out)
+}
+
+/// A blob's format byte and count, for at most [`MAX_LIGHT_BYTES`].
+fn head(format: u8, light: &[u8]) -> Result<Vec<u8>, LightBlobError> {
     if light.len() > MAX_LIGHT_BYTES {
         return Err(LightBlobError::TooMany {
             count: light.len() as u64,
             max: MAX_LIGHT_BYTES,
         });
     }
-    let mut out = vec![LIGHT_BLOB_V1];
+    let mut out = vec![format];
     put_varint(&mut out, light.len() as u64);
-    deflate_into(light, &mut out)?;
     Ok(out)
 }
 
