@@ -22,6 +22,10 @@ mod inspect;
 /// allocator: a buffer one module allocates and another frees stays sound.
 /// Under load glibc's malloc spent a fifth of the server's time
 /// consolidating its bins (docs/RELIABILITY.md, 1,000 light bots).
+/// Built with `no_thp`: mimalloc otherwise marks its arena for transparent
+/// huge pages, and every 2 MiB any thread touched stayed resident whole
+/// (an idle server held 127 MiB instead of 57; docs/RELIABILITY.md, "The
+/// idle server").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
