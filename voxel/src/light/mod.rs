@@ -34,7 +34,7 @@ pub mod reference;
 mod region;
 
 pub use reference::light_box;
-pub use region::{Region, light_region};
+pub use region::{MAX_BOX_VOXELS, Region, light_region};
 
 use crate::geometry::{CHUNK_SIZE, CHUNK_VOLUME};
 use crate::{MAX_TYPE_ID, VoxelLight, VoxelRegistry};
@@ -569,6 +569,24 @@ mod tests {
             sun_in: Vec::new(),
         };
         assert!(light_region(&wrong, &table).is_empty());
+        let huge = Region {
+            size: [usize::MAX, 3, usize::MAX / 2],
+            chunks: vec![None; 5],
+            sun_in: vec![None; 5],
+        };
+        assert!(
+            light_region(&huge, &table).is_empty(),
+            "no overflow, no panic"
+        );
+        let too_big = Region {
+            size: [1, 1, 1 << 20],
+            chunks: vec![None; 9 * ((1 << 20) + 2)],
+            sun_in: vec![None; 3 * ((1 << 20) + 2)],
+        };
+        assert!(
+            light_region(&too_big, &table).is_empty(),
+            "a box too big to hold"
+        );
     }
 
     #[test]

@@ -43,20 +43,32 @@ pub struct Region<'a> {
     pub sun_in: Vec<Option<&'a [bool]>>,
 }
 
+/// Most voxels a region's box may have (its buffers take three bytes a
+/// voxel): 256 M, a region of about 19³ chunks.
+pub const MAX_BOX_VOXELS: usize = 1 << 28;
+
 /// The light of every chunk of `region`, in the order of its chunks (x
 /// fastest, then y, then z), [`CHUNK_VOLUME`] bytes each; exactly what
 /// [`super::reference::light_chunk`] gives each of them. A region whose
-/// `chunks` or `sun_in` have another length than its size asks for lights
-/// nothing (an empty answer).
+/// `chunks` or `sun_in` have another length than its size asks for, or
+/// whose box would be over [`MAX_BOX_VOXELS`], lights nothing (an empty
+/// answer).
 pub fn light_region(region: &Region<'_>, table: &LightTable) -> Vec<Vec<u8>> {
     let [nx, ny, nz] = region.size;
     if nx == 0 || ny == 0 || nz == 0 {
         return Vec::new();
     }
-    let grid = [nx + 2, ny + 2, nz + 2];
-    if region.chunks.len() != grid[0] * grid[1] * grid[2]
-        || region.sun_in.len() != grid[0] * grid[2]
-    {
+    let grid = [nx, ny, nz].map(|n| n.saturating_add(2));
+    let cells = grid[0]
+        .checked_mul(grid[1])
+        .and_then(|c| c.checked_mul(grid[2]));
+    let columns = grid[0].checked_mul(grid[2]);
+    if cells != Some(region.chunks.len()) || columns != Some(region.sun_in.len()) {
+        return Vec::new();
+    }
+    let side = |n: usize| n.saturating_mul(SIZE).saturating_add(2 * MARGIN + 2);
+    let volume = side(nx).saturating_mul(side(ny)).saturating_mul(side(nz));
+    if volume > MAX_BOX_VOXELS {
         return Vec::new();
     }
     let light = |region: &Region<'_>| {
