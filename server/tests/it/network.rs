@@ -586,8 +586,11 @@ fn a_module_that_falls_behind_pauses_reading_instead_of_queueing() {
     }
     client.flush().expect("send the flood");
     // While net_probe sleeps, the packets wait in the socket, not in its
-    // queue: what is queued stays near the bound (one read's worth and
-    // 10 ms of delivery past it), far from the whole flood.
+    // queue: what is queued stays near the bound (one read's worth and up
+    // to 10 ms of delivery past it, the age of the queues' reading), far
+    // from the whole flood. A debug build on a busy machine delivers
+    // 5,000–7,400 in those 10 ms (a third of the runs went past 5,000 on
+    // CI's machine): half the flood is the line.
     let mut most = 0;
     let until = Instant::now() + Duration::from_millis(3000);
     while Instant::now() < until {
@@ -595,7 +598,7 @@ fn a_module_that_falls_behind_pauses_reading_instead_of_queueing() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(
-        most > 0 && most < 5_000,
+        most > 0 && most < FLOOD / 2,
         "net_probe's queue held {most} messages while it was behind"
     );
     server.pump();
