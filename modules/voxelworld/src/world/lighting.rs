@@ -380,7 +380,7 @@ impl World {
                     }
                     true
                 }
-                (Some(_), _) => asked.contains(&chunk) && relit.is_none() && !stale,
+                (Some(_), _) => asked.contains(&chunk) && !stale,
             };
             if keep {
                 found.light = Some(light);
