@@ -31,9 +31,14 @@ pub struct ServerConfig {
     pub world_path: PathBuf,
     /// Folders scanned for modules, in search order (absolute).
     pub module_paths: Vec<PathBuf>,
-    /// Where the module builder keeps cargo's target dir, artifacts and
-    /// loaded copies (absolute). Must differ from the workspace's own target.
+    /// Where the module builder keeps artifacts and loaded copies
+    /// (absolute). Must differ from the workspace's own target.
     pub build_dir: PathBuf,
+    /// Cargo's target dir for building modules (absolute): by default
+    /// `<build_dir>/target`; the server's CLI gives the workspace's own
+    /// `target/` when no build dir is given, so the modules reuse what the
+    /// server's own build compiled.
+    pub cargo_target_dir: PathBuf,
     pub module_profile: ModuleProfile,
     /// Handed to the network module.
     pub listen: String,
@@ -61,6 +66,7 @@ impl ServerConfig {
         Self {
             world_path,
             module_paths,
+            cargo_target_dir: build_dir.join("target"),
             build_dir,
             module_profile: ModuleProfile::Release,
             listen: "0.0.0.0:20000".to_string(),

@@ -48,8 +48,10 @@ struct Cli {
     /// Address the network module listens on.
     #[arg(long, default_value = "0.0.0.0:20000", global = true)]
     listen: String,
-    /// Where modules are built and loaded from (default: `target/buildat-modules`
-    /// beside the first module folder).
+    /// Where modules are built and loaded from, cargo's target dir in its
+    /// `target/` (default: `target/buildat-modules` beside the first module
+    /// folder, built in that `target/` itself, the server's own: the
+    /// dependencies its build compiled are reused).
     #[arg(long, value_name = "DIR", global = true)]
     build_dir: Option<PathBuf>,
     /// Cargo profile for building modules.
@@ -316,15 +318,27 @@ fn config_from(cli: &Cli) -> anyhow::Result<ServerConfig> {
     let Some(first) = module_paths.first() else {
         bail!("no module paths: pass --modules DIR");
     };
-    let build_dir = match &cli.build_dir {
-        Some(dir) => absolute(dir)?,
-        None => first
-            .parent()
-            .unwrap_or(first)
-            .join("target")
-            .join("buildat-modules"),
+    // Without a build dir, modules build in the workspace's own target dir
+    // (the one `cargo run` just built the server in, or CARGO_TARGET_DIR as
+    // cargo passes it on): the dependencies the server compiled are not
+    // compiled again. Tests and the harness give a build dir of their own,
+    // so a `cargo test` that starts servers never waits on its own lock.
+    let (build_dir, cargo_target_dir) = match &cli.build_dir {
+        Some(dir) => {
+            let dir = absolute(dir)?;
+            let target = dir.join("target");
+            (dir, target)
+        }
+        None => {
+            let target = match std::env::var_os("CARGO_TARGET_DIR") {
+                Some(dir) if !dir.is_empty() => absolute(Path::new(&dir))?,
+                _ => first.parent().unwrap_or(first).join("target"),
+            };
+            (target.join("buildat-modules"), target)
+        }
     };
     let mut config = ServerConfig::new(absolute(&cli.world)?, module_paths, build_dir);
+    config.cargo_target_dir = cargo_target_dir;
     config.module_profile = match cli.module_profile {
         Profile::Release => ModuleProfile::Release,
         Profile::Dev => ModuleProfile::Dev,
@@ -406,16 +420,17 @@ fn new_module(
         );
     }
     let (dir, files) = buildat_server::scaffold::write_module(&modules, name, kind)?;
-    if kind == ModuleKind::Rust {
-        let target = config.build_dir.join("target");
-        if let Err(error) =
-            buildat_server::builder::outside::prepare(&dir, &target, &config.module_paths)
-        {
-            tracing::warn!(
-                "cannot write the workspace beside {}: {error}",
-                dir.display()
-            );
-        }
+    if kind == ModuleKind::Rust
+        && let Err(error) = buildat_server::builder::outside::prepare(
+            &dir,
+            &config.cargo_target_dir,
+            &config.module_paths,
+        )
+    {
+        tracing::warn!(
+            "cannot write the workspace beside {}: {error}",
+            dir.display()
+        );
     }
     let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     println!(
@@ -443,7 +458,8 @@ fn new_module(
 
 /// `build`: builds every Rust module found in the module paths.
 fn build_all(config: &ServerConfig, alone: bool) -> anyhow::Result<u8> {
-    let mut builder = Builder::new(config.build_dir.clone(), config.module_profile);
+    let mut builder = Builder::new(config.build_dir.clone(), config.module_profile)
+        .with_target_dir(config.cargo_target_dir.clone());
     if !alone {
         builder = builder.with_module_paths(config.module_paths.clone());
     }

@@ -1,9 +1,12 @@
 //! The module builder ("runtime-compiled Rust"): turns a module folder into a
 //! loadable `.so`, running cargo only when the module's build inputs changed.
 //!
-//! Owns: `<build_dir>/target` (cargo's target dir for modules, separate from
-//! the workspace's own so a `cargo test` that starts servers never waits on
-//! its own lock), `<build_dir>/artifacts/<hash>.so` (content-addressed: a
+//! Owns: the modules' cargo runs in a target dir it is given
+//! ([`Builder::with_target_dir`]; by default `<build_dir>/target`; a server
+//! started from its workspace without `--build-dir` gives the workspace's
+//! own `target/`, so the dependencies the server's build compiled are
+//! reused, and tests give build dirs of their own so a `cargo test` that
+//! starts servers never waits on its own lock), `<build_dir>/artifacts/<hash>.so` (content-addressed: a
 //! fresh artifact is reused untouched, and two folders with the same content
 //! share one), and `<build_dir>/build.lock` (one build at a time across
 //! processes). Does not own: loading (`core`), which modules build
@@ -176,6 +179,8 @@ pub struct Artifact {
 
 pub struct Builder {
     build_dir: PathBuf,
+    /// Cargo's `--target-dir` for the modules' builds.
+    target_dir: PathBuf,
     profile: ModuleProfile,
     cancel: BuildCancel,
     /// Where a module's peers are looked for (see `together.rs`); grows
@@ -194,11 +199,19 @@ struct CargoRun {
 impl Builder {
     pub fn new(build_dir: PathBuf, profile: ModuleProfile) -> Self {
         Self {
+            target_dir: build_dir.join("target"),
             build_dir,
             profile,
             cancel: BuildCancel::default(),
             module_paths: std::sync::RwLock::new(Vec::new()),
         }
+    }
+
+    /// Builds in `target_dir` instead of `<build_dir>/target`: the
+    /// workspace's own, shared with the server's build.
+    pub fn with_target_dir(mut self, target_dir: PathBuf) -> Self {
+        self.target_dir = target_dir;
+        self
     }
 
     /// Builds each module together with its peers in these module paths
@@ -481,8 +494,7 @@ impl Builder {
         // A module outside any workspace gets the one the server supplies
         // first, so its `workspace = true` dependencies (the engine's
         // crates) are found, hashed and built (`outside.rs`).
-        let target = self.build_dir.join("target");
-        if let Err(error) = outside::prepare(dir, &target, &self.get_module_paths()) {
+        if let Err(error) = outside::prepare(dir, &self.target_dir, &self.get_module_paths()) {
             tracing::warn!(
                 "{}: cannot write the workspace of the modules beside it: {error}",
                 dir.display()
@@ -522,7 +534,7 @@ impl Builder {
             .arg("--manifest-path")
             .arg(manifest)
             .arg("--target-dir")
-            .arg(self.build_dir.join("target"))
+            .arg(&self.target_dir)
             .arg("--profile")
             .arg(self.profile.cargo_name())
             .arg("--message-format=json-render-diagnostics")
@@ -581,7 +593,12 @@ impl Builder {
             {
                 let Ok(line) = line else { break };
                 let trimmed = line.trim_start();
-                if trimmed.starts_with("Compiling") || trimmed.starts_with("Finished") {
+                // "Blocking": another cargo holds the target dir (the
+                // workspace's, shared with a build someone started).
+                if ["Compiling", "Finished", "Blocking"]
+                    .iter()
+                    .any(|word| trimmed.starts_with(word))
+                {
                     tracing::info!("build {module}: {trimmed}");
                 }
                 output.push_str(&line);

@@ -158,6 +158,7 @@ impl Core {
             .map_err(io("cannot create the loaded-image dir"))?;
         let (reaper, reaper_rx) = crossbeam_channel::unbounded();
         let builder = Builder::new(config.build_dir.clone(), config.module_profile)
+            .with_target_dir(config.cargo_target_dir.clone())
             .with_module_paths(config.module_paths.clone());
         let module_paths = RwLock::new(config.module_paths.clone());
         let settings_file = config.world_path.join(crate::world_settings::FILE_NAME);
