@@ -18,6 +18,11 @@ pub const LISTEN: &str = "listen";
 pub const HEADLESS: &str = "headless";
 /// The server's log level (`error`, `warn`, `info`, `debug`, `trace`).
 pub const LOG_LEVEL: &str = "log_level";
+/// `0` while the server starts (the loader loading the modules of its
+/// start, building them on a first start), `1` once it has started (the
+/// moment of [`crate::events::Started`]). A host that does not know the key
+/// (a test kit) answers nothing: take that as started.
+pub const STARTED: &str = "started";
 
 /// Every key above: the core's own, not a module's setting (a module reads
 /// them without declaring them).
@@ -29,4 +34,5 @@ pub const CORE_KEYS: &[&str] = &[
     LISTEN,
     HEADLESS,
     LOG_LEVEL,
+    STARTED,
 ];

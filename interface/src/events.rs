@@ -26,6 +26,16 @@ impl Event for Continue {
     const NAME: &'static str = "core:continue";
 }
 
+/// The server has started: every module the loader loads at start is
+/// loaded. Emitted once; a module loaded later reads
+/// [`crate::config::STARTED`] instead. The network module accepts players
+/// from then on, so every module sees each player connect.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Started {}
+impl Event for Started {
+    const NAME: &'static str = "core:started";
+}
+
 /// Emitted at the server's tick rate to subscribers.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Tick {

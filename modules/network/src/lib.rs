@@ -15,6 +15,10 @@
 //! handed to the next version as raw fds plus state in tmp data, so clients
 //! see no disconnect and nothing lost (a connection still in its TLS
 //! handshake is closed: it was no peer yet, and its client may retry).
+//! It binds at its start but accepts from `core:started` on (a player who
+//! comes while the server starts, or builds its modules, waits in the
+//! listen backlog): every module that greets a connecting player is loaded
+//! by then.
 //! Does not own: the framing codec (`buildat-format`) or what packets mean.
 //!
 //! TLS settings: `network.tls` (`auto`, the default: TLS unless the port is
@@ -238,6 +242,11 @@ pub(crate) struct Shared {
     /// Set (under the peer table's lock) when the peers are parked or
     /// closed: a handshake finishing after that makes no new peer.
     closing: AtomicBool,
+    /// Whether the accept loop takes connections: not while the server
+    /// starts (`config::STARTED` is `0` until `core:started`), so a player
+    /// who comes early waits in the listen backlog instead of connecting
+    /// before the modules that greet players (files, bans) are loaded.
+    accepting: tokio::sync::watch::Sender<bool>,
 }
 
 /// Traffic counters, bumped by the peer tasks without a lock.
@@ -643,6 +652,12 @@ async fn accept_loop(
     listener: TcpListener,
     mut stop: oneshot::Receiver<()>,
 ) -> TcpListener {
+    let mut accepting = shared.accepting.subscribe();
+    tokio::select! {
+        _ = &mut stop => return listener,
+        // Never closed: `shared` holds the sender.
+        _ = accepting.wait_for(|open| *open) => {}
+    }
     loop {
         tokio::select! {
             _ = &mut stop => return listener,
@@ -840,6 +855,13 @@ impl Network {
             .local_addr()
             .map(|a| a.to_string())
             .unwrap_or_default();
+        // A host that does not know the key (a test kit) has started.
+        let starting = self.host.get_config(config::STARTED).as_deref() == Some("0");
+        if starting {
+            log::info!("accepting players once every module is loaded");
+        } else {
+            self.shared.accepting.send_replace(true);
+        }
         let (stop_listener, stop) = oneshot::channel();
         let listener = runtime.spawn(accept_loop(self.shared.clone(), listener, stop));
         self.running = Some(Running {
@@ -1046,6 +1068,7 @@ impl Module for Network {
                 tls: std::sync::OnceLock::new(),
                 handshaking: AtomicUsize::new(0),
                 closing: AtomicBool::new(false),
+                accepting: tokio::sync::watch::Sender::new(false),
             }),
             running: None,
             listen_address: String::new(),
@@ -1067,6 +1090,10 @@ impl Module for Network {
                     None => net.start(),
                 },
             )
+            .event(|net, _: events::Started| {
+                net.shared.accepting.send_replace(true);
+                Ok(())
+            })
             .event(|net, _: events::Continue| {
                 if let Some(bytes) = net.host.tmp_restore_data(COUNTERS_TMP) {
                     net.shared.counters.restore(&bytes);

@@ -546,6 +546,11 @@ impl Builder {
             // A group of its own, so cancelling kills rustc too, and a Ctrl-C
             // on the terminal is the server's to handle.
             .process_group(0);
+        for (name, _) in std::env::vars_os() {
+            if name.to_str().is_some_and(is_cargo_run_var) {
+                command.env_remove(name);
+            }
+        }
         // SAFETY: only prctl(2), async-signal-safe, runs between fork and exec.
         unsafe {
             // Cargo dies with the server even when the server is killed
@@ -659,6 +664,28 @@ impl Builder {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// Whether `name` is one of the variables `cargo run` sets for the program
+/// it runs (the server's package name, manifest dir, ...). Build scripts
+/// such as ring's track some of them (`rerun-if-env-changed`), so a module
+/// build that inherited them from a server started by `cargo run` would
+/// compile those crates again, and once more for a server started
+/// otherwise: the builder's cargo gets none of them.
+fn is_cargo_run_var(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || matches!(
+            name,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_MANIFEST_LINKS"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_BIN_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "CARGO_TARGET_TMPDIR"
+                | "CARGO_RUSTC_CURRENT_DIR"
+                | "OUT_DIR"
+        )
 }
 
 /// The canonical manifest and `.so` named by a cargo `compiler-artifact`
@@ -879,6 +906,28 @@ mod tests {
             !network.contains(&"buildat-voxelworld-api".to_string()),
             "only what it uses: {network:?}"
         );
+    }
+
+    #[test]
+    fn cargo_gets_none_of_the_variables_cargo_run_set_for_the_server() {
+        // `cargo test` sets them for this process as `cargo run` does for
+        // the server's.
+        assert!(std::env::var_os("CARGO_PKG_NAME").is_some());
+        let builder = Builder::new(PathBuf::from("/build"), ModuleProfile::Dev);
+        let command = builder.cargo_command(Path::new("/modules/Cargo.toml"));
+        let removed: Vec<&std::ffi::OsStr> = command
+            .get_envs()
+            .filter(|(_, value)| value.is_none())
+            .map(|(name, _)| name)
+            .collect();
+        for name in ["CARGO_PKG_NAME", "CARGO_PKG_VERSION", "CARGO_MANIFEST_DIR"] {
+            assert!(removed.contains(&name.as_ref()), "{name} in {removed:?}");
+        }
+        for kept in ["CARGO", "PATH", "HOME", "CC", "CARGO_HOME", "RUSTFLAGS"] {
+            assert!(!is_cargo_run_var(kept), "{kept}");
+        }
+        assert!(is_cargo_run_var("CARGO_PKG_VERSION_MAJOR"));
+        assert!(is_cargo_run_var("OUT_DIR"));
     }
 
     #[test]

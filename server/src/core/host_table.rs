@@ -143,6 +143,10 @@ impl HostCtx {
                 .join("\n"),
             config::LISTEN => settings.listen.clone(),
             config::LOG_LEVEL => settings.log_level.clone(),
+            config::STARTED => {
+                let started = self.core.started.load(std::sync::atomic::Ordering::Acquire);
+                u8::from(started).to_string()
+            }
             other => {
                 self.note_read(other);
                 self.core.get_setting(other)?.0

@@ -69,6 +69,11 @@ impl Core {
             "server started: {count} modules loaded in {} ms",
             started.elapsed().as_millis()
         );
+        // Before it, the network module accepts no player: one who came
+        // while modules were loading would miss what they do on a connect
+        // (the files announced, the bans checked).
+        self.inner.started.store(true, Ordering::Release);
+        self.inner.emit(&events::Started {});
         Ok(count)
     }
 

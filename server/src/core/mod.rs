@@ -120,6 +120,9 @@ pub(crate) struct CoreInner {
     shutdown: Mutex<Option<(i32, String)>>,
     shutdown_signal: Condvar,
     stopped: AtomicBool,
+    /// Set once the loader has loaded the modules of the start
+    /// (`config::STARTED`, `core:started`).
+    pub started: AtomicBool,
     reaper: Sender<Arc<ModuleSlot>>,
     commands: commands::CommandTable,
     /// Per module name: the crates it depends on by path and their hashes
@@ -179,6 +182,7 @@ impl Core {
             shutdown: Mutex::new(None),
             shutdown_signal: Condvar::new(),
             stopped: AtomicBool::new(false),
+            started: AtomicBool::new(false),
             reaper,
             commands: commands::CommandTable::default(),
             built_against: Mutex::new(HashMap::new()),

@@ -91,6 +91,48 @@ fn clients_exchange_packets_both_ways() {
     server.stop_cleanly();
 }
 
+/// A player who connects while the server starts (a module still loading,
+/// or building on a first start) waits in the listen backlog and is taken
+/// once every module is loaded, so each of them sees it connect.
+#[test]
+fn a_client_that_comes_while_the_server_starts_is_taken_once_it_has_started() {
+    let scratch = Scratch::new();
+    scratch.add_network();
+    let mut args = scratch.server_args();
+    args.extend(
+        [
+            "--listen",
+            "127.0.0.1:0",
+            "--no-watch",
+            "--set",
+            "net_probe.start_delay_ms=1500",
+        ]
+        .map(String::from),
+    );
+    let mut server = common::start_server(&args, Stdio::piped());
+    let address = server.listen_address();
+    let mut client = RawClient::connect(&address).expect("the port takes it into its backlog");
+    client
+        .send_packet(&Echo {
+            data: b"early".to_vec(),
+        })
+        .unwrap();
+    let packet = client
+        .recv(Duration::from_secs(30))
+        .unwrap()
+        .expect("echoed once the server has started");
+    assert_eq!(packet.data, b"early");
+    server.expect_line("net_probe saw peer 1 connect", Duration::from_secs(5));
+    let output = server.output();
+    let started = output.find("server started").expect("started");
+    let connected = output.find("peer 1 connected").expect("peer 1 connected");
+    assert!(
+        started < connected,
+        "the early client is taken after the start, not while net_probe loads:\n{output}"
+    );
+    server.stop_cleanly();
+}
+
 /// Two well-behaved clients keep echoing while `attack` runs; they must see
 /// no gap and no disconnect.
 fn with_bystanders(address: &str, attack: impl FnOnce()) {

@@ -4,13 +4,16 @@
 //! sender, counts `test:count` packets (answering the call `count`, and a
 //! `test:count_query` packet with a `test:count_reply` of the count), and
 //! sleeps as long as a `test:stall` says (a module falling behind), and
-//! logs connects and disconnects; all through its receive table (a
+//! logs connects and disconnects; with `net_probe.start_delay_ms` its
+//! `core:start` takes that long (a module slow to load, or to build, on a
+//! first start); all through its receive table (a
 //! `test:stall` that does not decode disconnects its peer, as any module's
 //! malformed packet does). Its packets are defined once, in
 //! `buildat-test-net-probe-api` (`api/`), for the fixture, the tests and
 //! the benchmark.
 
-use buildat_interface::{Host, Module, ModuleError, Receive, export_module, log};
+use buildat_interface::settings::Settings;
+use buildat_interface::{Host, Module, ModuleError, Receive, events, export_module, log};
 use buildat_network_api::{
     ClientConnected, ClientDisconnected, OutgoingPacket, PeerId, ReceivePackets, SendPacket,
 };
@@ -23,6 +26,14 @@ pub struct Count {}
 buildat_interface::calls! {
     module "net_probe";
     Count = "count" -> u64;
+}
+
+buildat_interface::settings! {
+    /// The fixture's settings (`--set net_probe.KEY=VALUE`).
+    struct NetProbeSettings in "net_probe" {
+        /// Milliseconds `core:start` sleeps.
+        start_delay_ms: u64 = 0,
+    }
 }
 
 struct NetProbe {
@@ -61,6 +72,12 @@ impl Module for NetProbe {
 
     fn receive(table: &mut Receive<Self>) {
         table
+            .settings::<NetProbeSettings>()
+            .event(|probe, _: events::Start| {
+                let settings = NetProbeSettings::read(&probe.host)?;
+                std::thread::sleep(std::time::Duration::from_millis(settings.start_delay_ms));
+                Ok(())
+            })
             .packet(|probe, peer, echo: Echo| probe.echo(peer, echo))
             .packet(|probe, _, _: CountPacket| {
                 probe.counted += 1;
