@@ -16,6 +16,14 @@ use buildat_network_api::DisconnectPacket;
 use buildat_test_net_probe_api::{CountPacket, CountQuery, CountReply, Echo, Stall};
 
 fn start_server(scratch: &Scratch, settings: &[&str]) -> (Server, String) {
+    let (mut server, address) = spawn_server(scratch, settings);
+    server.expect_line("server started", Duration::from_secs(60));
+    (server, address)
+}
+
+/// [`start_server`] that returns once the port is bound, before the
+/// modules after the network module are loaded.
+fn spawn_server(scratch: &Scratch, settings: &[&str]) -> (Server, String) {
     scratch.add_network();
     let mut args = scratch.server_args();
     args.extend([
@@ -28,7 +36,6 @@ fn start_server(scratch: &Scratch, settings: &[&str]) -> (Server, String) {
     }
     let mut server = common::start_server(&args, Stdio::piped());
     let address = server.listen_address();
-    server.expect_line("server started", Duration::from_secs(60));
     (server, address)
 }
 
@@ -97,20 +104,7 @@ fn clients_exchange_packets_both_ways() {
 #[test]
 fn a_client_that_comes_while_the_server_starts_is_taken_once_it_has_started() {
     let scratch = Scratch::new();
-    scratch.add_network();
-    let mut args = scratch.server_args();
-    args.extend(
-        [
-            "--listen",
-            "127.0.0.1:0",
-            "--no-watch",
-            "--set",
-            "net_probe.start_delay_ms=1500",
-        ]
-        .map(String::from),
-    );
-    let mut server = common::start_server(&args, Stdio::piped());
-    let address = server.listen_address();
+    let (mut server, address) = spawn_server(&scratch, &["net_probe.start_delay_ms=1500"]);
     let mut client = RawClient::connect(&address).expect("the port takes it into its backlog");
     client
         .send_packet(&Echo {
