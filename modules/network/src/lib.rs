@@ -1255,7 +1255,10 @@ mod tests {
 
         let kit = TestHost::new().config(config::HEADLESS, "1");
         let mut net = kit.load::<Network>().unwrap();
-        assert_eq!(kit.subscriptions(), [network::SendBatches::NAME]);
+        assert_eq!(
+            kit.subscriptions(),
+            [events::Started::NAME, network::SendBatches::NAME]
+        );
         let declared = kit.calls::<DeclareSettings>();
         assert_eq!(declared.len(), 1);
         assert_eq!(declared[0].namespace, "network");
