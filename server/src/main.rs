@@ -48,10 +48,10 @@ struct Cli {
     /// Address the network module listens on.
     #[arg(long, default_value = "0.0.0.0:20000", global = true)]
     listen: String,
-    /// Where modules are built and loaded from, cargo's target dir in its
-    /// `target/` (default: `target/buildat-modules` beside the first module
-    /// folder, built in that `target/` itself, the server's own: the
-    /// dependencies its build compiled are reused).
+    /// Where built modules are kept and loaded from; cargo builds them in
+    /// DIR/target. Default: `target/buildat-modules` beside the first module
+    /// folder, with cargo building in that `target/` itself (the server's
+    /// own, so the dependencies its build compiled are reused).
     #[arg(long, value_name = "DIR", global = true)]
     build_dir: Option<PathBuf>,
     /// Cargo profile for building modules.
