@@ -142,6 +142,17 @@ struct Cli {
     /// looking at the horizon along +x.
     #[arg(long, value_name = "X,Y,Z,YAW,PITCH", value_parser = parse_camera, allow_hyphen_values = true)]
     camera: Option<Camera>,
+    /// Chunks drawn in full detail (leaves with holes, ambient occlusion,
+    /// smooth light) around the eye; farther ones are drawn simpler, with
+    /// far fewer triangles. Default: the settings file's `detail_radius`
+    /// in a window, else 2.
+    #[arg(long, value_name = "CHUNKS", value_parser = clap::value_parser!(u32).range(1..=32))]
+    detail_radius: Option<u32>,
+    /// Chunks farther than this are drawn at half resolution (2×2×2 voxels
+    /// as one). Default: the settings file's `coarse_radius` in a window,
+    /// else 2.
+    #[arg(long, value_name = "CHUNKS", value_parser = clap::value_parser!(u32).range(1..=32))]
+    coarse_radius: Option<u32>,
     /// Draw the screenshot with the overlay (crosshair, text, hotbar).
     #[arg(long, requires = "screenshot")]
     overlay: bool,
@@ -221,6 +232,12 @@ fn frontend_from(cli: &Cli, settings: &Settings) -> Frontend {
             camera: cli.camera,
             deadline,
             overlay: cli.overlay,
+            detail_radius: cli
+                .detail_radius
+                .unwrap_or(buildat_client::settings::DEFAULT_DETAIL_RADIUS),
+            coarse_radius: cli
+                .coarse_radius
+                .unwrap_or(buildat_client::settings::DEFAULT_COARSE_RADIUS),
         });
     }
     let display = ["DISPLAY", "WAYLAND_DISPLAY"]
@@ -234,10 +251,16 @@ fn frontend_from(cli: &Cli, settings: &Settings) -> Frontend {
         || cli.map.is_some();
     if cli.window || (display && !headless_run) {
         let settings_path = buildat_client::settings::default_path();
-        let (user_settings, warning) = settings_path
+        let (mut user_settings, warning) = settings_path
             .as_deref()
             .map(ClientSettings::load)
             .unwrap_or_default();
+        if let Some(radius) = cli.detail_radius {
+            user_settings.detail_radius = radius;
+        }
+        if let Some(radius) = cli.coarse_radius {
+            user_settings.coarse_radius = radius;
+        }
         if let Some(warning) = warning {
             eprintln!("buildat-client: warning: {warning}");
         }
@@ -458,7 +481,24 @@ fn run_session(settings: &Settings, name: &str, label: &str, bots: bool) -> u8 {
 /// Runs the session on its own thread while `frontend` draws it on this
 /// one (a window's event loop must own the main thread); the session ends
 /// when the frontend does, and the other way round.
+/// Keeps freed heap memory in the process instead of handing it back to
+/// the kernel at once (glibc trims from 128 KiB by default): mesa's
+/// lavapipe allocates and frees its vertex buffers every frame, and each
+/// page handed back and faulted in again took about 9% of the window's
+/// CPU (perf; docs/client.md, "Frames"). Only where frames are drawn; the
+/// bots' processes keep the defaults.
+fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt sets two of glibc's allocator parameters under its
+    // own lock; nothing else is touched.
+    unsafe {
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 512 << 20);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+    }
+}
+
 fn run_with_frontend(settings: &Settings, name: &str, mut frontend: Frontend) -> u8 {
+    keep_freed_memory();
     let (session_link, frontend_link) = frontend::link();
     let mut session_settings = settings.clone();
     let mut session_name = name.to_string();

@@ -1,13 +1,16 @@
 //! The window's own settings, kept in the user's config directory
 //! (`$XDG_CONFIG_HOME/buildat/client.toml`, else
 //! `~/.config/buildat/client.toml`): the view radius (the client's drawing
-//! distance), the field of view, the mouse sensitivity and the keys of the
+//! distance), the detail radius (beyond it leaves are drawn opaque and
+//! light flat, for fewer triangles), the field of view, the mouse sensitivity and the keys of the
 //! native actions (which replace the game's choice for those actions).
 //!
 //! The file is a small TOML subset, written by the settings screen:
 //!
 //! ```toml
 //! view_radius = 12          # chunks, 1..32
+//! detail_radius = 2         # chunks drawn in full detail, 1..32
+//! coarse_radius = 2         # chunks beyond drawn at half resolution, 1..32
 //! fov = 70                  # degrees, 30..120
 //! mouse_sensitivity = 0.12  # degrees per pixel, 0.01..1
 //!
@@ -41,6 +44,13 @@ pub struct ClientSettings {
     /// The farthest chunks drawn, in chunks (the server decides what it
     /// sends; this only draws less).
     pub view_radius: u32,
+    /// Chunks up to this far are drawn in full detail (leaves with holes,
+    /// ambient occlusion, smooth light); farther ones simpler, with far
+    /// fewer triangles (`render::mesh::MeshTable::far`).
+    pub detail_radius: u32,
+    /// Chunks farther than this are drawn at half resolution (each 2×2×2
+    /// voxels as one: `render::mesh::coarse_voxels`).
+    pub coarse_radius: u32,
     /// Vertical field of view, degrees.
     pub fov: f32,
     /// Degrees of turn per pixel of mouse motion.
@@ -50,6 +60,12 @@ pub struct ClientSettings {
 }
 
 pub const VIEW_RADIUS: (u32, u32) = (1, 32);
+/// The detail radius's bounds, as the view radius's.
+pub const DETAIL_RADIUS: (u32, u32) = VIEW_RADIUS;
+/// Measured in docs/client.md ("Frames").
+pub const DEFAULT_DETAIL_RADIUS: u32 = 2;
+/// Chunks farther than this are drawn at half resolution.
+pub const DEFAULT_COARSE_RADIUS: u32 = 2;
 pub const FOV: (f32, f32) = (30.0, 120.0);
 pub const MOUSE_SENSITIVITY: (f32, f32) = (0.01, 1.0);
 
@@ -57,6 +73,8 @@ impl Default for ClientSettings {
     fn default() -> Self {
         Self {
             view_radius: 12,
+            detail_radius: DEFAULT_DETAIL_RADIUS,
+            coarse_radius: DEFAULT_COARSE_RADIUS,
             fov: 70.0,
             mouse_sensitivity: 0.12,
             keys: BTreeMap::new(),
@@ -142,22 +160,25 @@ impl ClientSettings {
                     )))
                 }
             };
-            match key {
-                "view_radius" => {
-                    let (min, max) = VIEW_RADIUS;
-                    let radius = within((min as f32, max as f32))?;
-                    if radius.fract() != 0.0 {
-                        return Err(error(format!(
-                            "view_radius must be a whole number of chunks, got {value}"
-                        )));
-                    }
-                    settings.view_radius = radius as u32;
+            let chunks = |(min, max): (u32, u32)| {
+                let radius = within((min as f32, max as f32))?;
+                if radius.fract() != 0.0 {
+                    return Err(error(format!(
+                        "{key} must be a whole number of chunks, got {value}"
+                    )));
                 }
+                Ok(radius as u32)
+            };
+            match key {
+                "view_radius" => settings.view_radius = chunks(VIEW_RADIUS)?,
+                "detail_radius" => settings.detail_radius = chunks(DETAIL_RADIUS)?,
+                "coarse_radius" => settings.coarse_radius = chunks(DETAIL_RADIUS)?,
                 "fov" => settings.fov = within(FOV)?,
                 "mouse_sensitivity" => settings.mouse_sensitivity = within(MOUSE_SENSITIVITY)?,
                 other => {
                     return Err(error(format!(
-                        "unknown setting {other:?} (view_radius, fov, mouse_sensitivity, [keys])"
+                        "unknown setting {other:?} (view_radius, detail_radius, \
+                         coarse_radius, fov, mouse_sensitivity, [keys])"
                     )));
                 }
             }
@@ -174,6 +195,17 @@ impl ClientSettings {
             text,
             "view_radius = {}  # chunks drawn at most, {}..{}",
             self.view_radius, VIEW_RADIUS.0, VIEW_RADIUS.1
+        );
+        let _ = writeln!(
+            text,
+            "detail_radius = {}  # chunks drawn in full detail (farther: leaves opaque, light \
+             flat), {}..{}",
+            self.detail_radius, DETAIL_RADIUS.0, DETAIL_RADIUS.1
+        );
+        let _ = writeln!(
+            text,
+            "coarse_radius = {}  # chunks beyond drawn at half resolution, {}..{}",
+            self.coarse_radius, DETAIL_RADIUS.0, DETAIL_RADIUS.1
         );
         let _ = writeln!(text, "fov = {}  # degrees, 30..120", number(self.fov));
         let _ = writeln!(
@@ -260,6 +292,8 @@ mod tests {
     fn settings_written_read_back_the_same() {
         let mut settings = ClientSettings {
             view_radius: 5,
+            detail_radius: 2,
+            coarse_radius: 5,
             fov: 85.5,
             mouse_sensitivity: 0.3,
             ..ClientSettings::default()
@@ -292,6 +326,11 @@ mod tests {
             ("[mouse]\n", 1, "unknown table [mouse]"),
             ("fov 70\n", 1, "expected `name = value`"),
             ("view_radius = 2.5\n", 1, "whole number"),
+            (
+                "detail_radius = 40\n",
+                1,
+                "detail_radius must be from 1 to 32",
+            ),
             ("mouse_sensitivity = inf\n", 1, "must be a number"),
         ];
         for (text, line, cause) in cases {

@@ -29,6 +29,8 @@ pub struct Atlas {
     /// RGBA, `TILE`² each; layer 0 is the `unknown` checker.
     pub layers: Vec<Vec<u8>>,
     pub table: Arc<MeshTable>,
+    /// The table far chunks are meshed with ([`MeshTable::far`]).
+    pub far_table: Arc<MeshTable>,
     /// Texture names found as files (the rest are name colours).
     pub textured: usize,
     /// Each block's mean colour (its top face), for the hotbar.
@@ -165,6 +167,23 @@ fn mean_colour(layer: &[u8]) -> [u8; 3] {
     sum.map(|s| u8::try_from(s / n).unwrap_or(u8::MAX))
 }
 
+/// Gives an RGBA layer's clear texels (alpha 0) the mean colour of its
+/// others, at 60 %, keeping their alpha: what a cutout texture shows where
+/// it is drawn opaque.
+fn fill_holes(layer: &mut [u8]) {
+    let (mut sum, mut n) = ([0u32; 3], 0u32);
+    for px in layer.chunks_exact(4).filter(|px| px[3] > 0) {
+        for (s, &c) in sum.iter_mut().zip(px) {
+            *s += u32::from(c);
+        }
+        n += 1;
+    }
+    let fill = sum.map(|s| u8::try_from(s * 3 / (5 * n.max(1))).unwrap_or(u8::MAX));
+    for px in layer.chunks_exact_mut(4).filter(|px| px[3] == 0) {
+        px[..3].copy_from_slice(&fill);
+    }
+}
+
 /// How a drawn voxel type is drawn, from its definition and its faces'
 /// layers: not physically solid (water, lava, and a torch or a sapling,
 /// which the player walks through) a liquid; else light-opaque
@@ -254,9 +273,22 @@ impl Atlas {
                 *entry = (kind, faces);
             }
         }
+        // Far away, cutout types are drawn opaque: their holes show the
+        // leaves' own colour, darker (the alpha-tested pass discards them).
+        for (kind, faces) in &entries {
+            if *kind == Kind::Cutout {
+                for &face in faces {
+                    if let Some(layer) = layers.get_mut(face as usize) {
+                        fill_holes(layer);
+                    }
+                }
+            }
+        }
+        let table = MeshTable::new(entries);
         Self {
             layers,
-            table: Arc::new(MeshTable::new(entries)),
+            far_table: Arc::new(table.far()),
+            table: Arc::new(table),
             textured,
             swatches,
             faces: block_faces,
@@ -386,6 +418,27 @@ mod tests {
             "its texture is see-through too"
         );
         assert_eq!(kind("stone", 0), Kind::Opaque);
+    }
+
+    /// A cutout texture drawn opaque (far away) shows its own colour,
+    /// darker, where its holes are; its alpha is kept for the near pass.
+    #[test]
+    fn holes_take_the_textures_darker_mean_colour() {
+        let mut layer = Vec::new();
+        for i in 0..4u8 {
+            let texel = if i < 2 {
+                [100, 200, 50, 255]
+            } else {
+                [0, 0, 0, 0]
+            };
+            layer.extend_from_slice(&texel);
+        }
+        fill_holes(&mut layer);
+        assert_eq!(&layer[..8], &[100, 200, 50, 255, 100, 200, 50, 255]);
+        assert_eq!(&layer[8..12], &[60, 120, 30, 0]);
+        let mut clear = vec![0u8; 8];
+        fill_holes(&mut clear);
+        assert_eq!(clear, vec![0; 8], "all holes: black, no division by zero");
     }
 
     #[test]

@@ -267,6 +267,7 @@ mod tests {
         let atlas = Atlas {
             layers: vec![layer([0, 0, 0]), layer([50, 60, 70])],
             table: Default::default(),
+            far_table: Default::default(),
             textured: 1,
             swatches: HashMap::new(),
             faces: HashMap::from([("stone".to_string(), [1; 6])]),

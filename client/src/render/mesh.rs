@@ -57,6 +57,9 @@ pub struct MeshTable {
     entries: Vec<(Kind, [u32; 6])>,
     /// Each id's kind, dense (air's Empty), for the mesher's inner loop.
     kinds: Vec<Kind>,
+    /// Corners get ambient occlusion and smooth light; else each face is
+    /// lit flat by the voxel in front of it ([`Self::far`]).
+    smooth: bool,
 }
 
 impl Default for MeshTable {
@@ -75,7 +78,36 @@ impl MeshTable {
         if kinds.is_empty() {
             kinds.push(Kind::Empty);
         }
-        Self { entries, kinds }
+        Self {
+            entries,
+            kinds,
+            smooth: true,
+        }
+    }
+
+    /// The table far chunks are meshed with: cutout types (leaves) drawn
+    /// opaque, so a canopy is its outside only, merged like stone (the
+    /// atlas fills their holes' colour), and flat corners (no ambient
+    /// occlusion or smooth light), so equal neighbouring faces merge. Far
+    /// away both are a few pixels, and each costs triangles: on a CPU
+    /// rasteriser the frame's time follows them.
+    pub fn far(&self) -> Self {
+        let opaque = |kind: Kind| {
+            if kind == Kind::Cutout {
+                Kind::Opaque
+            } else {
+                kind
+            }
+        };
+        Self {
+            entries: self
+                .entries
+                .iter()
+                .map(|&(kind, layers)| (opaque(kind), layers))
+                .collect(),
+            kinds: self.kinds.iter().map(|&kind| opaque(kind)).collect(),
+            smooth: false,
+        }
     }
 
     pub fn kind(&self, voxel: u32) -> Kind {
@@ -254,18 +286,20 @@ impl Neighbourhood {
         held: &HashMap<Pos, ChunkVoxels>,
         lights: &HashMap<Pos, ChunkLight>,
     ) -> Self {
-        let at = |i: usize| -> Pos {
-            [
-                chunk[0] + (i % 3) as i32 - 1,
-                chunk[1] + (i / 3 % 3) as i32 - 1,
-                chunk[2] + (i / 9) as i32 - 1,
-            ]
-        };
         Self {
-            neighbours: std::array::from_fn(|i| held.get(&at(i)).cloned()),
-            lights: std::array::from_fn(|i| lights.get(&at(i)).cloned()),
+            neighbours: std::array::from_fn(|i| held.get(&neighbour_at(chunk, i)).cloned()),
+            lights: std::array::from_fn(|i| lights.get(&neighbour_at(chunk, i)).cloned()),
         }
     }
+}
+
+/// The chunk at [`Neighbourhood`] index `i` (0..27) around `chunk`.
+pub fn neighbour_at(chunk: Pos, i: usize) -> Pos {
+    [
+        chunk[0] + (i % 3) as i32 - 1,
+        chunk[1] + (i / 3 % 3) as i32 - 1,
+        chunk[2] + (i / 9) as i32 - 1,
+    ]
 }
 
 /// Which of the three chunks along an axis a padded coordinate falls in.
@@ -650,15 +684,16 @@ impl Volume {
         let centre = light(1, 1);
         let mut corners =
             [Corner::new(3, u32::from(centre >> 4) * 4, u32::from(centre & 15) * 4); 4];
-        let even = (near[0] | near[1] | near[2]) == 0 && {
-            let row = |dv: usize| {
-                let at = front + sv * dv - sv - su;
-                (self.light[at] ^ centre)
-                    | (self.light[at + su] ^ centre)
-                    | (self.light[at + 2 * su] ^ centre)
+        let even = !table.smooth
+            || (near[0] | near[1] | near[2]) == 0 && {
+                let row = |dv: usize| {
+                    let at = front + sv * dv - sv - su;
+                    (self.light[at] ^ centre)
+                        | (self.light[at + su] ^ centre)
+                        | (self.light[at + 2 * su] ^ centre)
+                };
+                (row(0) | row(1) | row(2)) == 0
             };
-            (row(0) | row(1) | row(2)) == 0
-        };
         if !even {
             for (k, corner) in corners.iter_mut().enumerate() {
                 // The corner's offsets along u and v in the 3×3 (0 or 2).
@@ -901,12 +936,109 @@ pub fn mesh_chunk_naive(neighbourhood: &Neighbourhood, table: &MeshTable) -> Chu
     })
 }
 
+/// Voxels along a side of a chunk at half resolution.
+const HALF: usize = SIZE / 2;
+/// Voxels of a chunk at half resolution.
+pub const HALF_VOLUME: usize = HALF * HALF * HALF;
+
+/// The chunk index of each voxel of 2×2×2 block `b` (its index at half
+/// resolution), the upper layer first.
+fn block_voxels(b: usize) -> impl Iterator<Item = usize> {
+    let [x, y, z] = [b % HALF, b / HALF % HALF, b / (HALF * HALF)].map(|c| c * 2);
+    (0..8).map(move |i| {
+        let (dx, dy, dz) = (i & 1, 1 - ((i >> 1) & 1), i >> 2);
+        (x + dx) + SIZE * ((y + dy) + SIZE * (z + dz))
+    })
+}
+
+/// A chunk's voxels at half resolution ([`HALF_VOLUME`], x fastest): each
+/// aligned 2×2×2 block one value, the commonest drawn one (on a tie the
+/// upper layer's) when at least half of the block is drawn or one of its
+/// four columns is (so a tree's trunk stays, two voxels wide), else air.
+/// Blocks align with the chunk's borders, so coarse neighbours match.
+/// `None` unless `voxels` is a whole chunk.
+pub fn coarse_voxels(voxels: &[u32]) -> Option<Arc<[u32]>> {
+    if voxels.len() != CHUNK_VOLUME {
+        return None;
+    }
+    let blocks = (0..HALF_VOLUME).map(|b| {
+        let mut block = [AIR; 8];
+        for (v, i) in block.iter_mut().zip(block_voxels(b)) {
+            *v = voxels[i];
+        }
+        let is_drawn = |v: &u32| v & MAX_TYPE_ID != AIR;
+        let drawn = block.iter().filter(|v| is_drawn(v));
+        // Columns: the upper voxel i and the lower i + 2 (`block_voxels`).
+        let column = [0, 1, 4, 5]
+            .iter()
+            .any(|&i| is_drawn(&block[i]) && is_drawn(&block[i + 2]));
+        if drawn.clone().count() < 4 && !column {
+            return AIR;
+        }
+        let (mut best, mut best_count) = (AIR, 0);
+        for v in drawn {
+            let count = block.iter().filter(|w| *w == v).count();
+            if count > best_count {
+                (best, best_count) = (*v, count);
+            }
+        }
+        best
+    });
+    Some(blocks.collect())
+}
+
+/// A chunk's light at half resolution, as [`coarse_voxels`]: each block
+/// the brightest sunlight and block light in it (a coarse face may stand
+/// where a voxel was drawn, whose own light is dark).
+pub fn coarse_light(light: &[u8]) -> Option<Arc<[u8]>> {
+    if light.len() != CHUNK_VOLUME {
+        return None;
+    }
+    let blocks = (0..HALF_VOLUME).map(|b| {
+        let (sun, block) = block_voxels(b).fold((0, 0), |(sun, block), i| {
+            ((light[i] >> 4).max(sun), (light[i] & 15).max(block))
+        });
+        (sun << 4) | block
+    });
+    Some(blocks.collect())
+}
+
+/// A half-resolution chunk ([`coarse_voxels`], [`coarse_light`]) at full
+/// size, each value over its 2×2×2 block; `None` unless `half` is whole.
+pub fn expand_half<T: Copy>(half: &[T]) -> Option<Arc<[T]>> {
+    if half.len() != HALF_VOLUME {
+        return None;
+    }
+    let at = |i: usize| {
+        let [x, y, z] = [i % SIZE, i / SIZE % SIZE, i / (SIZE * SIZE)].map(|c| c / 2);
+        half[x + HALF * (y + HALF * z)]
+    };
+    Some((0..CHUNK_VOLUME).map(at).collect())
+}
+
 /// A chunk to mesh; `generation` tells a result from a stale one.
 pub struct MeshJob {
     pub chunk: Pos,
     pub generation: u64,
+    /// The neighbourhood; those marked in `coarse` hold half-resolution
+    /// voxels and light, made whole by the mesher's thread.
     pub neighbourhood: Neighbourhood,
+    pub coarse: [bool; 27],
     pub table: Arc<MeshTable>,
+}
+
+impl MeshJob {
+    /// The neighbourhood with its half-resolution chunks at full size.
+    fn whole_neighbourhood(mut self) -> (Neighbourhood, Arc<MeshTable>) {
+        for (i, coarse) in self.coarse.into_iter().enumerate() {
+            if coarse {
+                let n = &mut self.neighbourhood;
+                n.neighbours[i] = n.neighbours[i].as_deref().and_then(expand_half);
+                n.lights[i] = n.lights[i].as_deref().and_then(expand_half);
+            }
+        }
+        (self.neighbourhood, self.table)
+    }
 }
 
 /// A finished mesh.
@@ -939,10 +1071,12 @@ impl Mesher {
                     if stopped.load(Ordering::Relaxed) {
                         return;
                     }
-                    let mesh = mesh_chunk(&job.neighbourhood, &job.table);
+                    let (chunk, generation) = (job.chunk, job.generation);
+                    let (neighbourhood, table) = job.whole_neighbourhood();
+                    let mesh = mesh_chunk(&neighbourhood, &table);
                     let done = MeshDone {
-                        chunk: job.chunk,
-                        generation: job.generation,
+                        chunk,
+                        generation,
                         mesh,
                     };
                     if done_tx.send(done).is_err() {
@@ -1301,6 +1435,40 @@ mod tests {
         );
         assert_eq!(quads(&mesh.blended).count(), 4);
         assert!(quads(&mesh.blended).all(|q| q[0].face() != 2 && q[0].face() != 0));
+    }
+
+    /// The far table: leaves are opaque (the stone's face towards them is
+    /// hidden, theirs go to the solid list) and corners are flat, so a
+    /// floor beside a wall merges into one quad where full detail splits
+    /// it by its ambient occlusion.
+    #[test]
+    fn far_chunks_draw_leaves_opaque_and_corners_flat_with_fewer_quads() {
+        let trees = world_of(|p| match p {
+            [5, 5, 5] => STONE,
+            [6, 5, 5] | [7, 5, 5] => LEAVES,
+            _ => AIR,
+        });
+        let far = mesh_chunk(&trees, &table().far());
+        assert!(far.cutout.is_empty(), "{far:?}");
+        // The stone's 5 faces (not the one against the leaves) and the two
+        // leaves' 5 (merged; not the one against the stone).
+        assert_eq!(quads(&far.solid).count(), 5 + 5, "{far:?}");
+        assert!(quads(&far.solid).all(|q| q[0].face() != 0 || q[0].layer() == 6));
+        let full = mesh_chunk(&trees, &table());
+        assert_eq!(quads(&full.cutout).count(), 5);
+
+        let floor_and_wall = world_of(|p| {
+            let floor = p[1] == 4 && (0..8).contains(&p[0]) && (0..8).contains(&p[2]);
+            let wall = p[1] == 5 && p[0] == 7 && (0..8).contains(&p[2]);
+            if floor || wall { STONE } else { AIR }
+        });
+        let top_quads = |mesh: &ChunkMesh| quads(&mesh.solid).filter(|q| q[0].face() == 2).count();
+        let full = mesh_chunk(&floor_and_wall, &table());
+        let far = mesh_chunk(&floor_and_wall, &table().far());
+        assert!(top_quads(&full) > 2, "the wall's foot is darker: {full:?}");
+        assert_eq!(top_quads(&far), 2, "the floor and the wall's top");
+        assert!(far.vertices().all(|v| v.ao() == 3));
+        assert!(far.triangles() < full.triangles());
     }
 
     #[test]

@@ -65,6 +65,18 @@ const MAX_IN_FLIGHT: usize = 2;
 /// (the rest count as open until their turn).
 const MAX_FILLS_PER_FRAME: usize = 32;
 
+/// How much detail a chunk is meshed with, by its distance from the eye
+/// (`Scene::detail_radius`, `Scene::coarse_radius`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Detail {
+    /// Leaves with holes, ambient occlusion, smooth light.
+    Full,
+    /// The atlas's far table: leaves opaque, corners flat.
+    Far,
+    /// The far table over the chunk at half resolution.
+    Coarse,
+}
+
 /// Sky colour (linear RGB), also the fog's.
 pub const SKY: [f32; 3] = [0.45, 0.66, 0.92];
 
@@ -116,6 +128,22 @@ pub struct Scene {
     empty: HashSet<Pos>,
     /// Where the camera is, for meshing the nearest chunks first.
     pub focus: Option<Pos>,
+    /// Chunks up to this far from the focus are meshed in full detail,
+    /// farther ones with the atlas's far table ([`mesh::MeshTable::far`]).
+    pub detail_radius: u32,
+    /// Chunks farther than this from the focus are meshed coarse
+    /// ([`Detail::Coarse`]); at least `detail_radius`.
+    pub coarse_radius: u32,
+    /// Each chunk's detail in its latest mesh job (absent: not meshed).
+    details: HashMap<Pos, Detail>,
+    /// Half-resolution copies of held chunks and their light
+    /// ([`mesh::coarse_voxels`], an eighth of a chunk's bytes), made when
+    /// a job needs them.
+    coarse: HashMap<Pos, Arc<[u32]>>,
+    coarse_lights: HashMap<Pos, Arc<[u8]>>,
+    /// The focus and radii the held chunks' detail was last checked
+    /// against.
+    detail_checked: Option<(Option<Pos>, u32, u32)>,
     /// Meshes ready to upload (`None`: the chunk is gone).
     ready: Vec<(Pos, Option<ChunkMesh>)>,
     pub ui: UiState,
@@ -184,6 +212,12 @@ impl Scene {
             urgent: HashSet::new(),
             empty: HashSet::new(),
             focus: None,
+            detail_radius: crate::settings::DEFAULT_DETAIL_RADIUS,
+            coarse_radius: crate::settings::DEFAULT_COARSE_RADIUS,
+            details: HashMap::new(),
+            coarse: HashMap::new(),
+            coarse_lights: HashMap::new(),
+            detail_checked: None,
             ready: Vec::new(),
             ui: UiState::default(),
             eased_boxes: easing::EasedBoxes::default(),
@@ -248,6 +282,7 @@ impl Scene {
                 ToFrontend::Chunk { chunk, voxels } => {
                     self.chunks_received += 1;
                     self.connectivity.remove(&chunk);
+                    self.coarse.remove(&chunk);
                     self.world_version += 1;
                     self.last_chunk_at = Some(Instant::now());
                     let voxels: ChunkVoxels = voxels;
@@ -272,6 +307,7 @@ impl Scene {
                     }
                 }
                 ToFrontend::Light { chunk, light } => {
+                    self.coarse_lights.remove(&chunk);
                     if self.lights.insert(chunk, light).is_some() {
                         // Relit (an edit): shown as soon as the edit is.
                         self.urgent.insert(chunk);
@@ -289,6 +325,9 @@ impl Scene {
                     self.empty.remove(&chunk);
                     self.dirty.remove(&chunk);
                     self.pending.remove(&chunk);
+                    self.details.remove(&chunk);
+                    self.coarse.remove(&chunk);
+                    self.coarse_lights.remove(&chunk);
                     self.ready.push((chunk, None));
                     remesh.extend(face_neighbours(chunk));
                 }
@@ -326,6 +365,7 @@ impl Scene {
         if self.atlas.is_none() {
             return; // everything is meshed once the atlas exists
         }
+        self.check_detail();
         while self.in_flight < MAX_IN_FLIGHT && !self.dirty.is_empty() {
             let focus = self.focus.unwrap_or_default();
             let urgent = &self.urgent;
@@ -339,18 +379,139 @@ impl Scene {
         }
     }
 
+    /// The detail to mesh `chunk` with, its latest mesh being of detail
+    /// `now`: full within `detail_radius` chunks of the focus, far within
+    /// `coarse_radius`, coarse beyond; within one chunk past a radius it
+    /// stays as it is (so a player walking along a boundary does not
+    /// remesh it back and forth).
+    fn detail_for(&self, chunk: Pos, now: Detail) -> Detail {
+        let Some(focus) = self.focus else {
+            return Detail::Full;
+        };
+        let distance: i64 = (0..3).map(|i| i64::from(chunk[i] - focus[i]).pow(2)).sum();
+        let level = |slack: i64| {
+            let full = i64::from(self.detail_radius) + slack;
+            let far = i64::from(self.coarse_radius.max(self.detail_radius)) + slack;
+            if distance <= full * full {
+                Detail::Full
+            } else if distance <= far * far {
+                Detail::Far
+            } else {
+                Detail::Coarse
+            }
+        };
+        now.clamp(level(1), level(0))
+    }
+
+    /// The detail `chunk` is drawn with, or will be when first meshed.
+    fn drawn_detail(&self, chunk: Pos) -> Detail {
+        self.details
+            .get(&chunk)
+            .copied()
+            .unwrap_or_else(|| self.detail_for(chunk, Detail::Full))
+    }
+
+    /// Once the focus has moved to another chunk (or a radius changed):
+    /// marks dirty the held chunks whose detail changes.
+    fn check_detail(&mut self) {
+        let now = Some((self.focus, self.detail_radius, self.coarse_radius));
+        if self.detail_checked == now {
+            return;
+        }
+        self.detail_checked = now;
+        let changed: Vec<Pos> = self
+            .chunks
+            .keys()
+            .filter(|c| !self.empty.contains(*c))
+            .filter(|c| {
+                self.details
+                    .get(*c)
+                    .is_some_and(|now| self.detail_for(**c, *now) != *now)
+            })
+            .copied()
+            .collect();
+        self.dirty.extend(changed);
+    }
+
+    /// `chunk`'s neighbourhood as each chunk is drawn, and which of it is
+    /// at half resolution: `chunk` itself when `coarse`, and its face
+    /// neighbours drawn coarse, so a face at a border between two details
+    /// is culled against what the other side draws (no crack where one
+    /// side is lower). Edge and corner neighbours, which only shade
+    /// corners, stay whole.
+    fn neighbourhood(&mut self, chunk: Pos, coarse: bool) -> (Neighbourhood, [bool; 27]) {
+        const FACES: [usize; 6] = [4, 10, 12, 14, 16, 22];
+        let mut neighbourhood = Neighbourhood::gather_lit(chunk, &self.chunks, &self.lights);
+        let mut halves = [false; 27];
+        for i in FACES.into_iter().chain([13]) {
+            let at = mesh::neighbour_at(chunk, i);
+            let is_coarse = if i == 13 {
+                coarse
+            } else {
+                self.drawn_detail(at) == Detail::Coarse
+            };
+            let Some(voxels) = self.chunks.get(&at).filter(|_| is_coarse) else {
+                continue;
+            };
+            let Some(half) = self
+                .coarse
+                .get(&at)
+                .cloned()
+                .or_else(|| mesh::coarse_voxels(voxels))
+            else {
+                continue;
+            };
+            self.coarse.insert(at, half.clone());
+            let light = self.lights.get(&at).and_then(|light| {
+                let half = self
+                    .coarse_lights
+                    .get(&at)
+                    .cloned()
+                    .or_else(|| mesh::coarse_light(light))?;
+                self.coarse_lights.insert(at, half.clone());
+                Some(half)
+            });
+            neighbourhood.neighbours[i] = Some(half);
+            neighbourhood.lights[i] = light;
+            halves[i] = true;
+        }
+        (neighbourhood, halves)
+    }
+
     fn submit(&mut self, chunk: Pos) {
-        let Some(atlas) = &self.atlas else {
+        let Some((table, far_table)) = self
+            .atlas
+            .as_ref()
+            .map(|a| (a.table.clone(), a.far_table.clone()))
+        else {
             return;
         };
+        let was = self.details.get(&chunk).copied();
+        let detail = self.detail_for(chunk, was.unwrap_or(Detail::Full));
+        if was.is_some_and(|was| was != detail) {
+            // Their faces towards this chunk are culled against it as drawn.
+            let neighbours = face_neighbours(chunk);
+            self.dirty.extend(
+                neighbours
+                    .into_iter()
+                    .filter(|n| self.details.contains_key(n) && !self.empty.contains(n)),
+            );
+        }
+        self.details.insert(chunk, detail);
+        let (neighbourhood, coarse) = self.neighbourhood(chunk, detail == Detail::Coarse);
         self.in_flight += 1;
         self.generation += 1;
         self.pending.insert(chunk, self.generation);
         self.mesher.submit(MeshJob {
             chunk,
             generation: self.generation,
-            neighbourhood: Neighbourhood::gather_lit(chunk, &self.chunks, &self.lights),
-            table: atlas.table.clone(),
+            neighbourhood,
+            coarse,
+            table: if detail == Detail::Full {
+                table
+            } else {
+                far_table
+            },
         });
     }
 
@@ -581,4 +742,126 @@ fn touched_neighbours(chunk: Pos, old: &[u32], new: &[u32]) -> HashSet<Pos> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const AIR_VALUE: u32 = buildat_voxel::AIR;
+
+    /// Chunks within the detail radius are meshed in full, then far up to
+    /// the coarse radius, then coarse; within one chunk past a radius as
+    /// they were. The eye entering another chunk marks dirty only the
+    /// meshed chunks whose detail changes.
+    #[test]
+    fn chunks_are_meshed_with_less_detail_by_distance_and_remeshed_as_the_eye_moves() {
+        let mut scene = Scene::new().expect("scene");
+        scene.detail_radius = 2;
+        scene.coarse_radius = 4;
+        scene.focus = Some([0, 0, 0]);
+        assert_eq!(scene.detail_for([2, 0, 0], Detail::Far), Detail::Full);
+        assert_eq!(
+            scene.detail_for([3, 0, 0], Detail::Full),
+            Detail::Full,
+            "as it was"
+        );
+        assert_eq!(
+            scene.detail_for([3, 0, 0], Detail::Far),
+            Detail::Far,
+            "as it was"
+        );
+        assert_eq!(scene.detail_for([4, 0, 0], Detail::Full), Detail::Far);
+        assert_eq!(
+            scene.detail_for([5, 0, 0], Detail::Far),
+            Detail::Far,
+            "as it was"
+        );
+        assert_eq!(scene.detail_for([5, 0, 0], Detail::Coarse), Detail::Coarse);
+        assert_eq!(scene.detail_for([6, 0, 0], Detail::Full), Detail::Coarse);
+        assert_eq!(scene.detail_for([3, 3, 3], Detail::Full), Detail::Coarse);
+        let stone: ChunkVoxels = vec![1; CHUNK_VOLUME].into();
+        for x in 0..8 {
+            scene.chunks.insert([x, 0, 0], stone.clone());
+            let detail = scene.detail_for([x, 0, 0], Detail::Full);
+            scene.details.insert([x, 0, 0], detail);
+        }
+        scene.check_detail();
+        assert!(scene.dirty.is_empty(), "{:?}", scene.dirty);
+        scene.focus = Some([2, 0, 0]);
+        scene.check_detail();
+        let moved = HashSet::from([[4, 0, 0], [6, 0, 0]]);
+        assert_eq!(
+            scene.dirty, moved,
+            "4 full, 6 far; 5 and 7 at a radius stay"
+        );
+        scene.dirty.clear();
+        scene.check_detail();
+        assert!(scene.dirty.is_empty(), "checked once per focus");
+        scene.detail_radius = 6;
+        scene.check_detail();
+        assert_eq!(
+            scene.dirty.len(),
+            4,
+            "all but 0..=3 full: {:?}",
+            scene.dirty
+        );
+    }
+
+    /// A coarse chunk is meshed from its half-resolution copy, and a
+    /// neighbour's faces towards it are culled against that copy: a step
+    /// down at the border is closed by one side or the other.
+    #[test]
+    fn coarse_chunks_are_meshed_at_half_resolution_and_their_neighbours_see_them_so() {
+        let mut voxels = vec![AIR_VALUE; CHUNK_VOLUME];
+        // One voxel of stone alone at (1, 1, 1): a quarter-filled block
+        // is air at half resolution.
+        voxels[1 + 32 * (1 + 32)] = 1;
+        let coarse = mesh::coarse_voxels(&voxels).expect("a chunk");
+        assert!(coarse.iter().all(|v| *v == AIR_VALUE));
+        // Two stacked (a trunk): a column of the block, drawn.
+        let mut trunk = vec![AIR_VALUE; CHUNK_VOLUME];
+        trunk[3 + 32 * (2 + 32 * 3)] = 7;
+        trunk[3 + 32 * (3 + 32 * 3)] = 7;
+        let coarse_trunk = mesh::coarse_voxels(&trunk).expect("a chunk");
+        assert_eq!(coarse_trunk[1 + 16 * (1 + 16)], 7);
+        assert_eq!(coarse_trunk.iter().filter(|v| **v != AIR_VALUE).count(), 1);
+        // Five of a block's eight: the commonest, over the whole block.
+        for (x, y, z) in [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0), (0, 0, 1)] {
+            voxels[x + 32 * (y + 32 * z)] = if y == 1 { 2 } else { 1 };
+        }
+        let coarse = mesh::coarse_voxels(&voxels).expect("a chunk");
+        assert_eq!(coarse.len(), CHUNK_VOLUME / 8);
+        assert_eq!(coarse[0], 1, "stone 4, the other 2: stone");
+        assert!(coarse[1..].iter().all(|v| *v == AIR_VALUE));
+        let whole = mesh::expand_half(&coarse).expect("a half chunk");
+        let block: Vec<u32> = [(0, 0, 0), (1, 1, 1), (1, 0, 1), (2, 0, 0)]
+            .iter()
+            .map(|(x, y, z)| whole[x + 32 * (y + 32 * z)])
+            .collect();
+        assert_eq!(block, vec![1, 1, 1, AIR_VALUE], "over the whole block");
+        let mut light = vec![0u8; CHUNK_VOLUME];
+        light[1 + 32 * (1 + 32)] = 0xf3;
+        light[0] = 0x27;
+        let coarse_light = mesh::coarse_light(&light).expect("a chunk");
+        assert_eq!(coarse_light[0], 0xf7, "brightest of each kind");
+
+        let mut scene = Scene::new().expect("scene");
+        scene.detail_radius = 1;
+        scene.coarse_radius = 1;
+        scene.focus = Some([0, 0, 0]);
+        scene.chunks.insert([3, 0, 0], voxels.clone().into());
+        scene.chunks.insert([2, 0, 0], voxels.into());
+        scene.details.insert([3, 0, 0], Detail::Coarse);
+        let (n, halves) = scene.neighbourhood([2, 0, 0], false);
+        assert_eq!(halves.iter().filter(|h| **h).count(), 1);
+        assert!(halves[14], "the coarse neighbour at +x");
+        let own = n.neighbours[13].as_deref().expect("held");
+        let beside = n.neighbours[14].as_deref().and_then(mesh::expand_half);
+        let beside = beside.expect("held, at half resolution");
+        // (0, 1, 1): air in full, stone in its coarse block.
+        let at = 32 * (1 + 32);
+        assert_eq!(own[at], AIR_VALUE, "its own voxels in full");
+        assert_eq!(beside[at], 1, "the coarse one's as drawn");
+    }
 }

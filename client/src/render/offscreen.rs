@@ -40,6 +40,10 @@ pub struct ShotOptions {
     pub deadline: Option<Instant>,
     /// Draw the overlay (crosshair, text, hotbar) too.
     pub overlay: bool,
+    /// Chunks meshed in full detail around the eye (`Scene::detail_radius`).
+    pub detail_radius: u32,
+    /// Chunks meshed coarse beyond it (`Scene::coarse_radius`).
+    pub coarse_radius: u32,
 }
 
 /// What was shot.
@@ -60,6 +64,8 @@ pub fn run(link: FrontendLink, options: &ShotOptions) -> Result<ShotReport, Rend
     let (_adapter, device, queue) = gpu::open_device(&instance, None)?;
     let mut renderer = Renderer::new(device, queue, gpu::COLOUR_FORMAT);
     let mut scene = Scene::new()?;
+    scene.detail_radius = options.detail_radius;
+    scene.coarse_radius = options.coarse_radius;
     let settled = loop {
         let eye = options.camera.map(|c| c.eye).or_else(|| {
             scene

@@ -410,14 +410,26 @@ impl App {
                 if let Some(action) = widget.strip_prefix("key:").and_then(Action::parse) {
                     self.rebinding = Some(action);
                 } else {
-                    let (lo, hi) = settings::VIEW_RADIUS;
                     let sens = |s: f32, f: f32| {
                         let (lo, hi) = settings::MOUSE_SENSITIVITY;
                         ((s * f * 100.0).round() / 100.0).clamp(lo, hi)
                     };
+                    // A radius in chunks one step down or up, within its bounds.
+                    let step = |radius: &mut u32, up: bool, (lo, hi): (u32, u32)| {
+                        *radius = if up {
+                            *radius + 1
+                        } else {
+                            radius.saturating_sub(1)
+                        };
+                        *radius = (*radius).clamp(lo, hi);
+                    };
                     match widget {
-                        "radius-" => edit.view_radius = edit.view_radius.saturating_sub(1).max(lo),
-                        "radius+" => edit.view_radius = (edit.view_radius + 1).min(hi),
+                        "radius-" => step(&mut edit.view_radius, false, settings::VIEW_RADIUS),
+                        "radius+" => step(&mut edit.view_radius, true, settings::VIEW_RADIUS),
+                        "detail-" => step(&mut edit.detail_radius, false, settings::DETAIL_RADIUS),
+                        "detail+" => step(&mut edit.detail_radius, true, settings::DETAIL_RADIUS),
+                        "coarse-" => step(&mut edit.coarse_radius, false, settings::DETAIL_RADIUS),
+                        "coarse+" => step(&mut edit.coarse_radius, true, settings::DETAIL_RADIUS),
                         "fov-" => edit.fov = (edit.fov - 5.0).max(settings::FOV.0),
                         "fov+" => edit.fov = (edit.fov + 5.0).min(settings::FOV.1),
                         "mouse-" => edit.mouse_sensitivity = sens(edit.mouse_sensitivity, 0.8),
@@ -895,6 +907,8 @@ impl App {
         if let Some(player) = &self.player {
             let eye = player.eye().floor().as_ivec3().to_array();
             self.scene.focus = Some(buildat_voxel::geometry::chunk_of_voxel(eye));
+            self.scene.detail_radius = self.settings.detail_radius;
+            self.scene.coarse_radius = self.settings.coarse_radius;
         }
         self.scene.frame += 1;
         self.scene.receive(&self.link);

@@ -76,6 +76,14 @@ pub fn settings(
             "radius",
             format!("View radius: {} chunks", edit.view_radius),
         ),
+        (
+            "detail",
+            format!("Full detail: {} chunks", edit.detail_radius),
+        ),
+        (
+            "coarse",
+            format!("Coarse past: {} chunks", edit.coarse_radius),
+        ),
         ("fov", format!("Field of view: {:.0}", edit.fov)),
         ("mouse", format!("Mouse: {:.2}", edit.mouse_sensitivity)),
     ];
@@ -86,7 +94,7 @@ pub fn settings(
         widgets.push(button(10.0, y, 1.0, &format!("{id}+"), "+"));
     }
     for (i, action) in Action::ALL.into_iter().enumerate() {
-        let y = 3.0 + i as f32;
+        let y = 5.0 + i as f32;
         let key = edit
             .key_of(action)
             .map(str::to_string)
@@ -100,14 +108,14 @@ pub fn settings(
         };
         widgets.push(button(7.0, y, 4.0, &format!("key:{}", action.name()), text));
     }
-    widgets.push(button(0.0, 9.0, 5.0, "save", "Save"));
-    widgets.push(button(6.0, 9.0, 5.0, "close", "Close"));
+    widgets.push(button(0.0, 11.0, 5.0, "save", "Save"));
+    widgets.push(button(6.0, 11.0, 5.0, "close", "Close"));
     Screen {
         id: SETTINGS.into(),
         serial: SERIAL + 1,
         title: "Settings".into(),
         columns: 11.0,
-        rows: 10.0,
+        rows: 12.0,
         widgets,
     }
 }
