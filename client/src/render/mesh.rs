@@ -15,10 +15,13 @@
 //!
 //! Owns: the packed [`Vertex`], what is drawn (the [`MeshTable`]: each type
 //! id's kind and texture layer per face), the mesher and the naive
-//! one-quad-per-visible-face mesher the benchmark compares it with, and
+//! one-quad-per-visible-face mesher the benchmark compares it with, the
+//! less detailed meshing of distant chunks (the far table,
+//! [`MeshTable::far`]; half-resolution copies, [`coarse_voxels`]), and
 //! the worker thread meshing off the render thread. Does not own: GPU
 //! buffers and sorting blended quads (`render::gpu`), textures and which
-//! kind a type is (`render::atlas`), which chunks are held (`world`).
+//! kind a type is (`render::atlas`), which chunks are held (`world`),
+//! which detail a chunk gets (the scene, `render`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
