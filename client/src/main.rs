@@ -478,9 +478,6 @@ fn run_session(settings: &Settings, name: &str, label: &str, bots: bool) -> u8 {
     report_session(settings.level, name, label, bots, result, &summary)
 }
 
-/// Runs the session on its own thread while `frontend` draws it on this
-/// one (a window's event loop must own the main thread); the session ends
-/// when the frontend does, and the other way round.
 /// Keeps freed heap memory in the process instead of handing it back to
 /// the kernel at once (glibc trims from 128 KiB by default): mesa's
 /// lavapipe allocates and frees its vertex buffers every frame, and each
@@ -497,6 +494,9 @@ fn keep_freed_memory() {
     }
 }
 
+/// Runs the session on its own thread while `frontend` draws it on this
+/// one (a window's event loop must own the main thread); the session ends
+/// when the frontend does, and the other way round.
 fn run_with_frontend(settings: &Settings, name: &str, mut frontend: Frontend) -> u8 {
     keep_freed_memory();
     let (session_link, frontend_link) = frontend::link();

@@ -1,9 +1,11 @@
 //! The window's own settings, kept in the user's config directory
 //! (`$XDG_CONFIG_HOME/buildat/client.toml`, else
 //! `~/.config/buildat/client.toml`): the view radius (the client's drawing
-//! distance), the detail radius (beyond it leaves are drawn opaque and
-//! light flat, for fewer triangles), the field of view, the mouse sensitivity and the keys of the
-//! native actions (which replace the game's choice for those actions).
+//! distance), the detail and coarse radii (beyond the first, leaves are
+//! drawn opaque and light flat; beyond the second, voxels at half
+//! resolution: fewer triangles), the field of view, the mouse sensitivity
+//! and the keys of the native actions (which replace the game's choice for
+//! those actions).
 //!
 //! The file is a small TOML subset, written by the settings screen:
 //!
@@ -60,7 +62,7 @@ pub struct ClientSettings {
 }
 
 pub const VIEW_RADIUS: (u32, u32) = (1, 32);
-/// The detail radius's bounds, as the view radius's.
+/// The detail and coarse radii's bounds, as the view radius's.
 pub const DETAIL_RADIUS: (u32, u32) = VIEW_RADIUS;
 /// Measured in docs/client.md ("Frames").
 pub const DEFAULT_DETAIL_RADIUS: u32 = 2;

@@ -157,28 +157,27 @@ fn checker_tile() -> Vec<u8> {
 
 /// The mean RGB of an RGBA layer.
 fn mean_colour(layer: &[u8]) -> [u8; 3] {
-    let mut sum = [0u64; 3];
-    for px in layer.chunks_exact(4) {
+    mean_rgb(layer.chunks_exact(4))
+}
+
+/// The mean RGB of RGBA texels (black for none).
+fn mean_rgb<'a>(texels: impl Iterator<Item = &'a [u8]>) -> [u8; 3] {
+    let (mut sum, mut n) = ([0u64; 3], 0u64);
+    for px in texels {
         for (s, &c) in sum.iter_mut().zip(px) {
             *s += u64::from(c);
         }
+        n += 1;
     }
-    let n = (layer.len() / 4).max(1) as u64;
-    sum.map(|s| u8::try_from(s / n).unwrap_or(u8::MAX))
+    sum.map(|s| u8::try_from(s / n.max(1)).unwrap_or(u8::MAX))
 }
 
 /// Gives an RGBA layer's clear texels (alpha 0) the mean colour of its
 /// others, at 60 %, keeping their alpha: what a cutout texture shows where
 /// it is drawn opaque.
 fn fill_holes(layer: &mut [u8]) {
-    let (mut sum, mut n) = ([0u32; 3], 0u32);
-    for px in layer.chunks_exact(4).filter(|px| px[3] > 0) {
-        for (s, &c) in sum.iter_mut().zip(px) {
-            *s += u32::from(c);
-        }
-        n += 1;
-    }
-    let fill = sum.map(|s| u8::try_from(s * 3 / (5 * n.max(1))).unwrap_or(u8::MAX));
+    let mean = mean_rgb(layer.chunks_exact(4).filter(|px| px[3] > 0));
+    let fill = mean.map(|c| u8::try_from(u16::from(c) * 3 / 5).unwrap_or(u8::MAX));
     for px in layer.chunks_exact_mut(4).filter(|px| px[3] == 0) {
         px[..3].copy_from_slice(&fill);
     }

@@ -95,21 +95,13 @@ impl MeshTable {
     /// away both are a few pixels, and each costs triangles: on a CPU
     /// rasteriser the frame's time follows them.
     pub fn far(&self) -> Self {
-        let opaque = |kind: Kind| {
-            if kind == Kind::Cutout {
-                Kind::Opaque
-            } else {
-                kind
-            }
-        };
+        let entries = self.entries.iter().map(|&(kind, layers)| match kind {
+            Kind::Cutout => (Kind::Opaque, layers),
+            _ => (kind, layers),
+        });
         Self {
-            entries: self
-                .entries
-                .iter()
-                .map(|&(kind, layers)| (opaque(kind), layers))
-                .collect(),
-            kinds: self.kinds.iter().map(|&kind| opaque(kind)).collect(),
             smooth: false,
+            ..Self::new(entries.collect())
         }
     }
 

@@ -453,26 +453,13 @@ impl Scene {
             let Some(voxels) = self.chunks.get(&at).filter(|_| is_coarse) else {
                 continue;
             };
-            let Some(half) = self
-                .coarse
-                .get(&at)
-                .cloned()
-                .or_else(|| mesh::coarse_voxels(voxels))
-            else {
+            let Some(half) = cached(&mut self.coarse, at, || mesh::coarse_voxels(voxels)) else {
                 continue;
             };
-            self.coarse.insert(at, half.clone());
-            let light = self.lights.get(&at).and_then(|light| {
-                let half = self
-                    .coarse_lights
-                    .get(&at)
-                    .cloned()
-                    .or_else(|| mesh::coarse_light(light))?;
-                self.coarse_lights.insert(at, half.clone());
-                Some(half)
-            });
             neighbourhood.neighbours[i] = Some(half);
-            neighbourhood.lights[i] = light;
+            neighbourhood.lights[i] = self.lights.get(&at).and_then(|light| {
+                cached(&mut self.coarse_lights, at, || mesh::coarse_light(light))
+            });
             halves[i] = true;
         }
         (neighbourhood, halves)
@@ -695,6 +682,20 @@ impl Scene {
             .max(1);
         chunks as f32 * CHUNK_SIZE as f32
     }
+}
+
+/// `cache`'s entry for `at`, made by `make` (and kept) when there is none.
+fn cached<T>(
+    cache: &mut HashMap<Pos, Arc<[T]>>,
+    at: Pos,
+    make: impl FnOnce() -> Option<Arc<[T]>>,
+) -> Option<Arc<[T]>> {
+    if let Some(kept) = cache.get(&at) {
+        return Some(kept.clone());
+    }
+    let made = make()?;
+    cache.insert(at, made.clone());
+    Some(made)
 }
 
 /// The six chunks sharing a face with `chunk`.
