@@ -145,12 +145,12 @@ struct Cli {
     /// Chunks drawn in full detail (leaves with holes, ambient occlusion,
     /// smooth light) around the eye; farther ones are drawn simpler, with
     /// far fewer triangles. Default: the settings file's `detail_radius`
-    /// in a window, else 2.
+    /// in a window, else 1.
     #[arg(long, value_name = "CHUNKS", value_parser = clap::value_parser!(u32).range(1..=32))]
     detail_radius: Option<u32>,
     /// Chunks farther than this are drawn at half resolution (2×2×2 voxels
-    /// as one). Default: the settings file's `coarse_radius` in a window,
-    /// else 2.
+    /// as one), and one chunk farther at a quarter (4×4×4). Default: the
+    /// settings file's `coarse_radius` in a window, else 2.
     #[arg(long, value_name = "CHUNKS", value_parser = clap::value_parser!(u32).range(1..=32))]
     coarse_radius: Option<u32>,
     /// Draw the screenshot with the overlay (crosshair, text, hotbar).
@@ -553,7 +553,8 @@ fn run_with_frontend(settings: &Settings, name: &str, mut frontend: Frontend) ->
             let c = shot.camera;
             eprintln!(
                 "buildat-client: screenshot written to {} ({}x{}; camera {:.1},{:.1},{:.1} \
-                 yaw {:.0} pitch {:.0}; {} chunks held, {} drawn, {} culled, {} triangles; \
+                 yaw {:.0} pitch {:.0}; {} chunks held, {} drawn, {} culled, {} hidden, \
+                 {} triangles; \
                  {:.1} ms per frame{})",
                 options.path.display(),
                 options.size.0,
@@ -566,6 +567,7 @@ fn run_with_frontend(settings: &Settings, name: &str, mut frontend: Frontend) ->
                 shot.chunks_held,
                 shot.frame.chunks_drawn,
                 shot.frame.chunks_culled,
+                shot.frame.chunks_occluded,
                 shot.frame.triangles,
                 shot.frame_time.as_secs_f64() * 1e3,
                 if shot.settled {

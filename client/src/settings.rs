@@ -11,8 +11,8 @@
 //!
 //! ```toml
 //! view_radius = 12          # chunks, 1..32
-//! detail_radius = 2         # chunks drawn in full detail, 1..32
-//! coarse_radius = 2         # chunks beyond drawn at half resolution, 1..32
+//! detail_radius = 1         # chunks drawn in full detail, 1..32
+//! coarse_radius = 2         # chunks beyond drawn at half resolution (a quarter one chunk farther), 1..32
 //! fov = 70                  # degrees, 30..120
 //! mouse_sensitivity = 0.12  # degrees per pixel, 0.01..1
 //!
@@ -51,7 +51,8 @@ pub struct ClientSettings {
     /// fewer triangles (`render::mesh::MeshTable::far`).
     pub detail_radius: u32,
     /// Chunks farther than this are drawn at half resolution (each 2×2×2
-    /// voxels as one: `render::mesh::coarse_voxels`).
+    /// voxels as one: `render::mesh::halve_voxels`), and one chunk farther
+    /// at a quarter (4×4×4).
     pub coarse_radius: u32,
     /// Vertical field of view, degrees.
     pub fov: f32,
@@ -65,8 +66,9 @@ pub const VIEW_RADIUS: (u32, u32) = (1, 32);
 /// The detail and coarse radii's bounds, as the view radius's.
 pub const DETAIL_RADIUS: (u32, u32) = VIEW_RADIUS;
 /// Measured in docs/client.md ("Frames").
-pub const DEFAULT_DETAIL_RADIUS: u32 = 2;
-/// Chunks farther than this are drawn at half resolution.
+pub const DEFAULT_DETAIL_RADIUS: u32 = 1;
+/// Chunks farther than this are drawn at half resolution, one chunk
+/// farther at a quarter.
 pub const DEFAULT_COARSE_RADIUS: u32 = 2;
 pub const FOV: (f32, f32) = (30.0, 120.0);
 pub const MOUSE_SENSITIVITY: (f32, f32) = (0.01, 1.0);
@@ -206,7 +208,8 @@ impl ClientSettings {
         );
         let _ = writeln!(
             text,
-            "coarse_radius = {}  # chunks beyond drawn at half resolution, {}..{}",
+            "coarse_radius = {}  # chunks beyond drawn at half resolution (a quarter one chunk \
+             farther), {}..{}",
             self.coarse_radius, DETAIL_RADIUS.0, DETAIL_RADIUS.1
         );
         let _ = writeln!(text, "fov = {}  # degrees, 30..120", number(self.fov));

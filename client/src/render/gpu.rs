@@ -6,10 +6,12 @@
 //! one frame into a texture view (a window's surface or an offscreen
 //! texture); and reading a texture back.
 //!
-//! A frame: chunks outside the view frustum are skipped; solid quads are
-//! drawn front to back (near chunks first, so the depth test rejects what
-//! they hide before it is shaded) and only the faces that can face the eye
-//! (a chunk's solid quads are grouped by face at upload); then the cutout
+//! A frame: chunks outside the view frustum, sealed off (cave culling) or
+//! hidden behind nearer opaque terrain (`occlusion`) are skipped; solid
+//! quads are drawn front to back (near chunks first, so the depth test
+//! rejects what they hide before it is shaded) and only those in planes
+//! the eye is beyond (a chunk's solid quads are grouped by face and plane
+//! at upload, [`SolidPlanes`]); then the cutout
 //! quads; then (hook) models; then boxes and the outline; then the blended
 //! quads without depth writes, chunks back to front and each chunk's quads
 //! back to front (re-sorted when the eye enters another voxel); then the
@@ -32,12 +34,15 @@ use super::RenderError;
 use super::atlas::{Atlas, TILE};
 use super::camera::{Camera, Frustum};
 use super::mesh::{ChunkMesh, VERTEX_BYTES, Vertex};
+use super::occlusion::DepthMap;
 use super::pipeline::{self, PipelineDesc};
 use crate::sandbox::Daylight;
 
 /// The offscreen target's format (also preferred for windows).
 pub const COLOUR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
 const DEPTH_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
+/// Cells across the occlusion depth map (its height follows the aspect).
+const OCCLUSION_WIDTH: usize = 160;
 /// Bytes of one flat vertex.
 const FLAT_BYTES: usize = 7 * 4;
 /// Bytes of one chunk's instance data (its origin).
@@ -134,10 +139,15 @@ struct GpuChunk {
     /// Solid quads grouped by face, then cutout, then blended: 4 packed
     /// vertices each.
     vertices: wgpu::Buffer,
-    /// Face `f`'s solid quads are `solid_faces[f]..solid_faces[f + 1]`.
-    solid_faces: [u32; 7],
-    /// Quads `solid_faces[6]..cutout_end` are cutout.
+    /// Where the solid quads of each face and plane are.
+    planes: SolidPlanes,
+    /// Quads `planes.end()..cutout_end` are cutout.
     cutout_end: u32,
+    /// Its opaque boxes (chunk-relative), drawn into the frame's depth map.
+    occluders: Vec<(Vec3, Vec3)>,
+    /// The box its quads lie in (chunk-relative), tested against the
+    /// depth map.
+    bounds: (Vec3, Vec3),
     blended: Option<BlendedQuads>,
 }
 
@@ -159,6 +169,10 @@ pub struct FrameExtras {
     /// The chunks the eye may see through open space
     /// (`Scene::reachable_chunks`); `None`: all.
     pub reachable: Option<Arc<HashSet<Pos>>>,
+    /// Chunks hidden behind nearer opaque terrain are not drawn (off when
+    /// the eye is inside an opaque voxel, whose faces it sees through:
+    /// `Scene::occludes_from`).
+    pub occlusion: bool,
 }
 
 /// Counters of the last frame.
@@ -169,6 +183,8 @@ pub struct FrameStats {
     pub chunks_culled: usize,
     /// Sealed off from the eye (cave culling).
     pub chunks_sealed: usize,
+    /// Hidden behind nearer opaque terrain (occlusion culling).
+    pub chunks_occluded: usize,
     /// Triangles submitted (faces turned away from the eye are not).
     pub triangles: usize,
     /// Draw calls of chunks.
@@ -192,27 +208,82 @@ pub fn quad_centres(vertices: &[Vertex]) -> Vec<Vec3> {
         .collect()
 }
 
-/// The draw order of a solid quad within its face's group: its plane's
-/// coordinate along the face's normal, farthest along the normal first.
-fn plane_order(v: &Vertex) -> i32 {
+/// Planes a face can lie in within a chunk: 0..=CHUNK_SIZE along its axis.
+const PLANES: usize = CHUNK_SIZE as usize + 1;
+
+/// The draw order of a solid quad within its face's group (0..PLANES): its
+/// plane's coordinate along the face's normal, farthest along the normal
+/// first (+y: the highest plane has rank 0).
+fn plane_rank(v: &Vertex) -> usize {
     let face = v.face().min(5);
-    let c = v.corner()[face / 2] as i32;
-    if face.is_multiple_of(2) { -c } else { c }
+    let c = (v.corner()[face / 2] as usize).min(PLANES - 1);
+    if face.is_multiple_of(2) {
+        PLANES - 1 - c
+    } else {
+        c
+    }
 }
 
-/// Which faces of a chunk spanning `min`..`min + CHUNK_SIZE` can face
-/// `eye` (a face's quads lie in planes inside the chunk's box; +x faces
-/// are seen only from beyond their plane, so from x > min.x).
-fn faces_toward(min: Vec3, eye: Vec3) -> [bool; 6] {
-    let max = min + Vec3::splat(CHUNK_SIZE as f32);
-    [
-        eye.x > min.x,
-        eye.x < max.x,
-        eye.y > min.y,
-        eye.y < max.y,
-        eye.z > min.z,
-        eye.z < max.z,
-    ]
+/// Where a chunk's solid quads lie: grouped by face, each face's quads by
+/// [`plane_rank`]. `starts[f][r]` is the first quad of face `f` whose rank
+/// is at least `r` (`starts[f][PLANES]`: the end of face `f`'s quads).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SolidPlanes {
+    starts: [[u32; PLANES + 1]; 6],
+}
+
+impl SolidPlanes {
+    /// Of quads already grouped by face and sorted by rank (`(face, rank)`
+    /// of each, in order).
+    fn of(quads: impl IntoIterator<Item = (usize, usize)>) -> Self {
+        let mut counts = [[0u32; PLANES]; 6];
+        for (face, rank) in quads {
+            counts[face.min(5)][rank.min(PLANES - 1)] += 1;
+        }
+        let mut starts = [[0u32; PLANES + 1]; 6];
+        let mut at = 0;
+        for (face, ranks) in counts.iter().enumerate() {
+            for (rank, count) in ranks.iter().enumerate() {
+                starts[face][rank] = at;
+                at += count;
+            }
+            starts[face][PLANES] = at;
+        }
+        Self { starts }
+    }
+
+    /// All solid quads.
+    fn end(&self) -> u32 {
+        self.starts[5][PLANES]
+    }
+
+    /// The quads of `face` that face `eye` (chunk-relative): a quad is
+    /// seen only from beyond its plane along its normal, so the planes the
+    /// eye is beyond are a run of ranks to the end of the face's quads.
+    fn facing(&self, face: usize, eye: Vec3) -> std::ops::Range<u32> {
+        let along = eye[face / 2];
+        // Quads of rank above `past` are in planes the eye is beyond.
+        let past = if face.is_multiple_of(2) {
+            (PLANES - 1) as f32 - along
+        } else {
+            along
+        };
+        let first = (past.floor() + 1.0).clamp(0.0, PLANES as f32) as usize;
+        self.starts[face][first]..self.starts[face][PLANES]
+    }
+}
+
+/// The box a mesh's quads lie in (chunk-relative; a lowered liquid top
+/// counts at its voxel's top).
+fn mesh_bounds(mesh: &ChunkMesh) -> (Vec3, Vec3) {
+    let corners = mesh.solid.iter().chain(&mesh.cutout).chain(&mesh.blended);
+    corners.fold(
+        (Vec3::splat(CHUNK_SIZE as f32), Vec3::ZERO),
+        |(min, max), v| {
+            let c = Vec3::from(v.corner().map(|c| c as f32));
+            (min.min(c), max.max(c))
+        },
+    )
 }
 
 /// Whether the box `min`..`max` lies wholly beyond the fog's end from `eye`
@@ -537,36 +608,23 @@ impl Renderer {
             self.chunks.remove(&chunk);
             return;
         };
-        // Solid quads grouped by face (a stable counting sort: the mesher's
-        // order within a face is kept).
-        let solid: Vec<&[Vertex]> = mesh.solid.chunks_exact(4).collect();
-        let mut solid_faces = [0u32; 7];
-        for quad in &solid {
-            solid_faces[quad[0].face().min(5) + 1] += 1;
-        }
-        for f in 0..6 {
-            solid_faces[f + 1] += solid_faces[f];
-        }
-        let mut grouped: Vec<&Vertex> = Vec::with_capacity(mesh.solid.len());
-        for f in 0..6 {
-            let mut quads: Vec<&&[Vertex]> =
-                solid.iter().filter(|q| q[0].face().min(5) == f).collect();
-            // Near to far for any eye that sees them: a face is seen from
-            // its normal's side, so the planes farthest along the normal
-            // come first (+y: the highest first); the depth test then
-            // rejects what they hide before it is shaded.
-            quads.sort_by_key(|q| plane_order(&q[0]));
-            grouped.extend(quads.into_iter().flat_map(|q| q.iter()));
-        }
-        let solid_quads = solid_faces[6];
+        // Solid quads grouped by face, each face's quads near to far for
+        // any eye that sees them: a face is seen from its normal's side, so
+        // the planes farthest along the normal come first (+y: the highest
+        // first); the depth test then rejects what they hide before it is
+        // shaded. (A stable sort: the mesher's order within a plane is kept.)
+        let mut solid: Vec<&[Vertex]> = mesh.solid.chunks_exact(4).collect();
+        solid.sort_by_key(|q| (q[0].face().min(5), plane_rank(&q[0])));
+        let planes = SolidPlanes::of(
+            solid
+                .iter()
+                .map(|q| (q[0].face().min(5), plane_rank(&q[0]))),
+        );
+        let grouped = solid.into_iter().flatten();
+        let solid_quads = planes.end();
         let cutout_end = solid_quads + (mesh.cutout.len() / 4) as u32;
         let blended_quads = (mesh.blended.len() / 4) as u32;
-        let bytes = vertex_bytes(
-            grouped
-                .into_iter()
-                .chain(mesh.cutout.iter())
-                .chain(mesh.blended.iter()),
-        );
+        let bytes = vertex_bytes(grouped.chain(mesh.cutout.iter()).chain(mesh.blended.iter()));
         let vertices = self
             .device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -596,8 +654,10 @@ impl Renderer {
             GpuChunk {
                 origin: Vec3::from(chunk_origin(chunk).map(|c| c as f32)),
                 vertices,
-                solid_faces,
+                planes,
                 cutout_end,
+                occluders: mesh.occluder.boxes(),
+                bounds: mesh_bounds(mesh),
                 blended,
             },
         );
@@ -697,6 +757,27 @@ impl Renderer {
             visible.push(((min + half).distance_squared(eye), *chunk));
         }
         visible.sort_by(|a, b| a.0.total_cmp(&b.0));
+        // Occlusion: the chunks' opaque boxes into a small depth map, near
+        // to far, then the chunks wholly behind it are dropped.
+        if extras.occlusion {
+            let map_height = (OCCLUSION_WIDTH as f32 / aspect).round().max(1.0) as usize;
+            let mut depth_map = DepthMap::new(view_projection, eye, OCCLUSION_WIDTH, map_height);
+            for (_, chunk) in &visible {
+                if let Some(gpu) = self.chunks.get(chunk) {
+                    for (min, max) in &gpu.occluders {
+                        depth_map.draw_box(gpu.origin + *min, gpu.origin + *max);
+                    }
+                }
+            }
+            let before = visible.len();
+            visible.retain(|(_, chunk)| {
+                self.chunks.get(chunk).is_none_or(|gpu| {
+                    let (min, max) = gpu.bounds;
+                    !depth_map.hides(gpu.origin + min, gpu.origin + max)
+                })
+            });
+            stats.chunks_occluded = before - visible.len();
+        }
         stats.chunks_drawn = visible.len();
         let mut origins = Vec::with_capacity(visible.len() * INSTANCE_BYTES as usize);
         for (_, chunk) in &visible {
@@ -784,31 +865,30 @@ impl Renderer {
                     let Some(gpu) = self.chunks.get(chunk) else {
                         continue;
                     };
-                    let toward = faces_toward(gpu.origin, eye);
+                    // Each face's quads in planes the eye is beyond; runs
+                    // that meet are drawn together.
+                    let eye_in_chunk = eye - gpu.origin;
                     let mut bound = false;
-                    let mut f = 0;
-                    while f < 6 {
-                        if !toward[f] {
-                            f += 1;
+                    let mut runs: Vec<std::ops::Range<u32>> = Vec::with_capacity(6);
+                    for face in 0..6 {
+                        let range = gpu.planes.facing(face, eye_in_chunk);
+                        if range.is_empty() {
                             continue;
                         }
-                        // Runs of faces drawn together.
-                        let start = gpu.solid_faces[f];
-                        while f < 6 && toward[f] {
-                            f += 1;
+                        match runs.last_mut() {
+                            Some(last) if last.end == range.start => last.end = range.end,
+                            _ => runs.push(range),
                         }
-                        let end = gpu.solid_faces[f];
-                        if end == start {
-                            continue;
-                        }
+                    }
+                    for run in runs {
                         if !bound {
                             pass.set_vertex_buffer(0, gpu.vertices.slice(..));
                             bound = true;
                         }
                         let slot = slot as u32;
-                        pass.draw_indexed(start * 6..end * 6, 0, slot..slot + 1);
+                        pass.draw_indexed(run.start * 6..run.end * 6, 0, slot..slot + 1);
                         stats.draws += 1;
-                        stats.triangles += (end - start) as usize * 2;
+                        stats.triangles += run.len() * 2;
                     }
                 }
                 // Cutout (leaves), both sides.
@@ -817,12 +897,12 @@ impl Renderer {
                     let Some(gpu) = self.chunks.get(chunk) else {
                         continue;
                     };
-                    let quads = gpu.cutout_end - gpu.solid_faces[6];
+                    let quads = gpu.cutout_end - gpu.planes.end();
                     if quads == 0 {
                         continue;
                     }
                     pass.set_vertex_buffer(0, gpu.vertices.slice(..));
-                    let base = (gpu.solid_faces[6] * 4) as i32;
+                    let base = (gpu.planes.end() * 4) as i32;
                     let slot = slot as u32;
                     pass.draw_indexed(0..quads * 6, base, slot..slot + 1);
                     stats.draws += 1;
@@ -1038,27 +1118,41 @@ mod tests {
     }
 
     #[test]
-    fn only_faces_that_can_face_the_eye_are_drawn() {
-        let min = Vec3::new(32.0, 0.0, -32.0);
-        // From beyond the chunk's -x side, below it, inside its z span.
-        let eye = Vec3::new(10.0, -5.0, -10.0);
-        assert_eq!(
-            faces_toward(min, eye),
-            [false, true, false, true, true, true]
-        );
-        // From inside, every face can.
-        assert_eq!(faces_toward(min, min + Vec3::splat(3.0)), [true; 6]);
+    fn only_quads_in_planes_the_eye_is_beyond_are_drawn() {
+        // Face, rank: two +x quads at x = 32 and x = 5 (ranks 0 and 27),
+        // three +y quads at y = 9, 5 and 3, one -y quad at y = 4.
+        let quads = [(0, 0), (0, 27), (2, 23), (2, 27), (2, 29), (3, 4)];
+        let planes = SolidPlanes::of(quads);
+        assert_eq!(planes.end(), 6);
+        let eye = |x: f32, y: f32| Vec3::new(x, y, 16.0);
+        // +x faces are seen from beyond their plane: at x = 10 only the
+        // one at x = 5; from beyond the chunk both; from x = 5 neither
+        // (edge on) and from before the chunk none.
+        assert_eq!(planes.facing(0, eye(10.0, 0.0)), 1..2);
+        assert_eq!(planes.facing(0, eye(40.0, 0.0)), 0..2);
+        assert_eq!(planes.facing(0, eye(5.0, 0.0)), 2..2);
+        assert_eq!(planes.facing(0, eye(-3.0, 0.0)), 2..2);
+        // +y at y = 6: the quads at 5 and 3, not the one at 9.
+        assert_eq!(planes.facing(2, eye(0.0, 6.0)), 3..5);
+        // -y (seen from below) at y = 3.5: the quad at 4.
+        assert_eq!(planes.facing(3, eye(0.0, 3.5)), 5..6);
+        assert_eq!(planes.facing(3, eye(0.0, 4.5)), 6..6);
+        // Faces with no quads: empty wherever the eye is.
+        assert!(planes.facing(1, eye(-10.0, 0.0)).is_empty());
+        assert!(planes.facing(4, eye(0.0, 0.0)).is_empty());
     }
 
     #[test]
-    fn solid_faces_are_ordered_nearest_plane_first() {
+    fn solid_quads_are_ranked_nearest_plane_first() {
         let at = |y: u32, face: usize| Vertex::pack([0, y, 0], face, 3, false, 0, 60, 0);
         let mut up = [at(3, 2), at(9, 2), at(5, 2)];
-        up.sort_by_key(plane_order);
+        up.sort_by_key(plane_rank);
         assert_eq!(up.map(|v| v.corner()[1]), [9, 5, 3], "+y: highest first");
+        assert_eq!(plane_rank(&at(9, 2)), 23);
         let mut down = [at(3, 3), at(9, 3), at(5, 3)];
-        down.sort_by_key(plane_order);
+        down.sort_by_key(plane_rank);
         assert_eq!(down.map(|v| v.corner()[1]), [3, 5, 9], "-y: lowest first");
+        assert_eq!(plane_rank(&at(9, 3)), 9);
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //! id's kind and texture layer per face), the mesher and the naive
 //! one-quad-per-visible-face mesher the benchmark compares it with, the
 //! less detailed meshing of distant chunks (the far table,
-//! [`MeshTable::far`]; half-resolution copies, [`coarse_voxels`]), and
+//! [`MeshTable::far`]; lower-resolution copies, [`halve_voxels`]), and
 //! the worker thread meshing off the render thread. Does not own: GPU
 //! buffers and sorting blended quads (`render::gpu`), textures and which
 //! kind a type is (`render::atlas`), which chunks are held (`world`),
@@ -32,6 +32,8 @@ use buildat_voxel::geometry::{CHUNK_SIZE, CHUNK_VOLUME, Pos, chunk_origin};
 use buildat_voxel::light::FULL_SUN;
 use buildat_voxel::{AIR, MAX_TYPE_ID};
 use crossbeam_channel::{Receiver, Sender};
+
+use super::occlusion::Occluder;
 
 const SIZE: usize = CHUNK_SIZE as usize;
 /// The padded volume's side: the chunk plus one voxel of each neighbour.
@@ -226,6 +228,8 @@ pub struct ChunkMesh {
     /// chunks, no depth write, back to front (quad i is vertices 4i..4i+4;
     /// its centre is the mean of its 4 positions).
     pub blended: Vec<Vertex>,
+    /// The opaque boxes at its bottom, as drawn (occlusion culling).
+    pub occluder: Occluder,
 }
 
 impl ChunkMesh {
@@ -915,9 +919,13 @@ pub fn mesh_chunk(neighbourhood: &Neighbourhood, table: &MeshTable) -> ChunkMesh
     if nothing_drawn(neighbourhood, table) {
         return ChunkMesh::default();
     }
-    with_volume(neighbourhood, table, |volume, n| {
+    let mut mesh = with_volume(neighbourhood, table, |volume, n| {
         volume.mesh(n, table, true)
-    })
+    });
+    if let Some(values) = neighbourhood.neighbours[13].as_deref() {
+        mesh.occluder = Occluder::of(values, |v| table.kind(v) == Kind::Opaque);
+    }
+    mesh
 }
 
 /// The baseline: one quad per visible face, nothing merged (the same
@@ -931,34 +939,43 @@ pub fn mesh_chunk_naive(neighbourhood: &Neighbourhood, table: &MeshTable) -> Chu
     })
 }
 
-/// Voxels along a side of a chunk at half resolution.
-const HALF: usize = SIZE / 2;
-/// Voxels of a chunk at half resolution.
-pub const HALF_VOLUME: usize = HALF * HALF * HALF;
+/// The side of a cube of `len` values that is a chunk at some
+/// resolution (32, 16, 8, ... voxels a side).
+fn cube_side(len: usize) -> Option<usize> {
+    let mut side = SIZE;
+    while side > 0 {
+        if side * side * side == len {
+            return Some(side);
+        }
+        side /= 2;
+    }
+    None
+}
 
-/// The chunk index of each voxel of 2×2×2 block `b` (its index at half
-/// resolution), the upper layer first.
-fn block_voxels(b: usize) -> impl Iterator<Item = usize> {
-    let [x, y, z] = [b % HALF, b / HALF % HALF, b / (HALF * HALF)].map(|c| c * 2);
+/// The index in a cube of `side` of each voxel of its 2×2×2 block `b` (the
+/// block's index in the cube at half resolution), the upper layer first.
+fn block_voxels(b: usize, side: usize) -> impl Iterator<Item = usize> {
+    let half = side / 2;
+    let [x, y, z] = [b % half, b / half % half, b / (half * half)].map(|c| c * 2);
     (0..8).map(move |i| {
         let (dx, dy, dz) = (i & 1, 1 - ((i >> 1) & 1), i >> 2);
-        (x + dx) + SIZE * ((y + dy) + SIZE * (z + dz))
+        (x + dx) + side * ((y + dy) + side * (z + dz))
     })
 }
 
-/// A chunk's voxels at half resolution ([`HALF_VOLUME`], x fastest): each
-/// aligned 2×2×2 block one value, the commonest drawn one (on a tie the
-/// upper layer's) when at least half of the block is drawn or one of its
-/// four columns is (so a tree's trunk stays, two voxels wide), else air.
-/// Blocks align with the chunk's borders, so coarse neighbours match.
-/// `None` unless `voxels` is a whole chunk.
-pub fn coarse_voxels(voxels: &[u32]) -> Option<Arc<[u32]>> {
-    if voxels.len() != CHUNK_VOLUME {
-        return None;
-    }
-    let blocks = (0..HALF_VOLUME).map(|b| {
+/// A chunk's voxels at half the resolution they have (32³ to 16³, 16³ to
+/// 8³; x fastest): each aligned 2×2×2 block one value, the commonest drawn
+/// one (on a tie the upper layer's) when at least half of the block is
+/// drawn or one of its four columns is (so a tree's trunk stays, two
+/// blocks wide), else air. Blocks align with the chunk's borders, so
+/// neighbours at the same resolution match. `None` unless `voxels` is a
+/// chunk at some resolution.
+pub fn halve_voxels(voxels: &[u32]) -> Option<Arc<[u32]>> {
+    let side = cube_side(voxels.len()).filter(|side| *side >= 2)?;
+    let half = side / 2;
+    let blocks = (0..half * half * half).map(|b| {
         let mut block = [AIR; 8];
-        for (v, i) in block.iter_mut().zip(block_voxels(b)) {
+        for (v, i) in block.iter_mut().zip(block_voxels(b, side)) {
             *v = voxels[i];
         }
         let is_drawn = |v: &u32| v & MAX_TYPE_ID != AIR;
@@ -982,15 +999,14 @@ pub fn coarse_voxels(voxels: &[u32]) -> Option<Arc<[u32]>> {
     Some(blocks.collect())
 }
 
-/// A chunk's light at half resolution, as [`coarse_voxels`]: each block
-/// the brightest sunlight and block light in it (a coarse face may stand
-/// where a voxel was drawn, whose own light is dark).
-pub fn coarse_light(light: &[u8]) -> Option<Arc<[u8]>> {
-    if light.len() != CHUNK_VOLUME {
-        return None;
-    }
-    let blocks = (0..HALF_VOLUME).map(|b| {
-        let (sun, block) = block_voxels(b).fold((0, 0), |(sun, block), i| {
+/// A chunk's light at half the resolution it has, as [`halve_voxels`]:
+/// each block the brightest sunlight and block light in it (a coarse face
+/// may stand where a voxel was drawn, whose own light is dark).
+pub fn halve_light(light: &[u8]) -> Option<Arc<[u8]>> {
+    let side = cube_side(light.len()).filter(|side| *side >= 2)?;
+    let half = side / 2;
+    let blocks = (0..half * half * half).map(|b| {
+        let (sun, block) = block_voxels(b, side).fold((0, 0), |(sun, block), i| {
             ((light[i] >> 4).max(sun), (light[i] & 15).max(block))
         });
         (sun << 4) | block
@@ -998,15 +1014,17 @@ pub fn coarse_light(light: &[u8]) -> Option<Arc<[u8]>> {
     Some(blocks.collect())
 }
 
-/// A half-resolution chunk ([`coarse_voxels`], [`coarse_light`]) at full
-/// size, each value over its 2×2×2 block; `None` unless `half` is whole.
-pub fn expand_half<T: Copy>(half: &[T]) -> Option<Arc<[T]>> {
-    if half.len() != HALF_VOLUME {
+/// A chunk at 1/`scale` resolution ([`halve_voxels`], [`halve_light`],
+/// once for 2, twice for 4) at full size, each value over its block;
+/// `None` unless `values` is a chunk at that resolution.
+pub fn expand<T: Copy>(values: &[T], scale: usize) -> Option<Arc<[T]>> {
+    let side = SIZE.checked_div(scale).filter(|side| *side > 0)?;
+    if values.len() != side * side * side {
         return None;
     }
     let at = |i: usize| {
-        let [x, y, z] = [i % SIZE, i / SIZE % SIZE, i / (SIZE * SIZE)].map(|c| c / 2);
-        half[x + HALF * (y + HALF * z)]
+        let [x, y, z] = [i % SIZE, i / SIZE % SIZE, i / (SIZE * SIZE)].map(|c| c / scale);
+        values[x + side * (y + side * z)]
     };
     Some((0..CHUNK_VOLUME).map(at).collect())
 }
@@ -1015,21 +1033,23 @@ pub fn expand_half<T: Copy>(half: &[T]) -> Option<Arc<[T]>> {
 pub struct MeshJob {
     pub chunk: Pos,
     pub generation: u64,
-    /// The neighbourhood; those marked in `coarse` hold half-resolution
-    /// voxels and light, made whole by the mesher's thread.
+    /// The neighbourhood; a chunk whose scale in `scales` is above 1 holds
+    /// its voxels and light at that fraction of the resolution, made whole
+    /// by the mesher's thread.
     pub neighbourhood: Neighbourhood,
-    pub coarse: [bool; 27],
+    pub scales: [u8; 27],
     pub table: Arc<MeshTable>,
 }
 
 impl MeshJob {
-    /// The neighbourhood with its half-resolution chunks at full size.
+    /// The neighbourhood with its lower-resolution chunks at full size.
     fn whole_neighbourhood(mut self) -> (Neighbourhood, Arc<MeshTable>) {
-        for (i, coarse) in self.coarse.into_iter().enumerate() {
-            if coarse {
+        for (i, scale) in self.scales.into_iter().enumerate() {
+            if scale > 1 {
+                let scale = usize::from(scale);
                 let n = &mut self.neighbourhood;
-                n.neighbours[i] = n.neighbours[i].as_deref().and_then(expand_half);
-                n.lights[i] = n.lights[i].as_deref().and_then(expand_half);
+                n.neighbours[i] = n.neighbours[i].as_deref().and_then(|v| expand(v, scale));
+                n.lights[i] = n.lights[i].as_deref().and_then(|l| expand(l, scale));
             }
         }
         (self.neighbourhood, self.table)

@@ -34,6 +34,7 @@ pub mod gpu;
 pub mod icons;
 pub mod mesh;
 pub mod models;
+pub mod occlusion;
 pub mod offscreen;
 pub mod overlay;
 pub mod pipeline;
@@ -75,6 +76,23 @@ enum Detail {
     Far,
     /// The far table over the chunk at half resolution.
     Coarse,
+    /// The far table over the chunk at a quarter of its resolution.
+    Quarter,
+}
+
+/// Chunks more than this many chunks past the coarse radius are meshed at
+/// a quarter of their resolution ([`Detail::Quarter`]).
+const QUARTER_PAST_COARSE: u32 = 1;
+
+impl Detail {
+    /// The fraction of the resolution the chunk is meshed at (1: whole).
+    fn scale(self) -> u8 {
+        match self {
+            Self::Full | Self::Far => 1,
+            Self::Coarse => 2,
+            Self::Quarter => 4,
+        }
+    }
 }
 
 /// Sky colour (linear RGB), also the fog's.
@@ -132,15 +150,16 @@ pub struct Scene {
     /// farther ones with the atlas's far table ([`mesh::MeshTable::far`]).
     pub detail_radius: u32,
     /// Chunks farther than this from the focus are meshed coarse
-    /// ([`Detail::Coarse`]); at least `detail_radius`.
+    /// ([`Detail::Coarse`]), and from [`QUARTER_PAST_COARSE`] chunks
+    /// farther at a quarter of their resolution; at least `detail_radius`.
     pub coarse_radius: u32,
     /// Each chunk's detail in its latest mesh job (absent: not meshed).
     details: HashMap<Pos, Detail>,
-    /// Half-resolution copies of held chunks and their light
-    /// ([`mesh::coarse_voxels`], an eighth of a chunk's bytes), made when
-    /// a job needs them.
-    coarse: HashMap<Pos, Arc<[u32]>>,
-    coarse_lights: HashMap<Pos, Arc<[u8]>>,
+    /// Lower-resolution copies of held chunks and their light by chunk
+    /// and scale (2: [`mesh::halve_voxels`], an eighth of a chunk's
+    /// bytes; 4: that halved again), made when a job needs them.
+    reduced: HashMap<(Pos, u8), Arc<[u32]>>,
+    reduced_lights: HashMap<(Pos, u8), Arc<[u8]>>,
     /// The focus and radii the held chunks' detail was last checked
     /// against.
     detail_checked: Option<(Option<Pos>, u32, u32)>,
@@ -215,8 +234,8 @@ impl Scene {
             detail_radius: crate::settings::DEFAULT_DETAIL_RADIUS,
             coarse_radius: crate::settings::DEFAULT_COARSE_RADIUS,
             details: HashMap::new(),
-            coarse: HashMap::new(),
-            coarse_lights: HashMap::new(),
+            reduced: HashMap::new(),
+            reduced_lights: HashMap::new(),
             detail_checked: None,
             ready: Vec::new(),
             ui: UiState::default(),
@@ -282,7 +301,7 @@ impl Scene {
                 ToFrontend::Chunk { chunk, voxels } => {
                     self.chunks_received += 1;
                     self.connectivity.remove(&chunk);
-                    self.coarse.remove(&chunk);
+                    forget_reduced(&mut self.reduced, chunk);
                     self.world_version += 1;
                     self.last_chunk_at = Some(Instant::now());
                     let voxels: ChunkVoxels = voxels;
@@ -307,7 +326,7 @@ impl Scene {
                     }
                 }
                 ToFrontend::Light { chunk, light } => {
-                    self.coarse_lights.remove(&chunk);
+                    forget_reduced(&mut self.reduced_lights, chunk);
                     if self.lights.insert(chunk, light).is_some() {
                         // Relit (an edit): shown as soon as the edit is.
                         self.urgent.insert(chunk);
@@ -326,8 +345,8 @@ impl Scene {
                     self.dirty.remove(&chunk);
                     self.pending.remove(&chunk);
                     self.details.remove(&chunk);
-                    self.coarse.remove(&chunk);
-                    self.coarse_lights.remove(&chunk);
+                    forget_reduced(&mut self.reduced, chunk);
+                    forget_reduced(&mut self.reduced_lights, chunk);
                     self.ready.push((chunk, None));
                     remesh.extend(face_neighbours(chunk));
                 }
@@ -380,27 +399,44 @@ impl Scene {
     }
 
     /// The detail to mesh `chunk` with, its latest mesh being of detail
-    /// `now`: full within `detail_radius` chunks of the focus, far within
-    /// `coarse_radius`, coarse beyond; within one chunk past a radius it
-    /// stays as it is (so a player walking along a boundary does not
-    /// remesh it back and forth).
-    fn detail_for(&self, chunk: Pos, now: Detail) -> Detail {
+    /// `now` (`None`: never meshed): full within `detail_radius` chunks of
+    /// the focus, far within `coarse_radius`, coarse within
+    /// [`QUARTER_PAST_COARSE`] more, at a quarter resolution beyond. A
+    /// chunk is as far as its nearest point from the middle of the focus
+    /// chunk, so the 26 chunks around the focus are within one chunk. A
+    /// chunk already meshed stays as it is within one chunk past a radius
+    /// (so a player walking along a boundary does not remesh it back and
+    /// forth).
+    fn detail_for(&self, chunk: Pos, now: Option<Detail>) -> Detail {
         let Some(focus) = self.focus else {
             return Detail::Full;
         };
-        let distance: i64 = (0..3).map(|i| i64::from(chunk[i] - focus[i]).pow(2)).sum();
-        let level = |slack: i64| {
-            let full = i64::from(self.detail_radius) + slack;
-            let far = i64::from(self.coarse_radius.max(self.detail_radius)) + slack;
-            if distance <= full * full {
+        // In half chunks, from the focus's middle to the chunk's nearest
+        // point.
+        let distance: i64 = (0..3)
+            .map(|i| {
+                (2 * (i64::from(chunk[i]) - i64::from(focus[i])).abs() - 1)
+                    .max(0)
+                    .pow(2)
+            })
+            .sum();
+        let far = self.coarse_radius.max(self.detail_radius);
+        let level = |slack: u32| {
+            let within = |radius: u32| distance <= (2 * i64::from(radius + slack)).pow(2);
+            if within(self.detail_radius) {
                 Detail::Full
-            } else if distance <= far * far {
+            } else if within(far) {
                 Detail::Far
-            } else {
+            } else if within(far + QUARTER_PAST_COARSE) {
                 Detail::Coarse
+            } else {
+                Detail::Quarter
             }
         };
-        now.clamp(level(1), level(0))
+        match now {
+            Some(now) => now.clamp(level(1), level(0)),
+            None => level(0),
+        }
     }
 
     /// The detail `chunk` is drawn with, or will be when first meshed.
@@ -408,7 +444,7 @@ impl Scene {
         self.details
             .get(&chunk)
             .copied()
-            .unwrap_or_else(|| self.detail_for(chunk, Detail::Full))
+            .unwrap_or_else(|| self.detail_for(chunk, None))
     }
 
     /// Once the focus has moved to another chunk (or a radius changed):
@@ -426,43 +462,50 @@ impl Scene {
             .filter(|c| {
                 self.details
                     .get(*c)
-                    .is_some_and(|now| self.detail_for(**c, *now) != *now)
+                    .is_some_and(|now| self.detail_for(**c, Some(*now)) != *now)
             })
             .copied()
             .collect();
         self.dirty.extend(changed);
     }
 
-    /// `chunk`'s neighbourhood as each chunk is drawn, and which of it is
-    /// at half resolution: `chunk` itself when `coarse`, and its face
-    /// neighbours drawn coarse, so a face at a border between two details
-    /// is culled against what the other side draws (no crack where one
-    /// side is lower). Edge and corner neighbours, which only shade
-    /// corners, stay whole.
-    fn neighbourhood(&mut self, chunk: Pos, coarse: bool) -> (Neighbourhood, [bool; 27]) {
+    /// `chunk`'s neighbourhood as each chunk is drawn, and the scale of
+    /// each (1: whole): `chunk` itself at `scale`, and its face neighbours
+    /// at their detail's, so a face at a border between two details is
+    /// culled against what the other side draws (no crack where one side
+    /// is lower). Edge and corner neighbours, which only shade corners,
+    /// stay whole.
+    fn neighbourhood(&mut self, chunk: Pos, scale: u8) -> (Neighbourhood, [u8; 27]) {
         const FACES: [usize; 6] = [4, 10, 12, 14, 16, 22];
         let mut neighbourhood = Neighbourhood::gather_lit(chunk, &self.chunks, &self.lights);
-        let mut halves = [false; 27];
+        let mut scales = [1; 27];
         for i in FACES.into_iter().chain([13]) {
             let at = mesh::neighbour_at(chunk, i);
-            let is_coarse = if i == 13 {
-                coarse
+            let drawn_at = if i == 13 {
+                scale
             } else {
-                self.drawn_detail(at) == Detail::Coarse
+                self.drawn_detail(at).scale()
             };
-            let Some(voxels) = self.chunks.get(&at).filter(|_| is_coarse) else {
+            if drawn_at == 1 {
+                continue;
+            }
+            let whole = self.chunks.get(&at);
+            let Some(voxels) = reduced(&mut self.reduced, at, drawn_at, whole, mesh::halve_voxels)
+            else {
                 continue;
             };
-            let Some(half) = cached(&mut self.coarse, at, || mesh::coarse_voxels(voxels)) else {
-                continue;
-            };
-            neighbourhood.neighbours[i] = Some(half);
-            neighbourhood.lights[i] = self.lights.get(&at).and_then(|light| {
-                cached(&mut self.coarse_lights, at, || mesh::coarse_light(light))
-            });
-            halves[i] = true;
+            neighbourhood.neighbours[i] = Some(voxels);
+            let whole = self.lights.get(&at);
+            neighbourhood.lights[i] = reduced(
+                &mut self.reduced_lights,
+                at,
+                drawn_at,
+                whole,
+                mesh::halve_light,
+            );
+            scales[i] = drawn_at;
         }
-        (neighbourhood, halves)
+        (neighbourhood, scales)
     }
 
     fn submit(&mut self, chunk: Pos) {
@@ -474,7 +517,7 @@ impl Scene {
             return;
         };
         let was = self.details.get(&chunk).copied();
-        let detail = self.detail_for(chunk, was.unwrap_or(Detail::Full));
+        let detail = self.detail_for(chunk, was);
         if was.is_some_and(|was| was != detail) {
             // Their faces towards this chunk are culled against it as drawn.
             let neighbours = face_neighbours(chunk);
@@ -485,7 +528,7 @@ impl Scene {
             );
         }
         self.details.insert(chunk, detail);
-        let (neighbourhood, coarse) = self.neighbourhood(chunk, detail == Detail::Coarse);
+        let (neighbourhood, scales) = self.neighbourhood(chunk, detail.scale());
         self.in_flight += 1;
         self.generation += 1;
         self.pending.insert(chunk, self.generation);
@@ -493,7 +536,7 @@ impl Scene {
             chunk,
             generation: self.generation,
             neighbourhood,
-            coarse,
+            scales,
             table: if detail == Detail::Full {
                 table
             } else {
@@ -565,6 +608,18 @@ impl Scene {
             Some(atlas) => !matches!(atlas.table.kind(value), Kind::Empty | Kind::Liquid),
             None => value & MAX_TYPE_ID != buildat_voxel::AIR,
         })
+    }
+
+    /// Whether chunks behind nearer opaque terrain may be left undrawn
+    /// seen from `eye` (`FrameExtras::occlusion`): not from inside an
+    /// opaque voxel, whose faces the eye sees through, nor before the atlas.
+    pub fn occludes_from(&self, eye: glam::Vec3) -> bool {
+        let Some(atlas) = &self.atlas else {
+            return false;
+        };
+        let voxel = eye.floor().as_ivec3().to_array();
+        self.voxel(voxel)
+            .is_none_or(|value| atlas.table.kind(value) != Kind::Opaque)
     }
 
     /// The held chunks `eye` may see through open space (cave culling,
@@ -684,18 +739,32 @@ impl Scene {
     }
 }
 
-/// `cache`'s entry for `at`, made by `make` (and kept) when there is none.
-fn cached<T>(
-    cache: &mut HashMap<Pos, Arc<[T]>>,
+/// `at`'s copy at 1/`scale` resolution (a power of two) of `whole`, kept
+/// in `cache`; each scale is made from the one above it.
+fn reduced<T>(
+    cache: &mut HashMap<(Pos, u8), Arc<[T]>>,
     at: Pos,
-    make: impl FnOnce() -> Option<Arc<[T]>>,
+    scale: u8,
+    whole: Option<&Arc<[T]>>,
+    halve: fn(&[T]) -> Option<Arc<[T]>>,
 ) -> Option<Arc<[T]>> {
-    if let Some(kept) = cache.get(&at) {
+    if scale <= 1 {
+        return whole.cloned();
+    }
+    if let Some(kept) = cache.get(&(at, scale)) {
         return Some(kept.clone());
     }
-    let made = make()?;
-    cache.insert(at, made.clone());
+    let above = reduced(cache, at, scale / 2, whole, halve)?;
+    let made = halve(&above)?;
+    cache.insert((at, scale), made.clone());
     Some(made)
+}
+
+/// Drops `chunk`'s lower-resolution copies.
+fn forget_reduced<T>(cache: &mut HashMap<(Pos, u8), Arc<[T]>>, chunk: Pos) {
+    for detail in [Detail::Coarse, Detail::Quarter] {
+        cache.remove(&(chunk, detail.scale()));
+    }
 }
 
 /// The six chunks sharing a face with `chunk`.
@@ -752,61 +821,60 @@ mod tests {
     const AIR_VALUE: u32 = buildat_voxel::AIR;
 
     /// Chunks within the detail radius are meshed in full, then far up to
-    /// the coarse radius, then coarse; within one chunk past a radius as
-    /// they were. The eye entering another chunk marks dirty only the
-    /// meshed chunks whose detail changes.
+    /// the coarse radius, then coarse, by their nearest point's distance
+    /// from the middle of the focus chunk; once meshed, within one chunk
+    /// past a radius as they were. The eye entering another chunk marks
+    /// dirty only the meshed chunks whose detail changes.
     #[test]
     fn chunks_are_meshed_with_less_detail_by_distance_and_remeshed_as_the_eye_moves() {
         let mut scene = Scene::new().expect("scene");
         scene.detail_radius = 2;
         scene.coarse_radius = 4;
         scene.focus = Some([0, 0, 0]);
-        assert_eq!(scene.detail_for([2, 0, 0], Detail::Far), Detail::Full);
-        assert_eq!(
-            scene.detail_for([3, 0, 0], Detail::Full),
-            Detail::Full,
-            "as it was"
-        );
-        assert_eq!(
-            scene.detail_for([3, 0, 0], Detail::Far),
-            Detail::Far,
-            "as it was"
-        );
-        assert_eq!(scene.detail_for([4, 0, 0], Detail::Full), Detail::Far);
-        assert_eq!(
-            scene.detail_for([5, 0, 0], Detail::Far),
-            Detail::Far,
-            "as it was"
-        );
-        assert_eq!(scene.detail_for([5, 0, 0], Detail::Coarse), Detail::Coarse);
-        assert_eq!(scene.detail_for([6, 0, 0], Detail::Full), Detail::Coarse);
-        assert_eq!(scene.detail_for([3, 3, 3], Detail::Full), Detail::Coarse);
+        let new = |scene: &Scene, chunk| scene.detail_for(chunk, None);
+        // 1.5 chunks away; the corner chunks around the focus 0.87.
+        assert_eq!(new(&scene, [2, 0, 0]), Detail::Full);
+        assert_eq!(new(&scene, [1, 1, 1]), Detail::Full);
+        assert_eq!(new(&scene, [-1, -1, 1]), Detail::Full);
+        // 2.12 and 2.5 away: far when new, full if they were.
+        assert_eq!(new(&scene, [2, 2, 0]), Detail::Far);
+        assert_eq!(new(&scene, [3, 0, 0]), Detail::Far);
+        let was = |chunk, now| scene.detail_for(chunk, Some(now));
+        assert_eq!(was([2, 0, 0], Detail::Far), Detail::Full);
+        assert_eq!(was([3, 0, 0], Detail::Full), Detail::Full, "as it was");
+        assert_eq!(was([3, 0, 0], Detail::Far), Detail::Far, "as it was");
+        assert_eq!(was([4, 0, 0], Detail::Full), Detail::Far, "3.5 away");
+        assert_eq!(new(&scene, [5, 0, 0]), Detail::Coarse, "4.5 away");
+        assert_eq!(was([5, 0, 0], Detail::Far), Detail::Far, "as it was");
+        assert_eq!(was([5, 0, 0], Detail::Coarse), Detail::Coarse);
+        assert_eq!(was([6, 0, 0], Detail::Full), Detail::Coarse, "5.5 away");
+        // A chunk past the coarse radius and one more: a quarter.
+        assert_eq!(new(&scene, [6, 0, 0]), Detail::Quarter, "5.5 away");
+        assert_eq!(was([6, 0, 0], Detail::Quarter), Detail::Quarter);
+        assert_eq!(was([7, 0, 0], Detail::Coarse), Detail::Quarter, "6.5 away");
+        assert_eq!(new(&scene, [3, 3, 3]), Detail::Coarse, "4.33 away");
+        assert_eq!(was([3, 3, 3], Detail::Full), Detail::Far);
         let stone: ChunkVoxels = vec![1; CHUNK_VOLUME].into();
         for x in 0..8 {
             scene.chunks.insert([x, 0, 0], stone.clone());
-            let detail = scene.detail_for([x, 0, 0], Detail::Full);
+            let detail = new(&scene, [x, 0, 0]);
             scene.details.insert([x, 0, 0], detail);
         }
+        // 0..=2 full, 3 and 4 far, 5 coarse, 6 and 7 a quarter.
         scene.check_detail();
         assert!(scene.dirty.is_empty(), "{:?}", scene.dirty);
         scene.focus = Some([2, 0, 0]);
         scene.check_detail();
-        let moved = HashSet::from([[4, 0, 0], [6, 0, 0]]);
-        assert_eq!(
-            scene.dirty, moved,
-            "4 full, 6 far; 5 and 7 at a radius stay"
-        );
+        // 3 and 4 now full; 5 (2.5 away) and 6 (3.5) far; 7 (4.5) coarse.
+        let moved = HashSet::from([[3, 0, 0], [4, 0, 0], [5, 0, 0], [6, 0, 0], [7, 0, 0]]);
+        assert_eq!(scene.dirty, moved);
         scene.dirty.clear();
         scene.check_detail();
         assert!(scene.dirty.is_empty(), "checked once per focus");
         scene.detail_radius = 6;
         scene.check_detail();
-        assert_eq!(
-            scene.dirty.len(),
-            4,
-            "all but 0..=3 full: {:?}",
-            scene.dirty
-        );
+        let all_but_full = HashSet::from([[3, 0, 0], [4, 0, 0], [5, 0, 0], [6, 0, 0], [7, 0, 0]]);
+        assert_eq!(scene.dirty, all_but_full);
     }
 
     /// A coarse chunk is meshed from its half-resolution copy, and a
@@ -818,24 +886,24 @@ mod tests {
         // One voxel of stone alone at (1, 1, 1): a quarter-filled block
         // is air at half resolution.
         voxels[1 + 32 * (1 + 32)] = 1;
-        let coarse = mesh::coarse_voxels(&voxels).expect("a chunk");
+        let coarse = mesh::halve_voxels(&voxels).expect("a chunk");
         assert!(coarse.iter().all(|v| *v == AIR_VALUE));
         // Two stacked (a trunk): a column of the block, drawn.
         let mut trunk = vec![AIR_VALUE; CHUNK_VOLUME];
         trunk[3 + 32 * (2 + 32 * 3)] = 7;
         trunk[3 + 32 * (3 + 32 * 3)] = 7;
-        let coarse_trunk = mesh::coarse_voxels(&trunk).expect("a chunk");
+        let coarse_trunk = mesh::halve_voxels(&trunk).expect("a chunk");
         assert_eq!(coarse_trunk[1 + 16 * (1 + 16)], 7);
         assert_eq!(coarse_trunk.iter().filter(|v| **v != AIR_VALUE).count(), 1);
         // Five of a block's eight: the commonest, over the whole block.
         for (x, y, z) in [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0), (0, 0, 1)] {
             voxels[x + 32 * (y + 32 * z)] = if y == 1 { 2 } else { 1 };
         }
-        let coarse = mesh::coarse_voxels(&voxels).expect("a chunk");
+        let coarse = mesh::halve_voxels(&voxels).expect("a chunk");
         assert_eq!(coarse.len(), CHUNK_VOLUME / 8);
         assert_eq!(coarse[0], 1, "stone 4, the other 2: stone");
         assert!(coarse[1..].iter().all(|v| *v == AIR_VALUE));
-        let whole = mesh::expand_half(&coarse).expect("a half chunk");
+        let whole = mesh::expand(&coarse, 2).expect("a half chunk");
         let block: Vec<u32> = [(0, 0, 0), (1, 1, 1), (1, 0, 1), (2, 0, 0)]
             .iter()
             .map(|(x, y, z)| whole[x + 32 * (y + 32 * z)])
@@ -844,7 +912,7 @@ mod tests {
         let mut light = vec![0u8; CHUNK_VOLUME];
         light[1 + 32 * (1 + 32)] = 0xf3;
         light[0] = 0x27;
-        let coarse_light = mesh::coarse_light(&light).expect("a chunk");
+        let coarse_light = mesh::halve_light(&light).expect("a chunk");
         assert_eq!(coarse_light[0], 0xf7, "brightest of each kind");
 
         let mut scene = Scene::new().expect("scene");
@@ -854,15 +922,36 @@ mod tests {
         scene.chunks.insert([3, 0, 0], voxels.clone().into());
         scene.chunks.insert([2, 0, 0], voxels.into());
         scene.details.insert([3, 0, 0], Detail::Coarse);
-        let (n, halves) = scene.neighbourhood([2, 0, 0], false);
-        assert_eq!(halves.iter().filter(|h| **h).count(), 1);
-        assert!(halves[14], "the coarse neighbour at +x");
+        let (n, scales) = scene.neighbourhood([2, 0, 0], 1);
+        assert_eq!(scales.iter().filter(|s| **s != 1).count(), 1);
+        assert_eq!(scales[14], 2, "the coarse neighbour at +x");
         let own = n.neighbours[13].as_deref().expect("held");
-        let beside = n.neighbours[14].as_deref().and_then(mesh::expand_half);
+        let beside = n.neighbours[14].as_deref().and_then(|v| mesh::expand(v, 2));
         let beside = beside.expect("held, at half resolution");
         // (0, 1, 1): air in full, stone in its coarse block.
         let at = 32 * (1 + 32);
         assert_eq!(own[at], AIR_VALUE, "its own voxels in full");
         assert_eq!(beside[at], 1, "the coarse one's as drawn");
+
+        // A quarter: the half copy halved again, 4×4×4 voxels a value.
+        // Stone in layers 0..3, one voxel of type 5 in layer 3.
+        let mut ground = vec![AIR_VALUE; CHUNK_VOLUME];
+        for (i, voxel) in ground.iter_mut().enumerate() {
+            if i / 32 % 32 < 4 {
+                *voxel = 1;
+            }
+        }
+        ground[32 * 3] = 5;
+        scene.chunks.insert([3, 0, 0], ground.into());
+        forget_reduced(&mut scene.reduced, [3, 0, 0]);
+        scene.details.insert([3, 0, 0], Detail::Quarter);
+        let (n, scales) = scene.neighbourhood([2, 0, 0], 1);
+        assert_eq!(scales[14], 4, "the neighbour at a quarter");
+        let quarter = n.neighbours[14].as_deref().expect("held");
+        assert_eq!(quarter.len(), CHUNK_VOLUME / 64);
+        let whole = mesh::expand(quarter, 4).expect("a quarter chunk");
+        assert_eq!(whole[32 * 3], 1, "layers 0..4: the commonest, stone");
+        assert_eq!(whole[32 * 4], AIR_VALUE, "layers 4..8: air");
+        assert!(mesh::expand(quarter, 2).is_none(), "not a half chunk");
     }
 }

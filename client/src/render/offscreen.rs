@@ -115,6 +115,7 @@ pub fn run(link: FrontendLink, options: &ShotOptions) -> Result<ShotReport, Rend
         daylight: scene.ui.daylight,
         underwater: scene.underwater(camera.eye),
         reachable: scene.reachable_chunks(camera.eye),
+        occlusion: scene.occludes_from(camera.eye),
         ..FrameExtras::default()
     };
     scene.box_triangles(&mut extras.world_triangles);

@@ -966,6 +966,7 @@ impl App {
             daylight: self.scene.ui.daylight,
             underwater: self.scene.underwater(eye),
             reachable: self.scene.reachable_chunks(eye),
+            occlusion: self.scene.occludes_from(eye),
             ..FrameExtras::default()
         };
         self.scene.ease_boxes(seconds);
