@@ -400,6 +400,8 @@ fn transpose64(m: &mut [u64; 64]) {
 /// blended, liquid): its voxels' masks, since it hides its own faces.
 struct Class {
     id: u32,
+    /// A liquid (its top lowered where nothing of it is above).
+    liquid: bool,
     masks: Masks,
 }
 
@@ -423,18 +425,20 @@ struct Volume {
 }
 
 /// The index of `id`'s class among the first `used`, added if new.
-fn class_of(classes: &mut Vec<Class>, used: &mut usize, id: u32) -> usize {
+fn class_of(classes: &mut Vec<Class>, used: &mut usize, id: u32, liquid: bool) -> usize {
     if let Some(i) = classes[..*used].iter().position(|c| c.id == id) {
         return i;
     }
     if *used == classes.len() {
         classes.push(Class {
             id,
+            liquid,
             masks: Masks::new(),
         });
     }
     let i = *used;
     classes[i].id = id;
+    classes[i].liquid = liquid;
     *used += 1;
     i
 }
@@ -600,6 +604,7 @@ impl Volume {
                             &mut self.class_masks,
                             &mut self.classes,
                             values[k] & MAX_TYPE_ID,
+                            kind(values[k]) == Kind::Liquid,
                         );
                         self.class_masks[class].masks.0[0][pz + PADDED * py] |= 1 << (first + k);
                     }
@@ -630,6 +635,20 @@ impl Volume {
         for class in &self.class_masks[..self.classes] {
             let rows = &class.masks.0[u];
             bits |= rows[here] & !(front_opaque | rows[front]);
+            if class.liquid && d != 1 {
+                // A liquid's side towards the same liquid whose top is
+                // lowered (none of it above) while this one's is not (some
+                // above): drawn, or the lowered top would leave a slit
+                // beside it (where levels step, as between details).
+                let above = |row: usize| {
+                    if d == 0 {
+                        rows[row] >> 1
+                    } else {
+                        rows[row + PADDED]
+                    }
+                };
+                bits |= rows[here] & above(here) & rows[front] & !above(front);
+            }
         }
         ((bits & INNER) >> 1) as u32
     }
@@ -1417,6 +1436,51 @@ mod tests {
                 assert!(quad.iter().all(|v| v.block_sum() == 0 && v.sun_sum() == 60));
             }
         }
+    }
+
+    /// Where the level steps down, the higher water's side beside the
+    /// lower one's lowered top is drawn (its whole height), so no slit
+    /// opens between them; the lower one's side towards it is not.
+    #[test]
+    fn a_liquid_step_closes_the_slit_beside_a_lowered_top() {
+        let water = [[5, 5, 5], [5, 6, 5], [6, 5, 5]];
+        let mesh = mesh_chunk(
+            &world_of(|p| if water.contains(&p) { WATER } else { AIR }),
+            &table(),
+        );
+        let side = |face: usize, x: u32, y: u32| {
+            quads(&mesh.blended).any(|q| {
+                q[0].face() == face
+                    && q.iter().all(|v| v.corner()[0] == x)
+                    && q.iter().any(|v| v.corner()[1] == y)
+                    && q.iter().all(|v| (y..=y + 1).contains(&v.corner()[1]))
+            })
+        };
+        assert!(side(0, 6, 5), "the column's +x side at y = 5: {mesh:?}");
+        assert!(
+            quads(&mesh.blended)
+                .filter(|q| q[0].face() == 0 && q[0].corner()[0] == 6)
+                .all(|q| q.iter().all(|v| !v.lowered() || v.corner()[1] == 7))
+        );
+        assert!(!side(1, 6, 5), "the lower one's -x side stays culled");
+        // A flat pond: no side between its voxels.
+        let pond = mesh_chunk(
+            &world_of(|p| {
+                if p[1] == 5 && (4..8).contains(&p[0]) && p[2] == 5 {
+                    WATER
+                } else {
+                    AIR
+                }
+            }),
+            &table(),
+        );
+        assert!(
+            quads(&pond.blended).all(|q| {
+                let x = q[0].corner()[0];
+                !(q[0].face() < 2 && (5..8).contains(&x))
+            }),
+            "{pond:?}"
+        );
     }
 
     #[test]
