@@ -273,6 +273,57 @@ impl SolidPlanes {
     }
 }
 
+/// The globals and an atlas of `layers` (RGBA tiles) as the chunks'
+/// bind group.
+fn atlas_bind_group(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    layout: &wgpu::BindGroupLayout,
+    globals: &wgpu::Buffer,
+    sampler: &wgpu::Sampler,
+    layers: &[Vec<u8>],
+) -> wgpu::BindGroup {
+    let count = u32::try_from(layers.len()).unwrap_or(1).max(1);
+    let size = wgpu::Extent3d {
+        width: TILE,
+        height: TILE,
+        depth_or_array_layers: count,
+    };
+    let texture = device.create_texture(&wgpu::TextureDescriptor {
+        size,
+        ..pipeline::rgba_texture("atlas", TILE, TILE)
+    });
+    let mut data: Vec<u8> = layers.concat();
+    data.resize((TILE * TILE * 4 * count) as usize, 0);
+    queue.write_texture(
+        wgpu::TexelCopyTextureInfo {
+            texture: &texture,
+            mip_level: 0,
+            origin: wgpu::Origin3d::ZERO,
+            aspect: wgpu::TextureAspect::All,
+        },
+        &data,
+        wgpu::TexelCopyBufferLayout {
+            offset: 0,
+            bytes_per_row: Some(TILE * 4),
+            rows_per_image: Some(TILE),
+        },
+        size,
+    );
+    let view = texture.create_view(&wgpu::TextureViewDescriptor {
+        dimension: Some(wgpu::TextureViewDimension::D2Array),
+        ..Default::default()
+    });
+    pipeline::texture_bind_group(
+        device,
+        "globals and atlas",
+        layout,
+        Some(globals),
+        &view,
+        sampler,
+    )
+}
+
 /// The box a mesh's quads lie in (chunk-relative; a lowered liquid top
 /// counts at its voxel's top).
 fn mesh_bounds(mesh: &ChunkMesh) -> (Vec3, Vec3) {
@@ -360,7 +411,10 @@ pub struct Renderer {
     format: wgpu::TextureFormat,
     globals: wgpu::Buffer,
     bind_layout: wgpu::BindGroupLayout,
-    bind_group: Option<wgpu::BindGroup>,
+    /// The globals and the atlas (one blank tile until the game's atlas
+    /// comes, so the overlay and the window's own screens, such as the
+    /// login prompt, are drawn before the world is).
+    bind_group: wgpu::BindGroup,
     sampler: wgpu::Sampler,
     solid_pipeline: wgpu::RenderPipeline,
     cutout_pipeline: wgpu::RenderPipeline,
@@ -514,13 +568,16 @@ impl Renderer {
         let flat = Growing::new(&device, "flat vertices", wgpu::BufferUsages::VERTEX);
         let models = super::models::ModelRenderer::new(&device, format, DEPTH_FORMAT);
         let ui = super::ui_gpu::UiLayer::new(&device, &queue, format);
+        let blank = vec![0; (TILE * TILE * 4) as usize];
+        let bind_group =
+            atlas_bind_group(&device, &queue, &bind_layout, &globals, &sampler, &[blank]);
         Self {
             device,
             queue,
             format,
             globals,
             bind_layout,
-            bind_group: None,
+            bind_group,
             sampler,
             solid_pipeline,
             cutout_pipeline,
@@ -562,44 +619,14 @@ impl Renderer {
             return;
         }
         self.atlas_version = version;
-        let layers = u32::try_from(atlas.layers.len()).unwrap_or(1).max(1);
-        let size = wgpu::Extent3d {
-            width: TILE,
-            height: TILE,
-            depth_or_array_layers: layers,
-        };
-        let texture = self.device.create_texture(&wgpu::TextureDescriptor {
-            size,
-            ..pipeline::rgba_texture("atlas", TILE, TILE)
-        });
-        let data: Vec<u8> = atlas.layers.concat();
-        self.queue.write_texture(
-            wgpu::TexelCopyTextureInfo {
-                texture: &texture,
-                mip_level: 0,
-                origin: wgpu::Origin3d::ZERO,
-                aspect: wgpu::TextureAspect::All,
-            },
-            &data,
-            wgpu::TexelCopyBufferLayout {
-                offset: 0,
-                bytes_per_row: Some(TILE * 4),
-                rows_per_image: Some(TILE),
-            },
-            size,
-        );
-        let view = texture.create_view(&wgpu::TextureViewDescriptor {
-            dimension: Some(wgpu::TextureViewDimension::D2Array),
-            ..Default::default()
-        });
-        self.bind_group = Some(pipeline::texture_bind_group(
+        self.bind_group = atlas_bind_group(
             &self.device,
-            "globals and atlas",
+            &self.queue,
             &self.bind_layout,
-            Some(&self.globals),
-            &view,
+            &self.globals,
             &self.sampler,
-        ));
+            &atlas.layers,
+        );
     }
 
     /// Replaces a chunk's buffers (`None` or an empty mesh drops them).
@@ -855,7 +882,8 @@ impl Renderer {
                 occlusion_query_set: None,
                 multiview_mask: None,
             });
-            if let Some(bind_group) = &self.bind_group {
+            {
+                let bind_group = &self.bind_group;
                 pass.set_bind_group(0, bind_group, &[]);
                 pass.set_index_buffer(self.quad_indices.slice(..), wgpu::IndexFormat::Uint32);
                 pass.set_vertex_buffer(1, self.instances.buffer.slice(..));

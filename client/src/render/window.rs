@@ -335,9 +335,7 @@ impl App {
     /// The screen drawn on top: the window's own, else the last the game
     /// opened that was not closed here.
     fn top_screen(&self) -> Option<&Screen> {
-        self.native
-            .as_ref()
-            .or_else(|| top_game_screen(&self.scene.ui, &self.dismissed))
+        top_screen(self.native.as_ref(), &self.scene.ui, &self.dismissed)
     }
 
     /// The native action of `key`: the user's choice (settings), else the
@@ -1009,7 +1007,9 @@ impl App {
             .chain(self.scene.ui.texts.values().map(String::as_str));
         overlay.lines(lines);
         extras.screen_triangles = overlay.triangles;
-        let top = top_game_screen(&self.scene.ui, &self.dismissed);
+        // The screen input goes to is the one drawn: the window's own
+        // (menu, settings, login) over the game's.
+        let top = top_screen(self.native.as_ref(), &self.scene.ui, &self.dismissed);
         let mut painter = UiPainter::new(width, height);
         let renderer = &mut gfx.renderer;
         let mut pictures = ScenePictures::new(&mut renderer.ui, &renderer.queue, &self.scene);
@@ -1037,13 +1037,21 @@ impl App {
     }
 }
 
-/// The last screen the game opened that was not closed in the window
-/// (`dismissed`: their serials).
-fn top_game_screen<'a>(ui: &'a UiState, dismissed: &HashSet<u64>) -> Option<&'a Screen> {
-    ui.screens
-        .iter()
-        .rev()
-        .find(|s| !dismissed.contains(&s.serial))
+/// The screen on top, which input goes to and which is drawn: the
+/// window's own (`native`: menu, settings, login prompt), else the last
+/// one the game opened that was not closed in the window (`dismissed`:
+/// their serials).
+fn top_screen<'a>(
+    native: Option<&'a Screen>,
+    ui: &'a UiState,
+    dismissed: &HashSet<u64>,
+) -> Option<&'a Screen> {
+    native.or_else(|| {
+        ui.screens
+            .iter()
+            .rev()
+            .find(|s| !dismissed.contains(&s.serial))
+    })
 }
 
 impl ApplicationHandler for App {
@@ -1155,6 +1163,35 @@ impl ApplicationHandler for App {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The window's own screen is the one on top (drawn, and given the
+    /// input) over any the game opened; else the game's last one not
+    /// closed in the window.
+    #[test]
+    fn the_windows_own_screen_is_drawn_over_the_games() {
+        let game = |id: &str, serial| Screen {
+            id: id.into(),
+            serial,
+            title: id.into(),
+            columns: 4.0,
+            rows: 2.0,
+            widgets: Vec::new(),
+        };
+        let ui = UiState {
+            screens: vec![game("chest", 1), game("craft", 2)],
+            ..UiState::default()
+        };
+        let none = HashSet::new();
+        assert_eq!(top_screen(None, &ui, &none).map(|s| s.serial), Some(2));
+        let dismissed = HashSet::from([2]);
+        assert_eq!(top_screen(None, &ui, &dismissed).map(|s| s.serial), Some(1));
+        let menu = native::menu();
+        assert_eq!(
+            top_screen(Some(&menu), &ui, &none).map(|s| s.id.as_str()),
+            Some(native::MENU)
+        );
+        assert!(top_screen(None, &UiState::default(), &none).is_none());
+    }
 
     /// A key the user chose in the settings does its action, the game's
     /// key for that action no longer does, the game's other keys stay.

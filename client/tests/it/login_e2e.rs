@@ -1,7 +1,8 @@
 //! The window on its own (issue 47, item 5) and its mouse on screens,
 //! through the real server and the real window client under Xvfb, driven
 //! by xdotool: opened without a password, the window asks for a name and
-//! password before it connects, and what is typed logs in (the first login
+//! password before it connects (the prompt drawn on the screen, before the
+//! world), and what is typed logs in (the first login
 //! claims the name); a malformed settings file is named and F10's settings
 //! screen saves the file; drags of a stack move all of it (left button),
 //! half (right) or one (a right click while dragging).
@@ -38,6 +39,24 @@ fn the_window_asks_for_a_login_before_it_connects() {
         "it connected before the prompt was answered"
     );
     assert!(client.running(), "the window closed");
+    // The prompt is drawn: its dark panel in the middle of the window (at
+    // the display's corner), where the sky is all there is before the
+    // world comes.
+    let (width, _, pixels) = xvfb.screen();
+    let panel = (200..280)
+        .flat_map(|y| (220..420).map(move |x| (x, y)))
+        .filter(|&(x, y)| {
+            pixels[x + y * width]
+                .iter()
+                .map(|c| u32::from(*c))
+                .sum::<u32>()
+                < 330
+        })
+        .count();
+    assert!(
+        panel > 4000,
+        "{panel} dark pixels of 16000 where the prompt is"
+    );
     // The name is offered (--name); the password field has the keys.
     xvfb.xdotool(&["type", "--delay", "60", "s3cret pass"]);
     xvfb.xdotool(&["key", "Return"]);

@@ -71,18 +71,19 @@ pub fn settings(
     game_key: impl Fn(Action) -> Option<String>,
 ) -> Screen {
     let mut widgets = Vec::new();
+    let chunks = |n: u32| format!("{n} chunk{}", if n == 1 { "" } else { "s" });
     let rows = [
         (
             "radius",
-            format!("View radius: {} chunks", edit.view_radius),
+            format!("View radius: {}", chunks(edit.view_radius)),
         ),
         (
             "detail",
-            format!("Full detail: {} chunks", edit.detail_radius),
+            format!("Full detail: {}", chunks(edit.detail_radius)),
         ),
         (
             "coarse",
-            format!("Coarse past: {} chunks", edit.coarse_radius),
+            format!("Coarse past: {}", chunks(edit.coarse_radius)),
         ),
         ("fov", format!("Field of view: {:.0}", edit.fov)),
         ("mouse", format!("Mouse: {:.2}", edit.mouse_sensitivity)),

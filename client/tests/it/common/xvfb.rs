@@ -4,7 +4,8 @@
 //! are installed (the tests fail without them on CI, `CI` set, and are
 //! skipped elsewhere, saying so). And the window client on it: its
 //! command, and the places of its screens' grids and widgets as it logs
-//! them at -v, where the mouse clicks and drags.
+//! them at -v, where the mouse clicks and drags; and what the display
+//! shows (Xvfb's framebuffer, an XWD file).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -47,11 +48,14 @@ pub fn available() -> bool {
 pub struct Xvfb {
     child: std::process::Child,
     pub display: String,
+    /// Where Xvfb keeps its framebuffer (`Xvfb_screen0`).
+    framebuffer: tempfile::TempDir,
 }
 
 impl Xvfb {
     pub fn start() -> Self {
         use std::io::Read;
+        let framebuffer = tempfile::tempdir().expect("a framebuffer dir");
         let mut child = Command::new("Xvfb")
             .args([
                 "-displayfd",
@@ -61,7 +65,9 @@ impl Xvfb {
                 "1024x768x24",
                 "-nolisten",
                 "tcp",
+                "-fbdir",
             ])
+            .arg(framebuffer.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -76,7 +82,37 @@ impl Xvfb {
         Self {
             child,
             display: format!(":{}", number.trim()),
+            framebuffer,
         }
+    }
+
+    /// The screen as it is shown: width, height and RGB pixels, row by
+    /// row, read from Xvfb's framebuffer (an XWD file of 32-bit pixels).
+    pub fn screen(&self) -> (usize, usize, Vec<[u8; 3]>) {
+        let bytes = std::fs::read(self.framebuffer.path().join("Xvfb_screen0"))
+            .expect("Xvfb's framebuffer");
+        let field = |i: usize| {
+            let at = i * 4;
+            u32::from_be_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize
+        };
+        // XWD's header: its size (0), byte order (7), bits per pixel (11),
+        // bytes per line (12), colours (19), width and height (4, 5).
+        let (header, width, height) = (field(0), field(4), field(5));
+        let (lsb_first, bits, line, colours) = (field(7) == 0, field(11), field(12), field(19));
+        assert_eq!(bits, 32, "32-bit pixels");
+        let start = header + colours * 12;
+        let mut pixels = Vec::with_capacity(width * height);
+        for y in 0..height {
+            for x in 0..width {
+                let p = &bytes[start + y * line + x * 4..][..4];
+                pixels.push(if lsb_first {
+                    [p[2], p[1], p[0]]
+                } else {
+                    [p[1], p[2], p[3]]
+                });
+            }
+        }
+        (width, height, pixels)
     }
 
     /// Runs xdotool on this display; panics when it fails.
