@@ -640,14 +640,14 @@ impl Renderer {
         // the planes farthest along the normal come first (+y: the highest
         // first); the depth test then rejects what they hide before it is
         // shaded. (A stable sort: the mesher's order within a plane is kept.)
-        let mut solid: Vec<&[Vertex]> = mesh.solid.chunks_exact(4).collect();
-        solid.sort_by_key(|q| (q[0].face().min(5), plane_rank(&q[0])));
-        let planes = SolidPlanes::of(
-            solid
-                .iter()
-                .map(|q| (q[0].face().min(5), plane_rank(&q[0]))),
-        );
-        let grouped = solid.into_iter().flatten();
+        let mut solid: Vec<((usize, usize), &[Vertex])> = mesh
+            .solid
+            .chunks_exact(4)
+            .map(|q| ((q[0].face().min(5), plane_rank(&q[0])), q))
+            .collect();
+        solid.sort_by_key(|(key, _)| *key);
+        let planes = SolidPlanes::of(solid.iter().map(|(key, _)| *key));
+        let grouped = solid.into_iter().flat_map(|(_, quad)| quad);
         let solid_quads = planes.end();
         let cutout_end = solid_quads + (mesh.cutout.len() / 4) as u32;
         let blended_quads = (mesh.blended.len() / 4) as u32;
@@ -882,107 +882,104 @@ impl Renderer {
                 occlusion_query_set: None,
                 multiview_mask: None,
             });
-            {
-                let bind_group = &self.bind_group;
-                pass.set_bind_group(0, bind_group, &[]);
-                pass.set_index_buffer(self.quad_indices.slice(..), wgpu::IndexFormat::Uint32);
-                pass.set_vertex_buffer(1, self.instances.buffer.slice(..));
-                // Solid, near to far, only the faces turned to the eye.
-                pass.set_pipeline(&self.solid_pipeline);
-                for (slot, (_, chunk)) in visible.iter().enumerate() {
-                    let Some(gpu) = self.chunks.get(chunk) else {
+            pass.set_bind_group(0, &self.bind_group, &[]);
+            pass.set_index_buffer(self.quad_indices.slice(..), wgpu::IndexFormat::Uint32);
+            pass.set_vertex_buffer(1, self.instances.buffer.slice(..));
+            // Solid, near to far, only the faces turned to the eye.
+            pass.set_pipeline(&self.solid_pipeline);
+            for (slot, (_, chunk)) in visible.iter().enumerate() {
+                let Some(gpu) = self.chunks.get(chunk) else {
+                    continue;
+                };
+                // Each face's quads in planes the eye is beyond; runs
+                // that meet are drawn together.
+                let eye_in_chunk = eye - gpu.origin;
+                let mut bound = false;
+                let mut runs: Vec<std::ops::Range<u32>> = Vec::with_capacity(6);
+                for face in 0..6 {
+                    let range = gpu.planes.facing(face, eye_in_chunk);
+                    if range.is_empty() {
                         continue;
-                    };
-                    // Each face's quads in planes the eye is beyond; runs
-                    // that meet are drawn together.
-                    let eye_in_chunk = eye - gpu.origin;
-                    let mut bound = false;
-                    let mut runs: Vec<std::ops::Range<u32>> = Vec::with_capacity(6);
-                    for face in 0..6 {
-                        let range = gpu.planes.facing(face, eye_in_chunk);
-                        if range.is_empty() {
-                            continue;
-                        }
-                        match runs.last_mut() {
-                            Some(last) if last.end == range.start => last.end = range.end,
-                            _ => runs.push(range),
-                        }
                     }
-                    for run in runs {
-                        if !bound {
-                            pass.set_vertex_buffer(0, gpu.vertices.slice(..));
-                            bound = true;
-                        }
-                        let slot = slot as u32;
-                        pass.draw_indexed(run.start * 6..run.end * 6, 0, slot..slot + 1);
-                        stats.draws += 1;
-                        stats.triangles += run.len() * 2;
+                    match runs.last_mut() {
+                        Some(last) if last.end == range.start => last.end = range.end,
+                        _ => runs.push(range),
                     }
                 }
-                // Cutout (leaves), both sides.
-                pass.set_pipeline(&self.cutout_pipeline);
-                for (slot, (_, chunk)) in visible.iter().enumerate() {
-                    let Some(gpu) = self.chunks.get(chunk) else {
-                        continue;
-                    };
-                    let quads = gpu.cutout_end - gpu.planes.end();
-                    if quads == 0 {
-                        continue;
+                for run in runs {
+                    if !bound {
+                        pass.set_vertex_buffer(0, gpu.vertices.slice(..));
+                        bound = true;
                     }
-                    pass.set_vertex_buffer(0, gpu.vertices.slice(..));
-                    let base = (gpu.planes.end() * 4) as i32;
                     let slot = slot as u32;
-                    pass.draw_indexed(0..quads * 6, base, slot..slot + 1);
+                    pass.draw_indexed(run.start * 6..run.end * 6, 0, slot..slot + 1);
                     stats.draws += 1;
-                    stats.triangles += quads as usize * 2;
+                    stats.triangles += run.len() * 2;
                 }
-                // ---- Hook (E): models are drawn here, after the opaque
-                // terrain and before anything blended. They set their own
-                // pipeline and bind groups; the flat draws below set theirs.
-                let model_triangles = self.models.draw(&mut pass);
-                stats.triangles += model_triangles;
-                stats.draws += usize::from(model_triangles > 0);
-
-                // Boxes and the outline.
-                pass.set_vertex_buffer(0, self.flat.buffer.slice(..));
-                for (pipeline, range) in [
-                    (&self.world_triangles, &ranges[0]),
-                    (&self.world_lines, &ranges[1]),
-                ] {
-                    if !range.is_empty() {
-                        pass.set_pipeline(pipeline);
-                        pass.draw(range.clone(), 0..1);
-                    }
-                }
-                // Blended, far to near, each chunk's quads far to near.
-                pass.set_bind_group(0, bind_group, &[]);
-                pass.set_pipeline(&self.blended_pipeline);
-                pass.set_vertex_buffer(1, self.instances.buffer.slice(..));
-                for (slot, (_, chunk)) in visible.iter().enumerate().rev() {
-                    let Some(gpu) = self.chunks.get(chunk) else {
-                        continue;
-                    };
-                    let Some(blended) = &gpu.blended else {
-                        continue;
-                    };
-                    let quads = blended.centres.len() as u32;
-                    pass.set_vertex_buffer(0, gpu.vertices.slice(..));
-                    pass.set_index_buffer(blended.indices.slice(..), wgpu::IndexFormat::Uint32);
-                    let base = (blended.first * 4) as i32;
-                    let slot = slot as u32;
-                    pass.draw_indexed(0..quads * 6, base, slot..slot + 1);
-                    stats.draws += 1;
-                    stats.triangles += quads as usize * 2;
-                }
-                // The overlay, on top of everything.
-                if !ranges[2].is_empty() {
-                    pass.set_pipeline(&self.screen_triangles);
-                    pass.set_vertex_buffer(0, self.flat.buffer.slice(..));
-                    pass.draw(ranges[2].clone(), 0..1);
-                }
-                // ---- Hook (W): the UI (icons, images) is drawn here, last.
-                self.ui.draw(&mut pass);
             }
+            // Cutout (leaves), both sides.
+            pass.set_pipeline(&self.cutout_pipeline);
+            for (slot, (_, chunk)) in visible.iter().enumerate() {
+                let Some(gpu) = self.chunks.get(chunk) else {
+                    continue;
+                };
+                let quads = gpu.cutout_end - gpu.planes.end();
+                if quads == 0 {
+                    continue;
+                }
+                pass.set_vertex_buffer(0, gpu.vertices.slice(..));
+                let base = (gpu.planes.end() * 4) as i32;
+                let slot = slot as u32;
+                pass.draw_indexed(0..quads * 6, base, slot..slot + 1);
+                stats.draws += 1;
+                stats.triangles += quads as usize * 2;
+            }
+            // ---- Hook (E): models are drawn here, after the opaque
+            // terrain and before anything blended. They set their own
+            // pipeline and bind groups; the flat draws below set theirs.
+            let model_triangles = self.models.draw(&mut pass);
+            stats.triangles += model_triangles;
+            stats.draws += usize::from(model_triangles > 0);
+
+            // Boxes and the outline.
+            pass.set_vertex_buffer(0, self.flat.buffer.slice(..));
+            for (pipeline, range) in [
+                (&self.world_triangles, &ranges[0]),
+                (&self.world_lines, &ranges[1]),
+            ] {
+                if !range.is_empty() {
+                    pass.set_pipeline(pipeline);
+                    pass.draw(range.clone(), 0..1);
+                }
+            }
+            // Blended, far to near, each chunk's quads far to near.
+            pass.set_bind_group(0, &self.bind_group, &[]);
+            pass.set_pipeline(&self.blended_pipeline);
+            pass.set_vertex_buffer(1, self.instances.buffer.slice(..));
+            for (slot, (_, chunk)) in visible.iter().enumerate().rev() {
+                let Some(gpu) = self.chunks.get(chunk) else {
+                    continue;
+                };
+                let Some(blended) = &gpu.blended else {
+                    continue;
+                };
+                let quads = blended.centres.len() as u32;
+                pass.set_vertex_buffer(0, gpu.vertices.slice(..));
+                pass.set_index_buffer(blended.indices.slice(..), wgpu::IndexFormat::Uint32);
+                let base = (blended.first * 4) as i32;
+                let slot = slot as u32;
+                pass.draw_indexed(0..quads * 6, base, slot..slot + 1);
+                stats.draws += 1;
+                stats.triangles += quads as usize * 2;
+            }
+            // The overlay, on top of everything.
+            if !ranges[2].is_empty() {
+                pass.set_pipeline(&self.screen_triangles);
+                pass.set_vertex_buffer(0, self.flat.buffer.slice(..));
+                pass.draw(ranges[2].clone(), 0..1);
+            }
+            // ---- Hook (W): the UI (icons, images) is drawn here, last.
+            self.ui.draw(&mut pass);
         }
         self.queue.submit([encoder.finish()]);
         stats
