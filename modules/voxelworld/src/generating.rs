@@ -135,11 +135,14 @@ impl VoxelWorld {
     }
 
     /// Generates and saves every section of the region not stored yet, at
-    /// once (headless, and the `Pregen` call). With `light`, each batch's
-    /// chunks are lit as they are generated (from what is generated around
-    /// them then, as Luanti lights a mapchunk it emerges); answers how many
-    /// chunks and the seconds that took. Light is never stored: this is
-    /// there to measure generation with light.
+    /// once (headless, and the `Pregen` call). The generator makes the next
+    /// batch while this thread saves and lights the last one. With `light`
+    /// (headless only), every chunk of the run is lit once, for good: as
+    /// soon as the run's sections around and above it are generated (as
+    /// Luanti lights what it emerges, with the light of its neighbours),
+    /// whole sections at a time; answers how many chunks and the seconds
+    /// that took. Light is never stored: this is there to measure
+    /// generation with light.
     pub(crate) fn pregen(
         &mut self,
         radius: i32,
@@ -147,22 +150,51 @@ impl VoxelWorld {
         light: bool,
     ) -> Result<(PregenReport, Option<(u64, f64)>), ModuleError> {
         let mut run = self.plan_pregen(radius, height, pregen::HEADLESS_BATCH)?;
+        let mut unlit = pregen::Unlit::new(self.world.section_size(), height, run.remaining());
         let (mut lit, mut light_time) = (0u64, 0.0f64);
-        while let Some(batch) = run.next_batch() {
-            let chunks: Vec<Pos> = batch
-                .iter()
-                .flat_map(|&s| self.world.section_size().chunks_of_section(s))
-                .collect();
-            let generated = self.generate_and_save(batch)?;
+        let (host, generator) = (self.host, self.generator.clone());
+        let ask = |sections: Vec<Pos>| host.call_module(&generator, &Generate { sections });
+        std::thread::scope(|scope| -> Result<(), ModuleError> {
+            let mut asked = run.next_batch().map(|batch| {
+                let sections = self.within_border(batch.clone());
+                (batch, scope.spawn(move || ask(sections)))
+            });
+            let mut settled = Vec::new();
+            while let Some((batch, generating)) = asked.take() {
+                // Meanwhile: light what the batch before settled.
+                if light {
+                    let started = Instant::now();
+                    // A group at a time: the voxels a call gathers are held
+                    // until it ends.
+                    for group in std::mem::take(&mut settled).chunks(pregen::LIGHT_GROUP) {
+                        lit += self.world.light_settled(group).map_err(ModuleError::from)?;
+                    }
+                    light_time += started.elapsed().as_secs_f64();
+                }
+                let generated = generating.join().map_err(|_| {
+                    ModuleError::msg("pregen: the call to the generator panicked")
+                })??;
+                asked = run.next_batch().map(|batch| {
+                    let sections = self.within_border(batch.clone());
+                    (batch, scope.spawn(move || ask(sections)))
+                });
+                unlit.generating(&batch);
+                run.generated(self.save_generated(generated)?);
+                if light {
+                    settled = unlit.take_settled(run.is_finished());
+                }
+                // Told a batch at a time: a large region's are never all held.
+                self.tell_sections()?;
+            }
             if light {
                 let started = Instant::now();
-                lit += self.world.light_all(&chunks).map_err(ModuleError::from)?;
+                for group in settled.chunks(pregen::LIGHT_GROUP) {
+                    lit += self.world.light_settled(group).map_err(ModuleError::from)?;
+                }
                 light_time += started.elapsed().as_secs_f64();
             }
-            run.generated(generated);
-            // Told a batch at a time: a large region's are never all held.
-            self.tell_sections()?;
-        }
+            Ok(())
+        })?;
         run.finish();
         if light {
             log::info!("pregen: lit {lit} chunks in {light_time:.2} s");
@@ -195,17 +227,29 @@ impl VoxelWorld {
         }
     }
 
-    /// Asks the generator for `sections`, applies and saves them (each
-    /// section in its own transaction: an interrupted run keeps what it
-    /// finished, and a rerun skips it). Returns how many were generated.
-    pub(crate) fn generate_and_save(&mut self, mut sections: Vec<Pos>) -> Result<u64, ModuleError> {
-        sections.retain(|section| !self.beyond_border(*section));
+    /// Asks the generator for `sections`, applies and saves them. Returns
+    /// how many were generated.
+    pub(crate) fn generate_and_save(&mut self, sections: Vec<Pos>) -> Result<u64, ModuleError> {
+        let sections = self.within_border(sections);
         if sections.is_empty() {
             return Ok(0);
         }
         let generated = self
             .host
             .call_module(&self.generator, &Generate { sections })?;
+        self.save_generated(generated)
+    }
+
+    /// `sections` less those beyond the world border.
+    fn within_border(&self, mut sections: Vec<Pos>) -> Vec<Pos> {
+        sections.retain(|section| !self.beyond_border(*section));
+        sections
+    }
+
+    /// Applies and saves what the generator answered (each section in its
+    /// own transaction: an interrupted run keeps what it finished, and a
+    /// rerun skips it). Returns how many were generated.
+    fn save_generated(&mut self, generated: Vec<GeneratedSection>) -> Result<u64, ModuleError> {
         let mut count = 0;
         for section in generated {
             if self.beyond_border(section.section) {

@@ -21,7 +21,7 @@ use buildat_format::{VoxelBlobError, encode_voxels};
 use buildat_interface::{
     Host, Module, ModuleError, Receive, UnloadKind, events, export_module, log,
 };
-use buildat_voxel::geometry::{Pos, SectionSize};
+use buildat_voxel::geometry::{self, CHUNK_SIZE, Pos, SectionSize};
 use buildat_voxelworld_api::{
     BlockDefinition, ChunkData, Generate, GeneratedSection, GenerationCancel, GenerationRequest,
     GetWorldConfig, RegisterBlock,
@@ -57,8 +57,28 @@ pub fn generate_section(
     section_size: SectionSize,
     section: Pos,
 ) -> Result<GeneratedSection, GenerateError> {
+    generate_section_in(&mut None, seed, section_size, section)
+}
+
+/// [`generate_section`] with the columns of the section's x and z kept in
+/// `columns` (reused when the last section generated with it was in the
+/// same column of sections, as pregen's sections mostly are).
+pub fn generate_section_in(
+    columns: &mut Option<terrain::Columns>,
+    seed: u64,
+    section_size: SectionSize,
+    section: Pos,
+) -> Result<GeneratedSection, GenerateError> {
+    let origin = geometry::chunk_origin(std::array::from_fn(|a| section[a] * section_size.0[a]));
+    let [w, _, d] = section_size.0.map(|chunks| chunks * CHUNK_SIZE);
+    let area = ([origin[0], origin[2]], [w, d]);
+    let columns = match columns.take() {
+        Some(kept) if kept.covers(seed, area.0, area.1) => columns.insert(kept),
+        _ => columns.insert(terrain::Columns::new(seed, area.0, area.1)),
+    };
+    let columns = &*columns;
     generate_section_with(section_size, section, |chunk| {
-        terrain::generate_chunk(seed, chunk)
+        terrain::generate_box_in(columns, geometry::chunk_origin(chunk), [CHUNK_SIZE; 3])
     })
 }
 
@@ -191,19 +211,21 @@ impl Worldgen {
     /// the answer (logged with its section).
     fn generate(&self, sections: &[Pos]) -> Result<Vec<GeneratedSection>, GenerateError> {
         let (seed, size) = (self.seed, self.section_size);
-        generate_sections(sections, workers(), |section| {
-            generate_section(seed, size, section)
+        generate_sections(sections, workers(), |columns, section| {
+            generate_section_in(columns, seed, size, section)
         })
         .inspect_err(|error| log::error!("generate: {error}"))
     }
 }
 
 /// `generate` for each of `sections`, on `threads` threads at once, in
-/// order; the first error of any (a panic included) is the answer.
+/// order (each thread a run of neighbours, with its own kept columns); the
+/// first error of any (a panic included) is the answer.
 pub fn generate_sections(
     sections: &[Pos],
     threads: usize,
-    generate: impl Fn(Pos) -> Result<GeneratedSection, GenerateError> + Sync,
+    generate: impl Fn(&mut Option<terrain::Columns>, Pos) -> Result<GeneratedSection, GenerateError>
+    + Sync,
 ) -> Result<Vec<GeneratedSection>, GenerateError> {
     let per_thread = sections.len().div_ceil(threads.max(1)).max(1);
     let generate = &generate;
@@ -212,9 +234,10 @@ pub fn generate_sections(
             .chunks(per_thread)
             .map(|batch| {
                 let handle = scope.spawn(move || {
+                    let mut columns = None;
                     batch
                         .iter()
-                        .map(|section| generate(*section))
+                        .map(|section| generate(&mut columns, *section))
                         .collect::<Result<Vec<_>, _>>()
                 });
                 (batch, handle)
@@ -254,7 +277,7 @@ mod tests {
     #[test]
     fn a_panicking_generator_is_an_error_naming_its_section_not_fewer_sections() {
         let sections = [[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]];
-        let result = generate_sections(&sections, 2, |section| {
+        let result = generate_sections(&sections, 2, |_, section| {
             generate_section_with(SIZE, section, |chunk| {
                 assert_ne!(chunk, [2, 0, 0], "the generator's bug");
                 vec![1; 8]
@@ -266,7 +289,7 @@ mod tests {
                 if *section == [2, 0, 0] && message.contains("the generator's bug")),
             "{error}"
         );
-        let all = generate_sections(&sections, 3, |section| {
+        let all = generate_sections(&sections, 3, |_, section| {
             generate_section_with(SIZE, section, |_| vec![1; 8])
         })
         .expect("all four generate");

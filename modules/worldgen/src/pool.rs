@@ -106,6 +106,8 @@ impl GenerationPool {
 }
 
 fn work(shared: &Shared, host: Host, seed: u64, section_size: SectionSize) {
+    // The columns of the last section's x and z, for the next one there.
+    let mut columns = None;
     loop {
         let section = {
             let mut queue = shared.queue.lock().unwrap_or_else(PoisonError::into_inner);
@@ -124,7 +126,7 @@ fn work(shared: &Shared, host: Host, seed: u64, section_size: SectionSize) {
         };
         // A section that fails is not handed over (nor an empty one in its
         // place): voxelworld asks again for what it did not get.
-        match crate::generate_section(seed, section_size, section) {
+        match crate::generate_section_in(&mut columns, seed, section_size, section) {
             Ok(generated) => {
                 if let Err(error) = host.call(&ApplyGenerated { section: generated }) {
                     log::warn!("handing section {section:?} to voxelworld: {error}");

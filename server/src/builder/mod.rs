@@ -37,7 +37,7 @@ mod engine_manifest;
 pub mod outside;
 mod together;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -511,13 +511,13 @@ impl Builder {
             hasher.update(stamp.as_bytes());
             hasher.update([0]);
         }
-        hash_crate(&mut hasher, dir)?;
+        hasher.update(crate_hash(dir)?.as_bytes());
         for dependency in path_dependencies(dir)? {
             // Named by package name, not path, so two copies of the same
             // tree (a module path copied elsewhere) hash alike.
             hasher.update(package_name(&dependency).as_bytes());
             hasher.update([0]);
-            hash_crate(&mut hasher, &dependency)?;
+            hasher.update(crate_hash(&dependency)?.as_bytes());
         }
         let digest = hasher.finalize();
         Ok(digest[..10].iter().map(|b| format!("{b:02x}")).collect())
@@ -725,7 +725,18 @@ fn compile_errors(output: &str) -> String {
 
 /// Hashes a crate's build inputs: `Cargo.toml`, `build.rs`, `meta.json` and
 /// everything under `src/`, by their paths relative to `dir`.
-fn hash_crate(hasher: &mut Sha256, dir: &Path) -> std::io::Result<()> {
+/// When a file was last changed and its length: a change to either is a
+/// change to the file.
+type Stamp = (std::time::SystemTime, u64);
+
+fn stamp(path: &Path) -> std::io::Result<Stamp> {
+    let metadata = std::fs::metadata(path)?;
+    Ok((metadata.modified()?, metadata.len()))
+}
+
+/// A crate's build inputs: its manifest, build script, meta.json and
+/// everything under `src/`, sorted.
+fn crate_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for name in ["Cargo.toml", "build.rs", "meta.json"] {
         let path = dir.join(name);
@@ -735,35 +746,83 @@ fn hash_crate(hasher: &mut Sha256, dir: &Path) -> std::io::Result<()> {
     }
     collect_files(&dir.join("src"), &mut files)?;
     files.sort();
-    for file in files {
-        let relative = file.strip_prefix(dir).unwrap_or(&file);
-        hasher.update(relative.as_os_str().as_encoded_bytes());
-        hasher.update([0]);
-        hasher.update(std::fs::read(&file)?);
-        hasher.update([0]);
-    }
-    Ok(())
+    Ok(files)
 }
+
+/// Crate hashes by folder, with the stamps of the files each covered: a
+/// crate is read and hashed again only once a file of it was added,
+/// removed or changed. A start hashes the engine's crates for every module
+/// that depends on them (twice: its build hash, what it was built
+/// against); they were most of the time a module took to load.
+static CRATE_HASHES: std::sync::Mutex<BTreeMap<PathBuf, HashedCrate>> =
+    std::sync::Mutex::new(BTreeMap::new());
+
+/// The stamps of a crate's files when it was hashed, and the hash.
+type HashedCrate = (Vec<(PathBuf, Stamp)>, String);
 
 /// A hash of one crate's build inputs (as the build hash covers them): what
 /// a module was built against, to tell later whether that crate (an API
 /// crate) changed since.
 pub fn crate_hash(dir: &Path) -> std::io::Result<String> {
+    let files = crate_files(dir)?;
+    let stamps = files
+        .iter()
+        .map(|file| Ok((file.clone(), stamp(file)?)))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let memo = || {
+        CRATE_HASHES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    if let Some((known, hash)) = memo().get(dir)
+        && *known == stamps
+    {
+        return Ok(hash.clone());
+    }
     let mut hasher = Sha256::new();
-    hash_crate(&mut hasher, dir)?;
+    for file in &files {
+        let relative = file.strip_prefix(dir).unwrap_or(file);
+        hasher.update(relative.as_os_str().as_encoded_bytes());
+        hasher.update([0]);
+        hasher.update(std::fs::read(file)?);
+        hasher.update([0]);
+    }
     let digest = hasher.finalize();
-    Ok(digest[..10].iter().map(|b| format!("{b:02x}")).collect())
+    let hash: String = digest[..10].iter().map(|b| format!("{b:02x}")).collect();
+    // A file changed while it was read has a newer stamp than the one kept:
+    // the next call hashes it again.
+    memo().insert(dir.to_path_buf(), (stamps, hash.clone()));
+    Ok(hash)
 }
+
+/// Manifests by path, with the stamp of the file they were parsed from
+/// (the workspace's is read for every crate that names a workspace
+/// dependency).
+static MANIFESTS: std::sync::Mutex<BTreeMap<PathBuf, (Stamp, toml::Table)>> =
+    std::sync::Mutex::new(BTreeMap::new());
 
 fn read_manifest(dir: &Path) -> std::io::Result<toml::Table> {
     let path = dir.join("Cargo.toml");
+    let stamped = stamp(&path)?;
+    let memo = || {
+        MANIFESTS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    if let Some((known, manifest)) = memo().get(&path)
+        && *known == stamped
+    {
+        return Ok(manifest.clone());
+    }
     let text = std::fs::read_to_string(&path)?;
-    text.parse::<toml::Table>().map_err(|error| {
+    let manifest = text.parse::<toml::Table>().map_err(|error| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!("{}: {error}", path.display()),
         )
-    })
+    })?;
+    memo().insert(path, (stamped, manifest.clone()));
+    Ok(manifest)
 }
 
 fn package_name(dir: &Path) -> String {
@@ -879,6 +938,42 @@ mod tests {
             .iter()
             .map(|d| package_name(d))
             .collect()
+    }
+
+    /// A crate's hash is kept while its files stay as they were, and
+    /// follows any file changed (even to the same length), added or
+    /// removed; so are manifests.
+    #[test]
+    fn a_kept_crate_hash_follows_every_change_to_its_files() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("src")).expect("src");
+        std::fs::write(root.join("Cargo.toml"), "[package]\nname = \"a\"\n").expect("writes");
+        std::fs::write(root.join("src/lib.rs"), "pub fn a() {}\n").expect("writes");
+        let first = crate_hash(root).expect("hashes");
+        assert_eq!(crate_hash(root).expect("hashes"), first, "kept");
+        let mut last = first;
+        let mut changed = |what: &str, change: &dyn Fn()| {
+            // Stamps are modification times: let the clock move on.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            change();
+            let hash = crate_hash(root).expect("hashes");
+            assert_ne!(hash, last, "{what}: the hash did not change");
+            last = hash;
+        };
+        changed("same length", &|| {
+            std::fs::write(root.join("src/lib.rs"), "pub fn b() {}\n").expect("writes")
+        });
+        changed("added", &|| {
+            std::fs::write(root.join("src/more.rs"), "").expect("writes")
+        });
+        changed("removed", &|| {
+            std::fs::remove_file(root.join("src/more.rs")).expect("removes")
+        });
+        assert_eq!(package_name(root), "a");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(root.join("Cargo.toml"), "[package]\nname = \"b\"\n").expect("writes");
+        assert_eq!(package_name(root), "b", "the manifest read again");
     }
 
     #[test]

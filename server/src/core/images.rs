@@ -1,13 +1,20 @@
-//! Library images: a unique copy of a module's artifact per load (so a reload
-//! maps new code even though the dynamic linker caches by file), and the
+//! Library images: a unique path per load of a module's artifact, and the
 //! check after `dlclose` that the old image really left the process.
 //!
+//! The dynamic linker takes a file it has mapped already (same device and
+//! inode) for the library it holds, statics and all. So an artifact no image
+//! of this process maps is linked under a new name (a hard link: no bytes
+//! copied, and the artifact is never written in place: the builder renames
+//! new ones over); one still mapped (a reload of unchanged code whose old
+//! image did not leave) is copied, so the load maps new code.
+//!
 //! Owns: `<build_dir>/loaded/<pid>-<n>/` (one per module host in this
-//! process), which holds its copies and is removed on exit; stale folders of
-//! dead processes are removed on start.
+//! process), which holds its links and copies and is removed on exit; stale
+//! folders of dead processes are removed on start.
 //! Does not own: building artifacts (`builder.rs`) or loading them
 //! (`instance.rs`).
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -43,11 +50,15 @@ impl ImageStore {
         })
     }
 
-    /// Copies `artifact` to a path no earlier load used.
-    pub fn copy_unique(&self, artifact: &Path, module: &str) -> std::io::Result<PathBuf> {
+    /// `artifact` under a path no earlier load used: a hard link when no
+    /// image of this process maps it, else (or where linking fails) a copy.
+    pub fn place_unique(&self, artifact: &Path, module: &str) -> std::io::Result<PathBuf> {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let path = self.dir.join(format!("{module}-{n}.so"));
-        std::fs::copy(artifact, &path)?;
+        let file = std::fs::metadata(artifact)?;
+        if is_file_mapped(file.dev(), file.ino()) || std::fs::hard_link(artifact, &path).is_err() {
+            std::fs::copy(artifact, &path)?;
+        }
         Ok(path)
     }
 
@@ -64,4 +75,56 @@ pub(crate) fn is_mapped(image: &Path) -> bool {
     };
     let needle = image.to_string_lossy();
     maps.lines().any(|line| line.contains(needle.as_ref()))
+}
+
+/// Whether the file of device `dev` and inode `ino` is mapped into this
+/// process, under any name. Unreadable maps count as mapped (a copy is
+/// always safe).
+fn is_file_mapped(dev: u64, ino: u64) -> bool {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return true;
+    };
+    // glibc's major/minor split of a dev_t, as the kernel prints it in maps.
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let device = format!("{major:02x}:{minor:02x}");
+    let inode = ino.to_string();
+    maps.lines().any(|line| {
+        // address perms offset dev inode [path]
+        let mut fields = line.split_ascii_whitespace().skip(3);
+        fields.next() == Some(device.as_str()) && fields.next() == Some(inode.as_str())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A library this process maps (its own executable) is found by device
+    /// and inode; a file that is only on disk is not.
+    #[test]
+    fn a_mapped_file_is_found_by_device_and_inode() {
+        let exe = std::fs::metadata("/proc/self/exe").expect("own executable");
+        assert!(is_file_mapped(exe.dev(), exe.ino()));
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("not-mapped.so");
+        std::fs::write(&path, b"bytes").expect("writes");
+        let file = std::fs::metadata(&path).expect("metadata");
+        assert!(!is_file_mapped(file.dev(), file.ino()));
+    }
+
+    /// A load of an artifact no image maps links it (same inode, no bytes
+    /// copied), under a new path each time.
+    #[test]
+    fn an_artifact_is_linked_unless_an_image_of_it_is_mapped() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = ImageStore::new(dir.path()).expect("store");
+        let artifact = dir.path().join("artifact.so");
+        std::fs::write(&artifact, b"library").expect("writes");
+        let first = store.place_unique(&artifact, "m").expect("placed");
+        let ino = |p: &Path| std::fs::metadata(p).expect("metadata").ino();
+        assert_eq!(ino(&first), ino(&artifact), "linked, not copied");
+        let second = store.place_unique(&artifact, "m").expect("placed");
+        assert_ne!(first, second);
+    }
 }

@@ -314,9 +314,9 @@ impl CoreInner {
         };
         let image = self
             .images
-            .copy_unique(&artifact.path, &name)
+            .place_unique(&artifact.path, &name)
             .map_err(|source| CoreError::Io {
-                what: format!("module {name}: cannot copy its library"),
+                what: format!("module {name}: cannot place its library for loading"),
                 source,
             })?;
         let (ready, ready_rx) = crossbeam_channel::bounded(1);

@@ -126,9 +126,13 @@ impl LightTable {
         Self { props, packed }
     }
 
-    /// Per type id: its source level << 4 | its absorption.
-    pub(crate) fn packed(&self) -> &[u8] {
-        &self.packed
+    /// A voxel's source level << 4 | its absorption (game bits ignored; an
+    /// unknown type is opaque and dark), as lighting a box reads it.
+    pub(crate) fn packed_of(&self, voxel: u32) -> u8 {
+        self.packed
+            .get((voxel & MAX_TYPE_ID) as usize)
+            .copied()
+            .unwrap_or(OPAQUE)
     }
 
     /// A voxel's light properties (by its type id; game bits ignored). An
@@ -562,6 +566,49 @@ mod tests {
         };
         let lit = light_region(&tall, &table);
         assert!(lit[0] == world.light([0, 0, 0]), "the lower chunk");
+        // The sky over the hills (chunks at y = 2 and up, all air): full
+        // sunlight without a box, as one by one; with a torch in the hills
+        // just below, its light reaches up and the box is built.
+        let sky_over = |world: &World| {
+            let grid: Vec<Pos> = (0..64)
+                .map(|i| [i % 4 - 1, i / 4 % 4 + 1, i / 16 - 1])
+                .collect();
+            let chunks: Vec<Option<Vec<u32>>> =
+                grid.iter().map(|c| world.chunks.get(c).cloned()).collect();
+            let region = Region {
+                size: [2, 2, 2],
+                chunks: chunks.iter().map(Option::as_deref).collect(),
+                sun_in: vec![None; 16],
+            };
+            let lit = light_region(&region, &table);
+            for (i, light) in lit.iter().enumerate() {
+                let chunk = [i as i32 % 2, i as i32 / 2 % 2 + 2, i as i32 / 4];
+                assert!(*light == world.light(chunk), "chunk {chunk:?}");
+            }
+            lit
+        };
+        let mut sky = World::filled(
+            &[
+                area(),
+                (0..32)
+                    .map(|i| [i % 4 - 1, i / 4 % 2 + 3, i / 8 - 1])
+                    .collect(),
+            ]
+            .concat(),
+            hills,
+        );
+        assert!(
+            sky_over(&sky)
+                .iter()
+                .all(|l| l.iter().all(|&b| b == FULL_SUN))
+        );
+        sky.set([20, 63, 20], TORCH);
+        assert!(
+            sky_over(&sky)
+                .iter()
+                .any(|l| l.iter().any(|&b| block(b) > 0)),
+            "the torch's light is in the sky's lowest voxels"
+        );
         assert!(lit[1] == world.light([0, 1, 0]), "the upper chunk");
         let wrong = Region {
             size: [2, 2, 2],

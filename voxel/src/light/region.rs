@@ -8,7 +8,9 @@
 //! of its own; full sunlight is filled straight down each open column (a
 //! heightmap), and only where it stands beside a darker column is it
 //! spread sideways; block light spreads from the sources found while
-//! copying (none: no block pass). Everything spreads brightest first in
+//! copying (none: no block pass). A region of open sky (clear voxels of one
+//! type under full sunlight, no source around) is answered without a box.
+//! Everything spreads brightest first in
 //! buckets of voxel indices. The buffers are kept per thread, so lighting
 //! allocates only its answer. Pure: no panics on any input, no I/O.
 //! Does not own: the rules themselves, which [`super::reference`] states as
@@ -18,7 +20,7 @@
 
 use std::cell::RefCell;
 
-use super::{LightTable, MARGIN, MAX_LIGHT, OPAQUE};
+use super::{FULL_SUN, LightTable, MARGIN, MAX_LIGHT, OPAQUE};
 use crate::geometry::{CHUNK_SIZE, CHUNK_VOLUME};
 
 const SIZE: usize = CHUNK_SIZE as usize;
@@ -70,6 +72,9 @@ pub fn light_region(region: &Region<'_>, table: &LightTable) -> Vec<Vec<u8>> {
     let volume = side(nx).saturating_mul(side(ny)).saturating_mul(side(nz));
     if volume > MAX_BOX_VOXELS {
         return Vec::new();
+    }
+    if is_open_sky(region, table) {
+        return vec![vec![FULL_SUN; CHUNK_VOLUME]; nx * ny * nz];
     }
     let light = |region: &Region<'_>| {
         SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
@@ -131,6 +136,50 @@ pub fn light_region(region: &Region<'_>, table: &LightTable) -> Vec<Vec<u8>> {
         }
     }
     lit
+}
+
+/// Whether the region is open sky: each of its chunks and those above it
+/// all one clear voxel type (no absorption, no light of its own) or, above,
+/// not there (open sky); full sunlight coming into every column over it;
+/// and no light source in any chunk around. Then every voxel of it holds
+/// full sunlight and no block light, whatever else is around: sunlight comes
+/// straight down through clear voxels undimmed, and nothing is brighter.
+/// Checked before the box is built: the sky over a generated world is most
+/// of its chunks, and costs a comparison a voxel here.
+fn is_open_sky(region: &Region<'_>, table: &LightTable) -> bool {
+    let [nx, ny, nz] = region.size;
+    let grid = [nx + 2, ny + 2, nz + 2];
+    let byte = |voxel: u32| table.packed_of(voxel);
+    let uniform = |voxels: &[u32]| {
+        let first = *voxels.first()?;
+        voxels.iter().all(|&v| v == first).then_some(first)
+    };
+    for gz in 1..=nz {
+        for gx in 1..=nx {
+            for gy in 1..=ny + 1 {
+                let at = gx + grid[0] * (gy + grid[1] * gz);
+                match region.chunks.get(at).copied().flatten() {
+                    Some(voxels)
+                        if voxels.len() == CHUNK_VOLUME
+                            && uniform(voxels).is_some_and(|v| byte(v) == 0) => {}
+                    None if gy == ny + 1 => {}
+                    _ => return false,
+                }
+            }
+            let mask = region.sun_in.get(gx + grid[0] * gz).copied().flatten();
+            if mask.is_some_and(|mask| mask.iter().any(|&open| !open)) {
+                return false;
+            }
+        }
+    }
+    region
+        .chunks
+        .iter()
+        .flatten()
+        .all(|voxels| match uniform(voxels) {
+            Some(voxel) => byte(voxel) >> 4 == 0,
+            None => voxels.iter().all(|&voxel| byte(voxel) >> 4 == 0),
+        })
 }
 
 /// Whether a chunk around the region is missing in a row beside the
@@ -236,13 +285,7 @@ impl Scratch {
                 .flatten()
                 .filter(|v| v.len() == CHUNK_VOLUME)
         };
-        let packed = table.packed();
-        let pack = |voxel: u32| {
-            packed
-                .get((voxel & crate::MAX_TYPE_ID) as usize)
-                .copied()
-                .unwrap_or(OPAQUE)
-        };
+        let pack = |voxel: u32| table.packed_of(voxel);
 
         // The box: padding opaque, the rest copied run by run.
         let props = &mut self.props;

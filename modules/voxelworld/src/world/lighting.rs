@@ -409,13 +409,25 @@ impl World {
         Ok(())
     }
 
-    /// Lights every one of `chunks` in memory, whether lit before or not,
-    /// from what is in memory around it, and keeps the light of those not
-    /// lit before; answers how many were lit (pregen's `--light`).
-    pub fn light_all(&mut self, chunks: &[Pos]) -> Result<u64, WorldError> {
+    /// Lights `chunks` for good and keeps their light; answers how many
+    /// were lit (headless pregen's `--light`).
+    ///
+    /// The caller promises that every chunk whose voxels can reach their
+    /// light (the chunks around each, and every chunk above those) is
+    /// generated and will not change before the process ends, and that no
+    /// chunk around or below them was lit before they were generated (pregen
+    /// lights a chunk of its run only once its run's chunks around and above
+    /// it are generated, and a headless run lights nothing else). Then
+    /// nothing they reach needs lighting again, so they leave the chunks
+    /// waiting for [`World::relight`]: without that, the first tick after
+    /// the run would light the whole region a second time.
+    pub fn light_settled(&mut self, chunks: &[Pos]) -> Result<u64, WorldError> {
         let lit = self.light_chunks(chunks, &mut LightMemo::default())?;
         let count = lit.len() as u64;
-        self.keep_light(lit, &[], None);
+        self.keep_light(lit, chunks, None);
+        for chunk in chunks {
+            self.light_dirty.remove(chunk);
+        }
         Ok(count)
     }
 
@@ -698,6 +710,81 @@ mod tests {
         world.set_voxel([5, 60, 20], AIR).unwrap();
         relight(&mut world);
         assert_eq!(light::sun(light_at(&mut world, open)), 15);
+    }
+
+    /// Generates section `pos` with each chunk's voxel `i` stone where
+    /// `solid(i)`, else air.
+    fn generate_with(world: &mut World, pos: Pos, solid: impl Fn(usize) -> bool) {
+        assert_eq!(world.load_section(pos).unwrap(), Loaded::NeedsGeneration);
+        let volume = (geometry::CHUNK_SIZE as usize).pow(3);
+        let chunks = world
+            .section_size()
+            .chunks_of_section(pos)
+            .into_iter()
+            .map(|chunk| {
+                let voxels: Vec<u32> = (0..volume).map(|i| u32::from(solid(i))).collect();
+                let name = |id: u32| Some(if id == 0 { "air" } else { "stone" });
+                (chunk, buildat_format::encode_voxels(&voxels, name).unwrap())
+            })
+            .collect();
+        world.apply_generated(pos, chunks).unwrap();
+    }
+
+    /// A region generated in pregen's order (from the centre out, batches
+    /// of 3 sections) under a stone roof over its middle column, lit
+    /// batch by batch either as pregen does (each chunk once settled) or
+    /// each batch as it comes; answers what a full relight then changes.
+    fn pregen_then_relight(settled: bool) -> Vec<(Pos, ChunkLight)> {
+        use crate::pregen::{PregenRun, Unlit, region};
+        let dir = tempfile::tempdir().unwrap();
+        let mut world = open(dir.path());
+        let half = (geometry::CHUNK_SIZE as usize).pow(3) / 2;
+        let mut run = PregenRun::new(region(1, 1), 0, 3);
+        let mut unlit = Unlit::new(world.section_size(), 1, run.remaining());
+        while let Some(batch) = run.next_batch() {
+            unlit.generating(&batch);
+            for &section in &batch {
+                let roof = section == [0, 1, 0];
+                generate_with(&mut world, section, |i| roof || i < half);
+            }
+            let chunks = if settled {
+                unlit.take_settled(run.is_finished())
+            } else {
+                batch
+                    .iter()
+                    .flat_map(|&s| world.section_size().chunks_of_section(s))
+                    .collect()
+            };
+            world.light_settled(&chunks).unwrap();
+        }
+        if settled {
+            assert!(!world.light_pending(), "nothing left to relight");
+        }
+        let every: Vec<Pos> = region(1, 1)
+            .into_iter()
+            .flat_map(|s| world.section_size().chunks_of_section(s))
+            .collect();
+        assert!(
+            every
+                .iter()
+                .all(|&c| world.generated_chunk(c).unwrap().light.is_some())
+        );
+        world.light_dirty.extend(every);
+        relight_at_once(&mut world)
+    }
+
+    /// Pregen's light is final: a full relight after it changes nothing.
+    /// Lit as each batch comes instead, the shade under the roof changes
+    /// once the sections around arrive (so the check can see a difference).
+    #[test]
+    fn light_settled_in_pregen_order_is_what_a_full_relight_gives() {
+        let relit = pregen_then_relight(true);
+        assert!(
+            relit.is_empty(),
+            "changed: {:?}",
+            relit.iter().map(|r| r.0).collect::<Vec<_>>()
+        );
+        assert!(!pregen_then_relight(false).is_empty());
     }
 
     #[test]
