@@ -183,13 +183,15 @@ pub fn generate_box_in(columns: &Columns, min: Pos, size: [i32; 3]) -> Vec<u32> 
         }
     }
     let caves = (top >= min[1]).then(|| CaveField::new(seed, min, size));
+    let mut ore_cell = OreCell::default();
     for lz in 0..sz {
         for lx in 0..sx {
             let (x, z) = (min[0] + lx as i32, min[2] + lz as i32);
             let column = columns.at(x, z);
             for ly in 0..sy {
                 let y = min[1] + ly as i32;
-                let voxel = column_voxel(seed, column, caves.as_ref(), [x, y, z], [lx, ly, lz]);
+                let at = ([x, y, z], [lx, ly, lz]);
+                let voxel = column_voxel(seed, column, caves.as_ref(), &mut ore_cell, at);
                 voxels[lx + sx * (ly + sy * lz)] = voxel;
             }
         }
@@ -210,14 +212,14 @@ pub fn generate_box_in(columns: &Columns, min: Pos, size: [i32; 3]) -> Vec<u32> 
     voxels
 }
 
-/// The terrain's voxel at `pos` in `column`, before structures. `caves` is
-/// there wherever `pos` may be ground.
+/// The terrain's voxel at `pos` (`local` in the box) in `column`, before
+/// structures. `caves` is there wherever `pos` may be ground.
 fn column_voxel(
     seed: u64,
     column: &Column,
     caves: Option<&CaveField>,
-    pos: Pos,
-    local: [usize; 3],
+    ore_cell: &mut OreCell,
+    (pos, local): (Pos, [usize; 3]),
 ) -> u32 {
     let [x, y, z] = pos;
     let height = column.height;
@@ -249,20 +251,29 @@ fn column_voxel(
         0 => layer[0],
         1..=2 => layer[1],
         3..=5 => layer[2],
-        _ => ore_or_stone(seed, [x, y, z]),
+        _ => ore_or_stone(seed, [x, y, z], ore_cell),
     }
+}
+
+/// The last ore cell asked for and its draw: a column goes up through each
+/// cell three voxels in a row, so its hash is worked out once for them.
+#[derive(Default)]
+struct OreCell {
+    cell: Option<Pos>,
+    draw: u64,
 }
 
 /// Ores by depth, in clusters: a 3 × 3 × 3 cell is an ore cell of the kind
 /// its depth allows, and about half its voxels are that ore.
-fn ore_or_stone(seed: u64, [x, y, z]: Pos) -> u32 {
-    let cell = hash(
-        seed ^ 0x30,
-        x.div_euclid(3),
-        y.div_euclid(3),
-        z.div_euclid(3),
-    ) % 1000;
-    let ore = match cell {
+fn ore_or_stone(seed: u64, [x, y, z]: Pos, last: &mut OreCell) -> u32 {
+    let cell = [x.div_euclid(3), y.div_euclid(3), z.div_euclid(3)];
+    if last.cell != Some(cell) {
+        *last = OreCell {
+            cell: Some(cell),
+            draw: hash(seed ^ 0x30, cell[0], cell[1], cell[2]) % 1000,
+        };
+    }
+    let ore = match last.draw {
         0..18 if y < 48 => COAL,
         18..28 if y < -8 => IRON,
         28..32 if y < -40 => GOLD,
