@@ -155,10 +155,14 @@ impl VoxelWorld {
         let (host, generator) = (self.host, self.generator.clone());
         let ask = |sections: Vec<Pos>| host.call_module(&generator, &Generate { sections });
         std::thread::scope(|scope| -> Result<(), ModuleError> {
-            let mut asked = run.next_batch().map(|batch| {
-                let sections = self.within_border(batch.clone());
-                (batch, scope.spawn(move || ask(sections)))
-            });
+            // The next batch, asked of the generator on a thread of its own.
+            let ask_next = |run: &mut PregenRun, world: &Self| {
+                run.next_batch().map(|batch| {
+                    let sections = world.within_border(batch.clone());
+                    (batch, scope.spawn(move || ask(sections)))
+                })
+            };
+            let mut asked = ask_next(&mut run, self);
             let mut settled = Vec::new();
             while let Some((batch, generating)) = asked.take() {
                 // Meanwhile: light what the batch before settled.
@@ -174,10 +178,7 @@ impl VoxelWorld {
                 let generated = generating.join().map_err(|_| {
                     ModuleError::msg("pregen: the call to the generator panicked")
                 })??;
-                asked = run.next_batch().map(|batch| {
-                    let sections = self.within_border(batch.clone());
-                    (batch, scope.spawn(move || ask(sections)))
-                });
+                asked = ask_next(&mut run, self);
                 unlit.generating(&batch);
                 run.generated(self.save_generated(generated)?);
                 if light {

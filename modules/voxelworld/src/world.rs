@@ -815,19 +815,39 @@ pub(crate) mod tests {
 
     /// Generates a section the way a generator module would: blobs by name.
     pub(crate) fn generate(world: &mut World, pos: Pos, fill: &str) {
-        assert_eq!(world.load_section(pos).unwrap(), Loaded::NeedsGeneration);
-        generate_loaded(world, pos, fill);
+        generate_where(world, pos, fill, |i| i < CHUNK_VOLUME / 2);
     }
 
-    /// Generates a section already loaded and waiting for generation.
+    /// Generates a section whose chunks hold `fill` at each voxel index
+    /// where `solid`, else air.
+    pub(crate) fn generate_where(
+        world: &mut World,
+        pos: Pos,
+        fill: &str,
+        solid: impl Fn(usize) -> bool,
+    ) {
+        assert_eq!(world.load_section(pos).unwrap(), Loaded::NeedsGeneration);
+        generate_loaded_where(world, pos, fill, solid);
+    }
+
+    /// Generates a section already loaded and waiting for generation: the
+    /// lower half of each chunk (z < 16) `fill`, the rest air.
     pub(crate) fn generate_loaded(world: &mut World, pos: Pos, fill: &str) {
+        generate_loaded_where(world, pos, fill, |i| i < CHUNK_VOLUME / 2);
+    }
+
+    fn generate_loaded_where(
+        world: &mut World,
+        pos: Pos,
+        fill: &str,
+        solid: impl Fn(usize) -> bool,
+    ) {
         let chunks = world
             .section_size()
             .chunks_of_section(pos)
             .into_iter()
             .map(|chunk| {
-                let mut voxels = vec![0u32; CHUNK_VOLUME];
-                voxels[..CHUNK_VOLUME / 2].fill(1);
+                let voxels: Vec<u32> = (0..CHUNK_VOLUME).map(|i| u32::from(solid(i))).collect();
                 let blob =
                     encode_voxels(&voxels, |id| Some(if id == 0 { "air" } else { fill })).unwrap();
                 (chunk, blob)

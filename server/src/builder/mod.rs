@@ -723,8 +723,6 @@ fn compile_errors(output: &str) -> String {
         .join("\n")
 }
 
-/// Hashes a crate's build inputs: `Cargo.toml`, `build.rs`, `meta.json` and
-/// everything under `src/`, by their paths relative to `dir`.
 /// When a file was last changed and its length: a change to either is a
 /// change to the file.
 type Stamp = (std::time::SystemTime, u64);
@@ -732,6 +730,48 @@ type Stamp = (std::time::SystemTime, u64);
 fn stamp(path: &Path) -> std::io::Result<Stamp> {
     let metadata = std::fs::metadata(path)?;
     Ok((metadata.modified()?, metadata.len()))
+}
+
+/// Values worked out from files, by path, each with the stamps of the files
+/// it came from: kept for the process, worked out again once one of those
+/// files was added, removed or changed (a start asks for the engine's
+/// crates and the workspace's manifest for every module; they were most of
+/// the time a module took to load).
+struct Stamped<V> {
+    kept: Mutex<BTreeMap<PathBuf, (Vec<Stamp>, V)>>,
+}
+
+impl<V: Clone> Stamped<V> {
+    const fn new() -> Self {
+        Self {
+            kept: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The value kept for `key` if `stamps` are still those of its files,
+    /// else `make()`, kept. Stamps are taken before `make` reads the files,
+    /// so a file changed meanwhile is newer than its kept stamp: the next
+    /// call works it out again.
+    fn get_or_make(
+        &self,
+        key: &Path,
+        stamps: Vec<Stamp>,
+        make: impl FnOnce() -> std::io::Result<V>,
+    ) -> std::io::Result<V> {
+        let kept = || {
+            self.kept
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some((known, value)) = kept().get(key)
+            && *known == stamps
+        {
+            return Ok(value.clone());
+        }
+        let value = make()?;
+        kept().insert(key.to_path_buf(), (stamps, value.clone()));
+        Ok(value)
+    }
 }
 
 /// A crate's build inputs: its manifest, build script, meta.json and
@@ -749,80 +789,48 @@ fn crate_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Crate hashes by folder, with the stamps of the files each covered: a
-/// crate is read and hashed again only once a file of it was added,
-/// removed or changed. A start hashes the engine's crates for every module
-/// that depends on them (twice: its build hash, what it was built
-/// against); they were most of the time a module took to load.
-static CRATE_HASHES: std::sync::Mutex<BTreeMap<PathBuf, HashedCrate>> =
-    std::sync::Mutex::new(BTreeMap::new());
+static CRATE_HASHES: Stamped<String> = Stamped::new();
 
-/// The stamps of a crate's files when it was hashed, and the hash.
-type HashedCrate = (Vec<(PathBuf, Stamp)>, String);
-
-/// A hash of one crate's build inputs (as the build hash covers them): what
-/// a module was built against, to tell later whether that crate (an API
-/// crate) changed since.
+/// A hash of one crate's build inputs (`crate_files`, by their paths
+/// relative to `dir`), as the build hash covers them: also what a module
+/// was built against, to tell later whether that crate (an API crate)
+/// changed since.
 pub fn crate_hash(dir: &Path) -> std::io::Result<String> {
     let files = crate_files(dir)?;
     let stamps = files
         .iter()
-        .map(|file| Ok((file.clone(), stamp(file)?)))
-        .collect::<std::io::Result<Vec<_>>>()?;
-    let memo = || {
-        CRATE_HASHES
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    };
-    if let Some((known, hash)) = memo().get(dir)
-        && *known == stamps
-    {
-        return Ok(hash.clone());
-    }
-    let mut hasher = Sha256::new();
-    for file in &files {
-        let relative = file.strip_prefix(dir).unwrap_or(file);
-        hasher.update(relative.as_os_str().as_encoded_bytes());
-        hasher.update([0]);
-        hasher.update(std::fs::read(file)?);
-        hasher.update([0]);
-    }
-    let digest = hasher.finalize();
-    let hash: String = digest[..10].iter().map(|b| format!("{b:02x}")).collect();
-    // A file changed while it was read has a newer stamp than the one kept:
-    // the next call hashes it again.
-    memo().insert(dir.to_path_buf(), (stamps, hash.clone()));
-    Ok(hash)
+        .map(|f| stamp(f))
+        .collect::<std::io::Result<_>>()?;
+    CRATE_HASHES.get_or_make(dir, stamps, || {
+        let mut hasher = Sha256::new();
+        for file in &files {
+            let relative = file.strip_prefix(dir).unwrap_or(file);
+            hasher.update(relative.as_os_str().as_encoded_bytes());
+            hasher.update([0]);
+            hasher.update(std::fs::read(file)?);
+            hasher.update([0]);
+        }
+        let digest = hasher.finalize();
+        Ok(digest[..10].iter().map(|b| format!("{b:02x}")).collect())
+    })
 }
 
-/// Manifests by path, with the stamp of the file they were parsed from
-/// (the workspace's is read for every crate that names a workspace
-/// dependency).
-static MANIFESTS: std::sync::Mutex<BTreeMap<PathBuf, (Stamp, toml::Table)>> =
-    std::sync::Mutex::new(BTreeMap::new());
+static MANIFESTS: Stamped<Arc<toml::Table>> = Stamped::new();
 
-fn read_manifest(dir: &Path) -> std::io::Result<toml::Table> {
+/// The parsed `Cargo.toml` in `dir` (shared: the workspace's is asked for
+/// by every crate that names a workspace dependency).
+fn read_manifest(dir: &Path) -> std::io::Result<Arc<toml::Table>> {
     let path = dir.join("Cargo.toml");
-    let stamped = stamp(&path)?;
-    let memo = || {
-        MANIFESTS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    };
-    if let Some((known, manifest)) = memo().get(&path)
-        && *known == stamped
-    {
-        return Ok(manifest.clone());
-    }
-    let text = std::fs::read_to_string(&path)?;
-    let manifest = text.parse::<toml::Table>().map_err(|error| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("{}: {error}", path.display()),
-        )
-    })?;
-    memo().insert(path, (stamped, manifest.clone()));
-    Ok(manifest)
+    MANIFESTS.get_or_make(&path, vec![stamp(&path)?], || {
+        let text = std::fs::read_to_string(&path)?;
+        let manifest = text.parse::<toml::Table>().map_err(|error| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{}: {error}", path.display()),
+            )
+        })?;
+        Ok(Arc::new(manifest))
+    })
 }
 
 fn package_name(dir: &Path) -> String {
@@ -834,7 +842,7 @@ fn package_name(dir: &Path) -> String {
 
 /// The folder of the workspace `dir` belongs to (the nearest ancestor whose
 /// `Cargo.toml` has a `[workspace]`), with its manifest.
-fn find_workspace(dir: &Path) -> Option<(PathBuf, toml::Table)> {
+fn find_workspace(dir: &Path) -> Option<(PathBuf, Arc<toml::Table>)> {
     dir.ancestors().skip(1).find_map(|ancestor| {
         let manifest = read_manifest(ancestor).ok()?;
         manifest

@@ -70,30 +70,33 @@ impl ImageStore {
 
 /// Whether `image` is still mapped into this process.
 pub(crate) fn is_mapped(image: &Path) -> bool {
-    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
-        return false;
-    };
     let needle = image.to_string_lossy();
-    maps.lines().any(|line| line.contains(needle.as_ref()))
+    any_mapping(false, |line| line.contains(needle.as_ref()))
 }
 
 /// Whether the file of device `dev` and inode `ino` is mapped into this
 /// process, under any name. Unreadable maps count as mapped (a copy is
 /// always safe).
 fn is_file_mapped(dev: u64, ino: u64) -> bool {
-    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
-        return true;
-    };
     // glibc's major/minor split of a dev_t, as the kernel prints it in maps.
     let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
     let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
     let device = format!("{major:02x}:{minor:02x}");
     let inode = ino.to_string();
-    maps.lines().any(|line| {
+    any_mapping(true, |line| {
         // address perms offset dev inode [path]
         let mut fields = line.split_ascii_whitespace().skip(3);
         fields.next() == Some(device.as_str()) && fields.next() == Some(inode.as_str())
     })
+}
+
+/// Whether a line of `/proc/self/maps` is `matching`; `unreadable` when the
+/// maps cannot be read.
+fn any_mapping(unreadable: bool, matching: impl Fn(&str) -> bool) -> bool {
+    match std::fs::read_to_string("/proc/self/maps") {
+        Ok(maps) => maps.lines().any(matching),
+        Err(_) => unreadable,
+    }
 }
 
 #[cfg(test)]
@@ -114,7 +117,7 @@ mod tests {
     }
 
     /// A load of an artifact no image maps links it (same inode, no bytes
-    /// copied), under a new path each time.
+    /// copied), under a new path each time; one mapped is copied.
     #[test]
     fn an_artifact_is_linked_unless_an_image_of_it_is_mapped() {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -126,5 +129,27 @@ mod tests {
         assert_eq!(ino(&first), ino(&artifact), "linked, not copied");
         let second = store.place_unique(&artifact, "m").expect("placed");
         assert_ne!(first, second);
+        assert_eq!(ino(&second), ino(&artifact), "still not mapped: linked");
+
+        // Mapped, as the dynamic linker maps a library: copied.
+        let file = std::fs::File::open(&artifact).expect("opens");
+        // SAFETY: a fresh private read-only mapping of a 7-byte file,
+        // unmapped below; nothing reads through it.
+        let mapping = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                7,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                0,
+            )
+        };
+        assert_ne!(mapping, libc::MAP_FAILED, "maps");
+        let third = store.place_unique(&artifact, "m").expect("placed");
+        // SAFETY: the mapping made above, of that length.
+        unsafe { libc::munmap(mapping, 7) };
+        assert_ne!(ino(&third), ino(&artifact), "mapped: copied");
+        assert_eq!(std::fs::read(&third).expect("reads"), b"library");
     }
 }

@@ -566,6 +566,7 @@ mod tests {
         };
         let lit = light_region(&tall, &table);
         assert!(lit[0] == world.light([0, 0, 0]), "the lower chunk");
+        assert!(lit[1] == world.light([0, 1, 0]), "the upper chunk");
         // The sky over the hills (chunks at y = 2 and up, all air): full
         // sunlight without a box, as one by one; with a torch in the hills
         // just below, its light reaches up and the box is built.
@@ -609,7 +610,6 @@ mod tests {
                 .any(|l| l.iter().any(|&b| block(b) > 0)),
             "the torch's light is in the sky's lowest voxels"
         );
-        assert!(lit[1] == world.light([0, 1, 0]), "the upper chunk");
         let wrong = Region {
             size: [2, 2, 2],
             chunks: Vec::new(),

@@ -617,7 +617,7 @@ impl World {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::world::tests::{far, generate, open};
+    use crate::world::tests::{far, generate, generate_where, open};
     use buildat_voxel::{AIR, BlockDefinition};
 
     /// Relights in one call.
@@ -712,24 +712,6 @@ mod tests {
         assert_eq!(light::sun(light_at(&mut world, open)), 15);
     }
 
-    /// Generates section `pos` with each chunk's voxel `i` stone where
-    /// `solid(i)`, else air.
-    fn generate_with(world: &mut World, pos: Pos, solid: impl Fn(usize) -> bool) {
-        assert_eq!(world.load_section(pos).unwrap(), Loaded::NeedsGeneration);
-        let volume = (geometry::CHUNK_SIZE as usize).pow(3);
-        let chunks = world
-            .section_size()
-            .chunks_of_section(pos)
-            .into_iter()
-            .map(|chunk| {
-                let voxels: Vec<u32> = (0..volume).map(|i| u32::from(solid(i))).collect();
-                let name = |id: u32| Some(if id == 0 { "air" } else { "stone" });
-                (chunk, buildat_format::encode_voxels(&voxels, name).unwrap())
-            })
-            .collect();
-        world.apply_generated(pos, chunks).unwrap();
-    }
-
     /// A region generated in pregen's order (from the centre out, batches
     /// of 3 sections) under a stone roof over its middle column, lit
     /// batch by batch either as pregen does (each chunk once settled) or
@@ -745,7 +727,7 @@ mod tests {
             unlit.generating(&batch);
             for &section in &batch {
                 let roof = section == [0, 1, 0];
-                generate_with(&mut world, section, |i| roof || i < half);
+                generate_where(&mut world, section, "stone", |i| roof || i < half);
             }
             let chunks = if settled {
                 unlit.take_settled(run.is_finished())

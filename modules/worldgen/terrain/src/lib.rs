@@ -146,9 +146,12 @@ impl Columns {
     /// Whether these are the columns of `seed` over the area of x and z
     /// from `min` of `size` (or more).
     pub fn covers(&self, seed: u64, min: [i32; 2], size: [i32; 2]) -> bool {
-        self.seed == seed
-            && (0..2)
-                .all(|a| min[a] >= self.min[a] && min[a] + size[a] <= self.min[a] + self.size[a])
+        self.seed == seed && self.contains(min, size)
+    }
+
+    /// Whether the area from `min` of `size` lies within these columns.
+    fn contains(&self, min: [i32; 2], size: [i32; 2]) -> bool {
+        (0..2).all(|a| min[a] >= self.min[a] && min[a] + size[a] <= self.min[a] + self.size[a])
     }
 
     fn at(&self, x: i32, z: i32) -> &Column {
@@ -164,11 +167,11 @@ pub fn generate_box(seed: u64, min: Pos, size: [i32; 3]) -> Vec<u32> {
     generate_box_in(&columns, min, size)
 }
 
-/// [`generate_box`] over `columns`, which must cover the box's x and z
-/// ([`Columns::covers`]; panics otherwise).
+/// [`generate_box`] over `columns`, whose area must hold the box's x and z
+/// (panics otherwise).
 pub fn generate_box_in(columns: &Columns, min: Pos, size: [i32; 3]) -> Vec<u32> {
     assert!(
-        columns.covers(columns.seed, [min[0], min[2]], [size[0], size[2]]),
+        columns.contains([min[0], min[2]], [size[0], size[2]]),
         "the columns do not cover the box from {min:?} of {size:?}"
     );
     let seed = columns.seed;
