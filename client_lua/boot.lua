@@ -270,10 +270,25 @@ local function Logger(name)
 		error("buildat.Logger expects a name string, got " .. typeof(name), 2)
 	end
 	local logger = {}
-	for _, level in ipairs(LEVELS) do
-		logger[level] = function(...)
-			host.log(level, name, message_of(logger, ...))
+	for i, level in ipairs(LEVELS) do
+		if i <= host.log_levels then
+			logger[level] = function(...)
+				host.log(level, name, message_of(logger, ...))
+			end
+		else
+			logger[level] = function() end
 		end
+	end
+	-- log:enabled(level): whether that level is logged, so a message
+	-- built in a hot path is built only then.
+	logger.enabled = function(self, level)
+		local wanted = if self == logger then level else self
+		for i, known in ipairs(LEVELS) do
+			if known == wanted then
+				return i <= host.log_levels
+			end
+		end
+		error("log:enabled: no level named " .. tostring(wanted), 2)
 	end
 	return table.freeze(logger)
 end
@@ -373,6 +388,9 @@ function new_env(file, trusted)
 	env._G = env
 	env.require = make_require(trusted)
 	env.print = function(...)
+		if host.log_levels < 3 then -- info is not logged
+			return
+		end
 		host.log("info", file, message_of(nil, ...))
 	end
 	local api = {

@@ -10,15 +10,19 @@
 //!    server: time from the start of connecting to the end of the first
 //!    module script, cold and warm cache, and the process's memory.
 //!
+//! 4. A packet every player's edits bring (`main:edits`, 32 entries) into
+//!    the game's client Lua: logging at info (verbose skipped, as a client
+//!    runs by default) against a sink that keeps verbose but discards it:
+//!    what every client paid before a skipped level cost nothing.
+//!
 //! Run: `cargo bench -p buildat-client --bench sandbox`. Plain
 //! `std::time::Instant`, no harness.
 
 use buildat_harness::fake_server;
 use std::process::Command;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use buildat_client::sandbox::{Options, Runtime};
+use buildat_client::sandbox::{Level, LogSink, Options, Runtime};
 use mlua::{Lua, Value};
 
 const RUNS: usize = 11;
@@ -95,7 +99,7 @@ fn time_both(runtime: &Runtime, source: &str) -> (Duration, Duration) {
 fn quiet_runtime() -> Runtime {
     Runtime::new(Options {
         time_limit: Duration::from_secs(60),
-        log: Rc::new(|_, _, _| {}),
+        log: LogSink::new(Level::Info, |_, _, _| {}),
         ..Options::default()
     })
     .expect("runtime")
@@ -220,6 +224,75 @@ fn connection() {
     println!();
 }
 
+/// A runtime running main's client Lua, logging up to `level` into nothing.
+fn game_runtime(level: Level) -> Runtime {
+    let runtime = Runtime::new(Options {
+        time_limit: Duration::from_secs(60),
+        log: LogSink::new(level, |_, _, _| {}),
+        ..Options::default()
+    })
+    .expect("runtime");
+    let name = "main/client_lua/init.lua";
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../modules")
+        .join(name);
+    let source = std::fs::read(&path).expect("main's client Lua");
+    runtime.set_file(name, &source);
+    runtime.run_script(name).expect("main's client Lua runs");
+    runtime.take_outgoing();
+    runtime
+}
+
+/// `main:edits` of `entries` edits: `[<I8i4i4i4s2]` each.
+fn edits_packet(entries: u32) -> Vec<u8> {
+    let mut data = Vec::new();
+    for i in 0..entries {
+        data.extend_from_slice(&u64::from(i % 7).to_le_bytes());
+        for c in [i as i32 * 3, 40 + i as i32 % 5, -(i as i32)] {
+            data.extend_from_slice(&c.to_le_bytes());
+        }
+        let name = if i % 2 == 0 { "stone" } else { "air" };
+        data.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        data.extend_from_slice(name.as_bytes());
+    }
+    data
+}
+
+fn edits() {
+    const PACKETS: usize = 2_000;
+    println!(
+        "## `main:edits` of 32 entries into main's client Lua (median of {RUNS} runs of {PACKETS})"
+    );
+    println!();
+    println!("| logging | per packet | ratio |");
+    println!("|---|---:|---:|");
+    let packet = edits_packet(32);
+    let runtimes = [game_runtime(Level::Verbose), game_runtime(Level::Info)];
+    let mut samples = [Vec::new(), Vec::new()];
+    for _ in 0..RUNS {
+        for (runtime, samples) in runtimes.iter().zip(&mut samples) {
+            let started = Instant::now();
+            for _ in 0..PACKETS {
+                let failures = runtime.dispatch_packet("main:edits", &packet);
+                assert!(failures.is_empty(), "main:edits is handled");
+            }
+            samples.push(started.elapsed() / PACKETS as u32);
+        }
+    }
+    let [verbose, info] = samples.map(median);
+    for (name, time) in [
+        ("verbose kept (every level built, as before)", verbose),
+        ("info (verbose skipped)", info),
+    ] {
+        println!(
+            "| {name} | {:.1} µs | {:.2} |",
+            time.as_secs_f64() * 1e6,
+            time.as_secs_f64() / verbose.as_secs_f64()
+        );
+    }
+    println!();
+}
+
 fn main() {
     // `cargo test --benches` runs this with --test: keep it quick there.
     if std::env::args().any(|a| a == "--test") {
@@ -229,5 +302,6 @@ fn main() {
     }
     overhead();
     memory();
+    edits();
     connection();
 }

@@ -290,13 +290,13 @@ fn secure(stream: TcpStream, config: &Config) -> Result<Conn, AppError> {
     let pin = match config.security().decide(loopback)? {
         Decision::Plaintext => {
             if loopback {
-                (config.log)(
+                config.log.log(
                     Level::Verbose,
                     "buildat-client",
                     &format!("plaintext to {address} ({peer}, loopback)"),
                 );
             } else {
-                (config.log)(
+                config.log.log(
                     Level::Warning,
                     "buildat-client",
                     &format!(
@@ -349,24 +349,24 @@ fn secure(stream: TcpStream, config: &Config) -> Result<Conn, AppError> {
         .map(|p| p.known_hosts.display().to_string())
         .unwrap_or_default();
     match pinned {
-        Pinned::Unpinned { fingerprint } => (config.log)(
+        Pinned::Unpinned { fingerprint } => config.log.log(
             Level::Verbose,
             "buildat-client",
             &format!("TLS to {address} ({peer}, loopback): its key {fingerprint} is not pinned"),
         ),
-        Pinned::Known => (config.log)(
+        Pinned::Known => config.log.log(
             Level::Verbose,
             "buildat-client",
             &format!("TLS: the key of {address} is the one pinned in {file}"),
         ),
-        Pinned::New { fingerprint } => (config.log)(
+        Pinned::New { fingerprint } => config.log.log(
             Level::Info,
             "buildat-client",
             &format!(
                 "TLS: first connection to {address}; its key {fingerprint} is now pinned in {file}"
             ),
         ),
-        Pinned::Replaced { old, new } => (config.log)(
+        Pinned::Replaced { old, new } => config.log.log(
             Level::Warning,
             "buildat-client",
             &format!(
@@ -437,7 +437,7 @@ fn run_inner(config: Config, summary: &mut Summary) -> Result<Outcome, AppError>
         .tcp()
         .set_write_timeout(Some(Duration::from_secs(30)))
         .map_err(AppError::ConnectionLost)?;
-    (config.log)(
+    config.log.log(
         Level::Verbose,
         "buildat-client",
         &format!("connected to {}", config.address),
@@ -511,7 +511,7 @@ impl Client {
     }
 
     fn log(&self, level: Level, message: &str) {
-        (self.config.log)(level, "buildat-client", message);
+        self.config.log.log(level, "buildat-client", message);
     }
 
     fn run(&mut self) -> Result<Outcome, AppError> {
@@ -586,7 +586,9 @@ impl Client {
 
     fn lua_failed(&mut self, error: &ScriptError) {
         self.summary.lua_errors += 1;
-        (self.config.log)(Level::Error, &error.file, &error.message);
+        self.config
+            .log
+            .log(Level::Error, &error.file, &error.message);
     }
 
     fn handle(&mut self, event: Event) -> Result<(), AppError> {

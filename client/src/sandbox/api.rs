@@ -149,7 +149,7 @@ impl Runtime {
             lua.create_function(
                 move |_, (level, name, message): (String, String, mlua::LuaString)| {
                     let level = Level::parse(&level).unwrap_or(Level::Info);
-                    (s.log)(level, &name, &message.to_string_lossy());
+                    s.log.log(level, &name, &message.to_string_lossy());
                     Ok(())
                 },
             )?,
@@ -264,6 +264,10 @@ impl Runtime {
         Self::ui_functions(lua, shared, &host)?;
 
         host.raw_set("client_name", client_name)?;
+        // The most detailed level logged, as a position in boot.lua's
+        // LEVELS (error 1 .. debug 5): the loggers of levels past it do
+        // nothing, not even build their message.
+        host.raw_set("log_levels", shared.log.max() as u8 + 1)?;
         host.set_readonly(true);
         Ok(host)
     }

@@ -88,8 +88,40 @@ impl Level {
     }
 }
 
-/// Where log lines go: (level, logger name, message).
-pub type LogSink = Rc<dyn Fn(Level, &str, &str)>;
+/// Where log lines go: (level, logger name, message), and the most detailed
+/// level kept. Lua asks it before building a message: a disabled level's
+/// `log:verbose(...)` costs a call and no string (a bot sees every player's
+/// edits, and formatted each one for nothing).
+#[derive(Clone)]
+pub struct LogSink {
+    max: Level,
+    write: Rc<WriteLine>,
+}
+
+/// Writes one line: (level, logger name, message).
+type WriteLine = dyn Fn(Level, &str, &str);
+
+impl LogSink {
+    /// A sink keeping the lines up to `max` and handing them to `write`.
+    pub fn new(max: Level, write: impl Fn(Level, &str, &str) + 'static) -> Self {
+        Self {
+            max,
+            write: Rc::new(write),
+        }
+    }
+
+    /// The most detailed level this sink keeps.
+    pub fn max(&self) -> Level {
+        self.max
+    }
+
+    /// Writes one line, if its level is kept.
+    pub fn log(&self, level: Level, name: &str, message: &str) {
+        if level <= self.max {
+            (self.write)(level, name, message);
+        }
+    }
+}
 
 /// A sink printing lines up to `max` to stderr as `LEVEL name: message`
 /// (name and message are the server's Lua's: escaped).
@@ -100,15 +132,13 @@ pub fn stderr_sink(max: Level) -> LogSink {
 /// Like [`stderr_sink`], each line starting with `prefix` (a bot's name
 /// when one process runs many).
 pub fn prefixed_stderr_sink(max: Level, prefix: String) -> LogSink {
-    Rc::new(move |level, name, message| {
-        if level <= max {
-            eprintln!(
-                "{prefix}{:<7} {}: {}",
-                level.as_str(),
-                escape(name),
-                escape(message)
-            );
-        }
+    LogSink::new(max, move |level, name, message| {
+        eprintln!(
+            "{prefix}{:<7} {}: {}",
+            level.as_str(),
+            escape(name),
+            escape(message)
+        );
     })
 }
 

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use buildat_client::sandbox::{FailureKind, Level, Options, Runtime, ScriptError};
+use buildat_client::sandbox::{FailureKind, Level, LogSink, Options, Runtime, ScriptError};
 use mlua::Value;
 
 type Log = Rc<RefCell<Vec<(Level, String, String)>>>;
@@ -38,7 +38,7 @@ fn runtime_with_time_limit(time_limit: Duration) -> (Runtime, Log) {
         memory_limit: MEMORY_LIMIT,
         time_limit,
         client_name: "tester".into(),
-        log: Rc::new(move |level, name, message| {
+        log: LogSink::new(Level::Debug, move |level, name, message| {
             sink.borrow_mut()
                 .push((level, name.to_string(), message.to_string()));
         }),
@@ -829,6 +829,48 @@ fn extensions_give_sandboxed_code_only_their_safe_table() {
     )
     .expect("json works");
     assert_eq!(sent(&rt)[0].1, r#"{"a":[1,2,3],"b":"x\n","c":true}"#);
+}
+
+/// A level the sink does not keep costs its caller nothing: the logger
+/// does not even turn its arguments into text, and `log:enabled` says so.
+#[test]
+fn a_logger_skips_the_levels_its_sink_does_not_keep() {
+    let log: Log = Rc::default();
+    let sink = log.clone();
+    let rt = Runtime::new(Options {
+        memory_limit: MEMORY_LIMIT,
+        time_limit: TIME_LIMIT,
+        client_name: "tester".into(),
+        log: LogSink::new(Level::Info, move |level, name, message| {
+            sink.borrow_mut()
+                .push((level, name.to_string(), message.to_string()));
+        }),
+    })
+    .expect("runtime starts");
+    run(
+        &rt,
+        "levels/client_lua/init.lua",
+        r#"
+        local log = buildat.Logger("levels")
+        local formatted = 0
+        local costly = setmetatable({}, { __tostring = function()
+            formatted += 1
+            return "costly"
+        end })
+        log:verbose("skipped", costly)
+        log:debug(costly)
+        log:info("kept", costly)
+        assert(formatted == 1, "formatted " .. formatted .. " times")
+        assert(log:enabled("info") and log:enabled("error"))
+        assert(not log:enabled("verbose") and not log:enabled("debug"))
+        assert(not pcall(log.enabled, log, "loud"), "an unknown level is an error")
+        "#,
+    )
+    .expect("levels");
+    assert_eq!(
+        *log.borrow(),
+        [(Level::Info, "levels".to_string(), "kept costly".to_string())]
+    );
 }
 
 #[test]

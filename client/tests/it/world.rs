@@ -8,10 +8,9 @@
 
 use buildat_format::Packet;
 use buildat_voxelworld_protocol::stream::{Chunk, Light, Registry, UnloadChunk, VoxelUpdates};
-use std::rc::Rc;
 
 use crate::common::world_data::*;
-use buildat_client::sandbox::{Options, Runtime};
+use buildat_client::sandbox::{Level, LogSink, Options, Runtime};
 use buildat_client::world::{BlockKind, Column, Handled, WorldView};
 use mlua::Value;
 
@@ -430,7 +429,7 @@ fn the_png_map_is_written_and_decodes() {
 
 fn runtime() -> Runtime {
     Runtime::new(Options {
-        log: Rc::new(|_, _, _| {}),
+        log: LogSink::new(Level::Info, |_, _, _| {}),
         ..Options::default()
     })
     .expect("runtime")

@@ -182,8 +182,10 @@ buildat.nodes.on_added(function(id)
 	end
 	if name ~= nil and peer ~= me.peer then
 		seen_players[id] = { name = name, peer = peer }
-		log:verbose("player " .. name .. " (peer " .. peer .. ") is at "
-			.. fmt(node.x) .. "," .. fmt(node.y) .. "," .. fmt(node.z))
+		if log:enabled("verbose") then -- not formatted for nothing
+			log:verbose("player " .. name .. " (peer " .. peer .. ") is at "
+				.. fmt(node.x) .. "," .. fmt(node.y) .. "," .. fmt(node.z))
+		end
 	end
 	show_node(id)
 end)
@@ -249,7 +251,10 @@ buildat.sub_packet("main:edits", function(data)
 		end
 		at = next_at
 		edits += 1
-		log:verbose("edit by peer " .. who .. ": " .. x .. "," .. y .. "," .. z .. " is now " .. name)
+		-- Every player's edits come here: formatted only when logged.
+		if log:enabled("verbose") then
+			log:verbose("edit by peer " .. who .. ": " .. x .. "," .. y .. "," .. z .. " is now " .. name)
+		end
 		call_all(edit_fns, who, x, y, z, name)
 	end
 end)
@@ -279,7 +284,9 @@ buildat.sub_packet("main:dig_time", function(data)
 	local key = voxel_key(x, y, z)
 	local waiting = dig_waiting[key]
 	dig_waiting[key] = nil
-	log:verbose("digging " .. key .. " takes " .. string.format("%.2f", seconds) .. " s")
+	if log:enabled("verbose") then
+		log:verbose("digging " .. key .. " takes " .. string.format("%.2f", seconds) .. " s")
+	end
 	if waiting ~= nil then
 		call_all(waiting, seconds)
 	end

@@ -728,7 +728,10 @@ fn compile_errors(output: &str) -> String {
 type Stamp = (std::time::SystemTime, u64);
 
 fn stamp(path: &Path) -> std::io::Result<Stamp> {
-    let metadata = std::fs::metadata(path)?;
+    stamp_of(&std::fs::metadata(path)?)
+}
+
+fn stamp_of(metadata: &std::fs::Metadata) -> std::io::Result<Stamp> {
     Ok((metadata.modified()?, metadata.len()))
 }
 
@@ -775,13 +778,16 @@ impl<V: Clone> Stamped<V> {
 }
 
 /// A crate's build inputs: its manifest, build script, meta.json and
-/// everything under `src/`, sorted.
-fn crate_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+/// everything under `src/`, sorted, each with its stamp (one `stat` a
+/// file: a start asks this of the engine's crates for every module).
+fn crate_files(dir: &Path) -> std::io::Result<Vec<(PathBuf, Stamp)>> {
     let mut files = Vec::new();
     for name in ["Cargo.toml", "build.rs", "meta.json"] {
         let path = dir.join(name);
-        if path.is_file() {
-            files.push(path);
+        if let Ok(metadata) = std::fs::metadata(&path)
+            && metadata.is_file()
+        {
+            files.push((path, stamp_of(&metadata)?));
         }
     }
     collect_files(&dir.join("src"), &mut files)?;
@@ -797,13 +803,10 @@ static CRATE_HASHES: Stamped<String> = Stamped::new();
 /// changed since.
 pub fn crate_hash(dir: &Path) -> std::io::Result<String> {
     let files = crate_files(dir)?;
-    let stamps = files
-        .iter()
-        .map(|f| stamp(f))
-        .collect::<std::io::Result<_>>()?;
+    let stamps = files.iter().map(|(_, stamp)| *stamp).collect();
     CRATE_HASHES.get_or_make(dir, stamps, || {
         let mut hasher = Sha256::new();
-        for file in &files {
+        for (file, _) in &files {
             let relative = file.strip_prefix(dir).unwrap_or(file);
             hasher.update(relative.as_os_str().as_encoded_bytes());
             hasher.update([0]);
@@ -902,16 +905,28 @@ pub fn path_dependencies(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(named.into_iter().map(|(_, path)| path).collect())
 }
 
-fn collect_files(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    if !dir.is_dir() {
-        return Ok(());
-    }
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
+/// Every file under `dir` (none if it is not a folder), with its stamp.
+/// A file's `stat` is relative to its folder's handle; a symlink is
+/// followed, as a path would be.
+fn collect_files(dir: &Path, files: &mut Vec<(PathBuf, Stamp)>) -> std::io::Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotADirectory => return Ok(()),
+        Err(error) => return Err(error),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let path = entry.path();
+        let metadata = if entry.file_type()?.is_symlink() {
+            std::fs::metadata(&path)?
+        } else {
+            entry.metadata()?
+        };
+        if metadata.is_dir() {
             collect_files(&path, files)?;
         } else {
-            files.push(path);
+            files.push((path, stamp_of(&metadata)?));
         }
     }
     Ok(())

@@ -67,10 +67,10 @@ const FEATURES_DIR: &str = ".engine-features";
 /// in them set the features, see [`FEATURES_PACKAGE`]). Whether the folder
 /// is such a workspace now.
 pub fn prepare(dir: &Path, target_dir: &Path, module_paths: &[PathBuf]) -> std::io::Result<bool> {
-    let Ok(manifest) = read_table(&dir.join("Cargo.toml")) else {
+    let Ok(manifest) = super::read_manifest(dir) else {
         return Ok(false);
     };
-    if manifest.contains_key("workspace") || !inherits(&toml::Value::Table(manifest)) {
+    if manifest.contains_key("workspace") || !inherits(&manifest) {
         return Ok(false);
     }
     let Some(root) = dir.parent() else {
@@ -290,7 +290,7 @@ fn find_engine_modules(module_paths: &[PathBuf]) -> Vec<(String, PathBuf, Vec<St
             let Ok(parsed) = buildat_interface::meta::ModuleMeta::read(&dir) else {
                 continue;
             };
-            let Ok(manifest) = read_table(&dir.join("Cargo.toml")) else {
+            let Ok(manifest) = super::read_manifest(&dir) else {
                 continue;
             };
             let Some(package) = manifest
@@ -382,7 +382,7 @@ struct Wanted {
 fn engine_dependencies(
     engine_modules: &[(String, PathBuf, Vec<String>)],
 ) -> BTreeMap<&'static str, BTreeMap<String, Wanted>> {
-    let engine = read_table(&engine_root().join("Cargo.toml")).unwrap_or_default();
+    let engine = super::read_manifest(&engine_root()).unwrap_or_default();
     let inherited = engine
         .get("workspace")
         .and_then(|w| w.get("dependencies"))
@@ -396,7 +396,7 @@ fn engine_dependencies(
     }
     let mut sections: BTreeMap<&'static str, BTreeMap<String, Wanted>> = BTreeMap::new();
     for dir in crates {
-        let Ok(manifest) = read_table(&dir.join("Cargo.toml")) else {
+        let Ok(manifest) = super::read_manifest(&dir) else {
             continue;
         };
         for section in ["dependencies", "build-dependencies"] {
@@ -450,9 +450,8 @@ fn engine_dependencies(
 /// crate), but none that is a workspace itself; and the subfolder crates
 /// alone (`<module>/<crate>`). Sorted.
 fn find_crates(root: &Path) -> std::io::Result<(Vec<String>, Vec<String>)> {
-    let is_member = |dir: &Path| {
-        read_table(&dir.join("Cargo.toml")).is_ok_and(|m| !m.contains_key("workspace"))
-    };
+    let is_member =
+        |dir: &Path| super::read_manifest(dir).is_ok_and(|m| !m.contains_key("workspace"));
     let (mut members, mut local) = (Vec::new(), Vec::new());
     for folder in sorted_dirs(root)? {
         let Some(name) = folder.file_name().and_then(|n| n.to_str()) else {
@@ -487,21 +486,13 @@ fn sorted_dirs(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(dirs)
 }
 
-fn read_table(path: &Path) -> std::io::Result<toml::Table> {
-    let text = std::fs::read_to_string(path)?;
-    text.parse()
-        .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{error}")))
-}
-
-/// Whether a manifest (or part of one) takes anything from its workspace
-/// (`x.workspace = true`).
-fn inherits(value: &toml::Value) -> bool {
-    match value {
-        toml::Value::Table(table) => table.iter().any(|(key, value)| {
-            (key == "workspace" && value.as_bool() == Some(true)) || inherits(value)
-        }),
-        _ => false,
-    }
+/// Whether a manifest (or a table of one) takes anything from its
+/// workspace (`x.workspace = true`).
+fn inherits(table: &toml::Table) -> bool {
+    table.iter().any(|(key, value)| {
+        (key == "workspace" && value.as_bool() == Some(true))
+            || value.as_table().is_some_and(inherits)
+    })
 }
 
 fn is_ours(path: &Path) -> bool {
@@ -519,7 +510,7 @@ fn is_claimed(dir: &Path) -> bool {
 /// member (see [`is_claimed`]).
 fn claimed_by(dir: &Path) -> Option<PathBuf> {
     for ancestor in dir.ancestors().skip(1) {
-        let Ok(manifest) = read_table(&ancestor.join("Cargo.toml")) else {
+        let Ok(manifest) = super::read_manifest(ancestor) else {
             continue;
         };
         let Some(workspace) = manifest.get("workspace") else {
@@ -567,6 +558,11 @@ fn write_if_changed(path: &Path, text: &str) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    fn read_table(path: &Path) -> toml::Table {
+        let text = std::fs::read_to_string(path).expect("a TOML file");
+        text.parse().expect("valid TOML")
+    }
+
     fn module(root: &Path, name: &str, manifest: &str) {
         std::fs::create_dir_all(root.join(name).join("src")).expect("module dir");
         std::fs::write(root.join(name).join("Cargo.toml"), manifest).expect("manifest");
@@ -585,7 +581,7 @@ mod tests {
         module(&root, "alone", "[package]\nname = \"alone\"\n[workspace]\n");
         let target = scratch.path().join("build/target");
         assert!(prepare(&root.join("hello"), &target, &[]).expect("written"));
-        let manifest = read_table(&root.join("Cargo.toml")).expect("a manifest");
+        let manifest = read_table(&root.join("Cargo.toml"));
         let workspace = &manifest["workspace"];
         assert_eq!(
             workspace["members"].as_array().expect("members"),
@@ -621,7 +617,7 @@ mod tests {
         // Seeded from the engine's, kept to what the module uses: the
         // engine's versions.
         let packages = |path: &Path| -> BTreeSet<(String, String)> {
-            read_table(path).expect("a lock file")["package"]
+            read_table(path)["package"]
                 .as_array()
                 .expect("packages")
                 .iter()
@@ -645,7 +641,7 @@ mod tests {
         let engine_modules = [engine_root().join("modules")];
         assert!(prepare(&root.join("hello"), &target, &engine_modules).expect("written"));
         assert!(has_features_package(&root.join("Cargo.toml")));
-        let features = read_table(&root.join(FEATURES_DIR).join("Cargo.toml")).expect("written");
+        let features = read_table(&root.join(FEATURES_DIR).join("Cargo.toml"));
         let dependencies = features["dependencies"].as_table().expect("dependencies");
         assert!(
             dependencies.get("tokio").is_some() && dependencies.get("serde").is_some(),

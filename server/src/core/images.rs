@@ -8,15 +8,25 @@
 //! new ones over); one still mapped (a reload of unchanged code whose old
 //! image did not leave) is copied, so the load maps new code.
 //!
+//! Only images placed here are loaded, so an artifact never placed in this
+//! process (every one on a first start) cannot be mapped by it: it is
+//! linked without reading `/proc/self/maps`.
+//!
 //! Owns: `<build_dir>/loaded/<pid>-<n>/` (one per module host in this
 //! process), which holds its links and copies and is removed on exit; stale
 //! folders of dead processes are removed on start.
 //! Does not own: building artifacts (`builder.rs`) or loading them
 //! (`instance.rs`).
 
+use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+/// The artifacts (device, inode) any store of this process placed: only
+/// those can be mapped by one of its images.
+static PLACED: Mutex<BTreeSet<(u64, u64)>> = Mutex::new(BTreeSet::new());
 
 /// Numbers the stores of this process, so two module hosts in one process
 /// (tests, benchmarks) never write over each other's mapped images.
@@ -56,7 +66,12 @@ impl ImageStore {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let path = self.dir.join(format!("{module}-{n}.so"));
         let file = std::fs::metadata(artifact)?;
-        if is_file_mapped(file.dev(), file.ino()) || std::fs::hard_link(artifact, &path).is_err() {
+        let placed_before = !PLACED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert((file.dev(), file.ino()));
+        let mapped = placed_before && is_file_mapped(file.dev(), file.ino());
+        if mapped || std::fs::hard_link(artifact, &path).is_err() {
             std::fs::copy(artifact, &path)?;
         }
         Ok(path)

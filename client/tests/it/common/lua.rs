@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use buildat_client::sandbox::{Level, Options, Runtime};
+use buildat_client::sandbox::{Level, LogSink, Options, Runtime};
 
 use super::repo_root;
 
@@ -23,7 +23,7 @@ pub fn game(modules: &[&str]) -> (Runtime, Log) {
         memory_limit: 64 << 20,
         time_limit: Duration::from_secs(2),
         client_name: "tester".into(),
-        log: Rc::new(move |level, name, message| {
+        log: LogSink::new(Level::Debug, move |level, name, message| {
             sink.borrow_mut()
                 .push((level, name.to_string(), message.to_string()));
         }),
