@@ -174,6 +174,12 @@ local function message_of(logger, ...)
 end
 
 local LEVELS = { "error", "warning", "info", "verbose", "debug" }
+-- Level name -> whether this client logs it (host.log_levels: how many of
+-- LEVELS, from the first, it keeps).
+local LOGGED = {}
+for i, level in ipairs(LEVELS) do
+	LOGGED[level] = i <= host.log_levels
+end
 
 -- buildat.world: the session's world view (kept natively by the client from
 -- the voxelworld stream). Read-only but for acking and the focus. One frozen
@@ -270,8 +276,8 @@ local function Logger(name)
 		error("buildat.Logger expects a name string, got " .. typeof(name), 2)
 	end
 	local logger = {}
-	for i, level in ipairs(LEVELS) do
-		if i <= host.log_levels then
+	for _, level in ipairs(LEVELS) do
+		if LOGGED[level] then
 			logger[level] = function(...)
 				host.log(level, name, message_of(logger, ...))
 			end
@@ -283,12 +289,11 @@ local function Logger(name)
 	-- built in a hot path is built only then.
 	logger.enabled = function(self, level)
 		local wanted = if self == logger then level else self
-		for i, known in ipairs(LEVELS) do
-			if known == wanted then
-				return i <= host.log_levels
-			end
+		local logged = LOGGED[wanted]
+		if logged == nil then
+			error("log:enabled: no level named " .. tostring(wanted), 2)
 		end
-		error("log:enabled: no level named " .. tostring(wanted), 2)
+		return logged
 	end
 	return table.freeze(logger)
 end
@@ -388,7 +393,7 @@ function new_env(file, trusted)
 	env._G = env
 	env.require = make_require(trusted)
 	env.print = function(...)
-		if host.log_levels < 3 then -- info is not logged
+		if not LOGGED.info then
 			return
 		end
 		host.log("info", file, message_of(nil, ...))

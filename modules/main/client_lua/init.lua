@@ -41,6 +41,9 @@
 --! (each main:chat_line, also printed).
 
 local log = buildat.Logger("main")
+-- Whether verbose lines are logged (fixed for the session): the hot ones
+-- are built only then.
+local VERBOSE = log:enabled("verbose")
 
 local SUMMARY_EVERY = 5 -- seconds
 local MAX_PENDING_PINGS = 1000
@@ -182,7 +185,7 @@ buildat.nodes.on_added(function(id)
 	end
 	if name ~= nil and peer ~= me.peer then
 		seen_players[id] = { name = name, peer = peer }
-		if log:enabled("verbose") then -- not formatted for nothing
+		if VERBOSE then -- not formatted for nothing
 			log:verbose("player " .. name .. " (peer " .. peer .. ") is at "
 				.. fmt(node.x) .. "," .. fmt(node.y) .. "," .. fmt(node.z))
 		end
@@ -252,7 +255,7 @@ buildat.sub_packet("main:edits", function(data)
 		at = next_at
 		edits += 1
 		-- Every player's edits come here: formatted only when logged.
-		if log:enabled("verbose") then
+		if VERBOSE then
 			log:verbose("edit by peer " .. who .. ": " .. x .. "," .. y .. "," .. z .. " is now " .. name)
 		end
 		call_all(edit_fns, who, x, y, z, name)
@@ -284,7 +287,7 @@ buildat.sub_packet("main:dig_time", function(data)
 	local key = voxel_key(x, y, z)
 	local waiting = dig_waiting[key]
 	dig_waiting[key] = nil
-	if log:enabled("verbose") then
+	if VERBOSE then
 		log:verbose("digging " .. key .. " takes " .. string.format("%.2f", seconds) .. " s")
 	end
 	if waiting ~= nil then

@@ -815,7 +815,12 @@ pub(crate) mod tests {
 
     /// Generates a section the way a generator module would: blobs by name.
     pub(crate) fn generate(world: &mut World, pos: Pos, fill: &str) {
-        generate_where(world, pos, fill, |i| i < CHUNK_VOLUME / 2);
+        generate_where(world, pos, fill, lower_half);
+    }
+
+    /// The voxels of a chunk's lower half (z < 16), by index.
+    fn lower_half(index: usize) -> bool {
+        index < CHUNK_VOLUME / 2
     }
 
     /// Generates a section whose chunks hold `fill` at each voxel index
@@ -833,7 +838,7 @@ pub(crate) mod tests {
     /// Generates a section already loaded and waiting for generation: the
     /// lower half of each chunk (z < 16) `fill`, the rest air.
     pub(crate) fn generate_loaded(world: &mut World, pos: Pos, fill: &str) {
-        generate_loaded_where(world, pos, fill, |i| i < CHUNK_VOLUME / 2);
+        generate_loaded_where(world, pos, fill, lower_half);
     }
 
     fn generate_loaded_where(

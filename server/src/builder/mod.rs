@@ -741,8 +741,11 @@ fn stamp_of(metadata: &std::fs::Metadata) -> std::io::Result<Stamp> {
 /// crates and the workspace's manifest for every module; they were most of
 /// the time a module took to load).
 struct Stamped<V> {
-    kept: Mutex<BTreeMap<PathBuf, (Vec<Stamp>, V)>>,
+    kept: Mutex<BTreeMap<PathBuf, (Vec<FileStamp>, V)>>,
 }
+
+/// A file a kept value came from, with its stamp then.
+type FileStamp = (PathBuf, Stamp);
 
 impl<V: Clone> Stamped<V> {
     const fn new() -> Self {
@@ -751,14 +754,15 @@ impl<V: Clone> Stamped<V> {
         }
     }
 
-    /// The value kept for `key` if `stamps` are still those of its files,
-    /// else `make()`, kept. Stamps are taken before `make` reads the files,
+    /// The value kept for `key` if `stamps` are still its files and their
+    /// stamps (a file renamed keeps its stamp, not its path), else
+    /// `make()`, kept. Stamps are taken before `make` reads the files,
     /// so a file changed meanwhile is newer than its kept stamp: the next
     /// call works it out again.
     fn get_or_make(
         &self,
         key: &Path,
-        stamps: Vec<Stamp>,
+        stamps: Vec<FileStamp>,
         make: impl FnOnce() -> std::io::Result<V>,
     ) -> std::io::Result<V> {
         let kept = || {
@@ -780,7 +784,7 @@ impl<V: Clone> Stamped<V> {
 /// A crate's build inputs: its manifest, build script, meta.json and
 /// everything under `src/`, sorted, each with its stamp (one `stat` a
 /// file: a start asks this of the engine's crates for every module).
-fn crate_files(dir: &Path) -> std::io::Result<Vec<(PathBuf, Stamp)>> {
+fn crate_files(dir: &Path) -> std::io::Result<Vec<FileStamp>> {
     let mut files = Vec::new();
     for name in ["Cargo.toml", "build.rs", "meta.json"] {
         let path = dir.join(name);
@@ -803,8 +807,7 @@ static CRATE_HASHES: Stamped<String> = Stamped::new();
 /// changed since.
 pub fn crate_hash(dir: &Path) -> std::io::Result<String> {
     let files = crate_files(dir)?;
-    let stamps = files.iter().map(|(_, stamp)| *stamp).collect();
-    CRATE_HASHES.get_or_make(dir, stamps, || {
+    CRATE_HASHES.get_or_make(dir, files.clone(), || {
         let mut hasher = Sha256::new();
         for (file, _) in &files {
             let relative = file.strip_prefix(dir).unwrap_or(file);
@@ -824,7 +827,7 @@ static MANIFESTS: Stamped<Arc<toml::Table>> = Stamped::new();
 /// by every crate that names a workspace dependency).
 fn read_manifest(dir: &Path) -> std::io::Result<Arc<toml::Table>> {
     let path = dir.join("Cargo.toml");
-    MANIFESTS.get_or_make(&path, vec![stamp(&path)?], || {
+    MANIFESTS.get_or_make(&path, vec![(path.clone(), stamp(&path)?)], || {
         let text = std::fs::read_to_string(&path)?;
         let manifest = text.parse::<toml::Table>().map_err(|error| {
             std::io::Error::new(
@@ -908,7 +911,7 @@ pub fn path_dependencies(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 /// Every file under `dir` (none if it is not a folder), with its stamp.
 /// A file's `stat` is relative to its folder's handle; a symlink is
 /// followed, as a path would be.
-fn collect_files(dir: &Path, files: &mut Vec<(PathBuf, Stamp)>) -> std::io::Result<()> {
+fn collect_files(dir: &Path, files: &mut Vec<FileStamp>) -> std::io::Result<()> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -992,6 +995,10 @@ mod tests {
         });
         changed("removed", &|| {
             std::fs::remove_file(root.join("src/more.rs")).expect("removes")
+        });
+        // A rename keeps the file's time and length: only its path tells.
+        changed("renamed", &|| {
+            std::fs::rename(root.join("src/lib.rs"), root.join("src/main.rs")).expect("renames")
         });
         assert_eq!(package_name(root), "a");
         std::thread::sleep(std::time::Duration::from_millis(20));
