@@ -58,6 +58,12 @@ pub struct ServerConfig {
     pub stop_timeout: Duration,
     /// Extra `--set KEY=VALUE` values handed to modules through `get_config`.
     pub extra: BTreeMap<String, String>,
+    /// Has the process's allocator return to the system what the calling
+    /// thread and the allocator's delayed purges hold freed (the binary
+    /// gives mimalloc's); each module's thread calls it as a message comes,
+    /// at most once every `allocator_collect_interval`. `None`: never.
+    pub allocator_collect: Option<fn()>,
+    pub allocator_collect_interval: Duration,
 }
 
 impl ServerConfig {
@@ -78,6 +84,8 @@ impl ServerConfig {
             init_timeout: Duration::from_secs(60),
             stop_timeout: Duration::from_secs(10),
             extra: BTreeMap::new(),
+            allocator_collect: None,
+            allocator_collect_interval: Duration::from_secs(2),
         }
     }
 }

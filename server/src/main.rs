@@ -29,6 +29,23 @@ mod inspect;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Returns to mimalloc what the calling thread holds freed (its pages
+/// whose blocks other threads freed, its emptied pages) and applies the
+/// purges mimalloc delayed (memory freed more than 1 s ago given back to
+/// the system). mimalloc does both only as a thread allocates or frees
+/// again, so a server whose threads went quiet after a burst (its start,
+/// the players gone) kept that memory resident for good
+/// (docs/RELIABILITY.md, "The idle server"). The host calls it from each
+/// module's thread and, as it waits for the stop, from the main thread
+/// (every [`ServerConfig::allocator_collect_interval`]).
+fn collect_allocator() {
+    unsafe extern "C" {
+        fn mi_collect(force: bool);
+    }
+    // SAFETY: mi_collect is thread-safe and takes no pointer.
+    unsafe { mi_collect(false) }
+}
+
 #[derive(Parser)]
 #[command(
     name = "buildat-server",
@@ -349,6 +366,7 @@ fn config_from(cli: &Cli) -> anyhow::Result<ServerConfig> {
     config.call_timeout = Duration::from_millis(cli.call_timeout_ms);
     config.watchdog_limit = Duration::from_millis(cli.watchdog_ms);
     config.slow_handler_limit = cli.slow_handler_ms.map(Duration::from_millis);
+    config.allocator_collect = Some(collect_allocator);
     for setting in &cli.set {
         let Some((key, value)) = setting.split_once('=') else {
             bail!("--set {setting}: expected KEY=VALUE");
@@ -668,6 +686,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    let collect_interval = config.allocator_collect_interval;
     let core = Core::new(config).context("cannot start the module host")?;
     stop_on_signal(core.clone())?;
     // The console runs during startup too, so `stop` ends the first start's
@@ -689,7 +708,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     {
         tracing::warn!("file watching is off: {error}");
     }
-    let (status, reason) = core.wait_for_shutdown();
+    // The main thread waits for the stop, and meanwhile has mimalloc
+    // apply the purges it delayed.
+    let (status, reason) = loop {
+        if let Some(request) = core.wait_for_shutdown_within(collect_interval) {
+            break request;
+        }
+        collect_allocator();
+    };
     tracing::info!("stopping: {reason}");
     core.stop_all();
     if status == 0 {

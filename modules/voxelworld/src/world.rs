@@ -27,7 +27,7 @@
 //! Does not own: the database (`storage.rs`) or generation (a generator
 //! module answers `voxelworld:generation_request`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
@@ -277,10 +277,8 @@ pub struct World {
     light_table: LightTable,
     /// The registry's length when `light_table` was built.
     light_table_len: usize,
-    /// Blob-only chunks decoded for lighting, the last
-    /// [`LIGHT_DECODE_CACHE`] (oldest first in `light_decoded_order`).
-    light_decoded: HashMap<Pos, Arc<[u32]>>,
-    light_decoded_order: VecDeque<Pos>,
+    /// Blob-only chunks decoded for lighting.
+    light_decoded: lighting::DecodedForLight,
     /// The section each loaded dynamic node is in.
     node_sections: HashMap<u64, Pos>,
     /// The loaded nodes attached to each node.
@@ -331,8 +329,7 @@ impl World {
             decoded_round: 0,
             light_table: LightTable::default(),
             light_table_len: 0,
-            light_decoded: HashMap::new(),
-            light_decoded_order: VecDeque::new(),
+            light_decoded: Default::default(),
             node_sections: HashMap::new(),
             node_children: HashMap::new(),
             nodes_changed: BTreeSet::new(),
@@ -396,11 +393,12 @@ impl World {
     /// last and still held as their blob (an edited chunk has no blob and
     /// keeps them): called every few seconds, it keeps decoded only what
     /// is in use, so chunks read once (a creature spawned, a far section
-    /// looked at) go back to their compressed size. Answers how many.
+    /// looked at) go back to their compressed size, and so do those
+    /// decoded for lighting alone. Answers how many.
     pub fn drop_unread_decoded(&mut self) -> usize {
         self.decoded_round += 1;
         let stale = self.decoded_round.saturating_sub(2);
-        let mut dropped = 0;
+        let mut dropped = self.light_decoded.drop_used_before(stale);
         for section in self.sections.values_mut() {
             for chunk in section.chunks.values_mut() {
                 if chunk.voxels.is_some() && chunk.blob.is_some() && chunk.read_round < stale {
@@ -601,7 +599,7 @@ impl World {
                 chunk.types = None;
                 updated.push((chunk.node_id, chunk_pos));
                 self.light_dirty.insert(chunk_pos);
-                self.light_decoded.remove(&chunk_pos);
+                self.light_decoded.remove(chunk_pos);
             }
         }
         section.generated = true;

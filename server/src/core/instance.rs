@@ -25,6 +25,7 @@ use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
 use super::CoreInner;
 use super::host_table::{self, HostCtx};
 use super::slot::{Message, ModuleSlot, Running};
+use crate::config::ServerConfig;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum StartKind {
@@ -302,7 +303,7 @@ fn thread_main(args: ThreadArgs) -> Option<Library> {
         Ok(()) => {
             ctx.check_config_reads();
             let _ = ready.send(Ok(()));
-            match serve_queue(&slot, &ctx, &mut instance, core.config.slow_handler_limit) {
+            match serve_queue(&slot, &ctx, &mut instance, &core.config) {
                 Ok(kind) => (kind, None),
                 Err(reason) => (UnloadKind::AfterFailure, Some(reason)),
             }
@@ -357,20 +358,33 @@ impl HandledTimes<'_> {
 }
 
 /// Delivers queued events and calls until a stop message (returns its kind)
-/// or a panic (returns the reason). Handlers that run at least `slow_limit`
-/// are logged; after each, the settings it read are checked
-/// ([`HostCtx::check_config_reads`]).
+/// or a panic (returns the reason). Handlers that run at least the
+/// config's slow-handler limit are logged; after each, the settings it
+/// read are checked ([`HostCtx::check_config_reads`]). As a message comes,
+/// at most once an interval, the allocator collects what this thread holds
+/// freed ([`ServerConfig::allocator_collect`]: a quiet module's thread
+/// would otherwise keep it).
 fn serve_queue(
     slot: &ModuleSlot,
     ctx: &HostCtx,
     instance: &mut Instance,
-    slow_limit: Option<Duration>,
+    config: &ServerConfig,
 ) -> Result<UnloadKind, String> {
     let name = slot.name.as_str();
     let activity = &slot.activity;
-    let handled = HandledTimes { slot, slow_limit };
+    let handled = HandledTimes {
+        slot,
+        slow_limit: config.slow_handler_limit,
+    };
+    let mut collected = Instant::now();
     while let Some(message) = slot.recv() {
         let taken = Instant::now();
+        if let Some(collect) = config.allocator_collect
+            && taken.duration_since(collected) >= config.allocator_collect_interval
+        {
+            collect();
+            collected = taken;
+        }
         match message {
             Message::Event(event) => {
                 if !slot.is_subscribed(&event.name) {

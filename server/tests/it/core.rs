@@ -419,6 +419,43 @@ fn slow_handlers_are_logged_with_their_module_and_wait() {
     core.stop_all();
 }
 
+/// The threads [`record_collect`] was called from.
+static COLLECTED_ON: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn record_collect() {
+    let thread = std::thread::current().name().unwrap_or("").to_string();
+    COLLECTED_ON
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(thread);
+}
+
+#[test]
+fn each_modules_thread_has_the_allocator_collect_as_messages_come() {
+    let scratch = Scratch::new();
+    scratch.add_probe("busy");
+    let core = scratch.core_with(|config| {
+        config.allocator_collect = Some(record_collect);
+        config.allocator_collect_interval = Duration::from_millis(50);
+    });
+    core.start().expect("start");
+    let collects = || {
+        let on = COLLECTED_ON.lock().unwrap_or_else(|e| e.into_inner());
+        on.iter().filter(|t| *t == "module:busy").count()
+    };
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(500) {
+        core.call("busy", "incr", &[]).expect("incr");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let during = collects();
+    // Half a second of messages: a collect every 50 ms, not one a message.
+    assert!((2..=11).contains(&during), "{during} collects");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(collects() <= during + 1, "no message, no collect");
+    core.stop_all();
+}
+
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .unwrap_or_default()

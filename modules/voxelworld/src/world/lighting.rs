@@ -13,7 +13,7 @@
 //! rules (`buildat_voxel::light`, `relight`) or when light is sent
 //! (`stream.rs`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -42,6 +42,54 @@ struct LightMemo {
     sun_in: HashMap<Pos, Arc<Vec<bool>>>,
     /// A chunk's voxels (`None`: not in memory).
     voxels: HashMap<Pos, Option<Arc<[u32]>>>,
+}
+
+/// Blob-only chunks decoded for lighting: the last [`LIGHT_DECODE_CACHE`]
+/// (oldest first in `order`), each with the [`World::drop_unread_decoded`]
+/// round it was last used in, so an idle world holds none of them.
+#[derive(Default)]
+pub(super) struct DecodedForLight {
+    chunks: HashMap<Pos, (Arc<[u32]>, u64)>,
+    order: VecDeque<Pos>,
+}
+
+impl DecodedForLight {
+    /// A chunk's decoded voxels, marked used in `round`.
+    fn get(&mut self, chunk: Pos, round: u64) -> Option<Arc<[u32]>> {
+        let (voxels, used) = self.chunks.get_mut(&chunk)?;
+        *used = round;
+        Some(voxels.clone())
+    }
+
+    /// A chunk's decoded voxels, not marked used.
+    pub(super) fn peek(&self, chunk: Pos) -> Option<&[u32]> {
+        self.chunks.get(&chunk).map(|(voxels, _)| &voxels[..])
+    }
+
+    /// Keeps a chunk's voxels, the oldest dropped past the limit.
+    fn insert(&mut self, chunk: Pos, voxels: Arc<[u32]>, round: u64) {
+        while self.order.len() >= LIGHT_DECODE_CACHE {
+            if let Some(old) = self.order.pop_front() {
+                self.chunks.remove(&old);
+            }
+        }
+        self.chunks.insert(chunk, (voxels, round));
+        self.order.push_back(chunk);
+    }
+
+    /// A chunk's voxels changed or were loaded again: its decoding is stale.
+    pub(super) fn remove(&mut self, chunk: Pos) {
+        self.chunks.remove(&chunk);
+    }
+
+    /// Drops the chunks last used before round `stale`; answers how many.
+    pub(super) fn drop_used_before(&mut self, stale: u64) -> usize {
+        let before = self.chunks.len();
+        self.chunks.retain(|_, (_, used)| *used >= stale);
+        let chunks = &self.chunks;
+        self.order.retain(|chunk| chunks.contains_key(chunk));
+        before - self.chunks.len()
+    }
 }
 
 /// A region's chunks and those around it, and the sunlight masks of the
@@ -124,25 +172,23 @@ impl World {
         if let Some(voxels) = &found.voxels {
             return Ok(Some(Arc::from(voxels.as_slice())));
         }
-        if let Some(hit) = self.light_decoded.get(&chunk) {
-            return Ok(Some(hit.clone()));
+        if let Some(hit) = self.light_decoded.get(chunk, self.decoded_round) {
+            return Ok(Some(hit));
         }
+        let Some(found) = self.generated_chunk(chunk) else {
+            return Ok(None);
+        };
         let (node_id, blob) = (found.node_id, found.blob.clone().unwrap_or_default());
         let voxels: Arc<[u32]> =
             decode_blob(&self.voxels, &mut self.unknown_names, node_id, &blob)?.into();
-        while self.light_decoded_order.len() >= LIGHT_DECODE_CACHE {
-            if let Some(old) = self.light_decoded_order.pop_front() {
-                self.light_decoded.remove(&old);
-            }
-        }
-        self.light_decoded.insert(chunk, voxels.clone());
-        self.light_decoded_order.push_back(chunk);
+        self.light_decoded
+            .insert(chunk, voxels.clone(), self.decoded_round);
         Ok(Some(voxels))
     }
 
     /// A chunk's voxels changed: its cached decoding for light is stale.
     pub(super) fn forget_light_voxels(&mut self, chunk: Pos) {
-        self.light_decoded.remove(&chunk);
+        self.light_decoded.remove(chunk);
     }
 
     /// [`World::light_voxels`] remembered for one relight or one batch of
@@ -625,6 +671,33 @@ mod tests {
         let relit = world.relight(far()).unwrap();
         assert!(!world.light_pending());
         relit
+    }
+
+    #[test]
+    fn chunks_decoded_for_light_alone_are_dropped_once_unused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut world = open(dir.path());
+        generate(&mut world, [0, 0, 0], "stone");
+        generate(&mut world, [0, 1, 0], "stone");
+        relight_at_once(&mut world);
+        let held = |world: &World| world.light_decoded.chunks.len();
+        assert!(held(&world) > 0, "relit from blobs: decoded for light");
+        let used = *world.light_decoded.chunks.keys().next().unwrap();
+        world.drop_unread_decoded();
+        world.drop_unread_decoded();
+        assert!(world.light_voxels(used).unwrap().is_some());
+        let dropped = world.drop_unread_decoded();
+        assert_eq!(held(&world), 1, "only the one used in the last round");
+        assert!(dropped > 0);
+        assert_eq!(world.light_decoded.order.len(), 1);
+        world.drop_unread_decoded();
+        world.drop_unread_decoded();
+        assert_eq!(held(&world), 0, "unused for two rounds: dropped");
+        assert!(world.light_decoded.order.is_empty());
+        assert!(
+            world.chunk_light([0, 0, 0]).unwrap().is_some(),
+            "the light itself is kept"
+        );
     }
 
     /// Relights in calls always out of time: one chunk each, the last

@@ -326,7 +326,7 @@ impl World {
             self.light_dirty.extend(section.chunks.keys().copied());
         }
         for chunk in section.chunks.keys() {
-            self.light_decoded.remove(chunk);
+            self.light_decoded.remove(*chunk);
         }
         if let Some(old) = self.sections.insert(pos, section) {
             self.unindex_nodes(&old);

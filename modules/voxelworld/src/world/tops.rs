@@ -143,7 +143,7 @@ impl World {
                 scan(voxels);
                 return Ok(true);
             }
-            if let Some(voxels) = self.light_decoded.get(&chunk) {
+            if let Some(voxels) = self.light_decoded.peek(chunk) {
                 scan(voxels);
                 return Ok(true);
             }
