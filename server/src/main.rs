@@ -340,22 +340,21 @@ fn config_from(cli: &Cli) -> anyhow::Result<ServerConfig> {
     // cargo passes it on): the dependencies the server compiled are not
     // compiled again. Tests and the harness give a build dir of their own,
     // so a `cargo test` that starts servers never waits on its own lock.
-    let (build_dir, cargo_target_dir) = match &cli.build_dir {
-        Some(dir) => {
-            let dir = absolute(dir)?;
-            let target = dir.join("target");
-            (dir, target)
-        }
+    // (With a build dir, `ServerConfig::new` puts cargo's target dir in it.)
+    let (build_dir, workspace_target) = match &cli.build_dir {
+        Some(dir) => (absolute(dir)?, None),
         None => {
             let target = match std::env::var_os("CARGO_TARGET_DIR") {
                 Some(dir) if !dir.is_empty() => absolute(Path::new(&dir))?,
                 _ => first.parent().unwrap_or(first).join("target"),
             };
-            (target.join("buildat-modules"), target)
+            (target.join("buildat-modules"), Some(target))
         }
     };
     let mut config = ServerConfig::new(absolute(&cli.world)?, module_paths, build_dir);
-    config.cargo_target_dir = cargo_target_dir;
+    if let Some(target) = workspace_target {
+        config.cargo_target_dir = target;
+    }
     config.module_profile = match cli.module_profile {
         Profile::Release => ModuleProfile::Release,
         Profile::Dev => ModuleProfile::Dev,
