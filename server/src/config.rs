@@ -63,6 +63,7 @@ pub struct ServerConfig {
     /// gives mimalloc's); each module's thread calls it as a message comes,
     /// at most once every `allocator_collect_interval`. `None`: never.
     pub allocator_collect: Option<fn()>,
+    /// How often a thread calls `allocator_collect` at most (2 s).
     pub allocator_collect_interval: Duration,
 }
 

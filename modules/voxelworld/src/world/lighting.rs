@@ -45,36 +45,67 @@ struct LightMemo {
 }
 
 /// Blob-only chunks decoded for lighting: the last [`LIGHT_DECODE_CACHE`]
-/// (oldest first in `order`), each with the [`World::drop_unread_decoded`]
-/// round it was last used in, so an idle world holds none of them.
+/// kept (oldest first in `order`), each with the
+/// [`World::drop_unread_decoded`] round it was last used in, so an idle
+/// world holds none of them.
 #[derive(Default)]
 pub(super) struct DecodedForLight {
-    chunks: HashMap<Pos, (Arc<[u32]>, u64)>,
-    order: VecDeque<Pos>,
+    chunks: HashMap<Pos, DecodedChunk>,
+    /// Each chunk with the count of keeps when it was kept: an entry whose
+    /// chunk was removed, or kept again since, is stale and skipped.
+    order: VecDeque<(Pos, u64)>,
+    /// Chunks kept so far.
+    kept: u64,
+}
+
+struct DecodedChunk {
+    voxels: Arc<[u32]>,
+    /// The round it was last used in.
+    used: u64,
+    /// Its entry in `order`.
+    kept: u64,
 }
 
 impl DecodedForLight {
     /// A chunk's decoded voxels, marked used in `round`.
     fn get(&mut self, chunk: Pos, round: u64) -> Option<Arc<[u32]>> {
-        let (voxels, used) = self.chunks.get_mut(&chunk)?;
-        *used = round;
-        Some(voxels.clone())
+        let found = self.chunks.get_mut(&chunk)?;
+        found.used = round;
+        Some(found.voxels.clone())
     }
 
     /// A chunk's decoded voxels, not marked used.
     pub(super) fn peek(&self, chunk: Pos) -> Option<&[u32]> {
-        self.chunks.get(&chunk).map(|(voxels, _)| &voxels[..])
+        self.chunks.get(&chunk).map(|found| &found.voxels[..])
     }
 
-    /// Keeps a chunk's voxels, the oldest dropped past the limit.
+    /// Keeps a chunk's voxels, used in `round`; the oldest kept go past
+    /// the limit.
     fn insert(&mut self, chunk: Pos, voxels: Arc<[u32]>, round: u64) {
-        while self.order.len() >= LIGHT_DECODE_CACHE {
-            if let Some(old) = self.order.pop_front() {
+        while self.chunks.len() >= LIGHT_DECODE_CACHE || self.order.len() >= 2 * LIGHT_DECODE_CACHE
+        {
+            let Some((old, kept)) = self.order.pop_front() else {
+                break;
+            };
+            if self
+                .chunks
+                .get(&old)
+                .is_some_and(|found| found.kept == kept)
+            {
                 self.chunks.remove(&old);
             }
         }
-        self.chunks.insert(chunk, (voxels, round));
-        self.order.push_back(chunk);
+        self.kept += 1;
+        let kept = self.kept;
+        self.chunks.insert(
+            chunk,
+            DecodedChunk {
+                voxels,
+                used: round,
+                kept,
+            },
+        );
+        self.order.push_back((chunk, kept));
     }
 
     /// A chunk's voxels changed or were loaded again: its decoding is stale.
@@ -85,9 +116,10 @@ impl DecodedForLight {
     /// Drops the chunks last used before round `stale`; answers how many.
     pub(super) fn drop_used_before(&mut self, stale: u64) -> usize {
         let before = self.chunks.len();
-        self.chunks.retain(|_, (_, used)| *used >= stale);
+        self.chunks.retain(|_, found| found.used >= stale);
         let chunks = &self.chunks;
-        self.order.retain(|chunk| chunks.contains_key(chunk));
+        self.order
+            .retain(|(chunk, kept)| chunks.get(chunk).is_some_and(|found| found.kept == *kept));
         before - self.chunks.len()
     }
 }
@@ -694,6 +726,23 @@ mod tests {
         world.drop_unread_decoded();
         assert_eq!(held(&world), 0, "unused for two rounds: dropped");
         assert!(world.light_decoded.order.is_empty());
+        // A kept, B kept, A changed and kept again: past the limit, B is
+        // the oldest kept and goes, not A (its first entry is stale).
+        let voxels: Arc<[u32]> = Arc::from(vec![0; 4]);
+        let (a, b) = ([0, 0, 0], [1, 0, 0]);
+        let mut cache = DecodedForLight::default();
+        cache.insert(a, voxels.clone(), 0);
+        cache.insert(b, voxels.clone(), 0);
+        cache.remove(a);
+        cache.insert(a, voxels.clone(), 0);
+        for x in 2..LIGHT_DECODE_CACHE as i32 {
+            cache.insert([x, 0, 0], voxels.clone(), 0);
+        }
+        assert_eq!(cache.chunks.len(), LIGHT_DECODE_CACHE);
+        cache.insert([-1, 0, 0], voxels, 0);
+        assert_eq!(cache.chunks.len(), LIGHT_DECODE_CACHE);
+        assert!(cache.peek(b).is_none(), "the oldest kept went");
+        assert!(cache.peek(a).is_some(), "kept again later: stays");
         assert!(
             world.chunk_light([0, 0, 0]).unwrap().is_some(),
             "the light itself is kept"
