@@ -36,8 +36,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// again, so a server whose threads went quiet after a burst (its start,
 /// the players gone) kept that memory resident for good
 /// (docs/RELIABILITY.md, "The idle server"). The host calls it from each
-/// module's thread and, as it waits for the stop, from the main thread
-/// (every [`ServerConfig::allocator_collect_interval`]).
+/// module's thread ([`ServerConfig::allocator_collect`]).
 fn collect_allocator() {
     unsafe extern "C" {
         fn mi_collect(force: bool);
@@ -685,7 +684,6 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let collect_interval = config.allocator_collect_interval;
     let core = Core::new(config).context("cannot start the module host")?;
     stop_on_signal(core.clone())?;
     // The console runs during startup too, so `stop` ends the first start's
@@ -707,14 +705,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     {
         tracing::warn!("file watching is off: {error}");
     }
-    // The main thread waits for the stop, and meanwhile has mimalloc
-    // apply the purges it delayed.
-    let (status, reason) = loop {
-        if let Some(request) = core.wait_for_shutdown_within(collect_interval) {
-            break request;
-        }
-        collect_allocator();
-    };
+    let (status, reason) = core.wait_for_shutdown();
     tracing::info!("stopping: {reason}");
     core.stop_all();
     if status == 0 {

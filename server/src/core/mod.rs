@@ -259,18 +259,6 @@ impl Core {
         }
     }
 
-    /// [`Core::wait_for_shutdown`] for at most `timeout`: `None` if nothing
-    /// asked the server to stop meanwhile.
-    pub fn wait_for_shutdown_within(&self, timeout: Duration) -> Option<(i32, String)> {
-        let shutdown = lock(&self.inner.shutdown);
-        let (shutdown, _) = self
-            .inner
-            .shutdown_signal
-            .wait_timeout_while(shutdown, timeout, |request| request.is_none())
-            .unwrap_or_else(|e| e.into_inner());
-        shutdown.clone()
-    }
-
     /// Cancels module builds (waiting up to a second for them to end), then
     /// unloads every module in reverse load order and stops the host's threads.
     pub fn stop_all(&self) {
