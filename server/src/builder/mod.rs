@@ -399,9 +399,10 @@ impl Builder {
         let own_package = workspace.get_member(dir).unwrap_or_default().to_string();
         let mut command = self.cargo_command(&workspace.manifest);
         command.arg("--keep-going").arg("-p").arg(&own_package);
-        if outside::has_features_package(&workspace.manifest) {
-            // The engine's modules in this run: its dependencies' features,
-            // so what the engine's run compiled is reused (`outside.rs`).
+        if workspace.has_package(outside::FEATURES_PACKAGE) {
+            // The features the server's build asks (the engine's workspace:
+            // `engine-features/`), or the engine's modules' run asks (an
+            // outside workspace: `outside.rs`): what that compiled is reused.
             command.arg("-p").arg(outside::FEATURES_PACKAGE);
         }
         let mut features: Vec<String> = meta

@@ -52,13 +52,17 @@ pub fn engine_root() -> PathBuf {
 
 /// The package every outside workspace has when the server also builds
 /// modules of the engine's workspace: it depends on what they depend on
-/// from a registry, with the features they ask for, so a cargo run
+/// from a registry, with the features they ask for, and on what the
+/// engine's own package of that name does (`engine-features/`, which the
+/// server's build and the engine's modules' run select), so a cargo run
 /// selecting it unifies dependency features as the engine's run does.
 /// (Not on the modules themselves: cargo hashes a path package by its path
 /// relative to the workspace root, so the engine's crates compile to other
 /// artifacts here anyway, and the modules would compile again.)
 pub const FEATURES_PACKAGE: &str = "buildat-engine-features";
 const FEATURES_DIR: &str = ".engine-features";
+/// Where the engine's own [`FEATURES_PACKAGE`] is, in its repository.
+const ENGINE_FEATURES_DIR: &str = "engine-features";
 
 /// Makes the module path holding the module in `dir` its cargo workspace
 /// (see the module docs) if the module needs one: it uses `workspace =
@@ -86,15 +90,6 @@ pub fn prepare(dir: &Path, target_dir: &Path, module_paths: &[PathBuf]) -> std::
     }
     write_workspace(root, target_dir, module_paths)?;
     Ok(true)
-}
-
-/// Whether a cargo run over the workspace `manifest` should select
-/// [`FEATURES_PACKAGE`]: it is an outside workspace that has it.
-pub fn has_features_package(manifest: &Path) -> bool {
-    is_ours(manifest)
-        && manifest
-            .parent()
-            .is_some_and(|root| root.join(FEATURES_DIR).join("Cargo.toml").is_file())
 }
 
 /// Writes the workspace files of the module path `root` (see the module docs).
@@ -342,6 +337,9 @@ fn write_features_package(
         let mut table = toml::Table::new();
         for (name, wanted) in dependencies {
             let mut spec = toml::Table::new();
+            if let Some(package) = wanted.package {
+                spec.insert("package".into(), package.into());
+            }
             spec.insert("version".into(), wanted.version.into());
             if !wanted.default_features {
                 spec.insert("default-features".into(), false.into());
@@ -370,15 +368,19 @@ fn write_features_package(
 /// One dependency as the engine's crates ask for it, merged over them.
 #[derive(Default)]
 struct Wanted {
+    /// The crate's name when the dependency's key is another (`syn2 = {
+    /// package = "syn" }`, two versions of one crate side by side).
+    package: Option<String>,
     version: String,
     default_features: bool,
     features: BTreeSet<String>,
 }
 
-/// The dependencies from a registry of the engine's modules and of every
-/// crate of the engine they depend on by path, per section
-/// (`dependencies`, `build-dependencies`), each with the features any of
-/// them asks for: what decides the features of the engine's run.
+/// The dependencies from a registry of the engine's modules, of every
+/// crate of the engine they depend on by path and of the engine's features
+/// package, per section (`dependencies`, `build-dependencies`), each with
+/// the features any of them asks for: what decides the features of the
+/// engine's run.
 fn engine_dependencies(
     engine_modules: &[(String, PathBuf, Vec<String>)],
 ) -> BTreeMap<&'static str, BTreeMap<String, Wanted>> {
@@ -390,6 +392,9 @@ fn engine_dependencies(
         .cloned()
         .unwrap_or_default();
     let mut crates = BTreeSet::new();
+    if !engine_modules.is_empty() {
+        crates.insert(engine_root().join(ENGINE_FEATURES_DIR));
+    }
     for (_, dir, _) in engine_modules {
         crates.insert(dir.clone());
         crates.extend(super::path_dependencies(dir).unwrap_or_default());
@@ -410,9 +415,12 @@ fn engine_dependencies(
                 };
                 let Some(base) = base else { continue };
                 let field = |key: &str| base.get(key).or_else(|| spec.get(key));
-                if field("path").is_some() || field("package").is_some() {
+                if field("path").is_some() {
                     continue;
                 }
+                let package = field("package")
+                    .and_then(|p| p.as_str())
+                    .map(str::to_string);
                 let version = match (&base, field("version")) {
                     (toml::Value::String(version), _) => version.clone(),
                     (_, Some(toml::Value::String(version))) => version.clone(),
@@ -423,6 +431,7 @@ fn engine_dependencies(
                     .or_default()
                     .entry(name.clone())
                     .or_insert_with(|| Wanted {
+                        package,
                         version,
                         ..Wanted::default()
                     });
@@ -635,12 +644,12 @@ mod tests {
         let config = std::fs::read_to_string(root.join(".cargo/config.toml")).expect("config");
         assert!(config.contains(&target.display().to_string()), "{config}");
         assert!(!prepare(&root.join("alone"), &target, &[]).expect("nothing"));
-        assert!(!has_features_package(&root.join("Cargo.toml")));
+        assert!(!root.join(FEATURES_DIR).exists());
         // With the engine's modules among the server's module paths, a cargo
         // run over these unifies features as the engine's run does.
         let engine_modules = [engine_root().join("modules")];
         assert!(prepare(&root.join("hello"), &target, &engine_modules).expect("written"));
-        assert!(has_features_package(&root.join("Cargo.toml")));
+        assert!(root.join(FEATURES_DIR).join("Cargo.toml").is_file());
         let features = read_table(&root.join(FEATURES_DIR).join("Cargo.toml"));
         let dependencies = features["dependencies"].as_table().expect("dependencies");
         assert!(
@@ -650,6 +659,15 @@ mod tests {
         assert!(
             !dependencies.keys().any(|name| name.starts_with("buildat-")),
             "not the engine's own crates: {features}"
+        );
+        // And what the engine's features package asks, renamed as there.
+        let host = features["build-dependencies"]
+            .as_table()
+            .expect("build-dependencies");
+        assert_eq!(
+            host.get("syn2").and_then(|s| s.get("package")),
+            Some(&toml::Value::from("syn")),
+            "the engine's features package's: {features}"
         );
         // A folder whose manifest is someone else's is theirs.
         let theirs = scratch.path().join("theirs");

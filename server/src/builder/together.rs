@@ -35,6 +35,11 @@ impl Workspace {
         let manifest = dir.join("Cargo.toml").canonicalize().ok()?;
         self.members.get(&manifest).map(String::as_str)
     }
+
+    /// Whether a member's package is called `name`.
+    pub fn has_package(&self, name: &str) -> bool {
+        self.members.values().any(|package| package == name)
+    }
 }
 
 /// The workspace the crate in `dir` is a member of, asked of cargo

@@ -3,7 +3,8 @@
 //! `buildat-server` binary over real sockets (`cli`, `network`,
 //! `client_file`, `world`, `game`, `inventory`, `items`, `accounts`, `tls`, `forwarded`, `creatures`,
 //! `api_reload`, `web`, `settings`, `settings_file`, `scaffold`, `examples`, `survival`,
-//! `lua_mods`, `backup_schedule`, `rollback`). `common` is
+//! `lua_mods`, `backup_schedule`, `rollback`), and the repository's own build
+//! (`engine_features`). `common` is
 //! what they share; the server driver and the wire client are
 //! `buildat-harness`'s.
 
@@ -17,6 +18,7 @@ mod common;
 mod core;
 mod creatures;
 mod daytime;
+mod engine_features;
 mod examples;
 mod forwarded;
 mod game;
