@@ -5,8 +5,9 @@
 //! in one box, [`light::light_region`]), and relit once a tick for what
 //! changed
 //! ([`World::relight`]): single edits updated in place on staged copies of
-//! the chunks they reach, the rest (and an edit whose change reaches a
-//! chunk at the edge of what is loaded) relit whole, in slices.
+//! the chunks they reach, the rest (and the chunk of an edit whose change
+//! reaches one at the edge of what is loaded or waiting to be relit) relit
+//! whole, in slices.
 //!
 //! Owns: the light caches (decoded voxels, sunlight masks), staging and
 //! the counts of how light was kept up to date. Does not own: the light
@@ -137,7 +138,7 @@ const IN_PLACE_LIMIT: usize = 200_000;
 /// How light was brought up to date since the world was opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LightCounts {
-    /// Relights whose edits were all updated in place.
+    /// Edits whose light was updated in place.
     pub in_place: u64,
     /// Chunks lit whole by a relight.
     pub whole: u64,
@@ -612,10 +613,14 @@ impl World {
     /// Updates the light around the voxels set since the last relight in
     /// place (`buildat_voxel::relight`), touching only the voxels whose
     /// light they can change; answers the chunks whose light changed. An
-    /// edit in a chunk not lit yet, or whose change reaches a chunk that
-    /// cannot be updated in place ([`World::stage_light`]), has its chunks
-    /// relit whole instead (with all of this call's edits, which are
-    /// lit together).
+    /// edit in a chunk not lit yet has its chunk relit whole instead. The
+    /// edits are updated together; when the change of one of them reaches
+    /// a chunk that cannot be updated in place ([`World::stage_light`]:
+    /// one waiting to be relit whole, or at the edge of what is loaded),
+    /// they are updated again a chunk's edits at a time, and only the
+    /// chunks whose edits fail are relit whole (before, one such edit sent
+    /// every edit of the tick, and the 26 chunks around each, to be relit
+    /// whole).
     fn relight_edits_in_place(&mut self) -> Vec<(Pos, ChunkLight)> {
         let edits: BTreeSet<Pos> = std::mem::take(&mut self.light_edits).into_iter().collect();
         if edits.is_empty() {
@@ -630,19 +635,45 @@ impl World {
         if in_place.is_empty() {
             return Vec::new();
         }
+        if let Some(relit) = self.update_in_place(&in_place) {
+            return relit;
+        }
+        let mut by_chunk: BTreeMap<Pos, Vec<Pos>> = BTreeMap::new();
+        for voxel in in_place {
+            by_chunk
+                .entry(geometry::chunk_of_voxel(voxel))
+                .or_default()
+                .push(voxel);
+        }
+        // In turn: each stages the light the ones before it left.
+        let mut relit = BTreeMap::new();
+        for (chunk, edits) in by_chunk {
+            match self.update_in_place(&edits) {
+                Some(updated) => relit.extend(updated),
+                None => {
+                    self.light_dirty.insert(chunk);
+                }
+            }
+        }
+        relit.into_iter().collect()
+    }
+
+    /// One update in place of `edits` together, kept if it completes:
+    /// the chunks whose light changed, with their new light; `None` (and
+    /// nothing changed) if it reaches a chunk that cannot be updated in
+    /// place or too many voxels.
+    fn update_in_place(&mut self, edits: &[Pos]) -> Option<Vec<(Pos, ChunkLight)>> {
         let mut staged = StagedLight {
             world: self,
             chunks: HashMap::new(),
         };
-        let outcome = relight_in_place(&mut staged, &in_place, IN_PLACE_LIMIT);
+        let outcome = relight_in_place(&mut staged, edits, IN_PLACE_LIMIT);
         let chunks = staged.chunks;
         if let Err(error) = outcome {
-            log::debug!("light: {error}; relighting whole chunks");
-            self.light_dirty
-                .extend(in_place.iter().map(|&v| geometry::chunk_of_voxel(v)));
-            return Vec::new();
+            log::debug!("light: {error}, for {} edits", edits.len());
+            return None;
         }
-        self.light_counts.in_place += 1;
+        self.light_counts.in_place += edits.len() as u64;
         let mut relit = Vec::new();
         for (pos, chunk) in chunks {
             let Some(StagedChunk {
@@ -659,7 +690,7 @@ impl World {
             }
             relit.push((pos, light));
         }
-        relit
+        Some(relit)
     }
 
     /// A chunk's voxels and a copy of its light for an update in place;
@@ -931,6 +962,56 @@ mod tests {
                 .any(|l| l.iter().any(|&b| light::block(b) > 0)),
             "the torches light the section"
         );
+    }
+
+    /// One edit whose update in place cannot complete (its chunk waits to
+    /// be relit whole) costs only its own chunk: an edit of the same tick
+    /// elsewhere is still updated in place, and both end lit as computed
+    /// whole.
+    #[test]
+    fn an_edit_that_cannot_be_updated_in_place_leaves_the_others_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut world, torch, _) = open_with_torch(dir.path());
+        for z in -1..=1 {
+            for y in -1..=1 {
+                for x in -1..=1 {
+                    generate(&mut world, [x, y, z], "stone");
+                }
+            }
+        }
+        let (waiting, elsewhere) = ([0, 0, 0], [1, 1, 1]);
+        for chunk in [waiting, elsewhere] {
+            world.chunk_light(chunk).unwrap().unwrap();
+        }
+        // What generating left to relight, relit: the world at rest.
+        world.relight(far()).unwrap();
+        let at_rest = world.light_counts;
+        // In the stone half of each chunk (z < 16): no sky above them.
+        world.set_voxel([16, 16, 8], torch).unwrap();
+        world.set_voxel([48, 48, 40], torch).unwrap();
+        // As when the last tick's relight stopped at its deadline.
+        world.light_stale.insert(waiting);
+        world.relight(far()).unwrap();
+        assert!(!world.light_pending());
+        assert_eq!(
+            world.light_counts.in_place - at_rest.in_place,
+            1,
+            "the edit elsewhere, in place: {:?}",
+            world.light_counts
+        );
+        for chunk in [waiting, elsewhere] {
+            let kept = world.generated_chunk(chunk).unwrap().light.clone().unwrap();
+            let whole = world
+                .compute_light(chunk, &mut LightMemo::default())
+                .unwrap()
+                .unwrap();
+            assert!(kept == whole, "chunk {chunk:?}");
+        }
+        let lit = |chunk: Pos| {
+            let light = world.generated_chunk(chunk).unwrap().light.clone().unwrap();
+            light[geometry::index_in_chunk([16, 16, 8])]
+        };
+        assert!(lit(waiting) > 0, "the torch in the waiting chunk shines");
     }
 
     #[test]
