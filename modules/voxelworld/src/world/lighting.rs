@@ -922,17 +922,33 @@ mod tests {
         assert!(!pregen_then_relight(false).is_empty());
     }
 
+    /// Sections -1..=1 each way (chunks -2..=3) generated: chunks 0..=1
+    /// have every neighbour, so their light can be updated in place.
+    fn generate_around_origin(world: &mut World) {
+        for z in -1..=1 {
+            for y in -1..=1 {
+                for x in -1..=1 {
+                    generate(world, [x, y, z], "stone");
+                }
+            }
+        }
+    }
+
+    /// The light kept for `chunk` is what lighting it whole gives.
+    fn assert_kept_is_whole(world: &mut World, chunk: Pos, when: &str) {
+        let kept = world.generated_chunk(chunk).unwrap().light.clone().unwrap();
+        let whole = world
+            .compute_light(chunk, &mut LightMemo::default())
+            .unwrap()
+            .unwrap();
+        assert!(kept == whole, "{when}: chunk {chunk:?}");
+    }
+
     #[test]
     fn a_section_lit_at_once_gives_each_chunk_the_light_it_gets_alone() {
         let dir = tempfile::tempdir().unwrap();
         let (mut world, torch, _) = open_with_torch(dir.path());
-        for z in -1..=1 {
-            for y in -1..=1 {
-                for x in -1..=1 {
-                    generate(&mut world, [x, y, z], "stone");
-                }
-            }
-        }
+        generate_around_origin(&mut world);
         world.set_voxel([40, 20, 40], torch).unwrap();
         world.set_voxel([31, 31, 31], torch).unwrap();
         world.relight(far()).unwrap();
@@ -972,13 +988,7 @@ mod tests {
     fn an_edit_that_cannot_be_updated_in_place_leaves_the_others_in_place() {
         let dir = tempfile::tempdir().unwrap();
         let (mut world, torch, _) = open_with_torch(dir.path());
-        for z in -1..=1 {
-            for y in -1..=1 {
-                for x in -1..=1 {
-                    generate(&mut world, [x, y, z], "stone");
-                }
-            }
-        }
+        generate_around_origin(&mut world);
         let (waiting, elsewhere) = ([0, 0, 0], [1, 1, 1]);
         for chunk in [waiting, elsewhere] {
             world.chunk_light(chunk).unwrap().unwrap();
@@ -1000,12 +1010,7 @@ mod tests {
             world.light_counts
         );
         for chunk in [waiting, elsewhere] {
-            let kept = world.generated_chunk(chunk).unwrap().light.clone().unwrap();
-            let whole = world
-                .compute_light(chunk, &mut LightMemo::default())
-                .unwrap()
-                .unwrap();
-            assert!(kept == whole, "chunk {chunk:?}");
+            assert_kept_is_whole(&mut world, chunk, "after the relight");
         }
         let lit = |chunk: Pos| {
             let light = world.generated_chunk(chunk).unwrap().light.clone().unwrap();
@@ -1018,15 +1023,7 @@ mod tests {
     fn light_updated_in_place_is_the_light_computed_whole() {
         let dir = tempfile::tempdir().unwrap();
         let (mut world, torch, stone) = open_with_torch(dir.path());
-        // Sections -1..=1 each way (chunks -2..=3): chunks 0..=1 have
-        // every neighbour, so their light can be updated in place.
-        for z in -1..=1 {
-            for y in -1..=1 {
-                for x in -1..=1 {
-                    generate(&mut world, [x, y, z], "stone");
-                }
-            }
-        }
+        generate_around_origin(&mut world);
         let lit: Vec<Pos> = (0..8).map(|i| [i & 1, i >> 1 & 1, i >> 2 & 1]).collect();
         for &chunk in &lit {
             world.chunk_light(chunk).unwrap().unwrap();
@@ -1046,12 +1043,7 @@ mod tests {
             }
             world.relight(far()).unwrap();
             for &chunk in &lit {
-                let kept = world.generated_chunk(chunk).unwrap().light.clone().unwrap();
-                let whole = world
-                    .compute_light(chunk, &mut LightMemo::default())
-                    .unwrap()
-                    .unwrap();
-                assert!(kept == whole, "round {round}: chunk {chunk:?}");
+                assert_kept_is_whole(&mut world, chunk, &format!("round {round}"));
             }
         }
         assert!(
