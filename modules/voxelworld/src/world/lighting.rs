@@ -645,6 +645,11 @@ impl World {
                 .or_default()
                 .push(voxel);
         }
+        if by_chunk.len() == 1 {
+            // The one chunk's edits just failed together: not tried again.
+            self.light_dirty.extend(by_chunk.into_keys());
+            return Vec::new();
+        }
         // In turn: each stages the light the ones before it left.
         let mut relit = BTreeMap::new();
         for (chunk, edits) in by_chunk {
